@@ -5,6 +5,7 @@
 
 pub mod analysis;
 pub mod cli;
+pub mod commands;
 pub mod error;
 pub mod live;
 pub mod measure;
