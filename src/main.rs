@@ -20,6 +20,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => commands::run::cmd(&args),
         Command::Probes => commands::probes::cmd(),
+        Command::Presets => commands::presets::cmd(),
+        Command::LoadWorker(args) => rtscope::load::worker::main(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

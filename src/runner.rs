@@ -15,6 +15,7 @@ use time::OffsetDateTime;
 use crate::cli::plan::{Output, RunPlan};
 use crate::measure::{probe_by_name, LiveBoard, ProbeCtx, ThreadOutcome};
 use crate::measure::recorder::Recorder;
+use crate::scenario::Experiment;
 use crate::model::{Calibration, Nanos, ProbeResult, RealtimeSetup, Run, SetupStep, Tool, SCHEMA_VERSION};
 use crate::sys::dma_latency::DmaLatencyGuard;
 use crate::sys::{mman, sched, time as clock};
@@ -114,7 +115,16 @@ pub fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec
 }
 
 /// Run the plan. `stop` is raised by SIGINT/SIGTERM.
-pub fn execute(plan: &RunPlan, output: &Output, command_line: Vec<String>, started: OffsetDateTime, stop: &AtomicBool) -> anyhow::Result<Run> {
+/// `exp` adds the load phases (started, settled and stopped around each
+/// phase by `crate::load`) and the probe runs (a probe at each of its periods).
+pub fn execute(
+    plan: &RunPlan,
+    exp: &Experiment,
+    output: &Output,
+    command_line: Vec<String>,
+    started: OffsetDateTime,
+    stop: &AtomicBool,
+) -> anyhow::Result<Run> {
     let (clock_med, clock_min) = clock::calibrate_clock_read(101);
     let mut steps = Vec::new();
     let _dma = global_setup(plan, &mut steps);
@@ -137,10 +147,12 @@ pub fn execute(plan: &RunPlan, output: &Output, command_line: Vec<String>, start
         },
         warnings: Vec::new(),
         results: Vec::new(),
+        phases: Vec::new(),
+        scenario: exp.scenario.clone(),
     };
 
     let board = LiveBoard::default();
-    let total_ns = plan.duration_ns * (plan.probes.len() * plan.phases.len()) as u64;
+    let total_ns = exp.total_ns();
     let finished = AtomicBool::new(false);
     std::thread::scope(|s| -> anyhow::Result<()> {
         if !output.quiet {
@@ -149,15 +161,50 @@ pub fn execute(plan: &RunPlan, output: &Output, command_line: Vec<String>, start
             s.spawn(move || crate::live::progress(board, total_ns, finished, stop));
         }
         let result = (|| -> anyhow::Result<()> {
-            'phases: for phase in &plan.phases {
-                for name in &plan.probes {
-                    if stop.load(Ordering::Relaxed) {
-                        run.interrupted_in = Some(phase.clone());
-                        break 'phases;
+            // Loads start from this (main) thread: their parent-death signal
+            // is tied to the thread that forks them (see load::phase).
+            let session = match exp.phases.iter().any(|p| !p.loads.is_empty()) {
+                true => Some(crate::load::phase::LoadSession::new(&exp.load)?),
+                false => None,
+            };
+            for spec in &exp.phases {
+                let phase = &spec.name;
+                if stop.load(Ordering::Relaxed) {
+                    run.interrupted_in = Some(phase.clone());
+                    break;
+                }
+                let mut loads = match &session {
+                    Some(sess) if !spec.loads.is_empty() => {
+                        board.reset(&format!("{phase}: settle"));
+                        let l = sess.start(spec, exp.settle_ns, exp.phase_ns(spec) / 1_000_000_000)?;
+                        run.phases.push(l.record());
+                        finish(&mut run, &steps, stop);
+                        crate::store::json::write_run(&output.path, &run)?;
+                        sleep_unless_stopped(Duration::from_nanos(exp.settle_ns), stop);
+                        Some(l)
                     }
+                    _ => None,
+                };
+                for entry in &exp.entries {
+                    if let Some(l) = loads.as_mut() {
+                        l.check()?;
+                    }
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let name = &entry.probe;
                     let probe = probe_by_name(name).expect("plan holds only known probes");
-                    board.reset(name);
-                    let ctx = ProbeCtx { plan, phase, stop, board: &board };
+                    if entry.warmup_ns > 0 {
+                        board.reset(&format!("{phase}: {name} warm-up"));
+                        let warm = RunPlan { duration_ns: entry.warmup_ns, interval_ns: entry.interval_ns, ..plan.clone() };
+                        probe.run(&ProbeCtx { plan: &warm, phase, stop, board: &board })?;
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                    }
+                    board.reset(&format!("{phase}: {name}"));
+                    let sub = RunPlan { duration_ns: entry.duration_ns, interval_ns: entry.interval_ns, ..plan.clone() };
+                    let ctx = ProbeCtx { plan: &sub, phase, stop, board: &board };
                     let outcomes = probe.run(&ctx)?;
                     for o in &outcomes {
                         for st in &o.setup {
@@ -170,13 +217,26 @@ pub fn execute(plan: &RunPlan, output: &Output, command_line: Vec<String>, start
                         }
                     }
                     run.results.extend(results_from(name, phase, &outcomes));
-                    if stop.load(Ordering::Relaxed) {
-                        run.interrupted_in = Some(phase.clone());
-                    }
                     finish(&mut run, &steps, stop);
                     crate::store::json::write_run(&output.path, &run)?;
                 }
+                if let Some(l) = loads.take() {
+                    board.reset(&format!("{phase}: stopping loads"));
+                    let record = l.stop()?;
+                    if let Some(last) = run.phases.last_mut() {
+                        *last = record;
+                    }
+                }
+                if stop.load(Ordering::Relaxed) {
+                    run.interrupted_in = Some(phase.clone());
+                }
+                finish(&mut run, &steps, stop);
+                crate::store::json::write_run(&output.path, &run)?;
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
             }
+            drop(session);
             Ok(())
         })();
         finished.store(true, Ordering::Relaxed);

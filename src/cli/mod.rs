@@ -3,6 +3,7 @@
 //! and has no side effects; [`plan`] then probes the system (online CPUs,
 //! output paths) and builds the validated [`plan::RunPlan`].
 
+pub mod load;
 pub mod plan;
 pub mod units;
 
@@ -31,6 +32,11 @@ pub enum Command {
     Run(RunArgs),
     /// List the probes `--probe` accepts.
     Probes,
+    /// List the built-in presets `rtscope run --preset NAME` accepts.
+    Presets,
+    /// A load process (started by `rtscope run` for each load; not for people).
+    #[command(name = "__load", hide = true)]
+    LoadWorker(crate::load::worker::LoadWorkerArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -103,4 +109,7 @@ pub struct RunArgs {
     /// How many worst samples each thread keeps (with time, CPU and sequence number).
     #[arg(long, value_name = "K", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub worst: u32,
+
+    #[command(flatten)]
+    pub load: load::LoadArgs,
 }

@@ -1,5 +1,6 @@
 //! One file per subcommand: each takes its validated clap arguments and
 //! returns the exit code (see `error` for the codes).
 
+pub mod presets;
 pub mod probes;
 pub mod run;

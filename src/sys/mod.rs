@@ -6,3 +6,5 @@ pub mod dma_latency;
 pub mod mman;
 pub mod sched;
 pub mod time;
+pub mod prctl;
+pub mod wait;
