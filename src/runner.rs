@@ -176,19 +176,18 @@ pub fn execute(
                 let mut loads = match &session {
                     Some(sess) if !spec.loads.is_empty() => {
                         board.reset(&format!("{phase}: settle"));
-                        let l = sess.start(spec, exp.settle_ns, exp.phase_ns(spec) / 1_000_000_000)?;
-                        run.phases.push(l.record());
-                        finish(&mut run, &steps, stop);
-                        crate::store::json::write_run(&output.path, &run)?;
-                        sleep_unless_stopped(Duration::from_nanos(exp.settle_ns), stop);
-                        Some(l)
+                        sess.start(spec, exp.settle_ns, exp.phase_ns(spec) / 1_000_000_000)?
                     }
-                    _ => None,
+                    _ => crate::load::PhaseLoads::idle(spec),
                 };
+                run.phases.push(loads.record());
+                finish(&mut run, &steps, stop);
+                crate::store::json::write_run(&output.path, &run)?;
+                if !spec.loads.is_empty() {
+                    sleep_unless_stopped(Duration::from_nanos(exp.settle_ns), stop);
+                }
                 for entry in &exp.entries {
-                    if let Some(l) = loads.as_mut() {
-                        l.check()?;
-                    }
+                    loads.check()?;
                     if stop.load(Ordering::Relaxed) {
                         break;
                     }
@@ -220,12 +219,10 @@ pub fn execute(
                     finish(&mut run, &steps, stop);
                     crate::store::json::write_run(&output.path, &run)?;
                 }
-                if let Some(l) = loads.take() {
-                    board.reset(&format!("{phase}: stopping loads"));
-                    let record = l.stop()?;
-                    if let Some(last) = run.phases.last_mut() {
-                        *last = record;
-                    }
+                board.reset(&format!("{phase}: stopping loads"));
+                let record = loads.stop()?;
+                if let Some(last) = run.phases.last_mut() {
+                    *last = record;
                 }
                 if stop.load(Ordering::Relaxed) {
                     run.interrupted_in = Some(phase.clone());

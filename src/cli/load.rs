@@ -46,7 +46,7 @@ pub struct LoadArgs {
 
     /// CPUs the loads run on, e.g. 0-1 [default: every online CPU].
     #[arg(long, value_name = "CPUSET", value_parser = units::parse_cpuset)]
-    pub load_cpus: Option<Vec<usize>>,
+    pub load_cpus: Option<CpuList>,
 
     /// Workers per load = intensity × number of load CPUs (at least 1) [default: 1].
     #[arg(long, value_name = "X", allow_hyphen_values = true)]
@@ -76,6 +76,10 @@ fn parse_wait(s: &str) -> Result<u64, String> {
     }
     units::parse_duration(s)
 }
+
+/// A CPU set as one value. The alias matters: clap's derive reads a literal
+/// `Vec<_>` as "many values" and then panics on a parser that returns a Vec.
+pub type CpuList = Vec<usize>;
 
 const DEFAULT_SETTLE_NS: u64 = 2_000_000_000;
 const DEFAULT_MAX_TOTAL_NS: u64 = 86_400_000_000_000;

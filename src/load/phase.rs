@@ -42,7 +42,9 @@ impl LoadSession {
     /// Remove stale temp dirs (whose rtscope is gone) and create this run's.
     pub fn new(opts: &LoadOptions) -> anyhow::Result<LoadSession> {
         clean_stale(&opts.dir);
-        let dir = opts.dir.join(format!("{TEMP_PREFIX}{}", std::process::id()));
+        // Absolute: load processes and their commands run in other directories.
+        let base = std::fs::canonicalize(&opts.dir).with_context(|| format!("--load-dir {}", opts.dir.display()))?;
+        let dir = base.join(format!("{TEMP_PREFIX}{}", std::process::id()));
         std::fs::create_dir_all(&dir).with_context(|| format!("creating the load temp dir {}", dir.display()))?;
         Ok(LoadSession { opts: opts.clone(), dir })
     }
@@ -50,21 +52,9 @@ impl LoadSession {
     /// Start every load of `phase`. `planned_s` is how long the phase should
     /// take (stress-ng gets it plus a minute as its own timeout).
     pub fn start(&self, phase: &PhaseSpec, settle_ns: u64, planned_s: u64) -> anyhow::Result<PhaseLoads> {
-        let started_at = crate::runner::rfc3339(time::OffsetDateTime::now_utc());
         let pdir = self.dir.join(sanitize(&phase.name));
         std::fs::create_dir_all(&pdir).with_context(|| format!("creating {}", pdir.display()))?;
-        let mut loads = PhaseLoads {
-            record: PhaseRecord {
-                name: phase.name.clone(),
-                started_at,
-                settle_ns: Nanos(settle_ns),
-                ..PhaseRecord::default()
-            },
-            procs: Vec::new(),
-            dir: pdir.clone(),
-            sys0: SysCounters::read(),
-            t0: Instant::now(),
-        };
+        let mut loads = PhaseLoads::begin(phase, settle_ns, Some(pdir.clone()));
         for (i, kind) in phase.loads.iter().enumerate() {
             let ldir = pdir.join(format!("{}-{i}", kind.name()));
             std::fs::create_dir_all(&ldir).with_context(|| format!("creating {}", ldir.display()))?;
@@ -181,12 +171,33 @@ fn spawn(opts: &LoadOptions, kind: &LoadKind, dir: &Path, timeout_s: u64) -> any
 pub struct PhaseLoads {
     record: PhaseRecord,
     procs: Vec<LoadProc>,
-    dir: PathBuf,
+    dir: Option<PathBuf>,
     sys0: SysCounters,
     t0: Instant,
 }
 
 impl PhaseLoads {
+    /// A phase with no load (idle): only the system-wide counters are kept,
+    /// as the baseline the loaded phases compare with.
+    pub fn idle(phase: &PhaseSpec) -> PhaseLoads {
+        PhaseLoads::begin(phase, 0, None)
+    }
+
+    fn begin(phase: &PhaseSpec, settle_ns: u64, dir: Option<PathBuf>) -> PhaseLoads {
+        PhaseLoads {
+            record: PhaseRecord {
+                name: phase.name.clone(),
+                started_at: crate::runner::rfc3339(time::OffsetDateTime::now_utc()),
+                settle_ns: Nanos(settle_ns),
+                ..PhaseRecord::default()
+            },
+            procs: Vec::new(),
+            dir,
+            sys0: SysCounters::read(),
+            t0: Instant::now(),
+        }
+    }
+
     /// The phase as started (commands known, no evidence yet).
     pub fn record(&self) -> PhaseRecord {
         let mut r = self.record.clone();
@@ -252,7 +263,9 @@ impl PhaseLoads {
         self.record.system = sys1.since(&self.sys0, dt);
         self.record.finished_at = crate::runner::rfc3339(time::OffsetDateTime::now_utc());
         self.record.complete = true;
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if let Some(d) = &self.dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
         if let Some(e) = errors.into_iter().next() {
             return Err(e);
         }
@@ -297,7 +310,9 @@ impl Drop for PhaseLoads {
             let _ = wait::wait4(p.pid);
             p.reaped = true;
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if let Some(d) = &self.dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
     }
 }
 

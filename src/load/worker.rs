@@ -40,7 +40,7 @@ pub struct LoadWorkerArgs {
     #[arg(long, default_value_t = 1)]
     pub workers: usize,
     #[arg(long, value_parser = crate::cli::units::parse_cpuset)]
-    pub cpus: Option<Vec<usize>>,
+    pub cpus: Option<crate::cli::load::CpuList>,
     /// The load's temp dir (the working directory of an external command).
     #[arg(long)]
     pub dir: PathBuf,
@@ -139,6 +139,11 @@ fn run_command(args: &LoadWorkerArgs, stop: &AtomicBool) -> anyhow::Result<(Coun
     while !stop.load(Ordering::Relaxed) {
         if status.is_none() {
             status = child.try_wait()?;
+            // A command that fails before the phase ends did not make the
+            // load; end now so that rtscope sees it and shows the log.
+            if let Some(s) = status.filter(|s| !s.success()) {
+                anyhow::bail!("{prog} ended early with {s}; its messages are above");
+            }
         }
         std::thread::sleep(POLL);
     }
