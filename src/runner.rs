@@ -155,7 +155,10 @@ pub fn execute(
     let total_ns = exp.total_ns();
     let finished = AtomicBool::new(false);
     std::thread::scope(|s| -> anyhow::Result<()> {
-        if !output.quiet {
+        // Only on a terminal (live::progress draws nothing elsewhere): under
+        // mlockall(MCL_FUTURE) a thread's whole stack is locked, and an
+        // unprivileged user's RLIMIT_MEMLOCK (8 MiB) has no room to spare.
+        if !output.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
             let board = &board;
             let finished = &finished;
             s.spawn(move || crate::live::progress(board, total_ns, finished, stop));
@@ -181,9 +184,10 @@ pub fn execute(
                     _ => crate::load::PhaseLoads::idle(spec),
                 };
                 run.phases.push(loads.record());
-                finish(&mut run, &steps, stop);
-                crate::store::json::write_run(&output.path, &run)?;
                 if !spec.loads.is_empty() {
+                    // On file at once: which load processes run (their pids).
+                    finish(&mut run, &steps, stop);
+                    crate::store::json::write_run(&output.path, &run)?;
                     sleep_unless_stopped(Duration::from_nanos(exp.settle_ns), stop);
                 }
                 for entry in &exp.entries {

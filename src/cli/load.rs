@@ -46,7 +46,7 @@ pub struct LoadArgs {
 
     /// CPUs the loads run on, e.g. 0-1 [default: every online CPU].
     #[arg(long, value_name = "CPUSET", value_parser = units::parse_cpuset)]
-    pub load_cpus: Option<CpuList>,
+    pub load_cpus: Option<units::CpuSet>,
 
     /// Workers per load = intensity × number of load CPUs (at least 1) [default: 1].
     #[arg(long, value_name = "X", allow_hyphen_values = true)]
@@ -76,10 +76,6 @@ fn parse_wait(s: &str) -> Result<u64, String> {
     }
     units::parse_duration(s)
 }
-
-/// A CPU set as one value. The alias matters: clap's derive reads a literal
-/// `Vec<_>` as "many values" and then panics on a parser that returns a Vec.
-pub type CpuList = Vec<usize>;
 
 const DEFAULT_SETTLE_NS: u64 = 2_000_000_000;
 const DEFAULT_MAX_TOTAL_NS: u64 = 86_400_000_000_000;
@@ -264,8 +260,8 @@ fn finish(
         (if asked == Engine::StressNg { Engine::StressNg } else { Engine::Builtin }, None)
     };
     let cpus = match (&la.load_cpus, section.and_then(|l| l.cpus.as_ref())) {
-        (Some(c), _) => c.clone(),
-        (None, Some(c)) => units::parse_cpuset(c.get_ref()).map_err(|e| s.unwrap().err_at(c.span(), format!("[load] cpus: {e}")))?,
+        (Some(c), _) => c.0.clone(),
+        (None, Some(c)) => units::parse_cpuset(c.get_ref()).map(|c| c.0).map_err(|e| s.unwrap().err_at(c.span(), format!("[load] cpus: {e}")))?,
         (None, None) => online.clone(),
     };
     if let Some(bad) = cpus.iter().find(|c| !online.contains(c)) {

@@ -40,7 +40,7 @@ pub struct LoadWorkerArgs {
     #[arg(long, default_value_t = 1)]
     pub workers: usize,
     #[arg(long, value_parser = crate::cli::units::parse_cpuset)]
-    pub cpus: Option<crate::cli::load::CpuList>,
+    pub cpus: Option<crate::cli::units::CpuSet>,
     /// The load's temp dir (the working directory of an external command).
     #[arg(long)]
     pub dir: PathBuf,
@@ -72,7 +72,7 @@ pub fn main(args: &LoadWorkerArgs) -> anyhow::Result<u8> {
         kill_everything();
     }
     set_current_policy(Policy::Other, 0).context("load process: setting SCHED_OTHER")?;
-    if let Some(cpus) = &args.cpus {
+    if let Some(crate::cli::units::CpuSet(cpus)) = &args.cpus {
         set_current_affinity(cpus).with_context(|| format!("load process: pinning to CPUs {cpus:?}"))?;
     }
     let (counters, exit) = if args.kind == "exec" {
@@ -90,7 +90,7 @@ pub fn main(args: &LoadWorkerArgs) -> anyhow::Result<u8> {
 
 fn run_builtin(args: &LoadWorkerArgs, kind: &LoadKind, stop: &AtomicBool) -> anyhow::Result<Counters> {
     let load = kind.load().expect("built-in kind");
-    let cpus = args.cpus.clone().unwrap_or_else(crate::sys::sched::online_cpus);
+    let cpus = args.cpus.clone().map(|c| c.0).unwrap_or_else(crate::sys::sched::online_cpus);
     let mut total = Counters::new();
     std::thread::scope(|s| -> anyhow::Result<()> {
         let handles: Vec<_> = (0..args.workers.max(1))
