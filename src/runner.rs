@@ -92,8 +92,12 @@ pub fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec
     for v in variants {
         let group: Vec<&ThreadOutcome> = outcomes.iter().filter(|o| o.variant == v).collect();
         let mut merged: Option<Recorder> = None;
+        let mut extra = crate::measure::Extra::default();
         for o in &group {
-            out.push(o.recorder.to_result(probe, phase, v.clone(), Some(o.thread), o.cpu, o.interval_ns));
+            let mut r = o.recorder.to_result(probe, phase, v.clone(), Some(o.thread), o.cpu, o.interval_ns);
+            o.extra.apply(&mut r);
+            extra = extra.merge(&o.extra);
+            out.push(r);
         }
         for o in &group {
             match merged.as_mut() {
@@ -107,7 +111,9 @@ pub fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec
         }
         if let Some(m) = merged {
             let interval = group.first().map(|o| o.interval_ns).unwrap_or(0);
-            out.push(m.to_result(probe, phase, v.clone(), None, None, interval));
+            let mut r = m.to_result(probe, phase, v.clone(), None, None, interval);
+            extra.apply(&mut r);
+            out.push(r);
         }
     }
     out
