@@ -75,7 +75,7 @@ pub struct RunArgs {
 
     /// CPUs to measure on, e.g. 0,2-3; threads are pinned round-robin [default: all online].
     #[arg(short = 'a', long, value_parser = units::parse_cpuset)]
-    pub affinity: Option<Vec<usize>>,
+    pub affinity: Option<units::CpuSet>,
 
     /// Probes to run, comma-separated; NAME:VARIANT runs only that variant
     /// (e.g. sem:mutex,sem:posix/same-cpu; see `rtscope probes`).
