@@ -93,8 +93,12 @@ pub fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec
     for v in variants {
         let group: Vec<&ThreadOutcome> = outcomes.iter().filter(|o| o.variant == v).collect();
         let mut merged: Option<Recorder> = None;
+        let mut extra = crate::measure::Extra::default();
         for o in &group {
-            out.push(o.recorder.to_result(probe, phase, v.clone(), Some(o.thread), o.cpu, o.interval_ns));
+            let mut r = o.recorder.to_result(probe, phase, v.clone(), Some(o.thread), o.cpu, o.interval_ns);
+            o.extra.apply(&mut r);
+            extra = extra.merge(&o.extra);
+            out.push(r);
         }
         for o in &group {
             match merged.as_mut() {
@@ -108,7 +112,9 @@ pub fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec
         }
         if let Some(m) = merged {
             let interval = group.first().map(|o| o.interval_ns).unwrap_or(0);
-            out.push(m.to_result(probe, phase, v.clone(), None, None, interval));
+            let mut r = m.to_result(probe, phase, v.clone(), None, None, interval);
+            extra.apply(&mut r);
+            out.push(r);
         }
     }
     out
@@ -199,14 +205,20 @@ pub fn execute(
                     let probe = probe_by_name(name).expect("plan holds only known probes");
                     if entry.warmup_ns > 0 {
                         board.reset(&format!("{phase}: {name} warm-up"));
-                        let warm = RunPlan { duration_ns: entry.warmup_ns, interval_ns: entry.interval_ns, ..plan.clone() };
+                        let mut warm = RunPlan { duration_ns: entry.warmup_ns, interval_ns: entry.interval_ns, ..plan.clone() };
+                        if !entry.periods_ns.is_empty() {
+                            warm.probe.periods_ns = entry.periods_ns.clone();
+                        }
                         probe.run(&ProbeCtx { plan: &warm, phase, stop, board: &board })?;
                         if stop.load(Ordering::Relaxed) {
                             break;
                         }
                     }
                     board.reset(&format!("{phase}: {name}"));
-                    let sub = RunPlan { duration_ns: entry.duration_ns, interval_ns: entry.interval_ns, ..plan.clone() };
+                    let mut sub = RunPlan { duration_ns: entry.duration_ns, interval_ns: entry.interval_ns, ..plan.clone() };
+                    if !entry.periods_ns.is_empty() {
+                        sub.probe.periods_ns = entry.periods_ns.clone();
+                    }
                     let ctx = ProbeCtx { plan: &sub, phase, stop, board: &board };
                     let outcomes = probe.run(&ctx)?;
                     for o in &outcomes {

@@ -80,10 +80,6 @@ fn parse_wait(s: &str) -> Result<u64, String> {
 const DEFAULT_SETTLE_NS: u64 = 2_000_000_000;
 const DEFAULT_MAX_TOTAL_NS: u64 = 86_400_000_000_000;
 
-/// Probes that keep their CPU busy at the measuring priority; FIFO on every
-/// online CPU at once needs --force (the probes issue adds them).
-pub const BUSY_PROBES: &[&str] = &["noise", "maxrate", "preempt"];
-
 /// Ids of `rtscope run` arguments given on the command line (not defaults).
 pub fn explicit_run_args() -> BTreeSet<String> {
     let matches = match super::Cli::command().try_get_matches_from(std::env::args_os()) {
@@ -142,7 +138,7 @@ fn from_flags(args: &RunArgs, explicit: &BTreeSet<String>, started: &str) -> Res
         phases.push(PhaseSpec { name: "idle".into(), loads: vec![] });
     }
     let entries =
-        plan.probes.iter().map(|p| ProbeEntry { probe: p.clone(), interval_ns: plan.interval_ns, duration_ns: plan.duration_ns, warmup_ns: 0 }).collect();
+        plan.probes.iter().map(|p| ProbeEntry { probe: p.clone(), interval_ns: plan.interval_ns, periods_ns: Vec::new(), duration_ns: plan.duration_ns, warmup_ns: 0 }).collect();
     let exp = finish(args, explicit, &mut plan, phases, entries, None)?;
     Ok((plan, output, exp))
 }
@@ -208,30 +204,44 @@ fn from_scenario(args: &RunArgs, explicit: &BTreeSet<String>, started: &str, s: 
         }
     }
     a.probes = probes;
-    // The entries carry their own periods; check the plan with the shortest
-    // one against the duration here, each entry below.
     let (mut plan, output) = plan::build(&a, started).map_err(|e| BadInput(format!("{}: {}", s.label, e.0)))?;
-    let mut entries = Vec::new();
+    let mut entries: Vec<ProbeEntry> = Vec::new();
     for p in &f.probes {
-        let periods: Vec<u64> = match &p.periods {
-            Some(v) => v.iter().map(|d| d.0).collect(),
-            None => vec![p.interval.map(|d| d.0).unwrap_or(plan.interval_ns)],
+        // `sem:mutex` and `sem:posix` are one run of `sem` with both
+        // variants selected (the plan holds the selection).
+        let (base, _) = crate::cli::probe_opts::split_spec(p.name.get_ref());
+        let own_periods = scenario::MULTI_PERIOD_PROBES.contains(&base);
+        let periods: Vec<u64> = p.periods.as_ref().map(|v| v.iter().map(|d| d.0).collect()).unwrap_or_default();
+        let intervals: Vec<u64> = if periods.is_empty() || own_periods {
+            vec![p.interval.map(|d| d.0).unwrap_or(plan.interval_ns)]
+        } else {
+            periods.clone()
         };
         let duration_ns = if unset("duration") { p.duration.map(|d| d.0).unwrap_or(plan.duration_ns) } else { plan.duration_ns };
         let warmup_ns = p.warmup.or(f.warmup).map(|d| d.0).unwrap_or(0);
-        for interval_ns in periods {
-            if interval_ns > duration_ns {
+        for interval_ns in intervals {
+            let longest = periods.iter().copied().max().unwrap_or(0).max(interval_ns);
+            if longest > duration_ns {
                 return Err(s.err_at(
                     p.name.span(),
                     format!(
                         "[[probe]] {}: period {} is longer than the duration {}; no period would complete",
                         p.name.get_ref(),
-                        units::fmt_ns(interval_ns),
+                        units::fmt_ns(longest),
                         units::fmt_ns(duration_ns)
                     ),
                 ));
             }
-            entries.push(ProbeEntry { probe: p.name.get_ref().trim().to_string(), interval_ns, duration_ns, warmup_ns });
+            let e = ProbeEntry {
+                probe: base.to_string(),
+                interval_ns,
+                periods_ns: if own_periods { periods.clone() } else { Vec::new() },
+                duration_ns,
+                warmup_ns,
+            };
+            if !entries.contains(&e) {
+                entries.push(e);
+            }
         }
     }
     let exp = finish(&a, explicit, &mut plan, s.phases.clone(), entries, Some(s))?;
@@ -320,21 +330,24 @@ fn finish(
 /// Loads always run SCHED_OTHER, so they never count here.
 fn check_starvation(plan: &RunPlan, exp: &Experiment, online: &[usize], force: bool) -> Result<(), BadInput> {
     use crate::sys::sched::Policy;
-    if force || plan.policy == Policy::Other {
+    // Busy at real-time priority: maxrate (a timer so fast its CPU is nearly
+    // never idle) under FIFO/RR, and noise with --noise-policy fifo. Both
+    // use one CPU unless -a/-t spread them over the plan's CPUs.
+    let busy = |p: &str| match p {
+        "maxrate" => plan.policy != Policy::Other,
+        "noise" => plan.probe.noise_policy != Policy::Other,
+        _ => false,
+    };
+    if force || !plan.probe.cpus_explicit {
         return Ok(());
     }
-    let busy: Vec<&str> = exp.entries.iter().map(|e| e.probe.as_str()).filter(|p| BUSY_PROBES.contains(p)).collect();
-    if busy.is_empty() {
-        return Ok(());
-    }
+    let Some(probe) = exp.entries.iter().map(|e| e.probe.as_str()).find(|p| busy(p)) else { return Ok(()) };
     let measured = plan.measured_cpus();
     if online.iter().all(|c| measured.contains(c)) {
         let throttling = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").unwrap_or_default();
         let note = if throttling.trim() == "-1" { " RT throttling is OFF on this machine (sched_rt_runtime_us = -1), so it can hang." } else { "" };
         return Err(BadInput(format!(
-            "probe {} runs busy at SCHED_{} on every online CPU ({}): nothing else could run but RT throttling's share, which may starve the machine.{note} Leave a CPU free with -a/--affinity, or pass --force",
-            busy[0],
-            plan.policy.name().to_uppercase(),
+            "probe {probe} runs busy at real-time priority on every online CPU ({}): nothing else could run but RT throttling's share, which may starve the machine.{note} Leave a CPU free with -a/--affinity, or pass --force",
             plan::cpu_list_str(online)
         )));
     }
@@ -381,7 +394,13 @@ pub fn describe(plan: &RunPlan, exp: &Experiment, output: &Output) -> String {
         s.push_str(&format!("phase {} {}: {} — {}\n", i + 1, p.name, loads, units::fmt_ns(exp.phase_ns(p))));
         for e in &exp.entries {
             let warm = if e.warmup_ns > 0 { format!(" after {} warm-up", units::fmt_ns(e.warmup_ns)) } else { String::new() };
-            s.push_str(&format!("  probe {} every {} for {}{warm}\n", e.probe, units::fmt_ns(e.interval_ns), units::fmt_ns(e.duration_ns)));
+            let every = if e.periods_ns.is_empty() {
+                units::fmt_ns(e.interval_ns)
+            } else {
+                e.periods_ns.iter().map(|p| units::fmt_ns(*p)).collect::<Vec<_>>().join(", ")
+            };
+            let sel = plan.probe.variants.get(&e.probe).map(|v| format!(" ({})", v.join(", "))).unwrap_or_default();
+            s.push_str(&format!("  probe {}{sel} every {every} for {}{warm}\n", e.probe, units::fmt_ns(e.duration_ns)));
         }
     }
     s.push_str(&format!("total: {} (cap {})\n", units::fmt_ns(exp.total_ns()), units::fmt_ns(exp.max_total_ns)));

@@ -4,7 +4,7 @@
 //!
 //! - `verdict` (preset quick): one line per phase: max, p99.9, overruns.
 //! - `bins` (seed 001): sample counts per fixed-width latency bin (5 000 ns
-//!   in the source), one column per phase. A histogram bucket is counted in
+//!   in the source), one column per phase; the timer probe's only when it ran. A histogram bucket is counted in
 //!   the bin holding its lower bound; rtscope's buckets are at most 0.1 % wide,
 //!   so at most a few ns of a bin boundary are ambiguous.
 //! - `max-avg-sd` (seed 004): per probe and period, max and avg ± σ for each
@@ -119,7 +119,13 @@ const MAX_BIN_ROWS: u64 = 20;
 pub fn bins(run: &Run, bin_ns: u64) -> String {
     let bin_ns = bin_ns.max(1);
     let mut out = String::new();
-    for g in groups(run) {
+    // As in the source, the bin table is the timer's (interrupt latency);
+    // other probes are in the summary. Without timer results, every probe's.
+    let mut gs = groups(run);
+    if gs.iter().any(|g| g.0 == "timer") {
+        gs.retain(|g| g.0 == "timer");
+    }
+    for g in gs {
         let cols: Vec<(&String, &ProbeResult)> = run.plan.phases.iter().filter_map(|p| find(run, &g, p).map(|r| (p, r))).collect();
         if cols.is_empty() {
             continue;

@@ -45,8 +45,12 @@ pub enum Table {
 /// One probe run inside each phase: a probe at one period.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProbeEntry {
+    /// The probe's name (without a `:variant` selector).
     pub probe: String,
     pub interval_ns: u64,
+    /// The probe's own periods (`periodic`, `maxrate`: one variant per
+    /// period, like `--periods`); empty = the probe's default.
+    pub periods_ns: Vec<u64>,
     pub duration_ns: u64,
     /// Measured and thrown away before the run that counts.
     pub warmup_ns: u64,
@@ -137,6 +141,9 @@ impl<'de, const US: bool, const Z: bool> Deserialize<'de> for Dur<US, Z> {
     }
 }
 
+/// Probes that run several periods themselves (`--periods`).
+pub const MULTI_PERIOD_PROBES: &[&str] = &["periodic", "maxrate"];
+
 /// The scenario file, as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -194,7 +201,9 @@ pub struct PhaseEntry {
 pub struct ProbeFileEntry {
     pub name: Spanned<String>,
     pub interval: Option<Period>,
-    /// One run per period (e.g. ["10ms", "30ms", "50ms"]); overrides `interval`.
+    /// Periods (e.g. ["10ms", "30ms", "50ms"]): the probe's own periods for
+    /// the probes that take several ([`MULTI_PERIOD_PROBES`]), else one run of
+    /// the probe per period (overrides `interval`).
     pub periods: Option<Vec<Period>>,
     pub duration: Option<Duration>,
     pub warmup: Option<Wait>,
@@ -300,7 +309,7 @@ pub fn parse(text: &str, label: &str, is_preset: bool) -> Result<Scenario, BadIn
         return Err(BadInput(format!("{label}: no [[probe]] listed; add one, e.g.\n[[probe]]\nname = \"timer\"\n({HINT})")));
     }
     for p in &file.probes {
-        let name = p.name.get_ref().trim();
+        let (name, _) = crate::cli::probe_opts::split_spec(p.name.get_ref());
         if crate::measure::probe_by_name(name).is_none() {
             let names: Vec<&str> = crate::measure::PROBES.iter().map(|(n, _)| *n).collect();
             return Err(err_at(

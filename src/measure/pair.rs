@@ -1,0 +1,363 @@
+//! The two-thread hand-off pattern shared by `sem`, `pipe`, `mq`, `signal`
+//! and `preempt`: a sender releases, a blocked receiver wakes.
+//!
+//! Timestamps (the issue's rule): the sender reads the clock immediately
+//! before the release/send/wake call and publishes it; the receiver reads the
+//! clock immediately after its blocking call returns; latency = receiver −
+//! sender on the same CLOCK_MONOTONIC, so cross-CPU pairs are valid. A
+//! mechanism is a [`Handoff`] (one-way) or a [`Channel`] pair (round trip);
+//! this module owns the threads, the pacing and the shutdown.
+//!
+//! One-way, per event:
+//!
+//! ```text
+//! sender                              receiver (records)
+//!   ack.wait()   <─────────────────────  ack.post()      (previous event done)
+//!   h.arm()        (mutex: lock it)
+//!   armed.post() ─────────────────────>  armed.wait()
+//!   pause (sleep to the next -i tick)    h.wait() blocks
+//!   t0 = now; h.release()  ──────────>   returns; t1 = now; record t1 − t0
+//!                                        h.after_wait() (mutex: unlock)
+//! ```
+//!
+//! Why the two futex events around the measured hand-off: they make every
+//! event start from the same state (receiver blocked in the mechanism,
+//! mutex held by the sender) and stop the sender from overwriting `t0`
+//! before the receiver has read it. They are never inside the timed span.
+//! ptsematest and friends get the same effect from their -i pause alone;
+//! with `--back-to-back` there is no pause, so cross-CPU events may find the
+//! receiver not yet blocked (that is then part of what is measured).
+//!
+//! Shutdown: the sender ends the loop (duration share over, `--iterations`
+//! reached, or the stop flag), sets `done` and posts `armed`; the receiver
+//! sees `done` before blocking again and ends. No thread is left waiting.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Barrier;
+
+use super::recorder::Recorder;
+use super::{spawn_measuring, ProbeCtx, ThreadOutcome, ThreadSpec};
+use crate::sys::futex::Event;
+use crate::sys::sched::Policy;
+use crate::sys::time::{now_ns, sleep_until_ns};
+
+/// One hand-off mechanism, seen from both sides.
+pub trait Handoff: Sync {
+    /// Receiver, before the start barrier (e.g. block the signal it waits for).
+    fn receiver_setup(&self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Sender, before each pause: make the receiver's next wait block.
+    fn arm(&self) {}
+    /// Sender: store the clock into `t0` immediately before the release call,
+    /// then make it.
+    fn release(&self, t0: &AtomicU64, buf: &[u8]) -> Result<(), String>;
+    /// Receiver: block until released; return the clock read immediately
+    /// after the blocking call returned.
+    fn wait(&self, buf: &mut [u8]) -> Result<u64, String>;
+    /// Receiver, after recording: give back what `wait` took.
+    fn after_wait(&self) {}
+}
+
+/// A one-directional byte-message channel (pipe, message queue).
+pub trait Channel: Sync {
+    fn send(&self, buf: &[u8]) -> Result<(), String>;
+    fn recv(&self, buf: &mut [u8]) -> Result<(), String>;
+}
+
+/// Any channel is a hand-off: send is the release, recv the wait.
+pub struct ChannelHandoff<C: Channel>(pub C);
+
+impl<C: Channel> Handoff for ChannelHandoff<C> {
+    fn release(&self, t0: &AtomicU64, buf: &[u8]) -> Result<(), String> {
+        t0.store(now_ns(), Ordering::Release);
+        self.0.send(buf)
+    }
+    fn wait(&self, buf: &mut [u8]) -> Result<u64, String> {
+        self.0.recv(buf)?;
+        Ok(now_ns())
+    }
+}
+
+/// What the sender does between events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pause {
+    /// Sleep (absolute) to the next tick of `interval` (rt-tests' -i).
+    Sleep { interval: u64 },
+    /// Sleep to `lead` before the next tick, then busy-wait to it, so the
+    /// sender is running (not waking up) when it releases (`preempt`).
+    SleepThenSpin { interval: u64, lead: u64 },
+    /// No pause (`--back-to-back`).
+    None,
+}
+
+impl Pause {
+    /// The pause the plan asks for.
+    pub fn from_plan(ctx: &ProbeCtx<'_>) -> Pause {
+        if ctx.plan.probe.back_to_back {
+            Pause::None
+        } else {
+            Pause::Sleep { interval: ctx.plan.interval_ns }
+        }
+    }
+    fn interval(self) -> u64 {
+        match self {
+            Pause::Sleep { interval } | Pause::SleepThenSpin { interval, .. } => interval,
+            Pause::None => 0,
+        }
+    }
+    /// Wait for the tick `next` (updated to the following tick). A late
+    /// tick is not an overrun here: these probes time hand-offs, not periods;
+    /// the next tick is then one interval after now.
+    #[inline]
+    fn wait(self, next: &mut u64, stop: &AtomicBool) -> Result<(), String> {
+        match self {
+            Pause::None => return Ok(()),
+            Pause::Sleep { .. } => sleep_until_ns(*next).map_err(|e| format!("clock_nanosleep failed: {e}"))?,
+            Pause::SleepThenSpin { lead, .. } => {
+                sleep_until_ns(next.saturating_sub(lead)).map_err(|e| format!("clock_nanosleep failed: {e}"))?;
+                while now_ns() < *next && !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+        let now = now_ns();
+        *next += self.interval();
+        if *next <= now {
+            *next = now + self.interval();
+        }
+        Ok(())
+    }
+}
+
+/// Where the two threads of a pair run.
+#[derive(Debug, Clone, Copy)]
+pub struct Placement {
+    pub receiver_cpu: Option<usize>,
+    pub sender_cpu: Option<usize>,
+}
+
+impl Placement {
+    /// Both on the plan's first CPU.
+    pub fn same_cpu(ctx: &ProbeCtx<'_>) -> Placement {
+        let c = ctx.plan.cpus.first().copied();
+        Placement { receiver_cpu: c, sender_cpu: c }
+    }
+    /// Receiver on the plan's first CPU, sender on its second (None when the
+    /// plan has one CPU only).
+    pub fn cross_cpu(ctx: &ProbeCtx<'_>) -> Option<Placement> {
+        (ctx.plan.cpus.len() >= 2).then(|| Placement { receiver_cpu: Some(ctx.plan.cpus[0]), sender_cpu: Some(ctx.plan.cpus[1]) })
+    }
+    /// The plan's first and last CPU (the same one with `-a N`): how the
+    /// pipe, mq and signal probes place their pair.
+    pub fn from_plan(ctx: &ProbeCtx<'_>) -> Placement {
+        Placement { receiver_cpu: ctx.plan.cpus.first().copied(), sender_cpu: ctx.plan.cpus.last().copied() }
+    }
+}
+
+/// Thread 0 (records) at the plan's priority, thread 1 one below it (the
+/// receiver has the higher priority, as in ptsematest and pmqtest).
+fn pair_specs(ctx: &ProbeCtx<'_>, p: Placement) -> [ThreadSpec; 2] {
+    let prio = ctx.plan.priority;
+    let lower = if ctx.plan.policy == Policy::Other { prio } else { prio.saturating_sub(1).max(1) };
+    [
+        ThreadSpec { index: 0, cpu: p.receiver_cpu, policy: ctx.plan.policy, priority: prio },
+        ThreadSpec { index: 1, cpu: p.sender_cpu, policy: ctx.plan.policy, priority: lower },
+    ]
+}
+
+/// Run two threads, thread 0 recording; return thread 0's outcome with both
+/// threads' set-up steps and the first error.
+pub fn run_two<F>(ctx: &ProbeCtx<'_>, specs: &[ThreadSpec; 2], variant: &str, interval: u64, body: F) -> anyhow::Result<ThreadOutcome>
+where
+    F: Fn(usize, &mut Recorder, &AtomicBool, &Barrier) -> Option<String> + Sync,
+{
+    let mut outs = spawn_measuring(ctx, specs, Some(variant.to_string()), interval, |spec, rec, stop, barrier| {
+        body(spec.index, rec, stop, barrier)
+    })?;
+    let partner = outs.pop().expect("two threads");
+    let mut main = outs.pop().expect("two threads");
+    main.setup.extend(partner.setup);
+    main.error = main.error.or(partner.error);
+    Ok(main)
+}
+
+/// Run one one-way variant for `duration` (or `max_events` events).
+pub fn one_way(
+    ctx: &ProbeCtx<'_>,
+    variant: &str,
+    h: &dyn Handoff,
+    place: Placement,
+    pause: Pause,
+    duration: u64,
+    max_events: u64,
+    msg_size: usize,
+) -> anyhow::Result<ThreadOutcome> {
+    let specs = pair_specs(ctx, place);
+    let t0 = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    let ack = Event::new();
+    let armed = Event::new();
+    run_two(ctx, &specs, variant, pause.interval(), |index, rec, stop, barrier| {
+        let mut buf = vec![0u8; msg_size.max(1)];
+        if index == 0 {
+            let setup = h.receiver_setup();
+            barrier.wait();
+            if let Err(e) = setup {
+                done.store(true, Ordering::Release);
+                let _ = ack.post();
+                return Some(e);
+            }
+            receiver(h, rec, &t0, &done, &ack, &armed, &mut buf)
+        } else {
+            barrier.wait();
+            sender(h, stop, &t0, &done, &ack, &armed, &buf, pause, duration, max_events)
+        }
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn receiver(h: &dyn Handoff, rec: &mut Recorder, t0: &AtomicU64, done: &AtomicBool, ack: &Event, armed: &Event, buf: &mut [u8]) -> Option<String> {
+    let start = now_ns();
+    let mut seq = 0u64;
+    let fail = |e: String| {
+        done.store(true, Ordering::Release);
+        let _ = ack.post();
+        Some(e)
+    };
+    if let Err(e) = ack.post() {
+        return fail(e.to_string());
+    }
+    loop {
+        armed.wait();
+        if done.load(Ordering::Acquire) {
+            return None;
+        }
+        let t1 = match h.wait(buf) {
+            Ok(t) => t,
+            Err(e) => return fail(e),
+        };
+        let sent = t0.load(Ordering::Acquire);
+        rec.record(t1.saturating_sub(sent), t1.saturating_sub(start), seq);
+        seq += 1;
+        h.after_wait();
+        if let Err(e) = ack.post() {
+            return fail(e.to_string());
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sender(
+    h: &dyn Handoff,
+    stop: &AtomicBool,
+    t0: &AtomicU64,
+    done: &AtomicBool,
+    ack: &Event,
+    armed: &Event,
+    buf: &[u8],
+    pause: Pause,
+    duration: u64,
+    max_events: u64,
+) -> Option<String> {
+    let start = now_ns();
+    let end = start + duration;
+    let mut next = start + pause.interval();
+    let mut sent = 0u64;
+    let finish = |err: Option<String>| {
+        done.store(true, Ordering::Release);
+        let _ = armed.post();
+        err
+    };
+    loop {
+        ack.wait();
+        if done.load(Ordering::Acquire) {
+            // The receiver failed; its error is reported.
+            return None;
+        }
+        if sent >= max_events || stop.load(Ordering::Relaxed) || now_ns() >= end || next > end {
+            return finish(None);
+        }
+        h.arm();
+        if let Err(e) = armed.post() {
+            return finish(Some(e.to_string()));
+        }
+        if let Err(e) = pause.wait(&mut next, stop) {
+            // The receiver is blocked in the mechanism: release it once more
+            // so it can see `done`.
+            done.store(true, Ordering::Release);
+            let _ = h.release(t0, buf);
+            return Some(e);
+        }
+        if let Err(e) = h.release(t0, buf) {
+            done.store(true, Ordering::Release);
+            return Some(e);
+        }
+        sent += 1;
+    }
+}
+
+/// Run one round-trip variant: thread 0 sends on `a`, thread 1 answers on
+/// `b`; thread 0 records t(answer received) − t(sent).
+#[allow(clippy::too_many_arguments)]
+pub fn round_trip(
+    ctx: &ProbeCtx<'_>,
+    variant: &str,
+    a: &dyn Channel,
+    b: &dyn Channel,
+    place: Placement,
+    pause: Pause,
+    duration: u64,
+    max_events: u64,
+    msg_size: usize,
+) -> anyhow::Result<ThreadOutcome> {
+    // Thread 0 is task1 (it sends first and records); thread 1 is task2.
+    // task2 has the higher priority: it is the one that must run at once.
+    let [mut t1, mut t2] = pair_specs(ctx, place);
+    std::mem::swap(&mut t1.priority, &mut t2.priority);
+    let done = AtomicBool::new(false);
+    run_two(ctx, &[t1, t2], variant, pause.interval(), |index, rec, stop, barrier| {
+        let mut buf = vec![0u8; msg_size.max(1)];
+        barrier.wait();
+        if index == 0 {
+            let start = now_ns();
+            let end = start + duration;
+            let mut next = start + pause.interval();
+            let mut seq = 0u64;
+            let result = loop {
+                if seq >= max_events || stop.load(Ordering::Relaxed) || now_ns() >= end || next > end {
+                    break None;
+                }
+                if let Err(e) = pause.wait(&mut next, stop) {
+                    break Some(e);
+                }
+                let sent = now_ns();
+                if let Err(e) = a.send(&buf) {
+                    break Some(e);
+                }
+                if let Err(e) = b.recv(&mut buf) {
+                    break Some(e);
+                }
+                let back = now_ns();
+                rec.record(back - sent, back - start, seq);
+                seq += 1;
+            };
+            done.store(true, Ordering::Release);
+            // Wake task2 so it sees `done` (it answers nothing more).
+            let _ = a.send(&buf);
+            result
+        } else {
+            loop {
+                if let Err(e) = a.recv(&mut buf) {
+                    return Some(e);
+                }
+                if done.load(Ordering::Acquire) {
+                    return None;
+                }
+                if let Err(e) = b.send(&buf) {
+                    return Some(e);
+                }
+            }
+        }
+    })
+}
