@@ -152,7 +152,14 @@ pub fn execute(plan: &RunPlan, output: &Output, command_line: Vec<String>, start
         if !output.quiet {
             let board = &board;
             let finished = &finished;
-            s.spawn(move || crate::live::progress(board, total_ns, finished, stop));
+            // A small stack: under mlockall(MCL_FUTURE) every thread's whole
+            // stack is locked, and an unprivileged run has only
+            // RLIMIT_MEMLOCK (often 8 MiB) for all of rtscope; the default
+            // 2 MiB stack of this thread alone made allocations fail there.
+            std::thread::Builder::new()
+                .name("rtscope-live".into())
+                .stack_size(256 * 1024)
+                .spawn_scoped(s, move || crate::live::progress(board, total_ns, finished, stop))?;
         }
         let result = (|| -> anyhow::Result<()> {
             'phases: for phase in &plan.phases {
