@@ -31,13 +31,13 @@ pub fn rfc3339(t: OffsetDateTime) -> String {
 /// Global (process-wide) real-time set-up. The returned guard holds
 /// /dev/cpu_dma_latency for as long as it lives.
 fn global_setup(plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option<DmaLatencyGuard> {
-    steps.push(match mman::lock_all() {
+    let locked = match mman::lock_all_would_exhaust() {
+        Some(why) => Err(why),
+        None => mman::lock_all().map_err(|e| format!("{e}: page faults may add latency; run as root or grant CAP_IPC_LOCK")),
+    };
+    steps.push(match locked {
         Ok(()) => SetupStep { step: "mlockall".into(), outcome: "ok".into(), detail: "MCL_CURRENT|MCL_FUTURE".into() },
-        Err(e) => SetupStep {
-            step: "mlockall".into(),
-            outcome: "failed".into(),
-            detail: format!("{e}: page faults may add latency; run as root or grant CAP_IPC_LOCK"),
-        },
+        Err(e) => SetupStep { step: "mlockall".into(), outcome: "failed".into(), detail: e },
     });
     let guard = if plan.dma_latency {
         match DmaLatencyGuard::hold(0) {
