@@ -400,6 +400,9 @@ pub struct ProbeOptions {
     pub iterations: u64,
     #[serde(default)]
     pub back_to_back: bool,
+    /// `--sender-priority` (0: one below the plan's priority).
+    #[serde(default)]
+    pub sender_priority: u8,
 }
 
 #[cfg(test)]

@@ -32,13 +32,13 @@ pub fn rfc3339(t: OffsetDateTime) -> String {
 /// Global (process-wide) real-time set-up. The returned guard holds
 /// /dev/cpu_dma_latency for as long as it lives.
 fn global_setup(plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option<DmaLatencyGuard> {
-    steps.push(match mman::lock_all() {
+    let locked = match mman::lock_all_would_exhaust() {
+        Some(why) => Err(why),
+        None => mman::lock_all().map_err(|e| format!("{e}: page faults may add latency; run as root or grant CAP_IPC_LOCK")),
+    };
+    steps.push(match locked {
         Ok(()) => SetupStep { step: "mlockall".into(), outcome: "ok".into(), detail: "MCL_CURRENT|MCL_FUTURE".into() },
-        Err(e) => SetupStep {
-            step: "mlockall".into(),
-            outcome: "failed".into(),
-            detail: format!("{e}: page faults may add latency; run as root or grant CAP_IPC_LOCK"),
-        },
+        Err(e) => SetupStep { step: "mlockall".into(), outcome: "failed".into(), detail: e },
     });
     let guard = if plan.dma_latency {
         match DmaLatencyGuard::hold(0) {
@@ -167,7 +167,14 @@ pub fn execute(
         if !output.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
             let board = &board;
             let finished = &finished;
-            s.spawn(move || crate::live::progress(board, total_ns, finished, stop));
+            // A small stack: under mlockall(MCL_FUTURE) every thread's whole
+            // stack is locked, and an unprivileged run has only
+            // RLIMIT_MEMLOCK (often 8 MiB) for all of rtscope; the default
+            // 2 MiB stack of this thread alone made allocations fail there.
+            std::thread::Builder::new()
+                .name("rtscope-live".into())
+                .stack_size(256 * 1024)
+                .spawn_scoped(s, move || crate::live::progress(board, total_ns, finished, stop))?;
         }
         let result = (|| -> anyhow::Result<()> {
             // Loads start from this (main) thread: their parent-death signal

@@ -11,6 +11,15 @@ use std::process::Command;
 
 use serde_json::Value;
 
+/// Measuring tests take this lock: run in parallel they would disturb each
+/// other's CPUs (the orderings checked hold on a quiet CPU, not on one that
+/// another test keeps busy at SCHED_FIFO).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn rtscope() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rtscope"))
 }
@@ -71,6 +80,7 @@ fn exit_2_with(args: &[&str], needles: &[&str]) {
 
 #[test]
 fn event_probes_take_exactly_the_asked_events_in_every_variant() {
+    let _serial = serial();
     let n = 200u64;
     let run = run_ok(&["--probe", "sem,pipe,mq,signal,preempt", "--iterations", "200", "-i", "200us", "-D", "20s"]);
     let expect: &[(&str, &[&str])] = &[
@@ -120,6 +130,7 @@ fn event_probes_take_exactly_the_asked_events_in_every_variant() {
 
 #[test]
 fn a_task_switch_is_shorter_than_a_pipe_round_trip() {
+    let _serial = serial();
     let run = run_ok(&["--probe", "switch,pipe:roundtrip", "-a", "0", "-D", "2s", "--back-to-back"]);
     assert_eq!(variants(&run, "pipe"), vec!["roundtrip"]);
     let pipe = p50(merged(&run, "pipe", "roundtrip"));
@@ -134,6 +145,7 @@ fn a_task_switch_is_shorter_than_a_pipe_round_trip() {
 
 #[test]
 fn periodic_counts_every_period_and_its_error_is_centred() {
+    let _serial = serial();
     let period = 5_000_000u64;
     let run = run_ok(&["--probe", "periodic", "--periods", "5ms,10ms", "-D", "2s", "-a", "0"]);
     assert_eq!(variants(&run, "periodic"), vec!["5ms", "5ms/period-error", "10ms", "10ms/period-error"]);
@@ -155,6 +167,7 @@ fn periodic_counts_every_period_and_its_error_is_centred() {
 
 #[test]
 fn maxrate_overruns_grow_as_the_period_shrinks_and_the_table_is_printed() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("r.json");
     let out = rtscope()
@@ -208,15 +221,22 @@ fn noise_sees_the_gap_a_higher_priority_thread_makes() {
         eprintln!("skipped: needs root (SCHED_FIFO interferer)");
         return;
     }
+    let _serial = serial();
     let cpus: Vec<usize> = (0..std::thread::available_parallelism().unwrap().get()).collect();
     let cpu = *cpus.last().unwrap();
     let stop = std::sync::atomic::AtomicBool::new(false);
+    /// Stops the interferer even when the run panics (else the scope hangs).
+    struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
     let run = std::thread::scope(|s| {
         s.spawn(|| interfere(cpu, 2, &stop));
+        let _guard = StopOnDrop(&stop);
         let cpu_s = cpu.to_string();
-        let run = run_ok(&["--probe", "noise", "-a", &cpu_s, "-D", "1500ms"]);
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        run
+        run_ok(&["--probe", "noise", "-a", &cpu_s, "-D", "1500ms"])
     });
     let r = merged(&run, "noise", "other");
     assert_eq!(r["cpu"], Value::Null);
@@ -239,6 +259,7 @@ fn noise_sees_the_gap_a_higher_priority_thread_makes() {
 
 #[test]
 fn variant_selection_runs_only_what_was_asked_and_is_recorded() {
+    let _serial = serial();
     let run = run_ok(&["--probe", "sem:mutex,sem:posix/same-cpu,signal:sigqueue", "--iterations", "20", "-i", "100us", "-D", "5s"]);
     let mut want = vec!["posix/same-cpu", "mutex/same-cpu"];
     if run["plan"]["cpus"].as_array().unwrap().len() >= 2 {

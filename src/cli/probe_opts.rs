@@ -62,6 +62,12 @@ pub struct ProbeOpts {
     /// is done (as `perf bench sched pipe`) instead of once every -i.
     #[arg(long)]
     pub back_to_back: bool,
+
+    /// Priority of the sending thread of sem, pipe, mq, signal and preempt
+    /// [default: one below -p, so the receiver preempts the sender; give -p's
+    /// value to match rt-tests, which run both at the same priority].
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99), allow_hyphen_values = true)]
+    pub sender_priority: Option<u8>,
 }
 
 fn parse_period(s: &str) -> Result<u64, String> {
@@ -111,6 +117,8 @@ pub struct ProbeSettings {
     pub noise_policy: Policy,
     pub iterations: Option<u64>,
     pub back_to_back: bool,
+    /// `--sender-priority` (None: one below the plan's priority).
+    pub sender_priority: Option<u8>,
     /// True when -a or -t was given: probes that default to one CPU
     /// (`noise`, `maxrate`) then use the plan's threads and CPUs.
     pub cpus_explicit: bool,
@@ -126,6 +134,7 @@ impl Default for ProbeSettings {
             noise_policy: Policy::Other,
             iterations: None,
             back_to_back: false,
+            sender_priority: None,
             cpus_explicit: false,
         }
     }
@@ -144,6 +153,7 @@ impl ProbeSettings {
             },
             iterations: o.iterations,
             back_to_back: o.back_to_back,
+            sender_priority: o.sender_priority,
             cpus_explicit,
         }
     }
@@ -174,6 +184,7 @@ impl ProbeSettings {
             noise_policy: self.noise_policy.name().to_string(),
             iterations: self.iterations.unwrap_or(0),
             back_to_back: self.back_to_back,
+            sender_priority: self.sender_priority.unwrap_or(0),
         }
     }
 }

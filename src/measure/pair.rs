@@ -156,10 +156,14 @@ impl Placement {
 }
 
 /// Thread 0 (records) at the plan's priority, thread 1 one below it (the
-/// receiver has the higher priority, as in ptsematest and pmqtest).
+/// receiver has the higher priority) or at `--sender-priority`.
 fn pair_specs(ctx: &ProbeCtx<'_>, p: Placement) -> [ThreadSpec; 2] {
     let prio = ctx.plan.priority;
-    let lower = if ctx.plan.policy == Policy::Other { prio } else { prio.saturating_sub(1).max(1) };
+    let lower = match ctx.plan.probe.sender_priority {
+        _ if ctx.plan.policy == Policy::Other => prio,
+        Some(p) => p,
+        None => prio.saturating_sub(1).max(1),
+    };
     [
         ThreadSpec { index: 0, cpu: p.receiver_cpu, policy: ctx.plan.policy, priority: prio },
         ThreadSpec { index: 1, cpu: p.sender_cpu, policy: ctx.plan.policy, priority: lower },
