@@ -249,3 +249,29 @@ name = "timer"
         assert!(line.contains(&max_us) && line.contains("overruns"), "{line} vs {max_us}");
     }
 }
+
+/// The example in docs/scenarios.md is a valid scenario (it is what users copy).
+#[test]
+fn the_documented_example_scenario_is_valid() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/scenarios.md")).unwrap();
+    let start = doc.find("```toml\n").expect("a toml block") + 8;
+    let end = start + doc[start..].find("```").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Only what depends on this machine changes: the load dir and the CPUs.
+    let text = doc[start..end]
+        .replace("/mnt/under-test", &dir.path().display().to_string())
+        .replace("affinity = \"0-1\"", "affinity = \"0\"")
+        .replace("cpus = \"0-1\"", "cpus = \"0\"");
+    std::fs::write(dir.path().join("example.toml"), &text).unwrap();
+    let out = rtscope(dir.path()).args(["run", "example.toml", "--dry-run"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("example.toml: output: directory 'results' does not exist"), "{err}");
+    std::fs::create_dir(dir.path().join("results")).unwrap();
+    let out = rtscope(dir.path()).args(["run", "example.toml", "--dry-run"]).output().unwrap();
+    let plan = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(plan.contains("phase 2 combined: cpu") && plan.contains("cmd: make -j4"), "{plan}");
+    assert!(plan.contains("probe timer every 1ms for 1m after 2s warm-up"), "{plan}");
+    assert!(plan.contains("probe sem (posix) every 10ms for 20s\n"), "per-probe warmup = \"0\" wins: {plan}");
+    assert!(plan.contains("probe sem (posix) every 30ms"), "{plan}");
+}

@@ -204,7 +204,14 @@ fn from_scenario(args: &RunArgs, explicit: &BTreeSet<String>, started: &str, s: 
         }
     }
     a.probes = probes;
-    let (mut plan, output) = plan::build(&a, started).map_err(|e| BadInput(format!("{}: {}", s.label, e.0)))?;
+    let from_file = unset("json") && unset("out") && f.output.is_some();
+    let (mut plan, output) = plan::build(&a, started).map_err(|e| {
+        let msg = match e.0.strip_prefix("--json:") {
+            Some(rest) if from_file => format!("output:{rest}"),
+            _ => e.0,
+        };
+        BadInput(format!("{}: {msg}", s.label))
+    })?;
     let mut entries: Vec<ProbeEntry> = Vec::new();
     for p in &f.probes {
         // `sem:mutex` and `sem:posix` are one run of `sem` with both

@@ -12,9 +12,6 @@ impl Load for CpuLoad {
     fn name(&self) -> &'static str {
         "cpu"
     }
-    fn what(&self) -> &'static str {
-        "busy arithmetic on every load CPU"
-    }
 
     fn run_builtin(&self, ctx: &WorkerCtx<'_>) -> anyhow::Result<Counters> {
         let mut ops = 0u64;

@@ -26,9 +26,6 @@ impl Load for IoLoad {
     fn name(&self) -> &'static str {
         "io"
     }
-    fn what(&self) -> &'static str {
-        "file writes with fsync and reads in a temp dir"
-    }
 
     fn run_builtin(&self, ctx: &WorkerCtx<'_>) -> anyhow::Result<Counters> {
         let path = ctx.dir.join(format!("io-{}.dat", ctx.index));

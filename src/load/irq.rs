@@ -21,9 +21,6 @@ impl Load for IrqLoad {
     fn name(&self) -> &'static str {
         "irq"
     }
-    fn what(&self) -> &'static str {
-        "timer/hrtimer storm and cross-CPU wake-ups"
-    }
 
     fn run_builtin(&self, ctx: &WorkerCtx<'_>) -> anyhow::Result<Counters> {
         let stop = ctx.stop;

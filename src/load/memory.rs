@@ -19,9 +19,6 @@ impl Load for MemoryLoad {
     fn name(&self) -> &'static str {
         "memory"
     }
-    fn what(&self) -> &'static str {
-        "memory bandwidth (large copies) and page faults"
-    }
 
     fn run_builtin(&self, ctx: &WorkerCtx<'_>) -> anyhow::Result<Counters> {
         let mut buf = vec![0x5au8; 2 * HALF];

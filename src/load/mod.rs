@@ -52,8 +52,6 @@ pub type Counters = BTreeMap<String, u64>;
 pub struct WorkerCtx<'a> {
     /// Index of this worker within the load (0-based).
     pub index: usize,
-    /// Number of workers of this load.
-    pub workers: usize,
     /// CPUs the load may use (workers that pair up pin to different ones).
     pub cpus: &'a [usize],
     /// The load's private temporary directory.
@@ -65,8 +63,6 @@ pub struct WorkerCtx<'a> {
 /// One kind of load.
 pub trait Load: Sync {
     fn name(&self) -> &'static str;
-    /// One line for `--help` and docs.
-    fn what(&self) -> &'static str;
     /// The built-in generator: one call per worker thread; runs until
     /// `ctx.stop` is raised and returns what it did.
     fn run_builtin(&self, ctx: &WorkerCtx<'_>) -> anyhow::Result<Counters>;
@@ -247,8 +243,7 @@ impl LoadOptions {
         ((self.intensity * self.cpus.len() as f64).round() as usize).max(1)
     }
 
-    /// The engine that makes `kind` and the argv of its load process payload
-    /// (what the load process runs; None for a built-in generator).
+    /// The engine that makes `kind`: `cmd` for a command, else the run's.
     pub fn engine_for(&self, kind: &LoadKind) -> &'static str {
         match kind {
             LoadKind::Cmd(_) => "cmd",

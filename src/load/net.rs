@@ -44,9 +44,6 @@ impl Load for NetLoad {
     fn name(&self) -> &'static str {
         "net"
     }
-    fn what(&self) -> &'static str {
-        "loopback TCP stream and UDP flood on 127.0.0.1"
-    }
 
     fn run_builtin(&self, ctx: &WorkerCtx<'_>) -> anyhow::Result<Counters> {
         let stop = ctx.stop;

@@ -22,9 +22,6 @@ impl Load for SchedLoad {
     fn name(&self) -> &'static str {
         "sched"
     }
-    fn what(&self) -> &'static str {
-        "hackbench-like message groups"
-    }
 
     fn run_builtin(&self, ctx: &WorkerCtx<'_>) -> anyhow::Result<Counters> {
         let stop = ctx.stop;

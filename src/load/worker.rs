@@ -98,7 +98,7 @@ fn run_builtin(args: &LoadWorkerArgs, kind: &LoadKind, stop: &AtomicBool) -> any
                 let cpus = &cpus;
                 let dir = args.dir.as_path();
                 std::thread::Builder::new().name(format!("load-{}-{index}", load.name())).spawn_scoped(s, move || {
-                    load.run_builtin(&WorkerCtx { index, workers: args.workers, cpus, dir, stop })
+                    load.run_builtin(&WorkerCtx { index, cpus, dir, stop })
                 })
             })
             .collect::<Result<_, _>>()?;
