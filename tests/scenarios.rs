@@ -275,3 +275,73 @@ fn the_documented_example_scenario_is_valid() {
     assert!(plan.contains("probe sem (posix) every 10ms for 20s\n"), "per-probe warmup = \"0\" wins: {plan}");
     assert!(plan.contains("probe sem (posix) every 30ms"), "{plan}");
 }
+
+fn run_table(dir: &Path, table: &str) -> (String, Value) {
+    let scenario = format!(
+        "duration = \"1s\"\nthreads = 1\nsettle = \"0\"\ntable = \"{table}\"\noutput = \"{table}.json\"\n[load]\nengine = \"builtin\"\n\
+         [[phase]]\nname = \"idle\"\n[[phase]]\nname = \"sched\"\n[[probe]]\nname = \"timer\"\nperiods = [\"1ms\", \"2ms\"]\n"
+    );
+    let file = format!("{table}.toml");
+    std::fs::write(dir.join(&file), scenario).unwrap();
+    let out = rtscope(dir).args(["run", "--ns", &file]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{table}.json"))).unwrap()).unwrap();
+    (String::from_utf8(out.stdout).unwrap(), r)
+}
+
+fn merged_of<'a>(r: &'a Value, phase: &str, interval_ns: u64) -> &'a Value {
+    r["results"].as_array().unwrap().iter().find(|x| x["phase"] == phase && x["thread"].is_null() && x["interval_ns"] == interval_ns).unwrap()
+}
+
+/// Seed 000's shape: per period, phases worst case first, ratio to idle.
+#[test]
+fn idle_vs_load_rows_are_worst_first_with_the_ratio_to_idle() {
+    let dir = tempfile::tempdir().unwrap();
+    let (text, r) = run_table(dir.path(), "idle-vs-load");
+    for (period, interval) in [("@1ms", 1_000_000u64), ("@2ms", 2_000_000)] {
+        let head = text.lines().position(|l| l.starts_with(&format!("timer {period}"))).unwrap_or_else(|| panic!("{period}:\n{text}"));
+        let rows: Vec<Vec<&str>> = text.lines().skip(head + 1).take(2).map(|l| l.split_whitespace().collect()).collect();
+        let max = |p: &str| merged_of(&r, p, interval)["max_ns"].as_u64().unwrap();
+        let mut want = vec![("idle", max("idle")), ("sched", max("sched"))];
+        want.sort_by(|a, b| b.1.cmp(&a.1));
+        for (row, (phase, m)) in rows.iter().zip(&want) {
+            assert_eq!(row[0], *phase, "worst case first:\n{text}");
+            assert_eq!(row[1], m.to_string(), "max in ns:\n{text}");
+            assert_eq!(row[2], format!("{:.2}", *m as f64 / max("idle") as f64), "ratio to idle:\n{text}");
+        }
+    }
+}
+
+/// Seed 004's shape: max and avg ± σ, phases side by side.
+#[test]
+fn max_avg_sd_cells_match_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let (text, r) = run_table(dir.path(), "max-avg-sd");
+    let line = text.lines().find(|l| l.starts_with("timer @1ms")).unwrap_or_else(|| panic!("{text}"));
+    let m = |p: &str| merged_of(&r, p, 1_000_000).clone();
+    let want = format!(
+        "{}  {:.0} ± {:.0}",
+        m("idle")["max_ns"].as_u64().unwrap(),
+        m("idle")["mean_ns"].as_f64().unwrap(),
+        m("idle")["stddev_ns"].as_f64().unwrap()
+    );
+    assert!(line.split_whitespace().collect::<Vec<_>>().join(" ").contains(&want.split_whitespace().collect::<Vec<_>>().join(" ")), "{line} vs {want}");
+    assert!(line.contains(&m("sched")["max_ns"].as_u64().unwrap().to_string()), "{line}");
+}
+
+/// Seed 002's shape: one row per period and phase, shortest period first.
+#[test]
+fn per_period_rows_hold_every_period_and_phase() {
+    let dir = tempfile::tempdir().unwrap();
+    let (text, r) = run_table(dir.path(), "per-period");
+    let rows: Vec<Vec<&str>> = text.lines().filter(|l| l.starts_with("1ms ") || l.starts_with("2ms ")).map(|l| l.split_whitespace().collect()).collect();
+    let keys: Vec<(&str, &str)> = rows.iter().map(|c| (c[0], c[2])).collect();
+    assert_eq!(keys, [("1ms", "idle"), ("1ms", "sched"), ("2ms", "idle"), ("2ms", "sched")], "{text}");
+    for c in &rows {
+        let interval = if c[0] == "1ms" { 1_000_000 } else { 2_000_000 };
+        let m = merged_of(&r, c[2], interval);
+        assert_eq!(c[3], m["samples"].to_string());
+        let jitter = m["max_ns"].as_u64().unwrap() - m["min_ns"].as_u64().unwrap();
+        assert_eq!(c[9], jitter.to_string(), "jitter = max - min:\n{text}");
+    }
+}
