@@ -95,7 +95,7 @@ fn malformed_scenarios_exit_2_naming_file_line_field_and_hint() {
         ),
         ("wrong-type", format!("threads = \"two\"\n{probe}"), vec!["line 1", "field `threads`", "invalid type", "docs/scenarios.md"]),
         ("unknown-field", format!("durration = \"2s\"\n{probe}"), vec!["line 1", "unknown field `durration`", "`duration`"]),
-        ("bad-period", format!("[[probe]]\nname = \"timer\"\nperiods = [\"10ms\", \"soon\"]\n"), vec!["line 3", "field `periods`", "'soon'"]),
+        ("bad-period", "[[probe]]\nname = \"timer\"\nperiods = [\"10ms\", \"soon\"]\n".to_string(), vec!["line 3", "field `periods`", "'soon'"]),
     ];
     for (name, text, wants) in &cases {
         let file = format!("{name}.toml");
@@ -303,7 +303,7 @@ fn idle_vs_load_rows_are_worst_first_with_the_ratio_to_idle() {
         let rows: Vec<Vec<&str>> = text.lines().skip(head + 1).take(2).map(|l| l.split_whitespace().collect()).collect();
         let max = |p: &str| merged_of(&r, p, interval)["max_ns"].as_u64().unwrap();
         let mut want = vec![("idle", max("idle")), ("sched", max("sched"))];
-        want.sort_by(|a, b| b.1.cmp(&a.1));
+        want.sort_by_key(|w| std::cmp::Reverse(w.1));
         for (row, (phase, m)) in rows.iter().zip(&want) {
             assert_eq!(row[0], *phase, "worst case first:\n{text}");
             assert_eq!(row[1], m.to_string(), "max in ns:\n{text}");

@@ -241,7 +241,7 @@ pub fn idle_vs_load(run: &Run, in_ns: bool) -> String {
             continue;
         }
         let idle_max = rs.iter().find(|r| r.phase == "idle").map(|r| r.max_ns.0);
-        rs.sort_by(|a, b| b.max_ns.cmp(&a.max_ns));
+        rs.sort_by_key(|r| std::cmp::Reverse(r.max_ns));
         let mut rows = vec![vec![
             label(&g),
             format!("max({u})"),
@@ -270,10 +270,15 @@ pub fn idle_vs_load(run: &Run, in_ns: bool) -> String {
     out
 }
 
-/// One line per load: the evidence that it ran.
+/// One line per load (the evidence that it ran) and one per phase (the
+/// system-wide counters; idle's are the baseline).
 pub fn load_evidence(run: &Run) -> String {
     let mut out = String::new();
-    for p in run.phases.iter().filter(|p| !p.loads.is_empty()) {
+    // Nothing to compare without a loaded phase.
+    if run.phases.iter().all(|p| p.loads.is_empty()) {
+        return out;
+    }
+    for p in &run.phases {
         for l in &p.loads {
             let counters: Vec<String> = l.evidence.counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
             out.push_str(&format!(
