@@ -183,15 +183,17 @@ pub fn execute(
                 true => Some(crate::load::phase::LoadSession::new(&exp.load)?),
                 false => None,
             };
-            for spec in &exp.phases {
+            for (index, spec) in exp.phases.iter().enumerate() {
                 let phase = &spec.name;
+                // What the progress bar names: phase k/n, then the probe.
+                let tag = format!("{phase} {}/{}", index + 1, exp.phases.len());
                 if stop.load(Ordering::Relaxed) {
                     run.interrupted_in = Some(phase.clone());
                     break;
                 }
                 let mut loads = match &session {
                     Some(sess) if !spec.loads.is_empty() => {
-                        board.reset(&format!("{phase}: settle"));
+                        board.reset(&format!("{tag}: settle"));
                         sess.start(spec, exp.settle_ns, exp.phase_ns(spec) / 1_000_000_000)?
                     }
                     _ => crate::load::PhaseLoads::idle(spec),
@@ -211,7 +213,7 @@ pub fn execute(
                     let name = &entry.probe;
                     let probe = probe_by_name(name).expect("plan holds only known probes");
                     if entry.warmup_ns > 0 {
-                        board.reset(&format!("{phase}: {name} warm-up"));
+                        board.reset(&format!("{tag}: {name} warm-up"));
                         let mut warm = RunPlan { duration_ns: entry.warmup_ns, interval_ns: entry.interval_ns, ..plan.clone() };
                         if !entry.periods_ns.is_empty() {
                             warm.probe.periods_ns = entry.periods_ns.clone();
@@ -221,7 +223,7 @@ pub fn execute(
                             break;
                         }
                     }
-                    board.reset(&format!("{phase}: {name}"));
+                    board.reset(&format!("{tag}: {name}"));
                     let mut sub = RunPlan { duration_ns: entry.duration_ns, interval_ns: entry.interval_ns, ..plan.clone() };
                     if !entry.periods_ns.is_empty() {
                         sub.probe.periods_ns = entry.periods_ns.clone();
@@ -242,7 +244,7 @@ pub fn execute(
                     finish(&mut run, &steps, stop);
                     crate::store::json::write_run(&output.path, &run)?;
                 }
-                board.reset(&format!("{phase}: stopping loads"));
+                board.reset(&format!("{tag}: stopping loads"));
                 let record = loads.stop()?;
                 if let Some(last) = run.phases.last_mut() {
                     *last = record;

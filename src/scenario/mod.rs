@@ -380,6 +380,15 @@ mod tests {
     }
 
     #[test]
+    fn positions_and_fields_of_errors() {
+        let t = "a = 1\nbb = \"x\"\n[[probe]]\n";
+        assert_eq!(line_col(t, 0), (1, 1));
+        assert_eq!(line_col(t, 11), (2, 6));
+        assert_eq!(field_at(t, 11).as_deref(), Some("bb"));
+        assert_eq!(field_at(t, t.len() - 2), None);
+    }
+
+    #[test]
     fn a_full_scenario_parses() {
         let s = ok(r#"
 name = "x"
