@@ -10,6 +10,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// A private dir on the build's filesystem (target/tmp), not /tmp: /tmp may
+/// be a tmpfs, where the io load's writes never reach storage.
+fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
 fn rtscope() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rtscope"))
 }
@@ -69,7 +75,7 @@ fn wait_for(path: &Path, limit: Duration, ready: impl Fn(&Value) -> bool) -> Val
 }
 
 fn run_all_loads(engine: &str) -> (Value, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch();
     let json = dir.path().join("r.json");
     let out = rtscope()
         .current_dir(dir.path())
@@ -165,7 +171,7 @@ fn every_stress_ng_load_runs_and_leaves_evidence() {
 
 #[test]
 fn a_cmd_load_runs_the_users_command_and_is_stopped() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch();
     let json = dir.path().join("r.json");
     let out = rtscope()
         .current_dir(dir.path())
@@ -187,7 +193,7 @@ fn a_cmd_load_runs_the_users_command_and_is_stopped() {
 
 #[test]
 fn a_failing_load_command_is_an_error_that_shows_its_output() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch();
     let out = rtscope()
         .current_dir(dir.path())
         .args(["run", "-q", "-t", "1", "-D", "1s", "--settle", "300ms", "--load", "cmd:\"echo broken-load >&2; exit 3\"", "--json", "r.json"])
@@ -201,7 +207,7 @@ fn a_failing_load_command_is_an_error_that_shows_its_output() {
 
 #[test]
 fn bad_load_flags_exit_2_and_write_nothing() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch();
     for (args, want) in [
         (vec!["--load", "disk"], "unknown load 'disk'"),
         (vec!["--load", "cpu,cpu"], "listed twice"),
@@ -238,7 +244,7 @@ fn start_and_signal_in_second_phase(dir: &Path, json: &Path, engine: &str, sig: 
 
 #[test]
 fn sigint_in_the_second_phase_keeps_the_first_and_leaves_nothing_behind() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch();
     let json = dir.path().join("r.json");
     let engine = if stress_ng_installed() { "stress-ng" } else { "builtin" };
     let (mut child, started) = start_and_signal_in_second_phase(dir.path(), &json, engine, libc::SIGINT);
@@ -268,7 +274,7 @@ fn sigint_in_the_second_phase_keeps_the_first_and_leaves_nothing_behind() {
 }
 
 fn sigkill_takes_every_load_down(engine: &str) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch();
     let json = dir.path().join("r.json");
     let (mut child, started) = start_and_signal_in_second_phase(dir.path(), &json, engine, libc::SIGKILL);
     let pid = child.id();

@@ -255,8 +255,19 @@ impl PhaseLoads {
             if p.reaped {
                 continue;
             }
-            if let Err(e) = reap(p) {
-                errors.push(e);
+            match reap(p) {
+                // A load process stopped by us exits 0; any other status means
+                // it failed while the probes ran, so the phase was not loaded
+                // as planned: say so, with its log.
+                Ok((wait::Exit::Code(c), _)) if c != 0 => errors.push(anyhow::anyhow!(
+                    "load '{}' ({}) failed during phase {} (exit {c}):\n{}",
+                    p.record.name,
+                    p.record.engine,
+                    self.record.name,
+                    log_tail(&p.log)
+                )),
+                Ok(_) => {}
+                Err(e) => errors.push(e),
             }
         }
         self.record.loads = self.procs.iter().map(|p| p.record.clone()).collect();
