@@ -206,6 +206,23 @@ fn a_failing_load_command_is_an_error_that_shows_its_output() {
 }
 
 #[test]
+fn a_load_failing_while_the_probe_runs_is_an_error_and_the_result_keeps_what_was_taken() {
+    let dir = scratch();
+    let out = rtscope()
+        .current_dir(dir.path())
+        .args(["run", "-q", "-t", "1", "-D", "2s", "--settle", "0", "--load", "cmd:\"sleep 1; echo gave-up >&2; exit 4\"", "--json", "r.json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("failed during phase cmd") && err.contains("gave-up"), "{err}");
+    let r = read(&dir.path().join("r.json"));
+    let merged = r["results"].as_array().unwrap().iter().find(|x| x["thread"].is_null()).unwrap().clone();
+    assert_eq!(merged["samples"].as_u64().unwrap() + merged["overruns"].as_u64().unwrap(), 2000, "the probe's samples are kept");
+    assert!(temp_dirs_left(dir.path()).is_empty());
+}
+
+#[test]
 fn bad_load_flags_exit_2_and_write_nothing() {
     let dir = scratch();
     for (args, want) in [
