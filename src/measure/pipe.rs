@@ -52,7 +52,7 @@ pub fn run_channels<C: Channel>(
         ctx.board.reset(&format!("{probe} {v}"));
         let o = if v == "oneway" {
             let h = ChannelHandoff(make(0)?);
-            one_way(ctx, v, &h, place, Pause::from_plan(ctx), share, select::max_events(ctx), size)?
+            one_way(ctx, v, &h, place, Pause::from_plan(ctx), 0, share, select::max_events(ctx), size)?
         } else {
             let (a, b) = (make(1)?, make(2)?);
             round_trip(ctx, v, &a, &b, place, Pause::from_plan(ctx), share, select::max_events(ctx), size)?

@@ -76,7 +76,7 @@ impl Probe for SemProbe {
                 _ => Box::new(FutexHandoff(Event::new())),
             };
             ctx.board.reset(&format!("sem {v}"));
-            out.push(one_way(ctx, v, h.as_ref(), place, Pause::from_plan(ctx), share, select::max_events(ctx), 1)?);
+            out.push(one_way(ctx, v, h.as_ref(), place, Pause::from_plan(ctx), 0, share, select::max_events(ctx), 1)?);
         }
         Ok(out)
     }

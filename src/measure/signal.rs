@@ -35,7 +35,7 @@ impl Probe for SignalProbe {
             }
             ctx.board.reset(&format!("signal {v}"));
             let h = SignalHandoff { queue: v == "sigqueue", target: AtomicU64::new(0) };
-            out.push(one_way(ctx, v, &h, Placement::from_plan(ctx), Pause::from_plan(ctx), share, select::max_events(ctx), 1)?);
+            out.push(one_way(ctx, v, &h, Placement::from_plan(ctx), Pause::from_plan(ctx), 0, share, select::max_events(ctx), 1)?);
         }
         Ok(out)
     }
