@@ -238,6 +238,10 @@ fn noise_sees_the_gap_a_higher_priority_thread_makes() {
         let cpu_s = cpu.to_string();
         run_ok(&["--probe", "noise", "-a", &cpu_s, "-D", "1500ms"])
     });
+    // The terminal lines say the same (run_ok is quiet: render them here).
+    let parsed: rtscope::model::Run = serde_json::from_value(run.clone()).unwrap();
+    let text = rtscope::report::noise::lines(&parsed);
+    assert!(text.contains("% of the CPU left") && text.contains("SCHED_OTHER"), "{text}");
     let r = merged(&run, "noise", "other");
     assert_eq!(r["cpu"], Value::Null);
     let max = u(&r["max_ns"]);

@@ -2,4 +2,5 @@
 //! to text. `term`: the summary table printed at the end of `rtscope run`.
 
 pub mod maxrate;
+pub mod noise;
 pub mod term;
