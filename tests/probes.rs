@@ -305,3 +305,32 @@ fn probes_subcommand_lists_every_probe() {
         assert!(s.lines().any(|l| l.starts_with(p)), "{p} missing in:\n{s}");
     }
 }
+
+#[test]
+fn ctrl_c_ends_a_two_thread_probe_at_once_and_keeps_its_samples() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.json");
+    let mut child = rtscope().args(["run", "--probe", "sem,switch", "-D", "60s", "-q", "--json"]).arg(&file).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let t = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t.elapsed() > std::time::Duration::from_secs(5) {
+            let _ = child.kill();
+            panic!("rtscope did not end within 5 s of SIGINT (a pair thread left waiting?)");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(run["interrupted"], true);
+    // 1.5 s into a 60 s run: sem's first variant (6 s share) was running.
+    let first = merged(&run, "sem", "posix/same-cpu");
+    assert!(u(&first["samples"]) > 100, "{}", first["samples"]);
+    assert!(variants(&run, "switch").is_empty(), "switch must not start after the stop");
+}
