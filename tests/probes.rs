@@ -291,6 +291,7 @@ fn bad_probe_input_exits_2_and_says_what_is_allowed() {
     exit_2_with(&["--probe", "periodic", "--periods", "10ms,0"], &["greater than zero"]);
     exit_2_with(&["--probe", "mq", "--msg-size", "0"], &["out of range", "from 1"]);
     exit_2_with(&["--probe", "pipe", "--msg-size", "lots"], &["not a number of bytes"]);
+    exit_2_with(&["--probe", "sem:futex/cross-cpu", "-a", "0"], &["needs two CPUs", "-a 0,1"]);
     let limit: usize = std::fs::read_to_string("/proc/sys/fs/mqueue/msgsize_max").unwrap().trim().parse().unwrap();
     let too_big = (limit + 1).to_string();
     exit_2_with(&["--probe", "mq", "--msg-size", &too_big], &["message-queue limit", &limit.to_string()]);
