@@ -305,6 +305,7 @@ fn probes_subcommand_lists_every_probe() {
     for p in ["timer", "periodic", "sem", "pipe", "mq", "signal", "switch", "preempt", "noise", "maxrate"] {
         assert!(s.lines().any(|l| l.starts_with(p)), "{p} missing in:\n{s}");
     }
+    assert!(s.contains("(--probe sem:VARIANT): posix/same-cpu") && s.contains("futex/cross-cpu"), "{s}");
 }
 
 #[test]
