@@ -53,6 +53,7 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     if !output.quiet {
         print!("{}", report::term::summary_table(&run, output.ns));
         print!("{}", report::maxrate::table(&run, output.ns));
+        print!("{}", report::noise::lines(&run));
         print!("{}", report::presets::render(&run, exp.table, exp.bin_ns, output.ns));
         println!("result: {}", output.path.display());
     }

@@ -2,5 +2,6 @@
 //! to text. `term`: the summary table printed at the end of `rtscope run`.
 
 pub mod maxrate;
+pub mod noise;
 pub mod presets;
 pub mod term;
