@@ -163,9 +163,21 @@ fn every_stress_ng_load_runs_and_leaves_evidence() {
     assert!(phase("io")["loads"][0]["evidence"]["storage_bytes_written"].as_u64().unwrap() >= 1 << 20);
     assert!(phase("memory")["loads"][0]["evidence"]["minor_faults"].as_u64().unwrap() >= 1024);
     assert!(phase("net")["system"]["loopback_tx_packets"].as_u64().unwrap() > 1000);
-    for p in ["cpu", "memory", "io", "net", "irq", "sched"] {
-        let exit = phase(p)["loads"][0]["evidence"]["exit"].as_str().unwrap().to_string();
+    // Every stressor of the load's command reported bogo-ops.
+    for (p, stressors) in [
+        ("cpu", &["cpu"][..]),
+        ("memory", &["vm", "memcpy"]),
+        ("io", &["hdd"]),
+        ("net", &["sock", "udp"]),
+        ("irq", &["timer", "hrtimers", "futex"]),
+        ("sched", &["pipe", "switch"]),
+    ] {
+        let l = &phase(p)["loads"][0];
+        let exit = l["evidence"]["exit"].as_str().unwrap().to_string();
         assert!(exit.starts_with("exit 0"), "{p}: stress-ng ended with {exit}");
+        for s in stressors {
+            assert!(counter(l, &format!("bogo_ops.{s}")) > 0, "{p}: no bogo-ops for {s}: {}", l["evidence"]);
+        }
     }
 }
 

@@ -100,6 +100,8 @@ struct LoadProc {
     pid: i32,
     stdout: Option<ChildStdout>,
     log: PathBuf,
+    /// stress-ng's metrics file, read when the load is reaped.
+    metrics: Option<PathBuf>,
     reaped: bool,
 }
 
@@ -163,6 +165,7 @@ fn spawn(opts: &LoadOptions, kind: &LoadKind, dir: &Path, timeout_s: u64) -> any
         pid: child.id() as i32,
         stdout: child.stdout.take(),
         log,
+        metrics: (engine == "stress-ng").then(|| dir.join(stress_ng::METRICS_FILE)),
         reaped: false,
     })
 }
@@ -309,6 +312,11 @@ fn reap(p: &mut LoadProc) -> anyhow::Result<(wait::Exit, wait::Usage)> {
         // An external command's own exit status, as the load process saw it.
         if let Some(x) = v.get("exit").and_then(|x| x.as_str()).filter(|x| !x.is_empty()) {
             ev.exit = format!("{x} (load process: {exit})");
+        }
+    }
+    if let Some(m) = p.metrics.as_ref().and_then(|m| std::fs::read_to_string(m).ok()) {
+        for (stressor, n) in stress_ng::bogo_ops(&m) {
+            ev.counters.insert(format!("bogo_ops.{stressor}"), n);
         }
     }
     Ok((exit, usage))
