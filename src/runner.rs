@@ -160,6 +160,7 @@ pub fn execute(
     let board = LiveBoard::default();
     let total_ns = exp.total_ns();
     let finished = AtomicBool::new(false);
+    let mut capped = false;
     std::thread::scope(|s| -> anyhow::Result<()> {
         // Only on a terminal (live::progress draws nothing elsewhere): under
         // mlockall(MCL_FUTURE) a thread's whole stack is locked, and an
@@ -179,6 +180,10 @@ pub fn execute(
         let result = (|| -> anyhow::Result<()> {
             // Loads start from this (main) thread: their parent-death signal
             // is tied to the thread that forks them (see load::phase).
+            // The hard cap (--max-total): the plan fits in it, so only
+            // overheads (load start/stop, thread set-up) can push a probe run
+            // past it; such a run is not started and the run ends here.
+            let deadline = std::time::Instant::now() + Duration::from_nanos(exp.max_total_ns);
             let session = match exp.phases.iter().any(|p| !p.loads.is_empty()) {
                 true => Some(crate::load::phase::LoadSession::new(&exp.load)?),
                 false => None,
@@ -207,6 +212,10 @@ pub fn execute(
                 }
                 for entry in &exp.entries {
                     loads.check()?;
+                    if std::time::Instant::now() + Duration::from_nanos(entry.warmup_ns + entry.duration_ns) > deadline {
+                        capped = true;
+                        stop.store(true, Ordering::Relaxed);
+                    }
                     if stop.load(Ordering::Relaxed) {
                         break;
                     }
@@ -265,6 +274,12 @@ pub fn execute(
         result
     })?;
     finish(&mut run, &steps, stop);
+    if capped {
+        run.warnings.push(format!(
+            "the run reached --max-total ({}) and stopped before its next probe run; the results hold what was measured until then. Raise --max-total or shorten the plan",
+            crate::cli::units::fmt_ns(exp.max_total_ns)
+        ));
+    }
     crate::store::json::write_run(&output.path, &run)?;
     Ok(run)
 }

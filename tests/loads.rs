@@ -235,6 +235,27 @@ fn a_load_failing_while_the_probe_runs_is_an_error_and_the_result_keeps_what_was
 }
 
 #[test]
+fn the_max_total_cap_holds_at_run_time() {
+    let dir = scratch();
+    // The plan (two 1 s probe runs) fits in 2 s exactly; the first run takes
+    // a little more than 1 s, so the second would end past the cap.
+    let out = rtscope()
+        .current_dir(dir.path())
+        .args(["run", "-q", "-t", "1", "-D", "1s", "--settle", "0", "--load", "idle,cpu", "--load-engine", "builtin"])
+        .args(["--max-total", "2s", "--json", "r.json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("reached --max-total (2s)"), "{err}");
+    let r = read(&dir.path().join("r.json"));
+    assert_eq!(r["interrupted_in"], "cpu");
+    assert!(r["results"].as_array().unwrap().iter().all(|x| x["phase"] == "idle"));
+    assert_eq!(r["phases"][1]["complete"], true, "the cpu load was started, stopped and recorded");
+    assert!(temp_dirs_left(dir.path()).is_empty());
+}
+
+#[test]
 fn bad_load_flags_exit_2_and_write_nothing() {
     let dir = scratch();
     for (args, want) in [
