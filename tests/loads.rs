@@ -169,7 +169,7 @@ fn every_stress_ng_load_runs_and_leaves_evidence() {
         ("memory", &["vm", "memcpy"]),
         ("io", &["hdd"]),
         ("net", &["sock", "udp"]),
-        ("irq", &["timer", "hrtimers", "futex"]),
+        ("irq", &["timer", "futex"]),
         ("sched", &["pipe", "switch"]),
     ] {
         let l = &phase(p)["loads"][0];
