@@ -109,11 +109,11 @@ pub fn build(args: &RunArgs, explicit: &BTreeSet<String>, started: &str) -> Resu
     };
     match scenario {
         Some(s) => from_scenario(args, explicit, started, &s),
-        None => from_flags(args, explicit, started),
+        None => from_flags(args, started),
     }
 }
 
-fn from_flags(args: &RunArgs, explicit: &BTreeSet<String>, started: &str) -> Result<(RunPlan, Output, Experiment), BadInput> {
+fn from_flags(args: &RunArgs, started: &str) -> Result<(RunPlan, Output, Experiment), BadInput> {
     let (mut plan, output) = plan::build(args, started)?;
     let mut phases: Vec<PhaseSpec> = Vec::new();
     for raw in &args.load.loads {
@@ -139,7 +139,7 @@ fn from_flags(args: &RunArgs, explicit: &BTreeSet<String>, started: &str) -> Res
     }
     let entries =
         plan.probes.iter().map(|p| ProbeEntry { probe: p.clone(), interval_ns: plan.interval_ns, periods_ns: Vec::new(), duration_ns: plan.duration_ns, warmup_ns: 0 }).collect();
-    let exp = finish(args, explicit, &mut plan, phases, entries, None)?;
+    let exp = finish(args, &mut plan, phases, entries, None)?;
     Ok((plan, output, exp))
 }
 
@@ -251,14 +251,13 @@ fn from_scenario(args: &RunArgs, explicit: &BTreeSet<String>, started: &str, s: 
             }
         }
     }
-    let exp = finish(&a, explicit, &mut plan, s.phases.clone(), entries, Some(s))?;
+    let exp = finish(&a, &mut plan, s.phases.clone(), entries, Some(s))?;
     Ok((plan, output, exp))
 }
 
 /// Load options, settle, caps and checks common to both paths.
 fn finish(
     args: &RunArgs,
-    explicit: &BTreeSet<String>,
     plan: &mut RunPlan,
     phases: Vec<PhaseSpec>,
     entries: Vec<ProbeEntry>,
@@ -301,11 +300,7 @@ fn finish(
             dir.display()
         )));
     }
-    let settle_ns = if explicit.contains("settle") || la.settle.is_some() {
-        la.settle.unwrap_or(DEFAULT_SETTLE_NS)
-    } else {
-        s.and_then(|s| s.file.settle).map(|d| d.0).unwrap_or(DEFAULT_SETTLE_NS)
-    };
+    let settle_ns = la.settle.or(s.and_then(|s| s.file.settle).map(|d| d.0)).unwrap_or(DEFAULT_SETTLE_NS);
     let max_total_ns = la.max_total.or(s.and_then(|s| s.file.max_total).map(|d| d.0)).unwrap_or(DEFAULT_MAX_TOTAL_NS);
 
     let exp = Experiment {
