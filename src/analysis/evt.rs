@@ -38,7 +38,9 @@
 //!
 //! - **Independence**: Ljung–Box portmanteau test (Ljung & Box 1978,
 //!   Biometrika 65:297) on the excesses in time order, h = min(10, m/5) lags.
-//! - **Stationarity**, two checks between the two halves of the run (split
+//! - **Stationarity** (checked first: a drift also correlates the series,
+//!   and "it drifts" is the better advice), two checks between the two
+//!   halves of the run (split
 //!   at the per-second slot where half of the samples were taken): the
 //!   number of excesses in the first half against its binomial expectation
 //!   (a drifting series puts its peaks in one half), and a two-sample
@@ -299,15 +301,8 @@ pub fn pwcet(r: &ProbeResult) -> Pwcet {
     let y: Vec<f64> = exc.iter().map(|e| e.2).collect();
     let zeta = y.len() as f64 / n as f64;
 
-    // Guardrail 1: independence.
-    let lags = (y.len() / 5).min(10);
-    let (lb_q, lb_p) = ljung_box(&y, lags);
-    if lb_p < ALPHA {
-        return refuse(format!(
-            "the tail samples are not independent (Ljung–Box Q = {lb_q:.1} over {lags} lags, p = {lb_p:.2e} < {ALPHA}): peaks come in bursts, so the i.i.d. assumption of the fit does not hold"
-        ));
-    }
-    // Guardrail 2: stationarity between the halves of the run.
+    // Guardrail 1: stationarity between the halves of the run (first: a
+    // drift also correlates the series, and "drifts" is the better advice).
     let Some((mid_ns, frac)) = half_split(r) else {
         return refuse("cannot check stationarity: the run has fewer than two per-second slots".into());
     };
@@ -341,6 +336,14 @@ pub fn pwcet(r: &ProbeResult) -> Pwcet {
         (None, None)
     };
 
+    // Guardrail 2: independence.
+    let lags = (y.len() / 5).min(10);
+    let (lb_q, lb_p) = ljung_box(&y, lags);
+    if lb_p < ALPHA {
+        return refuse(format!(
+            "the tail samples are not independent (Ljung–Box Q = {lb_q:.1} over {lags} lags, p = {lb_p:.2e} < {ALPHA}): peaks come in bursts, so the i.i.d. assumption of the fit does not hold"
+        ));
+    }
     let Some(fit) = fit_gpd(&y) else {
         return refuse("the generalized Pareto fit did not converge (degenerate tail)".into());
     };
