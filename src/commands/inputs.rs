@@ -2,6 +2,7 @@
 //! result goes through [`load_inputs`], the one place that turns arguments
 //! into runs (today: result files; the store will add ids and @tags here).
 
+use std::io::Write;
 use std::path::Path;
 
 use crate::error::BadInput;
@@ -41,9 +42,8 @@ pub fn check_names(names: &[String], inputs: usize) -> Result<(), BadInput> {
 /// Write `bytes` to `path` atomically, or to standard output.
 pub fn emit(path: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
     match path {
-        Some(p) => crate::store::json::write_atomic(p, bytes),
+        Some(p) => crate::store::json::write_atomic(p, |w| Ok(w.write_all(bytes)?)),
         None => {
-            use std::io::Write;
             let mut out = std::io::stdout().lock();
             out.write_all(bytes)?;
             out.flush()?;
