@@ -116,6 +116,8 @@ fn profile(theta: f64, y: &[f64], ymax: f64, mean: f64) -> Option<(f64, f64)> {
     let s: f64 = y.iter().map(|&v| (theta * v).ln_1p()).sum();
     let xi = s / n;
     let sigma = xi / theta;
+    // `!(sigma > 0.0)` on purpose: it also rejects NaN.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
     if xi < -1.0 || !(sigma > 0.0) || !sigma.is_finite() {
         return None;
     }
@@ -139,6 +141,8 @@ fn fit_gpd_grid(y: &[f64], neg: usize, pos: usize) -> Option<GpdFit> {
     let mean = y.iter().sum::<f64>() / n;
     let ymax = y.iter().copied().fold(f64::MIN, f64::max);
     let ymin = y.iter().copied().fold(f64::MAX, f64::min);
+    // `!(mean > 0.0)` on purpose: it also rejects NaN.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
     if !(mean > 0.0) || ymax <= ymin {
         return None;
     }
@@ -314,7 +318,8 @@ pub fn pwcet(r: &ProbeResult) -> Pwcet {
         return refuse("cannot check stationarity: the run has fewer than two per-second slots".into());
     };
     let (first, second): (Vec<f64>, Vec<f64>) = {
-        let (a, b): (Vec<&(u64, usize, f64)>, Vec<&(u64, usize, f64)>) = exc.iter().partition(|e| e.0 < mid_ns);
+        type Excess = (u64, usize, f64);
+        let (a, b): (Vec<&Excess>, Vec<&Excess>) = exc.iter().partition(|e| e.0 < mid_ns);
         (a.iter().map(|e| e.2).collect(), b.iter().map(|e| e.2).collect())
     };
     let mm = y.len() as f64;
