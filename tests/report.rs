@@ -225,3 +225,20 @@ fn html_renders_its_plots_in_a_real_browser() {
     assert!(ink * 100 > total * 3, "screenshot looks blank: {ink} of {total} pixels inked");
     assert!(blue > 200, "no plotted series visible ({blue} series-coloured pixels)");
 }
+
+#[test]
+fn term_snapshot_with_a_statistical_worst_case() {
+    // The i.i.d. GPD-tailed runs of `rich`: every entry gets an estimate
+    // (seeded bootstrap, so the intervals are reproducible).
+    let dir = tempfile::tempdir().unwrap();
+    rich(dir.path());
+    let out = rtscope()
+        .current_dir(dir.path())
+        .args(["report", "b.json", "--name", "B", "--color", "never", "--deadline", "20us"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let t = String::from_utf8(out.stdout).unwrap();
+    assert!(t.contains("  fit"), "{t}");
+    insta::assert_snapshot!("report_term_pwcet", t);
+}
