@@ -372,6 +372,9 @@ impl Recorder {
             per_second,
             per_second_width_s: width_s,
             tail: Tail { k: self.tail_k, samples: tail },
+            signed: None,
+            noise: None,
+            note: None,
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod blocks;
 pub mod csv;
 pub mod html;
 pub mod json;
+pub mod maxrate;
 pub mod md;
 pub mod plots;
 pub mod term;

@@ -3,26 +3,8 @@
 
 use nix::sys::mman::{mlockall, MlockAllFlags};
 
-/// Below this RLIMIT_MEMLOCK an unprivileged process does not lock all memory.
-const MIN_MEMLOCK_UNPRIVILEGED: u64 = 1 << 30;
-
 /// mlockall(MCL_CURRENT | MCL_FUTURE).
-///
-/// Not attempted (ENOMEM) when not root and RLIMIT_MEMLOCK is finite and
-/// under 1 GiB: with MCL_FUTURE every later mapping counts against that
-/// limit (the binary, thread stacks, recorders, the result), and once it
-/// is reached an allocation fails and the process aborts, losing the run —
-/// far worse than the page faults locking avoids. (Seen: the default 8 MiB
-/// limit aborted a 500 ms unprivileged run once the binary grew by 0.8 MB.)
 pub fn lock_all() -> nix::Result<()> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let euid = unsafe { libc::geteuid() };
-    if euid != 0 {
-        let (soft, _) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_MEMLOCK)?;
-        if soft != nix::sys::resource::RLIM_INFINITY && soft < MIN_MEMLOCK_UNPRIVILEGED {
-            return Err(nix::errno::Errno::ENOMEM);
-        }
-    }
     mlockall(MlockAllFlags::MCL_CURRENT | MlockAllFlags::MCL_FUTURE)
 }
 
@@ -40,4 +22,27 @@ pub fn prefault_stack(bytes: usize) {
         std::hint::black_box(&page);
     }
     touch(bytes);
+}
+
+/// Why locking all memory would starve rtscope, or None when it is safe:
+/// without CAP_IPC_LOCK, mlockall(MCL_FUTURE) succeeds but every later
+/// mapping then counts against RLIMIT_MEMLOCK (often 8 MiB), and the
+/// allocations of a multi-probe run fail (abort) once it is used up.
+pub fn lock_all_would_exhaust() -> Option<String> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: `lim` is valid, writable storage for one rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) } != 0 || lim.rlim_cur == libc::RLIM_INFINITY {
+        return None;
+    }
+    // CAP_IPC_LOCK (bit 14 of the effective set) lifts the limit.
+    let cap_eff = std::fs::read_to_string("/proc/self/status").ok().and_then(|s| {
+        s.lines().find_map(|l| l.strip_prefix("CapEff:")).and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+    });
+    if cap_eff.is_some_and(|c| c & (1 << 14) != 0) {
+        return None;
+    }
+    Some(format!(
+        "not attempted: RLIMIT_MEMLOCK is {} KiB and rtscope lacks CAP_IPC_LOCK, so locking all memory would make its later allocations fail; page faults may add latency; run as root or grant CAP_IPC_LOCK",
+        lim.rlim_cur / 1024
+    ))
 }

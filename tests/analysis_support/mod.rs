@@ -130,6 +130,9 @@ pub fn from_histogram(probe: &str, phase: &str, hist: &[(u64, u64)]) -> ProbeRes
         per_second: vec![SecondStats { t_s: 0, count: n, min_ns: Nanos(min), mean_ns: mean, max_ns: Nanos(max) }],
         per_second_width_s: 1,
         tail: Tail::default(),
+        signed: None,
+        noise: None,
+        note: None,
     }
 }
 
