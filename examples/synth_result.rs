@@ -84,6 +84,7 @@ fn main() -> anyhow::Result<()> {
             cpus: (0..threads).collect(),
             dma_latency: true,
             worst_k: 32,
+            probe_options: Default::default(),
         },
         realtime_setup: RealtimeSetup { ok: true, steps: vec![] },
         calibration: Calibration { clock_read_ns: Nanos(20), clock_read_min_ns: Nanos(18), clock: "synthetic".into() },

@@ -66,6 +66,7 @@ pub fn run(host: Host, results: Vec<ProbeResult>) -> Run {
             cpus: vec![0],
             dma_latency: true,
             worst_k: 8,
+            probe_options: Default::default(),
         },
         realtime_setup: RealtimeSetup { ok: true, steps: vec![] },
         calibration: Calibration { clock_read_ns: Nanos(20), clock_read_min_ns: Nanos(18), clock: "test".into() },
