@@ -22,6 +22,8 @@ fn main() -> ExitCode {
         Command::Probes => commands::probes::cmd(),
         Command::Presets => commands::presets::cmd(),
         Command::LoadWorker(args) => rtscope::load::worker::main(&args),
+        Command::Compare(args) => commands::compare::cmd(&args),
+        Command::Report(args) => commands::report::cmd(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -3,6 +3,7 @@
 //! and has no side effects; [`plan`] then probes the system (online CPUs,
 //! output paths) and builds the validated [`plan::RunPlan`].
 
+pub mod analysis_opts;
 pub mod load;
 pub mod plan;
 pub mod probe_opts;
@@ -33,6 +34,10 @@ pub enum Command {
     Run(RunArgs),
     /// List the probes `--probe` accepts.
     Probes,
+    /// Compare results side by side: percentiles, ratios to the first, bin tables, a two-sample test.
+    Compare(analysis_opts::CompareArgs),
+    /// Report on results: tables, deadline misses, statistical worst case; term, md, json, csv or html with plots.
+    Report(analysis_opts::ReportArgs),
     /// List the built-in presets `rtscope run --preset NAME` accepts.
     Presets,
     /// A load process (started by `rtscope run` for each load; not for people).
@@ -112,6 +117,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "K", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub worst: u32,
 
+    #[command(flatten)]
+    pub analysis: analysis_opts::AnalysisOpts,
     #[command(flatten)]
     pub load: load::LoadArgs,
     #[command(flatten)]

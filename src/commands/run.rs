@@ -55,6 +55,9 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
         print!("{}", report::maxrate::table(&run, output.ns));
         print!("{}", report::noise::lines(&run));
         print!("{}", report::presets::render(&run, exp.table, exp.bin_ns, output.ns));
+        if let Some(d) = args.analysis.deadline {
+            print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d)));
+        }
         println!("result: {}", output.path.display());
     }
     for w in &run.warnings {
