@@ -20,6 +20,12 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => commands::run::cmd(&args),
         Command::Probes => commands::probes::cmd(),
+        Command::History(args) => commands::history::cmd(&args),
+        Command::Show(args) => commands::show::cmd(&args),
+        Command::Tag(args) => commands::tag::cmd(&args),
+        Command::Rm(args) => commands::rm::cmd(&args),
+        Command::Export(args) => commands::export::cmd(&args),
+        Command::Import(args) => commands::import::cmd(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

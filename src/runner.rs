@@ -137,6 +137,8 @@ pub fn execute(plan: &RunPlan, output: &Output, command_line: Vec<String>, start
         },
         warnings: Vec::new(),
         results: Vec::new(),
+        imported_from: None,
+        fidelity: Vec::new(),
     };
 
     let board = LiveBoard::default();

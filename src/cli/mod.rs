@@ -4,6 +4,7 @@
 //! output paths) and builds the validated [`plan::RunPlan`].
 
 pub mod plan;
+pub mod store_opts;
 pub mod units;
 
 use std::path::PathBuf;
@@ -31,6 +32,18 @@ pub enum Command {
     Run(RunArgs),
     /// List the probes `--probe` accepts.
     Probes,
+    /// List the runs saved in the history database.
+    History(store_opts::HistoryArgs),
+    /// Show one stored run: host, plan, summary table, tags, import notes.
+    Show(store_opts::ShowArgs),
+    /// Add (or with --remove, remove) a tag on a stored run; `@TAG` names tagged runs elsewhere.
+    Tag(store_opts::TagArgs),
+    /// Delete stored runs.
+    Rm(store_opts::RmArgs),
+    /// Write a stored run as a schema v1 JSON result file (byte-identical to the original for native runs).
+    Export(store_opts::ExportArgs),
+    /// Convert another tool's output (cyclictest, oslat, rtla, rt-tests IPC, Xenomai, RTAI, bins-csv) and store it.
+    Import(store_opts::ImportArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -103,4 +116,7 @@ pub struct RunArgs {
     /// How many worst samples each thread keeps (with time, CPU and sequence number).
     #[arg(long, value_name = "K", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub worst: u32,
+
+    #[command(flatten)]
+    pub store: store_opts::StoreOpts,
 }

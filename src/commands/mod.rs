@@ -3,3 +3,9 @@
 
 pub mod probes;
 pub mod run;
+pub mod export;
+pub mod history;
+pub mod import;
+pub mod rm;
+pub mod show;
+pub mod tag;

@@ -38,6 +38,9 @@ pub fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
 pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     let started = OffsetDateTime::now_utc();
     let (plan, output) = cli::plan::build(args, &stamp(started))?;
+    // Open the history database before measuring: a bad --db is bad input
+    // (exit 2, nothing measured or written), not a surprise after an hour.
+    let mut store = crate::commands::history::open_for_run(&args.store)?;
     let stop = stop_on_signals()?;
     let command_line: Vec<String> = std::env::args().collect();
     let run = runner::execute(&plan, &output, command_line, started, &stop)?;
@@ -48,6 +51,9 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     }
     for w in &run.warnings {
         eprintln!("warning: {w}");
+    }
+    if let Some(store) = store.as_mut() {
+        crate::commands::history::save_native(store, &run, &output.path, output.quiet)?;
     }
     Ok(if run.interrupted { EXIT_INTERRUPTED } else { EXIT_OK })
 }
