@@ -87,7 +87,8 @@ pub fn cmd(args: &HistoryArgs) -> anyhow::Result<u8> {
             ]
         })
         .collect();
-    let head = ["ID", "STARTED (UTC)", "HOST", "KERNEL", "RT", "PROBES", "TAGS", "MAX PER PHASE"];
+    let max_head = if args.ns { "MAX PER PHASE (ns)" } else { "MAX PER PHASE (µs)" };
+    let head = ["ID", "STARTED (UTC)", "HOST", "KERNEL", "RT", "PROBES", "TAGS", max_head];
     let mut w = head.map(|h| h.chars().count());
     for row in &table {
         for (i, c) in row.iter().enumerate() {

@@ -18,7 +18,7 @@ pub fn cmd(args: &ShowArgs) -> anyhow::Result<u8> {
         println!("cpu:     {}  online {:?}  clocksource {}", h.cpu_model, h.cpus_online, h.clocksource);
     }
     println!("probes:  {}   phases: {}", run.plan.probes.join(","), run.plan.phases.join(","));
-    println!("tool:    {} {}", run.tool.name, run.tool.version);
+    println!("tool:    {}", format!("{} {}", run.tool.name, run.tool.version).trim_end());
     if !run.command_line.is_empty() {
         println!("command: {}", run.command_line.join(" "));
     }

@@ -40,7 +40,9 @@ fn parse_status(l: &str, n: usize, status: &mut BTreeMap<u64, Status>) -> Result
         let mut s = Status { cpu: None, interval_us: None, cycles: None, timeouts: None };
         for f in fields.split(',') {
             let f = f.trim();
-            if let Some(v) = f.strip_prefix("CPU") {
+            if f.starts_with("ID") {
+                continue; // the thread's Linux TID
+            } else if let Some(v) = f.strip_prefix("CPU") {
                 s.cpu = Some(uint(v, n, "CPU")? as usize);
             } else if let Some(v) = f.strip_prefix("Cycles") {
                 s.cycles = Some(uint(v, n, "Cycles")?);
