@@ -87,7 +87,7 @@ pub struct RunArgs {
 
     /// CPUs to measure on, e.g. 0,2-3; threads are pinned round-robin [default: all online].
     #[arg(short = 'a', long, value_parser = units::parse_cpuset)]
-    pub affinity: Option<Vec<usize>>,
+    pub affinity: Option<units::CpuSet>,
 
     /// Probes to run, comma-separated (see `rtscope probes`).
     #[arg(long = "probe", value_delimiter = ',', default_value = "timer")]
