@@ -31,7 +31,7 @@ fn hms(s: &str) -> Option<u64> {
     if v.len() != 3 {
         return None;
     }
-    Some(v[0].checked_mul(3600)? + v[1].checked_mul(60)? + v[2])
+    v[0].checked_mul(3600)?.checked_add(v[1].checked_mul(60)?)?.checked_add(v[2])
 }
 
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
