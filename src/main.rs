@@ -26,6 +26,8 @@ fn main() -> ExitCode {
         Command::Rm(args) => commands::rm::cmd(&args),
         Command::Export(args) => commands::export::cmd(&args),
         Command::Import(args) => commands::import::cmd(&args),
+        Command::Compare(args) => commands::compare::cmd(&args),
+        Command::Report(args) => commands::report::cmd(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -3,6 +3,7 @@
 //! and has no side effects; [`plan`] then probes the system (online CPUs,
 //! output paths) and builds the validated [`plan::RunPlan`].
 
+pub mod analysis_opts;
 pub mod plan;
 pub mod store_opts;
 pub mod units;
@@ -44,6 +45,10 @@ pub enum Command {
     Export(store_opts::ExportArgs),
     /// Convert another tool's output (cyclictest, oslat, rtla, rt-tests IPC, Xenomai, RTAI, bins-csv) and store it.
     Import(store_opts::ImportArgs),
+    /// Compare results side by side: percentiles, ratios to the first, bin tables, a two-sample test.
+    Compare(analysis_opts::CompareArgs),
+    /// Report on results: tables, deadline misses, statistical worst case; term, md, json, csv or html with plots.
+    Report(analysis_opts::ReportArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -119,4 +124,7 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub store: store_opts::StoreOpts,
+
+    #[command(flatten)]
+    pub analysis: analysis_opts::AnalysisOpts,
 }

@@ -47,6 +47,9 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
 
     if !output.quiet {
         print!("{}", report::term::summary_table(&run, output.ns));
+        if let Some(d) = args.analysis.deadline {
+            print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d)));
+        }
         println!("result: {}", output.path.display());
     }
     for w in &run.warnings {

@@ -472,6 +472,7 @@ fn finish_series(s: &Series, probe: &str, phase: &str) -> Result<ProbeResult, Pa
         worst: Vec::new(),
         per_second: s.per_second.clone(),
         per_second_width_s: s.per_second_width_s.max(1),
+        tail: Default::default(),
     })
 }
 
@@ -521,6 +522,7 @@ pub fn merge_results(parts: &[&ProbeResult]) -> ProbeResult {
         worst: Vec::new(),
         per_second: Vec::new(),
         per_second_width_s: 1,
+        tail: Default::default(),
     }
 }
 
