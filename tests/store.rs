@@ -338,3 +338,71 @@ fn stored_columns_match_the_json() {
         assert_eq!(rows, want, "buckets table of result {idx}");
     }
 }
+
+/// (lo, hi, counts per column) of a bins-csv fixture, with the column names.
+fn read_bins(name: &str) -> (Vec<String>, Vec<(u64, u64, Vec<u64>)>) {
+    let text = std::fs::read_to_string(fixture(name)).unwrap();
+    let mut lines = text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty());
+    let names: Vec<String> = lines.next().unwrap().split(',').skip(2).map(String::from).collect();
+    let rows = lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let counts = (0..names.len()).map(|k| f.get(k + 2).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).unwrap_or(0)).collect();
+            (f[0].parse().unwrap(), f[1].parse().unwrap(), counts)
+        })
+        .collect();
+    (names, rows)
+}
+
+#[test]
+fn seed001_tables_come_out_of_compare_with_the_same_counts_per_bin() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    for table in ["idle", "disk", "network", "compute", "combined"] {
+        let f = format!("seed001-{table}.csv");
+        let tag = format!("seed001-{table}");
+        let o = rtscope(&db, &["import", fixture(&f).to_str().unwrap(), "--phase", table, "--probe", "irq", "--tag", &tag]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        // The seed's bins are 5 µs (some wider, all multiples of 5 µs): compare's 5 µs bins.
+        let o = rtscope(&db, &["compare", &format!("@{tag}"), "--bins", "5us", "--format", "json"]);
+        assert!(o.status.success(), "compare @{tag}: {}", stderr(&o));
+        let c: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let (names, rows) = read_bins(&f);
+        let systems: Vec<String> = c["systems"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().trim().to_string()).collect();
+        assert_eq!(systems, names, "{table}: systems in column order");
+        let bt = c["bin_tables"].as_array().unwrap().iter().find(|t| t["key"]["phase"] == table).unwrap();
+        let got: Vec<(u64, Vec<u64>)> = bt["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (u64_of(&r["lo_ns"]), r["counts"].as_array().unwrap().iter().map(u64_of).collect::<Vec<u64>>()))
+            .filter(|(_, counts)| counts.iter().any(|&n| n > 0))
+            .collect();
+        // Each source bin lands, whole, in the 5 µs bin holding its lower edge.
+        let want: Vec<(u64, Vec<u64>)> = rows.iter().map(|(lo, _, counts)| (*lo, counts.clone())).collect();
+        assert_eq!(got, want, "{table}: counts per bin");
+    }
+    // Ids and files mix with tags; an unknown tag or id is exit 2.
+    let one = history(&db, &["--tag", "seed001-idle"]);
+    let id = one[0]["id"].as_i64().unwrap().to_string();
+    let exported = dir.path().join("x.json");
+    assert!(rtscope(&db, &["export", &one[1]["id"].as_i64().unwrap().to_string(), "-o", exported.to_str().unwrap()]).status.success());
+    let o = rtscope(&db, &["compare", &id, exported.to_str().unwrap(), "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let c: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(c["systems"].as_array().unwrap().len(), 2);
+    let o = rtscope(&db, &["compare", "@no-such-tag", &id]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no-such-tag"));
+    let o = rtscope(&db, &["compare", &id, "424242"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("424242"));
+    let o = rtscope(&db, &["compare", &id]);
+    assert_eq!(o.status.code(), Some(2), "one result is not a comparison");
+    let o = rtscope(&db, &["report", "@seed001-disk", "--format", "md"]);
+    assert!(o.status.success(), "report @tag: {}", stderr(&o));
+}
+
+fn u64_of(v: &Value) -> u64 {
+    v.as_u64().unwrap()
+}
