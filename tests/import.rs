@@ -486,3 +486,60 @@ proptest! {
         let _ = rtscope::store::json::read_run(&path);
     }
 }
+
+/// Path → documented field names, from the `## Path: /x` tables of docs/schema.md.
+fn documented_fields() -> std::collections::HashMap<String, Vec<String>> {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/schema.md")).unwrap();
+    let mut out: std::collections::HashMap<String, Vec<String>> = Default::default();
+    let mut current: Option<String> = None;
+    for line in doc.lines() {
+        if let Some(p) = line.strip_prefix("## Path: ") {
+            current = Some(p.trim().to_string());
+            out.entry(p.trim().to_string()).or_default();
+        } else if line.starts_with("## ") {
+            current = None;
+        } else if let Some(path) = &current {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            if cells.len() >= 5 && cells[1].starts_with('`') {
+                out.get_mut(path).unwrap().push(cells[1].trim_matches('`').to_string());
+            }
+        }
+    }
+    out
+}
+
+fn walk(v: &Value, path: &str, doc: &std::collections::HashMap<String, Vec<String>>, missing: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            // Maps keyed by data (percentiles) are documented as one `map` field.
+            let Some(fields) = doc.get(if path.is_empty() { "/" } else { path }) else { return };
+            for (k, child) in m {
+                if !fields.contains(k) {
+                    missing.push(format!("{}/{k}", path));
+                }
+                walk(child, &format!("{path}/{k}"), doc, missing);
+            }
+        }
+        Value::Array(a) => {
+            for child in a {
+                walk(child, &format!("{path}[]"), doc, missing);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn every_field_of_imported_runs_is_documented() {
+    let doc = documented_fields();
+    assert!(doc.contains_key("/imported_from"), "docs/schema.md documents /imported_from");
+    let mut missing = Vec::new();
+    for f in ["cyclictest.json", "oslat.json", "rtla-timerlat-hist.txt", "pmqtest.txt", "xenomai-latency.txt", "rtai-latency.txt", "seed001-idle.csv"] {
+        for run in convert(&fixture(f), &[]) {
+            walk(&run, "", &doc, &mut missing);
+        }
+    }
+    missing.sort();
+    missing.dedup();
+    assert!(missing.is_empty(), "fields not documented in docs/schema.md: {missing:?}");
+}
