@@ -15,7 +15,7 @@ pub fn cmd(args: &CompareArgs) -> anyhow::Result<u8> {
     // Counted after resolution: one @TAG may name several runs.
     if runs.len() < 2 {
         return Err(crate::error::BadInput(format!(
-            "compare needs at least two results; {} resolved to {} (give two or more files, run ids or an @TAG with several runs)",
+            "compare needs at least two RESULT inputs; {} resolved to {} (give two or more files, run ids, or an @TAG with several runs)",
             args.inputs.join(" "),
             runs.len()
         ))

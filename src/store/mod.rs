@@ -67,10 +67,10 @@ pub fn resolve_inputs(args: &[String], db_flag: Option<&Path>) -> anyhow::Result
             let s = store.as_ref().expect("opened above");
             out.push(Input { label: format!("#{id}"), run: s.load(id)? });
         } else {
-            return Err(BadInput(format!(
-                "{a}: no such file; an input is a result file, a stored run id (a number) or @TAG"
-            ))
-            .into());
+            // Let the file reader say what is wrong (it names the file and
+            // the OS error), then say what else an input can be.
+            let e = json::read_run(Path::new(a)).err().map(|e| e.0).unwrap_or_else(|| format!("{a}: cannot read"));
+            return Err(BadInput(format!("{e}; an input is a result file, a stored run id (a number) or @TAG")).into());
         }
     }
     Ok(out)
