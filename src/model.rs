@@ -243,6 +243,16 @@ impl TailSample {
     }
 }
 
+impl ProbeResult {
+    /// False for imported summary-only results (rt-tests IPC tools, RTAI,
+    /// ...): their `percentiles_ns` is empty although they have samples, and
+    /// their histogram is one `[min, max]` bucket that must not be read as a
+    /// distribution. Percentiles, KS tests and tail statistics need this true.
+    pub fn distribution_known(&self) -> bool {
+        self.samples == 0 || !self.percentiles_ns.is_empty()
+    }
+}
+
 fn one() -> u64 {
     1
 }

@@ -406,3 +406,28 @@ fn seed001_tables_come_out_of_compare_with_the_same_counts_per_bin() {
 fn u64_of(v: &Value) -> u64 {
     v.as_u64().unwrap()
 }
+
+#[test]
+fn an_interrupted_run_is_saved_with_the_samples_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    let json = dir.path().join("r.json");
+    let mut child = bin()
+        .env("RTSCOPE_DB", &db)
+        .args(["run", "-D", "20s", "-t", "1", "-q", "--json"])
+        .arg(&json)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let rows = history(&db, &[]);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["interrupted"], true);
+    let id = rows[0]["id"].as_i64().unwrap().to_string();
+    let o = rtscope(&db, &["export", &id]);
+    assert_eq!(o.stdout, std::fs::read(&json).unwrap());
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["results"][0]["samples"].as_u64().unwrap() > 0, "the samples taken are kept");
+}

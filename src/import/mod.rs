@@ -672,6 +672,27 @@ mod tests {
     }
 
     #[test]
+    fn summary_only_series_have_no_known_distribution() {
+        let s = Series { probe: "sem".into(), samples: 10, min_ns: 3000, max_ns: 9000, mean_ns: Some(4000.0), ..Series::default() };
+        let r = finish_series(&s, "sem", "idle").unwrap();
+        assert!(!r.distribution_known());
+        assert!(r.percentiles_ns.is_empty());
+        assert_eq!(r.histogram, vec![Bucket { lo_ns: Nanos(3000), hi_ns: Nanos(9000), count: 10 }]);
+        let b = Bucket { lo_ns: Nanos(3000), hi_ns: Nanos(3999), count: 10 };
+        let h = Series { buckets: vec![b], max_ns: 3500, ..s };
+        let r = finish_series(&h, "sem", "idle").unwrap();
+        assert!(r.distribution_known());
+        assert_eq!(r.percentiles_ns["50"], Nanos(3500), "top of the bucket, clamped to the max");
+    }
+
+    #[test]
+    fn counts_that_disagree_with_samples_are_refused() {
+        let b = Bucket { lo_ns: Nanos(0), hi_ns: Nanos(999), count: 9 };
+        let s = Series { probe: "t".into(), samples: 10, min_ns: 0, max_ns: 999, buckets: vec![b], ..Series::default() };
+        assert!(finish_series(&s, "t", "idle").unwrap_err().msg.contains("sum to 9"));
+    }
+
+    #[test]
     fn ansi_escapes_are_removed() {
         assert_eq!(strip_ansi("\u{1b}[4A#0: ID1"), "#0: ID1");
     }
