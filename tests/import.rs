@@ -290,7 +290,10 @@ fn rtai_windows_negative_minimum_is_clamped_and_noted() {
 }
 
 /// Read a bins-csv fixture: (lo, hi, counts per column) and the column names.
-fn read_bins(name: &str) -> (Vec<String>, Vec<(u64, u64, Vec<u64>)>) {
+/// One bins-csv row: (bin_lo_ns, bin_hi_ns, count per column).
+type BinRow = (u64, u64, Vec<u64>);
+
+fn read_bins(name: &str) -> (Vec<String>, Vec<BinRow>) {
     let text = read(name);
     let mut lines = text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty());
     let names: Vec<String> = lines.next().unwrap().split(',').skip(2).map(String::from).collect();
@@ -373,7 +376,7 @@ fn bad_files_exit_2_naming_file_line_and_expectation() {
     }
     // Truncated JSON: serde's line number.
     let text = read("cyclictest.json");
-    let p = write_tmp(dir.path(), "cut.json", text[..text.len() / 2].as_bytes());
+    let p = write_tmp(dir.path(), "cut.json", &text.as_bytes()[..text.len() / 2]);
     let err = import_err(&p, &["--format", "cyclictest-json"]);
     assert!(err.contains("cut.json") && err.contains("line ") && err.contains("not valid JSON"), "{err}");
 

@@ -340,7 +340,10 @@ fn stored_columns_match_the_json() {
 }
 
 /// (lo, hi, counts per column) of a bins-csv fixture, with the column names.
-fn read_bins(name: &str) -> (Vec<String>, Vec<(u64, u64, Vec<u64>)>) {
+/// One bins-csv row: (bin_lo_ns, bin_hi_ns, count per column).
+type BinRow = (u64, u64, Vec<u64>);
+
+fn read_bins(name: &str) -> (Vec<String>, Vec<BinRow>) {
     let text = std::fs::read_to_string(fixture(name)).unwrap();
     let mut lines = text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty());
     let names: Vec<String> = lines.next().unwrap().split(',').skip(2).map(String::from).collect();

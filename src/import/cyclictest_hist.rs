@@ -3,8 +3,8 @@
 //!
 //! ```text
 //! # Histogram
-//! 000000 000000	000000          <- value (µs), then one count per thread
-//! 000007 000033	000260             (--histofall adds a total column)
+//! 000000 000000 000000          <- value (µs), then one count per thread
+//! 000007 000033 000260             (--histofall adds a total column)
 //! # Total: 000001984 000001996    <- counts inside the histogram
 //! # Min Latencies: 00003 00006
 //! # Avg Latencies: 00022 00014
