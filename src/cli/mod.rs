@@ -6,6 +6,7 @@
 pub mod analysis_opts;
 pub mod plan;
 pub mod store_opts;
+pub mod probe_opts;
 pub mod units;
 
 use std::path::PathBuf;
@@ -94,7 +95,8 @@ pub struct RunArgs {
     #[arg(short = 'a', long, value_parser = units::parse_cpuset)]
     pub affinity: Option<units::CpuSet>,
 
-    /// Probes to run, comma-separated (see `rtscope probes`).
+    /// Probes to run, comma-separated; NAME:VARIANT runs only that variant
+    /// (e.g. sem:mutex,sem:posix/same-cpu; see `rtscope probes`).
     #[arg(long = "probe", value_delimiter = ',', default_value = "timer")]
     pub probes: Vec<String>,
 
@@ -127,4 +129,6 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub analysis: analysis_opts::AnalysisOpts,
+    #[command(flatten)]
+    pub probe_opts: probe_opts::ProbeOpts,
 }

@@ -50,6 +50,7 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
         if let Some(d) = args.analysis.deadline {
             print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d)));
         }
+        print!("{}", report::maxrate::table(&run, output.ns));
         println!("result: {}", output.path.display());
     }
     for w in &run.warnings {

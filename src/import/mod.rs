@@ -322,6 +322,7 @@ pub fn build_run(p: Parsed, ctx: &Context) -> Result<Run, ParseError> {
             cpus,
             dma_latency: false,
             worst_k: 0,
+            probe_options: Default::default(),
         },
         realtime_setup: RealtimeSetup {
             ok: false,
@@ -473,6 +474,9 @@ fn finish_series(s: &Series, probe: &str, phase: &str) -> Result<ProbeResult, Pa
         per_second: s.per_second.clone(),
         per_second_width_s: s.per_second_width_s.max(1),
         tail: Default::default(),
+        signed: None,
+        noise: None,
+        note: None,
     })
 }
 
@@ -523,6 +527,9 @@ pub fn merge_results(parts: &[&ProbeResult]) -> ProbeResult {
         per_second: Vec::new(),
         per_second_width_s: 1,
         tail: Default::default(),
+        signed: None,
+        noise: None,
+        note: None,
     }
 }
 

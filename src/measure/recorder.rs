@@ -364,6 +364,9 @@ impl Recorder {
                     .map(|w| TailSample(Nanos(w.latency), Nanos(w.at), w.seq_rev.0, w.thread as usize, w.cpu as usize))
                     .collect(),
             },
+            signed: None,
+            noise: None,
+            note: None,
         }
     }
 }

@@ -10,4 +10,5 @@ pub mod html;
 pub mod json;
 pub mod md;
 pub mod plots;
+pub mod maxrate;
 pub mod term;

@@ -66,6 +66,7 @@ pub fn run(host: Host, results: Vec<ProbeResult>) -> Run {
             cpus: vec![0],
             dma_latency: true,
             worst_k: 8,
+            probe_options: Default::default(),
         },
         realtime_setup: RealtimeSetup { ok: true, steps: vec![] },
         calibration: Calibration { clock_read_ns: Nanos(20), clock_read_min_ns: Nanos(18), clock: "test".into() },
@@ -132,6 +133,9 @@ pub fn from_histogram(probe: &str, phase: &str, hist: &[(u64, u64)]) -> ProbeRes
         per_second: vec![SecondStats { t_s: 0, count: n, min_ns: Nanos(min), mean_ns: mean, max_ns: Nanos(max) }],
         per_second_width_s: 1,
         tail: Tail::default(),
+        signed: None,
+        noise: None,
+        note: None,
     }
 }
 
