@@ -194,13 +194,20 @@ fn ipc_expect(text: &str) -> Vec<(u64, u64, u64, u64)> {
 
 #[test]
 fn rt_tests_ipc_pairs_are_summary_only() {
-    for (f, probe) in [("ptsematest.txt", "sem"), ("svsematest.txt", "svsem"), ("pmqtest.txt", "mq"), ("sigwaittest.txt", "signal"), ("ptsematest-live.txt", "sem")] {
+    for (f, probe, variant) in [
+        ("ptsematest.txt", "sem", "mutex/same-cpu"),
+        ("svsematest.txt", "sem", "sysv/same-cpu"),
+        ("pmqtest.txt", "mq", "oneway"),
+        ("sigwaittest.txt", "signal", "pthread_kill"),
+        ("ptsematest-live.txt", "sem", "mutex/same-cpu"),
+    ] {
         let run = &convert(&fixture(f), &[])[0];
         let want = ipc_expect(&read(f));
         assert_eq!(run["tool"]["name"], if f.starts_with("pmq") { "pmqtest" } else { f.split(['.', '-']).next().unwrap() });
         for (k, (cycles, min, avg, max)) in want.iter().enumerate() {
             let r = thread(run, k as u64);
             assert_eq!(r["probe"], probe);
+            assert_eq!(r["variant"], variant, "the native probe's variant (both tasks on one CPU with -a)");
             assert_eq!((u(&r["samples"]), u(&r["min_ns"]), u(&r["max_ns"])), (*cycles, *min, *max), "{f} pair {k}");
             assert_eq!(r["mean_ns"].as_f64().unwrap(), *avg as f64);
             assert!(r["percentiles_ns"].as_object().unwrap().is_empty(), "summary-only: percentiles unknown");

@@ -12,7 +12,9 @@
 //! These tools report only min/avg/max, so each pair is summary-only (one
 //! bucket [min, max]; percentiles unknown). The tool is named in the file
 //! only for pmqtest (by its `TO` field); for the others the file name is
-//! used when it contains the tool's name.
+//! used when it contains the tool's name. Probe and variant names are the
+//! native probes' ([`probe_of`]), so imports and native runs compare row
+//! by row.
 
 use std::collections::BTreeMap;
 
@@ -61,14 +63,34 @@ pub fn tool_from_file_name(name: &str) -> Option<&'static str> {
     ["ptsematest", "svsematest", "pmqtest", "sigwaittest"].into_iter().find(|t| name.contains(t))
 }
 
-pub fn probe_of(tool: &str) -> &'static str {
+/// The native probe (and variant stem) measuring the same hand-off, so
+/// `compare` lines an import up with `rtscope run --probe sem,mq,signal`:
+/// ptsematest hands a pthread mutex over (`sem` `mutex/...`), svsematest a
+/// SysV semaphore (`sem` `sysv/...`), pmqtest sends one message (`mq`
+/// `oneway`), sigwaittest sends a signal with pthread_kill (`signal`
+/// `pthread_kill`).
+pub fn probe_of(tool: &str) -> (&'static str, Option<&'static str>) {
     match tool {
-        "ptsematest" => "sem",
-        "svsematest" => "svsem",
-        "pmqtest" => "mq",
-        "sigwaittest" => "signal",
-        _ => "ipc",
+        "ptsematest" => ("sem", Some("mutex")),
+        "svsematest" => ("sem", Some("sysv")),
+        "pmqtest" => ("mq", Some("oneway")),
+        "sigwaittest" => ("signal", Some("pthread_kill")),
+        _ => ("ipc", None),
     }
+}
+
+/// The `sem` probe's variants carry the placement: `mutex/same-cpu`.
+fn variant_of(tool: &str, a: Option<usize>, b: Option<usize>) -> Option<String> {
+    let (probe, stem) = probe_of(tool);
+    let stem = stem?;
+    if probe != "sem" {
+        return Some(stem.to_string());
+    }
+    Some(match (a, b) {
+        (Some(x), Some(y)) if x == y => format!("{stem}/same-cpu"),
+        (Some(_), Some(_)) => format!("{stem}/cross-cpu"),
+        _ => stem.to_string(),
+    })
 }
 
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
@@ -133,10 +155,12 @@ pub fn parse_named(text: &str, file_name: &str) -> Result<Parsed, ParseError> {
         if min < 0 || avg < 0 || max < 0 || min > max {
             return Err(ParseError::at(n, format!("Min {min}, Avg {avg}, Max {max}: expected 0 ≤ Min ≤ Max")));
         }
+        let (recv_cpu, send_cpu) = (recv.and_then(|s| s.cpu), send.and_then(|s| s.cpu));
         p.series.push(Series {
-            probe: probe_of(tool).into(),
+            probe: probe_of(tool).0.into(),
+            variant: variant_of(tool, recv_cpu, send_cpu),
             thread: Some(k),
-            cpu: send.and_then(|s| s.cpu).or(recv.and_then(|s| s.cpu)),
+            cpu: send_cpu.or(recv_cpu),
             interval_ns: us_to_ns(send.and_then(|s| s.interval_us).unwrap_or(0), n, "interval")?,
             samples: cycles,
             overruns: recv.and_then(|s| s.timeouts).unwrap_or(0),
