@@ -51,6 +51,7 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
             print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d)));
         }
         print!("{}", report::maxrate::table(&run, output.ns));
+        print!("{}", report::noise::lines(&run));
         println!("result: {}", output.path.display());
     }
     for w in &run.warnings {

@@ -11,4 +11,5 @@ pub mod json;
 pub mod md;
 pub mod plots;
 pub mod maxrate;
+pub mod noise;
 pub mod term;
