@@ -233,3 +233,39 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
     p.fidelity.push("no per-second series; no worst-sample timestamps".into());
     Ok(p)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_histogram_the_run_is_summary_only() {
+        let text = r#"{"cmdline:": "cyclictest -t 1 -i 500 -l 100 --json=x", "rt_test_version:": "2.40",
+            "thread": {"0": {"cycles": 100, "min": 2, "max": 40, "avg": 5.5, "cpu": 1}}}"#;
+        let p = parse(text).unwrap();
+        let s = &p.series[0];
+        assert!(s.buckets.is_empty());
+        assert_eq!((s.samples, s.min_ns, s.max_ns, s.interval_ns), (100, 2000, 40_000, 500_000));
+        assert!(p.fidelity.iter().any(|f| f.starts_with("summary only")));
+    }
+
+    #[test]
+    fn cmdline_flags_are_read_in_all_spellings() {
+        let v = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        assert_eq!(hist_limit(&v("cyclictest -h 100")), Some(100));
+        assert_eq!(hist_limit(&v("cyclictest --histogram=50")), Some(50));
+        assert_eq!(hist_limit(&v("cyclictest -h200")), Some(200));
+        assert_eq!(hist_limit(&v("cyclictest -q")), None);
+        assert_eq!(interval_us(&v("cyclictest -i 250")), 250);
+        assert_eq!(interval_us(&v("cyclictest --interval=100")), 100);
+        assert_eq!(interval_us(&v("cyclictest")), 1000);
+    }
+
+    #[test]
+    fn negative_or_fractional_counts_are_refused_with_their_path() {
+        let text = r#"{"cmdline:": "cyclictest -h 10", "thread": {"0": {"cycles": 3, "min": 1, "max": 2, "avg": 1.5,
+            "histogram": {"1": -2}}}}"#;
+        let e = parse(text).unwrap_err();
+        assert!(e.msg.contains("thread.\"0\".histogram") && e.msg.contains("non-negative"), "{}", e.msg);
+    }
+}

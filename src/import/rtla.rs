@@ -183,3 +183,33 @@ fn parse_duration(s: &str) -> Option<u64> {
     let secs = days.checked_mul(86400)?.checked_add(hms[0].checked_mul(3600)?)?.checked_add(hms[1].checked_mul(60)?)?.checked_add(hms[2])?;
     secs.checked_mul(1_000_000_000)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ns_unit_user_columns_and_the_all_section() {
+        // Newer rtla: -n (ns), -u (Usr columns), and an ALL: summary that is
+        // recomputed as the merged entry, so it is skipped.
+        let text = "# RTLA timerlat histogram\n# Time unit is nanoseconds (ns)\n# Duration:   0 00:00:10\n\
+Index   IRQ-000   Thr-000   Usr-000\n1000   5   0   0\n2000   1   4   0\n3000   0   2   6\n\
+over:   0   0   0\ncount:   6   6   6\nmin:   1100   2100   3200\navg:   1300   2700   3500\nmax:   2100   3900   3999\n\
+ALL:  IRQ  Thr  Usr\ncount:  6  6  6\n";
+        let p = parse(text).unwrap();
+        assert_eq!(p.duration_ns, Some(10_000_000_000));
+        let vs: Vec<_> = p.series.iter().map(|s| s.variant.clone().unwrap()).collect();
+        assert_eq!(vs, ["irq", "thread", "user"]);
+        let usr = &p.series[2];
+        assert_eq!((usr.samples, usr.min_ns, usr.max_ns), (6, 3200, 3999));
+        // 1000 ns index steps: buckets [3000, 3999].
+        assert_eq!(usr.buckets.iter().find(|b| b.count == 6).map(|b| (b.lo_ns.0, b.hi_ns.0)), Some((3000, 3999)));
+        assert!(p.fidelity.iter().all(|f| !f.contains("µs resolution")));
+    }
+
+    #[test]
+    fn a_row_with_the_wrong_number_of_values_names_its_line() {
+        let e = parse("Index IRQ-000 Thr-000\n0 1 2\n1 3\n").unwrap_err();
+        assert_eq!(e.line, 3);
+    }
+}

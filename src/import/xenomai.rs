@@ -20,6 +20,21 @@
 use super::{clamp_negative, decimal_us_to_ns, float, uint, ParseError, Parsed, Series};
 use crate::model::{Bucket, Nanos, SecondStats};
 
+/// The test mode as a variant: the user-mode periodic task is what the
+/// native `timer` probe measures (variant null, so `compare` lines them up);
+/// the in-kernel modes are `kernel` (task) and `irq` (timer handler). EVL's
+/// latmus prints `user`, `kernel`, `irq`.
+fn variant_of_mode(m: &str) -> Option<String> {
+    let m = m.trim();
+    if m.contains("timer handler") || m == "irq" {
+        Some("irq".into())
+    } else if m.contains("in-kernel") || m == "kernel" {
+        Some("kernel".into())
+    } else {
+        None
+    }
+}
+
 fn cells(l: &str) -> Vec<&str> {
     l.split('|').skip(1).map(str::trim).collect()
 }
@@ -51,7 +66,7 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
             // "(periodic user-mode task, 100 us period, priority 99)"
             if let Some(inner) = l.split_once('(').and_then(|(_, r)| r.split_once(')')).map(|(a, _)| a) {
                 let parts: Vec<&str> = inner.split(',').map(str::trim).collect();
-                mode = parts.first().map(|m| m.to_string());
+                mode = parts.first().and_then(|m| variant_of_mode(m));
                 if let Some(pp) = parts.iter().find(|p| p.ends_with("us period")) {
                     period_us = Some(uint(pp.trim_end_matches("us period").trim(), n, "period (µs)")?);
                 }
@@ -173,4 +188,30 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
     }
     p.fidelity.push("per-second series from the RTD| lines; counts per second derived from the period".into());
     Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_histogram_samples_come_from_duration_and_period() {
+        let text = "RTT|  00:00:01  (in-kernel timer handler, 200 us period, priority 99)\n\
+RTD|     -0.500|      1.000|      4.000|       0|     0|     -0.500|      4.000\n\
+RTS|     -0.500|      1.000|      4.000|       0|     0|    00:00:10/00:00:10\n";
+        let p = parse(text).unwrap();
+        let s = &p.series[0];
+        assert_eq!(s.samples, 10 * 5000, "10 s at 200 µs");
+        assert_eq!(s.variant.as_deref(), Some("irq"));
+        assert_eq!((s.min_ns, s.max_ns), (0, 4000));
+        assert!(s.buckets.is_empty());
+        assert!(p.fidelity.iter().any(|f| f.contains("-500 ns")));
+        assert!(p.fidelity.iter().any(|f| f.starts_with("summary only")));
+    }
+
+    #[test]
+    fn no_summary_line_means_truncated() {
+        let e = parse("RTD|      0.871|      1.402|      6.230|       0|     0|      0.871|      6.230\n").unwrap_err();
+        assert!(e.msg.contains("truncated"));
+    }
 }
