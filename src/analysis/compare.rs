@@ -205,6 +205,17 @@ fn cell(r: &ProbeResult, first: Option<&ProbeResult>) -> Cell {
     }
 }
 
+/// "= 0.012", "= 3.1e-7", "< 1e-300" (a p-value below what f64 holds).
+pub fn fmt_p(p: f64) -> String {
+    if p <= 1e-300 {
+        "< 1e-300".into()
+    } else if p < 0.001 {
+        format!("= {p:.1e}")
+    } else {
+        format!("= {p:.3}")
+    }
+}
+
 /// "3.2× higher", "3.2× lower", "the same".
 pub fn ratio_words(r: f64) -> String {
     if !r.is_finite() {
@@ -264,7 +275,7 @@ pub fn compare(runs: &[&Run], systems: &[String], bin_width: Nanos) -> Compariso
             if let Some(rt) = c.as_ref().and_then(|c| c.ratio_to_first.as_ref()) {
                 let ks = c.as_ref().and_then(|c| c.ks_vs_first.as_ref());
                 let dist = match ks {
-                    Some(t) if t.distinguishable => format!("; the distributions differ (KS D = {:.3}, p = {:.1e})", t.d, t.p),
+                    Some(t) if t.distinguishable => format!("; the distributions differ (KS D = {:.3}, p {})", t.d, fmt_p(t.p)),
                     Some(t) => format!("; the distributions are not distinguishable (KS D = {:.3}, p = {:.2})", t.d, t.p),
                     None => String::new(),
                 };

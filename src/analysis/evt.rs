@@ -116,6 +116,8 @@ fn profile(theta: f64, y: &[f64], ymax: f64, mean: f64) -> Option<(f64, f64)> {
     let s: f64 = y.iter().map(|&v| (theta * v).ln_1p()).sum();
     let xi = s / n;
     let sigma = xi / theta;
+    // `!(sigma > 0.0)` on purpose: it also rejects NaN.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
     if xi < -1.0 || !(sigma > 0.0) || !sigma.is_finite() {
         return None;
     }
@@ -125,6 +127,13 @@ fn profile(theta: f64, y: &[f64], ymax: f64, mean: f64) -> Option<(f64, f64)> {
 /// Maximum-likelihood GPD fit of excesses `y` (all > 0). `None` when the
 /// data cannot be fitted (fewer than 3 values, all equal).
 pub fn fit_gpd(y: &[f64]) -> Option<GpdFit> {
+    fit_gpd_grid(y, 30, 60)
+}
+
+/// The fit with `neg` grid points for θ < 0 and `pos` for θ > 0. The
+/// bootstrap refits use a coarser grid than the estimate: they start from
+/// data drawn from a known smooth GPD, where the profile has one maximum.
+fn fit_gpd_grid(y: &[f64], neg: usize, pos: usize) -> Option<GpdFit> {
     if y.len() < 3 {
         return None;
     }
@@ -132,15 +141,17 @@ pub fn fit_gpd(y: &[f64]) -> Option<GpdFit> {
     let mean = y.iter().sum::<f64>() / n;
     let ymax = y.iter().copied().fold(f64::MIN, f64::max);
     let ymin = y.iter().copied().fold(f64::MAX, f64::min);
+    // `!(mean > 0.0)` on purpose: it also rejects NaN.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
     if !(mean > 0.0) || ymax <= ymin {
         return None;
     }
     // Search in s = θ·mean (scale-free). θ > −1/ymax; s up to 50 covers
     // ξ far beyond 1.
     let s_lo = -mean / ymax;
-    let mut grid: Vec<f64> = (1..30).map(|i| s_lo * (1.0 - i as f64 / 30.0)).collect();
+    let mut grid: Vec<f64> = (1..neg).map(|i| s_lo * (1.0 - i as f64 / neg as f64)).collect();
     grid.push(0.0);
-    grid.extend((0..60).map(|j| 1e-3 * (5e4f64).powf(j as f64 / 59.0)));
+    grid.extend((0..pos).map(|j| 1e-3 * (5e4f64).powf(j as f64 / (pos - 1) as f64)));
     grid.insert(0, s_lo * (1.0 - 1e-6));
     let f = |s: f64| profile(s / mean, y, ymax, mean).map(|p| p.0).unwrap_or(f64::NEG_INFINITY);
     let vals: Vec<f64> = grid.iter().map(|&s| f(s)).collect();
@@ -170,7 +181,7 @@ pub fn fit_gpd(y: &[f64]) -> Option<GpdFit> {
             d = a + g * (b - a);
             fd = f(d);
         }
-        if (b - a).abs() < 1e-10 * (1.0 + a.abs()) {
+        if (b - a).abs() < 1e-8 * (1.0 + a.abs()) {
             break;
         }
     }
@@ -307,7 +318,8 @@ pub fn pwcet(r: &ProbeResult) -> Pwcet {
         return refuse("cannot check stationarity: the run has fewer than two per-second slots".into());
     };
     let (first, second): (Vec<f64>, Vec<f64>) = {
-        let (a, b): (Vec<&(u64, usize, f64)>, Vec<&(u64, usize, f64)>) = exc.iter().partition(|e| e.0 < mid_ns);
+        type Excess = (u64, usize, f64);
+        let (a, b): (Vec<&Excess>, Vec<&Excess>) = exc.iter().partition(|e| e.0 < mid_ns);
         (a.iter().map(|e| e.2).collect(), b.iter().map(|e| e.2).collect())
     };
     let mm = y.len() as f64;
@@ -356,7 +368,7 @@ pub fn pwcet(r: &ProbeResult) -> Pwcet {
         for v in ys.iter_mut() {
             *v = gpd_draw(fit.xi, fit.sigma, rng.uniform());
         }
-        if let Some(bf) = fit_gpd(&ys) {
+        if let Some(bf) = fit_gpd_grid(&ys, 8, 16) {
             for (i, p) in PROBABILITIES.iter().enumerate() {
                 boot[i].push(return_level(uf, &bf, zeta, *p));
             }

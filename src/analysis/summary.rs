@@ -122,6 +122,22 @@ pub fn entry(r: &ProbeResult, opts: &Options) -> EntryAnalysis {
     }
 }
 
+/// `f` over `items` on up to `available_parallelism` threads, in order.
+/// The statistical worst case (a bootstrap of GPD fits) is the costly part
+/// of the analysis and every entry is independent.
+fn par_map<T: Sync, U: Send>(items: &[T], f: impl Fn(&T) -> U + Sync) -> Vec<U> {
+    let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(items.len().max(1));
+    if n <= 1 {
+        return items.iter().map(&f).collect();
+    }
+    let chunk = items.len().div_ceil(n);
+    let f = &f;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items.chunks(chunk).map(|c| s.spawn(move || c.iter().map(f).collect::<Vec<U>>())).collect();
+        handles.into_iter().flat_map(|h| h.join().expect("analysis thread panicked")).collect()
+    })
+}
+
 /// Analyse `runs` (each with its source, e.g. the file path). `names`
 /// overrides the system names, in order.
 pub fn analyse(runs: &[(String, Run)], names: &[String], opts: &Options) -> Analysis {
@@ -140,7 +156,7 @@ pub fn analyse(runs: &[(String, Run)], names: &[String], opts: &Options) -> Anal
             plan: run.plan.clone(),
             realtime_ok: run.realtime_setup.ok,
             warnings: warnings::for_run(run).iter().map(|w| w.to_string()).collect(),
-            entries: run.results.iter().map(|r| entry(r, opts)).collect(),
+            entries: par_map(&run.results, |r| entry(r, opts)),
         })
         .collect();
     let comparison = compare::compare(&refs, &systems, opts.bin_width);

@@ -38,7 +38,8 @@ pub fn cmd(args: &ReportArgs) -> anyhow::Result<u8> {
     inputs::emit(c.output.as_deref(), &bytes)?;
     if let Some(dir) = &args.plots {
         for p in &plots {
-            crate::store::json::write_atomic(&dir.join(format!("{}.svg", p.id)), |w| Ok(w.write_all(p.svg.as_bytes())?))?;
+            let path = dir.join(format!("{}.svg", p.id));
+            crate::store::json::write_atomic(&path, |w| Ok(w.write_all(p.svg.as_bytes())?))?;
         }
         eprintln!("{} plots written to {}", plots.len(), dir.display());
     }

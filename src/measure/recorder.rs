@@ -104,6 +104,12 @@ impl Recorder {
     /// Per-second slots cover the duration plus a margin; a very long run
     /// (over a day) widens the slots so the buffer stays under ~100 000 slots.
     pub fn new(thread: usize, duration_ns: u64, worst_k: usize) -> Recorder {
+        Recorder::with_tail(thread, duration_ns, worst_k, TAIL_K)
+    }
+
+    /// As [`Recorder::new`], keeping the `tail_k` largest samples (at least
+    /// `worst_k`); see [`tail_capacity`] for sizing it from the plan.
+    pub fn with_tail(thread: usize, duration_ns: u64, worst_k: usize, tail_k: usize) -> Recorder {
         let hist = Histogram::<u64>::new_with_bounds(1, HIGHEST_NS, SIGNIFICANT_DIGITS)
             .expect("static histogram bounds are valid");
         let secs = duration_ns.div_ceil(1_000_000_000).max(1);
@@ -115,7 +121,7 @@ impl Recorder {
             s.min = u64::MAX;
         }
         let worst_k = worst_k.max(1);
-        let tail_k = TAIL_K.max(worst_k);
+        let tail_k = tail_k.max(worst_k);
         // Allocate and touch the heap's storage now: a Vec written to its
         // capacity, cleared, becomes the heap without reallocating.
         let mut store = vec![Reverse(Worst { latency: 0, seq_rev: Reverse(0), at: 0, cpu: 0, thread: 0 }); tail_k + 1];
@@ -225,6 +231,10 @@ impl Recorder {
     pub fn max(&self) -> u64 {
         self.max
     }
+    /// How many of the largest samples this recorder keeps.
+    pub fn tail_k(&self) -> usize {
+        self.tail_k
+    }
 
     /// Fold another recorder into this one (for the merged entry).
     pub fn merge(&mut self, other: &Recorder) {
@@ -235,11 +245,15 @@ impl Recorder {
         self.max = self.max.max(other.max);
         self.sum += other.sum;
         self.sum_sq = self.sum_sq.saturating_add(other.sum_sq);
+        // The merged tail keeps the smallest capacity of its parts: with k the
+        // smallest, every sample in the union's top k is in its own thread's
+        // top k, so the merged tail stays exact.
+        self.tail_k = self.tail_k.min(other.tail_k);
         for w in other.tail.iter() {
             self.tail.push(*w);
-            if self.tail.len() > self.tail_k {
-                self.tail.pop();
-            }
+        }
+        while self.tail.len() > self.tail_k {
+            self.tail.pop();
         }
         if other.slot_width_ns == self.slot_width_ns {
             if other.slots.len() > self.slots.len() {
@@ -312,18 +326,18 @@ impl Recorder {
         } else {
             PERCENTILES.iter().map(|(k, q)| (k.to_string(), Nanos(self.percentile(*q)))).collect()
         };
-        let mut tail: Vec<Worst> = self.tail.iter().map(|r| r.0).collect();
-        tail.sort_by(|a, b| b.cmp(a));
+        // One copy of the tail, sorted largest first (earlier first among
+        // equals, as the heap ranks them); `worst` is its prefix.
+        let mut tail: Vec<TailSample> = self
+            .tail
+            .iter()
+            .map(|r| TailSample(Nanos(r.0.latency), Nanos(r.0.at), r.0.seq_rev.0, r.0.thread as usize, r.0.cpu as usize))
+            .collect();
+        tail.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
         let worst = tail
             .iter()
             .take(self.worst_k)
-            .map(|w| WorstSample {
-                latency_ns: Nanos(w.latency),
-                at_ns: Nanos(w.at),
-                cpu: w.cpu as usize,
-                seq: w.seq_rev.0,
-                thread: w.thread as usize,
-            })
+            .map(|w| WorstSample { latency_ns: w.0, at_ns: w.1, cpu: w.4, seq: w.2, thread: w.3 })
             .collect();
         let width_s = self.slot_width_ns / 1_000_000_000;
         let per_second = self
@@ -357,18 +371,25 @@ impl Recorder {
             worst,
             per_second,
             per_second_width_s: width_s,
-            tail: Tail {
-                k: self.tail_k,
-                samples: tail
-                    .iter()
-                    .map(|w| TailSample(Nanos(w.latency), Nanos(w.at), w.seq_rev.0, w.thread as usize, w.cpu as usize))
-                    .collect(),
-            },
+            tail: Tail { k: self.tail_k, samples: tail },
             signed: None,
             noise: None,
             note: None,
         }
     }
+}
+
+/// Tail capacity for a thread that takes a sample every `interval_ns` for
+/// `duration_ns`: [`TAIL_K`], or fewer when the run cannot take that many
+/// samples (planned count + 25 % + 64), so short runs do not lock memory
+/// they cannot use (it counts against RLIMIT_MEMLOCK after mlockall).
+/// `interval_ns` 0 (no fixed period) gives [`TAIL_K`].
+pub fn tail_capacity(duration_ns: u64, interval_ns: u64) -> usize {
+    if interval_ns == 0 {
+        return TAIL_K;
+    }
+    let planned = duration_ns / interval_ns;
+    (planned.saturating_add(planned / 4).saturating_add(64)).min(TAIL_K as u64) as usize
 }
 
 /// Rank (1-based) of the q-th percentile among `n` samples: ⌈q·n/100⌉, with
@@ -514,6 +535,27 @@ mod tests {
         assert_eq!((top.seq(), top.at().0), (i, i * 1_000_000));
         let w: Vec<u64> = res.worst.iter().map(|w| w.latency_ns.0).collect();
         assert_eq!(w, want[..4].to_vec());
+    }
+
+    #[test]
+    fn tail_capacity_follows_the_plan() {
+        assert_eq!(tail_capacity(1_000_000_000, 1_000_000), 1000 + 250 + 64);
+        assert_eq!(tail_capacity(60_000_000_000, 1_000_000), TAIL_K);
+        assert_eq!(tail_capacity(1_000_000_000, 0), TAIL_K);
+        // A smaller part bounds the merged tail, which stays the exact top k.
+        let mut a = Recorder::with_tail(0, 1_000_000_000, 1, 3);
+        let mut b = Recorder::with_tail(1, 1_000_000_000, 1, 5);
+        for (i, v) in [10u64, 50, 20, 40, 30].iter().enumerate() {
+            a.record(*v, i as u64, i as u64);
+            b.record(*v + 1, i as u64, i as u64);
+        }
+        let mut m = Recorder::with_tail(usize::MAX, 0, 1, TAIL_K);
+        m.merge(&a);
+        m.merge(&b);
+        let res = m.to_result("t", "idle", None, None, None, 1);
+        assert_eq!(res.tail.k, 3);
+        let lat: Vec<u64> = res.tail.samples.iter().map(|s| s.latency().0).collect();
+        assert_eq!(lat, vec![51, 50, 41]);
     }
 
     #[test]

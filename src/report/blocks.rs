@@ -124,7 +124,7 @@ pub fn summary_table(run: &RunAnalysis, u: Unit, with_deadline: bool) -> Table {
                             if d.exact { d.misses.to_string() } else { format!("{}–{}", d.misses, d.misses_upper) },
                             bad,
                         ));
-                        row.push(Cell::tone(format!("{:.3e}", d.ratio), bad));
+                        row.push(Cell::tone(if d.ratio == 0.0 { "0".into() } else { format!("{:.3e}", d.ratio) }, bad));
                         row.push(Cell::tone(
                             if d.zero_observed {
                                 format!("≤{}", fmt_prob(d.per_hour_probability))

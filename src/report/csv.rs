@@ -64,5 +64,5 @@ pub fn render(a: &Analysis) -> anyhow::Result<Vec<u8>> {
             }
         }
     }
-    Ok(w.into_inner().map_err(|e| anyhow::anyhow!("writing CSV: {e}"))?)
+    w.into_inner().map_err(|e| anyhow::anyhow!("writing CSV: {e}"))
 }

@@ -133,11 +133,11 @@ pub fn render(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
     let mut s = String::new();
     s.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     let names: Vec<String> = a.runs.iter().map(|r| r.name.clone()).collect();
-    let _ = write!(s, "<title>rtscope report: {}</title><style>{STYLE}</style></head><body>\n", esc(&names.join(" vs ")));
-    let _ = write!(s, "<h1>rtscope report</h1><p>rtscope {} · {}</p>\n", esc(&a.tool_version), esc(&names.join(" · ")));
+    let _ = writeln!(s, "<title>rtscope report: {}</title><style>{STYLE}</style></head><body>", esc(&names.join(" vs ")));
+    let _ = writeln!(s, "<h1>rtscope report</h1><p>rtscope {} · {}</p>", esc(&a.tool_version), esc(&names.join(" · ")));
     let with_deadline = a.options.deadline.is_some();
     for (ri, r) in a.runs.iter().enumerate() {
-        let _ = write!(s, "<section class=\"run\" id=\"run{}\"><h2>{}</h2>\n", ri + 1, esc(&r.name));
+        let _ = writeln!(s, "<section class=\"run\" id=\"run{}\"><h2>{}</h2>", ri + 1, esc(&r.name));
         s.push_str(&host_table(r));
         if !r.warnings.is_empty() {
             s.push_str("<div class=\"warn\"><strong>Warnings</strong><ul>");
@@ -196,7 +196,7 @@ pub fn render(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
     }
     s.push_str("<section id=\"bins\"><h2>Bin tables</h2>\n");
     for (i, t) in c.bin_tables.iter().enumerate() {
-        let _ = write!(s, "<h3>{} — bins of {} {}</h3>\n", esc(&t.key.label()), unit.fmt_n(t.width_ns), unit.name());
+        let _ = writeln!(s, "<h3>{} — bins of {} {}</h3>", esc(&t.key.label()), unit.fmt_n(t.width_ns), unit.name());
         s.push_str(&table(&blocks::bin_table(a, i, unit)));
     }
     s.push_str("</section>\n</body></html>\n");

@@ -23,7 +23,7 @@ pub fn render_blocks(title: &str, blocks: &[Block]) -> String {
             Block::Heading(level, s) => {
                 out.push_str(&"#".repeat(*level as usize));
                 out.push(' ');
-                out.push_str(&s);
+                out.push_str(s);
                 out.push('\n');
             }
             Block::Text(s) => {

@@ -107,11 +107,24 @@ fn thin(pts: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     out
 }
 
-/// Exceedance curves, one per (label, histogram).
+/// Exceedance curves, one per (label, histogram). When the curves span
+/// more than a factor 50 in latency (systems or phases orders of magnitude
+/// apart, seed 000's RTAI vs stock Linux), the latency axis is logarithmic
+/// (drawn as log10 of µs with labels in µs) so every curve stays visible.
 fn exceedance_chart(title: &str, series: &[(String, &[Bucket])], bold_last: bool) -> String {
-    let curves: Vec<(String, Vec<(f64, f64)>)> =
+    let mut curves: Vec<(String, Vec<(f64, f64)>)> =
         series.iter().map(|(l, h)| (l.clone(), exceedance_points(h))).collect();
-    let xmax = curves.iter().flat_map(|c| c.1.iter().map(|p| p.0)).fold(0.0, f64::max).max(0.001) * 1.05;
+    let xs = || curves.iter().flat_map(|c| c.1.iter().map(|p| p.0)).filter(|x| *x > 0.0);
+    let (lo, hi) = (xs().fold(f64::MAX, f64::min), xs().fold(0.0, f64::max));
+    let log_x = hi > 0.0 && lo < f64::MAX && hi / lo > 50.0;
+    let (xmin, xmax) = if log_x {
+        for c in curves.iter_mut() {
+            c.1 = c.1.iter().filter(|p| p.0 > 0.0).map(|p| (p.0.log10(), p.1)).collect();
+        }
+        (lo.log10().floor(), hi.log10() + 0.05)
+    } else {
+        (0.0, hi.max(0.001) * 1.05)
+    };
     let ymin = curves.iter().flat_map(|c| c.1.iter().map(|p| p.1)).fold(1.0, f64::min).min(0.1) / 2.0;
     svg(|root| {
         let mut chart = ChartBuilder::on(root)
@@ -119,10 +132,19 @@ fn exceedance_chart(title: &str, series: &[(String, &[Bucket])], bold_last: bool
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(64)
-            .build_cartesian_2d(0f64..xmax, (ymin..1.0f64).log_scale())?;
+            .build_cartesian_2d(xmin..xmax, (ymin..1.0f64).log_scale())?;
+        let fmt_x = move |v: &f64| -> String {
+            if log_x {
+                let x = 10f64.powf(*v);
+                if x >= 10.0 { format!("{x:.0}") } else { format!("{x:.2}") }
+            } else {
+                format!("{v:.1}")
+            }
+        };
         chart
             .configure_mesh()
-            .x_desc("latency (µs)")
+            .x_label_formatter(&fmt_x)
+            .x_desc(if log_x { "latency (µs, log scale)" } else { "latency (µs)" })
             .y_desc("P(latency > x)")
             .y_label_formatter(&|v| format!("{v:.0e}"))
             .draw()?;
