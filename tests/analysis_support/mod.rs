@@ -74,6 +74,8 @@ pub fn run(host: Host, results: Vec<ProbeResult>) -> Run {
         results,
         phases: Vec::new(),
         scenario: None,
+        imported_from: None,
+        fidelity: vec![],
     }
 }
 
