@@ -136,3 +136,34 @@ fn markdown_compare_is_a_pipe_table() {
     let md = std::fs::read_to_string(&out_md).unwrap();
     assert!(md.contains("| entry | metric | A | B | B/A |\n|:---|:---|---:|---:|---:|"), "{md}");
 }
+
+#[test]
+fn summary_only_imports_have_unknown_percentiles_not_the_max() {
+    // ptsematest prints min/avg/max only: its import holds one [min, max]
+    // bucket, which compare must not read as a distribution.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/import/ptsematest.txt");
+    for name in ["pt-a", "pt-b"] {
+        let out = rtscope()
+            .args(["import", fixture, "--format", "rt-tests-ipc", "--name", name, "--db"])
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let v = json_out(rtscope().args(["compare", "1", "2", "--format", "json", "--db"]).arg(&db));
+    let row = v["rows"].as_array().unwrap().iter().find(|r| r["key"]["probe"] == "sem").expect("a sem row");
+    let (ca, cb) = (&row["cells"][0], &row["cells"][1]);
+    for k in ["p50_ns", "p99_ns", "p99_9_ns"] {
+        assert!(ca[k].is_null() && cb[k].is_null(), "{k} must be unknown: {ca}");
+    }
+    assert_eq!(cb["max_ns"].as_u64(), Some(37_000), "the max is still known: {cb}");
+    assert!(cb["ks_vs_first"].is_null(), "no KS test on summaries: {cb}");
+    assert!(cb["ratio_to_first"]["p50"].is_null());
+    assert!((cb["ratio_to_first"]["max"].as_f64().unwrap() - 1.0).abs() < 1e-12);
+    let text = rtscope().args(["compare", "1", "2", "--db"]).arg(&db).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    let p50_line = text.lines().find(|l| l.contains("p50(")).expect("a p50 row");
+    assert!(!p50_line.contains("37.0"), "p50 shown as the max: {p50_line}");
+}

@@ -52,9 +52,11 @@ impl EntryKey {
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Ratios {
-    pub p50: f64,
-    pub p99: f64,
-    pub p99_9: f64,
+    /// Percentile ratios are `None` where either side has no known
+    /// distribution (a summary-only import: see `ProbeResult::distribution_known`).
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+    pub p99_9: Option<f64>,
     pub max: f64,
     pub mean: f64,
 }
@@ -71,9 +73,10 @@ pub struct KsTest {
 pub struct Cell {
     pub samples: u64,
     pub overruns: u64,
-    pub p50_ns: Nanos,
-    pub p99_ns: Nanos,
-    pub p99_9_ns: Nanos,
+    /// `None` for a summary-only import, whose percentiles are unknown.
+    pub p50_ns: Option<Nanos>,
+    pub p99_ns: Option<Nanos>,
+    pub p99_9_ns: Option<Nanos>,
     pub max_ns: Nanos,
     pub mean_ns: f64,
     pub stddev_ns: f64,
@@ -137,8 +140,17 @@ pub fn merged_entries(run: &Run) -> Vec<&ProbeResult> {
         .collect()
 }
 
-fn p(r: &ProbeResult, q: f64) -> Nanos {
-    from_histogram(&r.histogram, q, r.min_ns, r.max_ns).unwrap_or(Nanos(0))
+/// Percentile `q` of an entry; `None` when its distribution is unknown (a
+/// summary-only import's one [min, max] bucket is not a distribution).
+fn p(r: &ProbeResult, q: f64) -> Option<Nanos> {
+    if !r.distribution_known() {
+        return None;
+    }
+    from_histogram(&r.histogram, q, r.min_ns, r.max_ns)
+}
+
+fn ratio_of(a: Option<Nanos>, b: Option<Nanos>) -> Option<f64> {
+    Some(ratio(a?.0 as f64, b?.0 as f64))
 }
 
 fn ratio(a: f64, b: f64) -> f64 {
@@ -185,9 +197,9 @@ pub fn ks_histograms(a: &[Bucket], b: &[Bucket]) -> KsTest {
 fn cell(r: &ProbeResult, first: Option<&ProbeResult>) -> Cell {
     let (p50, p99, p999) = (p(r, 50.0), p(r, 99.0), p(r, 99.9));
     let ratio_to_first = first.map(|a| Ratios {
-        p50: ratio(p(a, 50.0).0 as f64, p50.0 as f64),
-        p99: ratio(p(a, 99.0).0 as f64, p99.0 as f64),
-        p99_9: ratio(p(a, 99.9).0 as f64, p999.0 as f64),
+        p50: ratio_of(p(a, 50.0), p50),
+        p99: ratio_of(p(a, 99.0), p99),
+        p99_9: ratio_of(p(a, 99.9), p999),
         max: ratio(a.max_ns.0 as f64, r.max_ns.0 as f64),
         mean: ratio(a.mean_ns, r.mean_ns),
     });
@@ -201,7 +213,9 @@ fn cell(r: &ProbeResult, first: Option<&ProbeResult>) -> Cell {
         mean_ns: r.mean_ns,
         stddev_ns: r.stddev_ns,
         ratio_to_first,
-        ks_vs_first: first.map(|a| ks_histograms(&a.histogram, &r.histogram)),
+        ks_vs_first: first
+            .filter(|a| a.distribution_known() && r.distribution_known())
+            .map(|a| ks_histograms(&a.histogram, &r.histogram)),
     }
 }
 
@@ -280,7 +294,7 @@ pub fn compare(runs: &[&Run], systems: &[String], bin_width: Nanos) -> Compariso
                     None => String::new(),
                 };
                 sentences.push(format!(
-                    "max under `{}` ({}): {} is {} {} (p99: {} {}){}.",
+                    "max under `{}` ({}): {} is {} {}{}{}.",
                     k.phase,
                     match &k.variant {
                         Some(v) => format!("{} {v}", k.probe),
@@ -289,8 +303,7 @@ pub fn compare(runs: &[&Run], systems: &[String], bin_width: Nanos) -> Compariso
                     systems[i],
                     ratio_words(rt.max),
                     systems[0],
-                    ratio_words(rt.p99),
-                    systems[0],
+                    rt.p99.map(|x| format!(" (p99: {} {})", ratio_words(x), systems[0])).unwrap_or_default(),
                     dist
                 ));
             }
@@ -324,7 +337,7 @@ pub fn system_names(runs: &[&Run], given: &[String]) -> Vec<String> {
     let mut out: Vec<String> = runs
         .iter()
         .enumerate()
-        .map(|(i, r)| given.get(i).cloned().unwrap_or_else(|| format!("{} {}", r.host.hostname, r.host.kernel_release)))
+        .map(|(i, r)| given.get(i).cloned().unwrap_or_else(|| format!("{} {}", r.host.hostname, r.host.kernel_release).trim().to_string()))
         .collect();
     let base = out.clone();
     for i in 0..out.len() {

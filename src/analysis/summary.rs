@@ -113,7 +113,13 @@ pub fn entry(r: &ProbeResult, opts: &Options) -> EntryAnalysis {
         max_ns: r.max_ns,
         mean_ns: r.mean_ns,
         stddev_ns: r.stddev_ns,
-        percentiles: percentiles::reported(&r.histogram, r.min_ns, r.max_ns),
+        // A summary-only import's one [min, max] bucket is not a distribution:
+        // its percentiles are unknown, not all equal to the max.
+        percentiles: if r.distribution_known() {
+            percentiles::reported(&r.histogram, r.min_ns, r.max_ns)
+        } else {
+            Vec::new()
+        },
         deadline: opts.deadline.map(|d| deadline::misses(r, d)),
         pwcet: if opts.pwcet && r.samples > 0 { Some(evt::pwcet(r)) } else { None },
         histogram: r.histogram.clone(),

@@ -252,9 +252,9 @@ pub fn compare_table(a: &Analysis, u: Unit) -> Table {
     type Getter = fn(&CmpCell, Unit) -> String;
     type RatioGetter = fn(&CmpCell) -> Option<f64>;
     let metrics: [(&str, Getter, RatioGetter); 6] = [
-        ("p50", |c, u| u.fmt_n(c.p50_ns), |c| c.ratio_to_first.as_ref().map(|r| r.p50)),
-        ("p99", |c, u| u.fmt_n(c.p99_ns), |c| c.ratio_to_first.as_ref().map(|r| r.p99)),
-        ("p99.9", |c, u| u.fmt_n(c.p99_9_ns), |c| c.ratio_to_first.as_ref().map(|r| r.p99_9)),
+        ("p50", |c, u| fmt_known(c.p50_ns, u), |c| c.ratio_to_first.as_ref().and_then(|r| r.p50)),
+        ("p99", |c, u| fmt_known(c.p99_ns, u), |c| c.ratio_to_first.as_ref().and_then(|r| r.p99)),
+        ("p99.9", |c, u| fmt_known(c.p99_9_ns, u), |c| c.ratio_to_first.as_ref().and_then(|r| r.p99_9)),
         ("max", |c, u| u.fmt_n(c.max_ns), |c| c.ratio_to_first.as_ref().map(|r| r.max)),
         ("mean±σ", |c, u| format!("{}±{}", u.fmt(c.mean_ns), u.fmt(c.stddev_ns)), |c| {
             c.ratio_to_first.as_ref().map(|r| r.mean)
@@ -292,6 +292,11 @@ pub fn compare_table(a: &Analysis, u: Unit) -> Table {
         rows.push(cells);
     }
     Table { header, label_cols: 2, rows }
+}
+
+/// A percentile, or "-" where the source gave none (summary-only import).
+fn fmt_known(v: Option<Nanos>, u: Unit) -> String {
+    v.map(|v| u.fmt_n(v)).unwrap_or_else(|| "-".into())
 }
 
 /// First word of a system name, for ratio headers ("B/A").

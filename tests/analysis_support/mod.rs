@@ -119,6 +119,16 @@ pub fn from_histogram(probe: &str, phase: &str, hist: &[(u64, u64)]) -> ProbeRes
     let var = hist.iter().map(|h| (h.0 as f64 - mean).powi(2) * h.1 as f64).sum::<f64>() / n as f64;
     let min = hist.first().unwrap().0;
     let max = hist.last().unwrap().0;
+    let histogram: Vec<Bucket> = hist.iter().map(|&(v, c)| Bucket { lo_ns: Nanos(v), hi_ns: Nanos(v), count: c }).collect();
+    // As a native result: the stored percentiles are those of the histogram
+    // (an empty map would mark it a summary-only import).
+    let percentiles_ns = PERCENTILES
+        .iter()
+        .map(|(k, q)| {
+            let v = rtscope::analysis::percentiles::from_histogram(&histogram, *q, Nanos(min), Nanos(max)).unwrap();
+            (k.to_string(), v)
+        })
+        .collect();
     ProbeResult {
         probe: probe.into(),
         phase: phase.into(),
@@ -132,8 +142,8 @@ pub fn from_histogram(probe: &str, phase: &str, hist: &[(u64, u64)]) -> ProbeRes
         max_ns: Nanos(max),
         mean_ns: mean,
         stddev_ns: var.sqrt(),
-        percentiles_ns: Default::default(),
-        histogram: hist.iter().map(|&(v, c)| Bucket { lo_ns: Nanos(v), hi_ns: Nanos(v), count: c }).collect(),
+        percentiles_ns,
+        histogram,
         worst: vec![],
         per_second: vec![SecondStats { t_s: 0, count: n, min_ns: Nanos(min), mean_ns: mean, max_ns: Nanos(max) }],
         per_second_width_s: 1,
