@@ -1,37 +1,37 @@
-//! rtscope: an instrument for the experimental evaluation of real-time operating systems.
-//!
-//! `main` parses the command line and dispatches to a subcommand; errors become exit codes
-//! (2 = bad input).
+//! rtscope: an instrument for the experimental evaluation of real-time
+//! operating systems. `main` parses the command line, dispatches to
+//! `rtscope::commands`, and maps errors to exit codes: 0 done, 2 bad input,
+//! 130 interrupted, 1 any other failure.
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::Parser;
 
-mod doctor;
-
-#[derive(Debug, Parser)]
-#[command(name = "rtscope", version, about)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Audit this host for settings that hurt real-time latency, with the fix for each.
-    Doctor(doctor::DoctorArgs),
-}
+use rtscope::cli::{Cli, Command};
+use rtscope::commands;
+use rtscope::error::{BadInput, EXIT_BAD_INPUT, EXIT_FAILURE};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = match &cli.command {
-        Command::Doctor(a) => doctor::run(a),
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        // clap prints usage errors and exits 2; --help/--version exit 0.
+        Err(e) => e.exit(),
+    };
+    let result = match cli.command {
+        Command::Run(args) => commands::run::cmd(&args),
+        Command::Probes => commands::probes::cmd(),
+        Command::Doctor(args) => commands::doctor::cmd(&args),
     };
     match result {
-        Ok(code) => code,
+        Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            if let Some(bad) = e.downcast_ref::<BadInput>() {
+                eprintln!("error: {bad}");
+                ExitCode::from(EXIT_BAD_INPUT)
+            } else {
+                eprintln!("error: {e:#}");
+                ExitCode::from(EXIT_FAILURE)
+            }
         }
     }
 }

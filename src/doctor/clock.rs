@@ -5,15 +5,7 @@
 //! read is an I/O access costing around a microsecond, and the kernel falls back to them
 //! when it judges the TSC unstable.
 
-use super::{evidence, Ctx, Evidence, Finding, Severity, SysRoot};
-
-/// The `flags` of the first CPU in `/proc/cpuinfo` (x86), or `None` when absent.
-pub(crate) fn cpu_flags(root: &SysRoot) -> Option<Vec<String>> {
-    let text = root.read_raw("/proc/cpuinfo")?;
-    let line = text.lines().find(|l| l.starts_with("flags"))?;
-    let (_, v) = line.split_once(':')?;
-    Some(v.split_whitespace().map(str::to_string).collect())
-}
+use super::{evidence, Ctx, Evidence, Finding, Severity};
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -59,7 +51,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     out.push(f.evidence(ev));
 
     // TSC
-    let flags = cpu_flags(ctx.root);
+    let flags = ctx.cpu_flags();
     let tsc_param = ctx.param("tsc").map(str::to_string);
     let mut ev = vec![ctx.param_evidence("tsc")];
     let f = match &flags {

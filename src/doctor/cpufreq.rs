@@ -4,7 +4,7 @@
 //! just been idle runs the woken task slowly, and a frequency transition itself can stall.
 //! Boost (turbo) makes the frequency depend on temperature and on what other cores do.
 
-use super::{cpulist, evidence, shell_set, Ctx, Finding, Severity};
+use super::{fmt_cpus, evidence, shell_set, Ctx, Finding, Severity};
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -14,7 +14,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let mut governors: Vec<String> = Vec::new();
     for &cpu in ctx.cpus {
         let path = format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor");
-        let v = ctx.root.read(&path);
+        let v = ctx.value(&path);
         if let Some(g) = &v {
             seen += 1;
             if g != "performance" {
@@ -53,7 +53,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             format!(
                 "cpufreq governor is {} on CPUs {}",
                 governors.iter().filter(|g| *g != "performance").cloned().collect::<Vec<_>>().join("/"),
-                cpulist::format(&slow)
+                fmt_cpus(&slow)
             ),
         )
         .why(

@@ -4,7 +4,7 @@
 //! A CPU that sleeps in a deep C-state needs the state's exit latency (often 50–200 µs) before
 //! it can run the woken task; that time lands in every measured latency.
 
-use super::{cpulist, evidence, shell_set, Ctx, Evidence, Finding, Severity};
+use super::{fmt_cpus, evidence, shell_set, Ctx, Evidence, Finding, Severity};
 
 /// Exit latencies at or below this are harmless for a real-time host (C1/POLL class).
 const SHALLOW_US: u64 = 10;
@@ -23,12 +23,12 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let mut states = Vec::new();
     for &cpu in ctx.cpus {
         let base = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle");
-        for s in ctx.root.list(&base).into_iter().filter(|n| n.starts_with("state")) {
+        for s in ctx.list(&base).into_iter().filter(|n| n.starts_with("state")) {
             let dir = format!("{base}/{s}");
-            let name = ctx.root.read(&format!("{dir}/name")).unwrap_or_else(|| s.clone());
+            let name = ctx.value(&format!("{dir}/name")).unwrap_or_else(|| s.clone());
             let latency_us =
-                ctx.root.read(&format!("{dir}/latency")).and_then(|v| v.parse().ok()).unwrap_or(0);
-            let disabled = ctx.root.read(&format!("{dir}/disable")).as_deref() == Some("1");
+                ctx.value(&format!("{dir}/latency")).and_then(|v| v.parse().ok()).unwrap_or(0);
+            let disabled = ctx.value(&format!("{dir}/disable")).as_deref() == Some("1");
             states.push(State { cpu, dir, name, latency_us, disabled });
         }
     }
@@ -94,7 +94,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 Severity::Warn,
                 format!(
                     "Deep C-states enabled on CPUs {} ({}; worst exit latency {worst} µs)",
-                    cpulist::format(&cpus_deep),
+                    fmt_cpus(&cpus_deep),
                     names.join(", ")
                 ),
             )
@@ -114,7 +114,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     out.push(f.evidence(ev));
 
     let dma = "/dev/cpu_dma_latency";
-    let present = ctx.root.exists(dma);
+    let present = ctx.exists(dma);
     let ev = vec![Evidence {
         path: dma.into(),
         value: if present { "present".into() } else { "missing".into() },

@@ -5,7 +5,7 @@
 //! kernels its softirq work) before the woken real-time task; irqbalance moves IRQs around
 //! at any time, undoing manual affinity.
 
-use super::{cpulist, evidence, Ctx, Evidence, Finding, Severity};
+use super::{fmt_cpus, cpus_in, evidence, Ctx, Evidence, Finding, Severity};
 
 /// An IRQ that has fired at least this often since boot counts as busy.
 pub(crate) const BUSY: u64 = 1000;
@@ -65,9 +65,9 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     // irqbalance
     let mut found: Option<(String, String)> = None;
     let mut scanned = 0;
-    for pid in ctx.root.list("/proc").into_iter().filter(|n| n.bytes().all(|b| b.is_ascii_digit())) {
+    for pid in ctx.list("/proc").into_iter().filter(|n| n.bytes().all(|b| b.is_ascii_digit())) {
         let path = format!("/proc/{pid}/comm");
-        if let Some(comm) = ctx.root.read(&path) {
+        if let Some(comm) = ctx.value(&path) {
             scanned += 1;
             if comm == "irqbalance" {
                 found = Some((path, comm));
@@ -97,7 +97,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     out.push(f);
 
     // Busy IRQs whose affinity includes measured CPUs.
-    let (int_path, text) = ("/proc/interrupts", ctx.root.read_raw("/proc/interrupts"));
+    let (int_path, text) = ("/proc/interrupts", ctx.text("/proc/interrupts"));
     let Some(text) = text else {
         out.push(
             Finding::new("irq.affinity", Severity::Info, "IRQ counts are not exposed by this kernel")
@@ -112,8 +112,8 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             continue;
         }
         let aff_path = format!("/proc/irq/{}/smp_affinity_list", l.irq);
-        let Some(aff) = ctx.root.read(&aff_path) else { continue };
-        let aff_cpus = cpulist::parse_lenient(&aff);
+        let Some(aff) = ctx.value(&aff_path) else { continue };
+        let aff_cpus = cpus_in(&aff);
         if aff_cpus.iter().any(|c| ctx.cpus.contains(c)) {
             let on_measured: u64 =
                 l.per_cpu.iter().filter(|(c, _)| ctx.cpus.contains(c)).map(|(_, n)| n).sum();
@@ -149,7 +149,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
              CPU (e.g. 0) out of --cpus for housekeeping and steer IRQs there."
                 .to_string()
         } else {
-            let h = cpulist::format(&hk);
+            let h = fmt_cpus(&hk);
             format!(
                 "`for i in {}; do echo {h} > /proc/irq/$i/smp_affinity_list; done` (managed IRQs \
                  of multi-queue devices refuse this: use `isolcpus=managed_irq,{cpus}`), and boot \

@@ -5,7 +5,7 @@
 //! while one task runs, and an `rcu_nocbs` CPU does not run RCU callbacks. Together they keep
 //! the kernel's own housekeeping off the CPUs being measured.
 
-use super::{cpulist, Ctx, Finding, Severity};
+use super::{fmt_cpus, cpus_in, Ctx, Finding, Severity};
 
 /// The boot line that isolates `cpus`, leaving the rest for housekeeping.
 fn isolation_fix(ctx: &Ctx) -> String {
@@ -21,7 +21,7 @@ fn isolation_fix(ctx: &Ctx) -> String {
              --cpus and out of these lists for housekeeping.",
         );
     } else {
-        s.push_str(&format!(" irqaffinity={}`.", cpulist::format(&hk)));
+        s.push_str(&format!(" irqaffinity={}`.", fmt_cpus(&hk)));
     }
     s
 }
@@ -33,7 +33,7 @@ fn split(cpus: &[usize], set: &[usize]) -> (Vec<usize>, Vec<usize>) {
 
 /// Parses `/sys/devices/system/cpu/nohz_full` which says `(null)` when unset.
 fn sys_list(v: Option<&str>) -> Option<Vec<usize>> {
-    v.map(|s| if s.contains("null") { Vec::new() } else { cpulist::parse_lenient(s) })
+    v.map(|s| if s.contains("null") { Vec::new() } else { cpus_in(s) })
 }
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
@@ -42,7 +42,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
 
     // isolcpus
     let (iso_ev, iso_sys) = ctx.read("/sys/devices/system/cpu/isolated");
-    let iso_cmd = ctx.param("isolcpus").map(cpulist::parse_lenient);
+    let iso_cmd = ctx.param("isolcpus").map(cpus_in);
     let isolated: Vec<usize> = match (sys_list(iso_sys.as_deref()), &iso_cmd) {
         (Some(s), _) if !s.is_empty() => s,
         (_, Some(c)) => c.clone(),
@@ -60,8 +60,8 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         } else {
             format!(
                 "Measured CPUs {} are not isolated (only {} are)",
-                cpulist::format(&outside),
-                cpulist::format(&inside)
+                fmt_cpus(&outside),
+                fmt_cpus(&inside)
             )
         };
         Finding::new("isolation.isolcpus", Severity::Warn, title)
@@ -78,7 +78,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let (nz_ev, nz_sys) = ctx.read("/sys/devices/system/cpu/nohz_full");
     let nz: Vec<usize> = sys_list(nz_sys.as_deref())
         .filter(|v| !v.is_empty())
-        .or_else(|| ctx.param("nohz_full").map(cpulist::parse_lenient))
+        .or_else(|| ctx.param("nohz_full").map(cpus_in))
         .unwrap_or_default();
     let ev = vec![nz_ev, ctx.param_evidence("nohz_full")];
     let (_, outside) = split(ctx.cpus, &nz);
@@ -89,7 +89,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         Finding::new(
             "isolation.nohz_full",
             Severity::Info,
-            format!("Measured CPUs {} are not nohz_full", cpulist::format(&outside)),
+            format!("Measured CPUs {} are not nohz_full", fmt_cpus(&outside)),
         )
         .why(
             "The periodic scheduler tick (every 1–4 ms) interrupts these CPUs and runs \
@@ -104,7 +104,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     out.push(f.evidence(ev));
 
     // rcu_nocbs (nohz_full implies it)
-    let mut nocb: Vec<usize> = ctx.param("rcu_nocbs").map(cpulist::parse_lenient).unwrap_or_default();
+    let mut nocb: Vec<usize> = ctx.param("rcu_nocbs").map(cpus_in).unwrap_or_default();
     nocb.extend(nz.iter().copied());
     let ev = vec![ctx.param_evidence("rcu_nocbs"), ctx.param_evidence("nohz_full")];
     let (_, outside) = split(ctx.cpus, &nocb);
@@ -115,7 +115,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         Finding::new(
             "isolation.rcu_nocbs",
             Severity::Info,
-            format!("RCU callbacks still run on CPUs {}", cpulist::format(&outside)),
+            format!("RCU callbacks still run on CPUs {}", fmt_cpus(&outside)),
         )
         .why(
             "Without rcu_nocbs, RCU callbacks (freeing memory after a grace period) run in \

@@ -8,13 +8,13 @@ use super::{evidence, Ctx, Finding, Severity};
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let dir = "/sys/devices/system/cpu/vulnerabilities";
-    let names = ctx.root.list(dir);
+    let names = ctx.list(dir);
     let mut mitigated = Vec::new();
     let mut vulnerable = Vec::new();
     let mut ev = vec![ctx.param_evidence("mitigations")];
     for n in &names {
         let path = format!("{dir}/{n}");
-        let Some(v) = ctx.root.read(&path) else { continue };
+        let Some(v) = ctx.value(&path) else { continue };
         if v.starts_with("Mitigation") {
             mitigated.push(n.clone());
             ev.push(evidence(&path, Some(&v)));

@@ -33,7 +33,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     };
     out.push(f.evidence(ev));
 
-    let swaps = ctx.root.read_raw("/proc/swaps");
+    let swaps = ctx.text("/proc/swaps");
     let f = match &swaps {
         None => Finding::new("mm.swap", Severity::Info, "Swap state is not exposed by this kernel")
             .why("Without /proc/swaps rtscope cannot tell whether memory can be swapped out.")

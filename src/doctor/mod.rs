@@ -11,9 +11,6 @@
 //! nohz_full, rcu_nocbs, SMT), `irq`, `sched`, `mm`, `clock`, `console`, `watchdog`,
 //! `mitigations`, `vm`. Rendering (terminal and JSON) lives in `render`.
 
-pub mod cpulist;
-mod sysroot;
-
 mod clock;
 mod console;
 mod cpufreq;
@@ -28,14 +25,12 @@ mod sched;
 mod vm;
 mod watchdog;
 
-use std::path::PathBuf;
-use std::process::ExitCode;
-
 use serde::{Deserialize, Serialize};
 
-pub use preempt::{preempt_model, PreemptModel};
+use crate::sys::sched::parse_cpu_list;
+
+pub use crate::sysinfo::SysRoot;
 pub use render::{render_json, render_text, DoctorReport};
-pub use sysroot::{SysRoot, SYSROOT_ENV};
 
 /// Version of the `rtscope doctor --json` document (see docs/schema.md, "doctor").
 pub const SCHEMA_VERSION: u32 = 1;
@@ -141,8 +136,44 @@ impl<'a> Ctx<'a> {
 
     /// Reads a kernel file and returns the evidence plus the value (if present).
     pub fn read(&self, path: &str) -> (Evidence, Option<String>) {
-        let v = self.root.read(path);
+        let v = self.value(path);
         (evidence(path, v.as_deref()), v)
+    }
+
+    /// A kernel file's trimmed content; `None` when missing or unreadable.
+    pub fn value(&self, path: &str) -> Option<String> {
+        self.root.read(path)
+    }
+
+    /// A multi-line kernel file, untrimmed; invalid UTF-8 is replaced, not rejected.
+    pub fn text(&self, path: &str) -> Option<String> {
+        let bytes = std::fs::read(self.root.path(path)).ok()?;
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    pub fn exists(&self, path: &str) -> bool {
+        self.root.path(path).exists()
+    }
+
+    /// Entry names of a kernel directory in natural order (`state2` before `state10`);
+    /// empty when it is missing.
+    pub fn list(&self, dir: &str) -> Vec<String> {
+        let mut names: Vec<String> = match std::fs::read_dir(self.root.path(dir)) {
+            Ok(rd) => rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect(),
+            Err(_) => Vec::new(),
+        };
+        names.sort_by_key(|n| {
+            let i = n.find(|c: char| c.is_ascii_digit()).unwrap_or(n.len());
+            (n[..i].to_string(), n[i..].parse::<u64>().ok(), n.clone())
+        });
+        names
+    }
+
+    /// The `flags` of the first CPU in `/proc/cpuinfo` (x86); `None` when there is none.
+    pub fn cpu_flags(&self) -> Option<Vec<String>> {
+        let text = self.text("/proc/cpuinfo")?;
+        let flags: Vec<String> = crate::sysinfo::cpu_flags(&text).map(str::to_string).collect();
+        (!flags.is_empty()).then_some(flags)
     }
 
     /// The value of boot parameter `name=` (last one wins, as in the kernel), if any.
@@ -182,7 +213,7 @@ impl<'a> Ctx<'a> {
 
     /// The measured CPUs as a list string (`1-3`).
     pub fn cpus_str(&self) -> String {
-        cpulist::format(self.cpus)
+        fmt_cpus(self.cpus)
     }
 }
 
@@ -219,9 +250,24 @@ pub(crate) fn shell_set(cpus: &[usize]) -> String {
     }
 }
 
+/// CPUs as a compact list (`0-3,5`).
+pub fn fmt_cpus(cpus: &[usize]) -> String {
+    crate::cli::plan::cpu_list_str(cpus)
+}
+
+/// The CPU numbers in a kernel value, skipping flag words (`isolcpus=domain,managed_irq,2-3`)
+/// and anything else that is not a CPU range (`nohz_full=(null)`).
+pub(crate) fn cpus_in(s: &str) -> Vec<usize> {
+    let mut cpus: Vec<usize> =
+        s.split(',').filter_map(|part| parse_cpu_list(part.trim()).ok()).flatten().collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
+}
+
 /// Online CPUs of the host behind `root`; empty when the kernel does not expose them.
 pub fn online_cpus(root: &SysRoot) -> Vec<usize> {
-    root.read("/sys/devices/system/cpu/online").map(|s| cpulist::parse_lenient(&s)).unwrap_or_default()
+    root.read("/sys/devices/system/cpu/online").map(|s| cpus_in(&s)).unwrap_or_default()
 }
 
 /// Audits the host behind `root` for measuring on `cpus` (all online CPUs when empty).
@@ -259,54 +305,6 @@ pub fn audit(root: &SysRoot, cpus: &[usize]) -> Vec<Finding> {
     out
 }
 
-/// Arguments of `rtscope doctor`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct DoctorArgs {
-    /// Print the findings as JSON (schema: docs/schema.md, "doctor") instead of a listing.
-    #[arg(long)]
-    pub json: bool,
-
-    /// CPUs you intend to measure, e.g. `1-3` or `2,3` (default: all online CPUs).
-    /// Isolation and IRQ-affinity checks are judged against these.
-    #[arg(long, value_name = "CPUSET")]
-    pub cpus: Option<cpulist::CpuList>,
-
-    /// Read /proc, /sys and /dev under DIR instead of / (for tests; also $RTSCOPE_SYSROOT).
-    #[arg(long, value_name = "DIR", hide = true)]
-    pub root: Option<PathBuf>,
-}
-
-/// Runs `rtscope doctor`. Findings never change the exit code (0); a `--cpus` that names an
-/// offline or absent CPU is bad input (2).
-pub fn run(args: &DoctorArgs) -> anyhow::Result<ExitCode> {
-    let root = SysRoot::from_flag_or_env(args.root.as_deref());
-    let online = online_cpus(&root);
-    let cpus = match &args.cpus {
-        Some(cpulist::CpuList(c)) => {
-            let bad: Vec<usize> =
-                c.iter().copied().filter(|x| !online.is_empty() && !online.contains(x)).collect();
-            if !bad.is_empty() {
-                eprintln!(
-                    "error: --cpus {}: CPU {} is not online on this host; online CPUs are {} \
-                     (from /sys/devices/system/cpu/online). Pick CPUs from that list.",
-                    cpulist::format(c),
-                    cpulist::format(&bad),
-                    cpulist::format(&online)
-                );
-                return Ok(ExitCode::from(2));
-            }
-            c.clone()
-        }
-        None => online.clone(),
-    };
-    let findings = audit(&root, &cpus);
-    let cpus = if cpus.is_empty() { vec![0] } else { cpus };
-    let report = DoctorReport { schema_version: SCHEMA_VERSION, cpus, findings };
-    let text = if args.json { render_json(&report)? } else { render_text(&report) };
-    print!("{text}");
-    Ok(ExitCode::SUCCESS)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,6 +331,24 @@ mod tests {
         let f = audit(&SysRoot::new(d.path()), &[]);
         assert!(f.len() > 10);
         assert!(f.iter().all(|f| !f.why.is_empty()), "every finding explains itself");
+    }
+
+    #[test]
+    fn cpus_in_skips_flags() {
+        assert_eq!(cpus_in("domain,managed_irq,2-3"), vec![2, 3]);
+        assert_eq!(cpus_in("nohz,1,0"), vec![0, 1]);
+        assert_eq!(cpus_in("(null)"), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn list_is_in_natural_order() {
+        let d = tempfile::tempdir().unwrap();
+        for n in ["state10", "state2", "state1", "cpufreq"] {
+            std::fs::create_dir_all(d.path().join("x").join(n)).unwrap();
+        }
+        let root = SysRoot::new(d.path());
+        let ctx = Ctx::new(&root, &[0]);
+        assert_eq!(ctx.list("/x"), ["cpufreq", "state1", "state2", "state10"]);
     }
 
     #[test]

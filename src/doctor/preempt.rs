@@ -1,93 +1,62 @@
 //! Preemption model: none / voluntary / full / lazy / PREEMPT_RT, and the current mode of a
 //! PREEMPT_DYNAMIC kernel when it is exposed.
 //!
-//! Sources, most trusted first: `/sys/kernel/realtime` (1 on PREEMPT_RT), the `uname -v` text
-//! in `/proc/sys/kernel/version` (`PREEMPT_RT`, `PREEMPT_DYNAMIC`, `PREEMPT_LAZY`, `PREEMPT`),
-//! `/sys/kernel/debug/sched/preempt` (the current dynamic mode in parentheses) and the
-//! `preempt=` boot parameter. [`preempt_model`] is the one reader of this fact; the host
-//! fingerprint uses it too.
+//! The model itself is read once, by `sysinfo::preempt_model` (the host fingerprint's
+//! reader: `/sys/kernel/realtime`, `/sys/kernel/debug/sched/preempt`, `preempt=`, the
+//! kernel config, the `uname -v` text); this check only judges it and shows the evidence.
 
-use serde::{Deserialize, Serialize};
+use crate::sysinfo;
 
-use super::{evidence, Ctx, Evidence, Finding, Severity, SysRoot};
-
-/// What the kernel says about its preemption model.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PreemptModel {
-    /// `rt`, `full`, `lazy`, `voluntary`, `none`, `none-or-voluntary` or `unknown`.
-    pub model: String,
-    /// The kernel is PREEMPT_DYNAMIC (model switchable at boot with `preempt=`).
-    pub dynamic: bool,
-    /// True when the kernel is PREEMPT_RT.
-    pub rt: bool,
-    /// The files read and what they held.
-    pub evidence: Vec<Evidence>,
-}
+use super::{evidence, Ctx, Evidence, Finding, Severity};
 
 const REALTIME: &str = "/sys/kernel/realtime";
 const VERSION: &str = "/proc/sys/kernel/version";
 const DEBUG_PREEMPT: &str = "/sys/kernel/debug/sched/preempt";
 
-/// Reads the preemption model of the host behind `root`.
-pub fn preempt_model(root: &SysRoot) -> PreemptModel {
-    let realtime = root.read(REALTIME);
-    let version = root.read(VERSION);
-    let debug = root.read(DEBUG_PREEMPT);
-    let cmdline = root.read("/proc/cmdline");
+/// The model as judged here: sysinfo's answer, except that a kernel whose `uname -v` names no
+/// PREEMPT variant at all was built with PREEMPT_NONE or PREEMPT_VOLUNTARY (the banner only
+/// shows `PREEMPT`, `PREEMPT_DYNAMIC`, `PREEMPT_LAZY` or `PREEMPT_RT`), so "unknown" becomes
+/// "none-or-voluntary" there.
+struct Judged {
+    model: String,
+    source: String,
+    dynamic: bool,
+    evidence: Vec<Evidence>,
+}
+
+fn judge(ctx: &Ctx) -> Judged {
+    let release = ctx.value("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let version = ctx.value(VERSION);
+    let v = version.clone().unwrap_or_default();
+    let cmdline = ctx.cmdline.clone().unwrap_or_default();
+    let rt = sysinfo::is_realtime(ctx.root, &v);
+    let (model, source) = sysinfo::preempt_model(ctx.root, rt, &release, &v, &cmdline);
+    let words: Vec<&str> = v.split_whitespace().collect();
+    let dynamic = words.contains(&"PREEMPT_DYNAMIC") || ctx.exists(DEBUG_PREEMPT);
+    let mut model = model.to_string();
+    let mut source = source;
+    if model == "unknown" && version.is_some() && !words.iter().any(|w| w.starts_with("PREEMPT")) {
+        model = "none-or-voluntary".into();
+        source = "uname -v names no PREEMPT variant".into();
+    }
     let mut ev = vec![
-        evidence(REALTIME, realtime.as_deref()),
+        evidence(REALTIME, ctx.value(REALTIME).as_deref()),
         evidence(VERSION, version.as_deref()),
-        evidence(DEBUG_PREEMPT, debug.as_deref()),
+        evidence(DEBUG_PREEMPT, ctx.value(DEBUG_PREEMPT).as_deref()),
     ];
-    let tokens: Vec<&str> = version.as_deref().map(|v| v.split_whitespace().collect()).unwrap_or_default();
-    let has = |t: &str| tokens.iter().any(|x| *x == t);
-    let dynamic = has("PREEMPT_DYNAMIC") || debug.is_some();
-    let rt = realtime.as_deref() == Some("1") || has("PREEMPT_RT");
-    let cmd_preempt = cmdline.as_deref().and_then(|l| {
-        l.split(" -- ")
-            .next()
-            .unwrap_or(l)
-            .split_whitespace()
-            .filter_map(|t| t.strip_prefix("preempt="))
-            .last()
-            .map(str::to_string)
-    });
-    if let Some(p) = &cmd_preempt {
+    if let Some(p) = ctx.param("preempt") {
         ev.push(Evidence { path: "/proc/cmdline".into(), value: format!("preempt={p}") });
     }
-    let current_dynamic = debug.as_deref().and_then(|d| {
-        let start = d.find('(')?;
-        let end = d[start..].find(')')? + start;
-        Some(d[start + 1..end].trim().to_string())
-    });
-    let model = if rt {
-        "rt".to_string()
-    } else if let Some(m) = current_dynamic {
-        m
-    } else if dynamic {
-        match cmd_preempt.as_deref() {
-            Some(m @ ("none" | "voluntary" | "full" | "lazy")) => m.to_string(),
-            _ => "unknown".to_string(),
-        }
-    } else if has("PREEMPT_LAZY") {
-        "lazy".to_string()
-    } else if has("PREEMPT") {
-        "full".to_string()
-    } else if version.is_some() {
-        "none-or-voluntary".to_string()
-    } else {
-        "unknown".to_string()
-    };
-    PreemptModel { model, dynamic, rt, evidence: ev }
+    Judged { model, source, dynamic, evidence: ev }
 }
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
-    let pm = preempt_model(ctx.root);
+    let pm = judge(ctx);
     let rt_fix = "Boot a PREEMPT_RT kernel (CONFIG_PREEMPT_RT=y; mainline since 6.12, packaged \
                   as linux-image-rt-amd64 on Debian, kernel-rt on RHEL/Fedora, \
                   linux-realtime on Ubuntu Pro).";
     let dyn_fix = if pm.dynamic {
-        format!(" Meanwhile this PREEMPT_DYNAMIC kernel can be booted with `preempt=full`.")
+        " Meanwhile this PREEMPT_DYNAMIC kernel can be booted with `preempt=full`.".to_string()
     } else {
         String::new()
     };
@@ -142,43 +111,8 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             )),
         ),
     };
+    let title = format!("{title} (from {})", pm.source);
     let mut f = Finding::new("preempt.model", sev, title).why(why).evidence(pm.evidence);
     f.fix = fix;
     vec![f]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn root_with(files: &[(&str, &str)]) -> (tempfile::TempDir, SysRoot) {
-        let d = tempfile::tempdir().unwrap();
-        for (p, v) in files {
-            let path = d.path().join(p.trim_start_matches('/'));
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, v).unwrap();
-        }
-        let r = SysRoot::new(d.path());
-        (d, r)
-    }
-
-    #[test]
-    fn reads_models() {
-        let (_d, r) = root_with(&[(VERSION, "#1 SMP PREEMPT_RT Thu")]);
-        assert!(preempt_model(&r).rt);
-        let (_d, r) = root_with(&[(REALTIME, "1"), (VERSION, "#1 SMP")]);
-        assert_eq!(preempt_model(&r).model, "rt");
-        let (_d, r) = root_with(&[(VERSION, "#1 SMP PREEMPT_DYNAMIC"), (DEBUG_PREEMPT, "none voluntary (full) lazy")]);
-        assert_eq!(preempt_model(&r).model, "full");
-        let (_d, r) = root_with(&[(VERSION, "#1 SMP PREEMPT_DYNAMIC"), ("/proc/cmdline", "quiet preempt=voluntary")]);
-        assert_eq!(preempt_model(&r).model, "voluntary");
-        let (_d, r) = root_with(&[(VERSION, "#1 SMP PREEMPT_DYNAMIC")]);
-        assert_eq!(preempt_model(&r).model, "unknown");
-        let (_d, r) = root_with(&[(VERSION, "#1 SMP PREEMPT Mon")]);
-        assert_eq!(preempt_model(&r).model, "full");
-        let (_d, r) = root_with(&[(VERSION, "#1 SMP Mon")]);
-        assert_eq!(preempt_model(&r).model, "none-or-voluntary");
-        let (_d, r) = root_with(&[(DEBUG_PREEMPT, "garbage (")]);
-        assert_eq!(preempt_model(&r).model, "unknown");
-    }
 }

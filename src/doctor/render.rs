@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{cpulist, Finding, Severity};
+use super::{fmt_cpus, Finding, Severity};
 
 /// The document `rtscope doctor --json` prints.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -27,7 +27,7 @@ pub fn render_json(r: &DoctorReport) -> anyhow::Result<String> {
 /// and fix indented below (ok findings get the title and evidence only).
 pub fn render_text(r: &DoctorReport) -> String {
     let mut out = String::new();
-    out.push_str(&format!("rtscope doctor — judged for CPUs {}\n", cpulist::format(&r.cpus)));
+    out.push_str(&format!("rtscope doctor — judged for CPUs {}\n", fmt_cpus(&r.cpus)));
     for sev in [Severity::Bad, Severity::Warn, Severity::Info, Severity::Ok] {
         let group: Vec<&Finding> = r.findings.iter().filter(|f| f.severity == sev).collect();
         if group.is_empty() {

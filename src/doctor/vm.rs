@@ -3,7 +3,7 @@
 //!
 //! In a VM every measured latency also contains the time the host did not run the vCPU.
 
-use super::{clock::cpu_flags, Ctx, Evidence, Finding, Severity};
+use super::{Ctx, Evidence, Finding, Severity};
 
 const VM_WORDS: &[&str] = &[
     "kvm", "qemu", "vmware", "virtualbox", "xen", "hyper-v", "virtual machine", "bochs",
@@ -11,7 +11,7 @@ const VM_WORDS: &[&str] = &[
 ];
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
-    let flags = cpu_flags(ctx.root);
+    let flags = ctx.cpu_flags();
     let hv_flag = flags.as_ref().is_some_and(|f| f.iter().any(|x| x == "hypervisor"));
     let (hv_ev, hv_type) = ctx.read("/sys/hypervisor/type");
     let (pn_ev, product) = ctx.read("/sys/class/dmi/id/product_name");

@@ -3,7 +3,7 @@
 //! The NMI watchdog fires a perf NMI on every CPU periodically; the soft watchdog runs an
 //! hrtimer every 4 s per CPU and wakes the highest-priority stopper thread to touch a timestamp.
 
-use super::{Ctx, Finding, Severity};
+use super::{fmt_cpus, Ctx, Finding, Severity};
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -40,7 +40,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                  `sysctl -w kernel.soft_watchdog=0` / boot with `nosoftlockup` (or `nowatchdog`).",
                 {
                     let hk = ctx.housekeeping();
-                    if hk.is_empty() { "0".to_string() } else { super::cpulist::format(&hk) }
+                    if hk.is_empty() { "0".to_string() } else { fmt_cpus(&hk) }
                 }
             ))
     } else {
