@@ -76,8 +76,7 @@ pub struct RunArgs {
 
     /// CPUs to measure on, e.g. 0,2-3; threads are pinned round-robin [default: all online].
     #[arg(short = 'a', long, value_parser = units::parse_cpuset)]
-    // `::std::vec::Vec` makes clap take one CPU-list value instead of many.
-    pub affinity: Option<::std::vec::Vec<usize>>,
+    pub affinity: Option<units::CpuSet>,
 
     /// Probes to run, comma-separated (see `rtscope probes`).
     #[arg(long = "probe", value_delimiter = ',', default_value = "timer")]
@@ -117,7 +116,7 @@ pub struct DoctorArgs {
     /// CPUs you intend to measure, e.g. 1-3 or 2,3 [default: all online]. Isolation and
     /// IRQ-affinity checks are judged against these.
     #[arg(long, value_name = "CPUSET", value_parser = units::parse_cpuset)]
-    pub cpus: Option<::std::vec::Vec<usize>>,
+    pub cpus: Option<units::CpuSet>,
 
     /// Read /proc, /sys and /dev under DIR instead of / (tests; also $RTSCOPE_SYSROOT).
     #[arg(long, value_name = "DIR", hide = true)]

@@ -62,7 +62,7 @@ impl RunPlan {
 pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInput> {
     let online = online_cpus();
     let cpus = match &args.affinity {
-        Some(set) => {
+        Some(super::units::CpuSet(set)) => {
             if let Some(bad) = set.iter().find(|c| !online.contains(c)) {
                 return Err(BadInput(format!(
                     "-a/--affinity: CPU {bad} is not online; online CPUs are {}",

@@ -46,14 +46,19 @@ pub fn parse_interval(s: &str) -> Result<u64, String> {
     parse_time(s, 1e3, INTERVAL_HELP)
 }
 
+/// A parsed CPU set (sorted, deduplicated, non-empty). A newtype so clap
+/// treats it as one value, not a list of values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuSet(pub Vec<usize>);
+
 /// A CPU set like `0,2-3`.
-pub fn parse_cpuset(s: &str) -> Result<Vec<usize>, String> {
+pub fn parse_cpuset(s: &str) -> Result<CpuSet, String> {
     let v = crate::sys::sched::parse_cpu_list(s.trim())
         .map_err(|e| format!("{e}; use CPU numbers and ranges such as 0,2-3"))?;
     if v.is_empty() {
         return Err("the CPU set is empty; use CPU numbers and ranges such as 0,2-3".into());
     }
-    Ok(v)
+    Ok(CpuSet(v))
 }
 
 /// Render nanoseconds for people: `1ms`, `250us`, `30s`.

@@ -2,6 +2,7 @@
 //! listing or JSON. Findings never change the exit code; a `--cpus` naming a CPU that is
 //! not online is bad input (exit 2).
 
+use crate::cli::units::CpuSet;
 use crate::cli::DoctorArgs;
 use crate::doctor::{self, DoctorReport, SysRoot};
 use crate::error::{BadInput, EXIT_OK};
@@ -13,7 +14,7 @@ pub fn cmd(args: &DoctorArgs) -> anyhow::Result<u8> {
     };
     let online = doctor::online_cpus(&root);
     let cpus = match &args.cpus {
-        Some(c) => {
+        Some(CpuSet(c)) => {
             let absent: Vec<usize> = c.iter().copied().filter(|x| !online.is_empty() && !online.contains(x)).collect();
             if !absent.is_empty() {
                 return Err(BadInput(format!(
