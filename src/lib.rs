@@ -15,4 +15,5 @@ pub mod runner;
 pub mod store;
 pub mod sys;
 pub mod sysinfo;
+pub mod trace;
 pub mod doctor;

@@ -49,6 +49,9 @@ pub struct Run {
     #[serde(default)]
     pub warnings: Vec<String>,
     pub results: Vec<ProbeResult>,
+    /// What threshold tracing did (absent when it was not asked for or not available).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::TraceSummary>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -118,6 +121,9 @@ pub struct Plan {
     pub cpus: Vec<usize>,
     pub dma_latency: bool,
     pub worst_k: usize,
+    /// `--trace-threshold` / `--trace-buffer` / `--trace-max`, when tracing was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::TracePlan>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -198,6 +204,9 @@ pub struct WorstSample {
     /// Which measuring thread took it (useful in merged entries).
     #[serde(default)]
     pub thread: usize,
+    /// What held the CPU from due time to wake-up (`--trace-threshold` snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::attribute::TraceWindow>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]

@@ -19,6 +19,7 @@ use crate::model::{Calibration, Host, Nanos, ProbeResult, RealtimeSetup, Run, Se
 use crate::sys::dma_latency::DmaLatencyGuard;
 use crate::sys::{mman, sched, time as clock};
 use crate::sysinfo::{self, SysRoot};
+use crate::trace::{TracePlan, TraceSession};
 
 /// RFC 3339 UTC with second precision.
 pub fn rfc3339(t: OffsetDateTime) -> String {
@@ -118,6 +119,8 @@ pub fn execute(plan: &RunPlan, output: &Output, command_line: Vec<String>, start
     let (clock_med, clock_min) = clock::calibrate_clock_read(101);
     let mut steps = Vec::new();
     let _dma = global_setup(plan, &mut steps);
+    // Dropped before `_dma` and on every return path: stops tracing, removes the instance.
+    let trace = plan.trace.as_ref().and_then(|tp| start_tracing(tp, plan, &mut steps));
 
     let mut run = Run {
         schema_version: SCHEMA_VERSION,
@@ -137,6 +140,7 @@ pub fn execute(plan: &RunPlan, output: &Output, command_line: Vec<String>, start
         },
         warnings: Vec::new(),
         results: Vec::new(),
+        trace: None,
     };
 
     let board = LiveBoard::default();
@@ -148,6 +152,10 @@ pub fn execute(plan: &RunPlan, output: &Output, command_line: Vec<String>, start
             let finished = &finished;
             s.spawn(move || crate::live::progress(board, total_ns, finished, stop));
         }
+        if let Some(t) = trace.as_ref() {
+            let finished = &finished;
+            std::thread::Builder::new().name("rtscope-trace".into()).spawn_scoped(s, move || t.collect(finished))?;
+        }
         let result = (|| -> anyhow::Result<()> {
             'phases: for phase in &plan.phases {
                 for name in &plan.probes {
@@ -157,7 +165,7 @@ pub fn execute(plan: &RunPlan, output: &Output, command_line: Vec<String>, start
                     }
                     let probe = probe_by_name(name).expect("plan holds only known probes");
                     board.reset(name);
-                    let ctx = ProbeCtx { plan, phase, stop, board: &board };
+                    let ctx = ProbeCtx { plan, phase, stop, board: &board, trace: trace.as_ref() };
                     let outcomes = probe.run(&ctx)?;
                     for o in &outcomes {
                         for st in &o.setup {
@@ -169,7 +177,12 @@ pub fn execute(plan: &RunPlan, output: &Output, command_line: Vec<String>, start
                             anyhow::bail!("probe {name}, thread {}: {e}", o.thread);
                         }
                     }
-                    run.results.extend(results_from(name, phase, &outcomes));
+                    let mut results = results_from(name, phase, &outcomes);
+                    if let Some(t) = &trace {
+                        t.attach(&mut results);
+                        run.trace = Some(t.summary());
+                    }
+                    run.results.extend(results);
                     if stop.load(Ordering::Relaxed) {
                         run.interrupted_in = Some(phase.clone());
                     }
@@ -185,6 +198,32 @@ pub fn execute(plan: &RunPlan, output: &Output, command_line: Vec<String>, start
     finish(&mut run, &steps, stop);
     crate::store::json::write_run(&output.path, &run)?;
     Ok(run)
+}
+
+/// Starts threshold tracing; a failure (not root, no tracefs) is a set-up step that
+/// failed with the reason, and the run goes on without tracing.
+fn start_tracing(tp: &TracePlan, plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option<TraceSession> {
+    match TraceSession::start(tp, &plan.measured_cpus(), plan.threads) {
+        Ok(t) => {
+            steps.push(SetupStep {
+                step: "tracing".into(),
+                outcome: "ok".into(),
+                detail: format!(
+                    "instance {}{}, {} events, trace_clock mono, {} KB per CPU on cpus {}",
+                    t.instance_dir().display(),
+                    if t.mounted_tracefs { " (tracefs mounted by rtscope)" } else { "" },
+                    t.events().len(),
+                    tp.buffer_kb,
+                    crate::cli::plan::cpu_list_str(&plan.measured_cpus())
+                ),
+            });
+            Some(t)
+        }
+        Err(e) => {
+            steps.push(SetupStep { step: "tracing".into(), outcome: "failed".into(), detail: e });
+            None
+        }
+    }
 }
 
 fn finish(run: &mut Run, steps: &[SetupStep], stop: &AtomicBool) {

@@ -18,6 +18,8 @@ pub enum Warning {
     Virtualized,
     /// /dev/cpu_dma_latency could not be held.
     NoDmaLatency { detail: String },
+    /// --trace-threshold was asked for but tracing could not be set up.
+    NoTracing { detail: String },
 }
 
 impl fmt::Display for Warning {
@@ -48,6 +50,7 @@ impl fmt::Display for Warning {
                 f,
                 "could not hold /dev/cpu_dma_latency at 0 ({detail}); deep CPU idle states may add wake-up latency."
             ),
+            Warning::NoTracing { detail } => write!(f, "no trace snapshots: {detail}."),
         }
     }
 }
@@ -59,7 +62,7 @@ pub fn for_run(run: &Run) -> Vec<Warning> {
         .realtime_setup
         .steps
         .iter()
-        .filter(|s| s.outcome == "failed" && s.step != "cpu_dma_latency")
+        .filter(|s| s.outcome == "failed" && s.step != "cpu_dma_latency" && s.step != "tracing")
         .map(|s| format!("{} failed ({})", s.step, s.detail))
         .collect();
     if !failed.is_empty() {
@@ -77,6 +80,9 @@ pub fn for_run(run: &Run) -> Vec<Warning> {
             overruns: r.overruns,
             samples: r.samples,
         });
+    }
+    if let Some(s) = run.realtime_setup.steps.iter().find(|s| s.step == "tracing" && s.outcome == "failed") {
+        out.push(Warning::NoTracing { detail: s.detail.clone() });
     }
     if run.host.virtualized {
         out.push(Warning::Virtualized);

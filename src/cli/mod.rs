@@ -105,6 +105,21 @@ pub struct RunArgs {
     /// How many worst samples each thread keeps (with time, CPU and sequence number).
     #[arg(long, value_name = "K", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub worst: u32,
+
+    /// Trace samples later than this (e.g. 100us): a private tracefs instance records
+    /// scheduler and interrupt events, and each late sample gets "what held the CPU".
+    /// Needs root. A bare number is µs.
+    #[arg(long, value_name = "LATENCY", value_parser = units::parse_interval)]
+    pub trace_threshold: Option<u64>,
+
+    /// Trace ring buffer per measured CPU, in KB (with --trace-threshold). Larger keeps
+    /// longer windows; smaller is read faster after each late sample.
+    #[arg(long, value_name = "KB", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(64..=1_048_576))]
+    pub trace_buffer: u32,
+
+    /// At most this many trace snapshots per run (with --trace-threshold).
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub trace_max: u32,
 }
 
 #[derive(Debug, Clone, Args)]

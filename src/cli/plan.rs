@@ -24,6 +24,7 @@ pub struct RunPlan {
     pub cpus: Vec<usize>,
     pub dma_latency: bool,
     pub worst_k: usize,
+    pub trace: Option<crate::trace::TracePlan>,
 }
 
 /// Where and how to report.
@@ -54,6 +55,7 @@ impl RunPlan {
             cpus: self.cpus.clone(),
             dma_latency: self.dma_latency,
             worst_k: self.worst_k,
+            trace: self.trace.clone(),
         }
     }
 }
@@ -121,6 +123,11 @@ pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInpu
         cpus,
         dma_latency: !args.no_dma_latency,
         worst_k: args.worst as usize,
+        trace: args.trace_threshold.map(|t| crate::trace::TracePlan {
+            threshold_ns: Nanos(t),
+            buffer_kb: args.trace_buffer,
+            max_snapshots: args.trace_max,
+        }),
     };
     Ok((plan, Output { path, quiet: args.quiet, ns: args.ns }))
 }

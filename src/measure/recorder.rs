@@ -296,6 +296,7 @@ impl Recorder {
                 cpu: w.cpu as usize,
                 seq: w.seq_rev.0,
                 thread: w.thread as usize,
+                trace: None,
             })
             .collect();
         let width_s = self.slot_width_ns / 1_000_000_000;

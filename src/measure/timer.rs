@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::recorder::Recorder;
 use super::{spawn_measuring, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
 use crate::sys::time::{now_ns, sleep_until_ns};
+use crate::trace::TraceTrigger;
 
 pub struct TimerProbe;
 
@@ -25,16 +26,28 @@ impl Probe for TimerProbe {
         let specs: Vec<ThreadSpec> = (0..ctx.plan.threads).map(|i| ThreadSpec::from_plan(ctx.plan, i)).collect();
         let interval = ctx.plan.interval_ns;
         let duration = ctx.plan.duration_ns;
-        spawn_measuring(ctx, &specs, None, interval, |_spec, rec, stop, barrier| {
+        spawn_measuring(ctx, &specs, None, interval, |spec, rec, stop, barrier| {
+            let trigger = ctx.trace.and_then(|t| t.trigger(spec.index));
+            if let Some(t) = trigger {
+                t.arm(spec.cpu.unwrap_or(0));
+            }
             barrier.wait();
-            timer_loop(rec, stop, interval, duration)
+            timer_loop(rec, stop, interval, duration, trigger)
         })
     }
 }
 
 /// The hot loop: O(1) per period, no allocation, lock, format or I/O.
+/// With a trace trigger, a sample over its threshold costs a few atomic stores more.
 /// Returns an error text only when the sleep itself fails.
-pub fn timer_loop(rec: &mut Recorder, stop: &AtomicBool, interval: u64, duration: u64) -> Option<String> {
+pub fn timer_loop(
+    rec: &mut Recorder,
+    stop: &AtomicBool,
+    interval: u64,
+    duration: u64,
+    trigger: Option<&TraceTrigger>,
+) -> Option<String> {
+    let threshold = trigger.map_or(u64::MAX, |t| t.threshold_ns());
     let start = now_ns();
     let end = start + duration;
     let mut due = start + interval;
@@ -44,7 +57,13 @@ pub fn timer_loop(rec: &mut Recorder, stop: &AtomicBool, interval: u64, duration
             return Some(format!("clock_nanosleep failed: {e}"));
         }
         let now = now_ns();
-        rec.record(now.saturating_sub(due), now - start, seq);
+        let latency = now.saturating_sub(due);
+        rec.record(latency, now - start, seq);
+        if latency > threshold {
+            if let Some(t) = trigger {
+                t.fire(due, now, seq);
+            }
+        }
         seq += 1;
         due += interval;
         if now >= due {
@@ -67,7 +86,7 @@ mod tests {
         let stop = AtomicBool::new(false);
         let mut rec = Recorder::new(0, 200_000_000, 8);
         // 100 µs for 200 ms: 2000 periods, whether or not the machine keeps up.
-        timer_loop(&mut rec, &stop, 100_000, 200_000_000);
+        timer_loop(&mut rec, &stop, 100_000, 200_000_000, None);
         assert_eq!(rec.samples() + rec.overruns(), 2000);
     }
 
@@ -75,7 +94,7 @@ mod tests {
     fn stop_flag_ends_the_loop_at_once() {
         let stop = AtomicBool::new(true);
         let mut rec = Recorder::new(0, 1_000_000_000, 8);
-        timer_loop(&mut rec, &stop, 1_000_000, 10_000_000_000);
+        timer_loop(&mut rec, &stop, 1_000_000, 10_000_000_000, None);
         assert_eq!(rec.samples(), 0);
     }
 }

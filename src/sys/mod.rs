@@ -6,3 +6,4 @@ pub mod dma_latency;
 pub mod mman;
 pub mod sched;
 pub mod time;
+pub mod tracefs;
