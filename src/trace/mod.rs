@@ -243,7 +243,15 @@ impl TraceSession {
     }
 
     /// The collector thread's loop: handle raised triggers every millisecond until `done`.
+    /// It stays SCHED_OTHER (never competes with real-time work) but asks for nice -10, so
+    /// that on a loaded host it still reads a late sample's buffer before it is overwritten.
     pub fn collect(&self, done: &AtomicBool) {
+        // SAFETY: gettid cannot fail; setpriority on our own thread id only changes its nice
+        // value, and failure (no CAP_SYS_NICE) just leaves it at 0.
+        unsafe {
+            let tid = libc::gettid();
+            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, -10);
+        }
         while !done.load(Ordering::Relaxed) {
             self.handle_pending();
             std::thread::sleep(Duration::from_millis(1));
