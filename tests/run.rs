@@ -264,3 +264,33 @@ fn probes_subcommand_lists_the_timer_probe() {
     assert!(out.status.success());
     assert!(String::from_utf8(out.stdout).unwrap().lines().any(|l| l.starts_with("timer ")));
 }
+
+#[test]
+fn without_privileges_it_runs_as_sched_other_and_says_why() {
+    if !is_root() || std::process::Command::new("setpriv").arg("--help").output().is_err() {
+        eprintln!("skipped: needs root and setpriv to drop to an unprivileged user");
+        return;
+    }
+    let sb = Sandbox::new();
+    // The unprivileged user must be able to write the result.
+    std::fs::set_permissions(sb.dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let path = sb.path("unpriv.json");
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", env!("CARGO_BIN_EXE_rtscope")])
+        .args(["run", "-D", "500ms", "-t", "1", "--no-dma-latency", "--json", path.to_str().unwrap()])
+        .current_dir(sb.dir.path())
+        .env("RTSCOPE_DB", sb.path("unpriv.db"))
+        .env("XDG_DATA_HOME", sb.path("xdg-data"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let run = read_json(&path);
+    assert_eq!(run["realtime_setup"]["ok"], false);
+    let steps = run["realtime_setup"]["steps"].as_array().unwrap();
+    let fifo = steps.iter().find(|s| s["step"] == "sched_fifo[thread 0]").unwrap();
+    assert_eq!(fifo["outcome"], "failed");
+    assert!(fifo["detail"].as_str().unwrap().contains("CAP_SYS_NICE"), "{fifo}");
+    assert!(err.contains("warning: not real-time"), "{err}");
+    assert!(u(&merged(&run)[0]["samples"]) > 0);
+}

@@ -22,6 +22,11 @@ use crate::model::SetupStep;
 use crate::sys::sched::{self, Policy};
 use recorder::{Live, Recorder};
 
+/// Stack of a measuring thread. mlockall(MCL_FUTURE) makes the whole stack
+/// resident, so it is kept small: the hot loops use a few KiB; half of it is
+/// prefaulted before the start barrier.
+pub const MEASURING_STACK: usize = 256 * 1024;
+
 /// Names accepted by `--probe`, in the order `rtscope run` would list them.
 pub const PROBES: &[(&str, &str)] = &[("timer", "timer wake-up latency (cyclictest's method, overruns counted)")];
 
@@ -119,7 +124,7 @@ impl ThreadSpec {
 
 /// Real-time set-up of the calling thread, every step reported (never silent):
 /// pin to the CPU, set the policy (falls back to SCHED_OTHER when not
-/// permitted), prefault 256 KiB of stack.
+/// permitted), prefault half of the [`MEASURING_STACK`].
 pub fn setup_current_thread(spec: &ThreadSpec) -> Vec<SetupStep> {
     let mut steps = Vec::new();
     let i = spec.index;
@@ -143,7 +148,7 @@ pub fn setup_current_thread(spec: &ThreadSpec) -> Vec<SetupStep> {
             steps.push(SetupStep { step: name, outcome: "failed".into(), detail: format!("{why}; running as SCHED_OTHER") });
         }
     }
-    crate::sys::mman::prefault_stack(256 * 1024);
+    crate::sys::mman::prefault_stack(MEASURING_STACK / 2);
     steps
 }
 
@@ -180,7 +185,7 @@ where
                 let variant = variant.clone();
                 std::thread::Builder::new()
                     .name(format!("rtscope-m{}", spec.index))
-                    .stack_size(1 << 20)
+                    .stack_size(MEASURING_STACK)
                     .spawn_scoped(s, move || {
                         let setup = setup_current_thread(spec);
                         let mut recorder = Recorder::new(spec.index, ctx.plan.duration_ns, ctx.plan.worst_k);

@@ -12,12 +12,17 @@ use crate::error::BadInput;
 use crate::model::{Run, SCHEMA_VERSION};
 
 /// Write `run` to `path` atomically, creating the parent directory if needed.
+/// The JSON is streamed into the file (no whole-document buffer in memory).
 pub fn write_run(path: &Path, run: &Run) -> anyhow::Result<()> {
-    let bytes = serde_json::to_vec_pretty(run).context("serialising the result")?;
-    write_atomic(path, &bytes)
+    write_atomic(path, |w| {
+        serde_json::to_writer_pretty(&mut *w, run).context("serialising the result")?;
+        Ok(())
+    })
 }
 
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+/// Write a file atomically: `fill` writes the content into a temp file in the
+/// target's directory, which is then fsynced and renamed over `path`.
+pub fn write_atomic(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>) -> anyhow::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -28,8 +33,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         .suffix(".tmp")
         .tempfile_in(dir)
         .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
-    tmp.write_all(bytes)?;
-    tmp.write_all(b"\n")?;
+    {
+        let mut w = std::io::BufWriter::new(tmp.as_file_mut());
+        fill(&mut w)?;
+        w.write_all(b"\n")?;
+        w.flush()?;
+    }
     tmp.as_file().sync_all()?;
     tmp.persist(path).with_context(|| format!("renaming the result into {}", path.display()))?;
     Ok(())
