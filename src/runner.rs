@@ -32,12 +32,12 @@ pub fn rfc3339(t: OffsetDateTime) -> String {
 /// Global (process-wide) real-time set-up. The returned guard holds
 /// /dev/cpu_dma_latency for as long as it lives.
 fn global_setup(plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option<DmaLatencyGuard> {
-    steps.push(match mman::lock_all() {
+    steps.push(match mman::future_lock_hazard().map_or_else(|| mman::lock_all().map_err(|e| e.to_string()), Err) {
         Ok(()) => SetupStep { step: "mlockall".into(), outcome: "ok".into(), detail: "MCL_CURRENT|MCL_FUTURE".into() },
         Err(e) => SetupStep {
             step: "mlockall".into(),
             outcome: "failed".into(),
-            detail: format!("{e}: page faults may add latency; run as root or grant CAP_IPC_LOCK"),
+            detail: if e.starts_with("skipped") { e } else { format!("{e}: page faults may add latency; run as root or grant CAP_IPC_LOCK") },
         },
     });
     let guard = if plan.dma_latency {
@@ -118,6 +118,9 @@ pub fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec
 pub fn execute(plan: &RunPlan, output: &Output, command_line: Vec<String>, started: OffsetDateTime, stop: &AtomicBool) -> anyhow::Result<Run> {
     let (clock_med, clock_min) = clock::calibrate_clock_read(101);
     let mut steps = Vec::new();
+    // Before mlockall: without CAP_IPC_LOCK, MCL_FUTURE makes later allocations count
+    // against RLIMIT_MEMLOCK, and the doctor audit reads many files.
+    let host = Host { doctor: crate::doctor::audit(&SysRoot::default(), &plan.measured_cpus()), ..sysinfo::fingerprint(&SysRoot::default()) };
     let _dma = global_setup(plan, &mut steps);
     // Dropped before `_dma` and on every return path: stops tracing, removes the instance.
     let trace = plan.trace.as_ref().and_then(|tp| start_tracing(tp, plan, &mut steps));
@@ -130,7 +133,7 @@ pub fn execute(plan: &RunPlan, output: &Output, command_line: Vec<String>, start
         interrupted: false,
         interrupted_in: None,
         command_line,
-        host: Host { doctor: crate::doctor::audit(&SysRoot::default(), &plan.measured_cpus()), ..sysinfo::fingerprint(&SysRoot::default()) },
+        host,
         plan: plan.to_model(),
         realtime_setup: RealtimeSetup::default(),
         calibration: Calibration {
