@@ -120,7 +120,9 @@ pub fn execute(plan: &RunPlan, output: &Output, command_line: Vec<String>, start
     let mut steps = Vec::new();
     // Before mlockall: without CAP_IPC_LOCK, MCL_FUTURE makes later allocations count
     // against RLIMIT_MEMLOCK, and the doctor audit reads many files.
-    let host = Host { doctor: crate::doctor::audit(&SysRoot::default(), &plan.measured_cpus()), ..sysinfo::fingerprint(&SysRoot::default()) };
+    let root = SysRoot::default();
+    let host = sysinfo::fingerprint(&root);
+    let host = Host { doctor: crate::doctor::audit_host(&root, &host, &plan.measured_cpus()), ..host };
     let _dma = global_setup(plan, &mut steps);
     // Dropped before `_dma` and on every return path: stops tracing, removes the instance.
     let trace = plan.trace.as_ref().and_then(|tp| start_tracing(tp, plan, &mut steps));

@@ -12,7 +12,8 @@ pub fn cmd(args: &DoctorArgs) -> anyhow::Result<u8> {
         Some(dir) => SysRoot::new(dir),
         None => SysRoot::from_env(),
     };
-    let online = doctor::online_cpus(&root);
+    let host = crate::sysinfo::fingerprint(&root);
+    let online = host.cpus_online.clone();
     let cpus = match &args.cpus {
         Some(CpuSet(c)) => {
             let absent: Vec<usize> = c.iter().copied().filter(|x| !online.is_empty() && !online.contains(x)).collect();
@@ -30,7 +31,7 @@ pub fn cmd(args: &DoctorArgs) -> anyhow::Result<u8> {
         }
         None => online,
     };
-    let findings = doctor::audit(&root, &cpus);
+    let findings = doctor::audit_host(&root, &host, &cpus);
     let cpus = if cpus.is_empty() { vec![0] } else { cpus };
     let report = DoctorReport { schema_version: doctor::SCHEMA_VERSION, cpus, findings };
     let text = if args.json { doctor::render_json(&report)? } else { doctor::render_text(&report) };

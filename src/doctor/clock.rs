@@ -9,7 +9,8 @@ use super::{evidence, Ctx, Evidence, Finding, Severity};
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
-    let (cur_ev, cur) = ctx.read("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+    let cur = Some(ctx.host.clocksource.clone()).filter(|c| !c.is_empty());
+    let cur_ev = evidence("/sys/devices/system/clocksource/clocksource0/current_clocksource", cur.as_deref());
     let (av_ev, avail) = ctx.read("/sys/devices/system/clocksource/clocksource0/available_clocksource");
     let ev = vec![cur_ev, av_ev, ctx.param_evidence("clocksource")];
     let has_tsc = avail.as_deref().is_some_and(|a| a.split_whitespace().any(|c| c == "tsc"));

@@ -14,7 +14,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let mut governors: Vec<String> = Vec::new();
     for &cpu in ctx.cpus {
         let path = format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor");
-        let v = ctx.value(&path);
+        let v = ctx.host.governors.iter().find(|g| g.cpu == cpu).map(|g| g.value.clone()).filter(|g| !g.is_empty());
         if let Some(g) = &v {
             seen += 1;
             if g != "performance" {

@@ -5,7 +5,18 @@
 //! while one task runs, and an `rcu_nocbs` CPU does not run RCU callbacks. Together they keep
 //! the kernel's own housekeeping off the CPUs being measured.
 
-use super::{fmt_cpus, cpus_in, Ctx, Finding, Severity};
+use super::{fmt_cpus, cpus_in, Ctx, Evidence, Finding, Severity};
+
+/// Evidence for a CPU list the host fingerprint read, which keeps an empty string both for
+/// "no CPUs" and "file missing": tell them apart by whether the file exists.
+fn list_evidence(ctx: &Ctx, path: &str, v: &str) -> Evidence {
+    let value = match (v.is_empty(), ctx.exists(path)) {
+        (false, _) => v.to_string(),
+        (true, true) => "(empty)".into(),
+        (true, false) => super::NOT_EXPOSED.into(),
+    };
+    Evidence { path: path.into(), value }
+}
 
 /// The boot line that isolates `cpus`, leaving the rest for housekeeping.
 fn isolation_fix(ctx: &Ctx) -> String {
@@ -41,7 +52,8 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let cpus = ctx.cpus_str();
 
     // isolcpus
-    let (iso_ev, iso_sys) = ctx.read("/sys/devices/system/cpu/isolated");
+    let iso_sys = Some(ctx.host.isolcpus.clone());
+    let iso_ev = list_evidence(ctx, "/sys/devices/system/cpu/isolated", &ctx.host.isolcpus);
     let iso_cmd = ctx.param("isolcpus").map(cpus_in);
     let isolated: Vec<usize> = match (sys_list(iso_sys.as_deref()), &iso_cmd) {
         (Some(s), _) if !s.is_empty() => s,
@@ -75,7 +87,8 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     out.push(f.evidence(ev));
 
     // nohz_full
-    let (nz_ev, nz_sys) = ctx.read("/sys/devices/system/cpu/nohz_full");
+    let nz_sys = Some(ctx.host.nohz_full.clone());
+    let nz_ev = list_evidence(ctx, "/sys/devices/system/cpu/nohz_full", &ctx.host.nohz_full);
     let nz: Vec<usize> = sys_list(nz_sys.as_deref())
         .filter(|v| !v.is_empty())
         .or_else(|| ctx.param("nohz_full").map(cpus_in))

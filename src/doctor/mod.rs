@@ -27,6 +27,7 @@ mod watchdog;
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::Host;
 use crate::sys::sched::parse_cpu_list;
 
 pub use crate::sysinfo::SysRoot;
@@ -121,17 +122,21 @@ impl Finding {
 /// What every check can see: the tree, the CPUs to be measured and a few shared facts.
 pub(crate) struct Ctx<'a> {
     pub root: &'a SysRoot,
+    /// The host fingerprint: the one reader of the facts it holds (preempt model,
+    /// clocksource, governors, isolated and nohz_full CPUs, hypervisor flag, cmdline).
+    pub host: &'a Host,
     /// CPUs the user wants to measure (sorted, deduplicated, non-empty).
     pub cpus: &'a [usize],
-    /// Online CPUs, as read from `/sys/devices/system/cpu/online` (empty if not exposed).
+    /// Online CPUs (empty if not exposed).
     pub online: Vec<usize>,
     /// `/proc/cmdline`, if exposed.
     pub cmdline: Option<String>,
 }
 
 impl<'a> Ctx<'a> {
-    fn new(root: &'a SysRoot, cpus: &'a [usize]) -> Ctx<'a> {
-        Ctx { root, cpus, online: online_cpus(root), cmdline: root.read("/proc/cmdline") }
+    fn new(root: &'a SysRoot, host: &'a Host, cpus: &'a [usize]) -> Ctx<'a> {
+        let cmdline = (!host.cmdline.is_empty()).then(|| host.cmdline.clone());
+        Ctx { root, host, cpus, online: host.cpus_online.clone(), cmdline }
     }
 
     /// Reads a kernel file and returns the evidence plus the value (if present).
@@ -265,17 +270,17 @@ pub(crate) fn cpus_in(s: &str) -> Vec<usize> {
     cpus
 }
 
-/// Online CPUs of the host behind `root`; empty when the kernel does not expose them.
-pub fn online_cpus(root: &SysRoot) -> Vec<usize> {
-    root.read("/sys/devices/system/cpu/online").map(|s| cpus_in(&s)).unwrap_or_default()
-}
-
 /// Audits the host behind `root` for measuring on `cpus` (all online CPUs when empty).
 ///
 /// Pure with respect to its inputs: it only reads files under `root` and never fails;
 /// findings come back ordered as the checks run (group by group).
 pub fn audit(root: &SysRoot, cpus: &[usize]) -> Vec<Finding> {
-    let online = online_cpus(root);
+    audit_host(root, &crate::sysinfo::fingerprint(root), cpus)
+}
+
+/// [`audit`] given the host fingerprint already read from `root` (as every run has).
+pub fn audit_host(root: &SysRoot, host: &Host, cpus: &[usize]) -> Vec<Finding> {
+    let online = host.cpus_online.clone();
     let chosen: Vec<usize> = if cpus.is_empty() {
         if online.is_empty() {
             vec![0]
@@ -288,7 +293,7 @@ pub fn audit(root: &SysRoot, cpus: &[usize]) -> Vec<Finding> {
         v.dedup();
         v
     };
-    let ctx = Ctx::new(root, &chosen);
+    let ctx = Ctx::new(root, host, &chosen);
     let mut out = Vec::new();
     out.extend(preempt::check(&ctx));
     out.extend(cpuidle::check(&ctx));
@@ -319,7 +324,8 @@ mod tests {
     fn params_last_wins_and_stop_at_double_dash() {
         let d = tempfile::tempdir().unwrap();
         let root = ctx_with_cmdline(d.path(), "quiet isolcpus=1 isolcpus=2-3 -- isolcpus=9 x");
-        let ctx = Ctx::new(&root, &[0]);
+        let host = crate::sysinfo::fingerprint(&root);
+        let ctx = Ctx::new(&root, &host, &[0]);
         assert_eq!(ctx.param("isolcpus"), Some("2-3"));
         assert!(ctx.flag("quiet"));
         assert!(!ctx.flag("x"));
@@ -347,7 +353,8 @@ mod tests {
             std::fs::create_dir_all(d.path().join("x").join(n)).unwrap();
         }
         let root = SysRoot::new(d.path());
-        let ctx = Ctx::new(&root, &[0]);
+        let host = Host::default();
+        let ctx = Ctx::new(&root, &host, &[0]);
         assert_eq!(ctx.list("/x"), ["cpufreq", "state1", "state2", "state10"]);
     }
 

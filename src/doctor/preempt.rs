@@ -5,8 +5,6 @@
 //! reader: `/sys/kernel/realtime`, `/sys/kernel/debug/sched/preempt`, `preempt=`, the
 //! kernel config, the `uname -v` text); this check only judges it and shows the evidence.
 
-use crate::sysinfo;
-
 use super::{evidence, Ctx, Evidence, Finding, Severity};
 
 const REALTIME: &str = "/sys/kernel/realtime";
@@ -25,25 +23,21 @@ struct Judged {
 }
 
 fn judge(ctx: &Ctx) -> Judged {
-    let release = ctx.value("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let version = ctx.value(VERSION);
-    let v = version.clone().unwrap_or_default();
-    let cmdline = ctx.cmdline.clone().unwrap_or_default();
-    let rt = sysinfo::is_realtime(ctx.root, &v);
-    let (model, source) = sysinfo::preempt_model(ctx.root, rt, &release, &v, &cmdline);
-    let words: Vec<&str> = v.split_whitespace().collect();
-    let dynamic = words.contains(&"PREEMPT_DYNAMIC") || ctx.exists(DEBUG_PREEMPT);
-    let mut model = model.to_string();
-    let mut source = source;
-    if model == "unknown" && version.is_some() && !words.iter().any(|w| w.starts_with("PREEMPT")) {
+    let h = ctx.host;
+    let words: Vec<&str> = h.kernel_version.split_whitespace().collect();
+    let debug = ctx.value(DEBUG_PREEMPT);
+    let dynamic = words.contains(&"PREEMPT_DYNAMIC") || debug.is_some();
+    let (mut model, mut source) = (h.preempt_model.clone(), h.preempt_model_source.clone());
+    if model == "unknown" && !h.kernel_version.is_empty() && !words.iter().any(|w| w.starts_with("PREEMPT")) {
         model = "none-or-voluntary".into();
         source = "uname -v names no PREEMPT variant".into();
     }
-    let mut ev = vec![
-        evidence(REALTIME, ctx.value(REALTIME).as_deref()),
-        evidence(VERSION, version.as_deref()),
-        evidence(DEBUG_PREEMPT, ctx.value(DEBUG_PREEMPT).as_deref()),
-    ];
+    let version = Some(h.kernel_version.as_str()).filter(|v| !v.is_empty());
+    // The model comes from the host fingerprint; the files are shown as evidence.
+    let mut ev = vec![evidence(VERSION, version), evidence(DEBUG_PREEMPT, debug.as_deref())];
+    if h.realtime {
+        ev.insert(0, Evidence { path: REALTIME.into(), value: "PREEMPT_RT (realtime = 1 or uname -v)".into() });
+    }
     if let Some(p) = ctx.param("preempt") {
         ev.push(Evidence { path: "/proc/cmdline".into(), value: format!("preempt={p}") });
     }
