@@ -189,9 +189,9 @@ impl<'a> Ctx<'a> {
         kernel_part
             .split_whitespace()
             .filter_map(|tok| tok.split_once('='))
-            .filter(|(k, _)| *k == name)
+            .rev()
+            .find(|(k, _)| *k == name)
             .map(|(_, v)| v)
-            .last()
     }
 
     /// Whether bare boot flag `name` (no `=`) is present.

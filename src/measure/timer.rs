@@ -29,7 +29,7 @@ impl Probe for TimerProbe {
         spawn_measuring(ctx, &specs, None, interval, |spec, rec, stop, barrier| {
             let trigger = ctx.trace.and_then(|t| t.trigger(spec.index));
             if let Some(t) = trigger {
-                t.arm(spec.cpu.unwrap_or(0));
+                t.arm(spec.cpu.or_else(crate::sys::sched::current_cpu).unwrap_or(0));
             }
             barrier.wait();
             timer_loop(rec, stop, interval, duration, trigger)

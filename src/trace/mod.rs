@@ -223,10 +223,16 @@ impl TraceSession {
         if on {
             let _ = self.instance.write("trace", "");
             let _ = self.instance.write("tracing_on", "1");
-            self.state.lock().unwrap_or_else(|p| p.into_inner()).tracing_since = now_ns();
+            self.state().tracing_since = now_ns();
         } else {
             let _ = self.instance.write("tracing_on", "0");
         }
+    }
+
+    /// The shared state; a panic elsewhere while holding it leaves nothing half-written
+    /// that matters here, so a poisoned lock is used as is.
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The trigger of measuring thread `index`.
@@ -261,7 +267,7 @@ impl TraceSession {
     /// Takes a snapshot for every raised trigger (tracing is off while the buffers are read).
     /// Once `max_snapshots` are kept, a worse sample replaces the mildest one kept.
     pub fn handle_pending(&self) {
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.state();
         let raised: Vec<usize> = (0..self.triggers.len())
             .filter(|&i| self.triggers[i].pending.load(Ordering::Acquire))
             .collect();
@@ -326,7 +332,7 @@ impl TraceSession {
     /// of `results` (same thread and sequence number). Call after each probe has run.
     pub fn attach(&self, results: &mut [ProbeResult]) {
         self.handle_pending();
-        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.state();
         for r in results.iter_mut() {
             for w in r.worst.iter_mut() {
                 if let Some(s) = st.snapshots.iter().find(|s| s.thread == w.thread && s.seq == w.seq) {
@@ -345,7 +351,7 @@ impl TraceSession {
     }
 
     pub fn summary(&self) -> TraceSummary {
-        let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let st = self.state();
         TraceSummary {
             instance: self.instance.dir().display().to_string(),
             events: self.events.clone(),
