@@ -226,6 +226,10 @@ fn instance_removed_after_sigint_and_two_runs_get_their_own() {
     wait_for("both instances", || ready(&ia) && ready(&ib));
     assert!(std::fs::read_to_string(ia.join("trace_clock")).unwrap().contains("[mono]"));
     assert_eq!(std::fs::read_to_string(ia.join("tracing_cpumask")).unwrap().trim(), "2", "CPU 1 only");
+    let kb = |cpu: usize| -> u64 {
+        std::fs::read_to_string(ia.join(format!("per_cpu/cpu{cpu}/buffer_size_kb"))).unwrap().trim().parse().unwrap()
+    };
+    assert!(kb(1) >= 1024 && kb(0) < 64, "buffer sizes: cpu0 {} KB, cpu1 {} KB", kb(0), kb(1));
     std::thread::sleep(Duration::from_millis(300));
     a.sigint();
     b.sigint();

@@ -200,6 +200,9 @@ impl TraceSession {
         i.write("tracing_on", "0")?;
         i.write("trace_clock", "mono")?;
         i.write("tracing_cpumask", &cpumask_hex(&self.cpus))?;
+        // Smallest buffers on the CPUs not traced (an instance starts with ~1.4 MB per CPU),
+        // then the asked size on the measured ones.
+        let _ = i.write("buffer_size_kb", "4");
         for &cpu in &self.cpus {
             i.write(&format!("per_cpu/cpu{cpu}/buffer_size_kb"), &self.plan.buffer_kb.to_string())?;
         }
