@@ -176,6 +176,11 @@ fn names_the_fifo_99_hog_as_top_culprit_of_late_samples() {
         assert_eq!(sum, latency, "culprit durations add up to the window: {t:#}");
         assert_eq!(u(&t["cpu"]), CPU as u64);
         let top = &t["culprits"][0];
+        // A window partly untraced is reported as such; its durations cannot be judged.
+        if t["complete"] == false {
+            assert!(t["culprits"].as_array().unwrap().iter().any(|c| c["kind"] == "untraced"), "{t:#}");
+            continue;
+        }
         if top["name"] == "rtscope-hog" {
             by_hog += 1;
             assert_eq!(top["kind"], "task");
@@ -188,15 +193,22 @@ fn names_the_fifo_99_hog_as_top_culprit_of_late_samples() {
             if latency <= 2_500_000 {
                 assert!(d * 10 >= latency * 8, "the hog explains most of the {latency} ns: {t:#}");
             }
-            // When the wake-up was traced, it came long before the hog let the probe run.
+            // When the wake-up was traced, it lies inside the window.
             if let Some(wake) = t.get("wakeup_after_ns") {
-                assert!(u(wake) + 1_000_000 < latency, "{t:#}");
+                assert!(u(wake) <= latency, "{t:#}");
             }
         }
     }
     // Other tests on a shared machine may run their own hogs on CPU 1; ours must still be
     // found (with --trace-max 50 every burst in the 4 s can get a snapshot).
-    assert!(by_hog >= 2, "rtscope-hog is top culprit of only {by_hog} of {} traced samples: {traced:#?}", traced.len());
+    let tops: Vec<String> = traced
+        .iter()
+        .map(|w| {
+            let c = &w["trace"]["culprits"];
+            format!("{} ns: {} {} ns, then {} {}", w["latency_ns"], c[0]["name"], c[0]["duration_ns"], c[1]["name"], c[1]["duration_ns"])
+        })
+        .collect();
+    assert!(by_hog >= 2, "rtscope-hog is top culprit of only {by_hog} of {} traced samples:\n{}", traced.len(), tops.join("\n"));
     // The terminal lists traced samples worst first, each with its top culprit; whichever
     // samples it shows, they must match the result file.
     assert!(stdout.contains(&format!("trace: {snapshots} snapshot(s) of ")), "{stdout}");

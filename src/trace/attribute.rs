@@ -17,6 +17,9 @@ use crate::model::Nanos;
 /// Name of the culprit that stands for time no traced event explains.
 pub const UNEXPLAINED: &str = "unexplained: hypervisor / SMI / hardware";
 
+/// Name of the culprit that stands for the part of a window the trace does not cover.
+pub const UNTRACED: &str = "not traced (tracing was off or the buffer had wrapped)";
+
 /// What held the CPU during one late sample (stored as `worst[].trace`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TraceWindow {
@@ -29,7 +32,7 @@ pub struct TraceWindow {
     /// Trace events inside the window.
     pub events: u32,
     /// False when the trace does not reach back to the window start (tracing was off or the
-    /// buffer had been overwritten); the earliest part is then missing.
+    /// buffer had been overwritten); that first part is the culprit of kind `untraced`.
     pub complete: bool,
     /// When the measuring thread was woken (sched_wakeup), ns after `start_ns`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -43,7 +46,7 @@ pub struct TraceWindow {
 pub struct Culprit {
     /// `task`, `irq` (device interrupt handler), `vector` (x86 system vector: local_timer,
     /// reschedule, call_function...), `softirq`, `self` (the measuring thread itself, from
-    /// switch-in to reading the clock) or `unexplained`.
+    /// switch-in to reading the clock), `unexplained` or `untraced`.
     pub kind: String,
     /// comm of a task, handler name of an IRQ, vector or softirq name, or [`UNEXPLAINED`].
     pub name: String,
@@ -67,12 +70,25 @@ enum Owner {
     Irq { irq: u32, name: String },
     Vector { name: String },
     Softirq { vec: u32, name: String },
+    Untraced,
 }
 
 /// Attributes `[start_ns, end_ns]` on one CPU. `events` are that CPU's events in time
-/// order (earlier ones set the state at `start_ns`); `self_pid` is the measuring thread.
-pub fn attribute(events: &[Event], cpu: usize, start_ns: u64, end_ns: u64, self_pid: Option<u32>) -> TraceWindow {
+/// order (earlier ones set the state at `start_ns`); `self_pid` is the measuring thread;
+/// `traced_since` is when tracing was last switched on — the window before it, or before
+/// the oldest event in the buffer, is charged to `untraced`, never guessed.
+pub fn attribute(
+    events: &[Event],
+    cpu: usize,
+    start_ns: u64,
+    end_ns: u64,
+    self_pid: Option<u32>,
+    traced_since: u64,
+) -> TraceWindow {
     let end_ns = end_ns.max(start_ns);
+    let traced_from = events.first().map_or(u64::MAX, |e| e.ts_ns.max(traced_since));
+    let complete = traced_from <= start_ns;
+    let t0 = traced_from.clamp(start_ns, end_ns);
     let mut stack: Vec<Owner> = Vec::new();
     let mut current: Option<(String, u32)> = None;
     let mut prio_of: Vec<(u32, i32)> = Vec::new();
@@ -83,12 +99,11 @@ pub fn attribute(events: &[Event], cpu: usize, start_ns: u64, end_ns: u64, self_
         }
     };
 
-    // State at the window start.
-    let first_in = events.partition_point(|e| e.ts_ns < start_ns);
+    // State where the traced part of the window starts.
+    let first_in = events.partition_point(|e| e.ts_ns < t0);
     for e in &events[..first_in] {
         apply(e, &mut stack, &mut current, &mut prio_of);
     }
-    let complete = events.first().is_some_and(|e| e.ts_ns <= start_ns);
     for e in events {
         if let EventKind::Switch { prev_comm, prev_pid, next_comm, next_pid, .. } = &e.kind {
             note_comm(&mut comm_of, *prev_pid, prev_comm);
@@ -116,7 +131,8 @@ pub fn attribute(events: &[Event], cpu: usize, start_ns: u64, end_ns: u64, self_
         last_owner = Some(owner);
     };
 
-    let mut t = start_ns;
+    charge(Owner::Untraced, t0 - start_ns, &mut acc);
+    let mut t = t0;
     let mut inside = 0u32;
     let mut wakeup_after_ns = None;
     for e in events[first_in..].iter().take_while(|e| e.ts_ns <= end_ns) {
@@ -134,10 +150,7 @@ pub fn attribute(events: &[Event], cpu: usize, start_ns: u64, end_ns: u64, self_
         apply(e, &mut stack, &mut current, &mut prio_of);
     }
     let tail_owner = stack.last().cloned().or_else(|| current.clone().map(|(comm, pid)| Owner::Task { comm, pid }));
-    match tail_owner {
-        Some(o) => charge(o, end_ns.saturating_sub(t), &mut acc),
-        None => charge(Owner::Task { comm: "<unknown>".into(), pid: u32::MAX }, end_ns.saturating_sub(t), &mut acc),
-    }
+    charge(tail_owner.unwrap_or(Owner::Untraced), end_ns.saturating_sub(t), &mut acc);
 
     let mut culprits: Vec<Culprit> = Vec::new();
     for (owner, dur, count) in acc {
@@ -160,7 +173,7 @@ pub fn attribute(events: &[Event], cpu: usize, start_ns: u64, end_ns: u64, self_
                 Culprit {
                     kind: if Some(pid) == self_pid { "self" } else { "task" }.into(),
                     name: comm,
-                    pid: (pid != u32::MAX).then_some(pid),
+                    pid: Some(pid),
                     prio: prio_of.iter().find(|(p, _)| *p == pid).map(|(_, pr)| *pr),
                     irq: None,
                     duration_ns: Nanos(dur),
@@ -176,6 +189,15 @@ pub fn attribute(events: &[Event], cpu: usize, start_ns: u64, end_ns: u64, self_
             Owner::Softirq { vec, name } => {
                 Culprit { kind: "softirq".into(), name, pid: None, prio: None, irq: Some(vec), duration_ns: Nanos(dur), count }
             }
+            Owner::Untraced => Culprit {
+                kind: "untraced".into(),
+                name: UNTRACED.into(),
+                pid: None,
+                prio: None,
+                irq: None,
+                duration_ns: Nanos(dur),
+                count,
+            },
         };
         // Idle stretches of different idle tasks merge into one "unexplained".
         match culprits.iter_mut().find(|x| x.kind == c.kind && x.name == c.name && x.pid == c.pid && x.irq == c.irq) {
@@ -260,7 +282,7 @@ mod tests {
     fn names_the_hog_with_its_time_and_priority() {
         let ev = parse_trace(HOG);
         // Due at 100.000100 (timer fires on time), read the clock at 100.002004.
-        let w = attribute(&ev, 1, 100_000_100_000, 100_002_004_000, Some(500));
+        let w = attribute(&ev, 1, 100_000_100_000, 100_002_004_000, Some(500), 0);
         assert!(w.complete);
         assert_eq!(w.events, 10);
         assert_eq!(w.wakeup_after_ns, Some(Nanos(3_000)));
@@ -288,7 +310,7 @@ mod tests {
           <idle>-0       [001] d.h..    50.000905: local_timer_exit: vector=236
           <idle>-0       [001] d..2.    50.000907: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=rtscope-m0 next_pid=500 next_prio=49
 ";
-        let w = attribute(&parse_trace(t), 1, 50_000_100_000, 50_000_910_000, Some(500));
+        let w = attribute(&parse_trace(t), 1, 50_000_100_000, 50_000_910_000, Some(500), 0);
         assert_eq!(w.culprits[0].kind, "unexplained");
         assert_eq!(w.culprits[0].name, UNEXPLAINED);
         // 50.000100 → 50.000900 and 50.000905 → 50.000907.
@@ -297,15 +319,32 @@ mod tests {
     }
 
     #[test]
-    fn window_before_the_trace_is_incomplete_and_empty_trace_is_safe() {
+    fn the_part_before_the_trace_is_untraced_not_guessed() {
         let ev = parse_trace(HOG);
-        let w = attribute(&ev, 1, 99_000_000_000, 100_000_050_000, Some(500));
+        // Window from 99.999 s: the buffer starts at 100.000000.
+        let w = attribute(&ev, 1, 99_999_000_000, 100_000_050_000, Some(500), 0);
         assert!(!w.complete);
-        let w = attribute(&[], 1, 10, 5, None);
+        assert_eq!(w.culprits[0].kind, "untraced");
+        assert_eq!(w.culprits[0].duration_ns, Nanos(1_000_000));
+        assert_eq!(w.culprits[1].name, "rtscope-hog");
+        assert_eq!(w.culprits[1].duration_ns, Nanos(50_000));
+        // Tracing was switched back on at 100.001600 (after reading another snapshot): the
+        // events before it are only used for the state, the time before it is untraced.
+        let w = attribute(&ev, 1, 100_001_000_000, 100_002_004_000, Some(500), 100_001_600_000);
+        assert!(!w.complete);
+        assert_eq!((w.culprits[0].kind.as_str(), w.culprits[0].duration_ns), ("untraced", Nanos(600_000)));
+        assert_eq!((w.culprits[1].name.as_str(), w.culprits[1].duration_ns), ("rtscope-hog", Nanos(400_000)));
+        let total: u64 = w.culprits.iter().map(|c| c.duration_ns.0).sum();
+        assert_eq!(total, 1_004_000);
+    }
+
+    #[test]
+    fn empty_trace_is_all_untraced() {
+        let w = attribute(&[], 1, 10, 5, None, 0);
         assert_eq!(w.end_ns, Nanos(10));
         assert!(w.culprits.is_empty());
-        let w = attribute(&[], 1, 10, 20, None);
-        assert_eq!(w.culprits[0].name, "<unknown>");
-        assert_eq!(w.culprits[0].pid, None);
+        let w = attribute(&[], 1, 10, 20, None, 0);
+        assert!(!w.complete);
+        assert_eq!((w.culprits[0].kind.as_str(), w.culprits[0].duration_ns), ("untraced", Nanos(10)));
     }
 }

@@ -185,7 +185,7 @@ impl TraceSession {
             events: Vec::new(),
             triggers: (0..threads.max(1)).map(|_| TraceTrigger::new(plan.threshold_ns.0)).collect(),
             mounted_tracefs: false,
-            state: Mutex::new(State { snapshots: Vec::new(), attached: 0, tracing_since: u64::MAX }),
+            state: Mutex::new(State { snapshots: Vec::new(), attached: 0, tracing_since: 0 }),
         };
         // From here on, errors drop `session`, which removes the instance.
         session.configure().map_err(|e| format!("tracing set-up failed: {e}; running without tracing"))?;
@@ -298,8 +298,7 @@ impl TraceSession {
             let text = self.instance.read(&format!("per_cpu/cpu{cpu}/trace")).unwrap_or_default();
             read_cpus.push(cpu);
             let events = parse::parse_trace(&text);
-            let mut window = attribute::attribute(&events, cpu, due, wake, (tid != 0).then_some(tid));
-            window.complete &= due >= st.tracing_since;
+            let window = attribute::attribute(&events, cpu, due, wake, (tid != 0).then_some(tid), st.tracing_since);
             let snap = Snapshot { thread: i, seq, latency_ns, window };
             match replace {
                 Some(k) => st.snapshots[k] = snap,
