@@ -125,8 +125,12 @@ fn traced_result_files_match_the_documented_schema() {
     }
     let doc = documented();
     let sb = Sandbox::new();
-    // A threshold low enough that some samples cross it on any machine.
-    let run = sb.run_json("t.json", &["-D", "1s", "-i", "200", "-t", "1", "-a", "1", "-q", "--trace-threshold", "1us"]);
+    // Every sample crosses a 1 µs threshold on any machine, and with --worst above the
+    // number of samples every snapshot sits on a kept sample.
+    let run = sb.run_json(
+        "t.json",
+        &["-D", "500ms", "-i", "200", "-t", "1", "-a", "1", "-q", "--trace-threshold", "1us", "--worst", "5000"],
+    );
     let traced = merged(&run)[0]["worst"].as_array().unwrap().iter().filter(|w| w.get("trace").is_some()).count();
     assert!(traced > 0, "no traced sample to check");
     assert!(run.get("trace").is_some() && run["plan"].get("trace").is_some());

@@ -211,7 +211,9 @@ fn names_the_fifo_99_hog_as_top_culprit_of_late_samples() {
     assert!(by_hog >= 2, "rtscope-hog is top culprit of only {by_hog} of {} traced samples:\n{}", traced.len(), tops.join("\n"));
     // The terminal lists traced samples worst first, each with its top culprit; whichever
     // samples it shows, they must match the result file.
-    assert!(stdout.contains(&format!("trace: {snapshots} snapshot(s) of ")), "{stdout}");
+    let on_worst = u(&summary["on_worst"]);
+    assert!(on_worst <= snapshots && on_worst as usize >= traced.len(), "{summary}");
+    assert!(stdout.contains(&format!("trace: {snapshots} snapshot(s) ({on_worst} on worst samples) of ")), "{stdout}");
     let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("  timer ")).collect();
     assert_eq!(lines.len(), traced.len().min(5), "{stdout}");
     for (line, w) in lines.iter().zip(&traced) {

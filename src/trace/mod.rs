@@ -57,6 +57,9 @@ pub struct TraceSummary {
     pub over_threshold: u64,
     /// Snapshots kept (at most `plan.trace.max_snapshots`; the worst samples win).
     pub snapshots: u32,
+    /// Snapshots whose sample is among the worst K kept, i.e. found in `worst[].trace`
+    /// (a snapshot of a sample outside the worst K is dropped).
+    pub on_worst: u32,
 }
 
 /// Events enabled when the kernel has them; `sched/sched_switch` is required.
@@ -158,8 +161,10 @@ pub struct TraceSession {
 struct State {
     /// Snapshots of the probe running now, not yet attached.
     snapshots: Vec<Snapshot>,
-    /// Snapshots attached to results of earlier probes (they count against the maximum).
-    attached: u32,
+    /// Snapshots of earlier probes (they count against the maximum).
+    done: u32,
+    /// Of those, the ones whose sample was among the worst kept, so they are in the result.
+    on_worst: u32,
     /// CLOCK_MONOTONIC when tracing was last switched on: earlier windows are incomplete.
     tracing_since: u64,
 }
@@ -185,7 +190,7 @@ impl TraceSession {
             events: Vec::new(),
             triggers: (0..threads.max(1)).map(|_| TraceTrigger::new(plan.threshold_ns.0)).collect(),
             mounted_tracefs: false,
-            state: Mutex::new(State { snapshots: Vec::new(), attached: 0, tracing_since: 0 }),
+            state: Mutex::new(State { snapshots: Vec::new(), done: 0, on_worst: 0, tracing_since: 0 }),
         };
         // From here on, errors drop `session`, which removes the instance.
         session.configure().map_err(|e| format!("tracing set-up failed: {e}; running without tracing"))?;
@@ -277,7 +282,7 @@ impl TraceSession {
         if raised.is_empty() {
             return;
         }
-        let room = (self.plan.max_snapshots.saturating_sub(st.attached)) as usize;
+        let room = (self.plan.max_snapshots.saturating_sub(st.done)) as usize;
         let _ = self.instance.write("tracing_on", "0");
         let mut read_cpus: Vec<usize> = Vec::new();
         for i in raised {
@@ -335,17 +340,20 @@ impl TraceSession {
     pub fn attach(&self, results: &mut [ProbeResult]) {
         self.handle_pending();
         let mut st = self.state();
+        let mut placed = vec![false; st.snapshots.len()];
         for r in results.iter_mut() {
             for w in r.worst.iter_mut() {
-                if let Some(s) = st.snapshots.iter().find(|s| s.thread == w.thread && s.seq == w.seq) {
-                    w.trace = Some(s.window.clone());
+                if let Some(k) = st.snapshots.iter().position(|s| s.thread == w.thread && s.seq == w.seq) {
+                    w.trace = Some(st.snapshots[k].window.clone());
+                    placed[k] = true;
                 }
             }
         }
-        st.attached += st.snapshots.len() as u32;
+        st.on_worst += placed.iter().filter(|p| **p).count() as u32;
+        st.done += st.snapshots.len() as u32;
         st.snapshots.clear();
         // Sequence numbers restart with the next probe.
-        let room = self.plan.max_snapshots.saturating_sub(st.attached) as usize;
+        let room = self.plan.max_snapshots.saturating_sub(st.done) as usize;
         self.raise_handover(&st, room);
         for t in &self.triggers {
             t.pending.store(false, Ordering::Release);
@@ -358,7 +366,8 @@ impl TraceSession {
             instance: self.instance.dir().display().to_string(),
             events: self.events.clone(),
             over_threshold: self.triggers.iter().map(|t| t.over.load(Ordering::Relaxed)).sum(),
-            snapshots: st.attached + st.snapshots.len() as u32,
+            snapshots: st.done + st.snapshots.len() as u32,
+            on_worst: st.on_worst,
         }
     }
 }

@@ -12,8 +12,9 @@ pub fn culprits_text(run: &Run, max_samples: usize) -> String {
     let Some(summary) = &run.trace else { return out };
     let threshold = run.plan.trace.as_ref().map(|t| t.threshold_ns.0).unwrap_or(0);
     out.push_str(&format!(
-        "trace: {} snapshot(s) of {} sample(s) over {} (instance {})\n",
+        "trace: {} snapshot(s) ({} on worst samples) of {} sample(s) over {} (instance {})\n",
         summary.snapshots,
+        summary.on_worst,
         summary.over_threshold,
         us(threshold),
         summary.instance
