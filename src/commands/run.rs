@@ -46,6 +46,7 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
 
     if !output.quiet {
         print!("{}", report::term::summary_table(&run, output.ns));
+        print!("{}", report::maxrate::table(&run, output.ns));
         print!("{}", crate::trace::report::culprits_text(&run, 5));
         println!("result: {}", output.path.display());
     }

@@ -13,7 +13,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::recorder::Recorder;
 use super::{spawn_measuring, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
 use crate::sys::time::{now_ns, sleep_until_ns};
-use crate::trace::TraceTrigger;
 
 pub struct TimerProbe;
 
@@ -31,39 +30,51 @@ impl Probe for TimerProbe {
             if let Some(t) = trigger {
                 t.arm(spec.cpu.or_else(crate::sys::sched::current_cpu).unwrap_or(0));
             }
+            // Threshold tracing: one comparison per sample; a late one is handed over.
+            let threshold = trigger.map_or(u64::MAX, |t| t.threshold_ns());
             barrier.wait();
-            timer_loop(rec, stop, interval, duration, trigger)
+            timer_loop_with(rec, stop, interval, duration, u64::MAX, |latency, _at, seq| {
+                if latency > threshold {
+                    if let Some(t) = trigger {
+                        t.fire_late(latency, seq);
+                    }
+                }
+            })
         })
     }
 }
 
 /// The hot loop: O(1) per period, no allocation, lock, format or I/O.
-/// With a trace trigger, a sample over its threshold costs a few atomic stores more.
 /// Returns an error text only when the sleep itself fails.
-pub fn timer_loop(
+pub fn timer_loop(rec: &mut Recorder, stop: &AtomicBool, interval: u64, duration: u64) -> Option<String> {
+    timer_loop_with(rec, stop, interval, duration, u64::MAX, |_, _, _| {})
+}
+
+/// [`timer_loop`] ending after at most `max_samples` samples, calling
+/// `on_sample(latency, at, seq)` after each one is recorded (the `periodic`
+/// probe derives its period error there). `on_sample` is part of the hot
+/// loop and must follow its rules.
+#[inline]
+pub fn timer_loop_with(
     rec: &mut Recorder,
     stop: &AtomicBool,
     interval: u64,
     duration: u64,
-    trigger: Option<&TraceTrigger>,
+    max_samples: u64,
+    mut on_sample: impl FnMut(u64, u64, u64),
 ) -> Option<String> {
-    let threshold = trigger.map_or(u64::MAX, |t| t.threshold_ns());
     let start = now_ns();
     let end = start + duration;
     let mut due = start + interval;
     let mut seq = 0u64;
-    while due <= end && !stop.load(Ordering::Relaxed) {
+    while due <= end && seq < max_samples && !stop.load(Ordering::Relaxed) {
         if let Err(e) = sleep_until_ns(due) {
             return Some(format!("clock_nanosleep failed: {e}"));
         }
         let now = now_ns();
         let latency = now.saturating_sub(due);
         rec.record(latency, now - start, seq);
-        if latency > threshold {
-            if let Some(t) = trigger {
-                t.fire(due, now, seq);
-            }
-        }
+        on_sample(latency, now - start, seq);
         seq += 1;
         due += interval;
         if now >= due {
@@ -86,7 +97,7 @@ mod tests {
         let stop = AtomicBool::new(false);
         let mut rec = Recorder::new(0, 200_000_000, 8);
         // 100 µs for 200 ms: 2000 periods, whether or not the machine keeps up.
-        timer_loop(&mut rec, &stop, 100_000, 200_000_000, None);
+        timer_loop(&mut rec, &stop, 100_000, 200_000_000);
         assert_eq!(rec.samples() + rec.overruns(), 2000);
     }
 
@@ -94,7 +105,7 @@ mod tests {
     fn stop_flag_ends_the_loop_at_once() {
         let stop = AtomicBool::new(true);
         let mut rec = Recorder::new(0, 1_000_000_000, 8);
-        timer_loop(&mut rec, &stop, 1_000_000, 10_000_000_000, None);
+        timer_loop(&mut rec, &stop, 1_000_000, 10_000_000_000);
         assert_eq!(rec.samples(), 0);
     }
 }

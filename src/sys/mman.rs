@@ -8,37 +8,6 @@ pub fn lock_all() -> nix::Result<()> {
     mlockall(MlockAllFlags::MCL_CURRENT | MlockAllFlags::MCL_FUTURE)
 }
 
-/// Why `lock_all` must not be called, if so. Without CAP_IPC_LOCK, MCL_FUTURE counts every
-/// later allocation against RLIMIT_MEMLOCK; once past it an allocation fails and the
-/// process aborts ("memory allocation of N bytes failed") — mlockall itself succeeds when
-/// the current mappings still fit. See getrlimit(2), capabilities(7).
-pub fn future_lock_hazard() -> Option<String> {
-    if has_cap_ipc_lock() {
-        return None;
-    }
-    let (soft, _) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_MEMLOCK).ok()?;
-    if soft == nix::sys::resource::RLIM_INFINITY {
-        return None;
-    }
-    Some(format!(
-        "skipped: RLIMIT_MEMLOCK is {} KiB and rtscope lacks CAP_IPC_LOCK, so locking future \
-         allocations would make them fail; page faults may add latency; run as root, grant \
-         CAP_IPC_LOCK or raise the limit (ulimit -l unlimited)",
-        soft / 1024
-    ))
-}
-
-/// CAP_IPC_LOCK (bit 14) in the effective set, from /proc/self/status.
-fn has_cap_ipc_lock() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            let hex = s.lines().find_map(|l| l.strip_prefix("CapEff:"))?.trim().to_string();
-            u64::from_str_radix(&hex, 16).ok()
-        })
-        .is_some_and(|caps| caps & (1 << 14) != 0)
-}
-
 /// Touch `bytes` of stack so its pages are mapped (and locked) before the
 /// start barrier, as cyclictest does.
 #[inline(never)]
@@ -53,4 +22,27 @@ pub fn prefault_stack(bytes: usize) {
         std::hint::black_box(&page);
     }
     touch(bytes);
+}
+
+/// Why locking all memory would starve rtscope, or None when it is safe:
+/// without CAP_IPC_LOCK, mlockall(MCL_FUTURE) succeeds but every later
+/// mapping then counts against RLIMIT_MEMLOCK (often 8 MiB), and the
+/// allocations of a multi-probe run fail (abort) once it is used up.
+pub fn lock_all_would_exhaust() -> Option<String> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: `lim` is valid, writable storage for one rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) } != 0 || lim.rlim_cur == libc::RLIM_INFINITY {
+        return None;
+    }
+    // CAP_IPC_LOCK (bit 14 of the effective set) lifts the limit.
+    let cap_eff = std::fs::read_to_string("/proc/self/status").ok().and_then(|s| {
+        s.lines().find_map(|l| l.strip_prefix("CapEff:")).and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+    });
+    if cap_eff.is_some_and(|c| c & (1 << 14) != 0) {
+        return None;
+    }
+    Some(format!(
+        "not attempted: RLIMIT_MEMLOCK is {} KiB and rtscope lacks CAP_IPC_LOCK, so locking all memory would make its later allocations fail; page faults may add latency; run as root or grant CAP_IPC_LOCK",
+        lim.rlim_cur / 1024
+    ))
 }

@@ -121,6 +121,15 @@ impl TraceTrigger {
         self.cpu.store(cpu, Ordering::Relaxed);
     }
 
+    /// Hot path, right after recording a sample `latency_ns` late: [`fire`](Self::fire) with
+    /// the window `[now − latency, now]`, `now` read here (tens of ns after the wake-up,
+    /// far below the trace's µs resolution; the window keeps the sample's exact length).
+    #[inline]
+    pub fn fire_late(&self, latency_ns: u64, seq: u64) {
+        let wake = now_ns();
+        self.fire(wake.saturating_sub(latency_ns), wake, seq);
+    }
+
     /// Hot path, after a sample later than the threshold: hand its window to the collector
     /// unless the previous one is still being read, or the snapshots are all taken and this
     /// sample is no worse than the mildest one kept.
