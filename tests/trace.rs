@@ -300,3 +300,18 @@ fn without_root_it_says_so_and_runs_without_tracing() {
     let step = run["realtime_setup"]["steps"].as_array().unwrap().iter().find(|s| s["step"] == "tracing").unwrap();
     assert_eq!(step["outcome"], "failed");
 }
+
+#[test]
+fn trace_threshold_without_the_timer_probe_is_bad_input() {
+    let sb = Sandbox::new();
+    let out = sb.run(&["run", "--probe", "sem", "-D", "1s", "--trace-threshold", "100us", "--json", "x.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--trace-threshold") && err.contains("--probe sem") && err.contains("timer"), "{err}");
+    assert!(!sb.path("x.json").exists(), "nothing written on bad input");
+    // And a threshold of zero is refused by the flag's parser.
+    let out = sb.run(&["run", "-D", "1s", "--trace-threshold", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--trace-threshold"));
+}
+

@@ -102,6 +102,12 @@ pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInpu
     if probes.is_empty() {
         return Err(BadInput("--probe: no probe given; try --probe timer".into()));
     }
+    if args.trace_threshold.is_some() && !probes.iter().any(|p| p == "timer") {
+        return Err(BadInput(format!(
+            "--trace-threshold: only the timer probe hands late samples to the tracer, and --probe {} has none; add timer (--probe timer,...) or drop --trace-threshold",
+            probes.join(",")
+        )));
+    }
     if args.interval > args.duration {
         return Err(BadInput(format!(
             "-i/--interval {} is longer than -D/--duration {}: no period would complete; shorten the interval or lengthen the run",
