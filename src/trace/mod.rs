@@ -201,11 +201,14 @@ impl TraceSession {
             mounted_tracefs: false,
             state: Mutex::new(State { snapshots: Vec::new(), done: 0, on_worst: 0, tracing_since: 0 }),
         };
-        // From here on, errors drop `session`, which removes the instance.
+        // From here on, errors drop `session`, which removes the instance; so does a second
+        // Ctrl-C, through the signal handler.
+        register_instance_path(session.instance.dir());
         session.configure().map_err(|e| format!("tracing set-up failed: {e}; running without tracing"))?;
         session.mounted_tracefs = mounted;
-        register_instance_path(session.instance.dir());
-        session.set_tracing(true);
+        let _ = session.instance.write("trace", "");
+        session.instance.write("tracing_on", "1").map_err(|e| format!("cannot start tracing: {e}; running without tracing"))?;
+        session.state().tracing_since = now_ns();
         Ok(session)
     }
 
@@ -234,16 +237,6 @@ impl TraceSession {
             return Err(std::io::Error::new(std::io::ErrorKind::NotFound, "this kernel has no sched/sched_switch event"));
         }
         Ok(())
-    }
-
-    fn set_tracing(&self, on: bool) {
-        if on {
-            let _ = self.instance.write("trace", "");
-            let _ = self.instance.write("tracing_on", "1");
-            self.state().tracing_since = now_ns();
-        } else {
-            let _ = self.instance.write("tracing_on", "0");
-        }
     }
 
     /// The shared state; a panic elsewhere while holding it leaves nothing half-written
