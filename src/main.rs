@@ -21,6 +21,8 @@ fn main() -> ExitCode {
         Command::Run(args) => commands::run::cmd(&args),
         Command::Probes => commands::probes::cmd(),
         Command::Doctor(args) => commands::doctor::cmd(&args),
+        Command::Compare(args) => commands::compare::cmd(&args),
+        Command::Report(args) => commands::report::cmd(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

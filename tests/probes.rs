@@ -238,6 +238,10 @@ fn noise_sees_the_gap_a_higher_priority_thread_makes() {
         let cpu_s = cpu.to_string();
         run_ok(&["--probe", "noise", "-a", &cpu_s, "-D", "1500ms"])
     });
+    // The terminal lines say the same (run_ok is quiet: render them here).
+    let parsed: rtscope::model::Run = serde_json::from_value(run.clone()).unwrap();
+    let text = rtscope::report::noise::lines(&parsed);
+    assert!(text.contains("% of the CPU left") && text.contains("SCHED_OTHER"), "{text}");
     let r = merged(&run, "noise", "other");
     assert_eq!(r["cpu"], Value::Null);
     let max = u(&r["max_ns"]);
@@ -287,6 +291,7 @@ fn bad_probe_input_exits_2_and_says_what_is_allowed() {
     exit_2_with(&["--probe", "periodic", "--periods", "10ms,0"], &["greater than zero"]);
     exit_2_with(&["--probe", "mq", "--msg-size", "0"], &["out of range", "from 1"]);
     exit_2_with(&["--probe", "pipe", "--msg-size", "lots"], &["not a number of bytes"]);
+    exit_2_with(&["--probe", "sem:futex/cross-cpu", "-a", "0"], &["needs two CPUs", "-a 0,1"]);
     let limit: usize = std::fs::read_to_string("/proc/sys/fs/mqueue/msgsize_max").unwrap().trim().parse().unwrap();
     let too_big = (limit + 1).to_string();
     exit_2_with(&["--probe", "mq", "--msg-size", &too_big], &["message-queue limit", &limit.to_string()]);
@@ -300,4 +305,34 @@ fn probes_subcommand_lists_every_probe() {
     for p in ["timer", "periodic", "sem", "pipe", "mq", "signal", "switch", "preempt", "noise", "maxrate"] {
         assert!(s.lines().any(|l| l.starts_with(p)), "{p} missing in:\n{s}");
     }
+    assert!(s.contains("(--probe sem:VARIANT): posix/same-cpu") && s.contains("futex/cross-cpu"), "{s}");
+}
+
+#[test]
+fn ctrl_c_ends_a_two_thread_probe_at_once_and_keeps_its_samples() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.json");
+    let mut child = rtscope().args(["run", "--probe", "sem,switch", "-D", "60s", "-q", "--json"]).arg(&file).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let t = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t.elapsed() > std::time::Duration::from_secs(5) {
+            let _ = child.kill();
+            panic!("rtscope did not end within 5 s of SIGINT (a pair thread left waiting?)");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(run["interrupted"], true);
+    // 1.5 s into a 60 s run: sem's first variant (6 s share) was running.
+    let first = merged(&run, "sem", "posix/same-cpu");
+    assert!(u(&first["samples"]) > 100, "{}", first["samples"]);
+    assert!(variants(&run, "switch").is_empty(), "switch must not start after the stop");
 }

@@ -3,6 +3,7 @@
 //! and has no side effects; [`plan`] then probes the system (online CPUs,
 //! output paths) and builds the validated [`plan::RunPlan`].
 
+pub mod analysis_opts;
 pub mod plan;
 pub mod probe_opts;
 pub mod units;
@@ -34,6 +35,10 @@ pub enum Command {
     Probes,
     /// Audit this host for settings that hurt real-time latency, with the fix for each.
     Doctor(DoctorArgs),
+    /// Compare results side by side: percentiles, ratios to the first, bin tables, a two-sample test.
+    Compare(analysis_opts::CompareArgs),
+    /// Report on results: tables, deadline misses, statistical worst case; term, md, json, csv or html with plots.
+    Report(analysis_opts::ReportArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -108,6 +113,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "K", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub worst: u32,
 
+    #[command(flatten)]
+    pub analysis: analysis_opts::AnalysisOpts,
     #[command(flatten)]
     pub probe_opts: probe_opts::ProbeOpts,
 

@@ -98,7 +98,7 @@ pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInpu
         selected.finish(),
         args.affinity.is_some() || args.threads.is_some(),
     );
-    super::probe_opts::check_against_system(&probes, &probe_settings)?;
+    super::probe_opts::check_against_system(&probes, &probe_settings, &cpus)?;
     if probes.is_empty() {
         return Err(BadInput("--probe: no probe given; try --probe timer".into()));
     }

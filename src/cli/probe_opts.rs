@@ -233,8 +233,23 @@ impl VariantSelection {
     }
 }
 
-/// Checks that need the system (the mq size limit).
-pub fn check_against_system(probes: &[String], s: &ProbeSettings) -> Result<(), BadInput> {
+/// Checks that need the system (the mq size limit) or the CPU set: a
+/// cross-CPU variant asked for by name needs two CPUs in -a.
+pub fn check_against_system(probes: &[String], s: &ProbeSettings, cpus: &[usize]) -> Result<(), BadInput> {
+    if cpus.len() < 2 {
+        for (probe, sels) in &s.variants {
+            let all = crate::measure::probe_by_name(probe).map(|p| p.variants()).unwrap_or(&[]);
+            for sel in sels {
+                let picked: Vec<&&str> = all.iter().filter(|v| selects(sel, v)).collect();
+                if !picked.is_empty() && picked.iter().all(|v| v.ends_with("/cross-cpu")) {
+                    return Err(BadInput(format!(
+                        "--probe {probe}:{sel}: a cross-CPU variant needs two CPUs, but -a/--affinity gives only {}; give two CPUs (e.g. -a 0,1) or choose a same-cpu variant",
+                        crate::cli::plan::cpu_list_str(cpus)
+                    )));
+                }
+            }
+        }
+    }
     if probes.iter().any(|p| p == "mq") {
         let max = mq_msgsize_max();
         if s.msg_size > max {

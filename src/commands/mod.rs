@@ -1,6 +1,9 @@
 //! One file per subcommand: each takes its validated clap arguments and
 //! returns the exit code (see `error` for the codes).
 
+pub mod compare;
 pub mod doctor;
+pub mod inputs;
 pub mod probes;
+pub mod report;
 pub mod run;

@@ -47,6 +47,10 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     if !output.quiet {
         print!("{}", report::term::summary_table(&run, output.ns));
         print!("{}", report::maxrate::table(&run, output.ns));
+        print!("{}", report::noise::lines(&run));
+        if let Some(d) = args.analysis.deadline {
+            print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d)));
+        }
         print!("{}", crate::trace::report::culprits_text(&run, 5));
         println!("result: {}", output.path.display());
     }

@@ -128,6 +128,25 @@ impl Pause {
     }
 }
 
+/// How many events a variant sends, how they are paced, and their size.
+#[derive(Debug, Clone, Copy)]
+pub struct Events {
+    pub pause: Pause,
+    /// The variant's share of -D.
+    pub duration: u64,
+    /// `--iterations`, or u64::MAX.
+    pub max: u64,
+    /// Bytes per message (channels; 1 for the others).
+    pub msg_size: usize,
+}
+
+impl Events {
+    /// The plan's pacing for a variant of `duration`.
+    pub fn from_plan(ctx: &ProbeCtx<'_>, duration: u64, msg_size: usize) -> Events {
+        Events { pause: Pause::from_plan(ctx), duration, max: super::select::max_events(ctx), msg_size }
+    }
+}
+
 /// Where the two threads of a pair run.
 #[derive(Debug, Clone, Copy)]
 pub struct Placement {
@@ -190,26 +209,23 @@ pub fn one_way(
     variant: &str,
     h: &dyn Handoff,
     place: Placement,
-    pause: Pause,
+    ev: Events,
     sender_spin: u64,
-    duration: u64,
-    max_events: u64,
-    msg_size: usize,
 ) -> anyhow::Result<ThreadOutcome> {
     let specs = pair_specs(ctx, place);
     let sync = Sync3 { t0: AtomicU64::new(0), done: AtomicBool::new(false), armed: Event::new(), go: Event::new(), ack: Event::new() };
-    run_two(ctx, &specs, variant, pause.interval(), |index, rec, stop, barrier| {
-        let mut buf = vec![0u8; msg_size.max(1)];
+    run_two(ctx, &specs, variant, ev.pause.interval(), |index, rec, stop, barrier| {
+        let mut buf = vec![0u8; ev.msg_size.max(1)];
         if index == 0 {
             let setup = h.receiver_setup();
             barrier.wait();
             if let Err(e) = setup {
                 return sync.fail(e);
             }
-            receiver(h, rec, &sync, &mut buf, pause)
+            receiver(h, rec, &sync, &mut buf, ev.pause)
         } else {
             barrier.wait();
-            sender(h, stop, &sync, &buf, sender_spin, duration, max_events)
+            sender(h, stop, &sync, &buf, sender_spin, ev.duration, ev.max)
         }
     })
 }
@@ -302,18 +318,8 @@ fn sender(h: &dyn Handoff, stop: &AtomicBool, s: &Sync3, buf: &[u8], spin: u64, 
 
 /// Run one round-trip variant: thread 0 sends on `a`, thread 1 answers on
 /// `b`; thread 0 records t(answer received) − t(sent).
-#[allow(clippy::too_many_arguments)]
-pub fn round_trip(
-    ctx: &ProbeCtx<'_>,
-    variant: &str,
-    a: &dyn Channel,
-    b: &dyn Channel,
-    place: Placement,
-    pause: Pause,
-    duration: u64,
-    max_events: u64,
-    msg_size: usize,
-) -> anyhow::Result<ThreadOutcome> {
+pub fn round_trip(ctx: &ProbeCtx<'_>, variant: &str, a: &dyn Channel, b: &dyn Channel, place: Placement, ev: Events) -> anyhow::Result<ThreadOutcome> {
+    let Events { pause, duration, max: max_events, msg_size } = ev;
     // Thread 0 is task1 (it sends first and records); thread 1 is task2.
     // task2 has the higher priority: it is the one that must run at once.
     let [mut t1, mut t2] = pair_specs(ctx, place);

@@ -14,7 +14,7 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 
-use super::pair::{one_way, round_trip, Channel, ChannelHandoff, Pause, Placement};
+use super::pair::{one_way, round_trip, Channel, ChannelHandoff, Events, Placement};
 use super::{select, Probe, ProbeCtx, ThreadOutcome};
 
 pub struct PipeProbe;
@@ -52,10 +52,10 @@ pub fn run_channels<C: Channel>(
         ctx.board.reset(&format!("{probe} {v}"));
         let o = if v == "oneway" {
             let h = ChannelHandoff(make(0)?);
-            one_way(ctx, v, &h, place, Pause::from_plan(ctx), 0, share, select::max_events(ctx), size)?
+            one_way(ctx, v, &h, place, Events::from_plan(ctx, share, size), 0)?
         } else {
             let (a, b) = (make(1)?, make(2)?);
-            round_trip(ctx, v, &a, &b, place, Pause::from_plan(ctx), share, select::max_events(ctx), size)?
+            round_trip(ctx, v, &a, &b, place, Events::from_plan(ctx, share, size))?
         };
         out.push(o);
     }

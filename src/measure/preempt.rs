@@ -13,9 +13,9 @@
 
 use std::sync::atomic::Ordering;
 
-use super::pair::{one_way, Pause, Placement};
+use super::pair::{one_way, Events, Placement};
 use super::sem::FutexHandoff;
-use super::{select, Probe, ProbeCtx, ThreadOutcome};
+use super::{Probe, ProbeCtx, ThreadOutcome};
 use crate::sys::futex::Event;
 
 pub struct PreemptProbe;
@@ -34,10 +34,9 @@ impl Probe for PreemptProbe {
         if ctx.stop.load(Ordering::Relaxed) {
             return Ok(Vec::new());
         }
-        let pause = Pause::from_plan(ctx);
         let spin = SPIN_NS.min(ctx.plan.interval_ns / 2);
         let h = FutexHandoff(Event::new());
-        let o = one_way(ctx, "futex/same-cpu", &h, Placement::same_cpu(ctx), pause, spin, ctx.plan.duration_ns, select::max_events(ctx), 1)?;
+        let o = one_way(ctx, "futex/same-cpu", &h, Placement::same_cpu(ctx), Events::from_plan(ctx, ctx.plan.duration_ns, 1), spin)?;
         Ok(vec![o])
     }
 }

@@ -21,7 +21,7 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use super::pair::{one_way, Handoff, Pause, Placement};
+use super::pair::{one_way, Events, Handoff, Placement};
 use super::{select, Probe, ProbeCtx, ThreadOutcome};
 use crate::sys::futex::Event;
 use crate::sys::time::now_ns;
@@ -76,7 +76,7 @@ impl Probe for SemProbe {
                 _ => Box::new(FutexHandoff(Event::new())),
             };
             ctx.board.reset(&format!("sem {v}"));
-            out.push(one_way(ctx, v, h.as_ref(), place, Pause::from_plan(ctx), 0, share, select::max_events(ctx), 1)?);
+            out.push(one_way(ctx, v, h.as_ref(), place, Events::from_plan(ctx, share, 1), 0)?);
         }
         Ok(out)
     }

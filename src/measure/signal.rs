@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::pair::{one_way, Handoff, Pause, Placement};
+use super::pair::{one_way, Events, Handoff, Placement};
 use super::{select, Probe, ProbeCtx, ThreadOutcome};
 use crate::sys::time::now_ns;
 
@@ -35,7 +35,7 @@ impl Probe for SignalProbe {
             }
             ctx.board.reset(&format!("signal {v}"));
             let h = SignalHandoff { queue: v == "sigqueue", target: AtomicU64::new(0) };
-            out.push(one_way(ctx, v, &h, Placement::from_plan(ctx), Pause::from_plan(ctx), 0, share, select::max_events(ctx), 1)?);
+            out.push(one_way(ctx, v, &h, Placement::from_plan(ctx), Events::from_plan(ctx, share, 1), 0)?);
         }
         Ok(out)
     }
