@@ -92,6 +92,8 @@ fn main() -> anyhow::Result<()> {
         warnings: vec![],
         results,
         trace: None,
+        phases: Vec::new(),
+        scenario: None,
     };
     rtscope::store::json::write_run(std::path::Path::new(out), &run)?;
     let merged = run.results.last().unwrap();

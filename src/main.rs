@@ -21,6 +21,8 @@ fn main() -> ExitCode {
         Command::Run(args) => commands::run::cmd(&args),
         Command::Probes => commands::probes::cmd(),
         Command::Doctor(args) => commands::doctor::cmd(&args),
+        Command::Presets => commands::presets::cmd(),
+        Command::LoadWorker(args) => rtscope::load::worker::main(&args),
         Command::Compare(args) => commands::compare::cmd(&args),
         Command::Report(args) => commands::report::cmd(&args),
     };

@@ -4,6 +4,7 @@
 pub mod compare;
 pub mod doctor;
 pub mod inputs;
+pub mod presets;
 pub mod probes;
 pub mod report;
 pub mod run;

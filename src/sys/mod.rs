@@ -7,4 +7,6 @@ pub mod futex;
 pub mod mman;
 pub mod sched;
 pub mod time;
+pub mod prctl;
+pub mod wait;
 pub mod tracefs;

@@ -75,6 +75,8 @@ pub fn run(host: Host, results: Vec<ProbeResult>) -> Run {
         warnings: vec![],
         results,
         trace: None,
+        phases: Vec::new(),
+        scenario: None,
     }
 }
 
