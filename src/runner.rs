@@ -163,6 +163,8 @@ pub fn execute(
         trace: None,
         phases: Vec::new(),
         scenario: exp.scenario.clone(),
+        imported_from: None,
+        fidelity: Vec::new(),
     };
 
     let board = LiveBoard::default();

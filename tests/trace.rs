@@ -291,6 +291,8 @@ fn without_root_it_says_so_and_runs_without_tracing() {
         .args(["run", "-D", "300ms", "-t", "1", "-a", "0", "-q", "--trace-threshold", "100us", "--json"])
         .arg(sb.path("n.json"))
         .current_dir(sb.dir.path())
+        .env("RTSCOPE_DB", sb.path("n.db"))
+        .env("XDG_DATA_HOME", sb.path("xdg-data"))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

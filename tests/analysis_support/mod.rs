@@ -77,6 +77,8 @@ pub fn run(host: Host, results: Vec<ProbeResult>) -> Run {
         trace: None,
         phases: Vec::new(),
         scenario: None,
+        imported_from: None,
+        fidelity: vec![],
     }
 }
 
