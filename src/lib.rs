@@ -18,3 +18,5 @@ pub mod scenario;
 pub mod store;
 pub mod sys;
 pub mod sysinfo;
+pub mod trace;
+pub mod doctor;

@@ -20,6 +20,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => commands::run::cmd(&args),
         Command::Probes => commands::probes::cmd(),
+        Command::Doctor(args) => commands::doctor::cmd(&args),
         Command::Presets => commands::presets::cmd(),
         Command::LoadWorker(args) => rtscope::load::worker::main(&args),
         Command::History(args) => commands::history::cmd(&args),

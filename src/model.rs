@@ -49,6 +49,9 @@ pub struct Run {
     #[serde(default)]
     pub warnings: Vec<String>,
     pub results: Vec<ProbeResult>,
+    /// What threshold tracing did (absent when it was not asked for or not available).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::TraceSummary>,
     /// One entry per load phase run (or started), in order: its loads, their
     /// exact commands and the evidence that they ran. See docs/schema.md.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -116,6 +119,9 @@ pub struct Host {
     pub smt: String,
     #[serde(default)]
     pub virtualized: bool,
+    /// `rtscope doctor` findings for the measured CPUs (docs/schema.md, "doctor").
+    #[serde(default)]
+    pub doctor: Vec<crate::doctor::Finding>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -147,6 +153,9 @@ pub struct Plan {
     pub cpus: Vec<usize>,
     pub dma_latency: bool,
     pub worst_k: usize,
+    /// `--trace-threshold` / `--trace-buffer` / `--trace-max`, when tracing was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::TracePlan>,
     /// Probe-specific options (absent in files written before they existed).
     #[serde(default)]
     pub probe_options: ProbeOptions,
@@ -297,6 +306,9 @@ pub struct WorstSample {
     /// Which measuring thread took it (useful in merged entries).
     #[serde(default)]
     pub thread: usize,
+    /// What held the CPU from due time to wake-up (`--trace-threshold` snapshots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::attribute::TraceWindow>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]

@@ -15,11 +15,12 @@ use time::OffsetDateTime;
 use crate::cli::plan::{Output, RunPlan};
 use crate::measure::{probe_by_name, LiveBoard, ProbeCtx, ThreadOutcome};
 use crate::measure::recorder::Recorder;
+use crate::model::{Calibration, Host, Nanos, ProbeResult, RealtimeSetup, Run, SetupStep, Tool, SCHEMA_VERSION};
 use crate::scenario::Experiment;
-use crate::model::{Calibration, Nanos, ProbeResult, RealtimeSetup, Run, SetupStep, Tool, SCHEMA_VERSION};
 use crate::sys::dma_latency::DmaLatencyGuard;
 use crate::sys::{mman, sched, time as clock};
 use crate::sysinfo::{self, SysRoot};
+use crate::trace::{TracePlan, TraceSession};
 
 /// RFC 3339 UTC with second precision.
 pub fn rfc3339(t: OffsetDateTime) -> String {
@@ -133,7 +134,13 @@ pub fn execute(
 ) -> anyhow::Result<Run> {
     let (clock_med, clock_min) = clock::calibrate_clock_read(101);
     let mut steps = Vec::new();
+    // Before the real-time set-up: the audit reads many files and allocates as it goes.
+    let root = SysRoot::default();
+    let host = sysinfo::fingerprint(&root);
+    let host = Host { doctor: crate::doctor::audit_host(&root, &host, &plan.measured_cpus()), ..host };
     let _dma = global_setup(plan, &mut steps);
+    // Dropped before `_dma` and on every return path: stops tracing, removes the instance.
+    let trace = plan.trace.as_ref().and_then(|tp| start_tracing(tp, plan, &mut steps));
 
     let mut run = Run {
         schema_version: SCHEMA_VERSION,
@@ -143,7 +150,7 @@ pub fn execute(
         interrupted: false,
         interrupted_in: None,
         command_line,
-        host: sysinfo::fingerprint(&SysRoot::default()),
+        host,
         plan: plan.to_model(),
         realtime_setup: RealtimeSetup::default(),
         calibration: Calibration {
@@ -153,6 +160,7 @@ pub fn execute(
         },
         warnings: Vec::new(),
         results: Vec::new(),
+        trace: None,
         phases: Vec::new(),
         scenario: exp.scenario.clone(),
         imported_from: None,
@@ -178,6 +186,14 @@ pub fn execute(
                 .name("rtscope-live".into())
                 .stack_size(256 * 1024)
                 .spawn_scoped(s, move || crate::live::progress(board, total_ns, finished, stop))?;
+        }
+        if let Some(t) = trace.as_ref() {
+            let finished = &finished;
+            // Small stack as the live thread's (locked under MCL_FUTURE); buffers go on the heap.
+            std::thread::Builder::new()
+                .name("rtscope-trace".into())
+                .stack_size(256 * 1024)
+                .spawn_scoped(s, move || t.collect(finished))?;
         }
         let result = (|| -> anyhow::Result<()> {
             // Loads start from this (main) thread: their parent-death signal
@@ -229,7 +245,8 @@ pub fn execute(
                         if !entry.periods_ns.is_empty() {
                             warm.probe.periods_ns = entry.periods_ns.clone();
                         }
-                        probe.run(&ProbeCtx { plan: &warm, phase, stop, board: &board })?;
+                        // Warm-up samples are not traced.
+                        probe.run(&ProbeCtx { plan: &warm, phase, stop, board: &board, trace: None })?;
                         if stop.load(Ordering::Relaxed) {
                             break;
                         }
@@ -239,7 +256,7 @@ pub fn execute(
                     if !entry.periods_ns.is_empty() {
                         sub.probe.periods_ns = entry.periods_ns.clone();
                     }
-                    let ctx = ProbeCtx { plan: &sub, phase, stop, board: &board };
+                    let ctx = ProbeCtx { plan: &sub, phase, stop, board: &board, trace: trace.as_ref() };
                     let outcomes = probe.run(&ctx)?;
                     for o in &outcomes {
                         for st in &o.setup {
@@ -251,7 +268,12 @@ pub fn execute(
                             anyhow::bail!("probe {name}, thread {}: {e}", o.thread);
                         }
                     }
-                    run.results.extend(results_from(name, phase, &outcomes));
+                    let mut results = results_from(name, phase, &outcomes);
+                    if let Some(t) = &trace {
+                        t.attach(&mut results);
+                        run.trace = Some(t.summary());
+                    }
+                    run.results.extend(results);
                     finish(&mut run, &steps, stop);
                     crate::store::json::write_run(&output.path, &run)?;
                 }
@@ -284,6 +306,32 @@ pub fn execute(
     }
     crate::store::json::write_run(&output.path, &run)?;
     Ok(run)
+}
+
+/// Starts threshold tracing; a failure (not root, no tracefs) is a set-up step that
+/// failed with the reason, and the run goes on without tracing.
+fn start_tracing(tp: &TracePlan, plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option<TraceSession> {
+    match TraceSession::start(tp, &plan.measured_cpus(), plan.threads) {
+        Ok(t) => {
+            steps.push(SetupStep {
+                step: "tracing".into(),
+                outcome: "ok".into(),
+                detail: format!(
+                    "instance {}{}, {} events, trace_clock mono, {} KB per CPU on cpus {}",
+                    t.instance_dir().display(),
+                    if t.mounted_tracefs { " (tracefs mounted by rtscope)" } else { "" },
+                    t.events().len(),
+                    tp.buffer_kb,
+                    crate::cli::plan::cpu_list_str(&plan.measured_cpus())
+                ),
+            });
+            Some(t)
+        }
+        Err(e) => {
+            steps.push(SetupStep { step: "tracing".into(), outcome: "failed".into(), detail: e });
+            None
+        }
+    }
 }
 
 fn finish(run: &mut Run, steps: &[SetupStep], stop: &AtomicBool) {

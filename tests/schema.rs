@@ -118,6 +118,28 @@ fn the_checker_catches_undocumented_and_missing_fields() {
 }
 
 #[test]
+fn traced_result_files_match_the_documented_schema() {
+    if !is_root() || !std::path::Path::new("/sys/kernel/tracing/instances").is_dir() {
+        eprintln!("skipped: threshold tracing needs root and tracefs at /sys/kernel/tracing");
+        return;
+    }
+    let doc = documented();
+    let sb = Sandbox::new();
+    // Every sample crosses a 1 µs threshold on any machine, and with --worst above the
+    // number of samples every snapshot sits on a kept sample.
+    let run = sb.run_json(
+        "t.json",
+        &["-D", "500ms", "-i", "200", "-t", "1", "-a", "1", "-q", "--trace-threshold", "1us", "--worst", "5000"],
+    );
+    let traced = merged(&run)[0]["worst"].as_array().unwrap().iter().filter(|w| w.get("trace").is_some()).count();
+    assert!(traced > 0, "no traced sample to check");
+    assert!(run.get("trace").is_some() && run["plan"].get("trace").is_some());
+    let mut errors = Vec::new();
+    check(&doc, "/", &run, &mut errors);
+    assert!(errors.is_empty(), "schema mismatches:\n{}", errors.join("\n"));
+}
+
+#[test]
 fn every_probe_writes_documented_fields() {
     let doc = documented();
     let sb = Sandbox::new();

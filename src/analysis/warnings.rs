@@ -18,6 +18,8 @@ pub enum Warning {
     Virtualized,
     /// /dev/cpu_dma_latency could not be held.
     NoDmaLatency { detail: String },
+    /// --trace-threshold was asked for but tracing could not be set up.
+    NoTracing { detail: String },
     /// Fewer samples than a percentile in the tables needs (10 beyond it).
     TooFewSamples { probe: String, phase: String, percentile: String, samples: u64, needed: u64, rate_hz: f64 },
     /// Enough samples for the tables, but the run is shorter than the
@@ -71,6 +73,7 @@ impl fmt::Display for Warning {
                 f,
                 "could not hold /dev/cpu_dma_latency at 0 ({detail}); deep CPU idle states may add wake-up latency."
             ),
+            Warning::NoTracing { detail } => write!(f, "no trace snapshots: {detail}."),
             Warning::TooFewSamples { probe, phase, percentile, samples, needed, rate_hz } => {
                 write!(
                     f,
@@ -98,7 +101,7 @@ pub fn for_run(run: &Run) -> Vec<Warning> {
         .realtime_setup
         .steps
         .iter()
-        .filter(|s| s.outcome == "failed" && s.step != "cpu_dma_latency")
+        .filter(|s| s.outcome == "failed" && s.step != "cpu_dma_latency" && s.step != "tracing")
         .map(|s| format!("{} failed ({})", s.step, s.detail))
         .collect();
     if !failed.is_empty() {
@@ -118,6 +121,9 @@ pub fn for_run(run: &Run) -> Vec<Warning> {
             overruns: r.overruns,
             samples: r.samples,
         });
+    }
+    if let Some(s) = run.realtime_setup.steps.iter().find(|s| s.step == "tracing" && s.outcome == "failed") {
+        out.push(Warning::NoTracing { detail: s.detail.clone() });
     }
     for r in run.results.iter().filter(|r| r.thread.is_none() && r.samples > 0) {
         let rate = crate::analysis::deadline::measured_rate_hz(r);

@@ -35,6 +35,8 @@ pub enum Command {
     Run(RunArgs),
     /// List the probes `--probe` accepts.
     Probes,
+    /// Audit this host for settings that hurt real-time latency, with the fix for each.
+    Doctor(DoctorArgs),
     /// List the runs saved in the history database.
     History(store_opts::HistoryArgs),
     /// Show one stored run: host, plan, summary table, tags, import notes.
@@ -139,4 +141,35 @@ pub struct RunArgs {
     pub load: load::LoadArgs,
     #[command(flatten)]
     pub probe_opts: probe_opts::ProbeOpts,
+
+    /// Trace samples later than this (e.g. 100us): a private tracefs instance records
+    /// scheduler and interrupt events, and each late sample gets "what held the CPU".
+    /// Needs root. A bare number is µs.
+    #[arg(long, value_name = "LATENCY", value_parser = units::parse_interval)]
+    pub trace_threshold: Option<u64>,
+
+    /// Trace ring buffer per measured CPU, in KB (with --trace-threshold). Larger keeps
+    /// longer windows; smaller is read faster after each late sample.
+    #[arg(long, value_name = "KB", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(64..=1_048_576))]
+    pub trace_buffer: u32,
+
+    /// At most this many trace snapshots per run (with --trace-threshold).
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub trace_max: u32,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DoctorArgs {
+    /// Print the findings as JSON (schema: docs/schema.md, "doctor") instead of a listing.
+    #[arg(long)]
+    pub json: bool,
+
+    /// CPUs you intend to measure, e.g. 1-3 or 2,3 [default: all online]. Isolation and
+    /// IRQ-affinity checks are judged against these.
+    #[arg(long, value_name = "CPUSET", value_parser = units::parse_cpuset)]
+    pub cpus: Option<units::CpuSet>,
+
+    /// Read /proc, /sys and /dev under DIR instead of / (tests; also $RTSCOPE_SYSROOT).
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub root: Option<PathBuf>,
 }

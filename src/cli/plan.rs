@@ -24,6 +24,7 @@ pub struct RunPlan {
     pub cpus: Vec<usize>,
     pub dma_latency: bool,
     pub worst_k: usize,
+    pub trace: Option<crate::trace::TracePlan>,
     /// Probe-specific options and variant selection (`--probe NAME:VARIANT`).
     pub probe: super::probe_opts::ProbeSettings,
 }
@@ -56,6 +57,7 @@ impl RunPlan {
             cpus: self.cpus.clone(),
             dma_latency: self.dma_latency,
             worst_k: self.worst_k,
+            trace: self.trace.clone(),
             probe_options: self.probe.to_model(),
         }
     }
@@ -100,6 +102,12 @@ pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInpu
     if probes.is_empty() {
         return Err(BadInput("--probe: no probe given; try --probe timer".into()));
     }
+    if args.trace_threshold.is_some() && !probes.iter().any(|p| p == "timer") {
+        return Err(BadInput(format!(
+            "--trace-threshold: only the timer probe hands late samples to the tracer, and --probe {} has none; add timer (--probe timer,...) or drop --trace-threshold",
+            probes.join(",")
+        )));
+    }
     if args.interval > args.duration {
         return Err(BadInput(format!(
             "-i/--interval {} is longer than -D/--duration {}: no period would complete; shorten the interval or lengthen the run",
@@ -132,6 +140,11 @@ pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInpu
         cpus,
         dma_latency: !args.no_dma_latency,
         worst_k: args.worst as usize,
+        trace: args.trace_threshold.map(|t| crate::trace::TracePlan {
+            threshold_ns: Nanos(t),
+            buffer_kb: args.trace_buffer,
+            max_snapshots: args.trace_max,
+        }),
         probe: probe_settings,
     };
     Ok((plan, Output { path, quiet: args.quiet, ns: args.ns }))

@@ -2,6 +2,7 @@
 //! returns the exit code (see `error` for the codes).
 
 pub mod compare;
+pub mod doctor;
 pub mod inputs;
 pub mod presets;
 pub mod probes;

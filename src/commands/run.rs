@@ -28,6 +28,8 @@ pub fn stamp(t: OffsetDateTime) -> String {
 /// samples taken are written, exit 130. A second signal exits at once.
 pub fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
+    // First, so that on a second signal it runs before the exit below.
+    crate::trace::register_signal_cleanup(Arc::clone(&stop))?;
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register_conditional_shutdown(sig, EXIT_INTERRUPTED as i32, Arc::clone(&stop))?;
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
@@ -61,6 +63,7 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
         if let Some(d) = args.analysis.deadline {
             print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d)));
         }
+        print!("{}", crate::trace::report::culprits_text(&run, 5));
         println!("result: {}", output.path.display());
     }
     for w in &run.warnings {

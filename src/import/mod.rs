@@ -323,6 +323,7 @@ pub fn build_run(p: Parsed, ctx: &Context) -> Result<Run, ParseError> {
             dma_latency: false,
             worst_k: 0,
             probe_options: Default::default(),
+            trace: None,
         },
         realtime_setup: RealtimeSetup {
             ok: false,
@@ -341,6 +342,7 @@ pub fn build_run(p: Parsed, ctx: &Context) -> Result<Run, ParseError> {
         results,
         phases: Vec::new(),
         scenario: None,
+        trace: None,
         imported_from: Some(ImportedFrom {
             format: ctx.format.name().into(),
             tool,

@@ -91,6 +91,8 @@ pub struct ProbeCtx<'a> {
     /// Raised by SIGINT/SIGTERM: every loop must end soon after.
     pub stop: &'a AtomicBool,
     pub board: &'a LiveBoard,
+    /// Threshold tracing, when asked for and available.
+    pub trace: Option<&'a crate::trace::TraceSession>,
 }
 
 /// What one measuring thread produced.

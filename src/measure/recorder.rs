@@ -337,7 +337,7 @@ impl Recorder {
         let worst = tail
             .iter()
             .take(self.worst_k)
-            .map(|w| WorstSample { latency_ns: w.0, at_ns: w.1, cpu: w.4, seq: w.2, thread: w.3 })
+            .map(|w| WorstSample { latency_ns: w.0, at_ns: w.1, cpu: w.4, seq: w.2, thread: w.3, trace: None })
             .collect();
         let width_s = self.slot_width_ns / 1_000_000_000;
         let per_second = self

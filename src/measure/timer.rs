@@ -25,9 +25,21 @@ impl Probe for TimerProbe {
         let specs: Vec<ThreadSpec> = (0..ctx.plan.threads).map(|i| ThreadSpec::from_plan(ctx.plan, i)).collect();
         let interval = ctx.plan.interval_ns;
         let duration = ctx.plan.duration_ns;
-        spawn_measuring(ctx, &specs, None, interval, |_spec, rec, stop, barrier| {
+        spawn_measuring(ctx, &specs, None, interval, |spec, rec, stop, barrier| {
+            let trigger = ctx.trace.and_then(|t| t.trigger(spec.index));
+            if let Some(t) = trigger {
+                t.arm(spec.cpu.or_else(crate::sys::sched::current_cpu).unwrap_or(0));
+            }
+            // Threshold tracing: one comparison per sample; a late one is handed over.
+            let threshold = trigger.map_or(u64::MAX, |t| t.threshold_ns());
             barrier.wait();
-            timer_loop(rec, stop, interval, duration)
+            timer_loop_with(rec, stop, interval, duration, u64::MAX, |latency, _at, seq| {
+                if latency > threshold {
+                    if let Some(t) = trigger {
+                        t.fire_late(latency, seq);
+                    }
+                }
+            })
         })
     }
 }

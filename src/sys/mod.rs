@@ -9,3 +9,4 @@ pub mod sched;
 pub mod time;
 pub mod prctl;
 pub mod wait;
+pub mod tracefs;

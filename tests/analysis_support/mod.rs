@@ -35,6 +35,7 @@ pub fn host(name: &str, kernel: &str) -> Host {
         cpuidle_states: vec![],
         smt: "off".into(),
         virtualized: false,
+        doctor: vec![],
     }
 }
 
@@ -70,11 +71,13 @@ pub fn run(host: Host, results: Vec<ProbeResult>) -> Run {
             dma_latency: true,
             worst_k: 8,
             probe_options: Default::default(),
+            trace: None,
         },
         realtime_setup: RealtimeSetup { ok: true, steps: vec![] },
         calibration: Calibration { clock_read_ns: Nanos(20), clock_read_min_ns: Nanos(18), clock: "test".into() },
         warnings: vec![],
         results,
+        trace: None,
         phases: Vec::new(),
         scenario: None,
         imported_from: None,

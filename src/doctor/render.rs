@@ -1,0 +1,68 @@
+//! Renderers for `rtscope doctor`: a terminal listing grouped by severity, and JSON.
+//!
+//! Both are pure functions of a [`DoctorReport`]; the JSON shape is documented in
+//! docs/schema.md under "doctor".
+
+use serde::{Deserialize, Serialize};
+
+use super::{fmt_cpus, Finding, Severity};
+
+/// The document `rtscope doctor --json` prints.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DoctorReport {
+    pub schema_version: u32,
+    /// The CPUs the findings were judged against.
+    pub cpus: Vec<usize>,
+    pub findings: Vec<Finding>,
+}
+
+/// Pretty JSON with a trailing newline.
+pub fn render_json(r: &DoctorReport) -> anyhow::Result<String> {
+    let mut s = serde_json::to_string_pretty(r)?;
+    s.push('\n');
+    Ok(s)
+}
+
+/// The terminal listing: worst severity first, one line per finding with its evidence, why
+/// and fix indented below (ok findings get the title and evidence only).
+pub fn render_text(r: &DoctorReport) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("rtscope doctor — judged for CPUs {}\n", fmt_cpus(&r.cpus)));
+    for sev in [Severity::Bad, Severity::Warn, Severity::Info, Severity::Ok] {
+        let group: Vec<&Finding> = r.findings.iter().filter(|f| f.severity == sev).collect();
+        if group.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("\n{} ({})\n", heading(sev), group.len()));
+        for f in group {
+            out.push_str(&format!("  [{:<4}] {:<22} {}\n", sev.as_str(), f.id, f.title));
+            for e in &f.evidence {
+                out.push_str(&format!("           {} = {}\n", e.path, e.value));
+            }
+            if sev != Severity::Ok {
+                out.push_str(&format!("           why: {}\n", f.why));
+                if let Some(fix) = &f.fix {
+                    out.push_str(&format!("           fix: {fix}\n"));
+                }
+            }
+        }
+    }
+    let count = |s| r.findings.iter().filter(|f| f.severity == s).count();
+    out.push_str(&format!(
+        "\n{} bad, {} warn, {} info, {} ok\n",
+        count(Severity::Bad),
+        count(Severity::Warn),
+        count(Severity::Info),
+        count(Severity::Ok)
+    ));
+    out
+}
+
+fn heading(s: Severity) -> &'static str {
+    match s {
+        Severity::Bad => "BAD — measurements on this host are not real-time meaningful until fixed",
+        Severity::Warn => "WARN — likely adds latency; fix before trusting worst cases",
+        Severity::Info => "INFO — worth knowing when reading results",
+        Severity::Ok => "OK",
+    }
+}

@@ -1,0 +1,462 @@
+//! Threshold tracing: when a sample is later than `--trace-threshold`, capture what the
+//! kernel did on that CPU between the sample's due time and its wake-up, and say who held
+//! the CPU.
+//!
+//! - [`TraceSession::start`] mounts tracefs if needed and creates rtscope's own instance
+//!   (`instances/rtscope-<pid>`) with scheduler, IRQ, softirq, x86 vector, hrtimer and
+//!   workqueue events, `trace_clock=mono` (so event times are CLOCK_MONOTONIC, the probes'
+//!   clock) and per-CPU buffers of `--trace-buffer` KB on the measured CPUs.
+//! - In the hot loop a measuring thread only compares its latency with the threshold and,
+//!   when over, stores the due and wake-up times into its [`TraceTrigger`] and raises a flag
+//!   (atomic stores, no system call).
+//! - The non-RT collector ([`TraceSession::collect`]) sees the flag, stops tracing, reads
+//!   that CPU's buffer, runs the pure [`attribute::attribute`] over the parsed events, then
+//!   clears the buffer and restarts tracing. At most `--trace-max` snapshots are kept per
+//!   run; once they are, only a sample worse than the mildest kept is handed over, and it
+//!   replaces that one — so the snapshots end up on the worst samples.
+//! - The runner attaches each snapshot to the matching `worst[]` sample (thread, seq).
+//! - Dropping the session stops tracing and removes the instance; a second Ctrl-C (which
+//!   exits at once) removes it from the signal handler ([`register_signal_cleanup`]).
+
+pub mod attribute;
+pub mod parse;
+pub mod report;
+
+use std::ffi::CString;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Nanos, ProbeResult};
+use crate::sys::time::now_ns;
+use crate::sys::tracefs::{self, Instance};
+use attribute::TraceWindow;
+
+/// What `--trace-threshold`, `--trace-buffer` and `--trace-max` asked for (`plan.trace`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TracePlan {
+    /// Samples later than this are traced.
+    pub threshold_ns: Nanos,
+    /// Ring buffer per measured CPU, KB.
+    pub buffer_kb: u32,
+    /// At most this many snapshots per run.
+    pub max_snapshots: u32,
+}
+
+/// What tracing did during a run (`trace` at the top level of a result).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceSummary {
+    /// The tracefs instance used, e.g. `/sys/kernel/tracing/instances/rtscope-4242`.
+    pub instance: String,
+    /// Events enabled (`group/name`).
+    pub events: Vec<String>,
+    /// Samples later than the threshold.
+    pub over_threshold: u64,
+    /// Snapshots kept (at most `plan.trace.max_snapshots`; the worst samples win).
+    pub snapshots: u32,
+    /// Snapshots whose sample is among the worst K kept, i.e. found in `worst[].trace`
+    /// (a snapshot of a sample outside the worst K is dropped).
+    pub on_worst: u32,
+}
+
+/// Events enabled when the kernel has them; `sched/sched_switch` is required.
+const EVENTS: &[&str] = &[
+    "sched/sched_switch",
+    "sched/sched_wakeup",
+    "irq/irq_handler_entry",
+    "irq/irq_handler_exit",
+    "irq/softirq_entry",
+    "irq/softirq_exit",
+    "timer/hrtimer_expire_entry",
+    "timer/hrtimer_expire_exit",
+    "workqueue/workqueue_execute_start",
+    "workqueue/workqueue_execute_end",
+];
+
+/// One measuring thread's mailbox to the collector. Written only by its thread (hot path:
+/// plain atomic stores), read by the collector after `pending` is seen set.
+#[derive(Debug)]
+pub struct TraceTrigger {
+    threshold_ns: u64,
+    /// Raised by the collector once the run's snapshots are all taken: then only a sample
+    /// worse than the mildest one kept is handed over (and replaces it).
+    handover_ns: AtomicU64,
+    pending: AtomicBool,
+    due_ns: AtomicU64,
+    wake_ns: AtomicU64,
+    seq: AtomicU64,
+    over: AtomicU64,
+    tid: AtomicU32,
+    cpu: AtomicUsize,
+}
+
+impl TraceTrigger {
+    fn new(threshold_ns: u64) -> TraceTrigger {
+        TraceTrigger {
+            threshold_ns,
+            handover_ns: AtomicU64::new(threshold_ns),
+            pending: AtomicBool::new(false),
+            due_ns: AtomicU64::new(0),
+            wake_ns: AtomicU64::new(0),
+            seq: AtomicU64::new(0),
+            over: AtomicU64::new(0),
+            tid: AtomicU32::new(0),
+            cpu: AtomicUsize::new(0),
+        }
+    }
+
+    /// Samples later than this fire the trigger.
+    pub fn threshold_ns(&self) -> u64 {
+        self.threshold_ns
+    }
+
+    /// Called by the measuring thread before the start barrier: who and where it is.
+    pub fn arm(&self, cpu: usize) {
+        // SAFETY: gettid takes no arguments and cannot fail.
+        let tid = unsafe { libc::gettid() };
+        self.tid.store(tid as u32, Ordering::Relaxed);
+        self.cpu.store(cpu, Ordering::Relaxed);
+    }
+
+    /// Hot path, right after recording a sample `latency_ns` late: [`fire`](Self::fire) with
+    /// the window `[now − latency, now]`, `now` read here (tens of ns after the wake-up,
+    /// far below the trace's µs resolution; the window keeps the sample's exact length).
+    #[inline]
+    pub fn fire_late(&self, latency_ns: u64, seq: u64) {
+        let wake = now_ns();
+        self.fire(wake.saturating_sub(latency_ns), wake, seq);
+    }
+
+    /// Hot path, after a sample later than the threshold: hand its window to the collector
+    /// unless the previous one is still being read, or the snapshots are all taken and this
+    /// sample is no worse than the mildest one kept.
+    #[inline]
+    pub fn fire(&self, due_ns: u64, wake_ns: u64, seq: u64) {
+        self.over.fetch_add(1, Ordering::Relaxed);
+        if wake_ns.saturating_sub(due_ns) > self.handover_ns.load(Ordering::Relaxed) && !self.pending.load(Ordering::Relaxed) {
+            self.due_ns.store(due_ns, Ordering::Relaxed);
+            self.wake_ns.store(wake_ns, Ordering::Relaxed);
+            self.seq.store(seq, Ordering::Relaxed);
+            self.pending.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// A snapshot waiting to be attached to its worst sample.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub thread: usize,
+    pub seq: u64,
+    pub latency_ns: u64,
+    pub window: TraceWindow,
+}
+
+/// rtscope's tracing instance for one run. Dropping it removes the instance.
+pub struct TraceSession {
+    instance: Instance,
+    plan: TracePlan,
+    cpus: Vec<usize>,
+    events: Vec<String>,
+    triggers: Vec<TraceTrigger>,
+    /// rtscope mounted tracefs itself (it stays mounted: other tools may now use it).
+    pub mounted_tracefs: bool,
+    /// Serialises reading the buffer between the collector and the runner's flush.
+    state: Mutex<State>,
+}
+
+struct State {
+    /// Snapshots of the probe running now, not yet attached.
+    snapshots: Vec<Snapshot>,
+    /// Snapshots of earlier probes (they count against the maximum).
+    done: u32,
+    /// Of those, the ones whose sample was among the worst kept, so they are in the result.
+    on_worst: u32,
+    /// CLOCK_MONOTONIC when tracing was last switched on: earlier windows are incomplete.
+    tracing_since: u64,
+}
+
+impl TraceSession {
+    /// Sets up the instance for `cpus` and `threads` measuring threads. The error says why
+    /// tracing is unavailable (not root, no tracefs) and that the run goes on without it.
+    pub fn start(plan: &TracePlan, cpus: &[usize], threads: usize) -> Result<TraceSession, String> {
+        // SAFETY: geteuid takes no arguments and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err("tracing needs root (tracefs instances are root-only): running without --trace-threshold snapshots; rerun as root to get them".into());
+        }
+        let (tracefs, mounted) = tracefs::find_or_mount().map_err(|e| {
+            format!("tracefs unavailable ({e}); try `mount -t tracefs nodev /sys/kernel/tracing`; running without tracing")
+        })?;
+        let name = format!("rtscope-{}", std::process::id());
+        let instance = Instance::create(&tracefs, &name)
+            .map_err(|e| format!("cannot create tracing instance {}/instances/{name}: {e}; running without tracing", tracefs.display()))?;
+        let mut session = TraceSession {
+            instance,
+            plan: plan.clone(),
+            cpus: cpus.to_vec(),
+            events: Vec::new(),
+            triggers: (0..threads.max(1)).map(|_| TraceTrigger::new(plan.threshold_ns.0)).collect(),
+            mounted_tracefs: false,
+            state: Mutex::new(State { snapshots: Vec::new(), done: 0, on_worst: 0, tracing_since: 0 }),
+        };
+        // From here on, errors drop `session`, which removes the instance; so does a second
+        // Ctrl-C, through the signal handler.
+        register_instance_path(session.instance.dir());
+        session.configure().map_err(|e| format!("tracing set-up failed: {e}; running without tracing"))?;
+        session.mounted_tracefs = mounted;
+        let _ = session.instance.write("trace", "");
+        session.instance.write("tracing_on", "1").map_err(|e| format!("cannot start tracing: {e}; running without tracing"))?;
+        session.state().tracing_since = now_ns();
+        Ok(session)
+    }
+
+    fn configure(&mut self) -> std::io::Result<()> {
+        let i = &self.instance;
+        i.write("tracing_on", "0")?;
+        i.write("trace_clock", "mono")?;
+        i.write("tracing_cpumask", &cpumask_hex(&self.cpus))?;
+        // Smallest buffers on the CPUs not traced (an instance starts with ~1.4 MB per CPU),
+        // then the asked size on the measured ones.
+        let _ = i.write("buffer_size_kb", "4");
+        for &cpu in &self.cpus {
+            i.write(&format!("per_cpu/cpu{cpu}/buffer_size_kb"), &self.plan.buffer_kb.to_string())?;
+        }
+        for ev in EVENTS {
+            if i.enable_event(ev) {
+                self.events.push(ev.to_string());
+            }
+        }
+        for name in i.group_events("irq_vectors") {
+            if (name.ends_with("_entry") || name.ends_with("_exit")) && i.enable_event(&format!("irq_vectors/{name}")) {
+                self.events.push(format!("irq_vectors/{name}"));
+            }
+        }
+        if !self.events.iter().any(|e| e == "sched/sched_switch") {
+            return Err(std::io::Error::new(std::io::ErrorKind::NotFound, "this kernel has no sched/sched_switch event"));
+        }
+        Ok(())
+    }
+
+    /// The shared state; a panic elsewhere while holding it leaves nothing half-written
+    /// that matters here, so a poisoned lock is used as is.
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The trigger of measuring thread `index`.
+    pub fn trigger(&self, index: usize) -> Option<&TraceTrigger> {
+        self.triggers.get(index)
+    }
+
+    pub fn instance_dir(&self) -> PathBuf {
+        self.instance.dir().to_path_buf()
+    }
+
+    pub fn events(&self) -> &[String] {
+        &self.events
+    }
+
+    /// The collector thread's loop: handle raised triggers every millisecond until `done`.
+    /// It stays SCHED_OTHER (never competes with real-time work) but asks for nice -10, so
+    /// that on a loaded host it still reads a late sample's buffer before it is overwritten.
+    pub fn collect(&self, done: &AtomicBool) {
+        // SAFETY: gettid cannot fail; setpriority on our own thread id only changes its nice
+        // value, and failure (no CAP_SYS_NICE) just leaves it at 0.
+        unsafe {
+            let tid = libc::gettid();
+            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, -10);
+        }
+        while !done.load(Ordering::Relaxed) {
+            self.handle_pending();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Takes a snapshot for every raised trigger (tracing is off while the buffers are read).
+    /// Once `max_snapshots` are kept, a worse sample replaces the mildest one kept.
+    pub fn handle_pending(&self) {
+        let mut st = self.state();
+        let raised: Vec<usize> = (0..self.triggers.len())
+            .filter(|&i| self.triggers[i].pending.load(Ordering::Acquire))
+            .collect();
+        if raised.is_empty() {
+            return;
+        }
+        let room = (self.plan.max_snapshots.saturating_sub(st.done)) as usize;
+        let _ = self.instance.write("tracing_on", "0");
+        let mut read_cpus: Vec<usize> = Vec::new();
+        for i in raised {
+            let t = &self.triggers[i];
+            let (due, wake, seq) =
+                (t.due_ns.load(Ordering::Relaxed), t.wake_ns.load(Ordering::Relaxed), t.seq.load(Ordering::Relaxed));
+            let latency_ns = wake.saturating_sub(due);
+            let mildest = st.snapshots.iter().enumerate().min_by_key(|(_, s)| s.latency_ns).map(|(k, s)| (k, s.latency_ns));
+            let replace = match mildest {
+                _ if st.snapshots.len() < room => None,
+                Some((k, l)) if latency_ns > l => Some(k),
+                _ => {
+                    t.pending.store(false, Ordering::Release);
+                    continue;
+                }
+            };
+            let (cpu, tid) = (t.cpu.load(Ordering::Relaxed), t.tid.load(Ordering::Relaxed));
+            let text = self.instance.read(&format!("per_cpu/cpu{cpu}/trace")).unwrap_or_default();
+            read_cpus.push(cpu);
+            let events = parse::parse_trace(&text);
+            let window = attribute::attribute(&events, cpu, due, wake, (tid != 0).then_some(tid), st.tracing_since);
+            let snap = Snapshot { thread: i, seq, latency_ns, window };
+            match replace {
+                Some(k) => st.snapshots[k] = snap,
+                None => st.snapshots.push(snap),
+            }
+            t.pending.store(false, Ordering::Release);
+        }
+        self.raise_handover(&st, room);
+        // Only the buffers read are cleared; every window is cut by time anyway.
+        for cpu in read_cpus {
+            let _ = self.instance.write(&format!("per_cpu/cpu{cpu}/trace"), "");
+        }
+        let _ = self.instance.write("tracing_on", "1");
+        st.tracing_since = now_ns();
+    }
+
+    /// With every snapshot slot used, only samples worse than the mildest kept are handed
+    /// over; with no room at all, none are.
+    fn raise_handover(&self, st: &State, room: usize) {
+        let floor = if room == 0 {
+            u64::MAX
+        } else if st.snapshots.len() >= room {
+            st.snapshots.iter().map(|s| s.latency_ns).min().unwrap_or(0).max(self.plan.threshold_ns.0)
+        } else {
+            self.plan.threshold_ns.0
+        };
+        for t in &self.triggers {
+            t.handover_ns.store(floor, Ordering::Relaxed);
+        }
+    }
+
+    /// Attaches the snapshots of the probe that just ran to the matching `worst[]` samples
+    /// of `results` (same thread and sequence number). Call after each probe has run.
+    pub fn attach(&self, results: &mut [ProbeResult]) {
+        self.handle_pending();
+        let mut st = self.state();
+        let mut placed = vec![false; st.snapshots.len()];
+        for r in results.iter_mut() {
+            for w in r.worst.iter_mut() {
+                if let Some(k) = st.snapshots.iter().position(|s| s.thread == w.thread && s.seq == w.seq) {
+                    w.trace = Some(st.snapshots[k].window.clone());
+                    placed[k] = true;
+                }
+            }
+        }
+        st.on_worst += placed.iter().filter(|p| **p).count() as u32;
+        st.done += st.snapshots.len() as u32;
+        st.snapshots.clear();
+        // Sequence numbers restart with the next probe.
+        let room = self.plan.max_snapshots.saturating_sub(st.done) as usize;
+        self.raise_handover(&st, room);
+        for t in &self.triggers {
+            t.pending.store(false, Ordering::Release);
+        }
+    }
+
+    pub fn summary(&self) -> TraceSummary {
+        let st = self.state();
+        TraceSummary {
+            instance: self.instance.dir().display().to_string(),
+            events: self.events.clone(),
+            over_threshold: self.triggers.iter().map(|t| t.over.load(Ordering::Relaxed)).sum(),
+            snapshots: st.done + st.snapshots.len() as u32,
+            on_worst: st.on_worst,
+        }
+    }
+}
+
+impl Drop for TraceSession {
+    fn drop(&mut self) {
+        unregister_instance_path();
+        if let Err(e) = self.instance.remove() {
+            eprintln!("warning: could not remove tracing instance {}: {e}; remove it with rmdir", self.instance.dir().display());
+        }
+    }
+}
+
+/// `tracing_cpumask` wants a hex mask, 32-bit groups separated by commas.
+fn cpumask_hex(cpus: &[usize]) -> String {
+    let max = cpus.iter().copied().max().unwrap_or(0);
+    let mut words = vec![0u32; max / 32 + 1];
+    for &c in cpus {
+        words[c / 32] |= 1 << (c % 32);
+    }
+    words.iter().rev().map(|w| format!("{w:08x}")).collect::<Vec<_>>().join(",")
+}
+
+/// Path of the live instance as a C string, for the signal handler (never freed: a handler
+/// may still be reading it).
+static INSTANCE_PATH: AtomicPtr<libc::c_char> = AtomicPtr::new(std::ptr::null_mut());
+
+fn register_instance_path(dir: &std::path::Path) {
+    if let Ok(c) = CString::new(dir.as_os_str().as_encoded_bytes()) {
+        INSTANCE_PATH.store(c.into_raw(), Ordering::SeqCst);
+    }
+}
+
+fn unregister_instance_path() {
+    INSTANCE_PATH.store(std::ptr::null_mut(), Ordering::SeqCst);
+}
+
+/// Registers, for SIGINT and SIGTERM, removal of the live instance when `stop` is already
+/// raised — i.e. on the second signal, which exits the process at once without running
+/// destructors. Must be registered before that exit action so it runs first.
+pub fn register_signal_cleanup(stop: Arc<AtomicBool>) -> std::io::Result<()> {
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let stop = Arc::clone(&stop);
+        let action = move || {
+            if stop.load(Ordering::SeqCst) {
+                let p = INSTANCE_PATH.load(Ordering::SeqCst);
+                if !p.is_null() {
+                    // SAFETY: `p` is a leaked, never-freed NUL-terminated path; rmdir(2) is
+                    // async-signal-safe. Failure (EBUSY while a reader has a file open) is
+                    // ignored: there is nothing more a signal handler can do.
+                    unsafe { libc::rmdir(p) };
+                }
+            }
+        };
+        // SAFETY: the action only performs atomic loads and rmdir(2), all async-signal-safe;
+        // it allocates nothing and takes no lock.
+        unsafe { signal_hook::low_level::register(sig, action) }?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpumask() {
+        assert_eq!(cpumask_hex(&[1]), "00000002");
+        assert_eq!(cpumask_hex(&[0, 2, 3]), "0000000d");
+        assert_eq!(cpumask_hex(&[33]), "00000002,00000000");
+    }
+
+    #[test]
+    fn trigger_hands_over_one_window_at_a_time() {
+        let t = TraceTrigger::new(500);
+        t.fire(10, 900, 3);
+        t.fire(20, 800, 4);
+        assert!(t.pending.load(Ordering::Acquire));
+        assert_eq!((t.due_ns.load(Ordering::Relaxed), t.seq.load(Ordering::Relaxed)), (10, 3));
+        assert_eq!(t.over.load(Ordering::Relaxed), 2);
+        // Snapshots full, mildest kept is 2000 ns: a 1500 ns sample is counted, not handed over.
+        t.pending.store(false, Ordering::Release);
+        t.handover_ns.store(2000, Ordering::Relaxed);
+        t.fire(0, 1500, 5);
+        assert!(!t.pending.load(Ordering::Acquire));
+        t.fire(0, 2500, 6);
+        assert_eq!((t.pending.load(Ordering::Acquire), t.seq.load(Ordering::Relaxed)), (true, 6));
+        assert_eq!(t.over.load(Ordering::Relaxed), 4);
+    }
+}

@@ -1,0 +1,56 @@
+//! Terminal text for threshold tracing: the top culprits of each traced worst sample,
+//! printed after the summary table. A pure function of the result model.
+
+use crate::model::Run;
+
+use super::attribute::Culprit;
+
+/// Up to `max_samples` traced worst samples per probe result (merged entries only), each
+/// with its three longest culprits. Empty when the run has no trace snapshots.
+pub fn culprits_text(run: &Run, max_samples: usize) -> String {
+    let mut out = String::new();
+    let Some(summary) = &run.trace else { return out };
+    let threshold = run.plan.trace.as_ref().map(|t| t.threshold_ns.0).unwrap_or(0);
+    out.push_str(&format!(
+        "trace: {} snapshot(s) ({} on worst samples) of {} sample(s) over {} (instance {})\n",
+        summary.snapshots,
+        summary.on_worst,
+        summary.over_threshold,
+        us(threshold),
+        summary.instance
+    ));
+    for r in run.results.iter().filter(|r| r.thread.is_none()) {
+        for w in r.worst.iter().filter(|w| w.trace.is_some()).take(max_samples) {
+            let t = w.trace.as_ref().expect("filtered");
+            let top: Vec<String> = t.culprits.iter().take(3).map(culprit).collect();
+            out.push_str(&format!(
+                "  {} {} thread {} cpu {} seq {}{}: {}\n",
+                r.probe,
+                us(w.latency_ns.0),
+                w.thread,
+                t.cpu,
+                w.seq,
+                if t.complete { "" } else { " (trace incomplete)" },
+                if top.is_empty() { "no events".to_string() } else { top.join(", ") }
+            ));
+        }
+    }
+    out
+}
+
+fn culprit(c: &Culprit) -> String {
+    let who = match (c.kind.as_str(), c.pid, c.prio, c.irq) {
+        ("task" | "self", Some(pid), Some(prio), _) if prio < 100 => format!("{} (pid {pid}, rt prio {})", c.name, 99 - prio),
+        ("task" | "self", Some(pid), Some(prio), _) => format!("{} (pid {pid}, prio {prio})", c.name),
+        ("task" | "self", Some(pid), None, _) => format!("{} (pid {pid})", c.name),
+        ("irq", _, _, Some(n)) => format!("irq {n} {}", c.name),
+        ("softirq", _, _, _) => format!("softirq {}", c.name),
+        ("vector", _, _, _) => format!("vector {}", c.name),
+        _ => c.name.clone(),
+    };
+    format!("{who} {}", us(c.duration_ns.0))
+}
+
+fn us(ns: u64) -> String {
+    format!("{:.1}us", ns as f64 / 1e3)
+}
