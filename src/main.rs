@@ -1,1 +1,36 @@
-fn main() {}
+//! rtscope: an instrument for the experimental evaluation of real-time
+//! operating systems. `main` parses the command line, dispatches to
+//! `rtscope::commands`, and maps errors to exit codes: 0 done, 2 bad input,
+//! 130 interrupted, 1 any other failure.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use rtscope::cli::{Cli, Command};
+use rtscope::commands;
+use rtscope::error::{BadInput, EXIT_BAD_INPUT, EXIT_FAILURE};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        // clap prints usage errors and exits 2; --help/--version exit 0.
+        Err(e) => e.exit(),
+    };
+    let result = match cli.command {
+        Command::Run(args) => commands::run::cmd(&args),
+        Command::Probes => commands::probes::cmd(),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            if let Some(bad) = e.downcast_ref::<BadInput>() {
+                eprintln!("error: {bad}");
+                ExitCode::from(EXIT_BAD_INPUT)
+            } else {
+                eprintln!("error: {e:#}");
+                ExitCode::from(EXIT_FAILURE)
+            }
+        }
+    }
+}

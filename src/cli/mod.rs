@@ -1,0 +1,106 @@
+//! Command-line arguments, in two stages (as ripgrep's lowargs/hiargs):
+//! this module holds clap's view, which only parses and range-checks values
+//! and has no side effects; [`plan`] then probes the system (online CPUs,
+//! output paths) and builds the validated [`plan::RunPlan`].
+
+pub mod plan;
+pub mod units;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::sys::sched::Policy;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rtscope",
+    version,
+    about = "Measure how fast and how predictably this system answers events",
+    long_about = "rtscope measures real-time latency (timer wake-up, and more probes to come) with one clock, \
+in nanoseconds, as full lossless distributions, and keeps the host fingerprint and the plan with every result."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run an experiment and save its result (JSON, schema v1).
+    Run(RunArgs),
+    /// List the probes `--probe` accepts.
+    Probes,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PolicyArg {
+    Fifo,
+    Rr,
+    Other,
+}
+
+impl From<PolicyArg> for Policy {
+    fn from(p: PolicyArg) -> Policy {
+        match p {
+            PolicyArg::Fifo => Policy::Fifo,
+            PolicyArg::Rr => Policy::RoundRobin,
+            PolicyArg::Other => Policy::Other,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// How long each probe measures: 500ms, 30s, 5m, 2h, 1d (a bare number is seconds).
+    #[arg(short = 'D', long, default_value = "30s", value_parser = units::parse_duration, allow_hyphen_values = true)]
+    pub duration: u64,
+
+    /// Timer period: a bare number is µs (as cyclictest); 250us, 1ms, 100000ns accepted.
+    #[arg(short = 'i', long, default_value = "1000", value_parser = units::parse_interval, allow_hyphen_values = true)]
+    pub interval: u64,
+
+    /// Real-time priority of the measuring threads (1-99).
+    #[arg(short = 'p', long, default_value_t = 95, value_parser = clap::value_parser!(u8).range(1..=99), allow_hyphen_values = true)]
+    pub priority: u8,
+
+    /// Scheduling policy of the measuring threads.
+    #[arg(long, value_enum, default_value_t = PolicyArg::Fifo)]
+    pub policy: PolicyArg,
+
+    /// Number of measuring threads [default: one per CPU of --affinity, else per online CPU].
+    #[arg(short = 't', long, value_parser = clap::value_parser!(u32).range(1..=4096), allow_hyphen_values = true)]
+    pub threads: Option<u32>,
+
+    /// CPUs to measure on, e.g. 0,2-3; threads are pinned round-robin [default: all online].
+    #[arg(short = 'a', long, value_parser = units::parse_cpuset)]
+    pub affinity: Option<units::CpuSet>,
+
+    /// Probes to run, comma-separated (see `rtscope probes`).
+    #[arg(long = "probe", value_delimiter = ',', default_value = "timer")]
+    pub probes: Vec<String>,
+
+    /// Write the result to this file (instead of --out DIR).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Directory for results, each file named by its start time.
+    #[arg(long, value_name = "DIR", default_value = "rtscope-results")]
+    pub out: PathBuf,
+
+    /// No progress bar and no table; errors and warnings only.
+    #[arg(short, long)]
+    pub quiet: bool,
+
+    /// Do not hold /dev/cpu_dma_latency at 0 during the run.
+    #[arg(long)]
+    pub no_dma_latency: bool,
+
+    /// Print latencies in ns instead of µs.
+    #[arg(long)]
+    pub ns: bool,
+
+    /// How many worst samples each thread keeps (with time, CPU and sequence number).
+    #[arg(long, value_name = "K", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub worst: u32,
+}

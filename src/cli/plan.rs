@@ -1,0 +1,158 @@
+//! Second stage of argument handling: check the arguments against this system
+//! and build the validated [`RunPlan`] (plus where results go).
+//! Everything that can be wrong with the input is found here, before anything
+//! is started or written, and reported as [`BadInput`] (exit code 2).
+
+use std::path::PathBuf;
+
+use super::RunArgs;
+use crate::error::BadInput;
+use crate::measure::{probe_by_name, PROBES};
+use crate::model::{Nanos, Plan};
+use crate::sys::sched::{online_cpus, Policy};
+
+/// A validated experiment: what to measure, how, where.
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    pub probes: Vec<String>,
+    pub phases: Vec<String>,
+    pub duration_ns: u64,
+    pub interval_ns: u64,
+    pub priority: u8,
+    pub policy: Policy,
+    pub threads: usize,
+    pub cpus: Vec<usize>,
+    pub dma_latency: bool,
+    pub worst_k: usize,
+}
+
+/// Where and how to report.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// The result file (decided before the run starts).
+    pub path: PathBuf,
+    pub quiet: bool,
+    pub ns: bool,
+}
+
+impl RunPlan {
+    /// The CPUs measuring threads actually run on (threads take `cpus`
+    /// round-robin, so fewer threads than CPUs use only the first ones).
+    pub fn measured_cpus(&self) -> Vec<usize> {
+        self.cpus.iter().take(self.threads.max(1)).copied().collect()
+    }
+
+    pub fn to_model(&self) -> Plan {
+        Plan {
+            probes: self.probes.clone(),
+            phases: self.phases.clone(),
+            duration_ns: Nanos(self.duration_ns),
+            interval_ns: Nanos(self.interval_ns),
+            priority: self.priority,
+            policy: self.policy.name().to_string(),
+            threads: self.threads,
+            cpus: self.cpus.clone(),
+            dma_latency: self.dma_latency,
+            worst_k: self.worst_k,
+        }
+    }
+}
+
+/// Build the plan from parsed arguments; `started` names the result file.
+pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInput> {
+    let online = online_cpus();
+    let cpus = match &args.affinity {
+        Some(super::units::CpuSet(set)) => {
+            if let Some(bad) = set.iter().find(|c| !online.contains(c)) {
+                return Err(BadInput(format!(
+                    "-a/--affinity: CPU {bad} is not online; online CPUs are {}",
+                    crate::cli::plan::cpu_list_str(&online)
+                )));
+            }
+            set.clone()
+        }
+        None => online.clone(),
+    };
+    let threads = args.threads.map(|t| t as usize).unwrap_or(cpus.len());
+
+    let mut probes = Vec::new();
+    for p in &args.probes {
+        let p = p.trim();
+        if probe_by_name(p).is_none() {
+            let names: Vec<&str> = PROBES.iter().map(|(n, _)| *n).collect();
+            return Err(BadInput(format!("--probe: unknown probe '{p}'; available: {}", names.join(", "))));
+        }
+        if !probes.iter().any(|q| q == p) {
+            probes.push(p.to_string());
+        }
+    }
+    if probes.is_empty() {
+        return Err(BadInput("--probe: no probe given; try --probe timer".into()));
+    }
+    if args.interval > args.duration {
+        return Err(BadInput(format!(
+            "-i/--interval {} is longer than -D/--duration {}: no period would complete; shorten the interval or lengthen the run",
+            super::units::fmt_ns(args.interval),
+            super::units::fmt_ns(args.duration)
+        )));
+    }
+
+    let path = match &args.json {
+        Some(p) => {
+            check_parent(p, "--json")?;
+            p.clone()
+        }
+        None => {
+            if args.out.exists() && !args.out.is_dir() {
+                return Err(BadInput(format!("--out: '{}' exists and is not a directory", args.out.display())));
+            }
+            args.out.join(format!("rtscope-{started}.json"))
+        }
+    };
+
+    let plan = RunPlan {
+        probes,
+        phases: vec!["idle".to_string()],
+        duration_ns: args.duration,
+        interval_ns: args.interval,
+        priority: args.priority,
+        policy: args.policy.into(),
+        threads,
+        cpus,
+        dma_latency: !args.no_dma_latency,
+        worst_k: args.worst as usize,
+    };
+    Ok((plan, Output { path, quiet: args.quiet, ns: args.ns }))
+}
+
+fn check_parent(p: &std::path::Path, flag: &str) -> Result<(), BadInput> {
+    if p.is_dir() {
+        return Err(BadInput(format!("{flag}: '{}' is a directory; give a file name", p.display())));
+    }
+    let parent = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !parent.is_dir() {
+        return Err(BadInput(format!(
+            "{flag}: directory '{}' does not exist; create it first or choose another path",
+            parent.display()
+        )));
+    }
+    Ok(())
+}
+
+/// `[0, 1, 2, 5]` → `0-2,5`.
+pub fn cpu_list_str(cpus: &[usize]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j { cpus[i].to_string() } else { format!("{}-{}", cpus[i], cpus[j]) });
+        i = j + 1;
+    }
+    parts.join(",")
+}

@@ -1,0 +1,5 @@
+//! One file per subcommand: each takes its validated clap arguments and
+//! returns the exit code (see `error` for the codes).
+
+pub mod probes;
+pub mod run;

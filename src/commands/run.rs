@@ -1,0 +1,53 @@
+//! `rtscope run`: build the plan, install the signal handling, run, print the
+//! summary and warnings. Exit 0 done, 2 bad input (nothing written), 130
+//! interrupted (the samples taken are written, marked interrupted).
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use time::OffsetDateTime;
+
+use crate::cli::{self, RunArgs};
+use crate::error::{EXIT_INTERRUPTED, EXIT_OK};
+use crate::{report, runner};
+
+/// `20261122T090135Z`: names result files by their start time.
+pub fn stamp(t: OffsetDateTime) -> String {
+    format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
+        t.year(),
+        t.month() as u8,
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    )
+}
+
+/// SIGINT/SIGTERM raise the returned flag; probes end their loops, the
+/// samples taken are written, exit 130. A second signal exits at once.
+pub fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, EXIT_INTERRUPTED as i32, Arc::clone(&stop))?;
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    Ok(stop)
+}
+
+pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
+    let started = OffsetDateTime::now_utc();
+    let (plan, output) = cli::plan::build(args, &stamp(started))?;
+    let stop = stop_on_signals()?;
+    let command_line: Vec<String> = std::env::args().collect();
+    let run = runner::execute(&plan, &output, command_line, started, &stop)?;
+
+    if !output.quiet {
+        print!("{}", report::term::summary_table(&run, output.ns));
+        println!("result: {}", output.path.display());
+    }
+    for w in &run.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(if run.interrupted { EXIT_INTERRUPTED } else { EXIT_OK })
+}

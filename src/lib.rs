@@ -1,0 +1,17 @@
+//! rtscope as a library: the binary (`src/main.rs`) is a thin shell over
+//! these modules. See ../shared/ARCHITECTURE.md for the data flow:
+//! plan (`cli`) → real-time set-up (`sys`) → probes (`measure`) → model
+//! (`model`) → store (`store`) → analysis (`analysis`) → report (`report`).
+
+pub mod analysis;
+pub mod cli;
+pub mod commands;
+pub mod error;
+pub mod live;
+pub mod measure;
+pub mod model;
+pub mod report;
+pub mod runner;
+pub mod store;
+pub mod sys;
+pub mod sysinfo;

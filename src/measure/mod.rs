@@ -1,0 +1,213 @@
+//! The hot path: probes and the machinery every probe shares.
+//!
+//! A probe is one file in this module implementing [`Probe`]. It spawns its
+//! measuring threads with [`spawn_measuring`] (which does the per-thread
+//! real-time set-up: affinity, scheduling policy, stack prefault, recorder
+//! allocation), waits on a start [`Barrier`], and from then on its loop only
+//! reads the clock, computes a latency and calls [`Recorder::record`]; it stops
+//! when its planned end passes or the shared stop flag (an `AtomicBool`, set by
+//! the signal handler) is raised. The probe returns one [`ThreadOutcome`] per
+//! measuring thread; the runner merges them into the result model.
+//!
+//! Registry: [`PROBES`] lists every probe by name; [`probe_by_name`] builds one.
+
+pub mod recorder;
+pub mod timer;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+
+use crate::cli::plan::RunPlan;
+use crate::model::SetupStep;
+use crate::sys::sched::{self, Policy};
+use recorder::{Live, Recorder};
+
+/// Stack of a measuring thread. mlockall(MCL_FUTURE) makes the whole stack
+/// resident, so it is kept small: the hot loops use a few KiB; half of it is
+/// prefaulted before the start barrier.
+pub const MEASURING_STACK: usize = 256 * 1024;
+
+/// Names accepted by `--probe`, in the order `rtscope run` would list them.
+pub const PROBES: &[(&str, &str)] = &[("timer", "timer wake-up latency (cyclictest's method, overruns counted)")];
+
+/// Build the probe called `name`.
+pub fn probe_by_name(name: &str) -> Option<Box<dyn Probe>> {
+    match name {
+        "timer" => Some(Box::new(timer::TimerProbe)),
+        _ => None,
+    }
+}
+
+/// One measurement method.
+pub trait Probe: Send + Sync {
+    fn name(&self) -> &'static str;
+    /// Run every variant of this probe for the plan's duration (each) and
+    /// return one outcome per measuring thread and variant.
+    fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>>;
+}
+
+/// What a probe gets from the runner.
+pub struct ProbeCtx<'a> {
+    pub plan: &'a RunPlan,
+    pub phase: &'a str,
+    /// Raised by SIGINT/SIGTERM: every loop must end soon after.
+    pub stop: &'a AtomicBool,
+    pub board: &'a LiveBoard,
+}
+
+/// What one measuring thread produced.
+pub struct ThreadOutcome {
+    pub thread: usize,
+    pub cpu: Option<usize>,
+    pub variant: Option<String>,
+    pub interval_ns: u64,
+    pub recorder: Recorder,
+    pub setup: Vec<SetupStep>,
+    /// Set when the thread's loop ended on an error (e.g. clock_nanosleep).
+    pub error: Option<String>,
+}
+
+/// The live view's window on running probes: each measuring thread registers
+/// its recorder's [`Live`] counters before the start barrier; the non-RT
+/// collector thread only reads atomics (rule 5).
+#[derive(Default)]
+pub struct LiveBoard {
+    lives: Mutex<Vec<Arc<Live>>>,
+    /// Name of what runs now, e.g. "timer" (for the progress bar).
+    pub current: Mutex<String>,
+    pub running: AtomicUsize,
+}
+
+impl LiveBoard {
+    pub fn register(&self, live: Arc<Live>) {
+        self.lives.lock().unwrap().push(live);
+    }
+    pub fn reset(&self, what: &str) {
+        self.lives.lock().unwrap().clear();
+        *self.current.lock().unwrap() = what.to_string();
+    }
+    /// (samples, overruns, max ns) over every registered thread.
+    pub fn totals(&self) -> (u64, u64, u64) {
+        let lives = self.lives.lock().unwrap();
+        lives.iter().fold((0, 0, 0), |(s, o, m), l| {
+            (
+                s + l.samples.load(Ordering::Relaxed),
+                o + l.overruns.load(Ordering::Relaxed),
+                m.max(l.max_ns.load(Ordering::Relaxed)),
+            )
+        })
+    }
+}
+
+/// Where and how one measuring thread runs.
+#[derive(Debug, Clone)]
+pub struct ThreadSpec {
+    pub index: usize,
+    pub cpu: Option<usize>,
+    pub policy: Policy,
+    pub priority: u8,
+}
+
+impl ThreadSpec {
+    /// The plan's `index`-th measuring thread: CPUs assigned round-robin.
+    pub fn from_plan(plan: &RunPlan, index: usize) -> ThreadSpec {
+        ThreadSpec {
+            index,
+            cpu: Some(plan.cpus[index % plan.cpus.len()]),
+            policy: plan.policy,
+            priority: plan.priority,
+        }
+    }
+}
+
+/// Real-time set-up of the calling thread, every step reported (never silent):
+/// pin to the CPU, set the policy (falls back to SCHED_OTHER when not
+/// permitted), prefault half of the [`MEASURING_STACK`].
+pub fn setup_current_thread(spec: &ThreadSpec) -> Vec<SetupStep> {
+    let mut steps = Vec::new();
+    let i = spec.index;
+    if let Some(cpu) = spec.cpu {
+        steps.push(step(format!("affinity[thread {i}]"), sched::set_current_affinity(&[cpu]), &format!("cpu {cpu}")));
+    }
+    let r = sched::set_current_policy(spec.policy, spec.priority);
+    let name = format!("sched_{}[thread {i}]", spec.policy.name());
+    match r {
+        Ok(()) => steps.push(SetupStep {
+            step: name,
+            outcome: "ok".into(),
+            detail: format!("priority {}", if spec.policy == Policy::Other { 0 } else { spec.priority }),
+        }),
+        Err(e) => {
+            let why = if e == nix::errno::Errno::EPERM {
+                "not permitted: run as root or grant CAP_SYS_NICE (setcap cap_sys_nice+ep rtscope), or raise RLIMIT_RTPRIO".to_string()
+            } else {
+                e.to_string()
+            };
+            steps.push(SetupStep { step: name, outcome: "failed".into(), detail: format!("{why}; running as SCHED_OTHER") });
+        }
+    }
+    crate::sys::mman::prefault_stack(MEASURING_STACK / 2);
+    steps
+}
+
+fn step(name: String, r: nix::Result<()>, ok_detail: &str) -> SetupStep {
+    match r {
+        Ok(()) => SetupStep { step: name, outcome: "ok".into(), detail: ok_detail.to_string() },
+        Err(e) => SetupStep { step: name, outcome: "failed".into(), detail: format!("{ok_detail}: {e}") },
+    }
+}
+
+/// Spawn one measuring thread per spec, each running `body` after its set-up
+/// and a shared start barrier; returns the outcomes in spec order.
+///
+/// `body(spec, recorder, stop, start_ns)` is the probe's hot loop; it returns
+/// the recorder and an optional error text. The thread's recorder is
+/// allocated (and prefaulted) before the barrier, sized for `duration_ns`.
+pub fn spawn_measuring<F>(
+    ctx: &ProbeCtx<'_>,
+    specs: &[ThreadSpec],
+    variant: Option<String>,
+    interval_ns: u64,
+    body: F,
+) -> anyhow::Result<Vec<ThreadOutcome>>
+where
+    F: Fn(&ThreadSpec, &mut Recorder, &AtomicBool, &Barrier) -> Option<String> + Sync,
+{
+    let barrier = Barrier::new(specs.len());
+    let body = &body;
+    let barrier = &barrier;
+    let outcomes = std::thread::scope(|s| {
+        let handles: Vec<_> = specs
+            .iter()
+            .map(|spec| {
+                let variant = variant.clone();
+                std::thread::Builder::new()
+                    .name(format!("rtscope-m{}", spec.index))
+                    .stack_size(MEASURING_STACK)
+                    .spawn_scoped(s, move || {
+                        let setup = setup_current_thread(spec);
+                        let mut recorder = Recorder::new(spec.index, ctx.plan.duration_ns, ctx.plan.worst_k);
+                        ctx.board.register(recorder.live());
+                        ctx.board.running.fetch_add(1, Ordering::SeqCst);
+                        let error = body(spec, &mut recorder, ctx.stop, barrier);
+                        ctx.board.running.fetch_sub(1, Ordering::SeqCst);
+                        ThreadOutcome {
+                            thread: spec.index,
+                            cpu: spec.cpu,
+                            variant,
+                            interval_ns,
+                            recorder,
+                            setup,
+                            error,
+                        }
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut out = Vec::new();
+        for h in handles {
+            out.push(h.join().map_err(|_| anyhow::anyhow!("a measuring thread panicked"))?);
+        }
+        anyhow::Ok(out)
+    })?;
+    Ok(outcomes)
+}

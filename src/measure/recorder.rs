@@ -1,0 +1,460 @@
+//! The per-thread sample recorder: where every probe's hot loop writes.
+//!
+//! A [`Recorder`] is allocated and touched before the start barrier; after it,
+//! [`Recorder::record`] does no allocation, no locking, no formatting and no
+//! I/O (rule 5). It keeps:
+//!
+//! - a lossless histogram in nanoseconds (see [`HIGHEST_NS`] for why
+//!   `hdrhistogram` with 3 significant digits),
+//! - exact count, min, max, sum and sum of squares,
+//! - the worst K samples with time, CPU and sequence number,
+//! - per-second min/mean/max/count over the whole run, in a buffer sized from
+//!   the planned duration (bounded memory),
+//! - an overrun counter (rule 3: a missed period is counted, never skipped).
+//!
+//! Recorders merge (`merge`), so per-thread results combine into the merged
+//! entry of a probe exactly: counts add, min/max/sums combine, worst sets are
+//! re-ranked, per-second slots add.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use hdrhistogram::Histogram;
+
+use crate::model::{Bucket, Nanos, ProbeResult, SecondStats, WorstSample, PERCENTILES};
+
+/// Top of the histogram's exact range: 2^47 ns, about 39 hours.
+///
+/// Why hdrhistogram with 3 significant digits: recording is O(1) (a shift, a
+/// mask and an add into a preallocated array), values below 2048 ns are kept
+/// to the nanosecond and every larger value to within 0.1 %, so the buckets
+/// stay fine where real-time latencies live (µs) and still exact-counted up to
+/// hours. The array is ~300 KiB per thread, allocated before the barrier.
+/// A value above this is recorded in the top bucket (never dropped) and the
+/// exact maximum is kept separately, so no sample is ever lost (rule 4).
+pub const HIGHEST_NS: u64 = 1 << 47;
+const SIGNIFICANT_DIGITS: u8 = 3;
+
+/// What the live view (a non-RT thread) may read while a probe runs.
+#[derive(Debug, Default)]
+pub struct Live {
+    pub samples: AtomicU64,
+    pub overruns: AtomicU64,
+    pub max_ns: AtomicU64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    count: u64,
+    min: u64,
+    max: u64,
+    sum: u128,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Worst {
+    latency: u64,
+    // Earlier samples rank higher among equal latencies (Reverse in the heap).
+    seq_rev: Reverse<u64>,
+    at: u64,
+    cpu: u32,
+    thread: u32,
+}
+
+/// Per-thread preallocated sample store. See the module docs.
+#[derive(Debug)]
+pub struct Recorder {
+    hist: Histogram<u64>,
+    count: u64,
+    overruns: u64,
+    min: u64,
+    max: u64,
+    sum: u128,
+    sum_sq: u128,
+    worst_k: usize,
+    // Min-heap of the K largest samples: the root is the smallest kept.
+    worst: BinaryHeap<Reverse<Worst>>,
+    slot_width_ns: u64,
+    slots: Vec<Slot>,
+    thread: usize,
+    live: Arc<Live>,
+}
+
+impl Recorder {
+    /// A recorder for one measuring thread whose run lasts about `duration_ns`.
+    /// Per-second slots cover the duration plus a margin; a very long run
+    /// (over a day) widens the slots so the buffer stays under ~100 000 slots.
+    pub fn new(thread: usize, duration_ns: u64, worst_k: usize) -> Recorder {
+        let hist = Histogram::<u64>::new_with_bounds(1, HIGHEST_NS, SIGNIFICANT_DIGITS)
+            .expect("static histogram bounds are valid");
+        let secs = duration_ns.div_ceil(1_000_000_000).max(1);
+        let width_s = secs.div_ceil(100_000).max(1);
+        let n_slots = (secs / width_s + 2) as usize;
+        let mut slots = vec![Slot::default(); n_slots];
+        // Touch every page now, not in the hot loop.
+        for s in slots.iter_mut() {
+            s.min = u64::MAX;
+        }
+        let mut r = Recorder {
+            hist,
+            count: 0,
+            overruns: 0,
+            min: u64::MAX,
+            max: 0,
+            sum: 0,
+            sum_sq: 0,
+            worst_k: worst_k.max(1),
+            worst: BinaryHeap::with_capacity(worst_k.max(1) + 1),
+            slot_width_ns: width_s * 1_000_000_000,
+            slots,
+            thread,
+            live: Arc::new(Live::default()),
+        };
+        r.prefault();
+        r
+    }
+
+    /// Write to every page of the histogram so no page fault happens later.
+    fn prefault(&mut self) {
+        // Recording then resetting touches the counts array page by page:
+        // one value per 2^k bucket walks every sub-bucket array.
+        let mut v = 1u64;
+        while v < HIGHEST_NS {
+            for step in [0u64, v / 4, v / 2, 3 * v / 4] {
+                let _ = self.hist.record(v + step);
+            }
+            v <<= 1;
+        }
+        self.hist.reset();
+    }
+
+    /// Shared handle for the live view.
+    pub fn live(&self) -> Arc<Live> {
+        Arc::clone(&self.live)
+    }
+
+    /// Record one latency sample taken `at_ns` after the probe started; `seq`
+    /// is the sample's sequence number in this thread. Hot path: O(1) except
+    /// when the sample enters the worst set (O(log K)).
+    #[inline]
+    pub fn record(&mut self, latency_ns: u64, at_ns: u64, seq: u64) {
+        self.hist.saturating_record(latency_ns.min(HIGHEST_NS));
+        self.count += 1;
+        if latency_ns < self.min {
+            self.min = latency_ns;
+        }
+        if latency_ns > self.max {
+            self.max = latency_ns;
+            self.live.max_ns.store(latency_ns, Ordering::Relaxed);
+        }
+        self.sum += latency_ns as u128;
+        self.sum_sq = self.sum_sq.saturating_add((latency_ns as u128) * (latency_ns as u128));
+
+        let idx = ((at_ns / self.slot_width_ns) as usize).min(self.slots.len() - 1);
+        let s = &mut self.slots[idx];
+        s.count += 1;
+        s.sum += latency_ns as u128;
+        if latency_ns < s.min {
+            s.min = latency_ns;
+        }
+        if latency_ns > s.max {
+            s.max = latency_ns;
+        }
+
+        let enters = self.worst.len() < self.worst_k
+            || self.worst.peek().is_some_and(|r| latency_ns > r.0.latency);
+        if enters {
+            self.push_worst(latency_ns, at_ns, seq);
+        }
+        self.live.samples.store(self.count, Ordering::Relaxed);
+    }
+
+    #[cold]
+    fn push_worst(&mut self, latency: u64, at: u64, seq: u64) {
+        let cpu = crate::sys::sched::current_cpu().unwrap_or(0) as u32;
+        self.worst.push(Reverse(Worst { latency, seq_rev: Reverse(seq), at, cpu, thread: self.thread as u32 }));
+        if self.worst.len() > self.worst_k {
+            self.worst.pop();
+        }
+    }
+
+    /// Count `n` missed periods (rule 3).
+    #[inline]
+    pub fn add_overruns(&mut self, n: u64) {
+        self.overruns += n;
+        self.live.overruns.store(self.overruns, Ordering::Relaxed);
+    }
+
+    pub fn samples(&self) -> u64 {
+        self.count
+    }
+    pub fn overruns(&self) -> u64 {
+        self.overruns
+    }
+    pub fn worst_k(&self) -> usize {
+        self.worst_k
+    }
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// Fold another recorder into this one (for the merged entry).
+    pub fn merge(&mut self, other: &Recorder) {
+        self.hist.add(&other.hist).expect("same bounds");
+        self.count += other.count;
+        self.overruns += other.overruns;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.sum += other.sum;
+        self.sum_sq = self.sum_sq.saturating_add(other.sum_sq);
+        for w in other.worst.iter() {
+            self.worst.push(*w);
+            if self.worst.len() > self.worst_k {
+                self.worst.pop();
+            }
+        }
+        if other.slot_width_ns == self.slot_width_ns {
+            if other.slots.len() > self.slots.len() {
+                self.slots.resize(other.slots.len(), Slot { min: u64::MAX, ..Slot::default() });
+            }
+            for (a, b) in self.slots.iter_mut().zip(other.slots.iter()) {
+                a.count += b.count;
+                a.sum += b.sum;
+                a.min = a.min.min(b.min);
+                a.max = a.max.max(b.max);
+            }
+        }
+    }
+
+    /// Percentile `q` (0–100) in ns by the nearest-rank definition: the
+    /// smallest recorded value such that at least q % of the samples are at or
+    /// below it (rank ⌈q·n/100⌉). Reported as the top of its histogram bucket
+    /// (exact below 2048 ns, within 0.1 % above), clamped to the exact [min, max].
+    pub fn percentile(&self, q: f64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        let rank = nearest_rank(q, self.count);
+        let mut seen = 0u64;
+        for v in self.hist.iter_recorded() {
+            seen += v.count_at_value();
+            if seen >= rank {
+                return self.hist.highest_equivalent(v.value_iterated_to()).clamp(self.min, self.max);
+            }
+        }
+        self.max
+    }
+
+    /// Non-empty histogram buckets, lowest first. Counts sum to `samples()`.
+    pub fn buckets(&self) -> Vec<Bucket> {
+        let mut out = Vec::new();
+        for v in self.hist.iter_recorded() {
+            let x = v.value_iterated_to();
+            let lo = self.hist.lowest_equivalent(x);
+            let mut hi = self.hist.highest_equivalent(x);
+            // The top bucket also holds saturated values: widen it to the max.
+            if hi >= HIGHEST_NS || self.hist.equivalent(x, self.max.min(HIGHEST_NS)) {
+                hi = hi.max(self.max);
+            }
+            out.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count: v.count_at_value() });
+        }
+        out
+    }
+
+    /// The summary entry of the result model.
+    pub fn to_result(
+        &self,
+        probe: &str,
+        phase: &str,
+        variant: Option<String>,
+        thread: Option<usize>,
+        cpu: Option<usize>,
+        interval_ns: u64,
+    ) -> ProbeResult {
+        let n = self.count;
+        let (min, mean, stddev) = if n == 0 {
+            (0, 0.0, 0.0)
+        } else {
+            let mean = self.sum as f64 / n as f64;
+            let var = (self.sum_sq as f64 / n as f64 - mean * mean).max(0.0);
+            (self.min, mean, var.sqrt())
+        };
+        let percentiles_ns: BTreeMap<String, Nanos> = if n == 0 {
+            BTreeMap::new()
+        } else {
+            PERCENTILES.iter().map(|(k, q)| (k.to_string(), Nanos(self.percentile(*q)))).collect()
+        };
+        let mut worst: Vec<Worst> = self.worst.iter().map(|r| r.0).collect();
+        worst.sort_by(|a, b| b.cmp(a));
+        let worst = worst
+            .into_iter()
+            .map(|w| WorstSample {
+                latency_ns: Nanos(w.latency),
+                at_ns: Nanos(w.at),
+                cpu: w.cpu as usize,
+                seq: w.seq_rev.0,
+                thread: w.thread as usize,
+            })
+            .collect();
+        let width_s = self.slot_width_ns / 1_000_000_000;
+        let per_second = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.count > 0)
+            .map(|(i, s)| SecondStats {
+                t_s: i as u64 * width_s,
+                count: s.count,
+                min_ns: Nanos(s.min),
+                mean_ns: s.sum as f64 / s.count as f64,
+                max_ns: Nanos(s.max),
+            })
+            .collect();
+        ProbeResult {
+            probe: probe.to_string(),
+            phase: phase.to_string(),
+            variant,
+            thread,
+            cpu,
+            interval_ns: Nanos(interval_ns),
+            samples: n,
+            overruns: self.overruns,
+            min_ns: Nanos(min),
+            max_ns: Nanos(self.max),
+            mean_ns: mean,
+            stddev_ns: stddev,
+            percentiles_ns,
+            histogram: self.buckets(),
+            worst,
+            per_second,
+            per_second_width_s: width_s,
+        }
+    }
+}
+
+/// Rank (1-based) of the q-th percentile among `n` samples: ⌈q·n/100⌉, with
+/// a relative tolerance so that e.g. 99.9 % of 1000 is rank 999, not 1000
+/// through floating-point error.
+pub fn nearest_rank(q: f64, n: u64) -> u64 {
+    let r = q.clamp(0.0, 100.0) * n as f64 / 100.0;
+    ((r - r * 1e-12).ceil() as u64).clamp(1, n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(values: &[u64]) -> Recorder {
+        let mut r = Recorder::new(0, 10_000_000_000, 4);
+        for (i, v) in values.iter().enumerate() {
+            r.record(*v, i as u64 * 1_000_000, i as u64);
+        }
+        r
+    }
+
+    #[test]
+    fn known_inputs_give_known_percentiles() {
+        // 1..=1000 ns: exact below 2048 ns, so percentiles are exact ranks.
+        let values: Vec<u64> = (1..=1000).collect();
+        let r = rec(&values);
+        assert_eq!(r.percentile(50.0), 500);
+        assert_eq!(r.percentile(90.0), 900);
+        assert_eq!(r.percentile(99.0), 990);
+        assert_eq!(r.percentile(99.9), 999);
+        assert_eq!(r.percentile(100.0), 1000);
+        let res = r.to_result("timer", "idle", None, Some(0), Some(0), 1000);
+        assert_eq!(res.samples, 1000);
+        assert_eq!(res.min_ns, Nanos(1));
+        assert_eq!(res.max_ns, Nanos(1000));
+        assert!((res.mean_ns - 500.5).abs() < 1e-9);
+        // σ of 1..=n is sqrt((n²−1)/12).
+        let sigma = ((1000f64 * 1000.0 - 1.0) / 12.0).sqrt();
+        assert!((res.stddev_ns - sigma).abs() < 1e-6, "{} vs {}", res.stddev_ns, sigma);
+        assert_eq!(res.histogram.iter().map(|b| b.count).sum::<u64>(), 1000);
+        assert_eq!(res.histogram.len(), 1000);
+    }
+
+    #[test]
+    fn large_values_stay_within_tenth_of_a_percent() {
+        let r = rec(&[1_000_000, 2_000_000, 3_000_000]);
+        let p50 = r.percentile(50.0);
+        assert!((p50 as f64 - 2_000_000.0).abs() / 2_000_000.0 < 0.001, "{p50}");
+    }
+
+    #[test]
+    fn hour_long_values_neither_overflow_nor_vanish() {
+        let hour = 3_600_000_000_000u64;
+        let day = 24 * hour;
+        let r = rec(&[5, hour, day, u64::MAX / 4]);
+        let res = r.to_result("timer", "idle", None, None, None, 1000);
+        assert_eq!(res.samples, 4);
+        assert_eq!(res.max_ns, Nanos(u64::MAX / 4), "max is exact even above the histogram range");
+        assert_eq!(res.histogram.iter().map(|b| b.count).sum::<u64>(), 4);
+        let top = res.histogram.last().unwrap();
+        assert!(top.hi_ns.0 >= u64::MAX / 4, "top bucket reaches the exact max");
+        let hb = res.histogram.iter().find(|b| b.lo_ns.0 <= hour && hour <= b.hi_ns.0).unwrap();
+        assert_eq!(hb.count, 1);
+        assert!(res.mean_ns.is_finite());
+    }
+
+    #[test]
+    fn worst_keeps_the_k_largest_in_order() {
+        let r = rec(&[7, 3, 99, 42, 1, 100, 5, 98, 6]);
+        let res = r.to_result("timer", "idle", None, Some(0), Some(0), 1000);
+        let w: Vec<u64> = res.worst.iter().map(|w| w.latency_ns.0).collect();
+        assert_eq!(w, vec![100, 99, 98, 42]);
+        assert_eq!(res.worst[0].seq, 5);
+        assert_eq!(res.worst[0].at_ns, Nanos(5_000_000));
+        assert_eq!(res.worst[0].latency_ns, res.max_ns);
+    }
+
+    #[test]
+    fn merge_equals_recording_everything_in_one() {
+        let a_vals: Vec<u64> = (0..500).map(|i| 100 + i * 7).collect();
+        let b_vals: Vec<u64> = (0..700).map(|i| 3000 + i * 13).collect();
+        let mut a = rec(&a_vals);
+        let b = rec(&b_vals);
+        let mut all = a_vals.clone();
+        all.extend(&b_vals);
+        let one = rec(&all);
+        a.merge(&b);
+        let m = a.to_result("t", "idle", None, None, None, 1);
+        let o = one.to_result("t", "idle", None, None, None, 1);
+        assert_eq!(m.samples, 1200);
+        assert_eq!(m.histogram, o.histogram);
+        assert_eq!(m.min_ns, o.min_ns);
+        assert_eq!(m.max_ns, o.max_ns);
+        assert_eq!(m.percentiles_ns, o.percentiles_ns);
+        assert!((m.mean_ns - o.mean_ns).abs() < 1e-9);
+        let wm: Vec<u64> = m.worst.iter().map(|w| w.latency_ns.0).collect();
+        let wo: Vec<u64> = o.worst.iter().map(|w| w.latency_ns.0).collect();
+        assert_eq!(wm, wo);
+        assert_eq!(m.per_second.iter().map(|s| s.count).sum::<u64>(), 1200);
+    }
+
+    #[test]
+    fn per_second_slots_split_by_time() {
+        let mut r = Recorder::new(0, 3_000_000_000, 4);
+        r.record(10, 100, 0);
+        r.record(20, 999_999_999, 1);
+        r.record(30, 1_000_000_000, 2);
+        r.record(40, 2_500_000_000, 3);
+        let res = r.to_result("t", "idle", None, None, None, 1);
+        let ps: Vec<(u64, u64, u64, u64)> =
+            res.per_second.iter().map(|s| (s.t_s, s.count, s.min_ns.0, s.max_ns.0)).collect();
+        assert_eq!(ps, vec![(0, 2, 10, 20), (1, 1, 30, 30), (2, 1, 40, 40)]);
+        assert!((res.per_second[0].mean_ns - 15.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn empty_recorder_is_well_formed() {
+        let r = Recorder::new(0, 1_000_000_000, 4);
+        let res = r.to_result("t", "idle", None, None, None, 1);
+        assert_eq!(res.samples, 0);
+        assert!(res.histogram.is_empty());
+        assert!(res.percentiles_ns.is_empty());
+        assert_eq!(res.min_ns, Nanos(0));
+    }
+}

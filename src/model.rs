@@ -1,0 +1,217 @@
+//! The result model: what one `rtscope run` produced, as serde types.
+//!
+//! This is schema v1, documented field by field in `docs/schema.md`. Every
+//! other part of rtscope (store, analysis, reports, importers) reads these
+//! types, never the probes' internals. Latencies are [`Nanos`] (`u64`
+//! nanoseconds) everywhere; there is no global µs/ns switch as in cyclictest.
+//!
+//! Rule: fields may be added freely (readers use `#[serde(default)]`);
+//! renaming or changing the meaning of one bumps [`SCHEMA_VERSION`].
+
+use serde::{Deserialize, Serialize};
+
+/// The version of the JSON result schema written by this build.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A duration or latency in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Nanos(pub u64);
+
+impl Nanos {
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / 1e9
+    }
+    pub fn as_micros_f64(self) -> f64 {
+        self.0 as f64 / 1e3
+    }
+}
+
+/// One complete run: what was asked (plan), where (host), how the real-time
+/// set-up went, and every probe's results.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Run {
+    pub schema_version: u32,
+    pub tool: Tool,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    pub finished_at: String,
+    /// True when SIGINT/SIGTERM ended the run early; results hold what was taken.
+    pub interrupted: bool,
+    /// Phase the run was in when interrupted, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_in: Option<String>,
+    pub command_line: Vec<String>,
+    pub host: Host,
+    pub plan: Plan,
+    pub realtime_setup: RealtimeSetup,
+    pub calibration: Calibration,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    pub results: Vec<ProbeResult>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+/// The host fingerprint stored with every run (rule 6: any two results can be
+/// compared, any result can be rerun).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Host {
+    pub hostname: String,
+    pub kernel_release: String,
+    pub kernel_version: String,
+    /// PREEMPT_RT kernel: /sys/kernel/realtime == 1 or "PREEMPT_RT" in uname -v.
+    pub realtime: bool,
+    /// none / voluntary / full / lazy / rt / unknown.
+    pub preempt_model: String,
+    /// Where `preempt_model` was read from.
+    #[serde(default)]
+    pub preempt_model_source: String,
+    pub cmdline: String,
+    pub cpu_model: String,
+    pub cpus_online: Vec<usize>,
+    pub isolcpus: String,
+    pub nohz_full: String,
+    pub clocksource: String,
+    /// cpufreq governor per CPU ("" where cpufreq is not exposed).
+    pub governors: Vec<CpuValue>,
+    pub cpuidle_states: Vec<IdleState>,
+    /// "on", "off", "forceoff", "notsupported" or "unknown".
+    pub smt: String,
+    #[serde(default)]
+    pub virtualized: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CpuValue {
+    pub cpu: usize,
+    pub value: String,
+}
+
+/// One cpuidle state (as seen on CPU 0; states are uniform in practice).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IdleState {
+    pub name: String,
+    pub exit_latency_us: u64,
+    pub disabled: bool,
+}
+
+/// Everything needed to rerun the experiment.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Plan {
+    pub probes: Vec<String>,
+    pub phases: Vec<String>,
+    pub duration_ns: Nanos,
+    pub interval_ns: Nanos,
+    pub priority: u8,
+    /// fifo / rr / other.
+    pub policy: String,
+    pub threads: usize,
+    /// CPUs the measuring threads are pinned to, round-robin.
+    pub cpus: Vec<usize>,
+    pub dma_latency: bool,
+    pub worst_k: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RealtimeSetup {
+    /// True when every step succeeded: the run is real-time.
+    pub ok: bool,
+    pub steps: Vec<SetupStep>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SetupStep {
+    /// e.g. "mlockall", "cpu_dma_latency", "sched_fifo[thread 0]", "affinity[thread 0]".
+    pub step: String,
+    /// "ok", "failed", "skipped".
+    pub outcome: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Calibration {
+    /// Median cost of one clock_gettime(CLOCK_MONOTONIC) read.
+    pub clock_read_ns: Nanos,
+    /// Smallest observed cost of one read.
+    #[serde(default)]
+    pub clock_read_min_ns: Nanos,
+    pub clock: String,
+}
+
+/// The results of one probe/phase/variant for one measuring thread, or merged
+/// over all threads (`thread` and `cpu` are then null).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProbeResult {
+    pub probe: String,
+    pub phase: String,
+    pub variant: Option<String>,
+    pub thread: Option<usize>,
+    pub cpu: Option<usize>,
+    pub interval_ns: Nanos,
+    pub samples: u64,
+    pub overruns: u64,
+    pub min_ns: Nanos,
+    pub max_ns: Nanos,
+    pub mean_ns: f64,
+    pub stddev_ns: f64,
+    /// Keys "50", "90", "99", "99.9", "99.99", "99.999".
+    pub percentiles_ns: std::collections::BTreeMap<String, Nanos>,
+    /// Non-empty buckets only; counts sum exactly to `samples`.
+    pub histogram: Vec<Bucket>,
+    /// Worst samples, largest first.
+    pub worst: Vec<WorstSample>,
+    pub per_second: Vec<SecondStats>,
+    /// Width of one `per_second` slot, in seconds (1 unless the run is very long).
+    #[serde(default = "one")]
+    pub per_second_width_s: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// One histogram bucket: every sample in `[lo_ns, hi_ns]` (both inclusive).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Bucket {
+    pub lo_ns: Nanos,
+    pub hi_ns: Nanos,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WorstSample {
+    pub latency_ns: Nanos,
+    /// Time since the probe started, when the sample was taken.
+    pub at_ns: Nanos,
+    pub cpu: usize,
+    /// Sequence number of the sample within its thread (0-based).
+    pub seq: u64,
+    /// Which measuring thread took it (useful in merged entries).
+    #[serde(default)]
+    pub thread: usize,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct SecondStats {
+    pub t_s: u64,
+    pub count: u64,
+    pub min_ns: Nanos,
+    pub mean_ns: f64,
+    pub max_ns: Nanos,
+}
+
+/// Percentile keys written in `percentiles_ns`, with their quantile.
+pub const PERCENTILES: [(&str, f64); 6] = [
+    ("50", 50.0),
+    ("90", 90.0),
+    ("99", 99.0),
+    ("99.9", 99.9),
+    ("99.99", 99.99),
+    ("99.999", 99.999),
+];

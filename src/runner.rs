@@ -1,0 +1,210 @@
+//! Runs a validated plan: real-time set-up, every probe in every phase, the
+//! result model, and the result file — rewritten after each probe, so a crash
+//! or a signal loses nothing already measured (hyperfine style).
+//!
+//! Threads: the calling (main) thread orchestrates and writes files; it is
+//! moved off the measuring CPUs when a spare CPU exists. A non-RT progress
+//! thread reads the probes' atomics for the live view. Measuring threads are
+//! spawned by each probe.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use time::OffsetDateTime;
+
+use crate::cli::plan::{Output, RunPlan};
+use crate::measure::{probe_by_name, LiveBoard, ProbeCtx, ThreadOutcome};
+use crate::measure::recorder::Recorder;
+use crate::model::{Calibration, Nanos, ProbeResult, RealtimeSetup, Run, SetupStep, Tool, SCHEMA_VERSION};
+use crate::sys::dma_latency::DmaLatencyGuard;
+use crate::sys::{mman, sched, time as clock};
+use crate::sysinfo::{self, SysRoot};
+
+/// RFC 3339 UTC with second precision.
+pub fn rfc3339(t: OffsetDateTime) -> String {
+    t.replace_nanosecond(0)
+        .unwrap_or(t)
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// Global (process-wide) real-time set-up. The returned guard holds
+/// /dev/cpu_dma_latency for as long as it lives.
+fn global_setup(plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option<DmaLatencyGuard> {
+    steps.push(match mman::lock_all() {
+        Ok(()) => SetupStep { step: "mlockall".into(), outcome: "ok".into(), detail: "MCL_CURRENT|MCL_FUTURE".into() },
+        Err(e) => SetupStep {
+            step: "mlockall".into(),
+            outcome: "failed".into(),
+            detail: format!("{e}: page faults may add latency; run as root or grant CAP_IPC_LOCK"),
+        },
+    });
+    let guard = if plan.dma_latency {
+        match DmaLatencyGuard::hold(0) {
+            Ok(g) => {
+                steps.push(SetupStep { step: "cpu_dma_latency".into(), outcome: "ok".into(), detail: "held at 0 us".into() });
+                Some(g)
+            }
+            Err(e) => {
+                steps.push(SetupStep {
+                    step: "cpu_dma_latency".into(),
+                    outcome: "failed".into(),
+                    detail: format!("{}: {e}", crate::sys::dma_latency::PATH),
+                });
+                None
+            }
+        }
+    } else {
+        steps.push(SetupStep { step: "cpu_dma_latency".into(), outcome: "skipped".into(), detail: "--no-dma-latency".into() });
+        None
+    };
+    let measured = plan.measured_cpus();
+    let spare: Vec<usize> = sched::online_cpus().into_iter().filter(|c| !measured.contains(c)).collect();
+    if spare.is_empty() {
+        steps.push(SetupStep {
+            step: "main thread placement".into(),
+            outcome: "skipped".into(),
+            detail: "no CPU outside the measured set; the reporting thread shares them (it sleeps while probes run)".into(),
+        });
+    } else {
+        let r = sched::set_current_affinity(&spare);
+        steps.push(SetupStep {
+            step: "main thread placement".into(),
+            outcome: if r.is_ok() { "ok" } else { "failed" }.into(),
+            detail: match r {
+                Ok(()) => format!("cpus {}", crate::cli::plan::cpu_list_str(&spare)),
+                Err(e) => e.to_string(),
+            },
+        });
+    }
+    guard
+}
+
+/// Per-thread results plus one merged entry per variant, from a probe's outcomes.
+pub fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec<ProbeResult> {
+    let mut out = Vec::new();
+    let mut variants: Vec<Option<String>> = Vec::new();
+    for o in outcomes {
+        if !variants.contains(&o.variant) {
+            variants.push(o.variant.clone());
+        }
+    }
+    for v in variants {
+        let group: Vec<&ThreadOutcome> = outcomes.iter().filter(|o| o.variant == v).collect();
+        let mut merged: Option<Recorder> = None;
+        for o in &group {
+            out.push(o.recorder.to_result(probe, phase, v.clone(), Some(o.thread), o.cpu, o.interval_ns));
+        }
+        for o in &group {
+            match merged.as_mut() {
+                None => {
+                    let mut m = Recorder::new(usize::MAX, 0, o.recorder.worst_k());
+                    m.merge(&o.recorder);
+                    merged = Some(m);
+                }
+                Some(m) => m.merge(&o.recorder),
+            }
+        }
+        if let Some(m) = merged {
+            let interval = group.first().map(|o| o.interval_ns).unwrap_or(0);
+            out.push(m.to_result(probe, phase, v.clone(), None, None, interval));
+        }
+    }
+    out
+}
+
+/// Run the plan. `stop` is raised by SIGINT/SIGTERM.
+pub fn execute(plan: &RunPlan, output: &Output, command_line: Vec<String>, started: OffsetDateTime, stop: &AtomicBool) -> anyhow::Result<Run> {
+    let (clock_med, clock_min) = clock::calibrate_clock_read(101);
+    let mut steps = Vec::new();
+    let _dma = global_setup(plan, &mut steps);
+
+    let mut run = Run {
+        schema_version: SCHEMA_VERSION,
+        tool: Tool { name: "rtscope".into(), version: env!("CARGO_PKG_VERSION").into() },
+        started_at: rfc3339(started),
+        finished_at: rfc3339(started),
+        interrupted: false,
+        interrupted_in: None,
+        command_line,
+        host: sysinfo::fingerprint(&SysRoot::default()),
+        plan: plan.to_model(),
+        realtime_setup: RealtimeSetup::default(),
+        calibration: Calibration {
+            clock_read_ns: Nanos(clock_med),
+            clock_read_min_ns: Nanos(clock_min),
+            clock: "CLOCK_MONOTONIC (vDSO clock_gettime)".into(),
+        },
+        warnings: Vec::new(),
+        results: Vec::new(),
+    };
+
+    let board = LiveBoard::default();
+    let total_ns = plan.duration_ns * (plan.probes.len() * plan.phases.len()) as u64;
+    let finished = AtomicBool::new(false);
+    std::thread::scope(|s| -> anyhow::Result<()> {
+        if !output.quiet {
+            let board = &board;
+            let finished = &finished;
+            s.spawn(move || crate::live::progress(board, total_ns, finished, stop));
+        }
+        let result = (|| -> anyhow::Result<()> {
+            'phases: for phase in &plan.phases {
+                for name in &plan.probes {
+                    if stop.load(Ordering::Relaxed) {
+                        run.interrupted_in = Some(phase.clone());
+                        break 'phases;
+                    }
+                    let probe = probe_by_name(name).expect("plan holds only known probes");
+                    board.reset(name);
+                    let ctx = ProbeCtx { plan, phase, stop, board: &board };
+                    let outcomes = probe.run(&ctx)?;
+                    for o in &outcomes {
+                        for st in &o.setup {
+                            if !steps.iter().any(|x| x.step == st.step && x.outcome == st.outcome) {
+                                steps.push(st.clone());
+                            }
+                        }
+                        if let Some(e) = &o.error {
+                            anyhow::bail!("probe {name}, thread {}: {e}", o.thread);
+                        }
+                    }
+                    run.results.extend(results_from(name, phase, &outcomes));
+                    if stop.load(Ordering::Relaxed) {
+                        run.interrupted_in = Some(phase.clone());
+                    }
+                    finish(&mut run, &steps, stop);
+                    crate::store::json::write_run(&output.path, &run)?;
+                }
+            }
+            Ok(())
+        })();
+        finished.store(true, Ordering::Relaxed);
+        result
+    })?;
+    finish(&mut run, &steps, stop);
+    crate::store::json::write_run(&output.path, &run)?;
+    Ok(run)
+}
+
+fn finish(run: &mut Run, steps: &[SetupStep], stop: &AtomicBool) {
+    run.finished_at = rfc3339(OffsetDateTime::now_utc());
+    run.interrupted = stop.load(Ordering::Relaxed);
+    if run.interrupted && run.interrupted_in.is_none() {
+        run.interrupted_in = run.plan.phases.last().cloned();
+    }
+    run.realtime_setup = RealtimeSetup { ok: !steps.iter().any(|s| s.outcome == "failed"), steps: steps.to_vec() };
+    run.warnings = crate::analysis::warnings::for_run(run).iter().map(|w| w.to_string()).collect();
+}
+
+/// Sleep in short steps until `deadline` passes or `stop` is raised.
+pub fn sleep_unless_stopped(d: Duration, stop: &AtomicBool) {
+    let end = std::time::Instant::now() + d;
+    while !stop.load(Ordering::Relaxed) {
+        let now = std::time::Instant::now();
+        if now >= end {
+            break;
+        }
+        std::thread::sleep((end - now).min(Duration::from_millis(50)));
+    }
+}

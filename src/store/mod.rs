@@ -1,0 +1,4 @@
+//! Where results are kept. `json`: the exchange format, one file per run,
+//! written atomically.
+
+pub mod json;

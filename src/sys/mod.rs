@@ -1,0 +1,8 @@
+//! Thin wrappers over the system calls rtscope needs, named after the C header
+//! they wrap (nix style). Each `unsafe` block holds the one libc call and a
+//! `SAFETY:` comment; results come back as `nix::Result` / `std::io::Result`.
+
+pub mod dma_latency;
+pub mod mman;
+pub mod sched;
+pub mod time;

@@ -1,0 +1,111 @@
+//! `<sched.h>`: scheduling policy, priority and CPU affinity of the calling
+//! thread. See sched_setscheduler(2), sched_setaffinity(2), sched_getcpu(3).
+
+use nix::sched::{sched_setaffinity, CpuSet};
+use nix::unistd::Pid;
+
+/// The scheduling policies a measuring thread can run under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    Fifo,
+    RoundRobin,
+    Other,
+}
+
+impl Policy {
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Fifo => "fifo",
+            Policy::RoundRobin => "rr",
+            Policy::Other => "other",
+        }
+    }
+    fn raw(self) -> libc::c_int {
+        match self {
+            Policy::Fifo => libc::SCHED_FIFO,
+            Policy::RoundRobin => libc::SCHED_RR,
+            Policy::Other => libc::SCHED_OTHER,
+        }
+    }
+}
+
+/// Set the calling thread's policy and priority (priority is ignored, i.e.
+/// 0, for SCHED_OTHER).
+pub fn set_current_policy(policy: Policy, priority: u8) -> nix::Result<()> {
+    let prio = if policy == Policy::Other { 0 } else { priority as libc::c_int };
+    let param = libc::sched_param { sched_priority: prio };
+    // SAFETY: pid 0 names the calling thread; `param` is a valid sched_param.
+    let rc = unsafe { libc::sched_setscheduler(0, policy.raw(), &param) };
+    nix::errno::Errno::result(rc).map(drop)
+}
+
+/// Pin the calling thread to the given CPUs.
+pub fn set_current_affinity(cpus: &[usize]) -> nix::Result<()> {
+    let mut set = CpuSet::new();
+    for &c in cpus {
+        set.set(c)?;
+    }
+    sched_setaffinity(Pid::from_raw(0), &set)
+}
+
+/// The CPU the calling thread runs on now (vDSO getcpu; no system call).
+#[inline]
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu takes no arguments and only reads.
+    let c = unsafe { libc::sched_getcpu() };
+    (c >= 0).then_some(c as usize)
+}
+
+/// CPUs online now, from /sys/devices/system/cpu/online (falls back to
+/// 0..available_parallelism).
+pub fn online_cpus() -> Vec<usize> {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| parse_cpu_list(s.trim()).ok())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| {
+            let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+            (0..n).collect()
+        })
+}
+
+/// Parse a kernel CPU list such as `0,2-3` (sorted, deduplicated).
+pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
+    let mut out = Vec::new();
+    if s.is_empty() {
+        return Ok(out);
+    }
+    for part in s.split(',') {
+        let part = part.trim();
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a, b),
+            None => (part, part),
+        };
+        let a: usize = a.trim().parse().map_err(|_| format!("'{part}' is not a CPU number or range"))?;
+        let b: usize = b.trim().parse().map_err(|_| format!("'{part}' is not a CPU number or range"))?;
+        if b < a {
+            return Err(format!("range '{part}' runs backwards"));
+        }
+        if b - a > 65_536 {
+            return Err(format!("range '{part}' is too large"));
+        }
+        out.extend(a..=b);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0,2-3").unwrap(), vec![0, 2, 3]);
+        assert_eq!(parse_cpu_list("3,1,1").unwrap(), vec![1, 3]);
+        assert!(parse_cpu_list("3-1").is_err());
+        assert!(parse_cpu_list("a").is_err());
+        assert!(parse_cpu_list("1,").is_err());
+    }
+}

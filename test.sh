@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# rtscope's test command (README "Run the tests"; .ci/run calls exactly this).
+# Installs the peers and tools the tests use when running as root with apt,
+# then runs the whole test suite. Tests whose tools are still missing (not
+# root, no apt) skip with a message instead of failing.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# Debian packages the tests use: rt-tests / stress-ng / linux-perf (peers and
+# load engine), qemu + busybox + cpio (kernel lab), chromium (HTML report).
+PACKAGES=(rt-tests stress-ng linux-perf qemu-system-x86 busybox-static cpio chromium)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "test.sh: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "test.sh: not installing ${missing[*]} (needs root and apt-get); tests that need them will skip"
+  fi
+fi
+
+cargo test --release "$@"

@@ -1,0 +1,79 @@
+//! Helpers shared by the integration tests: run the real binary in a private
+//! temp directory (results, store and XDG dirs inside it, never the user's).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::Value;
+
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        Sandbox { dir: tempfile::tempdir().expect("temp dir") }
+    }
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+    /// `rtscope` with cwd, RTSCOPE_DB and XDG dirs inside the sandbox.
+    pub fn cmd(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_rtscope"));
+        c.current_dir(self.dir.path())
+            .env("RTSCOPE_DB", self.path("results.db"))
+            .env("XDG_DATA_HOME", self.path("xdg-data"))
+            .env("XDG_CACHE_HOME", self.path("xdg-cache"))
+            .env_remove("RTSCOPE_SYSROOT");
+        c
+    }
+    /// Run `rtscope ARGS`, return the output.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().expect("spawn rtscope")
+    }
+    /// Run `rtscope run ARGS --json <sandbox>/NAME`, assert exit 0, parse the result.
+    pub fn run_json(&self, name: &str, args: &[&str]) -> Value {
+        let path = self.path(name);
+        let mut all = vec!["run"];
+        all.extend_from_slice(args);
+        let p = path.to_str().unwrap().to_string();
+        all.extend_from_slice(&["--json", &p]);
+        let out = self.run(&all);
+        assert!(
+            out.status.success(),
+            "rtscope {all:?} failed: {:?}\nstdout:\n{}\nstderr:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        read_json(&path)
+    }
+}
+
+pub fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+pub fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
+}
+
+/// Results whose `thread` is null (merged) or not.
+pub fn merged(run: &Value) -> Vec<&Value> {
+    run["results"].as_array().unwrap().iter().filter(|r| r["thread"].is_null()).collect()
+}
+pub fn per_thread(run: &Value) -> Vec<&Value> {
+    run["results"].as_array().unwrap().iter().filter(|r| !r["thread"].is_null()).collect()
+}
+
+/// Sum of histogram counts of a result entry.
+pub fn hist_sum(r: &Value) -> u64 {
+    r["histogram"].as_array().unwrap().iter().map(|b| u(&b["count"])).sum()
+}

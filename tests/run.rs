@@ -1,0 +1,296 @@
+//! `rtscope run` with the timer probe: sample accounting, overruns, merged
+//! entries, percentiles, SIGINT, bad input. These drive the real binary.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+fn check_entry_invariants(r: &Value) {
+    let samples = u(&r["samples"]);
+    assert_eq!(hist_sum(r), samples, "histogram counts must sum to samples: {}", r["probe"]);
+    let (min, max) = (u(&r["min_ns"]), u(&r["max_ns"]));
+    assert!(min <= max);
+    // Percentiles: monotone, within [min, max].
+    let keys = ["50", "90", "99", "99.9", "99.99", "99.999"];
+    let mut prev = 0;
+    for k in keys {
+        let p = u(&r["percentiles_ns"][k]);
+        assert!(p >= prev, "p{k} = {p} < previous {prev}");
+        assert!(min <= p && p <= max, "p{k} = {p} outside [{min}, {max}]");
+        prev = p;
+    }
+    assert_eq!(u(&r["worst"][0]["latency_ns"]), max, "worst[0] is the max");
+    let worst: Vec<u64> = r["worst"].as_array().unwrap().iter().map(|w| u(&w["latency_ns"])).collect();
+    assert!(worst.windows(2).all(|w| w[0] >= w[1]), "worst sorted largest first: {worst:?}");
+    // Buckets ascending, non-overlapping, each non-empty and within [min, max].
+    let h = r["histogram"].as_array().unwrap();
+    for b in h {
+        assert!(u(&b["count"]) > 0);
+        assert!(u(&b["lo_ns"]) <= u(&b["hi_ns"]));
+    }
+    for w in h.windows(2) {
+        assert!(u(&w[0]["hi_ns"]) < u(&w[1]["lo_ns"]), "buckets overlap");
+    }
+    assert!(u(&h[0]["lo_ns"]) <= min && min <= u(&h[0]["hi_ns"]), "min lies in the first bucket");
+    let last = h.last().unwrap();
+    assert!(u(&last["lo_ns"]) <= max && max <= u(&last["hi_ns"]), "max lies in the last bucket");
+    // Mean within [min, max]; per-second counts add up.
+    let mean = r["mean_ns"].as_f64().unwrap();
+    assert!(min as f64 <= mean && mean <= max as f64);
+    let ps: u64 = r["per_second"].as_array().unwrap().iter().map(|s| u(&s["count"])).sum();
+    assert_eq!(ps, samples, "per-second counts sum to samples");
+}
+
+#[test]
+fn three_seconds_at_1ms_accounts_for_every_period() {
+    let sb = Sandbox::new();
+    let run = sb.run_json("r.json", &["-D", "3s", "-i", "1000", "-t", "1", "-q"]);
+    assert_eq!(run["schema_version"], 1);
+    assert_eq!(run["interrupted"], false);
+    let m = merged(&run);
+    assert_eq!(m.len(), 1);
+    let r = m[0];
+    let total = u(&r["samples"]) + u(&r["overruns"]);
+    assert!((2940..=3060).contains(&total), "samples + overruns = {total}, expected 3000 ± 2 %");
+    assert!(u(&r["samples"]) > 0);
+    check_entry_invariants(r);
+    assert_eq!(u(&run["plan"]["interval_ns"]), 1_000_000);
+    assert_eq!(u(&run["plan"]["duration_ns"]), 3_000_000_000);
+    assert!(u(&run["calibration"]["clock_read_ns"]) > 0);
+    // Per-second slots for a 3 s run: t = 0, 1, 2 (and 3 for the last sample).
+    let ts: Vec<u64> = r["per_second"].as_array().unwrap().iter().map(|s| u(&s["t_s"])).collect();
+    assert!(ts.starts_with(&[0, 1, 2]), "{ts:?}");
+}
+
+#[test]
+fn merged_entry_is_the_sum_of_the_threads() {
+    let sb = Sandbox::new();
+    let run = sb.run_json("r.json", &["-D", "2s", "-i", "500us", "-t", "3", "-q"]);
+    let threads = per_thread(&run);
+    assert_eq!(threads.len(), 3);
+    let m = merged(&run)[0];
+    let sum = |k: &str| threads.iter().map(|t| u(&t[k])).sum::<u64>();
+    assert_eq!(u(&m["samples"]), sum("samples"));
+    assert_eq!(u(&m["overruns"]), sum("overruns"));
+    assert_eq!(u(&m["max_ns"]), threads.iter().map(|t| u(&t["max_ns"])).max().unwrap());
+    assert_eq!(u(&m["min_ns"]), threads.iter().map(|t| u(&t["min_ns"])).min().unwrap());
+    // Bucket-wise: the merged histogram is the element-wise sum.
+    let mut acc = std::collections::BTreeMap::new();
+    for t in &threads {
+        check_entry_invariants(t);
+        for b in t["histogram"].as_array().unwrap() {
+            *acc.entry(u(&b["lo_ns"])).or_insert(0u64) += u(&b["count"]);
+        }
+    }
+    let mh: std::collections::BTreeMap<u64, u64> =
+        m["histogram"].as_array().unwrap().iter().map(|b| (u(&b["lo_ns"]), u(&b["count"]))).collect();
+    assert_eq!(mh, acc);
+    check_entry_invariants(m);
+    // Threads pinned round-robin over the online CPUs.
+    let online: Vec<u64> = run["host"]["cpus_online"].as_array().unwrap().iter().map(u).collect();
+    for (i, t) in threads.iter().enumerate() {
+        assert_eq!(u(&t["thread"]), i as u64);
+        assert_eq!(u(&t["cpu"]), online[i % online.len()]);
+    }
+    let samples_each = u(&threads[0]["samples"]) + u(&threads[0]["overruns"]);
+    assert!((3920..=4080).contains(&samples_each), "{samples_each}");
+}
+
+#[test]
+fn an_interval_the_machine_cannot_keep_counts_overruns() {
+    let sb = Sandbox::new();
+    let run = sb.run_json("r.json", &["-D", "1s", "-i", "10us", "--policy", "other", "-t", "1", "-q"]);
+    let r = merged(&run)[0];
+    let (samples, overruns) = (u(&r["samples"]), u(&r["overruns"]));
+    assert!(overruns > 0, "10 µs under SCHED_OTHER must miss periods (samples {samples})");
+    let total = samples + overruns;
+    assert!((98_000..=102_000).contains(&total), "samples + overruns = {total}, expected 100000 ± 2 %");
+    check_entry_invariants(r);
+    assert_eq!(run["plan"]["policy"], "other");
+    let warnings: Vec<&str> = run["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    assert!(warnings.iter().any(|w| w.contains("periods missed")), "{warnings:?}");
+    assert!(warnings.iter().any(|w| w.starts_with("not real-time")), "{warnings:?}");
+}
+
+#[test]
+fn realtime_setup_is_reported_step_by_step() {
+    let sb = Sandbox::new();
+    let run = sb.run_json("r.json", &["-D", "500ms", "-t", "1", "-a", "0", "-p", "80", "-q"]);
+    let steps = run["realtime_setup"]["steps"].as_array().unwrap();
+    let step = |name: &str| steps.iter().find(|s| s["step"] == name).unwrap_or_else(|| panic!("no step {name}: {steps:?}"));
+    assert_eq!(step("affinity[thread 0]")["outcome"], "ok");
+    if is_root() {
+        assert_eq!(step("mlockall")["outcome"], "ok");
+        assert_eq!(step("sched_fifo[thread 0]")["outcome"], "ok");
+        assert_eq!(step("sched_fifo[thread 0]")["detail"], "priority 80");
+        assert_eq!(run["realtime_setup"]["ok"], true);
+    } else {
+        eprintln!("not root: checking only that the failure is reported");
+        assert_eq!(step("sched_fifo[thread 0]")["outcome"], "failed");
+        assert_eq!(run["realtime_setup"]["ok"], false);
+    }
+    assert_eq!(u(&per_thread(&run)[0]["cpu"]), 0);
+    assert!(run["host"]["kernel_release"].as_str().unwrap().len() > 1);
+    assert!(["none", "voluntary", "full", "lazy", "rt", "unknown"].contains(&run["host"]["preempt_model"].as_str().unwrap()));
+}
+
+#[test]
+fn no_dma_latency_is_recorded_as_skipped() {
+    let sb = Sandbox::new();
+    let run = sb.run_json("r.json", &["-D", "300ms", "-t", "1", "--no-dma-latency", "-q"]);
+    let s = run["realtime_setup"]["steps"].as_array().unwrap().iter().find(|s| s["step"] == "cpu_dma_latency").unwrap();
+    assert_eq!(s["outcome"], "skipped");
+    assert_eq!(run["plan"]["dma_latency"], false);
+}
+
+#[test]
+fn table_prints_per_thread_and_merged_rows_in_us_or_ns() {
+    let sb = Sandbox::new();
+    let out = sb.run(&["run", "-D", "500ms", "-t", "2", "--json", "r.json"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].contains("p99.9(us)") && lines[0].contains("overruns"), "{text}");
+    let rows: Vec<&&str> = lines.iter().filter(|l| l.starts_with("timer")).collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    assert!(rows[2].split_whitespace().nth(3) == Some("all"), "{text}");
+    assert!(text.contains("result: r.json"));
+    // The max column agrees with the file, in µs with one decimal.
+    let run = read_json(&sb.path("r.json"));
+    let max_us = u(&merged(&run)[0]["max_ns"]) as f64 / 1000.0;
+    assert_eq!(rows[2].split_whitespace().last().unwrap(), format!("{max_us:.1}"));
+
+    let out = sb.run(&["run", "-D", "300ms", "-t", "1", "--ns", "--json", "r2.json"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let run = read_json(&sb.path("r2.json"));
+    let max = u(&merged(&run)[0]["max_ns"]);
+    assert!(text.contains("max(ns)"), "{text}");
+    assert_eq!(text.lines().find(|l| l.contains(" all ")).unwrap().split_whitespace().last().unwrap(), max.to_string());
+}
+
+#[test]
+fn default_output_goes_to_the_results_dir_named_by_start_time() {
+    let sb = Sandbox::new();
+    let out = sb.run(&["run", "-D", "300ms", "-t", "1", "-q"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let files: Vec<_> = std::fs::read_dir(sb.path("rtscope-results")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let name = files[0].to_str().unwrap();
+    assert!(name.starts_with("rtscope-2") && name.ends_with("Z.json"), "{name}");
+    let run = read_json(&sb.path(&format!("rtscope-results/{name}")));
+    assert_eq!(run["schema_version"], 1);
+    assert!(out.stdout.is_empty(), "-q prints no table");
+}
+
+#[test]
+fn sigint_keeps_the_samples_taken_and_exits_130() {
+    let sb = Sandbox::new();
+    let path = sb.path("int.json");
+    let mut child = sb
+        .cmd()
+        .args(["run", "-D", "30s", "-i", "1000", "-t", "1", "-q", "--json", path.to_str().unwrap()])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    let t0 = Instant::now();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(5), "took {:?} to stop", t0.elapsed());
+    assert_eq!(status.code(), Some(130));
+    let run = read_json(&path);
+    assert_eq!(run["interrupted"], true);
+    assert_eq!(run["interrupted_in"], "idle");
+    let r = merged(&run)[0];
+    let samples = u(&r["samples"]);
+    assert!(samples > 300 && samples < 10_000, "samples {samples} after ~1.2 s at 1 ms");
+    check_entry_invariants(r);
+    assert!(run["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("interrupted")));
+}
+
+#[test]
+fn sigterm_is_handled_like_sigint() {
+    let sb = Sandbox::new();
+    let path = sb.path("term.json");
+    let mut child = sb.cmd().args(["run", "-D", "30s", "-t", "1", "-q", "--json", path.to_str().unwrap()]).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::SIGTERM).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert_eq!(read_json(&path)["interrupted"], true);
+}
+
+#[test]
+fn bad_input_exits_2_names_the_problem_and_writes_nothing() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["-i", "0"], "interval"),
+        (&["-i", "-5"], "interval"),
+        (&["-i", "5parsecs"], "unit"),
+        (&["-p", "0"], "priority"),
+        (&["-p", "100"], "priority"),
+        (&["-a", "999"], "CPU 999 is not online"),
+        (&["-a", "3-1"], "affinity"),
+        (&["-D", "0"], "duration"),
+        (&["-D", "banana"], "duration"),
+        (&["-t", "0"], "threads"),
+        (&["--json", "/nonexistent-dir/x.json"], "does not exist"),
+        (&["--probe", "warp-drive"], "unknown probe 'warp-drive'"),
+        (&["-D", "1ms", "-i", "5ms"], "longer than"),
+        (&["--policy", "deadline"], "policy"),
+    ];
+    for (args, needle) in cases {
+        let sb = Sandbox::new();
+        let mut all = vec!["run", "-q"];
+        all.extend_from_slice(args);
+        let out = sb.run(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?} → {:?}: {err}", out.status);
+        assert!(err.to_lowercase().contains(&needle.to_lowercase()), "{args:?}: message should mention '{needle}': {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        let left: Vec<_> = std::fs::read_dir(sb.dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.is_empty(), "{args:?} wrote {left:?}");
+    }
+    // The unknown-probe message lists what is allowed.
+    let sb = Sandbox::new();
+    let err = String::from_utf8(sb.run(&["run", "--probe", "nope"]).stderr).unwrap();
+    assert!(err.contains("available: ") && err.contains("timer"), "{err}");
+}
+
+#[test]
+fn probes_subcommand_lists_the_timer_probe() {
+    let sb = Sandbox::new();
+    let out = sb.run(&["probes"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8(out.stdout).unwrap().lines().any(|l| l.starts_with("timer ")));
+}
+
+#[test]
+fn without_privileges_it_runs_as_sched_other_and_says_why() {
+    if !is_root() || std::process::Command::new("setpriv").arg("--help").output().is_err() {
+        eprintln!("skipped: needs root and setpriv to drop to an unprivileged user");
+        return;
+    }
+    let sb = Sandbox::new();
+    // The unprivileged user must be able to write the result.
+    std::fs::set_permissions(sb.dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let path = sb.path("unpriv.json");
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", env!("CARGO_BIN_EXE_rtscope")])
+        .args(["run", "-D", "500ms", "-t", "1", "--no-dma-latency", "--json", path.to_str().unwrap()])
+        .current_dir(sb.dir.path())
+        .env("RTSCOPE_DB", sb.path("unpriv.db"))
+        .env("XDG_DATA_HOME", sb.path("xdg-data"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let run = read_json(&path);
+    assert_eq!(run["realtime_setup"]["ok"], false);
+    let steps = run["realtime_setup"]["steps"].as_array().unwrap();
+    let fifo = steps.iter().find(|s| s["step"] == "sched_fifo[thread 0]").unwrap();
+    assert_eq!(fifo["outcome"], "failed");
+    assert!(fifo["detail"].as_str().unwrap().contains("CAP_SYS_NICE"), "{fifo}");
+    assert!(err.contains("warning: not real-time"), "{err}");
+    assert!(u(&merged(&run)[0]["samples"]) > 0);
+}
