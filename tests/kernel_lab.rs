@@ -140,8 +140,18 @@ fn rt_kernel_is_detected_as_realtime() {
         return;
     }
     let run = probe_kernel("rt");
-    assert_eq!(run["host"]["realtime"], serde_json::json!(true), "host: {}", run["host"]);
-    assert_eq!(run["host"]["preempt_model"], serde_json::json!("rt"), "host: {}", run["host"]);
+    assert_eq!(
+        run["host"]["realtime"],
+        serde_json::json!(true),
+        "host: {}",
+        run["host"]
+    );
+    assert_eq!(
+        run["host"]["preempt_model"],
+        serde_json::json!("rt"),
+        "host: {}",
+        run["host"]
+    );
 }
 
 #[test]
@@ -151,8 +161,18 @@ fn stock_kernel_is_detected_as_not_realtime() {
         return;
     }
     let run = probe_kernel("stock");
-    assert_eq!(run["host"]["realtime"], serde_json::json!(false), "host: {}", run["host"]);
-    assert_ne!(run["host"]["preempt_model"], serde_json::json!("rt"), "host: {}", run["host"]);
+    assert_eq!(
+        run["host"]["realtime"],
+        serde_json::json!(false),
+        "host: {}",
+        run["host"]
+    );
+    assert_ne!(
+        run["host"]["preempt_model"],
+        serde_json::json!("rt"),
+        "host: {}",
+        run["host"]
+    );
 }
 
 #[test]
@@ -173,21 +193,36 @@ fn failures_are_reported_with_the_console_tail() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
-    assert!(stderr.contains("serial console"), "no console tail: {stderr}");
-    assert!(stderr.contains("RTSCOPE-LAB-EXIT 2"), "no guest exit line: {stderr}");
-    assert!(stderr.contains("no-such-rtscope-flag"), "no rtscope message: {stderr}");
+    assert!(
+        stderr.contains("serial console"),
+        "no console tail: {stderr}"
+    );
+    assert!(
+        stderr.contains("RTSCOPE-LAB-EXIT 2"),
+        "no guest exit line: {stderr}"
+    );
+    assert!(
+        stderr.contains("no-such-rtscope-flag"),
+        "no rtscope message: {stderr}"
+    );
     assert!(!out_file.exists(), "a failed run must not leave a result");
 
     // A file that is not a kernel: QEMU refuses it, reported as a boot failure.
     let fake = dir.path().join("vmlinuz-garbage");
     std::fs::write(&fake, vec![0x5au8; 64 * 1024]).unwrap();
-    let out = run_lab(&["--kernel", fake.to_str().unwrap(), "--out", out_path], &["-D", "1s"]);
+    let out = run_lab(
+        &["--kernel", fake.to_str().unwrap(), "--out", out_path],
+        &["-D", "1s"],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "stderr: {stderr}");
     assert!(stderr.contains("did not boot"), "stderr: {stderr}");
 
     // A kernel path that does not exist: bad input, no boot at all.
-    let out = run_lab(&["--kernel", "/nonexistent/vmlinuz", "--out", out_path], &["-D", "1s"]);
+    let out = run_lab(
+        &["--kernel", "/nonexistent/vmlinuz", "--out", out_path],
+        &["-D", "1s"],
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/vmlinuz"));
 }
