@@ -115,6 +115,9 @@ pub struct Plan {
     pub cpus: Vec<usize>,
     pub dma_latency: bool,
     pub worst_k: usize,
+    /// Probe-specific options (absent in files written before they existed).
+    #[serde(default)]
+    pub probe_options: ProbeOptions,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -170,6 +173,17 @@ pub struct ProbeResult {
     /// Width of one `per_second` slot, in seconds (1 unless the run is very long).
     #[serde(default = "one")]
     pub per_second_width_s: u64,
+    /// For samples that are |x| of a signed quantity (the `periodic` probe's
+    /// "PERIOD/period-error" entries): the signed min, max and mean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed: Option<SignedStats>,
+    /// For the `noise` probe: total noise time and the share of the CPU left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<NoiseStats>,
+    /// What this entry means when the numbers alone could mislead (e.g. which
+    /// scheduling policy the noise loop ran under and what that implies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 fn one() -> u64 {
@@ -215,3 +229,105 @@ pub const PERCENTILES: [(&str, f64); 6] = [
     ("99.99", 99.99),
     ("99.999", 99.999),
 ];
+
+/// Signed summary of a quantity whose magnitudes fill an entry's histogram
+/// (the period error: actual start-to-start interval minus the nominal one).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct SignedStats {
+    pub samples: u64,
+    pub min_ns: i64,
+    pub max_ns: i64,
+    pub mean_ns: f64,
+}
+
+impl SignedStats {
+    /// Combine two summaries exactly (mean weighted by samples).
+    pub fn merge(self, o: SignedStats) -> SignedStats {
+        if self.samples == 0 {
+            return o;
+        }
+        if o.samples == 0 {
+            return self;
+        }
+        let n = self.samples + o.samples;
+        SignedStats {
+            samples: n,
+            min_ns: self.min_ns.min(o.min_ns),
+            max_ns: self.max_ns.max(o.max_ns),
+            mean_ns: (self.mean_ns * self.samples as f64 + o.mean_ns * o.samples as f64) / n as f64,
+        }
+    }
+}
+
+/// OS-noise totals of the `noise` probe: every gap above `threshold_ns`
+/// between two consecutive clock reads of the busy loop is a sample.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct NoiseStats {
+    pub threshold_ns: Nanos,
+    /// Wall time the busy loop(s) ran, summed over threads.
+    pub loop_ns: Nanos,
+    /// Sum of all gaps above the threshold, summed over threads.
+    pub total_noise_ns: Nanos,
+    /// 100 × (1 − total_noise / loop time).
+    pub available_pct: f64,
+}
+
+impl NoiseStats {
+    pub fn new(threshold_ns: u64, loop_ns: u64, total_noise_ns: u64) -> NoiseStats {
+        let available_pct = if loop_ns == 0 { 0.0 } else { 100.0 * (1.0 - total_noise_ns as f64 / loop_ns as f64) };
+        NoiseStats { threshold_ns: Nanos(threshold_ns), loop_ns: Nanos(loop_ns), total_noise_ns: Nanos(total_noise_ns), available_pct }
+    }
+    pub fn merge(self, o: NoiseStats) -> NoiseStats {
+        NoiseStats::new(self.threshold_ns.0, self.loop_ns.0 + o.loop_ns.0, self.total_noise_ns.0 + o.total_noise_ns.0)
+    }
+}
+
+/// Probe-specific options of the plan (`rtscope run` flags of `ProbeOpts`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ProbeOptions {
+    /// Variants chosen per probe with `--probe NAME:VARIANT`; a probe absent
+    /// here runs every variant.
+    #[serde(default)]
+    pub variants: std::collections::BTreeMap<String, Vec<String>>,
+    /// `--periods` as given (empty: each probe's default).
+    #[serde(default)]
+    pub periods_ns: Vec<Nanos>,
+    #[serde(default)]
+    pub msg_size: usize,
+    #[serde(default)]
+    pub noise_threshold_ns: Nanos,
+    /// other / fifo / rr.
+    #[serde(default)]
+    pub noise_policy: String,
+    /// `--iterations`: events per variant (0: until the duration ends).
+    #[serde(default)]
+    pub iterations: u64,
+    #[serde(default)]
+    pub back_to_back: bool,
+    /// `--sender-priority` (0: one below the plan's priority).
+    #[serde(default)]
+    pub sender_priority: u8,
+}
+
+#[cfg(test)]
+mod probe_extra_tests {
+    use super::*;
+
+    #[test]
+    fn signed_stats_merge_weights_the_mean() {
+        let a = SignedStats { samples: 3, min_ns: -5, max_ns: 7, mean_ns: 1.0 };
+        let b = SignedStats { samples: 1, min_ns: -9, max_ns: 2, mean_ns: -3.0 };
+        let m = a.merge(b);
+        assert_eq!((m.samples, m.min_ns, m.max_ns), (4, -9, 7));
+        assert!((m.mean_ns - 0.0).abs() < 1e-9);
+        let empty = SignedStats { samples: 0, min_ns: 0, max_ns: 0, mean_ns: 0.0 };
+        assert_eq!(empty.merge(b), b);
+    }
+
+    #[test]
+    fn noise_available_share() {
+        let n = NoiseStats::new(1000, 1_000_000_000, 50_000_000).merge(NoiseStats::new(1000, 1_000_000_000, 0));
+        assert_eq!(n.total_noise_ns, Nanos(50_000_000));
+        assert!((n.available_pct - 97.5).abs() < 1e-9);
+    }
+}

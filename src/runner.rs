@@ -31,13 +31,13 @@ pub fn rfc3339(t: OffsetDateTime) -> String {
 /// Global (process-wide) real-time set-up. The returned guard holds
 /// /dev/cpu_dma_latency for as long as it lives.
 fn global_setup(plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option<DmaLatencyGuard> {
-    steps.push(match mman::lock_all() {
+    let locked = match mman::lock_all_would_exhaust() {
+        Some(why) => Err(why),
+        None => mman::lock_all().map_err(|e| format!("{e}: page faults may add latency; run as root or grant CAP_IPC_LOCK")),
+    };
+    steps.push(match locked {
         Ok(()) => SetupStep { step: "mlockall".into(), outcome: "ok".into(), detail: "MCL_CURRENT|MCL_FUTURE".into() },
-        Err(e) => SetupStep {
-            step: "mlockall".into(),
-            outcome: "failed".into(),
-            detail: format!("{e}: page faults may add latency; run as root or grant CAP_IPC_LOCK"),
-        },
+        Err(e) => SetupStep { step: "mlockall".into(), outcome: "failed".into(), detail: e },
     });
     let guard = if plan.dma_latency {
         match DmaLatencyGuard::hold(0) {
@@ -92,8 +92,12 @@ pub fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec
     for v in variants {
         let group: Vec<&ThreadOutcome> = outcomes.iter().filter(|o| o.variant == v).collect();
         let mut merged: Option<Recorder> = None;
+        let mut extra = crate::measure::Extra::default();
         for o in &group {
-            out.push(o.recorder.to_result(probe, phase, v.clone(), Some(o.thread), o.cpu, o.interval_ns));
+            let mut r = o.recorder.to_result(probe, phase, v.clone(), Some(o.thread), o.cpu, o.interval_ns);
+            o.extra.apply(&mut r);
+            extra = extra.merge(&o.extra);
+            out.push(r);
         }
         for o in &group {
             match merged.as_mut() {
@@ -107,7 +111,9 @@ pub fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec
         }
         if let Some(m) = merged {
             let interval = group.first().map(|o| o.interval_ns).unwrap_or(0);
-            out.push(m.to_result(probe, phase, v.clone(), None, None, interval));
+            let mut r = m.to_result(probe, phase, v.clone(), None, None, interval);
+            extra.apply(&mut r);
+            out.push(r);
         }
     }
     out
@@ -146,7 +152,14 @@ pub fn execute(plan: &RunPlan, output: &Output, command_line: Vec<String>, start
         if !output.quiet {
             let board = &board;
             let finished = &finished;
-            s.spawn(move || crate::live::progress(board, total_ns, finished, stop));
+            // A small stack: under mlockall(MCL_FUTURE) every thread's whole
+            // stack is locked, and an unprivileged run has only
+            // RLIMIT_MEMLOCK (often 8 MiB) for all of rtscope; the default
+            // 2 MiB stack of this thread alone made allocations fail there.
+            std::thread::Builder::new()
+                .name("rtscope-live".into())
+                .stack_size(256 * 1024)
+                .spawn_scoped(s, move || crate::live::progress(board, total_ns, finished, stop))?;
         }
         let result = (|| -> anyhow::Result<()> {
             'phases: for phase in &plan.phases {

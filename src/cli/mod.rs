@@ -4,6 +4,7 @@
 //! output paths) and builds the validated [`plan::RunPlan`].
 
 pub mod plan;
+pub mod probe_opts;
 pub mod units;
 
 use std::path::PathBuf;
@@ -76,7 +77,8 @@ pub struct RunArgs {
     #[arg(short = 'a', long, value_parser = units::parse_cpuset)]
     pub affinity: Option<units::CpuSet>,
 
-    /// Probes to run, comma-separated (see `rtscope probes`).
+    /// Probes to run, comma-separated; NAME:VARIANT runs only that variant
+    /// (e.g. sem:mutex,sem:posix/same-cpu; see `rtscope probes`).
     #[arg(long = "probe", value_delimiter = ',', default_value = "timer")]
     pub probes: Vec<String>,
 
@@ -103,4 +105,6 @@ pub struct RunArgs {
     /// How many worst samples each thread keeps (with time, CPU and sequence number).
     #[arg(long, value_name = "K", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub worst: u32,
+    #[command(flatten)]
+    pub probe_opts: probe_opts::ProbeOpts,
 }

@@ -24,6 +24,8 @@ pub struct RunPlan {
     pub cpus: Vec<usize>,
     pub dma_latency: bool,
     pub worst_k: usize,
+    /// Probe-specific options and variant selection (`--probe NAME:VARIANT`).
+    pub probe: super::probe_opts::ProbeSettings,
 }
 
 /// Where and how to report.
@@ -54,6 +56,7 @@ impl RunPlan {
             cpus: self.cpus.clone(),
             dma_latency: self.dma_latency,
             worst_k: self.worst_k,
+            probe_options: self.probe.to_model(),
         }
     }
 }
@@ -76,16 +79,24 @@ pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInpu
     let threads = args.threads.map(|t| t as usize).unwrap_or(cpus.len());
 
     let mut probes = Vec::new();
-    for p in &args.probes {
-        let p = p.trim();
-        if probe_by_name(p).is_none() {
+    let mut selected = super::probe_opts::VariantSelection::default();
+    for spec in &args.probes {
+        let (p, sel) = super::probe_opts::split_spec(spec);
+        let Some(probe) = probe_by_name(p) else {
             let names: Vec<&str> = PROBES.iter().map(|(n, _)| *n).collect();
             return Err(BadInput(format!("--probe: unknown probe '{p}'; available: {}", names.join(", "))));
-        }
+        };
+        selected.add(probe.as_ref(), sel)?;
         if !probes.iter().any(|q| q == p) {
             probes.push(p.to_string());
         }
     }
+    let probe_settings = super::probe_opts::ProbeSettings::from_opts(
+        &args.probe_opts,
+        selected.finish(),
+        args.affinity.is_some() || args.threads.is_some(),
+    );
+    super::probe_opts::check_against_system(&probes, &probe_settings, &cpus)?;
     if probes.is_empty() {
         return Err(BadInput("--probe: no probe given; try --probe timer".into()));
     }
@@ -121,6 +132,7 @@ pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInpu
         cpus,
         dma_latency: !args.no_dma_latency,
         worst_k: args.worst as usize,
+        probe: probe_settings,
     };
     Ok((plan, Output { path, quiet: args.quiet, ns: args.ns }))
 }

@@ -44,6 +44,8 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
 
     if !output.quiet {
         print!("{}", report::term::summary_table(&run, output.ns));
+        print!("{}", report::maxrate::table(&run, output.ns));
+        print!("{}", report::noise::lines(&run));
         println!("result: {}", output.path.display());
     }
     for w in &run.warnings {

@@ -11,7 +11,18 @@
 //!
 //! Registry: [`PROBES`] lists every probe by name; [`probe_by_name`] builds one.
 
+pub mod maxrate;
+pub mod mq;
+pub mod noise;
+pub mod pair;
+pub mod periodic;
+pub mod pipe;
+pub mod preempt;
 pub mod recorder;
+pub mod select;
+pub mod sem;
+pub mod signal;
+pub mod switch;
 pub mod timer;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -28,12 +39,32 @@ use recorder::{Live, Recorder};
 pub const MEASURING_STACK: usize = 256 * 1024;
 
 /// Names accepted by `--probe`, in the order `rtscope run` would list them.
-pub const PROBES: &[(&str, &str)] = &[("timer", "timer wake-up latency (cyclictest's method, overruns counted)")];
+pub const PROBES: &[(&str, &str)] = &[
+    ("timer", "timer wake-up latency (cyclictest's method, overruns counted)"),
+    ("periodic", "periodic tasks at each --periods: wake-up latency and signed period error"),
+    ("sem", "hand-off release -> blocked waiter runs: posix, sysv, mutex, condvar, futex; same/cross CPU"),
+    ("pipe", "pipe (RT-FIFO) oneway write -> read, and task1 -> A -> task2 -> B -> task1 roundtrip"),
+    ("mq", "POSIX message queue (mailbox) oneway and roundtrip"),
+    ("signal", "pthread_kill / pthread_sigqueue -> sigwaitinfo returns"),
+    ("switch", "task switch time: two equal-priority threads on one CPU (futex ping-pong, sched_yield)"),
+    ("preempt", "preemption time: a running low-priority thread wakes a higher-priority one on its CPU"),
+    ("noise", "OS noise: gaps above --noise-threshold in a busy loop reading the clock (as oslat)"),
+    ("maxrate", "max sustainable timer rate: overruns and miss ratio at each --periods"),
+];
 
 /// Build the probe called `name`.
 pub fn probe_by_name(name: &str) -> Option<Box<dyn Probe>> {
     match name {
         "timer" => Some(Box::new(timer::TimerProbe)),
+        "periodic" => Some(Box::new(periodic::PeriodicProbe)),
+        "sem" => Some(Box::new(sem::SemProbe)),
+        "pipe" => Some(Box::new(pipe::PipeProbe)),
+        "mq" => Some(Box::new(mq::MqProbe)),
+        "signal" => Some(Box::new(signal::SignalProbe)),
+        "switch" => Some(Box::new(switch::SwitchProbe)),
+        "preempt" => Some(Box::new(preempt::PreemptProbe)),
+        "noise" => Some(Box::new(noise::NoiseProbe)),
+        "maxrate" => Some(Box::new(maxrate::MaxrateProbe)),
         _ => None,
     }
 }
@@ -41,6 +72,13 @@ pub fn probe_by_name(name: &str) -> Option<Box<dyn Probe>> {
 /// One measurement method.
 pub trait Probe: Send + Sync {
     fn name(&self) -> &'static str;
+    /// Variants `--probe NAME:VARIANT` may select (empty: none selectable,
+    /// e.g. variants made from `--periods`). A selector matches a variant it
+    /// equals or a leading part of it: `mutex` selects `mutex/same-cpu` and
+    /// `mutex/cross-cpu`.
+    fn variants(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Run every variant of this probe for the plan's duration (each) and
     /// return one outcome per measuring thread and variant.
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>>;
@@ -65,6 +103,40 @@ pub struct ThreadOutcome {
     pub setup: Vec<SetupStep>,
     /// Set when the thread's loop ended on an error (e.g. clock_nanosleep).
     pub error: Option<String>,
+    /// Probe-specific summaries carried into the result entry.
+    pub extra: Extra,
+}
+
+/// Probe-specific parts of a result entry (see `model::ProbeResult`).
+#[derive(Debug, Clone, Default)]
+pub struct Extra {
+    pub signed: Option<crate::model::SignedStats>,
+    pub noise: Option<crate::model::NoiseStats>,
+    pub note: Option<String>,
+}
+
+impl Extra {
+    /// Combine the extras of the threads of one variant for the merged entry.
+    pub fn merge(&self, o: &Extra) -> Extra {
+        fn both<T: Copy>(a: Option<T>, b: Option<T>, f: impl Fn(T, T) -> T) -> Option<T> {
+            match (a, b) {
+                (Some(x), Some(y)) => Some(f(x, y)),
+                (x, y) => x.or(y),
+            }
+        }
+        Extra {
+            signed: both(self.signed, o.signed, |a, b| a.merge(b)),
+            noise: both(self.noise, o.noise, |a, b| a.merge(b)),
+            note: self.note.clone().or_else(|| o.note.clone()),
+        }
+    }
+
+    /// Copy into a result entry.
+    pub fn apply(&self, r: &mut crate::model::ProbeResult) {
+        r.signed = self.signed;
+        r.noise = self.noise;
+        r.note = self.note.clone();
+    }
 }
 
 /// The live view's window on running probes: each measuring thread registers
@@ -199,6 +271,7 @@ where
                             recorder,
                             setup,
                             error,
+                            extra: Extra::default(),
                         }
                     })
             })

@@ -330,6 +330,9 @@ impl Recorder {
             worst,
             per_second,
             per_second_width_s: width_s,
+            signed: None,
+            noise: None,
+            note: None,
         }
     }
 }

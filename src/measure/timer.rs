@@ -35,16 +35,34 @@ impl Probe for TimerProbe {
 /// The hot loop: O(1) per period, no allocation, lock, format or I/O.
 /// Returns an error text only when the sleep itself fails.
 pub fn timer_loop(rec: &mut Recorder, stop: &AtomicBool, interval: u64, duration: u64) -> Option<String> {
+    timer_loop_with(rec, stop, interval, duration, u64::MAX, |_, _, _| {})
+}
+
+/// [`timer_loop`] ending after at most `max_samples` samples, calling
+/// `on_sample(latency, at, seq)` after each one is recorded (the `periodic`
+/// probe derives its period error there). `on_sample` is part of the hot
+/// loop and must follow its rules.
+#[inline]
+pub fn timer_loop_with(
+    rec: &mut Recorder,
+    stop: &AtomicBool,
+    interval: u64,
+    duration: u64,
+    max_samples: u64,
+    mut on_sample: impl FnMut(u64, u64, u64),
+) -> Option<String> {
     let start = now_ns();
     let end = start + duration;
     let mut due = start + interval;
     let mut seq = 0u64;
-    while due <= end && !stop.load(Ordering::Relaxed) {
+    while due <= end && seq < max_samples && !stop.load(Ordering::Relaxed) {
         if let Err(e) = sleep_until_ns(due) {
             return Some(format!("clock_nanosleep failed: {e}"));
         }
         let now = now_ns();
-        rec.record(now.saturating_sub(due), now - start, seq);
+        let latency = now.saturating_sub(due);
+        rec.record(latency, now - start, seq);
+        on_sample(latency, now - start, seq);
         seq += 1;
         due += interval;
         if now >= due {

@@ -23,3 +23,26 @@ pub fn prefault_stack(bytes: usize) {
     }
     touch(bytes);
 }
+
+/// Why locking all memory would starve rtscope, or None when it is safe:
+/// without CAP_IPC_LOCK, mlockall(MCL_FUTURE) succeeds but every later
+/// mapping then counts against RLIMIT_MEMLOCK (often 8 MiB), and the
+/// allocations of a multi-probe run fail (abort) once it is used up.
+pub fn lock_all_would_exhaust() -> Option<String> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: `lim` is valid, writable storage for one rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) } != 0 || lim.rlim_cur == libc::RLIM_INFINITY {
+        return None;
+    }
+    // CAP_IPC_LOCK (bit 14 of the effective set) lifts the limit.
+    let cap_eff = std::fs::read_to_string("/proc/self/status").ok().and_then(|s| {
+        s.lines().find_map(|l| l.strip_prefix("CapEff:")).and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+    });
+    if cap_eff.is_some_and(|c| c & (1 << 14) != 0) {
+        return None;
+    }
+    Some(format!(
+        "not attempted: RLIMIT_MEMLOCK is {} KiB and rtscope lacks CAP_IPC_LOCK, so locking all memory would make its later allocations fail; page faults may add latency; run as root or grant CAP_IPC_LOCK",
+        lim.rlim_cur / 1024
+    ))
+}

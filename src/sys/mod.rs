@@ -3,6 +3,7 @@
 //! `SAFETY:` comment; results come back as `nix::Result` / `std::io::Result`.
 
 pub mod dma_latency;
+pub mod futex;
 pub mod mman;
 pub mod sched;
 pub mod time;

@@ -1,0 +1,46 @@
+//! The `maxrate` probe: the maximum sustainable event rate (seed 001's "max
+//! interrupt rate" table). The timer method (`timer::timer_loop_with`) runs
+//! at each of `--periods` (default 200 µs, 100 µs, 50 µs, 20 µs, 10 µs), one
+//! after another, each for its share of -D; per period the entry reports
+//! samples, overruns (missed deadlines, rule 3) and the latency
+//! distribution, and `rtscope run` prints the seed's table (period,
+//! samples, overruns, miss ratio, p99, max; `report::maxrate`).
+//!
+//! One thread on the plan's last CPU unless -a/-t is given (a 10 µs timer at
+//! SCHED_FIFO keeps its CPU nearly busy). Variant: the period, e.g. `50us`.
+
+use std::sync::atomic::Ordering;
+
+use super::timer::timer_loop_with;
+use super::{select, spawn_measuring, Probe, ProbeCtx, ThreadOutcome};
+use crate::cli::units::fmt_ns;
+
+pub struct MaxrateProbe;
+
+/// Seed 001's periods, longest first.
+pub const DEFAULT_PERIODS: [u64; 5] = [200_000, 100_000, 50_000, 20_000, 10_000];
+
+impl Probe for MaxrateProbe {
+    fn name(&self) -> &'static str {
+        "maxrate"
+    }
+
+    fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
+        let periods = ctx.plan.probe.periods_or(&DEFAULT_PERIODS);
+        let share = select::share(ctx, periods.len());
+        let specs = select::one_cpu_unless_told(ctx, ctx.plan.policy);
+        let mut out = Vec::new();
+        for &period in &periods {
+            if ctx.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let variant = fmt_ns(period);
+            ctx.board.reset(&format!("maxrate {variant}"));
+            out.extend(spawn_measuring(ctx, &specs, Some(variant), period, |_, rec, stop, barrier| {
+                barrier.wait();
+                timer_loop_with(rec, stop, period, share, u64::MAX, |_, _, _| {})
+            })?);
+        }
+        Ok(out)
+    }
+}

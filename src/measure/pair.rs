@@ -1,0 +1,372 @@
+//! The two-thread hand-off pattern shared by `sem`, `pipe`, `mq`, `signal`
+//! and `preempt`: a sender releases, a blocked receiver wakes.
+//!
+//! Timestamps (the issue's rule): the sender reads the clock immediately
+//! before the release/send/wake call and publishes it; the receiver reads the
+//! clock immediately after its blocking call returns; latency = receiver −
+//! sender on the same CLOCK_MONOTONIC, so cross-CPU pairs are valid. A
+//! mechanism is a [`Handoff`] (one-way) or a [`Channel`] pair (round trip);
+//! this module owns the threads, the pacing and the shutdown.
+//!
+//! One-way, per event (the shape of ptsematest: the receiver paces, so
+//! the sender releases right after it was woken, and the receiver has been
+//! blocked only for the hand-off itself):
+//!
+//! ```text
+//! sender                               receiver (records)
+//!   h.arm()      (mutex: lock it)
+//!   armed.post() ───────────────────>   armed.wait()
+//!                                       pause (sleep to the next -i tick)
+//!   go.wait()    <───────────────────   go.post()
+//!                                       h.wait() blocks
+//!   t0 = now; h.release() ──────────>   returns; t1 = now; record t1 − t0
+//!                                       h.after_wait() (mutex: unlock)
+//!   ack.wait()   <───────────────────   ack.post()
+//! ```
+//!
+//! Why the futex events around the measured hand-off: they make every
+//! event start from the same state (mutex held by the sender, `t0` not
+//! overwritten before it is read) and they are never inside the timed span.
+//! Why the receiver paces: a receiver that sat blocked in the mechanism for
+//! a whole interval wakes on cold caches, which doubled the hand-off time
+//! on the development VM compared with ptsematest's structure (measured
+//! with bench/vs-rt-tests). On one CPU the receiver is always blocked when
+//! the sender releases (the sender only runs once the receiver blocks, or
+//! preempts nothing when its priority is lower). Across CPUs the sender may,
+//! rarely, release before the receiver has blocked — as in rt-tests; that
+//! event then measures the non-blocking path.
+//!
+//! Shutdown: the sender ends the loop (duration share over, `--iterations`
+//! reached, or the stop flag), sets `done` and posts `armed`; the receiver
+//! sees `done` before blocking again and ends. No thread is left waiting.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Barrier;
+
+use super::recorder::Recorder;
+use super::{spawn_measuring, ProbeCtx, ThreadOutcome, ThreadSpec};
+use crate::sys::futex::Event;
+use crate::sys::sched::Policy;
+use crate::sys::time::{now_ns, sleep_until_ns};
+
+/// One hand-off mechanism, seen from both sides.
+pub trait Handoff: Sync {
+    /// Receiver, before the start barrier (e.g. block the signal it waits for).
+    fn receiver_setup(&self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Sender, before each pause: make the receiver's next wait block.
+    fn arm(&self) {}
+    /// Sender: store the clock into `t0` immediately before the release call,
+    /// then make it.
+    fn release(&self, t0: &AtomicU64, buf: &[u8]) -> Result<(), String>;
+    /// Receiver: block until released; return the clock read immediately
+    /// after the blocking call returned.
+    fn wait(&self, buf: &mut [u8]) -> Result<u64, String>;
+    /// Receiver, after recording: give back what `wait` took.
+    fn after_wait(&self) {}
+}
+
+/// A one-directional byte-message channel (pipe, message queue).
+pub trait Channel: Sync {
+    fn send(&self, buf: &[u8]) -> Result<(), String>;
+    fn recv(&self, buf: &mut [u8]) -> Result<(), String>;
+}
+
+/// Any channel is a hand-off: send is the release, recv the wait.
+pub struct ChannelHandoff<C: Channel>(pub C);
+
+impl<C: Channel> Handoff for ChannelHandoff<C> {
+    fn release(&self, t0: &AtomicU64, buf: &[u8]) -> Result<(), String> {
+        t0.store(now_ns(), Ordering::Release);
+        self.0.send(buf)
+    }
+    fn wait(&self, buf: &mut [u8]) -> Result<u64, String> {
+        self.0.recv(buf)?;
+        Ok(now_ns())
+    }
+}
+
+/// How the pair is paced between events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pause {
+    /// Sleep (absolute) to the next tick of `interval` (rt-tests' -i).
+    Sleep { interval: u64 },
+    /// No pause (`--back-to-back`).
+    None,
+}
+
+impl Pause {
+    /// The pause the plan asks for.
+    pub fn from_plan(ctx: &ProbeCtx<'_>) -> Pause {
+        if ctx.plan.probe.back_to_back {
+            Pause::None
+        } else {
+            Pause::Sleep { interval: ctx.plan.interval_ns }
+        }
+    }
+    fn interval(self) -> u64 {
+        match self {
+            Pause::Sleep { interval } => interval,
+            Pause::None => 0,
+        }
+    }
+    /// Wait for the tick `next` (updated to the following tick). A late
+    /// tick is not an overrun here: these probes time hand-offs, not periods;
+    /// the next tick is then one interval after now.
+    #[inline]
+    fn wait(self, next: &mut u64) -> Result<(), String> {
+        if let Pause::Sleep { interval } = self {
+            sleep_until_ns(*next).map_err(|e| format!("clock_nanosleep failed: {e}"))?;
+            let now = now_ns();
+            *next += interval;
+            if *next <= now {
+                *next = now + interval;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How many events a variant sends, how they are paced, and their size.
+#[derive(Debug, Clone, Copy)]
+pub struct Events {
+    pub pause: Pause,
+    /// The variant's share of -D.
+    pub duration: u64,
+    /// `--iterations`, or u64::MAX.
+    pub max: u64,
+    /// Bytes per message (channels; 1 for the others).
+    pub msg_size: usize,
+}
+
+impl Events {
+    /// The plan's pacing for a variant of `duration`.
+    pub fn from_plan(ctx: &ProbeCtx<'_>, duration: u64, msg_size: usize) -> Events {
+        Events { pause: Pause::from_plan(ctx), duration, max: super::select::max_events(ctx), msg_size }
+    }
+}
+
+/// Where the two threads of a pair run.
+#[derive(Debug, Clone, Copy)]
+pub struct Placement {
+    pub receiver_cpu: Option<usize>,
+    pub sender_cpu: Option<usize>,
+}
+
+impl Placement {
+    /// Both on the plan's first CPU.
+    pub fn same_cpu(ctx: &ProbeCtx<'_>) -> Placement {
+        let c = ctx.plan.cpus.first().copied();
+        Placement { receiver_cpu: c, sender_cpu: c }
+    }
+    /// Receiver on the plan's first CPU, sender on its second (None when the
+    /// plan has one CPU only).
+    pub fn cross_cpu(ctx: &ProbeCtx<'_>) -> Option<Placement> {
+        (ctx.plan.cpus.len() >= 2).then(|| Placement { receiver_cpu: Some(ctx.plan.cpus[0]), sender_cpu: Some(ctx.plan.cpus[1]) })
+    }
+    /// The plan's first and last CPU (the same one with `-a N`): how the
+    /// pipe, mq and signal probes place their pair.
+    pub fn from_plan(ctx: &ProbeCtx<'_>) -> Placement {
+        Placement { receiver_cpu: ctx.plan.cpus.first().copied(), sender_cpu: ctx.plan.cpus.last().copied() }
+    }
+}
+
+/// Thread 0 (records) at the plan's priority, thread 1 one below it (the
+/// receiver has the higher priority) or at `--sender-priority`.
+fn pair_specs(ctx: &ProbeCtx<'_>, p: Placement) -> [ThreadSpec; 2] {
+    let prio = ctx.plan.priority;
+    let lower = match ctx.plan.probe.sender_priority {
+        _ if ctx.plan.policy == Policy::Other => prio,
+        Some(p) => p,
+        None => prio.saturating_sub(1).max(1),
+    };
+    [
+        ThreadSpec { index: 0, cpu: p.receiver_cpu, policy: ctx.plan.policy, priority: prio },
+        ThreadSpec { index: 1, cpu: p.sender_cpu, policy: ctx.plan.policy, priority: lower },
+    ]
+}
+
+/// Run two threads, thread 0 recording; return thread 0's outcome with both
+/// threads' set-up steps and the first error.
+pub fn run_two<F>(ctx: &ProbeCtx<'_>, specs: &[ThreadSpec; 2], variant: &str, interval: u64, body: F) -> anyhow::Result<ThreadOutcome>
+where
+    F: Fn(usize, &mut Recorder, &AtomicBool, &Barrier) -> Option<String> + Sync,
+{
+    let mut outs = spawn_measuring(ctx, specs, Some(variant.to_string()), interval, |spec, rec, stop, barrier| {
+        body(spec.index, rec, stop, barrier)
+    })?;
+    let partner = outs.pop().expect("two threads");
+    let mut main = outs.pop().expect("two threads");
+    main.setup.extend(partner.setup);
+    main.error = main.error.or(partner.error);
+    Ok(main)
+}
+
+/// Run one one-way variant for `duration` (or `max_events` events).
+pub fn one_way(
+    ctx: &ProbeCtx<'_>,
+    variant: &str,
+    h: &dyn Handoff,
+    place: Placement,
+    ev: Events,
+    sender_spin: u64,
+) -> anyhow::Result<ThreadOutcome> {
+    let specs = pair_specs(ctx, place);
+    let sync = Sync3 { t0: AtomicU64::new(0), done: AtomicBool::new(false), armed: Event::new(), go: Event::new(), ack: Event::new() };
+    run_two(ctx, &specs, variant, ev.pause.interval(), |index, rec, stop, barrier| {
+        let mut buf = vec![0u8; ev.msg_size.max(1)];
+        if index == 0 {
+            let setup = h.receiver_setup();
+            barrier.wait();
+            if let Err(e) = setup {
+                return sync.fail(e);
+            }
+            receiver(h, rec, &sync, &mut buf, ev.pause)
+        } else {
+            barrier.wait();
+            sender(h, stop, &sync, &buf, sender_spin, ev.duration, ev.max)
+        }
+    })
+}
+
+/// The shared state of a one-way pair (see the module docs).
+struct Sync3 {
+    t0: AtomicU64,
+    done: AtomicBool,
+    armed: Event,
+    go: Event,
+    ack: Event,
+}
+
+impl Sync3 {
+    /// End both threads after an error on the receiver's side.
+    fn fail(&self, e: String) -> Option<String> {
+        self.done.store(true, Ordering::Release);
+        let _ = self.go.post();
+        let _ = self.ack.post();
+        Some(e)
+    }
+}
+
+fn receiver(h: &dyn Handoff, rec: &mut Recorder, s: &Sync3, buf: &mut [u8], pause: Pause) -> Option<String> {
+    let start = now_ns();
+    let mut next = start + pause.interval();
+    let mut seq = 0u64;
+    loop {
+        s.armed.wait();
+        if s.done.load(Ordering::Acquire) {
+            return None;
+        }
+        if let Err(e) = pause.wait(&mut next) {
+            return s.fail(e);
+        }
+        if let Err(e) = s.go.post() {
+            return s.fail(e.to_string());
+        }
+        let t1 = match h.wait(buf) {
+            Ok(t) => t,
+            Err(e) => return s.fail(e),
+        };
+        let sent = s.t0.load(Ordering::Acquire);
+        rec.record(t1.saturating_sub(sent), t1.saturating_sub(start), seq);
+        seq += 1;
+        h.after_wait();
+        if let Err(e) = s.ack.post() {
+            return s.fail(e.to_string());
+        }
+    }
+}
+
+fn sender(h: &dyn Handoff, stop: &AtomicBool, s: &Sync3, buf: &[u8], spin: u64, duration: u64, max_events: u64) -> Option<String> {
+    let end = now_ns() + duration;
+    let mut sent = 0u64;
+    loop {
+        if sent >= max_events || stop.load(Ordering::Relaxed) || now_ns() >= end {
+            s.done.store(true, Ordering::Release);
+            let _ = s.armed.post();
+            return None;
+        }
+        h.arm();
+        if let Err(e) = s.armed.post() {
+            // The receiver waits for `armed`: nothing else to wake.
+            s.done.store(true, Ordering::Release);
+            return Some(e.to_string());
+        }
+        s.go.wait();
+        if s.done.load(Ordering::Acquire) {
+            return None; // the receiver failed; its error is reported
+        }
+        if spin > 0 {
+            // `preempt`: be a running, CPU-bound thread when releasing.
+            let until = now_ns() + spin;
+            while now_ns() < until {
+                std::hint::spin_loop();
+            }
+        }
+        if let Err(e) = h.release(&s.t0, buf) {
+            s.done.store(true, Ordering::Release);
+            return Some(e);
+        }
+        sent += 1;
+        s.ack.wait();
+        if s.done.load(Ordering::Acquire) {
+            return None;
+        }
+    }
+}
+
+/// Run one round-trip variant: thread 0 sends on `a`, thread 1 answers on
+/// `b`; thread 0 records t(answer received) − t(sent).
+pub fn round_trip(ctx: &ProbeCtx<'_>, variant: &str, a: &dyn Channel, b: &dyn Channel, place: Placement, ev: Events) -> anyhow::Result<ThreadOutcome> {
+    let Events { pause, duration, max: max_events, msg_size } = ev;
+    // Thread 0 is task1 (it sends first and records); thread 1 is task2.
+    // task2 has the higher priority: it is the one that must run at once.
+    let [mut t1, mut t2] = pair_specs(ctx, place);
+    std::mem::swap(&mut t1.priority, &mut t2.priority);
+    let done = AtomicBool::new(false);
+    run_two(ctx, &[t1, t2], variant, pause.interval(), |index, rec, stop, barrier| {
+        let mut buf = vec![0u8; msg_size.max(1)];
+        barrier.wait();
+        if index == 0 {
+            let start = now_ns();
+            let end = start + duration;
+            let mut next = start + pause.interval();
+            let mut seq = 0u64;
+            let result = loop {
+                if seq >= max_events || stop.load(Ordering::Relaxed) || now_ns() >= end || next > end {
+                    break None;
+                }
+                if let Err(e) = pause.wait(&mut next) {
+                    break Some(e);
+                }
+                let sent = now_ns();
+                if let Err(e) = a.send(&buf) {
+                    break Some(e);
+                }
+                if let Err(e) = b.recv(&mut buf) {
+                    break Some(e);
+                }
+                let back = now_ns();
+                rec.record(back - sent, back - start, seq);
+                seq += 1;
+            };
+            done.store(true, Ordering::Release);
+            // Wake task2 so it sees `done` (it answers nothing more).
+            let _ = a.send(&buf);
+            result
+        } else {
+            loop {
+                if let Err(e) = a.recv(&mut buf) {
+                    return Some(e);
+                }
+                if done.load(Ordering::Acquire) {
+                    return None;
+                }
+                if let Err(e) = b.send(&buf) {
+                    return Some(e);
+                }
+            }
+        }
+    })
+}

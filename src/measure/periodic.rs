@@ -1,0 +1,119 @@
+//! The `periodic` probe: periodic tasks at each of `--periods` (default
+//! 10 ms, 30 ms, 50 ms, the Korean paper's), one variant per period, run one
+//! after another, each for its share of -D.
+//!
+//! Each task is the timer method (`timer::timer_loop_with`: absolute
+//! clock_nanosleep, overruns counted) and records two things:
+//! - variant `PERIOD` (e.g. `10ms`): the wake-up latency, now − due;
+//! - variant `PERIOD/period-error`: the period error, the actual
+//!   start-to-start interval minus the nominal one. It is signed, so the
+//!   entry's histogram, percentiles and worst samples hold |error| and its
+//!   `signed` field the signed min, max and mean (negative: a start came
+//!   early relative to the one before).
+//!
+//! Since start_k = due_k + latency_k, the error of start k is latency_k −
+//! latency_{k−1}: exact, and also right across an overrun (due then jumps by
+//! whole periods, which are nominal). There is one error sample per pair of
+//! consecutive starts (samples − 1 per thread). The mean telescopes to
+//! (last latency − first latency)/(n − 1), so it is near 0 unless the
+//! latencies drift.
+
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+
+use super::recorder::Recorder;
+use super::timer::timer_loop_with;
+use super::{select, spawn_measuring, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
+use crate::cli::units::fmt_ns;
+use crate::model::SignedStats;
+
+pub struct PeriodicProbe;
+
+/// The Korean paper's periods.
+pub const DEFAULT_PERIODS: [u64; 3] = [10_000_000, 30_000_000, 50_000_000];
+
+/// Running signed summary, O(1) per sample.
+#[derive(Debug, Clone, Copy)]
+struct Signed {
+    n: u64,
+    min: i64,
+    max: i64,
+    sum: i128,
+}
+
+impl Signed {
+    fn new() -> Signed {
+        Signed { n: 0, min: i64::MAX, max: i64::MIN, sum: 0 }
+    }
+    #[inline]
+    fn add(&mut self, x: i64) {
+        self.n += 1;
+        self.min = self.min.min(x);
+        self.max = self.max.max(x);
+        self.sum += x as i128;
+    }
+    fn stats(&self) -> SignedStats {
+        if self.n == 0 {
+            return SignedStats { samples: 0, min_ns: 0, max_ns: 0, mean_ns: 0.0 };
+        }
+        SignedStats { samples: self.n, min_ns: self.min, max_ns: self.max, mean_ns: self.sum as f64 / self.n as f64 }
+    }
+}
+
+impl Probe for PeriodicProbe {
+    fn name(&self) -> &'static str {
+        "periodic"
+    }
+
+    fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
+        let periods = ctx.plan.probe.periods_or(&DEFAULT_PERIODS);
+        let share = select::share(ctx, periods.len());
+        let max = select::max_events(ctx);
+        let specs: Vec<ThreadSpec> = (0..ctx.plan.threads).map(|i| ThreadSpec::from_plan(ctx.plan, i)).collect();
+        let mut out = Vec::new();
+        for &period in &periods {
+            if ctx.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let variant = fmt_ns(period);
+            ctx.board.reset(&format!("periodic {variant}"));
+            let errors: Mutex<Vec<Option<(Recorder, Signed)>>> = Mutex::new((0..specs.len()).map(|_| None).collect());
+            let mut outs = spawn_measuring(ctx, &specs, Some(variant.clone()), period, |spec, rec, stop, barrier| {
+                let mut abs = Recorder::new(spec.index, ctx.plan.duration_ns, ctx.plan.worst_k);
+                let mut signed = Signed::new();
+                let mut prev: Option<u64> = None;
+                barrier.wait();
+                let err = timer_loop_with(rec, stop, period, share, max, |latency, at, seq| {
+                    if let Some(p) = prev {
+                        let e = latency as i64 - p as i64;
+                        abs.record(e.unsigned_abs(), at, seq - 1);
+                        signed.add(e);
+                    }
+                    prev = Some(latency);
+                });
+                errors.lock().unwrap()[spec.index] = Some((abs, signed));
+                err
+            })?;
+            let errors = errors.into_inner().unwrap();
+            let mut extra_outs = Vec::new();
+            for (o, e) in outs.iter().zip(errors) {
+                let Some((abs, signed)) = e else { continue };
+                let mut eo = ThreadOutcome {
+                    thread: o.thread,
+                    cpu: o.cpu,
+                    variant: Some(format!("{variant}/period-error")),
+                    interval_ns: period,
+                    recorder: abs,
+                    setup: Vec::new(),
+                    error: None,
+                    extra: Default::default(),
+                };
+                eo.extra.signed = Some(signed.stats());
+                extra_outs.push(eo);
+            }
+            out.append(&mut outs);
+            out.append(&mut extra_outs);
+        }
+        Ok(out)
+    }
+}

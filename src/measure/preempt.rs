@@ -1,0 +1,42 @@
+//! The `preempt` probe: preemption time. A low-priority thread that is
+//! *running* on a CPU wakes a higher-priority thread pinned to the same CPU;
+//! latency = the higher thread runs − the wake call.
+//!
+//! Built on `pair::one_way` (futex hand-off, both threads on the plan's
+//! first CPU, the high thread at -p, the low one below it): once per -i the
+//! low thread is let go, computes for 20 µs (at most half of -i) and then
+//! wakes the high thread, so at the wake call it is on the CPU and busy, as
+//! the source experiments' "preemption time" assumes, while the CPU stays
+//! mostly idle (no RT throttling). The high thread must take the CPU away
+//! from the waker: this is the scheduler's preemption path. One variant,
+//! `futex/same-cpu`.
+
+use std::sync::atomic::Ordering;
+
+use super::pair::{one_way, Events, Placement};
+use super::sem::FutexHandoff;
+use super::{Probe, ProbeCtx, ThreadOutcome};
+use crate::sys::futex::Event;
+
+pub struct PreemptProbe;
+
+/// How long the low-priority thread computes before each wake call.
+const SPIN_NS: u64 = 20_000;
+
+impl Probe for PreemptProbe {
+    fn name(&self) -> &'static str {
+        "preempt"
+    }
+    fn variants(&self) -> &'static [&'static str] {
+        &["futex/same-cpu"]
+    }
+    fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
+        if ctx.stop.load(Ordering::Relaxed) {
+            return Ok(Vec::new());
+        }
+        let spin = SPIN_NS.min(ctx.plan.interval_ns / 2);
+        let h = FutexHandoff(Event::new());
+        let o = one_way(ctx, "futex/same-cpu", &h, Placement::same_cpu(ctx), Events::from_plan(ctx, ctx.plan.duration_ns, 1), spin)?;
+        Ok(vec![o])
+    }
+}

@@ -1,0 +1,70 @@
+//! The max-rate table printed after the summary when `maxrate` ran (seed
+//! 001's "max interrupt rate" table): one row per phase and period from the
+//! merged entries: period, samples, overruns, miss ratio, p99, max.
+
+use super::term::fmt_latency;
+use crate::model::{Nanos, Run};
+
+/// Miss ratio: missed periods over all periods of the run.
+pub fn miss_ratio(samples: u64, overruns: u64) -> f64 {
+    if samples + overruns == 0 {
+        0.0
+    } else {
+        overruns as f64 / (samples + overruns) as f64
+    }
+}
+
+/// The table as text, or "" when no `maxrate` result is in the run.
+pub fn table(run: &Run, in_ns: bool) -> String {
+    let unit = if in_ns { "ns" } else { "us" };
+    let rows: Vec<Vec<String>> = run
+        .results
+        .iter()
+        .filter(|r| r.probe == "maxrate" && r.thread.is_none())
+        .map(|r| {
+            vec![
+                r.phase.clone(),
+                r.variant.clone().unwrap_or_default(),
+                format!("{:.0}", 1e9 / r.interval_ns.0.max(1) as f64),
+                r.samples.to_string(),
+                r.overruns.to_string(),
+                format!("{:.2} %", 100.0 * miss_ratio(r.samples, r.overruns)),
+                fmt_latency(r.percentiles_ns.get("99").copied().unwrap_or(Nanos(0)).0 as f64, in_ns),
+                fmt_latency(r.max_ns.0 as f64, in_ns),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let header: Vec<String> = ["phase", "period", "rate(Hz)", "samples", "overruns", "miss ratio"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([format!("p99({unit})"), format!("max({unit})")])
+        .collect();
+    let all: Vec<&Vec<String>> = std::iter::once(&header).chain(rows.iter()).collect();
+    let widths: Vec<usize> = (0..header.len()).map(|c| all.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::from("\nmax sustainable rate (maxrate):\n");
+    for r in all {
+        let cells: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(c, s)| if c < 2 { format!("{s:<w$}", w = widths[c]) } else { format!("{s:>w$}", w = widths[c]) })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn miss_ratio_counts_every_period() {
+        assert_eq!(miss_ratio(0, 0), 0.0);
+        assert_eq!(miss_ratio(90, 10), 0.1);
+        assert_eq!(miss_ratio(0, 5), 1.0);
+    }
+}

@@ -1,0 +1,29 @@
+//! Lines printed after the summary when `noise` ran: per merged entry, the
+//! total noise time, the share of the CPU the busy loop kept, and the note
+//! on what the loop's policy means (the numbers alone would mislead).
+
+use crate::cli::units::fmt_ns;
+use crate::model::Run;
+
+/// The lines as text, or "" when no `noise` result is in the run.
+pub fn lines(run: &Run) -> String {
+    let mut out = String::new();
+    for r in run.results.iter().filter(|r| r.probe == "noise" && r.thread.is_none()) {
+        let Some(n) = &r.noise else { continue };
+        out.push_str(&format!(
+            "\nnoise ({}, {}): {} gaps above {} in {:.3} s, total {:.3} ms, {:.3} % of the CPU left to the loop, longest {:.1} us\n",
+            r.phase,
+            r.variant.as_deref().unwrap_or("-"),
+            r.samples,
+            fmt_ns(n.threshold_ns.0),
+            n.loop_ns.as_secs_f64(),
+            n.total_noise_ns.0 as f64 / 1e6,
+            n.available_pct,
+            r.max_ns.as_micros_f64(),
+        ));
+        if let Some(note) = &r.note {
+            out.push_str(&format!("  {note}\n"));
+        }
+    }
+    out
+}
