@@ -116,3 +116,23 @@ fn the_checker_catches_undocumented_and_missing_fields() {
     assert!(all.contains("/host: required field `realtime` missing"), "{all}");
     assert!(all.contains("/plan: `threads`"), "{all}");
 }
+
+#[test]
+fn every_probe_writes_documented_fields() {
+    let doc = documented();
+    let sb = Sandbox::new();
+    let out = sb.run(&["probes"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let names: Vec<&str> = text.lines().filter(|l| !l.starts_with(' ')).filter_map(|l| l.split_whitespace().next()).collect();
+    assert!(names.len() >= 2 && names.contains(&"timer"), "{text}");
+    let list = names.join(",");
+    let run = sb.run_json("all.json", &["-D", "400ms", "-t", "1", "-a", "0", "-q", "--probe", &list]);
+    let seen: std::collections::BTreeSet<&str> =
+        run["results"].as_array().unwrap().iter().map(|r| r["probe"].as_str().unwrap()).collect();
+    for n in &names {
+        assert!(seen.contains(n), "probe {n} wrote no result; seen {seen:?}");
+    }
+    let mut errors = Vec::new();
+    check(&doc, "/", &run, &mut errors);
+    assert!(errors.is_empty(), "schema mismatches:\n{}", errors.join("\n"));
+}
