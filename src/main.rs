@@ -20,6 +20,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => commands::run::cmd(&args),
         Command::Probes => commands::probes::cmd(),
+        Command::Compare(args) => commands::compare::cmd(&args),
+        Command::Report(args) => commands::report::cmd(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -173,6 +173,10 @@ pub struct ProbeResult {
     /// Width of one `per_second` slot, in seconds (1 unless the run is very long).
     #[serde(default = "one")]
     pub per_second_width_s: u64,
+    /// The largest samples, exactly, for the statistical worst case (EVT);
+    /// absent in files written before it existed.
+    #[serde(default, skip_serializing_if = "Tail::is_empty")]
+    pub tail: Tail,
     /// For samples that are |x| of a signed quantity (the `periodic` probe's
     /// "PERIOD/period-error" entries): the signed min, max and mean.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -184,6 +188,48 @@ pub struct ProbeResult {
     /// scheduling policy the noise loop ran under and what that implies).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+}
+
+/// The largest samples of one thread (or of the merged entry), kept exactly:
+/// every sample greater than the smallest kept one is in `samples`. At most
+/// `k` are kept; fewer than `k` means every sample of the entry is here.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Tail {
+    /// Capacity the recorder used.
+    pub k: usize,
+    /// Largest first; each `[latency_ns, at_ns, seq, thread, cpu]`.
+    pub samples: Vec<TailSample>,
+}
+
+impl Tail {
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty()
+    }
+}
+
+/// One tail sample, written as the JSON array
+/// `[latency_ns, at_ns, seq, thread, cpu]` to keep 10 000 of them compact.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TailSample(pub Nanos, pub Nanos, pub u64, pub usize, pub usize);
+
+impl TailSample {
+    pub fn latency(&self) -> Nanos {
+        self.0
+    }
+    /// Time since the probe started.
+    pub fn at(&self) -> Nanos {
+        self.1
+    }
+    /// Sequence number within its thread.
+    pub fn seq(&self) -> u64 {
+        self.2
+    }
+    pub fn thread(&self) -> usize {
+        self.3
+    }
+    pub fn cpu(&self) -> usize {
+        self.4
+    }
 }
 
 fn one() -> u64 {

@@ -102,7 +102,7 @@ pub fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec
         for o in &group {
             match merged.as_mut() {
                 None => {
-                    let mut m = Recorder::new(usize::MAX, 0, o.recorder.worst_k());
+                    let mut m = Recorder::with_tail(usize::MAX, 0, o.recorder.worst_k(), o.recorder.tail_k());
                     m.merge(&o.recorder);
                     merged = Some(m);
                 }

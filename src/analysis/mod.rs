@@ -1,4 +1,21 @@
-//! Pure functions over the result model. `warnings`: what in a result the
-//! reader should know before trusting it, each with advice.
+//! Pure functions over the result model, unit-tested one module at a time:
+//!
+//! - `percentiles`: nearest-rank percentiles from histograms, re-binning,
+//!   exceedance curves;
+//! - `deadline`: deadline misses and their probability per hour;
+//! - `evt`: the statistical worst case (peaks over threshold, GPD fit,
+//!   guardrails);
+//! - `compare`: systems side by side, ratios, bin tables, two-sample tests;
+//! - `warnings`: what in a result the reader should know before trusting
+//!   it, each with advice;
+//! - `summary`: all of the above for one or more runs, the input of every
+//!   renderer in `crate::report`;
+//! - `stats`: the few numerical helpers they share.
 
+pub mod compare;
+pub mod deadline;
+pub mod evt;
+pub mod percentiles;
+pub mod stats;
+pub mod summary;
 pub mod warnings;

@@ -18,6 +18,29 @@ pub enum Warning {
     Virtualized,
     /// /dev/cpu_dma_latency could not be held.
     NoDmaLatency { detail: String },
+    /// Fewer samples than a percentile in the tables needs (10 beyond it).
+    TooFewSamples { probe: String, phase: String, percentile: String, samples: u64, needed: u64, rate_hz: f64 },
+    /// Enough samples for the tables, but the run is shorter than the
+    /// highest percentile in the result (p99.999) needs.
+    ShortRun { probe: String, phase: String, percentile: String, seconds: f64, recommended_s: f64 },
+}
+
+/// Samples a percentile q (in %) needs so that at least 10 samples lie
+/// beyond it: 10 / (1 − q/100). Fewer, and the percentile is decided by a
+/// handful of the largest samples (p99.99 needs 100 000).
+pub fn samples_needed(q: f64) -> u64 {
+    (10.0 / (1.0 - q / 100.0)).round() as u64
+}
+
+/// "17 min", "2.5 h", "40 s".
+fn human_seconds(s: f64) -> String {
+    if s >= 5400.0 {
+        format!("{:.1} h", s / 3600.0)
+    } else if s >= 90.0 {
+        format!("{:.0} min", (s / 60.0).ceil())
+    } else {
+        format!("{:.0} s", s.ceil())
+    }
 }
 
 impl fmt::Display for Warning {
@@ -47,6 +70,22 @@ impl fmt::Display for Warning {
             Warning::NoDmaLatency { detail } => write!(
                 f,
                 "could not hold /dev/cpu_dma_latency at 0 ({detail}); deep CPU idle states may add wake-up latency."
+            ),
+            Warning::TooFewSamples { probe, phase, percentile, samples, needed, rate_hz } => {
+                write!(
+                    f,
+                    "{probe} ({phase}): {samples} samples are too few for {percentile} (it needs {needed} to have 10 samples beyond it); treat it as a rough value."
+                )?;
+                if *rate_hz > 0.0 {
+                    write!(f, " At {rate_hz:.0} samples/s, measure for at least {} (--duration).", human_seconds(*needed as f64 / rate_hz))?;
+                }
+                Ok(())
+            }
+            Warning::ShortRun { probe, phase, percentile, seconds, recommended_s } => write!(
+                f,
+                "{probe} ({phase}): the run measured {} where {} are recommended for {percentile} at this rate; rare events (SMIs, periodic housekeeping) may not have occurred yet. Measure longer before claiming {percentile}.",
+                human_seconds(*seconds),
+                human_seconds(*recommended_s)
             ),
         }
     }
@@ -78,6 +117,28 @@ pub fn for_run(run: &Run) -> Vec<Warning> {
             samples: r.samples,
         });
     }
+    for r in run.results.iter().filter(|r| r.thread.is_none() && r.samples > 0) {
+        let rate = crate::analysis::deadline::measured_rate_hz(r);
+        let needed = samples_needed(99.99);
+        if r.samples < needed {
+            out.push(Warning::TooFewSamples {
+                probe: r.probe.clone(),
+                phase: r.phase.clone(),
+                percentile: "p99.99".into(),
+                samples: r.samples,
+                needed,
+                rate_hz: rate,
+            });
+        } else if rate > 0.0 && (r.samples as f64) < samples_needed(99.999) as f64 {
+            out.push(Warning::ShortRun {
+                probe: r.probe.clone(),
+                phase: r.phase.clone(),
+                percentile: "p99.999".into(),
+                seconds: r.samples as f64 / rate,
+                recommended_s: samples_needed(99.999) as f64 / rate,
+            });
+        }
+    }
     if run.host.virtualized {
         out.push(Warning::Virtualized);
     }
@@ -85,4 +146,39 @@ pub fn for_run(run: &Run) -> Vec<Warning> {
         out.push(Warning::Interrupted { phase: run.interrupted_in.clone() });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_needed_for_the_table_percentiles() {
+        assert_eq!(samples_needed(99.0), 1_000);
+        assert_eq!(samples_needed(99.99), 100_000);
+        assert_eq!(samples_needed(99.999), 1_000_000);
+    }
+
+    #[test]
+    fn advice_names_the_time_to_measure() {
+        let w = Warning::TooFewSamples {
+            probe: "timer".into(),
+            phase: "idle".into(),
+            percentile: "p99.99".into(),
+            samples: 30_000,
+            needed: 100_000,
+            rate_hz: 1000.0,
+        };
+        let s = w.to_string();
+        assert!(s.contains("30000 samples are too few for p99.99"), "{s}");
+        assert!(s.contains("at least 2 min"), "{s}");
+        let w = Warning::ShortRun {
+            probe: "timer".into(),
+            phase: "idle".into(),
+            percentile: "p99.999".into(),
+            seconds: 200.0,
+            recommended_s: 1000.0,
+        };
+        assert!(w.to_string().contains("measured 4 min where 17 min are recommended"), "{w}");
+    }
 }

@@ -3,6 +3,7 @@
 //! and has no side effects; [`plan`] then probes the system (online CPUs,
 //! output paths) and builds the validated [`plan::RunPlan`].
 
+pub mod analysis_opts;
 pub mod plan;
 pub mod probe_opts;
 pub mod units;
@@ -32,6 +33,10 @@ pub enum Command {
     Run(RunArgs),
     /// List the probes `--probe` accepts.
     Probes,
+    /// Compare results side by side: percentiles, ratios to the first, bin tables, a two-sample test.
+    Compare(analysis_opts::CompareArgs),
+    /// Report on results: tables, deadline misses, statistical worst case; term, md, json, csv or html with plots.
+    Report(analysis_opts::ReportArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -105,6 +110,9 @@ pub struct RunArgs {
     /// How many worst samples each thread keeps (with time, CPU and sequence number).
     #[arg(long, value_name = "K", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub worst: u32,
+
+    #[command(flatten)]
+    pub analysis: analysis_opts::AnalysisOpts,
     #[command(flatten)]
     pub probe_opts: probe_opts::ProbeOpts,
 }

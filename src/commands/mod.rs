@@ -1,5 +1,8 @@
 //! One file per subcommand: each takes its validated clap arguments and
 //! returns the exit code (see `error` for the codes).
 
+pub mod compare;
+pub mod inputs;
 pub mod probes;
+pub mod report;
 pub mod run;

@@ -46,6 +46,9 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
         print!("{}", report::term::summary_table(&run, output.ns));
         print!("{}", report::maxrate::table(&run, output.ns));
         print!("{}", report::noise::lines(&run));
+        if let Some(d) = args.analysis.deadline {
+            print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d)));
+        }
         println!("result: {}", output.path.display());
     }
     for w in &run.warnings {

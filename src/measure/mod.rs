@@ -258,7 +258,8 @@ where
                     .stack_size(MEASURING_STACK)
                     .spawn_scoped(s, move || {
                         let setup = setup_current_thread(spec);
-                        let mut recorder = Recorder::new(spec.index, ctx.plan.duration_ns, ctx.plan.worst_k);
+                        let tail_k = crate::measure::recorder::tail_capacity(ctx.plan.duration_ns, interval_ns);
+                        let mut recorder = Recorder::with_tail(spec.index, ctx.plan.duration_ns, ctx.plan.worst_k, tail_k);
                         ctx.board.register(recorder.live());
                         ctx.board.running.fetch_add(1, Ordering::SeqCst);
                         let error = body(spec, &mut recorder, ctx.stop, barrier);

@@ -7,13 +7,16 @@
 //! - a lossless histogram in nanoseconds (see [`HIGHEST_NS`] for why
 //!   `hdrhistogram` with 3 significant digits),
 //! - exact count, min, max, sum and sum of squares,
-//! - the worst K samples with time, CPU and sequence number,
+//! - the tail: the largest samples exactly (at least [`TAIL_K`], with time,
+//!   CPU and sequence number) for the statistical worst case (EVT, see
+//!   `analysis::evt`); the worst K of the result are a view of it, not a
+//!   second structure,
 //! - per-second min/mean/max/count over the whole run, in a buffer sized from
 //!   the planned duration (bounded memory),
 //! - an overrun counter (rule 3: a missed period is counted, never skipped).
 //!
 //! Recorders merge (`merge`), so per-thread results combine into the merged
-//! entry of a probe exactly: counts add, min/max/sums combine, worst sets are
+//! entry of a probe exactly: counts add, min/max/sums combine, tails are
 //! re-ranked, per-second slots add.
 
 use std::cmp::Reverse;
@@ -23,7 +26,7 @@ use std::sync::Arc;
 
 use hdrhistogram::Histogram;
 
-use crate::model::{Bucket, Nanos, ProbeResult, SecondStats, WorstSample, PERCENTILES};
+use crate::model::{Bucket, Nanos, ProbeResult, SecondStats, Tail, TailSample, WorstSample, PERCENTILES};
 
 /// Top of the histogram's exact range: 2^47 ns, about 39 hours.
 ///
@@ -36,6 +39,18 @@ use crate::model::{Bucket, Nanos, ProbeResult, SecondStats, WorstSample, PERCENT
 /// exact maximum is kept separately, so no sample is ever lost (rule 4).
 pub const HIGHEST_NS: u64 = 1 << 47;
 const SIGNIFICANT_DIGITS: u8 = 3;
+
+/// How many of the largest samples each recorder keeps exactly (at least;
+/// `--worst K` above this raises it).
+///
+/// Why 10 000: a peaks-over-threshold fit wants a few hundred to a thousand
+/// exceedances above a threshold that is itself in the tail (see
+/// `analysis::evt`); 10 000 leaves room for that at any run length, costs
+/// ~400 KiB per thread (allocated and touched before the start barrier), and
+/// keeps the hot path O(1) for every sample that does not enter: entering
+/// is one comparison with the heap's root, and only an entering sample pays
+/// the O(log K) push.
+pub const TAIL_K: usize = 10_000;
 
 /// What the live view (a non-RT thread) may read while a probe runs.
 #[derive(Debug, Default)]
@@ -74,8 +89,10 @@ pub struct Recorder {
     sum: u128,
     sum_sq: u128,
     worst_k: usize,
-    // Min-heap of the K largest samples: the root is the smallest kept.
-    worst: BinaryHeap<Reverse<Worst>>,
+    tail_k: usize,
+    // Min-heap of the tail_k largest samples: the root is the smallest kept.
+    // The result's `worst` list is the top worst_k of it.
+    tail: BinaryHeap<Reverse<Worst>>,
     slot_width_ns: u64,
     slots: Vec<Slot>,
     thread: usize,
@@ -87,6 +104,12 @@ impl Recorder {
     /// Per-second slots cover the duration plus a margin; a very long run
     /// (over a day) widens the slots so the buffer stays under ~100 000 slots.
     pub fn new(thread: usize, duration_ns: u64, worst_k: usize) -> Recorder {
+        Recorder::with_tail(thread, duration_ns, worst_k, TAIL_K)
+    }
+
+    /// As [`Recorder::new`], keeping the `tail_k` largest samples (at least
+    /// `worst_k`); see [`tail_capacity`] for sizing it from the plan.
+    pub fn with_tail(thread: usize, duration_ns: u64, worst_k: usize, tail_k: usize) -> Recorder {
         let hist = Histogram::<u64>::new_with_bounds(1, HIGHEST_NS, SIGNIFICANT_DIGITS)
             .expect("static histogram bounds are valid");
         let secs = duration_ns.div_ceil(1_000_000_000).max(1);
@@ -97,6 +120,13 @@ impl Recorder {
         for s in slots.iter_mut() {
             s.min = u64::MAX;
         }
+        let worst_k = worst_k.max(1);
+        let tail_k = tail_k.max(worst_k);
+        // Allocate and touch the heap's storage now: a Vec written to its
+        // capacity, cleared, becomes the heap without reallocating.
+        let mut store = vec![Reverse(Worst { latency: 0, seq_rev: Reverse(0), at: 0, cpu: 0, thread: 0 }); tail_k + 1];
+        store.clear();
+        let tail = BinaryHeap::from(store);
         let mut r = Recorder {
             hist,
             count: 0,
@@ -105,8 +135,9 @@ impl Recorder {
             max: 0,
             sum: 0,
             sum_sq: 0,
-            worst_k: worst_k.max(1),
-            worst: BinaryHeap::with_capacity(worst_k.max(1) + 1),
+            worst_k,
+            tail_k,
+            tail,
             slot_width_ns: width_s * 1_000_000_000,
             slots,
             thread,
@@ -137,7 +168,7 @@ impl Recorder {
 
     /// Record one latency sample taken `at_ns` after the probe started; `seq`
     /// is the sample's sequence number in this thread. Hot path: O(1) except
-    /// when the sample enters the worst set (O(log K)).
+    /// when the sample enters the tail (O(log K)).
     #[inline]
     pub fn record(&mut self, latency_ns: u64, at_ns: u64, seq: u64) {
         self.hist.saturating_record(latency_ns.min(HIGHEST_NS));
@@ -163,20 +194,21 @@ impl Recorder {
             s.max = latency_ns;
         }
 
-        let enters = self.worst.len() < self.worst_k
-            || self.worst.peek().is_some_and(|r| latency_ns > r.0.latency);
+        let enters = self.tail.len() < self.tail_k
+            || self.tail.peek().is_some_and(|r| latency_ns > r.0.latency);
         if enters {
-            self.push_worst(latency_ns, at_ns, seq);
+            self.push_tail(latency_ns, at_ns, seq);
         }
         self.live.samples.store(self.count, Ordering::Relaxed);
     }
 
     #[cold]
-    fn push_worst(&mut self, latency: u64, at: u64, seq: u64) {
+    fn push_tail(&mut self, latency: u64, at: u64, seq: u64) {
         let cpu = crate::sys::sched::current_cpu().unwrap_or(0) as u32;
-        self.worst.push(Reverse(Worst { latency, seq_rev: Reverse(seq), at, cpu, thread: self.thread as u32 }));
-        if self.worst.len() > self.worst_k {
-            self.worst.pop();
+        // Capacity is tail_k + 1, so this push never reallocates.
+        self.tail.push(Reverse(Worst { latency, seq_rev: Reverse(seq), at, cpu, thread: self.thread as u32 }));
+        if self.tail.len() > self.tail_k {
+            self.tail.pop();
         }
     }
 
@@ -199,6 +231,10 @@ impl Recorder {
     pub fn max(&self) -> u64 {
         self.max
     }
+    /// How many of the largest samples this recorder keeps.
+    pub fn tail_k(&self) -> usize {
+        self.tail_k
+    }
 
     /// Fold another recorder into this one (for the merged entry).
     pub fn merge(&mut self, other: &Recorder) {
@@ -209,11 +245,15 @@ impl Recorder {
         self.max = self.max.max(other.max);
         self.sum += other.sum;
         self.sum_sq = self.sum_sq.saturating_add(other.sum_sq);
-        for w in other.worst.iter() {
-            self.worst.push(*w);
-            if self.worst.len() > self.worst_k {
-                self.worst.pop();
-            }
+        // The merged tail keeps the smallest capacity of its parts: with k the
+        // smallest, every sample in the union's top k is in its own thread's
+        // top k, so the merged tail stays exact.
+        self.tail_k = self.tail_k.min(other.tail_k);
+        for w in other.tail.iter() {
+            self.tail.push(*w);
+        }
+        while self.tail.len() > self.tail_k {
+            self.tail.pop();
         }
         if other.slot_width_ns == self.slot_width_ns {
             if other.slots.len() > self.slots.len() {
@@ -286,17 +326,18 @@ impl Recorder {
         } else {
             PERCENTILES.iter().map(|(k, q)| (k.to_string(), Nanos(self.percentile(*q)))).collect()
         };
-        let mut worst: Vec<Worst> = self.worst.iter().map(|r| r.0).collect();
-        worst.sort_by(|a, b| b.cmp(a));
-        let worst = worst
-            .into_iter()
-            .map(|w| WorstSample {
-                latency_ns: Nanos(w.latency),
-                at_ns: Nanos(w.at),
-                cpu: w.cpu as usize,
-                seq: w.seq_rev.0,
-                thread: w.thread as usize,
-            })
+        // One copy of the tail, sorted largest first (earlier first among
+        // equals, as the heap ranks them); `worst` is its prefix.
+        let mut tail: Vec<TailSample> = self
+            .tail
+            .iter()
+            .map(|r| TailSample(Nanos(r.0.latency), Nanos(r.0.at), r.0.seq_rev.0, r.0.thread as usize, r.0.cpu as usize))
+            .collect();
+        tail.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
+        let worst = tail
+            .iter()
+            .take(self.worst_k)
+            .map(|w| WorstSample { latency_ns: w.0, at_ns: w.1, cpu: w.4, seq: w.2, thread: w.3 })
             .collect();
         let width_s = self.slot_width_ns / 1_000_000_000;
         let per_second = self
@@ -330,11 +371,25 @@ impl Recorder {
             worst,
             per_second,
             per_second_width_s: width_s,
+            tail: Tail { k: self.tail_k, samples: tail },
             signed: None,
             noise: None,
             note: None,
         }
     }
+}
+
+/// Tail capacity for a thread that takes a sample every `interval_ns` for
+/// `duration_ns`: [`TAIL_K`], or fewer when the run cannot take that many
+/// samples (planned count + 25 % + 64), so short runs do not lock memory
+/// they cannot use (it counts against RLIMIT_MEMLOCK after mlockall).
+/// `interval_ns` 0 (no fixed period) gives [`TAIL_K`].
+pub fn tail_capacity(duration_ns: u64, interval_ns: u64) -> usize {
+    if interval_ns == 0 {
+        return TAIL_K;
+    }
+    let planned = duration_ns / interval_ns;
+    (planned.saturating_add(planned / 4).saturating_add(64)).min(TAIL_K as u64) as usize
 }
 
 /// Rank (1-based) of the q-th percentile among `n` samples: ⌈q·n/100⌉, with
@@ -459,5 +514,71 @@ mod tests {
         assert!(res.histogram.is_empty());
         assert!(res.percentiles_ns.is_empty());
         assert_eq!(res.min_ns, Nanos(0));
+    }
+
+    #[test]
+    fn tail_keeps_every_sample_above_its_smallest() {
+        // 25 000 distinct values in scrambled order: the tail must be
+        // exactly the TAIL_K largest, largest first, and worst a prefix of it.
+        let n = 25_000u64;
+        let values: Vec<u64> = (0..n).map(|i| (i * 7919) % n + 1).collect();
+        let r = rec(&values);
+        let res = r.to_result("t", "idle", None, Some(0), Some(0), 1);
+        assert_eq!(res.tail.k, TAIL_K);
+        assert_eq!(res.tail.samples.len(), TAIL_K);
+        let lat: Vec<u64> = res.tail.samples.iter().map(|s| s.latency().0).collect();
+        let want: Vec<u64> = (n - TAIL_K as u64 + 1..=n).rev().collect();
+        assert_eq!(lat, want);
+        // Time and sequence travel with the value: value v was sample i.
+        let top = res.tail.samples[0];
+        let i = values.iter().position(|&v| v == n).unwrap() as u64;
+        assert_eq!((top.seq(), top.at().0), (i, i * 1_000_000));
+        let w: Vec<u64> = res.worst.iter().map(|w| w.latency_ns.0).collect();
+        assert_eq!(w, want[..4].to_vec());
+    }
+
+    #[test]
+    fn tail_capacity_follows_the_plan() {
+        assert_eq!(tail_capacity(1_000_000_000, 1_000_000), 1000 + 250 + 64);
+        assert_eq!(tail_capacity(60_000_000_000, 1_000_000), TAIL_K);
+        assert_eq!(tail_capacity(1_000_000_000, 0), TAIL_K);
+        // A smaller part bounds the merged tail, which stays the exact top k.
+        let mut a = Recorder::with_tail(0, 1_000_000_000, 1, 3);
+        let mut b = Recorder::with_tail(1, 1_000_000_000, 1, 5);
+        for (i, v) in [10u64, 50, 20, 40, 30].iter().enumerate() {
+            a.record(*v, i as u64, i as u64);
+            b.record(*v + 1, i as u64, i as u64);
+        }
+        let mut m = Recorder::with_tail(usize::MAX, 0, 1, TAIL_K);
+        m.merge(&a);
+        m.merge(&b);
+        let res = m.to_result("t", "idle", None, None, None, 1);
+        assert_eq!(res.tail.k, 3);
+        let lat: Vec<u64> = res.tail.samples.iter().map(|s| s.latency().0).collect();
+        assert_eq!(lat, vec![51, 50, 41]);
+    }
+
+    #[test]
+    fn short_run_tail_holds_every_sample_and_merges() {
+        let mut a = rec(&[5, 1, 9]);
+        let b = rec(&[7, 3]);
+        a.merge(&b);
+        let res = a.to_result("t", "idle", None, None, None, 1);
+        let lat: Vec<u64> = res.tail.samples.iter().map(|s| s.latency().0).collect();
+        assert_eq!(lat, vec![9, 7, 5, 3, 1]);
+    }
+
+    #[test]
+    fn tail_round_trips_through_json_and_is_optional() {
+        let r = rec(&[4, 8]);
+        let res = r.to_result("t", "idle", None, Some(0), Some(0), 1);
+        let v = serde_json::to_value(&res).unwrap();
+        assert_eq!(v["tail"]["samples"][0], serde_json::json!([8, 1_000_000, 1, 0, res.tail.samples[0].cpu()]));
+        let back: ProbeResult = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(back.tail, res.tail);
+        let mut old = v;
+        old.as_object_mut().unwrap().remove("tail");
+        let back: ProbeResult = serde_json::from_value(old).unwrap();
+        assert!(back.tail.is_empty());
     }
 }

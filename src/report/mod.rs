@@ -1,6 +1,15 @@
-//! Renderers: each a pure function of the result model (or analysis output)
-//! to text. `term`: the summary table printed at the end of `rtscope run`.
+//! Renderers: each a pure function of the analysis output
+//! (`crate::analysis::summary::Analysis`) to bytes, one per file:
+//! `term` (also the end-of-run summary table), `md`, `json`, `csv`, `html`.
+//! `blocks` holds the layout-free tables the text formats share; `plots`
+//! draws the SVG charts the HTML report inlines and `--plots DIR` writes.
 
+pub mod blocks;
+pub mod csv;
+pub mod html;
+pub mod json;
 pub mod maxrate;
+pub mod md;
 pub mod noise;
+pub mod plots;
 pub mod term;

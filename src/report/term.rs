@@ -56,3 +56,111 @@ pub fn summary_table(run: &Run, in_ns: bool) -> String {
     }
     out
 }
+
+/// The report for a terminal: every block of [`crate::report::blocks`] as
+/// fixed-width text; with `colour`, headings bold and cells coloured by
+/// tone (red worse/miss/refused, green better/passed, dim missing).
+pub fn render(a: &crate::analysis::summary::Analysis, unit: crate::report::blocks::Unit, colour: bool) -> String {
+    render_blocks(&crate::report::blocks::blocks(a, unit), colour)
+}
+
+/// Lay out report blocks as terminal text.
+pub fn render_blocks(blocks: &[crate::report::blocks::Block], colour: bool) -> String {
+    use crate::report::blocks::{Block, Tone};
+    let style = |s: &str, tone: Tone| -> String {
+        if !colour {
+            return s.to_string();
+        }
+        let st = match tone {
+            Tone::Plain => return s.to_string(),
+            Tone::Good => console::Style::new().green(),
+            Tone::Bad => console::Style::new().red(),
+            Tone::Dim => console::Style::new().dim(),
+        };
+        st.force_styling(true).apply_to(s).to_string()
+    };
+    let bold = |s: &str| -> String {
+        if colour {
+            console::Style::new().bold().force_styling(true).apply_to(s).to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    let mut out = String::new();
+    for b in blocks {
+        match b {
+            Block::Heading(level, s) => {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                let line = if *level <= 2 { format!("== {s} ==") } else { format!("-- {s}") };
+                out.push_str(&bold(&line));
+                out.push('\n');
+            }
+            Block::Text(s) => {
+                out.push_str(s);
+                out.push('\n');
+            }
+            Block::List(items) => {
+                for i in items {
+                    out.push_str("  * ");
+                    out.push_str(i);
+                    out.push('\n');
+                }
+            }
+            Block::Table(t) => {
+                let ncol = t.header.len();
+                let width = |c: usize| -> usize {
+                    t.rows
+                        .iter()
+                        .map(|r| r.get(c).map(|x| x.text.chars().count()).unwrap_or(0))
+                        .chain(std::iter::once(t.header[c].chars().count()))
+                        .max()
+                        .unwrap_or(0)
+                };
+                let widths: Vec<usize> = (0..ncol).map(width).collect();
+                let pad = |s: &str, c: usize| -> String {
+                    let fill = " ".repeat(widths[c].saturating_sub(s.chars().count()));
+                    if c < t.label_cols {
+                        format!("{s}{fill}")
+                    } else {
+                        format!("{fill}{s}")
+                    }
+                };
+                let head: Vec<String> = t.header.iter().enumerate().map(|(c, h)| pad(h, c)).collect();
+                out.push_str(&bold(head.join("  ").trim_end()));
+                out.push('\n');
+                for r in &t.rows {
+                    let cells: Vec<String> =
+                        r.iter().enumerate().map(|(c, x)| style(&pad(&x.text, c), x.tone)).collect();
+                    out.push_str(cells.join("  ").trim_end());
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The end-of-run deadline summary (`rtscope run --deadline`): one line per
+/// merged entry with the misses, their ratio and the per-hour probability.
+pub fn deadline_lines(run: &Run, deadline: Nanos) -> String {
+    let mut out = String::new();
+    for r in run.results.iter().filter(|r| r.thread.is_none()) {
+        let m = crate::analysis::deadline::misses(r, deadline);
+        let count = if m.exact { m.misses.to_string() } else { format!("{}-{}", m.misses, m.misses_upper) };
+        let per_hour = crate::report::blocks::fmt_prob(m.per_hour_probability);
+        out.push_str(&format!(
+            "deadline {} ns, {}{} ({}): {count} of {} samples over it (ratio {:.3e}); P(at least one miss per hour) {}{per_hour} at {:.0} samples/s\n",
+            deadline.0,
+            r.probe,
+            r.variant.as_ref().map(|v| format!("[{v}]")).unwrap_or_default(),
+            r.phase,
+            m.samples,
+            m.ratio,
+            if m.zero_observed { "≤ " } else { "" },
+            m.rate_hz
+        ));
+    }
+    out
+}

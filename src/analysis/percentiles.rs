@@ -1,0 +1,158 @@
+//! Percentiles and distribution views computed from a result's histogram
+//! alone, so that any stored or imported result (which may carry only
+//! buckets) is analysed the same way as a fresh one.
+//!
+//! The definition is the recorder's: nearest rank ⌈q·n/100⌉
+//! ([`crate::measure::recorder::nearest_rank`]), reported as the top of the
+//! bucket holding that rank and clamped to the exact [min, max]. On a fresh
+//! result, [`from_histogram`] therefore returns exactly what
+//! `Recorder::percentile` wrote into `percentiles_ns` (a unit test checks it).
+//!
+//! Also here: fixed-width re-binning (the seed-001 bin tables, the OSADL
+//! latency plot) and the exceedance curve P(X > x) used by the plots.
+
+use serde::Serialize;
+
+use crate::measure::recorder::nearest_rank;
+use crate::model::{Bucket, Nanos};
+
+/// The percentiles the analysis reports: label and q in percent.
+pub const REPORTED: [(&str, f64); 6] =
+    [("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p99.9", 99.9), ("p99.99", 99.99), ("p99.999", 99.999)];
+
+/// Percentile `q` (0–100) by nearest rank from non-empty buckets that
+/// sum to the sample count. `None` for an empty histogram.
+pub fn from_histogram(hist: &[Bucket], q: f64, min: Nanos, max: Nanos) -> Option<Nanos> {
+    let n: u64 = hist.iter().map(|b| b.count).sum();
+    if n == 0 {
+        return None;
+    }
+    let rank = nearest_rank(q, n);
+    let mut seen = 0u64;
+    for b in hist {
+        seen += b.count;
+        if seen >= rank {
+            return Some(Nanos(b.hi_ns.0.clamp(min.0, max.0.max(min.0))));
+        }
+    }
+    Some(max)
+}
+
+/// One reported percentile.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Percentile {
+    pub label: &'static str,
+    pub q: f64,
+    pub value_ns: Nanos,
+}
+
+/// All [`REPORTED`] percentiles of a histogram (empty when it is).
+pub fn reported(hist: &[Bucket], min: Nanos, max: Nanos) -> Vec<Percentile> {
+    REPORTED
+        .iter()
+        .filter_map(|(label, q)| from_histogram(hist, *q, min, max).map(|v| Percentile { label, q: *q, value_ns: v }))
+        .collect()
+}
+
+/// Counts in fixed bins `[k·w, (k+1)·w)`, as `(k, count)` for non-empty bins,
+/// ascending. A histogram bucket is counted in the bin holding its lower
+/// bound: below 2048 ns buckets are single nanoseconds, so this is exact;
+/// above, a bucket is 0.1 % wide and can straddle a bin edge by at most that.
+/// Counts sum exactly to the samples.
+pub fn rebin(hist: &[Bucket], width: Nanos) -> Vec<(u64, u64)> {
+    let w = width.0.max(1);
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for b in hist {
+        let k = b.lo_ns.0 / w;
+        match out.last_mut() {
+            Some((lk, c)) if *lk == k => *c += b.count,
+            _ => out.push((k, b.count)),
+        }
+    }
+    out
+}
+
+/// The exceedance curve: for each bucket top x, P(X > x) = (samples above
+/// the bucket) / n, plus the starting point (min, 1). The last bucket gives
+/// 0, which log-scale plots drop; they end at 1/n at the next-to-last point.
+pub fn exceedance(hist: &[Bucket]) -> Vec<(Nanos, f64)> {
+    let n: u64 = hist.iter().map(|b| b.count).sum();
+    if n == 0 {
+        return Vec::new();
+    }
+    let mut out = Vec::with_capacity(hist.len() + 1);
+    out.push((hist[0].lo_ns, 1.0));
+    let mut seen = 0u64;
+    for b in hist {
+        seen += b.count;
+        out.push((b.hi_ns, (n - seen) as f64 / n as f64));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::recorder::Recorder;
+
+    fn b(lo: u64, hi: u64, count: u64) -> Bucket {
+        Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count }
+    }
+
+    #[test]
+    fn hand_computed_histogram() {
+        // 10 samples: 4 at 100, 3 at 200, 2 at 300, 1 at 1000.
+        let h = [b(100, 100, 4), b(200, 200, 3), b(300, 300, 2), b(1000, 1000, 1)];
+        let p = |q| from_histogram(&h, q, Nanos(100), Nanos(1000)).unwrap().0;
+        assert_eq!(p(10.0), 100); // rank 1
+        assert_eq!(p(40.0), 100); // rank 4
+        assert_eq!(p(41.0), 200); // rank ⌈4.1⌉ = 5
+        assert_eq!(p(50.0), 200); // rank 5
+        assert_eq!(p(70.0), 200); // rank 7
+        assert_eq!(p(90.0), 300); // rank 9
+        assert_eq!(p(90.1), 1000); // rank 10
+        assert_eq!(p(99.999), 1000);
+        assert!(from_histogram(&[], 50.0, Nanos(0), Nanos(0)).is_none());
+    }
+
+    #[test]
+    fn wide_buckets_report_their_top_clamped_to_max() {
+        let h = [b(1000, 1999, 5), b(2000, 2999, 5)];
+        assert_eq!(from_histogram(&h, 50.0, Nanos(1100), Nanos(2500)), Some(Nanos(1999)));
+        assert_eq!(from_histogram(&h, 99.0, Nanos(1100), Nanos(2500)), Some(Nanos(2500)));
+    }
+
+    #[test]
+    fn same_as_the_recorder_on_a_fresh_result() {
+        let mut r = Recorder::new(0, 1_000_000_000, 4);
+        let mut x = 12345u64;
+        for i in 0..20_000u64 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let v = 500 + (x >> 33) % 200_000 + if i % 997 == 0 { 3_000_000 } else { 0 };
+            r.record(v, i * 10_000, i);
+        }
+        let res = r.to_result("t", "idle", None, Some(0), Some(0), 1);
+        for (key, q) in crate::model::PERCENTILES {
+            assert_eq!(
+                from_histogram(&res.histogram, q, res.min_ns, res.max_ns),
+                Some(res.percentiles_ns[key]),
+                "p{key}"
+            );
+        }
+    }
+
+    #[test]
+    fn rebin_keeps_every_sample() {
+        let h = [b(100, 100, 4), b(4999, 4999, 1), b(5000, 5000, 2), b(12000, 12009, 3)];
+        assert_eq!(rebin(&h, Nanos(5000)), vec![(0, 5), (1, 2), (2, 3)]);
+    }
+
+    #[test]
+    fn exceedance_by_hand() {
+        let h = [b(100, 100, 4), b(200, 200, 3), b(300, 300, 2), b(1000, 1000, 1)];
+        let e = exceedance(&h);
+        let ys: Vec<f64> = e.iter().map(|p| p.1).collect();
+        assert_eq!(ys, vec![1.0, 0.6, 0.3, 0.1, 0.0]);
+        assert_eq!(e[3].0, Nanos(300));
+    }
+}

@@ -1,0 +1,107 @@
+//! Arguments of the analysis side: `--deadline` on `rtscope run`
+//! ([`AnalysisOpts`], flattened into `RunArgs`), and the `compare` and
+//! `report` subcommands. Values are parsed and range-checked here; the
+//! inputs (result files) are read by `commands::inputs`.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use crate::cli::units;
+
+/// Flags of `rtscope run` that shape the end-of-run analysis.
+#[derive(Debug, Clone, Default, Args)]
+pub struct AnalysisOpts {
+    /// Count samples over this latency (misses), their ratio and the probability of a miss per hour;
+    /// a bare number is µs (100, 100us, 1ms).
+    #[arg(long, value_name = "LATENCY", value_parser = units::parse_interval, allow_hyphen_values = true)]
+    pub deadline: Option<u64>,
+}
+
+/// Flags shared by `compare` and `report`.
+#[derive(Debug, Clone, Args)]
+pub struct CommonReportOpts {
+    /// Name the systems in input order (comma-separated or repeated) [default: host + kernel].
+    #[arg(long = "name", value_name = "NAME", value_delimiter = ',')]
+    pub names: Vec<String>,
+
+    /// Width of the bin tables' bins; a bare number is µs.
+    #[arg(long, value_name = "WIDTH", default_value = "5us", value_parser = units::parse_interval, allow_hyphen_values = true)]
+    pub bins: u64,
+
+    /// Print latencies in ns instead of µs.
+    #[arg(long)]
+    pub ns: bool,
+
+    /// Write to this file (atomically) instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Colour in the terminal format.
+    #[arg(long, value_enum, default_value_t = ColourArg::Auto)]
+    pub color: ColourArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColourArg {
+    /// When standard output is a terminal and -o is not given.
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Term,
+    Md,
+    Json,
+    Csv,
+    Html,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    Term,
+    Md,
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// Result files to compare; the first is the reference of the ratios (B/A).
+    #[arg(value_name = "RESULT", required = true, num_args = 2..)]
+    pub inputs: Vec<String>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Term)]
+    pub format: CompareFormat,
+
+    #[command(flatten)]
+    pub common: CommonReportOpts,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Result files; with several, the report compares them (the first is the reference).
+    #[arg(value_name = "RESULT", required = true, num_args = 1..)]
+    pub inputs: Vec<String>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Term)]
+    pub format: ReportFormat,
+
+    /// Also write every plot as an SVG file into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub plots: Option<PathBuf>,
+
+    /// Count samples over this latency (misses) and the probability of a miss per hour; a bare number is µs.
+    #[arg(long, value_name = "LATENCY", value_parser = units::parse_interval, allow_hyphen_values = true)]
+    pub deadline: Option<u64>,
+
+    /// Skip the statistical worst case (the slowest part of the analysis).
+    #[arg(long)]
+    pub no_pwcet: bool,
+
+    #[command(flatten)]
+    pub common: CommonReportOpts,
+}

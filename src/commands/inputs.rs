@@ -1,0 +1,64 @@
+//! Input resolution for `compare` and `report`: every argument naming a
+//! result goes through [`load_inputs`], the one place that turns arguments
+//! into runs (today: result files; the store will add ids and @tags here).
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::BadInput;
+use crate::model::Run;
+
+/// Read every input, in order, as `(source, run)`. Errors (exit 2, nothing
+/// written) name the input: unreadable, not JSON, truncated, wrong
+/// schema_version, missing fields, or no results at all.
+pub fn load_inputs(args: &[String]) -> Result<Vec<(String, Run)>, BadInput> {
+    let mut out = Vec::with_capacity(args.len());
+    for a in args {
+        let run = crate::store::json::read_run(Path::new(a))?;
+        if run.results.is_empty() {
+            return Err(BadInput(format!(
+                "{a}: the result holds no probe results (the run measured nothing); nothing to analyse"
+            )));
+        }
+        out.push((a.clone(), run));
+    }
+    Ok(out)
+}
+
+/// `--name` may name at most one system per input.
+pub fn check_names(names: &[String], inputs: usize) -> Result<(), BadInput> {
+    if names.len() > inputs {
+        return Err(BadInput(format!(
+            "--name: {} names given for {inputs} input(s); give at most one name per input, in input order",
+            names.len()
+        )));
+    }
+    if let Some(n) = names.iter().find(|n| n.trim().is_empty()) {
+        return Err(BadInput(format!("--name: empty name '{n}'; each name must have at least one visible character")));
+    }
+    Ok(())
+}
+
+/// Write `bytes` to `path` atomically, or to standard output.
+pub fn emit(path: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
+    match path {
+        Some(p) => crate::store::json::write_atomic(p, |w| Ok(w.write_all(bytes)?)),
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(bytes)?;
+            out.flush()?;
+            Ok(())
+        }
+    }
+}
+
+/// Colour the terminal format?
+pub fn colour(arg: crate::cli::analysis_opts::ColourArg, to_file: bool) -> bool {
+    use crate::cli::analysis_opts::ColourArg;
+    use std::io::IsTerminal;
+    match arg {
+        ColourArg::Always => true,
+        ColourArg::Never => false,
+        ColourArg::Auto => !to_file && std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    }
+}

@@ -1,0 +1,47 @@
+//! `rtscope report RESULT... --format term|md|json|csv|html [-o FILE]
+//! [--plots DIR]`: analyse results and render them. Inputs are read and
+//! checked first, so bad input exits 2 having written nothing; outputs are
+//! written atomically.
+
+use crate::analysis::summary::{analyse, Options};
+use crate::cli::analysis_opts::{ReportArgs, ReportFormat};
+use crate::commands::inputs;
+use crate::error::{BadInput, EXIT_OK};
+use crate::model::Nanos;
+use crate::report::{self, blocks::Unit, plots::Plot};
+
+pub fn cmd(args: &ReportArgs) -> anyhow::Result<u8> {
+    let runs = inputs::load_inputs(&args.inputs)?;
+    let c = &args.common;
+    inputs::check_names(&c.names, runs.len())?;
+    if let Some(dir) = &args.plots {
+        if dir.exists() && !dir.is_dir() {
+            return Err(BadInput(format!("--plots {}: exists and is not a directory; give a directory for the SVG files", dir.display())).into());
+        }
+    }
+    let opts = Options { deadline: args.deadline.map(Nanos), bin_width: Nanos(c.bins), pwcet: !args.no_pwcet };
+    let a = analyse(&runs, &c.names, &opts);
+    let unit = if c.ns { Unit::Ns } else { Unit::Us };
+    let need_plots = args.format == ReportFormat::Html || args.plots.is_some();
+    let plots: Vec<Plot> = if need_plots { report::plots::plots(&a) } else { Vec::new() };
+    let bytes = match args.format {
+        ReportFormat::Term => report::term::render(&a, unit, inputs::colour(c.color, c.output.is_some())).into_bytes(),
+        ReportFormat::Md => report::md::render(&a, unit).into_bytes(),
+        ReportFormat::Json => {
+            let mut s = report::json::render(&a)?;
+            s.push('\n');
+            s.into_bytes()
+        }
+        ReportFormat::Csv => report::csv::render(&a)?,
+        ReportFormat::Html => report::html::render(&a, &plots, unit).into_bytes(),
+    };
+    inputs::emit(c.output.as_deref(), &bytes)?;
+    if let Some(dir) = &args.plots {
+        for p in &plots {
+            let path = dir.join(format!("{}.svg", p.id));
+            crate::store::json::write_atomic(&path, |w| Ok(w.write_all(p.svg.as_bytes())?))?;
+        }
+        eprintln!("{} plots written to {}", plots.len(), dir.display());
+    }
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,396 @@
+//! The report's content as layout-free blocks (headings, tables, text,
+//! lists), built from the [`Analysis`] only. The term, Markdown and HTML
+//! renderers lay the same blocks out, so the tables read the same in every
+//! format; each renderer is `layout(blocks(analysis))`.
+//!
+//! Latencies are shown in µs with one decimal (or in ns with `--ns`); ratios
+//! as "B/A" with two significant digits below 10.
+
+use crate::analysis::compare::{fmt_ratio, Cell as CmpCell};
+use crate::analysis::evt::Pwcet;
+use crate::analysis::summary::{Analysis, EntryAnalysis, RunAnalysis};
+use crate::model::Nanos;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Us,
+    Ns,
+}
+
+impl Unit {
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Us => "us",
+            Unit::Ns => "ns",
+        }
+    }
+    pub fn fmt(self, ns: f64) -> String {
+        match self {
+            Unit::Us => format!("{:.1}", ns / 1000.0),
+            Unit::Ns => format!("{:.0}", ns),
+        }
+    }
+    pub fn fmt_n(self, ns: Nanos) -> String {
+        self.fmt(ns.0 as f64)
+    }
+}
+
+/// How a cell should stand out where the renderer can show it (colour).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tone {
+    Plain,
+    /// Better than the first system / a passed check.
+    Good,
+    /// Worse than the first system / a miss / a refusal.
+    Bad,
+    Dim,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    pub text: String,
+    pub tone: Tone,
+}
+
+impl Cell {
+    pub fn plain(s: impl Into<String>) -> Cell {
+        Cell { text: s.into(), tone: Tone::Plain }
+    }
+    pub fn tone(s: impl Into<String>, tone: Tone) -> Cell {
+        Cell { text: s.into(), tone }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub header: Vec<String>,
+    /// Columns before this index are left-aligned (labels), the rest right-aligned.
+    pub label_cols: usize,
+    pub rows: Vec<Vec<Cell>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Block {
+    /// Level 1 (report), 2 (run / comparison), 3 (section).
+    Heading(u8, String),
+    Text(String),
+    List(Vec<String>),
+    Table(Table),
+}
+
+fn entry_label(e: &EntryAnalysis) -> Vec<Cell> {
+    vec![
+        Cell::plain(e.probe.clone()),
+        Cell::plain(e.variant.clone().unwrap_or_else(|| "-".into())),
+        Cell::plain(e.phase.clone()),
+        Cell::plain(e.thread_label()),
+        Cell::plain(e.cpu.map(|c| c.to_string()).unwrap_or_else(|| "-".into())),
+    ]
+}
+
+fn p(e: &EntryAnalysis, label: &str, u: Unit) -> String {
+    e.percentile(label).map(|v| u.fmt_n(v)).unwrap_or_else(|| "-".into())
+}
+
+/// The summary table of one run.
+pub fn summary_table(run: &RunAnalysis, u: Unit, with_deadline: bool) -> Table {
+    let un = u.name();
+    let mut header: Vec<String> = ["probe", "variant", "phase", "thread", "cpu", "samples", "overruns"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    header.extend(["min", "mean±σ", "p50", "p99", "p99.9", "p99.99", "max"].iter().map(|s| format!("{s}({un})")));
+    if with_deadline {
+        header.extend(["misses", "miss ratio", "P(miss)/h"].iter().map(|s| s.to_string()));
+    }
+    let rows = run
+        .entries
+        .iter()
+        .map(|e| {
+            let mut row = entry_label(e);
+            row.push(Cell::plain(e.samples.to_string()));
+            row.push(Cell::tone(e.overruns.to_string(), if e.overruns > 0 { Tone::Bad } else { Tone::Plain }));
+            row.push(Cell::plain(u.fmt_n(e.min_ns)));
+            row.push(Cell::plain(format!("{}±{}", u.fmt(e.mean_ns), u.fmt(e.stddev_ns))));
+            for l in ["p50", "p99", "p99.9", "p99.99"] {
+                row.push(Cell::plain(p(e, l, u)));
+            }
+            row.push(Cell::plain(u.fmt_n(e.max_ns)));
+            if with_deadline {
+                match &e.deadline {
+                    Some(d) => {
+                        let bad = if d.misses_upper > 0 { Tone::Bad } else { Tone::Good };
+                        row.push(Cell::tone(
+                            if d.exact { d.misses.to_string() } else { format!("{}–{}", d.misses, d.misses_upper) },
+                            bad,
+                        ));
+                        row.push(Cell::tone(if d.ratio == 0.0 { "0".into() } else { format!("{:.3e}", d.ratio) }, bad));
+                        row.push(Cell::tone(
+                            if d.zero_observed {
+                                format!("≤{}", fmt_prob(d.per_hour_probability))
+                            } else {
+                                fmt_prob(d.per_hour_probability)
+                            },
+                            bad,
+                        ));
+                    }
+                    None => row.extend((0..3).map(|_| Cell::plain("-"))),
+                }
+            }
+            row
+        })
+        .collect();
+    Table { header, label_cols: 5, rows }
+}
+
+/// A probability for tables: "1", "0.63", "2.1e-5".
+pub fn fmt_prob(p: f64) -> String {
+    if p >= 0.9995 {
+        "1".into()
+    } else if p >= 0.01 {
+        format!("{p:.2}")
+    } else if p == 0.0 {
+        "0".into()
+    } else {
+        format!("{p:.1e}")
+    }
+}
+
+/// Why the statistical worst case was refused, one line per refused entry.
+pub fn pwcet_refusals(run: &RunAnalysis) -> Vec<String> {
+    run.entries
+        .iter()
+        .filter_map(|e| match &e.pwcet {
+            Some(Pwcet::Refused { reason, .. }) => Some(format!(
+                "{} thread {}: no estimate: {reason}",
+                e.key().label(),
+                e.thread_label()
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The statistical worst case of every entry of one run.
+pub fn pwcet_table(run: &RunAnalysis, u: Unit) -> Option<Table> {
+    let un = u.name();
+    let rows: Vec<Vec<Cell>> = run
+        .entries
+        .iter()
+        .filter_map(|e| e.pwcet.as_ref().map(|pw| (e, pw)))
+        .map(|(e, pw)| {
+            let mut row = entry_label(e);
+            match pw {
+                Pwcet::Estimate(est) => {
+                    row.push(Cell::plain(u.fmt_n(est.threshold_ns)));
+                    row.push(Cell::plain(est.excesses.to_string()));
+                    row.push(Cell::plain(format!("{:.3}", est.fit.xi)));
+                    for l in &est.levels {
+                        row.push(Cell::plain(format!(
+                            "{} [{}, {}]",
+                            u.fmt(l.estimate_ns),
+                            u.fmt(l.ci_low_ns),
+                            u.fmt(l.ci_high_ns)
+                        )));
+                    }
+                    row.push(Cell::plain(u.fmt_n(est.observed_max_ns)));
+                    row.push(Cell::tone("fit", Tone::Good));
+                }
+                Pwcet::Refused { observed_max_ns, .. } => {
+                    row.extend((0..5).map(|_| Cell::tone("-", Tone::Dim)));
+                    row.push(Cell::plain(u.fmt_n(*observed_max_ns)));
+                    row.push(Cell::tone("no estimate", Tone::Bad));
+                }
+            }
+            row
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let mut header: Vec<String> =
+        ["probe", "variant", "phase", "thread", "cpu"].iter().map(|s| s.to_string()).collect();
+    header.push(format!("threshold({un})"));
+    header.push("excesses".into());
+    header.push("ξ".into());
+    header.push(format!("p=1e-6 [95% CI]({un})"));
+    header.push(format!("p=1e-9 [95% CI]({un})"));
+    header.push(format!("observed max({un})"));
+    header.push("status".into());
+    Some(Table { header, label_cols: 5, rows })
+}
+
+fn ratio_cell(r: Option<f64>) -> Cell {
+    match r {
+        None => Cell::tone("-", Tone::Dim),
+        Some(r) if !r.is_finite() => Cell::tone("inf", Tone::Bad),
+        Some(r) => Cell::tone(
+            fmt_ratio(r),
+            if r > 1.005 {
+                Tone::Bad
+            } else if r < 0.995 {
+                Tone::Good
+            } else {
+                Tone::Plain
+            },
+        ),
+    }
+}
+
+/// The comparison table: rows entry × metric, one column per system and a
+/// "X/first" ratio column after every system but the first.
+pub fn compare_table(a: &Analysis, u: Unit) -> Table {
+    let c = &a.comparison;
+    let mut header = vec!["entry".to_string(), "metric".to_string()];
+    for (i, s) in c.systems.iter().enumerate() {
+        header.push(s.clone());
+        if i > 0 {
+            header.push(format!("{}/{}", short(s), short(&c.systems[0])));
+        }
+    }
+    let mut rows = Vec::new();
+    type Getter = fn(&CmpCell, Unit) -> String;
+    type RatioGetter = fn(&CmpCell) -> Option<f64>;
+    let metrics: [(&str, Getter, RatioGetter); 6] = [
+        ("p50", |c, u| u.fmt_n(c.p50_ns), |c| c.ratio_to_first.as_ref().map(|r| r.p50)),
+        ("p99", |c, u| u.fmt_n(c.p99_ns), |c| c.ratio_to_first.as_ref().map(|r| r.p99)),
+        ("p99.9", |c, u| u.fmt_n(c.p99_9_ns), |c| c.ratio_to_first.as_ref().map(|r| r.p99_9)),
+        ("max", |c, u| u.fmt_n(c.max_ns), |c| c.ratio_to_first.as_ref().map(|r| r.max)),
+        ("mean±σ", |c, u| format!("{}±{}", u.fmt(c.mean_ns), u.fmt(c.stddev_ns)), |c| {
+            c.ratio_to_first.as_ref().map(|r| r.mean)
+        }),
+        ("overruns", |c, _| c.overruns.to_string(), |_| None),
+    ];
+    for row in &c.rows {
+        for (mi, (m, get, rget)) in metrics.iter().enumerate() {
+            let mut cells = vec![
+                Cell::plain(if mi == 0 { row.key.label() } else { String::new() }),
+                Cell::plain(if *m == "overruns" { m.to_string() } else { format!("{m}({})", u.name()) }),
+            ];
+            for (i, cell) in row.cells.iter().enumerate() {
+                cells.push(match cell {
+                    Some(c) => Cell::plain(get(c, u)),
+                    None => Cell::tone("missing", Tone::Dim),
+                });
+                if i > 0 {
+                    cells.push(ratio_cell(cell.as_ref().and_then(rget)));
+                }
+            }
+            rows.push(cells);
+        }
+        let mut cells = vec![Cell::plain(""), Cell::plain("samples")];
+        for (i, cell) in row.cells.iter().enumerate() {
+            cells.push(Cell::plain(cell.as_ref().map(|c| c.samples.to_string()).unwrap_or_else(|| "-".into())));
+            if i > 0 {
+                cells.push(match cell.as_ref().and_then(|c| c.ks_vs_first.as_ref()) {
+                    Some(t) if t.distinguishable => Cell::tone(format!("KS D={:.3} differ", t.d), Tone::Bad),
+                    Some(t) => Cell::tone(format!("KS D={:.3} same", t.d), Tone::Good),
+                    None => Cell::tone("-", Tone::Dim),
+                });
+            }
+        }
+        rows.push(cells);
+    }
+    Table { header, label_cols: 2, rows }
+}
+
+/// First word of a system name, for ratio headers ("B/A").
+fn short(s: &str) -> String {
+    s.split_whitespace().next().unwrap_or(s).to_string()
+}
+
+/// One bin table (seed 001): one row per bin, one count column per system.
+pub fn bin_table(a: &Analysis, index: usize, u: Unit) -> Table {
+    let t = &a.comparison.bin_tables[index];
+    let mut header = vec![format!("bin({})", u.name())];
+    header.extend(a.comparison.systems.iter().cloned());
+    let rows = t
+        .rows
+        .iter()
+        .map(|r| {
+            let mut row = vec![Cell::plain(format!("{}-{}", u.fmt_n(r.lo_ns), u.fmt_n(r.hi_ns)))];
+            row.extend(r.counts.iter().map(|c| match c {
+                Some(c) => Cell::plain(c.to_string()),
+                None => Cell::tone("-", Tone::Dim),
+            }));
+            row
+        })
+        .collect();
+    Table { header, label_cols: 1, rows }
+}
+
+fn host_line(r: &RunAnalysis) -> String {
+    let h = &r.host;
+    format!(
+        "{} · kernel {} ({}, preempt {}) · {} · {} CPUs online · clocksource {} · {}{}{}",
+        h.hostname,
+        h.kernel_release,
+        if h.realtime { "PREEMPT_RT" } else { "not RT" },
+        h.preempt_model,
+        h.cpu_model,
+        h.cpus_online.len(),
+        h.clocksource,
+        r.started_at,
+        if h.virtualized { " · virtualized" } else { "" },
+        if r.interrupted { " · interrupted" } else { "" },
+    )
+}
+
+/// All blocks of the report, in order.
+pub fn blocks(a: &Analysis, u: Unit) -> Vec<Block> {
+    let mut out = Vec::new();
+    let with_deadline = a.options.deadline.is_some();
+    for r in &a.runs {
+        out.push(Block::Heading(2, r.name.clone()));
+        out.push(Block::Text(format!("{} — {}", r.source, host_line(r))));
+        if let Some(d) = a.options.deadline {
+            out.push(Block::Text(format!(
+                "deadline {} {}: a sample over it is a miss; P(miss)/h is the probability of at least one miss in an hour at the measured rate (≤: no miss seen, 95 % upper bound).",
+                u.fmt_n(d),
+                u.name()
+            )));
+        }
+        out.push(Block::Table(summary_table(r, u, with_deadline)));
+        if let Some(t) = pwcet_table(r, u) {
+            out.push(Block::Heading(3, "Statistical worst case (peaks over threshold, GPD fit)".into()));
+            out.push(Block::Text(
+                "Latency exceeded with probability p per sample, 95 % bootstrap interval; given only when the tail is long enough, independent (Ljung–Box) and stationary (halves of the run agree). The observed max is always shown.".into(),
+            ));
+            out.push(Block::Table(t));
+            let refused = pwcet_refusals(r);
+            if !refused.is_empty() {
+                out.push(Block::List(refused));
+            }
+        }
+        if !r.warnings.is_empty() {
+            out.push(Block::Heading(3, "Warnings".into()));
+            out.push(Block::List(r.warnings.clone()));
+        }
+    }
+    out.extend(compare_blocks(a, u));
+    out
+}
+
+/// The comparison (with two or more systems) and the bin tables.
+pub fn compare_blocks(a: &Analysis, u: Unit) -> Vec<Block> {
+    let mut out = Vec::new();
+    let c = &a.comparison;
+    if c.systems.len() >= 2 {
+        out.push(Block::Heading(2, format!("Comparison: {}", c.systems.join(" vs "))));
+        out.push(Block::Table(compare_table(a, u)));
+        if !c.sentences.is_empty() {
+            out.push(Block::List(c.sentences.clone()));
+        }
+        if !c.unmatched.is_empty() {
+            out.push(Block::Heading(3, "Not in every input".into()));
+            out.push(Block::List(
+                c.unmatched.iter().map(|(k, have)| format!("{}: only in {}", k.label(), have.join(", "))).collect(),
+            ));
+        }
+    }
+    for (i, t) in c.bin_tables.iter().enumerate() {
+        out.push(Block::Heading(3, format!("Bins of {} {}: {}", u.fmt_n(t.width_ns), u.name(), t.key.label())));
+        out.push(Block::Table(bin_table(a, i, u)));
+    }
+    out
+}

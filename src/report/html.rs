@@ -1,0 +1,204 @@
+//! HTML renderer: one self-contained file — styles inline, every plot an
+//! inline `<svg>` (see `plots` for why plotters' SVG backend), no script,
+//! no font, no link to anything — so it opens offline, mails as one
+//! attachment and prints. Pure function of the analysis and its plots.
+//!
+//! Layout per run: host fingerprint and plan, warnings, summary table, the
+//! statistical-worst-case panel, then per probe/phase/variant the timeline,
+//! histogram, exceedance and pWCET plots, then the per-phase overlays. With
+//! several runs: the comparison table, sentences and per-system overlays.
+//! Last, the bin tables. Each plot is a `<figure class="plot"
+//! data-kind="…">`, which the browser test counts.
+
+use std::fmt::Write;
+
+use crate::analysis::summary::{Analysis, RunAnalysis};
+use crate::report::blocks::{self, Table, Tone, Unit};
+use crate::report::plots::Plot;
+
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            _ => o.push(c),
+        }
+    }
+    o
+}
+
+fn table(t: &Table) -> String {
+    let mut s = String::from("<div class=\"tw\"><table><thead><tr>");
+    for (c, h) in t.header.iter().enumerate() {
+        let _ = write!(s, "<th class=\"{}\">{}</th>", if c < t.label_cols { "l" } else { "r" }, esc(h));
+    }
+    s.push_str("</tr></thead><tbody>");
+    for r in &t.rows {
+        s.push_str("<tr>");
+        for (c, x) in r.iter().enumerate() {
+            let tone = match x.tone {
+                Tone::Plain => "",
+                Tone::Good => " good",
+                Tone::Bad => " bad",
+                Tone::Dim => " dim",
+            };
+            let _ = write!(s, "<td class=\"{}{tone}\">{}</td>", if c < t.label_cols { "l" } else { "r" }, esc(&x.text));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</tbody></table></div>\n");
+    s
+}
+
+fn figure(p: &Plot) -> String {
+    format!(
+        "<figure class=\"plot\" data-kind=\"{}\" id=\"{}\">{}<figcaption>{}</figcaption></figure>\n",
+        p.kind,
+        esc(&p.id),
+        p.svg,
+        esc(&p.title)
+    )
+}
+
+fn host_table(r: &RunAnalysis) -> String {
+    let h = &r.host;
+    let gov: Vec<String> = {
+        let mut v: Vec<String> = h.governors.iter().map(|g| g.value.clone()).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let idle: Vec<String> = h
+        .cpuidle_states
+        .iter()
+        .map(|s| format!("{} ({} µs{})", s.name, s.exit_latency_us, if s.disabled { ", disabled" } else { "" }))
+        .collect();
+    let p = &r.plan;
+    let rows: Vec<(&str, String)> = vec![
+        ("hostname", h.hostname.clone()),
+        ("kernel", format!("{} {}", h.kernel_release, h.kernel_version)),
+        ("PREEMPT_RT", h.realtime.to_string()),
+        ("preemption model", format!("{} ({})", h.preempt_model, h.preempt_model_source)),
+        ("CPU", h.cpu_model.clone()),
+        ("CPUs online", format!("{:?}", h.cpus_online)),
+        ("isolcpus / nohz_full", format!("{} / {}", h.isolcpus, h.nohz_full)),
+        ("clocksource", h.clocksource.clone()),
+        ("governors", gov.join(", ")),
+        ("cpuidle states", idle.join(", ")),
+        ("SMT", h.smt.clone()),
+        ("virtualized", h.virtualized.to_string()),
+        ("kernel command line", h.cmdline.clone()),
+        ("real-time set-up", if r.realtime_ok { "ok".into() } else { "incomplete (see warnings)".into() }),
+        (
+            "plan",
+            format!(
+                "probes {} · phases {} · {} s each · interval {} µs · {} thread(s) on CPUs {:?} · {} prio {}",
+                p.probes.join(","),
+                p.phases.join(","),
+                p.duration_ns.0 as f64 / 1e9,
+                p.interval_ns.0 as f64 / 1e3,
+                p.threads,
+                p.cpus,
+                p.policy,
+                p.priority
+            ),
+        ),
+        ("started / finished", format!("{} / {}", r.started_at, r.finished_at)),
+        ("source", r.source.clone()),
+    ];
+    let mut s = String::from("<details class=\"host\" open><summary>Host fingerprint and plan</summary><table>");
+    for (k, v) in rows {
+        let _ = write!(s, "<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>", esc(k), esc(&v));
+    }
+    s.push_str("</table></details>\n");
+    s
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}\
+h1{font-size:1.6em}h2{border-bottom:2px solid #1f77b4;padding-bottom:.2em;margin-top:2em}h3{margin-top:1.5em}\
+.tw{overflow-x:auto}table{border-collapse:collapse;font-size:.85em;margin:.5em 0}\
+th,td{padding:.2em .6em;border-bottom:1px solid #ddd;white-space:nowrap}th{background:#f4f6f8}\
+td.r,th.r{text-align:right;font-variant-numeric:tabular-nums}td.l,th.l{text-align:left}\
+.good{color:#207020}.bad{color:#b01c1c}.dim{color:#999}\
+.warn{background:#fff7e0;border-left:4px solid #e0a000;padding:.4em 1em}\
+figure.plot{margin:1em 0;border:1px solid #e4e4e4;padding:.5em;background:#fff}figure.plot svg{max-width:100%;height:auto}\
+figcaption{font-size:.85em;color:#555}details.host table{font-size:.8em}details.host td{white-space:normal}\
+.refused{color:#b01c1c}";
+
+/// The whole report. `plots` are those of [`crate::report::plots::plots`] for `a`.
+pub fn render(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
+    let mut s = String::new();
+    s.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    let names: Vec<String> = a.runs.iter().map(|r| r.name.clone()).collect();
+    let _ = writeln!(s, "<title>rtscope report: {}</title><style>{STYLE}</style></head><body>", esc(&names.join(" vs ")));
+    let _ = writeln!(s, "<h1>rtscope report</h1><p>rtscope {} · {}</p>", esc(&a.tool_version), esc(&names.join(" · ")));
+    let with_deadline = a.options.deadline.is_some();
+    for (ri, r) in a.runs.iter().enumerate() {
+        let _ = writeln!(s, "<section class=\"run\" id=\"run{}\"><h2>{}</h2>", ri + 1, esc(&r.name));
+        s.push_str(&host_table(r));
+        if !r.warnings.is_empty() {
+            s.push_str("<div class=\"warn\"><strong>Warnings</strong><ul>");
+            for w in &r.warnings {
+                let _ = write!(s, "<li>{}</li>", esc(w));
+            }
+            s.push_str("</ul></div>\n");
+        }
+        s.push_str("<h3>Summary</h3>\n");
+        if let Some(d) = a.options.deadline {
+            let _ = write!(
+                s,
+                "<p>Deadline {} {}: P(miss)/h is the probability of at least one miss in an hour at the measured rate (≤: none seen, 95 % upper bound).</p>",
+                unit.fmt_n(d),
+                unit.name()
+            );
+        }
+        s.push_str(&table(&blocks::summary_table(r, unit, with_deadline)));
+        if let Some(t) = blocks::pwcet_table(r, unit) {
+            s.push_str("<h3>Statistical worst case</h3><p>Peaks over threshold with a generalized Pareto fit (Grimshaw 1993 MLE); the latency exceeded with probability p per sample and its 95 % bootstrap interval. Given only when the tail is long enough, independent (Ljung–Box) and stationary (the halves of the run agree); otherwise the reason is shown. The observed maximum is always shown beside it.</p>\n");
+            s.push_str(&table(&t));
+            let refused = blocks::pwcet_refusals(r);
+            if !refused.is_empty() {
+                s.push_str("<ul class=\"refused\">");
+                for x in refused {
+                    let _ = write!(s, "<li>{}</li>", esc(&x));
+                }
+                s.push_str("</ul>\n");
+            }
+        }
+        for p in plots.iter().filter(|p| p.run == Some(ri)) {
+            s.push_str(&figure(p));
+        }
+        s.push_str("</section>\n");
+    }
+    let c = &a.comparison;
+    if c.systems.len() >= 2 {
+        s.push_str("<section id=\"comparison\"><h2>Comparison</h2>\n");
+        s.push_str(&table(&blocks::compare_table(a, unit)));
+        s.push_str("<ul>");
+        for x in &c.sentences {
+            let _ = write!(s, "<li>{}</li>", esc(x));
+        }
+        s.push_str("</ul>\n");
+        if !c.unmatched.is_empty() {
+            s.push_str("<h3>Not in every input</h3><ul>");
+            for (k, have) in &c.unmatched {
+                let _ = write!(s, "<li>{}: only in {}</li>", esc(&k.label()), esc(&have.join(", ")));
+            }
+            s.push_str("</ul>\n");
+        }
+        for p in plots.iter().filter(|p| p.run.is_none()) {
+            s.push_str(&figure(p));
+        }
+        s.push_str("</section>\n");
+    }
+    s.push_str("<section id=\"bins\"><h2>Bin tables</h2>\n");
+    for (i, t) in c.bin_tables.iter().enumerate() {
+        let _ = writeln!(s, "<h3>{} — bins of {} {}</h3>", esc(&t.key.label()), unit.fmt_n(t.width_ns), unit.name());
+        s.push_str(&table(&blocks::bin_table(a, i, unit)));
+    }
+    s.push_str("</section>\n</body></html>\n");
+    s
+}

@@ -1,0 +1,57 @@
+//! Markdown renderer: the same blocks as the terminal report, as headings,
+//! pipe tables and lists, for pasting into papers and issues. Pure function
+//! of the analysis.
+
+use crate::analysis::summary::Analysis;
+use crate::report::blocks::{blocks, Block, Unit};
+
+/// `|` inside a cell would end it.
+fn esc(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+pub fn render(a: &Analysis, unit: Unit) -> String {
+    render_blocks("rtscope report", &blocks(a, unit))
+}
+
+/// Lay out report blocks as Markdown under a level-1 `title`.
+pub fn render_blocks(title: &str, blocks: &[Block]) -> String {
+    let mut out = format!("# {title}\n");
+    for b in blocks {
+        out.push('\n');
+        match b {
+            Block::Heading(level, s) => {
+                out.push_str(&"#".repeat(*level as usize));
+                out.push(' ');
+                out.push_str(s);
+                out.push('\n');
+            }
+            Block::Text(s) => {
+                out.push_str(s);
+                out.push('\n');
+            }
+            Block::List(items) => {
+                for i in items {
+                    out.push_str("- ");
+                    out.push_str(i);
+                    out.push('\n');
+                }
+            }
+            Block::Table(t) => {
+                out.push_str("| ");
+                out.push_str(&t.header.iter().map(|h| esc(h)).collect::<Vec<_>>().join(" | "));
+                out.push_str(" |\n|");
+                for c in 0..t.header.len() {
+                    out.push_str(if c < t.label_cols { ":---|" } else { "---:|" });
+                }
+                out.push('\n');
+                for r in &t.rows {
+                    out.push_str("| ");
+                    out.push_str(&r.iter().map(|c| esc(&c.text)).collect::<Vec<_>>().join(" | "));
+                    out.push_str(" |\n");
+                }
+            }
+        }
+    }
+    out
+}

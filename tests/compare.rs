@@ -1,0 +1,138 @@
+//! `rtscope compare` on crafted results: ratios, sentences, bin tables and
+//! the two-sample test on two systems whose samples are known, and partial
+//! matches between results with different probes and phases.
+
+mod analysis_support;
+
+use analysis_support::*;
+
+
+/// Latencies of system A: 100..599 ns (exact single-ns buckets); B is 3×A.
+fn a_values() -> Vec<u64> {
+    (0..10_000u64).map(|i| 100 + (i * 37) % 500).collect()
+}
+
+fn files(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let a = run(host("alpha", "6.1.0"), entries("timer", "idle", &[a_values()], 1_000_000));
+    let b_vals: Vec<u64> = a_values().iter().map(|v| v * 3).collect();
+    let b = run(host("beta", "6.1.0-rt"), entries("timer", "idle", &[b_vals], 1_000_000));
+    (write(dir, "a.json", &a), write(dir, "b.json", &b))
+}
+
+#[test]
+fn ratios_bins_and_test_between_two_systems() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = files(dir.path());
+    let v = json_out(rtscope().arg("compare").arg(&a).arg(&b).args(["--name", "A,B", "--bins", "500ns", "--format", "json"]));
+    assert_eq!(v["systems"], serde_json::json!(["A", "B"]));
+    let row = &v["rows"][0];
+    assert_eq!(row["key"]["probe"], "timer");
+    let (ca, cb) = (&row["cells"][0], &row["cells"][1]);
+    for k in ["p50_ns", "p99_ns", "p99_9_ns", "max_ns"] {
+        assert_eq!(cb[k].as_u64().unwrap(), 3 * ca[k].as_u64().unwrap(), "{k}");
+    }
+    for k in ["p50", "p99", "p99_9", "max", "mean"] {
+        assert!((cb["ratio_to_first"][k].as_f64().unwrap() - 3.0).abs() < 1e-9, "{k}");
+    }
+    assert!(ca["ratio_to_first"].is_null());
+    assert_eq!(cb["ks_vs_first"]["distinguishable"], true);
+    let s = v["sentences"][0].as_str().unwrap();
+    assert!(s.starts_with("max under `idle` (timer): B is 3.00× higher than A (p99: 3.00× higher than A); the distributions differ"), "{s}");
+
+    // Bin table: counts per 500 ns bin, computed here from the values.
+    let count = |vals: &[u64], k: u64| vals.iter().filter(|v| **v / 500 == k).count() as u64;
+    let av = a_values();
+    let bv: Vec<u64> = av.iter().map(|v| v * 3).collect();
+    let rows = v["bin_tables"][0]["rows"].as_array().unwrap();
+    let nonempty = (0..10).filter(|k| count(&av, *k) + count(&bv, *k) > 0).count();
+    assert_eq!(rows.len(), nonempty);
+    let mut total = [0u64, 0u64];
+    for r in rows {
+        let k = r["lo_ns"].as_u64().unwrap() / 500;
+        assert_eq!(r["hi_ns"].as_u64().unwrap(), (k + 1) * 500);
+        assert_eq!(r["counts"][0].as_u64().unwrap(), count(&av, k), "A bin {k}");
+        assert_eq!(r["counts"][1].as_u64().unwrap(), count(&bv, k), "B bin {k}");
+        total[0] += r["counts"][0].as_u64().unwrap();
+        total[1] += r["counts"][1].as_u64().unwrap();
+    }
+    assert_eq!(total, [10_000, 10_000]);
+}
+
+#[test]
+fn identical_results_are_not_distinguishable() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, _) = files(dir.path());
+    let v = json_out(rtscope().arg("compare").arg(&a).arg(&a).args(["--format", "json"]));
+    // Same host and kernel twice: names are told apart.
+    assert_eq!(v["systems"], serde_json::json!(["alpha 6.1.0 #1", "alpha 6.1.0 #2"]));
+    let c = &v["rows"][0]["cells"][1];
+    assert_eq!(c["ks_vs_first"]["d"].as_f64().unwrap(), 0.0);
+    assert_eq!(c["ks_vs_first"]["distinguishable"], false);
+    assert_eq!(c["ratio_to_first"]["max"].as_f64().unwrap(), 1.0);
+    assert!(v["sentences"][0].as_str().unwrap().contains("is the same as"));
+}
+
+#[test]
+fn terminal_table_has_ratio_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = files(dir.path());
+    let out = rtscope().arg("compare").arg(&a).arg(&b).args(["--name", "A,B", "--ns"]).output().unwrap();
+    assert!(out.status.success());
+    let s = String::from_utf8(out.stdout).unwrap();
+    let header = s.lines().find(|l| l.starts_with("entry")).unwrap();
+    assert!(header.split_whitespace().collect::<Vec<_>>() == ["entry", "metric", "A", "B", "B/A"], "{header}");
+    let max = s.lines().find(|l| l.trim_start().starts_with("max(ns)")).unwrap();
+    let cells: Vec<&str> = max.split_whitespace().collect();
+    assert_eq!(cells, ["max(ns)", "599", "1797", "3.00"], "{max}");
+    assert!(s.contains("== Comparison: A vs B =="));
+    assert!(s.contains("-- Bins of 5000 ns: timer/idle"), "default bins are 5 µs");
+    assert!(!s.contains('\u{1b}'), "no colour when not a terminal");
+}
+
+#[test]
+fn different_probes_and_phases_match_what_they_can() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ra = entries("timer", "idle", &[a_values()], 1_000_000);
+    ra.extend(entries("timer", "load", &[a_values()], 1_000_000));
+    let mut rb = entries("timer", "idle", &[a_values()], 1_000_000);
+    rb.extend(entries("sem", "idle", &[a_values()], 1_000_000));
+    let a = write(dir.path(), "a.json", &run(host("a", "k"), ra));
+    let b = write(dir.path(), "b.json", &run(host("b", "k"), rb));
+    let v = json_out(rtscope().arg("compare").arg(&a).arg(&b).args(["--format", "json"]));
+    assert_eq!(v["matched"].as_array().unwrap().len(), 1);
+    assert_eq!(v["matched"][0]["phase"], "idle");
+    let un: Vec<(String, String, Vec<String>)> = v["unmatched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| {
+            (
+                u[0]["probe"].as_str().unwrap().to_string(),
+                u[0]["phase"].as_str().unwrap().to_string(),
+                u[1].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        un,
+        vec![("timer".into(), "load".into(), vec!["a k".into()]), ("sem".into(), "idle".into(), vec!["b k".into()])]
+    );
+    // The missing cells are empty, and no sentence is made for them.
+    assert!(v["rows"][1]["cells"][1].is_null());
+    assert_eq!(v["sentences"].as_array().unwrap().len(), 1);
+    let out = rtscope().arg("compare").arg(&a).arg(&b).output().unwrap();
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(s.contains("timer/load: only in a k"), "{s}");
+    assert!(s.contains("missing"));
+}
+
+#[test]
+fn markdown_compare_is_a_pipe_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = files(dir.path());
+    let out_md = dir.path().join("c.md");
+    let st = rtscope().arg("compare").arg(&a).arg(&b).args(["--name", "A,B", "--format", "md", "-o"]).arg(&out_md).output().unwrap();
+    assert!(st.status.success());
+    let md = std::fs::read_to_string(&out_md).unwrap();
+    assert!(md.contains("| entry | metric | A | B | B/A |\n|:---|:---|---:|---:|---:|"), "{md}");
+}

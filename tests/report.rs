@@ -1,0 +1,244 @@
+//! `rtscope report`: snapshot tests of the md, csv and term renderers on
+//! crafted results (insta; snapshots committed under tests/snapshots), the
+//! self-contained HTML with its plots, `--plots DIR`, and a real-browser
+//! check (headless Chromium: the DOM has the plot elements and the
+//! screenshot is not blank), skipped with a message when Chromium is absent.
+
+mod analysis_support;
+
+use std::path::{Path, PathBuf};
+
+use analysis_support::*;
+
+/// Two small systems from hand-written histograms, written as a.json and
+/// b.json in `dir` (relative names keep the snapshots path-free).
+fn crafted(dir: &Path) {
+    let a = run(
+        host("alpha", "6.1.0"),
+        vec![
+            from_histogram("timer", "idle", &[(2_000, 500), (3_000, 300), (4_000, 150), (12_000, 45), (31_000, 5)]),
+            from_histogram("timer", "mixed", &[(2_500, 400), (6_000, 400), (9_000, 150), (40_000, 49), (95_000, 1)]),
+        ],
+    );
+    let b = run(
+        host("beta", "6.1.0-rt"),
+        vec![
+            from_histogram("timer", "idle", &[(1_000, 600), (1_500, 300), (2_000, 95), (7_000, 5)]),
+            from_histogram("timer", "mixed", &[(1_200, 500), (2_500, 400), (4_000, 99), (15_000, 1)]),
+        ],
+    );
+    write(dir, "a.json", &a);
+    write(dir, "b.json", &b);
+}
+
+fn report(dir: &Path, args: &[&str]) -> String {
+    let out = rtscope().current_dir(dir).arg("report").args(args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn markdown_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    crafted(dir.path());
+    let md = report(dir.path(), &["a.json", "b.json", "--name", "A,B", "--format", "md", "--deadline", "10us"]);
+    insta::assert_snapshot!("report_md_two_systems", md);
+}
+
+#[test]
+fn csv_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    crafted(dir.path());
+    let csv = report(dir.path(), &["a.json", "b.json", "--format", "csv", "--deadline", "10us"]);
+    insta::assert_snapshot!("report_csv_two_systems", csv);
+    // Bucket rows sum to the summary's samples, per entry.
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
+    let (mut samples, mut buckets) = (std::collections::BTreeMap::new(), std::collections::BTreeMap::new());
+    for l in lines {
+        let f: Vec<&str> = l.split(',').collect();
+        let key = (f[col("system")].to_string(), f[col("phase")].to_string());
+        if f[0] == "summary" {
+            samples.insert(key, f[col("samples")].parse::<u64>().unwrap());
+        } else {
+            *buckets.entry(key).or_insert(0u64) += f[col("count")].parse::<u64>().unwrap();
+        }
+    }
+    assert_eq!(samples.len(), 4);
+    assert_eq!(samples, buckets);
+}
+
+#[test]
+fn term_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    crafted(dir.path());
+    let t = report(dir.path(), &["a.json", "b.json", "--name", "A,B", "--deadline", "10us", "--color", "never"]);
+    insta::assert_snapshot!("report_term_two_systems", t);
+    let single = report(dir.path(), &["a.json", "--bins", "10us", "--color", "never"]);
+    insta::assert_snapshot!("report_term_one_system", single);
+    let coloured = report(dir.path(), &["a.json", "b.json", "--color", "always"]);
+    assert!(coloured.contains("\u{1b}["), "--color always colours");
+}
+
+/// A result with a fitted statistical worst case (i.i.d. GPD tail) and one
+/// per-thread pair, for the HTML tests.
+fn rich(dir: &Path) -> (PathBuf, PathBuf) {
+    let mut r = Rng(17);
+    let mut series = |n: usize, base: u64| -> Vec<u64> {
+        (0..n).map(|_| base + (1500.0 / 0.1 * (r.uniform().powf(-0.1) - 1.0)) as u64).collect()
+    };
+    let mut ea = entries("timer", "idle", &[series(30_000, 5_000), series(30_000, 5_200)], 100_000);
+    ea.extend(entries("timer", "mixed", &[series(30_000, 9_000), series(30_000, 9_500)], 100_000));
+    let eb = entries("timer", "idle", &[series(30_000, 2_000), series(30_000, 2_100)], 100_000);
+    (write(dir, "a.json", &run(host("alpha", "6.1.0"), ea)), write(dir, "b.json", &run(host("beta", "6.1.0-rt"), eb)))
+}
+
+fn count(hay: &str, needle: &str) -> usize {
+    hay.matches(needle).count()
+}
+
+#[test]
+fn html_is_self_contained_and_plots_go_to_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = rich(dir.path());
+    let html = dir.path().join("r.html");
+    let plots = dir.path().join("plots");
+    let out = rtscope()
+        .arg("report")
+        .arg(&a)
+        .arg(&b)
+        .args(["--format", "html", "--deadline", "50us", "-o"])
+        .arg(&html)
+        .arg("--plots")
+        .arg(&plots)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let s = std::fs::read_to_string(&html).unwrap();
+    // Self-contained: nothing fetched at view time.
+    for bad in ["<script", "src=\"http", "href=\"http", "@import", "url("] {
+        assert!(!s.contains(bad), "found {bad}");
+    }
+    // Per run and entry: timeline, histogram, exceedance, pwcet; phases
+    // for run 1 (idle + mixed); systems overlays for the matched entry.
+    let kinds = |k: &str| count(&s, &format!("<figure class=\"plot\" data-kind=\"{k}\""));
+    assert_eq!(kinds("timeline"), 3);
+    assert_eq!(kinds("histogram"), 3);
+    assert_eq!(kinds("exceedance"), 3);
+    assert_eq!(kinds("phases"), 1);
+    assert_eq!(kinds("systems"), 1);
+    assert_eq!(kinds("systems-histogram"), 1);
+    assert!(kinds("pwcet") >= 1, "the i.i.d. tail gets a pWCET panel");
+    let figures = count(&s, "<figure class=\"plot\"");
+    assert_eq!(count(&s, "<svg"), figures);
+    assert!(s.contains("Host fingerprint"));
+    assert!(s.contains("Statistical worst case"));
+    assert!(s.contains("Comparison"));
+    // --plots: one SVG per figure.
+    let files: Vec<_> = std::fs::read_dir(&plots).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), figures);
+    for f in files {
+        let svg = std::fs::read_to_string(&f).unwrap();
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{}", f.display());
+        assert!(svg.contains("<polyline") || svg.contains("<path"), "{} has lines", f.display());
+    }
+}
+
+fn chromium() -> Option<PathBuf> {
+    for name in ["chromium", "chromium-browser", "google-chrome"] {
+        if let Ok(out) = std::process::Command::new("which").arg(name).output() {
+            if out.status.success() {
+                return Some(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string()));
+            }
+        }
+    }
+    None
+}
+
+fn chromium_cmd(bin: &Path, profile: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(bin);
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    c
+}
+
+#[test]
+fn html_renders_its_plots_in_a_real_browser() {
+    let Some(bin) = chromium() else {
+        eprintln!("skipped: Chromium is not installed (apt-get install -y chromium) — the browser check did not run");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = rich(dir.path());
+    let html = dir.path().join("r.html");
+    let st = rtscope().arg("report").arg(&a).arg(&b).args(["--format", "html", "-o"]).arg(&html).output().unwrap();
+    assert!(st.status.success());
+    let figures = count(&std::fs::read_to_string(&html).unwrap(), "<figure class=\"plot\"");
+    let url = format!("file://{}", html.display());
+
+    // The DOM the browser built holds every plot, each an SVG with lines.
+    let dom = chromium_cmd(&bin, &dir.path().join("p1")).arg("--dump-dom").arg(&url).output().unwrap();
+    assert!(dom.status.success(), "{}", String::from_utf8_lossy(&dom.stderr));
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(count(&dom, "<figure class=\"plot\""), figures, "browser DOM");
+    assert!(count(&dom, "<svg") >= figures);
+    assert!(count(&dom, "<polyline") >= figures, "every plot has line series");
+
+    // The screenshot is not blank: plot ink (axes, text, coloured series).
+    let shot = dir.path().join("shot.png");
+    let out = chromium_cmd(&bin, &dir.path().join("p2"))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg("--window-size=1280,2000")
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(out.status.success() && shot.exists(), "{}", String::from_utf8_lossy(&out.stderr));
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let ch = info.color_type.samples();
+    let px = &buf[..info.buffer_size()];
+    let (mut ink, mut blue) = (0usize, 0usize);
+    for p in px.chunks(ch) {
+        let (r, g, b) = (p[0] as i32, p[1] as i32, p[2] as i32);
+        if r < 235 || g < 235 || b < 235 {
+            ink += 1;
+        }
+        // The first series colour, rgb(31, 119, 180).
+        if (r - 31).abs() < 40 && (g - 119).abs() < 40 && (b - 180).abs() < 40 {
+            blue += 1;
+        }
+    }
+    let total = px.len() / ch;
+    assert!(ink * 100 > total * 3, "screenshot looks blank: {ink} of {total} pixels inked");
+    assert!(blue > 200, "no plotted series visible ({blue} series-coloured pixels)");
+}
+
+#[test]
+fn term_snapshot_with_a_statistical_worst_case() {
+    // The i.i.d. GPD-tailed runs of `rich`: every entry gets an estimate
+    // (seeded bootstrap, so the intervals are reproducible).
+    let dir = tempfile::tempdir().unwrap();
+    rich(dir.path());
+    let out = rtscope()
+        .current_dir(dir.path())
+        .args(["report", "b.json", "--name", "B", "--color", "never", "--deadline", "20us"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let t = String::from_utf8(out.stdout).unwrap();
+    assert!(t.contains("  fit"), "{t}");
+    insta::assert_snapshot!("report_term_pwcet", t);
+}
