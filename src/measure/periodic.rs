@@ -21,7 +21,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
-use super::recorder::Recorder;
+use super::recorder::{tail_capacity, Recorder};
 use super::timer::timer_loop_with;
 use super::{select, spawn_measuring, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
 use crate::cli::units::fmt_ns;
@@ -79,7 +79,7 @@ impl Probe for PeriodicProbe {
             ctx.board.reset(&format!("periodic {variant}"));
             let errors: Mutex<Vec<Option<(Recorder, Signed)>>> = Mutex::new((0..specs.len()).map(|_| None).collect());
             let mut outs = spawn_measuring(ctx, &specs, Some(variant.clone()), period, |spec, rec, stop, barrier| {
-                let mut abs = Recorder::new(spec.index, ctx.plan.duration_ns, ctx.plan.worst_k);
+                let mut abs = Recorder::with_tail(spec.index, share, ctx.plan.worst_k, tail_capacity(share, period));
                 let mut signed = Signed::new();
                 let mut prev: Option<u64> = None;
                 barrier.wait();

@@ -12,10 +12,12 @@ use crate::error::BadInput;
 use crate::model::{Run, SCHEMA_VERSION};
 
 /// Write `run` to `path` atomically, creating the parent directory if needed.
-/// The JSON is streamed into the file (no whole-document buffer in memory).
+/// The JSON is compact (a result is mostly histogram and tail arrays;
+/// `jq .` pretty-prints it) and streamed into the file, with no
+/// whole-document buffer in memory.
 pub fn write_run(path: &Path, run: &Run) -> anyhow::Result<()> {
     write_atomic(path, |w| {
-        serde_json::to_writer_pretty(&mut *w, run).context("serialising the result")?;
+        serde_json::to_writer(&mut *w, run).context("serialising the result")?;
         Ok(())
     })
 }
@@ -28,7 +30,10 @@ pub fn write_atomic(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Re
         _ => Path::new("."),
     };
     std::fs::create_dir_all(dir).with_context(|| format!("creating directory {}", dir.display()))?;
+    // 0644 before the umask, like any file a command writes (a temp file
+    // alone would be 0600 and keep that through the rename).
     let mut tmp = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
         .prefix(".rtscope-")
         .suffix(".tmp")
         .tempfile_in(dir)
