@@ -90,6 +90,8 @@ fn main() -> anyhow::Result<()> {
         calibration: Calibration { clock_read_ns: Nanos(20), clock_read_min_ns: Nanos(18), clock: "synthetic".into() },
         warnings: vec![],
         results,
+        phases: Vec::new(),
+        scenario: None,
     };
     rtscope::store::json::write_run(std::path::Path::new(out), &run)?;
     let merged = run.results.last().unwrap();

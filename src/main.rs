@@ -20,6 +20,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => commands::run::cmd(&args),
         Command::Probes => commands::probes::cmd(),
+        Command::Presets => commands::presets::cmd(),
+        Command::LoadWorker(args) => rtscope::load::worker::main(&args),
         Command::Compare(args) => commands::compare::cmd(&args),
         Command::Report(args) => commands::report::cmd(&args),
     };

@@ -15,6 +15,7 @@ use time::OffsetDateTime;
 use crate::cli::plan::{Output, RunPlan};
 use crate::measure::{probe_by_name, LiveBoard, ProbeCtx, ThreadOutcome};
 use crate::measure::recorder::Recorder;
+use crate::scenario::Experiment;
 use crate::model::{Calibration, Nanos, ProbeResult, RealtimeSetup, Run, SetupStep, Tool, SCHEMA_VERSION};
 use crate::sys::dma_latency::DmaLatencyGuard;
 use crate::sys::{mman, sched, time as clock};
@@ -120,7 +121,16 @@ pub fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec
 }
 
 /// Run the plan. `stop` is raised by SIGINT/SIGTERM.
-pub fn execute(plan: &RunPlan, output: &Output, command_line: Vec<String>, started: OffsetDateTime, stop: &AtomicBool) -> anyhow::Result<Run> {
+/// `exp` adds the load phases (started, settled and stopped around each
+/// phase by `crate::load`) and the probe runs (a probe at each of its periods).
+pub fn execute(
+    plan: &RunPlan,
+    exp: &Experiment,
+    output: &Output,
+    command_line: Vec<String>,
+    started: OffsetDateTime,
+    stop: &AtomicBool,
+) -> anyhow::Result<Run> {
     let (clock_med, clock_min) = clock::calibrate_clock_read(101);
     let mut steps = Vec::new();
     let _dma = global_setup(plan, &mut steps);
@@ -143,13 +153,19 @@ pub fn execute(plan: &RunPlan, output: &Output, command_line: Vec<String>, start
         },
         warnings: Vec::new(),
         results: Vec::new(),
+        phases: Vec::new(),
+        scenario: exp.scenario.clone(),
     };
 
     let board = LiveBoard::default();
-    let total_ns = plan.duration_ns * (plan.probes.len() * plan.phases.len()) as u64;
+    let total_ns = exp.total_ns();
     let finished = AtomicBool::new(false);
+    let mut capped = false;
     std::thread::scope(|s| -> anyhow::Result<()> {
-        if !output.quiet {
+        // Only on a terminal (live::progress draws nothing elsewhere): under
+        // mlockall(MCL_FUTURE) a thread's whole stack is locked, and an
+        // unprivileged user's RLIMIT_MEMLOCK (8 MiB) has no room to spare.
+        if !output.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
             let board = &board;
             let finished = &finished;
             // A small stack: under mlockall(MCL_FUTURE) every thread's whole
@@ -162,15 +178,66 @@ pub fn execute(plan: &RunPlan, output: &Output, command_line: Vec<String>, start
                 .spawn_scoped(s, move || crate::live::progress(board, total_ns, finished, stop))?;
         }
         let result = (|| -> anyhow::Result<()> {
-            'phases: for phase in &plan.phases {
-                for name in &plan.probes {
-                    if stop.load(Ordering::Relaxed) {
-                        run.interrupted_in = Some(phase.clone());
-                        break 'phases;
+            // Loads start from this (main) thread: their parent-death signal
+            // is tied to the thread that forks them (see load::phase).
+            // The hard cap (--max-total): the plan fits in it, so only
+            // overheads (load start/stop, thread set-up) can push a probe run
+            // past it; such a run is not started and the run ends here.
+            let deadline = std::time::Instant::now() + Duration::from_nanos(exp.max_total_ns);
+            let session = match exp.phases.iter().any(|p| !p.loads.is_empty()) {
+                true => Some(crate::load::phase::LoadSession::new(&exp.load)?),
+                false => None,
+            };
+            for (index, spec) in exp.phases.iter().enumerate() {
+                let phase = &spec.name;
+                // What the progress bar names: phase k/n, then the probe.
+                let tag = format!("{phase} {}/{}", index + 1, exp.phases.len());
+                if stop.load(Ordering::Relaxed) {
+                    run.interrupted_in = Some(phase.clone());
+                    break;
+                }
+                let mut loads = match &session {
+                    Some(sess) if !spec.loads.is_empty() => {
+                        board.reset(&format!("{tag}: settle"));
+                        sess.start(spec, exp.settle_ns, exp.phase_ns(spec) / 1_000_000_000)?
                     }
+                    _ => crate::load::PhaseLoads::idle(spec),
+                };
+                run.phases.push(loads.record());
+                if !spec.loads.is_empty() {
+                    // On file at once: which load processes run (their pids).
+                    finish(&mut run, &steps, stop);
+                    crate::store::json::write_run(&output.path, &run)?;
+                    sleep_unless_stopped(Duration::from_nanos(exp.settle_ns), stop);
+                }
+                for entry in &exp.entries {
+                    loads.check()?;
+                    if std::time::Instant::now() + Duration::from_nanos(entry.warmup_ns + entry.duration_ns) > deadline {
+                        capped = true;
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let name = &entry.probe;
                     let probe = probe_by_name(name).expect("plan holds only known probes");
-                    board.reset(name);
-                    let ctx = ProbeCtx { plan, phase, stop, board: &board };
+                    if entry.warmup_ns > 0 {
+                        board.reset(&format!("{tag}: {name} warm-up"));
+                        let mut warm = RunPlan { duration_ns: entry.warmup_ns, interval_ns: entry.interval_ns, ..plan.clone() };
+                        if !entry.periods_ns.is_empty() {
+                            warm.probe.periods_ns = entry.periods_ns.clone();
+                        }
+                        probe.run(&ProbeCtx { plan: &warm, phase, stop, board: &board })?;
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                    }
+                    board.reset(&format!("{tag}: {name}"));
+                    let mut sub = RunPlan { duration_ns: entry.duration_ns, interval_ns: entry.interval_ns, ..plan.clone() };
+                    if !entry.periods_ns.is_empty() {
+                        sub.probe.periods_ns = entry.periods_ns.clone();
+                    }
+                    let ctx = ProbeCtx { plan: &sub, phase, stop, board: &board };
                     let outcomes = probe.run(&ctx)?;
                     for o in &outcomes {
                         for st in &o.setup {
@@ -183,19 +250,36 @@ pub fn execute(plan: &RunPlan, output: &Output, command_line: Vec<String>, start
                         }
                     }
                     run.results.extend(results_from(name, phase, &outcomes));
-                    if stop.load(Ordering::Relaxed) {
-                        run.interrupted_in = Some(phase.clone());
-                    }
                     finish(&mut run, &steps, stop);
                     crate::store::json::write_run(&output.path, &run)?;
                 }
+                board.reset(&format!("{tag}: stopping loads"));
+                let record = loads.stop()?;
+                if let Some(last) = run.phases.last_mut() {
+                    *last = record;
+                }
+                if stop.load(Ordering::Relaxed) {
+                    run.interrupted_in = Some(phase.clone());
+                }
+                finish(&mut run, &steps, stop);
+                crate::store::json::write_run(&output.path, &run)?;
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
             }
+            drop(session);
             Ok(())
         })();
         finished.store(true, Ordering::Relaxed);
         result
     })?;
     finish(&mut run, &steps, stop);
+    if capped {
+        run.warnings.push(format!(
+            "the run reached --max-total ({}) and stopped before its next probe run; the results hold what was measured until then. Raise --max-total or shorten the plan",
+            crate::cli::units::fmt_ns(exp.max_total_ns)
+        ));
+    }
     crate::store::json::write_run(&output.path, &run)?;
     Ok(run)
 }

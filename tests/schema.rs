@@ -136,3 +136,21 @@ fn every_probe_writes_documented_fields() {
     check(&doc, "/", &run, &mut errors);
     assert!(errors.is_empty(), "schema mismatches:\n{}", errors.join("\n"));
 }
+
+#[test]
+fn phases_loads_and_scenario_fields_are_documented() {
+    let doc = documented();
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.path("s.toml"),
+        "duration = \"500ms\"\nthreads = 1\nsettle = \"200ms\"\n[tags]\nk = \"v\"\n[load]\nengine = \"builtin\"\n\
+         [[phase]]\nname = \"idle\"\n[[phase]]\nname = \"loaded\"\nloads = [\"cpu\", \"cmd:sleep 30\"]\n[[probe]]\nname = \"timer\"\n",
+    )
+    .unwrap();
+    let p = sb.path("s.toml").to_str().unwrap().to_string();
+    let run = sb.run_json("loads.json", &["-q", &p]);
+    assert_eq!(run["phases"][1]["loads"].as_array().unwrap().len(), 2);
+    let mut errors = Vec::new();
+    check(&doc, "/", &run, &mut errors);
+    assert!(errors.is_empty(), "schema mismatches:\n{}", errors.join("\n"));
+}

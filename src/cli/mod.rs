@@ -4,6 +4,7 @@
 //! output paths) and builds the validated [`plan::RunPlan`].
 
 pub mod analysis_opts;
+pub mod load;
 pub mod plan;
 pub mod probe_opts;
 pub mod units;
@@ -37,6 +38,11 @@ pub enum Command {
     Compare(analysis_opts::CompareArgs),
     /// Report on results: tables, deadline misses, statistical worst case; term, md, json, csv or html with plots.
     Report(analysis_opts::ReportArgs),
+    /// List the built-in presets `rtscope run --preset NAME` accepts.
+    Presets,
+    /// A load process (started by `rtscope run` for each load; not for people).
+    #[command(name = "__load", hide = true)]
+    LoadWorker(crate::load::worker::LoadWorkerArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -113,6 +119,8 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub analysis: analysis_opts::AnalysisOpts,
+    #[command(flatten)]
+    pub load: load::LoadArgs,
     #[command(flatten)]
     pub probe_opts: probe_opts::ProbeOpts,
 }

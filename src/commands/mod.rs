@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod inputs;
+pub mod presets;
 pub mod probes;
 pub mod report;
 pub mod run;

@@ -37,15 +37,24 @@ pub fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
 
 pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     let started = OffsetDateTime::now_utc();
-    let (plan, output) = cli::plan::build(args, &stamp(started))?;
+    let explicit = cli::load::explicit_run_args();
+    let (plan, output, exp) = cli::load::build(args, &explicit, &stamp(started))?;
+    if args.load.dry_run {
+        print!("{}", cli::load::describe(&plan, &exp, &output));
+        return Ok(EXIT_OK);
+    }
     let stop = stop_on_signals()?;
     let command_line: Vec<String> = std::env::args().collect();
-    let run = runner::execute(&plan, &output, command_line, started, &stop)?;
+    if !output.quiet {
+        eprint!("{}", cli::load::describe(&plan, &exp, &output));
+    }
+    let run = runner::execute(&plan, &exp, &output, command_line, started, &stop)?;
 
     if !output.quiet {
         print!("{}", report::term::summary_table(&run, output.ns));
         print!("{}", report::maxrate::table(&run, output.ns));
         print!("{}", report::noise::lines(&run));
+        print!("{}", report::presets::render(&run, exp.table, exp.bin_ns, output.ns));
         if let Some(d) = args.analysis.deadline {
             print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d)));
         }

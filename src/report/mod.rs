@@ -12,4 +12,5 @@ pub mod maxrate;
 pub mod md;
 pub mod noise;
 pub mod plots;
+pub mod presets;
 pub mod term;

@@ -24,6 +24,23 @@ pub fn prefault_stack(bytes: usize) {
     touch(bytes);
 }
 
+/// madvise(MADV_DONTNEED) on the whole pages inside `buf`: the kernel drops
+/// them, so the next touch of each one is a page fault (the memory load's
+/// page-fault generator). Returns how many pages were dropped.
+pub fn drop_pages(buf: &mut [u8]) -> nix::Result<usize> {
+    const PAGE: usize = 4096;
+    let start = buf.as_mut_ptr() as usize;
+    let aligned = (start + PAGE - 1) & !(PAGE - 1);
+    let end = (start + buf.len()) & !(PAGE - 1);
+    if end <= aligned {
+        return Ok(0);
+    }
+    // SAFETY: [aligned, end) lies inside `buf`, which we borrow mutably, and is
+    // page-aligned; MADV_DONTNEED on private anonymous memory only zeroes it.
+    let rc = unsafe { libc::madvise(aligned as *mut libc::c_void, end - aligned, libc::MADV_DONTNEED) };
+    nix::errno::Errno::result(rc).map(|_| (end - aligned) / PAGE)
+}
+
 /// Why locking all memory would starve rtscope, or None when it is safe:
 /// without CAP_IPC_LOCK, mlockall(MCL_FUTURE) succeeds but every later
 /// mapping then counts against RLIMIT_MEMLOCK (often 8 MiB), and the

@@ -7,3 +7,5 @@ pub mod futex;
 pub mod mman;
 pub mod sched;
 pub mod time;
+pub mod prctl;
+pub mod wait;

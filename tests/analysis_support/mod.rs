@@ -72,6 +72,8 @@ pub fn run(host: Host, results: Vec<ProbeResult>) -> Run {
         calibration: Calibration { clock_read_ns: Nanos(20), clock_read_min_ns: Nanos(18), clock: "test".into() },
         warnings: vec![],
         results,
+        phases: Vec::new(),
+        scenario: None,
     }
 }
 

@@ -1,0 +1,411 @@
+//! `rtscope run` flags for load phases, scenarios and presets, and the step
+//! that turns them (plus a scenario file or preset, if any) into the
+//! validated [`RunPlan`] and [`Experiment`].
+//!
+//! Where a value comes from, first match wins: a flag given on the command
+//! line; the scenario file or preset; rtscope's default. A scenario fixes the
+//! experiment's shape, so `--probe` and `--load` cannot be combined with one
+//! (the error says so); flags such as `-D` or `--settle` override its values.
+//! A bare `rtscope run` (no flag that shapes the experiment) runs the
+//! `quick` preset. Everything is checked here, before anything starts: a bad
+//! value is [`BadInput`] (exit 2, nothing written).
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory};
+
+use super::plan::{self, Output, RunPlan};
+use super::{units, RunArgs};
+use crate::error::BadInput;
+use crate::load::{self, parse_load, Engine, LoadOptions, PhaseSpec};
+use crate::scenario::{self, presets, Experiment, ProbeEntry, Scenario, Table};
+
+#[derive(Debug, Clone, Args)]
+pub struct LoadArgs {
+    /// Scenario file (TOML) describing phases, probes, periods and durations (see docs/scenarios.md).
+    #[arg(value_name = "SCENARIO.toml")]
+    pub scenario: Option<PathBuf>,
+
+    /// Run a built-in preset (see `rtscope presets`).
+    #[arg(long, value_name = "NAME", conflicts_with = "scenario")]
+    pub preset: Option<String>,
+
+    /// Print the plan and its total duration, then exit without running.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Load phases, in order: idle, cpu, memory, io, net, irq, sched, mixed, cmd:"<command line>" [default: idle].
+    #[arg(long = "load", value_name = "NAME[,NAME...]")]
+    pub loads: Vec<String>,
+
+    /// Who makes the load: stress-ng when on PATH (auto), stress-ng, or rtscope's built-in generators.
+    #[arg(long, value_enum, value_name = "ENGINE")]
+    pub load_engine: Option<Engine>,
+
+    /// CPUs the loads run on, e.g. 0-1 [default: every online CPU].
+    #[arg(long, value_name = "CPUSET", value_parser = units::parse_cpuset)]
+    pub load_cpus: Option<units::CpuSet>,
+
+    /// Workers per load = intensity × number of load CPUs (at least 1) [default: 1].
+    #[arg(long, value_name = "X", allow_hyphen_values = true)]
+    pub load_intensity: Option<f64>,
+
+    /// Directory on the filesystem under test; the io load writes below it [default: .].
+    #[arg(long, value_name = "DIR")]
+    pub load_dir: Option<PathBuf>,
+
+    /// How long loads run before the probes start in each loaded phase [default: 2s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_wait, allow_hyphen_values = true)]
+    pub settle: Option<u64>,
+
+    /// Refuse plans longer than this in total [default: 24h].
+    #[arg(long, value_name = "DURATION", value_parser = units::parse_duration, allow_hyphen_values = true)]
+    pub max_total: Option<u64>,
+
+    /// Allow a plan that keeps every CPU busy at real-time priority (may starve the machine).
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// A duration that may be 0 (`--settle 0`).
+fn parse_wait(s: &str) -> Result<u64, String> {
+    if s.trim().trim_end_matches(|c: char| c.is_ascii_alphabetic()) == "0" {
+        return Ok(0);
+    }
+    units::parse_duration(s)
+}
+
+const DEFAULT_SETTLE_NS: u64 = 2_000_000_000;
+const DEFAULT_MAX_TOTAL_NS: u64 = 86_400_000_000_000;
+
+/// Ids of `rtscope run` arguments given on the command line (not defaults).
+pub fn explicit_run_args() -> BTreeSet<String> {
+    let matches = match super::Cli::command().try_get_matches_from(std::env::args_os()) {
+        Ok(m) => m,
+        Err(_) => return BTreeSet::new(),
+    };
+    let Some(("run", m)) = matches.subcommand() else { return BTreeSet::new() };
+    m.ids()
+        .filter(|id| m.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+        .map(|id| id.as_str().to_string())
+        .collect()
+}
+
+/// Flags that shape the experiment: without any of them, `rtscope run` is bare.
+const SHAPING: &[&str] = &["duration", "interval", "priority", "policy", "threads", "affinity", "probes", "loads", "worst"];
+
+/// Build the plan and experiment from the arguments. `explicit` holds the
+/// ids of flags given on the command line (see [`explicit_run_args`]).
+pub fn build(args: &RunArgs, explicit: &BTreeSet<String>, started: &str) -> Result<(RunPlan, Output, Experiment), BadInput> {
+    let la = &args.load;
+    let bare = !SHAPING.iter().any(|f| explicit.contains(*f));
+    let scenario: Option<Scenario> = match (&la.scenario, &la.preset) {
+        (Some(p), _) => Some(scenario::from_file(p)?),
+        (None, Some(name)) => Some(presets::get(name)?),
+        (None, None) if bare => Some(presets::get(presets::DEFAULT)?),
+        (None, None) => None,
+    };
+    match scenario {
+        Some(s) => from_scenario(args, explicit, started, &s),
+        None => from_flags(args, started),
+    }
+}
+
+fn from_flags(args: &RunArgs, started: &str) -> Result<(RunPlan, Output, Experiment), BadInput> {
+    let (mut plan, output) = plan::build(args, started)?;
+    let mut phases: Vec<PhaseSpec> = Vec::new();
+    for raw in &args.load.loads {
+        let list = load::split_load_list(raw).map_err(|e| BadInput(format!("--load: {e}")))?;
+        for spec in list {
+            let loads = parse_load(&spec).map_err(|e| BadInput(format!("--load: {e}")))?;
+            let mut name = if spec.starts_with("cmd:") { "cmd".to_string() } else { spec.trim().to_string() };
+            if name == "none" {
+                name = "idle".into();
+            }
+            if phases.iter().any(|p| p.name == name) {
+                if name != "cmd" {
+                    return Err(BadInput(format!("--load: phase '{name}' is listed twice; list each phase once")));
+                }
+                let n = phases.iter().filter(|p| p.name.starts_with("cmd")).count() + 1;
+                name = format!("cmd{n}");
+            }
+            phases.push(PhaseSpec { name, loads });
+        }
+    }
+    if phases.is_empty() {
+        phases.push(PhaseSpec { name: "idle".into(), loads: vec![] });
+    }
+    let entries =
+        plan.probes.iter().map(|p| ProbeEntry { probe: p.clone(), interval_ns: plan.interval_ns, periods_ns: Vec::new(), duration_ns: plan.duration_ns, warmup_ns: 0 }).collect();
+    let exp = finish(args, &mut plan, phases, entries, None)?;
+    Ok((plan, output, exp))
+}
+
+fn from_scenario(args: &RunArgs, explicit: &BTreeSet<String>, started: &str, s: &Scenario) -> Result<(RunPlan, Output, Experiment), BadInput> {
+    for flag in ["probes", "loads"] {
+        if explicit.contains(flag) {
+            let f = if flag == "probes" { "--probe" } else { "--load" };
+            return Err(BadInput(format!(
+                "{f} cannot be combined with {}: it lists its own {}; edit a copy of the scenario instead (the text of a preset is in docs/presets.md)",
+                s.label,
+                if flag == "probes" { "probes" } else { "phases" }
+            )));
+        }
+    }
+    let f = &s.file;
+    let mut a = args.clone();
+    let unset = |id: &str| !explicit.contains(id);
+    if unset("duration") {
+        if let Some(d) = f.duration {
+            a.duration = d.0;
+        }
+    }
+    if unset("interval") {
+        if let Some(d) = f.interval {
+            a.interval = d.0;
+        }
+    }
+    if unset("priority") {
+        if let Some(p) = &f.priority {
+            a.priority = *p.get_ref();
+        }
+    }
+    if unset("policy") {
+        if let Some(p) = &f.policy {
+            a.policy = match p.get_ref().as_str() {
+                "rr" => super::PolicyArg::Rr,
+                "other" => super::PolicyArg::Other,
+                _ => super::PolicyArg::Fifo,
+            };
+        }
+    }
+    if unset("threads") {
+        if let Some(t) = &f.threads {
+            a.threads = Some(*t.get_ref());
+        }
+    }
+    if unset("affinity") {
+        if let Some(aff) = &f.affinity {
+            a.affinity = Some(units::parse_cpuset(aff.get_ref()).map_err(|e| s.err_at(aff.span(), format!("affinity: {e}")))?);
+        }
+    }
+    if unset("json") && unset("out") {
+        if let Some(o) = &f.output {
+            a.json = Some(o.clone());
+        }
+    }
+    let mut probes: Vec<String> = Vec::new();
+    for p in &f.probes {
+        let n = p.name.get_ref().trim().to_string();
+        if !probes.contains(&n) {
+            probes.push(n);
+        }
+    }
+    a.probes = probes;
+    let from_file = unset("json") && unset("out") && f.output.is_some();
+    let (mut plan, output) = plan::build(&a, started).map_err(|e| {
+        let msg = match e.0.strip_prefix("--json:") {
+            Some(rest) if from_file => format!("output:{rest}"),
+            _ => e.0,
+        };
+        BadInput(format!("{}: {msg}", s.label))
+    })?;
+    let mut entries: Vec<ProbeEntry> = Vec::new();
+    for p in &f.probes {
+        // `sem:mutex` and `sem:posix` are one run of `sem` with both
+        // variants selected (the plan holds the selection).
+        let (base, _) = crate::cli::probe_opts::split_spec(p.name.get_ref());
+        let own_periods = scenario::MULTI_PERIOD_PROBES.contains(&base);
+        let periods: Vec<u64> = p.periods.as_ref().map(|v| v.iter().map(|d| d.0).collect()).unwrap_or_default();
+        let intervals: Vec<u64> = if periods.is_empty() || own_periods {
+            vec![p.interval.map(|d| d.0).unwrap_or(plan.interval_ns)]
+        } else {
+            periods.clone()
+        };
+        let duration_ns = if unset("duration") { p.duration.map(|d| d.0).unwrap_or(plan.duration_ns) } else { plan.duration_ns };
+        let warmup_ns = p.warmup.or(f.warmup).map(|d| d.0).unwrap_or(0);
+        for interval_ns in intervals {
+            let longest = periods.iter().copied().max().unwrap_or(0).max(interval_ns);
+            if longest > duration_ns {
+                return Err(s.err_at(
+                    p.name.span(),
+                    format!(
+                        "[[probe]] {}: period {} is longer than the duration {}; no period would complete",
+                        p.name.get_ref(),
+                        units::fmt_ns(longest),
+                        units::fmt_ns(duration_ns)
+                    ),
+                ));
+            }
+            let e = ProbeEntry {
+                probe: base.to_string(),
+                interval_ns,
+                periods_ns: if own_periods { periods.clone() } else { Vec::new() },
+                duration_ns,
+                warmup_ns,
+            };
+            if !entries.contains(&e) {
+                entries.push(e);
+            }
+        }
+    }
+    let exp = finish(&a, &mut plan, s.phases.clone(), entries, Some(s))?;
+    Ok((plan, output, exp))
+}
+
+/// Load options, settle, caps and checks common to both paths.
+fn finish(
+    args: &RunArgs,
+    plan: &mut RunPlan,
+    phases: Vec<PhaseSpec>,
+    entries: Vec<ProbeEntry>,
+    s: Option<&Scenario>,
+) -> Result<Experiment, BadInput> {
+    let la = &args.load;
+    let section = s.and_then(|s| s.file.load.as_ref());
+    let online = crate::sys::sched::online_cpus();
+    let label = s.map(|s| s.label.clone()).unwrap_or_default();
+
+    let asked = la.load_engine.or(section.and_then(|l| l.engine)).unwrap_or(Engine::Auto);
+    let any_generated = phases.iter().any(|p| p.loads.iter().any(|k| k.load().is_some()));
+    let (engine, stress_ng) = if any_generated {
+        load::resolve_engine(asked).map_err(BadInput)?
+    } else {
+        (if asked == Engine::StressNg { Engine::StressNg } else { Engine::Builtin }, None)
+    };
+    let cpus = match (&la.load_cpus, section.and_then(|l| l.cpus.as_ref())) {
+        (Some(c), _) => c.0.clone(),
+        (None, Some(c)) => units::parse_cpuset(c.get_ref()).map(|c| c.0).map_err(|e| s.unwrap().err_at(c.span(), format!("[load] cpus: {e}")))?,
+        (None, None) => online.clone(),
+    };
+    if let Some(bad) = cpus.iter().find(|c| !online.contains(c)) {
+        return Err(BadInput(format!(
+            "--load-cpus: CPU {bad} is not online; online CPUs are {}",
+            plan::cpu_list_str(&online)
+        )));
+    }
+    let intensity = match la.load_intensity {
+        Some(x) if !(x.is_finite() && x > 0.0 && x <= 16.0) => {
+            return Err(BadInput(format!("--load-intensity: {x} is out of range; allowed: more than 0, at most 16 (1 = one worker per load CPU)")))
+        }
+        Some(x) => x,
+        None => section.and_then(|l| l.intensity.as_ref()).map(|i| *i.get_ref()).unwrap_or(1.0),
+    };
+    let dir = la.load_dir.clone().or_else(|| section.and_then(|l| l.dir.clone())).unwrap_or_else(|| PathBuf::from("."));
+    if phases.iter().any(|p| !p.loads.is_empty()) && !dir.is_dir() {
+        return Err(BadInput(format!(
+            "--load-dir: '{}' is not a directory; give a directory on the filesystem under test",
+            dir.display()
+        )));
+    }
+    let settle_ns = la.settle.or(s.and_then(|s| s.file.settle).map(|d| d.0)).unwrap_or(DEFAULT_SETTLE_NS);
+    let max_total_ns = la.max_total.or(s.and_then(|s| s.file.max_total).map(|d| d.0)).unwrap_or(DEFAULT_MAX_TOTAL_NS);
+
+    let exp = Experiment {
+        phases,
+        entries,
+        settle_ns,
+        load: LoadOptions { engine, stress_ng, cpus, intensity, dir },
+        max_total_ns,
+        table: s.and_then(|s| s.file.table).unwrap_or(Table::Summary),
+        bin_ns: s.and_then(|s| s.file.bin).map(|d| d.0).unwrap_or(5_000),
+        scenario: s.map(|s| s.record()),
+    };
+    let total = exp.total_ns();
+    if total > exp.max_total_ns {
+        return Err(BadInput(format!(
+            "{}the plan takes {} in total, more than --max-total {}; shorten it (fewer phases or probes, a shorter -D) or raise --max-total",
+            if label.is_empty() { String::new() } else { format!("{label}: ") },
+            units::fmt_ns(total),
+            units::fmt_ns(exp.max_total_ns)
+        )));
+    }
+    check_starvation(plan, &exp, &online, la.force)?;
+    plan.phases = exp.phases.iter().map(|p| p.name.clone()).collect();
+    Ok(exp)
+}
+
+/// A real-time busy probe on every online CPU at once leaves nothing for the
+/// kernel's own work but RT throttling's 5 %; refuse it without --force.
+/// Loads always run SCHED_OTHER, so they never count here.
+fn check_starvation(plan: &RunPlan, exp: &Experiment, online: &[usize], force: bool) -> Result<(), BadInput> {
+    use crate::sys::sched::Policy;
+    // Busy at real-time priority: maxrate (a timer so fast its CPU is nearly
+    // never idle) under FIFO/RR, and noise with --noise-policy fifo. Both
+    // use one CPU unless -a/-t spread them over the plan's CPUs.
+    let busy = |p: &str| match p {
+        "maxrate" => plan.policy != Policy::Other,
+        "noise" => plan.probe.noise_policy != Policy::Other,
+        _ => false,
+    };
+    if force || !plan.probe.cpus_explicit {
+        return Ok(());
+    }
+    let Some(probe) = exp.entries.iter().map(|e| e.probe.as_str()).find(|p| busy(p)) else { return Ok(()) };
+    let measured = plan.measured_cpus();
+    if online.iter().all(|c| measured.contains(c)) {
+        let throttling = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").unwrap_or_default();
+        let note = if throttling.trim() == "-1" { " RT throttling is OFF on this machine (sched_rt_runtime_us = -1), so it can hang." } else { "" };
+        return Err(BadInput(format!(
+            "probe {probe} runs busy at real-time priority on every online CPU ({}): nothing else could run but RT throttling's share, which may starve the machine.{note} Leave a CPU free with -a/--affinity, or pass --force",
+            plan::cpu_list_str(online)
+        )));
+    }
+    Ok(())
+}
+
+/// The plan as text, for `--dry-run` and the start of a run.
+pub fn describe(plan: &RunPlan, exp: &Experiment, output: &Output) -> String {
+    let mut s = String::new();
+    if let Some(sc) = &exp.scenario {
+        s.push_str(&format!("scenario: {} ({})\n", sc.name, sc.source));
+    }
+    s.push_str(&format!(
+        "measuring: {} thread(s) on CPUs {}, SCHED_{} priority {}\n",
+        plan.threads,
+        plan::cpu_list_str(&plan.cpus),
+        plan.policy.name().to_uppercase(),
+        plan.priority
+    ));
+    let loaded = exp.phases.iter().any(|p| !p.loads.is_empty());
+    if loaded {
+        s.push_str(&format!(
+            "loads: engine {}, CPUs {}, {} worker(s) per load, SCHED_OTHER, temp files under {}; settle {}\n",
+            exp.load.engine.name(),
+            plan::cpu_list_str(&exp.load.cpus),
+            exp.load.workers(),
+            exp.load.dir.display(),
+            units::fmt_ns(exp.settle_ns)
+        ));
+    }
+    for (i, p) in exp.phases.iter().enumerate() {
+        let loads = if p.loads.is_empty() {
+            "no load".to_string()
+        } else {
+            p.loads
+                .iter()
+                .map(|k| match k {
+                    load::LoadKind::Cmd(line) => format!("cmd: {line}"),
+                    k => format!("{} ({})", k.name(), exp.load.engine_for(k)),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        s.push_str(&format!("phase {} {}: {} — {}\n", i + 1, p.name, loads, units::fmt_ns(exp.phase_ns(p))));
+        for e in &exp.entries {
+            let warm = if e.warmup_ns > 0 { format!(" after {} warm-up", units::fmt_ns(e.warmup_ns)) } else { String::new() };
+            let every = if e.periods_ns.is_empty() {
+                units::fmt_ns(e.interval_ns)
+            } else {
+                e.periods_ns.iter().map(|p| units::fmt_ns(*p)).collect::<Vec<_>>().join(", ")
+            };
+            let sel = plan.probe.variants.get(&e.probe).map(|v| format!(" ({})", v.join(", "))).unwrap_or_default();
+            s.push_str(&format!("  probe {}{sel} every {every} for {}{warm}\n", e.probe, units::fmt_ns(e.duration_ns)));
+        }
+    }
+    s.push_str(&format!("total: {} (cap {})\n", units::fmt_ns(exp.total_ns()), units::fmt_ns(exp.max_total_ns)));
+    s.push_str(&format!("result: {}\n", output.path.display()));
+    s
+}

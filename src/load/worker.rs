@@ -1,0 +1,175 @@
+//! The load process: `rtscope __load` (hidden), started by [`super::phase`]
+//! once per load of a phase. It is the leader of its own process group, runs
+//! at SCHED_OTHER on the load CPUs, and either runs a built-in generator
+//! (one thread per worker) or starts an external command (stress-ng, or
+//! `sh -c` for `cmd:`) in its group and waits for it.
+//!
+//! It stops on SIGTERM. Two cases, told apart by `getppid()`:
+//! - rtscope asked (the parent is alive): stop the workers or the command
+//!   (SIGTERM, SIGKILL after 2 s), then print one JSON line on stdout,
+//!   `{"counters": {...}, "exit": "..."}`, and exit 0;
+//! - rtscope died (the kernel sent the parent-death signal): SIGKILL the whole
+//!   process group at once, itself included, so no load outlives rtscope.
+//!
+//! Its stderr (and the command's) goes to a log file that rtscope shows when
+//! a load fails.
+
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use super::{Counters, LoadKind, WorkerCtx};
+use crate::sys::sched::{set_current_affinity, set_current_policy, Policy};
+use crate::sys::{prctl, wait};
+
+/// Arguments of the hidden `rtscope __load` subcommand (set by rtscope only).
+#[derive(Debug, Clone, clap::Args)]
+pub struct LoadWorkerArgs {
+    /// Process id of the rtscope that started this load.
+    #[arg(long)]
+    pub parent: i32,
+    /// A built-in load (cpu, memory, io, net, irq, sched) or `exec`.
+    #[arg(long)]
+    pub kind: String,
+    #[arg(long, default_value_t = 1)]
+    pub workers: usize,
+    #[arg(long, value_parser = crate::cli::units::parse_cpuset)]
+    pub cpus: Option<crate::cli::units::CpuSet>,
+    /// The load's temp dir (the working directory of an external command).
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// The command to run for `--kind exec`.
+    #[arg(last = true)]
+    pub argv: Vec<String>,
+}
+
+const POLL: Duration = Duration::from_millis(20);
+
+fn parent_gone(parent: i32) -> bool {
+    nix::unistd::getppid().as_raw() != parent
+}
+
+/// rtscope is gone: take the whole load down, this process included.
+fn kill_everything() -> ! {
+    let _ = wait::kill_group(0, libc::SIGKILL);
+    std::process::exit(137);
+}
+
+pub fn main(args: &LoadWorkerArgs) -> anyhow::Result<u8> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT, signal_hook::consts::SIGHUP] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    // The parent may have died between fork and the parent-death signal
+    // being armed; then no signal will ever come.
+    if parent_gone(args.parent) {
+        kill_everything();
+    }
+    set_current_policy(Policy::Other, 0).context("load process: setting SCHED_OTHER")?;
+    if let Some(crate::cli::units::CpuSet(cpus)) = &args.cpus {
+        set_current_affinity(cpus).with_context(|| format!("load process: pinning to CPUs {cpus:?}"))?;
+    }
+    let (counters, exit) = if args.kind == "exec" {
+        run_command(args, &stop)?
+    } else {
+        let kind = LoadKind::from_builtin_name(&args.kind).with_context(|| format!("unknown load kind '{}'", args.kind))?;
+        (run_builtin(args, &kind, &stop)?, String::new())
+    };
+    let line = serde_json::json!({ "counters": counters, "exit": exit });
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}")?;
+    out.flush()?;
+    Ok(0)
+}
+
+fn run_builtin(args: &LoadWorkerArgs, kind: &LoadKind, stop: &AtomicBool) -> anyhow::Result<Counters> {
+    let load = kind.load().expect("built-in kind");
+    let cpus = args.cpus.clone().map(|c| c.0).unwrap_or_else(crate::sys::sched::online_cpus);
+    let mut total = Counters::new();
+    std::thread::scope(|s| -> anyhow::Result<()> {
+        let handles: Vec<_> = (0..args.workers.max(1))
+            .map(|index| {
+                let cpus = &cpus;
+                let dir = args.dir.as_path();
+                std::thread::Builder::new().name(format!("load-{}-{index}", load.name())).spawn_scoped(s, move || {
+                    load.run_builtin(&WorkerCtx { index, cpus, dir, stop })
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        // Wait for the stop signal; a worker that ends before it has failed.
+        while !stop.load(Ordering::Relaxed) && !handles.iter().any(|h| h.is_finished()) {
+            std::thread::sleep(POLL);
+        }
+        if parent_gone(args.parent) {
+            kill_everything();
+        }
+        let early = !stop.load(Ordering::Relaxed);
+        stop.store(true, Ordering::Relaxed);
+        for h in handles {
+            let counters = h.join().map_err(|_| anyhow::anyhow!("a {} worker panicked", load.name()))??;
+            for (k, v) in counters {
+                *total.entry(k).or_default() += v;
+            }
+        }
+        if early {
+            anyhow::bail!("a {} worker ended before the phase did", load.name());
+        }
+        Ok(())
+    })?;
+    Ok(total)
+}
+
+fn run_command(args: &LoadWorkerArgs, stop: &AtomicBool) -> anyhow::Result<(Counters, String)> {
+    let (prog, rest) = args.argv.split_first().context("--kind exec needs a command after --")?;
+    let mut cmd = Command::new(prog);
+    cmd.args(rest).current_dir(&args.dir).stdin(Stdio::null()).stdout(Stdio::null());
+    // SAFETY: the closure runs between fork and exec and only makes the
+    // async-signal-safe prctl system call.
+    unsafe {
+        cmd.pre_exec(|| prctl::set_parent_death_signal(libc::SIGKILL).map_err(std::io::Error::from));
+    }
+    let mut child = cmd.spawn().with_context(|| format!("starting {prog}"))?;
+    let mut status = None;
+    while !stop.load(Ordering::Relaxed) {
+        if status.is_none() {
+            status = child.try_wait()?;
+            // A command that fails before the phase ends did not make the
+            // load; end now so that rtscope sees it and shows the log.
+            if let Some(s) = status.filter(|s| !s.success()) {
+                anyhow::bail!("{prog} ended early with {s}; its messages are above");
+            }
+        }
+        std::thread::sleep(POLL);
+    }
+    if parent_gone(args.parent) {
+        kill_everything();
+    }
+    if status.is_none() {
+        let pid = child.id() as i32;
+        let _ = wait::kill(pid, libc::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while status.is_none() && Instant::now() < deadline {
+            std::thread::sleep(POLL);
+            status = child.try_wait()?;
+        }
+        if status.is_none() {
+            let _ = wait::kill(pid, libc::SIGKILL);
+            status = Some(child.wait()?);
+        }
+    }
+    let exit = match status {
+        Some(s) => match (s.code(), std::os::unix::process::ExitStatusExt::signal(&s)) {
+            (Some(c), _) => format!("exit {c}"),
+            (None, Some(sig)) => format!("killed by signal {sig}"),
+            _ => "unknown".into(),
+        },
+        None => "unknown".into(),
+    };
+    Ok((Counters::new(), exit))
+}

@@ -1,0 +1,307 @@
+//! Tables in the shape of the source experiments, printed after the summary
+//! when a scenario or preset asks for one (`table = ...`), plus the load
+//! evidence of each phase. Pure functions of the result model.
+//!
+//! - `verdict` (preset quick): one line per phase: max, p99.9, overruns.
+//! - `bins` (seed 001): sample counts per fixed-width latency bin (5 000 ns
+//!   in the source), one column per phase; the timer probe's only when it ran. A histogram bucket is counted in
+//!   the bin holding its lower bound; rtscope's buckets are at most 0.1 % wide,
+//!   so at most a few ns of a bin boundary are ambiguous.
+//! - `max-avg-sd` (seed 004): per probe and period, max and avg ± σ for each
+//!   phase, idle first.
+//! - `per-period` (seed 002): one row per period, probe and phase.
+//! - `idle-vs-load` (seed 000): one row per phase, worst case (max) first,
+//!   with its ratio to the idle phase's max.
+//!
+//! Only the merged rows (all measuring threads of a probe) are used.
+
+use crate::cli::units::fmt_ns;
+use crate::model::{Nanos, ProbeResult, Run};
+use crate::report::term::fmt_latency;
+use crate::scenario::Table;
+
+/// The table `table` asks for, then the load evidence (empty when the run
+/// had no loads and the table is the plain summary).
+pub fn render(run: &Run, table: Table, bin_ns: u64, in_ns: bool) -> String {
+    let mut s = match table {
+        Table::Summary => String::new(),
+        Table::Verdict => verdict(run, in_ns),
+        Table::Bins => bins(run, bin_ns),
+        Table::MaxAvgSd => max_avg_sd(run, in_ns),
+        Table::PerPeriod => per_period(run, in_ns),
+        Table::IdleVsLoad => idle_vs_load(run, in_ns),
+    };
+    s.push_str(&load_evidence(run));
+    s
+}
+
+fn merged(run: &Run) -> impl Iterator<Item = &ProbeResult> {
+    run.results.iter().filter(|r| r.thread.is_none())
+}
+
+/// (probe, variant, period) groups in the order they first appear.
+fn groups(run: &Run) -> Vec<(String, Option<String>, Nanos)> {
+    let mut g = Vec::new();
+    for r in merged(run) {
+        let k = (r.probe.clone(), r.variant.clone(), r.interval_ns);
+        if !g.contains(&k) {
+            g.push(k);
+        }
+    }
+    g
+}
+
+fn find<'a>(run: &'a Run, g: &(String, Option<String>, Nanos), phase: &str) -> Option<&'a ProbeResult> {
+    merged(run).find(|r| r.probe == g.0 && r.variant == g.1 && r.interval_ns == g.2 && r.phase == phase)
+}
+
+fn label(g: &(String, Option<String>, Nanos)) -> String {
+    match &g.1 {
+        Some(v) => format!("{} {} @{}", g.0, v, fmt_ns(g.2 .0)),
+        None => format!("{} @{}", g.0, fmt_ns(g.2 .0)),
+    }
+}
+
+fn p999(r: &ProbeResult) -> f64 {
+    r.percentiles_ns.get("99.9").map(|n| n.0 as f64).unwrap_or(0.0)
+}
+
+fn unit(in_ns: bool) -> &'static str {
+    if in_ns {
+        "ns"
+    } else {
+        "us"
+    }
+}
+
+/// Fixed-width grid: first column left-aligned, the others right-aligned.
+fn grid(rows: &[Vec<String>]) -> String {
+    let ncol = rows.iter().map(|r| r.len()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..ncol).map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, s)| if c == 0 { format!("{s:<w$}", w = widths[c]) } else { format!("{s:>w$}", w = widths[c]) })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// One line per phase and probe run: max, p99.9, overruns.
+pub fn verdict(run: &Run, in_ns: bool) -> String {
+    let u = unit(in_ns);
+    let mut out = String::new();
+    for phase in &run.plan.phases {
+        for g in groups(run) {
+            if let Some(r) = find(run, &g, phase) {
+                out.push_str(&format!(
+                    "verdict {phase}: {}: max {} {u}, p99.9 {} {u}, overruns {} ({} samples)\n",
+                    label(&g),
+                    fmt_latency(r.max_ns.0 as f64, in_ns),
+                    fmt_latency(p999(r), in_ns),
+                    r.overruns,
+                    r.samples
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Most bins a table shows; the last row then holds everything above.
+const MAX_BIN_ROWS: u64 = 20;
+
+/// Seed 001's table: counts per `bin_ns`-wide latency bin, a column per phase.
+pub fn bins(run: &Run, bin_ns: u64) -> String {
+    let bin_ns = bin_ns.max(1);
+    let mut out = String::new();
+    // As in the source, the bin table is the timer's (interrupt latency);
+    // other probes are in the summary. Without timer results, every probe's.
+    let mut gs = groups(run);
+    if gs.iter().any(|g| g.0 == "timer") {
+        gs.retain(|g| g.0 == "timer");
+    }
+    for g in gs {
+        let cols: Vec<(&String, &ProbeResult)> = run.plan.phases.iter().filter_map(|p| find(run, &g, p).map(|r| (p, r))).collect();
+        if cols.is_empty() {
+            continue;
+        }
+        let top = cols.iter().map(|(_, r)| r.max_ns.0 / bin_ns).max().unwrap_or(0);
+        let last = top.min(MAX_BIN_ROWS - 1);
+        let mut rows = vec![std::iter::once(format!("{} latency (ns)", label(&g))).chain(cols.iter().map(|(p, _)| p.to_string())).collect::<Vec<_>>()];
+        for b in 0..=last {
+            let name = if b == last && top > last {
+                format!(">= {}", b * bin_ns)
+            } else {
+                format!("{}-{}", b * bin_ns, (b + 1) * bin_ns - 1)
+            };
+            let mut row = vec![name];
+            for (_, r) in &cols {
+                let n: u64 = r
+                    .histogram
+                    .iter()
+                    .filter(|k| {
+                        let kb = k.lo_ns.0 / bin_ns;
+                        kb == b || (b == last && kb > last)
+                    })
+                    .map(|k| k.count)
+                    .sum();
+                row.push(n.to_string());
+            }
+            rows.push(row);
+        }
+        let mut total = vec!["total".to_string()];
+        total.extend(cols.iter().map(|(_, r)| r.samples.to_string()));
+        rows.push(total);
+        let mut over = vec!["overruns".to_string()];
+        over.extend(cols.iter().map(|(_, r)| r.overruns.to_string()));
+        rows.push(over);
+        out.push_str(&grid(&rows));
+    }
+    out
+}
+
+/// Seed 004's table: max and avg ± σ per probe run, phases side by side.
+pub fn max_avg_sd(run: &Run, in_ns: bool) -> String {
+    let u = unit(in_ns);
+    let mut head = vec![format!("({u})")];
+    for p in &run.plan.phases {
+        head.push(format!("{p} max"));
+        head.push(format!("{p} avg ± σ"));
+    }
+    let mut rows = vec![head];
+    for g in groups(run) {
+        let mut row = vec![label(&g)];
+        for p in &run.plan.phases {
+            match find(run, &g, p) {
+                Some(r) => {
+                    row.push(fmt_latency(r.max_ns.0 as f64, in_ns));
+                    row.push(format!("{} ± {}", fmt_latency(r.mean_ns, in_ns), fmt_latency(r.stddev_ns, in_ns)));
+                }
+                None => row.extend(["-".to_string(), "-".to_string()]),
+            }
+        }
+        rows.push(row);
+    }
+    if rows.len() == 1 {
+        return String::new();
+    }
+    grid(&rows)
+}
+
+/// Seed 002's table: a row per period (and probe and phase).
+pub fn per_period(run: &Run, in_ns: bool) -> String {
+    let u = unit(in_ns);
+    let mut rows = vec![["period", "probe", "phase", "samples", "overruns"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(["min", "avg", "max", "σ", "jitter"].iter().map(|s| format!("{s}({u})")))
+        .collect::<Vec<_>>()];
+    let mut gs = groups(run);
+    gs.sort_by_key(|g| g.2);
+    for g in gs {
+        for p in &run.plan.phases {
+            if let Some(r) = find(run, &g, p) {
+                rows.push(vec![
+                    fmt_ns(g.2 .0),
+                    match &g.1 {
+                        Some(v) => format!("{} {v}", g.0),
+                        None => g.0.clone(),
+                    },
+                    p.clone(),
+                    r.samples.to_string(),
+                    r.overruns.to_string(),
+                    fmt_latency(r.min_ns.0 as f64, in_ns),
+                    fmt_latency(r.mean_ns, in_ns),
+                    fmt_latency(r.max_ns.0 as f64, in_ns),
+                    fmt_latency(r.stddev_ns, in_ns),
+                    fmt_latency(r.max_ns.0.saturating_sub(r.min_ns.0) as f64, in_ns),
+                ]);
+            }
+        }
+    }
+    if rows.len() == 1 {
+        return String::new();
+    }
+    grid(&rows)
+}
+
+/// Seed 000's table: per probe run, a row per phase, worst case first, with
+/// the ratio of each phase's max to the idle phase's.
+pub fn idle_vs_load(run: &Run, in_ns: bool) -> String {
+    let u = unit(in_ns);
+    let mut out = String::new();
+    for g in groups(run) {
+        let mut rs: Vec<&ProbeResult> = run.plan.phases.iter().filter_map(|p| find(run, &g, p)).collect();
+        if rs.is_empty() {
+            continue;
+        }
+        let idle_max = rs.iter().find(|r| r.phase == "idle").map(|r| r.max_ns.0);
+        rs.sort_by_key(|r| std::cmp::Reverse(r.max_ns));
+        let mut rows = vec![vec![
+            label(&g),
+            format!("max({u})"),
+            "x idle".into(),
+            format!("p99.9({u})"),
+            format!("avg({u})"),
+            format!("σ({u})"),
+            "overruns".into(),
+        ]];
+        for r in rs {
+            rows.push(vec![
+                r.phase.clone(),
+                fmt_latency(r.max_ns.0 as f64, in_ns),
+                match idle_max {
+                    Some(i) if i > 0 => format!("{:.2}", r.max_ns.0 as f64 / i as f64),
+                    _ => "-".into(),
+                },
+                fmt_latency(p999(r), in_ns),
+                fmt_latency(r.mean_ns, in_ns),
+                fmt_latency(r.stddev_ns, in_ns),
+                r.overruns.to_string(),
+            ]);
+        }
+        out.push_str(&grid(&rows));
+    }
+    out
+}
+
+/// One line per load (the evidence that it ran) and one per phase (the
+/// system-wide counters; idle's are the baseline).
+pub fn load_evidence(run: &Run) -> String {
+    let mut out = String::new();
+    // Nothing to compare without a loaded phase.
+    if run.phases.iter().all(|p| p.loads.is_empty()) {
+        return out;
+    }
+    for p in &run.phases {
+        for l in &p.loads {
+            let counters: Vec<String> = l.evidence.counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            out.push_str(&format!(
+                "load {}/{} ({}, {} worker(s)): {:.2} CPU s, {} ctx switches, {} faults{}{}\n",
+                p.name,
+                l.name,
+                l.engine,
+                l.workers,
+                l.evidence.cpu_s,
+                l.evidence.voluntary_ctxt_switches + l.evidence.involuntary_ctxt_switches,
+                l.evidence.minor_faults + l.evidence.major_faults,
+                if l.evidence.storage_bytes_written > 0 { format!(", {} bytes to storage", l.evidence.storage_bytes_written) } else { String::new() },
+                if counters.is_empty() { String::new() } else { format!(", {}", counters.join(", ")) }
+            ));
+        }
+        out.push_str(&format!(
+            "phase {}: {} interrupts, {} context switches, {} loopback packets over {:.1} s\n",
+            p.name,
+            p.system.interrupts,
+            p.system.context_switches,
+            p.system.loopback_tx_packets,
+            p.system.duration_ns.as_secs_f64()
+        ));
+    }
+    out
+}

@@ -1,0 +1,438 @@
+//! Scenarios: an experiment written down as TOML (`rtscope run FILE.toml`),
+//! and the built-in presets, which are the same TOML embedded in the binary
+//! and parsed by the same code (so a preset and a scenario file cannot
+//! drift). The format is documented in docs/scenarios.md.
+//!
+//! Parsing is strict (`deny_unknown_fields`): a typo is an error, not a
+//! silently ignored key. Every error names the file, the line and column (from
+//! toml's spans, kept for names with [`toml::Spanned`]) and what is allowed.
+//! [`Scenario`] holds the checked file; `crate::cli::load::build` merges it
+//! with the command line into the run plan and the [`Experiment`].
+
+pub mod presets;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::error::BadInput;
+use crate::load::{parse_load, Engine, LoadKind, LoadOptions, PhaseSpec};
+use crate::model::ScenarioRecord;
+
+/// How a run's results are printed at the end, in the shape of a source
+/// experiment's table (see `crate::report::presets`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Table {
+    /// rtscope's summary table only.
+    #[default]
+    Summary,
+    /// Summary, then one verdict line per phase (max, p99.9, overruns).
+    Verdict,
+    /// Seed 001: counts per fixed-width latency bin, one column per phase.
+    Bins,
+    /// Seed 004: max and avg ± σ per probe, idle vs loaded.
+    MaxAvgSd,
+    /// Seed 002: one row per period, per probe and phase.
+    PerPeriod,
+    /// Seed 000: idle-vs-load rows, worst case first, with the ratio to idle.
+    IdleVsLoad,
+}
+
+/// One probe run inside each phase: a probe at one period.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeEntry {
+    /// The probe's name (without a `:variant` selector).
+    pub probe: String,
+    pub interval_ns: u64,
+    /// The probe's own periods (`periodic`, `maxrate`: one variant per
+    /// period, like `--periods`); empty = the probe's default.
+    pub periods_ns: Vec<u64>,
+    pub duration_ns: u64,
+    /// Measured and thrown away before the run that counts.
+    pub warmup_ns: u64,
+}
+
+/// The whole experiment beyond the per-probe [`crate::cli::plan::RunPlan`]:
+/// phases with their loads, probe runs, settle time, load placement, caps
+/// and how to print.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Experiment {
+    pub phases: Vec<PhaseSpec>,
+    pub entries: Vec<ProbeEntry>,
+    pub settle_ns: u64,
+    pub load: LoadOptions,
+    pub max_total_ns: u64,
+    pub table: Table,
+    /// Bin width of `Table::Bins`.
+    pub bin_ns: u64,
+    pub scenario: Option<ScenarioRecord>,
+}
+
+impl Experiment {
+    /// Planned length of one phase: settle (when it has loads) + every
+    /// probe run with its warm-up.
+    pub fn phase_ns(&self, phase: &PhaseSpec) -> u64 {
+        let settle = if phase.loads.is_empty() { 0 } else { self.settle_ns };
+        settle + self.entries.iter().map(|e| e.warmup_ns + e.duration_ns).sum::<u64>()
+    }
+
+    /// Planned length of the whole run.
+    pub fn total_ns(&self) -> u64 {
+        self.phases.iter().map(|p| self.phase_ns(p)).sum()
+    }
+}
+
+/// A duration in a scenario: a string with a unit ("30s", "500ms", "2h"), or
+/// a bare number of seconds. `allow_zero` types accept "0".
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Dur<const BARE_IS_US: bool, const ALLOW_ZERO: bool>(pub u64);
+
+/// A duration (bare number = seconds, > 0).
+pub type Duration = Dur<false, false>;
+/// A period (bare number = µs, as `-i`).
+pub type Period = Dur<true, false>;
+/// A wait that may be zero (settle, warm-up).
+pub type Wait = Dur<false, true>;
+
+impl<'de, const US: bool, const Z: bool> Deserialize<'de> for Dur<US, Z> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<const US: bool, const Z: bool>;
+        impl<'de, const US: bool, const Z: bool> Visitor<'de> for V<US, Z> {
+            type Value = Dur<US, Z>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                if US {
+                    f.write_str("a period such as \"250us\", \"1ms\" (a bare number is µs)")
+                } else {
+                    f.write_str("a duration such as \"500ms\", \"30s\", \"5m\" (a bare number is seconds)")
+                }
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                let t = s.trim();
+                if Z && t.trim_end_matches(|c: char| c.is_ascii_alphabetic()) == "0" {
+                    return Ok(Dur(0));
+                }
+                if t.starts_with('-') {
+                    return Err(E::custom(format!("'{t}' is negative; durations must be positive, e.g. \"30s\"")));
+                }
+                let r = if US { crate::cli::units::parse_interval(t) } else { crate::cli::units::parse_duration(t) };
+                r.map(Dur).map_err(E::custom)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                if v < 0 {
+                    return Err(E::custom(format!("{v} is negative; durations must be positive, e.g. \"30s\"")));
+                }
+                self.visit_str(&v.to_string())
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                self.visit_str(&v.to_string())
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                if v < 0.0 {
+                    return Err(E::custom(format!("{v} is negative; durations must be positive, e.g. \"30s\"")));
+                }
+                self.visit_str(&v.to_string())
+            }
+        }
+        d.deserialize_any(V::<US, Z>)
+    }
+}
+
+/// Probes that run several periods themselves (`--periods`).
+pub const MULTI_PERIOD_PROBES: &[&str] = &["periodic", "maxrate"];
+
+/// The scenario file, as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    pub name: Option<String>,
+    /// One line for `rtscope presets`.
+    pub description: Option<String>,
+    /// The publication the scenario mirrors (presets).
+    pub mirrors: Option<String>,
+    /// Each probe run's length, in each phase.
+    pub duration: Option<Duration>,
+    /// Default probe period.
+    pub interval: Option<Period>,
+    pub warmup: Option<Wait>,
+    pub settle: Option<Wait>,
+    pub max_total: Option<Duration>,
+    pub priority: Option<Spanned<u8>>,
+    pub policy: Option<Spanned<String>>,
+    pub threads: Option<Spanned<u32>>,
+    /// CPUs to measure on, e.g. "0,2-3".
+    pub affinity: Option<Spanned<String>>,
+    /// Result file.
+    pub output: Option<PathBuf>,
+    pub table: Option<Table>,
+    /// Bin width for `table = "bins"`.
+    pub bin: Option<Period>,
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    pub load: Option<LoadSection>,
+    #[serde(default, rename = "phase")]
+    pub phases: Vec<PhaseEntry>,
+    #[serde(default, rename = "probe")]
+    pub probes: Vec<ProbeFileEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadSection {
+    pub engine: Option<Engine>,
+    pub cpus: Option<Spanned<String>>,
+    pub intensity: Option<Spanned<f64>>,
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseEntry {
+    pub name: Spanned<String>,
+    /// Loads of the phase; omitted, the phase's name is its load.
+    pub loads: Option<Vec<Spanned<String>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeFileEntry {
+    pub name: Spanned<String>,
+    pub interval: Option<Period>,
+    /// Periods (e.g. ["10ms", "30ms", "50ms"]): the probe's own periods for
+    /// the probes that take several ([`MULTI_PERIOD_PROBES`]), else one run of
+    /// the probe per period (overrides `interval`).
+    pub periods: Option<Vec<Period>>,
+    pub duration: Option<Duration>,
+    pub warmup: Option<Wait>,
+}
+
+/// A parsed and checked scenario.
+#[derive(Debug)]
+pub struct Scenario {
+    pub file: ScenarioFile,
+    pub phases: Vec<PhaseSpec>,
+    /// Where it came from: a path, or `preset NAME`.
+    pub label: String,
+    pub text: String,
+    pub is_preset: bool,
+}
+
+impl Scenario {
+    pub fn name(&self) -> String {
+        self.file.name.clone().unwrap_or_else(|| self.label.clone())
+    }
+
+    /// Error at a span of this scenario: "FILE: line L, column C: MSG".
+    pub fn err_at(&self, span: std::ops::Range<usize>, msg: impl std::fmt::Display) -> BadInput {
+        err_at(&self.label, &self.text, span, msg)
+    }
+
+    pub fn record(&self) -> ScenarioRecord {
+        ScenarioRecord {
+            name: self.name(),
+            source: if self.is_preset { "preset".into() } else { self.label.clone() },
+            text: self.text.clone(),
+            tags: self.file.tags.clone(),
+        }
+    }
+}
+
+const HINT: &str = "the scenario format is in docs/scenarios.md; `rtscope run --preset quick --dry-run` shows a valid plan";
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+    (line, col)
+}
+
+fn err_at(label: &str, text: &str, span: std::ops::Range<usize>, msg: impl std::fmt::Display) -> BadInput {
+    let (l, c) = line_col(text, span.start);
+    BadInput(format!("{label}: line {l}, column {c}: {msg}"))
+}
+
+/// Parse and check a scenario's text. `label` names it in errors.
+pub fn parse(text: &str, label: &str, is_preset: bool) -> Result<Scenario, BadInput> {
+    let file: ScenarioFile = toml::from_str(text).map_err(|e| {
+        let msg = e.message().trim().to_string();
+        match e.span() {
+            Some(span) => {
+                let field = field_at(text, span.start).map(|f| format!("field `{f}`: ")).unwrap_or_default();
+                err_at(label, text, span, format!("{field}{msg}; {HINT}"))
+            }
+            None => BadInput(format!("{label}: {msg}; {HINT}")),
+        }
+    })?;
+    let mut phases: Vec<PhaseSpec> = Vec::new();
+    let mut seen: BTreeMap<String, std::ops::Range<usize>> = BTreeMap::new();
+    for p in &file.phases {
+        let name = p.name.get_ref().trim().to_string();
+        if name.is_empty() {
+            return Err(err_at(label, text, p.name.span(), "[[phase]] name is empty; name the phase, e.g. name = \"idle\""));
+        }
+        if let Some(first) = seen.get(&name) {
+            let (l, _) = line_col(text, first.start);
+            return Err(err_at(
+                label,
+                text,
+                p.name.span(),
+                format!("[[phase]] name: phase '{name}' appears twice (first at line {l}); phase names must be unique"),
+            ));
+        }
+        seen.insert(name.clone(), p.name.span());
+        let loads = match &p.loads {
+            None => parse_load(&name).map_err(|e| {
+                err_at(label, text, p.name.span(), format!("[[phase]] name: '{name}' is not a load, so give the phase `loads = [...]`; {e}"))
+            })?,
+            Some(list) => {
+                let mut v: Vec<LoadKind> = Vec::new();
+                for l in list {
+                    let kinds = parse_load(l.get_ref()).map_err(|e| err_at(label, text, l.span(), format!("[[phase]] loads: {e}")))?;
+                    for k in kinds {
+                        if !v.contains(&k) {
+                            v.push(k);
+                        }
+                    }
+                }
+                v
+            }
+        };
+        phases.push(PhaseSpec { name, loads });
+    }
+    if phases.is_empty() {
+        phases.push(PhaseSpec { name: "idle".into(), loads: vec![] });
+    }
+    if file.probes.is_empty() {
+        return Err(BadInput(format!("{label}: no [[probe]] listed; add one, e.g.\n[[probe]]\nname = \"timer\"\n({HINT})")));
+    }
+    for p in &file.probes {
+        let (name, _) = crate::cli::probe_opts::split_spec(p.name.get_ref());
+        if crate::measure::probe_by_name(name).is_none() {
+            let names: Vec<&str> = crate::measure::PROBES.iter().map(|(n, _)| *n).collect();
+            return Err(err_at(
+                label,
+                text,
+                p.name.span(),
+                format!("[[probe]] name: unknown probe '{name}'; available: {} (see `rtscope probes`)", names.join(", ")),
+            ));
+        }
+        if let Some(periods) = &p.periods {
+            if periods.is_empty() {
+                return Err(err_at(label, text, p.name.span(), "[[probe]] periods is empty; list at least one, e.g. periods = [\"10ms\"]"));
+            }
+        }
+    }
+    if let Some(pol) = &file.policy {
+        if !["fifo", "rr", "other"].contains(&pol.get_ref().as_str()) {
+            return Err(err_at(label, text, pol.span(), format!("policy: '{}' is not a policy; allowed: fifo, rr, other", pol.get_ref())));
+        }
+    }
+    if let Some(p) = &file.priority {
+        if !(1..=99).contains(p.get_ref()) {
+            return Err(err_at(label, text, p.span(), format!("priority: {} is out of range; allowed: 1-99", p.get_ref())));
+        }
+    }
+    if let Some(t) = &file.threads {
+        if !(1..=4096).contains(t.get_ref()) {
+            return Err(err_at(label, text, t.span(), format!("threads: {} is out of range; allowed: 1-4096", t.get_ref())));
+        }
+    }
+    if let Some(ld) = &file.load {
+        if let Some(i) = &ld.intensity {
+            if !(i.get_ref().is_finite() && *i.get_ref() > 0.0 && *i.get_ref() <= 16.0) {
+                return Err(err_at(label, text, i.span(), format!("[load] intensity: {} is out of range; allowed: more than 0, at most 16", i.get_ref())));
+            }
+        }
+    }
+    Ok(Scenario { file, phases, label: label.to_string(), text: text.to_string(), is_preset })
+}
+
+/// The key on the line holding `offset` (for "field `x`" in syntax and type
+/// errors), e.g. `priority` in `priority = "high"`.
+fn field_at(text: &str, offset: usize) -> Option<String> {
+    let start = text[..offset.min(text.len())].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let line = text[start..].lines().next()?;
+    let (key, _) = line.split_once('=')?;
+    let key = key.trim();
+    (!key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')).then(|| key.to_string())
+}
+
+/// Read and parse a scenario file.
+pub fn from_file(path: &std::path::Path) -> Result<Scenario, BadInput> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        BadInput(format!("scenario {}: cannot read it: {e}; give the path of a TOML scenario file, or use --preset (see `rtscope presets`)", path.display()))
+    })?;
+    parse(&text, &path.display().to_string(), false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(t: &str) -> Scenario {
+        parse(t, "s.toml", false).unwrap()
+    }
+    fn bad(t: &str) -> String {
+        parse(t, "s.toml", false).unwrap_err().0
+    }
+
+    #[test]
+    fn positions_and_fields_of_errors() {
+        let t = "a = 1\nbb = \"x\"\n[[probe]]\n";
+        assert_eq!(line_col(t, 0), (1, 1));
+        assert_eq!(line_col(t, 11), (2, 6));
+        assert_eq!(field_at(t, 11).as_deref(), Some("bb"));
+        assert_eq!(field_at(t, t.len() - 2), None);
+    }
+
+    #[test]
+    fn a_full_scenario_parses() {
+        let s = ok(r#"
+name = "x"
+duration = "3s"
+interval = 500
+settle = "0"
+[tags]
+board = "a"
+[load]
+engine = "builtin"
+intensity = 0.5
+[[phase]]
+name = "idle"
+[[phase]]
+name = "combined"
+loads = ["cpu", "io", "cmd:\"sleep 1\""]
+[[probe]]
+name = "timer"
+periods = ["10ms", "30ms"]
+"#);
+        assert_eq!(s.file.duration, Some(Dur(3_000_000_000)));
+        assert_eq!(s.file.interval, Some(Dur(500_000)));
+        assert_eq!(s.file.settle, Some(Dur(0)));
+        assert_eq!(s.phases[1].loads, vec![LoadKind::Cpu, LoadKind::Io, LoadKind::Cmd("sleep 1".into())]);
+        assert_eq!(s.file.probes[0].periods.as_ref().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn errors_name_line_field_and_what_is_allowed() {
+        let e = bad("[[probe]]\nname = \"nope\"\n");
+        assert!(e.starts_with("s.toml: line 2, column 8:") && e.contains("unknown probe 'nope'") && e.contains("timer"), "{e}");
+        let e = bad("[[probe]]\nname = \"timer\"\n[[phase]]\nname = \"disk\"\n");
+        assert!(e.contains("line 4") && e.contains("unknown load 'disk'") && e.contains("io"), "{e}");
+        let e = bad("duration = \"-5s\"\n[[probe]]\nname = \"timer\"\n");
+        assert!(e.contains("line 1") && e.contains("negative"), "{e}");
+        let e = bad("[[probe]]\nname = \"timer\"\n[[phase]]\nname = \"idle\"\n[[phase]]\nname = \"idle\"\n");
+        assert!(e.contains("line 6") && e.contains("appears twice (first at line 4)"), "{e}");
+        let e = bad("priority = \"high\"\n[[probe]]\nname = \"timer\"\n");
+        assert!(e.contains("line 1") && e.contains("field `priority`") && e.contains("u8"), "{e}");
+        let e = bad("durration = \"5s\"\n");
+        assert!(e.contains("unknown field `durration`") && e.contains("duration"), "{e}");
+        let e = bad("[[probe]\nname = \"timer\"\n");
+        assert!(e.starts_with("s.toml: line 1"), "{e}");
+        let e = bad("name = \"x\"\n");
+        assert!(e.contains("no [[probe]]"), "{e}");
+    }
+}
