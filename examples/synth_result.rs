@@ -92,6 +92,8 @@ fn main() -> anyhow::Result<()> {
         results,
         phases: Vec::new(),
         scenario: None,
+        imported_from: None,
+        fidelity: vec![],
     };
     rtscope::store::json::write_run(std::path::Path::new(out), &run)?;
     let merged = run.results.last().unwrap();

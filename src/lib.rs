@@ -7,6 +7,7 @@ pub mod analysis;
 pub mod cli;
 pub mod commands;
 pub mod error;
+pub mod import;
 pub mod live;
 pub mod load;
 pub mod measure;

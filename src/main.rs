@@ -22,6 +22,12 @@ fn main() -> ExitCode {
         Command::Probes => commands::probes::cmd(),
         Command::Presets => commands::presets::cmd(),
         Command::LoadWorker(args) => rtscope::load::worker::main(&args),
+        Command::History(args) => commands::history::cmd(&args),
+        Command::Show(args) => commands::show::cmd(&args),
+        Command::Tag(args) => commands::tag::cmd(&args),
+        Command::Rm(args) => commands::rm::cmd(&args),
+        Command::Export(args) => commands::export::cmd(&args),
+        Command::Import(args) => commands::import::cmd(&args),
         Command::Compare(args) => commands::compare::cmd(&args),
         Command::Report(args) => commands::report::cmd(&args),
     };

@@ -56,6 +56,31 @@ pub struct Run {
     /// The scenario file or preset the run came from, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<ScenarioRecord>,
+    /// Set when `rtscope import` converted this run from another tool's output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported_from: Option<ImportedFrom>,
+    /// What the source could not give, in words: resolution, truncation,
+    /// estimated fields ("summary only: percentiles unknown", ...). Empty for
+    /// native runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fidelity: Vec<String>,
+}
+
+/// Where an imported run came from (see `src/import/`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ImportedFrom {
+    /// Importer format name, e.g. "cyclictest-json", "bins-csv".
+    pub format: String,
+    /// The tool that wrote the file, with its version when the file says it.
+    pub tool: String,
+    /// SHA-256 of the imported file's bytes, lowercase hex.
+    pub file_sha256: String,
+    /// The file name as given to `rtscope import`.
+    #[serde(default)]
+    pub file: String,
+    /// The system the numbers belong to (`--name`, a bins-csv column, or the host name in the file).
+    #[serde(default)]
+    pub system: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -236,6 +261,16 @@ impl TailSample {
     }
     pub fn cpu(&self) -> usize {
         self.4
+    }
+}
+
+impl ProbeResult {
+    /// False for imported summary-only results (rt-tests IPC tools, RTAI,
+    /// ...): their `percentiles_ns` is empty although they have samples, and
+    /// their histogram is one `[min, max]` bucket that must not be read as a
+    /// distribution. Percentiles, KS tests and tail statistics need this true.
+    pub fn distribution_known(&self) -> bool {
+        self.samples == 0 || !self.percentiles_ns.is_empty()
     }
 }
 

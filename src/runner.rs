@@ -155,6 +155,8 @@ pub fn execute(
         results: Vec::new(),
         phases: Vec::new(),
         scenario: exp.scenario.clone(),
+        imported_from: None,
+        fidelity: Vec::new(),
     };
 
     let board = LiveBoard::default();

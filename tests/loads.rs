@@ -17,7 +17,10 @@ fn scratch() -> tempfile::TempDir {
 }
 
 fn rtscope() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rtscope"))
+    // Runs are saved to a test database under target/, never the user's.
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rtscope"));
+    c.env("RTSCOPE_DB", concat!(env!("CARGO_TARGET_TMPDIR"), "/rtscope-tests.db"));
+    c
 }
 
 fn read(path: &Path) -> Value {

@@ -21,7 +21,10 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn rtscope() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rtscope"))
+    // Runs are saved to a test database under target/, never the user's.
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rtscope"));
+    c.env("RTSCOPE_DB", concat!(env!("CARGO_TARGET_TMPDIR"), "/rtscope-tests.db"));
+    c
 }
 
 fn is_root() -> bool {

@@ -11,7 +11,8 @@ use serde_json::Value;
 
 fn rtscope(dir: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rtscope"));
-    c.current_dir(dir);
+    // Runs are saved to a test database under target/, never the user's.
+    c.current_dir(dir).env("RTSCOPE_DB", concat!(env!("CARGO_TARGET_TMPDIR"), "/rtscope-tests.db"));
     c
 }
 

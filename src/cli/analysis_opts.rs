@@ -40,6 +40,10 @@ pub struct CommonReportOpts {
     /// Colour in the terminal format.
     #[arg(long, value_enum, default_value_t = ColourArg::Auto)]
     pub color: ColourArg,
+
+    /// History database for inputs given as run ids or @TAG.
+    #[command(flatten)]
+    pub db: crate::cli::store_opts::DbOpts,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -68,8 +72,8 @@ pub enum CompareFormat {
 
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
-    /// Result files to compare; the first is the reference of the ratios (B/A).
-    #[arg(value_name = "RESULT", required = true, num_args = 2..)]
+    /// Results to compare: files, stored run ids, or @TAG (every run with that tag); the first is the reference of the ratios (B/A).
+    #[arg(value_name = "RESULT", required = true, num_args = 1..)]
     pub inputs: Vec<String>,
 
     /// Output format.
@@ -82,7 +86,7 @@ pub struct CompareArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
-    /// Result files; with several, the report compares them (the first is the reference).
+    /// Results: files, stored run ids, or @TAG; with several, the report compares them (the first is the reference).
     #[arg(value_name = "RESULT", required = true, num_args = 1..)]
     pub inputs: Vec<String>,
 

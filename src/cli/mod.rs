@@ -6,6 +6,7 @@
 pub mod analysis_opts;
 pub mod load;
 pub mod plan;
+pub mod store_opts;
 pub mod probe_opts;
 pub mod units;
 
@@ -34,6 +35,18 @@ pub enum Command {
     Run(RunArgs),
     /// List the probes `--probe` accepts.
     Probes,
+    /// List the runs saved in the history database.
+    History(store_opts::HistoryArgs),
+    /// Show one stored run: host, plan, summary table, tags, import notes.
+    Show(store_opts::ShowArgs),
+    /// Add (or with --remove, remove) a tag on a stored run; `@TAG` names tagged runs elsewhere.
+    Tag(store_opts::TagArgs),
+    /// Delete stored runs.
+    Rm(store_opts::RmArgs),
+    /// Write a stored run as a schema v1 JSON result file (byte-identical to the original for native runs).
+    Export(store_opts::ExportArgs),
+    /// Convert another tool's output (cyclictest, oslat, rtla, rt-tests IPC, Xenomai, RTAI, bins-csv) and store it.
+    Import(store_opts::ImportArgs),
     /// Compare results side by side: percentiles, ratios to the first, bin tables, a two-sample test.
     Compare(analysis_opts::CompareArgs),
     /// Report on results: tables, deadline misses, statistical worst case; term, md, json, csv or html with plots.
@@ -116,6 +129,9 @@ pub struct RunArgs {
     /// How many worst samples each thread keeps (with time, CPU and sequence number).
     #[arg(long, value_name = "K", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub worst: u32,
+
+    #[command(flatten)]
+    pub store: store_opts::StoreOpts,
 
     #[command(flatten)]
     pub analysis: analysis_opts::AnalysisOpts,

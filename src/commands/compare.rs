@@ -11,7 +11,16 @@ use crate::model::Nanos;
 use crate::report::{self, blocks::Unit};
 
 pub fn cmd(args: &CompareArgs) -> anyhow::Result<u8> {
-    let runs = inputs::load_inputs(&args.inputs)?;
+    let runs = inputs::load_inputs(&args.inputs, args.common.db.db.as_deref())?;
+    // Counted after resolution: one @TAG may name several runs.
+    if runs.len() < 2 {
+        return Err(crate::error::BadInput(format!(
+            "compare needs at least two RESULT inputs; {} resolved to {} (give two or more files, run ids, or an @TAG with several runs)",
+            args.inputs.join(" "),
+            runs.len()
+        ))
+        .into());
+    }
     let c = &args.common;
     inputs::check_names(&c.names, runs.len())?;
     let opts = Options { deadline: None, bin_width: Nanos(c.bins), pwcet: false };

@@ -1,6 +1,6 @@
 //! Input resolution for `compare` and `report`: every argument naming a
 //! result goes through [`load_inputs`], the one place that turns arguments
-//! into runs (today: result files; the store will add ids and @tags here).
+//! into runs (result files, stored run ids, `@TAG`s).
 
 use std::io::Write;
 use std::path::Path;
@@ -8,19 +8,23 @@ use std::path::Path;
 use crate::error::BadInput;
 use crate::model::Run;
 
-/// Read every input, in order, as `(source, run)`. Errors (exit 2, nothing
-/// written) name the input: unreadable, not JSON, truncated, wrong
-/// schema_version, missing fields, or no results at all.
-pub fn load_inputs(args: &[String]) -> Result<Vec<(String, Run)>, BadInput> {
+/// Read every input, in order, as `(source, run)`: result files, stored run
+/// ids and `@TAG`s (every stored run with that tag), resolved by
+/// `store::resolve_inputs` (the database — `--db`, else RTSCOPE_DB / the XDG
+/// default — is opened only when an id or tag is used). Errors (exit 2,
+/// nothing written) name the input: unreadable, not JSON, truncated, wrong
+/// schema_version, missing fields, no such id or tag, or no results at all.
+pub fn load_inputs(args: &[String], db: Option<&Path>) -> anyhow::Result<Vec<(String, Run)>> {
     let mut out = Vec::with_capacity(args.len());
-    for a in args {
-        let run = crate::store::json::read_run(Path::new(a))?;
-        if run.results.is_empty() {
+    for input in crate::store::resolve_inputs(args, db)? {
+        if input.run.results.is_empty() {
             return Err(BadInput(format!(
-                "{a}: the result holds no probe results (the run measured nothing); nothing to analyse"
-            )));
+                "{}: the result holds no probe results (the run measured nothing); nothing to analyse",
+                input.label
+            ))
+            .into());
         }
-        out.push((a.clone(), run));
+        out.push((input.label, input.run));
     }
     Ok(out)
 }

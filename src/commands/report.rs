@@ -11,7 +11,7 @@ use crate::model::Nanos;
 use crate::report::{self, blocks::Unit, plots::Plot};
 
 pub fn cmd(args: &ReportArgs) -> anyhow::Result<u8> {
-    let runs = inputs::load_inputs(&args.inputs)?;
+    let runs = inputs::load_inputs(&args.inputs, args.common.db.db.as_deref())?;
     let c = &args.common;
     inputs::check_names(&c.names, runs.len())?;
     if let Some(dir) = &args.plots {

@@ -43,6 +43,9 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
         print!("{}", cli::load::describe(&plan, &exp, &output));
         return Ok(EXIT_OK);
     }
+    // Open the history database before measuring: a bad --db is bad input
+    // (exit 2, nothing measured or written), not a surprise after an hour.
+    let mut store = crate::commands::history::open_for_run(&args.store)?;
     let stop = stop_on_signals()?;
     let command_line: Vec<String> = std::env::args().collect();
     if !output.quiet {
@@ -62,6 +65,9 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     }
     for w in &run.warnings {
         eprintln!("warning: {w}");
+    }
+    if let Some(store) = store.as_mut() {
+        crate::commands::history::save_native(store, &run, &output.path, output.quiet)?;
     }
     Ok(if run.interrupted { EXIT_INTERRUPTED } else { EXIT_OK })
 }

@@ -12,8 +12,13 @@ pub fn fmt_latency(ns: f64, in_ns: bool) -> String {
     }
 }
 
-fn pct(r: &ProbeResult, key: &str) -> f64 {
-    r.percentiles_ns.get(key).copied().unwrap_or(Nanos(0)).0 as f64
+/// A percentile cell; "-" when the result has none (imported summary-only
+/// results: percentiles unknown, see docs/schema.md).
+fn pct(r: &ProbeResult, key: &str, in_ns: bool) -> String {
+    match r.percentiles_ns.get(key) {
+        Some(Nanos(v)) => fmt_latency(*v as f64, in_ns),
+        None => "-".into(),
+    }
 }
 
 /// The summary table as text (no colour, fixed-width columns).
@@ -36,9 +41,9 @@ pub fn summary_table(run: &Run, in_ns: bool) -> String {
             r.overruns.to_string(),
             fmt_latency(r.min_ns.0 as f64, in_ns),
             fmt_latency(r.mean_ns, in_ns),
-            fmt_latency(pct(r, "50"), in_ns),
-            fmt_latency(pct(r, "99"), in_ns),
-            fmt_latency(pct(r, "99.9"), in_ns),
+            pct(r, "50", in_ns),
+            pct(r, "99", in_ns),
+            pct(r, "99.9", in_ns),
             fmt_latency(r.max_ns.0 as f64, in_ns),
         ]);
     }

@@ -11,7 +11,10 @@ use rtscope::measure::recorder::Recorder;
 use rtscope::model::*;
 
 pub fn rtscope() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rtscope"))
+    // Runs are saved to a test database under target/, never the user's.
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rtscope"));
+    c.env("RTSCOPE_DB", concat!(env!("CARGO_TARGET_TMPDIR"), "/rtscope-tests.db"));
+    c
 }
 
 pub fn host(name: &str, kernel: &str) -> Host {
@@ -74,6 +77,8 @@ pub fn run(host: Host, results: Vec<ProbeResult>) -> Run {
         results,
         phases: Vec::new(),
         scenario: None,
+        imported_from: None,
+        fidelity: vec![],
     }
 }
 

@@ -1,0 +1,122 @@
+//! Arguments of the history-store commands (`history`, `show`, `tag`, `rm`,
+//! `export`, `import`) and the `--db`/`--no-store` flags `rtscope run` takes.
+//! Values are only parsed here; the database is opened by the commands.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::import::Format;
+
+/// Where the history database is; see `store::sqlite::resolve_path`.
+#[derive(Debug, Clone, Args)]
+pub struct DbOpts {
+    /// History database [default: $RTSCOPE_DB, else $XDG_DATA_HOME/rtscope/results.db, else ~/.local/share/rtscope/results.db].
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+/// `rtscope run` flags: save the result into the history database too.
+#[derive(Debug, Clone, Args)]
+pub struct StoreOpts {
+    #[command(flatten)]
+    pub db: DbOpts,
+    /// Do not save the result in the history database (the JSON file is still written).
+    #[arg(long)]
+    pub no_store: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct HistoryArgs {
+    /// Only runs from this host (exact host name, or the system name of an import).
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Only runs whose kernel release contains this text.
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// Only runs with this tag.
+    #[arg(long)]
+    pub tag: Option<String>,
+    /// Only runs started at or after this time: YYYY-MM-DD (UTC) or RFC 3339.
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Print the rows as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Print latencies in ns instead of µs.
+    #[arg(long)]
+    pub ns: bool,
+    #[command(flatten)]
+    pub db: DbOpts,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ShowArgs {
+    /// Run id (see `rtscope history`).
+    pub id: i64,
+    /// Print latencies in ns instead of µs.
+    #[arg(long)]
+    pub ns: bool,
+    #[command(flatten)]
+    pub db: DbOpts,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TagArgs {
+    /// Run id (see `rtscope history`).
+    pub id: i64,
+    /// Tag name: letters, digits and . _ - + : / (no spaces, not starting with @).
+    pub name: String,
+    /// Remove the tag instead of adding it.
+    #[arg(long)]
+    pub remove: bool,
+    #[command(flatten)]
+    pub db: DbOpts,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RmArgs {
+    /// Run ids to delete, with their results and tags.
+    #[arg(required = true)]
+    pub ids: Vec<i64>,
+    #[command(flatten)]
+    pub db: DbOpts,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// Run id (see `rtscope history`).
+    pub id: i64,
+    /// Write to this file (atomically) instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbOpts,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// The file to import (another tool's output, or an rtscope result file).
+    pub file: PathBuf,
+    /// Format of the file; `auto` recognises each format by its content.
+    #[arg(long, value_enum, default_value_t = Format::Auto)]
+    pub format: Format,
+    /// Name of the system the numbers belong to [default: the host name in the file, else the file name].
+    /// For bins-csv: import only the column with this header.
+    #[arg(long, value_name = "SYSTEM")]
+    pub name: Option<String>,
+    /// Load phase the numbers were taken under (idle, cpu, disk, network, ...).
+    #[arg(long, default_value = "unspecified")]
+    pub phase: String,
+    /// Probe name to file the results under [default: per format, e.g. timer for cyclictest].
+    #[arg(long)]
+    pub probe: Option<String>,
+    /// Tag every imported run with this tag.
+    #[arg(long)]
+    pub tag: Option<String>,
+    /// Convert and print what would be stored, but do not store it.
+    #[arg(long)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub db: DbOpts,
+}

@@ -1,0 +1,132 @@
+//! `rtscope history`: list the runs saved in the history database, with
+//! filters; plus the two helpers `rtscope run` uses to save into it
+//! ([`open_for_run`] before measuring, [`save_native`] after).
+
+use std::path::Path;
+
+use anyhow::Context;
+
+use crate::cli::store_opts::{HistoryArgs, StoreOpts};
+use crate::error::{BadInput, EXIT_OK};
+use crate::model::Run;
+use crate::report::term::fmt_latency;
+use crate::store::sqlite::{resolve_path, Filter, Store};
+
+/// Open the store `rtscope run` will save into, or `None` with `--no-store`.
+pub fn open_for_run(opts: &StoreOpts) -> anyhow::Result<Option<Store>> {
+    if opts.no_store {
+        return Ok(None);
+    }
+    Ok(Some(Store::open(&resolve_path(opts.db.db.as_deref())?)?))
+}
+
+/// Save a finished native run. The stored JSON is the result file's exact
+/// bytes, read back from disk, so `rtscope export` gives the same file.
+pub fn save_native(store: &mut Store, run: &Run, json_path: &Path, quiet: bool) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(json_path)
+        .with_context(|| format!("reading back {} to save it in the history database", json_path.display()))?;
+    let id = store
+        .save(run, &text, "native")
+        .with_context(|| format!("saving the run in {} (the result file {} is complete)", store.path().display(), json_path.display()))?;
+    if !quiet {
+        println!("saved: run #{id} in {}", store.path().display());
+    }
+    Ok(())
+}
+
+/// `--since`: YYYY-MM-DD (midnight UTC) or RFC 3339, as an RFC 3339 UTC
+/// string that compares correctly with stored `started_at` values.
+pub fn parse_since(s: &str) -> Result<String, BadInput> {
+    use time::format_description::well_known::Rfc3339;
+    let bad = || BadInput(format!("--since {s:?}: expected a date YYYY-MM-DD or an RFC 3339 time like 2026-11-22T09:00:00Z"));
+    if let Ok(t) = time::OffsetDateTime::parse(s, &Rfc3339) {
+        return t.to_offset(time::UtcOffset::UTC).format(&Rfc3339).map_err(|_| bad());
+    }
+    let fmt = time::macros::format_description!("[year]-[month]-[day]");
+    let d = time::Date::parse(s, &fmt).map_err(|_| bad())?;
+    Ok(format!("{d}T00:00:00Z"))
+}
+
+pub fn cmd(args: &HistoryArgs) -> anyhow::Result<u8> {
+    let filter = Filter {
+        host: args.host.clone(),
+        kernel: args.kernel.clone(),
+        tag: args.tag.clone(),
+        since: args.since.as_deref().map(parse_since).transpose()?,
+    };
+    let store = Store::open(&resolve_path(args.db.db.as_deref())?)?;
+    let rows = store.list(&filter)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(EXIT_OK);
+    }
+    if rows.is_empty() {
+        println!("no runs in {}{}", store.path().display(), if filter_is_set(&filter) { " match the filters" } else { "" });
+        return Ok(EXIT_OK);
+    }
+    let table: Vec<[String; 8]> = rows
+        .iter()
+        .map(|r| {
+            let date = r.started_at.get(..16).unwrap_or(&r.started_at).replace('T', " ");
+            let maxes = r
+                .headline_max_ns
+                .iter()
+                .map(|m| format!("{} {}", m.phase, fmt_latency(m.max_ns as f64, args.ns)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let what = if r.source == "native" { r.probes.clone() } else { format!("{} [{}]", r.probes, r.source) };
+            [
+                r.id.to_string(),
+                date,
+                r.host.clone(),
+                r.kernel.clone(),
+                if r.realtime { "yes".into() } else { "no".into() },
+                what,
+                r.tags.join(","),
+                format!("{maxes}{}", if r.interrupted { " (interrupted)" } else { "" }),
+            ]
+        })
+        .collect();
+    let max_head = if args.ns { "MAX PER PHASE (ns)" } else { "MAX PER PHASE (µs)" };
+    let head = ["ID", "STARTED (UTC)", "HOST", "KERNEL", "RT", "PROBES", "TAGS", max_head];
+    let mut w = head.map(|h| h.chars().count());
+    for row in &table {
+        for (i, c) in row.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                s.push_str(c);
+            } else {
+                s.push_str(c);
+                s.push_str(&" ".repeat(w[i] - c.chars().count() + 2));
+            }
+        }
+        s.trim_end().to_string()
+    };
+    println!("{}", line(&head.map(String::from)));
+    for row in &table {
+        println!("{}", line(row));
+    }
+    Ok(EXIT_OK)
+}
+
+fn filter_is_set(f: &Filter) -> bool {
+    f.host.is_some() || f.kernel.is_some() || f.tag.is_some() || f.since.is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_accepts_dates_and_rfc3339_and_normalises_to_utc() {
+        assert_eq!(parse_since("2026-11-22").unwrap(), "2026-11-22T00:00:00Z");
+        assert_eq!(parse_since("2026-11-22T10:30:00+02:00").unwrap(), "2026-11-22T08:30:00Z");
+        assert!(parse_since("22/11/2026").is_err());
+        assert!(parse_since("2026-13-01").is_err());
+    }
+}

@@ -1,0 +1,134 @@
+//! `rtscope import FILE [--format auto|...] [--name SYSTEM]`: convert another
+//! tool's output (see `crate::import`) into schema v1 runs and save them in
+//! the history database, so they can be listed, shown, exported and compared
+//! like native runs. An rtscope result file is stored as is.
+//!
+//! Everything is parsed and converted before the database is opened: a bad
+//! file is exit 2 with the file, line and expectation, and nothing is stored.
+
+use std::path::Path;
+
+use crate::cli::store_opts::ImportArgs;
+use crate::commands::tag::check_tag;
+use crate::error::{BadInput, EXIT_OK};
+use crate::import::{self, build_run, detect, format_list, Context, Format};
+use crate::model::Run;
+use crate::store::sqlite::{resolve_path, Store};
+
+/// A converted run with the JSON text to store and the source label.
+struct Converted {
+    run: Run,
+    json: String,
+    source: String,
+}
+
+fn mtime_rfc3339(path: &Path) -> String {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .map(time::OffsetDateTime::from)
+        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .unwrap_or_else(crate::store::now_rfc3339)
+}
+
+fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
+    let file = args.file.display().to_string();
+    let bytes = std::fs::read(&args.file).map_err(|e| BadInput(format!("{file}: cannot read: {e}")))?;
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            let at = e.valid_up_to();
+            let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+            return Err(BadInput(format!(
+                "{file}: line {line}: not UTF-8 text (invalid byte at offset {at}); expected the text output of one of: {}",
+                format_list()
+            )));
+        }
+    };
+    let format = match args.format {
+        Format::Auto => detect(text).ok_or_else(|| {
+            BadInput(format!(
+                "{file}: format not recognised; rtscope imports: {}. Check the file, or name the format with --format",
+                format_list()
+            ))
+        })?,
+        f => f,
+    };
+    if format == Format::Rtscope {
+        let run = crate::store::json::read_run(&args.file)?;
+        if args.name.is_some() || args.probe.is_some() || args.phase != "unspecified" {
+            return Err(BadInput(format!("{file}: an rtscope result is stored as it is; --name, --probe and --phase apply only to foreign formats")));
+        }
+        return Ok(vec![Converted { run, json: text.to_string(), source: "native".into() }]);
+    }
+    let file_name = args.file.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
+    let mut parsed = import::parse(format, text, &file_name).map_err(|e| BadInput(format!("{file}: {format}: {e}")))?;
+    if format == Format::BinsCsv {
+        if let Some(name) = &args.name {
+            let all: Vec<String> = parsed.iter().filter_map(|p| p.system.clone()).collect();
+            parsed.retain(|p| p.system.as_deref() == Some(name.as_str()));
+            if parsed.is_empty() {
+                return Err(BadInput(format!("{file}: --name {name:?}: no such column; the systems in this file are: {}", all.join(", "))));
+            }
+        }
+    }
+    let ctx = Context {
+        format,
+        file: file.clone(),
+        file_sha256: crate::store::sha256_hex(&bytes),
+        file_stem: args.file.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "imported".into()),
+        file_mtime: mtime_rfc3339(&args.file),
+        phase: args.phase.clone(),
+        probe: args.probe.clone(),
+        // For bins-csv, --name selected a column above; the column is the name.
+        name: if format == Format::BinsCsv { None } else { args.name.clone() },
+    };
+    let mut out = Vec::new();
+    for p in parsed {
+        let run = build_run(p, &ctx).map_err(|e| BadInput(format!("{file}: {format}: {e}")))?;
+        let mut json = serde_json::to_string_pretty(&run).map_err(|e| BadInput(format!("{file}: cannot serialise the converted run: {e}")))?;
+        json.push('\n');
+        out.push(Converted { run, json, source: format.name().to_string() });
+    }
+    Ok(out)
+}
+
+fn check_word(flag: &str, v: &str) -> Result<(), BadInput> {
+    if v.trim().is_empty() || v.contains(',') || v.chars().any(char::is_control) {
+        return Err(BadInput(format!("{flag} {v:?}: expected a non-empty name without commas")));
+    }
+    Ok(())
+}
+
+pub fn cmd(args: &ImportArgs) -> anyhow::Result<u8> {
+    check_word("--phase", &args.phase)?;
+    if let Some(p) = &args.probe {
+        check_word("--probe", p)?;
+    }
+    if let Some(n) = &args.name {
+        check_word("--name", n)?;
+    }
+    if let Some(t) = &args.tag {
+        check_tag(t)?;
+    }
+    let converted = convert(args)?;
+    if args.dry_run {
+        for c in &converted {
+            print!("{}", c.json);
+        }
+        return Ok(EXIT_OK);
+    }
+    let mut store = Store::open(&resolve_path(args.db.db.as_deref())?)?;
+    for c in &converted {
+        let id = store.save(&c.run, &c.json, &c.source)?;
+        if let Some(t) = &args.tag {
+            store.tag(id, t)?;
+        }
+        let system = c.run.imported_from.as_ref().map(|i| i.system.as_str()).unwrap_or(&c.run.host.hostname);
+        println!("imported {} ({}) as run #{id}", system, c.source);
+        for f in &c.run.fidelity {
+            println!("  fidelity: {f}");
+        }
+    }
+    Ok(EXIT_OK)
+}

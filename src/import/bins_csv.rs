@@ -1,0 +1,110 @@
+//! `bins-csv`: binned latency counts, one column per system — how published
+//! tables (e.g. seed 001's interrupt-latency tables: Linux 3.10 vs CGEL vs
+//! VxWorks 6.8 in 5 µs bins) enter rtscope.
+//!
+//! ```text
+//! # comment lines start with '#'
+//! bin_lo_ns,bin_hi_ns,Linux 3.10,CGEL 5.x,VxWorks 6.8
+//! 0,5000,1,13,1367823
+//! 5000,10000,676112,617072,3545
+//! 55000,100000,,,940          <- empty cell = 0
+//! ```
+//! Bins are half-open `[bin_lo_ns, bin_hi_ns)` and become buckets
+//! `[lo, hi − 1]`; they must not overlap (gaps are fine). Each count column
+//! becomes one system (one run); its header is the system name. Min and max
+//! are known only to the bin: min is the lower edge of the lowest non-empty
+//! bin, max the upper edge (hi − 1) of the highest; the mean is estimated
+//! from bin midpoints.
+
+use super::{uint, ParseError, Parsed, Series};
+use crate::model::{Bucket, Nanos};
+
+pub fn parse(text: &str) -> Result<Vec<Parsed>, ParseError> {
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .comment(Some(b'#'))
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(text.as_bytes());
+    let mut header: Option<Vec<String>> = None;
+    let mut cols: Vec<Vec<Bucket>> = Vec::new();
+    let mut prev_hi: Option<(u64, usize)> = None;
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| {
+            let line = e.position().map(|p| p.line() as usize).unwrap_or(0);
+            ParseError::at(line, format!("not valid CSV: {e}"))
+        })?;
+        let n = rec.position().map(|p| p.line() as usize).unwrap_or(0);
+        if rec.iter().all(|c| c.is_empty()) {
+            continue;
+        }
+        match &header {
+            None => {
+                if rec.get(0) != Some("bin_lo_ns") || rec.get(1) != Some("bin_hi_ns") || rec.len() < 3 {
+                    return Err(ParseError::at(n, "expected the header bin_lo_ns,bin_hi_ns,SYSTEM[,SYSTEM...]"));
+                }
+                let names: Vec<String> = rec.iter().skip(2).map(String::from).collect();
+                for (k, name) in names.iter().enumerate() {
+                    if name.is_empty() {
+                        return Err(ParseError::at(n, format!("column {} has an empty system name", k + 3)));
+                    }
+                    if names[..k].contains(name) {
+                        return Err(ParseError::at(n, format!("system {name:?} appears twice in the header")));
+                    }
+                }
+                cols = vec![Vec::new(); names.len()];
+                header = Some(names);
+            }
+            Some(names) => {
+                if rec.len() > names.len() + 2 {
+                    return Err(ParseError::at(n, format!("{} fields; the header has {}", rec.len(), names.len() + 2)));
+                }
+                let lo = uint(rec.get(0).unwrap_or(""), n, "bin_lo_ns")?;
+                let hi = uint(rec.get(1).unwrap_or(""), n, "bin_hi_ns")?;
+                if hi <= lo {
+                    return Err(ParseError::at(n, format!("bin {lo}..{hi}: expected bin_lo_ns < bin_hi_ns")));
+                }
+                if hi > i64::MAX as u64 {
+                    return Err(ParseError::at(n, format!("bin_hi_ns {hi} is too large")));
+                }
+                if let Some((ph, pl)) = prev_hi {
+                    if lo < ph {
+                        return Err(ParseError::at(n, format!("bin [{lo}, {hi}) overlaps or precedes the bin ending at {ph} on line {pl}; expected bins in increasing, non-overlapping order")));
+                    }
+                }
+                prev_hi = Some((hi, n));
+                for (k, col) in cols.iter_mut().enumerate() {
+                    let cell = rec.get(k + 2).unwrap_or("");
+                    let count = if cell.is_empty() { 0 } else { uint(cell, n, &format!("count for {}", names[k]))? };
+                    if count > 0 {
+                        col.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi - 1), count });
+                    }
+                }
+            }
+        }
+    }
+    let names = header.ok_or_else(|| ParseError::file("no header line; expected bin_lo_ns,bin_hi_ns,SYSTEM[,SYSTEM...]"))?;
+    let mut out = Vec::new();
+    for (name, buckets) in names.into_iter().zip(cols) {
+        let samples = buckets
+            .iter()
+            .try_fold(0u64, |a, b| a.checked_add(b.count))
+            .ok_or_else(|| ParseError::file(format!("{name}: counts overflow a 64-bit sum")))?;
+        if samples == 0 {
+            return Err(ParseError::file(format!("column {name:?} has no counts; every system needs at least one")));
+        }
+        let min_ns = buckets[0].lo_ns.0;
+        let max_ns = buckets[buckets.len() - 1].hi_ns.0;
+        out.push(Parsed {
+            tool: "bins-csv".into(),
+            system: Some(name),
+            series: vec![Series { probe: "latency".into(), samples, min_ns, max_ns, buckets, ..Series::default() }],
+            fidelity: vec![
+                "binned source: min/max known only to their bin (lower edge of the lowest, upper edge of the highest non-empty bin); mean and stddev estimated from bin midpoints".into(),
+                "no host, date, period or per-second series in this format".into(),
+            ],
+            ..Parsed::default()
+        });
+    }
+    Ok(out)
+}

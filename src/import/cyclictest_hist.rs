@@ -1,0 +1,143 @@
+//! `cyclictest-hist`: the histogram text cyclictest prints with `-h N`
+//! (`--histogram`, `--histofall`, or into `--histfile`).
+//!
+//! ```text
+//! # Histogram
+//! 000000 000000 000000          <- value (µs), then one count per thread
+//! 000007 000033 000260             (--histofall adds a total column)
+//! # Total: 000001984 000001996    <- counts inside the histogram
+//! # Min Latencies: 00003 00006
+//! # Avg Latencies: 00022 00014
+//! # Max Latencies: 11093 04005
+//! # Histogram Overflows: 00016 00004
+//! # Histogram Overflow at cycle number:
+//! # Thread 0: 00052 00364 ...
+//! ```
+//! Samples per thread = Total + Overflows; the overflows become one bucket
+//! from the histogram limit (its row count) up to the thread's max. Other
+//! lines (cyclictest's live status lines, `# /dev/cpu_dma_latency ...`) are
+//! ignored, but the footer must be complete: a missing `# Max Latencies`
+//! line means a truncated file.
+
+use super::{uint, us_to_ns, ParseError, Parsed, Series};
+use crate::model::{Bucket, Nanos};
+
+fn footer_values(rest: &str, line: usize, what: &str) -> Result<Vec<u64>, ParseError> {
+    rest.split_whitespace().map(|t| uint(t, line, what)).collect()
+}
+
+pub fn parse(text: &str) -> Result<Parsed, ParseError> {
+    let mut rows: Vec<(usize, u64, Vec<u64>)> = Vec::new(); // (line, value, counts)
+    let mut in_hist = false;
+    let (mut total, mut min, mut avg, mut max, mut over) = (None, None, None, None, None);
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        let l = super::strip_ansi(raw);
+        let l = l.trim();
+        if l.starts_with("# Histogram Overflow at") || l.starts_with("# Thread") {
+            continue;
+        }
+        if l == "# Histogram" {
+            in_hist = true;
+            continue;
+        }
+        let footer = [
+            ("# Total:", &mut total),
+            ("# Min Latencies:", &mut min),
+            ("# Avg Latencies:", &mut avg),
+            ("# Max Latencies:", &mut max),
+            ("# Histogram Overflows:", &mut over),
+        ];
+        let mut matched = false;
+        for (prefix, slot) in footer {
+            if let Some(rest) = l.strip_prefix(prefix) {
+                *slot = Some((n, footer_values(rest, n, prefix.trim_start_matches("# ").trim_end_matches(':'))?));
+                in_hist = false;
+                matched = true;
+            }
+        }
+        if matched || l.is_empty() || l.starts_with('#') || !in_hist {
+            continue;
+        }
+        let mut toks = l.split_whitespace();
+        let value = uint(toks.next().unwrap_or(""), n, "histogram row value (µs)")?;
+        let counts = toks.map(|t| uint(t, n, "histogram count")).collect::<Result<Vec<_>, _>>()?;
+        rows.push((n, value, counts));
+    }
+    let need = |x: Option<(usize, Vec<u64>)>, name: &str| {
+        x.ok_or_else(|| ParseError::file(format!("no \"# {name}:\" line; expected the complete output of cyclictest -h (truncated file?)")))
+    };
+    let (min_line, min) = need(min, "Min Latencies")?;
+    let (_, max) = need(max, "Max Latencies")?;
+    let (_, avg) = need(avg, "Avg Latencies")?;
+    let (_, total) = need(total, "Total")?;
+    let (_, over) = need(over, "Histogram Overflows")?;
+    let threads = min.len();
+    if threads == 0 {
+        return Err(ParseError::at(min_line, "# Min Latencies: has no values; expected one per thread"));
+    }
+    for (name, v) in [("Max Latencies", &max), ("Avg Latencies", &avg), ("Total", &total), ("Histogram Overflows", &over)] {
+        // --histofall adds a total column to some footer lines.
+        if v.len() != threads && v.len() != threads + 1 {
+            return Err(ParseError::file(format!("# {name}: has {} values but # Min Latencies: has {threads}; expected one per thread", v.len())));
+        }
+    }
+    if rows.is_empty() {
+        return Err(ParseError::file("no histogram rows after \"# Histogram\"; expected cyclictest -h output"));
+    }
+    let mut limit_us = 0u64;
+    for (n, value, counts) in &rows {
+        if counts.len() != threads && counts.len() != threads + 1 {
+            return Err(ParseError::at(*n, format!("{} counts on this row; expected {threads} (one per thread)", counts.len())));
+        }
+        limit_us = limit_us.max(value.saturating_add(1));
+    }
+    let mut p = Parsed { tool: "cyclictest".into(), ..Parsed::default() };
+    let mut overflow_total = 0;
+    for t in 0..threads {
+        let mut buckets = Vec::new();
+        let mut in_hist = 0u64;
+        for (n, value, counts) in &rows {
+            let lo = us_to_ns(*value, *n, "histogram row value")?;
+            buckets.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(lo + 999), count: counts[t] });
+            in_hist = in_hist.checked_add(counts[t]).ok_or_else(|| ParseError::at(*n, "counts overflow a 64-bit sum"))?;
+        }
+        if in_hist != total[t] {
+            return Err(ParseError::file(format!(
+                "thread {t}: histogram rows sum to {in_hist} but # Total: says {}; expected them equal",
+                total[t]
+            )));
+        }
+        let max_ns = us_to_ns(max[t], 0, "Max Latencies")?;
+        if over[t] > 0 {
+            let lo = us_to_ns(limit_us, 0, "histogram limit")?;
+            if max_ns < lo {
+                return Err(ParseError::file(format!(
+                    "thread {t}: {} overflows but max {} µs is below the histogram limit {limit_us} µs",
+                    over[t], max[t]
+                )));
+            }
+            buckets.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(max_ns), count: over[t] });
+            overflow_total += over[t];
+        }
+        let samples = total[t].checked_add(over[t]).ok_or_else(|| ParseError::file("sample count overflows"))?;
+        p.series.push(Series {
+            probe: "timer".into(),
+            thread: Some(t),
+            samples,
+            min_ns: us_to_ns(min[t], 0, "Min Latencies")?,
+            max_ns,
+            mean_ns: Some(avg[t] as f64 * 1000.0),
+            buckets,
+            ..Series::default()
+        });
+    }
+    p.fidelity.push("µs resolution; the average is printed as whole µs".into());
+    if overflow_total > 0 {
+        p.fidelity.push(format!(
+            "histogram truncated at {limit_us} µs, {overflow_total} overflows: they are one bucket from {limit_us} µs up to the max"
+        ));
+    }
+    p.fidelity.push("no host, date, period or CPU in this format; no per-second series".into());
+    Ok(p)
+}

@@ -1,0 +1,271 @@
+//! `cyclictest-json`: the file rt-tests' cyclictest writes with `--json=FILE`.
+//!
+//! Shape (rt-tests 2.x): top-level `"cmdline:"` and `"rt_test_version:"` —
+//! with a stray colon inside the key, a cyclictest quirk we accept as is (and
+//! also without the colon, should it ever be fixed) — `start_time`/`end_time`
+//! (RFC 2822), `sysinfo` {nodename, release, realtime}, `resolution_in_ns`
+//! (0: values in µs, 1: in ns, from `-N`), and `thread` {"N": {histogram
+//! {"value": count}, cycles, min, max, avg, cpu}}. The histogram only counts
+//! values below the `-h` limit: `cycles − Σ histogram` samples overflowed and
+//! become one bucket [limit, max]. Without `-h` there is no histogram at all
+//! and the thread is summary-only.
+
+use serde_json::Value;
+
+use super::{ParseError, Parsed, Series};
+use crate::model::{Bucket, Nanos};
+
+/// The first word (basename) of the file's command line, e.g. "cyclictest".
+pub fn tool_of(v: &Value) -> Option<String> {
+    let cmd = str_field(v, "cmdline")?;
+    let first = cmd.split_whitespace().next()?;
+    Some(first.rsplit('/').next().unwrap_or(first).to_string())
+}
+
+/// `key` or `key:` (the rt-tests spelling).
+pub fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(format!("{key}:")).or_else(|| v.get(key)).and_then(|x| x.as_str())
+}
+
+/// Parse the JSON text, with serde's line/column on syntax errors.
+pub fn parse_json(text: &str) -> Result<Value, ParseError> {
+    serde_json::from_str(text).map_err(|e| {
+        ParseError::at(e.line(), format!("not valid JSON ({e}); expected the file written by --json=FILE"))
+    })
+}
+
+/// A non-negative integer at `obj.key`; `path` names it in errors.
+pub fn json_uint(obj: &Value, key: &str, path: &str) -> Result<u64, ParseError> {
+    match obj.get(key) {
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(u) => Ok(u),
+            None => Err(ParseError::file(format!("{path}.{key} is {n}; expected a non-negative integer"))),
+        },
+        Some(other) => Err(ParseError::file(format!("{path}.{key} is {other}; expected a non-negative integer"))),
+        None => Err(ParseError::file(format!("{path}: no \"{key}\" field; expected one (truncated or edited file?)"))),
+    }
+}
+
+pub fn json_f64(obj: &Value, key: &str, path: &str) -> Result<f64, ParseError> {
+    match obj.get(key).and_then(|x| x.as_f64()) {
+        Some(f) if f.is_finite() && f >= 0.0 => Ok(f),
+        Some(f) => Err(ParseError::file(format!("{path}.{key} is {f}; expected a number ≥ 0"))),
+        None => Err(ParseError::file(format!("{path}: no numeric \"{key}\" field"))),
+    }
+}
+
+/// Scale a value in the file's unit to ns, refusing overflow.
+pub fn to_ns(v: u64, unit_ns: u64, path: &str) -> Result<u64, ParseError> {
+    v.checked_mul(unit_ns)
+        .filter(|&n| n <= i64::MAX as u64)
+        .ok_or_else(|| ParseError::file(format!("{path}: {v} is too large to be a latency")))
+}
+
+/// `{"value": count}` histogram → buckets of width `unit_ns`.
+pub fn json_histogram(h: &Value, unit_ns: u64, path: &str) -> Result<Vec<Bucket>, ParseError> {
+    let obj = h.as_object().ok_or_else(|| ParseError::file(format!("{path} is not an object of \"value\": count")))?;
+    let mut out = Vec::with_capacity(obj.len());
+    for (k, c) in obj {
+        let v: u64 = k.trim().parse().map_err(|_| ParseError::file(format!("{path}: key {k:?} is not a non-negative integer latency")))?;
+        let count = match c.as_u64() {
+            Some(c) => c,
+            None => return Err(ParseError::file(format!("{path}.\"{k}\" is {c}; expected a non-negative count"))),
+        };
+        let lo = to_ns(v, unit_ns, path)?;
+        let hi = lo.checked_add(unit_ns - 1).ok_or_else(|| ParseError::file(format!("{path}: {v} too large")))?;
+        out.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count });
+    }
+    Ok(out)
+}
+
+/// rt-tests' "Sun, 22 Nov 2026 09:09:57 +0000" → RFC 3339 UTC.
+pub fn rfc2822_to_rfc3339(s: &str) -> Option<String> {
+    use time::format_description::well_known::{Rfc2822, Rfc3339};
+    let t = time::OffsetDateTime::parse(s.trim(), &Rfc2822).ok()?;
+    t.to_offset(time::UtcOffset::UTC).format(&Rfc3339).ok()
+}
+
+/// What both rt-tests JSON files say about the host and the run.
+pub fn common(v: &Value, tool: &str) -> Parsed {
+    let sys = v.get("sysinfo");
+    let s = |k: &str| sys.and_then(|x| x.get(k)).and_then(|x| x.as_str()).map(String::from);
+    Parsed {
+        tool: tool.to_string(),
+        tool_version: str_field(v, "rt_test_version").unwrap_or("").to_string(),
+        system: s("nodename"),
+        kernel: s("release"),
+        realtime: sys.and_then(|x| x.get("realtime")).and_then(|x| x.as_u64()).map(|r| r == 1),
+        started_at: v.get("start_time").and_then(|x| x.as_str()).and_then(rfc2822_to_rfc3339),
+        finished_at: v.get("end_time").and_then(|x| x.as_str()).and_then(rfc2822_to_rfc3339),
+        command_line: str_field(v, "cmdline").map(|c| c.split_whitespace().map(String::from).collect()).unwrap_or_default(),
+        ..Parsed::default()
+    }
+}
+
+/// The `-h`/`--histogram=` limit from the command line, in the file's unit.
+fn hist_limit(cmd: &[String]) -> Option<u64> {
+    let mut it = cmd.iter();
+    while let Some(a) = it.next() {
+        for flag in ["--histogram=", "--histofall="] {
+            if let Some(v) = a.strip_prefix(flag) {
+                return v.parse().ok();
+            }
+        }
+        if a == "-h" || a == "-H" || a == "--histogram" || a == "--histofall" {
+            return it.next().and_then(|v| v.parse().ok());
+        }
+        if let Some(v) = a.strip_prefix("-h").or_else(|| a.strip_prefix("-H")) {
+            if let Ok(n) = v.parse() {
+                return Some(n);
+            }
+        }
+    }
+    None
+}
+
+/// The `-i`/`--interval=` period in µs (default 1000).
+fn interval_us(cmd: &[String]) -> u64 {
+    let mut it = cmd.iter();
+    while let Some(a) = it.next() {
+        if let Some(v) = a.strip_prefix("--interval=") {
+            return v.parse().unwrap_or(1000);
+        }
+        if a == "-i" || a == "--interval" {
+            return it.next().and_then(|v| v.parse().ok()).unwrap_or(1000);
+        }
+        if let Some(v) = a.strip_prefix("-i") {
+            if let Ok(n) = v.parse() {
+                return n;
+            }
+        }
+    }
+    1000
+}
+
+pub fn parse(text: &str) -> Result<Parsed, ParseError> {
+    let v = parse_json(text)?;
+    if !v.is_object() {
+        return Err(ParseError::file("expected a JSON object (cyclictest --json output)"));
+    }
+    let mut p = common(&v, "cyclictest");
+    let unit_ns = match v.get("resolution_in_ns").and_then(|x| x.as_u64()) {
+        Some(1) => {
+            p.fidelity.push("ns resolution (cyclictest -N)".into());
+            1
+        }
+        _ => {
+            p.fidelity.push("µs resolution: cyclictest reports whole microseconds".into());
+            1000
+        }
+    };
+    let interval_ns = to_ns(interval_us(&p.command_line), 1000, "cmdline -i")?;
+    let limit = hist_limit(&p.command_line);
+    let threads = v
+        .get("thread")
+        .and_then(|t| t.as_object())
+        .ok_or_else(|| ParseError::file("no \"thread\" object; expected cyclictest --json output (truncated file?)"))?;
+    let mut overflow_total = 0u64;
+    let mut summary_only = false;
+    let mut ids: Vec<(usize, &Value)> = Vec::new();
+    for (k, t) in threads {
+        let id: usize = k.parse().map_err(|_| ParseError::file(format!("thread key {k:?} is not a thread number")))?;
+        ids.push((id, t));
+    }
+    ids.sort_by_key(|x| x.0);
+    for (id, t) in ids {
+        let path = format!("thread.\"{id}\"");
+        let cycles = json_uint(t, "cycles", &path)?;
+        let min_ns = to_ns(json_uint(t, "min", &path)?, unit_ns, &path)?;
+        let max_ns = to_ns(json_uint(t, "max", &path)?, unit_ns, &path)?;
+        let avg = json_f64(t, "avg", &path)? * unit_ns as f64;
+        let cpu = t.get("cpu").and_then(|c| c.as_u64()).map(|c| c as usize);
+        let mut buckets = match t.get("histogram") {
+            Some(h) => json_histogram(h, unit_ns, &format!("{path}.histogram"))?,
+            None => Vec::new(),
+        };
+        if buckets.is_empty() {
+            summary_only = true;
+        } else {
+            let in_hist = buckets.iter().try_fold(0u64, |a, b| a.checked_add(b.count)).unwrap_or(u64::MAX);
+            if in_hist > cycles {
+                return Err(ParseError::file(format!(
+                    "{path}: histogram holds {in_hist} samples but cycles is {cycles}; expected at most cycles"
+                )));
+            }
+            let over = cycles - in_hist;
+            if over > 0 {
+                let top = buckets.iter().map(|b| b.hi_ns.0).max().unwrap_or(0);
+                let lo = match limit {
+                    Some(l) => to_ns(l, unit_ns, "cmdline -h")?,
+                    None => top.saturating_add(1),
+                };
+                if max_ns < lo {
+                    return Err(ParseError::file(format!(
+                        "{path}: {over} samples overflowed the histogram but max {max_ns} ns is below its limit {lo} ns"
+                    )));
+                }
+                buckets.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(max_ns), count: over });
+                overflow_total += over;
+            }
+        }
+        p.series.push(Series {
+            probe: "timer".into(),
+            thread: Some(id),
+            cpu,
+            interval_ns,
+            samples: cycles,
+            min_ns,
+            max_ns,
+            mean_ns: Some(avg),
+            buckets,
+            ..Series::default()
+        });
+    }
+    if summary_only {
+        p.series.iter_mut().for_each(|s| s.buckets.clear());
+        p.fidelity.push("summary only (run without -h): percentiles unknown; histogram is one bucket [min, max]".into());
+    } else if overflow_total > 0 {
+        let lim = limit.map(|l| format!("{l} {}", if unit_ns == 1 { "ns" } else { "µs" })).unwrap_or_else(|| "its last bucket".into());
+        p.fidelity.push(format!(
+            "histogram truncated at {lim}, {overflow_total} overflows: they are one bucket from the limit up to the max"
+        ));
+    }
+    p.fidelity.push("no per-second series; no worst-sample timestamps".into());
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_histogram_the_run_is_summary_only() {
+        let text = r#"{"cmdline:": "cyclictest -t 1 -i 500 -l 100 --json=x", "rt_test_version:": "2.40",
+            "thread": {"0": {"cycles": 100, "min": 2, "max": 40, "avg": 5.5, "cpu": 1}}}"#;
+        let p = parse(text).unwrap();
+        let s = &p.series[0];
+        assert!(s.buckets.is_empty());
+        assert_eq!((s.samples, s.min_ns, s.max_ns, s.interval_ns), (100, 2000, 40_000, 500_000));
+        assert!(p.fidelity.iter().any(|f| f.starts_with("summary only")));
+    }
+
+    #[test]
+    fn cmdline_flags_are_read_in_all_spellings() {
+        let v = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        assert_eq!(hist_limit(&v("cyclictest -h 100")), Some(100));
+        assert_eq!(hist_limit(&v("cyclictest --histogram=50")), Some(50));
+        assert_eq!(hist_limit(&v("cyclictest -h200")), Some(200));
+        assert_eq!(hist_limit(&v("cyclictest -q")), None);
+        assert_eq!(interval_us(&v("cyclictest -i 250")), 250);
+        assert_eq!(interval_us(&v("cyclictest --interval=100")), 100);
+        assert_eq!(interval_us(&v("cyclictest")), 1000);
+    }
+
+    #[test]
+    fn negative_or_fractional_counts_are_refused_with_their_path() {
+        let text = r#"{"cmdline:": "cyclictest -h 10", "thread": {"0": {"cycles": 3, "min": 1, "max": 2, "avg": 1.5,
+            "histogram": {"1": -2}}}}"#;
+        let e = parse(text).unwrap_err();
+        assert!(e.msg.contains("thread.\"0\".histogram") && e.msg.contains("non-negative"), "{}", e.msg);
+    }
+}

@@ -1,0 +1,188 @@
+//! `rt-tests-ipc`: the status lines of rt-tests' IPC latency tools —
+//! ptsematest (POSIX mutex hand-off), svsematest (SysV semaphore), pmqtest
+//! (POSIX message queue), sigwaittest (signal).
+//!
+//! ```text
+//! #0: ID18902, P80, CPU0, I1000; #1: ID18903, P80, CPU0, Cycles 1000
+//! #1 -> #0, Min    3, Cur   37, Avg    4, Max   37
+//! ```
+//! (pmqtest adds `TO n` — its timeouts — before `Cycles`.) Without `-q` the
+//! tools redraw these lines in place with ANSI escapes, so a captured file
+//! holds every refresh: the last line of each pair wins. All values are µs.
+//! These tools report only min/avg/max, so each pair is summary-only (one
+//! bucket [min, max]; percentiles unknown). The tool is named in the file
+//! only for pmqtest (by its `TO` field); for the others the file name is
+//! used when it contains the tool's name. Probe and variant names are the
+//! native probes' ([`probe_of`]), so imports and native runs compare row
+//! by row.
+
+use std::collections::BTreeMap;
+
+use super::{int, uint, us_to_ns, ParseError, Parsed, Series};
+
+/// `#1 -> #0, Min ...`
+pub fn is_pair_line(l: &str) -> bool {
+    let l = l.trim_start();
+    l.starts_with('#') && l.contains(" -> #") && l.contains("Min") && l.contains("Max")
+}
+
+struct Status {
+    cpu: Option<usize>,
+    interval_us: Option<u64>,
+    cycles: Option<u64>,
+    timeouts: Option<u64>,
+}
+
+/// `#0: ID18902, P80, CPU0, I1000; #1: ID18903, P80, CPU0, Cycles 1000`
+fn parse_status(l: &str, n: usize, status: &mut BTreeMap<u64, Status>) -> Result<(), ParseError> {
+    for part in l.split(';') {
+        let part = part.trim();
+        let Some((id, fields)) = part.split_once(':') else { continue };
+        let id = uint(id.trim_start_matches('#'), n, "thread number after #")?;
+        let mut s = Status { cpu: None, interval_us: None, cycles: None, timeouts: None };
+        for f in fields.split(',') {
+            let f = f.trim();
+            if f.starts_with("ID") {
+                continue; // the thread's Linux TID
+            } else if let Some(v) = f.strip_prefix("CPU") {
+                s.cpu = Some(uint(v, n, "CPU")? as usize);
+            } else if let Some(v) = f.strip_prefix("Cycles") {
+                s.cycles = Some(uint(v, n, "Cycles")?);
+            } else if let Some(v) = f.strip_prefix("TO") {
+                s.timeouts = Some(uint(v, n, "TO (timeouts)")?);
+            } else if let Some(v) = f.strip_prefix('I') {
+                s.interval_us = Some(uint(v, n, "interval I (µs)")?);
+            }
+        }
+        status.insert(id, s);
+    }
+    Ok(())
+}
+
+pub fn tool_from_file_name(name: &str) -> Option<&'static str> {
+    ["ptsematest", "svsematest", "pmqtest", "sigwaittest"].into_iter().find(|t| name.contains(t))
+}
+
+/// The native probe (and variant stem) measuring the same hand-off, so
+/// `compare` lines an import up with `rtscope run --probe sem,mq,signal`:
+/// ptsematest hands a pthread mutex over (`sem` `mutex/...`), svsematest a
+/// SysV semaphore (`sem` `sysv/...`), pmqtest sends one message (`mq`
+/// `oneway`), sigwaittest sends a signal with pthread_kill (`signal`
+/// `pthread_kill`).
+pub fn probe_of(tool: &str) -> (&'static str, Option<&'static str>) {
+    match tool {
+        "ptsematest" => ("sem", Some("mutex")),
+        "svsematest" => ("sem", Some("sysv")),
+        "pmqtest" => ("mq", Some("oneway")),
+        "sigwaittest" => ("signal", Some("pthread_kill")),
+        _ => ("ipc", None),
+    }
+}
+
+/// The `sem` probe's variants carry the placement: `mutex/same-cpu`.
+fn variant_of(tool: &str, a: Option<usize>, b: Option<usize>) -> Option<String> {
+    let (probe, stem) = probe_of(tool);
+    let stem = stem?;
+    if probe != "sem" {
+        return Some(stem.to_string());
+    }
+    Some(match (a, b) {
+        (Some(x), Some(y)) if x == y => format!("{stem}/same-cpu"),
+        (Some(_), Some(_)) => format!("{stem}/cross-cpu"),
+        _ => stem.to_string(),
+    })
+}
+
+pub fn parse(text: &str) -> Result<Parsed, ParseError> {
+    parse_named(text, "")
+}
+
+/// As [`parse`], with the file name as a hint to which tool wrote it.
+pub fn parse_named(text: &str, file_name: &str) -> Result<Parsed, ParseError> {
+    let mut status: BTreeMap<u64, Status> = BTreeMap::new();
+    // (receiver, sender) -> (line, min, avg, max)
+    let mut pairs: BTreeMap<(u64, u64), (usize, i64, i64, i64)> = BTreeMap::new();
+    let mut any_timeouts = false;
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        let l = super::strip_ansi(raw);
+        let l = l.trim();
+        if is_pair_line(l) {
+            // "#1 -> #0, Min    3, Cur   37, Avg    4, Max   37"
+            let mut fields = l.split(',');
+            let head = fields.next().unwrap_or("");
+            let (a, b) = head.split_once("->").ok_or_else(|| ParseError::at(n, "expected \"#A -> #B\""))?;
+            let a = uint(a.trim().trim_start_matches('#'), n, "thread number")?;
+            let b = uint(b.trim().trim_start_matches('#'), n, "thread number")?;
+            let (mut min, mut avg, mut max) = (None, None, None);
+            for f in fields {
+                let f = f.trim();
+                if let Some(v) = f.strip_prefix("Min") {
+                    min = Some(int(v, n, "Min")?);
+                } else if let Some(v) = f.strip_prefix("Avg") {
+                    avg = Some(int(v, n, "Avg")?);
+                } else if let Some(v) = f.strip_prefix("Max") {
+                    max = Some(int(v, n, "Max")?);
+                }
+            }
+            match (min, avg, max) {
+                (Some(mi), Some(av), Some(ma)) => {
+                    pairs.insert((a, b), (n, mi, av, ma));
+                }
+                _ => return Err(ParseError::at(n, "expected \"#A -> #B, Min x, Cur y, Avg z, Max w\"")),
+            }
+        } else if l.starts_with('#') && l.contains(": ID") {
+            parse_status(l, n, &mut status)?;
+            any_timeouts |= status.values().any(|s| s.timeouts.is_some());
+        }
+    }
+    if pairs.is_empty() {
+        return Err(ParseError::file("no \"#1 -> #0, Min .., Cur .., Avg .., Max ..\" line; expected ptsematest/svsematest/pmqtest/sigwaittest output"));
+    }
+    let tool = if any_timeouts { "pmqtest" } else { tool_from_file_name(file_name).unwrap_or("rt-tests IPC test") };
+    let mut p = Parsed { tool: tool.into(), ..Parsed::default() };
+    let mut skipped = 0;
+    for (k, ((a, b), (n, min, avg, max))) in pairs.into_iter().enumerate() {
+        let recv = status.get(&a);
+        let send = status.get(&b);
+        let cycles = recv.and_then(|s| s.cycles).ok_or_else(|| {
+            ParseError::at(n, format!("no \"#{a}: ..., Cycles N\" status line before this pair; expected the tool's full output"))
+        })?;
+        if cycles == 0 {
+            skipped += 1; // the pair had not run yet (its Avg is garbage then)
+            continue;
+        }
+        if min < 0 || avg < 0 || max < 0 || min > max {
+            return Err(ParseError::at(n, format!("Min {min}, Avg {avg}, Max {max}: expected 0 ≤ Min ≤ Max")));
+        }
+        let (recv_cpu, send_cpu) = (recv.and_then(|s| s.cpu), send.and_then(|s| s.cpu));
+        p.series.push(Series {
+            probe: probe_of(tool).0.into(),
+            variant: variant_of(tool, recv_cpu, send_cpu),
+            thread: Some(k),
+            cpu: send_cpu.or(recv_cpu),
+            interval_ns: us_to_ns(send.and_then(|s| s.interval_us).unwrap_or(0), n, "interval")?,
+            samples: cycles,
+            overruns: recv.and_then(|s| s.timeouts).unwrap_or(0),
+            min_ns: us_to_ns(min as u64, n, "Min")?,
+            max_ns: us_to_ns(max as u64, n, "Max")?,
+            mean_ns: Some(avg as f64 * 1000.0),
+            ..Series::default()
+        });
+    }
+    if p.series.is_empty() {
+        return Err(ParseError::file("every pair has Cycles 0; nothing was measured"));
+    }
+    p.fidelity.push("summary only: the tool prints min/avg/max per pair; percentiles unknown; histogram is one bucket [min, max]".into());
+    p.fidelity.push("µs resolution; the average is printed as whole µs; stddev unknown (0)".into());
+    if skipped > 0 {
+        p.fidelity.push(format!("{skipped} pairs with 0 cycles skipped"));
+    }
+    if tool == "rt-tests IPC test" {
+        p.fidelity.push("which tool wrote the file is unknown (ptsematest, svsematest or sigwaittest); use --probe to name it".into());
+    }
+    if any_timeouts {
+        p.fidelity.push("pmqtest timeouts (TO) are reported as overruns".into());
+    }
+    Ok(p)
+}

@@ -1,0 +1,708 @@
+//! Importers: other tools' output converted into the result model, so
+//! systems rtscope cannot run on (RTAI, Xenomai, VxWorks, other boards) can
+//! enter a comparison. One file per format; this module holds what they
+//! share: [`Format`] and its detection by content ([`detect`]), the
+//! intermediate [`Parsed`]/[`Series`] every parser produces, and
+//! [`build_run`], which turns those into a schema v1 [`Run`] with
+//! `imported_from` and `fidelity` notes.
+//!
+//! The conversion rules (also in docs/schema.md, "Imported runs"):
+//! - Latencies become integer ns; µs sources are exact to the µs and say so
+//!   in `fidelity`.
+//! - Histogram buckets become inclusive `[lo_ns, hi_ns]` ranges; a source's
+//!   overflow count becomes one bucket from the histogram's limit up to the
+//!   reported max, so counts still sum to `samples` (rule 4 of the
+//!   architecture: no sample is lost, even in conversion).
+//! - Percentiles are computed from the buckets by nearest rank and reported
+//!   as the top of their bucket, clamped to [min, max], as for native runs.
+//! - A summary-only source (min/avg/max, e.g. ptsematest) gets one bucket
+//!   `[min, max]` holding every sample and an empty `percentiles_ns`, with a
+//!   fidelity note "summary only: ...". Readers must treat an empty
+//!   `percentiles_ns` as "unknown", never as zero.
+//! - Negative latencies (early wake-ups in RTAI/Xenomai) cannot be written
+//!   in the unsigned schema: they are clamped to 0 and a note says so.
+//!
+//! Parsers never panic on any input (property-tested in tests/import.rs):
+//! every failure is a [`ParseError`] naming the line and what was expected.
+
+pub mod bins_csv;
+pub mod cyclictest_hist;
+pub mod cyclictest_json;
+pub mod ipc;
+pub mod oslat_json;
+pub mod rtai;
+pub mod rtla;
+pub mod xenomai;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::model::{
+    Bucket, Calibration, Host, ImportedFrom, Nanos, Plan, ProbeResult, RealtimeSetup, Run, SecondStats, SetupStep, Tool,
+    PERCENTILES, SCHEMA_VERSION,
+};
+
+/// The formats `rtscope import --format` accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Recognise the format by the file's content.
+    Auto,
+    /// An rtscope result file (schema v1 JSON), stored as is.
+    Rtscope,
+    /// rt-tests cyclictest --json=FILE.
+    CyclictestJson,
+    /// cyclictest -h/--histogram (or --histfile) text.
+    CyclictestHist,
+    /// rt-tests oslat --json=FILE.
+    OslatJson,
+    /// Text output of `rtla timerlat hist`.
+    RtlaTimerlatHist,
+    /// The `#1 -> #0, Min .., Cur .., Avg .., Max ..` lines of ptsematest, svsematest, pmqtest, sigwaittest.
+    RtTestsIpc,
+    /// Xenomai's `latency` tool output (RTD|, RTS|, and -h HSD|/HSS| lines).
+    XenomaiLatency,
+    /// RTAI's latency test output (RTH|/RTD| lines).
+    RtaiLatency,
+    /// CSV: bin_lo_ns,bin_hi_ns, then one count column per system.
+    BinsCsv,
+}
+
+/// Every concrete format, in the order `detect` tries them.
+pub const FORMATS: [Format; 9] = [
+    Format::Rtscope,
+    Format::CyclictestJson,
+    Format::OslatJson,
+    Format::RtaiLatency,
+    Format::XenomaiLatency,
+    Format::RtlaTimerlatHist,
+    Format::CyclictestHist,
+    Format::RtTestsIpc,
+    Format::BinsCsv,
+];
+
+impl Format {
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Auto => "auto",
+            Format::Rtscope => "rtscope",
+            Format::CyclictestJson => "cyclictest-json",
+            Format::CyclictestHist => "cyclictest-hist",
+            Format::OslatJson => "oslat-json",
+            Format::RtlaTimerlatHist => "rtla-timerlat-hist",
+            Format::RtTestsIpc => "rt-tests-ipc",
+            Format::XenomaiLatency => "xenomai-latency",
+            Format::RtaiLatency => "rtai-latency",
+            Format::BinsCsv => "bins-csv",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Recognise a file's format from its text; `None` if nothing fits.
+pub fn detect(text: &str) -> Option<Format> {
+    let t = text.trim_start_matches('\u{feff}').trim_start();
+    if t.starts_with('{') {
+        let v: serde_json::Value = serde_json::from_str(t).ok()?;
+        if v.get("schema_version").is_some() && v.get("results").is_some() {
+            return Some(Format::Rtscope);
+        }
+        return match cyclictest_json::tool_of(&v).as_deref() {
+            Some("cyclictest") => Some(Format::CyclictestJson),
+            Some("oslat") => Some(Format::OslatJson),
+            _ => None,
+        };
+    }
+    let lines = || t.lines().map(|l| strip_ansi(l.trim_end()));
+    if lines().any(|l| l.starts_with("RTH|") && l.contains("ovl m")) || t.contains("RTAI Testsuite") || t.contains("RTAI testsuite") {
+        return Some(Format::RtaiLatency);
+    }
+    if lines().any(|l| l.starts_with("RTS|") || l.starts_with("HSS|") || l.starts_with("RTT|")) {
+        return Some(Format::XenomaiLatency);
+    }
+    if lines().any(|l| {
+        let l = l.trim_start();
+        l.starts_with("# RTLA timerlat hist") || (l.starts_with("Index") && (l.contains("IRQ-") || l.contains("Thr-") || l.contains("Usr-")))
+    }) {
+        return Some(Format::RtlaTimerlatHist);
+    }
+    if lines().any(|l| l.starts_with("# Histogram")) && lines().any(|l| l.starts_with("# Max Latencies")) {
+        return Some(Format::CyclictestHist);
+    }
+    if lines().any(|l| ipc::is_pair_line(&l)) {
+        return Some(Format::RtTestsIpc);
+    }
+    if lines().map(|l| l.trim().to_string()).find(|l| !l.is_empty() && !l.starts_with('#')).is_some_and(|l| l.starts_with("bin_lo_ns")) {
+        return Some(Format::BinsCsv);
+    }
+    None
+}
+
+/// The names of all concrete formats, for error messages.
+pub fn format_list() -> String {
+    FORMATS.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// What went wrong where: `line` is 1-based, 0 when the problem is the file
+/// as a whole (e.g. "no RTS| line: truncated?").
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParseError {
+    pub line: usize,
+    pub msg: String,
+}
+
+impl ParseError {
+    pub fn at(line: usize, msg: impl Into<String>) -> ParseError {
+        ParseError { line, msg: msg.into() }
+    }
+    pub fn file(msg: impl Into<String>) -> ParseError {
+        ParseError { line: 0, msg: msg.into() }
+    }
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line > 0 {
+            write!(f, "line {}: {}", self.line, self.msg)
+        } else {
+            f.write_str(&self.msg)
+        }
+    }
+}
+
+/// One measured series (a thread, a CPU column, a task pair) as read from
+/// the source, before it becomes a [`ProbeResult`].
+#[derive(Debug, Clone, Default)]
+pub struct Series {
+    pub probe: String,
+    pub variant: Option<String>,
+    pub thread: Option<usize>,
+    pub cpu: Option<usize>,
+    pub interval_ns: u64,
+    pub samples: u64,
+    pub overruns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    /// From the source when it reports one; else estimated from the buckets.
+    pub mean_ns: Option<f64>,
+    pub stddev_ns: Option<f64>,
+    /// Empty = the source has only a summary (see the module doc).
+    pub buckets: Vec<Bucket>,
+    pub per_second: Vec<SecondStats>,
+    /// Width of one `per_second` slot in s (0 is taken as 1).
+    pub per_second_width_s: u64,
+}
+
+/// A parsed source file: one system's series plus what the file says about
+/// where and how it ran.
+#[derive(Debug, Clone, Default)]
+pub struct Parsed {
+    /// e.g. "cyclictest".
+    pub tool: String,
+    /// As the file states it, "" if it does not.
+    pub tool_version: String,
+    /// Host or system name found in the file (`--name` overrides).
+    pub system: Option<String>,
+    pub kernel: Option<String>,
+    pub realtime: Option<bool>,
+    /// RFC 3339 UTC, when the file records it.
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub duration_ns: Option<u64>,
+    pub command_line: Vec<String>,
+    pub series: Vec<Series>,
+    pub fidelity: Vec<String>,
+}
+
+/// Parse `text` as `format` (not `Auto`) into one [`Parsed`] per system.
+/// `file_name` is a hint for formats that do not name their tool.
+pub fn parse(format: Format, text: &str, file_name: &str) -> Result<Vec<Parsed>, ParseError> {
+    let text = text.trim_start_matches('\u{feff}');
+    match format {
+        Format::Auto | Format::Rtscope => Err(ParseError::file("internal: parse() takes a concrete foreign format")),
+        Format::CyclictestJson => cyclictest_json::parse(text).map(|p| vec![p]),
+        Format::CyclictestHist => cyclictest_hist::parse(text).map(|p| vec![p]),
+        Format::OslatJson => oslat_json::parse(text).map(|p| vec![p]),
+        Format::RtlaTimerlatHist => rtla::parse(text).map(|p| vec![p]),
+        Format::RtTestsIpc => ipc::parse_named(text, file_name).map(|p| vec![p]),
+        Format::XenomaiLatency => xenomai::parse(text).map(|p| vec![p]),
+        Format::RtaiLatency => rtai::parse(text).map(|p| vec![p]),
+        Format::BinsCsv => bins_csv::parse(text),
+    }
+}
+
+/// How the command wants the runs labelled.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub format: Format,
+    /// The file as named on the command line.
+    pub file: String,
+    pub file_sha256: String,
+    /// File stem: the system name of last resort.
+    pub file_stem: String,
+    /// The file's modification time (RFC 3339), used when the file records no date.
+    pub file_mtime: String,
+    pub phase: String,
+    pub probe: Option<String>,
+    pub name: Option<String>,
+}
+
+/// Build the schema v1 run for one parsed system.
+pub fn build_run(p: Parsed, ctx: &Context) -> Result<Run, ParseError> {
+    let system = ctx.name.clone().or(p.system.clone()).unwrap_or_else(|| ctx.file_stem.clone());
+    let mut fidelity = p.fidelity.clone();
+    let started_at = match &p.started_at {
+        Some(s) => s.clone(),
+        None => {
+            fidelity.push("start time unknown: started_at is the imported file's modification time".into());
+            ctx.file_mtime.clone()
+        }
+    };
+    let finished_at = p.finished_at.clone().unwrap_or_else(|| started_at.clone());
+    if p.series.is_empty() {
+        return Err(ParseError::file("the file holds no measurements"));
+    }
+    let mut results = Vec::new();
+    let mut groups: Vec<(String, Option<String>)> = Vec::new();
+    for s in &p.series {
+        let probe = ctx.probe.clone().unwrap_or_else(|| s.probe.clone());
+        let r = finish_series(s, &probe, &ctx.phase)?;
+        if !groups.contains(&(probe.clone(), s.variant.clone())) {
+            groups.push((probe.clone(), s.variant.clone()));
+        }
+        results.push(r);
+    }
+    // One merged entry (thread = null) per probe/variant, as native runs have.
+    let mut merged = Vec::new();
+    for (probe, variant) in &groups {
+        let members: Vec<&ProbeResult> = results.iter().filter(|r| &r.probe == probe && &r.variant == variant).collect();
+        if members.len() > 1 || members.iter().any(|r| r.thread.is_some()) {
+            merged.push(merge_results(&members));
+        }
+    }
+    results.extend(merged);
+
+    let mut cpus: Vec<usize> = p.series.iter().filter_map(|s| s.cpu).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    let mut probes: Vec<String> = groups.iter().map(|g| g.0.clone()).collect();
+    probes.dedup();
+    let interval = p.series.iter().map(|s| s.interval_ns).find(|&i| i > 0).unwrap_or(0);
+    let tool = if p.tool_version.is_empty() { p.tool.clone() } else { format!("{} {}", p.tool, p.tool_version) };
+    Ok(Run {
+        schema_version: SCHEMA_VERSION,
+        tool: Tool { name: p.tool.clone(), version: p.tool_version.clone() },
+        started_at,
+        finished_at,
+        interrupted: false,
+        interrupted_in: None,
+        command_line: p.command_line.clone(),
+        host: Host {
+            hostname: system.clone(),
+            kernel_release: p.kernel.clone().unwrap_or_default(),
+            realtime: p.realtime.unwrap_or(false),
+            preempt_model: "unknown".into(),
+            preempt_model_source: format!("not recorded by {}", p.tool),
+            smt: "unknown".into(),
+            cpus_online: cpus.clone(),
+            ..Host::default()
+        },
+        plan: Plan {
+            probes,
+            phases: vec![ctx.phase.clone()],
+            duration_ns: Nanos(p.duration_ns.unwrap_or(0)),
+            interval_ns: Nanos(interval),
+            priority: 0,
+            policy: "unknown".into(),
+            threads: p.series.len(),
+            cpus,
+            dma_latency: false,
+            worst_k: 0,
+            probe_options: Default::default(),
+        },
+        realtime_setup: RealtimeSetup {
+            ok: false,
+            steps: vec![SetupStep {
+                step: "import".into(),
+                outcome: "skipped".into(),
+                detail: format!("real-time set-up of the source run is not recorded by {}", p.tool),
+            }],
+        },
+        calibration: Calibration {
+            clock_read_ns: Nanos(0),
+            clock_read_min_ns: Nanos(0),
+            clock: format!("unknown (imported from {tool})"),
+        },
+        warnings: Vec::new(),
+        results,
+        phases: Vec::new(),
+        scenario: None,
+        imported_from: Some(ImportedFrom {
+            format: ctx.format.name().into(),
+            tool,
+            file_sha256: ctx.file_sha256.clone(),
+            file: ctx.file.clone(),
+            system,
+        }),
+        fidelity,
+    })
+}
+
+/// Sort buckets, and fuse any that touch or overlap so they are disjoint
+/// (counts are kept; only the ranges get coarser).
+pub fn normalise_buckets(mut b: Vec<Bucket>) -> Vec<Bucket> {
+    b.retain(|x| x.count > 0);
+    b.sort_by_key(|x| (x.lo_ns, x.hi_ns));
+    let mut out: Vec<Bucket> = Vec::with_capacity(b.len());
+    for x in b {
+        match out.last_mut() {
+            Some(last) if x.lo_ns <= last.hi_ns => {
+                last.hi_ns = last.hi_ns.max(x.hi_ns);
+                last.count = last.count.saturating_add(x.count);
+            }
+            _ => out.push(x),
+        }
+    }
+    out
+}
+
+/// Nearest-rank percentiles from buckets: the top of the bucket holding the
+/// rank, clamped to [min, max] (the same definition as native runs).
+pub fn percentiles(buckets: &[Bucket], samples: u64, min: u64, max: u64) -> BTreeMap<String, Nanos> {
+    let mut out = BTreeMap::new();
+    if samples == 0 {
+        return out;
+    }
+    for (key, q) in PERCENTILES {
+        let rank = crate::measure::recorder::nearest_rank(q, samples);
+        let mut seen = 0u64;
+        let mut v = max;
+        for b in buckets {
+            seen = seen.saturating_add(b.count);
+            if seen >= rank {
+                v = b.hi_ns.0.clamp(min, max);
+                break;
+            }
+        }
+        out.insert(key.to_string(), Nanos(v));
+    }
+    out
+}
+
+/// Mean and sample standard deviation from bucket midpoints.
+fn moments(buckets: &[Bucket]) -> (f64, f64) {
+    let n: f64 = buckets.iter().map(|b| b.count as f64).sum();
+    if n == 0.0 {
+        return (0.0, 0.0);
+    }
+    let mid = |b: &Bucket| (b.lo_ns.0 as f64 + b.hi_ns.0 as f64) / 2.0;
+    let mean = buckets.iter().map(|b| mid(b) * b.count as f64).sum::<f64>() / n;
+    if n < 2.0 {
+        return (mean, 0.0);
+    }
+    let var = buckets.iter().map(|b| (mid(b) - mean).powi(2) * b.count as f64).sum::<f64>() / (n - 1.0);
+    (mean, var.sqrt())
+}
+
+/// Validate one series and turn it into a result.
+fn finish_series(s: &Series, probe: &str, phase: &str) -> Result<ProbeResult, ParseError> {
+    let what = series_name(s);
+    if s.samples == 0 {
+        return Err(ParseError::file(format!("{what}: no samples")));
+    }
+    if s.min_ns > s.max_ns {
+        return Err(ParseError::file(format!("{what}: min {} ns is above max {} ns", s.min_ns, s.max_ns)));
+    }
+    let summary_only = s.buckets.is_empty();
+    let mut buckets = if summary_only {
+        vec![Bucket { lo_ns: Nanos(s.min_ns), hi_ns: Nanos(s.max_ns), count: s.samples }]
+    } else {
+        normalise_buckets(s.buckets.clone())
+    };
+    let total = buckets.iter().try_fold(0u64, |a, b| a.checked_add(b.count));
+    match total {
+        Some(t) if t == s.samples => {}
+        Some(t) => {
+            return Err(ParseError::file(format!(
+                "{what}: histogram counts sum to {t} but the file reports {} samples",
+                s.samples
+            )))
+        }
+        None => return Err(ParseError::file(format!("{what}: histogram counts overflow a 64-bit sum"))),
+    }
+    if buckets.is_empty() {
+        return Err(ParseError::file(format!("{what}: empty histogram")));
+    }
+    // min/max are exact in every source; make the outer buckets reach them.
+    let first = buckets[0];
+    let last = buckets[buckets.len() - 1];
+    if s.min_ns > first.hi_ns.0 {
+        return Err(ParseError::file(format!(
+            "{what}: min {} ns lies above the lowest non-empty histogram bucket [{}, {}] ns",
+            s.min_ns, first.lo_ns.0, first.hi_ns.0
+        )));
+    }
+    if s.max_ns < last.lo_ns.0 {
+        return Err(ParseError::file(format!(
+            "{what}: max {} ns lies below the highest non-empty histogram bucket [{}, {}] ns",
+            s.max_ns, last.lo_ns.0, last.hi_ns.0
+        )));
+    }
+    buckets[0].lo_ns = Nanos(first.lo_ns.0.min(s.min_ns));
+    let n = buckets.len();
+    buckets[n - 1].hi_ns = Nanos(last.hi_ns.0.max(s.max_ns));
+    let (est_mean, est_sd) = moments(&buckets);
+    let percentiles_ns = if summary_only { BTreeMap::new() } else { percentiles(&buckets, s.samples, s.min_ns, s.max_ns) };
+    Ok(ProbeResult {
+        probe: probe.to_string(),
+        phase: phase.to_string(),
+        variant: s.variant.clone(),
+        thread: s.thread,
+        cpu: s.cpu,
+        interval_ns: Nanos(s.interval_ns),
+        samples: s.samples,
+        overruns: s.overruns,
+        min_ns: Nanos(s.min_ns),
+        max_ns: Nanos(s.max_ns),
+        mean_ns: s.mean_ns.filter(|m| m.is_finite()).unwrap_or(est_mean),
+        stddev_ns: s.stddev_ns.filter(|m| m.is_finite()).unwrap_or(if summary_only { 0.0 } else { est_sd }),
+        percentiles_ns,
+        histogram: buckets,
+        worst: Vec::new(),
+        per_second: s.per_second.clone(),
+        per_second_width_s: s.per_second_width_s.max(1),
+        tail: Default::default(),
+        signed: None,
+        noise: None,
+        note: None,
+    })
+}
+
+fn series_name(s: &Series) -> String {
+    let mut n = s.probe.clone();
+    if let Some(v) = &s.variant {
+        n.push_str(&format!(" ({v})"));
+    }
+    if let Some(t) = s.thread {
+        n.push_str(&format!(" thread {t}"));
+    }
+    n
+}
+
+/// Merge per-thread results into one entry with `thread`/`cpu` null.
+pub fn merge_results(parts: &[&ProbeResult]) -> ProbeResult {
+    let first = parts[0];
+    let samples: u64 = parts.iter().map(|r| r.samples).fold(0u64, |a, b| a.saturating_add(b));
+    let min = parts.iter().map(|r| r.min_ns.0).min().unwrap_or(0);
+    let max = parts.iter().map(|r| r.max_ns.0).max().unwrap_or(0);
+    let n = samples.max(1) as f64;
+    let mean = parts.iter().map(|r| r.mean_ns * r.samples as f64).sum::<f64>() / n;
+    // Pooled variance: Σ nᵢ(σᵢ² + (μᵢ − μ)²) / N.
+    let var = parts.iter().map(|r| r.samples as f64 * (r.stddev_ns.powi(2) + (r.mean_ns - mean).powi(2))).sum::<f64>() / n;
+    let summary_only = parts.iter().any(|r| r.percentiles_ns.is_empty());
+    let histogram = if summary_only {
+        vec![Bucket { lo_ns: Nanos(min), hi_ns: Nanos(max), count: samples }]
+    } else {
+        normalise_buckets(parts.iter().flat_map(|r| r.histogram.iter().copied()).collect())
+    };
+    let percentiles_ns = if summary_only { BTreeMap::new() } else { percentiles(&histogram, samples, min, max) };
+    ProbeResult {
+        probe: first.probe.clone(),
+        phase: first.phase.clone(),
+        variant: first.variant.clone(),
+        thread: None,
+        cpu: None,
+        interval_ns: first.interval_ns,
+        samples,
+        overruns: parts.iter().map(|r| r.overruns).fold(0u64, |a, b| a.saturating_add(b)),
+        min_ns: Nanos(min),
+        max_ns: Nanos(max),
+        mean_ns: mean,
+        stddev_ns: var.sqrt(),
+        percentiles_ns,
+        histogram,
+        worst: Vec::new(),
+        per_second: Vec::new(),
+        per_second_width_s: 1,
+        tail: Default::default(),
+        signed: None,
+        noise: None,
+        note: None,
+    }
+}
+
+// ---- small parsing helpers shared by the text formats ----
+
+/// Drop ANSI cursor-movement escapes (`ESC [ 4 A`), which the rt-tests tools
+/// print when refreshing their status lines in a terminal.
+pub fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                // Parameters, then one final byte in '@'..='~'.
+                for d in chars.by_ref() {
+                    if ('@'..='~').contains(&d) {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A non-negative integer field.
+pub fn uint(tok: &str, line: usize, what: &str) -> Result<u64, ParseError> {
+    let t = tok.trim();
+    if t.starts_with('-') && t.len() > 1 && t[1..].bytes().all(|b| b.is_ascii_digit()) {
+        return Err(ParseError::at(line, format!("{what}: {t:?} is negative; expected a count or latency ≥ 0")));
+    }
+    t.parse::<u64>().map_err(|_| {
+        if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+            ParseError::at(line, format!("{what}: {t} is too large (more than 64 bits)"))
+        } else {
+            ParseError::at(line, format!("{what}: expected a non-negative integer, found {t:?}"))
+        }
+    })
+}
+
+/// A signed integer field.
+pub fn int(tok: &str, line: usize, what: &str) -> Result<i64, ParseError> {
+    let t = tok.trim();
+    t.parse::<i64>().map_err(|_| ParseError::at(line, format!("{what}: expected an integer, found {t:?}")))
+}
+
+/// `v` µs in ns, refusing values that do not fit.
+pub fn us_to_ns(v: u64, line: usize, what: &str) -> Result<u64, ParseError> {
+    v.checked_mul(1000).filter(|&n| n <= i64::MAX as u64).ok_or_else(|| ParseError::at(line, format!("{what}: {v} µs is too large")))
+}
+
+/// A decimal number of µs ("-1.234", "12", "0.5") as signed ns, exactly for
+/// up to 3 decimals (more are rounded half up).
+pub fn decimal_us_to_ns(tok: &str, line: usize, what: &str) -> Result<i64, ParseError> {
+    let t = tok.trim();
+    let bad = || ParseError::at(line, format!("{what}: expected a number of µs like 12.345, found {t:?}"));
+    let (neg, body) = match t.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let (int_part, frac) = match body.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (body, ""),
+    };
+    if int_part.is_empty() && frac.is_empty() {
+        return Err(bad());
+    }
+    if !int_part.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let too_big = || ParseError::at(line, format!("{what}: {t} µs is too large"));
+    let i: i64 = if int_part.is_empty() { 0 } else { int_part.parse().map_err(|_| too_big())? };
+    let mut ns = i.checked_mul(1000).ok_or_else(too_big)?;
+    let digits: Vec<i64> = frac.bytes().map(|b| (b - b'0') as i64).collect();
+    let mut f = 0i64;
+    for k in 0..3 {
+        f = f * 10 + digits.get(k).copied().unwrap_or(0);
+    }
+    if digits.get(3).copied().unwrap_or(0) >= 5 {
+        f += 1;
+    }
+    ns = ns.checked_add(f).ok_or_else(too_big)?;
+    Ok(if neg { -ns } else { ns })
+}
+
+/// A decimal number (avg columns) as f64, rejecting NaN/inf.
+pub fn float(tok: &str, line: usize, what: &str) -> Result<f64, ParseError> {
+    let t = tok.trim();
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(ParseError::at(line, format!("{what}: expected a number, found {t:?}"))),
+    }
+}
+
+/// Clamp a signed ns latency to the unsigned schema, remembering the most
+/// negative value seen for the fidelity note.
+pub fn clamp_negative(v: i64, most_negative: &mut i64) -> u64 {
+    if v < 0 {
+        *most_negative = (*most_negative).min(v);
+        0
+    } else {
+        v as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_us_is_exact_to_the_ns() {
+        assert_eq!(decimal_us_to_ns("1.234", 1, "x").unwrap(), 1234);
+        assert_eq!(decimal_us_to_ns("-0.871", 1, "x").unwrap(), -871);
+        assert_eq!(decimal_us_to_ns("12", 1, "x").unwrap(), 12000);
+        assert_eq!(decimal_us_to_ns("0.5", 1, "x").unwrap(), 500);
+        assert_eq!(decimal_us_to_ns("0.0005", 1, "x").unwrap(), 1);
+        assert!(decimal_us_to_ns("1.2.3", 1, "x").is_err());
+        assert!(decimal_us_to_ns("", 1, "x").is_err());
+        assert!(decimal_us_to_ns("99999999999999999999", 1, "x").is_err());
+    }
+
+    #[test]
+    fn uint_explains_negative_and_huge() {
+        assert!(uint("-3", 7, "count").unwrap_err().msg.contains("negative"));
+        assert!(uint("99999999999999999999999", 7, "count").unwrap_err().msg.contains("too large"));
+        assert_eq!(uint(" 42 ", 7, "count").unwrap(), 42);
+    }
+
+    #[test]
+    fn overlapping_buckets_fuse_and_keep_counts() {
+        let b = |lo, hi, count| Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count };
+        let out = normalise_buckets(vec![b(3000, 3999, 5), b(100_000, 200_000, 2), b(100_000, 150_000, 1), b(0, 999, 0)]);
+        assert_eq!(out, vec![b(3000, 3999, 5), b(100_000, 200_000, 3)]);
+    }
+
+    #[test]
+    fn percentiles_take_the_top_of_the_rank_bucket() {
+        let b = |lo, hi, count| Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count };
+        // 90 samples in [1000,1999], 10 in [5000,5999]; max 5500.
+        let p = percentiles(&[b(1000, 1999, 90), b(5000, 5999, 10)], 100, 1200, 5500);
+        assert_eq!(p["50"], Nanos(1999));
+        assert_eq!(p["90"], Nanos(1999));
+        assert_eq!(p["99"], Nanos(5500)); // clamped to max
+    }
+
+    #[test]
+    fn summary_only_series_have_no_known_distribution() {
+        let s = Series { probe: "sem".into(), samples: 10, min_ns: 3000, max_ns: 9000, mean_ns: Some(4000.0), ..Series::default() };
+        let r = finish_series(&s, "sem", "idle").unwrap();
+        assert!(!r.distribution_known());
+        assert!(r.percentiles_ns.is_empty());
+        assert_eq!(r.histogram, vec![Bucket { lo_ns: Nanos(3000), hi_ns: Nanos(9000), count: 10 }]);
+        let b = Bucket { lo_ns: Nanos(3000), hi_ns: Nanos(3999), count: 10 };
+        let h = Series { buckets: vec![b], max_ns: 3500, ..s };
+        let r = finish_series(&h, "sem", "idle").unwrap();
+        assert!(r.distribution_known());
+        assert_eq!(r.percentiles_ns["50"], Nanos(3500), "top of the bucket, clamped to the max");
+    }
+
+    #[test]
+    fn counts_that_disagree_with_samples_are_refused() {
+        let b = Bucket { lo_ns: Nanos(0), hi_ns: Nanos(999), count: 9 };
+        let s = Series { probe: "t".into(), samples: 10, min_ns: 0, max_ns: 999, buckets: vec![b], ..Series::default() };
+        assert!(finish_series(&s, "t", "idle").unwrap_err().msg.contains("sum to 9"));
+    }
+
+    #[test]
+    fn ansi_escapes_are_removed() {
+        assert_eq!(strip_ansi("\u{1b}[4A#0: ID1"), "#0: ID1");
+    }
+}

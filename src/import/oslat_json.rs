@@ -1,0 +1,68 @@
+//! `oslat-json`: the file rt-tests' oslat writes with `--json=FILE`.
+//!
+//! Same envelope as cyclictest's (stray-colon keys, `sysinfo`), with
+//! `thread` {"N": {cpu, freq, min, avg, max, duration, histogram}}. The
+//! histogram is in µs buckets and its last bucket also counts every larger
+//! value ("including overflows" in oslat's text output), so that bucket is
+//! widened to the reported max. oslat measures OS noise with a busy loop: it
+//! has no period, so `interval_ns` is 0.
+
+use super::cyclictest_json::{common, json_f64, json_histogram, json_uint, parse_json, to_ns};
+use super::{ParseError, Parsed, Series};
+use crate::model::Nanos;
+
+pub fn parse(text: &str) -> Result<Parsed, ParseError> {
+    let v = parse_json(text)?;
+    if !v.is_object() {
+        return Err(ParseError::file("expected a JSON object (oslat --json output)"));
+    }
+    let mut p = common(&v, "oslat");
+    let threads = v
+        .get("thread")
+        .and_then(|t| t.as_object())
+        .ok_or_else(|| ParseError::file("no \"thread\" object; expected oslat --json output (truncated file?)"))?;
+    let mut ids = Vec::new();
+    for (k, t) in threads {
+        let id: usize = k.parse().map_err(|_| ParseError::file(format!("thread key {k:?} is not a thread number")))?;
+        ids.push((id, t));
+    }
+    ids.sort_by_key(|x| x.0);
+    let mut longest = 0f64;
+    for (id, t) in ids {
+        let path = format!("thread.\"{id}\"");
+        let min_ns = to_ns(json_uint(t, "min", &path)?, 1000, &path)?;
+        let max_ns = to_ns(json_uint(t, "max", &path)?, 1000, &path)?;
+        let avg = json_f64(t, "avg", &path)? * 1000.0;
+        if let Ok(d) = json_f64(t, "duration", &path) {
+            longest = longest.max(d);
+        }
+        let h = t.get("histogram").ok_or_else(|| ParseError::file(format!("{path}: no \"histogram\" field")))?;
+        let mut buckets = json_histogram(h, 1000, &format!("{path}.histogram"))?;
+        buckets.sort_by_key(|b| b.lo_ns);
+        if let Some(last) = buckets.last_mut() {
+            // oslat's last bucket holds every value at or above it.
+            last.hi_ns = Nanos(last.hi_ns.0.max(max_ns));
+        }
+        let samples = buckets
+            .iter()
+            .try_fold(0u64, |a, b| a.checked_add(b.count))
+            .ok_or_else(|| ParseError::file(format!("{path}.histogram: counts overflow a 64-bit sum")))?;
+        p.series.push(Series {
+            probe: "noise".into(),
+            thread: Some(id),
+            cpu: t.get("cpu").and_then(|c| c.as_u64()).map(|c| c as usize),
+            samples,
+            min_ns,
+            max_ns,
+            mean_ns: Some(avg),
+            buckets,
+            ..Series::default()
+        });
+    }
+    if longest > 0.0 {
+        p.duration_ns = Some((longest * 1e9) as u64);
+    }
+    p.fidelity.push("µs resolution; oslat's last histogram bucket also holds every larger value (widened to the max)".into());
+    p.fidelity.push("no per-second series; no worst-sample timestamps".into());
+    Ok(p)
+}

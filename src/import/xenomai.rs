@@ -1,0 +1,217 @@
+//! `xenomai-latency`: the output of Xenomai's `latency` test
+//! (testsuite/latency/latency.c, Xenomai 2.x and 3.x; EVL's `latmus` uses
+//! the same RTT/RTH/RTD/RTS lines).
+//!
+//! ```text
+//! == Sampling period: 100 us
+//! RTT|  00:00:01  (periodic user-mode task, 100 us period, priority 99)
+//! RTH|----lat min|----lat avg|----lat max|-overrun|---msw|---lat best|--lat worst
+//! RTD|      0.871|      1.402|      6.230|       0|     0|      0.871|      6.230   <- one per second
+//! HSD|    avg|   1 -  2 |    25300     <- with -h: bucket (in -B units, 1 µs by default), count
+//! HSS|    avg|     30000|      1.030|      0.451   <- samples, average, stddev (bucket units)
+//! RTS|      0.865|      1.403|     11.047|       0|     0|    00:00:03/00:00:03
+//! ```
+//! All values are µs with 3 decimals (exact to the ns). The `HSD| avg`
+//! histogram holds every sample (by absolute value; the last bucket also
+//! holds all larger ones); the `min`/`max` histograms hold one value per
+//! second and are not imported. Without `-h` the run is summary-only and
+//! its sample count is derived from the duration and the period.
+
+use super::{clamp_negative, decimal_us_to_ns, float, uint, ParseError, Parsed, Series};
+use crate::model::{Bucket, Nanos, SecondStats};
+
+/// The test mode as a variant: the user-mode periodic task is what the
+/// native `timer` probe measures (variant null, so `compare` lines them up);
+/// the in-kernel modes are `kernel` (task) and `irq` (timer handler). EVL's
+/// latmus prints `user`, `kernel`, `irq`.
+fn variant_of_mode(m: &str) -> Option<String> {
+    let m = m.trim();
+    if m.contains("timer handler") || m == "irq" {
+        Some("irq".into())
+    } else if m.contains("in-kernel") || m == "kernel" {
+        Some("kernel".into())
+    } else {
+        None
+    }
+}
+
+fn cells(l: &str) -> Vec<&str> {
+    l.split('|').skip(1).map(str::trim).collect()
+}
+
+/// "00:00:03/00:00:03" → seconds actually run.
+fn hms(s: &str) -> Option<u64> {
+    let first = s.split('/').next()?.trim();
+    let v: Vec<u64> = first.split(':').map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    if v.len() != 3 {
+        return None;
+    }
+    v[0].checked_mul(3600)?.checked_add(v[1].checked_mul(60)?)?.checked_add(v[2])
+}
+
+pub fn parse(text: &str) -> Result<Parsed, ParseError> {
+    let mut period_us: Option<u64> = None;
+    let mut mode = None;
+    let mut hist: Vec<Bucket> = Vec::new();
+    let mut hss_avg: Option<(usize, u64, f64)> = None;
+    let mut rts = None;
+    let mut per_second = Vec::new();
+    let mut neg = 0i64;
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        let l = raw.trim();
+        if let Some(v) = l.strip_prefix("== Sampling period:") {
+            period_us = Some(uint(v.trim().trim_end_matches("us").trim(), n, "sampling period (µs)")?);
+        } else if l.starts_with("RTT|") {
+            // "(periodic user-mode task, 100 us period, priority 99)"
+            if let Some(inner) = l.split_once('(').and_then(|(_, r)| r.split_once(')')).map(|(a, _)| a) {
+                let parts: Vec<&str> = inner.split(',').map(str::trim).collect();
+                mode = parts.first().and_then(|m| variant_of_mode(m));
+                if let Some(pp) = parts.iter().find(|p| p.ends_with("us period")) {
+                    period_us = Some(uint(pp.trim_end_matches("us period").trim(), n, "period (µs)")?);
+                }
+            }
+        } else if l.starts_with("RTD|") {
+            let c = cells(l);
+            if c.len() < 3 {
+                return Err(ParseError::at(n, "expected RTD| lat min| lat avg| lat max| overrun| msw| best| worst"));
+            }
+            let min = decimal_us_to_ns(c[0], n, "RTD lat min")?;
+            let avg = decimal_us_to_ns(c[1], n, "RTD lat avg")?;
+            let max = decimal_us_to_ns(c[2], n, "RTD lat max")?;
+            per_second.push((per_second.len() as u64, min, avg, max));
+        } else if l.starts_with("HSD|") {
+            let c = cells(l);
+            if c.len() != 3 {
+                return Err(ParseError::at(n, "expected HSD| kind| lo - hi | samples"));
+            }
+            if c[0] != "avg" {
+                continue;
+            }
+            let (lo, _) = c[1].split_once('-').ok_or_else(|| ParseError::at(n, "expected a bucket range \"lo - hi\""))?;
+            let lo = uint(lo, n, "HSD bucket")?;
+            let count = uint(c[2], n, "HSD samples")?;
+            let lo_ns = super::us_to_ns(lo, n, "HSD bucket")?;
+            hist.push(Bucket { lo_ns: Nanos(lo_ns), hi_ns: Nanos(lo_ns + 999), count });
+        } else if l.starts_with("HSS|") {
+            let c = cells(l);
+            if c.len() != 4 {
+                return Err(ParseError::at(n, "expected HSS| kind| samples| average| stddev"));
+            }
+            if c[0] == "avg" {
+                hss_avg = Some((n, uint(c[1], n, "HSS samples")?, float(c[3], n, "HSS stddev")?));
+            }
+        } else if l.starts_with("RTS|") {
+            let c = cells(l);
+            if c.len() < 6 {
+                return Err(ParseError::at(n, "expected RTS| min| avg| max| overruns| msw| duration"));
+            }
+            rts = Some((
+                n,
+                decimal_us_to_ns(c[0], n, "RTS min")?,
+                decimal_us_to_ns(c[1], n, "RTS avg")?,
+                decimal_us_to_ns(c[2], n, "RTS max")?,
+                uint(c[3], n, "RTS overruns")?,
+                hms(c[5]),
+            ));
+        }
+    }
+    let (rts_line, min, avg, max, overruns, secs) =
+        rts.ok_or_else(|| ParseError::file("no RTS| summary line; expected the complete output of Xenomai's latency (truncated file?)"))?;
+    let period_ns = period_us.map(|p| p.saturating_mul(1000));
+    let mut p = Parsed { tool: "xenomai latency".into(), ..Parsed::default() };
+    let samples = if !hist.is_empty() {
+        let sum = hist.iter().try_fold(0u64, |a, b| a.checked_add(b.count)).ok_or_else(|| ParseError::file("HSD counts overflow"))?;
+        if let Some((l, s, _)) = hss_avg {
+            if s != sum {
+                return Err(ParseError::at(l, format!("HSS avg says {s} samples but the HSD| avg rows sum to {sum}")));
+            }
+        }
+        sum
+    } else {
+        match (secs, period_ns) {
+            (Some(s), Some(pn)) if pn > 0 => {
+                p.fidelity.push("sample count estimated as duration / period (no -h histogram)".into());
+                s.saturating_mul(1_000_000_000) / pn
+            }
+            _ => {
+                return Err(ParseError::at(
+                    rts_line,
+                    "no HSD| histogram and no period or duration to count samples; expected latency -h output, or the RTT| line and the RTS| duration",
+                ))
+            }
+        }
+    };
+    let min_u = clamp_negative(min, &mut neg);
+    let max_u = clamp_negative(max, &mut neg);
+    let secs_stats: Vec<SecondStats> = match period_ns {
+        Some(pn) if pn > 0 => per_second
+            .iter()
+            .map(|&(t, mi, av, ma)| SecondStats {
+                t_s: t,
+                count: 1_000_000_000 / pn,
+                min_ns: Nanos(clamp_negative(mi, &mut neg)),
+                mean_ns: av.max(0) as f64,
+                max_ns: Nanos(clamp_negative(ma, &mut neg)),
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    if let Some(last) = hist.iter_mut().max_by_key(|b| b.lo_ns) {
+        // The last bucket also holds every larger value.
+        last.hi_ns = Nanos(last.hi_ns.0.max(max_u));
+    }
+    let summary_only = hist.is_empty();
+    p.series.push(Series {
+        probe: "timer".into(),
+        variant: mode.clone(),
+        thread: None,
+        interval_ns: period_ns.unwrap_or(0),
+        samples,
+        overruns,
+        min_ns: min_u,
+        max_ns: max_u,
+        mean_ns: Some(avg.max(0) as f64),
+        stddev_ns: hss_avg.map(|(_, _, sd)| sd * 1000.0),
+        buckets: hist,
+        per_second: secs_stats,
+        ..Series::default()
+    });
+    p.duration_ns = secs.map(|s| s.saturating_mul(1_000_000_000));
+    if summary_only {
+        p.fidelity.push("summary only (run without -h): percentiles unknown; histogram is one bucket [min, max]".into());
+    } else {
+        p.fidelity.push("histogram in 1 µs buckets (latency's -B default; the bucket size is not printed); values are absolute (negative latencies folded)".into());
+    }
+    if neg < 0 {
+        p.fidelity.push(format!("negative latencies (early wake-ups, down to {neg} ns) clamped to 0"));
+    }
+    p.fidelity.push("per-second series from the RTD| lines; counts per second derived from the period".into());
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_histogram_samples_come_from_duration_and_period() {
+        let text = "RTT|  00:00:01  (in-kernel timer handler, 200 us period, priority 99)\n\
+RTD|     -0.500|      1.000|      4.000|       0|     0|     -0.500|      4.000\n\
+RTS|     -0.500|      1.000|      4.000|       0|     0|    00:00:10/00:00:10\n";
+        let p = parse(text).unwrap();
+        let s = &p.series[0];
+        assert_eq!(s.samples, 10 * 5000, "10 s at 200 µs");
+        assert_eq!(s.variant.as_deref(), Some("irq"));
+        assert_eq!((s.min_ns, s.max_ns), (0, 4000));
+        assert!(s.buckets.is_empty());
+        assert!(p.fidelity.iter().any(|f| f.contains("-500 ns")));
+        assert!(p.fidelity.iter().any(|f| f.starts_with("summary only")));
+    }
+
+    #[test]
+    fn no_summary_line_means_truncated() {
+        let e = parse("RTD|      0.871|      1.402|      6.230|       0|     0|      0.871|      6.230\n").unwrap_err();
+        assert!(e.msg.contains("truncated"));
+    }
+}

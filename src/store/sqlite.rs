@@ -1,0 +1,511 @@
+//! The result history: an embedded SQLite database (bundled SQLite, through
+//! rusqlite) holding every saved run — native `rtscope run`s and imported
+//! results alike — queryable by host, kernel, date and tag.
+//!
+//! Main type: [`Store`]. The JSON result file stays the exchange format; each
+//! row of `runs` keeps the run's full schema v1 JSON text (for a native run,
+//! the exact bytes of the file, so `export` is byte-identical), and the
+//! `results`/`buckets` tables hold the same numbers as columns.
+//!
+//! Safety rules, each with its reason:
+//! - A file at the path that is not empty and does not start with SQLite's
+//!   16-byte magic header is refused before SQLite ever opens it: SQLite
+//!   would otherwise happily turn a stray results.json into a database on the
+//!   first write. Errors SQLite reports later (`SQLITE_NOTADB`,
+//!   `SQLITE_CORRUPT`) become the same kind of exit-2 message.
+//! - A database whose `user_version` is newer than [`migrations::latest`] is
+//!   refused before anything is written (not even the WAL switch, which
+//!   rewrites header bytes 18–19).
+//! - WAL journal and a 30 s busy timeout: two `rtscope run`s finishing at the
+//!   same moment both get saved; the second waits for the first's short
+//!   write transaction instead of failing with "database is locked".
+//! - Every write is one `BEGIN IMMEDIATE` transaction, so a crash mid-save
+//!   leaves the run either fully saved or absent.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBehavior};
+
+use super::migrations;
+use crate::error::BadInput;
+use crate::model::{Run, PERCENTILES};
+
+/// The first 16 bytes of every SQLite 3 database file.
+const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// How long a writer waits for another process's transaction to finish.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where the history database is: `--db` if given, else `$RTSCOPE_DB`, else
+/// `$XDG_DATA_HOME/rtscope/results.db`, else `~/.local/share/rtscope/results.db`
+/// (the XDG base-directory default).
+pub fn resolve_path(flag: Option<&Path>) -> Result<PathBuf, BadInput> {
+    if let Some(p) = flag {
+        return Ok(p.to_path_buf());
+    }
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(p) = var("RTSCOPE_DB") {
+        return Ok(p);
+    }
+    // The XDG spec says a relative $XDG_DATA_HOME is invalid and must be ignored.
+    if let Some(d) = var("XDG_DATA_HOME").filter(|d| d.is_absolute()) {
+        return Ok(d.join("rtscope").join("results.db"));
+    }
+    if let Some(h) = var("HOME") {
+        return Ok(h.join(".local/share/rtscope/results.db"));
+    }
+    Err(BadInput(
+        "no place for the history database: neither --db, RTSCOPE_DB, XDG_DATA_HOME nor HOME is set; pass --db PATH or --no-store".into(),
+    ))
+}
+
+/// Turn an SQLite error into exit 2 when it means "this file is not a usable
+/// rtscope database", else into an ordinary failure naming the database.
+fn sql_err(path: &Path, e: rusqlite::Error) -> anyhow::Error {
+    if let rusqlite::Error::SqliteFailure(f, _) = &e {
+        let why = match f.code {
+            ErrorCode::NotADatabase => Some("is not an SQLite database"),
+            ErrorCode::DatabaseCorrupt => Some("is a corrupt SQLite database"),
+            ErrorCode::CannotOpen => Some("cannot be opened (missing directory or no permission?)"),
+            ErrorCode::PermissionDenied | ErrorCode::ReadOnly => Some("is not writable"),
+            _ => None,
+        };
+        if let Some(why) = why {
+            return BadInput(format!(
+                "history database {} {why}; nothing was changed. Use another file with --db PATH or RTSCOPE_DB, or --no-store",
+                path.display()
+            ))
+            .into();
+        }
+    }
+    anyhow::Error::new(e).context(format!("history database {}", path.display()))
+}
+
+/// `u64` → SQLite INTEGER (signed 64-bit); values past `i64::MAX` (292 years
+/// in ns) cannot come from a real measurement and are refused.
+fn int(v: u64) -> rusqlite::Result<i64> {
+    i64::try_from(v).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+}
+
+fn opt_int(v: Option<usize>) -> rusqlite::Result<Option<i64>> {
+    v.map(|x| int(x as u64)).transpose()
+}
+
+/// One line of `rtscope history`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunRow {
+    pub id: i64,
+    pub started_at: String,
+    pub host: String,
+    pub kernel: String,
+    pub realtime: bool,
+    pub probes: String,
+    pub phases: String,
+    pub preset: Option<String>,
+    pub interrupted: bool,
+    /// "native" or the importer format.
+    pub source: String,
+    pub system: String,
+    pub tags: Vec<String>,
+    /// Largest `max_ns` per phase, in the order the phases ran.
+    pub headline_max_ns: Vec<PhaseMax>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PhaseMax {
+    pub phase: String,
+    pub max_ns: u64,
+}
+
+/// `history` filters; `None` = no filter.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Exact host name.
+    pub host: Option<String>,
+    /// Substring of the kernel release.
+    pub kernel: Option<String>,
+    pub tag: Option<String>,
+    /// RFC 3339 UTC lower bound on `started_at` (inclusive).
+    pub since: Option<String>,
+}
+
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Open (creating if needed) the database at `path`, bringing its schema
+    /// up to date. Exit-2 errors for: a non-SQLite or corrupt file, a
+    /// database from a newer rtscope.
+    pub fn open(path: &Path) -> anyhow::Result<Store> {
+        check_header(path)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("creating directory {} for the history database", dir.display()))?;
+        }
+        let conn = Connection::open(path).map_err(|e| sql_err(path, e))?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| sql_err(path, e))?;
+        conn.pragma_update(None, "foreign_keys", true).map_err(|e| sql_err(path, e))?;
+        let mut store = Store { conn, path: path.to_path_buf() };
+
+        // Read-only check first: nothing may be written to a newer database.
+        let version = store.user_version()?;
+        store.refuse_newer(version)?;
+        store.enable_wal()?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn user_version(&self) -> anyhow::Result<u32> {
+        let v: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| sql_err(&self.path, e))?;
+        Ok(v.max(0) as u32)
+    }
+
+    fn refuse_newer(&self, version: u32) -> anyhow::Result<()> {
+        if version > migrations::latest() {
+            return Err(BadInput(format!(
+                "history database {} was made by a newer rtscope (database schema version {version}, this rtscope knows up to {}); nothing was changed. Use a newer rtscope, or another file with --db",
+                self.path.display(),
+                migrations::latest()
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
+    fn enable_wal(&self) -> anyhow::Result<()> {
+        // Switching to WAL needs a moment of exclusive access; when another
+        // process is creating the same database at this instant SQLite may
+        // answer BUSY without calling the busy handler, so retry briefly.
+        let mut tries = 0;
+        loop {
+            match self.conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0)) {
+                Ok(_) => return Ok(()),
+                Err(rusqlite::Error::SqliteFailure(f, _))
+                    if matches!(f.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) && tries < 300 =>
+                {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => return Err(sql_err(&self.path, e)),
+            }
+        }
+    }
+
+    fn migrate(&mut self) -> anyhow::Result<()> {
+        let path = self.path.clone();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| sql_err(&path, e))?;
+        // Re-read inside the write lock: another process may have migrated
+        // between our first look and now.
+        let v: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| sql_err(&path, e))?;
+        let v = v.max(0) as u32;
+        if v > migrations::latest() {
+            drop(tx);
+            return self.refuse_newer(v);
+        }
+        for (i, sql) in migrations::MIGRATIONS.iter().enumerate().skip(v as usize) {
+            tx.execute_batch(sql).map_err(|e| sql_err(&path, e)).with_context(|| format!("applying migration {}", i + 1))?;
+        }
+        if v < migrations::latest() {
+            tx.pragma_update(None, "user_version", migrations::latest()).map_err(|e| sql_err(&path, e))?;
+        }
+        tx.commit().map_err(|e| sql_err(&path, e))?;
+        Ok(())
+    }
+
+    /// Save `run`, whose JSON text is `json` (for a native run: the file's
+    /// exact bytes). `source` is "native" or an importer format. Returns the id.
+    pub fn save(&mut self, run: &Run, json: &str, source: &str) -> anyhow::Result<i64> {
+        let path = self.path.clone();
+        let sha = super::sha256_hex(json.as_bytes());
+        let system = run.imported_from.as_ref().map(|i| i.system.clone()).unwrap_or_else(|| run.host.hostname.clone());
+        let host_json = serde_json::to_string(&run.host)?;
+        let saved_at = crate::store::now_rfc3339();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| sql_err(&path, e))?;
+        tx.execute(
+            "INSERT INTO runs (started_at, finished_at, host, kernel, realtime, probes, phases, preset, interrupted,
+                               source, system, file_sha256, host_json, json, saved_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            params![
+                run.started_at,
+                run.finished_at,
+                run.host.hostname,
+                run.host.kernel_release,
+                run.host.realtime,
+                run.plan.probes.join(","),
+                run.plan.phases.join(","),
+                run.interrupted,
+                source,
+                system,
+                sha,
+                host_json,
+                json,
+                saved_at
+            ],
+        )
+        .map_err(|e| sql_err(&path, e))?;
+        let id = tx.last_insert_rowid();
+        {
+            let mut res = tx
+                .prepare(
+                    "INSERT INTO results (run_id, idx, probe, phase, variant, thread, cpu, interval_ns, samples, overruns,
+                        min_ns, max_ns, mean_ns, stddev_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, p99_99_ns, p99_999_ns)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+                )
+                .map_err(|e| sql_err(&path, e))?;
+            let mut bucket = tx
+                .prepare("INSERT INTO buckets (run_id, result_idx, lo_ns, hi_ns, count) VALUES (?1, ?2, ?3, ?4, ?5)")
+                .map_err(|e| sql_err(&path, e))?;
+            for (idx, r) in run.results.iter().enumerate() {
+                let p = |key: &str| r.percentiles_ns.get(key).map(|n| int(n.0)).transpose();
+                let pct: Vec<Option<i64>> =
+                    PERCENTILES.iter().map(|(k, _)| p(k)).collect::<rusqlite::Result<_>>().map_err(|e| sql_err(&path, e))?;
+                res.execute(params![
+                    id,
+                    idx as i64,
+                    r.probe,
+                    r.phase,
+                    r.variant,
+                    opt_int(r.thread).map_err(|e| sql_err(&path, e))?,
+                    opt_int(r.cpu).map_err(|e| sql_err(&path, e))?,
+                    int(r.interval_ns.0).map_err(|e| sql_err(&path, e))?,
+                    int(r.samples).map_err(|e| sql_err(&path, e))?,
+                    int(r.overruns).map_err(|e| sql_err(&path, e))?,
+                    int(r.min_ns.0).map_err(|e| sql_err(&path, e))?,
+                    int(r.max_ns.0).map_err(|e| sql_err(&path, e))?,
+                    r.mean_ns,
+                    r.stddev_ns,
+                    pct[0],
+                    pct[1],
+                    pct[2],
+                    pct[3],
+                    pct[4],
+                    pct[5],
+                ])
+                .map_err(|e| sql_err(&path, e))?;
+                for b in &r.histogram {
+                    bucket
+                        .execute(params![
+                            id,
+                            idx as i64,
+                            int(b.lo_ns.0).map_err(|e| sql_err(&path, e))?,
+                            int(b.hi_ns.0).map_err(|e| sql_err(&path, e))?,
+                            int(b.count).map_err(|e| sql_err(&path, e))?
+                        ])
+                        .map_err(|e| sql_err(&path, e))?;
+                }
+            }
+        }
+        tx.commit().map_err(|e| sql_err(&path, e))?;
+        Ok(id)
+    }
+
+    /// Runs matching `f`, oldest first.
+    pub fn list(&self, f: &Filter) -> anyhow::Result<Vec<RunRow>> {
+        let e = |e| sql_err(&self.path, e);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, started_at, host, kernel, realtime, probes, phases, preset, interrupted, source, system
+                 FROM runs
+                 WHERE (?1 IS NULL OR host = ?1)
+                   AND (?2 IS NULL OR instr(kernel, ?2) > 0)
+                   AND (?3 IS NULL OR id IN (SELECT run_id FROM tags WHERE tag = ?3))
+                   AND (?4 IS NULL OR started_at >= ?4)
+                 ORDER BY started_at, id",
+            )
+            .map_err(e)?;
+        let rows = stmt
+            .query_map(params![f.host, f.kernel, f.tag, f.since], |r| {
+                Ok(RunRow {
+                    id: r.get(0)?,
+                    started_at: r.get(1)?,
+                    host: r.get(2)?,
+                    kernel: r.get(3)?,
+                    realtime: r.get(4)?,
+                    probes: r.get(5)?,
+                    phases: r.get(6)?,
+                    preset: r.get(7)?,
+                    interrupted: r.get(8)?,
+                    source: r.get(9)?,
+                    system: r.get(10)?,
+                    tags: Vec::new(),
+                    headline_max_ns: Vec::new(),
+                })
+            })
+            .map_err(e)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(e)?;
+        let mut out = Vec::with_capacity(rows.len());
+        for mut row in rows {
+            row.tags = self.tags(row.id)?;
+            let mut hs = self
+                .conn
+                .prepare_cached("SELECT phase, MAX(max_ns) FROM results WHERE run_id = ?1 GROUP BY phase ORDER BY MIN(idx)")
+                .map_err(e)?;
+            row.headline_max_ns = hs
+                .query_map([row.id], |r| Ok(PhaseMax { phase: r.get(0)?, max_ns: r.get::<_, i64>(1)?.max(0) as u64 }))
+                .map_err(e)?
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(e)?;
+            out.push(row);
+        }
+        Ok(out)
+    }
+
+    /// The stored JSON text of run `id` (exit 2 when there is no such run).
+    pub fn json_text(&self, id: i64) -> anyhow::Result<String> {
+        let t: Option<String> = self
+            .conn
+            .query_row("SELECT json FROM runs WHERE id = ?1", [id], |r| r.get(0))
+            .optional()
+            .map_err(|e| sql_err(&self.path, e))?;
+        t.ok_or_else(|| self.no_such_run(id))
+    }
+
+    /// Run `id`, parsed from its stored JSON.
+    pub fn load(&self, id: i64) -> anyhow::Result<Run> {
+        let text = self.json_text(id)?;
+        serde_json::from_str(&text).with_context(|| format!("run {id} in {} does not parse as result schema v1", self.path.display()))
+    }
+
+    fn no_such_run(&self, id: i64) -> anyhow::Error {
+        BadInput(format!("no run with id {id} in {}; `rtscope history` lists the ids", self.path.display())).into()
+    }
+
+    pub fn exists(&self, id: i64) -> anyhow::Result<bool> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT COUNT(*) FROM runs WHERE id = ?1", [id], |r| r.get(0))
+            .map_err(|e| sql_err(&self.path, e))?;
+        Ok(n > 0)
+    }
+
+    pub fn tags(&self, id: i64) -> anyhow::Result<Vec<String>> {
+        let e = |e| sql_err(&self.path, e);
+        let mut stmt = self.conn.prepare_cached("SELECT tag FROM tags WHERE run_id = ?1 ORDER BY tag").map_err(e)?;
+        let tags = stmt.query_map([id], |r| r.get(0)).map_err(e)?.collect::<rusqlite::Result<Vec<String>>>().map_err(e)?;
+        Ok(tags)
+    }
+
+    /// Tag run `id`; `Ok(false)` when it already had the tag.
+    pub fn tag(&self, id: i64, tag: &str) -> anyhow::Result<bool> {
+        if !self.exists(id)? {
+            return Err(self.no_such_run(id));
+        }
+        let n = self
+            .conn
+            .execute("INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?1, ?2)", params![id, tag])
+            .map_err(|e| sql_err(&self.path, e))?;
+        Ok(n == 1)
+    }
+
+    /// Remove `tag` from run `id`; `Ok(false)` when it did not have it.
+    pub fn untag(&self, id: i64, tag: &str) -> anyhow::Result<bool> {
+        if !self.exists(id)? {
+            return Err(self.no_such_run(id));
+        }
+        let n = self
+            .conn
+            .execute("DELETE FROM tags WHERE run_id = ?1 AND tag = ?2", params![id, tag])
+            .map_err(|e| sql_err(&self.path, e))?;
+        Ok(n == 1)
+    }
+
+    /// Delete run `id` with its results, buckets and tags.
+    pub fn remove(&mut self, id: i64) -> anyhow::Result<()> {
+        let path = self.path.clone();
+        let n = self.conn.execute("DELETE FROM runs WHERE id = ?1", [id]).map_err(|e| sql_err(&path, e))?;
+        if n == 0 {
+            return Err(self.no_such_run(id));
+        }
+        Ok(())
+    }
+
+    /// Ids of the runs carrying `tag`, oldest first.
+    pub fn ids_with_tag(&self, tag: &str) -> anyhow::Result<Vec<i64>> {
+        let e = |e| sql_err(&self.path, e);
+        let mut stmt = self
+            .conn
+            .prepare("SELECT r.id FROM runs r JOIN tags t ON t.run_id = r.id WHERE t.tag = ?1 ORDER BY r.started_at, r.id")
+            .map_err(e)?;
+        let ids = stmt.query_map([tag], |r| r.get(0)).map_err(e)?.collect::<rusqlite::Result<Vec<i64>>>().map_err(e)?;
+        Ok(ids)
+    }
+
+    /// Histogram buckets of result `idx` of run `id`, as stored in the
+    /// `buckets` table (used by tests to check the columns match the JSON).
+    pub fn buckets(&self, id: i64, idx: usize) -> anyhow::Result<Vec<(u64, u64, u64)>> {
+        let e = |e| sql_err(&self.path, e);
+        let mut stmt = self
+            .conn
+            .prepare("SELECT lo_ns, hi_ns, count FROM buckets WHERE run_id = ?1 AND result_idx = ?2 ORDER BY lo_ns")
+            .map_err(e)?;
+        let rows = stmt
+            .query_map(params![id, idx as i64], |r| {
+                Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64, r.get::<_, i64>(2)? as u64))
+            })
+            .map_err(e)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(e)?;
+        Ok(rows)
+    }
+}
+
+/// Refuse a non-empty file that does not start with the SQLite magic.
+fn check_header(path: &Path) -> Result<(), BadInput> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(BadInput(format!("history database {}: cannot read: {e}", path.display()))),
+    };
+    if meta.is_dir() {
+        return Err(BadInput(format!(
+            "history database {} is a directory; pass a file path with --db (e.g. {}/results.db)",
+            path.display(),
+            path.display()
+        )));
+    }
+    if meta.len() == 0 {
+        // SQLite treats an empty file as a new database.
+        return Ok(());
+    }
+    let mut head = [0u8; 16];
+    let mut f = std::fs::File::open(path).map_err(|e| BadInput(format!("history database {}: cannot open: {e}", path.display())))?;
+    let n = read_up_to(&mut f, &mut head).map_err(|e| BadInput(format!("history database {}: cannot read: {e}", path.display())))?;
+    if n < 16 || &head != SQLITE_MAGIC {
+        return Err(BadInput(format!(
+            "{} is not an SQLite database (it does not start with \"SQLite format 3\"); refusing to use it as the history database and leaving it untouched. Use another file with --db PATH or RTSCOPE_DB, or --no-store",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+fn read_up_to(f: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}

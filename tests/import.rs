@@ -1,0 +1,555 @@
+//! Importers through the real binary (`rtscope import --dry-run` prints the
+//! converted schema v1 runs) and, for robustness, through the library with
+//! property tests. Expected numbers are computed here from the fixture files
+//! themselves, independently of the importers' code; the cyclictest JSON and
+//! histogram fixtures come from the same cyclictest run, so their imports
+//! must agree exactly.
+//!
+//! The fixtures in tests/fixtures/import/ are described in its README.md.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use proptest::prelude::*;
+use serde_json::Value;
+
+use rtscope::import::{self, Format, FORMATS};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rtscope"));
+    c.env_remove("RTSCOPE_DB");
+    c
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import").join(name)
+}
+
+fn read(name: &str) -> String {
+    std::fs::read_to_string(fixture(name)).unwrap()
+}
+
+/// `rtscope import FILE --dry-run ARGS`: the converted runs.
+fn convert(path: &Path, args: &[&str]) -> Vec<Value> {
+    let o = bin().arg("import").arg(path).arg("--dry-run").args(args).output().unwrap();
+    assert!(o.status.success(), "import {} failed: {}", path.display(), String::from_utf8_lossy(&o.stderr));
+    serde_json::Deserializer::from_slice(&o.stdout).into_iter::<Value>().map(|v| v.unwrap()).collect()
+}
+
+fn import_err(path: &Path, args: &[&str]) -> String {
+    let o: Output = bin().arg("import").arg(path).arg("--dry-run").args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(2), "expected exit 2 for {}: {err}", path.display());
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+fn results(run: &Value) -> Vec<Value> {
+    run["results"].as_array().unwrap().clone()
+}
+
+fn thread(run: &Value, t: u64) -> Value {
+    results(run).into_iter().find(|r| r["thread"].as_u64() == Some(t)).unwrap()
+}
+
+fn merged(run: &Value) -> Vec<Value> {
+    results(run).into_iter().filter(|r| r["thread"].is_null()).collect()
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
+}
+
+/// The invariants of schema v1 every imported result must keep.
+fn check_invariants(run: &Value) {
+    assert_eq!(run["schema_version"], 1);
+    assert!(run["imported_from"]["file_sha256"].as_str().unwrap().len() == 64);
+    assert!(!run["fidelity"].as_array().unwrap().is_empty(), "imports always carry fidelity notes");
+    for r in results(run) {
+        let h = r["histogram"].as_array().unwrap();
+        let sum: u64 = h.iter().map(|b| u(&b["count"])).sum();
+        assert_eq!(sum, u(&r["samples"]), "histogram counts sum to samples: {r}");
+        let mut prev_hi: Option<u64> = None;
+        for b in h {
+            assert!(u(&b["lo_ns"]) <= u(&b["hi_ns"]));
+            if let Some(p) = prev_hi {
+                assert!(u(&b["lo_ns"]) > p, "buckets are disjoint and sorted");
+            }
+            prev_hi = Some(u(&b["hi_ns"]));
+        }
+        assert!(u(&h[0]["lo_ns"]) <= u(&r["min_ns"]) && u(&r["min_ns"]) <= u(&h[0]["hi_ns"]));
+        let last = &h[h.len() - 1];
+        assert!(u(&last["lo_ns"]) <= u(&r["max_ns"]) && u(&r["max_ns"]) <= u(&last["hi_ns"]));
+        for (_, p) in r["percentiles_ns"].as_object().unwrap() {
+            assert!(u(p) >= u(&r["min_ns"]) && u(p) <= u(&r["max_ns"]));
+        }
+    }
+}
+
+#[test]
+fn auto_detects_every_fixture() {
+    let cases = [
+        ("cyclictest.json", "cyclictest-json"),
+        ("cyclictest-hist.txt", "cyclictest-hist"),
+        ("oslat.json", "oslat-json"),
+        ("rtla-timerlat-hist.txt", "rtla-timerlat-hist"),
+        ("ptsematest.txt", "rt-tests-ipc"),
+        ("svsematest.txt", "rt-tests-ipc"),
+        ("pmqtest.txt", "rt-tests-ipc"),
+        ("sigwaittest.txt", "rt-tests-ipc"),
+        ("ptsematest-live.txt", "rt-tests-ipc"),
+        ("xenomai-latency.txt", "xenomai-latency"),
+        ("rtai-latency.txt", "rtai-latency"),
+        ("seed001-idle.csv", "bins-csv"),
+        ("seed001-disk.csv", "bins-csv"),
+        ("seed001-network.csv", "bins-csv"),
+        ("seed001-compute.csv", "bins-csv"),
+        ("seed001-combined.csv", "bins-csv"),
+    ];
+    for (f, want) in cases {
+        for run in convert(&fixture(f), &[]) {
+            assert_eq!(run["imported_from"]["format"], want, "{f}");
+            check_invariants(&run);
+        }
+    }
+}
+
+#[test]
+fn cyclictest_json_and_histogram_text_of_the_same_run_agree() {
+    // Both fixtures come from one `cyclictest -t 2 -l 2000 -h 100 --json=...` run.
+    let j = &convert(&fixture("cyclictest.json"), &[])[0];
+    let h = &convert(&fixture("cyclictest-hist.txt"), &[])[0];
+    let src: Value = serde_json::from_str(&read("cyclictest.json")).unwrap();
+    for t in 0..2u64 {
+        let (a, b) = (thread(j, t), thread(h, t));
+        let s = &src["thread"][t.to_string()];
+        assert_eq!(u(&a["samples"]), u(&s["cycles"]));
+        assert_eq!(u(&a["min_ns"]), u(&s["min"]) * 1000);
+        assert_eq!(u(&a["max_ns"]), u(&s["max"]) * 1000);
+        assert_eq!(u(&a["cpu"]), u(&s["cpu"]));
+        for k in ["samples", "min_ns", "max_ns", "histogram", "percentiles_ns"] {
+            assert_eq!(a[k], b[k], "thread {t}: {k} differs between the JSON and the -h text");
+        }
+        // The overflow bucket starts at the -h limit (100 µs) and holds
+        // cycles − Σ histogram samples.
+        let in_hist: u64 = s["histogram"].as_object().unwrap().values().map(u).sum();
+        let hist = a["histogram"].as_array().unwrap();
+        let over = hist.last().unwrap();
+        assert_eq!(u(&over["lo_ns"]), 100_000);
+        assert_eq!(u(&over["count"]), u(&s["cycles"]) - in_hist);
+        // Each in-range bucket is one µs wide with the JSON's count.
+        for (k, c) in s["histogram"].as_object().unwrap() {
+            let lo = k.parse::<u64>().unwrap() * 1000;
+            let b = hist.iter().find(|b| u(&b["lo_ns"]) == lo).unwrap();
+            assert_eq!((u(&b["hi_ns"]), u(&b["count"])), (lo + 999, u(c)));
+        }
+    }
+    // Merged entry = both threads.
+    let m = &merged(j)[0];
+    assert_eq!(u(&m["samples"]), u(&thread(j, 0)["samples"]) + u(&thread(j, 1)["samples"]));
+    assert_eq!(j["host"]["hostname"], src["sysinfo"]["nodename"]);
+    assert_eq!(j["host"]["kernel_release"], src["sysinfo"]["release"]);
+    assert_eq!(j["tool"]["version"], src["rt_test_version:"]);
+    assert!(j["fidelity"].to_string().contains("overflows"));
+}
+
+#[test]
+fn oslat_last_bucket_reaches_the_max() {
+    let r = &convert(&fixture("oslat.json"), &[])[0];
+    let src: Value = serde_json::from_str(&read("oslat.json")).unwrap();
+    let s = &src["thread"]["0"];
+    let t = thread(r, 0);
+    let total: u64 = s["histogram"].as_object().unwrap().values().map(u).sum();
+    assert_eq!(u(&t["samples"]), total);
+    assert_eq!(u(&t["max_ns"]), u(&s["max"]) * 1000);
+    let h = t["histogram"].as_array().unwrap();
+    assert_eq!(u(&h.last().unwrap()["hi_ns"]), u(&s["max"]) * 1000);
+    assert_eq!(t["probe"], "noise");
+}
+
+/// The last "#A -> #B, Min a, Cur c, Avg v, Max m" line per pair, and the
+/// last Cycles of each receiver, read with plain string handling.
+fn ipc_expect(text: &str) -> Vec<(u64, u64, u64, u64)> {
+    let mut pairs = std::collections::BTreeMap::new();
+    let mut cycles = std::collections::BTreeMap::new();
+    for l in text.lines() {
+        let l = l.rsplit('A').next().unwrap_or(l); // drop "ESC[4A"
+        let l = if l.starts_with('#') { l } else { continue };
+        if l.contains("->") {
+            let nums: Vec<i64> =
+                l.split(',').skip(1).map(|f| f.split_whitespace().last().unwrap().parse().unwrap()).collect();
+            let a: u64 = l[1..l.find(' ').unwrap()].parse().unwrap();
+            pairs.insert(a, (nums[0], nums[2], nums[3]));
+        } else {
+            for part in l.split(';') {
+                if let Some(c) = part.split("Cycles").nth(1) {
+                    let id: u64 = part.trim().trim_start_matches('#').split(':').next().unwrap().parse().unwrap();
+                    cycles.insert(id, c.trim().parse::<u64>().unwrap());
+                }
+            }
+        }
+    }
+    pairs.into_iter().map(|(a, (mi, av, ma))| (cycles[&a], mi as u64 * 1000, av as u64 * 1000, ma as u64 * 1000)).collect()
+}
+
+#[test]
+fn rt_tests_ipc_pairs_are_summary_only() {
+    for (f, probe, variant) in [
+        ("ptsematest.txt", "sem", "mutex/same-cpu"),
+        ("svsematest.txt", "sem", "sysv/same-cpu"),
+        ("pmqtest.txt", "mq", "oneway"),
+        ("sigwaittest.txt", "signal", "pthread_kill"),
+        ("ptsematest-live.txt", "sem", "mutex/same-cpu"),
+    ] {
+        let run = &convert(&fixture(f), &[])[0];
+        let want = ipc_expect(&read(f));
+        assert_eq!(run["tool"]["name"], if f.starts_with("pmq") { "pmqtest" } else { f.split(['.', '-']).next().unwrap() });
+        for (k, (cycles, min, avg, max)) in want.iter().enumerate() {
+            let r = thread(run, k as u64);
+            assert_eq!(r["probe"], probe);
+            assert_eq!(r["variant"], variant, "the native probe's variant (both tasks on one CPU with -a)");
+            assert_eq!((u(&r["samples"]), u(&r["min_ns"]), u(&r["max_ns"])), (*cycles, *min, *max), "{f} pair {k}");
+            assert_eq!(r["mean_ns"].as_f64().unwrap(), *avg as f64);
+            assert!(r["percentiles_ns"].as_object().unwrap().is_empty(), "summary-only: percentiles unknown");
+            let h = r["histogram"].as_array().unwrap();
+            assert_eq!(h.len(), 1);
+            assert_eq!((u(&h[0]["lo_ns"]), u(&h[0]["hi_ns"]), u(&h[0]["count"])), (*min, *max, *cycles));
+        }
+        assert!(run["fidelity"].to_string().contains("summary only"));
+    }
+}
+
+#[test]
+fn rtla_columns_become_irq_and_thread_variants_with_the_over_row() {
+    let run = &convert(&fixture("rtla-timerlat-hist.txt"), &[])[0];
+    // Columns from the fixture's table, read here by plain splitting.
+    let text = read("rtla-timerlat-hist.txt");
+    let row = |name: &str| -> Vec<u64> {
+        text.lines().find(|l| l.starts_with(name)).unwrap().split_whitespace().skip(1).map(|x| x.parse().unwrap()).collect()
+    };
+    let (count, over, max) = (row("count:"), row("over:"), row("max:"));
+    let cols = ["irq", "thread", "irq", "thread"];
+    for (k, variant) in cols.iter().enumerate() {
+        let cpu = (k / 2) as u64;
+        let r = results(run)
+            .into_iter()
+            .find(|r| r["variant"] == *variant && r["cpu"].as_u64() == Some(cpu) && !r["thread"].is_null())
+            .unwrap();
+        assert_eq!(u(&r["samples"]), count[k]);
+        assert_eq!(u(&r["max_ns"]), max[k] * 1000);
+        if over[k] > 0 {
+            let last = r["histogram"].as_array().unwrap().last().unwrap().clone();
+            assert_eq!(u(&last["count"]), over[k]);
+            assert_eq!(u(&last["hi_ns"]), max[k] * 1000);
+        }
+    }
+    assert_eq!(merged(run).len(), 2, "one merged entry per variant");
+    assert!(run["fidelity"].to_string().contains("2 overflows"));
+}
+
+#[test]
+fn xenomai_histogram_summary_and_seconds() {
+    let run = &convert(&fixture("xenomai-latency.txt"), &[])[0];
+    let r = &merged(run)[0];
+    let text = read("xenomai-latency.txt");
+    let rts: Vec<&str> = text.lines().find(|l| l.starts_with("RTS|")).unwrap().split('|').map(str::trim).collect();
+    let ns = |s: &str| (s.parse::<f64>().unwrap() * 1000.0).round() as u64;
+    assert_eq!(u(&r["min_ns"]), ns(rts[1]));
+    assert_eq!(u(&r["max_ns"]), ns(rts[3]));
+    assert_eq!(r["mean_ns"].as_f64().unwrap(), ns(rts[2]) as f64);
+    let hss: u64 = text.lines().find(|l| l.starts_with("HSS|") && l.contains("avg")).unwrap().split('|').nth(2).unwrap().trim().parse().unwrap();
+    assert_eq!(u(&r["samples"]), hss);
+    let rtd = text.lines().filter(|l| l.starts_with("RTD|")).count();
+    let per_second = thread_or_merged_series(run);
+    assert_eq!(per_second, rtd);
+    assert_eq!(run["plan"]["interval_ns"], 100_000);
+}
+
+fn thread_or_merged_series(run: &Value) -> usize {
+    results(run).iter().map(|r| r["per_second"].as_array().unwrap().len()).max().unwrap()
+}
+
+#[test]
+fn rtai_windows_negative_minimum_is_clamped_and_noted() {
+    let run = &convert(&fixture("rtai-latency.txt"), &[])[0];
+    let text = read("rtai-latency.txt");
+    let rtd: Vec<Vec<i64>> = text
+        .lines()
+        .filter(|l| l.starts_with("RTD|"))
+        .map(|l| l.split('|').skip(1).map(|x| x.trim().parse().unwrap()).collect())
+        .collect();
+    let r = &merged(run)[0];
+    // period 100000 ns, 1 s windows: 10000 samples per window.
+    assert_eq!(u(&r["samples"]), 10_000 * rtd.len() as u64);
+    assert_eq!(u(&r["max_ns"]), rtd.iter().map(|w| w[3]).max().unwrap() as u64);
+    assert_eq!(u(&r["min_ns"]), 0, "the negative minimum is clamped to 0");
+    assert_eq!(u(&r["overruns"]), rtd.iter().map(|w| w[5]).max().unwrap() as u64);
+    let min = rtd.iter().map(|w| w[0]).min().unwrap();
+    assert!(run["fidelity"].to_string().contains(&format!("down to {min} ns")));
+    // One task, so one result (thread null), with one per_second entry per window.
+    assert_eq!(results(run).len(), 1);
+    let secs = r["per_second"].as_array().unwrap();
+    assert_eq!(secs.len(), rtd.len());
+    for (s, w) in secs.iter().zip(&rtd) {
+        assert_eq!(u(&s["max_ns"]), w[3] as u64);
+        assert_eq!(u(&s["count"]), 10_000);
+    }
+}
+
+/// Read a bins-csv fixture: (lo, hi, counts per column) and the column names.
+/// One bins-csv row: (bin_lo_ns, bin_hi_ns, count per column).
+type BinRow = (u64, u64, Vec<u64>);
+
+fn read_bins(name: &str) -> (Vec<String>, Vec<BinRow>) {
+    let text = read(name);
+    let mut lines = text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty());
+    let names: Vec<String> = lines.next().unwrap().split(',').skip(2).map(String::from).collect();
+    let rows = lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let counts = (0..names.len()).map(|k| f.get(k + 2).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).unwrap_or(0)).collect();
+            (f[0].parse().unwrap(), f[1].parse().unwrap(), counts)
+        })
+        .collect();
+    (names, rows)
+}
+
+#[test]
+fn seed001_bins_csv_keep_every_count_per_bin() {
+    for table in ["idle", "disk", "network", "compute", "combined"] {
+        let f = format!("seed001-{table}.csv");
+        let (names, rows) = read_bins(&f);
+        let runs = convert(&fixture(&f), &["--phase", table, "--probe", "irq"]);
+        assert_eq!(runs.len(), names.len());
+        for (k, name) in names.iter().enumerate() {
+            let run = runs.iter().find(|r| r["host"]["hostname"] == name.as_str()).unwrap();
+            let r = &results(run)[0];
+            assert_eq!((r["probe"].as_str().unwrap(), r["phase"].as_str().unwrap()), ("irq", table));
+            let want: Vec<(u64, u64, u64)> = rows.iter().filter(|row| row.2[k] > 0).map(|row| (row.0, row.1 - 1, row.2[k])).collect();
+            let got: Vec<(u64, u64, u64)> =
+                r["histogram"].as_array().unwrap().iter().map(|b| (u(&b["lo_ns"]), u(&b["hi_ns"]), u(&b["count"]))).collect();
+            assert_eq!(got, want, "{f}: {name}");
+        }
+    }
+    // --name picks one column.
+    let one = convert(&fixture("seed001-idle.csv"), &["--name", "VxWorks 6.8"]);
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0]["imported_from"]["system"], "VxWorks 6.8");
+    let err = import_err(&fixture("seed001-idle.csv"), &["--name", "QNX"]);
+    assert!(err.contains("Linux 3.10") && err.contains("VxWorks 6.8"), "{err}");
+}
+
+fn write_tmp(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+#[test]
+fn bad_files_exit_2_naming_file_line_and_expectation() {
+    let dir = tempfile::tempdir().unwrap();
+    // Unrecognised content lists the formats.
+    let p = write_tmp(dir.path(), "notes.txt", b"hello\nworld\n");
+    let err = import_err(&p, &[]);
+    assert!(err.contains("notes.txt") && err.contains("cyclictest-json") && err.contains("bins-csv"), "{err}");
+
+    // Negative count in bins-csv: line 3.
+    let p = write_tmp(dir.path(), "neg.csv", b"bin_lo_ns,bin_hi_ns,A\n0,1000,5\n1000,2000,-3\n");
+    let err = import_err(&p, &[]);
+    assert!(err.contains("neg.csv") && err.contains("line 3") && err.contains("negative"), "{err}");
+
+    // Huge number.
+    let p = write_tmp(dir.path(), "huge.csv", b"bin_lo_ns,bin_hi_ns,A\n0,1000,99999999999999999999999\n");
+    let err = import_err(&p, &[]);
+    assert!(err.contains("line 2") && err.contains("too large"), "{err}");
+
+    // Overlapping bins.
+    let p = write_tmp(dir.path(), "overlap.csv", b"bin_lo_ns,bin_hi_ns,A\n0,1000,1\n500,2000,1\n");
+    let err = import_err(&p, &[]);
+    assert!(err.contains("line 3") && err.contains("overlap"), "{err}");
+
+    // Not UTF-8.
+    let p = write_tmp(dir.path(), "latin1.txt", b"RTS|  \xe9\xff 1.0\n");
+    let err = import_err(&p, &[]);
+    assert!(err.contains("latin1.txt") && err.contains("UTF-8") && err.contains("line 1"), "{err}");
+
+    // Truncated: the first half of each text fixture with a footer.
+    for (f, fmt) in [("cyclictest-hist.txt", "cyclictest-hist"), ("xenomai-latency.txt", "xenomai-latency"), ("rtla-timerlat-hist.txt", "rtla-timerlat-hist")] {
+        let text = read(f);
+        let cut = &text[..text.len() / 2];
+        let p = write_tmp(dir.path(), &format!("cut-{f}"), cut.as_bytes());
+        let err = import_err(&p, &["--format", fmt]);
+        assert!(err.contains(&format!("cut-{f}")) && (err.contains("truncated") || err.contains("expected")), "{f}: {err}");
+    }
+    // Truncated JSON: serde's line number.
+    let text = read("cyclictest.json");
+    let p = write_tmp(dir.path(), "cut.json", &text.as_bytes()[..text.len() / 2]);
+    let err = import_err(&p, &["--format", "cyclictest-json"]);
+    assert!(err.contains("cut.json") && err.contains("line ") && err.contains("not valid JSON"), "{err}");
+
+    // Histogram count that disagrees with # Total.
+    let bad = read("cyclictest-hist.txt").replacen("000007 000033", "000007 000034", 1);
+    let p = write_tmp(dir.path(), "total.txt", bad.as_bytes());
+    let err = import_err(&p, &[]);
+    assert!(err.contains("# Total"), "{err}");
+}
+
+#[test]
+fn rtscope_result_files_import_as_themselves() {
+    // A schema v1 file made by converting a fixture, then imported back: the
+    // stored text is the file, so export gives the same bytes.
+    let dir = tempfile::tempdir().unwrap();
+    let o = bin().args(["import", "--dry-run"]).arg(fixture("pmqtest.txt")).output().unwrap();
+    let p = write_tmp(dir.path(), "r.json", &o.stdout);
+    let db = dir.path().join("db");
+    let o = bin().env("RTSCOPE_DB", &db).arg("import").arg(&p).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = bin().env("RTSCOPE_DB", &db).args(["export", "1"]).output().unwrap();
+    assert_eq!(o.stdout, std::fs::read(&p).unwrap());
+}
+
+// ---- robustness: no input makes a parser panic ----
+
+fn all_fixture_texts() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(fixture(""))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e != "md"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Parse with every format, and detection; only "no panic" is asserted
+/// here — the error content is checked in the tests above.
+fn parse_everything(text: &str) {
+    let _ = import::detect(text);
+    for f in FORMATS {
+        if f != Format::Rtscope {
+            let _ = import::parse(f, text, "x.txt");
+        }
+    }
+}
+
+/// Mutations of a valid file: cut it, splice bytes in, replace numbers by
+/// huge or negative ones, duplicate or drop lines.
+fn mutate(text: &str, op: u8, at: usize, junk: &str) -> String {
+    let at = if text.is_empty() { 0 } else { at % text.len() };
+    let at = (0..=at).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+    match op % 6 {
+        0 => text[..at].to_string(),
+        1 => format!("{}{junk}{}", &text[..at], &text[at..]),
+        2 => text.replacen(|c: char| c.is_ascii_digit(), "99999999999999999999999", 1 + at % 5),
+        3 => text.replacen(' ', " -", 1 + at % 7),
+        4 => {
+            let lines: Vec<&str> = text.lines().collect();
+            let k = if lines.is_empty() { 0 } else { at % lines.len() };
+            lines.iter().enumerate().filter(|(i, _)| *i != k).map(|(_, l)| *l).collect::<Vec<_>>().join("\n")
+        }
+        _ => text.replace('|', &junk.chars().take(2).collect::<String>()),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    #[test]
+    fn parsers_never_panic_on_random_text(s in "\\PC{0,400}") {
+        parse_everything(&s);
+    }
+
+    #[test]
+    fn parsers_never_panic_on_line_soup(lines in proptest::collection::vec(
+        prop_oneof![
+            Just("# Histogram".to_string()), Just("# Max Latencies: 5".to_string()), Just("RTS| 1.0| 2| x".to_string()),
+            Just("HSD|    avg|   1 -  2 |  5".to_string()), Just("Index IRQ-000 Thr-000".to_string()), Just("over: 1 2".to_string()),
+            Just("#1 -> #0, Min 3, Cur 4, Avg 4, Max 2".to_string()), Just("bin_lo_ns,bin_hi_ns,A".to_string()),
+            Just("RTH|    lat min|    ovl min|    lat avg|    lat max|    ovl max|   overruns".to_string()),
+            "[0-9 ,|:#-]{0,40}",
+        ], 0..30)) {
+        parse_everything(&lines.join("\n"));
+    }
+
+    #[test]
+    fn parsers_never_panic_on_mutated_fixtures(k in 0usize..64, op in 0u8..6, at in 0usize..100_000, junk in "\\PC{0,12}") {
+        let texts = all_fixture_texts();
+        let t = &texts[k % texts.len()];
+        parse_everything(&mutate(t, op, at, &junk));
+    }
+
+    #[test]
+    fn result_json_reader_never_panics(op in 0u8..6, at in 0usize..100_000, junk in "\\PC{0,12}") {
+        // A real converted result, mutated, through store::json::read_run.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        let run = {
+            let mut p = import::parse(Format::RtTestsIpc, &read("ptsematest.txt"), "ptsematest.txt").unwrap();
+            let ctx = import::Context {
+                format: Format::RtTestsIpc, file: "f".into(), file_sha256: "0".repeat(64), file_stem: "f".into(),
+                file_mtime: "2026-01-01T00:00:00Z".into(), phase: "idle".into(), probe: None, name: None,
+            };
+            import::build_run(p.remove(0), &ctx).unwrap()
+        };
+        let text = serde_json::to_string_pretty(&run).unwrap();
+        std::fs::write(&path, mutate(&text, op, at, &junk)).unwrap();
+        let _ = rtscope::store::json::read_run(&path);
+    }
+}
+
+/// Path → documented field names, from the `## Path: /x` tables of docs/schema.md.
+fn documented_fields() -> std::collections::HashMap<String, Vec<String>> {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/schema.md")).unwrap();
+    let mut out: std::collections::HashMap<String, Vec<String>> = Default::default();
+    let mut current: Option<String> = None;
+    for line in doc.lines() {
+        if let Some(p) = line.strip_prefix("## Path: ") {
+            current = Some(p.trim().to_string());
+            out.entry(p.trim().to_string()).or_default();
+        } else if line.starts_with("## ") {
+            current = None;
+        } else if let Some(path) = &current {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            if cells.len() >= 5 && cells[1].starts_with('`') {
+                out.get_mut(path).unwrap().push(cells[1].trim_matches('`').to_string());
+            }
+        }
+    }
+    out
+}
+
+fn walk(v: &Value, path: &str, doc: &std::collections::HashMap<String, Vec<String>>, missing: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            // Maps keyed by data (percentiles) are documented as one `map` field.
+            let Some(fields) = doc.get(if path.is_empty() { "/" } else { path }) else { return };
+            for (k, child) in m {
+                if !fields.contains(k) {
+                    missing.push(format!("{}/{k}", path));
+                }
+                walk(child, &format!("{path}/{k}"), doc, missing);
+            }
+        }
+        Value::Array(a) => {
+            for child in a {
+                walk(child, &format!("{path}[]"), doc, missing);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn every_field_of_imported_runs_is_documented() {
+    let doc = documented_fields();
+    assert!(doc.contains_key("/imported_from"), "docs/schema.md documents /imported_from");
+    let mut missing = Vec::new();
+    for f in ["cyclictest.json", "oslat.json", "rtla-timerlat-hist.txt", "pmqtest.txt", "xenomai-latency.txt", "rtai-latency.txt", "seed001-idle.csv"] {
+        for run in convert(&fixture(f), &[]) {
+            walk(&run, "", &doc, &mut missing);
+        }
+    }
+    missing.sort();
+    missing.dedup();
+    assert!(missing.is_empty(), "fields not documented in docs/schema.md: {missing:?}");
+}

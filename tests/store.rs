@@ -1,0 +1,436 @@
+//! The SQLite history store through the real binary: `run` saves into it,
+//! `export` gives back the exact file, `history`/`show`/`tag`/`rm` work on
+//! it, concurrent writers all land, and a foreign, corrupt or newer database
+//! is refused with exit 2 and left byte-for-byte untouched.
+//!
+//! Every command here gets `--db` or `RTSCOPE_DB` pointing into a temp dir:
+//! no test touches the user's real history database.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rtscope"));
+    // A stray RTSCOPE_DB from the environment must not leak into tests.
+    c.env_remove("RTSCOPE_DB");
+    c
+}
+
+fn rtscope(db: &Path, args: &[&str]) -> Output {
+    bin().env("RTSCOPE_DB", db).args(args).output().expect("run rtscope")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import").join(name)
+}
+
+fn history(db: &Path, extra: &[&str]) -> Vec<Value> {
+    let mut args = vec!["history", "--json"];
+    args.extend_from_slice(extra);
+    let o = rtscope(db, &args);
+    assert!(o.status.success(), "history failed: {}", stderr(&o));
+    serde_json::from_slice::<Value>(&o.stdout).expect("history --json").as_array().expect("array").clone()
+}
+
+/// A short native run: 300 ms of the timer probe on one thread.
+fn short_run(db: &Path, json: &Path) -> Output {
+    bin()
+        .env("RTSCOPE_DB", db)
+        .args(["run", "-D", "300ms", "-i", "1000", "-t", "1", "-q", "--json"])
+        .arg(json)
+        .output()
+        .expect("run rtscope run")
+}
+
+#[test]
+fn run_saves_and_export_is_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h/results.db");
+    let json = dir.path().join("r.json");
+    let o = short_run(&db, &json);
+    assert!(o.status.success(), "run failed: {}", stderr(&o));
+    let rows = history(&db, &[]);
+    assert_eq!(rows.len(), 1);
+    let original = std::fs::read(&json).unwrap();
+    let run: Value = serde_json::from_slice(&original).unwrap();
+    assert_eq!(rows[0]["host"], run["host"]["hostname"]);
+    assert_eq!(rows[0]["started_at"], run["started_at"]);
+    assert_eq!(rows[0]["source"], "native");
+    // Headline max per phase = the largest max_ns of that phase in the file.
+    let file_max = run["results"].as_array().unwrap().iter().map(|r| r["max_ns"].as_u64().unwrap()).max().unwrap();
+    assert_eq!(rows[0]["headline_max_ns"][0]["max_ns"].as_u64().unwrap(), file_max);
+
+    let id = rows[0]["id"].as_i64().unwrap().to_string();
+    let out = dir.path().join("export/again.json");
+    let o = rtscope(&db, &["export", &id, "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "export failed: {}", stderr(&o));
+    assert_eq!(std::fs::read(&out).unwrap(), original, "export must give back the exact file");
+    // And to stdout.
+    let o = rtscope(&db, &["export", &id]);
+    assert_eq!(o.stdout, original);
+}
+
+#[test]
+fn no_store_writes_no_database_and_db_flag_beats_env() {
+    let dir = tempfile::tempdir().unwrap();
+    let env_db = dir.path().join("env.db");
+    let flag_db = dir.path().join("flag.db");
+    let o = bin()
+        .env("RTSCOPE_DB", &env_db)
+        .args(["run", "-D", "200ms", "-t", "1", "-q", "--no-store", "--json"])
+        .arg(dir.path().join("a.json"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!env_db.exists(), "--no-store must not create the database");
+    assert!(dir.path().join("a.json").exists());
+
+    let o = bin()
+        .env("RTSCOPE_DB", &env_db)
+        .args(["run", "-D", "200ms", "-t", "1", "-q", "--db"])
+        .arg(&flag_db)
+        .arg("--json")
+        .arg(dir.path().join("b.json"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(flag_db.exists() && !env_db.exists(), "--db must win over RTSCOPE_DB");
+    assert_eq!(history(&flag_db, &[]).len(), 1);
+}
+
+#[test]
+fn default_path_follows_xdg_data_home() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = bin()
+        .env("XDG_DATA_HOME", dir.path())
+        .env("HOME", dir.path().join("home"))
+        .args(["import", fixture("ptsematest.txt").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(dir.path().join("rtscope/results.db").exists());
+    // Without XDG_DATA_HOME: ~/.local/share.
+    let o = bin()
+        .env_remove("XDG_DATA_HOME")
+        .env("HOME", dir.path().join("home"))
+        .args(["import", fixture("ptsematest.txt").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(dir.path().join("home/.local/share/rtscope/results.db").exists());
+}
+
+fn assert_refused_untouched(db: &Path, before: &[u8], o: &Output, words: &str) {
+    assert_eq!(o.status.code(), Some(2), "expected exit 2, stderr: {}", stderr(o));
+    let err = stderr(o);
+    assert!(err.contains(&db.display().to_string()), "error must name the file: {err}");
+    assert!(err.contains(words), "error should say {words:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(std::fs::read(db).unwrap(), before, "the file must be left untouched");
+}
+
+#[test]
+fn non_sqlite_file_is_refused_and_never_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    let text = b"{\"this\": \"is my results.json, not a database\"}\n".to_vec();
+    std::fs::write(&db, &text).unwrap();
+    for args in [
+        vec!["history"],
+        vec!["import", fixture("ptsematest.txt").to_str().unwrap()],
+        vec!["tag", "1", "x"],
+        vec!["export", "1"],
+    ] {
+        let o = rtscope(&db, &args);
+        assert_refused_untouched(&db, &text, &o, "not an SQLite database");
+    }
+    // `run` checks the database before measuring: exit 2, no result written.
+    let json = dir.path().join("r.json");
+    let o = short_run(&db, &json);
+    assert_refused_untouched(&db, &text, &o, "not an SQLite database");
+    assert!(!json.exists(), "a refused run must not write a result");
+}
+
+#[test]
+fn corrupt_sqlite_file_is_refused_and_never_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    // Make a real database, then damage everything after the header.
+    let o = rtscope(&db, &["import", fixture("ptsematest.txt").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Checkpointed copy: make sure the WAL is folded in before damaging.
+    drop(o);
+    let mut bytes = std::fs::read(&db).unwrap();
+    for b in bytes.iter_mut().skip(100) {
+        *b = 0xA5;
+    }
+    // Header page-size field (bytes 16-17) made invalid too.
+    bytes[16] = 0x00;
+    bytes[17] = 0x03;
+    std::fs::write(&db, &bytes).unwrap();
+    let _ = std::fs::remove_file(dir.path().join("results.db-wal"));
+    let _ = std::fs::remove_file(dir.path().join("results.db-shm"));
+    let o = rtscope(&db, &["history"]);
+    assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("results.db") && (err.contains("corrupt") || err.contains("not an SQLite database")), "{err}");
+    assert_eq!(std::fs::read(&db).unwrap(), bytes, "the corrupt file must be left untouched");
+}
+
+#[test]
+fn database_from_a_newer_rtscope_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    let o = rtscope(&db, &["import", fixture("ptsematest.txt").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        let v: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(v as u32, rtscope::store::migrations::latest(), "a fresh database is at the latest schema");
+        c.pragma_update(None, "user_version", 99).unwrap();
+        c.pragma_update(None, "journal_mode", "DELETE").unwrap();
+    }
+    let before = std::fs::read(&db).unwrap();
+    for args in [vec!["history"], vec!["import", fixture("pmqtest.txt").to_str().unwrap()], vec!["rm", "1"]] {
+        let o = rtscope(&db, &args);
+        assert_refused_untouched(&db, &before, &o, "newer rtscope");
+    }
+}
+
+#[test]
+fn two_runs_finishing_together_are_both_saved() {
+    let dir = tempfile::tempdir().unwrap();
+    // A fresh path: both processes also race to create the database.
+    let db = dir.path().join("new/results.db");
+    let spawn = |name: &str| {
+        bin()
+            .env("RTSCOPE_DB", &db)
+            .args(["run", "-D", "500ms", "-t", "1", "-q", "--json"])
+            .arg(dir.path().join(name))
+            .spawn()
+            .unwrap()
+    };
+    let (mut a, mut b) = (spawn("a.json"), spawn("b.json"));
+    assert!(a.wait().unwrap().success());
+    assert!(b.wait().unwrap().success());
+    let rows = history(&db, &[]);
+    assert_eq!(rows.len(), 2, "both runs must be saved: {rows:?}");
+    let mut starts: Vec<String> = rows.iter().map(|r| r["started_at"].as_str().unwrap().to_string()).collect();
+    let mut files: Vec<String> = ["a.json", "b.json"]
+        .iter()
+        .map(|f| {
+            let v: Value = serde_json::from_slice(&std::fs::read(dir.path().join(f)).unwrap()).unwrap();
+            v["started_at"].as_str().unwrap().to_string()
+        })
+        .collect();
+    starts.sort();
+    files.sort();
+    assert_eq!(starts, files);
+}
+
+#[test]
+fn many_concurrent_imports_all_land() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    let n = 8;
+    let kids: Vec<_> = (0..n)
+        .map(|i| {
+            bin()
+                .env("RTSCOPE_DB", &db)
+                .args(["import", fixture("cyclictest.json").to_str().unwrap(), "--name"])
+                .arg(format!("board-{i}"))
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut k in kids {
+        assert!(k.wait().unwrap().success());
+    }
+    let rows = history(&db, &[]);
+    assert_eq!(rows.len(), n);
+    let mut hosts: Vec<String> = rows.iter().map(|r| r["host"].as_str().unwrap().to_string()).collect();
+    hosts.sort();
+    let mut want: Vec<String> = (0..n).map(|i| format!("board-{i}")).collect();
+    want.sort();
+    assert_eq!(hosts, want);
+}
+
+#[test]
+fn history_filters_tags_and_rm() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    // cyclictest.json records host "vm"-like nodename and a kernel; ptsematest has neither.
+    let cj: Value = serde_json::from_slice(&std::fs::read(fixture("cyclictest.json")).unwrap()).unwrap();
+    let node = cj["sysinfo"]["nodename"].as_str().unwrap();
+    let kernel = cj["sysinfo"]["release"].as_str().unwrap();
+    for (f, extra) in [("cyclictest.json", vec![]), ("ptsematest.txt", vec!["--name", "board-b"]), ("oslat.json", vec!["--tag", "nightly"])] {
+        let mut args = vec!["import", "--phase", "idle"];
+        let p = fixture(f);
+        args.push(p.to_str().unwrap());
+        args.extend(extra);
+        let o = rtscope(&db, &args);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    assert_eq!(history(&db, &[]).len(), 3);
+    let by_host = history(&db, &["--host", "board-b"]);
+    assert_eq!(by_host.len(), 1);
+    assert_eq!(by_host[0]["probes"], "sem");
+    let by_kernel = history(&db, &["--kernel", &kernel[..kernel.len().min(4)]]);
+    assert_eq!(by_kernel.len(), 2, "cyclictest and oslat recorded the kernel");
+    assert!(by_kernel.iter().all(|r| r["host"] == node));
+    assert_eq!(history(&db, &["--since", "2999-01-01"]).len(), 0);
+    assert_eq!(history(&db, &["--since", "2000-01-01"]).len(), 3);
+    let o = rtscope(&db, &["history", "--since", "yesterday"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--since"));
+
+    let tagged = history(&db, &["--tag", "nightly"]);
+    assert_eq!(tagged.len(), 1);
+    assert_eq!(tagged[0]["probes"], "noise");
+    let sem_id = by_host[0]["id"].as_i64().unwrap().to_string();
+    assert!(rtscope(&db, &["tag", &sem_id, "baseline"]).status.success());
+    assert_eq!(history(&db, &["--tag", "baseline"])[0]["id"].as_i64().unwrap().to_string(), sem_id);
+    let o = rtscope(&db, &["tag", &sem_id, "bad tag"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(rtscope(&db, &["tag", &sem_id, "baseline", "--remove"]).status.success());
+    assert!(history(&db, &["--tag", "baseline"]).is_empty());
+
+    // show names the import and its fidelity notes.
+    let o = rtscope(&db, &["show", &sem_id]);
+    assert!(o.status.success());
+    let s = stdout(&o);
+    assert!(s.contains("rt-tests-ipc") && s.contains("summary only"), "{s}");
+
+    // rm with one unknown id deletes nothing.
+    let o = rtscope(&db, &["rm", &sem_id, "999"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("999"));
+    assert_eq!(history(&db, &[]).len(), 3);
+    assert!(rtscope(&db, &["rm", &sem_id]).status.success());
+    let left = history(&db, &[]);
+    assert_eq!(left.len(), 2);
+    assert!(left.iter().all(|r| r["id"].as_i64().unwrap().to_string() != sem_id));
+    let o = rtscope(&db, &["show", &sem_id]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn stored_columns_match_the_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    let o = rtscope(&db, &["import", fixture("rtla-timerlat-hist.txt").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let store = rtscope::store::sqlite::Store::open(&db).unwrap();
+    let run = store.load(1).unwrap();
+    for (idx, r) in run.results.iter().enumerate() {
+        let rows = store.buckets(1, idx).unwrap();
+        let want: Vec<(u64, u64, u64)> = r.histogram.iter().map(|b| (b.lo_ns.0, b.hi_ns.0, b.count)).collect();
+        assert_eq!(rows, want, "buckets table of result {idx}");
+    }
+}
+
+/// (lo, hi, counts per column) of a bins-csv fixture, with the column names.
+/// One bins-csv row: (bin_lo_ns, bin_hi_ns, count per column).
+type BinRow = (u64, u64, Vec<u64>);
+
+fn read_bins(name: &str) -> (Vec<String>, Vec<BinRow>) {
+    let text = std::fs::read_to_string(fixture(name)).unwrap();
+    let mut lines = text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty());
+    let names: Vec<String> = lines.next().unwrap().split(',').skip(2).map(String::from).collect();
+    let rows = lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let counts = (0..names.len()).map(|k| f.get(k + 2).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).unwrap_or(0)).collect();
+            (f[0].parse().unwrap(), f[1].parse().unwrap(), counts)
+        })
+        .collect();
+    (names, rows)
+}
+
+#[test]
+fn seed001_tables_come_out_of_compare_with_the_same_counts_per_bin() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    for table in ["idle", "disk", "network", "compute", "combined"] {
+        let f = format!("seed001-{table}.csv");
+        let tag = format!("seed001-{table}");
+        let o = rtscope(&db, &["import", fixture(&f).to_str().unwrap(), "--phase", table, "--probe", "irq", "--tag", &tag]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        // The seed's bins are 5 µs (some wider, all multiples of 5 µs): compare's 5 µs bins.
+        let o = rtscope(&db, &["compare", &format!("@{tag}"), "--bins", "5us", "--format", "json"]);
+        assert!(o.status.success(), "compare @{tag}: {}", stderr(&o));
+        let c: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let (names, rows) = read_bins(&f);
+        let systems: Vec<String> = c["systems"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().trim().to_string()).collect();
+        assert_eq!(systems, names, "{table}: systems in column order");
+        let bt = c["bin_tables"].as_array().unwrap().iter().find(|t| t["key"]["phase"] == table).unwrap();
+        let got: Vec<(u64, Vec<u64>)> = bt["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (u64_of(&r["lo_ns"]), r["counts"].as_array().unwrap().iter().map(u64_of).collect::<Vec<u64>>()))
+            .filter(|(_, counts)| counts.iter().any(|&n| n > 0))
+            .collect();
+        // Each source bin lands, whole, in the 5 µs bin holding its lower edge.
+        let want: Vec<(u64, Vec<u64>)> = rows.iter().map(|(lo, _, counts)| (*lo, counts.clone())).collect();
+        assert_eq!(got, want, "{table}: counts per bin");
+    }
+    // Ids and files mix with tags; an unknown tag or id is exit 2.
+    let one = history(&db, &["--tag", "seed001-idle"]);
+    let id = one[0]["id"].as_i64().unwrap().to_string();
+    let exported = dir.path().join("x.json");
+    assert!(rtscope(&db, &["export", &one[1]["id"].as_i64().unwrap().to_string(), "-o", exported.to_str().unwrap()]).status.success());
+    let o = rtscope(&db, &["compare", &id, exported.to_str().unwrap(), "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let c: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(c["systems"].as_array().unwrap().len(), 2);
+    let o = rtscope(&db, &["compare", "@no-such-tag", &id]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no-such-tag"));
+    let o = rtscope(&db, &["compare", &id, "424242"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("424242"));
+    let o = rtscope(&db, &["compare", &id]);
+    assert_eq!(o.status.code(), Some(2), "one result is not a comparison");
+    let o = rtscope(&db, &["report", "@seed001-disk", "--format", "md"]);
+    assert!(o.status.success(), "report @tag: {}", stderr(&o));
+}
+
+fn u64_of(v: &Value) -> u64 {
+    v.as_u64().unwrap()
+}
+
+#[test]
+fn an_interrupted_run_is_saved_with_the_samples_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    let json = dir.path().join("r.json");
+    let mut child = bin()
+        .env("RTSCOPE_DB", &db)
+        .args(["run", "-D", "20s", "-t", "1", "-q", "--json"])
+        .arg(&json)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let rows = history(&db, &[]);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["interrupted"], true);
+    let id = rows[0]["id"].as_i64().unwrap().to_string();
+    let o = rtscope(&db, &["export", &id]);
+    assert_eq!(o.stdout, std::fs::read(&json).unwrap());
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["results"][0]["samples"].as_u64().unwrap() > 0, "the samples taken are kept");
+}
