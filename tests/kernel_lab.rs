@@ -1,0 +1,230 @@
+//! Kernel lab: boots Debian's PREEMPT_RT and stock 6.1 kernels under QEMU
+//! (TCG) with `lab/kernel-lab`, runs a short `rtscope run` timer probe inside
+//! each guest and checks what rtscope saw of the kernel: `host.realtime` and
+//! `host.preempt_model` (see docs/kernel-lab.md). A third test checks that failures inside the guest and
+//! bad kernels come back as a non-zero exit with the serial console's tail.
+//!
+//! Needs qemu-system-x86_64, busybox-static, cpio and access to Debian's
+//! package registry (`apt-get download` of the kernel images, cached in
+//! `~/.cache/rtscope-lab`). When qemu is missing the tests try to install it
+//! with apt-get (as root) and skip with a printed message only if that fails.
+//!
+//! The tests take a process-wide lock so that only one guest runs at a time
+//! (each QEMU TCG guest keeps two host CPUs busy), and write their results into
+//! their own temporary directories.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+/// One guest at a time, across the tests of this file.
+static GUEST: Mutex<()> = Mutex::new(());
+
+fn guest_lock() -> MutexGuard<'static, ()> {
+    // A failed test poisons the lock; the other tests may still run.
+    GUEST.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn kernel_lab() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/kernel-lab")
+}
+
+fn rtscope() -> PathBuf {
+    // RTSCOPE_LAB_RTSCOPE lets one check the lab against another build.
+    std::env::var_os("RTSCOPE_LAB_RTSCOPE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_rtscope")))
+}
+
+fn have(program: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {program}"))
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+/// True when QEMU is usable, installing it with apt-get if needed and possible.
+fn lab_available() -> bool {
+    static READY: OnceLock<bool> = OnceLock::new();
+    *READY.get_or_init(|| {
+        if have("qemu-system-x86_64") && have("cpio") {
+            return true;
+        }
+        let root = unsafe { libc::geteuid() } == 0;
+        if root && have("apt-get") {
+            eprintln!("kernel_lab: installing qemu-system-x86 busybox-static cpio with apt-get");
+            let _ = Command::new("sh")
+                .arg("-c")
+                .arg(
+                    "apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+                     apt-get install -y -qq qemu-system-x86 busybox-static cpio",
+                )
+                .status();
+        }
+        let ok = have("qemu-system-x86_64") && have("cpio");
+        if !ok {
+            eprintln!(
+                "kernel_lab: SKIPPED: qemu-system-x86_64 is not installed and could not be \
+                 installed (apt-get install qemu-system-x86 busybox-static cpio, as root)"
+            );
+        }
+        ok
+    })
+}
+
+/// Runs lab/kernel-lab with `lab_args`, then `--` and `run_args`.
+fn run_lab(lab_args: &[&str], run_args: &[&str]) -> Output {
+    let mut cmd = Command::new(kernel_lab());
+    cmd.args(lab_args)
+        .arg("--rtscope")
+        .arg(rtscope())
+        .args(["--timeout", "150"])
+        .arg("--")
+        .args(run_args);
+    let out = cmd.output().expect("cannot start lab/kernel-lab");
+    eprintln!(
+        "kernel-lab {:?} -- {:?}: {}\n{}",
+        lab_args,
+        run_args,
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Sum of every "samples" count found under results[].
+fn total_samples(v: &serde_json::Value) -> u64 {
+    match v {
+        serde_json::Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| match (k.as_str(), v.as_u64()) {
+                ("samples", Some(n)) => n,
+                _ => total_samples(v),
+            })
+            .sum(),
+        serde_json::Value::Array(a) => a.iter().map(total_samples).sum(),
+        _ => 0,
+    }
+}
+
+/// Boots `kernel`, runs a 5 s timer probe and returns the result JSON.
+fn probe_kernel(kernel: &str) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join(format!("{kernel}.json"));
+    let out = run_lab(
+        &["--kernel", kernel, "--out", out_file.to_str().unwrap()],
+        &["-D", "5s", "-i", "1000"],
+    );
+    assert!(
+        out.status.success(),
+        "kernel-lab on the {kernel} kernel failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&out_file).expect("kernel-lab wrote no --out file");
+    let run: serde_json::Value = serde_json::from_str(&text).expect("result is not JSON");
+    let samples = total_samples(&run["results"]);
+    eprintln!(
+        "kernel_lab: {kernel}: realtime={} preempt_model={} samples={samples}",
+        run["host"]["realtime"], run["host"]["preempt_model"]
+    );
+    assert!(samples > 0, "no samples in the {kernel} result: {text}");
+    run
+}
+
+#[test]
+fn rt_kernel_is_detected_as_realtime() {
+    let _guard = guest_lock();
+    if !lab_available() {
+        return;
+    }
+    let run = probe_kernel("rt");
+    assert_eq!(
+        run["host"]["realtime"],
+        serde_json::json!(true),
+        "host: {}",
+        run["host"]
+    );
+    assert_eq!(
+        run["host"]["preempt_model"],
+        serde_json::json!("rt"),
+        "host: {}",
+        run["host"]
+    );
+}
+
+#[test]
+fn stock_kernel_is_detected_as_not_realtime() {
+    let _guard = guest_lock();
+    if !lab_available() {
+        return;
+    }
+    let run = probe_kernel("stock");
+    assert_eq!(
+        run["host"]["realtime"],
+        serde_json::json!(false),
+        "host: {}",
+        run["host"]
+    );
+    // Debian's stock 6.1 is PREEMPT_DYNAMIC booted in voluntary mode; rtscope
+    // reads that from /sys/kernel/debug/sched/preempt ("none (voluntary) full").
+    assert_eq!(
+        run["host"]["preempt_model"],
+        serde_json::json!("voluntary"),
+        "host: {}",
+        run["host"]
+    );
+}
+
+#[test]
+fn failures_are_reported_with_the_console_tail() {
+    let _guard = guest_lock();
+    if !lab_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("bad.json");
+    let out_path = out_file.to_str().unwrap();
+
+    // A bogus rtscope argument: rtscope fails inside the guest with its
+    // bad-input code, and kernel-lab passes the code on with the console tail.
+    let out = run_lab(
+        &["--kernel", "stock", "--out", out_path],
+        &["-D", "1s", "--no-such-rtscope-flag"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert!(
+        stderr.contains("serial console"),
+        "no console tail: {stderr}"
+    );
+    assert!(
+        stderr.contains("RTSCOPE-LAB-EXIT 2"),
+        "no guest exit line: {stderr}"
+    );
+    assert!(
+        stderr.contains("no-such-rtscope-flag"),
+        "no rtscope message: {stderr}"
+    );
+    assert!(!out_file.exists(), "a failed run must not leave a result");
+
+    // A file that is not a kernel: QEMU refuses it, reported as a boot failure.
+    let fake = dir.path().join("vmlinuz-garbage");
+    std::fs::write(&fake, vec![0x5au8; 64 * 1024]).unwrap();
+    let out = run_lab(
+        &["--kernel", fake.to_str().unwrap(), "--out", out_path],
+        &["-D", "1s"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "stderr: {stderr}");
+    assert!(stderr.contains("did not boot"), "stderr: {stderr}");
+
+    // A kernel path that does not exist: bad input, no boot at all.
+    let out = run_lab(
+        &["--kernel", "/nonexistent/vmlinuz", "--out", out_path],
+        &["-D", "1s"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/vmlinuz"));
+}
