@@ -7,6 +7,9 @@
 //!
 //! The fixtures in tests/fixtures/import/ are described in its README.md.
 
+mod common;
+
+use common::{fixture, read_bins};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -19,10 +22,6 @@ fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rtscope"));
     c.env_remove("RTSCOPE_DB");
     c
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import").join(name)
 }
 
 fn read(name: &str) -> String {
@@ -297,22 +296,6 @@ fn rtai_windows_negative_minimum_is_clamped_and_noted() {
 }
 
 /// Read a bins-csv fixture: (lo, hi, counts per column) and the column names.
-/// One bins-csv row: (bin_lo_ns, bin_hi_ns, count per column).
-type BinRow = (u64, u64, Vec<u64>);
-
-fn read_bins(name: &str) -> (Vec<String>, Vec<BinRow>) {
-    let text = read(name);
-    let mut lines = text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty());
-    let names: Vec<String> = lines.next().unwrap().split(',').skip(2).map(String::from).collect();
-    let rows = lines
-        .map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            let counts = (0..names.len()).map(|k| f.get(k + 2).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).unwrap_or(0)).collect();
-            (f[0].parse().unwrap(), f[1].parse().unwrap(), counts)
-        })
-        .collect();
-    (names, rows)
-}
 
 #[test]
 fn seed001_bins_csv_keep_every_count_per_bin() {

@@ -6,7 +6,10 @@
 //! Every command here gets `--db` or `RTSCOPE_DB` pointing into a temp dir:
 //! no test touches the user's real history database.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{fixture, read_bins};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -27,10 +30,6 @@ fn stdout(o: &Output) -> String {
 }
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import").join(name)
 }
 
 fn history(db: &Path, extra: &[&str]) -> Vec<Value> {
@@ -340,22 +339,6 @@ fn stored_columns_match_the_json() {
 }
 
 /// (lo, hi, counts per column) of a bins-csv fixture, with the column names.
-/// One bins-csv row: (bin_lo_ns, bin_hi_ns, count per column).
-type BinRow = (u64, u64, Vec<u64>);
-
-fn read_bins(name: &str) -> (Vec<String>, Vec<BinRow>) {
-    let text = std::fs::read_to_string(fixture(name)).unwrap();
-    let mut lines = text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty());
-    let names: Vec<String> = lines.next().unwrap().split(',').skip(2).map(String::from).collect();
-    let rows = lines
-        .map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            let counts = (0..names.len()).map(|k| f.get(k + 2).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).unwrap_or(0)).collect();
-            (f[0].parse().unwrap(), f[1].parse().unwrap(), counts)
-        })
-        .collect();
-    (names, rows)
-}
 
 #[test]
 fn seed001_tables_come_out_of_compare_with_the_same_counts_per_bin() {

@@ -77,3 +77,26 @@ pub fn per_thread(run: &Value) -> Vec<&Value> {
 pub fn hist_sum(r: &Value) -> u64 {
     r["histogram"].as_array().unwrap().iter().map(|b| u(&b["count"])).sum()
 }
+
+/// A fixture under tests/fixtures/import.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import").join(name)
+}
+
+/// One bins-csv row: (bin_lo_ns, bin_hi_ns, count per column).
+pub type BinRow = (u64, u64, Vec<u64>);
+
+/// A bins-csv fixture read independently of the importer: system names and rows.
+pub fn read_bins(name: &str) -> (Vec<String>, Vec<BinRow>) {
+    let text = std::fs::read_to_string(fixture(name)).unwrap();
+    let mut lines = text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty());
+    let names: Vec<String> = lines.next().unwrap().split(',').skip(2).map(String::from).collect();
+    let rows = lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let counts = (0..names.len()).map(|k| f.get(k + 2).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).unwrap_or(0)).collect();
+            (f[0].parse().unwrap(), f[1].parse().unwrap(), counts)
+        })
+        .collect();
+    (names, rows)
+}
