@@ -238,6 +238,12 @@ impl Recorder {
 
     /// Fold another recorder into this one (for the merged entry).
     pub fn merge(&mut self, other: &Recorder) {
+        // An empty recorder (the merged entry's) takes the per-second layout
+        // of what it merges first: a run over ~28 h has slots wider than 1 s.
+        if self.count == 0 && self.slot_width_ns != other.slot_width_ns {
+            self.slot_width_ns = other.slot_width_ns;
+            self.slots = vec![Slot { min: u64::MAX, ..Slot::default() }; other.slots.len()];
+        }
         self.hist.add(&other.hist).expect("same bounds");
         self.count += other.count;
         self.overruns += other.overruns;
@@ -493,6 +499,20 @@ mod tests {
         let wo: Vec<u64> = o.worst.iter().map(|w| w.latency_ns.0).collect();
         assert_eq!(wm, wo);
         assert_eq!(m.per_second.iter().map(|s| s.count).sum::<u64>(), 1200);
+    }
+
+    #[test]
+    fn merging_into_an_empty_recorder_keeps_wide_slots_of_long_runs() {
+        let two_days = 2 * 86_400_000_000_000u64;
+        let mut a = Recorder::new(0, two_days, 4);
+        a.record(10, 5_000_000_000, 0);
+        a.record(20, 100_000_000_000_000, 1);
+        let mut m = Recorder::new(usize::MAX, 0, 4);
+        m.merge(&a);
+        let res = m.to_result("t", "idle", None, None, None, 1);
+        assert_eq!(res.per_second_width_s, 2);
+        assert_eq!(res.per_second.iter().map(|s| s.count).sum::<u64>(), 2);
+        assert_eq!(res.per_second.iter().map(|s| s.t_s).collect::<Vec<_>>(), vec![4, 100_000]);
     }
 
     #[test]
