@@ -93,30 +93,19 @@ pub fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec
     }
     for v in variants {
         let group: Vec<&ThreadOutcome> = outcomes.iter().filter(|o| o.variant == v).collect();
-        let mut merged: Option<Recorder> = None;
+        let first = group[0];
+        let mut merged = Recorder::with_tail(usize::MAX, 0, first.recorder.worst_k(), first.recorder.tail_k());
         let mut extra = crate::measure::Extra::default();
         for o in &group {
             let mut r = o.recorder.to_result(probe, phase, v.clone(), Some(o.thread), o.cpu, o.interval_ns);
             o.extra.apply(&mut r);
             extra = extra.merge(&o.extra);
             out.push(r);
+            merged.merge(&o.recorder);
         }
-        for o in &group {
-            match merged.as_mut() {
-                None => {
-                    let mut m = Recorder::with_tail(usize::MAX, 0, o.recorder.worst_k(), o.recorder.tail_k());
-                    m.merge(&o.recorder);
-                    merged = Some(m);
-                }
-                Some(m) => m.merge(&o.recorder),
-            }
-        }
-        if let Some(m) = merged {
-            let interval = group.first().map(|o| o.interval_ns).unwrap_or(0);
-            let mut r = m.to_result(probe, phase, v.clone(), None, None, interval);
-            extra.apply(&mut r);
-            out.push(r);
-        }
+        let mut r = merged.to_result(probe, phase, v.clone(), None, None, first.interval_ns);
+        extra.apply(&mut r);
+        out.push(r);
     }
     out
 }
