@@ -19,4 +19,5 @@ pub mod store;
 pub mod sys;
 pub mod sysinfo;
 pub mod trace;
+pub mod units;
 pub mod doctor;

@@ -13,19 +13,7 @@ use serde::{Deserialize, Serialize};
 /// The version of the JSON result schema written by this build.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// A duration or latency in nanoseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Nanos(pub u64);
-
-impl Nanos {
-    pub fn as_secs_f64(self) -> f64 {
-        self.0 as f64 / 1e9
-    }
-    pub fn as_micros_f64(self) -> f64 {
-        self.0 as f64 / 1e3
-    }
-}
+pub use crate::units::Nanos;
 
 /// One complete run: what was asked (plan), where (host), how the real-time
 /// set-up went, and every probe's results.

@@ -21,14 +21,8 @@ use crate::sys::dma_latency::DmaLatencyGuard;
 use crate::sys::{mman, sched, time as clock};
 use crate::sysinfo::{self, SysRoot};
 use crate::trace::{TracePlan, TraceSession};
+use crate::units::{cpu_list_str, fmt_ns, rfc3339};
 
-/// RFC 3339 UTC with second precision.
-pub fn rfc3339(t: OffsetDateTime) -> String {
-    t.replace_nanosecond(0)
-        .unwrap_or(t)
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
 
 /// Global (process-wide) real-time set-up. The returned guard holds
 /// /dev/cpu_dma_latency for as long as it lives.
@@ -74,7 +68,7 @@ fn global_setup(plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option<DmaLatency
             step: "main thread placement".into(),
             outcome: if r.is_ok() { "ok" } else { "failed" }.into(),
             detail: match r {
-                Ok(()) => format!("cpus {}", crate::cli::plan::cpu_list_str(&spare)),
+                Ok(()) => format!("cpus {}", cpu_list_str(&spare)),
                 Err(e) => e.to_string(),
             },
         });
@@ -290,7 +284,7 @@ pub fn execute(
     if capped {
         run.warnings.push(format!(
             "the run reached --max-total ({}) and stopped before its next probe run; the results hold what was measured until then. Raise --max-total or shorten the plan",
-            crate::cli::units::fmt_ns(exp.max_total_ns)
+            fmt_ns(exp.max_total_ns)
         ));
     }
     crate::store::json::write_run(&output.path, &run)?;
@@ -311,7 +305,7 @@ fn start_tracing(tp: &TracePlan, plan: &RunPlan, steps: &mut Vec<SetupStep>) -> 
                     if t.mounted_tracefs { " (tracefs mounted by rtscope)" } else { "" },
                     t.events().len(),
                     tp.buffer_kb,
-                    crate::cli::plan::cpu_list_str(&plan.measured_cpus())
+                    cpu_list_str(&plan.measured_cpus())
                 ),
             });
             Some(t)

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::model::{CpuValue, Host, IdleState};
-use crate::sys::sched::parse_cpu_list;
+use crate::units::parse_cpu_list;
 
 /// Base directory under which `proc/`, `sys/` and `boot/` are read.
 #[derive(Debug, Clone)]

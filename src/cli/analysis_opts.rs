@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use crate::cli::units;
+use crate::units;
 
 /// Flags of `rtscope run` that shape the end-of-run analysis.
 #[derive(Debug, Clone, Default, Args)]

@@ -17,7 +17,8 @@ use clap::parser::ValueSource;
 use clap::{Args, CommandFactory};
 
 use super::plan::{self, Output, RunPlan};
-use super::{units, RunArgs};
+use super::RunArgs;
+use crate::units;
 use crate::error::BadInput;
 use crate::load::{self, parse_load, Engine, LoadOptions, PhaseSpec};
 use crate::scenario::{self, presets, Experiment, ProbeEntry, Scenario, Table};
@@ -283,7 +284,7 @@ fn finish(
     if let Some(bad) = cpus.iter().find(|c| !online.contains(c)) {
         return Err(BadInput(format!(
             "--load-cpus: CPU {bad} is not online; online CPUs are {}",
-            plan::cpu_list_str(&online)
+            units::cpu_list_str(&online)
         )));
     }
     let intensity = match la.load_intensity {
@@ -350,7 +351,7 @@ fn check_starvation(plan: &RunPlan, exp: &Experiment, online: &[usize], force: b
         let note = if throttling.trim() == "-1" { " RT throttling is OFF on this machine (sched_rt_runtime_us = -1), so it can hang." } else { "" };
         return Err(BadInput(format!(
             "probe {probe} runs busy at real-time priority on every online CPU ({}): nothing else could run but RT throttling's share, which may starve the machine.{note} Leave a CPU free with -a/--affinity, or pass --force",
-            plan::cpu_list_str(online)
+            units::cpu_list_str(online)
         )));
     }
     Ok(())
@@ -365,7 +366,7 @@ pub fn describe(plan: &RunPlan, exp: &Experiment, output: &Output) -> String {
     s.push_str(&format!(
         "measuring: {} thread(s) on CPUs {}, SCHED_{} priority {}\n",
         plan.threads,
-        plan::cpu_list_str(&plan.cpus),
+        units::cpu_list_str(&plan.cpus),
         plan.policy.name().to_uppercase(),
         plan.priority
     ));
@@ -374,7 +375,7 @@ pub fn describe(plan: &RunPlan, exp: &Experiment, output: &Output) -> String {
         s.push_str(&format!(
             "loads: engine {}, CPUs {}, {} worker(s) per load, SCHED_OTHER, temp files under {}; settle {}\n",
             exp.load.engine.name(),
-            plan::cpu_list_str(&exp.load.cpus),
+            units::cpu_list_str(&exp.load.cpus),
             exp.load.workers(),
             exp.load.dir.display(),
             units::fmt_ns(exp.settle_ns)

@@ -8,11 +8,13 @@ pub mod load;
 pub mod plan;
 pub mod store_opts;
 pub mod probe_opts;
-pub mod units;
+
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::units;
 
 use crate::sys::sched::Policy;
 

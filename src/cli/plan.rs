@@ -67,11 +67,11 @@ impl RunPlan {
 pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInput> {
     let online = online_cpus();
     let cpus = match &args.affinity {
-        Some(super::units::CpuSet(set)) => {
+        Some(crate::units::CpuSet(set)) => {
             if let Some(bad) = set.iter().find(|c| !online.contains(c)) {
                 return Err(BadInput(format!(
                     "-a/--affinity: CPU {bad} is not online; online CPUs are {}",
-                    crate::cli::plan::cpu_list_str(&online)
+                    crate::units::cpu_list_str(&online)
                 )));
             }
             set.clone()
@@ -111,8 +111,8 @@ pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInpu
     if args.interval > args.duration {
         return Err(BadInput(format!(
             "-i/--interval {} is longer than -D/--duration {}: no period would complete; shorten the interval or lengthen the run",
-            super::units::fmt_ns(args.interval),
-            super::units::fmt_ns(args.duration)
+            crate::units::fmt_ns(args.interval),
+            crate::units::fmt_ns(args.duration)
         )));
     }
 
@@ -165,19 +165,4 @@ fn check_parent(p: &std::path::Path, flag: &str) -> Result<(), BadInput> {
         )));
     }
     Ok(())
-}
-
-/// `[0, 1, 2, 5]` → `0-2,5`.
-pub fn cpu_list_str(cpus: &[usize]) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        parts.push(if i == j { cpus[i].to_string() } else { format!("{}-{}", cpus[i], cpus[j]) });
-        i = j + 1;
-    }
-    parts.join(",")
 }

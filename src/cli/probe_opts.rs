@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use clap::{Args, ValueEnum};
 
-use super::units;
+use crate::units;
 use crate::error::BadInput;
 use crate::measure::Probe;
 use crate::model::{Nanos, ProbeOptions};
@@ -244,7 +244,7 @@ pub fn check_against_system(probes: &[String], s: &ProbeSettings, cpus: &[usize]
                 if !picked.is_empty() && picked.iter().all(|v| v.ends_with("/cross-cpu")) {
                     return Err(BadInput(format!(
                         "--probe {probe}:{sel}: a cross-CPU variant needs two CPUs, but -a/--affinity gives only {}; give two CPUs (e.g. -a 0,1) or choose a same-cpu variant",
-                        crate::cli::plan::cpu_list_str(cpus)
+                        crate::units::cpu_list_str(cpus)
                     )));
                 }
             }

@@ -2,7 +2,7 @@
 //! listing or JSON. Findings never change the exit code; a `--cpus` naming a CPU that is
 //! not online is bad input (exit 2).
 
-use crate::cli::units::CpuSet;
+use crate::units::CpuSet;
 use crate::cli::DoctorArgs;
 use crate::doctor::{self, DoctorReport, SysRoot};
 use crate::error::{BadInput, EXIT_OK};

@@ -28,7 +28,7 @@ mod watchdog;
 use serde::{Deserialize, Serialize};
 
 use crate::model::Host;
-use crate::sys::sched::parse_cpu_list;
+use crate::units::parse_cpu_list;
 
 pub use crate::sysinfo::SysRoot;
 pub use render::{render_json, render_text, DoctorReport};
@@ -257,7 +257,7 @@ pub(crate) fn shell_set(cpus: &[usize]) -> String {
 
 /// CPUs as a compact list (`0-3,5`).
 pub fn fmt_cpus(cpus: &[usize]) -> String {
-    crate::cli::plan::cpu_list_str(cpus)
+    crate::units::cpu_list_str(cpus)
 }
 
 /// The CPU numbers in a kernel value, skipping flag words (`isolcpus=domain,managed_irq,2-3`)

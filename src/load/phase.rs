@@ -116,7 +116,7 @@ fn spawn(opts: &LoadOptions, kind: &LoadKind, dir: &Path, timeout_s: u64) -> any
         "--workers".into(),
         workers.to_string(),
         "--cpus".into(),
-        crate::cli::plan::cpu_list_str(&opts.cpus),
+        crate::units::cpu_list_str(&opts.cpus),
         "--dir".into(),
         dir.display().to_string(),
         "--kind".into(),
@@ -190,7 +190,7 @@ impl PhaseLoads {
         PhaseLoads {
             record: PhaseRecord {
                 name: phase.name.clone(),
-                started_at: crate::runner::rfc3339(time::OffsetDateTime::now_utc()),
+                started_at: crate::units::rfc3339(time::OffsetDateTime::now_utc()),
                 settle_ns: Nanos(settle_ns),
                 ..PhaseRecord::default()
             },
@@ -275,7 +275,7 @@ impl PhaseLoads {
         }
         self.record.loads = self.procs.iter().map(|p| p.record.clone()).collect();
         self.record.system = sys1.since(&self.sys0, dt);
-        self.record.finished_at = crate::runner::rfc3339(time::OffsetDateTime::now_utc());
+        self.record.finished_at = crate::units::rfc3339(time::OffsetDateTime::now_utc());
         self.record.complete = true;
         if let Some(d) = &self.dir {
             let _ = std::fs::remove_dir_all(d);

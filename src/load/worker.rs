@@ -39,8 +39,8 @@ pub struct LoadWorkerArgs {
     pub kind: String,
     #[arg(long, default_value_t = 1)]
     pub workers: usize,
-    #[arg(long, value_parser = crate::cli::units::parse_cpuset)]
-    pub cpus: Option<crate::cli::units::CpuSet>,
+    #[arg(long, value_parser = crate::units::parse_cpuset)]
+    pub cpus: Option<crate::units::CpuSet>,
     /// The load's temp dir (the working directory of an external command).
     #[arg(long)]
     pub dir: PathBuf,
@@ -72,7 +72,7 @@ pub fn main(args: &LoadWorkerArgs) -> anyhow::Result<u8> {
         kill_everything();
     }
     set_current_policy(Policy::Other, 0).context("load process: setting SCHED_OTHER")?;
-    if let Some(crate::cli::units::CpuSet(cpus)) = &args.cpus {
+    if let Some(crate::units::CpuSet(cpus)) = &args.cpus {
         set_current_affinity(cpus).with_context(|| format!("load process: pinning to CPUs {cpus:?}"))?;
     }
     let (counters, exit) = if args.kind == "exec" {

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 
 use super::timer::timer_loop_with;
 use super::{select, spawn_measuring, Probe, ProbeCtx, ThreadOutcome};
-use crate::cli::units::fmt_ns;
+use crate::units::fmt_ns;
 
 pub struct MaxrateProbe;
 

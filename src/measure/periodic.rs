@@ -24,7 +24,7 @@ use std::sync::Mutex;
 use super::recorder::{tail_capacity, Recorder};
 use super::timer::timer_loop_with;
 use super::{select, spawn_measuring, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
-use crate::cli::units::fmt_ns;
+use crate::units::fmt_ns;
 use crate::model::SignedStats;
 
 pub struct PeriodicProbe;

@@ -2,7 +2,7 @@
 //! total noise time, the share of the CPU the busy loop kept, and the note
 //! on what the loop's policy means (the numbers alone would mislead).
 
-use crate::cli::units::fmt_ns;
+use crate::units::fmt_ns;
 use crate::model::Run;
 
 /// The lines as text, or "" when no `noise` result is in the run.

@@ -15,7 +15,7 @@
 //!
 //! Only the merged rows (all measuring threads of a probe) are used.
 
-use crate::cli::units::fmt_ns;
+use crate::units::fmt_ns;
 use crate::model::{Nanos, ProbeResult, Run};
 use crate::report::term::fmt_latency;
 use crate::scenario::Table;

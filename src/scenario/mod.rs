@@ -118,7 +118,7 @@ impl<'de, const US: bool, const Z: bool> Deserialize<'de> for Dur<US, Z> {
                 if t.starts_with('-') {
                     return Err(E::custom(format!("'{t}' is negative; durations must be positive, e.g. \"30s\"")));
                 }
-                let r = if US { crate::cli::units::parse_interval(t) } else { crate::cli::units::parse_duration(t) };
+                let r = if US { crate::units::parse_interval(t) } else { crate::units::parse_duration(t) };
                 r.map(Dur).map_err(E::custom)
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {

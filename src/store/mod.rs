@@ -23,9 +23,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// Now, RFC 3339 in UTC.
 pub fn now_rfc3339() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
+    crate::units::now_rfc3339_precise()
 }
 
 /// One run named on a command line, with the label to show for it.

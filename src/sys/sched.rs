@@ -61,51 +61,10 @@ pub fn current_cpu() -> Option<usize> {
 pub fn online_cpus() -> Vec<usize> {
     std::fs::read_to_string("/sys/devices/system/cpu/online")
         .ok()
-        .and_then(|s| parse_cpu_list(s.trim()).ok())
+        .and_then(|s| crate::units::parse_cpu_list(s.trim()).ok())
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| {
             let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
             (0..n).collect()
         })
-}
-
-/// Parse a kernel CPU list such as `0,2-3` (sorted, deduplicated).
-pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
-    let mut out = Vec::new();
-    if s.is_empty() {
-        return Ok(out);
-    }
-    for part in s.split(',') {
-        let part = part.trim();
-        let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (a, b),
-            None => (part, part),
-        };
-        let a: usize = a.trim().parse().map_err(|_| format!("'{part}' is not a CPU number or range"))?;
-        let b: usize = b.trim().parse().map_err(|_| format!("'{part}' is not a CPU number or range"))?;
-        if b < a {
-            return Err(format!("range '{part}' runs backwards"));
-        }
-        if b - a > 65_536 {
-            return Err(format!("range '{part}' is too large"));
-        }
-        out.extend(a..=b);
-    }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpu_lists() {
-        assert_eq!(parse_cpu_list("0,2-3").unwrap(), vec![0, 2, 3]);
-        assert_eq!(parse_cpu_list("3,1,1").unwrap(), vec![1, 3]);
-        assert!(parse_cpu_list("3-1").is_err());
-        assert!(parse_cpu_list("a").is_err());
-        assert!(parse_cpu_list("1,").is_err());
-    }
 }

@@ -1,6 +1,26 @@
-//! Parsers for the units on the command line: durations (`30s`, `5m`),
-//! intervals (a bare number is µs, as in cyclictest) and CPU sets (`0,2-3`).
-//! Each returns a message that says what is allowed, for clap to print.
+//! Units, the leaf of rtscope's layers: [`Nanos`] (every latency and
+//! duration), the parsers and formatters of durations (`30s`, `5m`) and
+//! intervals (a bare number is µs, as in cyclictest), [`CpuSet`] with its one
+//! parser ([`parse_cpu_list`]) and one formatter ([`cpu_list_str`]), and
+//! RFC 3339 timestamps. It imports nothing from the crate.
+//!
+//! The parsers return a message that says what is allowed, for clap to print.
+
+use serde::{Deserialize, Serialize};
+
+/// A duration or latency in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Nanos(pub u64);
+
+impl Nanos {
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / 1e9
+    }
+    pub fn as_micros_f64(self) -> f64 {
+        self.0 as f64 / 1e3
+    }
+}
 
 /// A time value with an optional unit suffix, to nanoseconds.
 /// `bare_unit_ns` is the unit of a bare number.
@@ -53,12 +73,70 @@ pub struct CpuSet(pub Vec<usize>);
 
 /// A CPU set like `0,2-3`.
 pub fn parse_cpuset(s: &str) -> Result<CpuSet, String> {
-    let v = crate::sys::sched::parse_cpu_list(s.trim())
+    let v = parse_cpu_list(s.trim())
         .map_err(|e| format!("{e}; use CPU numbers and ranges such as 0,2-3"))?;
     if v.is_empty() {
         return Err("the CPU set is empty; use CPU numbers and ranges such as 0,2-3".into());
     }
     Ok(CpuSet(v))
+}
+
+/// A kernel-style CPU list (`0,2-3`, as in /sys/devices/system/cpu/online)
+/// to sorted, deduplicated CPU numbers; "" is the empty list.
+pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
+    let mut out = Vec::new();
+    if s.is_empty() {
+        return Ok(out);
+    }
+    for part in s.split(',') {
+        let part = part.trim();
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a, b),
+            None => (part, part),
+        };
+        let a: usize = a.trim().parse().map_err(|_| format!("'{part}' is not a CPU number or range"))?;
+        let b: usize = b.trim().parse().map_err(|_| format!("'{part}' is not a CPU number or range"))?;
+        if b < a {
+            return Err(format!("range '{part}' runs backwards"));
+        }
+        if b - a > 65_536 {
+            return Err(format!("range '{part}' is too large"));
+        }
+        out.extend(a..=b);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// `[0, 1, 2, 5]` → `0-2,5`.
+pub fn cpu_list_str(cpus: &[usize]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j { cpus[i].to_string() } else { format!("{}-{}", cpus[i], cpus[j]) });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// RFC 3339 UTC with second precision (result and phase timestamps).
+pub fn rfc3339(t: time::OffsetDateTime) -> String {
+    t.replace_nanosecond(0)
+        .unwrap_or(t)
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// Now, RFC 3339 UTC with the clock's full precision (the store's `saved_at`).
+pub fn now_rfc3339_precise() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
 }
 
 /// Render nanoseconds for people: `1ms`, `250us`, `30s`.
@@ -103,6 +181,17 @@ mod tests {
         for bad in ["0", "-5", "abc", "0.0001ns"] {
             assert!(parse_interval(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0,2-3").unwrap(), vec![0, 2, 3]);
+        assert_eq!(parse_cpu_list("3,1,1").unwrap(), vec![1, 3]);
+        assert!(parse_cpu_list("3-1").is_err());
+        assert!(parse_cpu_list("a").is_err());
+        assert!(parse_cpu_list("1,").is_err());
+        assert_eq!(cpu_list_str(&[0, 1, 2, 5]), "0-2,5");
+        assert_eq!(cpu_list_str(&parse_cpu_list("0-3,7,9-10").unwrap()), "0-3,7,9-10");
     }
 
     #[test]
