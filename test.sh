@@ -18,6 +18,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "test.sh: installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
+    # A dpkg run cut off earlier (a killed session, a rebooted CI machine)
+    # blocks every apt-get install until it is finished.
+    dpkg --configure -a
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   else

@@ -11,6 +11,7 @@ pub mod import;
 pub mod live;
 pub mod load;
 pub mod measure;
+pub mod plan;
 pub mod model;
 pub mod report;
 pub mod runner;

@@ -12,11 +12,10 @@ use std::time::Duration;
 
 use time::OffsetDateTime;
 
-use crate::cli::plan::{Output, RunPlan};
 use crate::measure::{probe_by_name, LiveBoard, ProbeCtx, ThreadOutcome};
 use crate::measure::recorder::Recorder;
 use crate::model::{Calibration, Host, Nanos, ProbeResult, RealtimeSetup, Run, SetupStep, Tool, SCHEMA_VERSION};
-use crate::scenario::Experiment;
+use crate::plan::{Experiment, Output, RunPlan};
 use crate::sys::dma_latency::DmaLatencyGuard;
 use crate::sys::{mman, sched, time as clock};
 use crate::sysinfo::{self, SysRoot};
@@ -107,6 +106,9 @@ pub fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec
 /// Run the plan. `stop` is raised by SIGINT/SIGTERM.
 /// `exp` adds the load phases (started, settled and stopped around each
 /// phase by `crate::load`) and the probe runs (a probe at each of its periods).
+/// `warnings` reads the run as it stands and says what its reader must know
+/// (the face passes `analysis::warnings`, a layer above this one); they are
+/// on file with every write.
 pub fn execute(
     plan: &RunPlan,
     exp: &Experiment,
@@ -114,6 +116,7 @@ pub fn execute(
     command_line: Vec<String>,
     started: OffsetDateTime,
     stop: &AtomicBool,
+    warnings: fn(&Run) -> Vec<String>,
 ) -> anyhow::Result<Run> {
     let (clock_med, clock_min) = clock::calibrate_clock_read(101);
     let mut steps = Vec::new();
@@ -207,7 +210,7 @@ pub fn execute(
                 run.phases.push(loads.record());
                 if !spec.loads.is_empty() {
                     // On file at once: which load processes run (their pids).
-                    finish(&mut run, &steps, stop);
+                    finish(&mut run, &steps, stop, warnings);
                     crate::store::json::write_run(&output.path, &run)?;
                     sleep_unless_stopped(Duration::from_nanos(exp.settle_ns), stop);
                 }
@@ -224,22 +227,16 @@ pub fn execute(
                     let probe = probe_by_name(name).expect("plan holds only known probes");
                     if entry.warmup_ns > 0 {
                         board.reset(&format!("{tag}: {name} warm-up"));
-                        let mut warm = RunPlan { duration_ns: entry.warmup_ns, interval_ns: entry.interval_ns, ..plan.clone() };
-                        if !entry.periods_ns.is_empty() {
-                            warm.probe.periods_ns = entry.periods_ns.clone();
-                        }
+                        let warm = plan.probe_run(entry, true);
                         // Warm-up samples are not traced.
-                        probe.run(&ProbeCtx { plan: &warm, phase, stop, board: &board, trace: None })?;
+                        probe.run(&ProbeCtx { run: &warm, phase, stop, board: &board, trace: None })?;
                         if stop.load(Ordering::Relaxed) {
                             break;
                         }
                     }
                     board.reset(&format!("{tag}: {name}"));
-                    let mut sub = RunPlan { duration_ns: entry.duration_ns, interval_ns: entry.interval_ns, ..plan.clone() };
-                    if !entry.periods_ns.is_empty() {
-                        sub.probe.periods_ns = entry.periods_ns.clone();
-                    }
-                    let ctx = ProbeCtx { plan: &sub, phase, stop, board: &board, trace: trace.as_ref() };
+                    let sub = plan.probe_run(entry, false);
+                    let ctx = ProbeCtx { run: &sub, phase, stop, board: &board, trace: trace.as_ref() };
                     let outcomes = probe.run(&ctx)?;
                     for o in &outcomes {
                         for st in &o.setup {
@@ -257,7 +254,7 @@ pub fn execute(
                         run.trace = Some(t.summary());
                     }
                     run.results.extend(results);
-                    finish(&mut run, &steps, stop);
+                    finish(&mut run, &steps, stop, warnings);
                     crate::store::json::write_run(&output.path, &run)?;
                 }
                 board.reset(&format!("{tag}: stopping loads"));
@@ -268,7 +265,7 @@ pub fn execute(
                 if stop.load(Ordering::Relaxed) {
                     run.interrupted_in = Some(phase.clone());
                 }
-                finish(&mut run, &steps, stop);
+                finish(&mut run, &steps, stop, warnings);
                 crate::store::json::write_run(&output.path, &run)?;
                 if stop.load(Ordering::Relaxed) {
                     break;
@@ -280,7 +277,7 @@ pub fn execute(
         finished.store(true, Ordering::Relaxed);
         result
     })?;
-    finish(&mut run, &steps, stop);
+    finish(&mut run, &steps, stop, warnings);
     if capped {
         run.warnings.push(format!(
             "the run reached --max-total ({}) and stopped before its next probe run; the results hold what was measured until then. Raise --max-total or shorten the plan",
@@ -317,14 +314,14 @@ fn start_tracing(tp: &TracePlan, plan: &RunPlan, steps: &mut Vec<SetupStep>) -> 
     }
 }
 
-fn finish(run: &mut Run, steps: &[SetupStep], stop: &AtomicBool) {
+fn finish(run: &mut Run, steps: &[SetupStep], stop: &AtomicBool, warnings: fn(&Run) -> Vec<String>) {
     run.finished_at = rfc3339(OffsetDateTime::now_utc());
     run.interrupted = stop.load(Ordering::Relaxed);
     if run.interrupted && run.interrupted_in.is_none() {
         run.interrupted_in = run.plan.phases.last().cloned();
     }
     run.realtime_setup = RealtimeSetup { ok: !steps.iter().any(|s| s.outcome == "failed"), steps: steps.to_vec() };
-    run.warnings = crate::analysis::warnings::for_run(run).iter().map(|w| w.to_string()).collect();
+    run.warnings = warnings(run);
 }
 
 /// Sleep in short steps until `deadline` passes or `stop` is raised.

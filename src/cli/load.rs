@@ -16,12 +16,14 @@ use std::path::PathBuf;
 use clap::parser::ValueSource;
 use clap::{Args, CommandFactory};
 
-use super::plan::{self, Output, RunPlan};
+use super::plan;
+use crate::plan::{Output, RunPlan};
 use super::RunArgs;
 use crate::units;
 use crate::error::BadInput;
 use crate::load::{self, parse_load, Engine, LoadOptions, PhaseSpec};
-use crate::scenario::{self, presets, Experiment, ProbeEntry, Scenario, Table};
+use crate::plan::{Experiment, ProbeEntry, Table};
+use crate::scenario::{self, presets, Scenario};
 
 #[derive(Debug, Clone, Args)]
 pub struct LoadArgs {
@@ -217,7 +219,7 @@ fn from_scenario(args: &RunArgs, explicit: &BTreeSet<String>, started: &str, s: 
     for p in &f.probes {
         // `sem:mutex` and `sem:posix` are one run of `sem` with both
         // variants selected (the plan holds the selection).
-        let (base, _) = crate::cli::probe_opts::split_spec(p.name.get_ref());
+        let (base, _) = crate::measure::split_spec(p.name.get_ref());
         let own_periods = scenario::MULTI_PERIOD_PROBES.contains(&base);
         let periods: Vec<u64> = p.periods.as_ref().map(|v| v.iter().map(|d| d.0).collect()).unwrap_or_default();
         let intervals: Vec<u64> = if periods.is_empty() || own_periods {

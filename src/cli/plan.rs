@@ -1,5 +1,5 @@
 //! Second stage of argument handling: check the arguments against this system
-//! and build the validated [`RunPlan`] (plus where results go).
+//! and build the validated [`RunPlan`] (`crate::plan`) plus where results go.
 //! Everything that can be wrong with the input is found here, before anything
 //! is started or written, and reported as [`BadInput`] (exit code 2).
 
@@ -7,61 +7,11 @@ use std::path::PathBuf;
 
 use super::RunArgs;
 use crate::error::BadInput;
-use crate::measure::{probe_by_name, PROBES};
-use crate::model::{Nanos, Plan};
-use crate::sys::sched::{online_cpus, Policy};
-
-/// A validated experiment: what to measure, how, where.
-#[derive(Debug, Clone)]
-pub struct RunPlan {
-    pub probes: Vec<String>,
-    pub phases: Vec<String>,
-    pub duration_ns: u64,
-    pub interval_ns: u64,
-    pub priority: u8,
-    pub policy: Policy,
-    pub threads: usize,
-    pub cpus: Vec<usize>,
-    pub dma_latency: bool,
-    pub worst_k: usize,
-    pub trace: Option<crate::trace::TracePlan>,
-    /// Probe-specific options and variant selection (`--probe NAME:VARIANT`).
-    pub probe: super::probe_opts::ProbeSettings,
-}
-
-/// Where and how to report.
-#[derive(Debug, Clone)]
-pub struct Output {
-    /// The result file (decided before the run starts).
-    pub path: PathBuf,
-    pub quiet: bool,
-    pub ns: bool,
-}
-
-impl RunPlan {
-    /// The CPUs measuring threads actually run on (threads take `cpus`
-    /// round-robin, so fewer threads than CPUs use only the first ones).
-    pub fn measured_cpus(&self) -> Vec<usize> {
-        self.cpus.iter().take(self.threads.max(1)).copied().collect()
-    }
-
-    pub fn to_model(&self) -> Plan {
-        Plan {
-            probes: self.probes.clone(),
-            phases: self.phases.clone(),
-            duration_ns: Nanos(self.duration_ns),
-            interval_ns: Nanos(self.interval_ns),
-            priority: self.priority,
-            policy: self.policy.name().to_string(),
-            threads: self.threads,
-            cpus: self.cpus.clone(),
-            dma_latency: self.dma_latency,
-            worst_k: self.worst_k,
-            trace: self.trace.clone(),
-            probe_options: self.probe.to_model(),
-        }
-    }
-}
+use crate::measure::{probe_by_name, split_spec, PROBES};
+use crate::model::Nanos;
+use crate::plan::probes::{check_against_system, VariantSelection};
+use crate::plan::{Output, RunPlan};
+use crate::sys::sched::online_cpus;
 
 /// Build the plan from parsed arguments; `started` names the result file.
 pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInput> {
@@ -81,9 +31,9 @@ pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInpu
     let threads = args.threads.map(|t| t as usize).unwrap_or(cpus.len());
 
     let mut probes = Vec::new();
-    let mut selected = super::probe_opts::VariantSelection::default();
+    let mut selected = VariantSelection::default();
     for spec in &args.probes {
-        let (p, sel) = super::probe_opts::split_spec(spec);
+        let (p, sel) = split_spec(spec);
         let Some(probe) = probe_by_name(p) else {
             let names: Vec<&str> = PROBES.iter().map(|(n, _)| *n).collect();
             return Err(BadInput(format!("--probe: unknown probe '{p}'; available: {}", names.join(", "))));
@@ -93,12 +43,12 @@ pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInpu
             probes.push(p.to_string());
         }
     }
-    let probe_settings = super::probe_opts::ProbeSettings::from_opts(
+    let probe_settings = super::probe_opts::settings(
         &args.probe_opts,
         selected.finish(),
         args.affinity.is_some() || args.threads.is_some(),
     );
-    super::probe_opts::check_against_system(&probes, &probe_settings, &cpus)?;
+    check_against_system(&probes, &probe_settings, &cpus)?;
     if probes.is_empty() {
         return Err(BadInput("--probe: no probe given; try --probe timer".into()));
     }

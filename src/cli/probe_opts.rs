@@ -1,28 +1,16 @@
 //! Probe-specific flags of `rtscope run` (`--periods`, `--msg-size`,
 //! `--noise-threshold`, `--noise-policy`, `--iterations`, `--back-to-back`)
-//! and their validated form, [`ProbeSettings`], carried in the `RunPlan`.
-//!
-//! Also the `--probe NAME:VARIANT` syntax: [`split_spec`] separates the
-//! probe from its variant selector and [`ProbeSettings::wants`] answers
-//! whether a probe should run a given variant.
+//! and [`settings`], which turns them into the validated
+//! [`ProbeSettings`] carried in the plan (`crate::plan::RunPlan`).
 
 use std::collections::BTreeMap;
 
 use clap::{Args, ValueEnum};
 
-use crate::units;
-use crate::error::BadInput;
-use crate::measure::Probe;
-use crate::model::{Nanos, ProbeOptions};
+use crate::measure::{ProbeSettings, DEFAULT_MSG_SIZE};
+use crate::plan::probes::{MAX_MSG_SIZE, MQ_MSGSIZE_MAX_PATH};
 use crate::sys::sched::Policy;
-
-/// Default `--msg-size` (bytes), as the source experiments' 16-byte messages.
-pub const DEFAULT_MSG_SIZE: usize = 16;
-/// Largest `--msg-size` for `pipe` (pipes have no per-message limit; this
-/// only keeps the buffers small). `mq` is bounded by the system's limit.
-pub const MAX_MSG_SIZE: usize = 1 << 20;
-/// The system's POSIX message-queue size limit, read at plan time.
-pub const MQ_MSGSIZE_MAX_PATH: &str = "/proc/sys/fs/mqueue/msgsize_max";
+use crate::units;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum NoisePolicy {
@@ -70,6 +58,25 @@ pub struct ProbeOpts {
     pub sender_priority: Option<u8>,
 }
 
+/// The validated probe settings from the flags, the `--probe` variant
+/// selection and whether -a/-t was given.
+pub fn settings(o: &ProbeOpts, variants: BTreeMap<String, Vec<String>>, cpus_explicit: bool) -> ProbeSettings {
+    ProbeSettings {
+        variants,
+        periods_ns: o.periods.clone().unwrap_or_default(),
+        msg_size: o.msg_size,
+        noise_threshold_ns: o.noise_threshold,
+        noise_policy: match o.noise_policy {
+            NoisePolicy::Other => Policy::Other,
+            NoisePolicy::Fifo => Policy::Fifo,
+        },
+        iterations: o.iterations,
+        back_to_back: o.back_to_back,
+        sender_priority: o.sender_priority,
+        cpus_explicit,
+    }
+}
+
 fn parse_period(s: &str) -> Result<u64, String> {
     if s.trim().is_empty() {
         return Err("empty period; give periods such as 10ms,30ms,50ms (a bare number is µs)".into());
@@ -86,196 +93,9 @@ fn parse_msg_size(s: &str) -> Result<usize, String> {
     Ok(v)
 }
 
-/// The system's mq message size limit (8192 on a default Linux).
-pub fn mq_msgsize_max() -> usize {
-    std::fs::read_to_string(MQ_MSGSIZE_MAX_PATH).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(8192)
-}
-
-/// `sem:mutex` → (`sem`, Some(`mutex`)); `sem` → (`sem`, None).
-pub fn split_spec(spec: &str) -> (&str, Option<&str>) {
-    match spec.split_once(':') {
-        Some((p, v)) => (p.trim(), Some(v.trim())),
-        None => (spec.trim(), None),
-    }
-}
-
-/// True when selector `sel` picks `variant`: equal, or a leading
-/// `/`-separated part of it (`mutex` picks `mutex/same-cpu`).
-pub fn selects(sel: &str, variant: &str) -> bool {
-    variant == sel || (variant.starts_with(sel) && variant[sel.len()..].starts_with('/'))
-}
-
-/// Validated probe options, part of the `RunPlan`.
-#[derive(Debug, Clone)]
-pub struct ProbeSettings {
-    /// Selectors per probe; a probe absent here runs every variant.
-    pub variants: BTreeMap<String, Vec<String>>,
-    /// `--periods` as given; empty = each probe's default.
-    pub periods_ns: Vec<u64>,
-    pub msg_size: usize,
-    pub noise_threshold_ns: u64,
-    pub noise_policy: Policy,
-    pub iterations: Option<u64>,
-    pub back_to_back: bool,
-    /// `--sender-priority` (None: one below the plan's priority).
-    pub sender_priority: Option<u8>,
-    /// True when -a or -t was given: probes that default to one CPU
-    /// (`noise`, `maxrate`) then use the plan's threads and CPUs.
-    pub cpus_explicit: bool,
-}
-
-impl Default for ProbeSettings {
-    fn default() -> Self {
-        ProbeSettings {
-            variants: BTreeMap::new(),
-            periods_ns: Vec::new(),
-            msg_size: DEFAULT_MSG_SIZE,
-            noise_threshold_ns: 1_000,
-            noise_policy: Policy::Other,
-            iterations: None,
-            back_to_back: false,
-            sender_priority: None,
-            cpus_explicit: false,
-        }
-    }
-}
-
-impl ProbeSettings {
-    pub fn from_opts(o: &ProbeOpts, variants: BTreeMap<String, Vec<String>>, cpus_explicit: bool) -> ProbeSettings {
-        ProbeSettings {
-            variants,
-            periods_ns: o.periods.clone().unwrap_or_default(),
-            msg_size: o.msg_size,
-            noise_threshold_ns: o.noise_threshold,
-            noise_policy: match o.noise_policy {
-                NoisePolicy::Other => Policy::Other,
-                NoisePolicy::Fifo => Policy::Fifo,
-            },
-            iterations: o.iterations,
-            back_to_back: o.back_to_back,
-            sender_priority: o.sender_priority,
-            cpus_explicit,
-        }
-    }
-
-    /// Does `probe` run `variant`?
-    pub fn wants(&self, probe: &str, variant: &str) -> bool {
-        match self.variants.get(probe) {
-            None => true,
-            Some(sels) => sels.iter().any(|s| selects(s, variant)),
-        }
-    }
-
-    /// `--periods`, or `default` when not given.
-    pub fn periods_or(&self, default: &[u64]) -> Vec<u64> {
-        if self.periods_ns.is_empty() {
-            default.to_vec()
-        } else {
-            self.periods_ns.clone()
-        }
-    }
-
-    pub fn to_model(&self) -> ProbeOptions {
-        ProbeOptions {
-            variants: self.variants.clone(),
-            periods_ns: self.periods_ns.iter().map(|&p| Nanos(p)).collect(),
-            msg_size: self.msg_size,
-            noise_threshold_ns: Nanos(self.noise_threshold_ns),
-            noise_policy: self.noise_policy.name().to_string(),
-            iterations: self.iterations.unwrap_or(0),
-            back_to_back: self.back_to_back,
-            sender_priority: self.sender_priority.unwrap_or(0),
-        }
-    }
-}
-
-/// Collects `--probe NAME[:VARIANT]` items, checking each selector against
-/// the probe's variants.
-#[derive(Debug, Default)]
-pub struct VariantSelection {
-    // None: every variant of the probe.
-    chosen: BTreeMap<String, Option<Vec<String>>>,
-}
-
-impl VariantSelection {
-    pub fn add(&mut self, probe: &dyn Probe, sel: Option<&str>) -> Result<(), BadInput> {
-        let name = probe.name();
-        let Some(sel) = sel else {
-            self.chosen.insert(name.to_string(), None);
-            return Ok(());
-        };
-        let all = probe.variants();
-        if all.is_empty() {
-            return Err(BadInput(format!(
-                "--probe {name}:{sel}: the probe '{name}' has no variants to choose from{}; use --probe {name}",
-                if matches!(name, "periodic" | "maxrate") { " (its variants are the --periods)" } else { "" }
-            )));
-        }
-        if sel.is_empty() || !all.iter().any(|v| selects(sel, v)) {
-            return Err(BadInput(format!(
-                "--probe {name}:{sel}: unknown variant '{sel}' of '{name}'; allowed: {} (or a leading part such as '{}')",
-                all.join(", "),
-                all[0].split('/').next().unwrap_or(all[0])
-            )));
-        }
-        let entry = self.chosen.entry(name.to_string()).or_insert_with(|| Some(Vec::new()));
-        if let Some(v) = entry {
-            if !v.iter().any(|x| x == sel) {
-                v.push(sel.to_string());
-            }
-        }
-        Ok(())
-    }
-
-    /// Selectors of the probes that run only some variants.
-    pub fn finish(self) -> BTreeMap<String, Vec<String>> {
-        self.chosen.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect()
-    }
-}
-
-/// Checks that need the system (the mq size limit) or the CPU set: a
-/// cross-CPU variant asked for by name needs two CPUs in -a.
-pub fn check_against_system(probes: &[String], s: &ProbeSettings, cpus: &[usize]) -> Result<(), BadInput> {
-    if cpus.len() < 2 {
-        for (probe, sels) in &s.variants {
-            let all = crate::measure::probe_by_name(probe).map(|p| p.variants()).unwrap_or(&[]);
-            for sel in sels {
-                let picked: Vec<&&str> = all.iter().filter(|v| selects(sel, v)).collect();
-                if !picked.is_empty() && picked.iter().all(|v| v.ends_with("/cross-cpu")) {
-                    return Err(BadInput(format!(
-                        "--probe {probe}:{sel}: a cross-CPU variant needs two CPUs, but -a/--affinity gives only {}; give two CPUs (e.g. -a 0,1) or choose a same-cpu variant",
-                        crate::units::cpu_list_str(cpus)
-                    )));
-                }
-            }
-        }
-    }
-    if probes.iter().any(|p| p == "mq") {
-        let max = mq_msgsize_max();
-        if s.msg_size > max {
-            return Err(BadInput(format!(
-                "--msg-size {}: larger than this system's message-queue limit of {max} bytes ({MQ_MSGSIZE_MAX_PATH}); use 1 to {max}, or raise the limit as root",
-                s.msg_size
-            )));
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn selectors_match_whole_parts_only() {
-        assert!(selects("mutex", "mutex/same-cpu"));
-        assert!(selects("mutex/same-cpu", "mutex/same-cpu"));
-        assert!(!selects("mutex/same", "mutex/same-cpu"));
-        assert!(!selects("mut", "mutex/same-cpu"));
-        assert!(!selects("posix", "mutex/same-cpu"));
-        assert_eq!(split_spec("sem:mutex"), ("sem", Some("mutex")));
-        assert_eq!(split_spec("timer"), ("timer", None));
-    }
 
     #[test]
     fn msg_size_and_periods() {

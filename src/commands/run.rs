@@ -37,6 +37,11 @@ pub fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
+/// What the reader of a run must know, as the runner puts it on file.
+fn warnings(run: &crate::model::Run) -> Vec<String> {
+    crate::analysis::warnings::for_run(run).iter().map(ToString::to_string).collect()
+}
+
 pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     let started = OffsetDateTime::now_utc();
     let explicit = cli::load::explicit_run_args();
@@ -53,7 +58,7 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     if !output.quiet {
         eprint!("{}", cli::load::describe(&plan, &exp, &output));
     }
-    let run = runner::execute(&plan, &exp, &output, command_line, started, &stop)?;
+    let run = runner::execute(&plan, &exp, &output, command_line, started, &stop, warnings)?;
 
     if !output.quiet {
         print!("{}", report::term::summary_table(&run, output.ns));

@@ -26,9 +26,9 @@ impl Probe for MaxrateProbe {
     }
 
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
-        let periods = ctx.plan.probe.periods_or(&DEFAULT_PERIODS);
+        let periods = ctx.run.probe.periods_or(&DEFAULT_PERIODS);
         let share = select::share(ctx, periods.len());
-        let specs = select::one_cpu_unless_told(ctx, ctx.plan.policy);
+        let specs = select::one_cpu_unless_told(ctx, ctx.run.policy);
         let mut out = Vec::new();
         for &period in &periods {
             if ctx.stop.load(Ordering::Relaxed) {

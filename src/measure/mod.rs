@@ -19,6 +19,7 @@ pub mod periodic;
 pub mod pipe;
 pub mod preempt;
 pub mod recorder;
+pub mod run;
 pub mod select;
 pub mod sem;
 pub mod signal;
@@ -28,10 +29,10 @@ pub mod timer;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
-use crate::cli::plan::RunPlan;
 use crate::model::SetupStep;
 use crate::sys::sched::{self, Policy};
 use recorder::{Live, Recorder};
+pub use run::{selects, split_spec, ProbeRun, ProbeSettings, DEFAULT_MSG_SIZE};
 
 /// Stack of a measuring thread. mlockall(MCL_FUTURE) makes the whole stack
 /// resident, so it is kept small: the hot loops use a few KiB; half of it is
@@ -86,7 +87,8 @@ pub trait Probe: Send + Sync {
 
 /// What a probe gets from the runner.
 pub struct ProbeCtx<'a> {
-    pub plan: &'a RunPlan,
+    /// This probe run: duration, period, threads, CPUs, priority, settings.
+    pub run: &'a ProbeRun,
     pub phase: &'a str,
     /// Raised by SIGINT/SIGTERM: every loop must end soon after.
     pub stop: &'a AtomicBool,
@@ -183,13 +185,13 @@ pub struct ThreadSpec {
 }
 
 impl ThreadSpec {
-    /// The plan's `index`-th measuring thread: CPUs assigned round-robin.
-    pub fn from_plan(plan: &RunPlan, index: usize) -> ThreadSpec {
+    /// The run's `index`-th measuring thread: CPUs assigned round-robin.
+    pub fn from_run(run: &ProbeRun, index: usize) -> ThreadSpec {
         ThreadSpec {
             index,
-            cpu: Some(plan.cpus[index % plan.cpus.len()]),
-            policy: plan.policy,
-            priority: plan.priority,
+            cpu: Some(run.cpus[index % run.cpus.len()]),
+            policy: run.policy,
+            priority: run.priority,
         }
     }
 }
@@ -260,8 +262,8 @@ where
                     .stack_size(MEASURING_STACK)
                     .spawn_scoped(s, move || {
                         let setup = setup_current_thread(spec);
-                        let tail_k = crate::measure::recorder::tail_capacity(ctx.plan.duration_ns, interval_ns);
-                        let mut recorder = Recorder::with_tail(spec.index, ctx.plan.duration_ns, ctx.plan.worst_k, tail_k);
+                        let tail_k = crate::measure::recorder::tail_capacity(ctx.run.duration_ns, interval_ns);
+                        let mut recorder = Recorder::with_tail(spec.index, ctx.run.duration_ns, ctx.run.worst_k, tail_k);
                         ctx.board.register(recorder.live());
                         ctx.board.running.fetch_add(1, Ordering::SeqCst);
                         let error = body(spec, &mut recorder, ctx.stop, barrier);

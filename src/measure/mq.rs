@@ -24,7 +24,7 @@ impl Probe for MqProbe {
         &["oneway", "roundtrip"]
     }
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
-        let size = ctx.plan.probe.msg_size;
+        let size = ctx.run.probe.msg_size;
         run_channels(ctx, "mq", |k| MsgQueue::new(k, size))
     }
 }

@@ -39,11 +39,11 @@ impl Probe for NoiseProbe {
     }
 
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
-        let settings = &ctx.plan.probe;
+        let settings = &ctx.run.probe;
         let policy = settings.noise_policy;
         let specs = super::select::one_cpu_unless_told(ctx, policy);
         let threshold = settings.noise_threshold_ns;
-        let duration = ctx.plan.duration_ns;
+        let duration = ctx.run.duration_ns;
         let totals = Mutex::new(vec![(0u64, 0u64); specs.len()]);
         let mut out = spawn_measuring(ctx, &specs, Some(policy.name().to_string()), 0, |spec, rec, stop, barrier| {
             barrier.wait();
@@ -55,7 +55,7 @@ impl Probe for NoiseProbe {
             None
         })?;
         let totals = totals.into_inner().unwrap();
-        let note = note(policy, ctx.plan.priority);
+        let note = note(policy, ctx.run.priority);
         for (o, (loop_ns, noise_ns)) in out.iter_mut().zip(totals) {
             o.extra.noise = Some(NoiseStats::new(threshold, loop_ns, noise_ns));
             o.extra.note = Some(note.clone());

@@ -99,10 +99,10 @@ pub enum Pause {
 impl Pause {
     /// The pause the plan asks for.
     pub fn from_plan(ctx: &ProbeCtx<'_>) -> Pause {
-        if ctx.plan.probe.back_to_back {
+        if ctx.run.probe.back_to_back {
             Pause::None
         } else {
-            Pause::Sleep { interval: ctx.plan.interval_ns }
+            Pause::Sleep { interval: ctx.run.interval_ns }
         }
     }
     fn interval(self) -> u64 {
@@ -157,33 +157,33 @@ pub struct Placement {
 impl Placement {
     /// Both on the plan's first CPU.
     pub fn same_cpu(ctx: &ProbeCtx<'_>) -> Placement {
-        let c = ctx.plan.cpus.first().copied();
+        let c = ctx.run.cpus.first().copied();
         Placement { receiver_cpu: c, sender_cpu: c }
     }
     /// Receiver on the plan's first CPU, sender on its second (None when the
     /// plan has one CPU only).
     pub fn cross_cpu(ctx: &ProbeCtx<'_>) -> Option<Placement> {
-        (ctx.plan.cpus.len() >= 2).then(|| Placement { receiver_cpu: Some(ctx.plan.cpus[0]), sender_cpu: Some(ctx.plan.cpus[1]) })
+        (ctx.run.cpus.len() >= 2).then(|| Placement { receiver_cpu: Some(ctx.run.cpus[0]), sender_cpu: Some(ctx.run.cpus[1]) })
     }
     /// The plan's first and last CPU (the same one with `-a N`): how the
     /// pipe, mq and signal probes place their pair.
     pub fn from_plan(ctx: &ProbeCtx<'_>) -> Placement {
-        Placement { receiver_cpu: ctx.plan.cpus.first().copied(), sender_cpu: ctx.plan.cpus.last().copied() }
+        Placement { receiver_cpu: ctx.run.cpus.first().copied(), sender_cpu: ctx.run.cpus.last().copied() }
     }
 }
 
 /// Thread 0 (records) at the plan's priority, thread 1 one below it (the
 /// receiver has the higher priority) or at `--sender-priority`.
 fn pair_specs(ctx: &ProbeCtx<'_>, p: Placement) -> [ThreadSpec; 2] {
-    let prio = ctx.plan.priority;
-    let lower = match ctx.plan.probe.sender_priority {
-        _ if ctx.plan.policy == Policy::Other => prio,
+    let prio = ctx.run.priority;
+    let lower = match ctx.run.probe.sender_priority {
+        _ if ctx.run.policy == Policy::Other => prio,
         Some(p) => p,
         None => prio.saturating_sub(1).max(1),
     };
     [
-        ThreadSpec { index: 0, cpu: p.receiver_cpu, policy: ctx.plan.policy, priority: prio },
-        ThreadSpec { index: 1, cpu: p.sender_cpu, policy: ctx.plan.policy, priority: lower },
+        ThreadSpec { index: 0, cpu: p.receiver_cpu, policy: ctx.run.policy, priority: prio },
+        ThreadSpec { index: 1, cpu: p.sender_cpu, policy: ctx.run.policy, priority: lower },
     ]
 }
 

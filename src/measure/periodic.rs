@@ -66,10 +66,10 @@ impl Probe for PeriodicProbe {
     }
 
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
-        let periods = ctx.plan.probe.periods_or(&DEFAULT_PERIODS);
+        let periods = ctx.run.probe.periods_or(&DEFAULT_PERIODS);
         let share = select::share(ctx, periods.len());
         let max = select::max_events(ctx);
-        let specs: Vec<ThreadSpec> = (0..ctx.plan.threads).map(|i| ThreadSpec::from_plan(ctx.plan, i)).collect();
+        let specs: Vec<ThreadSpec> = (0..ctx.run.threads).map(|i| ThreadSpec::from_run(ctx.run, i)).collect();
         let mut out = Vec::new();
         for &period in &periods {
             if ctx.stop.load(Ordering::Relaxed) {
@@ -79,7 +79,7 @@ impl Probe for PeriodicProbe {
             ctx.board.reset(&format!("periodic {variant}"));
             let errors: Mutex<Vec<Option<(Recorder, Signed)>>> = Mutex::new((0..specs.len()).map(|_| None).collect());
             let mut outs = spawn_measuring(ctx, &specs, Some(variant.clone()), period, |spec, rec, stop, barrier| {
-                let mut abs = Recorder::with_tail(spec.index, share, ctx.plan.worst_k, tail_capacity(share, period));
+                let mut abs = Recorder::with_tail(spec.index, share, ctx.run.worst_k, tail_capacity(share, period));
                 let mut signed = Signed::new();
                 let mut prev: Option<u64> = None;
                 barrier.wait();

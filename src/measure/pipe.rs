@@ -42,7 +42,7 @@ pub fn run_channels<C: Channel>(
 ) -> anyhow::Result<Vec<ThreadOutcome>> {
     let variants = select::chosen(ctx, probe, VARIANTS);
     let share = select::share(ctx, variants.len());
-    let size = ctx.plan.probe.msg_size;
+    let size = ctx.run.probe.msg_size;
     let place = Placement::from_plan(ctx);
     let mut out = Vec::new();
     for v in &variants {

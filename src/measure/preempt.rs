@@ -34,9 +34,9 @@ impl Probe for PreemptProbe {
         if ctx.stop.load(Ordering::Relaxed) {
             return Ok(Vec::new());
         }
-        let spin = SPIN_NS.min(ctx.plan.interval_ns / 2);
+        let spin = SPIN_NS.min(ctx.run.interval_ns / 2);
         let h = FutexHandoff(Event::new());
-        let o = one_way(ctx, "futex/same-cpu", &h, Placement::same_cpu(ctx), Events::from_plan(ctx, ctx.plan.duration_ns, 1), spin)?;
+        let o = one_way(ctx, "futex/same-cpu", &h, Placement::same_cpu(ctx), Events::from_plan(ctx, ctx.run.duration_ns, 1), spin)?;
         Ok(vec![o])
     }
 }

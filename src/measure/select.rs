@@ -9,17 +9,17 @@ use super::ProbeCtx;
 
 /// The variants of `probe` this plan runs, in the probe's order.
 pub fn chosen(ctx: &ProbeCtx<'_>, probe: &str, all: &[&str]) -> Vec<String> {
-    all.iter().filter(|v| ctx.plan.probe.wants(probe, v)).map(|v| v.to_string()).collect()
+    all.iter().filter(|v| ctx.run.probe.wants(probe, v)).map(|v| v.to_string()).collect()
 }
 
 /// One variant's share of the probe's duration when `n` variants run.
 pub fn share(ctx: &ProbeCtx<'_>, n: usize) -> u64 {
-    ctx.plan.duration_ns / n.max(1) as u64
+    ctx.run.duration_ns / n.max(1) as u64
 }
 
 /// Events per variant: `--iterations`, or no limit.
 pub fn max_events(ctx: &ProbeCtx<'_>) -> u64 {
-    ctx.plan.probe.iterations.unwrap_or(u64::MAX)
+    ctx.run.probe.iterations.unwrap_or(u64::MAX)
 }
 
 /// Threads for probes that default to one CPU (`noise`, `maxrate`): one
@@ -28,9 +28,9 @@ pub fn max_events(ctx: &ProbeCtx<'_>) -> u64 {
 /// at SCHED_FIFO on every CPU can starve a small machine; that must be
 /// asked for explicitly.
 pub fn one_cpu_unless_told(ctx: &ProbeCtx<'_>, policy: crate::sys::sched::Policy) -> Vec<super::ThreadSpec> {
-    if ctx.plan.probe.cpus_explicit {
-        (0..ctx.plan.threads).map(|i| super::ThreadSpec { policy, ..super::ThreadSpec::from_plan(ctx.plan, i) }).collect()
+    if ctx.run.probe.cpus_explicit {
+        (0..ctx.run.threads).map(|i| super::ThreadSpec { policy, ..super::ThreadSpec::from_run(ctx.run, i) }).collect()
     } else {
-        vec![super::ThreadSpec { index: 0, cpu: ctx.plan.cpus.last().copied(), policy, priority: ctx.plan.priority }]
+        vec![super::ThreadSpec { index: 0, cpu: ctx.run.cpus.last().copied(), policy, priority: ctx.run.priority }]
     }
 }

@@ -53,7 +53,7 @@ impl Probe for SemProbe {
         let mut variants = select::chosen(ctx, "sem", VARIANTS);
         // With one CPU there is no cross-CPU pair (documented; not an error
         // unless asked for by name, which the plan cannot know here).
-        if ctx.plan.cpus.len() < 2 {
+        if ctx.run.cpus.len() < 2 {
             variants.retain(|v| !v.ends_with("/cross-cpu"));
         }
         let share = select::share(ctx, variants.len());

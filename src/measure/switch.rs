@@ -38,9 +38,9 @@ impl Probe for SwitchProbe {
         let variants = select::chosen(ctx, "switch", VARIANTS);
         let share = select::share(ctx, variants.len());
         let max = select::max_events(ctx);
-        let cpu = ctx.plan.cpus.first().copied();
+        let cpu = ctx.run.cpus.first().copied();
         let specs: Vec<ThreadSpec> =
-            (0..2).map(|index| ThreadSpec { index, cpu, policy: ctx.plan.policy, priority: ctx.plan.priority }).collect();
+            (0..2).map(|index| ThreadSpec { index, cpu, policy: ctx.run.policy, priority: ctx.run.priority }).collect();
         let mut out = Vec::new();
         for v in &variants {
             if ctx.stop.load(Ordering::Relaxed) {

@@ -22,9 +22,9 @@ impl Probe for TimerProbe {
     }
 
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
-        let specs: Vec<ThreadSpec> = (0..ctx.plan.threads).map(|i| ThreadSpec::from_plan(ctx.plan, i)).collect();
-        let interval = ctx.plan.interval_ns;
-        let duration = ctx.plan.duration_ns;
+        let specs: Vec<ThreadSpec> = (0..ctx.run.threads).map(|i| ThreadSpec::from_run(ctx.run, i)).collect();
+        let interval = ctx.run.interval_ns;
+        let duration = ctx.run.duration_ns;
         spawn_measuring(ctx, &specs, None, interval, |spec, rec, stop, barrier| {
             let trigger = ctx.trace.and_then(|t| t.trigger(spec.index));
             if let Some(t) = trigger {

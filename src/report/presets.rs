@@ -18,7 +18,7 @@
 use crate::units::fmt_ns;
 use crate::model::{Nanos, ProbeResult, Run};
 use crate::report::term::fmt_latency;
-use crate::scenario::Table;
+use crate::plan::Table;
 
 /// The table `table` asks for, then the load evidence (empty when the run
 /// had no loads and the table is the plain summary).

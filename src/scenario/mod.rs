@@ -6,7 +6,7 @@
 //! Parsing is strict (`deny_unknown_fields`): a typo is an error, not a
 //! silently ignored key. Every error names the file, the line and column (from
 //! toml's spans, kept for names with [`toml::Spanned`]) and what is allowed.
-//! [`Scenario`] holds the checked file; `crate::cli::load::build` merges it
+//! [`Scenario`] holds the checked file; the face (`cli::load::build`) merges it
 //! with the command line into the run plan and the [`Experiment`].
 
 pub mod presets;
@@ -19,72 +19,10 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::error::BadInput;
-use crate::load::{parse_load, Engine, LoadKind, LoadOptions, PhaseSpec};
+use crate::load::{parse_load, Engine, LoadKind, PhaseSpec};
 use crate::model::ScenarioRecord;
 
-/// How a run's results are printed at the end, in the shape of a source
-/// experiment's table (see `crate::report::presets`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Table {
-    /// rtscope's summary table only.
-    #[default]
-    Summary,
-    /// Summary, then one verdict line per phase (max, p99.9, overruns).
-    Verdict,
-    /// Seed 001: counts per fixed-width latency bin, one column per phase.
-    Bins,
-    /// Seed 004: max and avg ± σ per probe, idle vs loaded.
-    MaxAvgSd,
-    /// Seed 002: one row per period, per probe and phase.
-    PerPeriod,
-    /// Seed 000: idle-vs-load rows, worst case first, with the ratio to idle.
-    IdleVsLoad,
-}
-
-/// One probe run inside each phase: a probe at one period.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProbeEntry {
-    /// The probe's name (without a `:variant` selector).
-    pub probe: String,
-    pub interval_ns: u64,
-    /// The probe's own periods (`periodic`, `maxrate`: one variant per
-    /// period, like `--periods`); empty = the probe's default.
-    pub periods_ns: Vec<u64>,
-    pub duration_ns: u64,
-    /// Measured and thrown away before the run that counts.
-    pub warmup_ns: u64,
-}
-
-/// The whole experiment beyond the per-probe [`crate::cli::plan::RunPlan`]:
-/// phases with their loads, probe runs, settle time, load placement, caps
-/// and how to print.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Experiment {
-    pub phases: Vec<PhaseSpec>,
-    pub entries: Vec<ProbeEntry>,
-    pub settle_ns: u64,
-    pub load: LoadOptions,
-    pub max_total_ns: u64,
-    pub table: Table,
-    /// Bin width of `Table::Bins`.
-    pub bin_ns: u64,
-    pub scenario: Option<ScenarioRecord>,
-}
-
-impl Experiment {
-    /// Planned length of one phase: settle (when it has loads) + every
-    /// probe run with its warm-up.
-    pub fn phase_ns(&self, phase: &PhaseSpec) -> u64 {
-        let settle = if phase.loads.is_empty() { 0 } else { self.settle_ns };
-        settle + self.entries.iter().map(|e| e.warmup_ns + e.duration_ns).sum::<u64>()
-    }
-
-    /// Planned length of the whole run.
-    pub fn total_ns(&self) -> u64 {
-        self.phases.iter().map(|p| self.phase_ns(p)).sum()
-    }
-}
+pub use crate::plan::{Experiment, ProbeEntry, Table};
 
 /// A duration in a scenario: a string with a unit ("30s", "500ms", "2h"), or
 /// a bare number of seconds. `allow_zero` types accept "0".
@@ -309,7 +247,7 @@ pub fn parse(text: &str, label: &str, is_preset: bool) -> Result<Scenario, BadIn
         return Err(BadInput(format!("{label}: no [[probe]] listed; add one, e.g.\n[[probe]]\nname = \"timer\"\n({HINT})")));
     }
     for p in &file.probes {
-        let (name, _) = crate::cli::probe_opts::split_spec(p.name.get_ref());
+        let (name, _) = crate::measure::split_spec(p.name.get_ref());
         if crate::measure::probe_by_name(name).is_none() {
             let names: Vec<&str> = crate::measure::PROBES.iter().map(|(n, _)| *n).collect();
             return Err(err_at(

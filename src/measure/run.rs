@@ -1,0 +1,130 @@
+//! What a probe is told to do: [`ProbeRun`], the small description of one
+//! probe run (how long, at what period, which threads on which CPUs at which
+//! priority, the probe-specific [`ProbeSettings`]), and the `--probe
+//! NAME:VARIANT` selector syntax ([`split_spec`], [`selects`]).
+//!
+//! The plan layer above builds a `ProbeRun` for each probe run of
+//! an experiment; probes never see the command line or the whole plan.
+
+use std::collections::BTreeMap;
+
+use crate::model::{Nanos, ProbeOptions};
+use crate::sys::sched::Policy;
+
+/// Default `--msg-size` (bytes), as the source experiments' 16-byte messages.
+pub const DEFAULT_MSG_SIZE: usize = 16;
+
+/// One probe run: the measuring threads' placement, policy and pacing.
+#[derive(Debug, Clone)]
+pub struct ProbeRun {
+    /// How long the probe measures (its variants share it).
+    pub duration_ns: u64,
+    /// The timer period, or the pause between events of the two-thread probes.
+    pub interval_ns: u64,
+    pub priority: u8,
+    pub policy: Policy,
+    /// Measuring threads; CPUs are taken from `cpus` round-robin.
+    pub threads: usize,
+    pub cpus: Vec<usize>,
+    /// Worst samples kept per thread.
+    pub worst_k: usize,
+    /// Probe-specific options and the variant selection.
+    pub probe: ProbeSettings,
+}
+
+/// `sem:mutex` → (`sem`, Some(`mutex`)); `sem` → (`sem`, None).
+pub fn split_spec(spec: &str) -> (&str, Option<&str>) {
+    match spec.split_once(':') {
+        Some((p, v)) => (p.trim(), Some(v.trim())),
+        None => (spec.trim(), None),
+    }
+}
+
+/// True when selector `sel` picks `variant`: equal, or a leading
+/// `/`-separated part of it (`mutex` picks `mutex/same-cpu`).
+pub fn selects(sel: &str, variant: &str) -> bool {
+    variant == sel || (variant.starts_with(sel) && variant[sel.len()..].starts_with('/'))
+}
+
+/// Validated probe options, part of the `RunPlan`.
+#[derive(Debug, Clone)]
+pub struct ProbeSettings {
+    /// Selectors per probe; a probe absent here runs every variant.
+    pub variants: BTreeMap<String, Vec<String>>,
+    /// `--periods` as given; empty = each probe's default.
+    pub periods_ns: Vec<u64>,
+    pub msg_size: usize,
+    pub noise_threshold_ns: u64,
+    pub noise_policy: Policy,
+    pub iterations: Option<u64>,
+    pub back_to_back: bool,
+    /// `--sender-priority` (None: one below the plan's priority).
+    pub sender_priority: Option<u8>,
+    /// True when -a or -t was given: probes that default to one CPU
+    /// (`noise`, `maxrate`) then use the plan's threads and CPUs.
+    pub cpus_explicit: bool,
+}
+
+impl Default for ProbeSettings {
+    fn default() -> Self {
+        ProbeSettings {
+            variants: BTreeMap::new(),
+            periods_ns: Vec::new(),
+            msg_size: DEFAULT_MSG_SIZE,
+            noise_threshold_ns: 1_000,
+            noise_policy: Policy::Other,
+            iterations: None,
+            back_to_back: false,
+            sender_priority: None,
+            cpus_explicit: false,
+        }
+    }
+}
+
+impl ProbeSettings {
+    /// Does `probe` run `variant`?
+    pub fn wants(&self, probe: &str, variant: &str) -> bool {
+        match self.variants.get(probe) {
+            None => true,
+            Some(sels) => sels.iter().any(|s| selects(s, variant)),
+        }
+    }
+
+    /// `--periods`, or `default` when not given.
+    pub fn periods_or(&self, default: &[u64]) -> Vec<u64> {
+        if self.periods_ns.is_empty() {
+            default.to_vec()
+        } else {
+            self.periods_ns.clone()
+        }
+    }
+
+    pub fn to_model(&self) -> ProbeOptions {
+        ProbeOptions {
+            variants: self.variants.clone(),
+            periods_ns: self.periods_ns.iter().map(|&p| Nanos(p)).collect(),
+            msg_size: self.msg_size,
+            noise_threshold_ns: Nanos(self.noise_threshold_ns),
+            noise_policy: self.noise_policy.name().to_string(),
+            iterations: self.iterations.unwrap_or(0),
+            back_to_back: self.back_to_back,
+            sender_priority: self.sender_priority.unwrap_or(0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selectors_match_whole_parts_only() {
+        assert!(selects("mutex", "mutex/same-cpu"));
+        assert!(selects("mutex/same-cpu", "mutex/same-cpu"));
+        assert!(!selects("mutex/same", "mutex/same-cpu"));
+        assert!(!selects("mut", "mutex/same-cpu"));
+        assert!(!selects("posix", "mutex/same-cpu"));
+        assert_eq!(split_spec("sem:mutex"), ("sem", Some("mutex")));
+        assert_eq!(split_spec("timer"), ("timer", None));
+    }
+}

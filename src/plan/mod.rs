@@ -1,0 +1,92 @@
+//! The plan layer: a validated experiment, ready to execute.
+//!
+//! [`RunPlan`] says what to measure and how (probes, threads, CPUs, policy,
+//! priority, durations, tracing, probe settings); [`Experiment`] adds the
+//! load phases and the probe runs inside each phase (from a scenario file, a
+//! preset or the command line); [`Output`] says where the result goes.
+//! The face (`cli`) builds them from the command line and `scenario` from
+//! TOML; the runner executes them, handing each probe only the
+//! [`ProbeRun`] it needs ([`RunPlan::probe_run`]).
+
+pub mod experiment;
+pub mod probes;
+
+use std::path::PathBuf;
+
+use crate::measure::{ProbeRun, ProbeSettings};
+use crate::model::{Nanos, Plan};
+use crate::sys::sched::Policy;
+
+pub use experiment::{Experiment, ProbeEntry, Table};
+
+/// A validated experiment: what to measure, how, where.
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    pub probes: Vec<String>,
+    pub phases: Vec<String>,
+    pub duration_ns: u64,
+    pub interval_ns: u64,
+    pub priority: u8,
+    pub policy: Policy,
+    pub threads: usize,
+    pub cpus: Vec<usize>,
+    pub dma_latency: bool,
+    pub worst_k: usize,
+    pub trace: Option<crate::trace::TracePlan>,
+    /// Probe-specific options and variant selection (`--probe NAME:VARIANT`).
+    pub probe: ProbeSettings,
+}
+
+/// Where and how to report.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// The result file (decided before the run starts).
+    pub path: PathBuf,
+    pub quiet: bool,
+    pub ns: bool,
+}
+
+impl RunPlan {
+    /// The CPUs measuring threads actually run on (threads take `cpus`
+    /// round-robin, so fewer threads than CPUs use only the first ones).
+    pub fn measured_cpus(&self) -> Vec<usize> {
+        self.cpus.iter().take(self.threads.max(1)).copied().collect()
+    }
+
+    /// What the probe of `entry` is told: this plan's threads, CPUs and
+    /// priority, at the entry's duration (or its warm-up's) and period.
+    pub fn probe_run(&self, entry: &ProbeEntry, warmup: bool) -> ProbeRun {
+        let mut probe = self.probe.clone();
+        if !entry.periods_ns.is_empty() {
+            probe.periods_ns = entry.periods_ns.clone();
+        }
+        ProbeRun {
+            duration_ns: if warmup { entry.warmup_ns } else { entry.duration_ns },
+            interval_ns: entry.interval_ns,
+            priority: self.priority,
+            policy: self.policy,
+            threads: self.threads,
+            cpus: self.cpus.clone(),
+            worst_k: self.worst_k,
+            probe,
+        }
+    }
+
+    pub fn to_model(&self) -> Plan {
+        Plan {
+            probes: self.probes.clone(),
+            phases: self.phases.clone(),
+            duration_ns: Nanos(self.duration_ns),
+            interval_ns: Nanos(self.interval_ns),
+            priority: self.priority,
+            policy: self.policy.name().to_string(),
+            threads: self.threads,
+            cpus: self.cpus.clone(),
+            dma_latency: self.dma_latency,
+            worst_k: self.worst_k,
+            trace: self.trace.clone(),
+            probe_options: self.probe.to_model(),
+        }
+    }
+}
+

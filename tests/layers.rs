@@ -1,0 +1,299 @@
+//! The layer rule of docs/architecture.md, checked from the source: every
+//! `crate::MODULE` path in src/ (outside comments and `#[cfg(test)]` code)
+//! is an edge between top-level modules, and
+//! - every edge points to a module of a lower layer, or of the same layer
+//!   without making a cycle (no import cycle between top-level modules);
+//! - `crate::cli` is used only by the face (src/cli, src/commands, main.rs);
+//! - `Run`, `Plan` and `ProbeResult` are built by struct literal only in
+//!   src/model (everything else calls their constructors).
+//!
+//! A new top-level module must be given its layer in [`LAYERS`] (and a
+//! sentence in docs/architecture.md): the test names a module it does not know.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Top-level modules from the bottom layer up; modules on one line share a layer.
+const LAYERS: &[&[&str]] = &[
+    &["units", "error"],
+    &["model"],
+    &["stats"],
+    &["sys"],
+    &["sysinfo"],
+    &["measure", "load", "trace", "doctor"],
+    &["live", "store", "import"],
+    &["plan"],
+    &["scenario"],
+    &["runner"],
+    &["analysis"],
+    &["report"],
+    &["cli"],
+    &["commands"],
+];
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&module))
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The file's code without comments and without its `#[cfg(test)]` part
+/// (the tests of a module may use anything). Strings are kept, so a
+/// `//` inside a string literal is not taken for a comment.
+fn code_of(text: &str) -> String {
+    let text = match text.find("#[cfg(test)]") {
+        Some(i) => &text[..i],
+        None => text,
+    };
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let mut in_str = false;
+    while i < b.len() {
+        let c = b[i];
+        if in_str {
+            if c == b'\\' {
+                out.push_str(&text[i..(i + 2).min(b.len())]);
+                i += 2;
+                continue;
+            }
+            if c == b'"' {
+                in_str = false;
+            }
+        } else if c == b'"' && !(i > 0 && b[i - 1] == b'\'' && b.get(i + 1) == Some(&b'\'')) {
+            in_str = true;
+        } else if c == b'/' && b.get(i + 1) == Some(&b'/') {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        } else if c == b'/' && b.get(i + 1) == Some(&b'*') {
+            let end = text[i + 2..].find("*/").map(|k| i + 2 + k + 2).unwrap_or(b.len());
+            i = end;
+            continue;
+        }
+        let ch = text[i..].chars().next().unwrap();
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    out
+}
+
+/// `crate::NAME` paths in `code`, by name.
+fn crate_paths(code: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("crate::") {
+        let before = rest[..i].chars().last();
+        rest = &rest[i + 7..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        if name.is_empty() {
+            // `crate::{a, b}`: each item of the group.
+            if let Some(group) = rest.strip_prefix('{') {
+                let end = group.find('}').unwrap_or(group.len());
+                for item in group[..end].split(',') {
+                    let item = item.trim();
+                    let name: String = item.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                    if !name.is_empty() {
+                        found.insert(name);
+                    }
+                }
+            }
+            continue;
+        }
+        found.insert(name);
+    }
+    found
+}
+
+/// The top-level module a file of src/ belongs to (`main` for src/main.rs).
+fn module_of(src: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src).unwrap();
+    let first = rel.components().next().unwrap().as_os_str().to_string_lossy().to_string();
+    first.trim_end_matches(".rs").to_string()
+}
+
+struct Sources {
+    /// (module, file, code)
+    files: Vec<(String, PathBuf, String)>,
+}
+
+fn sources() -> Sources {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let files = files
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).unwrap();
+            (module_of(&src, &f), f.strip_prefix(&src).unwrap().to_path_buf(), code_of(&text))
+        })
+        .collect();
+    Sources { files }
+}
+
+/// module → (imported module → first file that imports it)
+fn edges(s: &Sources) -> BTreeMap<String, BTreeMap<String, PathBuf>> {
+    let mut g: BTreeMap<String, BTreeMap<String, PathBuf>> = BTreeMap::new();
+    for (m, f, code) in &s.files {
+        if m == "lib" || m == "main" {
+            continue;
+        }
+        for t in crate_paths(code) {
+            if &t != m {
+                g.entry(m.clone()).or_default().entry(t).or_insert_with(|| f.clone());
+            }
+        }
+    }
+    g
+}
+
+#[test]
+fn every_module_has_a_layer() {
+    let s = sources();
+    let unknown: BTreeSet<&String> =
+        s.files.iter().map(|(m, _, _)| m).filter(|m| *m != "lib" && *m != "main" && layer_of(m).is_none()).collect();
+    assert!(unknown.is_empty(), "top-level modules without a layer in tests/layers.rs LAYERS (and docs/architecture.md): {unknown:?}");
+}
+
+#[test]
+fn imports_point_down() {
+    let g = edges(&sources());
+    let mut up = Vec::new();
+    for (from, tos) in &g {
+        for (to, file) in tos {
+            if let (Some(a), Some(b)) = (layer_of(from), layer_of(to)) {
+                if b > a {
+                    up.push(format!("{from} (layer {a}) imports {to} (layer {b}) in src/{}", file.display()));
+                }
+            }
+        }
+    }
+    assert!(up.is_empty(), "imports that point up the layers of docs/architecture.md:\n{}", up.join("\n"));
+}
+
+#[test]
+fn no_import_cycle_between_top_level_modules() {
+    let g = edges(&sources());
+    // Depth-first search; a back edge closes a cycle, reported with its files.
+    fn visit(
+        v: &str,
+        g: &BTreeMap<String, BTreeMap<String, PathBuf>>,
+        state: &mut BTreeMap<String, u8>,
+        path: &mut Vec<String>,
+        cycles: &mut Vec<String>,
+    ) {
+        state.insert(v.to_string(), 1);
+        path.push(v.to_string());
+        for (w, _) in g.get(v).into_iter().flatten() {
+            match state.get(w.as_str()).copied().unwrap_or(0) {
+                0 => visit(w, g, state, path, cycles),
+                1 => {
+                    let start = path.iter().position(|x| x == w).unwrap();
+                    let mut c: Vec<String> = path[start..].to_vec();
+                    c.push(w.clone());
+                    let hops: Vec<String> =
+                        c.windows(2).map(|p| format!("{}->{} (src/{})", p[0], p[1], g[&p[0]][&p[1]].display())).collect();
+                    cycles.push(hops.join(", "));
+                }
+                _ => {}
+            }
+        }
+        path.pop();
+        state.insert(v.to_string(), 2);
+    }
+    let mut state = BTreeMap::new();
+    let mut cycles = Vec::new();
+    for v in g.keys() {
+        if state.get(v.as_str()).copied().unwrap_or(0) == 0 {
+            visit(v, &g, &mut state, &mut Vec::new(), &mut cycles);
+        }
+    }
+    assert!(cycles.is_empty(), "import cycles between top-level modules:\n{}", cycles.join("\n"));
+}
+
+#[test]
+fn only_the_face_uses_cli() {
+    let s = sources();
+    let outside: Vec<String> = s
+        .files
+        .iter()
+        .filter(|(m, _, code)| !matches!(m.as_str(), "cli" | "commands" | "main" | "lib") && crate_paths(code).contains("cli"))
+        .map(|(_, f, _)| format!("src/{}", f.display()))
+        .collect();
+    assert!(outside.is_empty(), "crate::cli used below the face (only src/cli, src/commands, src/main.rs may): {outside:?}");
+}
+
+#[test]
+fn model_values_are_built_only_in_src_model() {
+    let s = sources();
+    let mut found = Vec::new();
+    for (m, f, code) in &s.files {
+        if m == "model" {
+            continue;
+        }
+        for (n, line) in code.lines().enumerate() {
+            for ty in ["Run", "Plan", "ProbeResult"] {
+                if struct_literal(line, ty) {
+                    found.push(format!("src/{}:{}: {}", f.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "struct literals of Run/Plan/ProbeResult outside src/model (use their constructors):\n{}", found.join("\n"));
+}
+
+/// `Ty {` as an expression (a literal), not `struct Ty {`, `impl Ty {`,
+/// `fn f() -> Ty {`, a pattern `Ty { .. } =>` or a longer name (`RunPlan {`).
+fn struct_literal(line: &str, ty: &str) -> bool {
+    let mut rest = line;
+    while let Some(i) = rest.find(ty) {
+        let before = rest[..i].chars().last();
+        let after = rest[i + ty.len()..].trim_start();
+        let head = rest[..i].trim_end();
+        rest = &rest[i + ty.len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') || !after.starts_with('{') {
+            continue;
+        }
+        let decl = ["struct", "impl", "enum", "for", "->", "trait"].iter().any(|k| head.ends_with(k))
+            || line.contains("=>")
+            || line.trim_start().starts_with("impl")
+            || line.trim_start().starts_with("pub struct")
+            || line.trim_start().starts_with("struct");
+        if !decl {
+            return true;
+        }
+    }
+    false
+}
+
+#[test]
+fn the_checks_catch_what_they_look_for() {
+    // The helpers on known inputs, so a broken helper cannot pass the tree.
+    assert_eq!(code_of("let a = 1; // crate::cli\nlet s = \"crate://x\";"), "let a = 1; \nlet s = \"crate://x\";");
+    assert_eq!(code_of("use crate::x;\n#[cfg(test)]\nmod tests { use crate::cli; }"), "use crate::x;\n");
+    let p = crate_paths("use crate::{model, units::Nanos};\nlet x = crate::sys::time::now_ns(); notcrate::cli");
+    assert_eq!(p.into_iter().collect::<Vec<_>>(), vec!["model", "sys", "units"]);
+    assert!(struct_literal("    let mut run = Run {", "Run"));
+    assert!(struct_literal("Ok(ProbeResult { probe, phase })", "ProbeResult"));
+    assert!(!struct_literal("pub struct Run {", "Run"));
+    assert!(!struct_literal("impl Run {", "Run"));
+    assert!(!struct_literal("let p = RunPlan { a };", "Run"));
+    assert!(!struct_literal("fn f() -> Plan {", "Plan"));
+    assert!(!struct_literal("Plan { .. } => 1,", "Plan"));
+    assert_eq!(layer_of("units"), Some(0));
+    assert!(layer_of("commands") > layer_of("cli"));
+}
