@@ -93,6 +93,12 @@ impl Host {
 
     /// Runs `rtscope doctor --json --root <dir> <extra>` and returns the parsed document.
     fn json(&self, extra: &[&str]) -> Value {
+        serde_json::from_str(&self.raw_json(extra)).expect("doctor --json prints JSON")
+    }
+
+    /// What `rtscope doctor --json --root <dir> <extra>` prints, the tree's
+    /// temporary path written as `<root>`.
+    fn raw_json(&self, extra: &[&str]) -> String {
         let out = Command::cargo_bin("rtscope")
             .unwrap()
             .args(["doctor", "--json", "--root"])
@@ -101,7 +107,7 @@ impl Host {
             .output()
             .unwrap();
         assert!(out.status.success(), "doctor failed: {}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).expect("doctor --json prints JSON")
+        String::from_utf8(out.stdout).unwrap().replace(self.dir.path().to_str().unwrap(), "<root>")
     }
 
     /// The finding `id` when measuring `cpus`.
@@ -532,4 +538,12 @@ fn real_host_run_succeeds() {
     let out = Command::cargo_bin("rtscope").unwrap().args(["doctor", "--json"]).output().unwrap();
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["findings"].as_array().unwrap().len(), 22);
+}
+
+/// Golden: the doctor JSON of the tuned host, byte for byte (findings,
+/// evidence, severities and the host fingerprint keep their shape).
+#[test]
+fn doctor_json_golden() {
+    let h = Host::tuned();
+    insta::assert_snapshot!("golden_doctor_json", h.raw_json(&["--cpus", "2-3"]));
 }
