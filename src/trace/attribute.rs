@@ -9,60 +9,16 @@
 //! reported as "unexplained: hypervisor / SMI / hardware" (a vCPU not scheduled by the host,
 //! a system management interrupt, a deep C-state exit).
 
-use serde::{Deserialize, Serialize};
 
 use super::parse::{Event, EventKind};
 use crate::model::Nanos;
+pub use crate::model::trace::{Culprit, TraceWindow};
 
 /// Name of the culprit that stands for time no traced event explains.
 pub const UNEXPLAINED: &str = "unexplained: hypervisor / SMI / hardware";
 
 /// Name of the culprit that stands for the part of a window the trace does not cover.
 pub const UNTRACED: &str = "not traced (tracing was off or the buffer had wrapped)";
-
-/// What held the CPU during one late sample (stored as `worst[].trace`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TraceWindow {
-    /// CPU whose trace was read.
-    pub cpu: usize,
-    /// The sample's due time, CLOCK_MONOTONIC ns (= trace clock `mono`).
-    pub start_ns: Nanos,
-    /// When the measuring thread read the clock after waking.
-    pub end_ns: Nanos,
-    /// Trace events inside the window.
-    pub events: u32,
-    /// False when the trace does not reach back to the window start (tracing was off or the
-    /// buffer had been overwritten); that first part is the culprit of kind `untraced`.
-    pub complete: bool,
-    /// When the measuring thread was woken (sched_wakeup), ns after `start_ns`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wakeup_after_ns: Option<Nanos>,
-    /// Everything that held the CPU, longest first; durations add up to the window.
-    pub culprits: Vec<Culprit>,
-}
-
-/// One thing that held the CPU.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Culprit {
-    /// `task`, `irq` (device interrupt handler), `vector` (x86 system vector: local_timer,
-    /// reschedule, call_function...), `softirq`, `self` (the measuring thread itself, from
-    /// switch-in to reading the clock), `unexplained` or `untraced`.
-    pub kind: String,
-    /// comm of a task, handler name of an IRQ, vector or softirq name, or [`UNEXPLAINED`].
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-    /// Kernel priority as traced by sched_switch: 0–98 real-time (rt priority = 99 − prio),
-    /// 100–139 normal (120 = nice 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prio: Option<i32>,
-    /// IRQ number (kind `irq`) or softirq vector number (kind `softirq`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub irq: Option<u32>,
-    pub duration_ns: Nanos,
-    /// How many separate stretches it held the CPU in the window.
-    pub count: u32,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Owner {

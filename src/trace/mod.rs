@@ -28,39 +28,11 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 
-use crate::model::{Nanos, ProbeResult};
+use crate::model::ProbeResult;
 use crate::sys::time::now_ns;
 use crate::sys::tracefs::{self, Instance};
-use attribute::TraceWindow;
-
-/// What `--trace-threshold`, `--trace-buffer` and `--trace-max` asked for (`plan.trace`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TracePlan {
-    /// Samples later than this are traced.
-    pub threshold_ns: Nanos,
-    /// Ring buffer per measured CPU, KB.
-    pub buffer_kb: u32,
-    /// At most this many snapshots per run.
-    pub max_snapshots: u32,
-}
-
-/// What tracing did during a run (`trace` at the top level of a result).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TraceSummary {
-    /// The tracefs instance used, e.g. `/sys/kernel/tracing/instances/rtscope-4242`.
-    pub instance: String,
-    /// Events enabled (`group/name`).
-    pub events: Vec<String>,
-    /// Samples later than the threshold.
-    pub over_threshold: u64,
-    /// Snapshots kept (at most `plan.trace.max_snapshots`; the worst samples win).
-    pub snapshots: u32,
-    /// Snapshots whose sample is among the worst K kept, i.e. found in `worst[].trace`
-    /// (a snapshot of a sample outside the worst K is dropped).
-    pub on_worst: u32,
-}
+pub use crate::model::trace::{TracePlan, TraceSummary, TraceWindow};
 
 /// Events enabled when the kernel has them; `sched/sched_switch` is required.
 const EVENTS: &[&str] = &[

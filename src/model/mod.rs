@@ -13,7 +13,12 @@ use serde::{Deserialize, Serialize};
 /// The version of the JSON result schema written by this build.
 pub const SCHEMA_VERSION: u32 = 1;
 
+pub mod doctor;
+pub mod trace;
+
 pub use crate::units::Nanos;
+pub use doctor::{Evidence, Finding, Severity};
+pub use trace::{Culprit, TracePlan, TraceSummary, TraceWindow};
 
 /// One complete run: what was asked (plan), where (host), how the real-time
 /// set-up went, and every probe's results.
@@ -39,7 +44,7 @@ pub struct Run {
     pub results: Vec<ProbeResult>,
     /// What threshold tracing did (absent when it was not asked for or not available).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace: Option<crate::trace::TraceSummary>,
+    pub trace: Option<TraceSummary>,
     /// One entry per load phase run (or started), in order: its loads, their
     /// exact commands and the evidence that they ran. See docs/schema.md.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -109,7 +114,7 @@ pub struct Host {
     pub virtualized: bool,
     /// `rtscope doctor` findings for the measured CPUs (docs/schema.md, "doctor").
     #[serde(default)]
-    pub doctor: Vec<crate::doctor::Finding>,
+    pub doctor: Vec<Finding>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -143,7 +148,7 @@ pub struct Plan {
     pub worst_k: usize,
     /// `--trace-threshold` / `--trace-buffer` / `--trace-max`, when tracing was asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace: Option<crate::trace::TracePlan>,
+    pub trace: Option<TracePlan>,
     /// Probe-specific options (absent in files written before they existed).
     #[serde(default)]
     pub probe_options: ProbeOptions,
@@ -296,7 +301,7 @@ pub struct WorstSample {
     pub thread: usize,
     /// What held the CPU from due time to wake-up (`--trace-threshold` snapshots).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace: Option<crate::trace::attribute::TraceWindow>,
+    pub trace: Option<TraceWindow>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]

@@ -1,0 +1,78 @@
+//! Threshold tracing as stored in a result: what was asked (`plan.trace`),
+//! what tracing did (`trace`) and what held the CPU during a late sample
+//! (`worst[].trace`). The tracing itself lives in the trace module.
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::Nanos;
+
+/// What `--trace-threshold`, `--trace-buffer` and `--trace-max` asked for (`plan.trace`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TracePlan {
+    /// Samples later than this are traced.
+    pub threshold_ns: Nanos,
+    /// Ring buffer per measured CPU, KB.
+    pub buffer_kb: u32,
+    /// At most this many snapshots per run.
+    pub max_snapshots: u32,
+}
+
+/// What tracing did during a run (`trace` at the top level of a result).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceSummary {
+    /// The tracefs instance used, e.g. `/sys/kernel/tracing/instances/rtscope-4242`.
+    pub instance: String,
+    /// Events enabled (`group/name`).
+    pub events: Vec<String>,
+    /// Samples later than the threshold.
+    pub over_threshold: u64,
+    /// Snapshots kept (at most `plan.trace.max_snapshots`; the worst samples win).
+    pub snapshots: u32,
+    /// Snapshots whose sample is among the worst K kept, i.e. found in `worst[].trace`
+    /// (a snapshot of a sample outside the worst K is dropped).
+    pub on_worst: u32,
+}
+
+/// What held the CPU during one late sample (stored as `worst[].trace`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceWindow {
+    /// CPU whose trace was read.
+    pub cpu: usize,
+    /// The sample's due time, CLOCK_MONOTONIC ns (= trace clock `mono`).
+    pub start_ns: Nanos,
+    /// When the measuring thread read the clock after waking.
+    pub end_ns: Nanos,
+    /// Trace events inside the window.
+    pub events: u32,
+    /// False when the trace does not reach back to the window start (tracing was off or the
+    /// buffer had been overwritten); that first part is the culprit of kind `untraced`.
+    pub complete: bool,
+    /// When the measuring thread was woken (sched_wakeup), ns after `start_ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wakeup_after_ns: Option<Nanos>,
+    /// Everything that held the CPU, longest first; durations add up to the window.
+    pub culprits: Vec<Culprit>,
+}
+
+/// One thing that held the CPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Culprit {
+    /// `task`, `irq` (device interrupt handler), `vector` (x86 system vector: local_timer,
+    /// reschedule, call_function...), `softirq`, `self` (the measuring thread itself, from
+    /// switch-in to reading the clock), `unexplained` or `untraced`.
+    pub kind: String,
+    /// comm of a task, handler name of an IRQ, vector or softirq name, or the words of `trace::attribute::UNEXPLAINED`.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// Kernel priority as traced by sched_switch: 0–98 real-time (rt priority = 99 − prio),
+    /// 100–139 normal (120 = nice 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prio: Option<i32>,
+    /// IRQ number (kind `irq`) or softirq vector number (kind `softirq`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq: Option<u32>,
+    pub duration_ns: Nanos,
+    /// How many separate stretches it held the CPU in the window.
+    pub count: u32,
+}
