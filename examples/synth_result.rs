@@ -64,39 +64,19 @@ fn main() -> anyhow::Result<()> {
         m.merge(r);
     }
     results.push(scale_up(m.to_result("timer", "idle", None, None, None, interval_ns)));
-    let run = Run {
-        schema_version: SCHEMA_VERSION,
-        tool: Tool { name: "rtscope".into(), version: env!("CARGO_PKG_VERSION").into() },
-        started_at: "2026-01-01T00:00:00Z".into(),
-        finished_at: "2026-01-01T02:46:40Z".into(),
-        interrupted: false,
-        interrupted_in: None,
-        command_line: vec!["synth_result".into()],
-        host: Host { hostname: "synthetic".into(), kernel_release: "0.0".into(), ..Host::default() },
-        plan: Plan {
-            probes: vec!["timer".into()],
-            phases: vec!["idle".into()],
-            duration_ns: Nanos(duration_ns),
-            interval_ns: Nanos(interval_ns),
-            priority: 95,
-            policy: "fifo".into(),
-            threads,
-            cpus: (0..threads).collect(),
-            dma_latency: true,
-            worst_k: 32,
-            probe_options: Default::default(),
-            trace: None,
-        },
-        realtime_setup: RealtimeSetup { ok: true, steps: vec![] },
-        calibration: Calibration { clock_read_ns: Nanos(20), clock_read_min_ns: Nanos(18), clock: "synthetic".into() },
-        warnings: vec![],
-        results,
-        trace: None,
-        phases: Vec::new(),
-        scenario: None,
-        imported_from: None,
-        fidelity: vec![],
-    };
+    let mut plan = Plan::new(vec!["timer".into()], vec!["idle".into()], Nanos(duration_ns), Nanos(interval_ns));
+    plan.priority = 95;
+    plan.policy = "fifo".into();
+    plan.threads = threads;
+    plan.cpus = (0..threads).collect();
+    plan.dma_latency = true;
+    plan.worst_k = 32;
+    let host = Host { hostname: "synthetic".into(), kernel_release: "0.0".into(), ..Host::default() };
+    let calibration = Calibration::new(Nanos(20), Nanos(18), "synthetic");
+    let mut run = Run::native(vec!["synth_result".into()], host, plan, calibration, "2026-01-01T00:00:00Z".into());
+    run.finished_at = "2026-01-01T02:46:40Z".into();
+    run.realtime_setup = RealtimeSetup::from_steps(vec![]);
+    run.results = results;
     rtscope::store::json::write_run(std::path::Path::new(out), &run)?;
     let merged = run.results.last().unwrap();
     eprintln!("{out}: {} samples in the merged histogram ({} buckets)", merged.samples, merged.histogram.len());

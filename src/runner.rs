@@ -14,7 +14,7 @@ use time::OffsetDateTime;
 
 use crate::measure::{probe_by_name, LiveBoard, ProbeCtx, ThreadOutcome};
 use crate::measure::recorder::Recorder;
-use crate::model::{Calibration, Host, Nanos, ProbeResult, RealtimeSetup, Run, SetupStep, Tool, SCHEMA_VERSION};
+use crate::model::{Calibration, Host, Nanos, ProbeResult, RealtimeSetup, Run, SetupStep};
 use crate::plan::{Experiment, Output, RunPlan};
 use crate::sys::dma_latency::DmaLatencyGuard;
 use crate::sys::{mman, sched, time as clock};
@@ -31,26 +31,26 @@ fn global_setup(plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option<DmaLatency
         None => mman::lock_all().map_err(|e| format!("{e}: page faults may add latency; run as root or grant CAP_IPC_LOCK")),
     };
     steps.push(match locked {
-        Ok(()) => SetupStep { step: "mlockall".into(), outcome: "ok".into(), detail: "MCL_CURRENT|MCL_FUTURE".into() },
-        Err(e) => SetupStep { step: "mlockall".into(), outcome: "failed".into(), detail: e },
+        Ok(()) => SetupStep::ok("mlockall", "MCL_CURRENT|MCL_FUTURE"),
+        Err(e) => SetupStep::failed("mlockall", e),
     });
     let guard = if plan.dma_latency {
         match DmaLatencyGuard::hold(0) {
             Ok(g) => {
-                steps.push(SetupStep { step: "cpu_dma_latency".into(), outcome: "ok".into(), detail: "held at 0 us".into() });
+                steps.push(SetupStep::ok("cpu_dma_latency", "held at 0 us"));
                 Some(g)
             }
             Err(e) => {
                 steps.push(SetupStep {
                     step: "cpu_dma_latency".into(),
-                    outcome: "failed".into(),
+                    outcome: crate::model::Outcome::Failed,
                     detail: format!("{}: {e}", crate::sys::dma_latency::PATH),
                 });
                 None
             }
         }
     } else {
-        steps.push(SetupStep { step: "cpu_dma_latency".into(), outcome: "skipped".into(), detail: "--no-dma-latency".into() });
+        steps.push(SetupStep::skipped("cpu_dma_latency", "--no-dma-latency"));
         None
     };
     let measured = plan.measured_cpus();
@@ -58,14 +58,14 @@ fn global_setup(plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option<DmaLatency
     if spare.is_empty() {
         steps.push(SetupStep {
             step: "main thread placement".into(),
-            outcome: "skipped".into(),
+            outcome: crate::model::Outcome::Skipped,
             detail: "no CPU outside the measured set; the reporting thread shares them (it sleeps while probes run)".into(),
         });
     } else {
         let r = sched::set_current_affinity(&spare);
         steps.push(SetupStep {
             step: "main thread placement".into(),
-            outcome: if r.is_ok() { "ok" } else { "failed" }.into(),
+            outcome: if r.is_ok() { crate::model::Outcome::Ok } else { crate::model::Outcome::Failed },
             detail: match r {
                 Ok(()) => format!("cpus {}", cpu_list_str(&spare)),
                 Err(e) => e.to_string(),
@@ -128,30 +128,9 @@ pub fn execute(
     // Dropped before `_dma` and on every return path: stops tracing, removes the instance.
     let trace = plan.trace.as_ref().and_then(|tp| start_tracing(tp, plan, &mut steps));
 
-    let mut run = Run {
-        schema_version: SCHEMA_VERSION,
-        tool: Tool { name: "rtscope".into(), version: env!("CARGO_PKG_VERSION").into() },
-        started_at: rfc3339(started),
-        finished_at: rfc3339(started),
-        interrupted: false,
-        interrupted_in: None,
-        command_line,
-        host,
-        plan: plan.to_model(),
-        realtime_setup: RealtimeSetup::default(),
-        calibration: Calibration {
-            clock_read_ns: Nanos(clock_med),
-            clock_read_min_ns: Nanos(clock_min),
-            clock: "CLOCK_MONOTONIC (vDSO clock_gettime)".into(),
-        },
-        warnings: Vec::new(),
-        results: Vec::new(),
-        trace: None,
-        phases: Vec::new(),
-        scenario: exp.scenario.clone(),
-        imported_from: None,
-        fidelity: Vec::new(),
-    };
+    let calibration = Calibration::new(Nanos(clock_med), Nanos(clock_min), "CLOCK_MONOTONIC (vDSO clock_gettime)");
+    let mut run = Run::native(command_line, host, plan.to_model(), calibration, rfc3339(started));
+    run.scenario = exp.scenario.clone();
 
     let board = LiveBoard::default();
     let total_ns = exp.total_ns();
@@ -295,7 +274,7 @@ fn start_tracing(tp: &TracePlan, plan: &RunPlan, steps: &mut Vec<SetupStep>) -> 
         Ok(t) => {
             steps.push(SetupStep {
                 step: "tracing".into(),
-                outcome: "ok".into(),
+                outcome: crate::model::Outcome::Ok,
                 detail: format!(
                     "instance {}{}, {} events, trace_clock mono, {} KB per CPU on cpus {}",
                     t.instance_dir().display(),
@@ -308,7 +287,7 @@ fn start_tracing(tp: &TracePlan, plan: &RunPlan, steps: &mut Vec<SetupStep>) -> 
             Some(t)
         }
         Err(e) => {
-            steps.push(SetupStep { step: "tracing".into(), outcome: "failed".into(), detail: e });
+            steps.push(SetupStep::failed("tracing", e));
             None
         }
     }
@@ -320,7 +299,7 @@ fn finish(run: &mut Run, steps: &[SetupStep], stop: &AtomicBool, warnings: fn(&R
     if run.interrupted && run.interrupted_in.is_none() {
         run.interrupted_in = run.plan.phases.last().cloned();
     }
-    run.realtime_setup = RealtimeSetup { ok: !steps.iter().any(|s| s.outcome == "failed"), steps: steps.to_vec() };
+    run.realtime_setup = RealtimeSetup::from_steps(steps.to_vec());
     run.warnings = warnings(run);
 }
 

@@ -101,7 +101,7 @@ pub fn for_run(run: &Run) -> Vec<Warning> {
         .realtime_setup
         .steps
         .iter()
-        .filter(|s| s.outcome == "failed" && s.step != "cpu_dma_latency" && s.step != "tracing")
+        .filter(|s| s.outcome == crate::model::Outcome::Failed && s.step != "cpu_dma_latency" && s.step != "tracing")
         .map(|s| format!("{} failed ({})", s.step, s.detail))
         .collect();
     if !failed.is_empty() {
@@ -109,7 +109,7 @@ pub fn for_run(run: &Run) -> Vec<Warning> {
     } else if run.plan.policy == "other" {
         out.push(Warning::NotRealtime { reasons: vec!["running as SCHED_OTHER because --policy other was asked".into()] });
     }
-    if let Some(s) = run.realtime_setup.steps.iter().find(|s| s.step == "cpu_dma_latency" && s.outcome == "failed") {
+    if let Some(s) = run.realtime_setup.steps.iter().find(|s| s.step == "cpu_dma_latency" && s.outcome == crate::model::Outcome::Failed) {
         out.push(Warning::NoDmaLatency { detail: s.detail.clone() });
     }
     // maxrate's missed periods are its measurement (its table shows them),
@@ -122,7 +122,7 @@ pub fn for_run(run: &Run) -> Vec<Warning> {
             samples: r.samples,
         });
     }
-    if let Some(s) = run.realtime_setup.steps.iter().find(|s| s.step == "tracing" && s.outcome == "failed") {
+    if let Some(s) = run.realtime_setup.steps.iter().find(|s| s.step == "tracing" && s.outcome == crate::model::Outcome::Failed) {
         out.push(Warning::NoTracing { detail: s.detail.clone() });
     }
     for r in run.results.iter().filter(|r| r.thread.is_none() && r.samples > 0) {

@@ -38,8 +38,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::model::{
-    Bucket, Calibration, Host, ImportedFrom, Nanos, Plan, ProbeResult, RealtimeSetup, Run, SecondStats, SetupStep, Tool,
-    PERCENTILES, SCHEMA_VERSION,
+    Bucket, Host, ImportedFrom, Nanos, Plan, ProbeResult, Run, SecondStats, Tool, PERCENTILES,
 };
 
 /// The formats `rtscope import --format` accepts.
@@ -292,66 +291,32 @@ pub fn build_run(p: Parsed, ctx: &Context) -> Result<Run, ParseError> {
     let mut probes: Vec<String> = groups.iter().map(|g| g.0.clone()).collect();
     probes.dedup();
     let interval = p.series.iter().map(|s| s.interval_ns).find(|&i| i > 0).unwrap_or(0);
-    let tool = if p.tool_version.is_empty() { p.tool.clone() } else { format!("{} {}", p.tool, p.tool_version) };
-    Ok(Run {
-        schema_version: SCHEMA_VERSION,
-        tool: Tool { name: p.tool.clone(), version: p.tool_version.clone() },
-        started_at,
-        finished_at,
-        interrupted: false,
-        interrupted_in: None,
-        command_line: p.command_line.clone(),
-        host: Host {
-            hostname: system.clone(),
-            kernel_release: p.kernel.clone().unwrap_or_default(),
-            realtime: p.realtime.unwrap_or(false),
-            preempt_model: "unknown".into(),
-            preempt_model_source: format!("not recorded by {}", p.tool),
-            smt: "unknown".into(),
-            cpus_online: cpus.clone(),
-            ..Host::default()
-        },
-        plan: Plan {
-            probes,
-            phases: vec![ctx.phase.clone()],
-            duration_ns: Nanos(p.duration_ns.unwrap_or(0)),
-            interval_ns: Nanos(interval),
-            priority: 0,
-            policy: "unknown".into(),
-            threads: p.series.len(),
-            cpus,
-            dma_latency: false,
-            worst_k: 0,
-            probe_options: Default::default(),
-            trace: None,
-        },
-        realtime_setup: RealtimeSetup {
-            ok: false,
-            steps: vec![SetupStep {
-                step: "import".into(),
-                outcome: "skipped".into(),
-                detail: format!("real-time set-up of the source run is not recorded by {}", p.tool),
-            }],
-        },
-        calibration: Calibration {
-            clock_read_ns: Nanos(0),
-            clock_read_min_ns: Nanos(0),
-            clock: format!("unknown (imported from {tool})"),
-        },
-        warnings: Vec::new(),
-        results,
-        phases: Vec::new(),
-        scenario: None,
-        trace: None,
-        imported_from: Some(ImportedFrom {
-            format: ctx.format.name().into(),
-            tool,
-            file_sha256: ctx.file_sha256.clone(),
-            file: ctx.file.clone(),
-            system,
-        }),
-        fidelity,
-    })
+    let tool_named = if p.tool_version.is_empty() { p.tool.clone() } else { format!("{} {}", p.tool, p.tool_version) };
+    let host = Host {
+        hostname: system.clone(),
+        kernel_release: p.kernel.clone().unwrap_or_default(),
+        realtime: p.realtime.unwrap_or(false),
+        preempt_model: "unknown".into(),
+        preempt_model_source: format!("not recorded by {}", p.tool),
+        smt: "unknown".into(),
+        cpus_online: cpus.clone(),
+        ..Host::default()
+    };
+    let mut plan = Plan::new(probes, vec![ctx.phase.clone()], Nanos(p.duration_ns.unwrap_or(0)), Nanos(interval));
+    plan.threads = p.series.len();
+    plan.cpus = cpus;
+    let from = ImportedFrom {
+        format: ctx.format.name().into(),
+        tool: tool_named,
+        file_sha256: ctx.file_sha256.clone(),
+        file: ctx.file.clone(),
+        system,
+    };
+    let mut run =
+        Run::imported(Tool::new(p.tool.clone(), p.tool_version.clone()), from, host, plan, results, (started_at, finished_at));
+    run.command_line = p.command_line.clone();
+    run.fidelity = fidelity;
+    Ok(run)
 }
 
 /// Sort buckets, and fuse any that touch or overlap so they are disjoint
@@ -459,29 +424,18 @@ fn finish_series(s: &Series, probe: &str, phase: &str) -> Result<ProbeResult, Pa
     buckets[n - 1].hi_ns = Nanos(last.hi_ns.0.max(s.max_ns));
     let (est_mean, est_sd) = moments(&buckets);
     let percentiles_ns = if summary_only { BTreeMap::new() } else { percentiles(&buckets, s.samples, s.min_ns, s.max_ns) };
-    Ok(ProbeResult {
-        probe: probe.to_string(),
-        phase: phase.to_string(),
-        variant: s.variant.clone(),
-        thread: s.thread,
-        cpu: s.cpu,
-        interval_ns: Nanos(s.interval_ns),
-        samples: s.samples,
-        overruns: s.overruns,
-        min_ns: Nanos(s.min_ns),
-        max_ns: Nanos(s.max_ns),
-        mean_ns: s.mean_ns.filter(|m| m.is_finite()).unwrap_or(est_mean),
-        stddev_ns: s.stddev_ns.filter(|m| m.is_finite()).unwrap_or(if summary_only { 0.0 } else { est_sd }),
-        percentiles_ns,
-        histogram: buckets,
-        worst: Vec::new(),
-        per_second: s.per_second.clone(),
-        per_second_width_s: s.per_second_width_s.max(1),
-        tail: Default::default(),
-        signed: None,
-        noise: None,
-        note: None,
-    })
+    let mut r = ProbeResult::new(probe, phase, s.variant.clone(), s.thread, s.cpu, Nanos(s.interval_ns));
+    r.samples = s.samples;
+    r.overruns = s.overruns;
+    r.min_ns = Nanos(s.min_ns);
+    r.max_ns = Nanos(s.max_ns);
+    r.mean_ns = s.mean_ns.filter(|m| m.is_finite()).unwrap_or(est_mean);
+    r.stddev_ns = s.stddev_ns.filter(|m| m.is_finite()).unwrap_or(if summary_only { 0.0 } else { est_sd });
+    r.percentiles_ns = percentiles_ns;
+    r.histogram = buckets;
+    r.per_second = s.per_second.clone();
+    r.per_second_width_s = s.per_second_width_s.max(1);
+    Ok(r)
 }
 
 fn series_name(s: &Series) -> String {
@@ -512,29 +466,16 @@ pub fn merge_results(parts: &[&ProbeResult]) -> ProbeResult {
         normalise_buckets(parts.iter().flat_map(|r| r.histogram.iter().copied()).collect())
     };
     let percentiles_ns = if summary_only { BTreeMap::new() } else { percentiles(&histogram, samples, min, max) };
-    ProbeResult {
-        probe: first.probe.clone(),
-        phase: first.phase.clone(),
-        variant: first.variant.clone(),
-        thread: None,
-        cpu: None,
-        interval_ns: first.interval_ns,
-        samples,
-        overruns: parts.iter().map(|r| r.overruns).fold(0u64, |a, b| a.saturating_add(b)),
-        min_ns: Nanos(min),
-        max_ns: Nanos(max),
-        mean_ns: mean,
-        stddev_ns: var.sqrt(),
-        percentiles_ns,
-        histogram,
-        worst: Vec::new(),
-        per_second: Vec::new(),
-        per_second_width_s: 1,
-        tail: Default::default(),
-        signed: None,
-        noise: None,
-        note: None,
-    }
+    let mut r = ProbeResult::new(first.probe.clone(), first.phase.clone(), first.variant.clone(), None, None, first.interval_ns);
+    r.samples = samples;
+    r.overruns = parts.iter().map(|r| r.overruns).fold(0u64, |a, b| a.saturating_add(b));
+    r.min_ns = Nanos(min);
+    r.max_ns = Nanos(max);
+    r.mean_ns = mean;
+    r.stddev_ns = var.sqrt();
+    r.percentiles_ns = percentiles_ns;
+    r.histogram = histogram;
+    r
 }
 
 // ---- small parsing helpers shared by the text formats ----

@@ -210,7 +210,7 @@ pub fn setup_current_thread(spec: &ThreadSpec) -> Vec<SetupStep> {
     match r {
         Ok(()) => steps.push(SetupStep {
             step: name,
-            outcome: "ok".into(),
+            outcome: crate::model::Outcome::Ok,
             detail: format!("priority {}", if spec.policy == Policy::Other { 0 } else { spec.priority }),
         }),
         Err(e) => {
@@ -219,7 +219,7 @@ pub fn setup_current_thread(spec: &ThreadSpec) -> Vec<SetupStep> {
             } else {
                 e.to_string()
             };
-            steps.push(SetupStep { step: name, outcome: "failed".into(), detail: format!("{why}; running as SCHED_OTHER") });
+            steps.push(SetupStep { step: name, outcome: crate::model::Outcome::Failed, detail: format!("{why}; running as SCHED_OTHER") });
         }
     }
     crate::sys::mman::prefault_stack(MEASURING_STACK / 2);
@@ -228,8 +228,8 @@ pub fn setup_current_thread(spec: &ThreadSpec) -> Vec<SetupStep> {
 
 fn step(name: String, r: nix::Result<()>, ok_detail: &str) -> SetupStep {
     match r {
-        Ok(()) => SetupStep { step: name, outcome: "ok".into(), detail: ok_detail.to_string() },
-        Err(e) => SetupStep { step: name, outcome: "failed".into(), detail: format!("{ok_detail}: {e}") },
+        Ok(()) => SetupStep::ok(name, ok_detail.to_string()),
+        Err(e) => SetupStep { step: name, outcome: crate::model::Outcome::Failed, detail: format!("{ok_detail}: {e}") },
     }
 }
 

@@ -359,29 +359,20 @@ impl Recorder {
                 max_ns: Nanos(s.max),
             })
             .collect();
-        ProbeResult {
-            probe: probe.to_string(),
-            phase: phase.to_string(),
-            variant,
-            thread,
-            cpu,
-            interval_ns: Nanos(interval_ns),
-            samples: n,
-            overruns: self.overruns,
-            min_ns: Nanos(min),
-            max_ns: Nanos(self.max),
-            mean_ns: mean,
-            stddev_ns: stddev,
-            percentiles_ns,
-            histogram: self.buckets(),
-            worst,
-            per_second,
-            per_second_width_s: width_s,
-            tail: Tail { k: self.tail_k, samples: tail },
-            signed: None,
-            noise: None,
-            note: None,
-        }
+        let mut r = ProbeResult::new(probe, phase, variant, thread, cpu, Nanos(interval_ns));
+        r.samples = n;
+        r.overruns = self.overruns;
+        r.min_ns = Nanos(min);
+        r.max_ns = Nanos(self.max);
+        r.mean_ns = mean;
+        r.stddev_ns = stddev;
+        r.percentiles_ns = percentiles_ns;
+        r.histogram = self.buckets();
+        r.worst = worst;
+        r.per_second = per_second;
+        r.per_second_width_s = width_s;
+        r.tail = Tail { k: self.tail_k, samples: tail };
+        r
     }
 }
 

@@ -23,6 +23,7 @@ pub use trace::{Culprit, TracePlan, TraceSummary, TraceWindow};
 /// One complete run: what was asked (plan), where (host), how the real-time
 /// set-up went, and every probe's results.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Run {
     pub schema_version: u32,
     pub tool: Tool,
@@ -60,6 +61,109 @@ pub struct Run {
     /// native runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fidelity: Vec<String>,
+}
+
+impl Run {
+    /// A run of this build of rtscope, started at `started_at` (RFC 3339):
+    /// no results, phases or warnings yet, not interrupted, its set-up not
+    /// done yet (the runner fills them as the run goes).
+    pub fn native(command_line: Vec<String>, host: Host, plan: Plan, calibration: Calibration, started_at: String) -> Run {
+        Run {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool { name: "rtscope".into(), version: env!("CARGO_PKG_VERSION").into() },
+            finished_at: started_at.clone(),
+            started_at,
+            interrupted: false,
+            interrupted_in: None,
+            command_line,
+            host,
+            plan,
+            realtime_setup: RealtimeSetup::default(),
+            calibration,
+            warnings: Vec::new(),
+            results: Vec::new(),
+            trace: None,
+            phases: Vec::new(),
+            scenario: None,
+            imported_from: None,
+            fidelity: Vec::new(),
+        }
+    }
+
+    /// A run converted from another tool's output (`tool`, the file in
+    /// `from`). Its real-time set-up and clock are not known: the set-up is one
+    /// skipped step saying so and the calibration is 0 ns of an unknown clock.
+    pub fn imported(tool: Tool, from: ImportedFrom, host: Host, plan: Plan, results: Vec<ProbeResult>, times: (String, String)) -> Run {
+        let (started_at, finished_at) = times;
+        let named = if tool.version.is_empty() { tool.name.clone() } else { format!("{} {}", tool.name, tool.version) };
+        Run {
+            schema_version: SCHEMA_VERSION,
+            realtime_setup: RealtimeSetup {
+                ok: false,
+                steps: vec![SetupStep::skipped(
+                    "import",
+                    format!("real-time set-up of the source run is not recorded by {}", tool.name),
+                )],
+            },
+            calibration: Calibration {
+                clock_read_ns: Nanos(0),
+                clock_read_min_ns: Nanos(0),
+                clock: format!("unknown (imported from {named})"),
+            },
+            started_at,
+            finished_at,
+            interrupted: false,
+            interrupted_in: None,
+            command_line: Vec::new(),
+            host,
+            plan,
+            warnings: Vec::new(),
+            results,
+            trace: None,
+            phases: Vec::new(),
+            scenario: None,
+            imported_from: Some(from),
+            fidelity: Vec::new(),
+            tool,
+        }
+    }
+}
+
+impl Tool {
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Tool {
+        Tool { name: name.into(), version: version.into() }
+    }
+}
+
+impl Calibration {
+    /// The measured cost of a clock read (median and smallest) of `clock`.
+    pub fn new(clock_read_ns: Nanos, clock_read_min_ns: Nanos, clock: impl Into<String>) -> Calibration {
+        Calibration { clock_read_ns, clock_read_min_ns, clock: clock.into() }
+    }
+}
+
+impl Plan {
+    /// A plan of `probes` over load `phases`, each probe run measuring for
+    /// `duration_ns` at `interval_ns`. What it does not say is unknown: no
+    /// priority (0), policy "unknown", no threads or CPUs, no DMA latency
+    /// hold, no worst samples, no tracing, default probe options — set the
+    /// fields the plan knows.
+    pub fn new(probes: Vec<String>, phases: Vec<String>, duration_ns: Nanos, interval_ns: Nanos) -> Plan {
+        Plan {
+            probes,
+            phases,
+            duration_ns,
+            interval_ns,
+            priority: 0,
+            policy: "unknown".into(),
+            threads: 0,
+            cpus: Vec::new(),
+            dma_latency: false,
+            worst_k: 0,
+            trace: None,
+            probe_options: ProbeOptions::default(),
+        }
+    }
 }
 
 /// Where an imported run came from (see `src/import/`).
@@ -133,6 +237,7 @@ pub struct IdleState {
 
 /// Everything needed to rerun the experiment.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Plan {
     pub probes: Vec<String>,
     pub phases: Vec<String>,
@@ -161,14 +266,44 @@ pub struct RealtimeSetup {
     pub steps: Vec<SetupStep>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SetupStep {
     /// e.g. "mlockall", "cpu_dma_latency", "sched_fifo[thread 0]", "affinity[thread 0]".
     pub step: String,
-    /// "ok", "failed", "skipped".
-    pub outcome: String,
+    pub outcome: Outcome,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub detail: String,
+}
+
+/// How one set-up step went; written "ok", "failed", "skipped".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Ok,
+    Failed,
+    Skipped,
+}
+
+impl SetupStep {
+    pub fn new(step: impl Into<String>, outcome: Outcome, detail: impl Into<String>) -> SetupStep {
+        SetupStep { step: step.into(), outcome, detail: detail.into() }
+    }
+    pub fn ok(step: impl Into<String>, detail: impl Into<String>) -> SetupStep {
+        SetupStep::new(step, Outcome::Ok, detail)
+    }
+    pub fn failed(step: impl Into<String>, detail: impl Into<String>) -> SetupStep {
+        SetupStep::new(step, Outcome::Failed, detail)
+    }
+    pub fn skipped(step: impl Into<String>, detail: impl Into<String>) -> SetupStep {
+        SetupStep::new(step, Outcome::Skipped, detail)
+    }
+}
+
+impl RealtimeSetup {
+    /// The set-up as the steps went: real-time when none failed.
+    pub fn from_steps(steps: Vec<SetupStep>) -> RealtimeSetup {
+        RealtimeSetup { ok: !steps.iter().any(|s| s.outcome == Outcome::Failed), steps }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -184,6 +319,7 @@ pub struct Calibration {
 /// The results of one probe/phase/variant for one measuring thread, or merged
 /// over all threads (`thread` and `cpu` are then null).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ProbeResult {
     pub probe: String,
     pub phase: String,
@@ -267,6 +403,42 @@ impl TailSample {
 }
 
 impl ProbeResult {
+    /// The entry of `probe` in `phase` (`variant`; `thread` and `cpu` `None`
+    /// for the merged entry) at `interval_ns`, with no samples yet: the
+    /// caller fills what it measured.
+    pub fn new(
+        probe: impl Into<String>,
+        phase: impl Into<String>,
+        variant: Option<String>,
+        thread: Option<usize>,
+        cpu: Option<usize>,
+        interval_ns: Nanos,
+    ) -> ProbeResult {
+        ProbeResult {
+            probe: probe.into(),
+            phase: phase.into(),
+            variant,
+            thread,
+            cpu,
+            interval_ns,
+            samples: 0,
+            overruns: 0,
+            min_ns: Nanos(0),
+            max_ns: Nanos(0),
+            mean_ns: 0.0,
+            stddev_ns: 0.0,
+            percentiles_ns: std::collections::BTreeMap::new(),
+            histogram: Vec::new(),
+            worst: Vec::new(),
+            per_second: Vec::new(),
+            per_second_width_s: 1,
+            tail: Tail::default(),
+            signed: None,
+            noise: None,
+            note: None,
+        }
+    }
+
     /// False for imported summary-only results (rt-tests IPC tools, RTAI,
     /// ...): their `percentiles_ns` is empty although they have samples, and
     /// their histogram is one `[min, max]` bucket that must not be read as a

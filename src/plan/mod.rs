@@ -73,20 +73,16 @@ impl RunPlan {
     }
 
     pub fn to_model(&self) -> Plan {
-        Plan {
-            probes: self.probes.clone(),
-            phases: self.phases.clone(),
-            duration_ns: Nanos(self.duration_ns),
-            interval_ns: Nanos(self.interval_ns),
-            priority: self.priority,
-            policy: self.policy.name().to_string(),
-            threads: self.threads,
-            cpus: self.cpus.clone(),
-            dma_latency: self.dma_latency,
-            worst_k: self.worst_k,
-            trace: self.trace.clone(),
-            probe_options: self.probe.to_model(),
-        }
+        let mut p = Plan::new(self.probes.clone(), self.phases.clone(), Nanos(self.duration_ns), Nanos(self.interval_ns));
+        p.priority = self.priority;
+        p.policy = self.policy.name().to_string();
+        p.threads = self.threads;
+        p.cpus = self.cpus.clone();
+        p.dma_latency = self.dma_latency;
+        p.worst_k = self.worst_k;
+        p.trace = self.trace.clone();
+        p.probe_options = self.probe.to_model();
+        p
     }
 }
 

@@ -50,39 +50,20 @@ pub fn run(host: Host, results: Vec<ProbeResult>) -> Run {
             phases.push(r.phase.clone());
         }
     }
-    Run {
-        schema_version: SCHEMA_VERSION,
-        tool: Tool { name: "rtscope".into(), version: "0.1.0".into() },
-        started_at: "2026-01-01T00:00:00Z".into(),
-        finished_at: "2026-01-01T00:01:00Z".into(),
-        interrupted: false,
-        interrupted_in: None,
-        command_line: vec!["rtscope".into(), "run".into()],
-        host,
-        plan: Plan {
-            probes,
-            phases,
-            duration_ns: Nanos(60_000_000_000),
-            interval_ns: Nanos(1_000_000),
-            priority: 95,
-            policy: "fifo".into(),
-            threads: 1,
-            cpus: vec![0],
-            dma_latency: true,
-            worst_k: 8,
-            probe_options: Default::default(),
-            trace: None,
-        },
-        realtime_setup: RealtimeSetup { ok: true, steps: vec![] },
-        calibration: Calibration { clock_read_ns: Nanos(20), clock_read_min_ns: Nanos(18), clock: "test".into() },
-        warnings: vec![],
-        results,
-        trace: None,
-        phases: Vec::new(),
-        scenario: None,
-        imported_from: None,
-        fidelity: vec![],
-    }
+    let mut plan = Plan::new(probes, phases, Nanos(60_000_000_000), Nanos(1_000_000));
+    plan.priority = 95;
+    plan.policy = "fifo".into();
+    plan.threads = 1;
+    plan.cpus = vec![0];
+    plan.dma_latency = true;
+    plan.worst_k = 8;
+    let calibration = Calibration::new(Nanos(20), Nanos(18), "test");
+    let mut run = Run::native(vec!["rtscope".into(), "run".into()], host, plan, calibration, "2026-01-01T00:00:00Z".into());
+    run.tool.version = "0.1.0".into();
+    run.finished_at = "2026-01-01T00:01:00Z".into();
+    run.realtime_setup = RealtimeSetup::from_steps(vec![]);
+    run.results = results;
+    run
 }
 
 /// Per-thread entries (sample i of a thread taken at i·interval) plus the
@@ -132,29 +113,16 @@ pub fn from_histogram(probe: &str, phase: &str, hist: &[(u64, u64)]) -> ProbeRes
             (k.to_string(), v)
         })
         .collect();
-    ProbeResult {
-        probe: probe.into(),
-        phase: phase.into(),
-        variant: None,
-        thread: None,
-        cpu: None,
-        interval_ns: Nanos(1_000_000),
-        samples: n,
-        overruns: 0,
-        min_ns: Nanos(min),
-        max_ns: Nanos(max),
-        mean_ns: mean,
-        stddev_ns: var.sqrt(),
-        percentiles_ns,
-        histogram,
-        worst: vec![],
-        per_second: vec![SecondStats { t_s: 0, count: n, min_ns: Nanos(min), mean_ns: mean, max_ns: Nanos(max) }],
-        per_second_width_s: 1,
-        tail: Tail::default(),
-        signed: None,
-        noise: None,
-        note: None,
-    }
+    let mut r = ProbeResult::new(probe, phase, None, None, None, Nanos(1_000_000));
+    r.samples = n;
+    r.min_ns = Nanos(min);
+    r.max_ns = Nanos(max);
+    r.mean_ns = mean;
+    r.stddev_ns = var.sqrt();
+    r.percentiles_ns = percentiles_ns;
+    r.histogram = histogram;
+    r.per_second = vec![SecondStats { t_s: 0, count: n, min_ns: Nanos(min), mean_ns: mean, max_ns: Nanos(max) }];
+    r
 }
 
 pub fn write(dir: &Path, name: &str, run: &Run) -> PathBuf {
