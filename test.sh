@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # rtscope's test command (README "Run the tests"; .ci/run calls exactly this).
 # Installs the peers and tools the tests use when running as root with apt,
-# then runs the whole test suite. Tests whose tools are still missing (not
+# then runs clippy and the whole test suite. Tests whose tools are still missing (not
 # root, no apt) skip with a message instead of failing.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -28,4 +28,14 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
 fi
 
-cargo test --release "$@"
+# Lints first (clippy::undocumented_unsafe_blocks is denied in Cargo.toml),
+# but a lint failure must not hide a test failure: both run, either fails.
+lint=0
+cargo clippy --release --all-targets --quiet -- -D warnings || lint=$?
+# --no-fail-fast: every test binary runs even when an earlier one failed.
+tests=0
+cargo test --release --no-fail-fast "$@" || tests=$?
+if [ "$lint" -ne 0 ]; then
+  echo "test.sh: cargo clippy failed (exit $lint): see its messages above" >&2
+fi
+[ "$tests" -eq 0 ] && [ "$lint" -eq 0 ]

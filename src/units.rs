@@ -144,7 +144,7 @@ pub fn fmt_ns(ns: u64) -> String {
     const UNITS: [(u64, &str); 6] =
         [(86_400_000_000_000, "d"), (3_600_000_000_000, "h"), (60_000_000_000, "m"), (1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")];
     for (u, name) in UNITS {
-        if ns >= u && ns % u == 0 {
+        if ns >= u && ns.is_multiple_of(u) {
             return format!("{}{name}", ns / u);
         }
     }

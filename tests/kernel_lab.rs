@@ -52,6 +52,7 @@ fn lab_available() -> bool {
         if have("qemu-system-x86_64") && have("cpio") {
             return true;
         }
+        // SAFETY: geteuid has no preconditions.
         let root = unsafe { libc::geteuid() } == 0;
         if root && have("apt-get") {
             eprintln!("kernel_lab: installing qemu-system-x86 busybox-static cpio with apt-get");

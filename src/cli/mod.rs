@@ -31,6 +31,9 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per process: RunArgs' size does not matter, boxing it would
+// only make every use site longer.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run an experiment and save its result (JSON, schema v1).

@@ -90,6 +90,7 @@ struct PosixSem {
 // SAFETY: a sem_t is made to be used from several threads at once; it is
 // only ever accessed through the sem_* calls, never moved (boxed).
 unsafe impl Sync for PosixSem {}
+// SAFETY: as for Sync: the boxed sem_t does not move and any thread may post or wait on it.
 unsafe impl Send for PosixSem {}
 
 impl PosixSem {
@@ -182,6 +183,7 @@ struct PthreadMutex {
 // SAFETY: a pthread mutex exists to be shared between threads; it is only
 // touched through pthread_mutex_* and never moved (boxed).
 unsafe impl Sync for PthreadMutex {}
+// SAFETY: the boxed mutex does not move; it is unlocked by the thread that locked it.
 unsafe impl Send for PthreadMutex {}
 
 impl PthreadMutex {
@@ -227,6 +229,7 @@ struct CondVar {
 
 // SAFETY: as for PthreadMutex; the cond is only used through pthread_cond_*.
 unsafe impl Sync for CondVar {}
+// SAFETY: as for Sync: the boxed cond and mutex do not move.
 unsafe impl Send for CondVar {}
 
 impl CondVar {

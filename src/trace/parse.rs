@@ -96,7 +96,7 @@ fn split_cpu(line: &str) -> Option<(&str, usize, &str)> {
         if let Some(close_off) = line[open + 1..].find(']') {
             let close = open + 1 + close_off;
             let inner = &line[open + 1..close];
-            let spaced = open > 0 && bytes[open - 1] == b' ' && bytes.get(close + 1).map_or(true, |b| *b == b' ');
+            let spaced = open > 0 && bytes[open - 1] == b' ' && bytes.get(close + 1).is_none_or(|b| *b == b' ');
             if spaced && !inner.is_empty() && inner.bytes().all(|b| b.is_ascii_digit()) {
                 return Some((&line[..open], inner.parse().ok()?, &line[close + 1..]));
             }
