@@ -1,7 +1,8 @@
 //! rtscope as a library: the binary (`src/main.rs`) is a thin shell over
-//! these modules. See ../shared/ARCHITECTURE.md for the data flow:
-//! plan (`cli`) → real-time set-up (`sys`) → probes (`measure`) → model
-//! (`model`) → store (`store`) → analysis (`analysis`) → report (`report`).
+//! these modules. docs/architecture.md gives their layers (imports point
+//! down only, checked by tests/layers.rs) and the data flow:
+//! plan (`plan`) → real-time set-up and probes (`runner`, `measure`) →
+//! model (`model`) → store (`store`) → analysis (`analysis`) → report (`report`).
 
 pub mod analysis;
 pub mod cli;

@@ -170,6 +170,20 @@ fn every_module_has_a_layer() {
 }
 
 #[test]
+fn every_layer_is_described_in_docs_architecture() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md")).unwrap();
+    let mut missing = Vec::new();
+    for (layer, modules) in LAYERS.iter().enumerate() {
+        for m in *modules {
+            if !doc.lines().any(|l| l.starts_with(&format!("| {layer} | `{m}` |"))) {
+                missing.push(format!("| {layer} | `{m}` | ... |"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "docs/architecture.md lacks the rows (layer, module, one sentence):\n{}", missing.join("\n"));
+}
+
+#[test]
 fn imports_point_down() {
     let g = edges(&sources());
     let mut up = Vec::new();
