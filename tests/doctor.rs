@@ -547,3 +547,13 @@ fn doctor_json_golden() {
     let h = Host::tuned();
     insta::assert_snapshot!("golden_doctor_json", h.raw_json(&["--cpus", "2-3"]));
 }
+
+/// `-a`/`--affinity` (as in `rtscope run`) names the same CPUs as `--cpus`.
+#[test]
+fn doctor_takes_run_s_affinity_flag() {
+    let h = Host::tuned();
+    let by_cpus = h.raw_json(&["--cpus", "2-3"]);
+    assert_eq!(h.raw_json(&["-a", "2-3"]), by_cpus);
+    assert_eq!(h.raw_json(&["--affinity", "2-3"]), by_cpus);
+    assert_ne!(h.raw_json(&["-a", "0-1"]), by_cpus, "the CPU set changes the isolation findings");
+}

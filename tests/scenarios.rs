@@ -136,6 +136,8 @@ fn every_preset_has_a_valid_plan_and_dry_runs_write_nothing() {
         let total_line = text.lines().find(|l| l.starts_with("total: ")).unwrap_or_else(|| panic!("{name}: no total: {text}"));
         assert!(text.lines().filter(|l| l.starts_with("phase ")).count() >= 2, "{name}: {text}");
         assert!(total_line.contains("cap 1d"), "{total_line}");
+        let result_line = text.lines().find(|l| l.starts_with("result: ")).unwrap_or_else(|| panic!("{name}: no result line: {text}"));
+        assert!(result_line.ends_with("(not written: --dry-run)"), "{name}: {result_line}");
     }
     assert!(files_in(dir.path()).is_empty(), "a dry run writes nothing: {:?}", files_in(dir.path()));
 }

@@ -417,3 +417,23 @@ fn an_interrupted_run_is_saved_with_the_samples_taken() {
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["results"][0]["samples"].as_u64().unwrap() > 0, "the samples taken are kept");
 }
+
+/// Reading commands never create the history database: `history` says there
+/// is none (exit 0, `[]` with --json); show, export, tag, rm and a stored id or
+/// tag in report exit 2 naming the path. Nothing is created, not even its directory.
+#[test]
+fn reading_commands_do_not_create_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("none/results.db");
+    let o = rtscope(&db, &["history"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("no runs in") && stdout(&o).contains("no database there yet"), "{}", stdout(&o));
+    assert_eq!(history(&db, &[]).len(), 0);
+    for args in [vec!["show", "1"], vec!["export", "1"], vec!["tag", "1", "x"], vec!["rm", "1"], vec!["report", "1"], vec!["report", "@x"]] {
+        let o = rtscope(&db, &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains("results.db") && err.contains("no history database there"), "{args:?}: {err}");
+    }
+    assert!(!dir.path().join("none").exists(), "a reading command created {}", db.display());
+}

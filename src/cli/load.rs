@@ -360,7 +360,8 @@ fn check_starvation(plan: &RunPlan, exp: &Experiment, online: &[usize], force: b
 }
 
 /// The plan as text, for `--dry-run` and the start of a run.
-pub fn describe(plan: &RunPlan, exp: &Experiment, output: &Output) -> String {
+/// The plan in words. `dry_run`: the result line says it will not be written.
+pub fn describe(plan: &RunPlan, exp: &Experiment, output: &Output, dry_run: bool) -> String {
     let mut s = String::new();
     if let Some(sc) = &exp.scenario {
         s.push_str(&format!("scenario: {} ({})\n", sc.name, sc.source));
@@ -409,6 +410,10 @@ pub fn describe(plan: &RunPlan, exp: &Experiment, output: &Output) -> String {
         }
     }
     s.push_str(&format!("total: {} (cap {})\n", units::fmt_ns(exp.total_ns()), units::fmt_ns(exp.max_total_ns)));
-    s.push_str(&format!("result: {}\n", output.path.display()));
+    if dry_run {
+        s.push_str(&format!("result: {} (not written: --dry-run)\n", output.path.display()));
+    } else {
+        s.push_str(&format!("result: {}\n", output.path.display()));
+    }
     s
 }

@@ -23,7 +23,8 @@ use crate::sys::sched::Policy;
     name = "rtscope",
     version,
     about = "Measure how fast and how predictably this system answers events",
-    long_about = "rtscope measures real-time latency (timer wake-up, and more probes to come) with one clock, \
+    long_about = "rtscope measures real-time latency (timer wake-up, periodic jitter, semaphore, mutex, pipe, \
+message-queue and signal hand-offs, task switch, preemption, OS noise, the highest sustainable rate) with one clock, \
 in nanoseconds, as full lossless distributions, and keeps the host fingerprint and the plan with every result."
 )]
 pub struct Cli {
@@ -169,9 +170,9 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// CPUs you intend to measure, e.g. 1-3 or 2,3 [default: all online]. Isolation and
-    /// IRQ-affinity checks are judged against these.
-    #[arg(long, value_name = "CPUSET", value_parser = units::parse_cpuset)]
+    /// CPUs you intend to measure, e.g. 1-3 or 2,3 [default: all online]; the same set
+    /// as `rtscope run -a/--affinity`. Isolation and IRQ-affinity checks are judged against these.
+    #[arg(long, short = 'a', visible_alias = "affinity", value_name = "CPUSET", value_parser = units::parse_cpuset)]
     pub cpus: Option<units::CpuSet>,
 
     /// Read /proc, /sys and /dev under DIR instead of / (tests; also $RTSCOPE_SYSROOT).

@@ -11,7 +11,7 @@ use crate::error::EXIT_OK;
 use crate::store::sqlite::{resolve_path, Store};
 
 pub fn cmd(args: &ExportArgs) -> anyhow::Result<u8> {
-    let store = Store::open(&resolve_path(args.db.db.as_deref())?)?;
+    let store = Store::open_existing(&resolve_path(args.db.db.as_deref())?)?;
     let text = store.json_text(args.id)?;
     match &args.output {
         None => {

@@ -54,7 +54,17 @@ pub fn cmd(args: &HistoryArgs) -> anyhow::Result<u8> {
         tag: args.tag.clone(),
         since: args.since.as_deref().map(parse_since).transpose()?,
     };
-    let store = Store::open(&resolve_path(args.db.db.as_deref())?)?;
+    let path = resolve_path(args.db.db.as_deref())?;
+    if !path.exists() {
+        // Listing never creates the database.
+        if args.json {
+            println!("[]");
+        } else {
+            println!("no runs in {} (no database there yet: `rtscope run` or `rtscope import` creates it)", path.display());
+        }
+        return Ok(EXIT_OK);
+    }
+    let store = Store::open(&path)?;
     let rows = store.list(&filter)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);

@@ -47,7 +47,7 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     let explicit = cli::load::explicit_run_args();
     let (plan, output, exp) = cli::load::build(args, &explicit, &stamp(started))?;
     if args.load.dry_run {
-        print!("{}", cli::load::describe(&plan, &exp, &output));
+        print!("{}", cli::load::describe(&plan, &exp, &output, true));
         return Ok(EXIT_OK);
     }
     // Open the history database before measuring: a bad --db is bad input
@@ -56,7 +56,7 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     let stop = stop_on_signals()?;
     let command_line: Vec<String> = std::env::args().collect();
     if !output.quiet {
-        eprint!("{}", cli::load::describe(&plan, &exp, &output));
+        eprint!("{}", cli::load::describe(&plan, &exp, &output, true));
     }
     let run = runner::execute(&plan, &exp, &output, command_line, started, &stop, warnings)?;
 

@@ -8,7 +8,7 @@ use crate::report::term::summary_table;
 use crate::store::sqlite::{resolve_path, Store};
 
 pub fn cmd(args: &ShowArgs) -> anyhow::Result<u8> {
-    let store = Store::open(&resolve_path(args.db.db.as_deref())?)?;
+    let store = Store::open_existing(&resolve_path(args.db.db.as_deref())?)?;
     let run = store.load(args.id)?;
     let tags = store.tags(args.id)?;
     let h = &run.host;

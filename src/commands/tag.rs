@@ -19,7 +19,7 @@ pub fn check_tag(name: &str) -> Result<(), BadInput> {
 
 pub fn cmd(args: &TagArgs) -> anyhow::Result<u8> {
     check_tag(&args.name)?;
-    let store = Store::open(&resolve_path(args.db.db.as_deref())?)?;
+    let store = Store::open_existing(&resolve_path(args.db.db.as_deref())?)?;
     if args.remove {
         if store.untag(args.id, &args.name)? {
             println!("run #{}: tag {} removed", args.id, args.name);

@@ -42,7 +42,7 @@ pub fn resolve_inputs(args: &[String], db_flag: Option<&Path>) -> anyhow::Result
     let mut store: Option<sqlite::Store> = None;
     let open = |store: &mut Option<sqlite::Store>| -> anyhow::Result<()> {
         if store.is_none() {
-            *store = Some(sqlite::Store::open(&sqlite::resolve_path(db_flag)?)?);
+            *store = Some(sqlite::Store::open_existing(&sqlite::resolve_path(db_flag)?)?);
         }
         Ok(())
     };

@@ -141,6 +141,23 @@ impl Store {
     /// Open (creating if needed) the database at `path`, bringing its schema
     /// up to date. Exit-2 errors for: a non-SQLite or corrupt file, a
     /// database from a newer rtscope.
+    /// Open the database of a command that reads or changes what is stored
+    /// (history, show, export, tag, rm, ids and tags in report/compare):
+    /// a missing database is bad input, never created (exit 2).
+    pub fn open_existing(path: &Path) -> anyhow::Result<Store> {
+        if !path.exists() {
+            return Err(BadInput(format!(
+                "{}: no history database there (nothing has been stored yet): `rtscope run` or `rtscope import` \
+                 creates it; use --db or RTSCOPE_DB to name another",
+                path.display()
+            ))
+            .into());
+        }
+        Store::open(path)
+    }
+
+    /// Open the database for storing runs, creating it (and its directory)
+    /// when missing.
     pub fn open(path: &Path) -> anyhow::Result<Store> {
         check_header(path)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
