@@ -16,6 +16,8 @@ fn scratch() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
 }
 
+/// Tests run rtscope in a scratch directory `dir` with `TMPDIR=dir`, so the
+/// loads' temp dirs (below $TMPDIR by default) are where the test looks.
 fn rtscope() -> Command {
     // Runs are saved to a test database under target/, never the user's.
     let mut c = Command::new(env!("CARGO_BIN_EXE_rtscope"));
@@ -81,7 +83,7 @@ fn run_all_loads(engine: &str) -> (Value, tempfile::TempDir) {
     let dir = scratch();
     let json = dir.path().join("r.json");
     let out = rtscope()
-        .current_dir(dir.path())
+        .current_dir(dir.path()).env("TMPDIR", dir.path())
         .args(["run", "-q", "-t", "1", "-D", "2s", "--settle", "500ms", "--load-engine", engine])
         .args(["--load", "idle,cpu,memory,io,net,irq,sched", "--json"])
         .arg(&json)
@@ -195,7 +197,7 @@ fn a_cmd_load_runs_the_users_command_and_is_stopped() {
     let dir = scratch();
     let json = dir.path().join("r.json");
     let out = rtscope()
-        .current_dir(dir.path())
+        .current_dir(dir.path()).env("TMPDIR", dir.path())
         .args(["run", "-q", "-t", "1", "-D", "2s", "--settle", "500ms"])
         .args(["--load", "cmd:\"dd if=/dev/zero of=blob bs=1M count=8 conv=fsync status=none; exec sleep 60\"", "--json"])
         .arg(&json)
@@ -216,7 +218,7 @@ fn a_cmd_load_runs_the_users_command_and_is_stopped() {
 fn a_failing_load_command_is_an_error_that_shows_its_output() {
     let dir = scratch();
     let out = rtscope()
-        .current_dir(dir.path())
+        .current_dir(dir.path()).env("TMPDIR", dir.path())
         .args(["run", "-q", "-t", "1", "-D", "1s", "--settle", "300ms", "--load", "cmd:\"echo broken-load >&2; exit 3\"", "--json", "r.json"])
         .output()
         .unwrap();
@@ -230,7 +232,7 @@ fn a_failing_load_command_is_an_error_that_shows_its_output() {
 fn a_load_failing_while_the_probe_runs_is_an_error_and_the_result_keeps_what_was_taken() {
     let dir = scratch();
     let out = rtscope()
-        .current_dir(dir.path())
+        .current_dir(dir.path()).env("TMPDIR", dir.path())
         .args(["run", "-q", "-t", "1", "-D", "2s", "--settle", "0", "--load", "cmd:\"sleep 1; echo gave-up >&2; exit 4\"", "--json", "r.json"])
         .output()
         .unwrap();
@@ -249,7 +251,7 @@ fn the_max_total_cap_holds_at_run_time() {
     // The plan (two 1 s probe runs) fits in 2 s exactly; the first run takes
     // a little more than 1 s, so the second would end past the cap.
     let out = rtscope()
-        .current_dir(dir.path())
+        .current_dir(dir.path()).env("TMPDIR", dir.path())
         .args(["run", "-q", "-t", "1", "-D", "1s", "--settle", "0", "--load", "idle,cpu", "--load-engine", "builtin"])
         .args(["--max-total", "2s", "--json", "r.json"])
         .output()
@@ -275,7 +277,7 @@ fn bad_load_flags_exit_2_and_write_nothing() {
         (vec!["--load", "io", "--load-dir", "no/such/dir"], "--load-dir"),
         (vec!["--load", "cpu", "--max-total", "1s"], "more than --max-total"),
     ] {
-        let out = rtscope().current_dir(dir.path()).args(["run", "-D", "2s"]).args(&args).output().unwrap();
+        let out = rtscope().current_dir(dir.path()).env("TMPDIR", dir.path()).args(["run", "-D", "2s"]).args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
@@ -286,7 +288,7 @@ fn bad_load_flags_exit_2_and_write_nothing() {
 /// Send `sig` to rtscope once the second phase has started its loads.
 fn start_and_signal_in_second_phase(dir: &Path, json: &Path, engine: &str, sig: i32) -> (Child, Value) {
     let child = rtscope()
-        .current_dir(dir)
+        .current_dir(dir).env("TMPDIR", dir)
         .args(["run", "-q", "-t", "1", "-D", "2s", "--settle", "500ms", "--load-engine", engine, "--load", "cpu,net,irq", "--json"])
         .arg(json)
         .stdout(Stdio::null())
@@ -345,7 +347,7 @@ fn sigkill_takes_every_load_down(engine: &str) {
     // The temp dir outlives a SIGKILL; the next run with loads removes it.
     assert_eq!(temp_dirs_left(dir.path()).len(), 1);
     let out = rtscope()
-        .current_dir(dir.path())
+        .current_dir(dir.path()).env("TMPDIR", dir.path())
         .args(["run", "-q", "-t", "1", "-D", "500ms", "--settle", "0", "--load-engine", "builtin", "--load", "cpu", "--json", "r2.json"])
         .output()
         .unwrap();
@@ -365,4 +367,29 @@ fn sigkill_of_rtscope_kills_stress_ng_and_its_workers_within_a_second() {
         return;
     }
     sigkill_takes_every_load_down("stress-ng");
+}
+
+/// By default the loads write below $TMPDIR (else /var/tmp), never into the
+/// current directory; the plan says where, and the files are gone afterwards.
+#[test]
+fn loads_write_below_tmpdir_by_default_never_the_current_directory() {
+    let (cwd, tmp, out_dir) = (scratch(), scratch(), scratch());
+    let json = out_dir.path().join("r.json");
+    let out = rtscope()
+        .current_dir(cwd.path())
+        .env("TMPDIR", tmp.path())
+        .args(["run", "-t", "1", "-D", "1s", "--settle", "200ms", "--load", "io", "--load-engine", "builtin", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {err}");
+    assert!(err.contains(&format!("temp files under {}", tmp.path().display())), "the plan names the load dir: {err}");
+    let r = read(&json);
+    let cmd = r["phases"][0]["loads"][0]["commands"][0].as_str().unwrap().to_string();
+    assert!(cmd.contains(&format!("--dir {}/.rtscope-load-", tmp.path().display())), "{cmd}");
+    assert!(counter(&r["phases"][0]["loads"][0], "bytes_written") > 0);
+    let left = |d: &Path| std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name()).collect::<Vec<_>>();
+    assert!(left(cwd.path()).is_empty(), "the current directory was written: {:?}", left(cwd.path()));
+    assert!(left(tmp.path()).is_empty(), "the load's temp files were left: {:?}", left(tmp.path()));
 }

@@ -55,7 +55,8 @@ pub struct LoadArgs {
     #[arg(long, value_name = "X", allow_hyphen_values = true)]
     pub load_intensity: Option<f64>,
 
-    /// Directory on the filesystem under test; the io load writes below it [default: .].
+    /// Directory on the filesystem under test; the io load rewrites at most 256 MiB of files
+    /// below it [default: $TMPDIR, else /var/tmp].
     #[arg(long, value_name = "DIR")]
     pub load_dir: Option<PathBuf>,
 
@@ -296,7 +297,7 @@ fn finish(
         Some(x) => x,
         None => section.and_then(|l| l.intensity.as_ref()).map(|i| *i.get_ref()).unwrap_or(1.0),
     };
-    let dir = la.load_dir.clone().or_else(|| section.and_then(|l| l.dir.clone())).unwrap_or_else(|| PathBuf::from("."));
+    let dir = la.load_dir.clone().or_else(|| section.and_then(|l| l.dir.clone())).unwrap_or_else(default_load_dir);
     if phases.iter().any(|p| !p.loads.is_empty()) && !dir.is_dir() {
         return Err(BadInput(format!(
             "--load-dir: '{}' is not a directory; give a directory on the filesystem under test",
@@ -360,6 +361,23 @@ fn check_starvation(plan: &RunPlan, exp: &Experiment, online: &[usize], force: b
 }
 
 /// The plan as text, for `--dry-run` and the start of a run.
+/// Where loads write when neither `--load-dir` nor the scenario says:
+/// `$TMPDIR` when set, else `/var/tmp` (kept on disk, unlike a tmpfs `/tmp`),
+/// else the current directory. Never the current directory by default: a
+/// run started in a source tree must not write there.
+pub fn default_load_dir() -> PathBuf {
+    if let Some(t) = std::env::var_os("TMPDIR").filter(|t| !t.is_empty()).map(PathBuf::from) {
+        if t.is_absolute() && t.is_dir() {
+            return t;
+        }
+    }
+    let var_tmp = PathBuf::from("/var/tmp");
+    if var_tmp.is_dir() {
+        return var_tmp;
+    }
+    PathBuf::from(".")
+}
+
 /// The plan in words. `dry_run`: the result line says it will not be written.
 pub fn describe(plan: &RunPlan, exp: &Experiment, output: &Output, dry_run: bool) -> String {
     let mut s = String::new();

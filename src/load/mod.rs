@@ -52,6 +52,8 @@ pub type Counters = BTreeMap<String, u64>;
 pub struct WorkerCtx<'a> {
     /// Index of this worker within the load (0-based).
     pub index: usize,
+    /// How many workers the load has.
+    pub workers: usize,
     /// CPUs the load may use (workers that pair up pin to different ones).
     pub cpus: &'a [usize],
     /// The load's private temporary directory.

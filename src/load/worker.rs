@@ -93,12 +93,13 @@ fn run_builtin(args: &LoadWorkerArgs, kind: &LoadKind, stop: &AtomicBool) -> any
     let cpus = args.cpus.clone().map(|c| c.0).unwrap_or_else(crate::sys::sched::online_cpus);
     let mut total = Counters::new();
     std::thread::scope(|s| -> anyhow::Result<()> {
-        let handles: Vec<_> = (0..args.workers.max(1))
+        let workers = args.workers.max(1);
+        let handles: Vec<_> = (0..workers)
             .map(|index| {
                 let cpus = &cpus;
                 let dir = args.dir.as_path();
                 std::thread::Builder::new().name(format!("load-{}-{index}", load.name())).spawn_scoped(s, move || {
-                    load.run_builtin(&WorkerCtx { index, cpus, dir, stop })
+                    load.run_builtin(&WorkerCtx { index, workers, cpus, dir, stop })
                 })
             })
             .collect::<Result<_, _>>()?;
