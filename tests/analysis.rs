@@ -143,6 +143,28 @@ fn pwcet_refuses_bursts() {
 }
 
 #[test]
+fn pwcet_refuses_a_heavy_tail() {
+    // ξ = 0.7: infinite variance, no bounded worst case (the report once
+    // printed 1.31 s for a 3.75 ms max from such a tail).
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(host("a", "6.1"), entries("timer", "idle", &[gpd_series(200_000, 0.7, 500.0, 11)], 100_000));
+    let f = write(dir.path(), "a.json", &r);
+    let p = report_json(&f, &[])["runs"][0]["entries"][1]["pwcet"].clone();
+    assert_eq!(p["status"], "refused", "{p}");
+    let reason = p["reason"].as_str().unwrap();
+    let xi: f64 = reason.strip_prefix("heavy tail: the fitted shape ξ = ").and_then(|r| r.split(' ').next()).unwrap().parse().unwrap();
+    assert!((xi - 0.7).abs() < 0.12, "the fit finds the shape: {reason}");
+    // A lighter tail (ξ = 0.1, above) is estimated, within 10× its max.
+    let r = run(host("a", "6.1"), entries("timer", "idle", &[gpd_series(200_000, 0.1, 2000.0, 99)], 100_000));
+    let f = write(dir.path(), "b.json", &r);
+    let v = report_json(&f, &[]);
+    let p = &merged(&v)["pwcet"];
+    assert_eq!(p["status"], "estimate", "{p}");
+    let max = merged(&v)["max_ns"].as_f64().unwrap();
+    assert!(p["levels"].as_array().unwrap().iter().all(|l| l["estimate_ns"].as_f64().unwrap() <= 10.0 * max), "{p}");
+}
+
+#[test]
 fn pwcet_refuses_a_short_tail() {
     let dir = tempfile::tempdir().unwrap();
     let r = run(host("a", "6.1"), entries("timer", "idle", &[gpd_series(1000, 0.1, 100.0, 1)], 1_000_000));

@@ -66,6 +66,12 @@ pub const PROBABILITIES: [f64; 2] = [1e-6, 1e-9];
 pub const BOOTSTRAP: usize = 100;
 /// Level of every guardrail test.
 pub const ALPHA: f64 = 0.01;
+/// A fitted shape at or above this has infinite variance: no bounded
+/// worst case can be extrapolated from the tail.
+pub const HEAVY_XI: f64 = 0.5;
+/// The largest extrapolation shown, as a multiple of the observed maximum:
+/// beyond it the estimate rests on the fit alone and is refused as unreliable.
+pub const MAX_EXTRAPOLATION: f64 = 10.0;
 const SEED: u64 = 0x7274_7363_6f70_6531; // "rtscope1"
 
 /// A fitted GPD.
@@ -359,7 +365,25 @@ pub fn pwcet(r: &ProbeResult) -> Pwcet {
     let Some(fit) = fit_gpd(&y) else {
         return refuse("the generalized Pareto fit did not converge (degenerate tail)".into());
     };
+    if fit.xi >= HEAVY_XI {
+        return refuse(format!(
+            "heavy tail: the fitted shape ξ = {:.2} is at least {HEAVY_XI} (infinite variance), so no bounded worst case can be \
+             estimated; measure longer, on an isolated CPU (rtscope doctor), and look at what causes the spikes (--trace-threshold)",
+            fit.xi
+        ));
+    }
     let uf = u as f64;
+    let furthest = return_level(uf, &fit, zeta, PROBABILITIES[PROBABILITIES.len() - 1]);
+    if furthest > MAX_EXTRAPOLATION * max.0 as f64 {
+        return refuse(format!(
+            "unreliable extrapolation: at p = {:e} the fit gives {:.0} ns, more than {MAX_EXTRAPOLATION}× the observed max \
+             {} ns (ξ = {:.2}); measure longer so the tail reaches further",
+            PROBABILITIES[PROBABILITIES.len() - 1],
+            furthest,
+            max.0,
+            fit.xi
+        ));
+    }
     // Parametric bootstrap.
     let mut rng = SplitMix64(SEED ^ n ^ (u << 1));
     let mut boot: Vec<Vec<f64>> = vec![Vec::with_capacity(BOOTSTRAP); PROBABILITIES.len()];
