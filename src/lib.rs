@@ -19,6 +19,7 @@ pub mod runner;
 pub mod scenario;
 pub mod store;
 pub mod sys;
+pub mod stats;
 pub mod sysinfo;
 pub mod trace;
 pub mod units;

@@ -277,7 +277,10 @@ fn struct_literal(line: &str, ty: &str) -> bool {
     while let Some(i) = rest.find(ty) {
         let before = rest[..i].chars().last();
         let after = rest[i + ty.len()..].trim_start();
-        let head = rest[..i].trim_end();
+        // `-> &'a Ty {` and `-> &Ty {` are return types: drop the reference.
+        let mut head = rest[..i].trim_end().trim_end_matches("::").trim_end();
+        head = head.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_' || c == ':').trim_end();
+        head = head.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_' || c == '\'').trim_end_matches('&').trim_end();
         rest = &rest[i + ty.len()..];
         if before.is_some_and(|c| c.is_alphanumeric() || c == '_') || !after.starts_with('{') {
             continue;
@@ -307,6 +310,9 @@ fn the_checks_catch_what_they_look_for() {
     assert!(!struct_literal("impl Run {", "Run"));
     assert!(!struct_literal("let p = RunPlan { a };", "Run"));
     assert!(!struct_literal("fn f() -> Plan {", "Plan"));
+    assert!(!struct_literal("    fn deref(&self) -> &ProbeResult {", "ProbeResult"));
+    assert!(!struct_literal("fn g<'a>(x: &'a X) -> &'a model::Run {", "Run"));
+    assert!(struct_literal("let r = model::Run {", "Run"));
     assert!(!struct_literal("Plan { .. } => 1,", "Plan"));
     assert_eq!(layer_of("units"), Some(0));
     assert!(layer_of("commands") > layer_of("cli"));

@@ -23,7 +23,7 @@
 use serde::Serialize;
 
 use crate::analysis::percentiles::{from_histogram, rebin};
-use crate::analysis::stats;
+use crate::stats;
 use crate::model::{Bucket, Nanos, ProbeResult, Run};
 
 /// Level of the two-sample test.

@@ -94,7 +94,7 @@ pub fn misses(r: &ProbeResult, deadline: Nanos) -> DeadlineMisses {
     } else if zero {
         (3.0 / n as f64).min(1.0)
     } else {
-        lo as f64 / n as f64
+        crate::stats::miss_ratio(lo, n)
     };
     let per_hour_n = rate * 3600.0;
     DeadlineMisses {
@@ -103,7 +103,7 @@ pub fn misses(r: &ProbeResult, deadline: Nanos) -> DeadlineMisses {
         misses: lo,
         misses_upper: hi,
         exact: lo == hi,
-        ratio: if n == 0 { 0.0 } else { lo as f64 / n as f64 },
+        ratio: crate::stats::miss_ratio(lo, n),
         rate_hz: rate,
         per_hour_expected: if zero { 0.0 } else { p * per_hour_n },
         // 1 − (1 − p)^N computed as −expm1(N·ln1p(−p)) to stay exact for tiny p.

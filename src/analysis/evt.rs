@@ -51,7 +51,7 @@
 
 use serde::Serialize;
 
-use crate::analysis::stats::{self, SplitMix64};
+use crate::stats::{self, SplitMix64};
 use crate::model::{Nanos, ProbeResult};
 
 /// Excesses used at most.

@@ -16,6 +16,5 @@ pub mod compare;
 pub mod deadline;
 pub mod evt;
 pub mod percentiles;
-pub mod stats;
 pub mod summary;
 pub mod warnings;

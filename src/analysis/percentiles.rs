@@ -2,8 +2,8 @@
 //! alone, so that any stored or imported result (which may carry only
 //! buckets) is analysed the same way as a fresh one.
 //!
-//! The definition is the recorder's: nearest rank ⌈q·n/100⌉
-//! ([`crate::measure::recorder::nearest_rank`]), reported as the top of the
+//! The definition is the one of `stats::bucket_percentile`, which the
+//! recorder uses too: nearest rank ⌈q·n/100⌉, reported as the top of the
 //! bucket holding that rank and clamped to the exact [min, max]. On a fresh
 //! result, [`from_histogram`] therefore returns exactly what
 //! `Recorder::percentile` wrote into `percentiles_ns` (a unit test checks it).
@@ -13,29 +13,13 @@
 
 use serde::Serialize;
 
-use crate::measure::recorder::nearest_rank;
 use crate::model::{Bucket, Nanos};
-
-/// The percentiles the analysis reports: label and q in percent.
-pub const REPORTED: [(&str, f64); 6] =
-    [("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p99.9", 99.9), ("p99.99", 99.99), ("p99.999", 99.999)];
+use crate::stats::{self, PERCENTILES};
 
 /// Percentile `q` (0–100) by nearest rank from non-empty buckets that
 /// sum to the sample count. `None` for an empty histogram.
 pub fn from_histogram(hist: &[Bucket], q: f64, min: Nanos, max: Nanos) -> Option<Nanos> {
-    let n: u64 = hist.iter().map(|b| b.count).sum();
-    if n == 0 {
-        return None;
-    }
-    let rank = nearest_rank(q, n);
-    let mut seen = 0u64;
-    for b in hist {
-        seen += b.count;
-        if seen >= rank {
-            return Some(Nanos(b.hi_ns.0.clamp(min.0, max.0.max(min.0))));
-        }
-    }
-    Some(max)
+    stats::bucket_percentile(hist, q, min, max)
 }
 
 /// One reported percentile.
@@ -46,11 +30,11 @@ pub struct Percentile {
     pub value_ns: Nanos,
 }
 
-/// All [`REPORTED`] percentiles of a histogram (empty when it is).
+/// All [`PERCENTILES`] of a histogram (empty when it is).
 pub fn reported(hist: &[Bucket], min: Nanos, max: Nanos) -> Vec<Percentile> {
-    REPORTED
+    PERCENTILES
         .iter()
-        .filter_map(|(label, q)| from_histogram(hist, *q, min, max).map(|v| Percentile { label, q: *q, value_ns: v }))
+        .filter_map(|p| from_histogram(hist, p.q, min, max).map(|v| Percentile { label: p.label, q: p.q, value_ns: v }))
         .collect()
 }
 
@@ -132,7 +116,7 @@ mod tests {
             r.record(v, i * 10_000, i);
         }
         let res = r.to_result("t", "idle", None, Some(0), Some(0), 1);
-        for (key, q) in crate::model::PERCENTILES {
+        for crate::stats::Quantile { key, q, .. } in crate::stats::PERCENTILES {
             assert_eq!(
                 from_histogram(&res.histogram, q, res.min_ns, res.max_ns),
                 Some(res.percentiles_ns[key]),

@@ -5,7 +5,7 @@
 //! (per thread and merged, per probe/phase/variant) with percentiles
 //! recomputed from the histogram, mean and σ, deadline misses and the
 //! statistical worst case; and, when several runs are given, their
-//! [`Comparison`]. Renderers (`crate::report`) are pure functions of it.
+//! [`Comparison`]. The renderers are pure functions of it.
 
 use serde::Serialize;
 
@@ -14,7 +14,7 @@ use crate::analysis::deadline::{self, DeadlineMisses};
 use crate::analysis::evt::{self, Pwcet};
 use crate::analysis::percentiles::{self, Percentile};
 use crate::analysis::warnings;
-use crate::model::{Bucket, Host, Nanos, Plan, ProbeResult, Run, SecondStats};
+use crate::model::{Host, Nanos, Plan, ProbeResult, Run};
 
 /// Default width of the bin tables (seed 001 used 5 000 ns).
 pub const DEFAULT_BIN_NS: u64 = 5_000;
@@ -33,34 +33,53 @@ impl Default for Options {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct EntryAnalysis {
-    pub probe: String,
-    pub phase: String,
-    pub variant: Option<String>,
-    /// `None` for the merged (all threads) entry.
-    pub thread: Option<usize>,
-    pub cpu: Option<usize>,
-    pub interval_ns: Nanos,
-    pub samples: u64,
-    pub overruns: u64,
-    pub min_ns: Nanos,
-    pub max_ns: Nanos,
-    pub mean_ns: f64,
-    pub stddev_ns: f64,
+/// One analysed result entry. It borrows its result (no histogram is
+/// copied) and reads as it: `e.samples`, `e.histogram` are the result's
+/// (`Deref`); what the analysis adds is beside it.
+#[derive(Debug, Clone)]
+pub struct EntryAnalysis<'r> {
+    pub result: &'r ProbeResult,
+    /// Recomputed from the histogram (empty when the distribution is unknown).
     pub percentiles: Vec<Percentile>,
     pub deadline: Option<DeadlineMisses>,
     pub pwcet: Option<Pwcet>,
-    /// For the plots and CSV; left out of the JSON report (the result file has it).
-    #[serde(skip)]
-    pub histogram: Vec<Bucket>,
-    #[serde(skip)]
-    pub per_second: Vec<SecondStats>,
-    #[serde(skip)]
-    pub per_second_width_s: u64,
 }
 
-impl EntryAnalysis {
+impl std::ops::Deref for EntryAnalysis<'_> {
+    type Target = ProbeResult;
+    fn deref(&self) -> &ProbeResult {
+        self.result
+    }
+}
+
+/// The report JSON's entry: the result's summary fields (its histogram, per
+/// second series and tail are in the result file, not repeated here), then
+/// what the analysis adds.
+impl Serialize for EntryAnalysis<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let r = self.result;
+        let mut m = s.serialize_struct("EntryAnalysis", 15)?;
+        m.serialize_field("probe", &r.probe)?;
+        m.serialize_field("phase", &r.phase)?;
+        m.serialize_field("variant", &r.variant)?;
+        m.serialize_field("thread", &r.thread)?;
+        m.serialize_field("cpu", &r.cpu)?;
+        m.serialize_field("interval_ns", &r.interval_ns)?;
+        m.serialize_field("samples", &r.samples)?;
+        m.serialize_field("overruns", &r.overruns)?;
+        m.serialize_field("min_ns", &r.min_ns)?;
+        m.serialize_field("max_ns", &r.max_ns)?;
+        m.serialize_field("mean_ns", &r.mean_ns)?;
+        m.serialize_field("stddev_ns", &r.stddev_ns)?;
+        m.serialize_field("percentiles", &self.percentiles)?;
+        m.serialize_field("deadline", &self.deadline)?;
+        m.serialize_field("pwcet", &self.pwcet)?;
+        m.end()
+    }
+}
+
+impl EntryAnalysis<'_> {
     pub fn key(&self) -> EntryKey {
         EntryKey { probe: self.probe.clone(), phase: self.phase.clone(), variant: self.variant.clone() }
     }
@@ -74,7 +93,7 @@ impl EntryAnalysis {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct RunAnalysis {
+pub struct RunAnalysis<'r> {
     /// The system's name in tables (host + kernel, or `--name`).
     pub name: String,
     /// Where the result came from (a file path).
@@ -82,37 +101,26 @@ pub struct RunAnalysis {
     pub started_at: String,
     pub finished_at: String,
     pub interrupted: bool,
-    pub host: Host,
-    pub plan: Plan,
+    pub host: &'r Host,
+    pub plan: &'r Plan,
     pub realtime_ok: bool,
     pub warnings: Vec<String>,
-    pub entries: Vec<EntryAnalysis>,
+    pub entries: Vec<EntryAnalysis<'r>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Analysis {
+pub struct Analysis<'r> {
     pub tool_version: String,
     pub options: Options,
-    pub runs: Vec<RunAnalysis>,
+    pub runs: Vec<RunAnalysis<'r>>,
     /// The runs side by side (with one run: its bin tables only).
     pub comparison: Comparison,
 }
 
 /// Analyse one entry.
-pub fn entry(r: &ProbeResult, opts: &Options) -> EntryAnalysis {
+pub fn entry<'r>(r: &'r ProbeResult, opts: &Options) -> EntryAnalysis<'r> {
     EntryAnalysis {
-        probe: r.probe.clone(),
-        phase: r.phase.clone(),
-        variant: r.variant.clone(),
-        thread: r.thread,
-        cpu: r.cpu,
-        interval_ns: r.interval_ns,
-        samples: r.samples,
-        overruns: r.overruns,
-        min_ns: r.min_ns,
-        max_ns: r.max_ns,
-        mean_ns: r.mean_ns,
-        stddev_ns: r.stddev_ns,
+        result: r,
         // A summary-only import's one [min, max] bucket is not a distribution:
         // its percentiles are unknown, not all equal to the max.
         percentiles: if r.distribution_known() {
@@ -122,16 +130,13 @@ pub fn entry(r: &ProbeResult, opts: &Options) -> EntryAnalysis {
         },
         deadline: opts.deadline.map(|d| deadline::misses(r, d)),
         pwcet: if opts.pwcet && r.samples > 0 { Some(evt::pwcet(r)) } else { None },
-        histogram: r.histogram.clone(),
-        per_second: r.per_second.clone(),
-        per_second_width_s: r.per_second_width_s,
     }
 }
 
 /// `f` over `items` on up to `available_parallelism` threads, in order.
 /// The statistical worst case (a bootstrap of GPD fits) is the costly part
 /// of the analysis and every entry is independent.
-fn par_map<T: Sync, U: Send>(items: &[T], f: impl Fn(&T) -> U + Sync) -> Vec<U> {
+fn par_map<'a, T: Sync, U: Send>(items: &'a [T], f: impl Fn(&'a T) -> U + Sync) -> Vec<U> {
     let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(items.len().max(1));
     if n <= 1 {
         return items.iter().map(&f).collect();
@@ -146,7 +151,7 @@ fn par_map<T: Sync, U: Send>(items: &[T], f: impl Fn(&T) -> U + Sync) -> Vec<U> 
 
 /// Analyse `runs` (each with its source, e.g. the file path). `names`
 /// overrides the system names, in order.
-pub fn analyse(runs: &[(String, Run)], names: &[String], opts: &Options) -> Analysis {
+pub fn analyse<'r>(runs: &'r [(String, Run)], names: &[String], opts: &Options) -> Analysis<'r> {
     let refs: Vec<&Run> = runs.iter().map(|(_, r)| r).collect();
     let systems = compare::system_names(&refs, names);
     let out: Vec<RunAnalysis> = runs
@@ -158,8 +163,8 @@ pub fn analyse(runs: &[(String, Run)], names: &[String], opts: &Options) -> Anal
             started_at: run.started_at.clone(),
             finished_at: run.finished_at.clone(),
             interrupted: run.interrupted,
-            host: run.host.clone(),
-            plan: run.plan.clone(),
+            host: &run.host,
+            plan: &run.plan,
             realtime_ok: run.realtime_setup.ok,
             warnings: warnings::for_run(run).iter().map(|w| w.to_string()).collect(),
             entries: par_map(&run.results, |r| entry(r, opts)),

@@ -54,7 +54,7 @@ impl fmt::Display for Warning {
                 reasons.join("; ")
             ),
             Warning::Overruns { probe, phase, overruns, samples } => {
-                let pct = 100.0 * *overruns as f64 / (*overruns + *samples).max(1) as f64;
+                let pct = 100.0 * crate::stats::miss_ratio(*overruns, overruns.saturating_add(*samples));
                 write!(
                     f,
                     "{probe} ({phase}): {overruns} periods missed ({pct:.2} % of all periods). The system could not keep this interval; the worst case is at least one full period late. Use a longer interval or find the cause (rtscope doctor)."

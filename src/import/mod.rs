@@ -37,8 +37,9 @@ pub mod xenomai;
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::stats;
 use crate::model::{
-    Bucket, Host, ImportedFrom, Nanos, Plan, ProbeResult, Run, SecondStats, Tool, PERCENTILES,
+    Bucket, Host, ImportedFrom, Nanos, Plan, ProbeResult, Run, SecondStats, Tool,
 };
 
 /// The formats `rtscope import --format` accepts.
@@ -337,42 +338,17 @@ pub fn normalise_buckets(mut b: Vec<Bucket>) -> Vec<Bucket> {
     out
 }
 
-/// Nearest-rank percentiles from buckets: the top of the bucket holding the
-/// rank, clamped to [min, max] (the same definition as native runs).
+/// The stored percentiles of a histogram of `samples` samples (by
+/// [`stats::bucket_percentile`], so exactly what the recorder writes for a
+/// native run with the same buckets).
 pub fn percentiles(buckets: &[Bucket], samples: u64, min: u64, max: u64) -> BTreeMap<String, Nanos> {
-    let mut out = BTreeMap::new();
     if samples == 0 {
-        return out;
+        return BTreeMap::new();
     }
-    for (key, q) in PERCENTILES {
-        let rank = crate::measure::recorder::nearest_rank(q, samples);
-        let mut seen = 0u64;
-        let mut v = max;
-        for b in buckets {
-            seen = seen.saturating_add(b.count);
-            if seen >= rank {
-                v = b.hi_ns.0.clamp(min, max);
-                break;
-            }
-        }
-        out.insert(key.to_string(), Nanos(v));
-    }
-    out
-}
-
-/// Mean and sample standard deviation from bucket midpoints.
-fn moments(buckets: &[Bucket]) -> (f64, f64) {
-    let n: f64 = buckets.iter().map(|b| b.count as f64).sum();
-    if n == 0.0 {
-        return (0.0, 0.0);
-    }
-    let mid = |b: &Bucket| (b.lo_ns.0 as f64 + b.hi_ns.0 as f64) / 2.0;
-    let mean = buckets.iter().map(|b| mid(b) * b.count as f64).sum::<f64>() / n;
-    if n < 2.0 {
-        return (mean, 0.0);
-    }
-    let var = buckets.iter().map(|b| (mid(b) - mean).powi(2) * b.count as f64).sum::<f64>() / (n - 1.0);
-    (mean, var.sqrt())
+    stats::PERCENTILES
+        .iter()
+        .map(|p| (p.key.to_string(), stats::bucket_percentile(buckets, p.q, Nanos(min), Nanos(max)).unwrap_or(Nanos(max))))
+        .collect()
 }
 
 /// Validate one series and turn it into a result.
@@ -422,7 +398,8 @@ fn finish_series(s: &Series, probe: &str, phase: &str) -> Result<ProbeResult, Pa
     buckets[0].lo_ns = Nanos(first.lo_ns.0.min(s.min_ns));
     let n = buckets.len();
     buckets[n - 1].hi_ns = Nanos(last.hi_ns.0.max(s.max_ns));
-    let (est_mean, est_sd) = moments(&buckets);
+    let est = stats::Moments::from_buckets(&buckets);
+    let (est_mean, est_sd) = (est.mean, est.sd);
     let percentiles_ns = if summary_only { BTreeMap::new() } else { percentiles(&buckets, s.samples, s.min_ns, s.max_ns) };
     let mut r = ProbeResult::new(probe, phase, s.variant.clone(), s.thread, s.cpu, Nanos(s.interval_ns));
     r.samples = s.samples;
@@ -455,10 +432,9 @@ pub fn merge_results(parts: &[&ProbeResult]) -> ProbeResult {
     let samples: u64 = parts.iter().map(|r| r.samples).fold(0u64, |a, b| a.saturating_add(b));
     let min = parts.iter().map(|r| r.min_ns.0).min().unwrap_or(0);
     let max = parts.iter().map(|r| r.max_ns.0).max().unwrap_or(0);
-    let n = samples.max(1) as f64;
-    let mean = parts.iter().map(|r| r.mean_ns * r.samples as f64).sum::<f64>() / n;
-    // Pooled variance: Σ nᵢ(σᵢ² + (μᵢ − μ)²) / N.
-    let var = parts.iter().map(|r| r.samples as f64 * (r.stddev_ns.powi(2) + (r.mean_ns - mean).powi(2))).sum::<f64>() / n;
+    let pooled = stats::Moments::pooled(
+        &parts.iter().map(|r| stats::Moments { n: r.samples, mean: r.mean_ns, sd: r.stddev_ns }).collect::<Vec<_>>(),
+    );
     let summary_only = parts.iter().any(|r| r.percentiles_ns.is_empty());
     let histogram = if summary_only {
         vec![Bucket { lo_ns: Nanos(min), hi_ns: Nanos(max), count: samples }]
@@ -471,8 +447,8 @@ pub fn merge_results(parts: &[&ProbeResult]) -> ProbeResult {
     r.overruns = parts.iter().map(|r| r.overruns).fold(0u64, |a, b| a.saturating_add(b));
     r.min_ns = Nanos(min);
     r.max_ns = Nanos(max);
-    r.mean_ns = mean;
-    r.stddev_ns = var.sqrt();
+    r.mean_ns = pooled.mean;
+    r.stddev_ns = pooled.sd;
     r.percentiles_ns = percentiles_ns;
     r.histogram = histogram;
     r

@@ -26,7 +26,8 @@ use std::sync::Arc;
 
 use hdrhistogram::Histogram;
 
-use crate::model::{Bucket, Nanos, ProbeResult, SecondStats, Tail, TailSample, WorstSample, PERCENTILES};
+use crate::model::{Bucket, Nanos, ProbeResult, SecondStats, Tail, TailSample, WorstSample};
+use crate::stats::{nearest_rank, Moments, PERCENTILES};
 
 /// Top of the histogram's exact range: 2^47 ns, about 39 hours.
 ///
@@ -320,17 +321,12 @@ impl Recorder {
         interval_ns: u64,
     ) -> ProbeResult {
         let n = self.count;
-        let (min, mean, stddev) = if n == 0 {
-            (0, 0.0, 0.0)
-        } else {
-            let mean = self.sum as f64 / n as f64;
-            let var = (self.sum_sq as f64 / n as f64 - mean * mean).max(0.0);
-            (self.min, mean, var.sqrt())
-        };
+        let m = Moments::from_sums(n, self.sum as f64, self.sum_sq as f64);
+        let (min, mean, stddev) = (if n == 0 { 0 } else { self.min }, m.mean, m.sd);
         let percentiles_ns: BTreeMap<String, Nanos> = if n == 0 {
             BTreeMap::new()
         } else {
-            PERCENTILES.iter().map(|(k, q)| (k.to_string(), Nanos(self.percentile(*q)))).collect()
+            PERCENTILES.iter().map(|p| (p.key.to_string(), Nanos(self.percentile(p.q)))).collect()
         };
         // One copy of the tail, sorted largest first (earlier first among
         // equals, as the heap ranks them); `worst` is its prefix.
@@ -390,14 +386,6 @@ pub fn tail_capacity(duration_ns: u64, interval_ns: u64) -> usize {
     }
     let planned = duration_ns / interval_ns;
     (planned / 10).saturating_add(64).min(TAIL_K as u64) as usize
-}
-
-/// Rank (1-based) of the q-th percentile among `n` samples: ⌈q·n/100⌉, with
-/// a relative tolerance so that e.g. 99.9 % of 1000 is rank 999, not 1000
-/// through floating-point error.
-pub fn nearest_rank(q: f64, n: u64) -> u64 {
-    let r = q.clamp(0.0, 100.0) * n as f64 / 100.0;
-    ((r - r * 1e-12).ceil() as u64).clamp(1, n)
 }
 
 #[cfg(test)]

@@ -333,7 +333,7 @@ pub struct ProbeResult {
     pub max_ns: Nanos,
     pub mean_ns: f64,
     pub stddev_ns: f64,
-    /// Keys "50", "90", "99", "99.9", "99.99", "99.999".
+    /// Keys "50", "90", "99", "99.9", "99.99", "99.999" (`stats::PERCENTILES`).
     pub percentiles_ns: std::collections::BTreeMap<String, Nanos>,
     /// Non-empty buckets only; counts sum exactly to `samples`.
     pub histogram: Vec<Bucket>,
@@ -484,16 +484,6 @@ pub struct SecondStats {
     pub mean_ns: f64,
     pub max_ns: Nanos,
 }
-
-/// Percentile keys written in `percentiles_ns`, with their quantile.
-pub const PERCENTILES: [(&str, f64); 6] = [
-    ("50", 50.0),
-    ("90", 90.0),
-    ("99", 99.0),
-    ("99.9", 99.9),
-    ("99.99", 99.99),
-    ("99.999", 99.999),
-];
 
 /// One load phase as it ran: when, which loads, and what they did.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

@@ -14,7 +14,7 @@ struct Wrapper<'a> {
     kind: &'static str,
     report_version: u32,
     #[serde(flatten)]
-    analysis: &'a Analysis,
+    analysis: &'a Analysis<'a>,
 }
 
 pub fn render(a: &Analysis) -> anyhow::Result<String> {

@@ -5,15 +5,6 @@
 use super::term::fmt_latency;
 use crate::model::{Nanos, Run};
 
-/// Miss ratio: missed periods over all periods of the run.
-pub fn miss_ratio(samples: u64, overruns: u64) -> f64 {
-    if samples + overruns == 0 {
-        0.0
-    } else {
-        overruns as f64 / (samples + overruns) as f64
-    }
-}
-
 /// The table as text, or "" when no `maxrate` result is in the run.
 pub fn table(run: &Run, in_ns: bool) -> String {
     let unit = if in_ns { "ns" } else { "us" };
@@ -28,7 +19,7 @@ pub fn table(run: &Run, in_ns: bool) -> String {
                 format!("{:.0}", 1e9 / r.interval_ns.0.max(1) as f64),
                 r.samples.to_string(),
                 r.overruns.to_string(),
-                format!("{:.2} %", 100.0 * miss_ratio(r.samples, r.overruns)),
+                format!("{:.2} %", 100.0 * crate::stats::miss_ratio(r.overruns, r.samples.saturating_add(r.overruns))),
                 fmt_latency(r.percentiles_ns.get("99").copied().unwrap_or(Nanos(0)).0 as f64, in_ns),
                 fmt_latency(r.max_ns.0 as f64, in_ns),
             ]
@@ -55,16 +46,4 @@ pub fn table(run: &Run, in_ns: bool) -> String {
         out.push('\n');
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn miss_ratio_counts_every_period() {
-        assert_eq!(miss_ratio(0, 0), 0.0);
-        assert_eq!(miss_ratio(90, 10), 0.1);
-        assert_eq!(miss_ratio(0, 5), 1.0);
-    }
 }

@@ -461,7 +461,7 @@ pub fn plots(a: &Analysis) -> Vec<Plot> {
 }
 
 /// The merged entry of each probe/phase/variant (or the only entry).
-pub fn merged_of(entries: &[EntryAnalysis]) -> Vec<&EntryAnalysis> {
+pub fn merged_of<'a, 'r>(entries: &'a [EntryAnalysis<'r>]) -> Vec<&'a EntryAnalysis<'r>> {
     let mut keys: Vec<EntryKey> = Vec::new();
     for e in entries {
         if !keys.contains(&e.key()) {

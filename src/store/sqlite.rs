@@ -31,7 +31,8 @@ use rusqlite::{params, Connection, ErrorCode, OptionalExtension, TransactionBeha
 
 use super::migrations;
 use crate::error::BadInput;
-use crate::model::{Run, PERCENTILES};
+use crate::model::Run;
+use crate::stats::PERCENTILES;
 
 /// The first 16 bytes of every SQLite 3 database file.
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
@@ -293,7 +294,7 @@ impl Store {
             for (idx, r) in run.results.iter().enumerate() {
                 let p = |key: &str| r.percentiles_ns.get(key).map(|n| int(n.0)).transpose();
                 let pct: Vec<Option<i64>> =
-                    PERCENTILES.iter().map(|(k, _)| p(k)).collect::<rusqlite::Result<_>>().map_err(|e| sql_err(&path, e))?;
+                    PERCENTILES.iter().map(|q| p(q.key)).collect::<rusqlite::Result<_>>().map_err(|e| sql_err(&path, e))?;
                 res.execute(params![
                     id,
                     idx as i64,

@@ -106,12 +106,9 @@ pub fn from_histogram(probe: &str, phase: &str, hist: &[(u64, u64)]) -> ProbeRes
     let histogram: Vec<Bucket> = hist.iter().map(|&(v, c)| Bucket { lo_ns: Nanos(v), hi_ns: Nanos(v), count: c }).collect();
     // As a native result: the stored percentiles are those of the histogram
     // (an empty map would mark it a summary-only import).
-    let percentiles_ns = PERCENTILES
+    let percentiles_ns = rtscope::stats::PERCENTILES
         .iter()
-        .map(|(k, q)| {
-            let v = rtscope::analysis::percentiles::from_histogram(&histogram, *q, Nanos(min), Nanos(max)).unwrap();
-            (k.to_string(), v)
-        })
+        .map(|p| (p.key.to_string(), rtscope::stats::bucket_percentile(&histogram, p.q, Nanos(min), Nanos(max)).unwrap()))
         .collect();
     let mut r = ProbeResult::new(probe, phase, None, None, None, Nanos(1_000_000));
     r.samples = n;
