@@ -99,28 +99,8 @@ pub fn cmd(args: &HistoryArgs) -> anyhow::Result<u8> {
         .collect();
     let max_head = if args.ns { "MAX PER PHASE (ns)" } else { "MAX PER PHASE (µs)" };
     let head = ["ID", "STARTED (UTC)", "HOST", "KERNEL", "RT", "PROBES", "TAGS", max_head];
-    let mut w = head.map(|h| h.chars().count());
-    for row in &table {
-        for (i, c) in row.iter().enumerate() {
-            w[i] = w[i].max(c.chars().count());
-        }
-    }
-    let line = |cells: &[String]| {
-        let mut s = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            if i + 1 == cells.len() {
-                s.push_str(c);
-            } else {
-                s.push_str(c);
-                s.push_str(&" ".repeat(w[i] - c.chars().count() + 2));
-            }
-        }
-        s.trim_end().to_string()
-    };
-    println!("{}", line(&head.map(String::from)));
-    for row in &table {
-        println!("{}", line(row));
-    }
+    let rows: Vec<Vec<String>> = table.into_iter().map(Vec::from).collect();
+    print!("{}", crate::report::term::table_text(&crate::report::blocks::Table::plain(head.map(String::from).to_vec(), head.len(), rows)));
     Ok(EXIT_OK)
 }
 

@@ -69,6 +69,18 @@ pub struct Table {
     pub rows: Vec<Vec<Cell>>,
 }
 
+impl Table {
+    /// A table of plain cells: `header`, then `rows`; the first `label_cols`
+    /// columns left-aligned.
+    pub fn plain(header: Vec<String>, label_cols: usize, rows: Vec<Vec<String>>) -> Table {
+        Table { header, label_cols, rows: rows.into_iter().map(|r| r.into_iter().map(Cell::plain).collect()).collect() }
+    }
+}
+
+/// What every table shows for a value it does not have (a percentile an
+/// imported summary-only result lacks, a phase a run did not have).
+pub const UNKNOWN: &str = "-";
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Block {
     /// Level 1 (report), 2 (run / comparison), 3 (section).

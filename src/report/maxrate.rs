@@ -2,8 +2,9 @@
 //! 001's "max interrupt rate" table): one row per phase and period from the
 //! merged entries: period, samples, overruns, miss ratio, p99, max.
 
-use super::term::fmt_latency;
-use crate::model::{Nanos, Run};
+use super::blocks::Table;
+use super::term::{fmt_latency, pct, table_text};
+use crate::model::Run;
 
 /// The table as text, or "" when no `maxrate` result is in the run.
 pub fn table(run: &Run, in_ns: bool) -> String {
@@ -20,7 +21,7 @@ pub fn table(run: &Run, in_ns: bool) -> String {
                 r.samples.to_string(),
                 r.overruns.to_string(),
                 format!("{:.2} %", 100.0 * crate::stats::miss_ratio(r.overruns, r.samples.saturating_add(r.overruns))),
-                fmt_latency(r.percentiles_ns.get("99").copied().unwrap_or(Nanos(0)).0 as f64, in_ns),
+                pct(r, "99", in_ns),
                 fmt_latency(r.max_ns.0 as f64, in_ns),
             ]
         })
@@ -33,17 +34,5 @@ pub fn table(run: &Run, in_ns: bool) -> String {
         .map(|s| s.to_string())
         .chain([format!("p99({unit})"), format!("max({unit})")])
         .collect();
-    let all: Vec<&Vec<String>> = std::iter::once(&header).chain(rows.iter()).collect();
-    let widths: Vec<usize> = (0..header.len()).map(|c| all.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
-    let mut out = String::from("\nmax sustainable rate (maxrate):\n");
-    for r in all {
-        let cells: Vec<String> = r
-            .iter()
-            .enumerate()
-            .map(|(c, s)| if c < 2 { format!("{s:<w$}", w = widths[c]) } else { format!("{s:>w$}", w = widths[c]) })
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
+    format!("\nmax sustainable rate (maxrate):\n{}", table_text(&Table::plain(header, 2, rows)))
 }

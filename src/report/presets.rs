@@ -17,7 +17,8 @@
 
 use crate::units::fmt_ns;
 use crate::model::{Nanos, ProbeResult, Run};
-use crate::report::term::fmt_latency;
+use crate::report::blocks::{Table as BlockTable, UNKNOWN};
+use crate::report::term::{fmt_latency, pct, table_text};
 use crate::plan::Table;
 
 /// The table `table` asks for, then the load evidence (empty when the run
@@ -62,8 +63,9 @@ fn label(g: &(String, Option<String>, Nanos)) -> String {
     }
 }
 
-fn p999(r: &ProbeResult) -> f64 {
-    r.percentiles_ns.get("99.9").map(|n| n.0 as f64).unwrap_or(0.0)
+/// p99.9, or [`UNKNOWN`] for a result without percentiles (summary-only imports).
+fn p999(r: &ProbeResult, in_ns: bool) -> String {
+    pct(r, "99.9", in_ns)
 }
 
 fn unit(in_ns: bool) -> &'static str {
@@ -74,21 +76,13 @@ fn unit(in_ns: bool) -> &'static str {
     }
 }
 
-/// Fixed-width grid: first column left-aligned, the others right-aligned.
+/// A `Blocks` table from a header row and rows: first column left-aligned,
+/// the others right-aligned.
 fn grid(rows: &[Vec<String>]) -> String {
-    let ncol = rows.iter().map(|r| r.len()).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..ncol).map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0)).collect();
-    let mut out = String::new();
-    for row in rows {
-        let cells: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(c, s)| if c == 0 { format!("{s:<w$}", w = widths[c]) } else { format!("{s:>w$}", w = widths[c]) })
-            .collect();
-        out.push_str(cells.join("  ").trim_end());
-        out.push('\n');
+    match rows.split_first() {
+        Some((header, rest)) => table_text(&BlockTable::plain(header.clone(), 1, rest.to_vec())),
+        None => String::new(),
     }
-    out
 }
 
 /// One line per phase and probe run: max, p99.9, overruns.
@@ -102,7 +96,7 @@ pub fn verdict(run: &Run, in_ns: bool) -> String {
                     "verdict {phase}: {}: max {} {u}, p99.9 {} {u}, overruns {} ({} samples)\n",
                     label(&g),
                     fmt_latency(r.max_ns.0 as f64, in_ns),
-                    fmt_latency(p999(r), in_ns),
+                    p999(r, in_ns),
                     r.overruns,
                     r.samples
                 ));
@@ -182,7 +176,7 @@ pub fn max_avg_sd(run: &Run, in_ns: bool) -> String {
                     row.push(fmt_latency(r.max_ns.0 as f64, in_ns));
                     row.push(format!("{} ± {}", fmt_latency(r.mean_ns, in_ns), fmt_latency(r.stddev_ns, in_ns)));
                 }
-                None => row.extend(["-".to_string(), "-".to_string()]),
+                None => row.extend([UNKNOWN.to_string(), UNKNOWN.to_string()]),
             }
         }
         rows.push(row);
@@ -259,7 +253,7 @@ pub fn idle_vs_load(run: &Run, in_ns: bool) -> String {
                     Some(i) if i > 0 => format!("{:.2}", r.max_ns.0 as f64 / i as f64),
                     _ => "-".into(),
                 },
-                fmt_latency(p999(r), in_ns),
+                p999(r, in_ns),
                 fmt_latency(r.mean_ns, in_ns),
                 fmt_latency(r.stddev_ns, in_ns),
                 r.overruns.to_string(),

@@ -2,6 +2,7 @@
 //! row per probe/phase/variant, latencies in µs with one decimal (or ns).
 
 use crate::model::{Nanos, ProbeResult, Run};
+use crate::report::blocks::{Block, Table, Tone, UNKNOWN};
 
 /// Format a latency for the table.
 pub fn fmt_latency(ns: f64, in_ns: bool) -> String {
@@ -12,12 +13,12 @@ pub fn fmt_latency(ns: f64, in_ns: bool) -> String {
     }
 }
 
-/// A percentile cell; "-" when the result has none (imported summary-only
-/// results: percentiles unknown, see docs/schema.md).
-fn pct(r: &ProbeResult, key: &str, in_ns: bool) -> String {
+/// A percentile cell; [`UNKNOWN`] when the result has none (imported
+/// summary-only results: percentiles unknown, see docs/schema.md).
+pub fn pct(r: &ProbeResult, key: &str, in_ns: bool) -> String {
     match r.percentiles_ns.get(key) {
         Some(Nanos(v)) => fmt_latency(*v as f64, in_ns),
-        None => "-".into(),
+        None => UNKNOWN.into(),
     }
 }
 
@@ -29,37 +30,66 @@ pub fn summary_table(run: &Run, in_ns: bool) -> String {
         .map(|s| s.to_string())
         .chain(["min", "avg", "p50", "p99", "p99.9", "max"].iter().map(|s| format!("{s}({unit})")))
         .collect();
-    let mut rows: Vec<Vec<String>> = vec![header];
-    for r in &run.results {
-        rows.push(vec![
-            r.probe.clone(),
-            r.variant.clone().unwrap_or_else(|| "-".into()),
-            r.phase.clone(),
-            r.thread.map(|t| t.to_string()).unwrap_or_else(|| "all".into()),
-            r.cpu.map(|c| c.to_string()).unwrap_or_else(|| "-".into()),
-            r.samples.to_string(),
-            r.overruns.to_string(),
-            fmt_latency(r.min_ns.0 as f64, in_ns),
-            fmt_latency(r.mean_ns, in_ns),
-            pct(r, "50", in_ns),
-            pct(r, "99", in_ns),
-            pct(r, "99.9", in_ns),
-            fmt_latency(r.max_ns.0 as f64, in_ns),
-        ]);
-    }
-    let ncol = rows[0].len();
-    let widths: Vec<usize> = (0..ncol).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let rows = run
+        .results
+        .iter()
+        .map(|r| {
+            vec![
+                r.probe.clone(),
+                r.variant.clone().unwrap_or_else(|| UNKNOWN.into()),
+                r.phase.clone(),
+                r.thread.map(|t| t.to_string()).unwrap_or_else(|| "all".into()),
+                r.cpu.map(|c| c.to_string()).unwrap_or_else(|| UNKNOWN.into()),
+                r.samples.to_string(),
+                r.overruns.to_string(),
+                fmt_latency(r.min_ns.0 as f64, in_ns),
+                fmt_latency(r.mean_ns, in_ns),
+                pct(r, "50", in_ns),
+                pct(r, "99", in_ns),
+                pct(r, "99.9", in_ns),
+                fmt_latency(r.max_ns.0 as f64, in_ns),
+            ]
+        })
+        .collect();
+    table_text(&Table::plain(header, 3, rows))
+}
+
+/// One table as terminal text without colour.
+pub fn table_text(t: &Table) -> String {
     let mut out = String::new();
-    for row in &rows {
-        let cells: Vec<String> = row
+    table_into(&mut out, t, &|s, _| s.to_string(), &|s| s.to_string());
+    out
+}
+
+/// Lay a table out: label columns left-aligned, the others right-aligned,
+/// two spaces between columns, no trailing blanks.
+fn table_into(out: &mut String, t: &Table, style: &dyn Fn(&str, Tone) -> String, bold: &dyn Fn(&str) -> String) {
+    let ncol = t.header.len();
+    let width = |c: usize| -> usize {
+        t.rows
             .iter()
-            .enumerate()
-            .map(|(c, s)| if c < 3 { format!("{s:<w$}", w = widths[c]) } else { format!("{s:>w$}", w = widths[c]) })
-            .collect();
+            .map(|r| r.get(c).map(|x| x.text.chars().count()).unwrap_or(0))
+            .chain(std::iter::once(t.header[c].chars().count()))
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..ncol).map(width).collect();
+    let pad = |s: &str, c: usize| -> String {
+        let fill = " ".repeat(widths.get(c).copied().unwrap_or(0).saturating_sub(s.chars().count()));
+        if c < t.label_cols {
+            format!("{s}{fill}")
+        } else {
+            format!("{fill}{s}")
+        }
+    };
+    let head: Vec<String> = t.header.iter().enumerate().map(|(c, h)| pad(h, c)).collect();
+    out.push_str(&bold(head.join("  ").trim_end()));
+    out.push('\n');
+    for r in &t.rows {
+        let cells: Vec<String> = r.iter().enumerate().map(|(c, x)| style(&pad(&x.text, c), x.tone)).collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
-    out
 }
 
 /// The report for a terminal: every block of [`crate::report::blocks`] as
@@ -70,8 +100,7 @@ pub fn render(a: &crate::analysis::summary::Analysis, unit: crate::report::block
 }
 
 /// Lay out report blocks as terminal text.
-pub fn render_blocks(blocks: &[crate::report::blocks::Block], colour: bool) -> String {
-    use crate::report::blocks::{Block, Tone};
+pub fn render_blocks(blocks: &[Block], colour: bool) -> String {
     let style = |s: &str, tone: Tone| -> String {
         if !colour {
             return s.to_string();
@@ -113,35 +142,7 @@ pub fn render_blocks(blocks: &[crate::report::blocks::Block], colour: bool) -> S
                     out.push('\n');
                 }
             }
-            Block::Table(t) => {
-                let ncol = t.header.len();
-                let width = |c: usize| -> usize {
-                    t.rows
-                        .iter()
-                        .map(|r| r.get(c).map(|x| x.text.chars().count()).unwrap_or(0))
-                        .chain(std::iter::once(t.header[c].chars().count()))
-                        .max()
-                        .unwrap_or(0)
-                };
-                let widths: Vec<usize> = (0..ncol).map(width).collect();
-                let pad = |s: &str, c: usize| -> String {
-                    let fill = " ".repeat(widths[c].saturating_sub(s.chars().count()));
-                    if c < t.label_cols {
-                        format!("{s}{fill}")
-                    } else {
-                        format!("{fill}{s}")
-                    }
-                };
-                let head: Vec<String> = t.header.iter().enumerate().map(|(c, h)| pad(h, c)).collect();
-                out.push_str(&bold(head.join("  ").trim_end()));
-                out.push('\n');
-                for r in &t.rows {
-                    let cells: Vec<String> =
-                        r.iter().enumerate().map(|(c, x)| style(&pad(&x.text, c), x.tone)).collect();
-                    out.push_str(cells.join("  ").trim_end());
-                    out.push('\n');
-                }
-            }
+            Block::Table(t) => table_into(&mut out, t, &style, &bold),
         }
     }
     out
@@ -168,4 +169,50 @@ pub fn deadline_lines(run: &Run, deadline: Nanos) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Bucket, Calibration, Host, Plan};
+    use crate::plan::Table as Preset;
+
+    /// A run of one summary-only entry (percentiles unknown, as imported from
+    /// the rt-tests IPC tools) in phases idle and cpu, plus a maxrate entry.
+    fn run() -> Run {
+        let mut rs = Vec::new();
+        for (probe, phase) in [("sem", "idle"), ("sem", "cpu"), ("maxrate", "idle")] {
+            let mut r = ProbeResult::new(probe, phase, None, None, None, Nanos(1_000_000));
+            r.samples = 1000;
+            r.min_ns = Nanos(2_000);
+            r.max_ns = Nanos(9_000);
+            r.mean_ns = 3_000.0;
+            r.stddev_ns = 1_000.0;
+            r.histogram = vec![Bucket { lo_ns: Nanos(2_000), hi_ns: Nanos(9_000), count: 1000 }];
+            rs.push(r);
+        }
+        let plan = Plan::new(vec!["sem".into(), "maxrate".into()], vec!["idle".into(), "cpu".into()], Nanos(1), Nanos(1_000_000));
+        let mut run = Run::native(vec![], Host::default(), plan, Calibration::new(Nanos(20), Nanos(20), "test"), "2026-01-01T00:00:00Z".into());
+        run.results = rs;
+        run
+    }
+
+    #[test]
+    fn every_table_prints_an_unknown_percentile_as_a_dash() {
+        let run = run();
+        let summary = summary_table(&run, false);
+        // p50, p99 and p99.9 columns: "-", never a made-up 0.
+        for line in summary.lines().skip(1) {
+            let cells: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(&cells[cells.len() - 4..cells.len() - 1], &["-", "-", "-"], "{summary}");
+        }
+        let maxrate = crate::report::maxrate::table(&run, false);
+        let row = maxrate.lines().find(|l| l.starts_with("idle")).unwrap();
+        assert_eq!(row.split_whitespace().rev().nth(1), Some("-"), "p99 of maxrate: {maxrate}");
+        for preset in [Preset::Verdict, Preset::IdleVsLoad] {
+            let text = crate::report::presets::render(&run, preset, 5_000, false);
+            assert!(text.contains("p99.9 - us") || text.lines().any(|l| l.split_whitespace().nth(3) == Some("-")), "{preset:?}: {text}");
+            assert!(!text.contains(" 0.0 "), "{preset:?} prints an unknown as 0: {text}");
+        }
+    }
 }
