@@ -9,8 +9,10 @@
 //! - `warnings`: what in a result the reader should know before trusting
 //!   it, each with advice;
 //! - `summary`: all of the above for one or more runs, the input of every
-//!   renderer in `crate::report`;
-//! - `stats`: the few numerical helpers they share.
+//!   report renderer (the layer above).
+//!
+//! The statistics themselves (nearest rank, bucket percentiles, moments, the
+//! tests' tail probabilities) are defined once in the `stats` module below.
 
 pub mod compare;
 pub mod deadline;
