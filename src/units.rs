@@ -139,6 +139,22 @@ pub fn now_rfc3339_precise() -> String {
         .unwrap_or_default()
 }
 
+/// Render a byte count for people, in IEC units with one decimal:
+/// `512 B`, `1.5 KiB`, `4.9 GiB`.
+pub fn fmt_bytes(n: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < UNITS.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    format!("{v:.1} {}", UNITS[i])
+}
+
 /// Render nanoseconds for people: `1ms`, `250us`, `30s`.
 pub fn fmt_ns(ns: u64) -> String {
     const UNITS: [(u64, &str); 6] =
@@ -157,6 +173,15 @@ pub fn fmt_ns(ns: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_for_people() {
+        assert_eq!(fmt_bytes(0), "0 B");
+        assert_eq!(fmt_bytes(1023), "1023 B");
+        assert_eq!(fmt_bytes(1536), "1.5 KiB");
+        assert_eq!(fmt_bytes(4_950_000_000), "4.6 GiB");
+        assert_eq!(fmt_bytes(u64::MAX), "16384.0 PiB", "the largest unit holds any count");
+    }
 
     #[test]
     fn durations() {

@@ -248,8 +248,28 @@ name = "timer"
     for p in ["idle", "mixed"] {
         let m = r["results"].as_array().unwrap().iter().find(|x| x["phase"] == p && x["thread"].is_null()).unwrap();
         let max_us = format!("max {:.1} us", m["max_ns"].as_u64().unwrap() as f64 / 1000.0);
-        let line = text.lines().find(|l| l.starts_with(&format!("verdict {p}: "))).unwrap_or_else(|| panic!("no verdict for {p}:\n{text}"));
+        // No deadline: a summary per phase, no verdict.
+        let line = text.lines().find(|l| l.starts_with(&format!("summary {p}: "))).unwrap_or_else(|| panic!("no summary for {p}:\n{text}"));
         assert!(line.contains(&max_us) && line.contains("overruns"), "{line} vs {max_us}");
+    }
+    assert!(!text.lines().any(|l| l.starts_with("verdict ")) && text.contains("no verdict without a bound: give --deadline"), "{text}");
+    // With a deadline: PASS or FAIL per phase, as the samples say.
+    for (deadline, want) in [("10s", "PASS: no sample over the 10s deadline"), ("1ns", "FAIL: ")] {
+        let out = rtscope(dir.path())
+            .args(["run", "--preset", "quick", "-D", "1s", "--settle", "200ms", "-t", "1", "--load-engine", "builtin", "--no-store"])
+            .args(["--deadline", deadline, "--json", "d.json"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("d.json")).unwrap()).unwrap();
+        for p in ["idle", "mixed"] {
+            let line = text.lines().find(|l| l.starts_with(&format!("verdict {p}: "))).unwrap_or_else(|| panic!("no verdict for {p}:\n{text}"));
+            let m = r["results"].as_array().unwrap().iter().find(|x| x["phase"] == p && x["thread"].is_null()).unwrap();
+            // A missed period fails even a generous deadline.
+            let want = if want.starts_with("PASS") && m["overruns"].as_u64().unwrap() > 0 { "FAIL: " } else { want };
+            assert!(line.contains(want), "--deadline {deadline}: {line}");
+        }
     }
 }
 

@@ -64,7 +64,7 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
         print!("{}", report::term::summary_table(&run, output.ns));
         print!("{}", report::maxrate::table(&run, output.ns));
         print!("{}", report::noise::lines(&run));
-        print!("{}", report::presets::render(&run, exp.table, exp.bin_ns, output.ns));
+        print!("{}", report::presets::render(&run, exp.table, exp.bin_ns, output.ns, args.analysis.deadline.map(crate::model::Nanos)));
         if let Some(d) = args.analysis.deadline {
             print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d)));
         }

@@ -15,7 +15,8 @@ pub enum Table {
     /// rtscope's summary table only.
     #[default]
     Summary,
-    /// Summary, then one verdict line per phase (max, p99.9, overruns).
+    /// Summary, then one line per phase (max, p99.9, overruns): PASS/FAIL
+    /// against `--deadline`, a plain summary without one.
     Verdict,
     /// Seed 001: counts per fixed-width latency bin, one column per phase.
     Bins,

@@ -23,10 +23,10 @@ use crate::plan::Table;
 
 /// The table `table` asks for, then the load evidence (empty when the run
 /// had no loads and the table is the plain summary).
-pub fn render(run: &Run, table: Table, bin_ns: u64, in_ns: bool) -> String {
+pub fn render(run: &Run, table: Table, bin_ns: u64, in_ns: bool, deadline: Option<Nanos>) -> String {
     let mut s = match table {
         Table::Summary => String::new(),
-        Table::Verdict => verdict(run, in_ns),
+        Table::Verdict => verdict(run, in_ns, deadline),
         Table::Bins => bins(run, bin_ns),
         Table::MaxAvgSd => max_avg_sd(run, in_ns),
         Table::PerPeriod => per_period(run, in_ns),
@@ -85,23 +85,43 @@ fn grid(rows: &[Vec<String>]) -> String {
     }
 }
 
-/// One line per phase and probe run: max, p99.9, overruns.
-pub fn verdict(run: &Run, in_ns: bool) -> String {
+/// One line per phase and probe run: max, p99.9, overruns. With a deadline
+/// the line is a verdict: PASS when no sample was over it and no period was
+/// missed, else FAIL and why. Without one there is no bound to judge by: the
+/// lines are a summary and say how to get a verdict.
+pub fn verdict(run: &Run, in_ns: bool, deadline: Option<Nanos>) -> String {
     let u = unit(in_ns);
     let mut out = String::new();
     for phase in &run.plan.phases {
         for g in groups(run) {
             if let Some(r) = find(run, &g, phase) {
-                out.push_str(&format!(
-                    "verdict {phase}: {}: max {} {u}, p99.9 {} {u}, overruns {} ({} samples)\n",
-                    label(&g),
+                let numbers = format!(
+                    "max {} {u}, p99.9 {} {u}, overruns {} ({} samples)",
                     fmt_latency(r.max_ns.0 as f64, in_ns),
                     p999(r, in_ns),
                     r.overruns,
                     r.samples
-                ));
+                );
+                let Some(d) = deadline else {
+                    out.push_str(&format!("summary {phase}: {}: {numbers}\n", label(&g)));
+                    continue;
+                };
+                let m = crate::analysis::deadline::misses(r, d);
+                let dl = crate::units::fmt_ns(d.0);
+                let judged = if m.misses_upper == 0 && r.overruns == 0 {
+                    format!("PASS: no sample over the {dl} deadline")
+                } else if m.misses_upper == 0 {
+                    format!("FAIL: {} period(s) missed (each at least one period late)", r.overruns)
+                } else {
+                    let count = if m.exact { m.misses.to_string() } else { format!("{}-{}", m.misses, m.misses_upper) };
+                    format!("FAIL: {count} of {} samples over the {dl} deadline", m.samples)
+                };
+                out.push_str(&format!("verdict {phase}: {}: {judged}; {numbers}\n", label(&g)));
             }
         }
+    }
+    if deadline.is_none() && !out.is_empty() {
+        out.push_str("no verdict without a bound: give --deadline (e.g. --deadline 100us) for PASS/FAIL per phase\n");
     }
     out
 }
@@ -274,7 +294,13 @@ pub fn load_evidence(run: &Run) -> String {
     }
     for p in &run.phases {
         for l in &p.loads {
-            let counters: Vec<String> = l.evidence.counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            // Volumes in human units; other counters as counted.
+            let counters: Vec<String> = l
+                .evidence
+                .counters
+                .iter()
+                .map(|(k, v)| if k.contains("bytes") { format!("{k} {}", crate::units::fmt_bytes(*v)) } else { format!("{k} {v}") })
+                .collect();
             out.push_str(&format!(
                 "load {}/{} ({}, {} worker(s)): {:.2} CPU s, {} ctx switches, {} faults{}{}\n",
                 p.name,
@@ -284,7 +310,11 @@ pub fn load_evidence(run: &Run) -> String {
                 l.evidence.cpu_s,
                 l.evidence.voluntary_ctxt_switches + l.evidence.involuntary_ctxt_switches,
                 l.evidence.minor_faults + l.evidence.major_faults,
-                if l.evidence.storage_bytes_written > 0 { format!(", {} bytes to storage", l.evidence.storage_bytes_written) } else { String::new() },
+                if l.evidence.storage_bytes_written > 0 {
+                    format!(", {} to storage", crate::units::fmt_bytes(l.evidence.storage_bytes_written))
+                } else {
+                    String::new()
+                },
                 if counters.is_empty() { String::new() } else { format!(", {}", counters.join(", ")) }
             ));
         }

@@ -210,7 +210,7 @@ mod tests {
         let row = maxrate.lines().find(|l| l.starts_with("idle")).unwrap();
         assert_eq!(row.split_whitespace().rev().nth(1), Some("-"), "p99 of maxrate: {maxrate}");
         for preset in [Preset::Verdict, Preset::IdleVsLoad] {
-            let text = crate::report::presets::render(&run, preset, 5_000, false);
+            let text = crate::report::presets::render(&run, preset, 5_000, false, None);
             assert!(text.contains("p99.9 - us") || text.lines().any(|l| l.split_whitespace().nth(3) == Some("-")), "{preset:?}: {text}");
             assert!(!text.contains(" 0.0 "), "{preset:?} prints an unknown as 0: {text}");
         }
