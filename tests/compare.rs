@@ -63,7 +63,7 @@ fn identical_results_are_not_distinguishable() {
     let dir = tempfile::tempdir().unwrap();
     let (a, _) = files(dir.path());
     let v = json_out(rtscope().arg("compare").arg(&a).arg(&a).args(["--format", "json"]));
-    // Same host and kernel twice: names are told apart.
+    // Same host, kernel and file twice: names are told apart by position.
     assert_eq!(v["systems"], serde_json::json!(["alpha 6.1.0 #1", "alpha 6.1.0 #2"]));
     let c = &v["rows"][0]["cells"][1];
     assert_eq!(c["ks_vs_first"]["d"].as_f64().unwrap(), 0.0);
@@ -166,4 +166,72 @@ fn summary_only_imports_have_unknown_percentiles_not_the_max() {
     let text = String::from_utf8_lossy(&text.stdout);
     let p50_line = text.lines().find(|l| l.contains("p50(")).expect("a p50 row");
     assert!(!p50_line.contains("37.0"), "p50 shown as the max: {p50_line}");
+}
+
+/// The default run (idle, mixed) against a `--load cpu` run of the same
+/// machine: named by file, `mixed` paired with `cpu` and said so; `--match
+/// phase` keeps them apart, `--match probe` refuses unequal phase counts,
+/// `--phases` pairs what the user names.
+#[test]
+fn runs_with_different_phases_pair_their_loaded_phases() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ra = entries("timer", "idle", &[a_values()], 1_000_000);
+    ra.extend(entries("timer", "mixed", &[a_values().iter().map(|v| v * 4).collect()], 1_000_000));
+    let rb = entries("timer", "cpu", &[a_values().iter().map(|v| v * 2).collect()], 1_000_000);
+    let a = write(dir.path(), "default.json", &run(host("vm", "6.1.0"), ra));
+    let b = write(dir.path(), "cpu.json", &run(host("vm", "6.1.0"), rb));
+    let key = |v: &serde_json::Value| v["phase"].as_str().unwrap().to_string();
+
+    let v = json_out(rtscope().arg("compare").arg(&a).arg(&b).args(["--format", "json"]));
+    assert_eq!(v["systems"], serde_json::json!(["default.json", "cpu.json"]), "same host and kernel: named by file");
+    let matched: Vec<String> = v["matched"].as_array().unwrap().iter().map(key).collect();
+    assert_eq!(matched, ["mixed vs cpu"]);
+    let row = v["rows"].as_array().unwrap().iter().find(|r| r["key"]["phase"] == "mixed vs cpu").unwrap();
+    // mixed is 4×A, cpu 2×A: cpu/mixed = 0.5 (exact for the max, within the
+    // histogram's 3 significant digits for p99).
+    assert_eq!(row["cells"][1]["ratio_to_first"]["max"].as_f64().unwrap(), 0.5, "{row}");
+    assert!((row["cells"][1]["ratio_to_first"]["p99"].as_f64().unwrap() - 0.5).abs() < 1e-3, "{row}");
+    let notes: Vec<&str> = v["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert!(notes[0].contains("every input ran on vm 6.1.0"), "{notes:?}");
+    assert!(notes[1].starts_with("timer: phase 'mixed' of default.json with 'cpu' of cpu.json compared: the one loaded phase"), "{notes:?}");
+    let text = String::from_utf8(rtscope().arg("compare").arg(&a).arg(&b).output().unwrap().stdout).unwrap();
+    assert!(text.contains("== Comparison: default.json vs cpu.json ==") && text.contains("timer/mixed vs cpu"), "{text}");
+    let header = text.lines().find(|l| l.starts_with("entry")).unwrap();
+    assert_eq!(header.split_whitespace().last(), Some("cpu.json/default.json"), "{header}");
+
+    let v = json_out(rtscope().arg("compare").arg(&a).arg(&b).args(["--format", "json", "--match", "phase"]));
+    assert!(v["matched"].as_array().unwrap().is_empty());
+    assert_eq!(v["unmatched"].as_array().unwrap().len(), 3);
+
+    let v = json_out(rtscope().arg("compare").arg(&a).arg(&b).args(["--format", "json", "--phases", "idle=cpu"]));
+    let matched: Vec<String> = v["matched"].as_array().unwrap().iter().map(key).collect();
+    assert_eq!(matched, ["idle vs cpu"], "--phases wins over auto");
+    assert!(v["notes"][1].as_str().unwrap().ends_with("as --phases says"), "{}", v["notes"]);
+
+    let out = rtscope().arg("compare").arg(&a).arg(&b).args(["--match", "probe"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--match probe: timer is in a different number of phases") && err.contains("--phases"), "{err}");
+    assert!(out.stdout.is_empty());
+    for bad in ["busy=cpu", "idle=busy", "idle"] {
+        let out = rtscope().arg("compare").arg(&a).arg(&b).args(["--phases", bad]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "--phases {bad}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--phases"), "--phases {bad}");
+    }
+}
+
+/// Two runs of one machine whose files have the same name are told apart
+/// by their start time.
+#[test]
+fn same_file_names_fall_back_to_the_start_time() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("x")).unwrap();
+    let ra = run(host("vm", "6.1.0"), entries("timer", "idle", &[a_values()], 1_000_000));
+    let mut rb = ra.clone();
+    rb.started_at = "2026-02-02T00:00:00Z".into();
+    let a = write(dir.path(), "r.json", &ra);
+    let b = write(&dir.path().join("x"), "r.json", &rb);
+    let v = json_out(rtscope().arg("compare").arg(&a).arg(&b).args(["--format", "json"]));
+    let names: Vec<&str> = v["systems"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    assert_eq!(names, [ra.started_at.as_str(), "2026-02-02T00:00:00Z"]);
 }

@@ -357,15 +357,16 @@ fn seed001_tables_come_out_of_compare_with_the_same_counts_per_bin() {
         let systems: Vec<String> = c["systems"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().trim().to_string()).collect();
         assert_eq!(systems, names, "{table}: systems in column order");
         let bt = c["bin_tables"].as_array().unwrap().iter().find(|t| t["key"]["phase"] == table).unwrap();
-        let got: Vec<(u64, Vec<u64>)> = bt["rows"]
+        let got: Vec<(u64, u64, Vec<u64>)> = bt["rows"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|r| (u64_of(&r["lo_ns"]), r["counts"].as_array().unwrap().iter().map(u64_of).collect::<Vec<u64>>()))
-            .filter(|(_, counts)| counts.iter().any(|&n| n > 0))
+            .map(|r| (u64_of(&r["lo_ns"]), u64_of(&r["hi_ns"]), r["counts"].as_array().unwrap().iter().map(u64_of).collect::<Vec<u64>>()))
+            .filter(|(_, _, counts)| counts.iter().any(|&n| n > 0))
             .collect();
-        // Each source bin lands, whole, in the 5 µs bin holding its lower edge.
-        let want: Vec<(u64, Vec<u64>)> = rows.iter().map(|(lo, _, counts)| (*lo, counts.clone())).collect();
+        // Each 5 µs source bin is one 5 µs row; a wider source bin (idle's
+        // 55-100 µs) keeps its own range.
+        let want: Vec<(u64, u64, Vec<u64>)> = rows.clone();
         assert_eq!(got, want, "{table}: counts per bin");
     }
     // Ids and files mix with tags; an unknown tag or id is exit 2.

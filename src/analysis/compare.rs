@@ -22,7 +22,8 @@
 
 use serde::Serialize;
 
-use crate::analysis::percentiles::{from_histogram, rebin};
+use crate::analysis::percentiles::from_histogram;
+use crate::error::BadInput;
 use crate::stats;
 use crate::model::{Bucket, Nanos, ProbeResult, Run};
 
@@ -111,6 +112,8 @@ pub struct BinTable {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Comparison {
     pub systems: Vec<String>,
+    /// How the inputs are named and which rows pair different phases.
+    pub notes: Vec<String>,
     pub rows: Vec<Row>,
     /// One per entry and further system, seed-000 style.
     pub sentences: Vec<String>,
@@ -256,29 +259,218 @@ pub fn fmt_ratio(r: f64) -> String {
     }
 }
 
-/// Compare `runs` (named `systems`), with bin tables of `bin_width`.
-pub fn compare(runs: &[&Run], systems: &[String], bin_width: Nanos) -> Comparison {
-    let per_run: Vec<Vec<&ProbeResult>> = runs.iter().map(|r| merged_entries(r)).collect();
-    let mut keys: Vec<EntryKey> = Vec::new();
-    for entries in &per_run {
-        for e in entries {
-            let k = EntryKey::of(e);
-            if !keys.contains(&k) {
-                keys.push(k);
+/// How entries of different runs are put in one row.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MatchBy {
+    /// By probe, variant and phase; then, per probe, the one loaded
+    /// (non-idle) phase each run has and the others lack are paired.
+    #[default]
+    Auto,
+    /// Only entries of the same phase name.
+    Phase,
+    /// By probe and variant, the phases in their order in each run.
+    Probe,
+}
+
+/// `--match` and `--phases A=B,...` (phase A of the first input is compared
+/// with phase B of the others).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Pairing {
+    pub by: MatchBy,
+    pub phases: Vec<(String, String)>,
+}
+
+/// One row of the comparison: which entry of each run (an index into
+/// that run's merged entries) it holds.
+struct Slotted {
+    key: (String, Option<String>, String),
+    cells: Vec<Option<usize>>,
+}
+
+/// Put the merged entries of every run into rows, as `pairing` says; the
+/// notes say which rows hold entries of different phases and why.
+fn pair(per_run: &[Vec<&ProbeResult>], systems: &[String], pairing: &Pairing) -> Result<(Vec<Slotted>, Vec<String>), BadInput> {
+    let n = per_run.len();
+    for (a, b) in &pairing.phases {
+        if !per_run[0].iter().any(|r| &r.phase == a) {
+            let have: Vec<&str> = phases_of(&per_run[0]);
+            return Err(BadInput(format!(
+                "--phases {a}={b}: the first input ({}) has no phase '{a}' (it has: {}); name a phase of the first input left of '='",
+                systems[0],
+                have.join(", ")
+            )));
+        }
+        if !per_run[1..].iter().any(|rs| rs.iter().any(|r| &r.phase == b)) {
+            return Err(BadInput(format!(
+                "--phases {a}={b}: no input after the first has a phase '{b}'; name a phase of the other inputs right of '='"
+            )));
+        }
+    }
+    // The phase an entry is matched under: --phases maps B of the others to A.
+    let eff = |i: usize, r: &ProbeResult| -> String {
+        if i > 0 {
+            if let Some((a, _)) = pairing.phases.iter().find(|(_, b)| b == &r.phase) {
+                return a.clone();
+            }
+        }
+        r.phase.clone()
+    };
+    let pv = |r: &ProbeResult| (r.probe.clone(), r.variant.clone());
+    // slot[i][j]: the row key of entry j of run i.
+    let mut slot: Vec<Vec<String>> = (0..n).map(|i| per_run[i].iter().map(|r| eff(i, r)).collect()).collect();
+    let mut why = "";
+    match pairing.by {
+        MatchBy::Phase => {}
+        MatchBy::Probe => {
+            why = "by their order under --match probe";
+            for i in 0..n {
+                for j in 0..per_run[i].len() {
+                    let k = per_run[i][..j].iter().filter(|r| pv(r) == pv(per_run[i][j])).count();
+                    slot[i][j] = format!("#{k}");
+                }
+            }
+            // Every run with the probe must have it in as many phases.
+            let mut seen: Vec<(String, Option<String>)> = Vec::new();
+            for r in per_run.iter().flatten() {
+                if !seen.contains(&pv(r)) {
+                    seen.push(pv(r));
+                }
+            }
+            for k in &seen {
+                let counts: Vec<(usize, Vec<&str>)> = (0..n)
+                    .map(|i| {
+                        let ph: Vec<&str> = per_run[i].iter().filter(|r| &pv(r) == k).map(|r| r.phase.as_str()).collect();
+                        (i, ph)
+                    })
+                    .filter(|(_, ph)| !ph.is_empty())
+                    .collect();
+                if counts.iter().any(|(_, ph)| ph.len() != counts[0].1.len()) {
+                    let list: Vec<String> = counts.iter().map(|(i, ph)| format!("{} has {} ({})", systems[*i], ph.len(), ph.join(", "))).collect();
+                    return Err(BadInput(format!(
+                        "--match probe: {} is in a different number of phases per input: {}; pair the phases by name with --phases FIRST=OTHER,...",
+                        k.0,
+                        list.join("; ")
+                    )));
+                }
+            }
+        }
+        MatchBy::Auto => {
+            why = "the one loaded phase of each that the others lack (--match phase keeps them apart, --phases FIRST=OTHER chooses)";
+            let mut keys: Vec<(String, Option<String>)> = Vec::new();
+            for r in per_run.iter().flatten() {
+                if !keys.contains(&pv(r)) {
+                    keys.push(pv(r));
+                }
+            }
+            for k in &keys {
+                // Per run: the entries of this probe whose phase not every run has.
+                let left: Vec<Vec<usize>> = (0..n)
+                    .map(|i| {
+                        (0..per_run[i].len())
+                            .filter(|&j| &pv(per_run[i][j]) == k && slot[i][j] != "idle")
+                            .filter(|&j| !(0..n).all(|o| (0..per_run[o].len()).any(|m| pv(per_run[o][m]) == *k && slot[o][m] == slot[i][j])))
+                            .collect()
+                    })
+                    .collect();
+                if left.iter().all(|l| l.len() == 1) {
+                    for (i, l) in left.iter().enumerate() {
+                        slot[i][l[0]] = "\u{0}paired".into();
+                    }
+                }
             }
         }
     }
-    let find = |i: usize, k: &EntryKey| per_run[i].iter().find(|r| &EntryKey::of(r) == k).copied();
+    let mut rows: Vec<Slotted> = Vec::new();
+    for i in 0..n {
+        for (j, r) in per_run[i].iter().enumerate() {
+            let key = (r.probe.clone(), r.variant.clone(), slot[i][j].clone());
+            match rows.iter_mut().find(|x| x.key == key) {
+                Some(row) => row.cells[i] = Some(j),
+                None => {
+                    let mut cells = vec![None; n];
+                    cells[i] = Some(j);
+                    rows.push(Slotted { key, cells });
+                }
+            }
+        }
+    }
+    let mut notes = Vec::new();
+    for row in &rows {
+        let phases: Vec<(usize, &str)> = row.cells.iter().enumerate().filter_map(|(i, c)| c.map(|j| (i, per_run[i][j].phase.as_str()))).collect();
+        if phases.iter().any(|(_, p)| *p != phases[0].1) {
+            let list: Vec<String> = phases.iter().map(|(i, p)| format!("'{p}' of {}", systems[*i])).collect();
+            let reason = if pairing.phases.iter().any(|(a, b)| phases.iter().any(|(_, p)| p == a) && phases.iter().any(|(_, p)| p == b)) {
+                "as --phases says"
+            } else {
+                why
+            };
+            notes.push(format!("{}: phase {} compared: {reason}", row.key.0, list.join(" with ")));
+        }
+    }
+    Ok((rows, notes))
+}
+
+fn phases_of<'a>(rs: &[&'a ProbeResult]) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for r in rs {
+        if !out.contains(&r.phase.as_str()) {
+            out.push(&r.phase);
+        }
+    }
+    out
+}
+
+/// A bin's range `(lo, hi)` (hi exclusive) and its count.
+pub type BinCount = ((u64, u64), u64);
+
+/// The bins of a histogram at `width`: a bucket inside one bin adds to it;
+/// a bucket as wide as a bin or wider (an imported summary, a coarse
+/// source histogram) keeps
+/// its own range, so its count is never shown in a bin it may not be in.
+/// `(lo, hi)` exclusive, ascending by `lo`.
+pub fn bins_of(hist: &[Bucket], width: Nanos) -> Vec<BinCount> {
+    let w = width.0.max(1);
+    let mut out: Vec<BinCount> = Vec::new();
+    for b in hist {
+        // Narrower than a bin: counted in the bin of its low edge (as `rebin`).
+        let k = b.lo_ns.0 / w;
+        let range = if b.hi_ns.0.saturating_sub(b.lo_ns.0) < w { (k * w, (k + 1) * w) } else { (b.lo_ns.0, b.hi_ns.0.saturating_add(1)) };
+        match out.last_mut() {
+            Some((r, c)) if *r == range => *c += b.count,
+            _ => out.push((range, b.count)),
+        }
+    }
+    out
+}
+
+/// Compare `runs` (named `systems`), with bin tables of `bin_width`,
+/// pairing entries as `pairing` says.
+pub fn compare(runs: &[&Run], systems: &[String], bin_width: Nanos, pairing: &Pairing) -> Result<Comparison, BadInput> {
+    let per_run: Vec<Vec<&ProbeResult>> = runs.iter().map(|r| merged_entries(r)).collect();
+    let (slotted, mut notes) = pair(&per_run, systems, pairing)?;
+    if let Some(n) = same_system_note(runs, systems) {
+        notes.insert(0, n);
+    }
     let mut rows = Vec::new();
     let mut sentences = Vec::new();
     let mut bin_tables = Vec::new();
     let mut matched = Vec::new();
     let mut unmatched = Vec::new();
-    for k in &keys {
-        let first = find(0, k);
-        let cells: Vec<Option<Cell>> = (0..runs.len())
-            .map(|i| find(i, k).map(|r| cell(r, if i == 0 { None } else { first })))
-            .collect();
+    for s in &slotted {
+        let entry = |i: usize| s.cells[i].map(|j| per_run[i][j]);
+        // The row's phase: the one phase, or "A vs B" for paired phases.
+        let mut phases: Vec<&str> = Vec::new();
+        for i in 0..runs.len() {
+            if let Some(r) = entry(i) {
+                if !phases.contains(&r.phase.as_str()) {
+                    phases.push(&r.phase);
+                }
+            }
+        }
+        let k = EntryKey { probe: s.key.0.clone(), phase: phases.join(" vs "), variant: s.key.1.clone() };
+        let first = entry(0);
+        let cells: Vec<Option<Cell>> = (0..runs.len()).map(|i| entry(i).map(|r| cell(r, if i == 0 { None } else { first }))).collect();
         let have: Vec<String> = (0..runs.len()).filter(|&i| cells[i].is_some()).map(|i| systems[i].clone()).collect();
         if have.len() == runs.len() {
             matched.push(k.clone());
@@ -309,42 +501,76 @@ pub fn compare(runs: &[&Run], systems: &[String], bin_width: Nanos) -> Compariso
             }
         }
         // Bin table.
-        let binned: Vec<Option<Vec<(u64, u64)>>> =
-            (0..runs.len()).map(|i| find(i, k).map(|r| rebin(&r.histogram, bin_width))).collect();
-        let mut bins: Vec<u64> = binned.iter().flatten().flat_map(|v| v.iter().map(|b| b.0)).collect();
-        bins.sort_unstable();
-        bins.dedup();
-        let w = bin_width.0.max(1);
-        let rows_b = bins
+        let binned: Vec<Option<Vec<BinCount>>> = (0..runs.len()).map(|i| entry(i).map(|r| bins_of(&r.histogram, bin_width))).collect();
+        let mut ranges: Vec<(u64, u64)> = binned.iter().flatten().flat_map(|v| v.iter().map(|b| b.0)).collect();
+        ranges.sort_unstable();
+        ranges.dedup();
+        let rows_b = ranges
             .iter()
-            .map(|&b| BinRow {
-                lo_ns: Nanos(b * w),
-                hi_ns: Nanos((b + 1) * w),
-                counts: binned
-                    .iter()
-                    .map(|v| v.as_ref().map(|v| v.iter().find(|x| x.0 == b).map(|x| x.1).unwrap_or(0)))
-                    .collect(),
+            .map(|&(lo, hi)| BinRow {
+                lo_ns: Nanos(lo),
+                hi_ns: Nanos(hi),
+                counts: binned.iter().map(|v| v.as_ref().map(|v| v.iter().find(|x| x.0 == (lo, hi)).map(|x| x.1).unwrap_or(0))).collect(),
             })
             .collect();
-        bin_tables.push(BinTable { key: k.clone(), width_ns: Nanos(w), rows: rows_b });
-        rows.push(Row { key: k.clone(), cells });
+        bin_tables.push(BinTable { key: k.clone(), width_ns: Nanos(bin_width.0.max(1)), rows: rows_b });
+        rows.push(Row { key: k, cells });
     }
-    Comparison { systems: systems.to_vec(), rows, sentences, bin_tables, matched, unmatched }
+    Ok(Comparison { systems: systems.to_vec(), notes, rows, sentences, bin_tables, matched, unmatched })
 }
 
-/// Default system names: "hostname kernel_release"; duplicates get " #2", …
-pub fn system_names(runs: &[&Run], given: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = runs
-        .iter()
-        .enumerate()
-        .map(|(i, r)| given.get(i).cloned().unwrap_or_else(|| format!("{} {}", r.host.hostname, r.host.kernel_release).trim().to_string()))
-        .collect();
-    let base = out.clone();
-    for i in 0..out.len() {
-        if base.iter().filter(|x| **x == base[i]).count() > 1 {
-            let k = base[..=i].iter().filter(|x| **x == base[i]).count();
-            out[i] = format!("{} #{k}", base[i]);
+/// "all inputs ran on HOST KERNEL" when the inputs are named by their
+/// source because host and kernel are the same.
+fn same_system_note(runs: &[&Run], systems: &[String]) -> Option<String> {
+    let base = |r: &Run| default_name(r);
+    if runs.len() >= 2 && runs.iter().all(|r| base(r) == base(runs[0])) && !systems.iter().any(|s| s.starts_with(&base(runs[0]))) {
+        Some(format!("every input ran on {}: they are named by their source", base(runs[0])))
+    } else {
+        None
+    }
+}
+
+fn default_name(r: &Run) -> String {
+    format!("{} {}", r.host.hostname, r.host.kernel_release).trim().to_string()
+}
+
+/// System names: `given` (--name) in order, else "hostname kernel_release".
+/// Where several inputs would get the same name, they are told apart by
+/// their source (file name, stored run id), else their start time; when
+/// every input has the same host and kernel, the source alone names them.
+pub fn system_names(runs: &[&Run], sources: &[String], given: &[String]) -> Vec<String> {
+    let base: Vec<String> = runs.iter().enumerate().map(|(i, r)| given.get(i).cloned().unwrap_or_else(|| default_name(r))).collect();
+    let short_source = |s: &str| -> String {
+        // A file path: its name; a stored run ("#12 (@tag)"): as is.
+        if s.starts_with('#') {
+            s.to_string()
+        } else {
+            std::path::Path::new(s).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| s.to_string())
         }
+    };
+    let all_same = given.is_empty() && base.len() >= 2 && base.iter().all(|b| *b == base[0]);
+    let mut out = base.clone();
+    for i in 0..out.len() {
+        let dups: Vec<usize> = (0..base.len()).filter(|&j| base[j] == base[i]).collect();
+        if dups.len() < 2 {
+            continue;
+        }
+        let by_source: Vec<String> = dups.iter().map(|&j| short_source(&sources[j])).collect();
+        let by_start: Vec<String> = dups.iter().map(|&j| runs[j].started_at.clone()).collect();
+        let distinct = |v: &[String]| v.iter().enumerate().all(|(a, x)| v[a + 1..].iter().all(|y| y != x));
+        let pos = dups.iter().position(|&j| j == i).unwrap_or(0);
+        let tag = if distinct(&by_source) {
+            Some(by_source[pos].clone())
+        } else if distinct(&by_start) {
+            Some(by_start[pos].clone())
+        } else {
+            None
+        };
+        out[i] = match tag {
+            Some(t) if all_same => t,
+            Some(t) => format!("{} ({t})", base[i]),
+            None => format!("{} #{}", base[i], pos + 1),
+        };
     }
     out
 }

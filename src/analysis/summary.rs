@@ -14,6 +14,7 @@ use crate::analysis::deadline::{self, DeadlineMisses};
 use crate::analysis::evt::{self, Pwcet};
 use crate::analysis::percentiles::{self, Percentile};
 use crate::analysis::warnings;
+use crate::error::BadInput;
 use crate::model::{Host, Nanos, Plan, ProbeResult, Run};
 
 /// Default width of the bin tables (seed 001 used 5 000 ns).
@@ -25,11 +26,13 @@ pub struct Options {
     pub bin_width: Nanos,
     /// Fit the statistical worst case (per entry; the costliest step).
     pub pwcet: bool,
+    /// How entries of several runs are put side by side.
+    pub pairing: compare::Pairing,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { deadline: None, bin_width: Nanos(DEFAULT_BIN_NS), pwcet: true }
+        Options { deadline: None, bin_width: Nanos(DEFAULT_BIN_NS), pwcet: true, pairing: compare::Pairing::default() }
     }
 }
 
@@ -150,10 +153,12 @@ fn par_map<'a, T: Sync, U: Send>(items: &'a [T], f: impl Fn(&'a T) -> U + Sync) 
 }
 
 /// Analyse `runs` (each with its source, e.g. the file path). `names`
-/// overrides the system names, in order.
-pub fn analyse<'r>(runs: &'r [(String, Run)], names: &[String], opts: &Options) -> Analysis<'r> {
+/// overrides the system names, in order. Errors: a `--phases` pair or a
+/// `--match probe` the inputs do not allow (exit 2, named).
+pub fn analyse<'r>(runs: &'r [(String, Run)], names: &[String], opts: &Options) -> Result<Analysis<'r>, BadInput> {
     let refs: Vec<&Run> = runs.iter().map(|(_, r)| r).collect();
-    let systems = compare::system_names(&refs, names);
+    let sources: Vec<String> = runs.iter().map(|(s, _)| s.clone()).collect();
+    let systems = compare::system_names(&refs, &sources, names);
     let out: Vec<RunAnalysis> = runs
         .iter()
         .zip(systems.iter())
@@ -170,6 +175,6 @@ pub fn analyse<'r>(runs: &'r [(String, Run)], names: &[String], opts: &Options) 
             entries: par_map(&run.results, |r| entry(r, opts)),
         })
         .collect();
-    let comparison = compare::compare(&refs, &systems, opts.bin_width);
-    Analysis { tool_version: env!("CARGO_PKG_VERSION").into(), options: opts.clone(), runs: out, comparison }
+    let comparison = compare::compare(&refs, &systems, opts.bin_width, &opts.pairing)?;
+    Ok(Analysis { tool_version: env!("CARGO_PKG_VERSION").into(), options: opts.clone(), runs: out, comparison })
 }

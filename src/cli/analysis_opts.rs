@@ -29,6 +29,15 @@ pub struct CommonReportOpts {
     #[arg(long, value_name = "WIDTH", default_value = "5us", value_parser = units::parse_interval, allow_hyphen_values = true)]
     pub bins: u64,
 
+    /// How entries of several inputs are paired: phase (same phase name), probe (same probe, phases
+    /// in order), auto (by phase, then the one loaded phase each input has and the others lack).
+    #[arg(long = "match", value_enum, value_name = "BY", default_value_t = MatchArg::Auto)]
+    pub match_by: MatchArg,
+
+    /// Compare phase A of the first input with phase B of the others (comma-separated A=B pairs).
+    #[arg(long, value_name = "A=B", value_delimiter = ',', value_parser = parse_phase_pair)]
+    pub phases: Vec<(String, String)>,
+
     /// Print latencies in ns instead of µs.
     #[arg(long)]
     pub ns: bool,
@@ -44,6 +53,34 @@ pub struct CommonReportOpts {
     /// History database for inputs given as run ids or @TAG.
     #[command(flatten)]
     pub db: crate::cli::store_opts::DbOpts,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MatchArg {
+    Auto,
+    Phase,
+    Probe,
+}
+
+impl CommonReportOpts {
+    /// `--match` and `--phases` as the analysis takes them.
+    pub fn pairing(&self) -> crate::analysis::compare::Pairing {
+        use crate::analysis::compare::MatchBy;
+        let by = match self.match_by {
+            MatchArg::Auto => MatchBy::Auto,
+            MatchArg::Phase => MatchBy::Phase,
+            MatchArg::Probe => MatchBy::Probe,
+        };
+        crate::analysis::compare::Pairing { by, phases: self.phases.clone() }
+    }
+}
+
+/// `A=B`: two phase names.
+fn parse_phase_pair(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((a, b)) if !a.trim().is_empty() && !b.trim().is_empty() => Ok((a.trim().to_string(), b.trim().to_string())),
+        _ => Err(format!("'{s}' is not a pair of phases; write FIRST=OTHER, e.g. --phases mixed=cpu")),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -23,8 +23,8 @@ pub fn cmd(args: &CompareArgs) -> anyhow::Result<u8> {
     }
     let c = &args.common;
     inputs::check_names(&c.names, runs.len())?;
-    let opts = Options { deadline: None, bin_width: Nanos(c.bins), pwcet: false };
-    let a = analyse(&runs, &c.names, &opts);
+    let opts = Options { deadline: None, bin_width: Nanos(c.bins), pwcet: false, pairing: c.pairing() };
+    let a = analyse(&runs, &c.names, &opts)?;
     let unit = if c.ns { Unit::Ns } else { Unit::Us };
     let blocks = report::blocks::compare_blocks(&a, unit);
     let bytes = match args.format {

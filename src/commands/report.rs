@@ -19,8 +19,8 @@ pub fn cmd(args: &ReportArgs) -> anyhow::Result<u8> {
             return Err(BadInput(format!("--plots {}: exists and is not a directory; give a directory for the SVG files", dir.display())).into());
         }
     }
-    let opts = Options { deadline: args.deadline.map(Nanos), bin_width: Nanos(c.bins), pwcet: !args.no_pwcet };
-    let a = analyse(&runs, &c.names, &opts);
+    let opts = Options { deadline: args.deadline.map(Nanos), bin_width: Nanos(c.bins), pwcet: !args.no_pwcet, pairing: c.pairing() };
+    let a = analyse(&runs, &c.names, &opts)?;
     let unit = if c.ns { Unit::Ns } else { Unit::Us };
     let need_plots = args.format == ReportFormat::Html || args.plots.is_some();
     let plots: Vec<Plot> = if need_plots { report::plots::plots(&a) } else { Vec::new() };

@@ -257,7 +257,7 @@ pub fn compare_table(a: &Analysis, u: Unit) -> Table {
     for (i, s) in c.systems.iter().enumerate() {
         header.push(s.clone());
         if i > 0 {
-            header.push(format!("{}/{}", short(s), short(&c.systems[0])));
+            header.push(ratio_header(&c.systems, i));
         }
     }
     let mut rows = Vec::new();
@@ -311,9 +311,19 @@ fn fmt_known(v: Option<Nanos>, u: Unit) -> String {
     v.map(|v| u.fmt_n(v)).unwrap_or_else(|| "-".into())
 }
 
-/// First word of a system name, for ratio headers ("B/A").
-fn short(s: &str) -> String {
-    s.split_whitespace().next().unwrap_or(s).to_string()
+/// The header of system `i`'s ratio column: "B/A" of the systems' first
+/// words; where those do not tell the systems apart, "ratio" beside the one
+/// other system, else "#i/#1".
+fn ratio_header(systems: &[String], i: usize) -> String {
+    let short = |s: &str| s.split_whitespace().next().unwrap_or(s).to_string();
+    let words: Vec<String> = systems.iter().map(|s| short(s)).collect();
+    if words.iter().enumerate().all(|(a, w)| words[a + 1..].iter().all(|x| x != w)) {
+        format!("{}/{}", words[i], words[0])
+    } else if systems.len() == 2 {
+        "ratio".into()
+    } else {
+        format!("#{}/#1", i + 1)
+    }
 }
 
 /// One bin table (seed 001): one row per bin, one count column per system.
@@ -394,6 +404,9 @@ pub fn compare_blocks(a: &Analysis, u: Unit) -> Vec<Block> {
     let c = &a.comparison;
     if c.systems.len() >= 2 {
         out.push(Block::Heading(2, format!("Comparison: {}", c.systems.join(" vs "))));
+        if !c.notes.is_empty() {
+            out.push(Block::List(c.notes.clone()));
+        }
         out.push(Block::Table(compare_table(a, u)));
         if !c.sentences.is_empty() {
             out.push(Block::List(c.sentences.clone()));

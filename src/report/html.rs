@@ -176,6 +176,13 @@ pub fn render(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
     let c = &a.comparison;
     if c.systems.len() >= 2 {
         s.push_str("<section id=\"comparison\"><h2>Comparison</h2>\n");
+        if !c.notes.is_empty() {
+            s.push_str("<ul class=\"notes\">");
+            for x in &c.notes {
+                let _ = write!(s, "<li>{}</li>", esc(x));
+            }
+            s.push_str("</ul>\n");
+        }
         s.push_str(&table(&blocks::compare_table(a, unit)));
         s.push_str("<ul>");
         for x in &c.sentences {
