@@ -155,6 +155,22 @@ pub fn fmt_bytes(n: u64) -> String {
     format!("{v:.1} {}", UNITS[i])
 }
 
+/// A measured latency for sentences, in the unit that suits it, four
+/// significant digits at most: `850 ns`, `275.1 us`, `78.71 ms`, `1.310 s`.
+pub fn fmt_time(ns: f64) -> String {
+    let (v, unit) = if ns < 1e3 {
+        return format!("{ns:.0} ns");
+    } else if ns < 1e6 {
+        (ns / 1e3, "us")
+    } else if ns < 1e9 {
+        (ns / 1e6, "ms")
+    } else {
+        (ns / 1e9, "s")
+    };
+    let decimals = if v >= 100.0 { 1 } else if v >= 10.0 { 2 } else { 3 };
+    format!("{v:.decimals$} {unit}")
+}
+
 /// Render nanoseconds for people: `1ms`, `250us`, `30s`.
 pub fn fmt_ns(ns: u64) -> String {
     const UNITS: [(u64, &str); 6] =
@@ -173,6 +189,15 @@ pub fn fmt_ns(ns: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_for_people() {
+        assert_eq!(fmt_time(850.0), "850 ns");
+        assert_eq!(fmt_time(275_084.0), "275.1 us");
+        assert_eq!(fmt_time(78_706_618.0), "78.71 ms");
+        assert_eq!(fmt_time(1_310_000_000.0), "1.310 s");
+        assert_eq!(fmt_time(9_999.0), "9.999 us");
+    }
 
     #[test]
     fn bytes_for_people() {

@@ -85,7 +85,10 @@ fn terminal_table_has_ratio_columns() {
     let cells: Vec<&str> = max.split_whitespace().collect();
     assert_eq!(cells, ["max(ns)", "599", "1797", "3.00"], "{max}");
     assert!(s.contains("== Comparison: A vs B =="));
-    assert!(s.contains("-- Bins of 5000 ns: timer/idle"), "default bins are 5 µs");
+    assert!(!s.contains("-- Bins of"), "bin tables only with --bins: {s}");
+    let out = rtscope().arg("compare").arg(&a).arg(&b).args(["--name", "A,B", "--ns", "--bins"]).output().unwrap();
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert!(s.contains("-- Bins of 5000 ns: timer/idle"), "default bins are 5 µs: {s}");
     assert!(!s.contains('\u{1b}'), "no colour when not a terminal");
 }
 

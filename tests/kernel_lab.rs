@@ -110,14 +110,14 @@ fn total_samples(v: &serde_json::Value) -> u64 {
     }
 }
 
-/// Boots `kernel`, runs a 5 s timer probe and returns the result JSON.
-fn probe_kernel(kernel: &str) -> serde_json::Value {
+/// Boots `kernel` (with `lab_extra` options of kernel-lab), runs a 5 s
+/// timer probe and returns the result JSON.
+fn probe_kernel(kernel: &str, lab_extra: &[&str]) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let out_file = dir.path().join(format!("{kernel}.json"));
-    let out = run_lab(
-        &["--kernel", kernel, "--out", out_file.to_str().unwrap()],
-        &["-D", "5s", "-i", "1000"],
-    );
+    let mut lab_args = vec!["--kernel", kernel, "--out", out_file.to_str().unwrap()];
+    lab_args.extend_from_slice(lab_extra);
+    let out = run_lab(&lab_args, &["-D", "5s", "-i", "1000"]);
     assert!(
         out.status.success(),
         "kernel-lab on the {kernel} kernel failed: {}",
@@ -140,7 +140,9 @@ fn rt_kernel_is_detected_as_realtime() {
     if !lab_available() {
         return;
     }
-    let run = probe_kernel("rt");
+    let run = probe_kernel("rt", &[]);
+    let phases: Vec<&str> = run["results"].as_array().unwrap().iter().map(|r| r["phase"].as_str().unwrap()).collect();
+    assert!(phases.iter().all(|p| *p == "idle"), "no guest load: idle ({phases:?})");
     assert_eq!(
         run["host"]["realtime"],
         serde_json::json!(true),
@@ -161,7 +163,10 @@ fn stock_kernel_is_detected_as_not_realtime() {
     if !lab_available() {
         return;
     }
-    let run = probe_kernel("stock");
+    // Under a guest load the result's phase says which (not "idle").
+    let run = probe_kernel("stock", &["--guest-load", "cpu:1"]);
+    let phases: Vec<&str> = run["results"].as_array().unwrap().iter().map(|r| r["phase"].as_str().unwrap()).collect();
+    assert!(!phases.is_empty() && phases.iter().all(|p| *p == "guest:cpu:1"), "{phases:?}");
     assert_eq!(
         run["host"]["realtime"],
         serde_json::json!(false),

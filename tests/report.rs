@@ -234,11 +234,46 @@ fn term_snapshot_with_a_statistical_worst_case() {
     rich(dir.path());
     let out = rtscope()
         .current_dir(dir.path())
-        .args(["report", "b.json", "--name", "B", "--color", "never", "--deadline", "20us"])
+        .args(["report", "b.json", "--name", "B", "--color", "never", "--deadline", "20us", "--wide"])
         .output()
         .unwrap();
     assert!(out.status.success());
     let t = String::from_utf8(out.stdout).unwrap();
     assert!(t.contains("  fit"), "{t}");
     insta::assert_snapshot!("report_term_pwcet", t);
+}
+
+/// The terminal report of a 2-phase, 2-thread run fits one screen: at most
+/// 80 lines of at most 80 characters, the bins only with --bins, every
+/// column with --wide; the numbers in the narrowed table are the report
+/// JSON's.
+#[test]
+fn term_report_fits_an_80_column_screen() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, _) = rich(dir.path());
+    let text = report(dir.path(), &[a.to_str().unwrap(), "--color", "never"]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() <= 80, "{} lines:\n{text}", lines.len());
+    for l in &lines {
+        assert!(l.chars().count() <= 80, "{} characters: {l}", l.chars().count());
+    }
+    assert!(!text.contains("Bins of"), "{text}");
+    // The merged idle row: p99 and max as the JSON has them.
+    let json: serde_json::Value = serde_json::from_str(&report(dir.path(), &[a.to_str().unwrap(), "--format", "json"])).unwrap();
+    let e = json["runs"][0]["entries"].as_array().unwrap().iter().find(|e| e["phase"] == "idle" && e["thread"].is_null()).unwrap();
+    let p99 = e["percentiles"].as_array().unwrap().iter().find(|p| p["label"] == "p99").unwrap()["value_ns"].as_u64().unwrap();
+    let header: Vec<&str> = lines.iter().find(|l| l.starts_with("probe  phase")).unwrap().split_whitespace().collect();
+    let row: Vec<&str> = lines.iter().find(|l| l.starts_with("timer  idle   all")).unwrap().split_whitespace().collect();
+    let col = |h: &str| header.iter().position(|x| x.starts_with(h)).unwrap_or_else(|| panic!("no {h} in {header:?}"));
+    assert_eq!(row[col("p99(")], format!("{:.1}", p99 as f64 / 1000.0));
+    assert_eq!(row[col("max")], format!("{:.1}", e["max_ns"].as_u64().unwrap() as f64 / 1000.0));
+    assert!(!header.iter().any(|h| h.starts_with("min")), "min left out at 80 columns: {header:?}");
+    assert!(text.contains("left out to fit 80 columns: variant, cpu"), "{text}");
+
+    let bins = report(dir.path(), &[a.to_str().unwrap(), "--bins", "--color", "never"]);
+    assert!(bins.contains("-- Bins of 5.0 us: timer/idle") && bins.contains("-- Bins of 5.0 us: timer/mixed"), "{bins}");
+    let wide = report(dir.path(), &[a.to_str().unwrap(), "--wide", "--color", "never"]);
+    let wide_header = wide.lines().find(|l| l.starts_with("probe  variant")).unwrap();
+    assert!(wide_header.contains("min(us)") && wide_header.contains("p99.99(us)") && wide_header.chars().count() > 80, "{wide_header}");
+    assert!(!wide.contains("left out"), "{wide}");
 }

@@ -368,3 +368,25 @@ fn per_period_rows_hold_every_period_and_phase() {
         assert_eq!(c[9], jitter.to_string(), "jitter = max - min:\n{text}");
     }
 }
+
+/// `--phase-name` names the one phase of a run whose load is outside
+/// rtscope; with --load or a scenario, or a name tables cannot show, it is
+/// bad input (exit 2, nothing written). The plan printed before a real run
+/// names the result file it will write.
+#[test]
+fn phase_name_names_an_outside_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = rtscope(dir.path()).args(["run", "-D", "300ms", "-t", "1", "--phase-name", "guest:cpu:2", "--no-store", "--json", "p.json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.lines().any(|l| l == "result: p.json") && !err.contains("not written"), "{err}");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("p.json")).unwrap()).unwrap();
+    assert_eq!(r["plan"]["phases"], serde_json::json!(["guest:cpu:2"]));
+    assert!(r["results"].as_array().unwrap().iter().all(|x| x["phase"] == "guest:cpu:2"));
+    for bad in [&["--load", "cpu", "--phase-name", "x"][..], &["--phase-name", "a b"], &["--preset", "quick", "--phase-name", "x"]] {
+        let out = rtscope(dir.path()).args(["run", "-D", "300ms", "--no-store", "--json", "bad.json"]).args(bad).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--phase-name"), "{bad:?}");
+        assert!(!dir.path().join("bad.json").exists());
+    }
+}

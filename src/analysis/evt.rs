@@ -309,9 +309,9 @@ pub fn pwcet(r: &ProbeResult) -> Pwcet {
         .collect();
     if exc.len() < MIN_EXCEEDANCES {
         return refuse(format!(
-            "tail too short: only {} distinct samples above the threshold {} ns (ties), {MIN_EXCEEDANCES} needed",
+            "tail too short: only {} distinct samples above the threshold {} (ties), {MIN_EXCEEDANCES} needed",
             exc.len(),
-            u
+            crate::units::fmt_time(u as f64)
         ));
     }
     exc.sort_by_key(|e| (e.0, e.1));
@@ -376,11 +376,11 @@ pub fn pwcet(r: &ProbeResult) -> Pwcet {
     let furthest = return_level(uf, &fit, zeta, PROBABILITIES[PROBABILITIES.len() - 1]);
     if furthest > MAX_EXTRAPOLATION * max.0 as f64 {
         return refuse(format!(
-            "unreliable extrapolation: at p = {:e} the fit gives {:.0} ns, more than {MAX_EXTRAPOLATION}× the observed max \
-             {} ns (ξ = {:.2}); measure longer so the tail reaches further",
+            "unreliable extrapolation: at p = {:e} the fit gives {}, more than {MAX_EXTRAPOLATION}× the observed max \
+             {} (ξ = {:.2}); measure longer so the tail reaches further",
             PROBABILITIES[PROBABILITIES.len() - 1],
-            furthest,
-            max.0,
+            crate::units::fmt_time(furthest),
+            crate::units::fmt_time(max.0 as f64),
             fit.xi
         ));
     }

@@ -25,9 +25,15 @@ pub struct CommonReportOpts {
     #[arg(long = "name", value_name = "NAME", value_delimiter = ',')]
     pub names: Vec<String>,
 
-    /// Width of the bin tables' bins; a bare number is µs.
-    #[arg(long, value_name = "WIDTH", default_value = "5us", value_parser = units::parse_interval, allow_hyphen_values = true)]
-    pub bins: u64,
+    /// Show the bin tables (one row per bin, one count column per system) in the term and md
+    /// formats, bins of WIDTH (a bare number is µs) [default width: 5us; JSON, CSV and HTML always
+    /// have them].
+    #[arg(long, value_name = "WIDTH", num_args = 0..=1, default_missing_value = "5us", value_parser = units::parse_interval)]
+    pub bins: Option<u64>,
+
+    /// Terminal format: every column, no wrapping (default: fit the terminal, or 80 columns).
+    #[arg(long)]
+    pub wide: bool,
 
     /// How entries of several inputs are paired: phase (same phase name), probe (same probe, phases
     /// in order), auto (by phase, then the one loaded phase each input has and the others lack).
@@ -63,6 +69,10 @@ pub enum MatchArg {
 }
 
 impl CommonReportOpts {
+    /// The bin width (`--bins`, else the default 5 µs).
+    pub fn bin_width(&self) -> u64 {
+        self.bins.unwrap_or(crate::analysis::summary::DEFAULT_BIN_NS)
+    }
     /// `--match` and `--phases` as the analysis takes them.
     pub fn pairing(&self) -> crate::analysis::compare::Pairing {
         use crate::analysis::compare::MatchBy;

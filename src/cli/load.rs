@@ -43,6 +43,11 @@ pub struct LoadArgs {
     #[arg(long = "load", value_name = "NAME[,NAME...]")]
     pub loads: Vec<String>,
 
+    /// Name of the one phase when its load comes from outside rtscope (a load you started, a lab
+    /// guest's load), e.g. guest:cpu:2 [default: idle]; not with --load or a scenario.
+    #[arg(long, value_name = "NAME")]
+    pub phase_name: Option<String>,
+
     /// Who makes the load: stress-ng when on PATH (auto), stress-ng, or rtscope's built-in generators.
     #[arg(long, value_enum, value_name = "ENGINE")]
     pub load_engine: Option<Engine>,
@@ -138,6 +143,15 @@ fn from_flags(args: &RunArgs, started: &str) -> Result<(RunPlan, Output, Experim
             phases.push(PhaseSpec { name, loads });
         }
     }
+    if let Some(name) = &args.load.phase_name {
+        if phases.iter().any(|p| !p.loads.is_empty()) {
+            return Err(BadInput(format!(
+                "--phase-name {name}: rtscope makes the load of this run (--load), and names its phases after it; use --phase-name only for a run whose load you started outside rtscope"
+            )));
+        }
+        check_phase_name(name)?;
+        phases = vec![PhaseSpec { name: name.clone(), loads: vec![] }];
+    }
     if phases.is_empty() {
         phases.push(PhaseSpec { name: "idle".into(), loads: vec![] });
     }
@@ -147,7 +161,25 @@ fn from_flags(args: &RunArgs, started: &str) -> Result<(RunPlan, Output, Experim
     Ok((plan, output, exp))
 }
 
+/// A phase name people can type and tables can show: 1-64 characters of
+/// letters, digits and `-_.:,+=`.
+fn check_phase_name(name: &str) -> Result<(), BadInput> {
+    let ok = |c: char| c.is_ascii_alphanumeric() || "-_.:,+=".contains(c);
+    if name.is_empty() || name.len() > 64 || !name.chars().all(ok) {
+        return Err(BadInput(format!(
+            "--phase-name '{name}': use 1-64 letters, digits or -_.:,+= (e.g. guest:cpu:2)"
+        )));
+    }
+    Ok(())
+}
+
 fn from_scenario(args: &RunArgs, explicit: &BTreeSet<String>, started: &str, s: &Scenario) -> Result<(RunPlan, Output, Experiment), BadInput> {
+    if let Some(name) = &args.load.phase_name {
+        return Err(BadInput(format!(
+            "--phase-name {name} cannot be combined with {}: it names its own phases",
+            s.label
+        )));
+    }
     for flag in ["probes", "loads"] {
         if explicit.contains(flag) {
             let f = if flag == "probes" { "--probe" } else { "--load" };

@@ -1,6 +1,7 @@
 //! `rtscope compare A B [C ...]`: the systems side by side — percentiles,
 //! max, mean ± σ, overruns, ratios to the first input, one sentence per
-//! entry, a two-sample KS test, and the bin tables (`--bins`, default 5 µs).
+//! entry, a two-sample KS test, and with `--bins` the bin tables (default
+//! 5 µs; always in JSON).
 //! Exit 0, or 2 on bad input (nothing written).
 
 use crate::analysis::summary::{analyse, Options};
@@ -23,12 +24,14 @@ pub fn cmd(args: &CompareArgs) -> anyhow::Result<u8> {
     }
     let c = &args.common;
     inputs::check_names(&c.names, runs.len())?;
-    let opts = Options { deadline: None, bin_width: Nanos(c.bins), pwcet: false, pairing: c.pairing() };
+    let opts = Options { deadline: None, bin_width: Nanos(c.bin_width()), pwcet: false, pairing: c.pairing() };
     let a = analyse(&runs, &c.names, &opts)?;
     let unit = if c.ns { Unit::Ns } else { Unit::Us };
-    let blocks = report::blocks::compare_blocks(&a, unit);
+    let blocks = report::blocks::compare_blocks(&a, unit, c.bins.is_some());
     let bytes = match args.format {
-        CompareFormat::Term => report::term::render_blocks(&blocks, inputs::colour(c.color, c.output.is_some())).into_bytes(),
+        CompareFormat::Term => {
+            report::term::render_blocks(&blocks, inputs::colour(c.color, c.output.is_some()), report::term::width(c.wide, c.output.is_some())).into_bytes()
+        }
         CompareFormat::Md => report::md::render_blocks("rtscope compare", &blocks).into_bytes(),
         CompareFormat::Json => {
             let mut s = serde_json::to_string_pretty(&a.comparison)?;

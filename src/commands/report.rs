@@ -19,14 +19,17 @@ pub fn cmd(args: &ReportArgs) -> anyhow::Result<u8> {
             return Err(BadInput(format!("--plots {}: exists and is not a directory; give a directory for the SVG files", dir.display())).into());
         }
     }
-    let opts = Options { deadline: args.deadline.map(Nanos), bin_width: Nanos(c.bins), pwcet: !args.no_pwcet, pairing: c.pairing() };
+    let opts = Options { deadline: args.deadline.map(Nanos), bin_width: Nanos(c.bin_width()), pwcet: !args.no_pwcet, pairing: c.pairing() };
     let a = analyse(&runs, &c.names, &opts)?;
     let unit = if c.ns { Unit::Ns } else { Unit::Us };
     let need_plots = args.format == ReportFormat::Html || args.plots.is_some();
     let plots: Vec<Plot> = if need_plots { report::plots::plots(&a) } else { Vec::new() };
     let bytes = match args.format {
-        ReportFormat::Term => report::term::render(&a, unit, inputs::colour(c.color, c.output.is_some())).into_bytes(),
-        ReportFormat::Md => report::md::render(&a, unit).into_bytes(),
+        ReportFormat::Term => {
+            report::term::render(&a, unit, c.bins.is_some(), inputs::colour(c.color, c.output.is_some()), report::term::width(c.wide, c.output.is_some()))
+                .into_bytes()
+        }
+        ReportFormat::Md => report::md::render(&a, unit, c.bins.is_some()).into_bytes(),
         ReportFormat::Json => {
             let mut s = report::json::render(&a)?;
             s.push('\n');

@@ -56,7 +56,7 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     let stop = stop_on_signals()?;
     let command_line: Vec<String> = std::env::args().collect();
     if !output.quiet {
-        eprint!("{}", cli::load::describe(&plan, &exp, &output, true));
+        eprint!("{}", cli::load::describe(&plan, &exp, &output, false));
     }
     let run = runner::execute(&plan, &exp, &output, command_line, started, &stop, warnings)?;
 

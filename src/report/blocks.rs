@@ -67,13 +67,27 @@ pub struct Table {
     /// Columns before this index are left-aligned (labels), the rest right-aligned.
     pub label_cols: usize,
     pub rows: Vec<Vec<Cell>>,
+    /// Columns a narrow layout (an 80-column terminal) may leave out, the
+    /// first first; the others are always shown.
+    pub optional: Vec<usize>,
 }
 
 impl Table {
     /// A table of plain cells: `header`, then `rows`; the first `label_cols`
     /// columns left-aligned.
     pub fn plain(header: Vec<String>, label_cols: usize, rows: Vec<Vec<String>>) -> Table {
-        Table { header, label_cols, rows: rows.into_iter().map(|r| r.into_iter().map(Cell::plain).collect()).collect() }
+        Table::new(header, label_cols, rows.into_iter().map(|r| r.into_iter().map(Cell::plain).collect()).collect())
+    }
+    /// A table of which every column is always shown.
+    pub fn new(header: Vec<String>, label_cols: usize, rows: Vec<Vec<Cell>>) -> Table {
+        Table { header, label_cols, rows, optional: Vec::new() }
+    }
+    /// The columns named `names` (header text without a trailing "(unit)") may be left out
+    /// in a narrow layout, in that order.
+    pub fn optional(mut self, names: &[&str]) -> Table {
+        let base = |h: &str| h.strip_suffix(')').and_then(|x| x.rsplit_once('(')).map(|(b, _)| b).unwrap_or(h).to_string();
+        self.optional = names.iter().filter_map(|n| self.header.iter().position(|h| base(h) == *n)).collect();
+        self
     }
 }
 
@@ -152,7 +166,9 @@ pub fn summary_table(run: &RunAnalysis, u: Unit, with_deadline: bool) -> Table {
             row
         })
         .collect();
-    Table { header, label_cols: 5, rows }
+    // Narrow: the cyclictest columns stay (probe, phase, thread, samples,
+    // overruns, p50, p99, p99.9, max).
+    Table::new(header, 5, rows).optional(&["variant", "cpu", "p99.99", "min", "mean±σ", "miss ratio", "P(miss)/h"])
 }
 
 /// A probability for tables: "1", "0.63", "2.1e-5".
@@ -229,7 +245,7 @@ pub fn pwcet_table(run: &RunAnalysis, u: Unit) -> Option<Table> {
     header.push(format!("p=1e-9 [95% CI]({un})"));
     header.push(format!("observed max({un})"));
     header.push("status".into());
-    Some(Table { header, label_cols: 5, rows })
+    Some(Table::new(header, 5, rows).optional(&["variant", "cpu", "threshold", "excesses", "ξ", "status", "p=1e-6 [95% CI]", "thread"]))
 }
 
 fn ratio_cell(r: Option<f64>) -> Cell {
@@ -303,7 +319,7 @@ pub fn compare_table(a: &Analysis, u: Unit) -> Table {
         }
         rows.push(cells);
     }
-    Table { header, label_cols: 2, rows }
+    Table::new(header, 2, rows)
 }
 
 /// A percentile, or "-" where the source gave none (summary-only import).
@@ -343,7 +359,7 @@ pub fn bin_table(a: &Analysis, index: usize, u: Unit) -> Table {
             row
         })
         .collect();
-    Table { header, label_cols: 1, rows }
+    Table::new(header, 1, rows)
 }
 
 fn host_line(r: &RunAnalysis) -> String {
@@ -364,7 +380,7 @@ fn host_line(r: &RunAnalysis) -> String {
 }
 
 /// All blocks of the report, in order.
-pub fn blocks(a: &Analysis, u: Unit) -> Vec<Block> {
+pub fn blocks(a: &Analysis, u: Unit, bins: bool) -> Vec<Block> {
     let mut out = Vec::new();
     let with_deadline = a.options.deadline.is_some();
     for r in &a.runs {
@@ -378,6 +394,10 @@ pub fn blocks(a: &Analysis, u: Unit) -> Vec<Block> {
             )));
         }
         out.push(Block::Table(summary_table(r, u, with_deadline)));
+        if !r.warnings.is_empty() {
+            out.push(Block::Heading(3, "Warnings".into()));
+            out.push(Block::List(r.warnings.clone()));
+        }
         if let Some(t) = pwcet_table(r, u) {
             out.push(Block::Heading(3, "Statistical worst case (peaks over threshold, GPD fit)".into()));
             out.push(Block::Text(
@@ -389,17 +409,14 @@ pub fn blocks(a: &Analysis, u: Unit) -> Vec<Block> {
                 out.push(Block::List(refused));
             }
         }
-        if !r.warnings.is_empty() {
-            out.push(Block::Heading(3, "Warnings".into()));
-            out.push(Block::List(r.warnings.clone()));
-        }
     }
-    out.extend(compare_blocks(a, u));
+    out.extend(compare_blocks(a, u, bins));
     out
 }
 
-/// The comparison (with two or more systems) and the bin tables.
-pub fn compare_blocks(a: &Analysis, u: Unit) -> Vec<Block> {
+/// The comparison (with two or more systems) and, with `bins`, the bin
+/// tables.
+pub fn compare_blocks(a: &Analysis, u: Unit, bins: bool) -> Vec<Block> {
     let mut out = Vec::new();
     let c = &a.comparison;
     if c.systems.len() >= 2 {
@@ -418,7 +435,7 @@ pub fn compare_blocks(a: &Analysis, u: Unit) -> Vec<Block> {
             ));
         }
     }
-    for (i, t) in c.bin_tables.iter().enumerate() {
+    for (i, t) in c.bin_tables.iter().enumerate().filter(|_| bins) {
         out.push(Block::Heading(3, format!("Bins of {} {}: {}", u.fmt_n(t.width_ns), u.name(), t.key.label())));
         out.push(Block::Table(bin_table(a, i, u)));
     }

@@ -10,8 +10,9 @@ fn esc(s: &str) -> String {
     s.replace('|', "\\|")
 }
 
-pub fn render(a: &Analysis, unit: Unit) -> String {
-    render_blocks("rtscope report", &blocks(a, unit))
+/// The report as Markdown; the bin tables only with `bins` (`--bins`).
+pub fn render(a: &Analysis, unit: Unit, bins: bool) -> String {
+    render_blocks("rtscope report", &blocks(a, unit, bins))
 }
 
 /// Lay out report blocks as Markdown under a level-1 `title`.

@@ -94,13 +94,73 @@ fn table_into(out: &mut String, t: &Table, style: &dyn Fn(&str, Tone) -> String,
 
 /// The report for a terminal: every block of [`crate::report::blocks`] as
 /// fixed-width text; with `colour`, headings bold and cells coloured by
-/// tone (red worse/miss/refused, green better/passed, dim missing).
-pub fn render(a: &crate::analysis::summary::Analysis, unit: crate::report::blocks::Unit, colour: bool) -> String {
-    render_blocks(&crate::report::blocks::blocks(a, unit), colour)
+/// tone (red worse/miss/refused, green better/passed, dim missing). With
+/// `width`, text is wrapped to it and tables leave out their optional
+/// columns until they fit (and say which); `None` is `--wide`.
+pub fn render(a: &crate::analysis::summary::Analysis, unit: crate::report::blocks::Unit, bins: bool, colour: bool, width: Option<usize>) -> String {
+    render_blocks(&crate::report::blocks::blocks(a, unit, bins), colour, width)
 }
 
-/// Lay out report blocks as terminal text.
-pub fn render_blocks(blocks: &[Block], colour: bool) -> String {
+/// The width of the terminal report: standard output's columns when it is
+/// a terminal (and no -o), else 80; `None` with `--wide`.
+pub fn width(wide: bool, to_file: bool) -> Option<usize> {
+    if wide {
+        return None;
+    }
+    let term = console::Term::stdout();
+    match term.size_checked() {
+        Some((_, cols)) if !to_file && term.is_term() && cols >= 40 => Some(cols as usize),
+        _ => Some(80),
+    }
+}
+
+/// The table laid out in `width` columns: optional columns left out, in
+/// their order, until it fits — first those with nothing to show (every
+/// cell "-" or empty); if it is still too wide, the unit suffix of the
+/// headers. Returns the table, the headers left out and the unit taken out
+/// of the headers.
+fn fit(t: &Table, width: usize) -> (Table, Vec<String>, Option<String>) {
+    let line_width = |t: &Table| -> usize {
+        let w: usize = (0..t.header.len())
+            .map(|c| t.rows.iter().map(|r| r.get(c).map(|x| x.text.chars().count()).unwrap_or(0)).chain([t.header[c].chars().count()]).max().unwrap_or(0))
+            .sum();
+        w + 2 * t.header.len().saturating_sub(1)
+    };
+    let empty = |c: usize| t.rows.iter().all(|r| r.get(c).is_none_or(|x| x.text == UNKNOWN || x.text.is_empty()));
+    let mut order: Vec<usize> = t.optional.iter().copied().filter(|&c| empty(c)).collect();
+    order.extend(t.optional.iter().copied().filter(|&c| !empty(c)));
+    let mut keep: Vec<usize> = (0..t.header.len()).collect();
+    let mut dropped = Vec::new();
+    let mut cur = t.clone();
+    for c in order {
+        if line_width(&cur) <= width {
+            break;
+        }
+        keep.retain(|&k| k != c);
+        dropped.push(t.header[c].clone());
+        cur = Table {
+            header: keep.iter().map(|&k| t.header[k].clone()).collect(),
+            label_cols: keep.iter().filter(|&&k| k < t.label_cols).count(),
+            rows: t.rows.iter().map(|r| keep.iter().filter_map(|&k| r.get(k).cloned()).collect()).collect(),
+            optional: Vec::new(),
+        };
+    }
+    // Still too wide: the unit once in the note instead of in every header.
+    let mut stripped = None;
+    let unit = |h: &str| h.strip_suffix(')').and_then(|h| h.rsplit_once('(')).map(|(base, u)| (base.to_string(), u.to_string()));
+    if line_width(&cur) > width {
+        if let Some((_, u)) = cur.header.iter().find_map(|h| unit(h)) {
+            if cur.header.iter().filter_map(|h| unit(h)).all(|(_, x)| x == u) {
+                cur.header = cur.header.iter().map(|h| unit(h).map(|(b, _)| b).unwrap_or_else(|| h.clone())).collect();
+                stripped = Some(u);
+            }
+        }
+    }
+    (cur, dropped, stripped)
+}
+
+/// Lay out report blocks as terminal text (see [`render`]).
+pub fn render_blocks(blocks: &[Block], colour: bool, width: Option<usize>) -> String {
     let style = |s: &str, tone: Tone| -> String {
         if !colour {
             return s.to_string();
@@ -120,6 +180,15 @@ pub fn render_blocks(blocks: &[Block], colour: bool) -> String {
             s.to_string()
         }
     };
+    let wrap = |s: &str, first: &str, rest: &str| -> String {
+        match width {
+            Some(w) => {
+                let opts = textwrap::Options::new(w).initial_indent(first).subsequent_indent(rest).break_words(true);
+                textwrap::fill(s, opts)
+            }
+            None => format!("{first}{s}"),
+        }
+    };
     let mut out = String::new();
     for b in blocks {
         match b {
@@ -128,21 +197,32 @@ pub fn render_blocks(blocks: &[Block], colour: bool) -> String {
                     out.push('\n');
                 }
                 let line = if *level <= 2 { format!("== {s} ==") } else { format!("-- {s}") };
-                out.push_str(&bold(&line));
+                out.push_str(&bold(&wrap(&line, "", "   ")));
                 out.push('\n');
             }
             Block::Text(s) => {
-                out.push_str(s);
+                out.push_str(&wrap(s, "", ""));
                 out.push('\n');
             }
             Block::List(items) => {
                 for i in items {
-                    out.push_str("  * ");
-                    out.push_str(i);
+                    out.push_str(&wrap(i, "  * ", "    "));
                     out.push('\n');
                 }
             }
-            Block::Table(t) => table_into(&mut out, t, &style, &bold),
+            Block::Table(t) => match width {
+                Some(w) => {
+                    let (t, dropped, unit) = fit(t, w);
+                    table_into(&mut out, &t, &style, &bold);
+                    if !dropped.is_empty() {
+                        let unit = unit.map(|u| format!("latencies in {u}; ")).unwrap_or_default();
+                        let note = format!("({unit}left out to fit {w} columns: {}; --wide shows them)", dropped.join(", "));
+                        out.push_str(&style(&wrap(&note, "", ""), Tone::Dim));
+                        out.push('\n');
+                    }
+                }
+                None => table_into(&mut out, t, &style, &bold),
+            },
         }
     }
     out
