@@ -224,7 +224,68 @@ fn html_renders_its_plots_in_a_real_browser() {
     let total = px.len() / ch;
     assert!(ink * 100 > total * 3, "screenshot looks blank: {ink} of {total} pixels inked");
     assert!(blue > 200, "no plotted series visible ({blue} series-coloured pixels)");
+
+    // Layout at 1280 px, measured from the DOM Chromium laid out: a copy of
+    // the page with a script (the report itself has none) that writes the
+    // measurements into an attribute --dump-dom prints.
+    let measured = dir.path().join("m.html");
+    let page = std::fs::read_to_string(&html).unwrap().replace("</body>", &format!("<script>{MEASURE}</script></body>"));
+    std::fs::write(&measured, page).unwrap();
+    let dom = chromium_cmd(&bin, &dir.path().join("p3"))
+        .args(["--window-size=1280,2000", "--dump-dom"])
+        .arg(format!("file://{}", measured.display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    let attr = dom.split("data-metrics=\"").nth(1).and_then(|x| x.split('"').next()).unwrap_or_else(|| panic!("no metrics in the DOM"));
+    let m: serde_json::Value = serde_json::from_str(&attr.replace("&quot;", "\"")).unwrap();
+    eprintln!("html layout at 1280 px: {m}");
+    assert_eq!(m["window"], 1280, "{m}");
+    assert!(m["page"].as_f64().unwrap() <= 1280.0, "the page scrolls sideways: {m}");
+    assert!(m["tables"].as_u64().unwrap() >= 5, "{m}");
+    assert_eq!(m["overflowing"], serde_json::json!([]), "a table needs a horizontal scrollbar at 1280 px: {m}");
+    assert!(m["plot_texts"].as_u64().unwrap() > 100, "{m}");
+    assert!(m["min_text_px"].as_f64().unwrap() >= 11.0, "plot text under 11 px: {m}");
+    assert!(m["min_plot_width_ratio"].as_f64().unwrap() >= 0.95, "plots do not use the page width: {m}");
+    assert_eq!(m["legend_over_data"], 0, "a legend entry is inside a plotting area: {m}");
+    assert_eq!(m["bins_folded"], true, "{m}");
 }
+
+/// Measures the laid-out report: page and table overflow, the smallest
+/// plot text in CSS px (font size × the SVG's scale), the narrowest plot
+/// relative to its section, legend text left of the legend column (x < 860
+/// of 1100: over the plotting area), and
+/// whether the bin tables are folded.
+const MEASURE: &str = r#"
+(function () {
+  var all = function (root, q) { return Array.prototype.slice.call(root.querySelectorAll(q)); };
+  var r = { window: window.innerWidth, page: document.documentElement.scrollWidth };
+  r.tables = all(document, '.tw').length;
+  r.overflowing = all(document, '.tw').filter(function (d) { return d.scrollWidth > d.clientWidth + 1; })
+    .map(function (d) { return d.scrollWidth + '>' + d.clientWidth; });
+  var min = 1e9, n = 0, narrow = 1e9, over = 0;
+  all(document, 'figure.plot svg').forEach(function (svg) {
+    var w = svg.getBoundingClientRect().width;
+    var scale = w / svg.viewBox.baseVal.width;
+    narrow = Math.min(narrow, w / svg.closest('section').getBoundingClientRect().width);
+    all(svg, 'text').forEach(function (t) {
+      n++;
+      min = Math.min(min, parseFloat(getComputedStyle(t).fontSize) * scale);
+    });
+  });
+  all(document, 'figure.plot svg').forEach(function (svg) {
+    var box = svg.getBoundingClientRect(), scale = box.width / svg.viewBox.baseVal.width;
+    all(svg, 'text').forEach(function (t) {
+      var b = t.getBoundingClientRect();
+      var x = (b.left - box.left) / scale;
+      if (/^(thread|all threads|observed|GPD|estimate|partial)/.test(t.textContent.trim()) && x < 860) over++;
+    });
+  });
+  r.plot_texts = n; r.min_text_px = min; r.min_plot_width_ratio = narrow; r.legend_over_data = over;
+  var b = document.querySelector('details.bins'); r.bins_folded = b ? !b.open : null;
+  document.body.setAttribute('data-metrics', JSON.stringify(r));
+})();
+"#;
 
 #[test]
 fn term_snapshot_with_a_statistical_worst_case() {

@@ -7,7 +7,7 @@
 //! statistical-worst-case panel, then per probe/phase/variant the timeline,
 //! histogram, exceedance and pWCET plots, then the per-phase overlays. With
 //! several runs: the comparison table, sentences and per-system overlays.
-//! Last, the bin tables. Each plot is a `<figure class="plot"
+//! Last, the bin tables, folded (`<details>`). Each plot is a `<figure class="plot"
 //! data-kind="…">`, which the browser test counts.
 
 use std::fmt::Write;
@@ -120,12 +120,13 @@ fn host_table(r: &RunAnalysis) -> String {
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}\
 h1{font-size:1.6em}h2{border-bottom:2px solid #1f77b4;padding-bottom:.2em;margin-top:2em}h3{margin-top:1.5em}\
 .tw{overflow-x:auto}table{border-collapse:collapse;font-size:.85em;margin:.5em 0}\
-th,td{padding:.2em .6em;border-bottom:1px solid #ddd;white-space:nowrap}th{background:#f4f6f8}\
+th,td{padding:.2em .5em;border-bottom:1px solid #ddd;white-space:nowrap}th{background:#f4f6f8;white-space:normal;vertical-align:bottom}\
 td.r,th.r{text-align:right;font-variant-numeric:tabular-nums}td.l,th.l{text-align:left}\
 .good{color:#207020}.bad{color:#b01c1c}.dim{color:#999}\
 .warn{background:#fff7e0;border-left:4px solid #e0a000;padding:.4em 1em}\
-figure.plot{margin:1em 0;border:1px solid #e4e4e4;padding:.5em;background:#fff}figure.plot svg{max-width:100%;height:auto}\
+figure.plot{margin:1em 0;border:1px solid #e4e4e4;padding:.5em;background:#fff}figure.plot svg{display:block;width:100%;height:auto}\
 figcaption{font-size:.85em;color:#555}details.host table{font-size:.8em}details.host td{white-space:normal}\
+details.bins summary{cursor:pointer;font-weight:600;margin:1em 0}\
 .refused{color:#b01c1c}";
 
 /// The whole report. `plots` are those of [`crate::report::plots::plots`] for `a`.
@@ -201,11 +202,21 @@ pub fn render(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
         }
         s.push_str("</section>\n");
     }
+    // The bin tables (hundreds of rows) folded: the data is there, the page
+    // ends with the plots.
     s.push_str("<section id=\"bins\"><h2>Bin tables</h2>\n");
+    let rows: usize = c.bin_tables.iter().map(|t| t.rows.len()).sum();
+    let _ = writeln!(
+        s,
+        "<details class=\"bins\"><summary>{} table(s), {rows} rows of {} {} bins: counts per bin and system</summary>",
+        c.bin_tables.len(),
+        c.bin_tables.first().map(|t| unit.fmt_n(t.width_ns)).unwrap_or_default(),
+        unit.name()
+    );
     for (i, t) in c.bin_tables.iter().enumerate() {
         let _ = writeln!(s, "<h3>{} — bins of {} {}</h3>", esc(&t.key.label()), unit.fmt_n(t.width_ns), unit.name());
         s.push_str(&table(&blocks::bin_table(a, i, unit)));
     }
-    s.push_str("</section>\n</body></html>\n");
+    s.push_str("</details></section>\n</body></html>\n");
     s
 }

@@ -8,14 +8,20 @@
 //! emitted as SVG `<text>` and laid out by the viewer.
 //!
 //! Plots (seed 000's figures and the OSADL "latency plot"):
-//! - `timeline`: latency over time, per-second min / mean / max per thread;
-//! - `histogram`: counts per latency bin on a log scale, one line per CPU;
+//! - `timeline`: latency over time, per-second min / mean / max per thread
+//!   (log latency axis; a partial second as markers);
+//! - `histogram`: counts per latency bin on a log scale, log latency axis,
+//!   one line per CPU;
 //! - `exceedance`: P(latency > x) on a log scale, per thread and merged — the
 //!   tail, where real-time systems differ;
 //! - `phases`: the merged exceedance curve of every phase of a probe;
 //! - `systems`, `systems-histogram`: the same entry on every system compared;
 //! - `pwcet`: the observed exceedance curve with the fitted GPD tail and the
 //!   estimates at 1e-6 and 1e-9 with their intervals.
+//!
+//! Every plot is 1100×460 with its legend in a column right of the data,
+//! tick and legend text 16 units (plotters writes 13 px) high: about 13 px in the HTML report at
+//! 1280 px, where plots take the page's full width.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -25,8 +31,18 @@ use crate::analysis::percentiles::{exceedance, rebin};
 use crate::analysis::summary::{Analysis, EntryAnalysis};
 use crate::model::{Bucket, Nanos};
 
-const W: u32 = 900;
-const H: u32 = 420;
+/// Plot size in SVG units; the HTML report shows plots at the page's full
+/// width (about 1:1 at 1280 px), so text sizes below are about pixels.
+const W: u32 = 1100;
+const H: u32 = 460;
+/// The legend's column, right of the plotting area (never over the data).
+const LEGEND_W: u32 = 240;
+/// Tick labels and legend text.
+const TEXT: u32 = 16;
+/// Axis descriptions.
+const DESC: u32 = 17;
+/// Plot titles.
+const CAPTION: u32 = 20;
 /// Exceedance curves keep at most this many points (plots, not data).
 const MAX_POINTS: usize = 1500;
 
@@ -51,10 +67,80 @@ fn svg(draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> DrawResult) -> Stri
         let root = SVGBackend::with_string(&mut s, (W, H)).into_drawing_area();
         let ok = root.fill(&WHITE).is_ok() && draw(&root).is_ok() && root.present().is_ok();
         if !ok {
-            let _ = root.draw(&Text::new("plot could not be drawn", (20, 20), ("sans-serif", 14).into_font()));
+            let _ = root.draw(&Text::new("plot could not be drawn", (20, 20), ("sans-serif", TEXT).into_font()));
         }
     }
     s
+}
+
+/// How a series looks, for its line and its legend entry.
+#[derive(Clone)]
+struct Look {
+    label: String,
+    colour: RGBAColor,
+    width: u32,
+    /// Dashed line (e.g. the per-second minimum).
+    dashed: bool,
+    /// Drawn as separate hollow markers, not a line.
+    marker: bool,
+}
+
+impl Look {
+    fn line(label: impl Into<String>, colour: RGBColor, width: u32) -> Look {
+        Look { label: label.into(), colour: colour.to_rgba(), width, dashed: false, marker: false }
+    }
+    fn style(&self) -> ShapeStyle {
+        self.colour.stroke_width(self.width)
+    }
+}
+
+/// A plot with its legend in a column of its own at the right: the chart is
+/// drawn by `draw` into the left part, the legend entries `looks` (line or
+/// marker sample, then the label) into the right part.
+fn svg_with_legend(looks: &[Look], draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> DrawResult) -> String {
+    svg(|root| {
+        let (plot, side) = root.split_horizontally(W - LEGEND_W);
+        draw(&plot)?;
+        let step = if looks.is_empty() { 24 } else { ((H as i32 - 70) / looks.len() as i32).clamp(12, 24) };
+        for (i, l) in looks.iter().enumerate() {
+            let y = 56 + i as i32 * step;
+            if l.marker {
+                side.draw(&Circle::new((20, y), 4, l.colour.stroke_width(2)))?;
+            } else if l.dashed {
+                for x in [4, 16, 28] {
+                    side.draw(&PathElement::new(vec![(x, y), (x + 7, y)], l.colour.stroke_width(l.width.max(2))))?;
+                }
+            } else {
+                side.draw(&PathElement::new(vec![(4, y), (35, y)], l.colour.stroke_width(l.width.max(2))))?;
+            }
+            side.draw(&Text::new(l.label.clone(), (42, y - TEXT as i32 / 2 - 1), ("sans-serif", TEXT).into_font()))?;
+        }
+        Ok(())
+    })
+}
+
+/// The chart builder every plot starts from: title, margins, label areas.
+fn builder<'a, 'b>(area: &'a DrawingArea<SVGBackend<'b>, Shift>, title: &str) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+    let mut b = ChartBuilder::on(area);
+    b.caption(title, ("sans-serif", CAPTION)).margin(12).x_label_area_size(48).y_label_area_size(72);
+    b
+}
+
+/// The draw series call of a look: a line, a dashed line or markers.
+fn draw_look<DB: DrawingBackend, X: Ranged<ValueType = f64>, Y: Ranged<ValueType = f64>>(
+    chart: &mut ChartContext<DB, Cartesian2d<X, Y>>,
+    look: &Look,
+    pts: Vec<(f64, f64)>,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let st = look.style();
+    if look.marker {
+        chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 4, st)))?;
+    } else if look.dashed {
+        chart.draw_series(DashedLineSeries::new(pts, 6, 4, st))?;
+    } else {
+        chart.draw_series(LineSeries::new(pts, st))?;
+    }
+    Ok(())
 }
 
 pub fn slug(s: &str) -> String {
@@ -126,13 +212,11 @@ fn exceedance_chart(title: &str, series: &[(String, &[Bucket])], bold_last: bool
         (0.0, hi.max(0.001) * 1.05)
     };
     let ymin = curves.iter().flat_map(|c| c.1.iter().map(|p| p.1)).fold(1.0, f64::min).min(0.1) / 2.0;
-    svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(xmin..xmax, (ymin..1.0f64).log_scale())?;
+    let n = curves.len();
+    let looks: Vec<Look> =
+        curves.iter().enumerate().map(|(i, (l, _))| Look::line(l.clone(), colour(i), if bold_last && i + 1 == n { 3 } else { 2 })).collect();
+    svg_with_legend(&looks.clone(), |root| {
+        let mut chart = builder(root, title).build_cartesian_2d(xmin..xmax, (ymin..1.0f64).log_scale())?;
         let fmt_x = move |v: &f64| -> String {
             if log_x {
                 let x = 10f64.powf(*v);
@@ -143,21 +227,16 @@ fn exceedance_chart(title: &str, series: &[(String, &[Bucket])], bold_last: bool
         };
         chart
             .configure_mesh()
+            .label_style(("sans-serif", TEXT))
+            .axis_desc_style(("sans-serif", DESC))
             .x_label_formatter(&fmt_x)
             .x_desc(if log_x { "latency (µs, log scale)" } else { "latency (µs)" })
             .y_desc("P(latency > x)")
             .y_label_formatter(&|v| format!("{v:.0e}"))
             .draw()?;
-        let n = curves.len();
-        for (i, (label, pts)) in curves.into_iter().enumerate() {
-            let c = colour(i);
-            let width = if bold_last && i + 1 == n { 3 } else { 1 };
-            chart
-                .draw_series(LineSeries::new(pts, c.stroke_width(width)))?
-                .label(label)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+        for (look, (_, pts)) in looks.iter().zip(curves) {
+            draw_look(&mut chart, look, pts)?;
         }
-        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
         Ok(())
     })
 }
@@ -167,15 +246,18 @@ fn exceedance_chart(title: &str, series: &[(String, &[Bucket])], bold_last: bool
 /// empty bins are drawn on the axis.
 fn histogram_chart(title: &str, series: &[(String, &[Bucket])]) -> String {
     let max_ns = series.iter().filter_map(|(_, h)| h.last().map(|b| b.hi_ns.0)).max().unwrap_or(1);
+    let min_ns = series.iter().filter_map(|(_, h)| h.first().map(|b| b.lo_ns.0)).min().unwrap_or(0);
     let width = nice_width(max_ns / 400).max(1000);
+    // From the bin below the smallest sample to the one above the largest:
+    // empty bins are drawn on the axis, nothing left of the data.
+    let (k0, kmax) = ((min_ns / width).saturating_sub(1), max_ns / width + 1);
     let lines: Vec<(String, Vec<(f64, f64)>)> = series
         .iter()
         .map(|(l, h)| {
             let bins = rebin(h, Nanos(width));
-            let kmax = max_ns / width;
-            let mut pts = Vec::with_capacity(kmax as usize + 1);
+            let mut pts = Vec::with_capacity((kmax - k0) as usize + 1);
             let mut it = bins.iter().peekable();
-            for k in 0..=kmax {
+            for k in k0..=kmax {
                 let c = match it.peek() {
                     Some((bk, c)) if *bk == k => {
                         let c = *c;
@@ -190,28 +272,25 @@ fn histogram_chart(title: &str, series: &[(String, &[Bucket])]) -> String {
         })
         .collect();
     let ymax = lines.iter().flat_map(|l| l.1.iter().map(|p| p.1)).fold(1.0, f64::max) * 2.0;
-    let xmax = us(max_ns as f64) * 1.05 + us(width as f64);
-    svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0f64..xmax, (0.5f64..ymax).log_scale())?;
+    // Log latency axis: the bulk (a few µs) and the spikes (ms) both get
+    // room, where a linear axis squeezes the bulk into its left edge.
+    let xmin = us((k0 * width) as f64 + width as f64 / 2.0) / 1.2;
+    let xmax = us(((kmax + 1) * width) as f64) * 1.2;
+    let looks: Vec<Look> = lines.iter().enumerate().map(|(i, (l, _))| Look::line(l.clone(), colour(i), 2)).collect();
+    svg_with_legend(&looks.clone(), |root| {
+        let mut chart = builder(root, title).build_cartesian_2d((xmin..xmax).log_scale(), (0.5f64..ymax).log_scale())?;
         chart
             .configure_mesh()
-            .x_desc(format!("latency (µs), bins of {} µs", width as f64 / 1000.0))
+            .label_style(("sans-serif", TEXT))
+            .axis_desc_style(("sans-serif", DESC))
+            .x_desc(format!("latency (µs, log scale), bins of {} µs", width as f64 / 1000.0))
+            .x_label_formatter(&|v| if *v >= 10.0 { format!("{v:.0}") } else { format!("{v:.1}") })
             .y_desc("samples")
             .y_label_formatter(&|v| format!("{v:.0e}"))
             .draw()?;
-        for (i, (label, pts)) in lines.into_iter().enumerate() {
-            let c = colour(i);
-            chart
-                .draw_series(LineSeries::new(pts, c.stroke_width(1)))?
-                .label(label)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+        for (look, (_, pts)) in looks.iter().zip(lines) {
+            draw_look(&mut chart, look, pts)?;
         }
-        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
         Ok(())
     })
 }
@@ -229,48 +308,65 @@ fn nice_width(x: u64) -> u64 {
     }
 }
 
-/// Per-second min / mean / max per thread.
+/// Per-second min / mean / max per thread. A second holding less than half
+/// the typical count of samples (the run's last, partial second; a second
+/// cut by an interrupt) is drawn as hollow markers, not joined to the line,
+/// so its lower max does not read as the latency dropping.
 fn timeline_chart(title: &str, entries: &[&EntryAnalysis]) -> String {
     let tmax = entries
         .iter()
         .flat_map(|e| e.per_second.iter().map(move |s| (s.t_s + e.per_second_width_s.max(1)) as f64))
         .fold(1.0, f64::max);
+    // Log latency axis: min, mean and max stay apart even when spikes are
+    // 100× the typical latency (a linear axis flattens min and mean).
     let ymax = entries.iter().flat_map(|e| e.per_second.iter().map(|s| us(s.max_ns.0 as f64))).fold(0.001, f64::max)
-        * 1.1;
-    svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0f64..tmax, 0f64..ymax)?;
-        chart.configure_mesh().x_desc("time (s)").y_desc("latency (µs)").draw()?;
+        * 1.5;
+    let ymin = entries.iter().flat_map(|e| e.per_second.iter().map(|s| us(s.min_ns.0 as f64))).filter(|v| *v > 0.0).fold(ymax, f64::min)
+        / 1.5;
+    let partial = |e: &EntryAnalysis, s: &crate::model::SecondStats| -> bool {
+        let mut counts: Vec<u64> = e.per_second.iter().map(|x| x.count).collect();
+        counts.sort_unstable();
+        let median = counts.get(counts.len() / 2).copied().unwrap_or(0);
+        s.count * 2 < median
+    };
+    let any_partial = entries.iter().any(|e| e.per_second.iter().any(|s| partial(e, s)));
+    let mut looks: Vec<Look> = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        let who = match e.thread {
+            Some(t) => format!("thread {t}"),
+            None => "all threads".into(),
+        };
+        let c = colour(i);
+        looks.push(Look::line(format!("{who} max"), c, 2));
+        looks.push(Look { colour: c.mix(0.7), ..Look::line(format!("{who} mean"), c, 2) });
+        looks.push(Look { dashed: true, ..Look::line(format!("{who} min"), c, 2) });
+    }
+    let mut legend = looks.clone();
+    if any_partial {
+        legend.push(Look { marker: true, ..Look::line("partial second", RGBColor(90, 90, 90), 2) });
+    }
+    svg_with_legend(&legend, |root| {
+        let mut chart = builder(root, title).build_cartesian_2d(0f64..tmax, (ymin.min(ymax / 2.0)..ymax).log_scale())?;
+        chart
+            .configure_mesh()
+            .label_style(("sans-serif", TEXT))
+            .axis_desc_style(("sans-serif", DESC))
+            .x_desc("time (s)")
+            .y_desc("latency (µs, log scale)")
+            .y_label_formatter(&|v| if *v >= 10.0 { format!("{v:.0}") } else { format!("{v:.1}") })
+            .draw()?;
         for (i, e) in entries.iter().enumerate() {
-            let c = colour(i);
             let half = e.per_second_width_s.max(1) as f64 / 2.0;
-            let who = match e.thread {
-                Some(t) => format!("thread {t}"),
-                None => "all threads".into(),
-            };
-            let pts = |f: &dyn Fn(&crate::model::SecondStats) -> f64| -> Vec<(f64, f64)> {
-                e.per_second.iter().map(|s| (s.t_s as f64 + half, f(s))).collect()
-            };
-            chart
-                .draw_series(LineSeries::new(pts(&|s| us(s.max_ns.0 as f64)), c.stroke_width(2)))?
-                .label(format!("{who} max"))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
-            let cm = c.mix(0.6);
-            chart
-                .draw_series(LineSeries::new(pts(&|s| us(s.mean_ns)), cm.stroke_width(1)))?
-                .label(format!("{who} mean"))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], cm.stroke_width(1)));
-            let cl = c.mix(0.3);
-            chart
-                .draw_series(LineSeries::new(pts(&|s| us(s.min_ns.0 as f64)), cl.stroke_width(1)))?
-                .label(format!("{who} min"))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], cl.stroke_width(1)));
+            let (full, cut): (Vec<&crate::model::SecondStats>, Vec<&crate::model::SecondStats>) = e.per_second.iter().partition(|s| !partial(e, s));
+            type Get = fn(&crate::model::SecondStats) -> f64;
+            let gets: [Get; 3] = [|s| us(s.max_ns.0 as f64), |s| us(s.mean_ns), |s| us(s.min_ns.0 as f64)];
+            for (j, get) in gets.iter().enumerate() {
+                let look = &looks[i * 3 + j];
+                draw_look(&mut chart, look, full.iter().map(|s| (s.t_s as f64 + half, get(s))).collect())?;
+                let marker = Look { marker: true, ..look.clone() };
+                draw_look(&mut chart, &marker, cut.iter().map(|s| (s.t_s as f64 + half, get(s))).collect())?;
+            }
         }
-        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
         Ok(())
     })
 }
@@ -292,29 +388,24 @@ fn pwcet_chart(title: &str, e: &EntryAnalysis) -> Option<String> {
         .collect();
     let xmax = us(xhi) * 1.05;
     let ymin = pmin / 3.0;
-    Some(svg(|root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(0f64..xmax, (ymin..1.0f64).log_scale())?;
+    let looks = [
+        Look::line("observed", colour(0), 2),
+        Look::line(format!("GPD tail (ξ = {:.3})", est.fit.xi), colour(1), 2),
+        Look::line("estimate, 95 % CI", RGBColor(0, 0, 0), 2),
+        Look { dashed: true, ..Look::line("observed max", colour(2), 2) },
+    ];
+    Some(svg_with_legend(&looks, |root| {
+        let mut chart = builder(root, title).build_cartesian_2d(0f64..xmax, (ymin..1.0f64).log_scale())?;
         chart
             .configure_mesh()
+            .label_style(("sans-serif", TEXT))
+            .axis_desc_style(("sans-serif", DESC))
             .x_desc("latency (µs)")
             .y_desc("P(latency > x) per sample")
             .y_label_formatter(&|v| format!("{v:.0e}"))
             .draw()?;
-        let c0 = colour(0);
-        chart
-            .draw_series(LineSeries::new(obs, c0.stroke_width(2)))?
-            .label("observed")
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c0.stroke_width(2)));
-        let c1 = colour(1);
-        chart
-            .draw_series(LineSeries::new(fitted, c1.stroke_width(2)))?
-            .label(format!("GPD tail (ξ = {:.3})", est.fit.xi))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c1.stroke_width(2)));
+        draw_look(&mut chart, &looks[0], obs)?;
+        draw_look(&mut chart, &looks[1], fitted)?;
         for l in &est.levels {
             chart.draw_series(std::iter::once(PathElement::new(
                 vec![(us(l.ci_low_ns), l.p), (us(l.ci_high_ns), l.p)],
@@ -322,15 +413,7 @@ fn pwcet_chart(title: &str, e: &EntryAnalysis) -> Option<String> {
             )))?;
             chart.draw_series(std::iter::once(Circle::new((us(l.estimate_ns), l.p), 4, BLACK.filled())))?;
         }
-        let cm = colour(2);
-        chart
-            .draw_series(std::iter::once(PathElement::new(
-                vec![(us(e.max_ns.0 as f64), ymin), (us(e.max_ns.0 as f64), 1.0)],
-                cm.stroke_width(1),
-            )))?
-            .label("observed max")
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], cm.stroke_width(1)));
-        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+        draw_look(&mut chart, &looks[3], vec![(us(e.max_ns.0 as f64), ymin), (us(e.max_ns.0 as f64), 1.0)])?;
         Ok(())
     }))
 }
