@@ -1,7 +1,7 @@
 //! rtscope: an instrument for the experimental evaluation of real-time
 //! operating systems. `main` parses the command line, dispatches to
 //! `rtscope::commands`, and maps errors to exit codes: 0 done, 2 bad input,
-//! 130 interrupted, 1 any other failure.
+//! 3 a failed gate (`check`), 130 interrupted, 1 any other failure.
 
 use std::process::ExitCode;
 
@@ -31,6 +31,7 @@ fn main() -> ExitCode {
         Command::Import(args) => commands::import::cmd(&args),
         Command::Compare(args) => commands::compare::cmd(&args),
         Command::Report(args) => commands::report::cmd(&args),
+        Command::Check(args) => commands::check::cmd(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -156,3 +156,86 @@ pub struct ReportArgs {
     #[command(flatten)]
     pub common: CommonReportOpts,
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CheckFormat {
+    /// One line per case, then the verdict.
+    Text,
+    /// The check report (schema in docs/fleet.md).
+    Json,
+    /// `lava-test-case NAME --result pass|fail --measurement V --units us` lines for a LAVA test shell.
+    Lava,
+}
+
+/// `rtscope check`: the CI gate.
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// Results to check: files, stored run ids, or @TAG (every run with that tag).
+    #[arg(value_name = "RESULT", required = true, num_args = 1..)]
+    pub inputs: Vec<String>,
+
+    /// Fail when the maximum latency is over LAT (a bare number is µs).
+    #[arg(long, value_name = "LAT", value_parser = units::parse_interval)]
+    pub max: Option<u64>,
+
+    /// Fail when the 99th percentile is over LAT.
+    #[arg(long, value_name = "LAT", value_parser = units::parse_interval)]
+    pub p99: Option<u64>,
+
+    /// Fail when the 99.9th percentile is over LAT.
+    #[arg(long = "p99.9", value_name = "LAT", value_parser = units::parse_interval)]
+    pub p99_9: Option<u64>,
+
+    /// Fail when more than N periods were missed.
+    #[arg(long, value_name = "N")]
+    pub overruns: Option<u64>,
+
+    /// Fail when the share of samples over --deadline is above R (e.g. 1e-6).
+    #[arg(long, value_name = "R", value_parser = parse_ratio_bound, requires = "deadline")]
+    pub miss_ratio: Option<f64>,
+
+    /// The deadline of --miss-ratio (a bare number is µs).
+    #[arg(long, value_name = "LAT", value_parser = units::parse_interval)]
+    pub deadline: Option<u64>,
+
+    /// Compare with these runs (file, id or @TAG; the median if several): max, p99.9 and p99 fail
+    /// when over --ratio × the baseline's.
+    #[arg(long, value_name = "RESULT", requires = "ratio")]
+    pub baseline: Option<String>,
+
+    /// With --baseline: how much worse than the baseline still passes (1.2 = 20 % worse).
+    #[arg(long, value_name = "X", value_parser = parse_factor, requires = "baseline")]
+    pub ratio: Option<f64>,
+
+    /// With several runs, a case fails only when at least half of the runs fail it (else any run failing fails it).
+    #[arg(long)]
+    pub majority: bool,
+
+    /// Also write the cases as JUnit XML (one testcase per entry and bound) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+    pub format: CheckFormat,
+
+    /// History database for inputs given as run ids or @TAG.
+    #[command(flatten)]
+    pub db: crate::cli::store_opts::DbOpts,
+}
+
+/// A ratio bound in [0, 1].
+fn parse_ratio_bound(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a share of samples between 0 and 1 (e.g. 1e-6)")),
+    }
+}
+
+/// A factor above 0.
+fn parse_factor(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("'{s}' is not a factor above 0 (e.g. 1.2 for at most 20 % worse than the baseline)")),
+    }
+}

@@ -59,6 +59,8 @@ pub enum Command {
     Compare(analysis_opts::CompareArgs),
     /// Report on results: tables, deadline misses, statistical worst case; term, md, json, csv or html with plots.
     Report(analysis_opts::ReportArgs),
+    /// Gate results on bounds or a baseline for CI: exit 0 pass, 3 fail; text, JSON, JUnit XML or LAVA.
+    Check(analysis_opts::CheckArgs),
     /// List the built-in presets `rtscope run --preset NAME` accepts.
     Presets,
     /// A load process (started by `rtscope run` for each load; not for people).

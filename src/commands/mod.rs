@@ -1,6 +1,7 @@
 //! One file per subcommand: each takes its validated clap arguments and
 //! returns the exit code (see `error` for the codes).
 
+pub mod check;
 pub mod compare;
 pub mod doctor;
 pub mod inputs;

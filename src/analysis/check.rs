@@ -1,0 +1,266 @@
+//! The CI gate (`rtscope check`): bounds on the merged entries of one or
+//! more results, absolute (`--max`, `--p99`, `--p99.9`, `--overruns`,
+//! `--miss-ratio`) or relative to a baseline (`--baseline --ratio X`: worse
+//! than X × the baseline fails), over several runs either "any run worse
+//! fails" or, with `--majority`, "at least half worse fails" (the rule of
+//! Linaro's rt-tests test definitions).
+//!
+//! One [`Case`] per entry (probe/phase/variant) and bound, with the value of
+//! every run. A value the input does not have (a percentile of a
+//! summary-only import, an entry a run lacks) fails its case with the
+//! reason: a gate never passes on missing data. Runs on a kernel without
+//! PREEMPT_RT get a note: a latency bound met there holds for that run, not
+//! in general.
+
+use serde::Serialize;
+
+use crate::analysis::compare::{merged_entries, EntryKey};
+use crate::analysis::{deadline, percentiles};
+use crate::model::{Nanos, ProbeResult, Run};
+
+/// What a bound is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Metric {
+    #[serde(rename = "max")]
+    Max,
+    #[serde(rename = "p99")]
+    P99,
+    #[serde(rename = "p99.9")]
+    P999,
+    #[serde(rename = "overruns")]
+    Overruns,
+    #[serde(rename = "miss-ratio")]
+    MissRatio,
+}
+
+impl Metric {
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Max => "max",
+            Metric::P99 => "p99",
+            Metric::P999 => "p99.9",
+            Metric::Overruns => "overruns",
+            Metric::MissRatio => "miss-ratio",
+        }
+    }
+    /// "us" for latencies (values are reported in µs), "" for counts and ratios.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Metric::Max | Metric::P99 | Metric::P999 => "us",
+            _ => "",
+        }
+    }
+    /// The value of this metric for `r` in report units (µs for
+    /// latencies), or why there is none.
+    fn value(self, r: &ProbeResult, deadline: Option<Nanos>) -> Result<f64, String> {
+        let pct = |q: f64| -> Result<f64, String> {
+            if !r.distribution_known() {
+                return Err(format!("{} unknown: the input has no distribution (a summary-only import)", self.name()));
+            }
+            percentiles::from_histogram(&r.histogram, q, r.min_ns, r.max_ns)
+                .map(|v| v.as_micros_f64())
+                .ok_or_else(|| format!("{} unknown: no samples", self.name()))
+        };
+        match self {
+            Metric::Max if r.samples == 0 => Err("max unknown: no samples".into()),
+            Metric::Max => Ok(r.max_ns.as_micros_f64()),
+            Metric::P99 => pct(99.0),
+            Metric::P999 => pct(99.9),
+            Metric::Overruns => Ok(r.overruns as f64),
+            Metric::MissRatio => {
+                let d = deadline.ok_or("miss-ratio needs --deadline")?;
+                let m = deadline::misses(r, d);
+                if m.samples == 0 {
+                    return Err("miss-ratio unknown: no samples".into());
+                }
+                // Where the histogram cannot tell (a bucket across the
+                // deadline), the upper bound: the gate is not lenient.
+                Ok(m.misses_upper as f64 / m.samples as f64)
+            }
+        }
+    }
+}
+
+/// The gate's settings.
+#[derive(Debug, Clone, Default)]
+pub struct Gate {
+    /// Absolute bounds, in report units (µs for latencies).
+    pub bounds: Vec<(Metric, f64)>,
+    /// `--baseline` runs and `--ratio X`: each latency metric (max, p99.9,
+    /// p99) fails when worse than X × the baseline's (the median over the
+    /// baseline runs).
+    pub baseline: Option<(Vec<Run>, f64)>,
+    pub majority: bool,
+    pub deadline: Option<Nanos>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunValue {
+    /// The input (file, run id).
+    pub source: String,
+    /// `None` when the input has no such value (see `reason`).
+    pub value: Option<f64>,
+    pub limit: Option<f64>,
+    pub passed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Case {
+    /// `timer/idle/max`, `timer/idle/p99-vs-baseline`: unique in the check.
+    pub name: String,
+    pub entry: EntryKey,
+    pub metric: Metric,
+    /// `"bound"` or `"baseline"`.
+    pub kind: &'static str,
+    /// The bound (absolute), or the ratio X (baseline).
+    pub bound: f64,
+    pub unit: &'static str,
+    pub runs: Vec<RunValue>,
+    /// The one value reported for the case: the run's, else the worst run's
+    /// (the median with `--majority`).
+    pub measurement: Option<f64>,
+    pub passed: bool,
+    /// One line: what was measured against what.
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckReport {
+    pub schema_version: u32,
+    pub passed: bool,
+    /// `any` (a case fails when any run fails it) or `majority`.
+    pub rule: &'static str,
+    pub cases: Vec<Case>,
+    /// Runs on kernels without PREEMPT_RT, baselines used.
+    pub notes: Vec<String>,
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+}
+
+/// Number for messages: latencies with one decimal, ratios in e-notation.
+pub fn fmt_value(metric: Metric, v: f64) -> String {
+    match metric {
+        Metric::Overruns => format!("{v:.0}"),
+        Metric::MissRatio => format!("{v:.3e}"),
+        _ => format!("{v:.1} us"),
+    }
+}
+
+/// The merged entry `k` of `run`.
+fn find<'r>(run: &'r Run, k: &EntryKey) -> Option<&'r ProbeResult> {
+    merged_entries(run).into_iter().find(|r| &EntryKey::of(r) == k)
+}
+
+/// Check `runs` (each with its source label) against `gate`.
+pub fn check(runs: &[(String, Run)], gate: &Gate) -> CheckReport {
+    // Entries in order of first appearance over the runs.
+    let mut keys: Vec<EntryKey> = Vec::new();
+    for (_, run) in runs {
+        for r in merged_entries(run) {
+            let k = EntryKey::of(r);
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+    }
+    let mut cases = Vec::new();
+    for k in &keys {
+        let entry_name = format!("{}/{}", k.probe, k.phase) + &k.variant.as_ref().map(|v| format!("/{v}")).unwrap_or_default();
+        let mut specs: Vec<(Metric, &'static str, f64)> = gate.bounds.iter().map(|(m, b)| (*m, "bound", *b)).collect();
+        if let Some((_, x)) = &gate.baseline {
+            for m in [Metric::Max, Metric::P999, Metric::P99] {
+                specs.push((m, "baseline", *x));
+            }
+        }
+        for (metric, kind, bound) in specs {
+            // The limit: the bound, or X × the baseline's median value.
+            let limit: Result<f64, String> = match (kind, &gate.baseline) {
+                ("baseline", Some((base, x))) => {
+                    let vals: Vec<f64> = base.iter().filter_map(|b| find(b, k)).filter_map(|r| metric.value(r, gate.deadline).ok()).collect();
+                    median(vals).map(|v| v * x).ok_or_else(|| format!("the baseline has no {} for {}", metric.name(), k.label()))
+                }
+                _ => Ok(bound),
+            };
+            let mut values = Vec::new();
+            for (source, run) in runs {
+                let v = match find(run, k) {
+                    Some(r) => metric.value(r, gate.deadline),
+                    None => Err(format!("{source} has no entry {}", k.label())),
+                };
+                let rv = match (&v, &limit) {
+                    (Ok(v), Ok(l)) => RunValue { source: source.clone(), value: Some(*v), limit: Some(*l), passed: *v <= *l, reason: None },
+                    (Err(e), _) | (_, Err(e)) => RunValue {
+                        source: source.clone(),
+                        value: v.as_ref().ok().copied(),
+                        limit: limit.as_ref().ok().copied(),
+                        passed: false,
+                        reason: Some(e.clone()),
+                    },
+                };
+                values.push(rv);
+            }
+            let failed = values.iter().filter(|v| !v.passed).count();
+            let passed = if gate.majority { failed * 2 < values.len() } else { failed == 0 };
+            let known: Vec<f64> = values.iter().filter_map(|v| v.value).collect();
+            let measurement =
+                if gate.majority { median(known) } else { known.iter().copied().fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x)))) };
+            let name = if kind == "baseline" { format!("{entry_name}/{}-vs-baseline", metric.name()) } else { format!("{entry_name}/{}", metric.name()) };
+            let against = match (&limit, kind) {
+                (Ok(l), "baseline") => format!("{} ({bound} × baseline)", fmt_value(metric, *l)),
+                (Ok(l), _) => fmt_value(metric, *l),
+                (Err(e), _) => e.clone(),
+            };
+            let per_run: Vec<String> = values
+                .iter()
+                .map(|v| match (&v.reason, v.value) {
+                    (Some(r), _) => format!("{}: {r}", v.source),
+                    (None, Some(x)) => format!("{}: {}", v.source, fmt_value(metric, x)),
+                    (None, None) => format!("{}: -", v.source),
+                })
+                .collect();
+            let rule = if values.len() > 1 {
+                format!(" ({failed} of {} runs over{})", values.len(), if gate.majority { "; fails when at least half are" } else { "" })
+            } else {
+                String::new()
+            };
+            let message = format!("{} {} ≤ {against}: {}{rule}", k.label(), metric.name(), per_run.join(", "));
+            cases.push(Case { name, entry: k.clone(), metric, kind, bound, unit: metric.unit(), runs: values, measurement, passed, message });
+        }
+    }
+    let mut notes = Vec::new();
+    let latency_bound = gate.baseline.is_some() || gate.bounds.iter().any(|(m, _)| m.unit() == "us" || *m == Metric::MissRatio);
+    for (source, run) in runs {
+        if latency_bound && !run.host.realtime {
+            notes.push(format!(
+                "{source} ran on kernel {} without PREEMPT_RT (preempt {}): its latency has no bound in general; a pass holds for this run and its load only",
+                run.host.kernel_release, run.host.preempt_model
+            ));
+        }
+    }
+    if let Some((base, x)) = &gate.baseline {
+        notes.push(format!("baseline: {} run(s), the median of each value; a run fails when over {x} × it", base.len()));
+    }
+    let passed = !cases.is_empty() && cases.iter().all(|c| c.passed);
+    CheckReport { schema_version: 1, passed, rule: if gate.majority { "majority" } else { "any" }, cases, notes }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(vec![]), None);
+    }
+}

@@ -1,0 +1,63 @@
+//! `rtscope check RESULT... [bounds] [--baseline B --ratio X] [--majority]
+//! [--junit FILE] [--format text|json|lava]`: the CI gate. Exit 0 when every
+//! case passes, 3 when one fails, 2 on bad input (nothing written: inputs,
+//! baseline and bounds are checked first, the JUnit file is written
+//! atomically after the verdict).
+
+
+use crate::analysis::check::{self, Gate, Metric};
+use crate::cli::analysis_opts::{CheckArgs, CheckFormat};
+use crate::commands::inputs;
+use crate::error::{BadInput, EXIT_GATE_FAILED, EXIT_OK};
+use crate::model::Nanos;
+use crate::report;
+
+pub fn cmd(args: &CheckArgs) -> anyhow::Result<u8> {
+    let mut bounds = Vec::new();
+    let us = |ns: u64| Nanos(ns).as_micros_f64();
+    if let Some(v) = args.max {
+        bounds.push((Metric::Max, us(v)));
+    }
+    if let Some(v) = args.p99 {
+        bounds.push((Metric::P99, us(v)));
+    }
+    if let Some(v) = args.p99_9 {
+        bounds.push((Metric::P999, us(v)));
+    }
+    if let Some(v) = args.overruns {
+        bounds.push((Metric::Overruns, v as f64));
+    }
+    if let Some(v) = args.miss_ratio {
+        bounds.push((Metric::MissRatio, v));
+    }
+    if bounds.is_empty() && args.baseline.is_none() {
+        return Err(BadInput(
+            "check: no bound given; give at least one of --max, --p99, --p99.9, --overruns, --miss-ratio (with --deadline), or --baseline with --ratio".into(),
+        )
+        .into());
+    }
+    if let Some(dir) = args.junit.as_ref().and_then(|p| p.parent()).filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            return Err(BadInput(format!("--junit {}: directory {} does not exist; create it or give another path", args.junit.as_ref().unwrap().display(), dir.display())).into());
+        }
+    }
+    let db = args.db.db.as_deref();
+    let runs = inputs::load_inputs(&args.inputs, db)?;
+    let baseline = match (&args.baseline, args.ratio) {
+        (Some(b), Some(x)) => Some((inputs::load_inputs(std::slice::from_ref(b), db)?.into_iter().map(|(_, r)| r).collect(), x)),
+        _ => None,
+    };
+    let gate = Gate { bounds, baseline, majority: args.majority, deadline: args.deadline.map(Nanos) };
+    let r = check::check(&runs, &gate);
+    if let Some(path) = &args.junit {
+        let xml = report::check::junit(&r)?;
+        crate::store::json::write_atomic(path, |w| Ok(w.write_all(xml.as_bytes())?))?;
+    }
+    let out = match args.format {
+        CheckFormat::Text => report::check::text(&r),
+        CheckFormat::Lava => report::check::lava(&r),
+        CheckFormat::Json => serde_json::to_string_pretty(&r)? + "\n",
+    };
+    inputs::emit(None, out.as_bytes())?;
+    Ok(if r.passed { EXIT_OK } else { EXIT_GATE_FAILED })
+}

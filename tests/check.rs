@@ -1,0 +1,270 @@
+//! `rtscope check`, the CI gate: every bound both ways on a real short run
+//! and on an imported peer file (the bound at the measured value passes,
+//! one step under it fails), the baseline ratio and the majority rule on
+//! three runs of known latencies, JUnit parsed back, the LAVA test
+//! definition's steps run with a stand-in `lava-test-case`, bad bounds.
+
+mod analysis_support;
+
+use std::path::Path;
+
+use analysis_support::*;
+use serde_json::Value;
+
+fn check(args: &[&str]) -> (i32, String, String) {
+    let out = rtscope().arg("check").args(args).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// The merged timer/idle entry of a report JSON: (max, p99, p99.9) in ns.
+fn measured(file: &Path) -> (u64, u64, u64, u64) {
+    let out = rtscope().arg("report").arg(file).args(["--format", "json", "--no-pwcet"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let e = v["runs"][0]["entries"].as_array().unwrap().iter().find(|e| e["thread"].is_null()).unwrap_or(&v["runs"][0]["entries"][0]).clone();
+    let p = |l: &str| e["percentiles"].as_array().unwrap().iter().find(|p| p["label"] == l).unwrap()["value_ns"].as_u64().unwrap();
+    (e["max_ns"].as_u64().unwrap(), p("p99"), p("p99.9"), e["overruns"].as_u64().unwrap())
+}
+
+/// Each latency bound passes at the measured value and fails 1 ns under it.
+fn latency_bounds_both_ways(file: &str, (max, p99, p999, overruns): (u64, u64, u64, u64), db: &[&str]) {
+    for (flag, v) in [("--max", max), ("--p99", p99), ("--p99.9", p999)] {
+        let at = format!("{v}ns");
+        let (code, out, err) = check(&[&[file, flag, &at][..], db].concat());
+        assert_eq!(code, 0, "{flag} {at} passes: {out}{err}");
+        assert!(out.lines().all(|l| !l.starts_with("FAIL")), "{out}");
+        let under = format!("{}ns", v - 1);
+        let (code, out, _) = check(&[&[file, flag, &under][..], db].concat());
+        assert_eq!(code, 3, "{flag} {under} fails: {out}");
+        let line = out.lines().find(|l| l.starts_with("FAIL")).unwrap_or_else(|| panic!("{out}"));
+        assert!(line.contains(&format!("{:.1} us", v as f64 / 1000.0)), "measurement in the message: {line}");
+        assert!(out.ends_with("checks failed)\n") && out.contains("result: FAIL"), "{out}");
+    }
+    let (code, out, _) = check(&[&[file, "--overruns", &overruns.to_string()][..], db].concat());
+    assert_eq!(code, 0, "{out}");
+    if overruns > 0 {
+        let (code, _, _) = check(&[&[file, "--overruns", &(overruns - 1).to_string()][..], db].concat());
+        assert_eq!(code, 3);
+    }
+}
+
+#[test]
+fn bounds_on_a_real_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("r.json");
+    let out = rtscope().args(["run", "-D", "1s", "-t", "1", "--no-store", "--json"]).arg(&f).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let m = measured(&f);
+    latency_bounds_both_ways(f.to_str().unwrap(), m, &[]);
+
+    // Miss ratio: the share of samples over the deadline (the p50 here,
+    // about half), read back from the report's deadline section.
+    let deadline = format!("{}ns", m.1 / 2);
+    let out = rtscope().arg("report").arg(&f).args(["--format", "json", "--no-pwcet", "--deadline", &deadline]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let d = &v["runs"][0]["entries"].as_array().unwrap().iter().find(|e| e["thread"].is_null()).unwrap()["deadline"];
+    let ratio = d["misses_upper"].as_f64().unwrap() / d["samples"].as_f64().unwrap();
+    assert!(ratio > 0.0, "{d}");
+    let (code, out, err) = check(&[f.to_str().unwrap(), "--deadline", &deadline, "--miss-ratio", &format!("{ratio:e}")]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, _) = check(&[f.to_str().unwrap(), "--deadline", &deadline, "--miss-ratio", &format!("{:e}", ratio * 0.999)]);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("miss-ratio"), "{out}");
+
+    // JSON: one case per bound, values and verdicts as the text says.
+    let (code, out, _) = check(&[f.to_str().unwrap(), "--max", &format!("{}ns", m.0), "--p99", "1ns", "--format", "json"]);
+    assert_eq!(code, 3);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["passed"], false);
+    let cases = v["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2);
+    assert_eq!((cases[0]["name"].as_str().unwrap(), cases[0]["passed"].as_bool().unwrap()), ("timer/idle/max", true));
+    assert_eq!((cases[1]["name"].as_str().unwrap(), cases[1]["passed"].as_bool().unwrap()), ("timer/idle/p99", false));
+    assert_eq!(cases[0]["measurement"].as_f64().unwrap(), m.0 as f64 / 1000.0);
+}
+
+#[test]
+fn bounds_on_an_imported_cyclictest_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import/cyclictest.json");
+    let out = rtscope().arg("import").arg(&fixture).arg("--db").arg(&db).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let exported = dir.path().join("x.json");
+    assert!(rtscope().args(["export", "1", "-o"]).arg(&exported).arg("--db").arg(&db).output().unwrap().status.success());
+    let m = measured(&exported);
+    latency_bounds_both_ways("1", m, &["--db", db.to_str().unwrap()]);
+}
+
+/// Baseline max 100 µs; runs of max 110, 130 and 90 µs against 1.2 × it
+/// (120 µs): one of three over — the any-rule fails, the majority passes;
+/// two of three over fails both.
+#[test]
+fn baseline_ratio_and_majority() {
+    let dir = tempfile::tempdir().unwrap();
+    let mk = |name: &str, max: u64| {
+        let vals: Vec<u64> = (0..1000u64).map(|i| if i == 500 { max * 1000 } else { 10_000 + i }).collect();
+        write(dir.path(), name, &run(host("h", "6.1.0-rt"), entries("timer", "idle", &[vals], 1_000_000)))
+    };
+    let base = mk("base.json", 100);
+    let runs = [mk("a.json", 110), mk("b.json", 130), mk("c.json", 90), mk("d.json", 125)];
+    let s = |p: &std::path::PathBuf| p.to_str().unwrap().to_string();
+    let args = |files: &[&std::path::PathBuf], extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = files.iter().map(|p| s(p)).collect();
+        v.extend(["--baseline".to_string(), s(&base), "--ratio".into(), "1.2".into(), "--format".into(), "json".into()]);
+        v.extend(extra.iter().map(|x| x.to_string()));
+        v
+    };
+    let run_check = |a: Vec<String>| -> (i32, Value) {
+        let refs: Vec<&str> = a.iter().map(|x| x.as_str()).collect();
+        let (code, out, err) = check(&refs);
+        (code, serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out}{err}")))
+    };
+    let max_case = |v: &Value| v["cases"].as_array().unwrap().iter().find(|c| c["name"] == "timer/idle/max-vs-baseline").unwrap().clone();
+
+    let (code, v) = run_check(args(&[&runs[0], &runs[1], &runs[2]], &[]));
+    assert_eq!(code, 3, "any run over fails: {v}");
+    let c = max_case(&v);
+    assert_eq!(c["passed"], false);
+    let limits: Vec<f64> = c["runs"].as_array().unwrap().iter().map(|r| r["limit"].as_f64().unwrap()).collect();
+    assert!(limits.iter().all(|l| (l - 120.0).abs() < 1e-9), "1.2 × 100 µs: {limits:?}");
+    let verdicts: Vec<bool> = c["runs"].as_array().unwrap().iter().map(|r| r["passed"].as_bool().unwrap()).collect();
+    assert_eq!(verdicts, [true, false, true]);
+    assert_eq!(c["measurement"].as_f64().unwrap(), 130.0, "the worst run");
+
+    let (code, v) = run_check(args(&[&runs[0], &runs[1], &runs[2]], &["--majority"]));
+    assert_eq!(max_case(&v)["passed"], true, "1 of 3 over: {v}");
+    assert_eq!(max_case(&v)["measurement"].as_f64().unwrap(), 110.0, "the median run");
+    assert_eq!(code, 0, "{v}");
+
+    let (code, v) = run_check(args(&[&runs[0], &runs[1], &runs[3]], &["--majority"]));
+    assert_eq!(code, 3, "2 of 3 over: {v}");
+    assert_eq!(v["rule"], "majority");
+}
+
+/// JUnit: well-formed, one testcase per entry and bound, one failure per
+/// broken bound carrying the measurement and the bound.
+#[test]
+fn junit_has_a_failure_per_broken_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rs = entries("timer", "idle", &[(0..1000u64).map(|i| 5_000 + i * 10).collect()], 1_000_000);
+    rs.extend(entries("timer", "cpu", &[(0..1000u64).map(|i| 9_000 + i * 20).collect()], 1_000_000));
+    let f = write(dir.path(), "r.json", &run(host("h", "6.1.0"), rs));
+    let xml = dir.path().join("out/j.xml");
+    std::fs::create_dir(dir.path().join("out")).unwrap();
+    // idle max 14.99 µs, cpu max 28.98 µs: --max 20us breaks cpu only;
+    // --p99 1us breaks both.
+    let (code, out, _) = check(&[f.to_str().unwrap(), "--max", "20us", "--p99", "1us", "--junit", xml.to_str().unwrap()]);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("note: ") && out.contains("without PREEMPT_RT"), "a non-RT kernel is noted: {out}");
+    let text = std::fs::read_to_string(&xml).unwrap();
+    let doc = roxmltree::Document::parse(&text).unwrap();
+    let cases: Vec<roxmltree::Node> = doc.descendants().filter(|n| n.has_tag_name("testcase")).collect();
+    assert_eq!(cases.len(), 4);
+    let failed: Vec<(String, String, String)> = cases
+        .iter()
+        .filter_map(|c| {
+            let f = c.children().find(|n| n.has_tag_name("failure"))?;
+            Some((c.attribute("classname")?.to_string(), c.attribute("name")?.to_string(), f.attribute("message")?.to_string()))
+        })
+        .collect();
+    let names: Vec<(&str, &str)> = failed.iter().map(|(c, n, _)| (c.as_str(), n.as_str())).collect();
+    assert_eq!(names, [("timer/idle", "p99"), ("timer/cpu", "max"), ("timer/cpu", "p99")]);
+    let cpu_max = &failed[1].2;
+    assert!(cpu_max.contains("≤ 20.0 us") && cpu_max.contains("29.0 us"), "{cpu_max}");
+    let suite = doc.descendants().find(|n| n.has_tag_name("testsuite")).unwrap();
+    assert_eq!(suite.attribute("failures"), Some("3"));
+    assert_eq!(suite.attribute("tests"), Some("4"));
+    // On a PREEMPT_RT kernel there is no note.
+    let rt = write(dir.path(), "rt.json", &run(host("h", "6.1.0-rt"), entries("timer", "idle", &[(0..100u64).collect()], 1_000_000)));
+    let (code, out, _) = check(&[rt.to_str().unwrap(), "--max", "1ms"]);
+    assert_eq!(code, 0);
+    assert!(!out.contains("note:"), "{out}");
+}
+
+/// contrib/lava/rtscope.yaml: its steps, run in one shell with its params
+/// (as LAVA does) and a stand-in `lava-test-case` that records its calls.
+#[test]
+fn lava_definition_reports_every_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let def = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/lava/rtscope.yaml")).unwrap();
+    let doc = &yaml_rust2::YamlLoader::load_from_str(&def).unwrap()[0];
+    assert_eq!(doc["metadata"]["format"].as_str(), Some("Lava-Test Test Definition 1.0"));
+    let stub = dir.path().join("bin");
+    std::fs::create_dir(&stub).unwrap();
+    let log = dir.path().join("calls.log");
+    let stub_cmd = stub.join("lava-test-case");
+    std::fs::write(&stub_cmd, "#!/bin/sh\necho \"$*\" >> \"$LAVA_CALLS\"\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&stub_cmd, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out_dir = dir.path().join("output");
+    // Params: the definition's defaults, with a short run and two bounds.
+    let mut params: Vec<(String, String)> = doc["params"]
+        .as_hash()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.as_str().unwrap().to_string(), v.as_str().unwrap().to_string()))
+        .collect();
+    for (k, v) in [
+        ("RTSCOPE", env!("CARGO_BIN_EXE_rtscope").to_string()),
+        ("RUN_ARGS", "-D 1s -t 1".to_string()),
+        ("CHECK_ARGS", "--max 10s --p99 1ns".to_string()),
+        ("OUTPUT", out_dir.to_str().unwrap().to_string()),
+    ] {
+        params.iter_mut().find(|p| p.0 == k).unwrap_or_else(|| panic!("no param {k}")).1 = v;
+    }
+    let mut script = String::from("set -u\n");
+    for (k, v) in &params {
+        script.push_str(&format!("{k}='{v}'\n"));
+    }
+    for step in doc["run"]["steps"].as_vec().unwrap() {
+        script.push_str(step.as_str().unwrap());
+        script.push('\n');
+    }
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(dir.path())
+        .env("PATH", format!("{}:{}", stub.display(), std::env::var("PATH").unwrap()))
+        .env("LAVA_CALLS", &log)
+        .env("RTSCOPE_DB", dir.path().join("unused.db"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = calls.lines().collect();
+    assert_eq!(lines.first(), Some(&"rtscope-run --result pass"), "{calls}");
+    let max = lines.iter().find(|l| l.starts_with("timer-idle-max ")).unwrap_or_else(|| panic!("{calls}"));
+    assert!(max.starts_with("timer-idle-max --result pass --measurement ") && max.ends_with(" --units us"), "{max}");
+    let p99 = lines.iter().find(|l| l.starts_with("timer-idle-p99 ")).unwrap_or_else(|| panic!("{calls}"));
+    assert!(p99.starts_with("timer-idle-p99 --result fail --measurement "), "{p99}");
+    assert_eq!(lines.last(), Some(&"rtscope-check --result pass"), "the gate ran: {calls}");
+    // The measurement is the result's.
+    let m = measured(&out_dir.join("rtscope.json"));
+    assert!(max.contains(&format!("--measurement {:.1} ", m.0 as f64 / 1000.0)), "{max} vs {m:?}");
+    assert!(out_dir.join("rtscope-junit.xml").exists());
+}
+
+#[test]
+fn bad_bounds_exit_2_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(dir.path(), "r.json", &run(host("h", "6.1.0"), entries("timer", "idle", &[(0..100u64).collect()], 1_000_000)));
+    let f = f.to_str().unwrap();
+    let xml = dir.path().join("j.xml");
+    let x = xml.to_str().unwrap();
+    for (args, says) in [
+        (vec![f, "--max", "banana", "--junit", x], "banana"),
+        (vec![f, "--baseline", f, "--ratio", "0", "--junit", x], "--ratio"),
+        (vec![f, "--miss-ratio", "1e-6", "--junit", x], "--deadline"),
+        (vec![f, "--deadline", "10us", "--miss-ratio", "2", "--junit", x], "between 0 and 1"),
+        (vec![f, "--junit", x], "no bound given"),
+        (vec![f, "--max", "1ms", "--junit", "/nonexistent/dir/j.xml"], "/nonexistent/dir"),
+        (vec!["missing.json", "--max", "1ms", "--junit", x], "missing.json"),
+        (vec![f, "--ratio", "1.2", "--junit", x], "--baseline"),
+    ] {
+        let (code, out, err) = check(&args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!xml.exists(), "{args:?} wrote the JUnit file");
+    }
+}
