@@ -8,10 +8,10 @@ use anyhow::Context;
 
 use crate::cli::store_opts::ExportArgs;
 use crate::error::EXIT_OK;
-use crate::store::sqlite::{resolve_path, Store};
+use crate::store::{Location, Store};
 
 pub fn cmd(args: &ExportArgs) -> anyhow::Result<u8> {
-    let store = Store::open_existing(&resolve_path(args.db.db.as_deref())?)?;
+    let mut store = Store::open_existing(&Location::resolve(args.db.db.as_deref())?)?;
     let text = store.json_text(args.id)?;
     match &args.output {
         None => {

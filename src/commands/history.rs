@@ -10,14 +10,14 @@ use crate::cli::store_opts::{HistoryArgs, StoreOpts};
 use crate::error::{BadInput, EXIT_OK};
 use crate::model::Run;
 use crate::report::term::fmt_latency;
-use crate::store::sqlite::{resolve_path, Filter, Store};
+use crate::store::{Filter, Location, Store};
 
 /// Open the store `rtscope run` will save into, or `None` with `--no-store`.
 pub fn open_for_run(opts: &StoreOpts) -> anyhow::Result<Option<Store>> {
     if opts.no_store {
         return Ok(None);
     }
-    Ok(Some(Store::open(&resolve_path(opts.db.db.as_deref())?)?))
+    Ok(Some(Store::open(&Location::resolve(opts.db.db.as_deref())?)?))
 }
 
 /// Save a finished native run. The stored JSON is the result file's exact
@@ -27,9 +27,16 @@ pub fn save_native(store: &mut Store, run: &Run, json_path: &Path, quiet: bool) 
         .with_context(|| format!("reading back {} to save it in the history database", json_path.display()))?;
     let id = store
         .save(run, &text, "native")
-        .with_context(|| format!("saving the run in {} (the result file {} is complete)", store.path().display(), json_path.display()))?;
+        .with_context(|| {
+            format!(
+                "saving the run in {} failed; the result file {} is complete: save it later with `rtscope import {}`",
+                store.shown(),
+                json_path.display(),
+                json_path.display()
+            )
+        })?;
     if !quiet {
-        println!("saved: run #{id} in {}", store.path().display());
+        println!("saved: run #{id} in {}", store.shown());
     }
     Ok(())
 }
@@ -54,24 +61,23 @@ pub fn cmd(args: &HistoryArgs) -> anyhow::Result<u8> {
         tag: args.tag.clone(),
         since: args.since.as_deref().map(parse_since).transpose()?,
     };
-    let path = resolve_path(args.db.db.as_deref())?;
-    if !path.exists() {
+    let loc = Location::resolve(args.db.db.as_deref())?;
+    let Some(mut store) = Store::open_if_exists(&loc)? else {
         // Listing never creates the database.
         if args.json {
             println!("[]");
         } else {
-            println!("no runs in {} (no database there yet: `rtscope run` or `rtscope import` creates it)", path.display());
+            println!("no runs in {} (no database there yet: `rtscope run` or `rtscope import` creates it)", loc.shown());
         }
         return Ok(EXIT_OK);
-    }
-    let store = Store::open(&path)?;
+    };
     let rows = store.list(&filter)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(EXIT_OK);
     }
     if rows.is_empty() {
-        println!("no runs in {}{}", store.path().display(), if filter_is_set(&filter) { " match the filters" } else { "" });
+        println!("no runs in {}{}", store.shown(), if filter_is_set(&filter) { " match the filters" } else { "" });
         return Ok(EXIT_OK);
     }
     let table: Vec<[String; 8]> = rows

@@ -13,7 +13,7 @@ use crate::commands::tag::check_tag;
 use crate::error::{BadInput, EXIT_OK};
 use crate::import::{self, build_run, detect, format_list, Context, Format};
 use crate::model::Run;
-use crate::store::sqlite::{resolve_path, Store};
+use crate::store::{Location, Store};
 
 /// A converted run with the JSON text to store and the source label.
 struct Converted {
@@ -118,7 +118,7 @@ pub fn cmd(args: &ImportArgs) -> anyhow::Result<u8> {
         }
         return Ok(EXIT_OK);
     }
-    let mut store = Store::open(&resolve_path(args.db.db.as_deref())?)?;
+    let mut store = Store::open(&Location::resolve(args.db.db.as_deref())?)?;
     for c in &converted {
         let id = store.save(&c.run, &c.json, &c.source)?;
         if let Some(t) = &args.tag {

@@ -5,10 +5,10 @@
 use crate::cli::store_opts::ShowArgs;
 use crate::error::EXIT_OK;
 use crate::report::term::summary_table;
-use crate::store::sqlite::{resolve_path, Store};
+use crate::store::{Location, Store};
 
 pub fn cmd(args: &ShowArgs) -> anyhow::Result<u8> {
-    let store = Store::open_existing(&resolve_path(args.db.db.as_deref())?)?;
+    let mut store = Store::open_existing(&Location::resolve(args.db.db.as_deref())?)?;
     let run = store.load(args.id)?;
     let tags = store.tags(args.id)?;
     let h = &run.host;

@@ -3,7 +3,7 @@
 
 use crate::cli::store_opts::TagArgs;
 use crate::error::{BadInput, EXIT_OK};
-use crate::store::sqlite::{resolve_path, Store};
+use crate::store::{Location, Store};
 
 /// A tag is used as `@NAME` on command lines, so it must survive shells and
 /// not look like a flag or a file: letters, digits and `. _ - + : /`.
@@ -19,7 +19,7 @@ pub fn check_tag(name: &str) -> Result<(), BadInput> {
 
 pub fn cmd(args: &TagArgs) -> anyhow::Result<u8> {
     check_tag(&args.name)?;
-    let store = Store::open_existing(&resolve_path(args.db.db.as_deref())?)?;
+    let mut store = Store::open_existing(&Location::resolve(args.db.db.as_deref())?)?;
     if args.remove {
         if store.untag(args.id, &args.name)? {
             println!("run #{}: tag {} removed", args.id, args.name);

@@ -1,19 +1,188 @@
 //! Where results are kept. `json`: the exchange format, one file per run,
-//! written atomically. `sqlite` (+ `migrations`): the history database that
-//! every `rtscope run` and `rtscope import` also saves into. [`resolve_inputs`]
+//! written atomically. The history database that every `rtscope run` and
+//! `rtscope import` also saves into: [`Store`], on one of two backends with
+//! one schema and one numbering of `migrations` — `sqlite` (embedded, the
+//! default: a file) or `pg` (+ `pgconn`: a lab's shared PostgreSQL, chosen
+//! by a `postgresql://` URL in `--db` or RTSCOPE_DB). [`resolve_inputs`]
 //! turns the arguments of commands that read results (`compare`, `report`,
-//! `show`) — files, run ids, `@tag`s — into runs.
+//! `show`, `check`) — files, run ids, `@tag`s — into runs.
 
 pub mod json;
 pub mod migrations;
+pub mod pg;
+pub mod pgconn;
 pub mod sqlite;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
 
 use sha2::{Digest, Sha256};
 
 use crate::error::BadInput;
 use crate::model::Run;
+
+/// One line of `rtscope history`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunRow {
+    pub id: i64,
+    pub started_at: String,
+    pub host: String,
+    pub kernel: String,
+    pub realtime: bool,
+    pub probes: String,
+    pub phases: String,
+    pub preset: Option<String>,
+    pub interrupted: bool,
+    /// "native" or the importer format.
+    pub source: String,
+    pub system: String,
+    pub tags: Vec<String>,
+    /// Largest `max_ns` per phase, in the order the phases ran.
+    pub headline_max_ns: Vec<PhaseMax>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PhaseMax {
+    pub phase: String,
+    pub max_ns: u64,
+}
+
+/// `history` filters; `None` = no filter.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Exact host name.
+    pub host: Option<String>,
+    /// Substring of the kernel release.
+    pub kernel: Option<String>,
+    pub tag: Option<String>,
+    /// RFC 3339 UTC lower bound on `started_at` (inclusive).
+    pub since: Option<String>,
+}
+
+/// Where the history database is.
+#[derive(Debug, Clone)]
+pub enum Location {
+    /// An SQLite file (see `sqlite::resolve_path` for the default).
+    File(PathBuf),
+    /// A PostgreSQL database (`postgresql://user@host:port/db`).
+    Postgres(pgconn::Target),
+}
+
+impl Location {
+    /// `--db` if given, else RTSCOPE_DB, else the SQLite default: a
+    /// `postgresql://` or `postgres://` URL selects PostgreSQL, anything
+    /// else is an SQLite file path.
+    pub fn resolve(flag: Option<&Path>) -> Result<Location, BadInput> {
+        let given = flag.map(|p| p.as_os_str().to_owned()).or_else(|| std::env::var_os("RTSCOPE_DB").filter(|v| !v.is_empty()));
+        if let Some(s) = given.as_ref().and_then(|s| s.to_str()).filter(|s| pgconn::is_url(s)) {
+            return Ok(Location::Postgres(pgconn::Target::parse(s)?));
+        }
+        Ok(Location::File(sqlite::resolve_path(flag)?))
+    }
+    /// How messages name it (a URL without its password).
+    pub fn shown(&self) -> String {
+        match self {
+            Location::File(p) => p.display().to_string(),
+            Location::Postgres(t) => t.shown().to_string(),
+        }
+    }
+}
+
+/// The history database, on either backend; every store command goes
+/// through it.
+pub enum Store {
+    Sqlite(sqlite::Store),
+    Postgres(Box<pg::Store>),
+}
+
+macro_rules! each {
+    ($self:ident, $s:ident => $e:expr) => {
+        match $self {
+            Store::Sqlite($s) => $e,
+            Store::Postgres($s) => $e,
+        }
+    };
+}
+
+impl Store {
+    /// Open for writing: create the database (SQLite file, or PostgreSQL
+    /// schema) or migrate it; exit 2 for one that is not usable (down,
+    /// refusing, made by a newer rtscope).
+    pub fn open(loc: &Location) -> anyhow::Result<Store> {
+        Ok(match loc {
+            Location::File(p) => Store::Sqlite(sqlite::Store::open(p)?),
+            Location::Postgres(t) => Store::Postgres(Box::new(pg::Store::open(t)?)),
+        })
+    }
+    /// Open for reading, never creating anything: `None` when there is no
+    /// history there yet.
+    pub fn open_if_exists(loc: &Location) -> anyhow::Result<Option<Store>> {
+        Ok(match loc {
+            Location::File(p) if !p.exists() => None,
+            Location::File(p) => Some(Store::Sqlite(sqlite::Store::open_existing(p)?)),
+            Location::Postgres(t) => pg::Store::open_if_exists(t)?.map(|s| Store::Postgres(Box::new(s))),
+        })
+    }
+    /// Open for reading or changing stored runs: exit 2 when there is no
+    /// history there.
+    pub fn open_existing(loc: &Location) -> anyhow::Result<Store> {
+        match loc {
+            Location::File(p) => Ok(Store::Sqlite(sqlite::Store::open_existing(p)?)),
+            Location::Postgres(t) => match pg::Store::open_if_exists(t)? {
+                Some(s) => Ok(Store::Postgres(Box::new(s))),
+                None => Err(BadInput(format!(
+                    "history database {} holds no rtscope history yet (`rtscope run` or `rtscope import` with this --db creates it)",
+                    t.shown()
+                ))
+                .into()),
+            },
+        }
+    }
+    /// How messages name the database (a URL without its password).
+    pub fn shown(&self) -> String {
+        match self {
+            Store::Sqlite(s) => s.path().display().to_string(),
+            Store::Postgres(s) => s.shown().to_string(),
+        }
+    }
+    pub fn save(&mut self, run: &Run, json: &str, source: &str) -> anyhow::Result<i64> {
+        each!(self, s => s.save(run, json, source))
+    }
+    pub fn list(&mut self, f: &Filter) -> anyhow::Result<Vec<RunRow>> {
+        each!(self, s => s.list(f))
+    }
+    /// The stored JSON text of run `id`, exactly as saved.
+    pub fn json_text(&mut self, id: i64) -> anyhow::Result<String> {
+        each!(self, s => s.json_text(id))
+    }
+    pub fn load(&mut self, id: i64) -> anyhow::Result<Run> {
+        let text = self.json_text(id)?;
+        serde_json::from_str(&text).with_context(|| format!("run {id} in {} does not parse as result schema v1", self.shown()))
+    }
+    pub fn exists(&mut self, id: i64) -> anyhow::Result<bool> {
+        each!(self, s => s.exists(id))
+    }
+    pub fn tags(&mut self, id: i64) -> anyhow::Result<Vec<String>> {
+        each!(self, s => s.tags(id))
+    }
+    pub fn tag(&mut self, id: i64, tag: &str) -> anyhow::Result<bool> {
+        each!(self, s => s.tag(id, tag))
+    }
+    pub fn untag(&mut self, id: i64, tag: &str) -> anyhow::Result<bool> {
+        each!(self, s => s.untag(id, tag))
+    }
+    pub fn remove(&mut self, id: i64) -> anyhow::Result<()> {
+        each!(self, s => s.remove(id))
+    }
+    pub fn ids_with_tag(&mut self, tag: &str) -> anyhow::Result<Vec<i64>> {
+        each!(self, s => s.ids_with_tag(tag))
+    }
+    /// Histogram buckets `(lo, hi, count)` of result `idx` of run `id`.
+    pub fn buckets(&mut self, id: i64, idx: usize) -> anyhow::Result<Vec<(u64, u64, u64)>> {
+        each!(self, s => s.buckets(id, idx))
+    }
+}
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -39,10 +208,10 @@ pub struct Input {
 /// not an existing path = a stored run id. The database (`db_flag`, else
 /// RTSCOPE_DB / XDG default) is opened only when an id or tag is used.
 pub fn resolve_inputs(args: &[String], db_flag: Option<&Path>) -> anyhow::Result<Vec<Input>> {
-    let mut store: Option<sqlite::Store> = None;
-    let open = |store: &mut Option<sqlite::Store>| -> anyhow::Result<()> {
+    let mut store: Option<Store> = None;
+    let open = |store: &mut Option<Store>| -> anyhow::Result<()> {
         if store.is_none() {
-            *store = Some(sqlite::Store::open_existing(&sqlite::resolve_path(db_flag)?)?);
+            *store = Some(Store::open_existing(&Location::resolve(db_flag)?)?);
         }
         Ok(())
     };
@@ -50,10 +219,10 @@ pub fn resolve_inputs(args: &[String], db_flag: Option<&Path>) -> anyhow::Result
     for a in args {
         if let Some(tag) = a.strip_prefix('@') {
             open(&mut store)?;
-            let s = store.as_ref().expect("opened above");
+            let s = store.as_mut().expect("opened above");
             let ids = s.ids_with_tag(tag)?;
             if ids.is_empty() {
-                return Err(BadInput(format!("{a}: no stored run has the tag {tag:?} (in {}); `rtscope history` lists tags", s.path().display())).into());
+                return Err(BadInput(format!("{a}: no stored run has the tag {tag:?} (in {}); `rtscope history` lists tags", s.shown())).into());
             }
             for id in ids {
                 out.push(Input { label: format!("#{id} ({a})"), run: s.load(id)? });
@@ -62,7 +231,7 @@ pub fn resolve_inputs(args: &[String], db_flag: Option<&Path>) -> anyhow::Result
             out.push(Input { label: a.clone(), run: json::read_run(Path::new(a))? });
         } else if let Ok(id) = a.parse::<i64>() {
             open(&mut store)?;
-            let s = store.as_ref().expect("opened above");
+            let s = store.as_mut().expect("opened above");
             out.push(Input { label: format!("#{id}"), run: s.load(id)? });
         } else {
             // Let the file reader say what is wrong (it names the file and

@@ -95,43 +95,7 @@ fn opt_int(v: Option<usize>) -> rusqlite::Result<Option<i64>> {
     v.map(|x| int(x as u64)).transpose()
 }
 
-/// One line of `rtscope history`.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct RunRow {
-    pub id: i64,
-    pub started_at: String,
-    pub host: String,
-    pub kernel: String,
-    pub realtime: bool,
-    pub probes: String,
-    pub phases: String,
-    pub preset: Option<String>,
-    pub interrupted: bool,
-    /// "native" or the importer format.
-    pub source: String,
-    pub system: String,
-    pub tags: Vec<String>,
-    /// Largest `max_ns` per phase, in the order the phases ran.
-    pub headline_max_ns: Vec<PhaseMax>,
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct PhaseMax {
-    pub phase: String,
-    pub max_ns: u64,
-}
-
-/// `history` filters; `None` = no filter.
-#[derive(Debug, Clone, Default)]
-pub struct Filter {
-    /// Exact host name.
-    pub host: Option<String>,
-    /// Substring of the kernel release.
-    pub kernel: Option<String>,
-    pub tag: Option<String>,
-    /// RFC 3339 UTC lower bound on `started_at` (inclusive).
-    pub since: Option<String>,
-}
+pub use super::{Filter, PhaseMax, RunRow};
 
 pub struct Store {
     conn: Connection,
@@ -235,8 +199,8 @@ impl Store {
             drop(tx);
             return self.refuse_newer(v);
         }
-        for (i, sql) in migrations::MIGRATIONS.iter().enumerate().skip(v as usize) {
-            tx.execute_batch(sql).map_err(|e| sql_err(&path, e)).with_context(|| format!("applying migration {}", i + 1))?;
+        for (i, m) in migrations::MIGRATIONS.iter().enumerate().skip(v as usize) {
+            tx.execute_batch(m.sqlite).map_err(|e| sql_err(&path, e)).with_context(|| format!("applying migration {}", i + 1))?;
         }
         if v < migrations::latest() {
             tx.pragma_update(None, "user_version", migrations::latest()).map_err(|e| sql_err(&path, e))?;

@@ -1,0 +1,395 @@
+//! The result history on PostgreSQL: a lab's shared history that many hosts
+//! save into at once, beside the embedded SQLite one (`sqlite`). Same tables,
+//! same numbered migrations (`migrations`, PostgreSQL dialect), same
+//! operations, so every store command works on either.
+//!
+//! Main type: [`Store`], over a synchronous `postgres::Client` (see
+//! `pgconn` for the URL, password and TLS).
+//!
+//! Rules, each with its reason:
+//! - Every rtscope table lives in the PostgreSQL schema `rtscope` (the
+//!   connection's `search_path`), so a database shared with other tools
+//!   keeps its own `runs` or `tags` tables, and "is there a history here?"
+//!   is one question: does `rtscope.schema_version` exist.
+//! - Reading commands never create anything: [`Store::open_if_exists`] on a
+//!   database without the schema says so. Writing commands create the schema
+//!   on first use.
+//! - Migrations run in one transaction holding a transaction-level advisory
+//!   lock, and the version is read again under the lock: eight hosts saving
+//!   their first run into an empty database at the same moment migrate it
+//!   once. Creating a PostgreSQL schema needs the CREATE privilege on the
+//!   database, so an existing `rtscope` schema (made by an administrator) is
+//!   never created again.
+//! - A database at a newer schema version than this build knows is refused
+//!   (exit 2) before anything is written.
+//! - Each save is one transaction (the run, its results, its buckets), so a
+//!   failure leaves the run fully saved or absent; ids come from an identity
+//!   column, so concurrent writers never collide. Buckets go in one
+//!   statement per result (`unnest` of arrays), not one round trip each.
+//! - A connection that closed while a long run measured is opened again
+//!   once before saving.
+
+use anyhow::Context;
+use postgres::{Client, IsolationLevel, Transaction};
+
+use super::migrations;
+use super::pgconn::{reason, Target};
+use super::{Filter, PhaseMax, RunRow};
+use crate::error::BadInput;
+use crate::model::Run;
+use crate::stats::PERCENTILES;
+
+/// The PostgreSQL schema holding rtscope's tables.
+pub const SCHEMA: &str = "rtscope";
+
+/// Key of the advisory lock serialising migrations ("rtscope" in ASCII).
+const MIGRATION_LOCK: i64 = 0x7274_7363_6f70_65;
+
+pub struct Store {
+    client: Client,
+    target: Target,
+}
+
+/// A query or transaction error, naming the database (never its password).
+fn pg_err(target: &Target, e: postgres::Error) -> anyhow::Error {
+    anyhow::anyhow!("history database {}: {}", target.shown(), reason(&e))
+}
+
+/// `u64` → BIGINT; past `i64::MAX` (292 years in ns) cannot be measured.
+fn int(v: u64) -> anyhow::Result<i64> {
+    i64::try_from(v).map_err(|_| anyhow::anyhow!("value {v} does not fit a BIGINT column"))
+}
+
+fn opt_int(v: Option<usize>) -> anyhow::Result<Option<i64>> {
+    v.map(|x| int(x as u64)).transpose()
+}
+
+/// The schema version, or `None` when the database has no rtscope schema.
+fn version(c: &mut impl postgres::GenericClient) -> Result<Option<u32>, postgres::Error> {
+    let exists: bool = c.query_one("SELECT to_regclass('rtscope.schema_version') IS NOT NULL", &[])?.get(0);
+    if !exists {
+        return Ok(None);
+    }
+    let v: Option<i64> = c.query_one("SELECT MAX(version) FROM rtscope.schema_version", &[])?.get(0);
+    Ok(Some(v.unwrap_or(0).max(0) as u32))
+}
+
+impl Store {
+    /// Open for storing runs: connect, then create the schema or bring it up
+    /// to date. Exit 2 for a database that is down, refuses us, or was made
+    /// by a newer rtscope.
+    pub fn open(target: &Target) -> anyhow::Result<Store> {
+        let mut store = Store::connect(target)?;
+        let v = version(&mut store.client).map_err(|e| pg_err(target, e))?;
+        if let Some(v) = v {
+            store.refuse_newer(v)?;
+        }
+        if v != Some(migrations::latest()) {
+            store.migrate()?;
+        }
+        Ok(store)
+    }
+
+    /// Open for reading: `None` when the server is reachable but holds no
+    /// rtscope history yet (nothing is created). Exit 2 for a database that
+    /// is down, refuses us, or was made by a newer rtscope.
+    pub fn open_if_exists(target: &Target) -> anyhow::Result<Option<Store>> {
+        let mut store = Store::connect(target)?;
+        match version(&mut store.client).map_err(|e| pg_err(target, e))? {
+            None => Ok(None),
+            Some(v) if v == migrations::latest() => Ok(Some(store)),
+            Some(v) => {
+                store.refuse_newer(v)?;
+                store.migrate()?;
+                Ok(Some(store))
+            }
+        }
+    }
+
+    fn connect(target: &Target) -> anyhow::Result<Store> {
+        let mut client = target.connect()?;
+        client.batch_execute(&format!("SET search_path TO {SCHEMA}")).map_err(|e| pg_err(target, e))?;
+        Ok(Store { client, target: target.clone() })
+    }
+
+    /// The URL, password redacted: how messages name this database.
+    pub fn shown(&self) -> &str {
+        self.target.shown()
+    }
+
+    fn refuse_newer(&self, version: u32) -> anyhow::Result<()> {
+        if version > migrations::latest() {
+            return Err(BadInput(format!(
+                "history database {} was made by a newer rtscope (database schema version {version}, this rtscope knows up to {}); nothing was changed. Use a newer rtscope, or another database with --db",
+                self.shown(),
+                migrations::latest()
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
+    fn migrate(&mut self) -> anyhow::Result<()> {
+        let target = self.target.clone();
+        let e = |e| pg_err(&target, e);
+        let mut tx = self.client.transaction().map_err(e)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).map_err(e)?;
+        // Read again under the lock: another host may have migrated meanwhile.
+        let v = version(&mut tx).map_err(e)?;
+        if let Some(v) = v.filter(|&v| v > migrations::latest()) {
+            drop(tx);
+            return self.refuse_newer(v);
+        }
+        if v.is_none() {
+            let has_schema: bool =
+                tx.query_one("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", &[&SCHEMA]).map_err(e)?.get(0);
+            if !has_schema {
+                tx.batch_execute(&format!("CREATE SCHEMA {SCHEMA}")).map_err(|err| {
+                    anyhow::Error::from(BadInput(format!(
+                        "history database {}: cannot create the schema {SCHEMA} for rtscope's tables: {}. Have an administrator run \
+                         `CREATE SCHEMA {SCHEMA} AUTHORIZATION <user>` once, or use another --db",
+                        target.shown(),
+                        reason(&err)
+                    )))
+                })?;
+            }
+            tx.batch_execute("CREATE TABLE schema_version (version BIGINT NOT NULL); INSERT INTO schema_version VALUES (0)")
+                .map_err(e)?;
+        }
+        let v = v.unwrap_or(0);
+        for (i, m) in migrations::MIGRATIONS.iter().enumerate().skip(v as usize) {
+            tx.batch_execute(m.postgres).map_err(e).with_context(|| format!("applying migration {}", i + 1))?;
+        }
+        tx.execute("UPDATE schema_version SET version = $1", &[&i64::from(migrations::latest())]).map_err(e)?;
+        tx.commit().map_err(e)?;
+        Ok(())
+    }
+
+    /// Save `run`, whose JSON text is `json` (for a native run: the file's
+    /// exact bytes). `source` is "native" or an importer format. Returns the id.
+    pub fn save(&mut self, run: &Run, json: &str, source: &str) -> anyhow::Result<i64> {
+        if self.client.is_closed() {
+            // The server or the network dropped us during a long run.
+            *self = Store::open(&self.target.clone())?;
+        }
+        let target = self.target.clone();
+        let e = |e| pg_err(&target, e);
+        let sha = super::sha256_hex(json.as_bytes());
+        let system = run.imported_from.as_ref().map(|i| i.system.clone()).unwrap_or_else(|| run.host.hostname.clone());
+        let host_json = serde_json::to_string(&run.host)?;
+        let saved_at = super::now_rfc3339();
+        let probes = run.plan.probes.join(",");
+        let phases = run.plan.phases.join(",");
+        let mut tx = self.client.transaction().map_err(e)?;
+        let id: i64 = tx
+            .query_one(
+                "INSERT INTO runs (started_at, finished_at, host, kernel, realtime, probes, phases, preset, interrupted,
+                                   source, system, file_sha256, host_json, json, saved_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8, $9, $10, $11, $12, $13, $14)
+                 RETURNING id",
+                &[
+                    &run.started_at,
+                    &run.finished_at,
+                    &run.host.hostname,
+                    &run.host.kernel_release,
+                    &run.host.realtime,
+                    &probes,
+                    &phases,
+                    &run.interrupted,
+                    &source,
+                    &system,
+                    &sha,
+                    &host_json,
+                    &json,
+                    &saved_at,
+                ],
+            )
+            .map_err(e)?
+            .get(0);
+        let res = tx
+            .prepare(
+                "INSERT INTO results (run_id, idx, probe, phase, variant, thread, cpu, interval_ns, samples, overruns,
+                    min_ns, max_ns, mean_ns, stddev_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, p99_99_ns, p99_999_ns)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
+            )
+            .map_err(e)?;
+        let buckets = tx
+            .prepare(
+                "INSERT INTO buckets (run_id, result_idx, lo_ns, hi_ns, count)
+                 SELECT $1, $2, lo, hi, n FROM unnest($3::BIGINT[], $4::BIGINT[], $5::BIGINT[]) AS b(lo, hi, n)",
+            )
+            .map_err(e)?;
+        for (idx, r) in run.results.iter().enumerate() {
+            let idx = idx as i64;
+            let pct: Vec<Option<i64>> =
+                PERCENTILES.iter().map(|q| r.percentiles_ns.get(q.key).map(|n| int(n.0)).transpose()).collect::<anyhow::Result<_>>()?;
+            let (thread, cpu) = (opt_int(r.thread)?, opt_int(r.cpu)?);
+            let nums = [int(r.interval_ns.0)?, int(r.samples)?, int(r.overruns)?, int(r.min_ns.0)?, int(r.max_ns.0)?];
+            tx.execute(
+                &res,
+                &[
+                    &id, &idx, &r.probe, &r.phase, &r.variant, &thread, &cpu, &nums[0], &nums[1], &nums[2], &nums[3], &nums[4],
+                    &r.mean_ns, &r.stddev_ns, &pct[0], &pct[1], &pct[2], &pct[3], &pct[4], &pct[5],
+                ],
+            )
+            .map_err(e)?;
+            if !r.histogram.is_empty() {
+                let lo = r.histogram.iter().map(|b| int(b.lo_ns.0)).collect::<anyhow::Result<Vec<_>>>()?;
+                let hi = r.histogram.iter().map(|b| int(b.hi_ns.0)).collect::<anyhow::Result<Vec<_>>>()?;
+                let n = r.histogram.iter().map(|b| int(b.count)).collect::<anyhow::Result<Vec<_>>>()?;
+                tx.execute(&buckets, &[&id, &idx, &lo, &hi, &n]).map_err(e)?;
+            }
+        }
+        tx.commit().map_err(e)?;
+        Ok(id)
+    }
+
+    /// Runs matching `f`, oldest first: three queries in one snapshot (the
+    /// runs, their tags, their largest max per phase), not one per run — over
+    /// a network each round trip counts.
+    pub fn list(&mut self, f: &Filter) -> anyhow::Result<Vec<RunRow>> {
+        const WHERE: &str = "($1::TEXT IS NULL OR runs.host = $1)
+               AND ($2::TEXT IS NULL OR strpos(runs.kernel, $2) > 0)
+               AND ($3::TEXT IS NULL OR runs.id IN (SELECT run_id FROM tags WHERE tag = $3))
+               AND ($4::TEXT IS NULL OR runs.started_at >= $4)";
+        let target = self.target.clone();
+        let e = |e| pg_err(&target, e);
+        let mut tx = read_tx(&mut self.client).map_err(e)?;
+        let p: [&(dyn postgres::types::ToSql + Sync); 4] = [&f.host, &f.kernel, &f.tag, &f.since];
+        let mut rows: Vec<RunRow> = tx
+            .query(
+                &format!(
+                    "SELECT id, started_at, host, kernel, realtime, probes, phases, preset, interrupted, source, system
+                     FROM runs WHERE {WHERE} ORDER BY started_at, id"
+                ),
+                &p,
+            )
+            .map_err(e)?
+            .iter()
+            .map(|r| RunRow {
+                id: r.get(0),
+                started_at: r.get(1),
+                host: r.get(2),
+                kernel: r.get(3),
+                realtime: r.get(4),
+                probes: r.get(5),
+                phases: r.get(6),
+                preset: r.get(7),
+                interrupted: r.get(8),
+                source: r.get(9),
+                system: r.get(10),
+                tags: Vec::new(),
+                headline_max_ns: Vec::new(),
+            })
+            .collect();
+        let at: std::collections::HashMap<i64, usize> = rows.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+        for r in tx
+            .query(&format!("SELECT t.run_id, t.tag FROM tags t JOIN runs ON runs.id = t.run_id WHERE {WHERE} ORDER BY t.run_id, t.tag"), &p)
+            .map_err(e)?
+        {
+            if let Some(&i) = at.get(&r.get::<_, i64>(0)) {
+                rows[i].tags.push(r.get(1));
+            }
+        }
+        for r in tx
+            .query(
+                &format!(
+                    "SELECT r.run_id, r.phase, MAX(r.max_ns) FROM results r JOIN runs ON runs.id = r.run_id
+                     WHERE {WHERE} GROUP BY r.run_id, r.phase ORDER BY r.run_id, MIN(r.idx)"
+                ),
+                &p,
+            )
+            .map_err(e)?
+        {
+            if let Some(&i) = at.get(&r.get::<_, i64>(0)) {
+                rows[i].headline_max_ns.push(PhaseMax { phase: r.get(1), max_ns: r.get::<_, i64>(2).max(0) as u64 });
+            }
+        }
+        tx.commit().map_err(e)?;
+        Ok(rows)
+    }
+
+    /// The stored JSON text of run `id` (exit 2 when there is no such run).
+    pub fn json_text(&mut self, id: i64) -> anyhow::Result<String> {
+        let row = self.client.query_opt("SELECT json FROM runs WHERE id = $1", &[&id]).map_err(|e| pg_err(&self.target, e))?;
+        row.map(|r| r.get(0)).ok_or_else(|| self.no_such_run(id))
+    }
+
+    fn no_such_run(&self, id: i64) -> anyhow::Error {
+        BadInput(format!("no run with id {id} in {}; `rtscope history` lists the ids", self.shown())).into()
+    }
+
+    pub fn exists(&mut self, id: i64) -> anyhow::Result<bool> {
+        let row = self.client.query_opt("SELECT 1 FROM runs WHERE id = $1", &[&id]).map_err(|e| pg_err(&self.target, e))?;
+        Ok(row.is_some())
+    }
+
+    pub fn tags(&mut self, id: i64) -> anyhow::Result<Vec<String>> {
+        let rows = self.client.query("SELECT tag FROM tags WHERE run_id = $1 ORDER BY tag", &[&id]).map_err(|e| pg_err(&self.target, e))?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    /// Tag run `id`; `Ok(false)` when it already had the tag.
+    pub fn tag(&mut self, id: i64, tag: &str) -> anyhow::Result<bool> {
+        if !self.exists(id)? {
+            return Err(self.no_such_run(id));
+        }
+        let n = self
+            .client
+            .execute("INSERT INTO tags (run_id, tag) VALUES ($1, $2) ON CONFLICT DO NOTHING", &[&id, &tag])
+            .map_err(|e| pg_err(&self.target, e))?;
+        Ok(n == 1)
+    }
+
+    /// Remove `tag` from run `id`; `Ok(false)` when it did not have it.
+    pub fn untag(&mut self, id: i64, tag: &str) -> anyhow::Result<bool> {
+        if !self.exists(id)? {
+            return Err(self.no_such_run(id));
+        }
+        let n = self
+            .client
+            .execute("DELETE FROM tags WHERE run_id = $1 AND tag = $2", &[&id, &tag])
+            .map_err(|e| pg_err(&self.target, e))?;
+        Ok(n == 1)
+    }
+
+    /// Delete run `id` with its results, buckets and tags.
+    pub fn remove(&mut self, id: i64) -> anyhow::Result<()> {
+        let n = self.client.execute("DELETE FROM runs WHERE id = $1", &[&id]).map_err(|e| pg_err(&self.target, e))?;
+        if n == 0 {
+            return Err(self.no_such_run(id));
+        }
+        Ok(())
+    }
+
+    /// Ids of the runs carrying `tag`, oldest first.
+    pub fn ids_with_tag(&mut self, tag: &str) -> anyhow::Result<Vec<i64>> {
+        let rows = self
+            .client
+            .query("SELECT r.id FROM runs r JOIN tags t ON t.run_id = r.id WHERE t.tag = $1 ORDER BY r.started_at, r.id", &[&tag])
+            .map_err(|e| pg_err(&self.target, e))?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    /// Histogram buckets of result `idx` of run `id`, as stored.
+    pub fn buckets(&mut self, id: i64, idx: usize) -> anyhow::Result<Vec<(u64, u64, u64)>> {
+        let rows = self
+            .client
+            .query(
+                "SELECT lo_ns, hi_ns, count FROM buckets WHERE run_id = $1 AND result_idx = $2 ORDER BY lo_ns",
+                &[&id, &(idx as i64)],
+            )
+            .map_err(|e| pg_err(&self.target, e))?;
+        Ok(rows.iter().map(|r| (r.get::<_, i64>(0) as u64, r.get::<_, i64>(1) as u64, r.get::<_, i64>(2) as u64)).collect())
+    }
+
+    /// The schema version stored in the database (for tests and `migrate`).
+    pub fn schema_version(&mut self) -> anyhow::Result<Option<u32>> {
+        version(&mut self.client).map_err(|e| pg_err(&self.target, e))
+    }
+}
+
+/// A read-only snapshot, so the three queries of `list` see the same runs.
+fn read_tx(c: &mut Client) -> Result<Transaction<'_>, postgres::Error> {
+    c.build_transaction().isolation_level(IsolationLevel::RepeatableRead).read_only(true).start()
+}
