@@ -1,15 +1,22 @@
-//! The SQLite history store through the real binary: `run` saves into it,
-//! `export` gives back the exact file, `history`/`show`/`tag`/`rm` work on
-//! it, concurrent writers all land, and a foreign, corrupt or newer database
-//! is refused with exit 2 and left byte-for-byte untouched.
+//! The history store through the real binary, on both backends: `run`
+//! saves into it, `export` gives back the exact file, `history`/`show`/
+//! `tag`/`rm`/`import`/`compare`/`report` work on it, concurrent writers all
+//! land — each test once on SQLite and once on a real PostgreSQL server
+//! (tests/pg_support: started by the test, loopback, unprivileged, stopped
+//! on every exit path). Then each backend's refusals: a foreign, corrupt or
+//! newer SQLite file, a PostgreSQL server that is down, refuses the
+//! password, or holds a newer schema — exit 2, nothing touched, the
+//! password never printed or stored.
 //!
-//! Every command here gets `--db` or `RTSCOPE_DB` pointing into a temp dir:
-//! no test touches the user's real history database.
+//! Every command here gets `--db` or `RTSCOPE_DB` pointing into a temp dir
+//! or a fresh database: no test touches the user's real history.
 
 mod common;
+mod pg_support;
 
 use common::{fixture, read_bins};
-use std::path::Path;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -21,7 +28,56 @@ fn bin() -> Command {
     c
 }
 
-fn rtscope(db: &Path, args: &[&str]) -> Output {
+/// A history database: an SQLite file or a PostgreSQL URL (the value of
+/// `--db` / RTSCOPE_DB either way).
+#[derive(Debug, Clone)]
+enum Db {
+    File(PathBuf),
+    Pg(String),
+}
+
+impl AsRef<OsStr> for Db {
+    fn as_ref(&self) -> &OsStr {
+        match self {
+            Db::File(p) => p.as_os_str(),
+            Db::Pg(u) => OsStr::new(u),
+        }
+    }
+}
+
+/// A fresh PostgreSQL database, or `None` (with the reason printed) where
+/// the server cannot be started.
+fn pg_db() -> Option<Db> {
+    match pg_support::fresh_db() {
+        Ok(u) => Some(Db::Pg(u)),
+        Err(e) => {
+            eprintln!("skipped: no PostgreSQL test server: {e}");
+            None
+        }
+    }
+}
+
+/// `both!(test_fn, "sqlite path below the temp dir")`: the test once per
+/// backend, as `test_fn::sqlite` and `test_fn::postgres`.
+macro_rules! both {
+    ($name:ident, $file:expr) => {
+        mod $name {
+            #[test]
+            fn sqlite() {
+                let dir = tempfile::tempdir().unwrap();
+                super::$name(&super::Db::File(dir.path().join($file)), dir.path());
+            }
+            #[test]
+            fn postgres() {
+                let Some(db) = super::pg_db() else { return };
+                let dir = tempfile::tempdir().unwrap();
+                super::$name(&db, dir.path());
+            }
+        }
+    };
+}
+
+fn rtscope(db: &impl AsRef<OsStr>, args: &[&str]) -> Output {
     bin().env("RTSCOPE_DB", db).args(args).output().expect("run rtscope")
 }
 
@@ -32,7 +88,7 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-fn history(db: &Path, extra: &[&str]) -> Vec<Value> {
+fn history(db: &impl AsRef<OsStr>, extra: &[&str]) -> Vec<Value> {
     let mut args = vec!["history", "--json"];
     args.extend_from_slice(extra);
     let o = rtscope(db, &args);
@@ -41,7 +97,7 @@ fn history(db: &Path, extra: &[&str]) -> Vec<Value> {
 }
 
 /// A short native run: 300 ms of the timer probe on one thread.
-fn short_run(db: &Path, json: &Path) -> Output {
+fn short_run(db: &impl AsRef<OsStr>, json: &Path) -> Output {
     bin()
         .env("RTSCOPE_DB", db)
         .args(["run", "-D", "300ms", "-i", "1000", "-t", "1", "-q", "--json"])
@@ -50,11 +106,10 @@ fn short_run(db: &Path, json: &Path) -> Output {
         .expect("run rtscope run")
 }
 
-#[test]
-fn run_saves_and_export_is_byte_identical() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h/results.db");
-    let json = dir.path().join("r.json");
+both!(run_saves_and_export_is_byte_identical, "h/results.db");
+fn run_saves_and_export_is_byte_identical(db: &Db, dir: &Path) {
+    let db = db.clone();
+    let json = dir.join("r.json");
     let o = short_run(&db, &json);
     assert!(o.status.success(), "run failed: {}", stderr(&o));
     let rows = history(&db, &[]);
@@ -69,7 +124,7 @@ fn run_saves_and_export_is_byte_identical() {
     assert_eq!(rows[0]["headline_max_ns"][0]["max_ns"].as_u64().unwrap(), file_max);
 
     let id = rows[0]["id"].as_i64().unwrap().to_string();
-    let out = dir.path().join("export/again.json");
+    let out = dir.join("export/again.json");
     let o = rtscope(&db, &["export", &id, "-o", out.to_str().unwrap()]);
     assert!(o.status.success(), "export failed: {}", stderr(&o));
     assert_eq!(std::fs::read(&out).unwrap(), original, "export must give back the exact file");
@@ -205,16 +260,15 @@ fn database_from_a_newer_rtscope_is_refused_untouched() {
     }
 }
 
-#[test]
-fn two_runs_finishing_together_are_both_saved() {
-    let dir = tempfile::tempdir().unwrap();
+both!(two_runs_finishing_together_are_both_saved, "new/results.db");
+fn two_runs_finishing_together_are_both_saved(db: &Db, dir: &Path) {
     // A fresh path: both processes also race to create the database.
-    let db = dir.path().join("new/results.db");
+    let db = db.clone();
     let spawn = |name: &str| {
         bin()
             .env("RTSCOPE_DB", &db)
             .args(["run", "-D", "500ms", "-t", "1", "-q", "--json"])
-            .arg(dir.path().join(name))
+            .arg(dir.join(name))
             .spawn()
             .unwrap()
     };
@@ -227,7 +281,7 @@ fn two_runs_finishing_together_are_both_saved() {
     let mut files: Vec<String> = ["a.json", "b.json"]
         .iter()
         .map(|f| {
-            let v: Value = serde_json::from_slice(&std::fs::read(dir.path().join(f)).unwrap()).unwrap();
+            let v: Value = serde_json::from_slice(&std::fs::read(dir.join(f)).unwrap()).unwrap();
             v["started_at"].as_str().unwrap().to_string()
         })
         .collect();
@@ -236,10 +290,9 @@ fn two_runs_finishing_together_are_both_saved() {
     assert_eq!(starts, files);
 }
 
-#[test]
-fn many_concurrent_imports_all_land() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("results.db");
+both!(many_concurrent_imports_all_land, "results.db");
+fn many_concurrent_imports_all_land(db: &Db, _dir: &Path) {
+    let db = db.clone();
     let n = 8;
     let kids: Vec<_> = (0..n)
         .map(|i| {
@@ -264,10 +317,9 @@ fn many_concurrent_imports_all_land() {
     assert_eq!(hosts, want);
 }
 
-#[test]
-fn history_filters_tags_and_rm() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("results.db");
+both!(history_filters_tags_and_rm, "results.db");
+fn history_filters_tags_and_rm(db: &Db, _dir: &Path) {
+    let db = db.clone();
     // cyclictest.json records host "vm"-like nodename and a kernel; ptsematest has neither.
     let cj: Value = serde_json::from_slice(&std::fs::read(fixture("cyclictest.json")).unwrap()).unwrap();
     let node = cj["sysinfo"]["nodename"].as_str().unwrap();
@@ -323,13 +375,13 @@ fn history_filters_tags_and_rm() {
     assert_eq!(o.status.code(), Some(2));
 }
 
-#[test]
-fn stored_columns_match_the_json() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("results.db");
+both!(stored_columns_match_the_json, "results.db");
+fn stored_columns_match_the_json(db: &Db, dir: &Path) {
+    let db = db.clone();
     let o = rtscope(&db, &["import", fixture("rtla-timerlat-hist.txt").to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let store = rtscope::store::sqlite::Store::open(&db).unwrap();
+    let loc = rtscope::store::Location::resolve(Some(Path::new(db.as_ref()))).unwrap();
+    let mut store = rtscope::store::Store::open_existing(&loc).unwrap();
     let run = store.load(1).unwrap();
     for (idx, r) in run.results.iter().enumerate() {
         let rows = store.buckets(1, idx).unwrap();
@@ -338,12 +390,9 @@ fn stored_columns_match_the_json() {
     }
 }
 
-/// (lo, hi, counts per column) of a bins-csv fixture, with the column names.
-
-#[test]
-fn seed001_tables_come_out_of_compare_with_the_same_counts_per_bin() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("results.db");
+both!(seed001_tables_come_out_of_compare_with_the_same_counts_per_bin, "results.db");
+fn seed001_tables_come_out_of_compare_with_the_same_counts_per_bin(db: &Db, dir: &Path) {
+    let db = db.clone();
     for table in ["idle", "disk", "network", "compute", "combined"] {
         let f = format!("seed001-{table}.csv");
         let tag = format!("seed001-{table}");
@@ -372,7 +421,7 @@ fn seed001_tables_come_out_of_compare_with_the_same_counts_per_bin() {
     // Ids and files mix with tags; an unknown tag or id is exit 2.
     let one = history(&db, &["--tag", "seed001-idle"]);
     let id = one[0]["id"].as_i64().unwrap().to_string();
-    let exported = dir.path().join("x.json");
+    let exported = dir.join("x.json");
     assert!(rtscope(&db, &["export", &one[1]["id"].as_i64().unwrap().to_string(), "-o", exported.to_str().unwrap()]).status.success());
     let o = rtscope(&db, &["compare", &id, exported.to_str().unwrap(), "--format", "json"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -394,11 +443,10 @@ fn u64_of(v: &Value) -> u64 {
     v.as_u64().unwrap()
 }
 
-#[test]
-fn an_interrupted_run_is_saved_with_the_samples_taken() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("results.db");
-    let json = dir.path().join("r.json");
+both!(an_interrupted_run_is_saved_with_the_samples_taken, "results.db");
+fn an_interrupted_run_is_saved_with_the_samples_taken(db: &Db, dir: &Path) {
+    let db = db.clone();
+    let json = dir.join("r.json");
     let mut child = bin()
         .env("RTSCOPE_DB", &db)
         .args(["run", "-D", "20s", "-t", "1", "-q", "--json"])

@@ -54,7 +54,13 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     // (exit 2, nothing measured or written), not a surprise after an hour.
     let mut store = crate::commands::history::open_for_run(&args.store)?;
     let stop = stop_on_signals()?;
-    let command_line: Vec<String> = std::env::args().collect();
+    // Kept in the result: a database URL in it loses its password.
+    let command_line: Vec<String> = std::env::args()
+        .map(|a| match a.find("postgres") {
+            Some(i) if crate::store::pgconn::is_url(&a[i..]) => format!("{}{}", &a[..i], crate::store::pgconn::redact(&a[i..])),
+            _ => a,
+        })
+        .collect();
     if !output.quiet {
         eprint!("{}", cli::load::describe(&plan, &exp, &output, false));
     }

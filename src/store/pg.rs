@@ -66,7 +66,12 @@ fn opt_int(v: Option<usize>) -> anyhow::Result<Option<i64>> {
 
 /// The schema version, or `None` when the database has no rtscope schema.
 fn version(c: &mut impl postgres::GenericClient) -> Result<Option<u32>, postgres::Error> {
-    let exists: bool = c.query_one("SELECT to_regclass('rtscope.schema_version') IS NOT NULL", &[])?.get(0);
+    // pg_tables, not to_regclass(): a catalog read through the statement's
+    // own snapshot sees a table another session created and committed while
+    // we waited for the migration lock (to_regclass reads the session's
+    // catalog cache, which an advisory lock does not refresh).
+    let exists: bool =
+        c.query_one("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = 'rtscope' AND tablename = 'schema_version')", &[])?.get(0);
     if !exists {
         return Ok(None);
     }
