@@ -7,8 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 # Debian packages the tests use: rt-tests / stress-ng / linux-perf (peers and
-# load engine), qemu + busybox + cpio (kernel lab), chromium (HTML report).
-PACKAGES=(rt-tests stress-ng linux-perf qemu-system-x86 busybox-static cpio chromium)
+# load engine), qemu + busybox + cpio (kernel lab), chromium (HTML report),
+# postgresql (the store tests start their own server from its binaries).
+PACKAGES=(rt-tests stress-ng linux-perf qemu-system-x86 busybox-static cpio chromium postgresql)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -376,7 +376,7 @@ fn history_filters_tags_and_rm(db: &Db, _dir: &Path) {
 }
 
 both!(stored_columns_match_the_json, "results.db");
-fn stored_columns_match_the_json(db: &Db, dir: &Path) {
+fn stored_columns_match_the_json(db: &Db, _dir: &Path) {
     let db = db.clone();
     let o = rtscope(&db, &["import", fixture("rtla-timerlat-hist.txt").to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -485,4 +485,105 @@ fn reading_commands_do_not_create_the_database() {
         assert!(err.contains("results.db") && err.contains("no history database there"), "{args:?}: {err}");
     }
     assert!(!dir.path().join("none").exists(), "a reading command created {}", db.display());
+}
+
+/// Everything a command printed.
+fn all_output(o: &Output) -> String {
+    format!("{}{}", stdout(o), stderr(o))
+}
+
+/// PostgreSQL refusals: a server that is down or refuses the password is
+/// exit 2 before measuring (no result file), a schema from a newer rtscope
+/// is refused untouched, reading commands create nothing; the password is
+/// never printed nor stored (the result's command line has it redacted);
+/// PGPASSWORD is taken when the URL has none.
+#[test]
+fn postgres_refusals_and_the_password() {
+    let Some(Db::Pg(url)) = pg_db() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let pw = pg_support::PASSWORD;
+
+    // Down: a port nobody listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let down = format!("postgresql://rtscope:{pw}@127.0.0.1:{closed}/x?connect_timeout=3");
+    let json = dir.path().join("down.json");
+    let o = bin().args(["run", "-D", "300ms", "-t", "1", "--db", &down, "--json"]).arg(&json).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", all_output(&o));
+    let err = stderr(&o);
+    assert!(err.contains(&format!("127.0.0.1:{closed}")) && err.contains("***"), "names the database without its password: {err}");
+    assert!(!all_output(&o).contains(pw), "password printed: {}", all_output(&o));
+    assert!(!json.exists(), "nothing measured or written before the database is known to work");
+
+    // A wrong password.
+    let bad = url.replace(pw, "wrong-pass-77");
+    let o = rtscope(&bad, &["history"]);
+    assert_eq!(o.status.code(), Some(2), "{}", all_output(&o));
+    assert!(!all_output(&o).contains("wrong-pass-77"), "{}", all_output(&o));
+    assert!(stderr(&o).contains("password"), "says why: {}", stderr(&o));
+
+    // Reading commands create nothing: no schema appears.
+    let o = rtscope(&url, &["history"]);
+    assert_eq!(o.status.code(), Some(0), "{}", all_output(&o));
+    assert!(stdout(&o).contains("no runs in") && !stdout(&o).contains(pw), "{}", stdout(&o));
+    for args in [vec!["show", "1"], vec!["export", "1"], vec!["tag", "1", "x"], vec!["rm", "1"], vec!["report", "1"]] {
+        let o = rtscope(&url, &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", all_output(&o));
+        assert!(stderr(&o).contains("no rtscope history yet") && !all_output(&o).contains(pw), "{args:?}: {}", stderr(&o));
+    }
+    let mut c = pg_support::client(&url);
+    let has_schema: bool = c.query_one("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = 'rtscope')", &[]).unwrap().get(0);
+    assert!(!has_schema, "a reading command created the schema");
+
+    // PGPASSWORD when the URL has none; the stored command line is redacted.
+    let no_pw = url.replace(&format!(":{pw}@"), "@");
+    let json = dir.path().join("r.json");
+    let o = bin()
+        .env("PGPASSWORD", pw)
+        .args(["run", "-D", "300ms", "-t", "1", "-q", "--db", &url, "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", all_output(&o));
+    assert!(!all_output(&o).contains(pw));
+    let o = bin().env("PGPASSWORD", pw).env("RTSCOPE_DB", &no_pw).args(["export", "1"]).output().unwrap();
+    assert!(o.status.success(), "PGPASSWORD: {}", all_output(&o));
+    let stored = stdout(&o);
+    assert!(!stored.contains(pw) && stored.contains("rtscope:***@"), "the stored command line: {stored}");
+    assert_eq!(o.stdout, std::fs::read(&json).unwrap(), "export is byte-identical");
+
+    // A newer schema: refused, nothing changed.
+    c.batch_execute("UPDATE rtscope.schema_version SET version = 99").unwrap();
+    for args in [vec!["history"], vec!["import", fixture("ptsematest.txt").to_str().unwrap()]] {
+        let o = rtscope(&url, &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", all_output(&o));
+        assert!(stderr(&o).contains("newer rtscope"), "{}", stderr(&o));
+    }
+    let v: i64 = c.query_one("SELECT version FROM rtscope.schema_version", &[]).unwrap().get(0);
+    let runs: i64 = c.query_one("SELECT COUNT(*) FROM rtscope.runs", &[]).unwrap().get(0);
+    assert_eq!((v, runs), (99, 1));
+}
+
+/// The database goes away while a run measures: the result file is kept
+/// whole and the message says how to import it later.
+#[test]
+fn postgres_gone_at_the_end_keeps_the_result() {
+    let Some(Db::Pg(url)) = pg_db() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let child = bin().args(["run", "-D", "3s", "-t", "1", "-q", "--db", &url, "--json"]).arg(&json).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let name = url.rsplit('/').next().unwrap().to_string();
+    let admin = url.replace(&format!("/{name}"), "/postgres");
+    pg_support::client(&admin).batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)")).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains(&format!("rtscope import {}", json.display())), "{err}");
+    assert!(!err.contains(pg_support::PASSWORD), "{err}");
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).expect("the result file is complete");
+    assert!(v["results"][0]["samples"].as_u64().unwrap() > 0);
+    // And it imports.
+    let db = dir.path().join("later.db");
+    let o = rtscope(&db, &["import", json.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
 }

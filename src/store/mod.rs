@@ -66,7 +66,7 @@ pub enum Location {
     /// An SQLite file (see `sqlite::resolve_path` for the default).
     File(PathBuf),
     /// A PostgreSQL database (`postgresql://user@host:port/db`).
-    Postgres(pgconn::Target),
+    Postgres(Box<pgconn::Target>),
 }
 
 impl Location {
@@ -76,7 +76,7 @@ impl Location {
     pub fn resolve(flag: Option<&Path>) -> Result<Location, BadInput> {
         let given = flag.map(|p| p.as_os_str().to_owned()).or_else(|| std::env::var_os("RTSCOPE_DB").filter(|v| !v.is_empty()));
         if let Some(s) = given.as_ref().and_then(|s| s.to_str()).filter(|s| pgconn::is_url(s)) {
-            return Ok(Location::Postgres(pgconn::Target::parse(s)?));
+            return Ok(Location::Postgres(Box::new(pgconn::Target::parse(s)?)));
         }
         Ok(Location::File(sqlite::resolve_path(flag)?))
     }

@@ -43,7 +43,7 @@ use crate::stats::PERCENTILES;
 pub const SCHEMA: &str = "rtscope";
 
 /// Key of the advisory lock serialising migrations ("rtscope" in ASCII).
-const MIGRATION_LOCK: i64 = 0x7274_7363_6f70_65;
+const MIGRATION_LOCK: i64 = 0x0072_7473_636f_7065;
 
 pub struct Store {
     client: Client,
