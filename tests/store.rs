@@ -587,3 +587,19 @@ fn postgres_gone_at_the_end_keeps_the_result() {
     let o = rtscope(&db, &["import", json.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// `sslmode=require` in the URL: the session is encrypted — a role the
+/// server refuses without TLS saves and lists runs; with `sslmode=disable`
+/// the same role is refused (exit 2).
+#[test]
+fn postgres_over_tls_when_the_url_asks() {
+    let Some(Db::Pg(url)) = pg_db() else { return };
+    let tls_url = url.replacen(&format!("{}:", pg_support::USER), &format!("{}:", pg_support::TLS_USER), 1);
+    let o = rtscope(&format!("{tls_url}?sslmode=require"), &["import", fixture("ptsematest.txt").to_str().unwrap()]);
+    assert!(o.status.success(), "over TLS: {}", all_output(&o));
+    assert_eq!(history(&format!("{tls_url}?sslmode=require"), &[]).len(), 1);
+    let o = rtscope(&format!("{tls_url}?sslmode=disable"), &["history"]);
+    assert_eq!(o.status.code(), Some(2), "{}", all_output(&o));
+    assert!(stderr(&o).contains("no encryption") || stderr(&o).contains("pg_hba.conf"), "{}", stderr(&o));
+    assert!(!all_output(&o).contains(pg_support::PASSWORD));
+}

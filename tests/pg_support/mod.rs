@@ -1,7 +1,8 @@
 //! A real PostgreSQL server for the store tests: Debian's binaries
 //! (/usr/lib/postgresql/15/bin), a temp data directory owned by an
 //! unprivileged user (the server refuses root), listening on loopback only,
-//! password (SCRAM) authentication over TCP. One server per test binary,
+//! password (SCRAM) authentication over TCP, TLS on (self-signed; the role
+//! [`TLS_USER`] is refused without it). One server per test binary,
 //! started on first use; a watchdog process stops it and removes its
 //! directory as soon as the test process is gone, whatever way it ends.
 #![allow(dead_code)]
@@ -14,6 +15,8 @@ pub const BIN: &str = "/usr/lib/postgresql/15/bin";
 /// The superuser's password: tests check it never shows up in any output.
 pub const PASSWORD: &str = "s3cret-Pw-9f2c";
 pub const USER: &str = "rtscope";
+/// A role the server accepts over TLS only.
+pub const TLS_USER: &str = "tlsonly";
 
 pub struct Server {
     pub port: u16,
@@ -60,8 +63,33 @@ fn start() -> Result<Server, String> {
     if !out.status.success() {
         return Err(format!("initdb: {}", String::from_utf8_lossy(&out.stderr)));
     }
+    // TLS: a self-signed certificate; the role `tlsonly` may only connect
+    // over TLS (pg_hba.conf is read top down).
+    let (crt, key) = (dir.join("server.crt"), dir.join("server.key"));
+    let out = as_server_user("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&crt)
+        .output()
+        .map_err(|e| format!("openssl: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("openssl: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    let hba = data.join("pg_hba.conf");
+    let rules = std::fs::read_to_string(&hba).map_err(|e| e.to_string())?;
+    std::fs::write(
+        &hba,
+        format!("hostnossl all {TLS_USER} 127.0.0.1/32 reject\nhostssl all {TLS_USER} 127.0.0.1/32 scram-sha-256\n{rules}"),
+    )
+    .map_err(|e| e.to_string())?;
     let port = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?.local_addr().unwrap().port();
-    let opts = format!("-h 127.0.0.1 -p {port} -k {} -c fsync=off -c max_connections=60", dir.display());
+    let opts = format!(
+        "-h 127.0.0.1 -p {port} -k {} -c fsync=off -c max_connections=60 -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+        dir.display(),
+        crt.display(),
+        key.display()
+    );
     let out = as_server_user(&format!("{BIN}/pg_ctl"))
         .args(["-D", data.to_str().unwrap(), "-l", dir.join("log").to_str().unwrap(), "-o", &opts, "-w", "start"])
         .output()
@@ -85,6 +113,9 @@ fn start() -> Result<Server, String> {
         .stderr(std::process::Stdio::null())
         .spawn()
         .map_err(|e| e.to_string())?;
+    let mut c = postgres::Client::connect(&format!("host=127.0.0.1 port={port} user={USER} password={PASSWORD} dbname=postgres"), postgres::NoTls)
+        .map_err(|e| e.to_string())?;
+    c.batch_execute(&format!("CREATE ROLE {TLS_USER} LOGIN SUPERUSER PASSWORD '{PASSWORD}'")).map_err(|e| e.to_string())?;
     Ok(Server { port, dir })
 }
 
