@@ -190,7 +190,7 @@ pub fn execute(
                 if !spec.loads.is_empty() {
                     // On file at once: which load processes run (their pids).
                     finish(&mut run, &steps, stop, warnings);
-                    crate::store::json::write_run(&output.path, &run)?;
+                    save_progress(&output.path, &mut run);
                     sleep_unless_stopped(Duration::from_nanos(exp.settle_ns), stop);
                 }
                 for entry in &exp.entries {
@@ -234,7 +234,7 @@ pub fn execute(
                     }
                     run.results.extend(results);
                     finish(&mut run, &steps, stop, warnings);
-                    crate::store::json::write_run(&output.path, &run)?;
+                    save_progress(&output.path, &mut run);
                 }
                 board.reset(&format!("{tag}: stopping loads"));
                 let record = loads.stop()?;
@@ -245,7 +245,7 @@ pub fn execute(
                     run.interrupted_in = Some(phase.clone());
                 }
                 finish(&mut run, &steps, stop, warnings);
-                crate::store::json::write_run(&output.path, &run)?;
+                save_progress(&output.path, &mut run);
                 if stop.load(Ordering::Relaxed) {
                     break;
                 }
@@ -263,8 +263,60 @@ pub fn execute(
             fmt_ns(exp.max_total_ns)
         ));
     }
-    crate::store::json::write_run(&output.path, &run)?;
+    if let Err(e) = crate::store::json::write_run(&output.path, &run) {
+        // Never drop the samples: a second place, and how to store them.
+        return Err(match write_fallback(&output.path, &run) {
+            Ok(saved) => anyhow::anyhow!(
+                "could not write the result to {} ({e:#}); the measurement is saved in {} instead: `rtscope import {}` stores it in the history",
+                output.path.display(),
+                saved.display(),
+                saved.display()
+            ),
+            Err(e2) => anyhow::anyhow!(
+                "could not write the result to {} ({e:#}) nor to a fallback place ({e2:#}); the measurement is lost",
+                output.path.display()
+            ),
+        });
+    }
     Ok(run)
+}
+
+/// An intermediate write: the file says the run has not finished
+/// (`complete: false`), so a run killed after it is not taken for a
+/// finished one. A failed write (disk full, directory removed) does not
+/// stop the measurement: the samples stay in memory for the last write,
+/// which has a fallback.
+fn save_progress(path: &std::path::Path, run: &mut Run) {
+    run.complete = false;
+    if let Err(e) = crate::store::json::write_run(path, run) {
+        eprintln!("warning: could not update {} ({e:#}); measuring on, the result is kept in memory", path.display());
+    }
+    run.complete = true;
+}
+
+/// Where a result goes when its own path cannot be written at the end:
+/// `$XDG_STATE_HOME/rtscope/unsaved/`, else `~/.local/state/rtscope/unsaved/`,
+/// else the temp directory; the first that takes the file.
+fn write_fallback(path: &std::path::Path, run: &Run) -> anyhow::Result<std::path::PathBuf> {
+    let name = path.file_name().map(|n| n.to_os_string()).unwrap_or_else(|| "rtscope-result.json".into());
+    let var = |v: &str| std::env::var_os(v).filter(|x| !x.is_empty()).map(std::path::PathBuf::from);
+    let mut dirs: Vec<std::path::PathBuf> = Vec::new();
+    if let Some(d) = var("XDG_STATE_HOME").filter(|d| d.is_absolute()) {
+        dirs.push(d.join("rtscope/unsaved"));
+    }
+    if let Some(h) = var("HOME") {
+        dirs.push(h.join(".local/state/rtscope/unsaved"));
+    }
+    dirs.push(std::env::temp_dir());
+    let mut last = anyhow::anyhow!("no fallback place");
+    for d in dirs {
+        let p = d.join(&name);
+        match std::fs::create_dir_all(&d).map_err(anyhow::Error::from).and_then(|_| crate::store::json::write_run(&p, run)) {
+            Ok(()) => return Ok(p),
+            Err(e) => last = e.context(format!("writing {}", p.display())),
+        }
+    }
+    Err(last)
 }
 
 /// Starts threshold tracing; a failure (not root, no tracefs) is a set-up step that

@@ -294,3 +294,107 @@ fn without_privileges_it_runs_as_sched_other_and_says_why() {
     assert!(err.contains("warning: not real-time"), "{err}");
     assert!(u(&merged(&run)[0]["samples"]) > 0);
 }
+
+/// Outputs are checked before anything is measured: a result path or
+/// directory that cannot be written is exit 2 naming the flag and the path
+/// (and no plan is printed: nothing started).
+#[test]
+fn unwritable_outputs_are_refused_before_measuring() {
+    let sb = Sandbox::new();
+    for (args, flag) in [
+        (vec!["--json", "/proc/nope.json"], "--json"),
+        (vec!["--out", "/proc/rtscope-results"], "--out"),
+        (vec!["--out", "/proc/a/b/c"], "--out"),
+    ] {
+        let out = sb.cmd().args(["run", "-D", "10s", "--no-store"]).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(flag) && err.contains("/proc") && err.contains("cannot write"), "{args:?}: {err}");
+        assert!(!err.contains("measuring:"), "{args:?} started measuring: {err}");
+    }
+    // An unprivileged user and a directory only root may write.
+    if is_root() && std::process::Command::new("setpriv").arg("--help").output().is_ok() {
+        let locked = sb.path("locked");
+        std::fs::create_dir(&locked).unwrap();
+        std::fs::set_permissions(sb.dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let out = std::process::Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", env!("CARGO_BIN_EXE_rtscope")])
+            .args(["run", "-D", "10s", "--no-store", "--json"])
+            .arg(locked.join("r.json"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("--json") && err.contains("locked") && err.contains("ermission denied"), "{err}");
+    }
+}
+
+/// The result's directory is replaced by a file while the run measures: the samples
+/// are not dropped — the result goes to $XDG_STATE_HOME/rtscope/unsaved/,
+/// the message says so and gives the import command (exit 1). That file is
+/// a finished run (no `complete: false`).
+#[test]
+fn a_result_that_cannot_be_written_goes_to_a_fallback() {
+    let sb = Sandbox::new();
+    let sub = sb.path("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let state = sb.path("state");
+    let child = sb
+        .cmd()
+        .env("XDG_STATE_HOME", &state)
+        .args(["run", "-D", "2s", "-t", "1", "--no-store", "--json"])
+        .arg(sub.join("r.json"))
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    // A file where the directory was: the result cannot go there any more.
+    std::fs::remove_dir_all(&sub).unwrap();
+    std::fs::write(&sub, b"in the way").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let saved = state.join("rtscope/unsaved/r.json");
+    assert!(err.contains(&format!("rtscope import {}", saved.display())), "{err}");
+    let run = read_json(&saved);
+    assert!(run.get("complete").is_none(), "the last write is a finished run");
+    assert!(u(&merged(&run)[0]["samples"]) > 0);
+}
+
+/// A run killed (SIGKILL) after an intermediate write leaves a file that
+/// says it did not finish; `report` warns about it.
+#[test]
+fn a_killed_run_says_it_did_not_finish() {
+    let sb = Sandbox::new();
+    let path = sb.path("k.json");
+    let mut child = sb
+        .cmd()
+        .args(["run", "--load", "idle,cpu", "--load-engine", "builtin", "-D", "1s", "--settle", "20s", "-t", "1", "--no-store", "--json"])
+        .arg(&path)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The idle phase's result is written after its probe run, then the cpu
+    // phase settles for 20 s: kill it then.
+    let t0 = Instant::now();
+    let has_results = || {
+        std::fs::read(&path).ok().and_then(|b| serde_json::from_slice::<Value>(&b).ok()).is_some_and(|v| v["results"].as_array().is_some_and(|r| !r.is_empty()))
+    };
+    while !has_results() && t0.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run = read_json(&path);
+    assert_eq!(run["complete"], false, "{}", run["complete"]);
+    let out = sb.cmd().args(["report", "--no-pwcet"]).arg(&path).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("the run did not finish"), "{text}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("warning: ") && err.contains("did not finish"), "{err}");
+    let out = sb.cmd().args(["import"]).arg(&path).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("did not finish"));
+}

@@ -14,6 +14,8 @@ pub enum Warning {
     Overruns { probe: String, phase: String, overruns: u64, samples: u64 },
     /// Run ended by a signal.
     Interrupted { phase: Option<String> },
+    /// The file was last written while the run still measured: it was killed.
+    Unfinished,
     /// Running under a hypervisor.
     Virtualized,
     /// /dev/cpu_dma_latency could not be held.
@@ -64,6 +66,10 @@ impl fmt::Display for Warning {
                 f,
                 "the run was interrupted{}; the results hold only the samples taken before that.",
                 phase.as_ref().map(|p| format!(" during phase '{p}'")).unwrap_or_default()
+            ),
+            Warning::Unfinished => write!(
+                f,
+                "the run did not finish: its result file was last written while it still measured (the process was killed or crashed), so it holds only the probe runs written before that. Rerun for a complete result."
             ),
             Warning::Virtualized => write!(
                 f,
@@ -152,6 +158,9 @@ pub fn for_run(run: &Run) -> Vec<Warning> {
     }
     if run.interrupted {
         out.push(Warning::Interrupted { phase: run.interrupted_in.clone() });
+    }
+    if !run.complete {
+        out.push(Warning::Unfinished);
     }
     out
 }

@@ -75,6 +75,20 @@ pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInpu
             if args.out.exists() && !args.out.is_dir() {
                 return Err(BadInput(format!("--out: '{}' exists and is not a directory", args.out.display())));
             }
+            if args.out.is_dir() {
+                check_writable(&args.out, "--out")?;
+            } else {
+                // Created when the result is written; its nearest existing
+                // parent must take it.
+                let mut up = args.out.as_path();
+                while let Some(p) = up.parent() {
+                    up = if p.as_os_str().is_empty() { std::path::Path::new(".") } else { p };
+                    if up.is_dir() {
+                        break;
+                    }
+                }
+                check_writable(up, "--out")?;
+            }
             args.out.join(format!("rtscope-{started}.json"))
         }
     };
@@ -114,5 +128,14 @@ fn check_parent(p: &std::path::Path, flag: &str) -> Result<(), BadInput> {
             parent.display()
         )));
     }
-    Ok(())
+    check_writable(&parent, flag)
+}
+
+/// Can a file be created in `dir`? Tried with a temp file (removed again),
+/// before anything is measured: permissions, a read-only or full
+/// filesystem, /proc all answer here.
+fn check_writable(dir: &std::path::Path, flag: &str) -> Result<(), BadInput> {
+    tempfile::Builder::new().prefix(".rtscope-check").tempfile_in(dir).map(drop).map_err(|e| {
+        BadInput(format!("{flag}: cannot write in '{}': {e}; choose a directory you can write to", dir.display()))
+    })
 }

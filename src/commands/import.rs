@@ -56,6 +56,9 @@ fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
     };
     if format == Format::Rtscope {
         let run = crate::store::json::read_run(&args.file)?;
+        if !run.complete {
+            eprintln!("warning: {}: {}", args.file.display(), crate::analysis::warnings::Warning::Unfinished);
+        }
         if args.name.is_some() || args.probe.is_some() || args.phase != "unspecified" {
             return Err(BadInput(format!("{file}: an rtscope result is stored as it is; --name, --probe and --phase apply only to foreign formats")));
         }

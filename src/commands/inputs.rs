@@ -24,6 +24,9 @@ pub fn load_inputs(args: &[String], db: Option<&Path>) -> anyhow::Result<Vec<(St
             ))
             .into());
         }
+        if !input.run.complete {
+            eprintln!("warning: {}: {}", input.label, crate::analysis::warnings::Warning::Unfinished);
+        }
         out.push((input.label, input.run));
     }
     Ok(out)

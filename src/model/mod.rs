@@ -35,6 +35,12 @@ pub struct Run {
     /// Phase the run was in when interrupted, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted_in: Option<String>,
+    /// `false` in every write made while the run still measures; the last
+    /// write leaves it out (absent = finished). A file that still says
+    /// `false` comes from a run that was killed (SIGKILL, a crash, power
+    /// loss): it holds only the probe runs written before that.
+    #[serde(default = "finished", skip_serializing_if = "is_finished")]
+    pub complete: bool,
     pub command_line: Vec<String>,
     pub host: Host,
     pub plan: Plan,
@@ -63,6 +69,14 @@ pub struct Run {
     pub fidelity: Vec<String>,
 }
 
+fn finished() -> bool {
+    true
+}
+
+fn is_finished(complete: &bool) -> bool {
+    *complete
+}
+
 impl Run {
     /// A run of this build of rtscope, started at `started_at` (RFC 3339):
     /// no results, phases or warnings yet, not interrupted, its set-up not
@@ -75,6 +89,7 @@ impl Run {
             started_at,
             interrupted: false,
             interrupted_in: None,
+            complete: true,
             command_line,
             host,
             plan,
@@ -114,6 +129,7 @@ impl Run {
             finished_at,
             interrupted: false,
             interrupted_in: None,
+            complete: true,
             command_line: Vec::new(),
             host,
             plan,
