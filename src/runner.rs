@@ -125,6 +125,14 @@ pub fn execute(
     let host = sysinfo::fingerprint(&root);
     let host = Host { doctor: crate::doctor::audit_host(&root, &host, &plan.measured_cpus()), ..host };
     let _dma = global_setup(plan, &mut steps);
+    // Tracing instances left by rtscope processes that are gone (SIGKILL, a
+    // second Ctrl-C) would trace on the measured CPUs forever: remove them.
+    if let Some(tracefs) = crate::sys::tracefs::find_mounted().filter(|_| nix::unistd::geteuid().is_root()) {
+        let stale = crate::sys::tracefs::remove_stale_instances(&tracefs);
+        if !stale.is_empty() {
+            steps.push(SetupStep::ok("remove_stale_trace_instances", format!("removed {} left by rtscope processes that are gone", stale.join(", "))));
+        }
+    }
     // Dropped before `_dma` and on every return path: stops tracing, removes the instance.
     let trace = plan.trace.as_ref().and_then(|tp| start_tracing(tp, plan, &mut steps));
 

@@ -320,3 +320,31 @@ fn trace_threshold_without_the_timer_probe_is_bad_input() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--trace-threshold"));
 }
 
+
+/// An instance left by an rtscope that was SIGKILLed (tracing on, events
+/// enabled) is removed by the next run, which says so in its set-up steps;
+/// an instance of a live rtscope is left alone.
+#[test]
+fn a_killed_runs_instance_is_removed_by_the_next_run() {
+    skip_unless_tracing!();
+    let sb = Sandbox::new();
+    let a = spawn_run(&sb, "a.json", &["-a", "0", "-t", "1", "-D", "60s", "-q", "--trace-threshold", "100us"]);
+    let live = instance_of(a.id());
+    wait_for("the live run's instance", || live.is_dir());
+    // A killed run's instance: a pid no process has, tracing on.
+    let dead_pid = (4_000_000..4_100_000).find(|p| !Path::new(&format!("/proc/{p}")).exists()).unwrap();
+    let dead = instance_of(dead_pid);
+    std::fs::create_dir(&dead).unwrap();
+    std::fs::write(dead.join("tracing_on"), "1").unwrap();
+    let out = sb.cmd().args(["run", "-a", "0", "-t", "1", "-D", "200ms", "--no-store", "--json"]).arg(sb.path("b.json")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!dead.exists(), "the dead run's instance is still there");
+    assert!(live.is_dir(), "the live run's instance was removed");
+    let run = read_json(&sb.path("b.json"));
+    let step = run["realtime_setup"]["steps"].as_array().unwrap().iter().find(|s| s["step"] == "remove_stale_trace_instances").cloned();
+    assert!(step.is_some_and(|s| s["detail"].as_str().unwrap().contains(&format!("rtscope-{dead_pid}"))), "{}", run["realtime_setup"]);
+    a.sigint();
+    let out = a.wait();
+    assert_eq!(out.status.code(), Some(130));
+    wait_for("the live run's instance to go", || !live.exists());
+}

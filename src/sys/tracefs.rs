@@ -29,6 +29,29 @@ pub fn find_or_mount() -> io::Result<(PathBuf, bool)> {
     }
 }
 
+/// The mounted tracefs, if any (never mounts).
+pub fn find_mounted() -> Option<PathBuf> {
+    MOUNT_POINTS.iter().map(PathBuf::from).find(|p| p.join("instances").is_dir())
+}
+
+/// Removes `instances/rtscope-<pid>` left by rtscope processes that are gone
+/// (SIGKILL, a second Ctrl-C, a crash): tracing stopped, events off, the
+/// directory removed. Instances of live processes and of other tools are
+/// left alone. Returns the names removed.
+pub fn remove_stale_instances(tracefs: &Path) -> Vec<String> {
+    let mut removed = Vec::new();
+    let Ok(rd) = std::fs::read_dir(tracefs.join("instances")) else { return removed };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix("rtscope-").and_then(|p| p.parse::<u32>().ok()) else { continue };
+        let alive = std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "rtscope");
+        if !alive && (Instance { dir: e.path() }).remove().is_ok() {
+            removed.push(name);
+        }
+    }
+    removed
+}
+
 /// `mount -t tracefs nodev TARGET`.
 fn mount_tracefs(target: &str) -> io::Result<()> {
     let src = CString::new("nodev").expect("no NUL");
