@@ -139,6 +139,28 @@ pub fn now_rfc3339_precise() -> String {
         .unwrap_or_default()
 }
 
+/// Parse a size: a number of bytes, or with a unit KiB, MiB, GiB (or K, M,
+/// G, KB, MB, GB: also powers of 1024), e.g. `256MiB`, `1G`.
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num.parse().map_err(|_| format!("'{s}' is not a size; write e.g. 256MiB, 1GiB or 1048576"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        u => return Err(format!("unknown unit '{u}' in '{s}'; use B, KiB, MiB, GiB or TiB")),
+    };
+    let n = v * mult as f64;
+    if !(n >= 1.0 && n < u64::MAX as f64) {
+        return Err(format!("'{s}' is not a positive size"));
+    }
+    Ok(n as u64)
+}
+
 /// Render a byte count for people, in IEC units with one decimal:
 /// `512 B`, `1.5 KiB`, `4.9 GiB`.
 pub fn fmt_bytes(n: u64) -> String {
@@ -197,6 +219,15 @@ mod tests {
         assert_eq!(fmt_time(78_706_618.0), "78.71 ms");
         assert_eq!(fmt_time(1_310_000_000.0), "1.310 s");
         assert_eq!(fmt_time(9_999.0), "9.999 us");
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_bytes("256MiB").unwrap(), 256 << 20);
+        assert_eq!(parse_bytes("1G").unwrap(), 1 << 30);
+        assert_eq!(parse_bytes("1.5KiB").unwrap(), 1536);
+        assert_eq!(parse_bytes("4096").unwrap(), 4096);
+        assert!(parse_bytes("0").is_err() && parse_bytes("lots").is_err() && parse_bytes("5 parsecs").is_err());
     }
 
     #[test]

@@ -536,3 +536,53 @@ fn every_field_of_imported_runs_is_documented() {
     missing.dedup();
     assert!(missing.is_empty(), "fields not documented in docs/schema.md: {missing:?}");
 }
+
+/// Runs `cmd`, failing the test if it has not ended within 60 s (a read
+/// that blocks on a FIFO would hang the suite otherwise).
+fn within_a_minute(mut cmd: std::process::Command) -> Output {
+    let mut child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("still reading after 60 s: {cmd:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A FIFO, /dev/zero and a directory are refused (exit 2, named) instead of
+/// blocking or reading forever — by import, by report/compare (result
+/// files) and as a scenario file; a file over the size limit is refused
+/// unless --max-size lifts it.
+#[test]
+fn non_regular_and_oversized_inputs_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    for input in [fifo.clone(), "/dev/zero".into(), dir.path().to_path_buf()] {
+        let path = input.to_str().unwrap();
+        for args in [vec!["import", "--dry-run", path], vec!["report", path], vec!["run", path, "--dry-run"]] {
+            let mut c = bin();
+            c.args(&args).env("RTSCOPE_DB", dir.path().join("h.db"));
+            let o = within_a_minute(c);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains(path) && (err.contains("not a regular file") || err.contains("directory")), "{args:?}: {err}");
+        }
+    }
+    // Over the limit: refused with the sizes and the flag; lifted, imported.
+    let big = dir.path().join("big.json");
+    std::fs::copy(fixture("cyclictest.json"), &big).unwrap();
+    let len = std::fs::metadata(&big).unwrap().len();
+    let limit = (len - 1).to_string();
+    let o = bin().args(["import", "--dry-run", "--max-size", &limit, big.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--max-size") && err.contains("limit"), "{err}");
+    let o = bin().args(["import", "--dry-run", "--max-size", &len.to_string(), big.to_str().unwrap()]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = bin().args(["import", "--dry-run", "--max-size", "lots", big.to_str().unwrap()]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -117,6 +117,10 @@ pub struct ImportArgs {
     /// Convert and print what would be stored, but do not store it.
     #[arg(long)]
     pub dry_run: bool,
+
+    /// Refuse input files larger than this (e.g. 1GiB) [default: 256MiB].
+    #[arg(long, value_name = "SIZE", value_parser = crate::units::parse_bytes, default_value = "256MiB")]
+    pub max_size: u64,
     #[command(flatten)]
     pub db: DbOpts,
 }

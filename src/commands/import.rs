@@ -33,7 +33,7 @@ fn mtime_rfc3339(path: &Path) -> String {
 
 fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
     let file = args.file.display().to_string();
-    let bytes = std::fs::read(&args.file).map_err(|e| BadInput(format!("{file}: cannot read: {e}")))?;
+    let bytes = crate::store::json::read_input(&args.file, args.max_size).map_err(|e| BadInput(format!("{file}: {e}")))?;
     let text = match std::str::from_utf8(&bytes) {
         Ok(t) => t,
         Err(e) => {

@@ -300,9 +300,10 @@ fn field_at(text: &str, offset: usize) -> Option<String> {
 
 /// Read and parse a scenario file.
 pub fn from_file(path: &std::path::Path) -> Result<Scenario, BadInput> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        BadInput(format!("scenario {}: cannot read it: {e}; give the path of a TOML scenario file, or use --preset (see `rtscope presets`)", path.display()))
+    let bytes = crate::store::json::read_input(path, 16 << 20).map_err(|e| {
+        BadInput(format!("scenario {}: {e}; give the path of a TOML scenario file, or use --preset (see `rtscope presets`)", path.display()))
     })?;
+    let text = String::from_utf8(bytes).map_err(|e| BadInput(format!("scenario {}: not UTF-8 text ({e}); give a TOML scenario file", path.display())))?;
     parse(&text, &path.display().to_string(), false)
 }
 

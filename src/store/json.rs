@@ -49,10 +49,47 @@ pub fn write_atomic(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Re
     Ok(())
 }
 
+/// The largest input file read by default (`rtscope import --max-size`
+/// lifts it for imports; result files have [`MAX_RESULT_BYTES`]).
+pub const MAX_INPUT_BYTES: u64 = 256 << 20;
+/// The largest result file read (a result is histograms and bounded
+/// series: even a day-long run stays far below).
+pub const MAX_RESULT_BYTES: u64 = 1 << 30;
+
+/// Read an input file: a regular file only (a FIFO would block forever, a
+/// device like /dev/zero never end), at most `cap` bytes. The error says
+/// what is wrong, without the path (the caller names it).
+pub fn read_input(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
+    if !meta.is_file() {
+        let kind = if meta.is_dir() { "a directory" } else { "not a regular file (a FIFO, socket or device)" };
+        return Err(format!("{kind}; give a file"));
+    }
+    let too_big = |n: u64| {
+        format!(
+            "{} is larger than the {} limit for an input; pass --max-size to read it anyway (an import holds the whole file in memory, several times its size while parsing)",
+            crate::units::fmt_bytes(n),
+            crate::units::fmt_bytes(cap)
+        )
+    };
+    if meta.len() > cap {
+        return Err(too_big(meta.len()));
+    }
+    let f = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // A file that grows while we read stops at the cap too.
+    f.take(cap + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.len() as u64 > cap {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
 /// Read a result file, with errors that name the file and what is wrong.
 pub fn read_run(path: &Path) -> Result<Run, BadInput> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| BadInput(format!("{}: cannot read: {e}", path.display())))?;
+    let bytes = read_input(path, MAX_RESULT_BYTES).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+    let text = String::from_utf8(bytes).map_err(|e| BadInput(format!("{}: not UTF-8 text ({e}); is it an rtscope result file?", path.display())))?;
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
         BadInput(format!("{}: not valid JSON ({e}); is it an rtscope result file?", path.display()))
     })?;
