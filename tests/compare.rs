@@ -186,7 +186,7 @@ fn runs_with_different_phases_pair_their_loaded_phases() {
     let key = |v: &serde_json::Value| v["phase"].as_str().unwrap().to_string();
 
     let v = json_out(rtscope().arg("compare").arg(&a).arg(&b).args(["--format", "json"]));
-    assert_eq!(v["systems"], serde_json::json!(["default.json", "cpu.json"]), "same host and kernel: named by file");
+    assert_eq!(v["systems"], serde_json::json!(["default", "cpu"]), "same host and kernel: named by file");
     let matched: Vec<String> = v["matched"].as_array().unwrap().iter().map(key).collect();
     assert_eq!(matched, ["mixed vs cpu"]);
     let row = v["rows"].as_array().unwrap().iter().find(|r| r["key"]["phase"] == "mixed vs cpu").unwrap();
@@ -196,11 +196,21 @@ fn runs_with_different_phases_pair_their_loaded_phases() {
     assert!((row["cells"][1]["ratio_to_first"]["p99"].as_f64().unwrap() - 0.5).abs() < 1e-3, "{row}");
     let notes: Vec<&str> = v["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
     assert!(notes[0].contains("every input ran on vm 6.1.0"), "{notes:?}");
-    assert!(notes[1].starts_with("timer: phase 'mixed' of default.json with 'cpu' of cpu.json compared: the one loaded phase"), "{notes:?}");
+    assert!(notes[1].starts_with("timer: phase 'mixed' of default with 'cpu' of cpu compared: the one loaded phase"), "{notes:?}");
     let text = String::from_utf8(rtscope().arg("compare").arg(&a).arg(&b).output().unwrap().stdout).unwrap();
-    assert!(text.contains("== Comparison: default.json vs cpu.json ==") && text.contains("timer/mixed vs cpu"), "{text}");
+    assert!(text.contains("== Comparison: default vs cpu ==") && text.contains("timer/mixed vs cpu"), "{text}");
     let header = text.lines().find(|l| l.starts_with("entry")).unwrap();
-    assert_eq!(header.split_whitespace().last(), Some("cpu.json/default.json"), "{header}");
+    assert_eq!(header.split_whitespace().last(), Some("cpu/default"), "{header}");
+    // Default result names (rtscope-<time>.json) read as their time; the
+    // ratio header of long names is "ratio".
+    let (ta, tb) = (dir.path().join("rtscope-20261123T100528Z.json"), dir.path().join("rtscope-20261123T100800Z.json"));
+    // Two default runs of one machine (the same phases).
+    std::fs::copy(&a, &ta).unwrap();
+    std::fs::copy(&a, &tb).unwrap();
+    let text = String::from_utf8(rtscope().arg("compare").arg(&ta).arg(&tb).output().unwrap().stdout).unwrap();
+    let header = text.lines().find(|l| l.starts_with("entry")).unwrap();
+    assert_eq!(header.split_whitespace().collect::<Vec<_>>(), ["entry", "metric", "20261123T100528Z", "20261123T100800Z", "ratio"], "{header}");
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
 
     let v = json_out(rtscope().arg("compare").arg(&a).arg(&b).args(["--format", "json", "--match", "phase"]));
     assert!(v["matched"].as_array().unwrap().is_empty());

@@ -541,12 +541,15 @@ fn default_name(r: &Run) -> String {
 pub fn system_names(runs: &[&Run], sources: &[String], given: &[String]) -> Vec<String> {
     let base: Vec<String> = runs.iter().enumerate().map(|(i, r)| given.get(i).cloned().unwrap_or_else(|| default_name(r))).collect();
     let short_source = |s: &str| -> String {
-        // A file path: its name; a stored run ("#12 (@tag)"): as is.
+        // A file path: its name without `.json` and without the `rtscope-`
+        // of default result names (`rtscope-20261123T100528Z.json` reads
+        // `20261123T100528Z`); a stored run ("#12 (@tag)"): as is.
         if s.starts_with('#') {
-            s.to_string()
-        } else {
-            std::path::Path::new(s).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| s.to_string())
+            return s.to_string();
         }
+        let name = std::path::Path::new(s).file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| s.to_string());
+        let stem = name.strip_suffix(".json").filter(|x| !x.is_empty()).unwrap_or(&name);
+        stem.strip_prefix("rtscope-").filter(|x| !x.is_empty()).unwrap_or(stem).to_string()
     };
     let all_same = given.is_empty() && base.len() >= 2 && base.iter().all(|b| *b == base[0]);
     let mut out = base.clone();

@@ -328,12 +328,13 @@ fn fmt_known(v: Option<Nanos>, u: Unit) -> String {
 }
 
 /// The header of system `i`'s ratio column: "B/A" of the systems' first
-/// words; where those do not tell the systems apart, "ratio" beside the one
-/// other system, else "#i/#1".
+/// words; where those do not tell the systems apart or are long, "ratio"
+/// beside the one other system, else "#i/#1".
 fn ratio_header(systems: &[String], i: usize) -> String {
     let short = |s: &str| s.split_whitespace().next().unwrap_or(s).to_string();
     let words: Vec<String> = systems.iter().map(|s| short(s)).collect();
-    if words.iter().enumerate().all(|(a, w)| words[a + 1..].iter().all(|x| x != w)) {
+    // Names that tell the systems apart and are short enough for a header.
+    if words.iter().enumerate().all(|(a, w)| words[a + 1..].iter().all(|x| x != w)) && words[i].len() + words[0].len() <= 16 {
         format!("{}/{}", words[i], words[0])
     } else if systems.len() == 2 {
         "ratio".into()
