@@ -93,7 +93,35 @@ fn bounds_on_an_imported_cyclictest_file() {
     let exported = dir.path().join("x.json");
     assert!(rtscope().args(["export", "1", "-o"]).arg(&exported).arg("--db").arg(&db).output().unwrap().status.success());
     let m = measured(&exported);
-    latency_bounds_both_ways("1", m, &["--db", db.to_str().unwrap()]);
+    let db_args = ["--db", db.to_str().unwrap()];
+    latency_bounds_both_ways("1", m, &db_args);
+    // Miss ratio on the imported histogram: deadline at its p50.
+    let deadline = format!("{}ns", m.1 / 2);
+    let out = rtscope().arg("report").arg(&exported).args(["--format", "json", "--no-pwcet", "--deadline", &deadline]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let e = v["runs"][0]["entries"].as_array().unwrap().iter().find(|e| e["thread"].is_null()).unwrap_or(&v["runs"][0]["entries"][0]).clone();
+    let ratio = e["deadline"]["misses_upper"].as_f64().unwrap() / e["deadline"]["samples"].as_f64().unwrap();
+    assert!(ratio > 0.0);
+    for (r, want) in [(ratio, 0), (ratio * 0.999, 3)] {
+        let (code, out, err) = check(&[&["1", "--deadline", &deadline, "--miss-ratio", &format!("{r:e}")][..], &db_args].concat());
+        assert_eq!(code, want, "miss ratio {r:e} against {ratio:e}: {out}{err}");
+    }
+}
+
+/// `--overruns N` both ways on a result with 5 missed periods.
+#[test]
+fn overruns_bound_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rs = entries("timer", "idle", &[(0..1000u64).map(|i| 5_000 + i).collect()], 1_000_000);
+    for r in rs.iter_mut() {
+        r.overruns = 5;
+    }
+    let f = write(dir.path(), "o.json", &run(host("h", "6.1.0-rt"), rs));
+    let f = f.to_str().unwrap();
+    assert_eq!(check(&[f, "--overruns", "5"]).0, 0);
+    let (code, out, _) = check(&[f, "--overruns", "4"]);
+    assert_eq!(code, 3);
+    assert!(out.contains("FAIL timer/idle overruns ≤ 4") && out.contains(": 5"), "{out}");
 }
 
 /// Baseline max 100 µs; runs of max 110, 130 and 90 µs against 1.2 × it
