@@ -183,7 +183,12 @@ pub fn render_blocks(blocks: &[Block], colour: bool, width: Option<usize>) -> St
     let wrap = |s: &str, first: &str, rest: &str| -> String {
         match width {
             Some(w) => {
-                let opts = textwrap::Options::new(w).initial_indent(first).subsequent_indent(rest).break_words(true);
+                let opts = textwrap::Options::new(w)
+                    .initial_indent(first)
+                    .subsequent_indent(rest)
+                    .break_words(true)
+                    // Never at a hyphen: dates and numbers like 1.8e-76 stay whole.
+                    .word_splitter(textwrap::WordSplitter::NoHyphenation);
                 textwrap::fill(s, opts)
             }
             None => format!("{first}{s}"),
