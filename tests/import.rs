@@ -586,3 +586,46 @@ fn non_regular_and_oversized_inputs_are_refused() {
     let o = bin().args(["import", "--dry-run", "--max-size", "lots", big.to_str().unwrap()]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// rtscope-format files are checked against the schema's invariants on
+/// import and on read (report): min above max, a reversed or overlapping
+/// bucket, buckets that do not hold the samples, a count beyond what the
+/// history stores — exit 2 naming the field, nothing stored.
+#[test]
+fn invalid_rtscope_files_are_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/golden/result-v1.json");
+    let base: Value = serde_json::from_slice(&std::fs::read(&golden).unwrap()).unwrap();
+    type Edit = fn(&mut Value);
+    let cases: [(&str, Edit, &str); 5] = [
+        ("min-above-max", |v| v["results"][0]["min_ns"] = (v["results"][0]["max_ns"].as_u64().unwrap() + 1).into(), "results[0].min_ns"),
+        ("reversed-bucket", |v| {
+            let b = &mut v["results"][0]["histogram"][0];
+            b["lo_ns"] = (b["hi_ns"].as_u64().unwrap() + 5).into();
+        }, "results[0].histogram[0].lo_ns"),
+        ("overlap", |v| {
+            let h = v["results"][0]["histogram"].as_array_mut().unwrap();
+            h[1]["lo_ns"] = h[0]["lo_ns"].clone();
+        }, "results[0].histogram[1].lo_ns"),
+        ("counts", |v| v["results"][0]["samples"] = (v["results"][0]["samples"].as_u64().unwrap() + 7).into(), "results[0].samples"),
+        ("huge", |v| v["results"][0]["overruns"] = u64::MAX.into(), "results[0].overruns"),
+    ];
+    // The untouched file reads.
+    let ok = dir.path().join("ok.json");
+    std::fs::write(&ok, serde_json::to_vec(&base).unwrap()).unwrap();
+    assert!(bin().args(["import", "--dry-run"]).arg(&ok).output().unwrap().status.success());
+    let db = dir.path().join("h.db");
+    for (name, edit, field) in cases {
+        let mut v = base.clone();
+        edit(&mut v);
+        let f = dir.path().join(format!("{name}.json"));
+        std::fs::write(&f, serde_json::to_vec(&v).unwrap()).unwrap();
+        for args in [vec!["import"], vec!["report"]] {
+            let o = bin().env("RTSCOPE_DB", &db).args(&args).arg(&f).output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{name} {args:?}: {err}");
+            assert!(err.contains(field) && err.contains(&format!("{name}.json")), "{name} {args:?}: {err}");
+        }
+    }
+    assert!(!db.exists(), "nothing was stored");
+}

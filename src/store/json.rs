@@ -108,5 +108,12 @@ pub fn read_run(path: &Path) -> Result<Run, BadInput> {
             )))
         }
     }
-    serde_json::from_value(v).map_err(|e| BadInput(format!("{}: does not match result schema v{SCHEMA_VERSION}: {e}", path.display())))
+    let run: Run = serde_json::from_value(v).map_err(|e| BadInput(format!("{}: does not match result schema v{SCHEMA_VERSION}: {e}", path.display())))?;
+    run.check_invariants().map_err(|e| {
+        BadInput(format!(
+            "{}: {e}: the file breaks result schema v{SCHEMA_VERSION} (docs/schema.md); it was not written by rtscope, or was edited",
+            path.display()
+        ))
+    })?;
+    Ok(run)
 }
