@@ -319,7 +319,7 @@ fn write_fallback(path: &std::path::Path, run: &Run) -> anyhow::Result<std::path
     let mut last = anyhow::anyhow!("no fallback place");
     for d in dirs {
         let p = d.join(&name);
-        match std::fs::create_dir_all(&d).map_err(anyhow::Error::from).and_then(|_| crate::store::json::write_run(&p, run)) {
+        match crate::sys::stat::create_dirs(&d).map_err(anyhow::Error::from).and_then(|_| crate::store::json::write_run(&p, run)) {
             Ok(()) => return Ok(p),
             Err(e) => last = e.context(format!("writing {}", p.display())),
         }

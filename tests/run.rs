@@ -398,3 +398,26 @@ fn a_killed_run_says_it_did_not_finish() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("did not finish"));
 }
+
+/// Directories rtscope creates are 0755 and the result 0644 even under
+/// umask 000 (not world-writable); a --load-dir the user cannot write is
+/// exit 2 before measuring.
+#[test]
+fn created_directories_are_0755_and_load_dir_is_checked() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let out_dir = sb.path("new/sub");
+    let script = format!("umask 000 && exec {} run -D 200ms -t 1 -q --no-store --out {}", env!("CARGO_BIN_EXE_rtscope"), out_dir.display());
+    let out = std::process::Command::new("sh").args(["-c", &script]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for d in ["new", "new/sub"] {
+        assert_eq!(std::fs::metadata(sb.path(d)).unwrap().permissions().mode() & 0o777, 0o755, "{d}");
+    }
+    let files: Vec<_> = std::fs::read_dir(&out_dir).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(std::fs::metadata(&files[0]).unwrap().permissions().mode() & 0o777, 0o644);
+    let out = sb.cmd().args(["run", "--load", "cpu", "--load-engine", "builtin", "--load-dir", "/proc", "-D", "1s", "--no-store"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--load-dir") && err.contains("cannot write"), "{err}");
+}

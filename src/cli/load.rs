@@ -330,11 +330,15 @@ fn finish(
         None => section.and_then(|l| l.intensity.as_ref()).map(|i| *i.get_ref()).unwrap_or(1.0),
     };
     let dir = la.load_dir.clone().or_else(|| section.and_then(|l| l.dir.clone())).unwrap_or_else(default_load_dir);
-    if phases.iter().any(|p| !p.loads.is_empty()) && !dir.is_dir() {
-        return Err(BadInput(format!(
-            "--load-dir: '{}' is not a directory; give a directory on the filesystem under test",
-            dir.display()
-        )));
+    if phases.iter().any(|p| !p.loads.is_empty()) {
+        if !dir.is_dir() {
+            return Err(BadInput(format!(
+                "--load-dir: '{}' is not a directory; give a directory on the filesystem under test",
+                dir.display()
+            )));
+        }
+        // The loads' temp files go there: checked before anything runs.
+        super::plan::check_writable(&dir, "--load-dir")?;
     }
     let settle_ns = la.settle.or(s.and_then(|s| s.file.settle).map(|d| d.0)).unwrap_or(DEFAULT_SETTLE_NS);
     let max_total_ns = la.max_total.or(s.and_then(|s| s.file.max_total).map(|d| d.0)).unwrap_or(DEFAULT_MAX_TOTAL_NS);

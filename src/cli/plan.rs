@@ -134,7 +134,7 @@ fn check_parent(p: &std::path::Path, flag: &str) -> Result<(), BadInput> {
 /// Can a file be created in `dir`? Tried with a temp file (removed again),
 /// before anything is measured: permissions, a read-only or full
 /// filesystem, /proc all answer here.
-fn check_writable(dir: &std::path::Path, flag: &str) -> Result<(), BadInput> {
+pub fn check_writable(dir: &std::path::Path, flag: &str) -> Result<(), BadInput> {
     tempfile::Builder::new().prefix(".rtscope-check").tempfile_in(dir).map(drop).map_err(|e| {
         BadInput(format!("{flag}: cannot write in '{}': {e}; choose a directory you can write to", dir.display()))
     })

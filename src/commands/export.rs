@@ -24,7 +24,7 @@ pub fn cmd(args: &ExportArgs) -> anyhow::Result<u8> {
                 Some(d) if !d.as_os_str().is_empty() => d,
                 _ => std::path::Path::new("."),
             };
-            std::fs::create_dir_all(dir).with_context(|| format!("creating directory {}", dir.display()))?;
+            crate::sys::stat::create_dirs(dir).with_context(|| format!("creating directory {}", dir.display()))?;
             let mut tmp = tempfile::Builder::new()
                 .prefix(".rtscope-")
                 .suffix(".tmp")

@@ -45,7 +45,7 @@ impl LoadSession {
         // Absolute: load processes and their commands run in other directories.
         let base = std::fs::canonicalize(&opts.dir).with_context(|| format!("--load-dir {}", opts.dir.display()))?;
         let dir = base.join(format!("{TEMP_PREFIX}{}", std::process::id()));
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating the load temp dir {}", dir.display()))?;
+        crate::sys::stat::create_dirs(&dir).with_context(|| format!("creating the load temp dir {}", dir.display()))?;
         Ok(LoadSession { opts: opts.clone(), dir })
     }
 
@@ -53,11 +53,11 @@ impl LoadSession {
     /// take (stress-ng gets it plus a minute as its own timeout).
     pub fn start(&self, phase: &PhaseSpec, settle_ns: u64, planned_s: u64) -> anyhow::Result<PhaseLoads> {
         let pdir = self.dir.join(sanitize(&phase.name));
-        std::fs::create_dir_all(&pdir).with_context(|| format!("creating {}", pdir.display()))?;
+        crate::sys::stat::create_dirs(&pdir).with_context(|| format!("creating {}", pdir.display()))?;
         let mut loads = PhaseLoads::begin(phase, settle_ns, Some(pdir.clone()));
         for (i, kind) in phase.loads.iter().enumerate() {
             let ldir = pdir.join(format!("{}-{i}", kind.name()));
-            std::fs::create_dir_all(&ldir).with_context(|| format!("creating {}", ldir.display()))?;
+            crate::sys::stat::create_dirs(&ldir).with_context(|| format!("creating {}", ldir.display()))?;
             let p = spawn(&self.opts, kind, &ldir, planned_s + 60)?;
             loads.procs.push(p);
         }

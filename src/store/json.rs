@@ -29,7 +29,7 @@ pub fn write_atomic(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Re
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    std::fs::create_dir_all(dir).with_context(|| format!("creating directory {}", dir.display()))?;
+    crate::sys::stat::create_dirs(dir).with_context(|| format!("creating directory {}", dir.display()))?;
     // 0644 before the umask, like any file a command writes (a temp file
     // alone would be 0600 and keep that through the rename).
     let mut tmp = tempfile::Builder::new()

@@ -126,7 +126,7 @@ impl Store {
     pub fn open(path: &Path) -> anyhow::Result<Store> {
         check_header(path)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
+            crate::sys::stat::create_dirs(dir)
                 .with_context(|| format!("creating directory {} for the history database", dir.display()))?;
         }
         let conn = Connection::open(path).map_err(|e| sql_err(path, e))?;

@@ -6,6 +6,7 @@ pub mod dma_latency;
 pub mod futex;
 pub mod mman;
 pub mod sched;
+pub mod stat;
 pub mod time;
 pub mod prctl;
 pub mod wait;
