@@ -155,17 +155,20 @@ pub fn fmt_value(metric: Metric, v: f64) -> String {
     }
 }
 
-/// The merged entry `k` of `run`.
-fn find<'r>(run: &'r Run, k: &EntryKey) -> Option<&'r ProbeResult> {
-    merged_entries(run).into_iter().find(|r| &EntryKey::of(r) == k)
+/// The merged entry `k` among a run's merged entries.
+fn find<'r>(entries: &[&'r ProbeResult], k: &EntryKey) -> Option<&'r ProbeResult> {
+    entries.iter().find(|r| &EntryKey::of(r) == k).copied()
 }
 
 /// Check `runs` (each with its source label) against `gate`.
 pub fn check(runs: &[(String, Run)], gate: &Gate) -> CheckReport {
     // Entries in order of first appearance over the runs.
+    // Each run's merged entries, found once.
+    let merged: Vec<Vec<&ProbeResult>> = runs.iter().map(|(_, run)| merged_entries(run)).collect();
+    let base_merged: Vec<Vec<&ProbeResult>> = gate.baseline.iter().flat_map(|(base, _)| base.iter().map(merged_entries)).collect();
     let mut keys: Vec<EntryKey> = Vec::new();
-    for (_, run) in runs {
-        for r in merged_entries(run) {
+    for entries in &merged {
+        for &r in entries {
             let k = EntryKey::of(r);
             if !keys.contains(&k) {
                 keys.push(k);
@@ -184,15 +187,15 @@ pub fn check(runs: &[(String, Run)], gate: &Gate) -> CheckReport {
         for (metric, kind, bound) in specs {
             // The limit: the bound, or X × the baseline's median value.
             let limit: Result<f64, String> = match (kind, &gate.baseline) {
-                ("baseline", Some((base, x))) => {
-                    let vals: Vec<f64> = base.iter().filter_map(|b| find(b, k)).filter_map(|r| metric.value(r, gate.deadline).ok()).collect();
+                ("baseline", Some((_, x))) => {
+                    let vals: Vec<f64> = base_merged.iter().filter_map(|b| find(b, k)).filter_map(|r| metric.value(r, gate.deadline).ok()).collect();
                     median(vals).map(|v| v * x).ok_or_else(|| format!("the baseline has no {} for {}", metric.name(), k.label()))
                 }
                 _ => Ok(bound),
             };
             let mut values = Vec::new();
-            for (source, run) in runs {
-                let v = match find(run, k) {
+            for ((source, _), entries) in runs.iter().zip(&merged) {
+                let v = match find(entries, k) {
                     Some(r) => metric.value(r, gate.deadline),
                     None => Err(format!("{source} has no entry {}", k.label())),
                 };

@@ -74,11 +74,13 @@ impl Location {
     /// `postgresql://` or `postgres://` URL selects PostgreSQL, anything
     /// else is an SQLite file path.
     pub fn resolve(flag: Option<&Path>) -> Result<Location, BadInput> {
-        let given = flag.map(|p| p.as_os_str().to_owned()).or_else(|| std::env::var_os("RTSCOPE_DB").filter(|v| !v.is_empty()));
-        if let Some(s) = given.as_ref().and_then(|s| s.to_str()).filter(|s| pgconn::is_url(s)) {
-            return Ok(Location::Postgres(Box::new(pgconn::Target::parse(s)?)));
+        // The one precedence (flag, RTSCOPE_DB, XDG default); only the
+        // first two can be a URL.
+        let p = sqlite::resolve_path(flag)?;
+        match p.to_str().filter(|s| pgconn::is_url(s)) {
+            Some(url) => Ok(Location::Postgres(Box::new(pgconn::Target::parse(url)?))),
+            None => Ok(Location::File(p)),
         }
-        Ok(Location::File(sqlite::resolve_path(flag)?))
     }
     /// How messages name it (a URL without its password).
     pub fn shown(&self) -> String {

@@ -362,12 +362,6 @@ impl Store {
         t.ok_or_else(|| self.no_such_run(id))
     }
 
-    /// Run `id`, parsed from its stored JSON.
-    pub fn load(&self, id: i64) -> anyhow::Result<Run> {
-        let text = self.json_text(id)?;
-        serde_json::from_str(&text).with_context(|| format!("run {id} in {} does not parse as result schema v1", self.path.display()))
-    }
-
     fn no_such_run(&self, id: i64) -> anyhow::Error {
         BadInput(format!("no run with id {id} in {}; `rtscope history` lists the ids", self.path.display())).into()
     }
