@@ -329,6 +329,41 @@ fn unwritable_outputs_are_refused_before_measuring() {
     }
 }
 
+/// A full filesystem (a small tmpfs, root only) for the result or the
+/// history database: exit 2 before measuring, naming the flag or the
+/// database and the free space; nothing written there.
+#[test]
+fn a_full_filesystem_is_refused_before_measuring() {
+    if !is_root() {
+        eprintln!("skipped: mounting a tmpfs needs root");
+        return;
+    }
+    let sb = Sandbox::new();
+    let mnt = sb.path("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let ok = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"]).arg(&mnt).status().unwrap();
+    assert!(ok.success(), "mount tmpfs");
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _guard = Unmount(mnt.clone());
+    let out = sb.cmd().args(["run", "-D", "10s", "-t", "1", "--no-store", "--json"]).arg(mnt.join("r.json")).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--json") && err.contains("free") && err.contains("small"), "{err}");
+    let db = mnt.join("h.db");
+    let out = sb.cmd().args(["run", "-D", "10s", "-t", "1", "--db"]).arg(&db).arg("--json").arg(sb.path("r.json")).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("h.db") && err.contains("free"), "{err}");
+    assert!(!sb.path("r.json").exists(), "nothing measured, nothing written");
+    let left: Vec<_> = std::fs::read_dir(&mnt).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.iter().all(|n| n.to_string_lossy().starts_with("h.db")), "only the (empty) database may be there: {left:?}");
+}
+
 /// The result's directory is replaced by a file while the run measures: the samples
 /// are not dropped — the result goes to $XDG_STATE_HOME/rtscope/unsaved/,
 /// the message says so and gives the import command (exit 1). That file is

@@ -127,7 +127,7 @@ fn run_saves_and_export_is_byte_identical(db: &Db, dir: &Path) {
     let out = dir.join("export/again.json");
     let o = rtscope(&db, &["export", &id, "-o", out.to_str().unwrap()]);
     assert!(o.status.success(), "export failed: {}", stderr(&o));
-    assert_eq!(std::fs::read(&out).unwrap(), original, "export must give back the exact file");
+    assert!(std::fs::read(&out).unwrap() == original, "export must give back the exact file");
     // And to stdout.
     let o = rtscope(&db, &["export", &id]);
     assert_eq!(o.stdout, original);
@@ -189,7 +189,7 @@ fn assert_refused_untouched(db: &Path, before: &[u8], o: &Output, words: &str) {
     assert!(err.contains(&db.display().to_string()), "error must name the file: {err}");
     assert!(err.contains(words), "error should say {words:?}: {err}");
     assert!(!err.contains("panicked"), "{err}");
-    assert_eq!(std::fs::read(db).unwrap(), before, "the file must be left untouched");
+    assert!(std::fs::read(db).unwrap() == before, "the file must be left untouched");
 }
 
 #[test]
@@ -237,7 +237,86 @@ fn corrupt_sqlite_file_is_refused_and_never_overwritten() {
     assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains("results.db") && (err.contains("corrupt") || err.contains("not an SQLite database")), "{err}");
-    assert_eq!(std::fs::read(&db).unwrap(), bytes, "the corrupt file must be left untouched");
+    assert!(std::fs::read(&db).unwrap() == bytes, "the corrupt file must be left untouched");
+}
+
+/// A database whose header and schema read fine but one of whose pages is
+/// damaged: `run` refuses it before measuring (SQLite's quick_check), exit
+/// 2 naming the file, no result written, the file untouched.
+#[test]
+fn partly_corrupt_database_is_refused_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    for f in ["ptsematest.txt", "pmqtest.txt", "cyclictest-hist.txt", "cyclictest.json"] {
+        let o = rtscope(&db, &["import", fixture(f).to_str().unwrap()]);
+        assert!(o.status.success(), "{f}: {}", stderr(&o));
+    }
+    let page_size = {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.pragma_update(None, "journal_mode", "DELETE").unwrap();
+        c.query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0)).unwrap() as usize
+    };
+    let mut bytes = std::fs::read(&db).unwrap();
+    let pages = bytes.len() / page_size;
+    assert!(pages >= 4, "{pages} pages");
+    // The last page: a table or index b-tree page, never the schema (page 1).
+    let last = (pages - 1) * page_size;
+    for b in &mut bytes[last..last + page_size] {
+        *b = 0x5A;
+    }
+    std::fs::write(&db, &bytes).unwrap();
+    let json = dir.path().join("r.json");
+    let o = short_run(&db, &json);
+    assert_refused_untouched(&db, &bytes, &o, "partly corrupt");
+    assert!(stderr(&o).contains("quick_check"), "{}", stderr(&o));
+    assert!(!json.exists(), "a refused run must not write a result");
+}
+
+/// A database in a directory this user cannot write: reading commands
+/// work (read-only open), writing ones say the directory is the problem.
+#[test]
+fn database_in_a_read_only_directory_can_still_be_read() {
+    if !common_is_root() || Command::new("setpriv").arg("--help").output().is_err() {
+        eprintln!("skipped: needs root to run a command as nobody");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ro = dir.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    let db = ro.join("results.db");
+    let o = rtscope(&db, &["import", fixture("ptsematest.txt").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let before = std::fs::read(&db).unwrap();
+    let as_nobody = |args: &[&str]| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", env!("CARGO_BIN_EXE_rtscope")])
+            .env_remove("RTSCOPE_DB")
+            .env("HOME", "/nonexistent")
+            .args(args)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap()
+    };
+    let o = as_nobody(&["history", "--json"]);
+    assert!(o.status.success(), "history must read a database it cannot write: {}", stderr(&o));
+    let rows: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let o = as_nobody(&["export", "1"]);
+    assert!(o.status.success() && stdout(&o).contains("schema_version"), "{}", stderr(&o));
+    let o = as_nobody(&["tag", "1", "x"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("directory") && err.contains("not writable") && err.contains("results.db"), "{err}");
+    assert!(std::fs::read(&db).unwrap() == before, "nothing changed");
+}
+
+fn common_is_root() -> bool {
+    common::is_root()
 }
 
 #[test]

@@ -137,5 +137,20 @@ fn check_parent(p: &std::path::Path, flag: &str) -> Result<(), BadInput> {
 pub fn check_writable(dir: &std::path::Path, flag: &str) -> Result<(), BadInput> {
     tempfile::Builder::new().prefix(".rtscope-check").tempfile_in(dir).map(drop).map_err(|e| {
         BadInput(format!("{flag}: cannot write in '{}': {e}; choose a directory you can write to", dir.display()))
-    })
+    })?;
+    check_free(dir, flag)
+}
+
+/// Refuse (exit 2) a directory whose filesystem has less than
+/// [`crate::sys::stat::MIN_FREE_BYTES`] free.
+pub fn check_free(dir: &std::path::Path, flag: &str) -> Result<(), BadInput> {
+    match crate::sys::stat::free_bytes(dir) {
+        Ok(free) if free < crate::sys::stat::MIN_FREE_BYTES => Err(BadInput(format!(
+            "{flag}: the filesystem of '{}' has only {} free, less than the {} a result needs; free some space or choose another place",
+            dir.display(),
+            crate::units::fmt_bytes(free),
+            crate::units::fmt_bytes(crate::sys::stat::MIN_FREE_BYTES)
+        ))),
+        _ => Ok(()),
+    }
 }

@@ -17,7 +17,7 @@ pub fn open_for_run(opts: &StoreOpts) -> anyhow::Result<Option<Store>> {
     if opts.no_store {
         return Ok(None);
     }
-    Ok(Some(Store::open(&Location::resolve(opts.db.db.as_deref())?)?))
+    Ok(Some(Store::open_for_run(&Location::resolve(opts.db.db.as_deref())?)?))
 }
 
 /// Save a finished native run. The stored JSON is the result file's exact

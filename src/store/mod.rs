@@ -141,6 +141,15 @@ impl Store {
             },
         }
     }
+    /// [`Store::open`] for a run about to measure: an SQLite file must also
+    /// pass `PRAGMA quick_check` and have room on its filesystem, checked
+    /// before anything is written (exit 2 otherwise).
+    pub fn open_for_run(loc: &Location) -> anyhow::Result<Store> {
+        Ok(match loc {
+            Location::File(p) => Store::Sqlite(sqlite::Store::open_for_run(p)?),
+            Location::Postgres(t) => Store::Postgres(Box::new(pg::Store::open(t)?)),
+        })
+    }
     /// How messages name the database (a URL without its password).
     pub fn shown(&self) -> String {
         match self {

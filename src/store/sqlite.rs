@@ -72,9 +72,25 @@ fn sql_err(path: &Path, e: rusqlite::Error) -> anyhow::Error {
             ErrorCode::DatabaseCorrupt => Some("is a corrupt SQLite database"),
             ErrorCode::CannotOpen => Some("cannot be opened (missing directory or no permission?)"),
             ErrorCode::PermissionDenied | ErrorCode::ReadOnly => Some("is not writable"),
+            ErrorCode::DiskFull => Some("cannot grow: its filesystem is full"),
+            ErrorCode::SystemIoFailure => Some("cannot be written (I/O error; is its filesystem full?)"),
             _ => None,
         };
         if let Some(why) = why {
+            let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            if matches!(f.code, ErrorCode::PermissionDenied | ErrorCode::ReadOnly | ErrorCode::CannotOpen)
+                && path.exists()
+                && crate::sys::stat::file_writable(path)
+                && !crate::sys::stat::dir_writable(dir)
+            {
+                return BadInput(format!(
+                    "history database {} cannot be written: its directory {} is not writable (SQLite keeps its journal files beside the database); \
+                     nothing was changed. Reading commands still work; to store, use another file with --db PATH or RTSCOPE_DB, or --no-store",
+                    path.display(),
+                    dir.display()
+                ))
+                .into();
+            }
             return BadInput(format!(
                 "history database {} {why}; nothing was changed. Use another file with --db PATH or RTSCOPE_DB, or --no-store",
                 path.display()
@@ -118,12 +134,103 @@ impl Store {
             ))
             .into());
         }
-        Store::open(path)
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        if crate::sys::stat::file_writable(path) && crate::sys::stat::dir_writable(dir) {
+            Store::open(path)
+        } else {
+            Store::open_read_only(path)
+        }
+    }
+
+    /// Open a database this process cannot write (read-only file, directory
+    /// or mount) for reading: history, show, export and report still work;
+    /// a write later fails with "is not writable" (exit 2). A WAL database
+    /// whose `-shm` file cannot be created is opened `immutable` (SQLite
+    /// then reads the file as it is, without locking).
+    fn open_read_only(path: &Path) -> anyhow::Result<Store> {
+        use rusqlite::OpenFlags;
+        check_header(path)?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let try_open = |target: &str| -> rusqlite::Result<(Connection, i64)> {
+            let conn = Connection::open_with_flags(target, flags)?;
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+            let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+            Ok((conn, v))
+        };
+        let plain = path.to_str().map(|p| format!("file:{}?mode=ro", uri_escape(p)));
+        let immutable = path.to_str().map(|p| format!("file:{}?immutable=1", uri_escape(p)));
+        let opened = match plain.as_deref().map(try_open) {
+            Some(Ok(x)) => Ok(x),
+            _ => match immutable.as_deref() {
+                Some(u) => try_open(u),
+                None => Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+                    .and_then(|c| c.query_row("PRAGMA user_version", [], |r| r.get(0)).map(|v| (c, v))),
+            },
+        };
+        let (conn, version) = opened.map_err(|e| sql_err(path, e))?;
+        let store = Store { conn, path: path.to_path_buf() };
+        let version = version.max(0) as u32;
+        store.refuse_newer(version)?;
+        if version < migrations::latest() {
+            return Err(BadInput(format!(
+                "history database {} is from an older rtscope and needs upgrading (schema version {version}, now {}), \
+                 which this process cannot do: it may not write the file or its directory. Run any rtscope command with \
+                 write access to it once, or copy it somewhere writable and pass --db",
+                path.display(),
+                migrations::latest()
+            ))
+            .into());
+        }
+        Ok(store)
+    }
+
+    /// Before measuring into this database: SQLite's `PRAGMA quick_check`
+    /// (a partly corrupt file is refused now, not after the run) and room
+    /// on its filesystem. Exit 2 naming the file.
+    fn check_for_run(&self) -> anyhow::Result<()> {
+        let problems: Vec<String> = {
+            let mut st = self.conn.prepare("PRAGMA quick_check(5)").map_err(|e| sql_err(&self.path, e))?;
+            let rows = st.query_map([], |r| r.get::<_, String>(0)).map_err(|e| sql_err(&self.path, e))?;
+            rows.collect::<rusqlite::Result<_>>().map_err(|e| sql_err(&self.path, e))?
+        };
+        if problems.first().map(String::as_str) != Some("ok") {
+            return Err(BadInput(format!(
+                "history database {} is partly corrupt (SQLite quick_check: {}); nothing was measured or changed. \
+                 Recover it (`sqlite3 {} .recover`), or use another file with --db PATH, or --no-store",
+                self.path.display(),
+                problems.join("; "),
+                self.path.display()
+            ))
+            .into());
+        }
+        let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        match crate::sys::stat::free_bytes(dir) {
+            Ok(free) if free < crate::sys::stat::MIN_FREE_BYTES => Err(BadInput(format!(
+                "history database {}: its filesystem has only {} free, less than the {} a run needs; \
+                 free some space, or use another file with --db PATH, or --no-store",
+                self.path.display(),
+                crate::units::fmt_bytes(free),
+                crate::units::fmt_bytes(crate::sys::stat::MIN_FREE_BYTES)
+            ))
+            .into()),
+            _ => Ok(()),
+        }
     }
 
     /// Open the database for storing runs, creating it (and its directory)
     /// when missing.
     pub fn open(path: &Path) -> anyhow::Result<Store> {
+        Store::open_with(path, false)
+    }
+
+    /// [`Store::open`] for a run about to measure: before anything is
+    /// written (not even the WAL switch), SQLite's `PRAGMA quick_check` must
+    /// pass and the filesystem must have room (see [`Store::check_for_run`]).
+    pub fn open_for_run(path: &Path) -> anyhow::Result<Store> {
+        Store::open_with(path, true)
+    }
+
+    fn open_with(path: &Path, for_run: bool) -> anyhow::Result<Store> {
         check_header(path)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             crate::sys::stat::create_dirs(dir)
@@ -137,6 +244,9 @@ impl Store {
         // Read-only check first: nothing may be written to a newer database.
         let version = store.user_version()?;
         store.refuse_newer(version)?;
+        if for_run {
+            store.check_for_run()?;
+        }
         store.enable_wal()?;
         store.migrate()?;
         Ok(store)
@@ -473,6 +583,12 @@ fn check_header(path: &Path) -> Result<(), BadInput> {
         )));
     }
     Ok(())
+}
+
+/// Percent-escape the characters that end or change a path in an SQLite
+/// `file:` URI.
+fn uri_escape(p: &str) -> String {
+    p.replace('%', "%25").replace('?', "%3f").replace('#', "%23")
 }
 
 fn read_up_to(f: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
