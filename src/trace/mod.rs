@@ -348,10 +348,13 @@ impl TraceSession {
 
 impl Drop for TraceSession {
     fn drop(&mut self) {
-        unregister_instance_path();
+        // The path stays registered until the directory is gone: a second
+        // signal arriving in the middle of this removal must still find it
+        // (the handler's rmdir then fails harmlessly or wins the race).
         if let Err(e) = self.instance.remove() {
             eprintln!("warning: could not remove tracing instance {}: {e}; remove it with rmdir", self.instance.dir().display());
         }
+        unregister_instance_path();
     }
 }
 
@@ -389,15 +392,37 @@ pub fn register_signal_cleanup(stop: Arc<AtomicBool>) -> std::io::Result<()> {
             if stop.load(Ordering::SeqCst) {
                 let p = INSTANCE_PATH.load(Ordering::SeqCst);
                 if !p.is_null() {
-                    // SAFETY: `p` is a leaked, never-freed NUL-terminated path; rmdir(2) is
-                    // async-signal-safe. Failure (EBUSY while a reader has a file open) is
-                    // ignored: there is nothing more a signal handler can do.
-                    unsafe { libc::rmdir(p) };
+                    // SAFETY: `p` is a leaked, never-freed NUL-terminated path; rmdir(2),
+                    // fork(2), close(2), nanosleep(2) and _exit(2) are async-signal-safe, and the
+                    // child calls nothing else (no allocation, no lock).
+                    unsafe {
+                        if libc::rmdir(p) != 0 {
+                            // EBUSY: the reader thread still holds a file of the
+                            // instance open, and this process exits right after this
+                            // handler. A child outlives it by a moment and retries
+                            // once the exit has closed those files (≤ 2 s, then gone).
+                            if libc::fork() == 0 {
+                                // The child inherited the reader's descriptors,
+                                // which keep the instance busy: close them all.
+                                for fd in 0..4096 {
+                                    libc::close(fd);
+                                }
+                                let ts = libc::timespec { tv_sec: 0, tv_nsec: 10_000_000 };
+                                for _ in 0..200 {
+                                    if libc::rmdir(p) == 0 {
+                                        libc::_exit(0);
+                                    }
+                                    libc::nanosleep(&ts, std::ptr::null_mut());
+                                }
+                                libc::_exit(1);
+                            }
+                        }
+                    }
                 }
             }
         };
-        // SAFETY: the action only performs atomic loads and rmdir(2), all async-signal-safe;
-        // it allocates nothing and takes no lock.
+        // SAFETY: the action only performs atomic loads, rmdir(2), fork(2), close(2),
+        // nanosleep(2) and _exit(2), all async-signal-safe; it allocates nothing and takes no lock.
         unsafe { signal_hook::low_level::register(sig, action) }?;
     }
     Ok(())
