@@ -464,7 +464,7 @@ fn empty_tree_reports_not_exposed_without_failing() {
     let doc = h.json(&[]);
     assert_eq!(doc["cpus"], serde_json::json!([0]));
     let f = doc["findings"].as_array().unwrap();
-    assert_eq!(f.len(), 22);
+    assert_eq!(f.len(), 23);
     let swaps = f.iter().find(|f| f["id"] == "mm.swap").unwrap();
     assert_eq!(swaps["severity"], "info");
     assert_eq!(swaps["evidence"][0]["value"], "(not exposed by this kernel)");
@@ -482,7 +482,7 @@ fn garbage_content_does_not_panic() {
     }
     std::fs::write(h.path("/proc/swaps"), [0xff, 0xfe, b'\n', 0x80]).unwrap();
     let doc = h.json(&["--cpus", "2"]);
-    assert_eq!(doc["findings"].as_array().unwrap().len(), 22);
+    assert_eq!(doc["findings"].as_array().unwrap().len(), 23);
 }
 
 #[test]
@@ -537,7 +537,7 @@ fn real_host_run_succeeds() {
     assert!(text.contains("preempt.model") && text.contains(" ok\n"), "{text}");
     let out = Command::cargo_bin("rtscope").unwrap().args(["doctor", "--json"]).output().unwrap();
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc["findings"].as_array().unwrap().len(), 22);
+    assert_eq!(doc["findings"].as_array().unwrap().len(), 23);
 }
 
 /// Golden: the doctor JSON of the tuned host, byte for byte (findings,

@@ -47,6 +47,19 @@ macro_rules! skip_unless_tracing {
     };
 }
 
+/// Every `rtscope run` (and `doctor`) removes instances of dead rtscope
+/// pids: a test that plants one takes this lock for writing, every other
+/// test of this file for reading, so no parallel run removes it first.
+static STALE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    STALE.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn exclusive() -> std::sync::RwLockWriteGuard<'static, ()> {
+    STALE.write().unwrap_or_else(|e| e.into_inner())
+}
+
 fn instance_of(pid: u32) -> PathBuf {
     Path::new(TRACEFS).join("instances").join(format!("rtscope-{pid}"))
 }
@@ -129,6 +142,7 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
 #[test]
 fn names_the_fifo_99_hog_as_top_culprit_of_late_samples() {
     skip_unless_tracing!();
+    let _lock = shared();
     let stop = Arc::new(AtomicBool::new(false));
     let (hog, hog_tid) = start_hog(Arc::clone(&stop));
     let sb = Sandbox::new();
@@ -236,6 +250,7 @@ fn names_the_fifo_99_hog_as_top_culprit_of_late_samples() {
 #[test]
 fn instance_removed_after_sigint_and_two_runs_get_their_own() {
     skip_unless_tracing!();
+    let _lock = shared();
     let sb = Sandbox::new();
     // CPU 0: CPU 1 is the hog test's, which may run at the same time.
     let args = ["-a", "0", "-t", "1", "-i", "1000", "-D", "60s", "-q", "--trace-threshold", "100us"];
@@ -271,6 +286,7 @@ fn instance_removed_after_sigint_and_two_runs_get_their_own() {
 #[test]
 fn instance_removed_after_double_sigint() {
     skip_unless_tracing!();
+    let _lock = shared();
     let sb = Sandbox::new();
     for (i, gap_us) in [0u64, 0, 100, 500, 1000, 5000, 20_000, 100_000].into_iter().enumerate() {
         let name = format!("c{i}.json");
@@ -290,6 +306,7 @@ fn instance_removed_after_double_sigint() {
 #[test]
 fn without_root_it_says_so_and_runs_without_tracing() {
     skip_unless_tracing!();
+    let _lock = shared();
     if !Path::new("/usr/bin/setpriv").exists() {
         eprintln!("skipped: no setpriv to drop root");
         return;
@@ -320,6 +337,7 @@ fn without_root_it_says_so_and_runs_without_tracing() {
 
 #[test]
 fn trace_threshold_without_the_timer_probe_is_bad_input() {
+    let _lock = shared();
     let sb = Sandbox::new();
     let out = sb.run(&["run", "--probe", "sem", "-D", "1s", "--trace-threshold", "100us", "--json", "x.json"]);
     assert_eq!(out.status.code(), Some(2));
@@ -339,6 +357,7 @@ fn trace_threshold_without_the_timer_probe_is_bad_input() {
 #[test]
 fn a_killed_runs_instance_is_removed_by_the_next_run() {
     skip_unless_tracing!();
+    let _lock = exclusive();
     let sb = Sandbox::new();
     let a = spawn_run(&sb, "a.json", &["-a", "0", "-t", "1", "-D", "60s", "-q", "--trace-threshold", "100us"]);
     let live = instance_of(a.id());
@@ -359,4 +378,41 @@ fn a_killed_runs_instance_is_removed_by_the_next_run() {
     let out = a.wait();
     assert_eq!(out.status.code(), Some(130));
     wait_for("the live run's instance to go", || !live.exists());
+}
+
+/// `doctor` names another tool's active tracing (an instance with events
+/// on) as a warning, and removes the instance of a killed rtscope run,
+/// saying so.
+#[test]
+fn doctor_names_other_tracing_and_removes_a_killed_runs_instance() {
+    skip_unless_tracing!();
+    let _lock = exclusive();
+    struct Rm(PathBuf);
+    impl Drop for Rm {
+        fn drop(&mut self) {
+            let _ = std::fs::write(self.0.join("tracing_on"), "0");
+            let _ = std::fs::write(self.0.join("set_event"), "");
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    let other = Path::new(TRACEFS).join(format!("instances/other-tool-{}", std::process::id()));
+    std::fs::create_dir(&other).unwrap();
+    let _rm = Rm(other.clone());
+    std::fs::write(other.join("set_event"), "sched:sched_switch\n").unwrap();
+    std::fs::write(other.join("tracing_on"), "1").unwrap();
+    let dead_pid = (4_000_000..4_100_000).find(|p| !Path::new(&format!("/proc/{p}")).exists()).unwrap();
+    let dead = instance_of(dead_pid);
+    std::fs::create_dir(&dead).unwrap();
+    let _rm_dead = Rm(dead.clone());
+    let sb = Sandbox::new();
+    let out = sb.cmd().args(["doctor", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("removed tracing instance rtscope-{dead_pid}")), "{err}");
+    assert!(!dead.exists(), "the killed run's instance is still there");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = v["findings"].as_array().unwrap().iter().find(|f| f["id"] == "tracing.active").cloned().unwrap();
+    assert_eq!(f["severity"], "warn", "{f}");
+    let name = other.file_name().unwrap().to_str().unwrap();
+    assert!(f["title"].as_str().unwrap().contains(&format!("instance {name} (1 event enabled)")), "{f}");
 }

@@ -31,6 +31,15 @@ pub fn cmd(args: &DoctorArgs) -> anyhow::Result<u8> {
         }
         None => online,
     };
+    // On the live system, instances left by killed rtscope runs are removed
+    // first (as every `rtscope run` does); the audit reports what remains.
+    if args.root.is_none() && nix::unistd::geteuid().is_root() {
+        if let Some(tracefs) = crate::sys::tracefs::find_mounted() {
+            for name in crate::sys::tracefs::remove_stale_instances(&tracefs) {
+                eprintln!("removed tracing instance {name} left by a killed rtscope run");
+            }
+        }
+    }
     let findings = doctor::audit_host(&root, &host, &cpus);
     let cpus = if cpus.is_empty() { vec![0] } else { cpus };
     let report = DoctorReport { schema_version: doctor::SCHEMA_VERSION, cpus, findings };

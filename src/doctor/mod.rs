@@ -9,7 +9,7 @@
 //!
 //! One file per group of checks: `preempt`, `cpuidle`, `cpufreq`, `isolation` (isolcpus,
 //! nohz_full, rcu_nocbs, SMT), `irq`, `sched`, `mm`, `clock`, `console`, `watchdog`,
-//! `mitigations`, `vm`. Rendering (terminal and JSON) lives in `render`.
+//! `tracing` (other active kernel tracing), `mitigations`, `vm`. Rendering (terminal and JSON) lives in `render`.
 
 mod clock;
 mod console;
@@ -22,6 +22,7 @@ mod mm;
 mod preempt;
 mod render;
 mod sched;
+mod tracing;
 mod vm;
 mod watchdog;
 
@@ -225,6 +226,7 @@ pub fn audit_host(root: &SysRoot, host: &Host, cpus: &[usize]) -> Vec<Finding> {
     out.extend(clock::check(&ctx));
     out.extend(console::check(&ctx));
     out.extend(watchdog::check(&ctx));
+    out.extend(tracing::check(&ctx));
     out.extend(mitigations::check(&ctx));
     out.extend(vm::check(&ctx));
     out
