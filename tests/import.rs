@@ -98,6 +98,7 @@ fn auto_detects_every_fixture() {
         ("sigwaittest.txt", "rt-tests-ipc"),
         ("ptsematest-live.txt", "rt-tests-ipc"),
         ("xenomai-latency.txt", "xenomai-latency"),
+        ("xenomai-negative.txt", "xenomai-latency"),
         ("rtai-latency.txt", "rtai-latency"),
         ("seed001-idle.csv", "bins-csv"),
         ("seed001-disk.csv", "bins-csv"),
@@ -285,6 +286,8 @@ fn rtai_windows_negative_minimum_is_clamped_and_noted() {
     assert_eq!(u(&r["overruns"]), rtd.iter().map(|w| w[5]).max().unwrap() as u64);
     let min = rtd.iter().map(|w| w[0]).min().unwrap();
     assert!(run["fidelity"].to_string().contains(&format!("down to {min} ns")));
+    assert_eq!(r["signed"]["min_ns"].as_i64().unwrap(), min, "the signed minimum is kept");
+    assert_eq!(r["signed"]["clamped"], true);
     // One task, so one result (thread null), with one per_second entry per window.
     assert_eq!(results(run).len(), 1);
     let secs = r["per_second"].as_array().unwrap();
@@ -293,6 +296,70 @@ fn rtai_windows_negative_minimum_is_clamped_and_noted() {
         assert_eq!(u(&s["max_ns"]), w[3] as u64);
         assert_eq!(u(&s["count"]), 10_000);
     }
+}
+
+/// A Xenomai log with negative latencies (the timer fired early): the
+/// signed min and mean survive import in `signed` (clamped: true), and
+/// `report` and `compare` show them, not the 0 the unsigned fields hold.
+#[test]
+fn negative_latencies_keep_their_sign_through_report_and_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let run = &convert(&fixture("xenomai-negative.txt"), &[])[0];
+    let r = &merged(run)[0];
+    assert_eq!(r["signed"]["min_ns"], -1576);
+    assert_eq!(r["signed"]["mean_ns"].as_f64().unwrap(), -405.0);
+    assert_eq!(r["signed"]["max_ns"], 5047);
+    assert_eq!(r["signed"]["clamped"], true);
+    assert_eq!(u(&r["min_ns"]), 0, "the unsigned min clamps");
+    assert!(run["fidelity"].to_string().contains("signed"), "{}", run["fidelity"]);
+    for f in ["xenomai-latency.txt", "xenomai-negative.txt"] {
+        let o = bin().env("RTSCOPE_DB", &db).args(["import"]).arg(fixture(f)).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let o = bin().env("RTSCOPE_DB", &db).args(["report", "--no-pwcet", "--format", "md", "2"]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("| -1.6 |") && text.contains("-0.4±"), "report must show the signed min and mean:\n{text}");
+    let o = bin().env("RTSCOPE_DB", &db).args(["compare", "--format", "json", "1", "2"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let means: Vec<f64> = v["rows"][0]["cells"].as_array().unwrap().iter().map(|c| c["mean_ns"].as_f64().unwrap()).collect();
+    assert_eq!(means, vec![1403.0, -405.0], "{}", v["rows"][0]);
+}
+
+/// A 16 MB generated histogram (one row per µs, 2 threads) imports with
+/// every sample and its min/max, and is stored folded to 3 significant
+/// digits: bounded buckets, and the fidelity note says so.
+#[test]
+fn a_huge_histogram_is_folded_without_losing_a_sample() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.txt");
+    let rows = 700_000u64;
+    {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        writeln!(f, "# Histogram").unwrap();
+        for i in 0..rows {
+            writeln!(f, "{i:07} {:06} {:06}", 1, i % 3).unwrap();
+        }
+        let t2: u64 = (0..rows).map(|i| i % 3).sum();
+        writeln!(f, "# Total: {rows:09} {t2:09}\n# Min Latencies: 00000 00001\n# Avg Latencies: 00001 00001").unwrap();
+        writeln!(f, "# Max Latencies: {:05} {:05}\n# Histogram Overflows: 00000 00000", rows - 1, rows - 1).unwrap();
+    }
+    let run = &convert(&path, &[])[0];
+    let t0 = thread(run, 0);
+    assert_eq!(u(&t0["samples"]), rows);
+    assert_eq!(hist_count(&t0), rows);
+    assert_eq!((u(&t0["min_ns"]), u(&t0["max_ns"])), (0, (rows - 1) * 1000));
+    let n = t0["histogram"].as_array().unwrap().len();
+    assert!(n < 25_000, "{n} buckets for {rows} rows");
+    assert!(run["fidelity"].to_string().contains("3 significant digits"), "{}", run["fidelity"]);
+    check_invariants(run);
+}
+
+fn hist_count(r: &Value) -> u64 {
+    r["histogram"].as_array().unwrap().iter().map(|b| u(&b["count"])).sum()
 }
 
 /// Read a bins-csv fixture: (lo, hi, counts per column) and the column names.

@@ -204,7 +204,7 @@ fn cell(r: &ProbeResult, first: Option<&ProbeResult>) -> Cell {
         p99: ratio_of(p(a, 99.0), p99),
         p99_9: ratio_of(p(a, 99.9), p999),
         max: ratio(a.max_ns.0 as f64, r.max_ns.0 as f64),
-        mean: ratio(a.mean_ns, r.mean_ns),
+        mean: ratio(a.shown_mean_ns(), r.shown_mean_ns()),
     });
     Cell {
         samples: r.samples,
@@ -213,7 +213,7 @@ fn cell(r: &ProbeResult, first: Option<&ProbeResult>) -> Cell {
         p99_ns: p99,
         p99_9_ns: p999,
         max_ns: r.max_ns,
-        mean_ns: r.mean_ns,
+        mean_ns: r.shown_mean_ns(),
         stddev_ns: r.stddev_ns,
         ratio_to_first,
         ks_vs_first: first

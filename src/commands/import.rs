@@ -11,7 +11,7 @@ use std::path::Path;
 use crate::cli::store_opts::ImportArgs;
 use crate::commands::tag::check_tag;
 use crate::error::{BadInput, EXIT_OK};
-use crate::import::{self, build_run, detect, format_list, Context, Format};
+use crate::import::{self, build_run, format_list, Context, Format};
 use crate::model::Run;
 use crate::store::{Location, Store};
 
@@ -31,22 +31,34 @@ fn mtime_rfc3339(path: &Path) -> String {
         .unwrap_or_else(crate::store::now_rfc3339)
 }
 
+/// How much of a file format detection reads.
+const DETECT_BYTES: usize = 64 << 10;
+
 fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
+    use std::io::{BufReader, Read};
     let file = args.file.display().to_string();
-    let bytes = crate::store::json::read_input(&args.file, args.max_size).map_err(|e| BadInput(format!("{file}: {e}")))?;
-    let text = match std::str::from_utf8(&bytes) {
-        Ok(t) => t,
-        Err(e) => {
-            let at = e.valid_up_to();
-            let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
-            return Err(BadInput(format!(
-                "{file}: line {line}: not UTF-8 text (invalid byte at offset {at}); expected the text output of one of: {}",
-                format_list()
-            )));
-        }
+    let open = || crate::store::json::open_input(&args.file, args.max_size).map_err(|e| BadInput(format!("{file}: {e}")));
+    let (f, len) = open()?;
+    // The opening bytes decide the format; the whole file is then read as
+    // it streams (and hashed in a pass of its own): memory stays bounded.
+    let mut head = Vec::with_capacity(DETECT_BYTES.min(len as usize));
+    f.take(DETECT_BYTES as u64).read_to_end(&mut head).map_err(|e| BadInput(format!("{file}: cannot read: {e}")))?;
+    let complete = (head.len() as u64) >= len && head.len() < DETECT_BYTES;
+    let (head_text, bad_utf8) = match std::str::from_utf8(&head) {
+        Ok(t) => (t, None),
+        // A multi-byte character cut at the end of the window is not an error.
+        Err(e) if !complete && e.error_len().is_none() => (std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or(""), None),
+        Err(e) => (std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or(""), Some(e.valid_up_to())),
     };
+    if let Some(at) = bad_utf8 {
+        let line = head[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        return Err(BadInput(format!(
+            "{file}: line {line}: not UTF-8 text (invalid byte at offset {at}); expected the text output of one of: {}",
+            format_list()
+        )));
+    }
     let format = match args.format {
-        Format::Auto => detect(text).ok_or_else(|| {
+        Format::Auto => import::detect_head(head_text, complete).ok_or_else(|| {
             BadInput(format!(
                 "{file}: format not recognised; rtscope imports: {}. Check the file, or name the format with --format",
                 format_list()
@@ -62,10 +74,18 @@ fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
         if args.name.is_some() || args.probe.is_some() || args.phase != "unspecified" {
             return Err(BadInput(format!("{file}: an rtscope result is stored as it is; --name, --probe and --phase apply only to foreign formats")));
         }
-        return Ok(vec![Converted { run, json: text.to_string(), source: "native".into() }]);
+        let bytes = crate::store::json::read_input(&args.file, crate::store::json::MAX_RESULT_BYTES).map_err(|e| BadInput(format!("{file}: {e}")))?;
+        let text = String::from_utf8(bytes).map_err(|e| BadInput(format!("{file}: not UTF-8 text ({e})")))?;
+        return Ok(vec![Converted { run, json: text, source: "native".into() }]);
     }
+    let sha = {
+        let (f, _) = open()?;
+        crate::store::sha256_reader(f.take(args.max_size)).map_err(|e| BadInput(format!("{file}: cannot read: {e}")))?
+    };
     let file_name = args.file.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
-    let mut parsed = import::parse(format, text, &file_name).map_err(|e| BadInput(format!("{file}: {format}: {e}")))?;
+    let (f, _) = open()?;
+    let mut parsed = import::parse_reader(format, BufReader::with_capacity(256 << 10, f.take(args.max_size)), &file_name)
+        .map_err(|e| BadInput(format!("{file}: {format}: {e}")))?;
     if format == Format::BinsCsv {
         if let Some(name) = &args.name {
             let all: Vec<String> = parsed.iter().filter_map(|p| p.system.clone()).collect();
@@ -78,7 +98,7 @@ fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
     let ctx = Context {
         format,
         file: file.clone(),
-        file_sha256: crate::store::sha256_hex(&bytes),
+        file_sha256: sha,
         file_stem: args.file.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "imported".into()),
         file_mtime: mtime_rfc3339(&args.file),
         phase: args.phase.clone(),

@@ -16,18 +16,25 @@
 //! bin, max the upper edge (hi − 1) of the highest; the mean is estimated
 //! from bin midpoints.
 
-use super::{uint, ParseError, Parsed, Series};
-use crate::model::{Bucket, Nanos};
+use super::{uint, Hist, ParseError, Parsed, Series};
 
 pub fn parse(text: &str) -> Result<Vec<Parsed>, ParseError> {
+    parse_reader(text.as_bytes())
+}
+
+/// Read record by record into one [`Hist`] per column (bounded memory
+/// whatever the number of bins); each column's min and max edges are
+/// tracked as the bins go by.
+pub fn parse_reader(r: impl std::io::Read) -> Result<Vec<Parsed>, ParseError> {
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(false)
         .comment(Some(b'#'))
         .flexible(true)
         .trim(csv::Trim::All)
-        .from_reader(text.as_bytes());
+        .from_reader(r);
     let mut header: Option<Vec<String>> = None;
-    let mut cols: Vec<Vec<Bucket>> = Vec::new();
+    // Per column: histogram, lowest non-empty bin's lo, highest's hi.
+    let mut cols: Vec<(Hist, Option<u64>, u64)> = Vec::new();
     let mut prev_hi: Option<(u64, usize)> = None;
     for rec in rdr.records() {
         let rec = rec.map_err(|e| {
@@ -52,7 +59,7 @@ pub fn parse(text: &str) -> Result<Vec<Parsed>, ParseError> {
                         return Err(ParseError::at(n, format!("system {name:?} appears twice in the header")));
                     }
                 }
-                cols = vec![Vec::new(); names.len()];
+                cols = names.iter().map(|_| (Hist::new(), None, 0)).collect();
                 header = Some(names);
             }
             Some(names) => {
@@ -77,7 +84,9 @@ pub fn parse(text: &str) -> Result<Vec<Parsed>, ParseError> {
                     let cell = rec.get(k + 2).unwrap_or("");
                     let count = if cell.is_empty() { 0 } else { uint(cell, n, &format!("count for {}", names[k]))? };
                     if count > 0 {
-                        col.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi - 1), count });
+                        col.0.add(lo, hi - 1, count);
+                        col.1.get_or_insert(lo);
+                        col.2 = hi - 1;
                     }
                 }
             }
@@ -85,24 +94,25 @@ pub fn parse(text: &str) -> Result<Vec<Parsed>, ParseError> {
     }
     let names = header.ok_or_else(|| ParseError::file("no header line; expected bin_lo_ns,bin_hi_ns,SYSTEM[,SYSTEM...]"))?;
     let mut out = Vec::new();
-    for (name, buckets) in names.into_iter().zip(cols) {
-        let samples = buckets
-            .iter()
-            .try_fold(0u64, |a, b| a.checked_add(b.count))
-            .ok_or_else(|| ParseError::file(format!("{name}: counts overflow a 64-bit sum")))?;
-        if samples == 0 {
+    for (name, (hist, lo, hi)) in names.into_iter().zip(cols) {
+        let samples = hist.total().ok_or_else(|| ParseError::file(format!("{name}: counts overflow a 64-bit sum")))?;
+        let Some(min_ns) = lo.filter(|_| samples > 0) else {
             return Err(ParseError::file(format!("column {name:?} has no counts; every system needs at least one")));
-        }
-        let min_ns = buckets[0].lo_ns.0;
-        let max_ns = buckets[buckets.len() - 1].hi_ns.0;
+        };
+        let max_ns = hi;
+        let folded = hist.folded();
+        let buckets = hist.into_buckets();
         out.push(Parsed {
             tool: "bins-csv".into(),
             system: Some(name),
             series: vec![Series { probe: "latency".into(), samples, min_ns, max_ns, buckets, ..Series::default() }],
-            fidelity: vec![
-                "binned source: min/max known only to their bin (lower edge of the lowest, upper edge of the highest non-empty bin); mean and stddev estimated from bin midpoints".into(),
-                "no host, date, period or per-second series in this format".into(),
-            ],
+            fidelity: [
+                "binned source: min/max known only to their bin (lower edge of the lowest, upper edge of the highest non-empty bin); mean and stddev estimated from bin midpoints".to_string(),
+                "no host, date, period or per-second series in this format".to_string(),
+            ]
+            .into_iter()
+            .chain(folded.then(|| super::folded_note("bins")))
+            .collect(),
             ..Parsed::default()
         });
     }

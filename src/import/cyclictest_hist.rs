@@ -19,7 +19,7 @@
 //! ignored, but the footer must be complete: a missing `# Max Latencies`
 //! line means a truncated file.
 
-use super::{uint, us_to_ns, ParseError, Parsed, Series};
+use super::{uint, us_to_ns, Hist, Line, ParseError, Parsed, Series};
 use crate::model::{Bucket, Nanos};
 
 fn footer_values(rest: &str, line: usize, what: &str) -> Result<Vec<u64>, ParseError> {
@@ -27,12 +27,21 @@ fn footer_values(rest: &str, line: usize, what: &str) -> Result<Vec<u64>, ParseE
 }
 
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
-    let mut rows: Vec<(usize, u64, Vec<u64>)> = Vec::new(); // (line, value, counts)
+    parse_lines(&mut super::Lines::new(text.as_bytes()))
+}
+
+/// Read line by line: each histogram row is added to its column's
+/// [`Hist`] at once, so memory does not grow with the number of rows.
+pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, ParseError> {
+    let mut cols: Vec<Hist> = Vec::new();
+    let mut first_row: Option<usize> = None;
+    let mut limit_us = 0u64;
     let mut in_hist = false;
     let (mut total, mut min, mut avg, mut max, mut over) = (None, None, None, None, None);
-    for (i, raw) in text.lines().enumerate() {
+    for (i, raw) in lines.enumerate() {
+        let raw = raw?;
         let n = i + 1;
-        let l = super::strip_ansi(raw);
+        let l = super::strip_ansi(&raw);
         let l = l.trim();
         if l.starts_with("# Histogram Overflow at") || l.starts_with("# Thread") {
             continue;
@@ -61,8 +70,24 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
         }
         let mut toks = l.split_whitespace();
         let value = uint(toks.next().unwrap_or(""), n, "histogram row value (µs)")?;
-        let counts = toks.map(|t| uint(t, n, "histogram count")).collect::<Result<Vec<_>, _>>()?;
-        rows.push((n, value, counts));
+        let lo = us_to_ns(value, n, "histogram row value")?;
+        let mut k = 0;
+        for t in toks {
+            let c = uint(t, n, "histogram count")?;
+            if first_row.is_none() {
+                cols.push(Hist::new());
+            }
+            match cols.get_mut(k) {
+                Some(h) => h.add(lo, lo + 999, c),
+                None => return Err(ParseError::at(n, format!("more than {} counts on this row; line {} has {}", cols.len(), first_row.unwrap_or(n), cols.len()))),
+            }
+            k += 1;
+        }
+        if first_row.is_some() && k != cols.len() {
+            return Err(ParseError::at(n, format!("{k} counts on this row; line {} has {}", first_row.unwrap_or(n), cols.len())));
+        }
+        first_row.get_or_insert(n);
+        limit_us = limit_us.max(value.saturating_add(1));
     }
     let need = |x: Option<(usize, Vec<u64>)>, name: &str| {
         x.ok_or_else(|| ParseError::file(format!("no \"# {name}:\" line; expected the complete output of cyclictest -h (truncated file?)")))
@@ -82,32 +107,25 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
             return Err(ParseError::file(format!("# {name}: has {} values but # Min Latencies: has {threads}; expected one per thread", v.len())));
         }
     }
-    if rows.is_empty() {
+    let Some(first_row) = first_row else {
         return Err(ParseError::file("no histogram rows after \"# Histogram\"; expected cyclictest -h output"));
-    }
-    let mut limit_us = 0u64;
-    for (n, value, counts) in &rows {
-        if counts.len() != threads && counts.len() != threads + 1 {
-            return Err(ParseError::at(*n, format!("{} counts on this row; expected {threads} (one per thread)", counts.len())));
-        }
-        limit_us = limit_us.max(value.saturating_add(1));
+    };
+    if cols.len() != threads && cols.len() != threads + 1 {
+        return Err(ParseError::at(first_row, format!("{} counts on this row; expected {threads} (one per thread)", cols.len())));
     }
     let mut p = Parsed { tool: "cyclictest".into(), ..Parsed::default() };
     let mut overflow_total = 0;
-    for t in 0..threads {
-        let mut buckets = Vec::new();
-        let mut in_hist = 0u64;
-        for (n, value, counts) in &rows {
-            let lo = us_to_ns(*value, *n, "histogram row value")?;
-            buckets.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(lo + 999), count: counts[t] });
-            in_hist = in_hist.checked_add(counts[t]).ok_or_else(|| ParseError::at(*n, "counts overflow a 64-bit sum"))?;
-        }
+    let mut folded = false;
+    for (t, hist) in cols.into_iter().take(threads).enumerate() {
+        let in_hist = hist.total().ok_or_else(|| ParseError::file(format!("thread {t}: counts overflow a 64-bit sum")))?;
         if in_hist != total[t] {
             return Err(ParseError::file(format!(
                 "thread {t}: histogram rows sum to {in_hist} but # Total: says {}; expected them equal",
                 total[t]
             )));
         }
+        folded |= hist.folded();
+        let mut buckets = hist.into_buckets();
         let max_ns = us_to_ns(max[t], 0, "Max Latencies")?;
         if over[t] > 0 {
             let lo = us_to_ns(limit_us, 0, "histogram limit")?;
@@ -133,6 +151,9 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
         });
     }
     p.fidelity.push("µs resolution; the average is printed as whole µs".into());
+    if folded {
+        p.fidelity.push(super::folded_note("histogram"));
+    }
     if overflow_total > 0 {
         p.fidelity.push(format!(
             "histogram truncated at {limit_us} µs, {overflow_total} overflows: they are one bucket from {limit_us} µs up to the max"

@@ -10,10 +10,194 @@
 //! become one bucket [limit, max]. Without `-h` there is no histogram at all
 //! and the thread is summary-only.
 
-use serde_json::Value;
+use std::fmt;
 
-use super::{ParseError, Parsed, Series};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
+use serde_json::{Map, Value};
+
+use super::{Hist, ParseError, Parsed, Series};
 use crate::model::{Bucket, Nanos};
+
+/// An rt-tests JSON file (cyclictest, oslat) read as it streams: every
+/// field is kept as a JSON value except each thread's `histogram`, whose
+/// `"value": count` entries are folded into a [`Hist`] (in the file's unit)
+/// while they are read — a 200 MB histogram never exists in memory.
+pub struct Doc {
+    pub top: Value,
+    /// `thread` as given (`None`: no such field).
+    pub threads: Option<Vec<(String, Thread)>>,
+}
+
+pub struct Thread {
+    pub fields: Value,
+    /// `None`: the thread has no `histogram` field.
+    pub hist: Option<Hist>,
+}
+
+impl Doc {
+    /// Read and check the JSON from `r`: syntax errors and bad histogram
+    /// entries are a [`ParseError`] with serde's line.
+    pub fn read(r: impl std::io::Read) -> Result<Doc, ParseError> {
+        let mut de = serde_json::Deserializer::from_reader(r);
+        let doc = (TopSeed).deserialize(&mut de).and_then(|d| de.end().map(|_| d)).map_err(json_err)?;
+        Ok(doc)
+    }
+}
+
+fn json_err(e: serde_json::Error) -> ParseError {
+    if e.is_data() {
+        // Our own messages (bad histogram entries) name their JSON path.
+        ParseError::at(e.line(), e.to_string())
+    } else {
+        ParseError::at(e.line(), format!("not valid JSON ({e}); expected the file written by --json=FILE"))
+    }
+}
+
+struct TopSeed;
+
+impl<'de> DeserializeSeed<'de> for TopSeed {
+    type Value = Doc;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Doc, D::Error> {
+        d.deserialize_any(TopSeed)
+    }
+}
+
+impl<'de> Visitor<'de> for TopSeed {
+    type Value = Doc;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object (rt-tests --json output)")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Doc, A::Error> {
+        let mut top = Map::new();
+        let mut threads = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "thread" {
+                threads = Some(map.next_value_seed(ThreadsSeed)?);
+            } else {
+                let v: Value = map.next_value()?;
+                top.insert(key, v);
+            }
+        }
+        Ok(Doc { top: Value::Object(top), threads })
+    }
+}
+
+struct ThreadsSeed;
+
+impl<'de> DeserializeSeed<'de> for ThreadsSeed {
+    type Value = Vec<(String, Thread)>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(ThreadsSeed)
+    }
+}
+
+impl<'de> Visitor<'de> for ThreadsSeed {
+    type Value = Vec<(String, Thread)>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("\"thread\" as an object of \"N\": {...}")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(id) = map.next_key::<String>()? {
+            let t = map.next_value_seed(ThreadSeed { id: id.clone() })?;
+            out.push((id, t));
+        }
+        Ok(out)
+    }
+}
+
+struct ThreadSeed {
+    id: String,
+}
+
+impl<'de> DeserializeSeed<'de> for ThreadSeed {
+    type Value = Thread;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Thread, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ThreadSeed {
+    type Value = Thread;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "thread.\"{}\" as an object", self.id)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Thread, A::Error> {
+        let mut fields = Map::new();
+        let mut hist = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "histogram" {
+                hist = Some(map.next_value_seed(HistSeed { path: format!("thread.\"{}\".histogram", self.id) })?);
+            } else {
+                let v: Value = map.next_value()?;
+                fields.insert(key, v);
+            }
+        }
+        Ok(Thread { fields: Value::Object(fields), hist })
+    }
+}
+
+struct HistSeed {
+    path: String,
+}
+
+impl<'de> DeserializeSeed<'de> for HistSeed {
+    type Value = Hist;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Hist, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for HistSeed {
+    type Value = Hist;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{} as an object of \"value\": count", self.path)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Hist, A::Error> {
+        use serde::de::Error;
+        let mut h = Hist::new();
+        while let Some(k) = map.next_key::<String>()? {
+            let v: u64 = k
+                .trim()
+                .parse()
+                .map_err(|_| A::Error::custom(format!("{}: key {k:?} is not a non-negative integer latency", self.path)))?;
+            let c: Value = map.next_value()?;
+            let count = c
+                .as_u64()
+                .ok_or_else(|| A::Error::custom(format!("{}.\"{k}\" is {c}; expected a non-negative count", self.path)))?;
+            h.add(v, v, count);
+        }
+        Ok(h)
+    }
+}
+
+/// A thread's histogram (in the file's unit, one bucket per value) as ns
+/// buckets `unit_ns` wide.
+pub fn scale_hist(h: Hist, unit_ns: u64, path: &str) -> Result<Vec<Bucket>, ParseError> {
+    h.into_buckets()
+        .into_iter()
+        .map(|b| {
+            let lo = to_ns(b.lo_ns.0, unit_ns, path)?;
+            let hi = to_ns(b.hi_ns.0, unit_ns, path)?
+                .checked_add(unit_ns - 1)
+                .filter(|&x| x <= i64::MAX as u64)
+                .ok_or_else(|| ParseError::file(format!("{path}: {} too large", b.hi_ns.0)))?;
+            Ok(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count: b.count })
+        })
+        .collect()
+}
+
+/// The tool named by the first word of `"cmdline:"` in the opening bytes
+/// of a JSON file too large to parse just to detect its format.
+pub fn tool_in_prefix(prefix: &str) -> Option<String> {
+    let at = prefix.find("\"cmdline")?;
+    let rest = &prefix[at + 1..];
+    let rest = &rest[rest.find('"')? + 1..];
+    let rest = rest.trim_start().strip_prefix(':')?.trim_start();
+    let cmd: String = serde_json::Deserializer::from_str(rest).into_iter::<String>().next()?.ok()?;
+    let first = cmd.split_whitespace().next()?;
+    Some(first.rsplit('/').next().unwrap_or(first).to_string())
+}
 
 /// The first word (basename) of the file's command line, e.g. "cyclictest".
 pub fn tool_of(v: &Value) -> Option<String> {
@@ -25,13 +209,6 @@ pub fn tool_of(v: &Value) -> Option<String> {
 /// `key` or `key:` (the rt-tests spelling).
 pub fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(format!("{key}:")).or_else(|| v.get(key)).and_then(|x| x.as_str())
-}
-
-/// Parse the JSON text, with serde's line/column on syntax errors.
-pub fn parse_json(text: &str) -> Result<Value, ParseError> {
-    serde_json::from_str(text).map_err(|e| {
-        ParseError::at(e.line(), format!("not valid JSON ({e}); expected the file written by --json=FILE"))
-    })
 }
 
 /// A non-negative integer at `obj.key`; `path` names it in errors.
@@ -59,23 +236,6 @@ pub fn to_ns(v: u64, unit_ns: u64, path: &str) -> Result<u64, ParseError> {
     v.checked_mul(unit_ns)
         .filter(|&n| n <= i64::MAX as u64)
         .ok_or_else(|| ParseError::file(format!("{path}: {v} is too large to be a latency")))
-}
-
-/// `{"value": count}` histogram → buckets of width `unit_ns`.
-pub fn json_histogram(h: &Value, unit_ns: u64, path: &str) -> Result<Vec<Bucket>, ParseError> {
-    let obj = h.as_object().ok_or_else(|| ParseError::file(format!("{path} is not an object of \"value\": count")))?;
-    let mut out = Vec::with_capacity(obj.len());
-    for (k, c) in obj {
-        let v: u64 = k.trim().parse().map_err(|_| ParseError::file(format!("{path}: key {k:?} is not a non-negative integer latency")))?;
-        let count = match c.as_u64() {
-            Some(c) => c,
-            None => return Err(ParseError::file(format!("{path}.\"{k}\" is {c}; expected a non-negative count"))),
-        };
-        let lo = to_ns(v, unit_ns, path)?;
-        let hi = lo.checked_add(unit_ns - 1).ok_or_else(|| ParseError::file(format!("{path}: {v} too large")))?;
-        out.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count });
-    }
-    Ok(out)
 }
 
 /// rt-tests' "Sun, 22 Nov 2026 09:09:57 +0000" → RFC 3339 UTC.
@@ -143,11 +303,13 @@ fn interval_us(cmd: &[String]) -> u64 {
 }
 
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
-    let v = parse_json(text)?;
-    if !v.is_object() {
-        return Err(ParseError::file("expected a JSON object (cyclictest --json output)"));
-    }
-    let mut p = common(&v, "cyclictest");
+    parse_reader(text.as_bytes())
+}
+
+pub fn parse_reader(r: impl std::io::Read) -> Result<Parsed, ParseError> {
+    let doc = Doc::read(r)?;
+    let v = &doc.top;
+    let mut p = common(v, "cyclictest");
     let unit_ns = match v.get("resolution_in_ns").and_then(|x| x.as_u64()) {
         Some(1) => {
             p.fidelity.push("ns resolution (cyclictest -N)".into());
@@ -160,27 +322,31 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
     };
     let interval_ns = to_ns(interval_us(&p.command_line), 1000, "cmdline -i")?;
     let limit = hist_limit(&p.command_line);
-    let threads = v
-        .get("thread")
-        .and_then(|t| t.as_object())
+    let threads = doc
+        .threads
         .ok_or_else(|| ParseError::file("no \"thread\" object; expected cyclictest --json output (truncated file?)"))?;
     let mut overflow_total = 0u64;
     let mut summary_only = false;
-    let mut ids: Vec<(usize, &Value)> = Vec::new();
+    let mut folded = false;
+    let mut ids: Vec<(usize, Thread)> = Vec::new();
     for (k, t) in threads {
         let id: usize = k.parse().map_err(|_| ParseError::file(format!("thread key {k:?} is not a thread number")))?;
         ids.push((id, t));
     }
     ids.sort_by_key(|x| x.0);
-    for (id, t) in ids {
+    for (id, th) in ids {
+        let t = &th.fields;
         let path = format!("thread.\"{id}\"");
         let cycles = json_uint(t, "cycles", &path)?;
         let min_ns = to_ns(json_uint(t, "min", &path)?, unit_ns, &path)?;
         let max_ns = to_ns(json_uint(t, "max", &path)?, unit_ns, &path)?;
         let avg = json_f64(t, "avg", &path)? * unit_ns as f64;
         let cpu = t.get("cpu").and_then(|c| c.as_u64()).map(|c| c as usize);
-        let mut buckets = match t.get("histogram") {
-            Some(h) => json_histogram(h, unit_ns, &format!("{path}.histogram"))?,
+        let mut buckets = match th.hist {
+            Some(h) => {
+                folded |= h.folded();
+                scale_hist(h, unit_ns, &format!("{path}.histogram"))?
+            }
             None => Vec::new(),
         };
         if buckets.is_empty() {
@@ -229,6 +395,9 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
         p.fidelity.push(format!(
             "histogram truncated at {lim}, {overflow_total} overflows: they are one bucket from the limit up to the max"
         ));
+    }
+    if folded {
+        p.fidelity.push(super::folded_note("histogram"));
     }
     p.fidelity.push("no per-second series; no worst-sample timestamps".into());
     Ok(p)

@@ -99,13 +99,20 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
 
 /// As [`parse`], with the file name as a hint to which tool wrote it.
 pub fn parse_named(text: &str, file_name: &str) -> Result<Parsed, ParseError> {
+    parse_lines(&mut super::Lines::new(text.as_bytes()), file_name)
+}
+
+/// Read line by line; only the latest status and pair line of each thread
+/// is kept, so a long live log costs no more than a short one.
+pub fn parse_lines(lines: &mut dyn Iterator<Item = super::Line>, file_name: &str) -> Result<Parsed, ParseError> {
     let mut status: BTreeMap<u64, Status> = BTreeMap::new();
     // (receiver, sender) -> (line, min, avg, max)
     let mut pairs: BTreeMap<(u64, u64), (usize, i64, i64, i64)> = BTreeMap::new();
     let mut any_timeouts = false;
-    for (i, raw) in text.lines().enumerate() {
+    for (i, raw) in lines.enumerate() {
+        let raw = raw?;
         let n = i + 1;
-        let l = super::strip_ansi(raw);
+        let l = super::strip_ansi(&raw);
         let l = l.trim();
         if is_pair_line(l) {
             // "#1 -> #0, Min    3, Cur   37, Avg    4, Max   37"

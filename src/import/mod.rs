@@ -19,8 +19,14 @@
 //!   `[min, max]` holding every sample and an empty `percentiles_ns`, with a
 //!   fidelity note "summary only: ...". Readers must treat an empty
 //!   `percentiles_ns` as "unknown", never as zero.
-//! - Negative latencies (early wake-ups in RTAI/Xenomai) cannot be written
-//!   in the unsigned schema: they are clamped to 0 and a note says so.
+//! - Negative latencies (early wake-ups in RTAI/Xenomai): the signed min,
+//!   mean and max go into the entry's `signed` object, which reports and
+//!   comparisons show; the unsigned fields (and per-second series) clamp
+//!   them to 0, and a fidelity note says so.
+//! - Inputs are read line by line ([`Lines`]), histograms folded past
+//!   [`Hist::RAW_LIMIT`] buckets and per-second series bounded
+//!   ([`Seconds`]): a 200 MB file costs memory for what it holds, not for
+//!   its size.
 //!
 //! Parsers never panic on any input (property-tested in tests/import.rs):
 //! every failure is a [`ParseError`] naming the line and what was expected.
@@ -39,7 +45,7 @@ use std::fmt;
 
 use crate::stats;
 use crate::model::{
-    Bucket, Host, ImportedFrom, Nanos, Plan, ProbeResult, Run, SecondStats, Tool,
+    Bucket, Host, ImportedFrom, Nanos, Plan, ProbeResult, Run, SecondStats, SignedStats, Tool,
 };
 
 /// The formats `rtscope import --format` accepts.
@@ -142,6 +148,30 @@ pub fn detect(text: &str) -> Option<Format> {
     None
 }
 
+/// [`detect`] from the opening bytes of a file (`complete`: they are the
+/// whole file). A JSON file cut short cannot be parsed to look at it, so
+/// its kind comes from its keys: the tool of `"cmdline:"` for rt-tests,
+/// else an rtscope result.
+pub fn detect_head(head: &str, complete: bool) -> Option<Format> {
+    let t = head.trim_start_matches('\u{feff}').trim_start();
+    if complete {
+        return detect(head);
+    }
+    if !t.starts_with('{') {
+        // cyclictest -h's footer (# Max Latencies) is at the end of the file.
+        return detect(head).or_else(|| t.lines().any(|l| strip_ansi(l.trim()) == "# Histogram").then_some(Format::CyclictestHist));
+    }
+    match cyclictest_json::tool_in_prefix(t).as_deref() {
+        Some("cyclictest") => Some(Format::CyclictestJson),
+        Some("oslat") => Some(Format::OslatJson),
+        // Not an rt-tests "cmdline:" (the second key they write; an rtscope
+        // result has a `host.cmdline` of the kernel): a large JSON object
+        // is read as an rtscope result, whose reader says clearly if it is
+        // not one.
+        _ => Some(Format::Rtscope),
+    }
+}
+
 /// The names of all concrete formats, for error messages.
 pub fn format_list() -> String {
     FORMATS.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
@@ -195,6 +225,9 @@ pub struct Series {
     pub per_second: Vec<SecondStats>,
     /// Width of one `per_second` slot in s (0 is taken as 1).
     pub per_second_width_s: u64,
+    /// The signed min/mean/max when the source has negative latencies
+    /// (early wake-ups): the unsigned fields clamp them to 0.
+    pub signed: Option<SignedStats>,
 }
 
 /// A parsed source file: one system's series plus what the file says about
@@ -221,17 +254,245 @@ pub struct Parsed {
 /// Parse `text` as `format` (not `Auto`) into one [`Parsed`] per system.
 /// `file_name` is a hint for formats that do not name their tool.
 pub fn parse(format: Format, text: &str, file_name: &str) -> Result<Vec<Parsed>, ParseError> {
-    let text = text.trim_start_matches('\u{feff}');
+    parse_reader(format, text.as_bytes(), file_name)
+}
+
+/// [`parse`] reading from `r` as it goes: memory stays bounded whatever the
+/// input's size (lines are read one at a time; histograms of more than
+/// [`Hist::RAW_LIMIT`] buckets are kept at 3 significant digits, JSON
+/// histograms are folded in while the file is read).
+pub fn parse_reader(format: Format, r: impl std::io::BufRead, file_name: &str) -> Result<Vec<Parsed>, ParseError> {
+    let mut lines = Lines::new(r);
     match format {
         Format::Auto | Format::Rtscope => Err(ParseError::file("internal: parse() takes a concrete foreign format")),
-        Format::CyclictestJson => cyclictest_json::parse(text).map(|p| vec![p]),
-        Format::CyclictestHist => cyclictest_hist::parse(text).map(|p| vec![p]),
-        Format::OslatJson => oslat_json::parse(text).map(|p| vec![p]),
-        Format::RtlaTimerlatHist => rtla::parse(text).map(|p| vec![p]),
-        Format::RtTestsIpc => ipc::parse_named(text, file_name).map(|p| vec![p]),
-        Format::XenomaiLatency => xenomai::parse(text).map(|p| vec![p]),
-        Format::RtaiLatency => rtai::parse(text).map(|p| vec![p]),
-        Format::BinsCsv => bins_csv::parse(text),
+        Format::CyclictestJson => cyclictest_json::parse_reader(lines.into_inner()).map(|p| vec![p]),
+        Format::OslatJson => oslat_json::parse_reader(lines.into_inner()).map(|p| vec![p]),
+        Format::CyclictestHist => cyclictest_hist::parse_lines(&mut lines).map(|p| vec![p]),
+        Format::RtlaTimerlatHist => rtla::parse_lines(&mut lines).map(|p| vec![p]),
+        Format::RtTestsIpc => ipc::parse_lines(&mut lines, file_name).map(|p| vec![p]),
+        Format::XenomaiLatency => xenomai::parse_lines(&mut lines).map(|p| vec![p]),
+        Format::RtaiLatency => rtai::parse_lines(&mut lines).map(|p| vec![p]),
+        Format::BinsCsv => bins_csv::parse_reader(lines.into_inner()),
+    }
+}
+
+/// One line of an input (without its end of line), or why it could not be
+/// read.
+pub type Line = Result<String, ParseError>;
+
+/// The lines of a reader, one at a time: a leading byte-order mark is
+/// dropped, `\r\n` ends a line like `\n`, and invalid UTF-8 is an error
+/// naming the line.
+pub struct Lines<R> {
+    r: R,
+    n: usize,
+    buf: Vec<u8>,
+}
+
+impl<R: std::io::BufRead> Lines<R> {
+    pub fn new(r: R) -> Lines<R> {
+        Lines { r, n: 0, buf: Vec::new() }
+    }
+    /// The reader, for formats read by a parser of their own (JSON, CSV),
+    /// with the byte-order mark skipped if nothing was read yet.
+    pub fn into_inner(mut self) -> R {
+        if self.n == 0 {
+            if let Ok(head) = self.r.fill_buf() {
+                if head.starts_with("\u{feff}".as_bytes()) {
+                    self.r.consume(3);
+                }
+            }
+        }
+        self.r
+    }
+}
+
+impl<R: std::io::BufRead> Iterator for Lines<R> {
+    type Item = Line;
+    fn next(&mut self) -> Option<Line> {
+        self.buf.clear();
+        match self.r.read_until(b'\n', &mut self.buf) {
+            Ok(0) => return None,
+            Ok(_) => {}
+            Err(e) => return Some(Err(ParseError::at(self.n + 1, format!("cannot read: {e}")))),
+        }
+        self.n += 1;
+        if self.buf.last() == Some(&b'\n') {
+            self.buf.pop();
+            if self.buf.last() == Some(&b'\r') {
+                self.buf.pop();
+            }
+        }
+        let start = if self.n == 1 && self.buf.starts_with("\u{feff}".as_bytes()) { 3 } else { 0 };
+        Some(match std::str::from_utf8(&self.buf[start..]) {
+            Ok(t) => Ok(t.to_string()),
+            Err(e) => Err(ParseError::at(
+                self.n,
+                format!("not UTF-8 text (invalid byte at column {}); expected the text output of one of: {}", e.valid_up_to() + 1, format_list()),
+            )),
+        })
+    }
+}
+
+/// A histogram being read: the source's buckets as they are while there are
+/// at most [`Hist::RAW_LIMIT`] distinct ones (every file a tool prints for
+/// a normal run), beyond that folded to 3 significant digits — each bucket
+/// no wider than 1/1024 of its value or than the source's own bucket, as
+/// rtscope's recorder keeps them — so a 200 MB histogram costs kilobytes,
+/// not gigabytes. Counts are never lost; only ranges get coarser, and
+/// [`Hist::folded`] says so for the fidelity note.
+#[derive(Debug, Default)]
+pub struct Hist {
+    raw: Vec<Bucket>,
+    folded: Option<BTreeMap<(u64, u64), u64>>,
+    total: u64,
+    overflow: bool,
+}
+
+impl Hist {
+    /// Distinct buckets kept exactly before folding starts.
+    pub const RAW_LIMIT: usize = 20_000;
+
+    pub fn new() -> Hist {
+        Hist::default()
+    }
+
+    /// Add `count` samples in `[lo, hi]` (ns, inclusive); empty ones are skipped.
+    pub fn add(&mut self, lo: u64, hi: u64, count: u64) {
+        if count == 0 {
+            return;
+        }
+        match self.total.checked_add(count) {
+            Some(t) => self.total = t,
+            None => self.overflow = true,
+        }
+        match &mut self.folded {
+            Some(map) => *map.entry(fold(lo, hi)).or_insert(0) += count,
+            None => {
+                self.raw.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count });
+                if self.raw.len() > Self::RAW_LIMIT {
+                    let mut map = BTreeMap::new();
+                    for b in self.raw.drain(..) {
+                        *map.entry(fold(b.lo_ns.0, b.hi_ns.0)).or_insert(0u64) += b.count;
+                    }
+                    self.raw = Vec::new();
+                    self.folded = Some(map);
+                }
+            }
+        }
+    }
+
+    /// The sum of the counts; `None` when it overflows 64 bits.
+    pub fn total(&self) -> Option<u64> {
+        (!self.overflow).then_some(self.total)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.total == 0 && !self.overflow
+    }
+
+    /// True when the source had more than [`Hist::RAW_LIMIT`] buckets and
+    /// they were folded.
+    pub fn folded(&self) -> bool {
+        self.folded.is_some()
+    }
+
+    pub fn into_buckets(self) -> Vec<Bucket> {
+        match self.folded {
+            Some(map) => map.into_iter().map(|((lo, hi), count)| Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count }).collect(),
+            None => self.raw,
+        }
+    }
+}
+
+/// The folded range holding source bucket `[lo, hi]`: a block of width
+/// `w` = the source width doubled while it stays ≤ lo/1024, aligned on
+/// multiples of `w`; the source range itself when it does not fit one block
+/// (unaligned or wider).
+fn fold(lo: u64, hi: u64) -> (u64, u64) {
+    let s = hi.saturating_sub(lo).saturating_add(1);
+    let mut w = s;
+    while w.saturating_mul(2) <= lo / 1024 {
+        w *= 2;
+    }
+    let b_lo = lo - lo % w;
+    let b_hi = b_lo.saturating_add(w - 1);
+    if w == s || hi > b_hi {
+        (lo, hi)
+    } else {
+        (b_lo, b_hi)
+    }
+}
+
+/// The fidelity note of a series whose histogram was folded.
+pub fn folded_note(what: &str) -> String {
+    format!(
+        "{what}: more than {} histogram buckets; kept at 3 significant digits (each bucket at most 1/1024 of its value wide), as rtscope's own recorder keeps them",
+        Hist::RAW_LIMIT
+    )
+}
+
+/// A per-second (or per-window) series being read, at most
+/// [`Seconds::MAX_SLOTS`] slots: when a long source would exceed them, the
+/// slot width doubles and neighbouring slots merge (count-weighted mean,
+/// min of mins, max of maxes), as the recorder does for long native runs.
+#[derive(Debug)]
+pub struct Seconds {
+    source_width: u64,
+    width: u64,
+    next_t: u64,
+    slots: Vec<SecondStats>,
+}
+
+fn merge_slot(a: &mut SecondStats, b: &SecondStats) {
+    let n = a.count.saturating_add(b.count);
+    if n > 0 {
+        a.mean_ns = (a.mean_ns * a.count as f64 + b.mean_ns * b.count as f64) / n as f64;
+    }
+    a.count = n;
+    a.min_ns = a.min_ns.min(b.min_ns);
+    a.max_ns = a.max_ns.max(b.max_ns);
+}
+
+impl Seconds {
+    pub const MAX_SLOTS: usize = 100_000;
+
+    /// The source gives one entry per `width_s` seconds (0 is taken as 1).
+    pub fn new(width_s: u64) -> Seconds {
+        let w = width_s.max(1);
+        Seconds { source_width: w, width: w, next_t: 0, slots: Vec::new() }
+    }
+
+    /// The next entry's values (entries arrive in order, one source width each).
+    pub fn push(&mut self, count: u64, min: u64, mean: f64, max: u64) {
+        let t = self.next_t;
+        self.next_t = self.next_t.saturating_add(self.source_width);
+        let e = SecondStats { t_s: t - t % self.width, count, min_ns: Nanos(min), mean_ns: mean, max_ns: Nanos(max) };
+        match self.slots.last_mut() {
+            Some(last) if last.t_s == e.t_s => merge_slot(last, &e),
+            _ => self.slots.push(e),
+        }
+        if self.slots.len() > Self::MAX_SLOTS {
+            self.width = self.width.saturating_mul(2);
+            let old = std::mem::take(&mut self.slots);
+            for mut e in old {
+                e.t_s -= e.t_s % self.width;
+                match self.slots.last_mut() {
+                    Some(last) if last.t_s == e.t_s => merge_slot(last, &e),
+                    _ => self.slots.push(e),
+                }
+            }
+        }
+    }
+
+    /// Entries pushed so far.
+    pub fn entries(&self) -> u64 {
+        self.next_t / self.source_width
+    }
+
+    /// The slots and their width in seconds.
+    pub fn finish(self) -> (Vec<SecondStats>, u64) {
+        (self.slots, self.width)
     }
 }
 
@@ -412,6 +673,7 @@ fn finish_series(s: &Series, probe: &str, phase: &str) -> Result<ProbeResult, Pa
     r.histogram = buckets;
     r.per_second = s.per_second.clone();
     r.per_second_width_s = s.per_second_width_s.max(1);
+    r.signed = s.signed;
     Ok(r)
 }
 
@@ -451,6 +713,22 @@ pub fn merge_results(parts: &[&ProbeResult]) -> ProbeResult {
     r.stddev_ns = pooled.sd;
     r.percentiles_ns = percentiles_ns;
     r.histogram = histogram;
+    // Signed summaries merge when any part has one; a part without one had
+    // no negative value, so its unsigned min/mean/max are its signed ones.
+    if parts.iter().any(|p| p.signed.is_some()) {
+        r.signed = parts
+            .iter()
+            .map(|p| {
+                p.signed.unwrap_or(SignedStats {
+                    samples: p.samples,
+                    min_ns: p.min_ns.0 as i64,
+                    max_ns: p.max_ns.0 as i64,
+                    mean_ns: p.mean_ns,
+                    clamped: false,
+                })
+            })
+            .reduce(SignedStats::merge);
+    }
     r
 }
 
@@ -618,6 +896,42 @@ mod tests {
         let b = Bucket { lo_ns: Nanos(0), hi_ns: Nanos(999), count: 9 };
         let s = Series { probe: "t".into(), samples: 10, min_ns: 0, max_ns: 999, buckets: vec![b], ..Series::default() };
         assert!(finish_series(&s, "t", "idle").unwrap_err().msg.contains("sum to 9"));
+    }
+
+    #[test]
+    fn a_huge_histogram_is_folded_without_losing_a_sample() {
+        let mut h = Hist::new();
+        // 1 µs rows up to 100 ms: 100 000 rows, 1 sample each.
+        for us in 0..100_000u64 {
+            h.add(us * 1000, us * 1000 + 999, 1);
+        }
+        assert!(h.folded());
+        assert_eq!(h.total(), Some(100_000));
+        let b = h.into_buckets();
+        assert!(b.len() < 25_000, "{} buckets", b.len());
+        assert_eq!(b.iter().map(|x| x.count).sum::<u64>(), 100_000);
+        for x in &b {
+            let width = x.hi_ns.0 - x.lo_ns.0 + 1;
+            assert!(width == 1000 || width <= x.lo_ns.0 / 1024, "[{}, {}]", x.lo_ns.0, x.hi_ns.0);
+        }
+        assert!(b.windows(2).all(|w| w[0].hi_ns < w[1].lo_ns), "disjoint and ascending");
+        // Below ~1 ms the 1 µs rows stay as they are.
+        assert_eq!((b[3].lo_ns.0, b[3].hi_ns.0), (3000, 3999));
+    }
+
+    #[test]
+    fn long_per_second_series_are_bounded() {
+        let mut s = Seconds::new(1);
+        for k in 0..250_000u64 {
+            s.push(1000, k, k as f64, k + 10);
+        }
+        assert_eq!(s.entries(), 250_000);
+        let (slots, width) = s.finish();
+        assert_eq!(width, 4);
+        assert!(slots.len() <= Seconds::MAX_SLOTS);
+        assert_eq!(slots.iter().map(|x| x.count).sum::<u64>(), 250_000 * 1000);
+        assert_eq!((slots[1].t_s, slots[1].min_ns.0, slots[1].max_ns.0), (4, 4, 17));
+        assert!((slots[1].mean_ns - 5.5).abs() < 1e-9);
     }
 
     #[test]

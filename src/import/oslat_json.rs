@@ -7,19 +7,19 @@
 //! widened to the reported max. oslat measures OS noise with a busy loop: it
 //! has no period, so `interval_ns` is 0.
 
-use super::cyclictest_json::{common, json_f64, json_histogram, json_uint, parse_json, to_ns};
+use super::cyclictest_json::{common, json_f64, json_uint, scale_hist, to_ns, Doc};
 use super::{ParseError, Parsed, Series};
 use crate::model::Nanos;
 
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
-    let v = parse_json(text)?;
-    if !v.is_object() {
-        return Err(ParseError::file("expected a JSON object (oslat --json output)"));
-    }
-    let mut p = common(&v, "oslat");
-    let threads = v
-        .get("thread")
-        .and_then(|t| t.as_object())
+    parse_reader(text.as_bytes())
+}
+
+pub fn parse_reader(r: impl std::io::Read) -> Result<Parsed, ParseError> {
+    let doc = Doc::read(r)?;
+    let mut p = common(&doc.top, "oslat");
+    let threads = doc
+        .threads
         .ok_or_else(|| ParseError::file("no \"thread\" object; expected oslat --json output (truncated file?)"))?;
     let mut ids = Vec::new();
     for (k, t) in threads {
@@ -28,7 +28,9 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
     }
     ids.sort_by_key(|x| x.0);
     let mut longest = 0f64;
-    for (id, t) in ids {
+    let mut folded = false;
+    for (id, th) in ids {
+        let t = &th.fields;
         let path = format!("thread.\"{id}\"");
         let min_ns = to_ns(json_uint(t, "min", &path)?, 1000, &path)?;
         let max_ns = to_ns(json_uint(t, "max", &path)?, 1000, &path)?;
@@ -36,8 +38,9 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
         if let Ok(d) = json_f64(t, "duration", &path) {
             longest = longest.max(d);
         }
-        let h = t.get("histogram").ok_or_else(|| ParseError::file(format!("{path}: no \"histogram\" field")))?;
-        let mut buckets = json_histogram(h, 1000, &format!("{path}.histogram"))?;
+        let h = th.hist.ok_or_else(|| ParseError::file(format!("{path}: no \"histogram\" field")))?;
+        folded |= h.folded();
+        let mut buckets = scale_hist(h, 1000, &format!("{path}.histogram"))?;
         buckets.sort_by_key(|b| b.lo_ns);
         if let Some(last) = buckets.last_mut() {
             // oslat's last bucket holds every value at or above it.
@@ -63,6 +66,9 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
         p.duration_ns = Some((longest * 1e9) as u64);
     }
     p.fidelity.push("µs resolution; oslat's last histogram bucket also holds every larger value (widened to the max)".into());
+    if folded {
+        p.fidelity.push(super::folded_note("histogram"));
+    }
     p.fidelity.push("no per-second series; no worst-sample timestamps".into());
     Ok(p)
 }

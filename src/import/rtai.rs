@@ -14,8 +14,8 @@
 //! order) parses too. There is no histogram: the run is summary-only, with
 //! the windows as its per-second series. Samples = windows × window / period.
 
-use super::{clamp_negative, int, ParseError, Parsed, Series};
-use crate::model::{Nanos, SecondStats};
+use super::{clamp_negative, int, Line, ParseError, Parsed, Seconds, Series};
+use crate::model::SignedStats;
 
 fn number_after(l: &str, key: &str) -> Option<u64> {
     let rest = l.split_once(key)?.1;
@@ -25,13 +25,20 @@ fn number_after(l: &str, key: &str) -> Option<u64> {
 }
 
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
+    parse_lines(&mut super::Lines::new(text.as_bytes()))
+}
+
+pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, ParseError> {
     let mut period_ns = None;
     let mut window_s = None;
     let mut header: Option<Vec<String>> = None;
-    let mut windows: Vec<(usize, i64, i64, i64, u64)> = Vec::new(); // line, min, avg, max, overruns
+    let mut seconds: Option<Seconds> = None;
+    let (mut min, mut max, mut avg_sum, mut windows, mut overruns) = (i64::MAX, i64::MIN, 0f64, 0u64, 0u64);
+    let mut neg = 0i64;
     let mut ovl_max = i64::MIN;
     let mut ovl_min = i64::MAX;
-    for (i, raw) in text.lines().enumerate() {
+    for (i, raw) in lines.enumerate() {
+        let raw = raw?;
         let n = i + 1;
         let l = raw.trim();
         if l.contains("period") && l.contains("(ns)") {
@@ -61,39 +68,34 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
             if let Ok(o) = get("ovl min") {
                 ovl_min = ovl_min.min(o);
             }
-            let ov = match col("overruns") {
-                Some(k) => super::uint(c[k], n, "overruns")?,
-                None => 0,
-            };
-            windows.push((n, mi, av, ma, ov));
+            if let Some(k) = col("overruns") {
+                overruns = overruns.max(super::uint(c[k], n, "overruns")?);
+            }
+            min = min.min(mi);
+            max = max.max(ma);
+            avg_sum += av as f64;
+            windows += 1;
+            // Counts are 1 per window until the period is known (below).
+            seconds
+                .get_or_insert_with(|| Seconds::new(window_s.unwrap_or(1)))
+                .push(1, clamp_negative(mi, &mut neg), av.max(0) as f64, clamp_negative(ma, &mut neg));
         }
     }
-    if windows.is_empty() {
+    let Some(seconds) = seconds else {
         return Err(ParseError::file("no RTD| lines; expected RTAI latency output (RTH| header and RTD| rows)"));
-    }
+    };
     let period = period_ns.filter(|&p| p > 0).ok_or_else(|| {
         ParseError::file("no \"# period = N (ns)\" line; RTAI's latency prints it at start and the sample count needs it")
     })?;
     let window = window_s.unwrap_or(1).max(1);
     let per_window = window.saturating_mul(1_000_000_000) / period;
-    let mut neg = 0i64;
-    let min = windows.iter().map(|w| w.1).min().unwrap_or(0).min(ovl_min);
-    let max = windows.iter().map(|w| w.3).max().unwrap_or(0).max(ovl_max);
-    let mean = windows.iter().map(|w| w.2 as f64).sum::<f64>() / windows.len() as f64;
-    let overruns = windows.iter().map(|w| w.4).max().unwrap_or(0);
-    let per_second: Vec<SecondStats> = windows
-        .iter()
-        .enumerate()
-        .map(|(k, &(_, mi, av, ma, _))| SecondStats {
-            t_s: k as u64 * window,
-            count: per_window,
-            min_ns: Nanos(clamp_negative(mi, &mut neg)),
-            mean_ns: av.max(0) as f64,
-            max_ns: Nanos(clamp_negative(ma, &mut neg)),
-        })
-        .collect();
+    let min = min.min(ovl_min);
+    let max = max.max(ovl_max);
+    let mean = avg_sum / windows as f64;
+    let (mut per_second, width) = seconds.finish();
+    per_second.iter_mut().for_each(|s| s.count = s.count.saturating_mul(per_window));
     let mut p = Parsed { tool: "rtai latency".into(), ..Parsed::default() };
-    let samples = per_window.saturating_mul(windows.len() as u64);
+    let samples = per_window.saturating_mul(windows);
     if samples == 0 {
         return Err(ParseError::file(format!("period {period} ns is longer than the {window} s window: no samples")));
     }
@@ -106,14 +108,17 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
         max_ns: clamp_negative(max, &mut neg),
         mean_ns: Some(mean.max(0.0)),
         per_second,
-        per_second_width_s: window,
+        per_second_width_s: width,
+        signed: (min < 0 || mean < 0.0).then_some(SignedStats { samples, min_ns: min, max_ns: max, mean_ns: mean, clamped: true }),
         ..Series::default()
     });
-    p.duration_ns = Some((windows.len() as u64).saturating_mul(window).saturating_mul(1_000_000_000));
+    p.duration_ns = Some(windows.saturating_mul(window).saturating_mul(1_000_000_000));
     p.per_window_note(window, per_window);
     p.fidelity.push("summary only: RTAI's latency prints min/avg/max per window; percentiles unknown; histogram is one bucket [min, max]; stddev unknown (0)".into());
     if neg < 0 {
-        p.fidelity.push(format!("negative latencies (early wake-ups, down to {neg} ns) clamped to 0"));
+        p.fidelity.push(format!(
+            "negative latencies (early wake-ups, down to {neg} ns): the signed min, mean and max are in `signed`; min_ns/mean_ns/max_ns and the per-second series clamp them to 0"
+        ));
     }
     Ok(p)
 }

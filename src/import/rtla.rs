@@ -15,13 +15,13 @@
 //! Columns become series of probe `timerlat`, variant irq/thread/user, one
 //! per CPU. A column whose count is 0 (CPU not measured) is skipped.
 
-use super::{float, uint, ParseError, Parsed, Series};
+use super::{float, uint, Hist, Line, ParseError, Parsed, Series};
 use crate::model::{Bucket, Nanos};
 
 struct Column {
     variant: &'static str,
     cpu: usize,
-    rows: Vec<(u64, u64)>,
+    hist: Hist,
     over: Option<u64>,
     count: Option<u64>,
     min: Option<u64>,
@@ -30,11 +30,25 @@ struct Column {
 }
 
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
+    parse_lines(&mut super::Lines::new(text.as_bytes()))
+}
+
+/// Read line by line. A row's bucket width is the smallest step between
+/// Index values seen so far, so each row is added to its column's [`Hist`]
+/// when the next one arrives (the last with the final width): with rtla's
+/// contiguous rows that is the bucket width exactly; with `--no-index`/`-z`
+/// gaps before the first contiguous pair, those first rows get a wider
+/// (still enclosing) range.
+pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, ParseError> {
     let mut unit_ns = 1000u64;
     let mut duration_ns = None;
     let mut cols: Vec<Column> = Vec::new();
     let mut header_line = 0;
-    for (i, raw) in text.lines().enumerate() {
+    let mut width: Option<u64> = None;
+    let mut pending: Option<(usize, u64, Vec<u64>)> = None;
+    let mut last = 0u64;
+    for (i, raw) in lines.enumerate() {
+        let raw = raw?;
         let n = i + 1;
         let l = raw.trim();
         if l.is_empty() {
@@ -54,6 +68,7 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
         if first == "Index" {
             header_line = n;
             cols.clear();
+            (width, pending, last) = (None, None, 0);
             for name in toks {
                 let (kind, cpu) = name
                     .split_once('-')
@@ -65,7 +80,7 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
                     _ => return Err(ParseError::at(n, format!("column {name:?}: expected IRQ-NNN, Thr-NNN or Usr-NNN"))),
                 };
                 let cpu = uint(cpu, n, "CPU number in column header")? as usize;
-                cols.push(Column { variant, cpu, rows: Vec::new(), over: None, count: None, min: None, avg: None, max: None });
+                cols.push(Column { variant, cpu, hist: Hist::new(), over: None, count: None, min: None, avg: None, max: None });
             }
             if cols.is_empty() {
                 return Err(ParseError::at(n, "Index header without columns; expected IRQ-NNN/Thr-NNN columns"));
@@ -101,26 +116,34 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
             }
             _ => {
                 let idx = uint(first, n, "Index (bucket start)")?;
-                for (c, v) in cols.iter_mut().zip(&vals) {
-                    c.rows.push((idx, uint(v, n, "bucket count")?));
+                let counts = vals.iter().map(|v| uint(v, n, "bucket count")).collect::<Result<Vec<_>, _>>()?;
+                if let Some((pn, pidx, _)) = &pending {
+                    if idx <= *pidx {
+                        return Err(ParseError::at(n, format!("Index {idx} does not follow {pidx} on line {pn}; expected increasing bucket starts")));
+                    }
+                    width = Some(width.map_or(idx - pidx, |w| w.min(idx - pidx)));
                 }
+                if let Some((pn, pidx, pcounts)) = pending.replace((n, idx, counts)) {
+                    add_row(&mut cols, pn, pidx, &pcounts, width.unwrap_or(1), unit_ns)?;
+                }
+                last = idx;
             }
         }
     }
     if cols.is_empty() {
         return Err(ParseError::file("no \"Index IRQ-000 Thr-000 ...\" header; expected rtla timerlat hist output"));
     }
-    let mut idx: Vec<u64> = cols[0].rows.iter().map(|r| r.0).collect();
-    idx.sort_unstable();
-    idx.dedup();
-    let width = idx.windows(2).map(|w| w[1] - w[0]).min().unwrap_or(1).max(1);
-    let last = idx.last().copied().unwrap_or(0);
+    let width = width.unwrap_or(1).max(1);
+    if let Some((pn, pidx, pcounts)) = pending.take() {
+        add_row(&mut cols, pn, pidx, &pcounts, width, unit_ns)?;
+    }
     let scale = |v: u64, what: &str| -> Result<u64, ParseError> {
         v.checked_mul(unit_ns).filter(|&x| x <= i64::MAX as u64).ok_or_else(|| ParseError::file(format!("{what}: {v} is too large")))
     };
+    let mut folded = false;
     let mut p = Parsed { tool: "rtla timerlat hist".into(), duration_ns, ..Parsed::default() };
     let mut overflows = 0;
-    for c in &cols {
+    for c in &mut cols {
         let name = format!("{}-{:03}", c.variant, c.cpu);
         let count = c.count.ok_or_else(|| ParseError::file("no \"count:\" row; expected the summary rows after the histogram (truncated file?)"))?;
         if count == 0 {
@@ -130,12 +153,8 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
             (Some(a), Some(b)) => (scale(a, &name)?, scale(b, &name)?),
             _ => return Err(ParseError::file("no \"min:\"/\"max:\" rows; expected the summary rows (truncated file?)")),
         };
-        let mut buckets = Vec::new();
-        for &(i, k) in &c.rows {
-            let lo = scale(i, &name)?;
-            let hi = lo.checked_add(scale(width, &name)? - 1).ok_or_else(|| ParseError::file(format!("{name}: bucket too large")))?;
-            buckets.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count: k });
-        }
+        folded |= c.hist.folded();
+        let mut buckets = std::mem::take(&mut c.hist).into_buckets();
         let over = c.over.unwrap_or(0);
         if over > 0 {
             let lo = scale(last.saturating_add(width), &name)?;
@@ -168,8 +187,22 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
             if unit_ns == 1 { "ns" } else { "µs" }
         ));
     }
+    if folded {
+        p.fidelity.push(super::folded_note("histogram"));
+    }
     p.fidelity.push("no host, date or period in this format; no per-second series".into());
     Ok(p)
+}
+
+/// One Index row's counts into the columns' histograms, `width` index units wide.
+fn add_row(cols: &mut [Column], line: usize, idx: u64, counts: &[u64], width: u64, unit_ns: u64) -> Result<(), ParseError> {
+    let too_big = || ParseError::at(line, format!("Index {idx}: too large"));
+    let lo = idx.checked_mul(unit_ns).filter(|&x| x <= i64::MAX as u64).ok_or_else(too_big)?;
+    let hi = width.checked_mul(unit_ns).and_then(|w| lo.checked_add(w - 1)).filter(|&x| x <= i64::MAX as u64).ok_or_else(too_big)?;
+    for (c, &k) in cols.iter_mut().zip(counts) {
+        c.hist.add(lo, hi, k);
+    }
+    Ok(())
 }
 
 /// rtla's "0 00:10:00" (days hh:mm:ss).

@@ -17,8 +17,8 @@
 //! second and are not imported. Without `-h` the run is summary-only and
 //! its sample count is derived from the duration and the period.
 
-use super::{clamp_negative, decimal_us_to_ns, float, uint, ParseError, Parsed, Series};
-use crate::model::{Bucket, Nanos, SecondStats};
+use super::{clamp_negative, decimal_us_to_ns, float, uint, Hist, Line, ParseError, Parsed, Seconds, Series};
+use crate::model::{Nanos, SignedStats};
 
 /// The test mode as a variant: the user-mode periodic task is what the
 /// native `timer` probe measures (variant null, so `compare` lines them up);
@@ -50,14 +50,21 @@ fn hms(s: &str) -> Option<u64> {
 }
 
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
+    parse_lines(&mut super::Lines::new(text.as_bytes()))
+}
+
+pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, ParseError> {
     let mut period_us: Option<u64> = None;
     let mut mode = None;
-    let mut hist: Vec<Bucket> = Vec::new();
+    let mut hist = Hist::new();
+    let mut hist_top: Option<u64> = None;
     let mut hss_avg: Option<(usize, u64, f64)> = None;
     let mut rts = None;
-    let mut per_second = Vec::new();
+    // Signed per-second values; counts are 1 per line until the period is known.
+    let mut seconds = Seconds::new(1);
     let mut neg = 0i64;
-    for (i, raw) in text.lines().enumerate() {
+    for (i, raw) in lines.enumerate() {
+        let raw = raw?;
         let n = i + 1;
         let l = raw.trim();
         if let Some(v) = l.strip_prefix("== Sampling period:") {
@@ -79,7 +86,7 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
             let min = decimal_us_to_ns(c[0], n, "RTD lat min")?;
             let avg = decimal_us_to_ns(c[1], n, "RTD lat avg")?;
             let max = decimal_us_to_ns(c[2], n, "RTD lat max")?;
-            per_second.push((per_second.len() as u64, min, avg, max));
+            seconds.push(1, clamp_negative(min, &mut neg), avg.max(0) as f64, clamp_negative(max, &mut neg));
         } else if l.starts_with("HSD|") {
             let c = cells(l);
             if c.len() != 3 {
@@ -92,7 +99,10 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
             let lo = uint(lo, n, "HSD bucket")?;
             let count = uint(c[2], n, "HSD samples")?;
             let lo_ns = super::us_to_ns(lo, n, "HSD bucket")?;
-            hist.push(Bucket { lo_ns: Nanos(lo_ns), hi_ns: Nanos(lo_ns + 999), count });
+            if count > 0 {
+                hist_top = Some(hist_top.unwrap_or(0).max(lo_ns));
+            }
+            hist.add(lo_ns, lo_ns + 999, count);
         } else if l.starts_with("HSS|") {
             let c = cells(l);
             if c.len() != 4 {
@@ -113,15 +123,19 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
                 decimal_us_to_ns(c[2], n, "RTS max")?,
                 uint(c[3], n, "RTS overruns")?,
                 hms(c[5]),
+                hms_planned(c[5]),
             ));
         }
     }
-    let (rts_line, min, avg, max, overruns, secs) =
+    let (rts_line, min, avg, max, overruns, secs, planned) =
         rts.ok_or_else(|| ParseError::file("no RTS| summary line; expected the complete output of Xenomai's latency (truncated file?)"))?;
     let period_ns = period_us.map(|p| p.saturating_mul(1000));
+    let per_sec = period_ns.filter(|&pn| pn > 0).map(|pn| 1_000_000_000 / pn);
     let mut p = Parsed { tool: "xenomai latency".into(), ..Parsed::default() };
+    let rtd_lines = seconds.entries();
+    let folded = hist.folded();
     let samples = if !hist.is_empty() {
-        let sum = hist.iter().try_fold(0u64, |a, b| a.checked_add(b.count)).ok_or_else(|| ParseError::file("HSD counts overflow"))?;
+        let sum = hist.total().ok_or_else(|| ParseError::file("HSD counts overflow"))?;
         if let Some((l, s, _)) = hss_avg {
             if s != sum {
                 return Err(ParseError::at(l, format!("HSS avg says {s} samples but the HSD| avg rows sum to {sum}")));
@@ -129,10 +143,16 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
         }
         sum
     } else {
-        match (secs, period_ns) {
-            (Some(s), Some(pn)) if pn > 0 => {
-                p.fidelity.push("sample count estimated as duration / period (no -h histogram)".into());
-                s.saturating_mul(1_000_000_000) / pn
+        match per_sec {
+            // One RTD| line per second actually measured: the count comes
+            // from the lines present, never from the duration alone.
+            Some(ps) if rtd_lines > 0 => {
+                p.fidelity.push(format!("sample count derived: {rtd_lines} RTD| lines (one per second) × {ps} samples per second (1 s / period); no -h histogram"));
+                rtd_lines.saturating_mul(ps)
+            }
+            Some(ps) if secs.is_some() => {
+                p.fidelity.push("sample count estimated as duration / period (no -h histogram, no RTD| lines)".into());
+                secs.unwrap_or(0).saturating_mul(ps)
             }
             _ => {
                 return Err(ParseError::at(
@@ -142,26 +162,27 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
             }
         }
     };
+    if let Some(s) = secs {
+        if rtd_lines > 0 && rtd_lines + 1 < s {
+            p.fidelity.push(format!("truncated: {rtd_lines} of {s} per-second RTD| lines (the RTS| line says {s} s ran)"));
+        }
+        if let Some(plan) = planned.filter(|&pl| pl > s) {
+            p.fidelity.push(format!("stopped early: ran {s} of {plan} s (RTS| duration)"));
+        }
+    }
     let min_u = clamp_negative(min, &mut neg);
     let max_u = clamp_negative(max, &mut neg);
-    let secs_stats: Vec<SecondStats> = match period_ns {
-        Some(pn) if pn > 0 => per_second
-            .iter()
-            .map(|&(t, mi, av, ma)| SecondStats {
-                t_s: t,
-                count: 1_000_000_000 / pn,
-                min_ns: Nanos(clamp_negative(mi, &mut neg)),
-                mean_ns: av.max(0) as f64,
-                max_ns: Nanos(clamp_negative(ma, &mut neg)),
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    if let Some(last) = hist.iter_mut().max_by_key(|b| b.lo_ns) {
+    let (mut secs_stats, width) = seconds.finish();
+    match per_sec {
+        Some(ps) => secs_stats.iter_mut().for_each(|s| s.count = s.count.saturating_mul(ps)),
+        None => secs_stats.clear(),
+    }
+    let mut buckets = hist.into_buckets();
+    if let Some(last) = buckets.iter_mut().filter(|b| Some(b.lo_ns.0) <= hist_top).max_by_key(|b| b.lo_ns) {
         // The last bucket also holds every larger value.
         last.hi_ns = Nanos(last.hi_ns.0.max(max_u));
     }
-    let summary_only = hist.is_empty();
+    let summary_only = buckets.is_empty();
     p.series.push(Series {
         probe: "timer".into(),
         variant: mode.clone(),
@@ -173,8 +194,10 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
         max_ns: max_u,
         mean_ns: Some(avg.max(0) as f64),
         stddev_ns: hss_avg.map(|(_, _, sd)| sd * 1000.0),
-        buckets: hist,
+        buckets,
         per_second: secs_stats,
+        per_second_width_s: width,
+        signed: (min < 0 || avg < 0).then_some(SignedStats { samples, min_ns: min, max_ns: max, mean_ns: avg as f64, clamped: true }),
         ..Series::default()
     });
     p.duration_ns = secs.map(|s| s.saturating_mul(1_000_000_000));
@@ -183,11 +206,21 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
     } else {
         p.fidelity.push("histogram in 1 µs buckets (latency's -B default; the bucket size is not printed); values are absolute (negative latencies folded)".into());
     }
+    if folded {
+        p.fidelity.push(super::folded_note("HSD| histogram"));
+    }
     if neg < 0 {
-        p.fidelity.push(format!("negative latencies (early wake-ups, down to {neg} ns) clamped to 0"));
+        p.fidelity.push(format!(
+            "negative latencies (early wake-ups, down to {neg} ns): the signed min, mean and max are in `signed`; min_ns/mean_ns/max_ns and the per-second series clamp them to 0"
+        ));
     }
     p.fidelity.push("per-second series from the RTD| lines; counts per second derived from the period".into());
     Ok(p)
+}
+
+/// "00:00:03/00:00:10" → the planned duration (after the slash), if any.
+fn hms_planned(s: &str) -> Option<u64> {
+    hms(s.split_once('/')?.1)
 }
 
 #[cfg(test)]
@@ -201,7 +234,10 @@ RTD|     -0.500|      1.000|      4.000|       0|     0|     -0.500|      4.000\
 RTS|     -0.500|      1.000|      4.000|       0|     0|    00:00:10/00:00:10\n";
         let p = parse(text).unwrap();
         let s = &p.series[0];
-        assert_eq!(s.samples, 10 * 5000, "10 s at 200 µs");
+        assert_eq!(s.samples, 5000, "one RTD| line present: 1 s at 200 µs, not the RTS| 10 s");
+        assert!(p.fidelity.iter().any(|f| f.contains("truncated: 1 of 10")), "{:?}", p.fidelity);
+        let signed = s.signed.unwrap();
+        assert_eq!((signed.min_ns, signed.max_ns, signed.mean_ns), (-500, 4000, 1000.0));
         assert_eq!(s.variant.as_deref(), Some("irq"));
         assert_eq!((s.min_ns, s.max_ns), (0, 4000));
         assert!(s.buckets.is_empty());

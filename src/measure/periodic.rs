@@ -54,9 +54,9 @@ impl Signed {
     }
     fn stats(&self) -> SignedStats {
         if self.n == 0 {
-            return SignedStats { samples: 0, min_ns: 0, max_ns: 0, mean_ns: 0.0 };
+            return SignedStats { samples: 0, min_ns: 0, max_ns: 0, mean_ns: 0.0, clamped: false };
         }
-        SignedStats { samples: self.n, min_ns: self.min, max_ns: self.max, mean_ns: self.sum as f64 / self.n as f64 }
+        SignedStats { samples: self.n, min_ns: self.min, max_ns: self.max, mean_ns: self.sum as f64 / self.n as f64, clamped: false }
     }
 }
 

@@ -510,6 +510,23 @@ impl ProbeResult {
     pub fn distribution_known(&self) -> bool {
         self.samples == 0 || !self.percentiles_ns.is_empty()
     }
+
+    /// The signed summary of an entry whose unsigned min/mean/max clamp
+    /// negative latencies to 0 (see [`SignedStats::clamped`]).
+    pub fn clamped(&self) -> Option<&SignedStats> {
+        self.signed.as_ref().filter(|s| s.clamped)
+    }
+
+    /// The min a reader should see, in ns: signed where the source had
+    /// negative latencies, else `min_ns`.
+    pub fn shown_min_ns(&self) -> f64 {
+        self.clamped().map_or(self.min_ns.0 as f64, |s| s.min_ns as f64)
+    }
+
+    /// The mean a reader should see, in ns (signed, as [`Self::shown_min_ns`]).
+    pub fn shown_mean_ns(&self) -> f64 {
+        self.clamped().map_or(self.mean_ns, |s| s.mean_ns)
+    }
 }
 
 fn one() -> u64 {
@@ -638,14 +655,21 @@ pub struct ScenarioRecord {
     pub tags: std::collections::BTreeMap<String, String>,
 }
 
-/// Signed summary of a quantity whose magnitudes fill an entry's histogram
-/// (the period error: actual start-to-start interval minus the nominal one).
+/// Signed summary of an entry whose unsigned fields cannot carry the sign:
+/// either its histogram holds magnitudes (the period error: actual
+/// start-to-start interval minus the nominal one), or (`clamped`) an
+/// imported source had negative latencies (early wake-ups in Xenomai,
+/// RTAI) that the unsigned min/mean/max clamp to 0.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct SignedStats {
     pub samples: u64,
     pub min_ns: i64,
     pub max_ns: i64,
     pub mean_ns: f64,
+    /// True: the entry's `min_ns`/`mean_ns`/`max_ns` are these values
+    /// clamped at 0, so readers show these instead.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub clamped: bool,
 }
 
 impl SignedStats {
@@ -663,6 +687,7 @@ impl SignedStats {
             min_ns: self.min_ns.min(o.min_ns),
             max_ns: self.max_ns.max(o.max_ns),
             mean_ns: (self.mean_ns * self.samples as f64 + o.mean_ns * o.samples as f64) / n as f64,
+            clamped: self.clamped || o.clamped,
         }
     }
 }
@@ -723,12 +748,12 @@ mod probe_extra_tests {
 
     #[test]
     fn signed_stats_merge_weights_the_mean() {
-        let a = SignedStats { samples: 3, min_ns: -5, max_ns: 7, mean_ns: 1.0 };
-        let b = SignedStats { samples: 1, min_ns: -9, max_ns: 2, mean_ns: -3.0 };
+        let a = SignedStats { samples: 3, min_ns: -5, max_ns: 7, mean_ns: 1.0, clamped: false };
+        let b = SignedStats { samples: 1, min_ns: -9, max_ns: 2, mean_ns: -3.0, clamped: false };
         let m = a.merge(b);
         assert_eq!((m.samples, m.min_ns, m.max_ns), (4, -9, 7));
         assert!((m.mean_ns - 0.0).abs() < 1e-9);
-        let empty = SignedStats { samples: 0, min_ns: 0, max_ns: 0, mean_ns: 0.0 };
+        let empty = SignedStats { samples: 0, min_ns: 0, max_ns: 0, mean_ns: 0.0, clamped: false };
         assert_eq!(empty.merge(b), b);
     }
 

@@ -136,8 +136,8 @@ pub fn summary_table(run: &RunAnalysis, u: Unit, with_deadline: bool) -> Table {
             let mut row = entry_label(e);
             row.push(Cell::plain(e.samples.to_string()));
             row.push(Cell::tone(e.overruns.to_string(), if e.overruns > 0 { Tone::Bad } else { Tone::Plain }));
-            row.push(Cell::plain(u.fmt_n(e.min_ns)));
-            row.push(Cell::plain(format!("{}±{}", u.fmt(e.mean_ns), u.fmt(e.stddev_ns))));
+            row.push(Cell::plain(u.fmt(e.shown_min_ns())));
+            row.push(Cell::plain(format!("{}±{}", u.fmt(e.shown_mean_ns()), u.fmt(e.stddev_ns))));
             for l in ["p50", "p99", "p99.9", "p99.99"] {
                 row.push(Cell::plain(p(e, l, u)));
             }

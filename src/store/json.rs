@@ -56,32 +56,40 @@ pub const MAX_INPUT_BYTES: u64 = 256 << 20;
 /// series: even a day-long run stays far below).
 pub const MAX_RESULT_BYTES: u64 = 1 << 30;
 
-/// Read an input file: a regular file only (a FIFO would block forever, a
-/// device like /dev/zero never end), at most `cap` bytes. The error says
-/// what is wrong, without the path (the caller names it).
-pub fn read_input(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
-    use std::io::Read;
+/// Open an input file for reading: a regular file only (a FIFO would
+/// block forever, a device like /dev/zero never end), at most `cap` bytes.
+/// Returns the file and its size. The error says what is wrong, without
+/// the path (the caller names it).
+pub fn open_input(path: &Path, cap: u64) -> Result<(std::fs::File, u64), String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
     if !meta.is_file() {
         let kind = if meta.is_dir() { "a directory" } else { "not a regular file (a FIFO, socket or device)" };
         return Err(format!("{kind}; give a file"));
     }
-    let too_big = |n: u64| {
-        format!(
-            "{} is larger than the {} limit for an input; pass --max-size to read it anyway (an import holds the whole file in memory, several times its size while parsing)",
-            crate::units::fmt_bytes(n),
-            crate::units::fmt_bytes(cap)
-        )
-    };
     if meta.len() > cap {
-        return Err(too_big(meta.len()));
+        return Err(too_big(meta.len(), cap));
     }
     let f = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    Ok((f, meta.len()))
+}
+
+fn too_big(n: u64, cap: u64) -> String {
+    format!(
+        "{} is larger than the {} limit for an input; pass --max-size to read it anyway",
+        crate::units::fmt_bytes(n),
+        crate::units::fmt_bytes(cap)
+    )
+}
+
+/// Read a whole input file (see [`open_input`]) into memory.
+pub fn read_input(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let (f, len) = open_input(path, cap)?;
+    let mut bytes = Vec::with_capacity(len as usize);
     // A file that grows while we read stops at the cap too.
     f.take(cap + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read: {e}"))?;
     if bytes.len() as u64 > cap {
-        return Err(too_big(bytes.len() as u64));
+        return Err(too_big(bytes.len() as u64, cap));
     }
     Ok(bytes)
 }
