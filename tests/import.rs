@@ -328,6 +328,30 @@ fn negative_latencies_keep_their_sign_through_report_and_compare() {
     assert_eq!(means, vec![1403.0, -405.0], "{}", v["rows"][0]);
 }
 
+/// A live rt-tests log cut after a refresh's status lines but before its
+/// pair lines: the pairs are imported with the cycles of their own (last
+/// complete) refresh, and the fidelity says the file is truncated.
+#[test]
+fn an_ipc_log_cut_inside_a_refresh_is_noted_and_consistent() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = read("ptsematest-live.txt");
+    let lines: Vec<&str> = text.lines().collect();
+    // Drop the last refresh's two pair lines (and the cursor-movement line after them).
+    assert!(lines[lines.len() - 3].starts_with("#1 -> #0"), "{:?}", &lines[lines.len() - 3..]);
+    let cut = lines[..lines.len() - 3].join("\n") + "\n";
+    let path = write_tmp(dir.path(), "ptsematest-cut.txt", cut.as_bytes());
+    let whole = &convert(&fixture("ptsematest-live.txt"), &[])[0];
+    let run = &convert(&path, &[])[0];
+    assert!(run["fidelity"].to_string().contains("truncated: the file ends inside a refresh"), "{}", run["fidelity"]);
+    assert!(!whole["fidelity"].to_string().contains("truncated"), "{}", whole["fidelity"]);
+    // The cycles are those of the refresh the pair lines belong to: fewer than the whole file's.
+    let (a, b) = (u(&thread(run, 0)["samples"]), u(&thread(whole, 0)["samples"]));
+    assert!(a < b, "cut {a} vs whole {b}");
+    let statuses: Vec<&&str> = lines.iter().filter(|l| l.contains("#1: ID")).collect();
+    let status = statuses[statuses.len() - 2].rsplit("Cycles").next().unwrap().trim().parse::<u64>().unwrap();
+    assert_eq!(a, status, "the previous refresh's Cycles");
+}
+
 /// A 16 MB generated histogram (one row per µs, 2 threads) imports with
 /// every sample and its min/max, and is stored folded to 3 significant
 /// digits: bounded buckets, and the fidelity note says so.

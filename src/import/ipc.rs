@@ -27,6 +27,8 @@ pub fn is_pair_line(l: &str) -> bool {
 }
 
 struct Status {
+    /// The line it was read from.
+    line: usize,
     cpu: Option<usize>,
     interval_us: Option<u64>,
     cycles: Option<u64>,
@@ -34,12 +36,14 @@ struct Status {
 }
 
 /// `#0: ID18902, P80, CPU0, I1000; #1: ID18903, P80, CPU0, Cycles 1000`
-fn parse_status(l: &str, n: usize, status: &mut BTreeMap<u64, Status>) -> Result<(), ParseError> {
+/// Each thread keeps its latest status and the one before (a file cut in
+/// the middle of a refresh pairs the older one with the last pair line).
+fn parse_status(l: &str, n: usize, status: &mut BTreeMap<u64, [Option<Status>; 2]>) -> Result<(), ParseError> {
     for part in l.split(';') {
         let part = part.trim();
         let Some((id, fields)) = part.split_once(':') else { continue };
         let id = uint(id.trim_start_matches('#'), n, "thread number after #")?;
-        let mut s = Status { cpu: None, interval_us: None, cycles: None, timeouts: None };
+        let mut s = Status { line: n, cpu: None, interval_us: None, cycles: None, timeouts: None };
         for f in fields.split(',') {
             let f = f.trim();
             if f.starts_with("ID") {
@@ -54,7 +58,9 @@ fn parse_status(l: &str, n: usize, status: &mut BTreeMap<u64, Status>) -> Result
                 s.interval_us = Some(uint(v, n, "interval I (µs)")?);
             }
         }
-        status.insert(id, s);
+        let slot = status.entry(id).or_insert([None, None]);
+        slot[1] = slot[0].take();
+        slot[0] = Some(s);
     }
     Ok(())
 }
@@ -105,7 +111,7 @@ pub fn parse_named(text: &str, file_name: &str) -> Result<Parsed, ParseError> {
 /// Read line by line; only the latest status and pair line of each thread
 /// is kept, so a long live log costs no more than a short one.
 pub fn parse_lines(lines: &mut dyn Iterator<Item = super::Line>, file_name: &str) -> Result<Parsed, ParseError> {
-    let mut status: BTreeMap<u64, Status> = BTreeMap::new();
+    let mut status: BTreeMap<u64, [Option<Status>; 2]> = BTreeMap::new();
     // (receiver, sender) -> (line, min, avg, max)
     let mut pairs: BTreeMap<(u64, u64), (usize, i64, i64, i64)> = BTreeMap::new();
     let mut any_timeouts = false;
@@ -140,7 +146,7 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = super::Line>, file_name: &str
             }
         } else if l.starts_with('#') && l.contains(": ID") {
             parse_status(l, n, &mut status)?;
-            any_timeouts |= status.values().any(|s| s.timeouts.is_some());
+            any_timeouts |= status.values().any(|s| s[0].as_ref().is_some_and(|s| s.timeouts.is_some()));
         }
     }
     if pairs.is_empty() {
@@ -149,9 +155,16 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = super::Line>, file_name: &str
     let tool = if any_timeouts { "pmqtest" } else { tool_from_file_name(file_name).unwrap_or("rt-tests IPC test") };
     let mut p = Parsed { tool: tool.into(), ..Parsed::default() };
     let mut skipped = 0;
+    let mut cut: Option<usize> = None;
+    // The status of thread `id` as of pair line `n`: the latest one read
+    // before it (a later one belongs to a refresh the file lost the end of).
+    let as_of = |id: u64, n: usize| status.get(&id).and_then(|s| s.iter().flatten().find(|st| st.line < n));
     for (k, ((a, b), (n, min, avg, max))) in pairs.into_iter().enumerate() {
-        let recv = status.get(&a);
-        let send = status.get(&b);
+        if let Some(latest) = status.get(&a).and_then(|s| s[0].as_ref()).filter(|st| st.line > n) {
+            cut = Some(cut.unwrap_or(0).max(latest.line));
+        }
+        let recv = as_of(a, n);
+        let send = as_of(b, n);
         let cycles = recv.and_then(|s| s.cycles).ok_or_else(|| {
             ParseError::at(n, format!("no \"#{a}: ..., Cycles N\" status line before this pair; expected the tool's full output"))
         })?;
@@ -184,6 +197,11 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = super::Line>, file_name: &str
     p.fidelity.push("µs resolution; the average is printed as whole µs; stddev unknown (0)".into());
     if skipped > 0 {
         p.fidelity.push(format!("{skipped} pairs with 0 cycles skipped"));
+    }
+    if let Some(line) = cut {
+        p.fidelity.push(format!(
+            "truncated: the file ends inside a refresh (its status line {line} has no pair line after it); the last complete refresh is imported"
+        ));
     }
     if tool == "rt-tests IPC test" {
         p.fidelity.push("which tool wrote the file is unknown (ptsematest, svsematest or sigwaittest); use --probe to name it".into());
