@@ -292,6 +292,8 @@ fn without_privileges_it_runs_as_sched_other_and_says_why() {
     assert_eq!(fifo["outcome"], "failed");
     assert!(fifo["detail"].as_str().unwrap().contains("CAP_SYS_NICE"), "{fifo}");
     assert!(err.contains("warning: not real-time"), "{err}");
+    // The banner said so before measuring, instead of promising SCHED_FIFO.
+    assert!(err.contains("SCHED_FIFO priority 95 — not permitted here") && err.contains("will run SCHED_OTHER"), "{err}");
     assert!(u(&merged(&run)[0]["samples"]) > 0);
 }
 

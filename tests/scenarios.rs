@@ -97,6 +97,13 @@ fn malformed_scenarios_exit_2_naming_file_line_field_and_hint() {
         ("wrong-type", format!("threads = \"two\"\n{probe}"), vec!["line 1", "field `threads`", "invalid type", "docs/scenarios.md"]),
         ("unknown-field", format!("durration = \"2s\"\n{probe}"), vec!["line 1", "unknown field `durration`", "`duration`"]),
         ("bad-period", "[[probe]]\nname = \"timer\"\nperiods = [\"10ms\", \"soon\"]\n".to_string(), vec!["line 3", "field `periods`", "'soon'"]),
+        ("bad-variant", "[[probe]]\nname = \"sem:bogus\"\n".to_string(), vec!["line 2", "[[probe]] name", "unknown variant 'bogus'", "posix/same-cpu"]),
+        (
+            "bad-load-dir",
+            format!("[load]\ndir = \"/proc/nope\"\n[[phase]]\nname = \"cpu\"\n{probe}"),
+            vec!["line 2", "[load] dir", "/proc/nope", "not a directory"],
+        ),
+        ("empty-name", format!("name = \"\"\n{probe}"), vec!["line 1", "name: empty", "leave `name` out"]),
     ];
     for (name, text, wants) in &cases {
         let file = format!("{name}.toml");
@@ -389,4 +396,18 @@ fn phase_name_names_an_outside_load() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("--phase-name"), "{bad:?}");
         assert!(!dir.path().join("bad.json").exists());
     }
+}
+
+/// `cmd:` loads run shell commands from the file: the dry run lists them as
+/// such (never as a built-in load) before anything runs.
+#[test]
+fn dry_run_lists_cmd_loads_as_shell_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("c.toml"), "[[phase]]\nname = \"x\"\nloads = [\"cmd:sleep 1\"]\n[[probe]]\nname = \"timer\"\n").unwrap();
+    let out = rtscope(dir.path()).args(["run", "--dry-run", "c.toml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("commands: 1 shell command(s) from c.toml, run with `sh -c`"), "{text}");
+    assert!(text.contains("cmd: sleep 1 (shell command)"), "{text}");
+    assert!(!text.contains("engine builtin"), "{text}");
 }

@@ -329,16 +329,23 @@ fn finish(
         Some(x) => x,
         None => section.and_then(|l| l.intensity.as_ref()).map(|i| *i.get_ref()).unwrap_or(1.0),
     };
-    let dir = la.load_dir.clone().or_else(|| section.and_then(|l| l.dir.clone())).unwrap_or_else(default_load_dir);
+    // Errors name where the directory came from: the flag, or the
+    // scenario's `[load] dir` line.
+    let (dir, origin) = match (&la.load_dir, section.and_then(|l| l.dir.as_ref())) {
+        (Some(d), _) => (d.clone(), None),
+        (None, Some(d)) => (d.get_ref().clone(), Some(d.span())),
+        (None, None) => (default_load_dir(), None),
+    };
+    let dir_err = |msg: String| match (&origin, s) {
+        (Some(span), Some(sc)) => sc.err_at(span.clone(), format!("[load] dir: {msg}")),
+        _ => BadInput(format!("--load-dir: {msg}")),
+    };
     if phases.iter().any(|p| !p.loads.is_empty()) {
         if !dir.is_dir() {
-            return Err(BadInput(format!(
-                "--load-dir: '{}' is not a directory; give a directory on the filesystem under test",
-                dir.display()
-            )));
+            return Err(dir_err(format!("'{}' is not a directory; give a directory on the filesystem under test", dir.display())));
         }
         // The loads' temp files go there: checked before anything runs.
-        super::plan::check_writable(&dir, "--load-dir")?;
+        super::plan::check_writable(&dir, "--load-dir").map_err(|e| dir_err(e.0.trim_start_matches("--load-dir: ").to_string()))?;
     }
     let settle_ns = la.settle.or(s.and_then(|s| s.file.settle).map(|d| d.0)).unwrap_or(DEFAULT_SETTLE_NS);
     let max_total_ns = la.max_total.or(s.and_then(|s| s.file.max_total).map(|d| d.0)).unwrap_or(DEFAULT_MAX_TOTAL_NS);
@@ -420,20 +427,48 @@ pub fn describe(plan: &RunPlan, exp: &Experiment, output: &Output, dry_run: bool
     if let Some(sc) = &exp.scenario {
         s.push_str(&format!("scenario: {} ({})\n", sc.name, sc.source));
     }
+    // Said now, not discovered in the result: a policy this user may not
+    // have falls back to SCHED_OTHER at set-up.
+    let fallback = match plan.policy {
+        crate::sys::sched::Policy::Other => String::new(),
+        p => match crate::sys::sched::policy_permitted(p, plan.priority) {
+            Ok(()) => String::new(),
+            Err(e) => format!(
+                " — not permitted here ({e}: needs root, CAP_SYS_NICE or RLIMIT_RTPRIO ≥ {}): the threads will run SCHED_OTHER",
+                plan.priority
+            ),
+        },
+    };
     s.push_str(&format!(
-        "measuring: {} thread(s) on CPUs {}, SCHED_{} priority {}\n",
+        "measuring: {} thread(s) on CPUs {}, SCHED_{} priority {}{fallback}\n",
         plan.threads,
         units::cpu_list_str(&plan.cpus),
         plan.policy.name().to_uppercase(),
         plan.priority
     ));
-    let loaded = exp.phases.iter().any(|p| !p.loads.is_empty());
-    if loaded {
+    let generated = exp.phases.iter().any(|p| p.loads.iter().any(|k| k.load().is_some()));
+    let commands: Vec<&str> = exp
+        .phases
+        .iter()
+        .flat_map(|p| &p.loads)
+        .filter_map(|k| if let load::LoadKind::Cmd(line) = k { Some(line.as_str()) } else { None })
+        .collect();
+    if generated {
         s.push_str(&format!(
             "loads: engine {}, CPUs {}, {} worker(s) per load, SCHED_OTHER, temp files under {}; settle {}\n",
             exp.load.engine.name(),
             units::cpu_list_str(&exp.load.cpus),
             exp.load.workers(),
+            exp.load.dir.display(),
+            units::fmt_ns(exp.settle_ns)
+        ));
+    }
+    if !commands.is_empty() {
+        s.push_str(&format!(
+            "commands: {} shell command(s) from {}, run with `sh -c` as this user (SCHED_OTHER, CPUs {}, in {}); settle {}\n",
+            commands.len(),
+            exp.scenario.as_ref().map(|r| r.source.clone()).unwrap_or_else(|| "--load".to_string()),
+            units::cpu_list_str(&exp.load.cpus),
             exp.load.dir.display(),
             units::fmt_ns(exp.settle_ns)
         ));
@@ -445,7 +480,7 @@ pub fn describe(plan: &RunPlan, exp: &Experiment, output: &Output, dry_run: bool
             p.loads
                 .iter()
                 .map(|k| match k {
-                    load::LoadKind::Cmd(line) => format!("cmd: {line}"),
+                    load::LoadKind::Cmd(line) => format!("cmd: {line} (shell command)"),
                     k => format!("{} ({})", k.name(), exp.load.engine_for(k)),
                 })
                 .collect::<Vec<_>>()

@@ -72,14 +72,23 @@ impl Drop for LoadSession {
 }
 
 /// Remove `<dir>/.rtscope-load-<pid>` dirs whose process is gone or is no
-/// longer an rtscope (left behind by a SIGKILL).
+/// longer an rtscope (left behind by a SIGKILL) — only this user's own: in
+/// a shared directory another user's run (or its leftovers) is not ours to
+/// delete, even for root.
 pub fn clean_stale(dir: &Path) {
+    use std::os::unix::fs::MetadataExt;
     let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let me = nix::unistd::geteuid().as_raw();
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().to_string();
         let Some(pid) = name.strip_prefix(TEMP_PREFIX).and_then(|p| p.parse::<u32>().ok()) else { continue };
         if pid == std::process::id() {
             continue;
+        }
+        // symlink_metadata: a link planted under the name is not followed.
+        match std::fs::symlink_metadata(e.path()) {
+            Ok(m) if m.is_dir() && m.uid() == me => {}
+            _ => continue,
         }
         let alive = std::fs::read_to_string(format!("/proc/{pid}/comm")).map(|c| c.trim() == "rtscope").unwrap_or(false);
         if !alive {
@@ -427,5 +436,18 @@ mod tests {
         clean_stale(d.path());
         assert!(!dead.exists());
         assert!(ours.exists() && other.exists());
+    }
+
+    #[test]
+    fn another_users_stale_dir_is_left_alone() {
+        if !nix::unistd::geteuid().is_root() {
+            return; // chown to another user needs root
+        }
+        let d = tempfile::tempdir().unwrap();
+        let theirs = d.path().join(format!("{TEMP_PREFIX}0"));
+        std::fs::create_dir(&theirs).unwrap();
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+        clean_stale(d.path());
+        assert!(theirs.exists(), "nobody's directory was deleted by root's run");
     }
 }

@@ -123,7 +123,7 @@ pub struct LoadSection {
     pub engine: Option<Engine>,
     pub cpus: Option<Spanned<String>>,
     pub intensity: Option<Spanned<f64>>,
-    pub dir: Option<PathBuf>,
+    pub dir: Option<Spanned<PathBuf>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -204,6 +204,21 @@ pub fn parse(text: &str, label: &str, is_preset: bool) -> Result<Scenario, BadIn
             None => BadInput(format!("{label}: {msg}; {HINT}")),
         }
     })?;
+    if file.name.as_deref().is_some_and(|n| n.trim().is_empty() || n.chars().any(char::is_control)) {
+        // The top-level `name =` line (before the first table header).
+        let at = text
+            .lines()
+            .take_while(|l| !l.trim_start().starts_with('['))
+            .scan(0usize, |off, l| {
+                let start = *off;
+                *off += l.len() + 1;
+                Some((start, l))
+            })
+            .find(|(_, l)| l.trim_start().starts_with("name"))
+            .map(|(o, l)| o + (l.len() - l.trim_start().len()))
+            .unwrap_or(0);
+        return Err(err_at(label, text, at..at + 4, "name: empty or with control characters; give the scenario a name (e.g. name = \"board-a-vs-load\") or leave `name` out to use the file name"));
+    }
     let mut phases: Vec<PhaseSpec> = Vec::new();
     let mut seen: BTreeMap<String, std::ops::Range<usize>> = BTreeMap::new();
     for p in &file.phases {
@@ -247,8 +262,13 @@ pub fn parse(text: &str, label: &str, is_preset: bool) -> Result<Scenario, BadIn
         return Err(BadInput(format!("{label}: no [[probe]] listed; add one, e.g.\n[[probe]]\nname = \"timer\"\n({HINT})")));
     }
     for p in &file.probes {
-        let (name, _) = crate::measure::split_spec(p.name.get_ref());
-        if crate::measure::probe_by_name(name).is_none() {
+        let (name, sel) = crate::measure::split_spec(p.name.get_ref());
+        if let Some(probe) = crate::measure::probe_by_name(name) {
+            // The variant too, here, so the error names this line.
+            crate::plan::probes::VariantSelection::default()
+                .add(probe.as_ref(), sel)
+                .map_err(|e| err_at(label, text, p.name.span(), format!("[[probe]] name: {}", e.0.trim_start_matches("--probe "))))?;
+        } else {
             let names: Vec<&str> = crate::measure::PROBES.iter().map(|(n, _)| *n).collect();
             return Err(err_at(
                 label,

@@ -29,6 +29,13 @@ impl Policy {
     }
 }
 
+/// Would this process get `policy` at `priority`? Tried for real on a
+/// throwaway thread (so capabilities, RLIMIT_RTPRIO and cgroup limits all
+/// answer), which exits at once.
+pub fn policy_permitted(policy: Policy, priority: u8) -> nix::Result<()> {
+    std::thread::spawn(move || set_current_policy(policy, priority)).join().unwrap_or(Err(nix::errno::Errno::EINVAL))
+}
+
 /// Set the calling thread's policy and priority (priority is ignored, i.e.
 /// 0, for SCHED_OTHER).
 pub fn set_current_policy(policy: Policy, priority: u8) -> nix::Result<()> {
