@@ -499,9 +499,19 @@ fn all_fixture_texts() -> Vec<String> {
 /// here — the error content is checked in the tests above.
 fn parse_everything(text: &str) {
     let _ = import::detect(text);
+    let _ = import::detect_head(text, false);
     for f in FORMATS {
         if f != Format::Rtscope {
-            let _ = import::parse(f, text, "x.txt");
+            // What parses is converted too: the conversion never panics either.
+            if let Ok(parsed) = import::parse(f, text, "x.txt") {
+                for p in parsed {
+                    let ctx = import::Context {
+                        format: f, file: "x.txt".into(), file_sha256: "0".repeat(64), file_stem: "x".into(),
+                        file_mtime: "2026-01-01T00:00:00Z".into(), phase: "idle".into(), probe: None, name: None,
+                    };
+                    let _ = import::build_run(p, &ctx);
+                }
+            }
         }
     }
 }
