@@ -8,8 +8,9 @@ cd "$(dirname "$0")"
 
 # Debian packages the tests use: rt-tests / stress-ng / linux-perf (peers and
 # load engine), qemu + busybox + cpio (kernel lab), chromium (HTML report),
-# postgresql (the store tests start their own server from its binaries).
-PACKAGES=(rt-tests stress-ng linux-perf qemu-system-x86 busybox-static cpio chromium postgresql)
+# postgresql (the store tests start their own server from its binaries),
+# prometheus (the monitor test starts one that scrapes rtscope monitor).
+PACKAGES=(rt-tests stress-ng linux-perf qemu-system-x86 busybox-static cpio chromium postgresql prometheus)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

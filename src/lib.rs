@@ -14,6 +14,7 @@ pub mod load;
 pub mod measure;
 pub mod plan;
 pub mod model;
+pub mod monitor;
 pub mod report;
 pub mod runner;
 pub mod scenario;

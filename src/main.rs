@@ -19,6 +19,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Run(args) => commands::run::cmd(&args),
+        Command::Monitor(args) => commands::monitor::cmd(&args),
         Command::Probes => commands::probes::cmd(),
         Command::Doctor(args) => commands::doctor::cmd(&args),
         Command::Presets => commands::presets::cmd(),

@@ -25,7 +25,7 @@ use crate::units::{cpu_list_str, fmt_ns, rfc3339};
 
 /// Global (process-wide) real-time set-up. The returned guard holds
 /// /dev/cpu_dma_latency for as long as it lives.
-fn global_setup(plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option<DmaLatencyGuard> {
+pub(crate) fn global_setup(plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option<DmaLatencyGuard> {
     let locked = match mman::lock_all_would_exhaust() {
         Some(why) => Err(why),
         None => mman::lock_all().map_err(|e| format!("{e}: page faults may add latency; run as root or grant CAP_IPC_LOCK")),

@@ -25,6 +25,7 @@ const LAYERS: &[&[&str]] = &[
     &["plan"],
     &["scenario"],
     &["runner"],
+    &["monitor"],
     &["analysis"],
     &["report"],
     &["cli"],

@@ -101,6 +101,21 @@ fn result_files_match_the_documented_schema() {
     assert!(errors.is_empty(), "schema mismatches:\n{}", errors.join("\n"));
 }
 
+/// A monitor run's result (`monitor` object, per-window notes) matches the docs.
+#[test]
+fn monitor_result_files_match_the_documented_schema() {
+    let doc = documented();
+    let sb = Sandbox::new();
+    let path = sb.path("m.json");
+    let out = sb.run(&["monitor", "--window", "200ms", "-D", "700ms", "-t", "1", "-q", "--no-store", "--json", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = read_json(&path);
+    assert!(run["monitor"]["windows"].as_u64().unwrap() >= 2, "{}", run["monitor"]);
+    let mut errors = Vec::new();
+    check(&doc, "/", &run, &mut errors);
+    assert!(errors.is_empty(), "schema mismatches:\n{}", errors.join("\n"));
+}
+
 #[test]
 fn the_checker_catches_undocumented_and_missing_fields() {
     let doc = documented();

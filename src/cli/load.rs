@@ -95,7 +95,10 @@ pub fn explicit_run_args() -> BTreeSet<String> {
         Ok(m) => m,
         Err(_) => return BTreeSet::new(),
     };
-    let Some(("run", m)) = matches.subcommand() else { return BTreeSet::new() };
+    let m = match matches.subcommand() {
+        Some(("run" | "monitor", m)) => m,
+        _ => return BTreeSet::new(),
+    };
     m.ids()
         .filter(|id| m.value_source(id.as_str()) == Some(ValueSource::CommandLine))
         .map(|id| id.as_str().to_string())

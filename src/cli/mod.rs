@@ -39,6 +39,8 @@ pub struct Cli {
 pub enum Command {
     /// Run an experiment and save its result (JSON, schema v1).
     Run(RunArgs),
+    /// Run the probes continuously in windows (phases cycling), storing each window; serve /metrics for Prometheus.
+    Monitor(MonitorArgs),
     /// List the probes `--probe` accepts.
     Probes,
     /// Audit this host for settings that hurt real-time latency, with the fix for each.
@@ -66,6 +68,25 @@ pub enum Command {
     /// A load process (started by `rtscope run` for each load; not for people).
     #[command(name = "__load", hide = true)]
     LoadWorker(crate::load::worker::LoadWorkerArgs),
+}
+
+/// `rtscope monitor`: `run`'s probe, thread and output flags, plus the windows.
+#[derive(Debug, Clone, Args)]
+pub struct MonitorArgs {
+    /// Length of one window: per window and probe/CPU, count, min, p50, p99, max and overruns are stored
+    #[arg(long, default_value = "5m", value_parser = units::parse_duration, allow_hyphen_values = true)]
+    pub window: u64,
+    /// Phases to cycle through, each for its time, e.g. idle:5m,mixed:5m (load names as --load); default: idle throughout
+    #[arg(long, value_name = "PHASE:DURATION,...")]
+    pub cycle: Option<String>,
+    /// Serve GET /metrics (Prometheus text format) on this address, e.g. 127.0.0.1:9469
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<String>,
+    /// Also write the metrics to DIR/rtscope.prom after each window (node_exporter's textfile collector)
+    #[arg(long, value_name = "DIR")]
+    pub textfile: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -46,6 +46,9 @@ pub struct HistoryArgs {
     /// Print latencies in ns instead of µs.
     #[arg(long)]
     pub ns: bool,
+    /// The windows of monitor run ID (its time series) instead of the list of runs.
+    #[arg(long, value_name = "ID")]
+    pub windows: Option<i64>,
     #[command(flatten)]
     pub db: DbOpts,
 }

@@ -54,6 +54,48 @@ pub fn parse_since(s: &str) -> Result<String, BadInput> {
     Ok(format!("{d}T00:00:00Z"))
 }
 
+/// `--windows ID`: a monitor run's windows, merged entries (every thread)
+/// as a table, or every row as JSON.
+fn windows(store: &mut Store, id: i64, args: &HistoryArgs) -> anyhow::Result<u8> {
+    let run = store.load(id)?;
+    let Some(m) = &run.monitor else {
+        return Err(BadInput(format!("run #{id} is not a monitor run (it has no windows); `rtscope history` lists runs, monitor runs show their window count")).into());
+    };
+    let rows = store.windows(&m.id)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(EXIT_OK);
+    }
+    let unit = if args.ns { "ns" } else { "us" };
+    let header: Vec<String> = ["window", "started", "phase", "probe", "variant", "samples", "overruns"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(["min", "p50", "p99", "max"].iter().map(|s| format!("{s}({unit})")))
+        .collect();
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .filter(|w| w.thread.is_none())
+        .map(|w| {
+            vec![
+                w.index.to_string(),
+                w.started_at.get(..19).unwrap_or(&w.started_at).replace('T', " "),
+                w.phase.clone(),
+                w.probe.clone(),
+                w.variant.clone().unwrap_or_else(|| "-".into()),
+                w.samples.to_string(),
+                w.overruns.to_string(),
+                fmt_latency(w.min_ns.0 as f64, args.ns),
+                fmt_latency(w.p50_ns.0 as f64, args.ns),
+                fmt_latency(w.p99_ns.0 as f64, args.ns),
+                fmt_latency(w.max_ns.0 as f64, args.ns),
+            ]
+        })
+        .collect();
+    println!("monitor run #{id}: {} windows of {} ({})", m.windows, crate::units::fmt_ns(m.window_ns.0), m.id);
+    print!("{}", crate::report::term::table_text(&crate::report::blocks::Table::plain(header, 5, body)));
+    Ok(EXIT_OK)
+}
+
 pub fn cmd(args: &HistoryArgs) -> anyhow::Result<u8> {
     let filter = Filter {
         host: args.host.clone(),
@@ -71,6 +113,9 @@ pub fn cmd(args: &HistoryArgs) -> anyhow::Result<u8> {
         }
         return Ok(EXIT_OK);
     };
+    if let Some(id) = args.windows {
+        return windows(&mut store, id, args);
+    }
     let rows = store.list(&filter)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);

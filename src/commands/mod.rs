@@ -5,6 +5,7 @@ pub mod check;
 pub mod compare;
 pub mod doctor;
 pub mod inputs;
+pub mod monitor;
 pub mod presets;
 pub mod probes;
 pub mod report;

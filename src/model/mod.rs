@@ -59,6 +59,10 @@ pub struct Run {
     /// The scenario file or preset the run came from, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<ScenarioRecord>,
+    /// Set for `rtscope monitor` runs: how the windows were cut and where
+    /// they are (the history's `windows` table, under `id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<MonitorRecord>,
     /// Set when `rtscope import` converted this run from another tool's output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported_from: Option<ImportedFrom>,
@@ -148,6 +152,7 @@ impl Run {
             trace: None,
             phases: Vec::new(),
             scenario: None,
+            monitor: None,
             imported_from: None,
             fidelity: Vec::new(),
         }
@@ -186,6 +191,7 @@ impl Run {
             trace: None,
             phases: Vec::new(),
             scenario: None,
+            monitor: None,
             imported_from: Some(from),
             fidelity: Vec::new(),
             tool,
@@ -653,6 +659,46 @@ pub struct ScenarioRecord {
     pub text: String,
     #[serde(default)]
     pub tags: std::collections::BTreeMap<String, String>,
+}
+
+/// What a monitor run was: its windows are rows of the history's
+/// `windows` table under `id`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MonitorRecord {
+    /// Unique per monitor run: "HOST/STARTED_AT/PID".
+    pub id: String,
+    pub window_ns: Nanos,
+    /// Phase cycle as given (`idle:5m`, ...); empty: one phase throughout.
+    #[serde(default)]
+    pub cycle: Vec<String>,
+    /// Windows closed (and stored).
+    pub windows: u64,
+}
+
+/// One closed window of a monitor run, for one probe/variant/thread (or
+/// merged over threads: `thread` and `cpu` null).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Window {
+    /// 0, 1, ... in the order the windows closed.
+    pub index: u64,
+    /// RFC 3339, UTC: when the window's measurement started.
+    pub started_at: String,
+    pub duration_ns: Nanos,
+    pub phase: String,
+    pub probe: String,
+    pub variant: Option<String>,
+    pub thread: Option<usize>,
+    pub cpu: Option<usize>,
+    pub samples: u64,
+    pub overruns: u64,
+    pub min_ns: Nanos,
+    pub p50_ns: Nanos,
+    pub p99_ns: Nanos,
+    pub max_ns: Nanos,
+    pub sum_ns: f64,
+    /// The window's histogram (for Prometheus' buckets); not stored.
+    #[serde(skip)]
+    pub histogram: Vec<Bucket>,
 }
 
 /// Signed summary of an entry whose unsigned fields cannot carry the sign:

@@ -15,4 +15,5 @@ pub mod md;
 pub mod noise;
 pub mod plots;
 pub mod presets;
+pub mod prometheus;
 pub mod term;

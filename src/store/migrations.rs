@@ -165,8 +165,56 @@ CREATE TABLE tags (
 CREATE INDEX tags_tag ON tags(tag);
 "#;
 
+/// Migration 2: the windows of `rtscope monitor` runs, appended as each
+/// closes (so a monitor killed after a week keeps its week), keyed by the
+/// monitor's id (`runs.json` → `monitor.id` once the run is saved).
+const V2: &str = r#"
+CREATE TABLE windows (
+    monitor      TEXT    NOT NULL,
+    idx          INTEGER NOT NULL,
+    started_at   TEXT    NOT NULL,
+    duration_ns  INTEGER NOT NULL,
+    phase        TEXT    NOT NULL,
+    probe        TEXT    NOT NULL,
+    variant      TEXT,
+    thread       INTEGER,
+    cpu          INTEGER,
+    samples      INTEGER NOT NULL,
+    overruns     INTEGER NOT NULL,
+    min_ns       INTEGER NOT NULL,
+    p50_ns       INTEGER NOT NULL,
+    p99_ns       INTEGER NOT NULL,
+    max_ns       INTEGER NOT NULL,
+    sum_ns       REAL    NOT NULL
+);
+CREATE INDEX windows_monitor ON windows(monitor, idx);
+"#;
+
+/// Migration 2 for PostgreSQL: the same table as [`V2`].
+const V2_POSTGRES: &str = r#"
+CREATE TABLE windows (
+    monitor      TEXT    COLLATE "C" NOT NULL,
+    idx          BIGINT  NOT NULL,
+    started_at   TEXT    COLLATE "C" NOT NULL,
+    duration_ns  BIGINT  NOT NULL,
+    phase        TEXT    COLLATE "C" NOT NULL,
+    probe        TEXT    COLLATE "C" NOT NULL,
+    variant      TEXT    COLLATE "C",
+    thread       BIGINT,
+    cpu          BIGINT,
+    samples      BIGINT  NOT NULL,
+    overruns     BIGINT  NOT NULL,
+    min_ns       BIGINT  NOT NULL,
+    p50_ns       BIGINT  NOT NULL,
+    p99_ns       BIGINT  NOT NULL,
+    max_ns       BIGINT  NOT NULL,
+    sum_ns       DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX windows_monitor ON windows(monitor, idx);
+"#;
+
 /// Every migration, oldest first. Append only.
-pub const MIGRATIONS: &[Migration] = &[Migration { sqlite: V1, postgres: V1_POSTGRES }];
+pub const MIGRATIONS: &[Migration] = &[Migration { sqlite: V1, postgres: V1_POSTGRES }, Migration { sqlite: V2, postgres: V2_POSTGRES }];
 
 /// The schema version this build writes.
 pub fn latest() -> u32 {

@@ -177,6 +177,14 @@ impl Store {
     pub fn tags(&mut self, id: i64) -> anyhow::Result<Vec<String>> {
         each!(self, s => s.tags(id))
     }
+    /// Append a monitor's closed windows.
+    pub fn append_windows(&mut self, monitor: &str, windows: &[crate::model::Window]) -> anyhow::Result<()> {
+        each!(self, s => s.append_windows(monitor, windows))
+    }
+    /// A monitor's windows, in order.
+    pub fn windows(&mut self, monitor: &str) -> anyhow::Result<Vec<crate::model::Window>> {
+        each!(self, s => s.windows(monitor))
+    }
     pub fn tag(&mut self, id: i64, tag: &str) -> anyhow::Result<bool> {
         each!(self, s => s.tag(id, tag))
     }

@@ -334,6 +334,85 @@ impl Store {
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
+    /// Append a monitor's closed windows (one transaction).
+    pub fn append_windows(&mut self, monitor: &str, windows: &[crate::model::Window]) -> anyhow::Result<()> {
+        if self.client.is_closed() {
+            *self = Store::open(&self.target.clone())?;
+        }
+        let target = self.target.clone();
+        let e = |e| pg_err(&target, e);
+        let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        let mut tx = self.client.transaction().map_err(e)?;
+        let st = tx
+            .prepare(
+                "INSERT INTO windows (monitor, idx, started_at, duration_ns, phase, probe, variant, thread, cpu,
+                    samples, overruns, min_ns, p50_ns, p99_ns, max_ns, sum_ns)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+            )
+            .map_err(e)?;
+        for w in windows {
+            tx.execute(
+                &st,
+                &[
+                    &monitor,
+                    &i(w.index),
+                    &w.started_at,
+                    &i(w.duration_ns.0),
+                    &w.phase,
+                    &w.probe,
+                    &w.variant,
+                    &w.thread.map(|t| t as i64),
+                    &w.cpu.map(|c| c as i64),
+                    &i(w.samples),
+                    &i(w.overruns),
+                    &i(w.min_ns.0),
+                    &i(w.p50_ns.0),
+                    &i(w.p99_ns.0),
+                    &i(w.max_ns.0),
+                    &w.sum_ns,
+                ],
+            )
+            .map_err(e)?;
+        }
+        tx.commit().map_err(e)?;
+        Ok(())
+    }
+
+    /// A monitor's windows, in order.
+    pub fn windows(&mut self, monitor: &str) -> anyhow::Result<Vec<crate::model::Window>> {
+        let rows = self
+            .client
+            .query(
+                "SELECT idx, started_at, duration_ns, phase, probe, variant, thread, cpu, samples, overruns,
+                        min_ns, p50_ns, p99_ns, max_ns, sum_ns
+                 FROM windows WHERE monitor = $1 ORDER BY idx, probe, variant, thread IS NOT NULL, thread",
+                &[&monitor],
+            )
+            .map_err(|e| pg_err(&self.target, e))?;
+        let u = |v: i64| v.max(0) as u64;
+        Ok(rows
+            .iter()
+            .map(|r| crate::model::Window {
+                index: u(r.get(0)),
+                started_at: r.get(1),
+                duration_ns: crate::model::Nanos(u(r.get(2))),
+                phase: r.get(3),
+                probe: r.get(4),
+                variant: r.get(5),
+                thread: r.get::<_, Option<i64>>(6).map(|t| t.max(0) as usize),
+                cpu: r.get::<_, Option<i64>>(7).map(|c| c.max(0) as usize),
+                samples: u(r.get(8)),
+                overruns: u(r.get(9)),
+                min_ns: crate::model::Nanos(u(r.get(10))),
+                p50_ns: crate::model::Nanos(u(r.get(11))),
+                p99_ns: crate::model::Nanos(u(r.get(12))),
+                max_ns: crate::model::Nanos(u(r.get(13))),
+                sum_ns: r.get(14),
+                histogram: Vec::new(),
+            })
+            .collect())
+    }
+
     /// Tag run `id`; `Ok(false)` when it already had the tag.
     pub fn tag(&mut self, id: i64, tag: &str) -> anyhow::Result<bool> {
         if !self.exists(id)? {

@@ -491,6 +491,83 @@ impl Store {
         Ok(tags)
     }
 
+    /// Append a monitor's closed windows (one transaction).
+    pub fn append_windows(&mut self, monitor: &str, windows: &[crate::model::Window]) -> anyhow::Result<()> {
+        let path = self.path.clone();
+        let e = |e| sql_err(&path, e);
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(e)?;
+        {
+            let mut st = tx
+                .prepare_cached(
+                    "INSERT INTO windows (monitor, idx, started_at, duration_ns, phase, probe, variant, thread, cpu,
+                        samples, overruns, min_ns, p50_ns, p99_ns, max_ns, sum_ns)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                )
+                .map_err(e)?;
+            for w in windows {
+                st.execute(params![
+                    monitor,
+                    int(w.index).map_err(e)?,
+                    w.started_at,
+                    int(w.duration_ns.0).map_err(e)?,
+                    w.phase,
+                    w.probe,
+                    w.variant,
+                    opt_int(w.thread).map_err(e)?,
+                    opt_int(w.cpu).map_err(e)?,
+                    int(w.samples).map_err(e)?,
+                    int(w.overruns).map_err(e)?,
+                    int(w.min_ns.0).map_err(e)?,
+                    int(w.p50_ns.0).map_err(e)?,
+                    int(w.p99_ns.0).map_err(e)?,
+                    int(w.max_ns.0).map_err(e)?,
+                    w.sum_ns,
+                ])
+                .map_err(e)?;
+            }
+        }
+        tx.commit().map_err(e)?;
+        Ok(())
+    }
+
+    /// A monitor's windows, in order.
+    pub fn windows(&self, monitor: &str) -> anyhow::Result<Vec<crate::model::Window>> {
+        let e = |e| sql_err(&self.path, e);
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT idx, started_at, duration_ns, phase, probe, variant, thread, cpu, samples, overruns,
+                        min_ns, p50_ns, p99_ns, max_ns, sum_ns
+                 FROM windows WHERE monitor = ?1 ORDER BY idx, probe, variant, thread IS NOT NULL, thread",
+            )
+            .map_err(e)?;
+        let rows = st
+            .query_map([monitor], |r| {
+                let u = |i: usize| r.get::<_, i64>(i).map(|v| v.max(0) as u64);
+                let o = |i: usize| r.get::<_, Option<i64>>(i).map(|v| v.map(|x| x.max(0) as usize));
+                Ok(crate::model::Window {
+                    index: u(0)?,
+                    started_at: r.get(1)?,
+                    duration_ns: crate::model::Nanos(u(2)?),
+                    phase: r.get(3)?,
+                    probe: r.get(4)?,
+                    variant: r.get(5)?,
+                    thread: o(6)?,
+                    cpu: o(7)?,
+                    samples: u(8)?,
+                    overruns: u(9)?,
+                    min_ns: crate::model::Nanos(u(10)?),
+                    p50_ns: crate::model::Nanos(u(11)?),
+                    p99_ns: crate::model::Nanos(u(12)?),
+                    max_ns: crate::model::Nanos(u(13)?),
+                    sum_ns: r.get(14)?,
+                    histogram: Vec::new(),
+                })
+            })
+            .map_err(e)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(e)
+    }
+
     /// Tag run `id`; `Ok(false)` when it already had the tag.
     pub fn tag(&self, id: i64, tag: &str) -> anyhow::Result<bool> {
         if !self.exists(id)? {

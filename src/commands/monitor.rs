@@ -1,0 +1,212 @@
+//! `rtscope monitor`: `crate::monitor` wired to its outputs — each closed
+//! window appended to the history (SQLite or PostgreSQL), folded into the
+//! Prometheus metrics served on `--listen` (GET /metrics only, localhost
+//! unless told otherwise) and written to `--textfile DIR/rtscope.prom`;
+//! at the end (SIGINT/SIGTERM, or `-D`) the overall result is written and
+//! stored like a `run`'s. Every flag is checked before measuring (exit 2).
+
+use std::collections::BTreeSet;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use time::OffsetDateTime;
+
+use crate::cli::{self, MonitorArgs};
+use crate::error::{BadInput, EXIT_INTERRUPTED, EXIT_OK};
+use crate::monitor::{self, MonitorPlan};
+use crate::report::prometheus::Metrics;
+
+/// `--cycle idle:5m,mixed:5m` → phase names and their lengths.
+fn parse_cycle(s: &str) -> Result<Vec<(String, u64)>, BadInput> {
+    let mut out = Vec::new();
+    for item in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+        let (name, d) = item.rsplit_once(':').ok_or_else(|| {
+            BadInput(format!("--cycle {item:?}: expected PHASE:DURATION, e.g. idle:5m,mixed:5m"))
+        })?;
+        let ns = crate::units::parse_duration(d).map_err(|e| BadInput(format!("--cycle {item:?}: {e}")))?;
+        if out.iter().any(|(n, _): &(String, u64)| n == name.trim()) {
+            return Err(BadInput(format!("--cycle: phase '{}' is listed twice; list each phase once", name.trim())));
+        }
+        out.push((name.trim().to_string(), ns));
+    }
+    if out.is_empty() {
+        return Err(BadInput("--cycle: no phase given; expected PHASE:DURATION,..., e.g. idle:5m,mixed:5m".into()));
+    }
+    Ok(out)
+}
+
+/// `--listen`: one address, resolved now (exit 2 if it cannot be).
+fn parse_listen(s: &str) -> Result<SocketAddr, BadInput> {
+    s.to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| BadInput(format!("--listen {s:?}: expected ADDRESS:PORT, e.g. 127.0.0.1:9469 (localhost only unless you name another address)")))
+}
+
+/// Write `text` to `dir/rtscope.prom` atomically (temp file + rename in the
+/// same directory, as node_exporter's textfile collector asks).
+fn write_textfile(dir: &Path, text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut tmp = tempfile::Builder::new().prefix(".rtscope.prom.").tempfile_in(dir)?;
+    tmp.write_all(text.as_bytes())?;
+    tmp.as_file().sync_all()?;
+    let path = dir.join("rtscope.prom");
+    tmp.persist(&path)?;
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o644))?;
+    Ok(())
+}
+
+/// Serve GET/HEAD /metrics from `metrics` until the server is unblocked.
+fn serve(server: Arc<tiny_http::Server>, metrics: Arc<Mutex<String>>) {
+    for req in server.incoming_requests() {
+        let path = req.url().split('?').next().unwrap_or("").to_string();
+        let resp = match (req.method(), path.as_str()) {
+            (tiny_http::Method::Get | tiny_http::Method::Head, "/metrics") => {
+                let body = metrics.lock().map(|m| m.clone()).unwrap_or_default();
+                tiny_http::Response::from_string(body).with_header(
+                    tiny_http::Header::from_bytes("Content-Type", "text/plain; version=0.0.4; charset=utf-8").expect("valid header"),
+                )
+            }
+            (_, "/metrics") => tiny_http::Response::from_string("only GET /metrics\n")
+                .with_status_code(405)
+                .with_header(tiny_http::Header::from_bytes("Allow", "GET, HEAD").expect("valid header")),
+            _ => tiny_http::Response::from_string("not found: rtscope serves /metrics\n").with_status_code(404),
+        };
+        let _ = req.respond(resp);
+    }
+}
+
+pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
+    let started = OffsetDateTime::now_utc();
+    let explicit = cli::load::explicit_run_args();
+    let r = &args.run;
+    for (given, flag) in [
+        (r.load.scenario.is_some(), "a scenario file"),
+        (r.load.preset.is_some(), "--preset"),
+        (!r.load.loads.is_empty(), "--load (use --cycle PHASE:DURATION,...)"),
+        (r.load.phase_name.is_some(), "--phase-name"),
+        (r.analysis.deadline.is_some(), "--deadline (use `rtscope check` on the stored run)"),
+    ] {
+        if given {
+            return Err(BadInput(format!("rtscope monitor does not take {flag}")).into());
+        }
+    }
+    if args.window == 0 {
+        return Err(BadInput("--window 0: a window must be longer than 0, e.g. 5m".into()).into());
+    }
+    let cycle = args.cycle.as_deref().map(parse_cycle).transpose()?;
+    let listen = args.listen.as_deref().map(parse_listen).transpose()?;
+    if let Some(dir) = &args.textfile {
+        if !dir.is_dir() {
+            return Err(BadInput(format!("--textfile: '{}' is not a directory; give the collector's directory", dir.display())).into());
+        }
+        cli::plan::check_writable(dir, "--textfile")?;
+    }
+    // The plan: run's flags with the window as each probe run's length and
+    // the cycle's phases as the load phases (never a preset).
+    let mut a = r.clone();
+    a.duration = args.window;
+    if let Some(c) = &cycle {
+        a.load.loads = vec![c.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>().join(",")];
+    }
+    let mut explicit: BTreeSet<String> = explicit;
+    explicit.insert("probes".into());
+    let (mut plan, output, exp) = cli::load::build(&a, &explicit, &crate::commands::run::stamp(started))?;
+    plan.trace = None;
+    let total_ns = explicit.contains("duration").then_some(r.duration);
+    if let Some(c) = &cycle {
+        if c.iter().any(|(_, d)| *d < args.window) {
+            return Err(BadInput(format!(
+                "--cycle: every phase must last at least one --window ({}); a phase shorter than a window would never close one",
+                crate::units::fmt_ns(args.window)
+            ))
+            .into());
+        }
+    }
+    // Bind before measuring: a port in use is bad input, not a surprise later.
+    let server = match listen {
+        Some(addr) => Some(Arc::new(tiny_http::Server::http(addr).map_err(|e| BadInput(format!("--listen {addr}: cannot listen there: {e}")))?)),
+        None => None,
+    };
+    let mut store = crate::commands::history::open_for_run(&r.store)?;
+    let stop = crate::commands::run::stop_on_signals()?;
+    let id = format!("{}/{}/{}", crate::sysinfo::fingerprint(&crate::sysinfo::SysRoot::default()).hostname, crate::units::rfc3339(started), std::process::id());
+    let mp = MonitorPlan {
+        window_ns: args.window,
+        cycle_ns: cycle.as_ref().map(|c| c.iter().map(|(_, d)| *d).collect()).unwrap_or_default(),
+        cycle: cycle.as_ref().map(|c| c.iter().map(|(n, d)| format!("{n}:{}", crate::units::fmt_ns(*d))).collect()).unwrap_or_default(),
+        total_ns,
+        plan,
+        exp,
+    };
+    let host = crate::sysinfo::fingerprint(&crate::sysinfo::SysRoot::default());
+    let mut metrics = Metrics::new(env!("CARGO_PKG_VERSION"), &host.kernel_release, &host.preempt_model, &host.hostname);
+    let shared = Arc::new(Mutex::new(metrics.render()));
+    let http = server.as_ref().map(|s| {
+        let (s, m) = (Arc::clone(s), Arc::clone(&shared));
+        std::thread::Builder::new().name("rtscope-http".into()).stack_size(256 * 1024).spawn(move || serve(s, m))
+    });
+    let http = http.transpose()?;
+    if !output.quiet {
+        eprintln!(
+            "monitoring: {} in windows of {}, phases {}{}{}; Ctrl-C stops and saves",
+            mp.plan.probes.join(","),
+            crate::units::fmt_ns(mp.window_ns),
+            if mp.cycle.is_empty() { "idle throughout".to_string() } else { mp.cycle.join(" → ") },
+            server.as_ref().map(|s| format!("; metrics on http://{}/metrics", s.server_addr())).unwrap_or_default(),
+            args.textfile.as_ref().map(|d| format!("; textfile {}", d.join("rtscope.prom").display())).unwrap_or_default(),
+        );
+    }
+    let textfile: Option<PathBuf> = args.textfile.clone();
+    let quiet = output.quiet;
+    let mut on_window = |w: &[crate::model::Window]| -> anyhow::Result<()> {
+        if let Some(s) = store.as_mut() {
+            s.append_windows(&id, w)?;
+        }
+        metrics.add_window(w);
+        let text = metrics.render();
+        if let Some(dir) = &textfile {
+            if let Err(e) = write_textfile(dir, &text) {
+                eprintln!("warning: could not write {}: {e:#}", dir.join("rtscope.prom").display());
+            }
+        }
+        if let Ok(mut m) = shared.lock() {
+            *m = text;
+        }
+        if !quiet {
+            for x in w.iter().filter(|x| x.thread.is_none()) {
+                eprintln!(
+                    "window {} {} {}{}: {} samples, max {}, p99 {}, overruns {}",
+                    x.index,
+                    x.phase,
+                    x.probe,
+                    x.variant.as_ref().map(|v| format!(" {v}")).unwrap_or_default(),
+                    x.samples,
+                    crate::units::fmt_time(x.max_ns.0 as f64),
+                    crate::units::fmt_time(x.p99_ns.0 as f64),
+                    x.overruns
+                );
+            }
+        }
+        Ok(())
+    };
+    let result = monitor::execute(&mp, &id, std::env::args().collect(), started, &stop, &mut on_window);
+    if let Some(s) = &server {
+        s.unblock();
+    }
+    if let Some(h) = http {
+        let _ = h.join();
+    }
+    let mut run = result?;
+    run.warnings = crate::analysis::warnings::for_run(&run).iter().map(ToString::to_string).collect();
+    crate::store::json::write_run(&output.path, &run)?;
+    if let Some(s) = store.as_mut() {
+        crate::commands::history::save_native(s, &run, &output.path, output.quiet)?;
+    }
+    if !output.quiet {
+        println!("result: {} ({} windows)", output.path.display(), run.monitor.as_ref().map_or(0, |m| m.windows));
+    }
+    Ok(if stop.load(Ordering::Relaxed) { EXIT_INTERRUPTED } else { EXIT_OK })
+}

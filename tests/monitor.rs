@@ -1,0 +1,213 @@
+//! `rtscope monitor` through the real binary: a real Prometheus server
+//! (Debian `prometheus`, started by the test with a temp config and data
+//! dir on loopback, stopped on every exit path) scrapes `/metrics`, and the
+//! window maxima it stored are the ones rtscope stored; SIGINT ends the
+//! monitor with every closed window stored and exit 130; the textfile passes
+//! `promtool check metrics`; bad flags are exit 2 before measuring.
+
+mod common;
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A child killed and reaped when dropped (every exit path, panics included).
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// GET http://127.0.0.1:PORT/PATH with a plain TCP client: (status, body).
+fn http(port: u16, method: &str, path: &str) -> (u16, String) {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").unwrap();
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    let status = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (status, body)
+}
+
+fn wait_until(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(secs);
+    while !ok() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn windows(sb: &Sandbox, id: u64) -> Vec<Value> {
+    let out = sb.run(&["history", "--json", "--windows", &id.to_string()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn prometheus_scrapes_the_window_maxima_rtscope_stored() {
+    let Ok(prom) = which("prometheus") else {
+        eprintln!("skipped: no prometheus binary (Debian package `prometheus`; test.sh installs it)");
+        return;
+    };
+    let sb = Sandbox::new();
+    let (mport, pport) = (free_port(), free_port());
+    let config = sb.path("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: rtscope\n    static_configs:\n      - targets: ['127.0.0.1:{mport}']\n"
+        ),
+    )
+    .unwrap();
+    let _prom = Reaped(
+        Command::new(prom)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", sb.path("tsdb").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_until("prometheus to answer", 60, || std::net::TcpStream::connect(("127.0.0.1", pport)).is_ok() && http(pport, "GET", "/-/ready").0 == 200);
+    // 1 s windows for 8 s, one thread on CPU 0: Prometheus scrapes every second.
+    let out = sb
+        .cmd()
+        .args(["monitor", "--window", "1s", "-D", "8s", "-t", "1", "-a", "0", "-q", "--json"])
+        .arg(sb.path("m.json"))
+        .args(["--listen", &format!("127.0.0.1:{mport}")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = read_json(&sb.path("m.json"));
+    let stored = windows(&sb, 1);
+    assert_eq!(stored.iter().filter(|w| w["thread"].is_null()).count() as u64, u(&run["monitor"]["windows"]));
+    let stored_max: Vec<f64> = stored.iter().filter(|w| !w["thread"].is_null()).map(|w| u(&w["max_ns"]) as f64 / 1e9).collect();
+    assert!(stored_max.len() >= 5, "{stored:?}");
+    // Every scraped value of the gauge is one stored window's max, exactly.
+    let end = time_now();
+    let (status, body) = http(pport, "GET", &format!("/api/v1/query_range?query=rtscope_latency_window_max_seconds&start={}&end={end}&step=1", end - 60));
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let series = v["data"]["result"].as_array().unwrap();
+    assert_eq!(series.len(), 1, "one thread, one series: {body}");
+    assert_eq!(series[0]["metric"]["cpu"], "0");
+    assert_eq!(series[0]["metric"]["probe"], "timer");
+    let scraped: Vec<f64> = series[0]["values"].as_array().unwrap().iter().map(|p| p[1].as_str().unwrap().parse().unwrap()).collect();
+    assert!(!scraped.is_empty());
+    for s in &scraped {
+        assert!(stored_max.iter().any(|m| (m - s).abs() <= 1e-12), "scraped {s} is no stored window max: {stored_max:?}");
+    }
+    // The histogram's count never exceeds what was stored.
+    let (_, body) = http(pport, "GET", "/api/v1/query?query=max_over_time(rtscope_latency_seconds_count[5m])");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let count: f64 = v["data"]["result"][0]["value"][1].as_str().unwrap().parse().unwrap();
+    let total: u64 = stored.iter().filter(|w| !w["thread"].is_null()).map(|w| u(&w["samples"])).sum();
+    assert!(count > 0.0 && count <= total as f64, "scraped count {count}, stored {total}");
+}
+
+fn time_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+}
+
+fn which(name: &str) -> Result<std::path::PathBuf, ()> {
+    for dir in ["/usr/bin", "/usr/local/bin", "/bin"] {
+        let p = Path::new(dir).join(name);
+        if p.exists() {
+            return Ok(p);
+        }
+    }
+    Err(())
+}
+
+#[test]
+fn sigint_stores_every_closed_window_and_exits_130() {
+    let sb = Sandbox::new();
+    let port = free_port();
+    let textdir = sb.path("textfile");
+    std::fs::create_dir(&textdir).unwrap();
+    let child = sb
+        .cmd()
+        .args(["monitor", "--window", "300ms", "-t", "1", "-a", "0", "--json"])
+        .arg(sb.path("m.json"))
+        .args(["--listen", &format!("127.0.0.1:{port}"), "--textfile"])
+        .arg(&textdir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = Reaped(child);
+    let prom = textdir.join("rtscope.prom");
+    // At least 3 windows closed (the textfile counts them).
+    wait_until("3 windows", 60, || std::fs::read_to_string(&prom).is_ok_and(|t| t.lines().any(|l| l.starts_with("rtscope_windows_total ") && l[22..].trim().parse::<u64>().unwrap_or(0) >= 3)));
+    // /metrics answers GET only.
+    let (status, body) = http(port, "GET", "/metrics");
+    assert_eq!(status, 200);
+    assert!(body.contains("rtscope_latency_seconds_bucket{probe=\"timer\",phase=\"idle\",cpu=\"0\",le=\"0.00001\"}"), "{body}");
+    assert_eq!(http(port, "POST", "/metrics").0, 405);
+    assert_eq!(http(port, "DELETE", "/metrics").0, 405);
+    assert_eq!(http(port, "GET", "/").0, 404);
+    assert_eq!(http(port, "GET", "/../etc/passwd").0, 404);
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.0.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.0.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let run = read_json(&sb.path("m.json"));
+    assert_eq!(run["interrupted"], true);
+    let n = u(&run["monitor"]["windows"]);
+    assert!(n >= 3, "{n}");
+    let stored = windows(&sb, 1);
+    assert_eq!(stored.iter().filter(|w| w["thread"].is_null()).count() as u64, n, "every closed window is stored");
+    // The overall histogram holds every sample of every window.
+    let merged = run["results"].as_array().unwrap().iter().find(|r| r["thread"].is_null()).unwrap().clone();
+    let total: u64 = stored.iter().filter(|w| w["thread"].is_null()).map(|w| u(&w["samples"])).sum();
+    assert!(u(&merged["samples"]) >= total, "{} < {total}", merged["samples"]);
+    let max = stored.iter().map(|w| u(&w["max_ns"])).max().unwrap();
+    assert!(u(&merged["max_ns"]) >= max);
+    // The textfile is valid for Prometheus' own checker.
+    if let Ok(promtool) = which("promtool") {
+        let out = Command::new(promtool).args(["check", "metrics"]).stdin(std::fs::File::open(&prom).unwrap()).output().unwrap();
+        assert!(out.status.success(), "promtool: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    }
+    // The port is closed again.
+    assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+}
+
+#[test]
+fn bad_flags_are_exit_2_before_measuring() {
+    let sb = Sandbox::new();
+    let busy = TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy_addr = busy.local_addr().unwrap().to_string();
+    for (args, words) in [
+        (vec!["--window", "0"], vec!["--window"]),
+        (vec!["--listen", "nonsense"], vec!["--listen", "nonsense"]),
+        (vec!["--listen", &busy_addr], vec!["--listen", "cannot listen"]),
+        (vec!["--cycle", "idle"], vec!["--cycle", "PHASE:DURATION"]),
+        (vec!["--cycle", "idle:1s,warp:1s"], vec!["--load", "warp"]),
+        (vec!["--cycle", "idle:100ms"], vec!["--cycle", "at least one --window"]),
+        (vec!["--textfile", "/nonexistent"], vec!["--textfile"]),
+        (vec!["--preset", "quick"], vec!["--preset"]),
+    ] {
+        let out = sb.cmd().args(["monitor", "--window", "1s", "-t", "1", "--json"]).arg(sb.path("x.json")).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        for w in words {
+            assert!(err.contains(w), "{args:?}: missing {w:?} in {err}");
+        }
+        assert!(!sb.path("x.json").exists(), "{args:?} wrote a result");
+    }
+    assert!(!sb.path("results.db").exists(), "nothing stored on bad input");
+}
