@@ -144,7 +144,7 @@ fn sigint_stores_every_closed_window_and_exits_130() {
         .cmd()
         .args(["monitor", "--window", "300ms", "-t", "1", "-a", "0", "--json"])
         .arg(sb.path("m.json"))
-        .args(["--listen", &format!("127.0.0.1:{port}"), "--textfile"])
+        .args(["--listen", &format!(":{port}"), "--textfile"])
         .arg(&textdir)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -154,7 +154,7 @@ fn sigint_stores_every_closed_window_and_exits_130() {
     let prom = textdir.join("rtscope.prom");
     // At least 3 windows closed (the textfile counts them).
     wait_until("3 windows", 60, || std::fs::read_to_string(&prom).is_ok_and(|t| t.lines().any(|l| l.starts_with("rtscope_windows_total ") && l[22..].trim().parse::<u64>().unwrap_or(0) >= 3)));
-    // /metrics answers GET only.
+    // A bare port binds localhost; /metrics answers GET only.
     let (status, body) = http(port, "GET", "/metrics");
     assert_eq!(status, 200);
     assert!(body.contains("rtscope_latency_seconds_bucket{probe=\"timer\",phase=\"idle\",cpu=\"0\",le=\"0.00001\"}"), "{body}");

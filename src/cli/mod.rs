@@ -79,7 +79,7 @@ pub struct MonitorArgs {
     /// Phases to cycle through, each for its time, e.g. idle:5m,mixed:5m (load names as --load); default: idle throughout
     #[arg(long, value_name = "PHASE:DURATION,...")]
     pub cycle: Option<String>,
-    /// Serve GET /metrics (Prometheus text format) on this address, e.g. 127.0.0.1:9469
+    /// Serve GET /metrics (Prometheus text format) on this address, e.g. 127.0.0.1:9469; a bare port (9469) binds localhost
     #[arg(long, value_name = "ADDR:PORT")]
     pub listen: Option<String>,
     /// Also write the metrics to DIR/rtscope.prom after each window (node_exporter's textfile collector)

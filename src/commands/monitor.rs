@@ -37,9 +37,13 @@ fn parse_cycle(s: &str) -> Result<Vec<(String, u64)>, BadInput> {
     Ok(out)
 }
 
-/// `--listen`: one address, resolved now (exit 2 if it cannot be).
+/// `--listen`: one address, resolved now (exit 2 if it cannot be). A bare
+/// port (`9469` or `:9469`) binds localhost: exposing the metrics beyond
+/// this host takes naming an address.
 fn parse_listen(s: &str) -> Result<SocketAddr, BadInput> {
-    s.to_socket_addrs()
+    let port_only = s.strip_prefix(':').unwrap_or(s);
+    let full = if !port_only.is_empty() && port_only.bytes().all(|b| b.is_ascii_digit()) { format!("127.0.0.1:{port_only}") } else { s.to_string() };
+    full.to_socket_addrs()
         .ok()
         .and_then(|mut a| a.next())
         .ok_or_else(|| BadInput(format!("--listen {s:?}: expected ADDRESS:PORT, e.g. 127.0.0.1:9469 (localhost only unless you name another address)")))
@@ -131,6 +135,10 @@ pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
         None => None,
     };
     let mut store = crate::commands::history::open_for_run(&r.store)?;
+    if let Some(s) = &store {
+        // Bounded memory for days of windows (bench/monitor-cost).
+        s.limit_cache(256)?;
+    }
     let stop = crate::commands::run::stop_on_signals()?;
     let id = format!("{}/{}/{}", crate::sysinfo::fingerprint(&crate::sysinfo::SysRoot::default()).hostname, crate::units::rfc3339(started), std::process::id());
     let mp = MonitorPlan {

@@ -177,6 +177,14 @@ impl Store {
     pub fn tags(&mut self, id: i64) -> anyhow::Result<Vec<String>> {
         each!(self, s => s.tags(id))
     }
+    /// Cap the client-side cache (SQLite's page cache) at `kib` KiB; the
+    /// PostgreSQL client keeps no cache that grows with the database.
+    pub fn limit_cache(&self, kib: u32) -> anyhow::Result<()> {
+        match self {
+            Store::Sqlite(s) => s.limit_cache(kib),
+            Store::Postgres(_) => Ok(()),
+        }
+    }
     /// Append a monitor's closed windows.
     pub fn append_windows(&mut self, monitor: &str, windows: &[crate::model::Window]) -> anyhow::Result<()> {
         each!(self, s => s.append_windows(monitor, windows))

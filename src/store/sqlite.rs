@@ -491,6 +491,14 @@ impl Store {
         Ok(tags)
     }
 
+    /// Cap SQLite's page cache at `kib` KiB for this connection. A monitor
+    /// appends for days: its memory must not grow with the database (the
+    /// default cache, 2 MB, fills as the file grows).
+    pub fn limit_cache(&self, kib: u32) -> anyhow::Result<()> {
+        self.conn.pragma_update(None, "cache_size", -(kib as i64)).map_err(|e| sql_err(&self.path, e))?;
+        Ok(())
+    }
+
     /// Append a monitor's closed windows (one transaction).
     pub fn append_windows(&mut self, monitor: &str, windows: &[crate::model::Window]) -> anyhow::Result<()> {
         let path = self.path.clone();
