@@ -211,3 +211,35 @@ fn bad_flags_are_exit_2_before_measuring() {
     }
     assert!(!sb.path("results.db").exists(), "nothing stored on bad input");
 }
+
+/// `--cycle idle:1s,cpu:1s` alternates the phases (the cpu load started and
+/// stopped each time, as `run`'s phases): windows of both phases are
+/// stored, in cycle order, and the result has one entry per phase.
+#[test]
+fn cycle_alternates_phases_and_their_loads() {
+    let sb = Sandbox::new();
+    let out = sb
+        .cmd()
+        .args(["monitor", "--window", "500ms", "--cycle", "idle:1s,cpu:1s", "--settle", "100ms", "--load-engine", "builtin"])
+        .args(["-D", "5s", "-t", "1", "-a", "0", "-q", "--json"])
+        .arg(sb.path("m.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = read_json(&sb.path("m.json"));
+    assert_eq!(run["monitor"]["cycle"], serde_json::json!(["idle:1s", "cpu:1s"]));
+    let stored = windows(&sb, 1);
+    let phases: Vec<&str> = stored.iter().filter(|w| w["thread"].is_null()).map(|w| w["phase"].as_str().unwrap()).collect();
+    assert!(phases.len() >= 4, "{phases:?}");
+    assert_eq!(phases[0], "idle");
+    assert!(phases.contains(&"cpu"), "{phases:?}");
+    // Phases come in runs: idle windows, then cpu windows, then idle again.
+    let changes = phases.windows(2).filter(|p| p[0] != p[1]).count();
+    assert!(changes >= 1, "{phases:?}");
+    let mut entry_phases: Vec<&str> = run["results"].as_array().unwrap().iter().filter(|r| r["thread"].is_null()).map(|r| r["phase"].as_str().unwrap()).collect();
+    entry_phases.sort();
+    assert_eq!(entry_phases, ["cpu", "idle"]);
+    // The cpu phase's load ran (its evidence is recorded) and no load is left.
+    let loads: Vec<&Value> = run["phases"].as_array().unwrap().iter().filter(|p| p["name"] == "cpu").collect();
+    assert!(!loads.is_empty() && loads.iter().all(|p| !p["loads"].as_array().unwrap().is_empty()), "{}", run["phases"]);
+}

@@ -682,3 +682,32 @@ fn postgres_over_tls_when_the_url_asks() {
     assert!(stderr(&o).contains("no encryption") || stderr(&o).contains("pg_hba.conf"), "{}", stderr(&o));
     assert!(!all_output(&o).contains(pg_support::PASSWORD));
 }
+
+both!(monitor_windows_land_in_the_history, "results.db");
+fn monitor_windows_land_in_the_history(db: &Db, dir: &Path) {
+    let json = dir.join("m.json");
+    let o = rtscope(db, &["monitor", "--window", "200ms", "-D", "1s", "-t", "1", "-q", "--json", json.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let run: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let n = run["monitor"]["windows"].as_u64().unwrap();
+    assert!(n >= 3, "{n}");
+    let rows = history(db, &[]);
+    assert_eq!(rows.len(), 1, "the monitor run is stored: {rows:?}");
+    let id = rows[0]["id"].as_i64().unwrap().to_string();
+    let o = rtscope(db, &["history", "--json", "--windows", &id]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let w: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
+    let merged: Vec<&Value> = w.iter().filter(|x| x["thread"].is_null()).collect();
+    assert_eq!(merged.len() as u64, n, "one merged row per closed window");
+    assert!(merged.iter().enumerate().all(|(i, x)| x["index"].as_u64() == Some(i as u64)), "in order");
+    // The stored run's overall max is the largest window max.
+    let max = merged.iter().map(|x| x["max_ns"].as_u64().unwrap()).max().unwrap();
+    let overall = run["results"].as_array().unwrap().iter().find(|r| r["thread"].is_null()).unwrap()["max_ns"].as_u64().unwrap();
+    assert_eq!(overall, max);
+    // A run that is not a monitor's has no windows: exit 2.
+    let plain = dir.join("r.json");
+    assert!(short_run(db, &plain).status.success());
+    let o = rtscope(db, &["history", "--windows", "2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not a monitor run"));
+}
