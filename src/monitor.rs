@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 
 use time::OffsetDateTime;
 
-use crate::measure::recorder::Recorder;
 use crate::measure::{probe_by_name, LiveBoard, ProbeCtx, ThreadOutcome};
 use crate::model::{Calibration, Host, MonitorRecord, Nanos, ProbeResult, RealtimeSetup, Run, Window};
 use crate::plan::{Experiment, RunPlan};
@@ -39,14 +38,6 @@ pub struct MonitorPlan {
     pub cycle: Vec<String>,
     /// Stop after this long (`-D`); `None`: until SIGINT/SIGTERM.
     pub total_ns: Option<u64>,
-}
-
-/// The overall recorder of one probe/phase/variant/thread.
-struct Overall {
-    cpu: Option<usize>,
-    interval_ns: u64,
-    recorder: Recorder,
-    extra: crate::measure::Extra,
 }
 
 /// Summaries of one closed window: one per thread and one merged per variant.
@@ -106,8 +97,9 @@ pub fn execute(
     let t0 = Instant::now();
     let end = mp.total_ns.map(|t| t0 + Duration::from_nanos(t));
     let over = || stop.load(Ordering::Relaxed) || end.is_some_and(|e| Instant::now() >= e);
-    // Keyed by (probe, phase, variant, thread): bounded by the plan, not the run's length.
-    let mut overall: BTreeMap<(String, String, Option<String>, usize), Overall> = BTreeMap::new();
+    // Each thread's overall outcome, keyed by (probe, phase, variant,
+    // thread): bounded by the plan, not by the run's length.
+    let mut overall: BTreeMap<(String, String, Option<String>, usize), ThreadOutcome> = BTreeMap::new();
     let mut index = 0u64;
     let session = match exp.phases.iter().any(|p| !p.loads.is_empty()) {
         true => Some(crate::load::phase::LoadSession::new(&exp.load)?),
@@ -162,7 +154,7 @@ pub fn execute(
                                 ov.extra = ov.extra.merge(&o.extra);
                             }
                             None => {
-                                overall.insert(key, Overall { cpu: o.cpu, interval_ns: o.interval_ns, recorder: o.recorder, extra: o.extra });
+                                overall.insert(key, ThreadOutcome { setup: Vec::new(), error: None, ..o });
                             }
                         }
                     }
@@ -185,7 +177,7 @@ pub fn execute(
     })();
     drop(session);
     result?;
-    run.results = results_of(&overall);
+    run.results = results_of(overall);
     run.interrupted = stop.load(Ordering::Relaxed);
     if run.interrupted {
         run.interrupted_in = run.phases.last().map(|p| p.name.clone());
@@ -196,41 +188,25 @@ pub fn execute(
 }
 
 /// Per-thread entries and one merged entry per probe/phase/variant, from
-/// the overall recorders. Their per-second series are cleared: each
-/// window's recorder counts time from its own start (the time series of a
-/// monitor run is its windows).
-fn results_of(overall: &BTreeMap<(String, String, Option<String>, usize), Overall>) -> Vec<ProbeResult> {
-    let mut out = Vec::new();
-    let mut groups: Vec<(&String, &String, &Option<String>)> = Vec::new();
-    for (probe, phase, variant, _) in overall.keys() {
-        if !groups.contains(&(probe, phase, variant)) {
-            groups.push((probe, phase, variant));
-        }
+/// the overall outcomes (as `run` makes them, `runner::results_from`).
+/// Their per-second series are cleared: each window's recorder counts time
+/// from its own start (the time series of a monitor run is its windows).
+fn results_of(overall: BTreeMap<(String, String, Option<String>, usize), ThreadOutcome>) -> Vec<ProbeResult> {
+    let mut groups: BTreeMap<(String, String), Vec<ThreadOutcome>> = BTreeMap::new();
+    for ((probe, phase, _, _), o) in overall {
+        groups.entry((probe, phase)).or_default().push(o);
     }
-    let note = "monitor run: per-second series are not kept and worst-sample times count from the start of their window; the windows (history: `rtscope history --windows ID`) are the time series".to_string();
-    for (probe, phase, variant) in groups {
-        let members: Vec<(&usize, &Overall)> = overall
-            .iter()
-            .filter(|((p, ph, v, _), _)| p == probe && ph == phase && v == variant)
-            .map(|((_, _, _, t), o)| (t, o))
-            .collect();
-        let first = members[0].1;
-        let mut merged = Recorder::with_tail(usize::MAX, 0, first.recorder.worst_k(), first.recorder.tail_k());
-        let mut extra = crate::measure::Extra::default();
-        for (t, o) in &members {
-            let mut r = o.recorder.to_result(probe, phase, variant.clone(), Some(**t), o.cpu, o.interval_ns);
-            o.extra.apply(&mut r);
+    let note = "monitor run: per-second series are not kept and worst-sample times count from the start of their window; the windows (history: `rtscope history --windows ID`) are the time series";
+    let mut out = Vec::new();
+    for ((probe, phase), outcomes) in groups {
+        for mut r in crate::runner::results_from(&probe, &phase, &outcomes) {
             r.per_second.clear();
-            r.note = Some(note.clone());
-            extra = extra.merge(&o.extra);
-            merged.merge(&o.recorder);
+            r.note = Some(match r.note.take() {
+                Some(n) => format!("{n}; {note}"),
+                None => note.to_string(),
+            });
             out.push(r);
         }
-        let mut r = merged.to_result(probe, phase, variant.clone(), None, None, first.interval_ns);
-        extra.apply(&mut r);
-        r.per_second.clear();
-        r.note = Some(note.clone());
-        out.push(r);
     }
     out
 }
