@@ -71,7 +71,10 @@ pub enum Command {
 }
 
 /// `rtscope monitor`: `run`'s probe, thread and output flags, plus the windows.
+/// Here `-D` is how long the whole monitor runs (default: until Ctrl-C or
+/// SIGTERM), and each probe measures one `--window` per window.
 #[derive(Debug, Clone, Args)]
+#[command(after_help = "Here -D/--duration is how long the whole monitor runs (default: until Ctrl-C or SIGTERM); each probe measures one --window per window. Scenario files, --preset, --load and --deadline are run's, not monitor's.")]
 pub struct MonitorArgs {
     /// Length of one window: per window and probe/CPU, count, min, p50, p99, max and overruns are stored
     #[arg(long, default_value = "5m", value_parser = units::parse_duration, allow_hyphen_values = true)]
