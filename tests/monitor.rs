@@ -177,6 +177,12 @@ fn sigint_stores_every_closed_window_and_exits_130() {
     assert!(u(&merged["samples"]) >= total, "{} < {total}", merged["samples"]);
     let max = stored.iter().map(|w| u(&w["max_ns"])).max().unwrap();
     assert!(u(&merged["max_ns"]) >= max);
+    // `report` on the stored run summarises its windows from the history.
+    let out = sb.run(&["report", "--no-pwcet", "--format", "md", "1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("Monitor windows") && text.contains(&format!("{n} windows of 300ms stored")), "{text}");
+    assert!(text.contains(&format!("| idle | timer | {n} |")), "{text}");
     // The textfile is valid for Prometheus' own checker.
     if let Ok(promtool) = which("promtool") {
         let out = Command::new(promtool).args(["check", "metrics"]).stdin(std::fs::File::open(&prom).unwrap()).output().unwrap();

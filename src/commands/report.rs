@@ -38,6 +38,26 @@ pub fn cmd(args: &ReportArgs) -> anyhow::Result<u8> {
         ReportFormat::Csv => report::csv::render(&a)?,
         ReportFormat::Html => report::html::render(&a, &plots, unit).into_bytes(),
     };
+    // A monitor run's windows are in the history, not the file: a summary
+    // of them follows the text reports when the history holds them.
+    let mut bytes = bytes;
+    if matches!(args.format, ReportFormat::Term | ReportFormat::Md) && runs.iter().any(|(_, r)| r.monitor.is_some()) {
+        if let Some(mut store) = crate::store::Store::open_if_exists(&crate::store::Location::resolve(c.db.db.as_deref())?)? {
+            for (label, run) in &runs {
+                let Some(m) = &run.monitor else { continue };
+                let w = store.windows(&m.id)?;
+                if w.is_empty() {
+                    continue;
+                }
+                let blocks = report::blocks::monitor_windows(label, m, &w, unit);
+                let text = match args.format {
+                    ReportFormat::Md => report::md::render_blocks("", &blocks),
+                    _ => report::term::render_blocks(&blocks, inputs::colour(c.color, c.output.is_some()), report::term::width(c.wide, c.output.is_some())),
+                };
+                bytes.extend_from_slice(text.as_bytes());
+            }
+        }
+    }
     inputs::emit(c.output.as_deref(), &bytes)?;
     if let Some(dir) = &args.plots {
         for p in &plots {
