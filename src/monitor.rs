@@ -135,16 +135,7 @@ pub fn execute(
                     sub.duration_ns = mp.window_ns;
                     let at = OffsetDateTime::now_utc();
                     let outcomes = probe.run(&ProbeCtx { run: &sub, phase: &spec.name, stop, board: &board, trace: None })?;
-                    for o in &outcomes {
-                        for st in &o.setup {
-                            if !steps.iter().any(|x: &crate::model::SetupStep| x.step == st.step && x.outcome == st.outcome) {
-                                steps.push(st.clone());
-                            }
-                        }
-                        if let Some(e) = &o.error {
-                            anyhow::bail!("probe {name}, thread {}: {e}", o.thread);
-                        }
-                    }
+                    crate::runner::absorb(name, &outcomes, &mut steps)?;
                     closed.extend(windows_of(index, at, mp.window_ns, name, &spec.name, &outcomes));
                     for o in outcomes {
                         let key = (name.clone(), spec.name.clone(), o.variant.clone(), o.thread);

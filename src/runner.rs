@@ -225,16 +225,7 @@ pub fn execute(
                     let sub = plan.probe_run(entry, false);
                     let ctx = ProbeCtx { run: &sub, phase, stop, board: &board, trace: trace.as_ref() };
                     let outcomes = probe.run(&ctx)?;
-                    for o in &outcomes {
-                        for st in &o.setup {
-                            if !steps.iter().any(|x| x.step == st.step && x.outcome == st.outcome) {
-                                steps.push(st.clone());
-                            }
-                        }
-                        if let Some(e) = &o.error {
-                            anyhow::bail!("probe {name}, thread {}: {e}", o.thread);
-                        }
-                    }
+                    absorb(name, &outcomes, &mut steps)?;
                     let mut results = results_from(name, phase, &outcomes);
                     if let Some(t) = &trace {
                         t.attach(&mut results);
@@ -271,22 +262,46 @@ pub fn execute(
             fmt_ns(exp.max_total_ns)
         ));
     }
-    if let Err(e) = crate::store::json::write_run(&output.path, &run) {
+    write_final(&output.path, &run)?;
+    Ok(run)
+}
+
+/// Each thread's set-up steps into `steps` (once per step and outcome);
+/// a thread whose loop ended on an error fails the probe run.
+pub(crate) fn absorb(probe: &str, outcomes: &[ThreadOutcome], steps: &mut Vec<SetupStep>) -> anyhow::Result<()> {
+    for o in outcomes {
+        for st in &o.setup {
+            if !steps.iter().any(|x| x.step == st.step && x.outcome == st.outcome) {
+                steps.push(st.clone());
+            }
+        }
+        if let Some(e) = &o.error {
+            anyhow::bail!("probe {probe}, thread {}: {e}", o.thread);
+        }
+    }
+    Ok(())
+}
+
+/// The last write of a finished (or interrupted) run: if `path` cannot take
+/// it, the samples are never dropped — the run goes to a fallback place and
+/// the error says where and how to store it.
+pub fn write_final(path: &std::path::Path, run: &Run) -> anyhow::Result<()> {
+    if let Err(e) = crate::store::json::write_run(path, run) {
         // Never drop the samples: a second place, and how to store them.
-        return Err(match write_fallback(&output.path, &run) {
+        return Err(match write_fallback(path, run) {
             Ok(saved) => anyhow::anyhow!(
                 "could not write the result to {} ({e:#}); the measurement is saved in {} instead: `rtscope import {}` stores it in the history",
-                output.path.display(),
+                path.display(),
                 saved.display(),
                 saved.display()
             ),
             Err(e2) => anyhow::anyhow!(
                 "could not write the result to {} ({e:#}) nor to a fallback place ({e2:#}); the measurement is lost",
-                output.path.display()
+                path.display()
             ),
         });
     }
-    Ok(run)
+    Ok(())
 }
 
 /// An intermediate write: the file says the run has not finished

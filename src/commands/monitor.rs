@@ -209,7 +209,7 @@ pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
     }
     let mut run = result?;
     run.warnings = crate::analysis::warnings::for_run(&run).iter().map(ToString::to_string).collect();
-    crate::store::json::write_run(&output.path, &run)?;
+    crate::runner::write_final(&output.path, &run)?;
     if let Some(s) = store.as_mut() {
         crate::commands::history::save_native(s, &run, &output.path, output.quiet)?;
     }
