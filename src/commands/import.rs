@@ -67,15 +67,13 @@ fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
         f => f,
     };
     if format == Format::Rtscope {
-        let run = crate::store::json::read_run(&args.file)?;
+        let (run, text) = crate::store::json::read_run_text(&args.file)?;
         if !run.complete {
             eprintln!("warning: {}: {}", args.file.display(), crate::analysis::warnings::Warning::Unfinished);
         }
         if args.name.is_some() || args.probe.is_some() || args.phase != "unspecified" {
             return Err(BadInput(format!("{file}: an rtscope result is stored as it is; --name, --probe and --phase apply only to foreign formats")));
         }
-        let bytes = crate::store::json::read_input(&args.file, crate::store::json::MAX_RESULT_BYTES).map_err(|e| BadInput(format!("{file}: {e}")))?;
-        let text = String::from_utf8(bytes).map_err(|e| BadInput(format!("{file}: not UTF-8 text ({e})")))?;
         return Ok(vec![Converted { run, json: text, source: "native".into() }]);
     }
     let sha = {

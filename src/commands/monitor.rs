@@ -50,16 +50,11 @@ fn parse_listen(s: &str) -> Result<SocketAddr, BadInput> {
 }
 
 /// Write `text` to `dir/rtscope.prom` atomically (temp file + rename in the
-/// same directory, as node_exporter's textfile collector asks).
+/// same directory, as node_exporter's textfile collector asks; the temp
+/// file's `.tmp` name is not one it reads).
 fn write_textfile(dir: &Path, text: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut tmp = tempfile::Builder::new().prefix(".rtscope.prom.").tempfile_in(dir)?;
-    tmp.write_all(text.as_bytes())?;
-    tmp.as_file().sync_all()?;
-    let path = dir.join("rtscope.prom");
-    tmp.persist(&path)?;
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o644))?;
-    Ok(())
+    // write_atomic ends the file with its own newline.
+    crate::store::json::write_atomic(&dir.join("rtscope.prom"), |w| Ok(w.write_all(text.strip_suffix('\n').unwrap_or(text).as_bytes())?))
 }
 
 /// Serve GET/HEAD /metrics from `metrics` until the server is unblocked.
@@ -140,7 +135,8 @@ pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
         s.limit_cache(256)?;
     }
     let stop = crate::commands::run::stop_on_signals()?;
-    let id = format!("{}/{}/{}", crate::sysinfo::fingerprint(&crate::sysinfo::SysRoot::default()).hostname, crate::units::rfc3339(started), std::process::id());
+    let host = crate::sysinfo::fingerprint(&crate::sysinfo::SysRoot::default());
+    let id = format!("{}/{}/{}", host.hostname, crate::units::rfc3339(started), std::process::id());
     let mp = MonitorPlan {
         window_ns: args.window,
         cycle_ns: cycle.as_ref().map(|c| c.iter().map(|(_, d)| *d).collect()).unwrap_or_default(),
@@ -149,7 +145,6 @@ pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
         plan,
         exp,
     };
-    let host = crate::sysinfo::fingerprint(&crate::sysinfo::SysRoot::default());
     let mut metrics = Metrics::new(env!("CARGO_PKG_VERSION"), &host.kernel_release, &host.preempt_model, &host.hostname);
     let shared = Arc::new(Mutex::new(metrics.render()));
     let http = server.as_ref().map(|s| {

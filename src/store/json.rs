@@ -96,6 +96,11 @@ pub fn read_input(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
 
 /// Read a result file, with errors that name the file and what is wrong.
 pub fn read_run(path: &Path) -> Result<Run, BadInput> {
+    read_run_text(path).map(|(run, _)| run)
+}
+
+/// [`read_run`], also returning the file's exact text (what `import` stores).
+pub fn read_run_text(path: &Path) -> Result<(Run, String), BadInput> {
     let bytes = read_input(path, MAX_RESULT_BYTES).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
     let text = String::from_utf8(bytes).map_err(|e| BadInput(format!("{}: not UTF-8 text ({e}); is it an rtscope result file?", path.display())))?;
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
@@ -123,5 +128,5 @@ pub fn read_run(path: &Path) -> Result<Run, BadInput> {
             path.display()
         ))
     })?;
-    Ok(run)
+    Ok((run, text))
 }
