@@ -18,6 +18,7 @@ pub mod monitor;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+pub mod serve;
 pub mod store;
 pub mod sys;
 pub mod stats;

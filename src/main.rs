@@ -33,6 +33,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => commands::compare::cmd(&args),
         Command::Report(args) => commands::report::cmd(&args),
         Command::Check(args) => commands::check::cmd(&args),
+        Command::Serve(args) => commands::serve::cmd(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

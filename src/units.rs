@@ -132,6 +132,22 @@ pub fn rfc3339(t: time::OffsetDateTime) -> String {
         .unwrap_or_default()
 }
 
+/// A time bound given by a user (`--since`, the web list's dates): a date
+/// `YYYY-MM-DD` (midnight UTC) or an RFC 3339 time, as an RFC 3339 UTC
+/// string that compares correctly with stored `started_at` values. With
+/// `end_of_day`, a date means the midnight *after* it (an exclusive upper
+/// bound that keeps the whole day). `None` when `s` is neither.
+pub fn parse_time_bound(s: &str, end_of_day: bool) -> Option<String> {
+    use time::format_description::well_known::Rfc3339;
+    if let Ok(t) = time::OffsetDateTime::parse(s, &Rfc3339) {
+        return t.to_offset(time::UtcOffset::UTC).format(&Rfc3339).ok();
+    }
+    let fmt = time::macros::format_description!("[year]-[month]-[day]");
+    let d = time::Date::parse(s, &fmt).ok()?;
+    let d = if end_of_day { d.next_day()? } else { d };
+    Some(format!("{d}T00:00:00Z"))
+}
+
 /// Now, RFC 3339 UTC with the clock's full precision (the store's `saved_at`).
 pub fn now_rfc3339_precise() -> String {
     time::OffsetDateTime::now_utc()

@@ -28,6 +28,7 @@ const LAYERS: &[&[&str]] = &[
     &["monitor"],
     &["analysis"],
     &["report"],
+    &["serve"],
     &["cli"],
     &["commands"],
 ];

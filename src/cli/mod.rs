@@ -61,6 +61,8 @@ pub enum Command {
     Compare(analysis_opts::CompareArgs),
     /// Report on results: tables, deadline misses, statistical worst case; term, md, json, csv or html with plots.
     Report(analysis_opts::ReportArgs),
+    /// Browse, compare and drill into the history in a local web page (read-only).
+    Serve(store_opts::ServeArgs),
     /// Gate results on bounds or a baseline for CI: exit 0 pass, 3 fail; text, JSON, JUnit XML or LAVA.
     Check(analysis_opts::CheckArgs),
     /// List the built-in presets `rtscope run --preset NAME` accepts.
@@ -68,6 +70,18 @@ pub enum Command {
     /// A load process (started by `rtscope run` for each load; not for people).
     #[command(name = "__load", hide = true)]
     LoadWorker(crate::load::worker::LoadWorkerArgs),
+}
+
+/// `--listen` of `monitor` and `serve`: one address, resolved now (exit 2 if
+/// it cannot be). A bare port (`9469` or `:9469`) binds localhost: exposing
+/// a server beyond this host takes naming an address.
+pub fn parse_listen(s: &str, example: &str) -> Result<std::net::SocketAddr, crate::error::BadInput> {
+    use std::net::ToSocketAddrs;
+    let port_only = s.strip_prefix(':').unwrap_or(s);
+    let full = if !port_only.is_empty() && port_only.bytes().all(|b| b.is_ascii_digit()) { format!("127.0.0.1:{port_only}") } else { s.to_string() };
+    full.to_socket_addrs().ok().and_then(|mut a| a.next()).ok_or_else(|| {
+        crate::error::BadInput(format!("--listen {s:?}: expected ADDRESS:PORT, e.g. {example} (localhost only unless you name another address)"))
+    })
 }
 
 /// `rtscope monitor`: `run`'s probe, thread and output flags, plus the windows.

@@ -40,6 +40,12 @@ pub struct HistoryArgs {
     /// Only runs started at or after this time: YYYY-MM-DD (UTC) or RFC 3339.
     #[arg(long, value_name = "DATE")]
     pub since: Option<String>,
+    /// Only runs started before this time: YYYY-MM-DD (UTC, the whole day included) or RFC 3339.
+    #[arg(long, value_name = "DATE")]
+    pub until: Option<String>,
+    /// Only runs whose host had this preemption model (none, voluntary, full, rt, lazy, as `rtscope show` prints it).
+    #[arg(long, value_name = "MODEL")]
+    pub preempt: Option<String>,
     /// Print the rows as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -49,6 +55,17 @@ pub struct HistoryArgs {
     /// The windows of monitor run ID (its time series) instead of the list of runs.
     #[arg(long, value_name = "ID")]
     pub windows: Option<i64>,
+    #[command(flatten)]
+    pub db: DbOpts,
+}
+
+/// `rtscope serve`: the history as web pages, read-only.
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "Pages: / (runs: filter, sort, tick runs to compare), /runs/ID (the run's report; its JSON at /runs/ID/json), /compare?runs=1,2,@TAG; JSON at /api/runs and /api/runs/ID (docs/serve.md). GET and HEAD only. Ctrl-C stops it (exit 0).")]
+pub struct ServeArgs {
+    /// Address to serve on; a bare port (8080) binds localhost, port 0 picks a free one
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8080")]
+    pub listen: String,
     #[command(flatten)]
     pub db: DbOpts,
 }

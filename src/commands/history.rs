@@ -44,14 +44,8 @@ pub fn save_native(store: &mut Store, run: &Run, json_path: &Path, quiet: bool) 
 /// `--since`: YYYY-MM-DD (midnight UTC) or RFC 3339, as an RFC 3339 UTC
 /// string that compares correctly with stored `started_at` values.
 pub fn parse_since(s: &str) -> Result<String, BadInput> {
-    use time::format_description::well_known::Rfc3339;
-    let bad = || BadInput(format!("--since {s:?}: expected a date YYYY-MM-DD or an RFC 3339 time like 2026-11-22T09:00:00Z"));
-    if let Ok(t) = time::OffsetDateTime::parse(s, &Rfc3339) {
-        return t.to_offset(time::UtcOffset::UTC).format(&Rfc3339).map_err(|_| bad());
-    }
-    let fmt = time::macros::format_description!("[year]-[month]-[day]");
-    let d = time::Date::parse(s, &fmt).map_err(|_| bad())?;
-    Ok(format!("{d}T00:00:00Z"))
+    crate::units::parse_time_bound(s, false)
+        .ok_or_else(|| BadInput(format!("--since {s:?}: expected a date YYYY-MM-DD or an RFC 3339 time like 2026-11-22T09:00:00Z")))
 }
 
 /// `--windows ID`: a monitor run's windows, merged entries (every thread)
@@ -102,6 +96,15 @@ pub fn cmd(args: &HistoryArgs) -> anyhow::Result<u8> {
         kernel: args.kernel.clone(),
         tag: args.tag.clone(),
         since: args.since.as_deref().map(parse_since).transpose()?,
+        until: args
+            .until
+            .as_deref()
+            .map(|s| {
+                crate::units::parse_time_bound(s, true)
+                    .ok_or_else(|| BadInput(format!("--until {s:?}: expected a date YYYY-MM-DD or an RFC 3339 time like 2026-11-22T09:00:00Z")))
+            })
+            .transpose()?,
+        preempt: args.preempt.clone(),
     };
     let loc = Location::resolve(args.db.db.as_deref())?;
     let Some(mut store) = Store::open_if_exists(&loc)? else {
@@ -156,7 +159,7 @@ pub fn cmd(args: &HistoryArgs) -> anyhow::Result<u8> {
 }
 
 fn filter_is_set(f: &Filter) -> bool {
-    f.host.is_some() || f.kernel.is_some() || f.tag.is_some() || f.since.is_some()
+    f.host.is_some() || f.kernel.is_some() || f.tag.is_some() || f.since.is_some() || f.until.is_some() || f.preempt.is_some()
 }
 
 #[cfg(test)]

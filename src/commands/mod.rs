@@ -10,6 +10,7 @@ pub mod presets;
 pub mod probes;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod export;
 pub mod history;
 pub mod import;

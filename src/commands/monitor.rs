@@ -6,7 +6,7 @@
 //! stored like a `run`'s. Every flag is checked before measuring (exit 2).
 
 use std::collections::BTreeSet;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -37,16 +37,8 @@ fn parse_cycle(s: &str) -> Result<Vec<(String, u64)>, BadInput> {
     Ok(out)
 }
 
-/// `--listen`: one address, resolved now (exit 2 if it cannot be). A bare
-/// port (`9469` or `:9469`) binds localhost: exposing the metrics beyond
-/// this host takes naming an address.
 fn parse_listen(s: &str) -> Result<SocketAddr, BadInput> {
-    let port_only = s.strip_prefix(':').unwrap_or(s);
-    let full = if !port_only.is_empty() && port_only.bytes().all(|b| b.is_ascii_digit()) { format!("127.0.0.1:{port_only}") } else { s.to_string() };
-    full.to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-        .ok_or_else(|| BadInput(format!("--listen {s:?}: expected ADDRESS:PORT, e.g. 127.0.0.1:9469 (localhost only unless you name another address)")))
+    crate::cli::parse_listen(s, "127.0.0.1:9469")
 }
 
 /// Write `text` to `dir/rtscope.prom` atomically (temp file + rename in the

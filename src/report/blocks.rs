@@ -199,6 +199,73 @@ pub fn pwcet_refusals(run: &RunAnalysis) -> Vec<String> {
         .collect()
 }
 
+/// The worst samples of each entry merged over threads (every thread's
+/// own worst are among them), up to `per_entry` each: when, where, and
+/// with `--trace-threshold` what held the CPU (longest culprits first).
+pub fn worst_table(run: &RunAnalysis, u: Unit, per_entry: usize) -> Option<Table> {
+    let un = u.name();
+    let header: Vec<String> = ["probe", "variant", "phase", "thread", "cpu", "seq", "at(s)"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([format!("latency({un})"), "what held the CPU (trace)".to_string()])
+        .collect();
+    let mut rows = Vec::new();
+    for e in run.entries.iter().filter(|e| e.thread.is_none()) {
+        for w in e.worst.iter().take(per_entry) {
+            let trace = match &w.trace {
+                None => "-".to_string(),
+                Some(t) => {
+                    let top: Vec<String> = t.culprits.iter().take(3).map(crate::trace::report::culprit).collect();
+                    format!(
+                        "{}{}",
+                        if top.is_empty() { "no events".to_string() } else { top.join(", ") },
+                        if t.complete { "" } else { " (trace incomplete)" }
+                    )
+                }
+            };
+            rows.push(vec![
+                Cell::plain(e.probe.clone()),
+                Cell::plain(e.variant.clone().unwrap_or_else(|| "-".into())),
+                Cell::plain(e.phase.clone()),
+                Cell::plain(w.thread.to_string()),
+                Cell::plain(w.cpu.to_string()),
+                Cell::plain(w.seq.to_string()),
+                Cell::plain(format!("{:.3}", w.at_ns.0 as f64 / 1e9)),
+                Cell::plain(u.fmt_n(w.latency_ns)),
+                Cell::plain(trace),
+            ]);
+        }
+    }
+    (!rows.is_empty()).then(|| Table::new(header, 7, rows))
+}
+
+/// The doctor findings stored with the run (the audit of the measured
+/// CPUs before it started), worst first.
+pub fn doctor_table(run: &RunAnalysis) -> Option<Table> {
+    let mut f: Vec<&crate::model::Finding> = run.host.doctor.iter().collect();
+    if f.is_empty() {
+        return None;
+    }
+    f.sort_by_key(|x| std::cmp::Reverse(x.severity));
+    let rows = f
+        .iter()
+        .map(|x| {
+            let tone = match x.severity {
+                crate::model::Severity::Bad | crate::model::Severity::Warn => Tone::Bad,
+                crate::model::Severity::Ok => Tone::Good,
+                crate::model::Severity::Info => Tone::Plain,
+            };
+            vec![
+                Cell::tone(x.severity.as_str(), tone),
+                Cell::plain(x.id.clone()),
+                Cell::plain(x.title.clone()),
+                Cell::plain(x.fix.clone().unwrap_or_else(|| "-".into())),
+            ]
+        })
+        .collect();
+    Some(Table::new(["severity", "check", "finding", "fix"].map(String::from).to_vec(), 4, rows))
+}
+
 /// The statistical worst case of every entry of one run.
 pub fn pwcet_table(run: &RunAnalysis, u: Unit) -> Option<Table> {
     let un = u.name();

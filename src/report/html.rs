@@ -31,6 +31,11 @@ pub fn esc(s: &str) -> String {
 }
 
 fn table(t: &Table) -> String {
+    table_wrapping(t, &[])
+}
+
+/// [`table`] whose columns `wrap` (long text) may break lines.
+fn table_wrapping(t: &Table, wrap: &[usize]) -> String {
     let mut s = String::from("<div class=\"tw\"><table><thead><tr>");
     for (c, h) in t.header.iter().enumerate() {
         let _ = write!(s, "<th class=\"{}\">{}</th>", if c < t.label_cols { "l" } else { "r" }, esc(h));
@@ -45,7 +50,9 @@ fn table(t: &Table) -> String {
                 Tone::Bad => " bad",
                 Tone::Dim => " dim",
             };
-            let _ = write!(s, "<td class=\"{}{tone}\">{}</td>", if c < t.label_cols { "l" } else { "r" }, esc(&x.text));
+            let side = if c < t.label_cols || wrap.contains(&c) { "l" } else { "r" };
+            let w = if wrap.contains(&c) { " wrap" } else { "" };
+            let _ = write!(s, "<td class=\"{side}{tone}{w}\">{}</td>", esc(&x.text));
         }
         s.push_str("</tr>");
     }
@@ -117,7 +124,8 @@ fn host_table(r: &RunAnalysis) -> String {
     s
 }
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}\
+/// The page style, shared with `rtscope serve`'s pages.
+pub const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}\
 h1{font-size:1.6em}h2{border-bottom:2px solid #1f77b4;padding-bottom:.2em;margin-top:2em}h3{margin-top:1.5em}\
 .tw{overflow-x:auto}table{border-collapse:collapse;font-size:.85em;margin:.5em 0}\
 th,td{padding:.2em .5em;border-bottom:1px solid #ddd;white-space:nowrap}th{background:#f4f6f8;white-space:normal;vertical-align:bottom}\
@@ -126,20 +134,52 @@ td.r,th.r{text-align:right;font-variant-numeric:tabular-nums}td.l,th.l{text-alig
 .warn{background:#fff7e0;border-left:4px solid #e0a000;padding:.4em 1em}\
 figure.plot{margin:1em 0;border:1px solid #e4e4e4;padding:.5em;background:#fff}figure.plot svg{display:block;width:100%;height:auto}\
 figcaption{font-size:.85em;color:#555}details.host table{font-size:.8em}details.host td{white-space:normal}\
-details.bins summary{cursor:pointer;font-weight:600;margin:1em 0}\
+details.bins summary,details.doctor summary{cursor:pointer;font-weight:600;margin:1em 0}td.wrap{white-space:normal}\
 .refused{color:#b01c1c}";
+
+/// A whole page: `title`, the report style plus `style`, and `body`.
+pub fn document(title: &str, style: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">\
+         <title>{}</title><style>{STYLE}{style}</style></head><body>\n{body}</body></html>\n",
+        esc(title)
+    )
+}
 
 /// The whole report. `plots` are those of [`crate::report::plots::plots`] for `a`.
 pub fn render(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
-    let mut s = String::new();
-    s.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     let names: Vec<String> = a.runs.iter().map(|r| r.name.clone()).collect();
-    let _ = writeln!(s, "<title>rtscope report: {}</title><style>{STYLE}</style></head><body>", esc(&names.join(" vs ")));
-    let _ = writeln!(s, "<h1>rtscope report</h1><p>rtscope {} · {}</p>", esc(&a.tool_version), esc(&names.join(" · ")));
+    let mut s = format!("<h1>rtscope report</h1><p>rtscope {} · {}</p>\n", esc(&a.tool_version), esc(&names.join(" · ")));
+    s.push_str(&runs(a, plots, unit));
+    s.push_str(&comparison(a, plots, unit));
+    s.push_str(&bins(a, unit));
+    document(&format!("rtscope report: {}", names.join(" vs ")), "", &s)
+}
+
+/// Worst samples shown per entry in the report (all of them are in the JSON).
+const WORST_SHOWN: usize = 5;
+
+/// One section per run: host and plan, doctor findings (folded), warnings,
+/// summary, statistical worst case, the run's plots, its worst samples.
+pub fn runs(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
+    let mut s = String::new();
     let with_deadline = a.options.deadline.is_some();
     for (ri, r) in a.runs.iter().enumerate() {
         let _ = writeln!(s, "<section class=\"run\" id=\"run{}\"><h2>{}</h2>", ri + 1, esc(&r.name));
         s.push_str(&host_table(r));
+        if let Some(t) = blocks::doctor_table(r) {
+            let n = |sev: crate::model::Severity| r.host.doctor.iter().filter(|f| f.severity == sev).count();
+            let _ = write!(
+                s,
+                "<details class=\"doctor\"><summary>Doctor findings before the run: {} bad, {} warn, {} info, {} ok</summary>",
+                n(crate::model::Severity::Bad),
+                n(crate::model::Severity::Warn),
+                n(crate::model::Severity::Info),
+                n(crate::model::Severity::Ok)
+            );
+            s.push_str(&table_wrapping(&t, &[2, 3]));
+            s.push_str("</details>\n");
+        }
         if !r.warnings.is_empty() {
             s.push_str("<div class=\"warn\"><strong>Warnings</strong><ul>");
             for w in &r.warnings {
@@ -172,8 +212,23 @@ pub fn render(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
         for p in plots.iter().filter(|p| p.run == Some(ri)) {
             s.push_str(&figure(p));
         }
+        if let Some(t) = blocks::worst_table(r, unit, WORST_SHOWN) {
+            let _ = writeln!(
+                s,
+                "<h3>Worst samples</h3><p>The {WORST_SHOWN} longest latencies of each entry (over all its threads), when and where they were taken{}.</p>",
+                if r.entries.iter().any(|e| e.worst.iter().any(|w| w.trace.is_some())) { ", and what held the CPU from the due time to the wake-up (threshold tracing)" } else { "; with --trace-threshold the table also says what held the CPU" }
+            );
+            s.push_str(&table_wrapping(&t, &[8]));
+        }
         s.push_str("</section>\n");
     }
+    s
+}
+
+/// The comparison of two or more runs: notes on paired phases, the table,
+/// the sentences, what is not in every input, the overlay plots.
+pub fn comparison(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
+    let mut s = String::new();
     let c = &a.comparison;
     if c.systems.len() >= 2 {
         s.push_str("<section id=\"comparison\"><h2>Comparison</h2>\n");
@@ -202,6 +257,13 @@ pub fn render(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
         }
         s.push_str("</section>\n");
     }
+    s
+}
+
+/// The bin tables, folded.
+pub fn bins(a: &Analysis, unit: Unit) -> String {
+    let mut s = String::new();
+    let c = &a.comparison;
     // The bin tables (hundreds of rows) folded: the data is there, the page
     // ends with the plots.
     s.push_str("<section id=\"bins\"><h2>Bin tables</h2>\n");
@@ -217,6 +279,37 @@ pub fn render(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
         let _ = writeln!(s, "<h3>{} — bins of {} {}</h3>", esc(&t.key.label()), unit.fmt_n(t.width_ns), unit.name());
         s.push_str(&table(&blocks::bin_table(a, i, unit)));
     }
-    s.push_str("</details></section>\n</body></html>\n");
+    s.push_str("</details></section>\n");
     s
+}
+
+/// Layout-free blocks (`report::blocks`) as HTML: headings, paragraphs,
+/// lists, tables.
+pub fn render_blocks(blocks: &[blocks::Block]) -> String {
+    let mut s = String::new();
+    for b in blocks {
+        match b {
+            blocks::Block::Heading(level, t) => {
+                let l = (*level).clamp(1, 4) + 1;
+                let _ = writeln!(s, "<h{l}>{}</h{l}>", esc(t));
+            }
+            blocks::Block::Text(t) => {
+                let _ = writeln!(s, "<p>{}</p>", esc(t));
+            }
+            blocks::Block::List(items) => {
+                s.push_str("<ul>");
+                for x in items {
+                    let _ = write!(s, "<li>{}</li>", esc(x));
+                }
+                s.push_str("</ul>\n");
+            }
+            blocks::Block::Table(t) => s.push_str(&table(t)),
+        }
+    }
+    s
+}
+
+/// One plot as the report shows it (`<figure class="plot">`).
+pub fn plot_figure(p: &Plot) -> String {
+    figure(p)
 }

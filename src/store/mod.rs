@@ -30,6 +30,9 @@ pub struct RunRow {
     pub host: String,
     pub kernel: String,
     pub realtime: bool,
+    /// The host's preemption model (`host.preempt_model`: none, voluntary,
+    /// full, rt, lazy; "" when the source did not say).
+    pub preempt: String,
     pub probes: String,
     pub phases: String,
     pub preset: Option<String>,
@@ -38,7 +41,7 @@ pub struct RunRow {
     pub source: String,
     pub system: String,
     pub tags: Vec<String>,
-    /// Largest `max_ns` per phase, in the order the phases ran.
+    /// Largest `max_ns` (and `p99_ns`) per phase, in the order the phases ran.
     pub headline_max_ns: Vec<PhaseMax>,
 }
 
@@ -46,6 +49,9 @@ pub struct RunRow {
 pub struct PhaseMax {
     pub phase: String,
     pub max_ns: u64,
+    /// Largest p99 of the phase's entries; `None` when no entry has one
+    /// (summary-only imports).
+    pub p99_ns: Option<u64>,
 }
 
 /// `history` filters; `None` = no filter.
@@ -58,6 +64,74 @@ pub struct Filter {
     pub tag: Option<String>,
     /// RFC 3339 UTC lower bound on `started_at` (inclusive).
     pub since: Option<String>,
+    /// RFC 3339 UTC upper bound on `started_at` (exclusive).
+    pub until: Option<String>,
+    /// Exact preemption model (`RunRow::preempt`).
+    pub preempt: Option<String>,
+}
+
+/// The order of a [`Page`]; ties are broken by id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sort {
+    Id,
+    #[default]
+    Started,
+    Host,
+    Kernel,
+    Preempt,
+    /// The run's largest `max_ns` over all its entries.
+    Max,
+}
+
+impl Sort {
+    pub const ALL: [(&'static str, Sort); 6] =
+        [("id", Sort::Id), ("started", Sort::Started), ("host", Sort::Host), ("kernel", Sort::Kernel), ("preempt", Sort::Preempt), ("max", Sort::Max)];
+    pub fn name(self) -> &'static str {
+        Sort::ALL.iter().find(|(_, s)| *s == self).map(|(n, _)| *n).unwrap_or("started")
+    }
+    pub fn parse(s: &str) -> Option<Sort> {
+        Sort::ALL.iter().find(|(n, _)| *n == s).map(|(_, s)| *s)
+    }
+    /// The ORDER BY keys (both dialects), each followed by `dir`.
+    fn order_by(self, desc: bool) -> String {
+        let dir = if desc { "DESC" } else { "ASC" };
+        let keys: &[&str] = match self {
+            Sort::Id => &["runs.id"],
+            Sort::Started => &["runs.started_at", "runs.id"],
+            Sort::Host => &["runs.host", "runs.started_at", "runs.id"],
+            Sort::Kernel => &["runs.kernel", "runs.started_at", "runs.id"],
+            Sort::Preempt => &["runs.preempt", "runs.started_at", "runs.id"],
+            Sort::Max => &["(SELECT MAX(r.max_ns) FROM results r WHERE r.run_id = runs.id)", "runs.id"],
+        };
+        keys.iter().map(|k| format!("{k} {dir}")).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// One page of the runs matching a filter, in a [`Sort`] order.
+#[derive(Debug, Clone, Default)]
+pub struct PageQuery {
+    pub filter: Filter,
+    pub sort: Sort,
+    pub desc: bool,
+    pub offset: u64,
+    /// `None`: every run from `offset` on.
+    pub limit: Option<u64>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Page {
+    /// Runs matching the filter, on every page.
+    pub total: u64,
+    pub offset: u64,
+    pub runs: Vec<RunRow>,
+}
+
+/// The values the runs list can be filtered by, each sorted.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Facets {
+    pub hosts: Vec<String>,
+    pub preempt: Vec<String>,
+    pub tags: Vec<String>,
 }
 
 /// Where the history database is.
@@ -160,8 +234,17 @@ impl Store {
     pub fn save(&mut self, run: &Run, json: &str, source: &str) -> anyhow::Result<i64> {
         each!(self, s => s.save(run, json, source))
     }
+    /// Every run matching `f`, oldest first.
     pub fn list(&mut self, f: &Filter) -> anyhow::Result<Vec<RunRow>> {
-        each!(self, s => s.list(f))
+        Ok(self.page(&PageQuery { filter: f.clone(), ..PageQuery::default() })?.runs)
+    }
+    /// One page of the runs matching `q.filter`, with their count.
+    pub fn page(&mut self, q: &PageQuery) -> anyhow::Result<Page> {
+        each!(self, s => s.page(q))
+    }
+    /// The hosts, preemption models and tags in the history.
+    pub fn facets(&mut self) -> anyhow::Result<Facets> {
+        each!(self, s => s.facets())
     }
     /// The stored JSON text of run `id`, exactly as saved.
     pub fn json_text(&mut self, id: i64) -> anyhow::Result<String> {

@@ -34,7 +34,7 @@ use postgres::{Client, IsolationLevel, Transaction};
 
 use super::migrations;
 use super::pgconn::{reason, Target};
-use super::{Filter, PhaseMax, RunRow};
+use super::{Facets, Page, PageQuery, PhaseMax, RunRow};
 use crate::error::BadInput;
 use crate::model::Run;
 use crate::stats::PERCENTILES;
@@ -189,8 +189,8 @@ impl Store {
         let id: i64 = tx
             .query_one(
                 "INSERT INTO runs (started_at, finished_at, host, kernel, realtime, probes, phases, preset, interrupted,
-                                   source, system, file_sha256, host_json, json, saved_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8, $9, $10, $11, $12, $13, $14)
+                                   source, system, file_sha256, host_json, json, saved_at, preempt)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8, $9, $10, $11, $12, $13, $14, $15)
                  RETURNING id",
                 &[
                     &run.started_at,
@@ -207,6 +207,7 @@ impl Store {
                     &host_json,
                     &json,
                     &saved_at,
+                    &run.host.preempt_model,
                 ],
             )
             .map_err(e)?
@@ -249,25 +250,36 @@ impl Store {
         Ok(id)
     }
 
-    /// Runs matching `f`, oldest first: three queries in one snapshot (the
-    /// runs, their tags, their largest max per phase), not one per run — over
-    /// a network each round trip counts.
-    pub fn list(&mut self, f: &Filter) -> anyhow::Result<Vec<RunRow>> {
+    /// One page of the runs matching `q.filter`, with their count: four
+    /// queries in one snapshot (the count, the page, its tags, its largest
+    /// max and p99 per phase), not one per run — over a network each round
+    /// trip counts.
+    pub fn page(&mut self, q: &PageQuery) -> anyhow::Result<Page> {
         const WHERE: &str = "($1::TEXT IS NULL OR runs.host = $1)
                AND ($2::TEXT IS NULL OR strpos(runs.kernel, $2) > 0)
                AND ($3::TEXT IS NULL OR runs.id IN (SELECT run_id FROM tags WHERE tag = $3))
-               AND ($4::TEXT IS NULL OR runs.started_at >= $4)";
+               AND ($4::TEXT IS NULL OR runs.started_at >= $4)
+               AND ($5::TEXT IS NULL OR runs.started_at < $5)
+               AND ($6::TEXT IS NULL OR runs.preempt = $6)";
         let target = self.target.clone();
         let e = |e| pg_err(&target, e);
+        let f = &q.filter;
         let mut tx = read_tx(&mut self.client).map_err(e)?;
-        let p: [&(dyn postgres::types::ToSql + Sync); 4] = [&f.host, &f.kernel, &f.tag, &f.since];
+        let p: [&(dyn postgres::types::ToSql + Sync); 6] = [&f.host, &f.kernel, &f.tag, &f.since, &f.until, &f.preempt];
+        let total: i64 = tx.query_one(&format!("SELECT COUNT(*) FROM runs WHERE {WHERE}"), &p).map_err(e)?.get(0);
+        let limit: Option<i64> = q.limit.map(|l| l.min(i64::MAX as u64) as i64);
+        let offset = q.offset.min(i64::MAX as u64) as i64;
+        let mut args: Vec<&(dyn postgres::types::ToSql + Sync)> = p.to_vec();
+        args.push(&limit);
+        args.push(&offset);
         let mut rows: Vec<RunRow> = tx
             .query(
                 &format!(
-                    "SELECT id, started_at, host, kernel, realtime, probes, phases, preset, interrupted, source, system
-                     FROM runs WHERE {WHERE} ORDER BY started_at, id"
+                    "SELECT id, started_at, host, kernel, realtime, probes, phases, preset, interrupted, source, system, preempt
+                     FROM runs WHERE {WHERE} ORDER BY {} LIMIT $7 OFFSET $8",
+                    q.sort.order_by(q.desc)
                 ),
-                &p,
+                &args,
             )
             .map_err(e)?
             .iter()
@@ -283,35 +295,51 @@ impl Store {
                 interrupted: r.get(8),
                 source: r.get(9),
                 system: r.get(10),
+                preempt: r.get(11),
                 tags: Vec::new(),
                 headline_max_ns: Vec::new(),
             })
             .collect();
+        let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
         let at: std::collections::HashMap<i64, usize> = rows.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
-        for r in tx
-            .query(&format!("SELECT t.run_id, t.tag FROM tags t JOIN runs ON runs.id = t.run_id WHERE {WHERE} ORDER BY t.run_id, t.tag"), &p)
-            .map_err(e)?
-        {
+        for r in tx.query("SELECT run_id, tag FROM tags WHERE run_id = ANY($1) ORDER BY run_id, tag", &[&ids]).map_err(e)? {
             if let Some(&i) = at.get(&r.get::<_, i64>(0)) {
                 rows[i].tags.push(r.get(1));
             }
         }
         for r in tx
             .query(
-                &format!(
-                    "SELECT r.run_id, r.phase, MAX(r.max_ns) FROM results r JOIN runs ON runs.id = r.run_id
-                     WHERE {WHERE} GROUP BY r.run_id, r.phase ORDER BY r.run_id, MIN(r.idx)"
-                ),
-                &p,
+                "SELECT run_id, phase, MAX(max_ns), MAX(p99_ns) FROM results WHERE run_id = ANY($1)
+                 GROUP BY run_id, phase ORDER BY run_id, MIN(idx)",
+                &[&ids],
             )
             .map_err(e)?
         {
             if let Some(&i) = at.get(&r.get::<_, i64>(0)) {
-                rows[i].headline_max_ns.push(PhaseMax { phase: r.get(1), max_ns: r.get::<_, i64>(2).max(0) as u64 });
+                rows[i].headline_max_ns.push(PhaseMax {
+                    phase: r.get(1),
+                    max_ns: r.get::<_, i64>(2).max(0) as u64,
+                    p99_ns: r.get::<_, Option<i64>>(3).map(|v| v.max(0) as u64),
+                });
             }
         }
         tx.commit().map_err(e)?;
-        Ok(rows)
+        Ok(Page { total: total.max(0) as u64, offset: q.offset, runs: rows })
+    }
+
+    /// The distinct hosts, preemption models and tags.
+    pub fn facets(&mut self) -> anyhow::Result<Facets> {
+        let target = self.target.clone();
+        let e = |e| pg_err(&target, e);
+        let mut tx = read_tx(&mut self.client).map_err(e)?;
+        let mut col = |sql: &str| -> anyhow::Result<Vec<String>> { Ok(tx.query(sql, &[]).map_err(e)?.iter().map(|r| r.get(0)).collect()) };
+        let f = Facets {
+            hosts: col("SELECT DISTINCT host FROM runs ORDER BY host")?,
+            preempt: col("SELECT DISTINCT preempt FROM runs ORDER BY preempt")?,
+            tags: col("SELECT DISTINCT tag FROM tags ORDER BY tag")?,
+        };
+        tx.commit().map_err(e)?;
+        Ok(f)
     }
 
     /// The stored JSON text of run `id` (exit 2 when there is no such run).

@@ -111,7 +111,7 @@ fn opt_int(v: Option<usize>) -> rusqlite::Result<Option<i64>> {
     v.map(|x| int(x as u64)).transpose()
 }
 
-pub use super::{Filter, PhaseMax, RunRow};
+pub use super::{Facets, Filter, Page, PageQuery, PhaseMax, RunRow};
 
 pub struct Store {
     conn: Connection,
@@ -333,8 +333,8 @@ impl Store {
             .map_err(|e| sql_err(&path, e))?;
         tx.execute(
             "INSERT INTO runs (started_at, finished_at, host, kernel, realtime, probes, phases, preset, interrupted,
-                               source, system, file_sha256, host_json, json, saved_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                               source, system, file_sha256, host_json, json, saved_at, preempt)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
             params![
                 run.started_at,
                 run.finished_at,
@@ -349,7 +349,8 @@ impl Store {
                 sha,
                 host_json,
                 json,
-                saved_at
+                saved_at,
+                run.host.preempt_model
             ],
         )
         .map_err(|e| sql_err(&path, e))?;
@@ -409,23 +410,33 @@ impl Store {
         Ok(id)
     }
 
-    /// Runs matching `f`, oldest first.
-    pub fn list(&self, f: &Filter) -> anyhow::Result<Vec<RunRow>> {
+    /// One page of the runs matching `q.filter`, with their count: one
+    /// query for the count, one for the page, then the tags and the
+    /// per-phase headline of each run on it.
+    pub fn page(&self, q: &PageQuery) -> anyhow::Result<Page> {
+        const WHERE: &str = "(?1 IS NULL OR runs.host = ?1)
+               AND (?2 IS NULL OR instr(runs.kernel, ?2) > 0)
+               AND (?3 IS NULL OR runs.id IN (SELECT run_id FROM tags WHERE tag = ?3))
+               AND (?4 IS NULL OR runs.started_at >= ?4)
+               AND (?5 IS NULL OR runs.started_at < ?5)
+               AND (?6 IS NULL OR runs.preempt = ?6)";
         let e = |e| sql_err(&self.path, e);
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT id, started_at, host, kernel, realtime, probes, phases, preset, interrupted, source, system
-                 FROM runs
-                 WHERE (?1 IS NULL OR host = ?1)
-                   AND (?2 IS NULL OR instr(kernel, ?2) > 0)
-                   AND (?3 IS NULL OR id IN (SELECT run_id FROM tags WHERE tag = ?3))
-                   AND (?4 IS NULL OR started_at >= ?4)
-                 ORDER BY started_at, id",
-            )
+        let f = &q.filter;
+        let tx = self.conn.unchecked_transaction().map_err(e)?;
+        let total: i64 = tx
+            .query_row(&format!("SELECT COUNT(*) FROM runs WHERE {WHERE}"), params![f.host, f.kernel, f.tag, f.since, f.until, f.preempt], |r| r.get(0))
             .map_err(e)?;
+        let limit = q.limit.map(|l| l.min(i64::MAX as u64) as i64).unwrap_or(-1);
+        let mut stmt = tx
+            .prepare(&format!(
+                "SELECT id, started_at, host, kernel, realtime, probes, phases, preset, interrupted, source, system, preempt
+                 FROM runs WHERE {WHERE} ORDER BY {} LIMIT ?7 OFFSET ?8",
+                q.sort.order_by(q.desc)
+            ))
+            .map_err(e)?;
+        let offset = q.offset.min(i64::MAX as u64) as i64;
         let rows = stmt
-            .query_map(params![f.host, f.kernel, f.tag, f.since], |r| {
+            .query_map(params![f.host, f.kernel, f.tag, f.since, f.until, f.preempt, limit, offset], |r| {
                 Ok(RunRow {
                     id: r.get(0)?,
                     started_at: r.get(1)?,
@@ -438,6 +449,7 @@ impl Store {
                     interrupted: r.get(8)?,
                     source: r.get(9)?,
                     system: r.get(10)?,
+                    preempt: r.get(11)?,
                     tags: Vec::new(),
                     headline_max_ns: Vec::new(),
                 })
@@ -445,21 +457,48 @@ impl Store {
             .map_err(e)?
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(e)?;
+        drop(stmt);
         let mut out = Vec::with_capacity(rows.len());
-        for mut row in rows {
-            row.tags = self.tags(row.id)?;
-            let mut hs = self
-                .conn
-                .prepare_cached("SELECT phase, MAX(max_ns) FROM results WHERE run_id = ?1 GROUP BY phase ORDER BY MIN(idx)")
+        {
+            let mut tags = tx.prepare_cached("SELECT tag FROM tags WHERE run_id = ?1 ORDER BY tag").map_err(e)?;
+            let mut heads = tx
+                .prepare_cached(
+                    "SELECT phase, MAX(max_ns), MAX(p99_ns) FROM results WHERE run_id = ?1 GROUP BY phase ORDER BY MIN(idx)",
+                )
                 .map_err(e)?;
-            row.headline_max_ns = hs
-                .query_map([row.id], |r| Ok(PhaseMax { phase: r.get(0)?, max_ns: r.get::<_, i64>(1)?.max(0) as u64 }))
-                .map_err(e)?
-                .collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(e)?;
-            out.push(row);
+            for mut row in rows {
+                row.tags = tags.query_map([row.id], |r| r.get(0)).map_err(e)?.collect::<rusqlite::Result<_>>().map_err(e)?;
+                row.headline_max_ns = heads
+                    .query_map([row.id], |r| {
+                        Ok(PhaseMax {
+                            phase: r.get(0)?,
+                            max_ns: r.get::<_, i64>(1)?.max(0) as u64,
+                            p99_ns: r.get::<_, Option<i64>>(2)?.map(|v| v.max(0) as u64),
+                        })
+                    })
+                    .map_err(e)?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+                    .map_err(e)?;
+                out.push(row);
+            }
         }
-        Ok(out)
+        tx.commit().map_err(e)?;
+        Ok(Page { total: total.max(0) as u64, offset: q.offset, runs: out })
+    }
+
+    /// The distinct hosts, preemption models and tags (each from an index).
+    pub fn facets(&self) -> anyhow::Result<Facets> {
+        let e = |e| sql_err(&self.path, e);
+        let col = |sql: &str| -> anyhow::Result<Vec<String>> {
+            let mut st = self.conn.prepare(sql).map_err(e)?;
+            let v = st.query_map([], |r| r.get(0)).map_err(e)?.collect::<rusqlite::Result<Vec<String>>>().map_err(e)?;
+            Ok(v)
+        };
+        Ok(Facets {
+            hosts: col("SELECT DISTINCT host FROM runs ORDER BY host")?,
+            preempt: col("SELECT DISTINCT preempt FROM runs ORDER BY preempt")?,
+            tags: col("SELECT DISTINCT tag FROM tags ORDER BY tag")?,
+        })
     }
 
     /// The stored JSON text of run `id` (exit 2 when there is no such run).

@@ -38,7 +38,8 @@ pub fn culprits_text(run: &Run, max_samples: usize) -> String {
     out
 }
 
-fn culprit(c: &Culprit) -> String {
+/// One culprit in words: who (pid and priority, IRQ number) and for how long.
+pub fn culprit(c: &Culprit) -> String {
     let who = match (c.kind.as_str(), c.pid, c.prio, c.irq) {
         ("task" | "self", Some(pid), Some(prio), _) if prio < 100 => format!("{} (pid {pid}, rt prio {})", c.name, 99 - prio),
         ("task" | "self", Some(pid), Some(prio), _) => format!("{} (pid {pid}, prio {prio})", c.name),
