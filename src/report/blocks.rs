@@ -200,7 +200,8 @@ pub fn pwcet_refusals(run: &RunAnalysis) -> Vec<String> {
 }
 
 /// The worst samples of each entry merged over threads (every thread's
-/// own worst are among them), up to `per_entry` each: when, where, and
+/// own worst are among them; a one-thread entry is its own merge), up to
+/// `per_entry` each: when, where, and
 /// with `--trace-threshold` what held the CPU (longest culprits first).
 pub fn worst_table(run: &RunAnalysis, u: Unit, per_entry: usize) -> Option<Table> {
     let un = u.name();
@@ -210,7 +211,7 @@ pub fn worst_table(run: &RunAnalysis, u: Unit, per_entry: usize) -> Option<Table
         .chain([format!("latency({un})"), "what held the CPU (trace)".to_string()])
         .collect();
     let mut rows = Vec::new();
-    for e in run.entries.iter().filter(|e| e.thread.is_none()) {
+    for e in crate::report::plots::merged_of(&run.entries) {
         for w in e.worst.iter().take(per_entry) {
             let trace = match &w.trace {
                 None => "-".to_string(),

@@ -104,12 +104,17 @@ pub fn bind(addr: SocketAddr) -> Result<TcpListener, BadInput> {
 /// return.
 pub fn run(app: App, listener: TcpListener) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build()?;
-    rt.block_on(async move {
+    let app = Arc::new(app);
+    let served: anyhow::Result<()> = rt.block_on(async {
         let listener = tokio::net::TcpListener::from_std(listener)?;
-        let router = router(Arc::new(app));
-        axum::serve(listener, router).with_graceful_shutdown(stopped()).await?;
+        axum::serve(listener, router(app.clone())).with_graceful_shutdown(stopped()).await?;
         Ok(())
-    })
+    });
+    // The store is dropped outside the runtime: the synchronous PostgreSQL
+    // client owns a runtime of its own, which may not be dropped inside ours.
+    drop(rt);
+    drop(app);
+    served
 }
 
 /// Resolves at the first SIGINT or SIGTERM.

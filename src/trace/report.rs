@@ -5,7 +5,7 @@ use crate::model::Run;
 
 use super::attribute::Culprit;
 
-/// Up to `max_samples` traced worst samples per probe result (merged entries only), each
+/// Up to `max_samples` traced worst samples per probe result (merged entries, or a one-thread run's entries), each
 /// with its three longest culprits. Empty when the run has no trace snapshots.
 pub fn culprits_text(run: &Run, max_samples: usize) -> String {
     let mut out = String::new();
@@ -19,7 +19,12 @@ pub fn culprits_text(run: &Run, max_samples: usize) -> String {
         us(threshold),
         summary.instance
     ));
-    for r in run.results.iter().filter(|r| r.thread.is_none()) {
+    // Merged entries; a one-thread run has none, its thread's entry is the merge.
+    let same = |a: &crate::model::ProbeResult, b: &crate::model::ProbeResult| a.probe == b.probe && a.phase == b.phase && a.variant == b.variant;
+    let merged = |r: &&crate::model::ProbeResult| {
+        r.thread.is_none() || (!run.results.iter().any(|o| o.thread.is_none() && same(o, r)) && run.results.iter().filter(|o| same(o, r)).count() == 1)
+    };
+    for r in run.results.iter().filter(merged) {
         for w in r.worst.iter().filter(|w| w.trace.is_some()).take(max_samples) {
             let t = w.trace.as_ref().expect("filtered");
             let top: Vec<String> = t.culprits.iter().take(3).map(culprit).collect();
@@ -54,4 +59,18 @@ pub fn culprit(c: &Culprit) -> String {
 
 fn us(ns: u64) -> String {
     format!("{:.1}us", ns as f64 / 1e3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_one_thread_run_shows_its_traced_samples() {
+        // The golden result: one thread (no merged entries), two traced worst samples of timer/idle.
+        let run: Run = serde_json::from_str(include_str!("../../tests/fixtures/golden/result-v1.json")).unwrap();
+        assert!(run.results.iter().all(|r| r.thread.is_some()));
+        let text = culprits_text(&run, 5);
+        assert_eq!(text.lines().filter(|l| l.starts_with("  timer ")).count(), 2, "{text}");
+    }
 }
