@@ -559,33 +559,6 @@ pub fn merged_of<'a, 'r>(entries: &'a [EntryAnalysis<'r>]) -> Vec<&'a EntryAnaly
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slugs_are_file_names() {
-        assert_eq!(slug("timer[250us]/idle"), "timer-250us-idle");
-        assert_eq!(slug("a b/c"), "a-b-c");
-    }
-
-    #[test]
-    fn nice_widths() {
-        assert_eq!(nice_width(0), 1);
-        assert_eq!(nice_width(3), 5);
-        assert_eq!(nice_width(1200), 2000);
-        assert_eq!(nice_width(5000), 5000);
-    }
-
-    #[test]
-    fn thinning_keeps_the_last_point() {
-        let pts: Vec<(f64, f64)> = (0..10_000).map(|i| (i as f64, 1.0 / (i + 1) as f64)).collect();
-        let t = thin(pts);
-        assert!(t.len() <= MAX_POINTS + 1);
-        assert_eq!(t.last().unwrap().0, 9999.0);
-    }
-}
-
 /// A monitor run's windows over time (OSADL's long-term plot): per probe,
 /// variant and phase, the max and the p99 of each window merged over
 /// threads, log latency axis; time in minutes, hours or days since the
@@ -608,7 +581,9 @@ pub fn windows_plot(id: &str, label: &str, windows: &[crate::model::Window]) -> 
     } else {
         (86400.0, "days")
     };
-    let mut groups: Vec<(String, Vec<(f64, f64, f64)>)> = Vec::new();
+    // Per group: (x, max µs, p99 µs) of each window.
+    type Series = Vec<(f64, f64, f64)>;
+    let mut groups: Vec<(String, Series)> = Vec::new();
     for (w, t) in &merged {
         let key = format!("{}{} {}", w.probe, w.variant.as_ref().map(|v| format!(":{v}")).unwrap_or_default(), w.phase);
         let x = (t + w.duration_ns.0 as f64 / 2e9 - t0) / per;
@@ -648,4 +623,31 @@ pub fn windows_plot(id: &str, label: &str, windows: &[crate::model::Window]) -> 
         Ok(())
     });
     Some(Plot { id: format!("{}-windows", slug(id)), kind: "windows", title, run: None, svg })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_file_names() {
+        assert_eq!(slug("timer[250us]/idle"), "timer-250us-idle");
+        assert_eq!(slug("a b/c"), "a-b-c");
+    }
+
+    #[test]
+    fn nice_widths() {
+        assert_eq!(nice_width(0), 1);
+        assert_eq!(nice_width(3), 5);
+        assert_eq!(nice_width(1200), 2000);
+        assert_eq!(nice_width(5000), 5000);
+    }
+
+    #[test]
+    fn thinning_keeps_the_last_point() {
+        let pts: Vec<(f64, f64)> = (0..10_000).map(|i| (i as f64, 1.0 / (i + 1) as f64)).collect();
+        let t = thin(pts);
+        assert!(t.len() <= MAX_POINTS + 1);
+        assert_eq!(t.last().unwrap().0, 9999.0);
+    }
 }
