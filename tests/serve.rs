@@ -335,6 +335,18 @@ fn a_postgresql_history_is_served_the_same_way() {
     assert_eq!(http(&srv.addr, "POST", "/").status, 405);
     let page = srv.get("/");
     assert!(!page.body.contains(pg_support::PASSWORD), "the page shows the database password");
+    // The server drops serve's connection: the request that sees it fail may
+    // fail (500, never a hang), the next one connects again.
+    let mut admin = pg_support::client(&url);
+    let killed = admin
+        .query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()", &[])
+        .unwrap();
+    assert!(!killed.is_empty(), "serve's connection was not found");
+    let first = srv.get("/api/runs");
+    assert!(first.status == 200 || first.status == 500, "{}", first.status);
+    let again = srv.get("/api/runs");
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert_eq!(u(&again.json()["total"]), 2);
     let (code, _) = srv.stop();
     assert_eq!(code, Some(0));
 }

@@ -86,8 +86,14 @@ impl App {
     pub fn shown(&self) -> &str {
         &self.shown
     }
+    /// A PostgreSQL connection that broke (the request that saw it break
+    /// failed) is opened again here, before the next request uses it.
     fn store(&self) -> std::sync::MutexGuard<'_, Store> {
-        self.store.lock().unwrap_or_else(|e| e.into_inner())
+        let mut s = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        if let Err(e) = s.reconnect_if_closed() {
+            eprintln!("rtscope serve: reconnecting to {}: {e:#}", self.shown);
+        }
+        s
     }
 }
 

@@ -242,6 +242,14 @@ impl Store {
     pub fn page(&mut self, q: &PageQuery) -> anyhow::Result<Page> {
         each!(self, s => s.page(q))
     }
+    /// A PostgreSQL connection that closed is opened again (SQLite: nothing
+    /// to do); for long-lived readers such as `rtscope serve`.
+    pub fn reconnect_if_closed(&mut self) -> anyhow::Result<()> {
+        match self {
+            Store::Sqlite(_) => Ok(()),
+            Store::Postgres(s) => s.reconnect_if_closed(),
+        }
+    }
     /// The hosts, preemption models and tags in the history.
     pub fn facets(&mut self) -> anyhow::Result<Facets> {
         each!(self, s => s.facets())

@@ -117,6 +117,15 @@ impl Store {
         Ok(Store { client, target: target.clone() })
     }
 
+    /// Connect again when the connection has closed (server restart,
+    /// network): a long-lived reader (`rtscope serve`) then survives it.
+    pub fn reconnect_if_closed(&mut self) -> anyhow::Result<()> {
+        if self.client.is_closed() {
+            *self = Store::connect(&self.target.clone())?;
+        }
+        Ok(())
+    }
+
     /// The URL, password redacted: how messages name this database.
     pub fn shown(&self) -> &str {
         self.target.shown()
