@@ -75,23 +75,35 @@ fn lab_available() -> bool {
     })
 }
 
-/// Runs lab/kernel-lab with `lab_args`, then `--` and `run_args`.
+/// Runs lab/kernel-lab with `lab_args`, then `--` and `run_args`. A guest
+/// whose kernel stopped before /init (QEMU TCG with two vCPUs on a loaded
+/// 2-CPU host once froze the -rt kernel's boot at 2.9 s of guest time for
+/// the whole 150 s) is booted once more: that is the emulator, not rtscope;
+/// a second hang fails the test.
 fn run_lab(lab_args: &[&str], run_args: &[&str]) -> Output {
-    let mut cmd = Command::new(kernel_lab());
-    cmd.args(lab_args)
-        .arg("--rtscope")
-        .arg(rtscope())
-        .args(["--timeout", "150"])
-        .arg("--")
-        .args(run_args);
-    let out = cmd.output().expect("cannot start lab/kernel-lab");
-    eprintln!(
-        "kernel-lab {:?} -- {:?}: {}\n{}",
-        lab_args,
-        run_args,
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let once = || {
+        let mut cmd = Command::new(kernel_lab());
+        cmd.args(lab_args)
+            .arg("--rtscope")
+            .arg(rtscope())
+            .args(["--timeout", "150"])
+            .arg("--")
+            .args(run_args);
+        let out = cmd.output().expect("cannot start lab/kernel-lab");
+        eprintln!(
+            "kernel-lab {:?} -- {:?}: {}\n{}",
+            lab_args,
+            run_args,
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    let out = once();
+    if out.status.code() == Some(124) && String::from_utf8_lossy(&out.stderr).contains("did not boot to /init") {
+        eprintln!("kernel_lab: the guest kernel hung before /init; booting it once more");
+        return once();
+    }
     out
 }
 

@@ -185,6 +185,9 @@ fn every_route_answers_from_the_history_and_writes_are_refused() {
     assert!(maxes.windows(2).all(|w| w[0] >= w[1]), "sort=max: largest first {maxes:?}");
     let p2 = srv.get("/api/runs?per=1&page=2").json();
     assert_eq!((u(&p2["total"]), u(&p2["offset"]), u(&p2["runs"][0]["id"])), (4, 1, ids[1]));
+    // The same filters on the command line.
+    let cli: Value = serde_json::from_slice(&sb.run(&["history", "--json", "--preempt", "rt", "--until", "2026-11-20"]).stdout).unwrap();
+    assert_eq!(cli.as_array().unwrap().iter().map(|r| u(&r["id"])).collect::<Vec<_>>(), vec![2]);
     let filtered = srv.get("/?host=cyclictest-hist");
     assert!(filtered.body.contains("runs 1–1 of 1") && filtered.body.contains("href=\"/runs/3\""), "{}", filtered.body);
     let bad = srv.get("/?sort=speed");
