@@ -53,6 +53,10 @@ impl Reply {
     pub fn json(body: String) -> Reply {
         Reply { status: StatusCode::OK, content_type: "application/json", body, disposition: None }
     }
+    /// `{"error": msg}` with `status`: how the API answers what it cannot.
+    pub fn json_error(status: StatusCode, msg: &str) -> Reply {
+        Reply::json(serde_json::json!({ "error": msg }).to_string()).status(status)
+    }
     pub fn status(mut self, s: StatusCode) -> Reply {
         self.status = s;
         self
@@ -198,20 +202,27 @@ fn failed(e: anyhow::Error) -> Reply {
 }
 
 fn failed_json(e: anyhow::Error) -> Reply {
-    let (status, msg) = match e.downcast_ref::<BadInput>() {
-        Some(b) => (StatusCode::NOT_FOUND, b.0.clone()),
-        None => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e:#}")),
-    };
-    Reply::json(serde_json::json!({ "error": msg }).to_string()).status(status)
+    match e.downcast_ref::<BadInput>() {
+        Some(b) => Reply::json_error(StatusCode::NOT_FOUND, &b.0),
+        None => Reply::json_error(StatusCode::INTERNAL_SERVER_ERROR, &format!("{e:#}")),
+    }
 }
 
 fn bad_request(msg: String) -> Reply {
     Reply::html(pages::error_page("Bad request", &msg)).status(StatusCode::BAD_REQUEST)
 }
 
-/// A run id from the path, or 404 naming what was given.
-fn run_id(raw: &str) -> Result<i64, String> {
-    raw.parse::<i64>().ok().filter(|&i| i > 0).ok_or_else(|| format!("'{raw}' is not a run id: run ids are whole numbers ≥ 1 (the list at / shows them)"))
+/// A run id from the path, or 404 naming what was given: a page (`api`
+/// false) or the API's JSON error.
+fn run_id(raw: &str, api: bool) -> Result<i64, Reply> {
+    raw.parse::<i64>().ok().filter(|&i| i > 0).ok_or_else(|| {
+        let m = format!("'{raw}' is not a run id: run ids are whole numbers ≥ 1 (the list at / shows them)");
+        if api {
+            Reply::json_error(StatusCode::NOT_FOUND, &m)
+        } else {
+            Reply::html(pages::error_page("Not found", &m)).status(StatusCode::NOT_FOUND)
+        }
+    })
 }
 
 async fn not_found(req: Request<Body>) -> Response {
@@ -242,9 +253,9 @@ async fn list(State(app): State<Arc<App>>, RawQuery(q): RawQuery) -> Response {
 
 async fn run_page(State(app): State<Arc<App>>, Path(raw): Path<String>) -> Response {
     blocking(app, move |app| {
-        let id = match run_id(&raw) {
+        let id = match run_id(&raw, false) {
             Ok(i) => i,
-            Err(m) => return Reply::html(pages::error_page("Not found", &m)).status(StatusCode::NOT_FOUND),
+            Err(r) => return r,
         };
         let mut store = app.store();
         let loaded = store.load(id).and_then(|run| {
@@ -269,9 +280,9 @@ async fn run_page(State(app): State<Arc<App>>, Path(raw): Path<String>) -> Respo
 
 async fn run_json(State(app): State<Arc<App>>, Path(raw): Path<String>) -> Response {
     blocking(app, move |app| {
-        let id = match run_id(&raw) {
+        let id = match run_id(&raw, false) {
             Ok(i) => i,
-            Err(m) => return Reply::html(pages::error_page("Not found", &m)).status(StatusCode::NOT_FOUND),
+            Err(r) => return r,
         };
         match app.store().json_text(id) {
             Ok(text) => Reply { disposition: Some(format!("attachment; filename=\"rtscope-run-{id}.json\"")), ..Reply::json(text) },
@@ -328,7 +339,7 @@ async fn api_runs(State(app): State<Arc<App>>, RawQuery(q): RawQuery) -> Respons
     blocking(app, move |app| {
         let q = match query::list_query(q.as_deref().unwrap_or("")) {
             Ok(q) => q,
-            Err(m) => return Reply::json(serde_json::json!({ "error": m }).to_string()).status(StatusCode::BAD_REQUEST),
+            Err(m) => return Reply::json_error(StatusCode::BAD_REQUEST, &m),
         };
         match app.store().page(&q.page) {
             Ok(p) => Reply::json(serde_json::json!({ "total": p.total, "offset": p.offset, "limit": q.page.limit, "runs": p.runs }).to_string()),
@@ -339,8 +350,8 @@ async fn api_runs(State(app): State<Arc<App>>, RawQuery(q): RawQuery) -> Respons
 }
 
 async fn api_run(State(app): State<Arc<App>>, Path(raw): Path<String>) -> Response {
-    blocking(app, move |app| match run_id(&raw) {
-        Err(m) => Reply::json(serde_json::json!({ "error": m }).to_string()).status(StatusCode::NOT_FOUND),
+    blocking(app, move |app| match run_id(&raw, true) {
+        Err(r) => r,
         Ok(id) => match app.store().json_text(id) {
             Ok(text) => Reply::json(text),
             Err(e) => failed_json(e),
@@ -351,9 +362,9 @@ async fn api_run(State(app): State<Arc<App>>, Path(raw): Path<String>) -> Respon
 
 async fn api_windows(State(app): State<Arc<App>>, Path(raw): Path<String>) -> Response {
     blocking(app, move |app| {
-        let id = match run_id(&raw) {
+        let id = match run_id(&raw, true) {
             Ok(i) => i,
-            Err(m) => return Reply::json(serde_json::json!({ "error": m }).to_string()).status(StatusCode::NOT_FOUND),
+            Err(r) => return r,
         };
         let mut store = app.store();
         let run = match store.load(id) {
@@ -361,8 +372,7 @@ async fn api_windows(State(app): State<Arc<App>>, Path(raw): Path<String>) -> Re
             Err(e) => return failed_json(e),
         };
         let Some(m) = &run.monitor else {
-            return Reply::json(serde_json::json!({ "error": format!("run #{id} is not a monitor run: it has no windows") }).to_string())
-                .status(StatusCode::NOT_FOUND);
+            return Reply::json_error(StatusCode::NOT_FOUND, &format!("run #{id} is not a monitor run: it has no windows"));
         };
         match store.windows(&m.id) {
             Ok(w) => Reply::json(serde_json::to_string(&w).unwrap_or_else(|_| "[]".into())),

@@ -213,21 +213,29 @@ CREATE TABLE windows (
 CREATE INDEX windows_monitor ON windows(monitor, idx);
 "#;
 
-/// Migration 3: the run's preemption model (`host.preempt_model`) as a
-/// column, so `rtscope serve` filters and sorts by it in SQL; filled in for
-/// the runs already stored from their host JSON. Indexed: a column added
-/// by ALTER sits after the large JSON columns, and a scan would read them.
+/// Migration 3: the run's preemption model (`host.preempt_model`) and its
+/// largest `max_ns` over all entries as columns, so `rtscope serve` filters
+/// and sorts by them in SQL; filled in for the runs already stored (from
+/// their host JSON and results). Indexed, with the start time: a column
+/// added by ALTER sits after the large JSON columns, which a scan of the
+/// table would read.
 const V3: &str = r#"
 ALTER TABLE runs ADD COLUMN preempt TEXT NOT NULL DEFAULT '';
-UPDATE runs SET preempt = COALESCE(json_extract(host_json, '$.preempt_model'), '');
-CREATE INDEX runs_preempt ON runs(preempt);
+ALTER TABLE runs ADD COLUMN max_ns INTEGER NOT NULL DEFAULT 0;
+UPDATE runs SET preempt = COALESCE(json_extract(host_json, '$.preempt_model'), ''),
+                max_ns = COALESCE((SELECT MAX(r.max_ns) FROM results r WHERE r.run_id = runs.id), 0);
+CREATE INDEX runs_preempt ON runs(preempt, started_at);
+CREATE INDEX runs_max ON runs(max_ns);
 "#;
 
-/// Migration 3 for PostgreSQL: the same column and index as [`V3`].
+/// Migration 3 for PostgreSQL: the same columns and indexes as [`V3`].
 const V3_POSTGRES: &str = r#"
 ALTER TABLE runs ADD COLUMN preempt TEXT COLLATE "C" NOT NULL DEFAULT '';
-UPDATE runs SET preempt = COALESCE(host_json::json ->> 'preempt_model', '');
-CREATE INDEX runs_preempt ON runs(preempt);
+ALTER TABLE runs ADD COLUMN max_ns BIGINT NOT NULL DEFAULT 0;
+UPDATE runs SET preempt = COALESCE(host_json::json ->> 'preempt_model', ''),
+                max_ns = COALESCE((SELECT MAX(r.max_ns) FROM results r WHERE r.run_id = runs.id), 0);
+CREATE INDEX runs_preempt ON runs(preempt, started_at);
+CREATE INDEX runs_max ON runs(max_ns);
 "#;
 
 /// Every migration, oldest first. Append only.
@@ -283,5 +291,30 @@ mod tests {
             assert_eq!(indexes(m.sqlite), indexes(m.postgres), "migration {}: indexes differ", i + 1);
         }
         assert_eq!(tables(V1)[0].1.len(), 16, "runs has 16 columns");
+    }
+
+    #[test]
+    fn migration_3_fills_preempt_and_max_of_stored_runs() {
+        let c = rusqlite::Connection::open_in_memory().unwrap();
+        c.execute_batch(V1).unwrap();
+        c.execute_batch(V2).unwrap();
+        c.execute_batch(
+            "INSERT INTO runs (id, started_at, finished_at, host, kernel, realtime, probes, phases, interrupted, source, system,
+                               file_sha256, host_json, json, saved_at)
+             VALUES (1, 'a', 'b', 'h', 'k', 1, 'timer', 'idle', 0, 'native', 'h', 's', '{\"preempt_model\":\"rt\"}', '{}', 'c'),
+                    (2, 'a', 'b', 'h', 'k', 0, 'timer', 'idle', 0, 'native', 'h', 's', '{}', '{}', 'c');
+             INSERT INTO results (run_id, idx, probe, phase, interval_ns, samples, overruns, min_ns, max_ns, mean_ns, stddev_ns)
+             VALUES (1, 0, 'timer', 'idle', 1, 1, 0, 1, 700, 1, 0), (1, 1, 'timer', 'cpu', 1, 1, 0, 1, 900, 1, 0);",
+        )
+        .unwrap();
+        c.execute_batch(V3).unwrap();
+        let got: Vec<(String, i64)> = c
+            .prepare("SELECT preempt, max_ns FROM runs ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(got, vec![("rt".to_string(), 900), (String::new(), 0)]);
     }
 }

@@ -101,10 +101,42 @@ impl Sort {
             Sort::Host => &["runs.host", "runs.started_at", "runs.id"],
             Sort::Kernel => &["runs.kernel", "runs.started_at", "runs.id"],
             Sort::Preempt => &["runs.preempt", "runs.started_at", "runs.id"],
-            Sort::Max => &["(SELECT MAX(r.max_ns) FROM results r WHERE r.run_id = runs.id)", "runs.id"],
+            Sort::Max => &["runs.max_ns", "runs.id"],
         };
         keys.iter().map(|k| format!("{k} {dir}")).collect::<Vec<_>>().join(", ")
     }
+}
+
+impl Filter {
+    /// The SQL condition of the filters that are set, and their values in
+    /// placeholder order. Only set filters appear (never `? IS NULL OR …`),
+    /// so each can use its index. `ph(n)` writes placeholder n (SQLite `?n`,
+    /// PostgreSQL `$n`); `contains(column, placeholder)` a substring test.
+    fn sql(&self, ph: fn(usize) -> String, contains: fn(&str, &str) -> String) -> (String, Vec<String>) {
+        let mut conds = Vec::new();
+        let mut values = Vec::new();
+        let mut add = |value: &Option<String>, cond: &dyn Fn(&str) -> String| {
+            if let Some(v) = value {
+                values.push(v.clone());
+                conds.push(cond(&ph(values.len())));
+            }
+        };
+        add(&self.host, &|p| format!("runs.host = {p}"));
+        add(&self.kernel, &|p| contains("runs.kernel", p));
+        add(&self.tag, &|p| format!("runs.id IN (SELECT run_id FROM tags WHERE tag = {p})"));
+        add(&self.since, &|p| format!("runs.started_at >= {p}"));
+        add(&self.until, &|p| format!("runs.started_at < {p}"));
+        add(&self.preempt, &|p| format!("runs.preempt = {p}"));
+        if conds.is_empty() {
+            conds.push("1 = 1".to_string());
+        }
+        (conds.join(" AND "), values)
+    }
+}
+
+/// The largest `max_ns` of a run's entries (the `runs.max_ns` column).
+fn run_max(run: &Run) -> u64 {
+    run.results.iter().map(|r| r.max_ns.0).max().unwrap_or(0)
 }
 
 /// One page of the runs matching a filter, in a [`Sort`] order.

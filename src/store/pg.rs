@@ -198,8 +198,8 @@ impl Store {
         let id: i64 = tx
             .query_one(
                 "INSERT INTO runs (started_at, finished_at, host, kernel, realtime, probes, phases, preset, interrupted,
-                                   source, system, file_sha256, host_json, json, saved_at, preempt)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8, $9, $10, $11, $12, $13, $14, $15)
+                                   source, system, file_sha256, host_json, json, saved_at, preempt, max_ns)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8, $9, $10, $11, $12, $13, $14, $15, $16)
                  RETURNING id",
                 &[
                     &run.started_at,
@@ -217,6 +217,7 @@ impl Store {
                     &json,
                     &saved_at,
                     &run.host.preempt_model,
+                    &int(super::run_max(run))?,
                 ],
             )
             .map_err(e)?
@@ -264,29 +265,25 @@ impl Store {
     /// max and p99 per phase), not one per run — over a network each round
     /// trip counts.
     pub fn page(&mut self, q: &PageQuery) -> anyhow::Result<Page> {
-        const WHERE: &str = "($1::TEXT IS NULL OR runs.host = $1)
-               AND ($2::TEXT IS NULL OR strpos(runs.kernel, $2) > 0)
-               AND ($3::TEXT IS NULL OR runs.id IN (SELECT run_id FROM tags WHERE tag = $3))
-               AND ($4::TEXT IS NULL OR runs.started_at >= $4)
-               AND ($5::TEXT IS NULL OR runs.started_at < $5)
-               AND ($6::TEXT IS NULL OR runs.preempt = $6)";
         let target = self.target.clone();
         let e = |e| pg_err(&target, e);
-        let f = &q.filter;
+        let (cond, values) = q.filter.sql(|n| format!("${n}"), |col, p| format!("strpos({col}, {p}) > 0"));
         let mut tx = read_tx(&mut self.client).map_err(e)?;
-        let p: [&(dyn postgres::types::ToSql + Sync); 6] = [&f.host, &f.kernel, &f.tag, &f.since, &f.until, &f.preempt];
-        let total: i64 = tx.query_one(&format!("SELECT COUNT(*) FROM runs WHERE {WHERE}"), &p).map_err(e)?.get(0);
+        let mut args: Vec<&(dyn postgres::types::ToSql + Sync)> = values.iter().map(|v| v as &(dyn postgres::types::ToSql + Sync)).collect();
+        let total: i64 = tx.query_one(&format!("SELECT COUNT(*) FROM runs WHERE {cond}"), &args).map_err(e)?.get(0);
         let limit: Option<i64> = q.limit.map(|l| l.min(i64::MAX as u64) as i64);
         let offset = q.offset.min(i64::MAX as u64) as i64;
-        let mut args: Vec<&(dyn postgres::types::ToSql + Sync)> = p.to_vec();
+        let n = args.len();
         args.push(&limit);
         args.push(&offset);
         let mut rows: Vec<RunRow> = tx
             .query(
                 &format!(
                     "SELECT id, started_at, host, kernel, realtime, probes, phases, preset, interrupted, source, system, preempt
-                     FROM runs WHERE {WHERE} ORDER BY {} LIMIT $7 OFFSET $8",
-                    q.sort.order_by(q.desc)
+                     FROM runs WHERE {cond} ORDER BY {} LIMIT ${} OFFSET ${}",
+                    q.sort.order_by(q.desc),
+                    n + 1,
+                    n + 2
                 ),
                 &args,
             )

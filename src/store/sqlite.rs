@@ -333,8 +333,8 @@ impl Store {
             .map_err(|e| sql_err(&path, e))?;
         tx.execute(
             "INSERT INTO runs (started_at, finished_at, host, kernel, realtime, probes, phases, preset, interrupted,
-                               source, system, file_sha256, host_json, json, saved_at, preempt)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                               source, system, file_sha256, host_json, json, saved_at, preempt, max_ns)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
             params![
                 run.started_at,
                 run.finished_at,
@@ -350,7 +350,8 @@ impl Store {
                 host_json,
                 json,
                 saved_at,
-                run.host.preempt_model
+                run.host.preempt_model,
+                int(super::run_max(run)).map_err(|e| sql_err(&path, e))?
             ],
         )
         .map_err(|e| sql_err(&path, e))?;
@@ -414,29 +415,28 @@ impl Store {
     /// query for the count, one for the page, then the tags and the
     /// per-phase headline of each run on it.
     pub fn page(&self, q: &PageQuery) -> anyhow::Result<Page> {
-        const WHERE: &str = "(?1 IS NULL OR runs.host = ?1)
-               AND (?2 IS NULL OR instr(runs.kernel, ?2) > 0)
-               AND (?3 IS NULL OR runs.id IN (SELECT run_id FROM tags WHERE tag = ?3))
-               AND (?4 IS NULL OR runs.started_at >= ?4)
-               AND (?5 IS NULL OR runs.started_at < ?5)
-               AND (?6 IS NULL OR runs.preempt = ?6)";
+        use rusqlite::types::Value;
         let e = |e| sql_err(&self.path, e);
-        let f = &q.filter;
+        let (cond, values) = q.filter.sql(|n| format!("?{n}"), |col, p| format!("instr({col}, {p}) > 0"));
+        let mut args: Vec<Value> = values.into_iter().map(Value::Text).collect();
         let tx = self.conn.unchecked_transaction().map_err(e)?;
         let total: i64 = tx
-            .query_row(&format!("SELECT COUNT(*) FROM runs WHERE {WHERE}"), params![f.host, f.kernel, f.tag, f.since, f.until, f.preempt], |r| r.get(0))
+            .query_row(&format!("SELECT COUNT(*) FROM runs WHERE {cond}"), rusqlite::params_from_iter(args.iter()), |r| r.get(0))
             .map_err(e)?;
-        let limit = q.limit.map(|l| l.min(i64::MAX as u64) as i64).unwrap_or(-1);
+        let n = args.len();
+        args.push(Value::Integer(q.limit.map(|l| l.min(i64::MAX as u64) as i64).unwrap_or(-1)));
+        args.push(Value::Integer(q.offset.min(i64::MAX as u64) as i64));
         let mut stmt = tx
             .prepare(&format!(
                 "SELECT id, started_at, host, kernel, realtime, probes, phases, preset, interrupted, source, system, preempt
-                 FROM runs WHERE {WHERE} ORDER BY {} LIMIT ?7 OFFSET ?8",
-                q.sort.order_by(q.desc)
+                 FROM runs WHERE {cond} ORDER BY {} LIMIT ?{} OFFSET ?{}",
+                q.sort.order_by(q.desc),
+                n + 1,
+                n + 2
             ))
             .map_err(e)?;
-        let offset = q.offset.min(i64::MAX as u64) as i64;
         let rows = stmt
-            .query_map(params![f.host, f.kernel, f.tag, f.since, f.until, f.preempt, limit, offset], |r| {
+            .query_map(rusqlite::params_from_iter(args.iter()), |r| {
                 Ok(RunRow {
                     id: r.get(0)?,
                     started_at: r.get(1)?,
