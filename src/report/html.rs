@@ -3,9 +3,12 @@
 //! no font, no link to anything — so it opens offline, mails as one
 //! attachment and prints. Pure function of the analysis and its plots.
 //!
-//! Layout per run: host fingerprint and plan, warnings, summary table, the
-//! statistical-worst-case panel, then per probe/phase/variant the timeline,
-//! histogram, exceedance and pWCET plots, then the per-phase overlays. With
+//! Layout per run: host fingerprint and plan, doctor findings (folded),
+//! warnings, summary table, the statistical-worst-case panel, then per
+//! probe/phase/variant the timeline, histogram, exceedance and pWCET plots,
+//! the per-phase overlays, and the worst samples with their trace
+//! attribution. `rtscope serve` builds its pages from the same sections
+//! ([`runs`], [`comparison`], [`bins`], [`document`]). With
 //! several runs: the comparison table, sentences and per-system overlays.
 //! Last, the bin tables, folded (`<details>`). Each plot is a `<figure class="plot"
 //! data-kind="…">`, which the browser test counts.
