@@ -41,11 +41,17 @@ pub fn save_native(store: &mut Store, run: &Run, json_path: &Path, quiet: bool) 
     Ok(())
 }
 
-/// `--since`: YYYY-MM-DD (midnight UTC) or RFC 3339, as an RFC 3339 UTC
-/// string that compares correctly with stored `started_at` values.
+/// `--since` (`end_of_day` false: a date is its midnight UTC) or `--until`
+/// (true: a date is the midnight after it, so the day is included):
+/// YYYY-MM-DD or RFC 3339, as an RFC 3339 UTC string that compares
+/// correctly with stored `started_at` values.
+fn parse_bound(flag: &str, s: &str, end_of_day: bool) -> Result<String, BadInput> {
+    crate::units::parse_time_bound(s, end_of_day)
+        .ok_or_else(|| BadInput(format!("{flag} {s:?}: expected a date YYYY-MM-DD or an RFC 3339 time like 2026-11-22T09:00:00Z")))
+}
+
 pub fn parse_since(s: &str) -> Result<String, BadInput> {
-    crate::units::parse_time_bound(s, false)
-        .ok_or_else(|| BadInput(format!("--since {s:?}: expected a date YYYY-MM-DD or an RFC 3339 time like 2026-11-22T09:00:00Z")))
+    parse_bound("--since", s, false)
 }
 
 /// `--windows ID`: a monitor run's windows, merged entries (every thread)
@@ -96,14 +102,7 @@ pub fn cmd(args: &HistoryArgs) -> anyhow::Result<u8> {
         kernel: args.kernel.clone(),
         tag: args.tag.clone(),
         since: args.since.as_deref().map(parse_since).transpose()?,
-        until: args
-            .until
-            .as_deref()
-            .map(|s| {
-                crate::units::parse_time_bound(s, true)
-                    .ok_or_else(|| BadInput(format!("--until {s:?}: expected a date YYYY-MM-DD or an RFC 3339 time like 2026-11-22T09:00:00Z")))
-            })
-            .transpose()?,
+        until: args.until.as_deref().map(|s| parse_bound("--until", s, true)).transpose()?,
         preempt: args.preempt.clone(),
     };
     let loc = Location::resolve(args.db.db.as_deref())?;

@@ -6,7 +6,6 @@
 //! stored like a `run`'s. Every flag is checked before measuring (exit 2).
 
 use std::collections::BTreeSet;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -35,10 +34,6 @@ fn parse_cycle(s: &str) -> Result<Vec<(String, u64)>, BadInput> {
         return Err(BadInput("--cycle: no phase given; expected PHASE:DURATION,..., e.g. idle:5m,mixed:5m".into()));
     }
     Ok(out)
-}
-
-fn parse_listen(s: &str) -> Result<SocketAddr, BadInput> {
-    crate::cli::parse_listen(s, "127.0.0.1:9469")
 }
 
 /// Write `text` to `dir/rtscope.prom` atomically (temp file + rename in the
@@ -88,7 +83,7 @@ pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
         return Err(BadInput("--window 0: a window must be longer than 0, e.g. 5m".into()).into());
     }
     let cycle = args.cycle.as_deref().map(parse_cycle).transpose()?;
-    let listen = args.listen.as_deref().map(parse_listen).transpose()?;
+    let listen = args.listen.as_deref().map(|s| crate::cli::parse_listen(s, "127.0.0.1:9469")).transpose()?;
     if let Some(dir) = &args.textfile {
         if !dir.is_dir() {
             return Err(BadInput(format!("--textfile: '{}' is not a directory; give the collector's directory", dir.display())).into());

@@ -77,6 +77,26 @@ pub struct Run {
 /// stores them as signed 64-bit integers (292 years in ns).
 pub const MAX_STORED: u64 = i64::MAX as u64;
 
+/// The entries that stand for each probe/phase/variant over all threads,
+/// in first-seen order: the one merged over threads, or the group's only
+/// entry (a one-thread run records no merged entry). `result` gives an
+/// item's result entry, so this serves result entries and analyses of them.
+pub fn merged_or_sole<T>(items: &[T], result: impl Fn(&T) -> &ProbeResult) -> Vec<&T> {
+    let same = |a: &ProbeResult, b: &ProbeResult| a.probe == b.probe && a.phase == b.phase && a.variant == b.variant;
+    let mut out: Vec<&T> = Vec::new();
+    for (i, x) in items.iter().enumerate() {
+        let r = result(x);
+        if items[..i].iter().any(|y| same(result(y), r)) {
+            continue;
+        }
+        let group: Vec<&T> = items.iter().filter(|y| same(result(y), r)).collect();
+        if let Some(m) = group.iter().find(|y| result(y).thread.is_none()).copied().or(if group.len() == 1 { Some(group[0]) } else { None }) {
+            out.push(m);
+        }
+    }
+    out
+}
+
 impl Run {
     /// The invariants docs/schema.md states for every result entry: counts
     /// and times fit the history's 64-bit integers, `min_ns ≤ max_ns`

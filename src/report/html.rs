@@ -63,7 +63,8 @@ fn table_wrapping(t: &Table, wrap: &[usize]) -> String {
     s
 }
 
-fn figure(p: &Plot) -> String {
+/// One plot as the report shows it (`<figure class="plot">`).
+pub fn figure(p: &Plot) -> String {
     format!(
         "<figure class=\"plot\" data-kind=\"{}\" id=\"{}\">{}<figcaption>{}</figcaption></figure>\n",
         p.kind,
@@ -310,9 +311,4 @@ pub fn render_blocks(blocks: &[blocks::Block]) -> String {
         }
     }
     s
-}
-
-/// One plot as the report shows it (`<figure class="plot">`).
-pub fn plot_figure(p: &Plot) -> String {
-    figure(p)
 }

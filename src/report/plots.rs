@@ -545,18 +545,7 @@ pub fn plots(a: &Analysis) -> Vec<Plot> {
 
 /// The merged entry of each probe/phase/variant (or the only entry).
 pub fn merged_of<'a, 'r>(entries: &'a [EntryAnalysis<'r>]) -> Vec<&'a EntryAnalysis<'r>> {
-    let mut keys: Vec<EntryKey> = Vec::new();
-    for e in entries {
-        if !keys.contains(&e.key()) {
-            keys.push(e.key());
-        }
-    }
-    keys.iter()
-        .filter_map(|k| {
-            let g: Vec<&EntryAnalysis> = entries.iter().filter(|e| &e.key() == k).collect();
-            g.iter().find(|e| e.thread.is_none()).copied().or(if g.len() == 1 { Some(g[0]) } else { None })
-        })
-        .collect()
+    crate::model::merged_or_sole(entries, |e| e.result)
 }
 
 /// A monitor run's windows over time (OSADL's long-term plot): per probe,

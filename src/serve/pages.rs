@@ -199,7 +199,7 @@ pub fn run_page(shown: &str, id: i64, run: Run, tags: &[String], windows: &[Wind
         } else {
             s.push_str(&html::render_blocks(&crate::report::blocks::monitor_windows(&label, m, windows, Unit::Us)));
             if let Some(p) = crate::report::plots::windows_plot(&format!("run{id}"), &label, windows) {
-                s.push_str(&html::plot_figure(&p));
+                s.push_str(&html::figure(&p));
             }
         }
         s.push_str("</section>\n");

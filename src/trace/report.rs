@@ -19,12 +19,7 @@ pub fn culprits_text(run: &Run, max_samples: usize) -> String {
         us(threshold),
         summary.instance
     ));
-    // Merged entries; a one-thread run has none, its thread's entry is the merge.
-    let same = |a: &crate::model::ProbeResult, b: &crate::model::ProbeResult| a.probe == b.probe && a.phase == b.phase && a.variant == b.variant;
-    let merged = |r: &&crate::model::ProbeResult| {
-        r.thread.is_none() || (!run.results.iter().any(|o| o.thread.is_none() && same(o, r)) && run.results.iter().filter(|o| same(o, r)).count() == 1)
-    };
-    for r in run.results.iter().filter(merged) {
+    for r in crate::model::merged_or_sole(&run.results, |r| r) {
         for w in r.worst.iter().filter(|w| w.trace.is_some()).take(max_samples) {
             let t = w.trace.as_ref().expect("filtered");
             let top: Vec<String> = t.culprits.iter().take(3).map(culprit).collect();
