@@ -60,6 +60,9 @@ pub struct Ratios {
     pub p99_9: Option<f64>,
     pub max: f64,
     pub mean: f64,
+    /// Ops per second, this system / the first (`throughput` entries).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ops: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -81,6 +84,9 @@ pub struct Cell {
     pub max_ns: Nanos,
     pub mean_ns: f64,
     pub stddev_ns: f64,
+    /// `throughput` entries: ops per second over the whole intervals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ops_per_s: Option<f64>,
     /// This system / the first (absent for the first, or when it lacks the entry).
     pub ratio_to_first: Option<Ratios>,
     pub ks_vs_first: Option<KsTest>,
@@ -205,6 +211,10 @@ fn cell(r: &ProbeResult, first: Option<&ProbeResult>) -> Cell {
         p99_9: ratio_of(p(a, 99.9), p999),
         max: ratio(a.max_ns.0 as f64, r.max_ns.0 as f64),
         mean: ratio(a.shown_mean_ns(), r.shown_mean_ns()),
+        ops: match (ops_per_s(a), ops_per_s(r)) {
+            (Some(x), Some(y)) => Some(ratio(x, y)),
+            _ => None,
+        },
     });
     Cell {
         samples: r.samples,
@@ -215,11 +225,20 @@ fn cell(r: &ProbeResult, first: Option<&ProbeResult>) -> Cell {
         max_ns: r.max_ns,
         mean_ns: r.shown_mean_ns(),
         stddev_ns: r.stddev_ns,
+        ops_per_s: ops_per_s(r),
         ratio_to_first,
         ks_vs_first: first
             .filter(|a| a.distribution_known() && r.distribution_known())
             .map(|a| ks_histograms(&a.histogram, &r.histogram)),
     }
+}
+
+/// Ops per second of a `throughput` entry (intervals of different lengths
+/// compare: a published 30 s count against a 2 s one).
+pub fn ops_per_s(r: &ProbeResult) -> Option<f64> {
+    let t = r.throughput.as_ref()?;
+    let secs = t.per_interval.len() as f64 * t.interval_ns.as_secs_f64();
+    (secs > 0.0).then(|| t.ops as f64 / secs)
 }
 
 /// "= 0.012", "= 3.1e-7", "< 1e-300" (a p-value below what f64 holds).
@@ -478,6 +497,19 @@ pub fn compare(runs: &[&Run], systems: &[String], bin_width: Nanos, pairing: &Pa
             unmatched.push((k.clone(), have));
         }
         for (i, c) in cells.iter().enumerate().skip(1) {
+            if let Some(ops) = c.as_ref().and_then(|c| c.ratio_to_first.as_ref()).and_then(|rt| rt.ops) {
+                // A throughput entry: ops per second, not latency, is the result.
+                sentences.push(format!(
+                    "ops per second under `{}` ({} {}): {} completes {}× as many as {}.",
+                    k.phase,
+                    k.probe,
+                    k.variant.as_deref().unwrap_or("-"),
+                    systems[i],
+                    fmt_ratio(ops),
+                    systems[0],
+                ));
+                continue;
+            }
             if let Some(rt) = c.as_ref().and_then(|c| c.ratio_to_first.as_ref()) {
                 let ks = c.as_ref().and_then(|c| c.ks_vs_first.as_ref());
                 let dist = match ks {

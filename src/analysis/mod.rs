@@ -20,5 +20,6 @@ pub mod compare;
 pub mod deadline;
 pub mod evt;
 pub mod percentiles;
+pub mod suites;
 pub mod summary;
 pub mod warnings;

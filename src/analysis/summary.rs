@@ -109,6 +109,10 @@ pub struct RunAnalysis<'r> {
     pub realtime_ok: bool,
     pub warnings: Vec<String>,
     pub entries: Vec<EntryAnalysis<'r>>,
+    /// The Rhealstone table (empty without any of its components).
+    pub rhealstone: Vec<crate::analysis::suites::RhealstonePhase>,
+    /// The Thread-Metric rows (empty without `throughput` entries).
+    pub thread_metric: Vec<crate::analysis::suites::ThreadMetricRow>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -173,6 +177,8 @@ pub fn analyse<'r>(runs: &'r [(String, Run)], names: &[String], opts: &Options) 
             realtime_ok: run.realtime_setup.ok,
             warnings: warnings::for_run(run).iter().map(|w| w.to_string()).collect(),
             entries: par_map(&run.results, |r| entry(r, opts)),
+            rhealstone: crate::analysis::suites::rhealstone(run),
+            thread_metric: crate::analysis::suites::thread_metric(run),
         })
         .collect();
     let comparison = compare::compare(&refs, &systems, opts.bin_width, &opts.pairing)?;

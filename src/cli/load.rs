@@ -373,6 +373,7 @@ fn finish(
         )));
     }
     check_starvation(plan, &exp, &online, la.force)?;
+    crate::plan::probes::check_suites(plan, &exp.entries)?;
     plan.phases = exp.phases.iter().map(|p| p.name.clone()).collect();
     Ok(exp)
 }
@@ -492,13 +493,16 @@ pub fn describe(plan: &RunPlan, exp: &Experiment, output: &Output, dry_run: bool
         s.push_str(&format!("phase {} {}: {} — {}\n", i + 1, p.name, loads, units::fmt_ns(exp.phase_ns(p))));
         for e in &exp.entries {
             let warm = if e.warmup_ns > 0 { format!(" after {} warm-up", units::fmt_ns(e.warmup_ns)) } else { String::new() };
-            let every = if e.periods_ns.is_empty() {
+            let every = if e.probe == "throughput" {
+                format!("{} interval (--tm-interval)", units::fmt_ns(plan.probe.tm_interval_ns))
+            } else if e.periods_ns.is_empty() {
                 units::fmt_ns(e.interval_ns)
             } else {
                 e.periods_ns.iter().map(|p| units::fmt_ns(*p)).collect::<Vec<_>>().join(", ")
             };
             let sel = plan.probe.variants.get(&e.probe).map(|v| format!(" ({})", v.join(", "))).unwrap_or_default();
-            s.push_str(&format!("  probe {}{sel} every {every} for {}{warm}\n", e.probe, units::fmt_ns(e.duration_ns)));
+            let every = if e.probe == "throughput" { format!("counting per {every}") } else { format!("every {every}") };
+            s.push_str(&format!("  probe {}{sel} {every} for {}{warm}\n", e.probe, units::fmt_ns(e.duration_ns)));
         }
     }
     s.push_str(&format!("total: {} (cap {})\n", units::fmt_ns(exp.total_ns()), units::fmt_ns(exp.max_total_ns)));

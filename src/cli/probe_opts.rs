@@ -56,6 +56,16 @@ pub struct ProbeOpts {
     /// value to match rt-tests, which run both at the same priority].
     #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99), allow_hyphen_values = true)]
     pub sender_priority: Option<u8>,
+
+    /// `pi`: how long the medium-priority thread computes per event (the
+    /// inversion `none` shows); at most 100ms.
+    #[arg(long, value_name = "TIME", default_value = "1ms", value_parser = parse_pi_burst, allow_hyphen_values = true)]
+    pub pi_burst: u64,
+
+    /// `throughput`: Thread-Metric's counting interval [default 30s, as
+    /// Thread-Metric]; each test runs whole intervals within its share of -D.
+    #[arg(long, value_name = "TIME", default_value = "30s", value_parser = parse_tm_interval, allow_hyphen_values = true)]
+    pub tm_interval: u64,
 }
 
 /// The validated probe settings from the flags, the `--probe` variant
@@ -73,6 +83,8 @@ pub fn settings(o: &ProbeOpts, variants: BTreeMap<String, Vec<String>>, cpus_exp
         iterations: o.iterations,
         back_to_back: o.back_to_back,
         sender_priority: o.sender_priority,
+        pi_burst_ns: o.pi_burst,
+        tm_interval_ns: o.tm_interval,
         cpus_explicit,
     }
 }
@@ -82,6 +94,22 @@ fn parse_period(s: &str) -> Result<u64, String> {
         return Err("empty period; give periods such as 10ms,30ms,50ms (a bare number is µs)".into());
     }
     units::parse_interval(s)
+}
+
+fn parse_pi_burst(s: &str) -> Result<u64, String> {
+    let v = units::parse_interval(s)?;
+    if v > crate::measure::pi::MAX_BURST_NS {
+        return Err(format!("{s} is longer than 100ms; the burst keeps a CPU busy at real-time priority, give 1us to 100ms"));
+    }
+    Ok(v)
+}
+
+fn parse_tm_interval(s: &str) -> Result<u64, String> {
+    let v = units::parse_duration(s)?;
+    if v < 100_000_000 {
+        return Err(format!("{s} is shorter than 100ms; give an interval such as 30s (Thread-Metric's) or 2s"));
+    }
+    Ok(v)
 }
 
 fn parse_msg_size(s: &str) -> Result<usize, String> {

@@ -16,6 +16,7 @@ pub mod mq;
 pub mod noise;
 pub mod pair;
 pub mod periodic;
+pub mod pi;
 pub mod pipe;
 pub mod preempt;
 pub mod recorder;
@@ -24,6 +25,7 @@ pub mod select;
 pub mod sem;
 pub mod signal;
 pub mod switch;
+pub mod throughput;
 pub mod timer;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -51,6 +53,8 @@ pub const PROBES: &[(&str, &str)] = &[
     ("preempt", "preemption time: a running low-priority thread wakes a higher-priority one on its CPU"),
     ("noise", "OS noise: gaps above --noise-threshold in a busy loop reading the clock (as oslat)"),
     ("maxrate", "max sustainable timer rate: overruns and miss ratio at each --periods"),
+    ("pi", "priority inversion: high's blocking time on a mutex low holds while medium bursts (none, inherit, protect, deadlock-break)"),
+    ("throughput", "Thread-Metric's eight tests: operations completed per --tm-interval (basic ... memory)"),
 ];
 
 /// Build the probe called `name`.
@@ -66,6 +70,8 @@ pub fn probe_by_name(name: &str) -> Option<Box<dyn Probe>> {
         "preempt" => Some(Box::new(preempt::PreemptProbe)),
         "noise" => Some(Box::new(noise::NoiseProbe)),
         "maxrate" => Some(Box::new(maxrate::MaxrateProbe)),
+        "pi" => Some(Box::new(pi::PiProbe)),
+        "throughput" => Some(Box::new(throughput::ThroughputProbe)),
         _ => None,
     }
 }
@@ -116,6 +122,7 @@ pub struct ThreadOutcome {
 pub struct Extra {
     pub signed: Option<crate::model::SignedStats>,
     pub noise: Option<crate::model::NoiseStats>,
+    pub throughput: Option<crate::model::Throughput>,
     pub note: Option<String>,
 }
 
@@ -131,6 +138,10 @@ impl Extra {
         Extra {
             signed: both(self.signed, o.signed, |a, b| a.merge(b)),
             noise: both(self.noise, o.noise, |a, b| a.merge(b)),
+            throughput: match (&self.throughput, &o.throughput) {
+                (Some(a), Some(b)) => Some(a.merge(b)),
+                (a, b) => a.clone().or_else(|| b.clone()),
+            },
             note: self.note.clone().or_else(|| o.note.clone()),
         }
     }
@@ -139,6 +150,7 @@ impl Extra {
     pub fn apply(&self, r: &mut crate::model::ProbeResult) {
         r.signed = self.signed;
         r.noise = self.noise;
+        r.throughput = self.throughput.clone();
         r.note = self.note.clone();
     }
 }

@@ -60,6 +60,10 @@ pub struct ProbeSettings {
     pub back_to_back: bool,
     /// `--sender-priority` (None: one below the plan's priority).
     pub sender_priority: Option<u8>,
+    /// `--pi-burst`: the `pi` probe's medium-priority burst.
+    pub pi_burst_ns: u64,
+    /// `--tm-interval`: the `throughput` probe's counting interval.
+    pub tm_interval_ns: u64,
     /// True when -a or -t was given: probes that default to one CPU
     /// (`noise`, `maxrate`) then use the plan's threads and CPUs.
     pub cpus_explicit: bool,
@@ -76,6 +80,8 @@ impl Default for ProbeSettings {
             iterations: None,
             back_to_back: false,
             sender_priority: None,
+            pi_burst_ns: super::pi::DEFAULT_BURST_NS,
+            tm_interval_ns: super::throughput::DEFAULT_INTERVAL_NS,
             cpus_explicit: false,
         }
     }
@@ -109,6 +115,8 @@ impl ProbeSettings {
             iterations: self.iterations.unwrap_or(0),
             back_to_back: self.back_to_back,
             sender_priority: self.sender_priority.unwrap_or(0),
+            pi_burst_ns: Nanos(self.pi_burst_ns),
+            tm_interval_ns: Nanos(self.tm_interval_ns),
         }
     }
 }

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 pub const SCHEMA_VERSION: u32 = 1;
 
 pub mod doctor;
+pub mod suites;
 pub mod trace;
 
 pub use crate::units::Nanos;
@@ -444,6 +445,10 @@ pub struct ProbeResult {
     /// For the `noise` probe: total noise time and the share of the CPU left.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<NoiseStats>,
+    /// For the `throughput` probe (Thread-Metric): operations completed per
+    /// interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput: Option<Throughput>,
     /// What this entry means when the numbers alone could mislead (e.g. which
     /// scheduling policy the noise loop ran under and what that implies).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -525,6 +530,7 @@ impl ProbeResult {
             tail: Tail::default(),
             signed: None,
             noise: None,
+            throughput: None,
             note: None,
         }
     }
@@ -781,6 +787,43 @@ impl NoiseStats {
     }
 }
 
+/// Operations counted by the `throughput` probe (Thread-Metric's result):
+/// `per_interval[k]` ops completed in the k-th interval of `interval_ns`;
+/// `ops` is their sum (only whole intervals count).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Throughput {
+    pub ops: u64,
+    pub interval_ns: Nanos,
+    pub per_interval: Vec<u64>,
+}
+
+impl Throughput {
+    /// Mean ops per interval (0 without intervals).
+    pub fn mean(&self) -> f64 {
+        if self.per_interval.is_empty() {
+            0.0
+        } else {
+            self.ops as f64 / self.per_interval.len() as f64
+        }
+    }
+    /// (max − min) / mean of the per-interval counts, in % (Thread-Metric's
+    /// check that intervals agree); 0 with fewer than two intervals.
+    pub fn spread_pct(&self) -> f64 {
+        let m = self.mean();
+        match (self.per_interval.iter().max(), self.per_interval.iter().min()) {
+            (Some(&hi), Some(&lo)) if self.per_interval.len() > 1 && m > 0.0 => 100.0 * (hi - lo) as f64 / m,
+            _ => 0.0,
+        }
+    }
+    /// Sum of two threads' counts, interval by interval.
+    pub fn merge(&self, o: &Throughput) -> Throughput {
+        let n = self.per_interval.len().max(o.per_interval.len());
+        let per_interval: Vec<u64> =
+            (0..n).map(|k| self.per_interval.get(k).copied().unwrap_or(0) + o.per_interval.get(k).copied().unwrap_or(0)).collect();
+        Throughput { ops: self.ops + o.ops, interval_ns: self.interval_ns, per_interval }
+    }
+}
+
 /// Probe-specific options of the plan (`rtscope run` flags of `ProbeOpts`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ProbeOptions {
@@ -806,6 +849,13 @@ pub struct ProbeOptions {
     /// `--sender-priority` (0: one below the plan's priority).
     #[serde(default)]
     pub sender_priority: u8,
+    /// `--pi-burst`: the `pi` probe's medium-priority burst (0 in files
+    /// written before it existed).
+    #[serde(default)]
+    pub pi_burst_ns: Nanos,
+    /// `--tm-interval`: the `throughput` probe's counting interval.
+    #[serde(default)]
+    pub tm_interval_ns: Nanos,
 }
 
 #[cfg(test)]

@@ -26,6 +26,10 @@ pub enum Table {
     PerPeriod,
     /// Seed 000: idle-vs-load rows, worst case first, with the ratio to idle.
     IdleVsLoad,
+    /// Rhealstone: the six components' means per phase and the composite.
+    Rhealstone,
+    /// Thread-Metric: ops per interval of each test, per phase.
+    ThreadMetric,
 }
 
 /// One probe run inside each phase: a probe at one period.

@@ -91,3 +91,43 @@ pub fn check_against_system(probes: &[String], s: &ProbeSettings, cpus: &[usize]
     }
     Ok(())
 }
+
+/// Checks of `pi` and `throughput` against the plan: their priorities (pi
+/// uses -p, -p − 1 and -p − 2; throughput's preemptive test -p down to
+/// -p − 5) and, for throughput, that each test's share of the probe's
+/// duration holds at least one whole `--tm-interval`.
+pub fn check_suites(plan: &crate::plan::RunPlan, entries: &[crate::plan::ProbeEntry]) -> Result<(), BadInput> {
+    use crate::sys::sched::Policy;
+    let rt = plan.policy != Policy::Other;
+    for e in entries {
+        let need = match e.probe.as_str() {
+            "pi" => 3,
+            "throughput" => 6,
+            _ => continue,
+        };
+        if rt && plan.priority < need {
+            return Err(BadInput(format!(
+                "-p/--priority {}: the {} probe runs threads at -p down to -p - {}, so it needs -p {need} or more; raise -p (e.g. -p 80)",
+                plan.priority,
+                e.probe,
+                need - 1
+            )));
+        }
+        if e.probe == "throughput" {
+            let all = crate::measure::throughput::VARIANTS;
+            let n = all.iter().filter(|v| plan.probe.wants("throughput", v)).count().max(1) as u64;
+            let share = e.duration_ns / n;
+            let interval = plan.probe.tm_interval_ns;
+            if share < interval {
+                return Err(BadInput(format!(
+                    "--tm-interval {}: each of the {n} throughput test(s) gets {} of the probe's duration {}, less than one interval; give -D {} or more, or a shorter --tm-interval",
+                    crate::units::fmt_ns(interval),
+                    crate::units::fmt_ns(share),
+                    crate::units::fmt_ns(e.duration_ns),
+                    crate::units::fmt_ns(interval * n)
+                )));
+            }
+        }
+    }
+    Ok(())
+}

@@ -467,6 +467,14 @@ pub fn blocks(a: &Analysis, u: Unit, bins: bool) -> Vec<Block> {
             out.push(Block::Heading(3, "Warnings".into()));
             out.push(Block::List(r.warnings.clone()));
         }
+        if let Some(t) = rhealstone_table(&r.rhealstone, u) {
+            out.push(Block::Heading(3, "Rhealstone (Kar & Porter 1989)".into()));
+            out.push(Block::Table(t));
+        }
+        if let Some(t) = thread_metric_table(&r.thread_metric) {
+            out.push(Block::Heading(3, "Thread-Metric".into()));
+            out.push(Block::Table(t));
+        }
         if let Some(t) = pwcet_table(r, u) {
             out.push(Block::Heading(3, "Statistical worst case (peaks over threshold, GPD fit)".into()));
             out.push(Block::Text(
@@ -494,6 +502,10 @@ pub fn compare_blocks(a: &Analysis, u: Unit, bins: bool) -> Vec<Block> {
             out.push(Block::List(c.notes.clone()));
         }
         out.push(Block::Table(compare_table(a, u)));
+        if let Some(t) = throughput_compare_table(a) {
+            out.push(Block::Heading(3, "Throughput (Thread-Metric): ops per second".into()));
+            out.push(Block::Table(t));
+        }
         if !c.sentences.is_empty() {
             out.push(Block::List(c.sentences.clone()));
         }
@@ -585,4 +597,103 @@ pub fn monitor_windows(label: &str, m: &crate::model::MonitorRecord, windows: &[
         out.push(Block::Table(Table::plain(header, 4, rows)));
     }
     out
+}
+
+/// "12 345 678" (thousands apart, as published Thread-Metric tables).
+pub fn fmt_count(x: f64) -> String {
+    let s = format!("{:.0}", x.max(0.0));
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(' ');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// The Rhealstone table of a run, in the suite's shape: one row per
+/// component (the paper's order), one column per phase with the mean time,
+/// then the composite figure (Rhealstones per second) per phase; the entry
+/// each component was measured with is named.
+pub fn rhealstone_table(phases: &[crate::analysis::suites::RhealstonePhase], u: Unit) -> Option<Table> {
+    use crate::model::suites::RHEALSTONE;
+    if phases.is_empty() {
+        return None;
+    }
+    let mut header = vec!["component".to_string(), "measured as".to_string()];
+    header.extend(phases.iter().map(|p| format!("{} mean ({})", p.phase, u.name())));
+    let mut rows: Vec<Vec<String>> = RHEALSTONE
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            let entry = phases.iter().find_map(|p| p.components[k].as_ref().map(|x| x.entry.clone()));
+            let mut row = vec![c.metric.to_string(), entry.unwrap_or_else(|| UNKNOWN.into())];
+            row.extend(phases.iter().map(|p| p.components[k].as_ref().map(|x| u.fmt(x.mean_ns)).unwrap_or_else(|| UNKNOWN.into())));
+            row
+        })
+        .collect();
+    let mut composite = vec!["Rhealstones per second".to_string(), "1 / mean of the six".to_string()];
+    composite.extend(phases.iter().map(|p| p.per_second.map(fmt_count).unwrap_or_else(|| UNKNOWN.into())));
+    rows.push(composite);
+    Some(Table::plain(header, 2, rows))
+}
+
+/// The Thread-Metric table of a run: one row per test (the suite's order)
+/// and phase: ops per interval (mean), intervals, spread, ops per second.
+pub fn thread_metric_table(rows: &[crate::analysis::suites::ThreadMetricRow]) -> Option<Table> {
+    if rows.is_empty() {
+        return None;
+    }
+    let header = ["test", "phase", "ops / interval", "interval", "intervals", "spread %", "ops / s"].map(String::from).to_vec();
+    let rows = rows
+        .iter()
+        .map(|t| {
+            vec![
+                t.test.to_string(),
+                t.phase.clone(),
+                fmt_count(t.mean_per_interval),
+                crate::units::fmt_ns(t.interval_ns.0),
+                t.intervals.to_string(),
+                format!("{:.1}", t.spread_pct),
+                fmt_count(t.ops_per_s),
+            ]
+        })
+        .collect();
+    Some(Table::plain(header, 2, rows))
+}
+
+/// The comparison's throughput rows (Thread-Metric): ops per second per
+/// system and each system's ratio to the first; `None` without any.
+pub fn throughput_compare_table(a: &Analysis) -> Option<Table> {
+    let c = &a.comparison;
+    let rows: Vec<&crate::analysis::compare::Row> = c.rows.iter().filter(|r| r.cells.iter().flatten().any(|x| x.ops_per_s.is_some())).collect();
+    if rows.is_empty() || c.systems.len() < 2 {
+        return None;
+    }
+    let mut header = vec!["test".to_string(), "phase".to_string()];
+    for (i, s) in c.systems.iter().enumerate() {
+        header.push(format!("{s} ops/s"));
+        if i > 0 {
+            header.push(format!("{s} / {}", c.systems[0]));
+        }
+    }
+    let body = rows
+        .iter()
+        .map(|row| {
+            let mut cells = vec![Cell::plain(row.key.variant.clone().unwrap_or_else(|| row.key.probe.clone())), Cell::plain(row.key.phase.clone())];
+            for (i, x) in row.cells.iter().enumerate() {
+                cells.push(Cell::plain(x.as_ref().and_then(|x| x.ops_per_s).map(fmt_count).unwrap_or_else(|| UNKNOWN.into())));
+                if i > 0 {
+                    let r = x.as_ref().and_then(|x| x.ratio_to_first.as_ref()).and_then(|r| r.ops);
+                    cells.push(match r {
+                        Some(v) => Cell::tone(fmt_ratio(v), if v >= 1.0 { Tone::Good } else { Tone::Bad }),
+                        None => Cell::plain(UNKNOWN),
+                    });
+                }
+            }
+            cells
+        })
+        .collect();
+    Some(Table::new(header, 2, body))
 }

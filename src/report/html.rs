@@ -201,6 +201,14 @@ pub fn runs(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
             );
         }
         s.push_str(&table(&blocks::summary_table(r, unit, with_deadline)));
+        if let Some(t) = blocks::rhealstone_table(&r.rhealstone, unit) {
+            s.push_str("<h3>Rhealstone</h3><p>Kar &amp; Porter (1989): the mean time of each component per phase; the composite is 1 / (mean of the six, in seconds).</p>\n");
+            s.push_str(&table(&t));
+        }
+        if let Some(t) = blocks::thread_metric_table(&r.thread_metric) {
+            s.push_str("<h3>Thread-Metric</h3><p>Operations completed per interval (mean over the intervals), the spread between intervals and ops per second.</p>\n");
+            s.push_str(&table(&t));
+        }
         if let Some(t) = blocks::pwcet_table(r, unit) {
             s.push_str("<h3>Statistical worst case</h3><p>Peaks over threshold with a generalized Pareto fit (Grimshaw 1993 MLE); the latency exceeded with probability p per sample and its 95 % bootstrap interval. Given only when the tail is long enough, independent (Ljung–Box) and stationary (the halves of the run agree); otherwise the reason is shown. The observed maximum is always shown beside it.</p>\n");
             s.push_str(&table(&t));
@@ -244,6 +252,10 @@ pub fn comparison(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
             s.push_str("</ul>\n");
         }
         s.push_str(&table(&blocks::compare_table(a, unit)));
+        if let Some(t) = blocks::throughput_compare_table(a) {
+            s.push_str("<h3>Throughput (Thread-Metric): ops per second</h3>\n");
+            s.push_str(&table(&t));
+        }
         s.push_str("<ul>");
         for x in &c.sentences {
             let _ = write!(s, "<li>{}</li>", esc(x));

@@ -17,7 +17,7 @@
 
 use crate::units::fmt_ns;
 use crate::model::{Nanos, ProbeResult, Run};
-use crate::report::blocks::{Table as BlockTable, UNKNOWN};
+use crate::report::blocks::{Table as BlockTable, Unit, UNKNOWN};
 use crate::report::term::{fmt_latency, pct, table_text};
 use crate::plan::Table;
 
@@ -31,9 +31,22 @@ pub fn render(run: &Run, table: Table, bin_ns: u64, in_ns: bool, deadline: Optio
         Table::MaxAvgSd => max_avg_sd(run, in_ns),
         Table::PerPeriod => per_period(run, in_ns),
         Table::IdleVsLoad => idle_vs_load(run, in_ns),
+        Table::Rhealstone => suite(
+            "Rhealstone (Kar & Porter 1989)",
+            crate::report::blocks::rhealstone_table(&crate::analysis::suites::rhealstone(run), if in_ns { Unit::Ns } else { Unit::Us }),
+        ),
+        Table::ThreadMetric => suite("Thread-Metric", crate::report::blocks::thread_metric_table(&crate::analysis::suites::thread_metric(run))),
     };
     s.push_str(&load_evidence(run));
     s
+}
+
+/// A suite's table under its title, or a line saying the run has none of it.
+fn suite(title: &str, t: Option<BlockTable>) -> String {
+    match t {
+        Some(t) => format!("\n{title}:\n{}", table_text(&t)),
+        None => format!("\n{title}: no entry of the suite in this run\n"),
+    }
 }
 
 fn merged(run: &Run) -> impl Iterator<Item = &ProbeResult> {

@@ -15,6 +15,8 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("irq-latency-bins", include_str!("presets/irq-latency-bins.toml")),
     ("periodic-jitter", include_str!("presets/periodic-jitter.toml")),
     ("irq-ctxsw-4khz", include_str!("presets/irq-ctxsw-4khz.toml")),
+    ("rhealstone", include_str!("presets/rhealstone.toml")),
+    ("thread-metric", include_str!("presets/thread-metric.toml")),
 ];
 
 /// The preset a bare `rtscope run` runs.

@@ -9,5 +9,6 @@ pub mod sched;
 pub mod stat;
 pub mod time;
 pub mod prctl;
+pub mod pthread;
 pub mod wait;
 pub mod tracefs;

@@ -1,0 +1,130 @@
+//! `<pthread.h>`: a mutex with a chosen priority protocol (none, priority
+//! inheritance, priority ceiling), for the `pi` probe. See
+//! pthread_mutexattr_setprotocol(3) and pthread_mutexattr_setprioceiling(3).
+//!
+//! With `PTHREAD_PRIO_INHERIT` glibc uses the kernel's PI futexes
+//! (FUTEX_LOCK_PI / FUTEX_UNLOCK_PI): a thread blocked on the mutex lends
+//! its priority to the owner. With `PTHREAD_PRIO_PROTECT` the owner runs at
+//! the mutex's ceiling while it holds it (glibc changes the thread's
+//! priority on lock and unlock).
+
+use std::cell::UnsafeCell;
+
+use nix::errno::Errno;
+
+/// The priority protocol of a [`Mutex`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    None,
+    Inherit,
+    /// Priority ceiling: the owner runs at this priority.
+    Protect(u8),
+}
+
+extern "C" {
+    // In glibc (pthread.h) but not in the libc crate.
+    fn pthread_mutexattr_setprioceiling(attr: *mut libc::pthread_mutexattr_t, prioceiling: libc::c_int) -> libc::c_int;
+}
+
+/// A pthread mutex that never moves (boxed), destroyed on drop.
+pub struct Mutex {
+    m: Box<UnsafeCell<libc::pthread_mutex_t>>,
+}
+
+// SAFETY: a pthread_mutex_t is made to be locked and unlocked from several
+// threads; it is only touched through pthread_mutex_* and never moved.
+unsafe impl Sync for Mutex {}
+// SAFETY: as for Sync: the boxed mutex does not move; any thread may use it.
+unsafe impl Send for Mutex {}
+
+impl Mutex {
+    pub fn new(protocol: Protocol) -> Result<Mutex, String> {
+        // SAFETY: all-zero storage is valid for pthread_mutexattr_init to fill.
+        let mut attr: libc::pthread_mutexattr_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `attr` is writable storage for an attribute object.
+        let rc = unsafe { libc::pthread_mutexattr_init(&mut attr) };
+        if rc != 0 {
+            return Err(format!("pthread_mutexattr_init: {}", Errno::from_raw(rc)));
+        }
+        let (raw, ceiling) = match protocol {
+            Protocol::None => (libc::PTHREAD_PRIO_NONE, None),
+            Protocol::Inherit => (libc::PTHREAD_PRIO_INHERIT, None),
+            Protocol::Protect(c) => (libc::PTHREAD_PRIO_PROTECT, Some(c)),
+        };
+        // SAFETY: `attr` was initialised above; `raw` is a valid protocol.
+        let mut rc = unsafe { libc::pthread_mutexattr_setprotocol(&mut attr, raw) };
+        let mut what = "pthread_mutexattr_setprotocol";
+        if rc == 0 {
+            if let Some(c) = ceiling {
+                // SAFETY: as above; the ceiling is a SCHED_FIFO priority.
+                rc = unsafe { pthread_mutexattr_setprioceiling(&mut attr, c as libc::c_int) };
+                what = "pthread_mutexattr_setprioceiling";
+            }
+        }
+        let m = Box::new(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER));
+        if rc == 0 {
+            // SAFETY: `m` is storage that lives as long as self; `attr` is initialised.
+            rc = unsafe { libc::pthread_mutex_init(m.get(), &attr) };
+            what = "pthread_mutex_init";
+        }
+        // SAFETY: `attr` was initialised and is not used after this.
+        unsafe { libc::pthread_mutexattr_destroy(&mut attr) };
+        if rc != 0 {
+            return Err(format!("{what} ({protocol:?}): {}", Errno::from_raw(rc)));
+        }
+        Ok(Mutex { m })
+    }
+
+    /// Lock; an error (e.g. EINVAL: the caller's priority is above a ceiling)
+    /// is returned, never ignored.
+    #[inline]
+    pub fn lock(&self) -> Result<(), String> {
+        // SAFETY: the mutex was initialised in new() and does not move.
+        let rc = unsafe { libc::pthread_mutex_lock(self.m.get()) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(format!("pthread_mutex_lock: {}", Errno::from_raw(rc)))
+        }
+    }
+
+    #[inline]
+    pub fn unlock(&self) -> Result<(), String> {
+        // SAFETY: as for lock; only the owner calls unlock.
+        let rc = unsafe { libc::pthread_mutex_unlock(self.m.get()) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(format!("pthread_mutex_unlock: {}", Errno::from_raw(rc)))
+        }
+    }
+}
+
+impl Drop for Mutex {
+    fn drop(&mut self) {
+        // SAFETY: initialised in new(); no thread holds or waits on it any more.
+        unsafe { libc::pthread_mutex_destroy(self.m.get()) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_protocol_locks_and_unlocks() {
+        for p in [Protocol::None, Protocol::Inherit] {
+            let m = Mutex::new(p).unwrap();
+            m.lock().unwrap();
+            m.unlock().unwrap();
+        }
+        // A ceiling mutex: locking needs a priority at or below the ceiling;
+        // a SCHED_OTHER thread (priority 0) always qualifies.
+        let m = Mutex::new(Protocol::Protect(10)).unwrap();
+        match m.lock() {
+            Ok(()) => m.unlock().unwrap(),
+            // Without CAP_SYS_NICE glibc cannot raise the owner to the ceiling.
+            Err(e) => assert!(e.contains("EPERM"), "{e}"),
+        }
+    }
+}
