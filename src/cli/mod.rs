@@ -55,7 +55,7 @@ pub enum Command {
     Rm(store_opts::RmArgs),
     /// Write a stored run as a schema v1 JSON result file (byte-identical to the original for native runs).
     Export(store_opts::ExportArgs),
-    /// Convert another tool's output (cyclictest, oslat, rtla, rt-tests IPC, Xenomai, RTAI, bins-csv) and store it.
+    /// Convert another tool's output (cyclictest, oslat, rtla, rt-tests IPC, Xenomai, RTAI, bins-csv, Rhealstone and Thread-Metric tables) and store it.
     Import(store_opts::ImportArgs),
     /// Compare results side by side: percentiles, ratios to the first, bin tables, a two-sample test.
     Compare(analysis_opts::CompareArgs),

@@ -122,7 +122,7 @@ pub struct ImportArgs {
     #[arg(long, value_enum, default_value_t = Format::Auto)]
     pub format: Format,
     /// Name of the system the numbers belong to [default: the host name in the file, else the file name].
-    /// For bins-csv: import only the column with this header.
+    /// For bins-csv, rhealstone-csv and thread-metric-csv: import only the column with this header.
     #[arg(long, value_name = "SYSTEM")]
     pub name: Option<String>,
     /// Load phase the numbers were taken under (idle, cpu, disk, network, ...).

@@ -76,6 +76,11 @@ fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
         }
         return Ok(vec![Converted { run, json: text, source: "native".into() }]);
     }
+    if matches!(format, Format::RhealstoneCsv | Format::ThreadMetricCsv) && args.probe.is_some() {
+        return Err(BadInput(format!(
+            "{file}: --probe does not apply to {format}: each row is filed under the probe that measures it in rtscope's preset (docs/schema.md); drop --probe"
+        )));
+    }
     let sha = {
         let (f, _) = open()?;
         crate::store::sha256_reader(f.take(args.max_size)).map_err(|e| BadInput(format!("{file}: cannot read: {e}")))?
@@ -84,7 +89,7 @@ fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
     let (f, _) = open()?;
     let mut parsed = import::parse_reader(format, BufReader::with_capacity(256 << 10, f.take(args.max_size)), &file_name)
         .map_err(|e| BadInput(format!("{file}: {format}: {e}")))?;
-    if format == Format::BinsCsv {
+    if format.per_column() {
         if let Some(name) = &args.name {
             let all: Vec<String> = parsed.iter().filter_map(|p| p.system.clone()).collect();
             parsed.retain(|p| p.system.as_deref() == Some(name.as_str()));
@@ -102,7 +107,7 @@ fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
         phase: args.phase.clone(),
         probe: args.probe.clone(),
         // For bins-csv, --name selected a column above; the column is the name.
-        name: if format == Format::BinsCsv { None } else { args.name.clone() },
+        name: if format.per_column() { None } else { args.name.clone() },
     };
     let mut out = Vec::new();
     for p in parsed {

@@ -38,6 +38,7 @@ pub mod ipc;
 pub mod oslat_json;
 pub mod rtai;
 pub mod rtla;
+pub mod suites_csv;
 pub mod xenomai;
 
 use std::collections::BTreeMap;
@@ -71,10 +72,14 @@ pub enum Format {
     RtaiLatency,
     /// CSV: bin_lo_ns,bin_hi_ns, then one count column per system.
     BinsCsv,
+    /// CSV: rhealstone_us (or _ns), then one column per system; a row per component.
+    RhealstoneCsv,
+    /// CSV: thread_metric, then one column per system; a row per test (ops per interval).
+    ThreadMetricCsv,
 }
 
 /// Every concrete format, in the order `detect` tries them.
-pub const FORMATS: [Format; 9] = [
+pub const FORMATS: [Format; 11] = [
     Format::Rtscope,
     Format::CyclictestJson,
     Format::OslatJson,
@@ -84,6 +89,8 @@ pub const FORMATS: [Format; 9] = [
     Format::CyclictestHist,
     Format::RtTestsIpc,
     Format::BinsCsv,
+    Format::RhealstoneCsv,
+    Format::ThreadMetricCsv,
 ];
 
 impl Format {
@@ -99,7 +106,15 @@ impl Format {
             Format::XenomaiLatency => "xenomai-latency",
             Format::RtaiLatency => "rtai-latency",
             Format::BinsCsv => "bins-csv",
+            Format::RhealstoneCsv => "rhealstone-csv",
+            Format::ThreadMetricCsv => "thread-metric-csv",
         }
+    }
+
+    /// Formats with one column per system: each column becomes a run and
+    /// `--name` selects one of them.
+    pub fn per_column(self) -> bool {
+        matches!(self, Format::BinsCsv | Format::RhealstoneCsv | Format::ThreadMetricCsv)
     }
 }
 
@@ -142,8 +157,16 @@ pub fn detect(text: &str) -> Option<Format> {
     if lines().any(|l| ipc::is_pair_line(&l)) {
         return Some(Format::RtTestsIpc);
     }
-    if lines().map(|l| l.trim().to_string()).find(|l| !l.is_empty() && !l.starts_with('#')).is_some_and(|l| l.starts_with("bin_lo_ns")) {
+    let head = lines().map(|l| l.trim().to_string()).find(|l| !l.is_empty() && !l.starts_with('#')).unwrap_or_default();
+    let first_cell = head.split(',').next().unwrap_or("").trim();
+    if first_cell == "bin_lo_ns" {
         return Some(Format::BinsCsv);
+    }
+    if first_cell == suites_csv::RHEALSTONE_US || first_cell == suites_csv::RHEALSTONE_NS {
+        return Some(Format::RhealstoneCsv);
+    }
+    if first_cell == suites_csv::THREAD_METRIC_HEAD {
+        return Some(Format::ThreadMetricCsv);
     }
     None
 }
@@ -228,6 +251,8 @@ pub struct Series {
     /// The signed min/mean/max when the source has negative latencies
     /// (early wake-ups): the unsigned fields clamp them to 0.
     pub signed: Option<SignedStats>,
+    /// Operation counts (Thread-Metric results).
+    pub throughput: Option<crate::model::Throughput>,
 }
 
 /// A parsed source file: one system's series plus what the file says about
@@ -273,6 +298,8 @@ pub fn parse_reader(format: Format, r: impl std::io::BufRead, file_name: &str) -
         Format::XenomaiLatency => xenomai::parse_lines(&mut lines).map(|p| vec![p]),
         Format::RtaiLatency => rtai::parse_lines(&mut lines).map(|p| vec![p]),
         Format::BinsCsv => bins_csv::parse_reader(lines.into_inner()),
+        Format::RhealstoneCsv => suites_csv::parse_rhealstone(lines.into_inner()),
+        Format::ThreadMetricCsv => suites_csv::parse_thread_metric(lines.into_inner()),
     }
 }
 
@@ -674,6 +701,7 @@ fn finish_series(s: &Series, probe: &str, phase: &str) -> Result<ProbeResult, Pa
     r.per_second = s.per_second.clone();
     r.per_second_width_s = s.per_second_width_s.max(1);
     r.signed = s.signed;
+    r.throughput = s.throughput.clone();
     Ok(r)
 }
 
