@@ -163,7 +163,8 @@ fn every_probe_writes_documented_fields() {
     let names: Vec<&str> = text.lines().filter(|l| !l.starts_with(' ')).filter_map(|l| l.split_whitespace().next()).collect();
     assert!(names.len() >= 2 && names.contains(&"timer"), "{text}");
     let list = names.join(",");
-    let run = sb.run_json("all.json", &["-D", "400ms", "-t", "1", "-a", "0", "-q", "--probe", &list]);
+    // throughput: 8 tests share -D, each needs one whole --tm-interval.
+    let run = sb.run_json("all.json", &["-D", "800ms", "--tm-interval", "100ms", "-t", "1", "-a", "0", "-q", "--probe", &list]);
     let seen: std::collections::BTreeSet<&str> =
         run["results"].as_array().unwrap().iter().map(|r| r["probe"].as_str().unwrap()).collect();
     for n in &names {
@@ -190,4 +191,33 @@ fn phases_loads_and_scenario_fields_are_documented() {
     let mut errors = Vec::new();
     check(&doc, "/", &run, &mut errors);
     assert!(errors.is_empty(), "schema mismatches:\n{}", errors.join("\n"));
+}
+
+/// The suite presets, shortened: their results match the docs and the run
+/// ends with the suite's table (Rhealstone with its composite when all six
+/// components ran; Thread-Metric with a row per test).
+#[test]
+fn suite_presets_write_documented_fields_and_print_their_tables() {
+    let doc = documented();
+    let sb = Sandbox::new();
+    let runs: [(&str, &[&str], &str); 2] = [
+        ("rh.json", &["--preset", "rhealstone", "-D", "300ms", "--settle", "0", "--load-engine", "builtin"], "Rhealstones per second"),
+        ("tm.json", &["--preset", "thread-metric", "-D", "4s", "--tm-interval", "500ms"], "memory-allocation"),
+    ];
+    for (name, args, table) in runs {
+        let path = sb.path(name);
+        let mut all = vec!["run"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--json", path.to_str().unwrap()]);
+        let out = sb.run(&all);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{all:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let line = stdout.lines().find(|l| l.starts_with(table)).unwrap_or_else(|| panic!("{name}: no {table:?} row in:\n{stdout}"));
+        // Numbers in every phase column, never a dash: every component ran.
+        assert!(!line.split_whitespace().any(|c| c == "-"), "{line}");
+        let run = common::read_json(&path);
+        let mut errors = Vec::new();
+        check(&doc, "/", &run, &mut errors);
+        assert!(errors.is_empty(), "{name}: schema mismatches:\n{}", errors.join("\n"));
+    }
 }
