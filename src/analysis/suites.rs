@@ -1,7 +1,8 @@
 //! The classic suites' tables from a run's entries (`model::suites` says
 //! which entry stands for what):
 //!
-//! - Rhealstone (Kar & Porter, 1989): per phase, the six components' mean
+//! - Rhealstone (Kar & Porter, 1989), for runs with at least three of its
+//!   components in a phase: per phase, the six components' mean
 //!   times, and the composite figure as the paper defines it: with the six
 //!   means t1..t6 in seconds, Rhealstones per second = 1 / ((t1 + … + t6) / 6).
 //!   The composite is given only when all six are present; the components
@@ -70,8 +71,13 @@ fn phases(run: &Run, es: &[&ProbeResult]) -> Vec<String> {
     out
 }
 
-/// The Rhealstone table, one row per phase that has at least one component;
-/// empty when the run has none.
+/// Components a phase must have for the run to get a Rhealstone table: half
+/// of the six, so a run of one or two probes that happen to be components
+/// (a plain timer run) shows none.
+pub const MIN_COMPONENTS: usize = 3;
+
+/// The Rhealstone table, one row per phase that has a component; empty
+/// unless some phase has at least [`MIN_COMPONENTS`].
 pub fn rhealstone(run: &Run) -> Vec<RhealstonePhase> {
     let es = entries(run);
     let mut out = Vec::new();
@@ -96,6 +102,9 @@ pub fn rhealstone(run: &Run) -> Vec<RhealstonePhase> {
         }
         let per_second = composite(&components);
         out.push(RhealstonePhase { phase, components, per_second });
+    }
+    if !out.iter().any(|p| p.components.iter().flatten().count() >= MIN_COMPONENTS) {
+        out.clear();
     }
     out
 }

@@ -109,9 +109,12 @@ pub struct RunAnalysis<'r> {
     pub realtime_ok: bool,
     pub warnings: Vec<String>,
     pub entries: Vec<EntryAnalysis<'r>>,
-    /// The Rhealstone table (empty without any of its components).
+    /// The Rhealstone table (empty unless some phase has three of its six
+    /// components).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rhealstone: Vec<crate::analysis::suites::RhealstonePhase>,
     /// The Thread-Metric rows (empty without `throughput` entries).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub thread_metric: Vec<crate::analysis::suites::ThreadMetricRow>,
 }
 

@@ -565,6 +565,10 @@ fn one() -> u64 {
     1
 }
 
+fn is_zero(n: &Nanos) -> bool {
+    n.0 == 0
+}
+
 /// One histogram bucket: every sample in `[lo_ns, hi_ns]` (both inclusive).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Bucket {
@@ -850,11 +854,11 @@ pub struct ProbeOptions {
     #[serde(default)]
     pub sender_priority: u8,
     /// `--pi-burst`: the `pi` probe's medium-priority burst (0 in files
-    /// written before it existed).
-    #[serde(default)]
+    /// written before it existed, and then not written back).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub pi_burst_ns: Nanos,
     /// `--tm-interval`: the `throughput` probe's counting interval.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub tm_interval_ns: Nanos,
 }
 

@@ -615,33 +615,6 @@ pub fn windows_plot(id: &str, label: &str, windows: &[crate::model::Window]) -> 
     Some(Plot { id: format!("{}-windows", slug(id)), kind: "windows", title, run: None, svg })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slugs_are_file_names() {
-        assert_eq!(slug("timer[250us]/idle"), "timer-250us-idle");
-        assert_eq!(slug("a b/c"), "a-b-c");
-    }
-
-    #[test]
-    fn nice_widths() {
-        assert_eq!(nice_width(0), 1);
-        assert_eq!(nice_width(3), 5);
-        assert_eq!(nice_width(1200), 2000);
-        assert_eq!(nice_width(5000), 5000);
-    }
-
-    #[test]
-    fn thinning_keeps_the_last_point() {
-        let pts: Vec<(f64, f64)> = (0..10_000).map(|i| (i as f64, 1.0 / (i + 1) as f64)).collect();
-        let t = thin(pts);
-        assert!(t.len() <= MAX_POINTS + 1);
-        assert_eq!(t.last().unwrap().0, 9999.0);
-    }
-}
-
 /// Thread-Metric's result as bars: ops per second per test (log scale), one
 /// bar per series (phases of a run, or systems), grouped by test.
 pub fn throughput_bars(title: &str, tests: &[String], series: &[(String, Vec<Option<f64>>)]) -> String {
@@ -751,4 +724,31 @@ pub fn thread_metric_plots(a: &Analysis) -> Vec<Plot> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_file_names() {
+        assert_eq!(slug("timer[250us]/idle"), "timer-250us-idle");
+        assert_eq!(slug("a b/c"), "a-b-c");
+    }
+
+    #[test]
+    fn nice_widths() {
+        assert_eq!(nice_width(0), 1);
+        assert_eq!(nice_width(3), 5);
+        assert_eq!(nice_width(1200), 2000);
+        assert_eq!(nice_width(5000), 5000);
+    }
+
+    #[test]
+    fn thinning_keeps_the_last_point() {
+        let pts: Vec<(f64, f64)> = (0..10_000).map(|i| (i as f64, 1.0 / (i + 1) as f64)).collect();
+        let t = thin(pts);
+        assert!(t.len() <= MAX_POINTS + 1);
+        assert_eq!(t.last().unwrap().0, 9999.0);
+    }
 }

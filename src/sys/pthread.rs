@@ -118,13 +118,19 @@ mod tests {
             m.lock().unwrap();
             m.unlock().unwrap();
         }
-        // A ceiling mutex: locking needs a priority at or below the ceiling;
-        // a SCHED_OTHER thread (priority 0) always qualifies.
-        let m = Mutex::new(Protocol::Protect(10)).unwrap();
-        match m.lock() {
-            Ok(()) => m.unlock().unwrap(),
-            // Without CAP_SYS_NICE glibc cannot raise the owner to the ceiling.
-            Err(e) => assert!(e.contains("EPERM"), "{e}"),
-        }
+        // A ceiling mutex: the locker must be a real-time thread at or below
+        // the ceiling (glibc refuses SCHED_OTHER callers with EINVAL).
+        std::thread::spawn(|| {
+            if crate::sys::sched::set_current_policy(crate::sys::sched::Policy::Fifo, 5).is_err() {
+                return; // not permitted here (not root): nothing to lock with
+            }
+            let m = Mutex::new(Protocol::Protect(10)).unwrap();
+            m.lock().unwrap();
+            m.unlock().unwrap();
+            let low = Mutex::new(Protocol::Protect(3)).unwrap();
+            assert!(low.lock().unwrap_err().contains("EINVAL"), "priority 5 above a ceiling of 3 must be refused");
+        })
+        .join()
+        .unwrap();
     }
 }
