@@ -245,6 +245,35 @@ fn step(name: String, r: nix::Result<()>, ok_detail: &str) -> SetupStep {
     }
 }
 
+/// Busy for `ns` on the CPU (reading the clock): the computing part of the
+/// probes that need a running thread (`preempt`'s waker, `pi`'s bursts).
+#[inline]
+pub fn spin_for(ns: u64) {
+    if ns == 0 {
+        return;
+    }
+    let until = crate::sys::time::now_ns() + ns;
+    while crate::sys::time::now_ns() < until {
+        std::hint::spin_loop();
+    }
+}
+
+/// The first outcome (the recording thread's) with the set-up steps of all
+/// and the first error: how the multi-thread probes that record in one
+/// thread report (`pair`, `pi`, `throughput`).
+pub fn first_with_all_steps(mut outs: Vec<ThreadOutcome>) -> anyhow::Result<ThreadOutcome> {
+    if outs.is_empty() {
+        anyhow::bail!("no measuring thread ran");
+    }
+    let rest: Vec<ThreadOutcome> = outs.drain(1..).collect();
+    let mut main = outs.pop().expect("one left");
+    for r in rest {
+        main.setup.extend(r.setup);
+        main.error = main.error.or(r.error);
+    }
+    Ok(main)
+}
+
 /// Spawn one measuring thread per spec, each running `body` after its set-up
 /// and a shared start barrier; returns the outcomes in spec order.
 ///

@@ -193,14 +193,10 @@ pub fn run_two<F>(ctx: &ProbeCtx<'_>, specs: &[ThreadSpec; 2], variant: &str, in
 where
     F: Fn(usize, &mut Recorder, &AtomicBool, &Barrier) -> Option<String> + Sync,
 {
-    let mut outs = spawn_measuring(ctx, specs, Some(variant.to_string()), interval, |spec, rec, stop, barrier| {
+    let outs = spawn_measuring(ctx, specs, Some(variant.to_string()), interval, |spec, rec, stop, barrier| {
         body(spec.index, rec, stop, barrier)
     })?;
-    let partner = outs.pop().expect("two threads");
-    let mut main = outs.pop().expect("two threads");
-    main.setup.extend(partner.setup);
-    main.error = main.error.or(partner.error);
-    Ok(main)
+    super::first_with_all_steps(outs)
 }
 
 /// Run one one-way variant for `duration` (or `max_events` events).
@@ -297,13 +293,8 @@ fn sender(h: &dyn Handoff, stop: &AtomicBool, s: &Sync3, buf: &[u8], spin: u64, 
         if s.done.load(Ordering::Acquire) {
             return None; // the receiver failed; its error is reported
         }
-        if spin > 0 {
-            // `preempt`: be a running, CPU-bound thread when releasing.
-            let until = now_ns() + spin;
-            while now_ns() < until {
-                std::hint::spin_loop();
-            }
-        }
+        // `preempt`: be a running, CPU-bound thread when releasing.
+        super::spin_for(spin);
         if let Err(e) = h.release(&s.t0, buf) {
             s.done.store(true, Ordering::Release);
             return Some(e);

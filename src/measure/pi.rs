@@ -85,7 +85,7 @@ impl Probe for PiProbe {
             let pace = ctx.run.interval_ns.max(2 * (burst + hold));
             let mutex = Mutex::new(protocol).map_err(|e| anyhow::anyhow!("pi {v}: {e}"))?;
             let s = Shared { mutex, t0: AtomicU64::new(0), done: AtomicBool::new(false), h_go: Event::new(), m_go: Event::new() };
-            let mut outs = spawn_measuring(ctx, &specs, Some(v.clone()), pace, |spec, rec, stop, barrier| {
+            let outs = spawn_measuring(ctx, &specs, Some(v.clone()), pace, |spec, rec, stop, barrier| {
                 barrier.wait();
                 match spec.index {
                     0 => high(&s, rec),
@@ -94,12 +94,7 @@ impl Probe for PiProbe {
                 }
             })?;
             // H's outcome carries the samples; the others' set-up and errors go with it.
-            let rest: Vec<ThreadOutcome> = outs.drain(1..).collect();
-            let mut o = outs.pop().expect("three threads");
-            for r in rest {
-                o.setup.extend(r.setup);
-                o.error = o.error.or(r.error);
-            }
+            let mut o = super::first_with_all_steps(outs)?;
             o.extra.note = Some(note(v, burst, hold, pace, policy, p));
             out.push(o);
         }
@@ -116,22 +111,13 @@ struct Shared {
 }
 
 impl Shared {
-    /// End the other threads after an error.
-    fn fail(&self, e: String) -> Option<String> {
+    /// End the loop of every thread (H and M see `done` when woken),
+    /// passing on the error that ended it, if any.
+    fn end(&self, e: Option<String>) -> Option<String> {
         self.done.store(true, Ordering::Release);
         let _ = self.h_go.post();
         let _ = self.m_go.post();
-        Some(e)
-    }
-}
-
-fn spin(ns: u64) {
-    if ns == 0 {
-        return;
-    }
-    let until = now_ns() + ns;
-    while now_ns() < until {
-        std::hint::spin_loop();
+        e
     }
 }
 
@@ -144,14 +130,14 @@ fn high(s: &Shared, rec: &mut super::recorder::Recorder) -> Option<String> {
             return None;
         }
         if let Err(e) = s.m_go.post() {
-            return s.fail(format!("futex wake: {e}"));
+            return s.end(Some(format!("futex wake: {e}")));
         }
         if let Err(e) = s.mutex.lock() {
-            return s.fail(e);
+            return s.end(Some(e));
         }
         let t1 = now_ns();
         if let Err(e) = s.mutex.unlock() {
-            return s.fail(e);
+            return s.end(Some(e));
         }
         let t0 = s.t0.load(Ordering::Acquire);
         rec.record(t1.saturating_sub(t0), t1.saturating_sub(start), seq);
@@ -165,7 +151,7 @@ fn medium(s: &Shared, burst: u64) -> Option<String> {
         if s.done.load(Ordering::Acquire) {
             return None;
         }
-        spin(burst);
+        super::spin_for(burst);
     }
 }
 
@@ -174,18 +160,12 @@ fn low(s: &Shared, stop: &AtomicBool, pace: u64, hold: u64, duration: u64, max: 
     let end = start + duration;
     let mut next = start + pace;
     let mut sent = 0u64;
-    let finish = |e: Option<String>| {
-        s.done.store(true, Ordering::Release);
-        let _ = s.h_go.post();
-        let _ = s.m_go.post();
-        e
-    };
     loop {
         if sent >= max || stop.load(Ordering::Relaxed) || next > end {
-            return finish(None);
+            return s.end(None);
         }
         if let Err(e) = sleep_until_ns(next) {
-            return finish(Some(format!("clock_nanosleep failed: {e}")));
+            return s.end(Some(format!("clock_nanosleep failed: {e}")));
         }
         let now = now_ns();
         next += pace;
@@ -196,16 +176,16 @@ fn low(s: &Shared, stop: &AtomicBool, pace: u64, hold: u64, duration: u64, max: 
             return None; // H or M failed; its error is reported
         }
         if let Err(e) = s.mutex.lock() {
-            return finish(Some(e));
+            return s.end(Some(e));
         }
         s.t0.store(now_ns(), Ordering::Release);
         if let Err(e) = s.h_go.post() {
             let _ = s.mutex.unlock();
-            return finish(Some(format!("futex wake: {e}")));
+            return s.end(Some(format!("futex wake: {e}")));
         }
-        spin(hold);
+        super::spin_for(hold);
         if let Err(e) = s.mutex.unlock() {
-            return finish(Some(e));
+            return s.end(Some(e));
         }
         sent += 1;
     }

@@ -149,7 +149,7 @@ fn run_test(ctx: &ProbeCtx<'_>, v: &str, cpu: Option<usize>, interval: u64, inte
         _ => None,
     };
     let per: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
-    let mut outs = spawn_measuring(ctx, &specs, Some(v.to_string()), interval, |spec, rec, stop, barrier| {
+    let outs = spawn_measuring(ctx, &specs, Some(v.to_string()), interval, |spec, rec, stop, barrier| {
         barrier.wait();
         if spec.index == 0 {
             let counts = report(&test, rec, stop, interval, intervals);
@@ -159,12 +159,7 @@ fn run_test(ctx: &ProbeCtx<'_>, v: &str, cpu: Option<usize>, interval: u64, inte
             worker(&test, spec.index - 1)
         }
     })?;
-    let rest: Vec<ThreadOutcome> = outs.drain(1..).collect();
-    let mut o = outs.pop().expect("the reporter");
-    for r in rest {
-        o.setup.extend(r.setup);
-        o.error = o.error.or(r.error);
-    }
+    let mut o = super::first_with_all_steps(outs)?;
     let per_interval = per.into_inner().unwrap();
     let ops: u64 = per_interval.iter().sum();
     let thread_ops: u64 = test.counters.iter().map(Counter::get).sum();
