@@ -139,7 +139,8 @@ pub fn entry<'r>(r: &'r ProbeResult, opts: &Options) -> EntryAnalysis<'r> {
             Vec::new()
         },
         deadline: opts.deadline.map(|d| deadline::misses(r, d)),
-        pwcet: if opts.pwcet && r.samples > 0 { Some(evt::pwcet(r)) } else { None },
+        // A throughput entry's samples are intervals, not events: no tail to fit.
+        pwcet: if opts.pwcet && r.samples > 0 && r.throughput.is_none() { Some(evt::pwcet(r)) } else { None },
     }
 }
 

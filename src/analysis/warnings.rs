@@ -131,7 +131,9 @@ pub fn for_run(run: &Run) -> Vec<Warning> {
     if let Some(s) = run.realtime_setup.steps.iter().find(|s| s.step == "tracing" && s.outcome == crate::model::Outcome::Failed) {
         out.push(Warning::NoTracing { detail: s.detail.clone() });
     }
-    for r in run.results.iter().filter(|r| r.thread.is_none() && r.samples > 0) {
+    // A throughput entry's samples are its intervals (Thread-Metric counts
+    // ops): its tail percentiles are not what it reports.
+    for r in run.results.iter().filter(|r| r.thread.is_none() && r.samples > 0 && r.throughput.is_none()) {
         let rate = crate::analysis::deadline::measured_rate_hz(r);
         let needed = samples_needed(99.99);
         if r.samples < needed {

@@ -129,9 +129,11 @@ pub fn summary_table(run: &RunAnalysis, u: Unit, with_deadline: bool) -> Table {
     if with_deadline {
         header.extend(["misses", "miss ratio", "P(miss)/h"].iter().map(|s| s.to_string()));
     }
+    // Throughput entries (Thread-Metric) have their own table: ops, not latencies.
     let rows = run
         .entries
         .iter()
+        .filter(|e| e.throughput.is_none())
         .map(|e| {
             let mut row = entry_label(e);
             row.push(Cell::plain(e.samples.to_string()));
@@ -462,7 +464,10 @@ pub fn blocks(a: &Analysis, u: Unit, bins: bool) -> Vec<Block> {
                 u.name()
             )));
         }
-        out.push(Block::Table(summary_table(r, u, with_deadline)));
+        let summary = summary_table(r, u, with_deadline);
+        if !summary.rows.is_empty() {
+            out.push(Block::Table(summary));
+        }
         if !r.warnings.is_empty() {
             out.push(Block::Heading(3, "Warnings".into()));
             out.push(Block::List(r.warnings.clone()));

@@ -191,16 +191,19 @@ pub fn runs(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
             }
             s.push_str("</ul></div>\n");
         }
-        s.push_str("<h3>Summary</h3>\n");
-        if let Some(d) = a.options.deadline {
-            let _ = write!(
-                s,
-                "<p>Deadline {} {}: P(miss)/h is the probability of at least one miss in an hour at the measured rate (≤: none seen, 95 % upper bound).</p>",
-                unit.fmt_n(d),
-                unit.name()
-            );
+        let summary = blocks::summary_table(r, unit, with_deadline);
+        if !summary.rows.is_empty() {
+            s.push_str("<h3>Summary</h3>\n");
+            if let Some(d) = a.options.deadline {
+                let _ = write!(
+                    s,
+                    "<p>Deadline {} {}: P(miss)/h is the probability of at least one miss in an hour at the measured rate (≤: none seen, 95 % upper bound).</p>",
+                    unit.fmt_n(d),
+                    unit.name()
+                );
+            }
+            s.push_str(&table(&summary));
         }
-        s.push_str(&table(&blocks::summary_table(r, unit, with_deadline)));
         if let Some(t) = blocks::rhealstone_table(&r.rhealstone, unit) {
             s.push_str("<h3>Rhealstone</h3><p>Kar &amp; Porter (1989): the mean time of each component per phase; the composite is 1 / (mean of the six, in seconds).</p>\n");
             s.push_str(&table(&t));

@@ -30,9 +30,11 @@ pub fn summary_table(run: &Run, in_ns: bool) -> String {
         .map(|s| s.to_string())
         .chain(["min", "avg", "p50", "p99", "p99.9", "max"].iter().map(|s| format!("{s}({unit})")))
         .collect();
+    // Throughput entries (Thread-Metric) have their own table: ops, not latencies.
     let rows = run
         .results
         .iter()
+        .filter(|r| r.throughput.is_none())
         .map(|r| {
             vec![
                 r.probe.clone(),
