@@ -130,6 +130,14 @@ pub struct Comparison {
     pub unmatched: Vec<(EntryKey, Vec<String>)>,
 }
 
+impl Comparison {
+    /// The rows of `throughput` entries (Thread-Metric): those with ops per
+    /// second in some cell.
+    pub fn throughput_rows(&self) -> Vec<&Row> {
+        self.rows.iter().filter(|r| r.cells.iter().flatten().any(|x| x.ops_per_s.is_some())).collect()
+    }
+}
+
 /// The merged entry of every probe/phase/variant, in the run's order. A run
 /// with one thread per entry and no merged entry (imported files) uses the
 /// thread entry.
@@ -236,9 +244,7 @@ fn cell(r: &ProbeResult, first: Option<&ProbeResult>) -> Cell {
 /// Ops per second of a `throughput` entry (intervals of different lengths
 /// compare: a published 30 s count against a 2 s one).
 pub fn ops_per_s(r: &ProbeResult) -> Option<f64> {
-    let t = r.throughput.as_ref()?;
-    let secs = t.per_interval.len() as f64 * t.interval_ns.as_secs_f64();
-    (secs > 0.0).then(|| t.ops as f64 / secs)
+    r.throughput.as_ref()?.ops_per_s()
 }
 
 /// "= 0.012", "= 3.1e-7", "< 1e-300" (a p-value below what f64 holds).

@@ -130,7 +130,6 @@ pub fn thread_metric(run: &Run) -> Vec<ThreadMetricRow> {
                 continue;
             };
             let Some(t) = &r.throughput else { continue };
-            let secs = t.per_interval.len() as f64 * t.interval_ns.as_secs_f64();
             out.push(ThreadMetricRow {
                 test,
                 phase: phase.clone(),
@@ -139,7 +138,7 @@ pub fn thread_metric(run: &Run) -> Vec<ThreadMetricRow> {
                 interval_ns: t.interval_ns,
                 mean_per_interval: t.mean(),
                 spread_pct: t.spread_pct(),
-                ops_per_s: if secs > 0.0 { t.ops as f64 / secs } else { 0.0 },
+                ops_per_s: t.ops_per_s().unwrap_or(0.0),
             });
         }
     }

@@ -819,6 +819,12 @@ impl Throughput {
             _ => 0.0,
         }
     }
+    /// Ops per second over the whole intervals (what compares across
+    /// interval lengths); `None` without intervals.
+    pub fn ops_per_s(&self) -> Option<f64> {
+        let secs = self.per_interval.len() as f64 * self.interval_ns.as_secs_f64();
+        (secs > 0.0).then(|| self.ops as f64 / secs)
+    }
     /// Sum of two threads' counts, interval by interval.
     pub fn merge(&self, o: &Throughput) -> Throughput {
         let n = self.per_interval.len().max(o.per_interval.len());

@@ -672,7 +672,7 @@ pub fn thread_metric_table(rows: &[crate::analysis::suites::ThreadMetricRow]) ->
 /// system and each system's ratio to the first; `None` without any.
 pub fn throughput_compare_table(a: &Analysis) -> Option<Table> {
     let c = &a.comparison;
-    let rows: Vec<&crate::analysis::compare::Row> = c.rows.iter().filter(|r| r.cells.iter().flatten().any(|x| x.ops_per_s.is_some())).collect();
+    let rows = c.throughput_rows();
     if rows.is_empty() || c.systems.len() < 2 {
         return None;
     }

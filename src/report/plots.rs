@@ -672,41 +672,36 @@ fn fmt_short(v: f64) -> String {
 pub fn thread_metric_plots(a: &Analysis) -> Vec<Plot> {
     use crate::model::suites::THREAD_METRIC;
     let mut out = Vec::new();
-    let short = |v: &str| v.to_string();
     for (ri, r) in a.runs.iter().enumerate() {
-        if r.thread_metric.is_empty() {
+        // The tests this run has, in the suite's order, labelled by variant.
+        let tests: Vec<(&str, &str)> = THREAD_METRIC.iter().copied().filter(|(name, _)| r.thread_metric.iter().any(|t| t.test == *name)).collect();
+        if tests.is_empty() {
             continue;
         }
-        let tests: Vec<&str> = THREAD_METRIC.iter().map(|(_, v)| *v).filter(|v| r.thread_metric.iter().any(|t| THREAD_METRIC.iter().any(|(n, w)| n == &t.test && w == v))).collect();
-        let mut phases: Vec<String> = Vec::new();
+        let mut phases: Vec<&str> = Vec::new();
         for t in &r.thread_metric {
-            if !phases.contains(&t.phase) {
-                phases.push(t.phase.clone());
+            if !phases.contains(&t.phase.as_str()) {
+                phases.push(&t.phase);
             }
         }
         let series: Vec<(String, Vec<Option<f64>>)> = phases
             .iter()
             .map(|p| {
-                let v = tests
-                    .iter()
-                    .map(|v| {
-                        let name = THREAD_METRIC.iter().find(|(_, w)| w == v).map(|(n, _)| *n);
-                        r.thread_metric.iter().find(|t| Some(t.test) == name && &t.phase == p).map(|t| t.ops_per_s)
-                    })
-                    .collect();
-                (p.clone(), v)
+                let v = tests.iter().map(|(name, _)| r.thread_metric.iter().find(|t| t.test == *name && t.phase == *p).map(|t| t.ops_per_s)).collect();
+                (p.to_string(), v)
             })
             .collect();
+        let labels: Vec<String> = tests.iter().map(|(_, v)| v.to_string()).collect();
         out.push(Plot {
             id: format!("run{}-thread-metric", ri + 1),
             kind: "thread-metric",
             title: format!("{} — Thread-Metric: ops per second", r.name),
             run: Some(ri),
-            svg: throughput_bars("Thread-Metric: ops per second per test", &tests.iter().map(|t| short(t)).collect::<Vec<_>>(), &series),
+            svg: throughput_bars("Thread-Metric: ops per second per test", &labels, &series),
         });
     }
     let c = &a.comparison;
-    let rows: Vec<&crate::analysis::compare::Row> = c.rows.iter().filter(|r| r.cells.iter().flatten().any(|x| x.ops_per_s.is_some())).collect();
+    let rows = c.throughput_rows();
     if c.systems.len() >= 2 && !rows.is_empty() {
         let tests: Vec<String> = rows.iter().map(|r| format!("{} {}", r.key.variant.as_deref().unwrap_or("-"), r.key.phase)).collect();
         let series = c

@@ -80,23 +80,24 @@ impl Mutex {
     #[inline]
     pub fn lock(&self) -> Result<(), String> {
         // SAFETY: the mutex was initialised in new() and does not move.
-        let rc = unsafe { libc::pthread_mutex_lock(self.m.get()) };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(format!("pthread_mutex_lock: {}", Errno::from_raw(rc)))
-        }
+        checked("pthread_mutex_lock", unsafe { libc::pthread_mutex_lock(self.m.get()) })
     }
 
     #[inline]
     pub fn unlock(&self) -> Result<(), String> {
         // SAFETY: as for lock; only the owner calls unlock.
-        let rc = unsafe { libc::pthread_mutex_unlock(self.m.get()) };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(format!("pthread_mutex_unlock: {}", Errno::from_raw(rc)))
-        }
+        checked("pthread_mutex_unlock", unsafe { libc::pthread_mutex_unlock(self.m.get()) })
+    }
+}
+
+/// A pthread call's return code as a result naming the call (pthread
+/// functions return the error number instead of setting errno).
+#[inline]
+fn checked(call: &str, rc: libc::c_int) -> Result<(), String> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(format!("{call}: {}", Errno::from_raw(rc)))
     }
 }
 
