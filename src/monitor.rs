@@ -83,12 +83,14 @@ pub fn execute(
 ) -> anyhow::Result<Run> {
     let plan = &mp.plan;
     let exp = &mp.exp;
-    let (clock_med, clock_min) = clock::calibrate_clock_read(101);
+    let (clock_med, clock_min) = clock::calibrate_clock_read(crate::runner::CLOCK_CALIBRATION_ROUNDS);
     let mut steps = Vec::new();
     let root = SysRoot::default();
     let host = sysinfo::fingerprint(&root);
     let host = Host { doctor: crate::doctor::audit_host(&root, &host, &plan.measured_cpus()), ..host };
     let _dma = crate::runner::global_setup(plan, &mut steps);
+    // Locked for the whole monitor: it measures all the time.
+    let _memory = crate::runner::MemoryLock::begin(&mut steps);
     let calibration = Calibration::new(Nanos(clock_med), Nanos(clock_min), "CLOCK_MONOTONIC (vDSO clock_gettime)");
     let mut run = Run::native(command_line, host, plan.to_model(), calibration, rfc3339(started));
     run.monitor = Some(MonitorRecord { id: id.to_string(), window_ns: Nanos(mp.window_ns), cycle: mp.cycle.clone(), windows: 0 });

@@ -139,7 +139,7 @@ pub fn preempt_model(
         }
     }
     if let Some((cfg, cfg_src)) = kernel_config(root, release) {
-        let on = |k: &str| cfg.lines().any(|l| l == format!("{k}=y"));
+        let on = |k: &str| cfg.lines().any(|l| l.strip_prefix(k) == Some("=y"));
         let m = if on("CONFIG_PREEMPT_RT") {
             Some("rt")
         } else if on("CONFIG_PREEMPT_LAZY") {

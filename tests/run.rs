@@ -458,3 +458,36 @@ fn created_directories_are_0755_and_load_dir_is_checked() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--load-dir") && err.contains("cannot write"), "{err}");
 }
+
+/// The measuring threads take no page fault: a 2 s timer run at 1 ms
+/// stores `faults` {minor: 0, major: 0} on the thread's entry and the merged
+/// one. Page faults are the thread's own memory accesses, so the CPU need
+/// not be isolated: an isolated CPU is used when the kernel has one, else the
+/// last CPU. Needs the memory lock (root or CAP_IPC_LOCK): skipped with the
+/// reason otherwise.
+#[test]
+fn measuring_threads_take_no_page_fault() {
+    let sb = Sandbox::new();
+    let isolated = std::fs::read_to_string("/sys/devices/system/cpu/isolated").unwrap_or_default();
+    let online = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cpu = isolated
+        .trim()
+        .split([',', '-'])
+        .next()
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .unwrap_or_else(|| (online - 1).to_string());
+    let j = sb.run_json("r.json", &["-D", "2s", "-i", "1ms", "-t", "1", "-a", &cpu, "--no-store"]);
+    let step = j["realtime_setup"]["steps"].as_array().unwrap().iter().find(|s| s["step"] == "mlockall").cloned().unwrap();
+    if step["outcome"] != "ok" {
+        eprintln!("skipped: memory not locked ({}); faults are then not expected to be 0", step["detail"]);
+        return;
+    }
+    assert!(step["detail"].as_str().unwrap().contains("MCL_ONFAULT"), "{step}");
+    let entries: Vec<&Value> = j["results"].as_array().unwrap().iter().filter(|r| r["probe"] == "timer").collect();
+    assert_eq!(entries.len(), 2, "thread entry and merged entry");
+    for r in entries {
+        assert!(u(&r["samples"]) > 1500, "samples: {}", r["samples"]);
+        assert_eq!(r["faults"], serde_json::json!({"minor": 0, "major": 0}), "cpu {cpu}, entry {}", r["thread"]);
+    }
+}

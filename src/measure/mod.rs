@@ -3,7 +3,7 @@
 //! A probe is one file in this module implementing [`Probe`]. It spawns its
 //! measuring threads with [`spawn_measuring`] (which does the per-thread
 //! real-time set-up: affinity, scheduling policy, stack prefault, recorder
-//! allocation), waits on a start [`Barrier`], and from then on its loop only
+//! allocation), waits on a start [`Gate`], and from then on its loop only
 //! reads the clock, computes a latency and calls [`Recorder::record`]; it stops
 //! when its planned end passes or the shared stop flag (an `AtomicBool`, set by
 //! the signal handler) is raised. The probe returns one [`ThreadOutcome`] per
@@ -28,6 +28,7 @@ pub mod switch;
 pub mod throughput;
 pub mod timer;
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
@@ -124,6 +125,8 @@ pub struct Extra {
     pub noise: Option<crate::model::NoiseStats>,
     pub throughput: Option<crate::model::Throughput>,
     pub note: Option<String>,
+    /// Page faults of the thread(s) from the start barrier to their end.
+    pub faults: Option<crate::model::Faults>,
 }
 
 impl Extra {
@@ -143,6 +146,7 @@ impl Extra {
                 (a, b) => a.clone().or_else(|| b.clone()),
             },
             note: self.note.clone().or_else(|| o.note.clone()),
+            faults: both(self.faults, o.faults, |a, b| a.merge(b)),
         }
     }
 
@@ -152,7 +156,36 @@ impl Extra {
         r.noise = self.noise;
         r.throughput = self.throughput.clone();
         r.note = self.note.clone();
+        r.faults = self.faults;
     }
+}
+
+thread_local! {
+    /// The thread's (minor, major) fault counts when it passed the start gate.
+    static FAULTS_AT_START: Cell<Option<(u64, u64)>> = const { Cell::new(None) };
+}
+
+/// The start barrier of a probe run's threads. Passing it also starts the
+/// thread's page-fault count (see [`crate::model::Faults`]).
+pub struct Gate {
+    barrier: Barrier,
+}
+
+impl Gate {
+    pub fn new(threads: usize) -> Gate {
+        Gate { barrier: Barrier::new(threads) }
+    }
+    /// Wait for every thread of the run, then start counting faults.
+    pub fn wait(&self) {
+        self.barrier.wait();
+        FAULTS_AT_START.with(|c| c.set(Some(crate::sys::resource::thread_faults())));
+    }
+}
+
+/// Faults since the calling thread passed its [`Gate`] (None if it never did).
+fn faults_since_gate() -> Option<crate::model::Faults> {
+    let (minor, major) = crate::sys::resource::thread_faults();
+    FAULTS_AT_START.with(|c| c.take()).map(|(m0, j0)| crate::model::Faults { minor: minor - m0, major: major - j0 })
 }
 
 /// The live view's window on running probes: each measuring thread registers
@@ -258,9 +291,9 @@ pub fn spin_for(ns: u64) {
     }
 }
 
-/// The first outcome (the recording thread's) with the set-up steps of all
-/// and the first error: how the multi-thread probes that record in one
-/// thread report (`pair`, `pi`, `throughput`).
+/// The first outcome (the recording thread's) with the set-up steps of all,
+/// the first error and the page faults of all: how the multi-thread probes
+/// that record in one thread report (`pair`, `pi`, `throughput`).
 pub fn first_with_all_steps(mut outs: Vec<ThreadOutcome>) -> anyhow::Result<ThreadOutcome> {
     if outs.is_empty() {
         anyhow::bail!("no measuring thread ran");
@@ -270,6 +303,10 @@ pub fn first_with_all_steps(mut outs: Vec<ThreadOutcome>) -> anyhow::Result<Thre
     for r in rest {
         main.setup.extend(r.setup);
         main.error = main.error.or(r.error);
+        main.extra.faults = match (main.extra.faults, r.extra.faults) {
+            (Some(a), Some(b)) => Some(a.merge(b)),
+            (a, b) => a.or(b),
+        };
     }
     Ok(main)
 }
@@ -288,9 +325,9 @@ pub fn spawn_measuring<F>(
     body: F,
 ) -> anyhow::Result<Vec<ThreadOutcome>>
 where
-    F: Fn(&ThreadSpec, &mut Recorder, &AtomicBool, &Barrier) -> Option<String> + Sync,
+    F: Fn(&ThreadSpec, &mut Recorder, &AtomicBool, &Gate) -> Option<String> + Sync,
 {
-    let barrier = Barrier::new(specs.len());
+    let barrier = Gate::new(specs.len());
     let body = &body;
     let barrier = &barrier;
     let outcomes = std::thread::scope(|s| {
@@ -308,6 +345,7 @@ where
                         ctx.board.register(recorder.live());
                         ctx.board.running.fetch_add(1, Ordering::SeqCst);
                         let error = body(spec, &mut recorder, ctx.stop, barrier);
+                        let faults = faults_since_gate();
                         ctx.board.running.fetch_sub(1, Ordering::SeqCst);
                         ThreadOutcome {
                             thread: spec.index,
@@ -317,7 +355,7 @@ where
                             recorder,
                             setup,
                             error,
-                            extra: Extra::default(),
+                            extra: Extra { faults, ..Extra::default() },
                         }
                     })
             })

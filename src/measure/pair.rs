@@ -41,7 +41,6 @@
 //! sees `done` before blocking again and ends. No thread is left waiting.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Barrier;
 
 use super::recorder::Recorder;
 use super::{spawn_measuring, ProbeCtx, ThreadOutcome, ThreadSpec};
@@ -191,7 +190,7 @@ fn pair_specs(ctx: &ProbeCtx<'_>, p: Placement) -> [ThreadSpec; 2] {
 /// threads' set-up steps and the first error.
 pub fn run_two<F>(ctx: &ProbeCtx<'_>, specs: &[ThreadSpec; 2], variant: &str, interval: u64, body: F) -> anyhow::Result<ThreadOutcome>
 where
-    F: Fn(usize, &mut Recorder, &AtomicBool, &Barrier) -> Option<String> + Sync,
+    F: Fn(usize, &mut Recorder, &AtomicBool, &super::Gate) -> Option<String> + Sync,
 {
     let outs = spawn_measuring(ctx, specs, Some(variant.to_string()), interval, |spec, rec, stop, barrier| {
         body(spec.index, rec, stop, barrier)

@@ -32,6 +32,22 @@ pub struct ProbeRun {
     pub probe: ProbeSettings,
 }
 
+impl ProbeRun {
+    /// This run as a warm-up of at least `min_ns`: a shorter warm-up is made
+    /// `min_ns` long, with no event count and a Thread-Metric interval that
+    /// fits in it (an eighth, one per test), so every probe finishes in about
+    /// `min_ns`. Its samples are discarded; it runs the probe's loop once
+    /// so that the pages the loop touches are in memory before measuring.
+    pub fn warm_up_of_at_least(mut self, min_ns: u64) -> ProbeRun {
+        if self.duration_ns < min_ns {
+            self.duration_ns = min_ns;
+            self.probe.iterations = None;
+            self.probe.tm_interval_ns = self.probe.tm_interval_ns.min(min_ns / 8).max(1);
+        }
+        self
+    }
+}
+
 /// `sem:mutex` → (`sem`, Some(`mutex`)); `sem` → (`sem`, None).
 pub fn split_spec(spec: &str) -> (&str, Option<&str>) {
     match spec.split_once(':') {

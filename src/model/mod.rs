@@ -453,6 +453,11 @@ pub struct ProbeResult {
     /// scheduling policy the noise loop ran under and what that implies).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Page faults of the measuring threads from the start barrier to their
+    /// end (getrusage(RUSAGE_THREAD)); the merged entry sums its threads.
+    /// Absent in imported results and in files written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<Faults>,
 }
 
 /// The largest samples of one thread (or of the merged entry), kept exactly:
@@ -532,6 +537,7 @@ impl ProbeResult {
             noise: None,
             throughput: None,
             note: None,
+            faults: None,
         }
     }
 
@@ -765,6 +771,22 @@ impl SignedStats {
             mean_ns: (self.mean_ns * self.samples as f64 + o.mean_ns * o.samples as f64) / n as f64,
             clamped: self.clamped || o.clamped,
         }
+    }
+}
+
+/// Page faults taken by measuring threads while they measured: minor (the
+/// page was in memory but not mapped) and major (it had to be read from
+/// disk). Both are 0 when every page the loop touches was resident and
+/// locked before the start barrier.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct Faults {
+    pub minor: u64,
+    pub major: u64,
+}
+
+impl Faults {
+    pub fn merge(self, o: Faults) -> Faults {
+        Faults { minor: self.minor + o.minor, major: self.major + o.major }
     }
 }
 

@@ -1,11 +1,86 @@
-//! `<sys/mman.h>`: lock all memory so no page fault lands in a measurement.
-//! See mlockall(2).
+//! `<sys/mman.h>`: lock the memory measuring touches, so no page fault lands
+//! in a measurement, and drop what start-up touched and measuring does not
+//! need. See mlockall(2), madvise(2), malloc_trim(3).
 
-use nix::sys::mman::{mlockall, MlockAllFlags};
+use nix::sys::mman::{mlockall, munlockall, MlockAllFlags};
 
-/// mlockall(MCL_CURRENT | MCL_FUTURE).
-pub fn lock_all() -> nix::Result<()> {
-    mlockall(MlockAllFlags::MCL_CURRENT | MlockAllFlags::MCL_FUTURE)
+/// Lock every page as it is touched, now and later:
+/// mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) (Linux ≥ 4.4). Pages
+/// already resident stay locked, pages faulted in later are locked then, and
+/// pages never touched are never made resident. Where the kernel refuses
+/// MCL_ONFAULT (EINVAL), everything is locked as before
+/// (MCL_CURRENT | MCL_FUTURE). Returns the flags that took.
+pub fn lock_all() -> nix::Result<&'static str> {
+    // SAFETY: mlockall takes flags only and touches no memory of ours.
+    let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE | libc::MCL_ONFAULT) };
+    match nix::errno::Errno::result(rc) {
+        Ok(_) => Ok("MCL_CURRENT|MCL_FUTURE|MCL_ONFAULT"),
+        Err(nix::errno::Errno::EINVAL) => {
+            mlockall(MlockAllFlags::MCL_CURRENT | MlockAllFlags::MCL_FUTURE).map(|_| "MCL_CURRENT|MCL_FUTURE")
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// munlockall(): the pages stay where they are, they can be reclaimed again.
+pub fn unlock_all() -> nix::Result<()> {
+    munlockall()
+}
+
+/// Unmap from this process the pages of its read-only file mappings (the
+/// program's and the libraries' code and constants) that were never written
+/// (no anonymous copy in them), and give the heap's free memory back
+/// (malloc_trim). The pages stay in the page cache: the next touch maps them
+/// again (a minor fault). Start-up (command line, host fingerprint, doctor,
+/// database) touches far more code than a probe's loop; without this the
+/// locked resident set is all of it. Call it unlocked (madvise refuses
+/// locked mappings). Returns the KiB unmapped.
+pub fn drop_clean_file_pages() -> usize {
+    let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else { return 0 };
+    let mut dropped_kib = 0usize;
+    // (start, end, read-only file mapping, rss KiB, anonymous KiB) of the mapping being read.
+    let mut cur: Option<(usize, usize, bool, usize, usize)> = None;
+    let mut flush = |m: Option<(usize, usize, bool, usize, usize)>| {
+        if let Some((start, end, clean_file, rss, anon)) = m {
+            if clean_file && rss > 0 && anon == 0 {
+                // SAFETY: [start, end) is a whole mapping of this process, read-only
+                // and file-backed with no private (written) page: MADV_DONTNEED only
+                // unmaps pages that the next access maps again from the same file.
+                if unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) } == 0 {
+                    dropped_kib += rss;
+                }
+            }
+        }
+    };
+    for line in smaps.lines() {
+        let mut f = line.split_whitespace();
+        let first = f.next().unwrap_or("");
+        if let Some((a, b)) = first.split_once('-').filter(|(a, _)| a.bytes().all(|c| c.is_ascii_hexdigit())) {
+            flush(cur.take());
+            let perms = f.next().unwrap_or("");
+            let path = f.nth(3).unwrap_or("");
+            let clean_file = perms.starts_with('r')
+                && perms.as_bytes().get(1) == Some(&b'-')
+                && perms.ends_with('p')
+                && path.starts_with('/')
+                && !path.starts_with("/dev/")
+                && !path.starts_with("/memfd:");
+            if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) {
+                cur = Some((a, b, clean_file, 0, 0));
+            }
+        } else if let Some(m) = cur.as_mut() {
+            let kib = f.next().and_then(|v| v.parse::<usize>().ok()).unwrap_or(0);
+            match first {
+                "Rss:" => m.3 = kib,
+                "Anonymous:" => m.4 = kib,
+                _ => {}
+            }
+        }
+    }
+    flush(cur.take());
+    // SAFETY: malloc_trim only returns free heap memory to the kernel.
+    unsafe { libc::malloc_trim(0) };
+    dropped_kib
 }
 
 /// Touch `bytes` of stack so its pages are mapped (and locked) before the

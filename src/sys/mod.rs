@@ -5,6 +5,7 @@
 pub mod dma_latency;
 pub mod futex;
 pub mod mman;
+pub mod resource;
 pub mod sched;
 pub mod stat;
 pub mod time;
