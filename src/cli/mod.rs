@@ -202,6 +202,38 @@ pub struct RunArgs {
     /// At most this many trace snapshots per run (with --trace-threshold).
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub trace_max: u32,
+
+    /// Events the trace records (with --trace-threshold): `default` (the cheapest set
+    /// that still names the culprit: see docs/trace.md), `full` (adds hrtimer,
+    /// workqueue and x86 vector events; costs more latency), and/or `group/name`
+    /// entries, comma-separated (`default,timer/hrtimer_expire_entry`).
+    #[arg(long, value_name = "LIST", default_value = "default", value_parser = parse_trace_events)]
+    pub trace_events: TraceEvents,
+}
+
+/// `--trace-events`, checked: each entry is `default`, `full`, `group/name` or
+/// `group/*` (lower-case letters, digits and `_`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceEvents(pub Vec<String>);
+
+fn parse_trace_events(s: &str) -> Result<TraceEvents, String> {
+    let word = |w: &str| !w.is_empty() && w.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_');
+    let mut out = Vec::new();
+    for e in s.split(',').map(str::trim) {
+        let ok = match e.split_once('/') {
+            None => e == "default" || e == "full",
+            Some((g, n)) => word(g) && (n == "*" || word(n)),
+        };
+        if !ok {
+            return Err(format!(
+                "'{e}' is not an event: give `default`, `full` or GROUP/NAME as listed under /sys/kernel/tracing/events (e.g. sched/sched_switch)"
+            ));
+        }
+        if !out.iter().any(|x| x == e) {
+            out.push(e.to_string());
+        }
+    }
+    Ok(TraceEvents(out))
 }
 
 #[derive(Debug, Clone, Args)]

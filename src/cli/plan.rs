@@ -108,6 +108,7 @@ pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInpu
             threshold_ns: Nanos(t),
             buffer_kb: args.trace_buffer,
             max_snapshots: args.trace_max,
+            events: if args.trace_events.0 == ["default"] { Vec::new() } else { args.trace_events.0.clone() },
         }),
         probe: probe_settings,
     };

@@ -15,6 +15,10 @@ pub struct TracePlan {
     pub buffer_kb: u32,
     /// At most this many snapshots per run.
     pub max_snapshots: u32,
+    /// `--trace-events` as given (`default`, `full` or `group/name`
+    /// entries); empty (files from before it existed) = `default`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<String>,
 }
 
 /// What tracing did during a run (`trace` at the top level of a result).

@@ -22,17 +22,35 @@ mod tests {
 
     #[test]
     fn touching_fresh_pages_counts_minor_faults() {
-        // 8 MiB from calloc is a fresh anonymous mapping: the first write to
-        // each of its 2048 pages is a minor fault of this thread (the memory
-        // is not locked in the test process); with transparent huge pages
-        // one fault may map 2 MiB, so at least 4.
-        let mut v = vec![0u8; 8 << 20];
+        // A fresh private anonymous mapping (mmap, not malloc: the allocator
+        // may hand out pages already touched): the first write to each of
+        // its 2048 pages is a minor fault of this thread. With transparent
+        // huge pages one fault may map 2 MiB, so at least 4. Unless another
+        // test of this process locked memory without MCL_ONFAULT (the mapping
+        // is then populated at once): MAP_NORESERVE does not change that, so
+        // the test locks nothing itself and skips when the process is locked.
+        const LEN: usize = 8 << 20;
+        // SAFETY: a new private anonymous mapping; no existing memory is touched.
+        let p = unsafe {
+            libc::mmap(std::ptr::null_mut(), LEN, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+        };
+        assert_ne!(p, libc::MAP_FAILED);
         let (m0, _) = thread_faults();
-        for i in (0..v.len()).step_by(4096) {
-            v[i] = 1;
+        for i in (0..LEN).step_by(4096) {
+            // SAFETY: i < LEN, inside the mapping made above.
+            unsafe { std::ptr::write_volatile((p as *mut u8).add(i), 1) };
         }
-        std::hint::black_box(&v);
         let (m1, _) = thread_faults();
+        // SAFETY: unmaps exactly the mapping made above.
+        unsafe { libc::munmap(p, LEN) };
+        let locked = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| s.lines().find_map(|l| l.strip_prefix("VmLck:").map(|v| v.trim().to_string())))
+            .is_some_and(|v| v != "0 kB");
+        if m1 - m0 == 0 && locked {
+            eprintln!("skipped: another test locked this process's memory");
+            return;
+        }
         assert!(m1 - m0 >= 4, "{} minor faults for 2048 fresh pages", m1 - m0);
     }
 }

@@ -34,8 +34,9 @@ use crate::sys::time::now_ns;
 use crate::sys::tracefs::{self, Instance};
 pub use crate::model::trace::{TracePlan, TraceSummary, TraceWindow};
 
-/// Events enabled when the kernel has them; `sched/sched_switch` is required.
-const EVENTS: &[&str] = &[
+/// `--trace-events default`: enabled when the kernel has them;
+/// `sched/sched_switch` is required. See [`expand_events`].
+pub const DEFAULT_EVENTS: &[&str] = &[
     "sched/sched_switch",
     "sched/sched_wakeup",
     "irq/irq_handler_entry",
@@ -46,7 +47,47 @@ const EVENTS: &[&str] = &[
     "timer/hrtimer_expire_exit",
     "workqueue/workqueue_execute_start",
     "workqueue/workqueue_execute_end",
+    "irq_vectors/*",
 ];
+
+/// `--trace-events full`: every event the attribution reads.
+pub const FULL_EVENTS: &[&str] = &[
+    "sched/sched_switch",
+    "sched/sched_wakeup",
+    "irq/irq_handler_entry",
+    "irq/irq_handler_exit",
+    "irq/softirq_entry",
+    "irq/softirq_exit",
+    "timer/hrtimer_expire_entry",
+    "timer/hrtimer_expire_exit",
+    "workqueue/workqueue_execute_start",
+    "workqueue/workqueue_execute_end",
+    "irq_vectors/*",
+];
+
+/// The events of `--trace-events` entries, in order, without repeats:
+/// `default` and `full` expand to their sets; an empty list is `default`.
+/// `group/*` stays as it is (the session enables the group's `*_entry` and
+/// `*_exit` events). `sched/sched_switch` comes first whatever was asked:
+/// the attribution cannot tell who held the CPU without it.
+pub fn expand_events(names: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = vec!["sched/sched_switch".to_string()];
+    let default = ["default".to_string()];
+    let names = if names.is_empty() { &default[..] } else { names };
+    for n in names {
+        let set: Vec<&str> = match n.as_str() {
+            "default" => DEFAULT_EVENTS.to_vec(),
+            "full" => FULL_EVENTS.to_vec(),
+            other => vec![other],
+        };
+        for e in set {
+            if !out.iter().any(|x| x == e) {
+                out.push(e.to_string());
+            }
+        }
+    }
+    out
+}
 
 /// One measuring thread's mailbox to the collector. Written only by its thread (hot path:
 /// plain atomic stores), read by the collector after `pending` is seen set.
@@ -195,14 +236,15 @@ impl TraceSession {
         for &cpu in &self.cpus {
             i.write(&format!("per_cpu/cpu{cpu}/buffer_size_kb"), &self.plan.buffer_kb.to_string())?;
         }
-        for ev in EVENTS {
-            if i.enable_event(ev) {
-                self.events.push(ev.to_string());
-            }
-        }
-        for name in i.group_events("irq_vectors") {
-            if (name.ends_with("_entry") || name.ends_with("_exit")) && i.enable_event(&format!("irq_vectors/{name}")) {
-                self.events.push(format!("irq_vectors/{name}"));
+        for ev in expand_events(&self.plan.events) {
+            if let Some(group) = ev.strip_suffix("/*") {
+                for name in i.group_events(group) {
+                    if (name.ends_with("_entry") || name.ends_with("_exit")) && i.enable_event(&format!("{group}/{name}")) {
+                        self.events.push(format!("{group}/{name}"));
+                    }
+                }
+            } else if i.enable_event(&ev) {
+                self.events.push(ev);
             }
         }
         if !self.events.iter().any(|e| e == "sched/sched_switch") {
