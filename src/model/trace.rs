@@ -28,6 +28,10 @@ pub struct TraceSummary {
     pub instance: String,
     /// Events enabled (`group/name`).
     pub events: Vec<String>,
+    /// The kernel filter of each filtered event (event → filter), e.g. the
+    /// measuring threads' own switches left out; absent when none.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub filters: std::collections::BTreeMap<String, String>,
     /// Samples later than the threshold.
     pub over_threshold: u64,
     /// Snapshots kept (at most `plan.trace.max_snapshots`; the worst samples win).

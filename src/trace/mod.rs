@@ -34,57 +34,81 @@ use crate::sys::time::now_ns;
 use crate::sys::tracefs::{self, Instance};
 pub use crate::model::trace::{TracePlan, TraceSummary, TraceWindow};
 
-/// `--trace-events default`: enabled when the kernel has them;
-/// `sched/sched_switch` is required. See [`expand_events`].
-pub const DEFAULT_EVENTS: &[&str] = &[
-    "sched/sched_switch",
-    "sched/sched_wakeup",
-    "irq/irq_handler_entry",
-    "irq/irq_handler_exit",
-    "irq/softirq_entry",
-    "irq/softirq_exit",
-    "timer/hrtimer_expire_entry",
-    "timer/hrtimer_expire_exit",
-    "workqueue/workqueue_execute_start",
-    "workqueue/workqueue_execute_end",
-    "irq_vectors/*",
+/// The kernel filter that keeps a measuring thread's own events out of the
+/// trace: every `rtscope-m*` thread is one (see `measure::spawn_measuring`).
+/// Its wake-up and its switch in lie on the path the sample measures (after
+/// the due time, before the thread reads the clock), so recording them adds
+/// to the very latency being explained; and they end the window anyway.
+const NOT_INTO_MEASURING: &str = "!(next_comm ~ \"rtscope-m*\")";
+const NOT_A_MEASURING_THREAD: &str = "!(comm ~ \"rtscope-m*\")";
+
+
+/// One event of a set, with the kernel filter it is enabled with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventSpec {
+    /// `group/name`, or `group/*` for the group's `*_entry` and `*_exit` events.
+    pub name: String,
+    pub filter: Option<&'static str>,
+}
+
+/// `--trace-events default`: the cheapest set that still names the culprit
+/// classes (a task, a FIFO hog or a `migration/N` thread by its
+/// sched_switch; a hard IRQ; a softirq), measured with bench/trace-cost (see
+/// docs/trace.md). Time inside the local timer interrupt itself is not told
+/// apart from what it interrupted (`full` does that).
+pub const DEFAULT_EVENTS: &[(&str, Option<&str>)] = &[
+    ("sched/sched_switch", Some(NOT_INTO_MEASURING)),
+    ("sched/sched_wakeup", Some(NOT_A_MEASURING_THREAD)),
+    ("irq/irq_handler_entry", None),
+    ("irq/irq_handler_exit", None),
+    ("irq/softirq_entry", None),
+    ("irq/softirq_exit", None),
 ];
 
-/// `--trace-events full`: every event the attribution reads.
-pub const FULL_EVENTS: &[&str] = &[
-    "sched/sched_switch",
-    "sched/sched_wakeup",
-    "irq/irq_handler_entry",
-    "irq/irq_handler_exit",
-    "irq/softirq_entry",
-    "irq/softirq_exit",
-    "timer/hrtimer_expire_entry",
-    "timer/hrtimer_expire_exit",
-    "workqueue/workqueue_execute_start",
-    "workqueue/workqueue_execute_end",
-    "irq_vectors/*",
+/// `--trace-events full`: every event the attribution reads, unfiltered:
+/// adds the measuring thread's own wake-up (when in the window it was
+/// woken), hrtimer expiry, workqueue items and the x86 vectors (local timer,
+/// IPIs). It raised the median latency by about a third here.
+pub const FULL_EVENTS: &[(&str, Option<&str>)] = &[
+    ("sched/sched_switch", None),
+    ("sched/sched_wakeup", None),
+    ("irq/irq_handler_entry", None),
+    ("irq/irq_handler_exit", None),
+    ("irq/softirq_entry", None),
+    ("irq/softirq_exit", None),
+    ("timer/hrtimer_expire_entry", None),
+    ("timer/hrtimer_expire_exit", None),
+    ("workqueue/workqueue_execute_start", None),
+    ("workqueue/workqueue_execute_end", None),
+    ("irq_vectors/*", None),
 ];
 
-/// The events of `--trace-events` entries, in order, without repeats:
-/// `default` and `full` expand to their sets; an empty list is `default`.
-/// `group/*` stays as it is (the session enables the group's `*_entry` and
-/// `*_exit` events). `sched/sched_switch` comes first whatever was asked:
-/// the attribution cannot tell who held the CPU without it.
-pub fn expand_events(names: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = vec!["sched/sched_switch".to_string()];
+/// The events of `--trace-events` entries, in order: `default` and `full`
+/// expand to their sets; an empty list is `default`; a `group/name` entry
+/// is unfiltered. An event named twice keeps its first entry's filter, except
+/// that an unfiltered mention wins (`default,sched/sched_wakeup` records
+/// every wake-up). `sched/sched_switch` is always there: the attribution
+/// cannot tell who held the CPU without it.
+pub fn expand_events(names: &[String]) -> Vec<EventSpec> {
+    let mut out: Vec<EventSpec> = Vec::new();
     let default = ["default".to_string()];
     let names = if names.is_empty() { &default[..] } else { names };
     for n in names {
-        let set: Vec<&str> = match n.as_str() {
+        let set: Vec<(&str, Option<&'static str>)> = match n.as_str() {
             "default" => DEFAULT_EVENTS.to_vec(),
             "full" => FULL_EVENTS.to_vec(),
-            other => vec![other],
+            other => vec![(other, None)],
         };
-        for e in set {
-            if !out.iter().any(|x| x == e) {
-                out.push(e.to_string());
+        for (e, f) in set {
+            match out.iter_mut().find(|x| x.name == e) {
+                Some(x) if f.is_none() => x.filter = None,
+                Some(_) => {}
+                None => out.push(EventSpec { name: e.to_string(), filter: f }),
             }
         }
+    }
+    if !out.iter().any(|x| x.name == "sched/sched_switch") {
+        out.insert(0, EventSpec { name: "sched/sched_switch".into(), filter: Some(NOT_INTO_MEASURING) });
     }
     out
 }
@@ -173,6 +197,8 @@ pub struct TraceSession {
     plan: TracePlan,
     cpus: Vec<usize>,
     events: Vec<String>,
+    /// Event → kernel filter, for the filtered ones.
+    filters: std::collections::BTreeMap<String, String>,
     triggers: Vec<TraceTrigger>,
     /// rtscope mounted tracefs itself (it stays mounted: other tools may now use it).
     pub mounted_tracefs: bool,
@@ -210,6 +236,7 @@ impl TraceSession {
             plan: plan.clone(),
             cpus: cpus.to_vec(),
             events: Vec::new(),
+            filters: Default::default(),
             triggers: (0..threads.max(1)).map(|_| TraceTrigger::new(plan.threshold_ns.0)).collect(),
             mounted_tracefs: false,
             state: Mutex::new(State { snapshots: Vec::new(), done: 0, on_worst: 0, tracing_since: 0 }),
@@ -237,14 +264,25 @@ impl TraceSession {
             i.write(&format!("per_cpu/cpu{cpu}/buffer_size_kb"), &self.plan.buffer_kb.to_string())?;
         }
         for ev in expand_events(&self.plan.events) {
-            if let Some(group) = ev.strip_suffix("/*") {
+            if let Some(group) = ev.name.strip_suffix("/*") {
                 for name in i.group_events(group) {
                     if (name.ends_with("_entry") || name.ends_with("_exit")) && i.enable_event(&format!("{group}/{name}")) {
                         self.events.push(format!("{group}/{name}"));
                     }
                 }
-            } else if i.enable_event(&ev) {
-                self.events.push(ev);
+                continue;
+            }
+            // The filter first: an event enabled before it would record unfiltered for a moment.
+            if let Some(f) = ev.filter {
+                if i.dir().join(format!("events/{}/filter", ev.name)).exists() {
+                    i.write(&format!("events/{}/filter", ev.name), f)?;
+                }
+            }
+            if i.enable_event(&ev.name) {
+                if let Some(f) = ev.filter {
+                    self.filters.insert(ev.name.clone(), f.to_string());
+                }
+                self.events.push(ev.name);
             }
         }
         if !self.events.iter().any(|e| e == "sched/sched_switch") {
@@ -381,6 +419,7 @@ impl TraceSession {
         TraceSummary {
             instance: self.instance.dir().display().to_string(),
             events: self.events.clone(),
+            filters: self.filters.clone(),
             over_threshold: self.triggers.iter().map(|t| t.over.load(Ordering::Relaxed)).sum(),
             snapshots: st.done + st.snapshots.len() as u32,
             on_worst: st.on_worst,

@@ -22,7 +22,8 @@ pub struct Event {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EventKind {
     Switch { prev_comm: String, prev_pid: u32, prev_prio: i32, next_comm: String, next_pid: u32, next_prio: i32 },
-    Wakeup { comm: String, pid: u32, prio: i32 },
+    /// `target_cpu`: the CPU the woken task is queued on (None when the line lacks it).
+    Wakeup { comm: String, pid: u32, prio: i32, target_cpu: Option<u32> },
     IrqEntry { irq: u32, name: String },
     IrqExit { irq: u32 },
     SoftirqEntry { vec: u32, name: String },
@@ -70,7 +71,12 @@ pub fn parse_line(line: &str) -> Option<Event> {
             next_prio: f.num("next_prio")?,
         },
         "sched_wakeup" | "sched_wakeup_new" => {
-            EventKind::Wakeup { comm: f.get("comm")?.to_string(), pid: f.num("pid")?, prio: f.num("prio")? }
+            EventKind::Wakeup {
+                comm: f.get("comm")?.to_string(),
+                pid: f.num("pid")?,
+                prio: f.num("prio")?,
+                target_cpu: f.num("target_cpu"),
+            }
         }
         "irq_handler_entry" => EventKind::IrqEntry { irq: f.num("irq")?, name: f.get("name").unwrap_or("?").to_string() },
         "irq_handler_exit" => EventKind::IrqExit { irq: f.num("irq")? },
@@ -196,7 +202,7 @@ mod tests {
         assert_eq!(ev[2].kind, EventKind::SoftirqEntry { vec: 4, name: "BLOCK".into() });
         assert_eq!(ev[3].kind, EventKind::VectorEntry { name: "local_timer".into() });
         assert_eq!(ev[4].kind, EventKind::Other { name: "hrtimer_expire_entry".into() });
-        assert_eq!(ev[5].kind, EventKind::Wakeup { comm: "bash".into(), pid: 30699, prio: 120 });
+        assert_eq!(ev[5].kind, EventKind::Wakeup { comm: "bash".into(), pid: 30699, prio: 120, target_cpu: Some(0) });
     }
 
     #[test]
