@@ -170,6 +170,12 @@ fn names_the_fifo_99_hog_as_top_culprit_of_late_samples() {
     for e in ["sched/sched_switch", "sched/sched_wakeup", "irq/irq_handler_entry", "irq/softirq_entry"] {
         assert!(events.contains(&e), "{e} not enabled: {events:?}");
     }
+    // The default set: no timer, workqueue or vector events, and the measuring
+    // threads' own switch-in and wake-up filtered out in the kernel.
+    assert!(run["plan"]["trace"].get("events").is_none(), "default is not written: {}", run["plan"]["trace"]);
+    assert!(events.iter().all(|e| !e.starts_with("timer/") && !e.starts_with("irq_vectors/") && !e.starts_with("workqueue/")), "{events:?}");
+    assert_eq!(summary["filters"]["sched/sched_switch"], "!(next_comm ~ \"rtscope-m*\")", "{summary}");
+    assert_eq!(summary["filters"]["sched/sched_wakeup"], "!(comm ~ \"rtscope-m*\")", "{summary}");
     let snapshots = u(&summary["snapshots"]);
     assert!((1..=50).contains(&snapshots), "{summary}");
     // ~20 bursts of 2 ms in 4 s, each delaying one sample past 500 µs.
@@ -347,7 +353,14 @@ fn trace_threshold_without_the_timer_probe_is_bad_input() {
     // And a threshold of zero is refused by the flag's parser.
     let out = sb.run(&["run", "-D", "1s", "--trace-threshold", "0"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--trace-threshold"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--trace-threshold"));    // --trace-events: every entry must be a set's name or GROUP/NAME.
+    for bad in ["sched", "Sched/sched_switch", "default,sched/", "sched/sched switch", ""] {
+        let out = sb.run(&["run", "-D", "1s", "--trace-threshold", "100us", "--trace-events", bad, "--json", "x.json"]);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--trace-events") && err.contains("GROUP/NAME"), "{bad:?}: {err}");
+        assert!(!sb.path("x.json").exists(), "nothing written on bad input");
+    }
 }
 
 
@@ -415,4 +428,27 @@ fn doctor_names_other_tracing_and_removes_a_killed_runs_instance() {
     assert_eq!(f["severity"], "warn", "{f}");
     let name = other.file_name().unwrap().to_str().unwrap();
     assert!(f["title"].as_str().unwrap().contains(&format!("instance {name} (1 event enabled)")), "{f}");
+}
+
+/// `--trace-events full` is recorded in the plan and enables the timer,
+/// workqueue and x86 vector events unfiltered; an added `group/name` entry
+/// lifts the default's filter on that event.
+#[test]
+fn trace_events_full_and_added_entries() {
+    skip_unless_tracing!();
+    let _lock = shared();
+    let sb = Sandbox::new();
+    let run = sb.run_json("full.json", &["-a", "1", "-t", "1", "-D", "1s", "--no-store", "--trace-threshold", "10ms", "--trace-events", "full"]);
+    assert_eq!(run["plan"]["trace"]["events"], serde_json::json!(["full"]));
+    let events: Vec<&str> = run["trace"]["events"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect();
+    for e in ["sched/sched_switch", "timer/hrtimer_expire_entry", "workqueue/workqueue_execute_start"] {
+        assert!(events.contains(&e), "{e} not enabled: {events:?}");
+    }
+    if std::path::Path::new("/sys/kernel/tracing/events/irq_vectors/local_timer_entry").exists() {
+        assert!(events.contains(&"irq_vectors/local_timer_entry"), "{events:?}");
+    }
+    assert!(run["trace"].get("filters").is_none(), "full is unfiltered: {}", run["trace"]);
+    let run = sb.run_json("added.json", &["-a", "1", "-t", "1", "-D", "1s", "--no-store", "--trace-threshold", "10ms", "--trace-events", "default,sched/sched_wakeup"]);
+    let filters = &run["trace"]["filters"];
+    assert!(filters.get("sched/sched_wakeup").is_none() && filters.get("sched/sched_switch").is_some(), "{filters}");
 }
