@@ -146,7 +146,7 @@ impl Extra {
                 (a, b) => a.clone().or_else(|| b.clone()),
             },
             note: self.note.clone().or_else(|| o.note.clone()),
-            faults: both(self.faults, o.faults, |a, b| a.merge(b)),
+            faults: crate::model::Faults::sum(self.faults, o.faults),
         }
     }
 
@@ -303,10 +303,7 @@ pub fn first_with_all_steps(mut outs: Vec<ThreadOutcome>) -> anyhow::Result<Thre
     for r in rest {
         main.setup.extend(r.setup);
         main.error = main.error.or(r.error);
-        main.extra.faults = match (main.extra.faults, r.extra.faults) {
-            (Some(a), Some(b)) => Some(a.merge(b)),
-            (a, b) => a.or(b),
-        };
+        main.extra.faults = crate::model::Faults::sum(main.extra.faults, r.extra.faults);
     }
     Ok(main)
 }

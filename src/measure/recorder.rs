@@ -48,8 +48,9 @@ const SIGNIFICANT_DIGITS: u8 = 3;
 /// thousand exceedances and the sample above which they lie (see
 /// `analysis::evt`), so 1 001 serve it at any run length; the rest is room.
 /// A fixed cap keeps a thread's memory the same whatever the run's length
-/// (34 KiB, allocated and touched before the start barrier; the 10 000 this
-/// was made 60 s runs 7 % larger than 10 s ones), and keeps the hot path
+/// (34 KiB, allocated and touched before the start barrier; the former cap
+/// of 10 000 made a 60 s run's resident set 7 % larger than a 10 s run's),
+/// and keeps the hot path
 /// O(1) for every sample that does not enter: entering is one comparison
 /// with the heap's root, and only an entering sample pays the O(log K) push.
 pub const TAIL_K: usize = 1_088;

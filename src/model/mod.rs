@@ -788,6 +788,13 @@ impl Faults {
     pub fn merge(self, o: Faults) -> Faults {
         Faults { minor: self.minor + o.minor, major: self.major + o.major }
     }
+    /// The sum of two threads' counts; a thread without counts adds nothing.
+    pub fn sum(a: Option<Faults>, b: Option<Faults>) -> Option<Faults> {
+        match (a, b) {
+            (Some(x), Some(y)) => Some(x.merge(y)),
+            (x, y) => x.or(y),
+        }
+    }
 }
 
 /// OS-noise totals of the `noise` probe: every gap above `threshold_ns`

@@ -3,9 +3,11 @@
 //! the CPU.
 //!
 //! - [`TraceSession::start`] mounts tracefs if needed and creates rtscope's own instance
-//!   (`instances/rtscope-<pid>`) with scheduler, IRQ, softirq, x86 vector, hrtimer and
-//!   workqueue events, `trace_clock=mono` (so event times are CLOCK_MONOTONIC, the probes'
-//!   clock) and per-CPU buffers of `--trace-buffer` KB on the measured CPUs.
+//!   (`instances/rtscope-<pid>`) with the events of `--trace-events` ([`DEFAULT_EVENTS`]:
+//!   scheduler, IRQ and softirq events with the measuring threads' own left out by kernel
+//!   filters; [`FULL_EVENTS`] adds hrtimer, workqueue and x86 vector events),
+//!   `trace_clock=mono` (so event times are CLOCK_MONOTONIC, the probes' clock) and per-CPU
+//!   buffers of `--trace-buffer` KB on the measured CPUs.
 //! - In the hot loop a measuring thread only compares its latency with the threshold and,
 //!   when over, stores the due and wake-up times into its [`TraceTrigger`] and raises a flag
 //!   (atomic stores, no system call).
