@@ -198,22 +198,22 @@ impl Store {
     /// the file.
     fn check_for_run(&self) -> anyhow::Result<()> {
         let size = std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0);
-        let problems: Vec<String> = if size > FULL_CHECK_MAX_BYTES {
-            vec!["ok".to_string()]
-        } else {
-            let mut st = self.conn.prepare("PRAGMA quick_check(5)").map_err(|e| sql_err(&self.path, e))?;
-            let rows = st.query_map([], |r| r.get::<_, String>(0)).map_err(|e| sql_err(&self.path, e))?;
-            rows.collect::<rusqlite::Result<_>>().map_err(|e| sql_err(&self.path, e))?
-        };
-        if problems.first().map(String::as_str) != Some("ok") {
-            return Err(BadInput(format!(
-                "history database {} is partly corrupt (SQLite quick_check: {}); nothing was measured or changed. \
-                 Recover it (`sqlite3 {} .recover`), or use another file with --db PATH, or --no-store",
-                self.path.display(),
-                problems.join("; "),
-                self.path.display()
-            ))
-            .into());
+        if size <= FULL_CHECK_MAX_BYTES {
+            let problems: Vec<String> = {
+                let mut st = self.conn.prepare("PRAGMA quick_check(5)").map_err(|e| sql_err(&self.path, e))?;
+                let rows = st.query_map([], |r| r.get::<_, String>(0)).map_err(|e| sql_err(&self.path, e))?;
+                rows.collect::<rusqlite::Result<_>>().map_err(|e| sql_err(&self.path, e))?
+            };
+            if problems.first().map(String::as_str) != Some("ok") {
+                return Err(BadInput(format!(
+                    "history database {} is partly corrupt (SQLite quick_check: {}); nothing was measured or changed. \
+                     Recover it (`sqlite3 {} .recover`), or use another file with --db PATH, or --no-store",
+                    self.path.display(),
+                    problems.join("; "),
+                    self.path.display()
+                ))
+                .into());
+            }
         }
         let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         match crate::sys::stat::free_bytes(dir) {
