@@ -11,9 +11,11 @@
 //!
 //! Registry: [`PROBES`] lists every probe by name; [`probe_by_name`] builds one.
 
+pub mod hwlat;
 pub mod maxrate;
 pub mod mq;
 pub mod noise;
+pub mod osnoise;
 pub mod pair;
 pub mod periodic;
 pub mod pi;
@@ -27,6 +29,8 @@ pub mod signal;
 pub mod switch;
 pub mod throughput;
 pub mod timer;
+pub mod timerlat;
+pub mod tracer;
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -56,6 +60,9 @@ pub const PROBES: &[(&str, &str)] = &[
     ("maxrate", "max sustainable timer rate: overruns and miss ratio at each --periods"),
     ("pi", "priority inversion: high's blocking time on a mutex low holds while medium bursts (none, inherit, protect, deadlock-break)"),
     ("throughput", "Thread-Metric's eight tests: operations completed per --tm-interval (basic ... memory)"),
+    ("timerlat", "kernel timerlat tracer: timer IRQ latency and its kernel thread's latency, per CPU (CONFIG_TIMERLAT_TRACER)"),
+    ("osnoise", "kernel osnoise tracer: noise per period, max single noise, interference by class (CONFIG_OSNOISE_TRACER)"),
+    ("hwlat", "kernel hwlat detector: hardware/firmware stalls (SMIs); opt-in: spins with IRQs off half of each window (CONFIG_HWLAT_TRACER)"),
 ];
 
 /// Build the probe called `name`.
@@ -73,6 +80,9 @@ pub fn probe_by_name(name: &str) -> Option<Box<dyn Probe>> {
         "maxrate" => Some(Box::new(maxrate::MaxrateProbe)),
         "pi" => Some(Box::new(pi::PiProbe)),
         "throughput" => Some(Box::new(throughput::ThroughputProbe)),
+        "timerlat" => Some(Box::new(timerlat::TimerlatProbe)),
+        "osnoise" => Some(Box::new(osnoise::OsnoiseProbe)),
+        "hwlat" => Some(Box::new(hwlat::HwlatProbe)),
         _ => None,
     }
 }
@@ -127,6 +137,8 @@ pub struct Extra {
     pub note: Option<String>,
     /// Page faults of the thread(s) from the start barrier to their end.
     pub faults: Option<crate::model::Faults>,
+    pub tracer: Option<crate::model::TracerStats>,
+    pub interference: Option<crate::model::Interference>,
 }
 
 impl Extra {
@@ -147,6 +159,11 @@ impl Extra {
             },
             note: self.note.clone().or_else(|| o.note.clone()),
             faults: crate::model::Faults::sum(self.faults, o.faults),
+            tracer: match (&self.tracer, &o.tracer) {
+                (Some(a), Some(b)) => Some(a.merge(b)),
+                (a, b) => a.clone().or_else(|| b.clone()),
+            },
+            interference: both(self.interference, o.interference, |a, b| a.merge(b)),
         }
     }
 
@@ -157,6 +174,8 @@ impl Extra {
         r.throughput = self.throughput.clone();
         r.note = self.note.clone();
         r.faults = self.faults;
+        r.tracer = self.tracer.clone();
+        r.interference = self.interference;
     }
 }
 

@@ -458,6 +458,13 @@ pub struct ProbeResult {
     /// Absent in imported results and in files written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub faults: Option<Faults>,
+    /// For the kernel-tracer probes (`timerlat`, `osnoise`, `hwlat`): what
+    /// the tracer was set to and what it lost (never dropped silently).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracer: Option<TracerStats>,
+    /// For the `osnoise` probe: the interference the tracer counted, by class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interference: Option<Interference>,
 }
 
 /// The largest samples of one thread (or of the merged entry), kept exactly:
@@ -538,6 +545,8 @@ impl ProbeResult {
             throughput: None,
             note: None,
             faults: None,
+            tracer: None,
+            interference: None,
         }
     }
 
@@ -770,6 +779,59 @@ impl SignedStats {
             max_ns: self.max_ns.max(o.max_ns),
             mean_ns: (self.mean_ns * self.samples as f64 + o.mean_ns * o.samples as f64) / n as f64,
             clamped: self.clamped || o.clamped,
+        }
+    }
+}
+
+/// A kernel tracer run behind a probe entry: the tracer, where it ran (a
+/// tracefs instance of rtscope's own, or the top level for `hwlat`, which
+/// the kernel allows nowhere else), the settings rtscope wrote, and what the
+/// ring buffer lost. `lost_events` counts the `[LOST N EVENTS]` the reader
+/// was told of, `overrun` the ring buffer's own overrun counter of the
+/// measured CPUs (per_cpu/cpuN/stats), `missing` the samples whose
+/// activation number never arrived (timerlat numbers each CPU's
+/// activations). The merged entry sums them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct TracerStats {
+    pub tracer: String,
+    pub instance: String,
+    pub settings: std::collections::BTreeMap<String, String>,
+    pub lost_events: u64,
+    pub overrun: u64,
+    pub missing: u64,
+}
+
+impl TracerStats {
+    pub fn merge(&self, o: &TracerStats) -> TracerStats {
+        TracerStats {
+            lost_events: self.lost_events + o.lost_events,
+            overrun: self.overrun + o.overrun,
+            missing: self.missing + o.missing,
+            ..self.clone()
+        }
+    }
+}
+
+/// The osnoise tracer's interference counters, summed over the periods of
+/// an entry: hardware noise (a gap with nothing the kernel can name: SMIs,
+/// the hypervisor), NMIs, IRQs, softirqs and threads that ran on the CPU.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct Interference {
+    pub hw: u64,
+    pub nmi: u64,
+    pub irq: u64,
+    pub softirq: u64,
+    pub thread: u64,
+}
+
+impl Interference {
+    pub fn merge(self, o: Interference) -> Interference {
+        Interference {
+            hw: self.hw + o.hw,
+            nmi: self.nmi + o.nmi,
+            irq: self.irq + o.irq,
+            softirq: self.softirq + o.softirq,
+            thread: self.thread + o.thread,
         }
     }
 }

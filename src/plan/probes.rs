@@ -100,6 +100,9 @@ pub fn check_suites(plan: &crate::plan::RunPlan, entries: &[crate::plan::ProbeEn
     use crate::sys::sched::Policy;
     let rt = plan.policy != Policy::Other;
     for e in entries {
+        if let Some(why) = crate::measure::tracer::Kind::of_probe(&e.probe).and_then(crate::measure::tracer::check) {
+            return Err(BadInput(why));
+        }
         let need = match e.probe.as_str() {
             "pi" => 3,
             "throughput" => 6,

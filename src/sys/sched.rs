@@ -46,6 +46,16 @@ pub fn set_current_policy(policy: Policy, priority: u8) -> nix::Result<()> {
     nix::errno::Errno::result(rc).map(drop)
 }
 
+/// Set the scheduling policy of another task (a kernel thread, e.g. the
+/// timerlat tracer's `timerlat/N`), as `chrt -p`.
+pub fn set_policy_of(pid: i32, policy: Policy, priority: u8) -> nix::Result<()> {
+    let prio = if policy == Policy::Other { 0 } else { priority as libc::c_int };
+    let param = libc::sched_param { sched_priority: prio };
+    // SAFETY: `param` is a valid sched_param; a bad pid is an ESRCH, not UB.
+    let rc = unsafe { libc::sched_setscheduler(pid, policy.raw(), &param) };
+    nix::errno::Errno::result(rc).map(drop)
+}
+
 /// Pin the calling thread to the given CPUs.
 pub fn set_current_affinity(cpus: &[usize]) -> nix::Result<()> {
     let mut set = CpuSet::new();

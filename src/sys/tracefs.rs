@@ -43,7 +43,10 @@ pub fn remove_stale_instances(tracefs: &Path) -> Vec<String> {
     let Ok(rd) = std::fs::read_dir(tracefs.join("instances")) else { return removed };
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name.strip_prefix("rtscope-").and_then(|p| p.parse::<u32>().ok()) else { continue };
+        // `rtscope-<pid>` (threshold tracing) or `rtscope-<pid>-<what>` (a tracer probe).
+        let Some(pid) = name.strip_prefix("rtscope-").and_then(|p| p.split('-').next()).and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
         let alive = std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "rtscope");
         if !alive && (Instance { dir: e.path() }).remove().is_ok() {
             removed.push(name);
@@ -125,6 +128,8 @@ impl Instance {
     /// the kernel reports it busy (a reader still has a file open).
     pub fn remove(&self) -> io::Result<()> {
         let _ = self.write("tracing_on", "0");
+        // An instance with a tracer (timerlat, osnoise) set cannot be removed.
+        let _ = self.write("current_tracer", "nop");
         let _ = self.write("events/enable", "0");
         let mut last = Ok(());
         for _ in 0..20 {
@@ -136,5 +141,161 @@ impl Instance {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         last
+    }
+}
+
+/// Reads a control file with one large buffer per read: some (osnoise's
+/// `cpus`) refuse a read smaller than their whole text with EINVAL, which
+/// `std::fs::read_to_string`'s first small read is.
+pub fn read_ctl(path: &Path) -> io::Result<String> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// A non-blocking reader of a `trace_pipe` (consuming: each event is read
+/// once). The kernel's `CPU:N [LOST M EVENTS]` notes are counted per CPU,
+/// not handed on.
+pub struct Pipe {
+    file: std::fs::File,
+    buf: Vec<u8>,
+    carry: Vec<u8>,
+    /// Events the ring buffer dropped before they were read, by CPU.
+    pub lost: std::collections::BTreeMap<usize, u64>,
+}
+
+impl Pipe {
+    /// Opens `<dir>/trace_pipe` (an instance's or the top level's).
+    pub fn open(dir: &Path) -> io::Result<Pipe> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = dir.join("trace_pipe");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        Ok(Pipe { file, buf: vec![0; 64 * 1024], carry: Vec::new(), lost: Default::default() })
+    }
+
+    /// Waits up to `timeout_ms` for events (poll(2)), then hands every whole
+    /// line read to `f`. Returns the number of lines; 0 when none came.
+    pub fn read_lines(&mut self, timeout_ms: i32, f: &mut dyn FnMut(&str)) -> io::Result<usize> {
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        let mut pfd = libc::pollfd { fd: self.file.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd for the duration of the call.
+        let r = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::Interrupted { Ok(0) } else { Err(e) };
+        }
+        let mut lines = 0;
+        loop {
+            let n = match self.file.read(&mut self.buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::Interrupted => break,
+                Err(e) => return Err(e),
+            };
+            self.carry.extend_from_slice(&self.buf[..n]);
+            let Some(end) = self.carry.iter().rposition(|&b| b == b'\n') else { continue };
+            let whole: Vec<u8> = self.carry.drain(..=end).collect();
+            for line in String::from_utf8_lossy(&whole).lines() {
+                if let Some((cpu, n)) = lost_note(line) {
+                    *self.lost.entry(cpu).or_default() += n;
+                } else {
+                    f(line);
+                }
+                lines += 1;
+            }
+        }
+        Ok(lines)
+    }
+}
+
+/// `CPU:3 [LOST 120 EVENTS]` → (3, 120).
+fn lost_note(line: &str) -> Option<(usize, u64)> {
+    let rest = line.trim().strip_prefix("CPU:")?;
+    let (cpu, rest) = rest.split_once(' ')?;
+    let n = rest.trim().strip_prefix("[LOST ")?.strip_suffix(" EVENTS]")?;
+    Some((cpu.parse().ok()?, n.parse().ok()?))
+}
+
+/// One text line of a tracer's output, split into what every line has:
+/// `TASK-PID [CPU] FLAGS TIMESTAMP: BODY`.
+#[derive(Debug, PartialEq)]
+pub struct Line<'a> {
+    pub cpu: usize,
+    /// The timestamp in ns of the instance's trace clock (`mono`: CLOCK_MONOTONIC).
+    pub ts_ns: u64,
+    pub body: &'a str,
+}
+
+/// Splits a trace line; None for comments, notes and anything else.
+pub fn split_line(line: &str) -> Option<Line<'_>> {
+    // The CPU is the first `[digits]` (a task name may hold spaces, not this).
+    let mut from = 0;
+    let (cpu, after) = loop {
+        let open = from + line[from..].find('[')?;
+        let close = open + line[open..].find(']')?;
+        let inner = &line[open + 1..close];
+        if !inner.is_empty() && inner.bytes().all(|b| b.is_ascii_digit()) {
+            break (inner.parse().ok()?, &line[close + 1..]);
+        }
+        from = open + 1;
+    };
+    // FLAGS, then the timestamp ending in ':'.
+    let (_flags, rest) = after.trim_start().split_once(char::is_whitespace)?;
+    let (ts, body) = rest.trim_start().split_once(':')?;
+    Some(Line { cpu, ts_ns: parse_ts(ts)?, body: body.trim() })
+}
+
+/// `12.345678` (seconds, up to 9 decimals) → ns.
+fn parse_ts(ts: &str) -> Option<u64> {
+    let (s, frac) = ts.split_once('.').unwrap_or((ts, ""));
+    if frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let scale = 10u64.pow(9 - frac.len() as u32);
+    let f = if frac.is_empty() { 0 } else { frac.parse::<u64>().ok()? };
+    s.trim().parse::<u64>().ok()?.checked_mul(1_000_000_000)?.checked_add(f * scale)
+}
+
+/// The ring buffer's own counters of one CPU (`per_cpu/cpuN/stats`):
+/// events overwritten before they were read plus events dropped.
+pub fn cpu_overrun(dir: &Path, cpu: usize) -> u64 {
+    let text = std::fs::read_to_string(dir.join(format!("per_cpu/cpu{cpu}/stats"))).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(k, _)| matches!(k.trim(), "overrun" | "dropped events"))
+        .filter_map(|(_, v)| v.trim().parse::<u64>().ok())
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_lines_split_into_cpu_time_and_body() {
+        let l = split_line("           <...>-173     [000] .......     4.538311: #1     context thread timer_latency   1397098 ns").unwrap();
+        assert_eq!(l, Line { cpu: 0, ts_ns: 4_538_311_000, body: "#1     context thread timer_latency   1397098 ns" });
+        let l = split_line("  kworker/u4:1 [x]-55 [001] d..h1..  10.145566123: irq_noise: local_timer:236 start 1.2 duration 5 ns").unwrap();
+        assert_eq!((l.cpu, l.ts_ns), (1, 10_145_566_123));
+        assert!(l.body.starts_with("irq_noise:"));
+        assert_eq!(split_line("# tracer: timerlat"), None);
+        assert_eq!(split_line("#              | |         |   |||||||      |         |"), None);
+        assert_eq!(lost_note("CPU:1 [LOST 42 EVENTS]"), Some((1, 42)));
+        assert_eq!(lost_note("CPU:1 [LOST x EVENTS]"), None);
     }
 }

@@ -1,0 +1,553 @@
+//! The kernel's latency tracers behind the `timerlat`, `osnoise` and `hwlat`
+//! probes (Linux Documentation/trace/timerlat-tracer.rst,
+//! osnoise-tracer.rst, hwlat_detector.rst): whether this kernel has one and
+//! no one else uses it ([`check`]), setting it up and putting every setting
+//! back ([`TracerRun`]).
+//!
+//! Hygiene, as for threshold tracing:
+//! - timerlat and osnoise run in a tracefs instance of rtscope's own
+//!   (`instances/rtscope-<pid>-<tracer>`); hwlat, which the kernel allows at
+//!   the top level only, runs there, and only when the top level is unused
+//!   (current_tracer `nop`, no event set).
+//! - Their settings are global (`osnoise/*`, `tracing_thresh`,
+//!   `hwlat_detector/*`; for hwlat also the top level's `tracing_cpumask`,
+//!   `trace_clock`): the old value of every file rtscope writes is kept, in
+//!   memory and in `/run/rtscope/tracer-<pid>`, and written back when the
+//!   probe run ends — normally, on an error, on Ctrl-C (the guard's `Drop`).
+//!   After a SIGKILL the next tracer run finds the file of the dead process,
+//!   writes its values back and removes it, as it removes the dead run's
+//!   instance.
+//! - A second run that asks for a tracer in use is refused with exit 2
+//!   before anything is measured or written ([`check`]).
+//!
+//! The samples are read as text from `trace_pipe`: at a 1 ms period that is
+//! two lines per CPU per millisecond (timerlat), which the kernel formats in
+//! about a microsecond each; reading `trace_pipe_raw` would save that but
+//! needs the ring buffer's page format and each event's binary layout.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::model::SetupStep;
+use crate::sys::sched::Policy;
+use crate::sys::tracefs::{self, Instance, Pipe};
+
+/// One of the kernel's latency tracers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Timerlat,
+    Osnoise,
+    Hwlat,
+}
+
+impl Kind {
+    /// The probe that runs it, if `probe` is one.
+    pub fn of_probe(probe: &str) -> Option<Kind> {
+        match probe {
+            "timerlat" => Some(Kind::Timerlat),
+            "osnoise" => Some(Kind::Osnoise),
+            "hwlat" => Some(Kind::Hwlat),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Timerlat => "timerlat",
+            Kind::Osnoise => "osnoise",
+            Kind::Hwlat => "hwlat",
+        }
+    }
+    /// The kernel option that builds it.
+    pub fn config(self) -> &'static str {
+        match self {
+            Kind::Timerlat => "CONFIG_TIMERLAT_TRACER",
+            Kind::Osnoise => "CONFIG_OSNOISE_TRACER",
+            Kind::Hwlat => "CONFIG_HWLAT_TRACER",
+        }
+    }
+    /// The user-space probe that measures the nearest thing without it.
+    fn instead(self) -> &'static str {
+        match self {
+            Kind::Timerlat => "--probe timer (the timer latency of a user thread, cyclictest's method)",
+            Kind::Osnoise | Kind::Hwlat => "--probe noise (gaps in a busy user-space loop, oslat's method)",
+        }
+    }
+    /// The kernel allows it in an instance (hwlat: top level only).
+    fn in_instance(self) -> bool {
+        self != Kind::Hwlat
+    }
+    /// Tracers that cannot run beside it: timerlat and osnoise share the
+    /// `osnoise/` settings and the kernel runs one of them at a time.
+    fn rivals(self) -> &'static [&'static str] {
+        match self {
+            Kind::Timerlat | Kind::Osnoise => &["timerlat", "osnoise"],
+            Kind::Hwlat => &["hwlat"],
+        }
+    }
+}
+
+/// The tracers this kernel offers (the top level's `available_tracers`),
+/// or None when tracefs is not mounted or not readable.
+pub fn available() -> Option<Vec<String>> {
+    let dir = tracefs::find_mounted()?;
+    let text = tracefs::read_ctl(&dir.join("available_tracers")).ok()?;
+    Some(text.split_whitespace().map(str::to_string).collect())
+}
+
+/// Why the probe of `kind` cannot run here now — the text of an exit-2
+/// error naming what to do — or None when it can.
+pub fn check(kind: Kind) -> Option<String> {
+    let flag = format!("--probe {}", kind.name());
+    let Some(dir) = tracefs::find_mounted() else {
+        return Some(format!(
+            "{flag}: tracefs is not mounted (looked at /sys/kernel/tracing and /sys/kernel/debug/tracing); mount it as root (mount -t tracefs nodev /sys/kernel/tracing) or use {}",
+            kind.instead()
+        ));
+    };
+    let tracers = available().unwrap_or_default();
+    if !tracers.iter().any(|t| t == kind.name()) {
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|r| r.trim().to_string()).unwrap_or_else(|_| "unknown".into());
+        return Some(format!(
+            "{flag}: this kernel ({release}) has no {} tracer: it was built without {}=y (tracers it has: {}); use {} instead, or boot a kernel built with it (Debian's linux-image-rt-amd64 has it; see lab/kernel-lab)",
+            kind.name(),
+            kind.config(),
+            if tracers.is_empty() { "none".to_string() } else { tracers.join(" ") },
+            kind.instead()
+        ));
+    }
+    if !writable(&dir.join("current_tracer")) {
+        return Some(format!(
+            "{flag}: setting up the kernel's {} tracer needs root (tracefs is writable by root only); run as root or use {}",
+            kind.name(),
+            kind.instead()
+        ));
+    }
+    user_of(&dir, kind).map(|who| {
+        format!(
+            "{flag}: the kernel's {} tracer is in use by {who}; the kernel runs one at a time and its settings are shared. Wait for it to finish, or stop it (echo nop > <that directory>/current_tracer)",
+            kind.name()
+        )
+    })
+}
+
+fn writable(p: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()) else { return false };
+    // SAFETY: a valid NUL-terminated path; access(2) only reads it.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
+
+/// Who runs a tracer that `kind` cannot run beside (the top level or an
+/// instance), described for the user; instances of dead rtscope runs do
+/// not count (the next run removes them).
+fn user_of(tracefs: &Path, kind: Kind) -> Option<String> {
+    let current = |d: &Path| tracefs::read_ctl(&d.join("current_tracer")).map(|s| s.trim().to_string()).unwrap_or_default();
+    let top = current(tracefs);
+    if kind.rivals().contains(&top.as_str()) || (kind == Kind::Hwlat && top != "nop") {
+        return Some(format!("the top level of {} (current_tracer: {top})", tracefs.display()));
+    }
+    if kind == Kind::Hwlat {
+        let events = tracefs::read_ctl(&tracefs.join("set_event")).unwrap_or_default();
+        if !events.trim().is_empty() {
+            return Some(format!(
+                "the top level of {} (events enabled: {}); hwlat can run only at the top level",
+                tracefs.display(),
+                events.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+            ));
+        }
+    }
+    for e in std::fs::read_dir(tracefs.join("instances")).ok()?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let t = current(&e.path());
+        if !kind.rivals().contains(&t.as_str()) {
+            continue;
+        }
+        let pid = name.strip_prefix("rtscope-").and_then(|p| p.split('-').next()).and_then(|p| p.parse::<u32>().ok());
+        match pid {
+            Some(pid) if !alive_rtscope(pid) => continue,
+            Some(pid) => return Some(format!("another rtscope run (pid {pid}, instance {name}, tracer {t})")),
+            None => return Some(format!("tracefs instance {} (tracer {t})", e.path().display())),
+        }
+    }
+    None
+}
+
+fn alive_rtscope(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "rtscope")
+}
+
+/// Where the old values of the settings a tracer run changed are kept
+/// until it ends (one file per run, `tracer-<pid>`).
+const STATE_DIR: &str = "/run/rtscope";
+
+/// A kernel tracer set up for one probe run. Dropping it stops the tracer,
+/// removes the instance and writes every changed setting back.
+pub struct TracerRun {
+    kind: Kind,
+    tracefs: PathBuf,
+    /// The instance, or None at the top level (hwlat).
+    instance: Option<Instance>,
+    /// (file relative to tracefs, old value), in the order written.
+    saved: Vec<(String, String)>,
+    state: PathBuf,
+    /// What rtscope wrote, for the result (`tracer.settings`).
+    pub settings: BTreeMap<String, String>,
+}
+
+impl TracerRun {
+    /// Undoes what dead runs left, then sets `global` (files relative to
+    /// tracefs, written in this order) and starts the tracer.
+    pub fn start(kind: Kind, global: &[(&str, String)]) -> anyhow::Result<TracerRun> {
+        let (tracefs, _) = tracefs::find_or_mount().map_err(|e| anyhow::anyhow!("tracefs: {e}"))?;
+        tracefs::remove_stale_instances(&tracefs);
+        restore_stale(&tracefs);
+        if let Some(who) = user_of(&tracefs, kind) {
+            anyhow::bail!("the kernel's {} tracer is in use by {who}", kind.name());
+        }
+        let pid = std::process::id();
+        let instance = if kind.in_instance() {
+            let i = Instance::create(&tracefs, &format!("rtscope-{pid}-{}", kind.name()))?;
+            i.write("tracing_on", "0")?;
+            i.write("trace_clock", "mono")?;
+            Some(i)
+        } else {
+            None
+        };
+        let _ = std::fs::create_dir_all(STATE_DIR);
+        let mut run = TracerRun {
+            kind,
+            tracefs,
+            instance,
+            saved: Vec::new(),
+            state: Path::new(STATE_DIR).join(format!("tracer-{pid}")),
+            settings: BTreeMap::new(),
+        };
+        if run.instance.is_none() {
+            run.set("tracing_on", "0")?;
+            run.set("current_tracer", "nop")?;
+            run.set("trace_clock", "mono")?;
+        }
+        for (file, value) in global {
+            run.set(file, value)?;
+            run.settings.insert(file.to_string(), value.clone());
+        }
+        run.write_here("trace", "")?;
+        run.write_here("current_tracer", kind.name())?;
+        run.write_here("tracing_on", "1")?;
+        Ok(run)
+    }
+
+    /// Where the tracer writes: the instance's directory or tracefs itself.
+    pub fn dir(&self) -> &Path {
+        self.instance.as_ref().map(|i| i.dir()).unwrap_or(&self.tracefs)
+    }
+
+    /// "rtscope-<pid>-timerlat" or "top level".
+    pub fn where_name(&self) -> String {
+        match &self.instance {
+            Some(i) => i.dir().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            None => "top level".to_string(),
+        }
+    }
+
+    /// Sets a global (or top-level) file, keeping its old value first.
+    pub fn set(&mut self, file: &str, value: &str) -> anyhow::Result<()> {
+        let path = self.tracefs.join(file);
+        let old = tracefs::read_ctl(&path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        self.saved.push((file.to_string(), current_value(&old)));
+        self.save_state();
+        std::fs::write(&path, value)
+            .map_err(|e| anyhow::anyhow!("could not set {} to {value:?} for the {} tracer: {e}", path.display(), self.kind.name()))
+    }
+
+    /// Writes a file of the tracer's own directory (not kept: the instance
+    /// goes, and the top level's files written here were saved by `start`).
+    fn write_here(&self, file: &str, value: &str) -> anyhow::Result<()> {
+        let path = self.dir().join(file);
+        std::fs::write(&path, value)
+            .map_err(|e| anyhow::anyhow!("could not write {value:?} to {} for the {} tracer: {e}", path.display(), self.kind.name()))
+    }
+
+    /// The tracer's output, to read samples from.
+    pub fn pipe(&self) -> io::Result<Pipe> {
+        Pipe::open(self.dir())
+    }
+
+    /// Stops recording (the samples in the buffer can still be read).
+    pub fn stop(&self) {
+        let _ = self.write_here("tracing_on", "0");
+    }
+
+    /// Events the ring buffer of `cpu` overwrote or dropped.
+    pub fn overrun(&self, cpu: usize) -> u64 {
+        tracefs::cpu_overrun(self.dir(), cpu)
+    }
+
+    /// Sets the tracer's per-CPU kernel threads (`<prefix>/<cpu>`, e.g.
+    /// `timerlat/0`) to `policy`/`priority`, waiting up to a second for them
+    /// to appear; one set-up step per CPU.
+    pub fn set_kthreads(&self, prefix: &str, cpus: &[usize], policy: Policy, priority: u8) -> Vec<SetupStep> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        let mut found = kthreads(prefix);
+        while cpus.iter().any(|c| !found.contains_key(c)) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            found = kthreads(prefix);
+        }
+        cpus.iter()
+            .map(|cpu| {
+                let step = format!("sched_{}[{prefix}/{cpu}]", policy.name());
+                match found.get(cpu) {
+                    None => SetupStep::failed(step, format!("the tracer's thread {prefix}/{cpu} did not appear; it runs at the kernel's default priority")),
+                    Some(&pid) => match crate::sys::sched::set_policy_of(pid, policy, priority) {
+                        Ok(()) => SetupStep::ok(step, format!("pid {pid}, priority {}", if policy == Policy::Other { 0 } else { priority })),
+                        Err(e) => SetupStep::failed(step, format!("pid {pid}: {e}")),
+                    },
+                }
+            })
+            .collect()
+    }
+
+    fn save_state(&self) {
+        let mut text = format!("{}\n", self.tracefs.display());
+        for (f, v) in &self.saved {
+            text.push_str(&format!("{f}\t{v}\n"));
+        }
+        let _ = std::fs::write(&self.state, text);
+    }
+}
+
+impl Drop for TracerRun {
+    fn drop(&mut self) {
+        let _ = self.write_here("tracing_on", "0");
+        let _ = self.write_here("current_tracer", "nop");
+        if let Some(i) = &self.instance {
+            let _ = i.remove();
+        } else {
+            let _ = self.write_here("trace", "");
+        }
+        restore(&self.tracefs, &self.saved);
+        let _ = std::fs::remove_file(&self.state);
+    }
+}
+
+/// Writes saved values back, last first (the kernel checks some pairs,
+/// e.g. osnoise's runtime ≤ period, so the reverse order always passes).
+fn restore(tracefs: &Path, saved: &[(String, String)]) {
+    for (file, value) in saved.iter().rev() {
+        let _ = std::fs::write(tracefs.join(file), value);
+    }
+}
+
+/// The state files of dead rtscope runs: their settings written back, the
+/// files removed.
+fn restore_stale(tracefs: &Path) {
+    let Ok(rd) = std::fs::read_dir(STATE_DIR) else { return };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix("tracer-").and_then(|p| p.parse::<u32>().ok()) else { continue };
+        if pid == std::process::id() || alive_rtscope(pid) {
+            continue;
+        }
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        let mut lines = text.lines();
+        let dir = lines.next().map(PathBuf::from).unwrap_or_else(|| tracefs.to_path_buf());
+        let saved: Vec<(String, String)> =
+            lines.filter_map(|l| l.split_once('\t')).map(|(f, v)| (f.to_string(), v.to_string())).collect();
+        restore(&dir, &saved);
+        let _ = std::fs::remove_file(e.path());
+    }
+}
+
+/// A control file's value as it can be written back: the bracketed choice
+/// of a list (`none [round-robin] per-cpu` → `round-robin`), else the text.
+fn current_value(text: &str) -> String {
+    let t = text.trim();
+    match (t.find('['), t.find(']')) {
+        (Some(a), Some(b)) if a < b => t[a + 1..b].to_string(),
+        _ => t.to_string(),
+    }
+}
+
+/// pid of each `<prefix>/<cpu>` kernel thread.
+fn kthreads(prefix: &str) -> BTreeMap<usize, i32> {
+    let mut out = BTreeMap::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else { return out };
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<i32>().ok()) else { continue };
+        let Ok(comm) = std::fs::read_to_string(e.path().join("comm")) else { continue };
+        if let Some(cpu) = comm.trim().strip_prefix(prefix).and_then(|r| r.strip_prefix('/')).and_then(|c| c.parse().ok()) {
+            out.insert(cpu, pid);
+        }
+    }
+    out
+}
+
+/// The distinct CPUs of a run, in order.
+pub fn distinct_cpus(cpus: &[usize]) -> Vec<usize> {
+    let mut v = cpus.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// `cpus` as the hex mask `tracing_cpumask` takes.
+pub fn cpumask(cpus: &[usize]) -> String {
+    let top = cpus.iter().copied().max().unwrap_or(0);
+    let mut words = vec![0u32; top / 32 + 1];
+    for &c in cpus {
+        words[c / 32] |= 1 << (c % 32);
+    }
+    words.iter().rev().map(|w| format!("{w:08x}")).collect::<Vec<_>>().join(",")
+}
+
+/// The tracer's summary for one CPU's entries.
+pub fn stats(run: &TracerRun, lost: u64, overrun: u64, missing: u64) -> crate::model::TracerStats {
+    crate::model::TracerStats {
+        tracer: run.kind.name().to_string(),
+        instance: run.where_name(),
+        settings: run.settings.clone(),
+        lost_events: lost,
+        overrun,
+        missing,
+    }
+}
+
+/// Reads the tracer's lines until `end_ns` (CLOCK_MONOTONIC) passes or
+/// `stop` is raised, then stops the tracer and reads what is left. `f` gets
+/// every line stamped within `[start_ns, end_ns]` on one of `cpus`.
+pub fn read_until(
+    run: &TracerRun,
+    pipe: &mut Pipe,
+    span: (u64, u64),
+    stop: &std::sync::atomic::AtomicBool,
+    f: &mut dyn FnMut(tracefs::Line<'_>),
+) -> io::Result<()> {
+    let (start_ns, end_ns) = span;
+    let mut keep = |line: &str| {
+        if let Some(l) = tracefs::split_line(line) {
+            if l.ts_ns >= start_ns && l.ts_ns <= end_ns {
+                f(l);
+            }
+        }
+    };
+    loop {
+        let now = crate::sys::time::now_ns();
+        if now >= end_ns || stop.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        let wait_ms = ((end_ns - now) / 1_000_000).clamp(1, 100) as i32;
+        pipe.read_lines(wait_ms, &mut keep)?;
+    }
+    run.stop();
+    while pipe.read_lines(0, &mut keep)? > 0 {}
+    Ok(())
+}
+
+/// One recorder per (CPU, variant) of a tracer probe, and what the tracer
+/// lost per CPU.
+pub struct Series {
+    pub cpus: Vec<usize>,
+    pub variants: Vec<&'static str>,
+    /// `recs[cpu index][variant index]`.
+    pub recs: Vec<Vec<super::recorder::Recorder>>,
+    pub missing: Vec<u64>,
+}
+
+impl Series {
+    /// Recorders for every CPU × variant, registered with the live view.
+    pub fn new(ctx: &super::ProbeCtx<'_>, cpus: &[usize], variants: &[&'static str], interval_ns: u64) -> Series {
+        let tail_k = super::recorder::tail_capacity(ctx.run.duration_ns, interval_ns);
+        let recs: Vec<Vec<_>> = (0..cpus.len())
+            .map(|i| {
+                variants
+                    .iter()
+                    .map(|_| {
+                        let r = super::recorder::Recorder::with_tail(i, ctx.run.duration_ns, ctx.run.worst_k, tail_k);
+                        ctx.board.register(r.live());
+                        r
+                    })
+                    .collect()
+            })
+            .collect();
+        Series { cpus: cpus.to_vec(), variants: variants.to_vec(), recs, missing: vec![0; cpus.len()] }
+    }
+
+    /// An error when the tracer gave nothing in a whole run (not stopped
+    /// early): a tracer that runs but is not read must not look like a
+    /// quiet machine.
+    pub fn check_any(&self, kind: Kind, ctx: &super::ProbeCtx<'_>) -> anyhow::Result<()> {
+        let samples: u64 = self.recs.iter().flatten().map(|r| r.samples()).sum();
+        if samples == 0 && !ctx.stop.load(std::sync::atomic::Ordering::Relaxed) && !self.variants.is_empty() {
+            anyhow::bail!(
+                "the kernel's {} tracer gave no sample on CPUs {} in {}; see its output with `cat /sys/kernel/tracing/trace` after `echo {} > /sys/kernel/tracing/current_tracer`",
+                kind.name(),
+                crate::units::cpu_list_str(&self.cpus),
+                crate::units::fmt_ns(ctx.run.duration_ns),
+                kind.name()
+            );
+        }
+        Ok(())
+    }
+
+    /// The recorder of `cpu` (a CPU number) and `variant`, if measured.
+    pub fn get(&mut self, cpu: usize, variant: usize) -> Option<&mut super::recorder::Recorder> {
+        let i = self.cpus.iter().position(|&c| c == cpu)?;
+        self.recs.get_mut(i)?.get_mut(variant)
+    }
+
+    /// One outcome per CPU and variant; the set-up steps ride on the first,
+    /// `extra(cpu index, variant index)` fills the rest of each.
+    pub fn into_outcomes(
+        self,
+        run: &TracerRun,
+        pipe: &Pipe,
+        interval_ns: u64,
+        setup: Vec<SetupStep>,
+        extra: &dyn Fn(usize, usize) -> super::Extra,
+    ) -> Vec<super::ThreadOutcome> {
+        let mut setup = Some(setup);
+        let mut out = Vec::new();
+        for (i, recs) in self.recs.into_iter().enumerate() {
+            let cpu = self.cpus[i];
+            let lost = pipe.lost.get(&cpu).copied().unwrap_or(0);
+            for (v, recorder) in recs.into_iter().enumerate() {
+                let mut e = extra(i, v);
+                e.tracer = Some(stats(run, lost, run.overrun(cpu), self.missing[i]));
+                out.push(super::ThreadOutcome {
+                    thread: i,
+                    cpu: Some(cpu),
+                    variant: Some(self.variants[v].to_string()),
+                    interval_ns,
+                    recorder,
+                    setup: setup.take().unwrap_or_default(),
+                    error: None,
+                    extra: e,
+                });
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bracketed_choice_and_cpu_masks() {
+        assert_eq!(current_value("none [round-robin] per-cpu\n"), "round-robin");
+        assert_eq!(current_value("[local] global counter mono\n"), "local");
+        assert_eq!(current_value("1000\n"), "1000");
+        assert_eq!(cpumask(&[0, 1]), "00000003");
+        assert_eq!(cpumask(&[1, 33]), "00000002,00000002");
+        assert_eq!(distinct_cpus(&[1, 0, 1]), vec![0, 1]);
+    }
+
+    #[test]
+    fn probes_name_their_tracer() {
+        assert_eq!(Kind::of_probe("timerlat"), Some(Kind::Timerlat));
+        assert_eq!(Kind::of_probe("timer"), None);
+        assert_eq!(Kind::Hwlat.config(), "CONFIG_HWLAT_TRACER");
+        assert!(!Kind::Hwlat.in_instance());
+    }
+}
