@@ -246,3 +246,102 @@ fn failures_are_reported_with_the_console_tail() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/vmlinuz"));
 }
+
+/// Entries of `probe` in a result.
+fn entries<'a>(run: &'a serde_json::Value, probe: &str) -> Vec<&'a serde_json::Value> {
+    run["results"].as_array().unwrap().iter().filter(|r| r["probe"] == probe).collect()
+}
+
+/// The kernel's latency tracers as probes, in the -rt guest (the stock
+/// kernel and this VM's have none): timerlat samples on both CPUs, the IRQ
+/// latency below the thread latency it is part of, osnoise's interference
+/// counts and hwlat's windows present, every tracer in its place.
+#[test]
+fn rt_kernel_tracers_run_as_probes() {
+    let _guard = guest_lock();
+    if !lab_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("tracers.json");
+    let out = run_lab(
+        &["--kernel", "rt", "--out", out_file.to_str().unwrap()],
+        &["-D", "3s", "-i", "1000", "--probe", "timerlat,osnoise,hwlat"],
+    );
+    assert!(out.status.success(), "kernel-lab failed: {}", String::from_utf8_lossy(&out.stderr));
+    let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let merged = |probe: &str, variant: &str| -> serde_json::Value {
+        entries(&run, probe)
+            .into_iter()
+            .find(|r| r["variant"] == variant && r["thread"].is_null())
+            .unwrap_or_else(|| panic!("no merged {probe} {variant} entry"))
+            .clone()
+    };
+
+    // timerlat: both contexts on both guest CPUs; irq is part of thread.
+    let tl = entries(&run, "timerlat");
+    for variant in ["irq", "thread"] {
+        let cpus: Vec<u64> = tl.iter().filter(|r| r["variant"] == variant && !r["cpu"].is_null()).map(|r| r["cpu"].as_u64().unwrap()).collect();
+        assert_eq!(cpus, vec![0, 1], "timerlat {variant} entries per CPU");
+    }
+    let (irq, thread) = (merged("timerlat", "irq"), merged("timerlat", "thread"));
+    let samples = |r: &serde_json::Value| r["samples"].as_u64().unwrap();
+    assert!(samples(&irq) > 0 && samples(&thread) > 0, "irq {} thread {}", irq["samples"], thread["samples"]);
+    let mean = |r: &serde_json::Value| r["mean_ns"].as_f64().unwrap();
+    assert!(mean(&irq) <= mean(&thread), "irq mean {} > thread mean {}", mean(&irq), mean(&thread));
+    let tracer = &irq["tracer"];
+    assert_eq!(tracer["tracer"], "timerlat");
+    assert!(tracer["instance"].as_str().unwrap().starts_with("rtscope-"), "{tracer}");
+    assert_eq!(tracer["settings"]["osnoise/timerlat_period_us"], "1000", "{tracer}");
+    for key in ["lost_events", "overrun", "missing"] {
+        assert!(tracer[key].is_u64(), "tracer.{key}: {tracer}");
+    }
+    let steps = run["realtime_setup"]["steps"].to_string();
+    assert!(steps.contains("timerlat/0") && steps.contains("timerlat/1"), "no set-up step for the tracer's threads: {steps}");
+
+    // osnoise: periods, the CPU time they cover, interference by class.
+    let noise = merged("osnoise", "noise");
+    assert!(samples(&noise) > 0, "{noise}");
+    assert!(noise["noise"]["loop_ns"].as_u64().unwrap() > 0, "{}", noise["noise"]);
+    for class in ["hw", "nmi", "irq", "softirq", "thread"] {
+        assert!(noise["interference"][class].is_u64(), "interference.{class}: {}", noise["interference"]);
+    }
+    let single = merged("osnoise", "single");
+    assert_eq!(samples(&single), samples(&noise), "one longest gap per period");
+    assert!(single["max_ns"].as_u64() <= noise["max_ns"].as_u64(), "a period's longest gap is part of its noise");
+
+    // hwlat: at the top level, with the window rtscope set.
+    for variant in ["inner", "outer"] {
+        let h = merged("hwlat", variant);
+        assert_eq!(h["tracer"]["instance"], "top level", "{}", h["tracer"]);
+        assert_eq!(h["tracer"]["settings"]["hwlat_detector/window"], "100000", "{}", h["tracer"]);
+    }
+}
+
+/// A tracer someone else runs (here a tracefs instance with osnoise set
+/// before rtscope starts): `--probe timerlat` is refused with exit 2 naming
+/// that instance, and the other user's tracer is left as it was.
+#[test]
+fn rt_kernel_tracer_in_use_is_refused() {
+    let _guard = guest_lock();
+    if !lab_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("busy.json");
+    let out = run_lab(
+        &[
+            "--kernel",
+            "rt",
+            "--out",
+            out_file.to_str().unwrap(),
+            "--guest-load-cmd",
+            "mkdir /sys/kernel/tracing/instances/other && echo osnoise > /sys/kernel/tracing/instances/other/current_tracer",
+        ],
+        &["-D", "1s", "--probe", "timerlat"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("instances/other (tracer osnoise)"), "the message names the user: {stderr}");
+    assert!(!out_file.exists());
+}

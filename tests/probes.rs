@@ -342,3 +342,39 @@ fn ctrl_c_ends_a_two_thread_probe_at_once_and_keeps_its_samples() {
     assert!(u(&first["samples"]) > 100, "{}", first["samples"]);
     assert!(variants(&run, "switch").is_empty(), "switch must not start after the stop");
 }
+
+/// The kernel-tracer probes on a kernel without the tracer (this project's
+/// development VM has none of the three): exit 2 naming the missing
+/// CONFIG_*_TRACER and the user-space probe to use instead, nothing written.
+/// Where the host kernel has a tracer, its half is skipped with the reason
+/// (the -rt guest of tests/kernel_lab.rs runs them for real).
+#[test]
+fn tracer_probes_need_their_kernel_tracer() {
+    let tracers = std::fs::read_to_string("/sys/kernel/tracing/available_tracers").unwrap_or_default();
+    for (probe, config, instead) in [
+        ("timerlat", "CONFIG_TIMERLAT_TRACER", "--probe timer"),
+        ("osnoise", "CONFIG_OSNOISE_TRACER", "--probe noise"),
+        ("hwlat", "CONFIG_HWLAT_TRACER", "--probe noise"),
+    ] {
+        if tracers.split_whitespace().any(|t| t == probe) {
+            eprintln!("SKIPPED {probe}: this kernel has the {probe} tracer; tests/kernel_lab.rs checks the probe");
+            continue;
+        }
+        let db = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("r.json");
+        let out = Command::new(env!("CARGO_BIN_EXE_rtscope"))
+            .env("RTSCOPE_DB", db.path().join("h.db"))
+            .args(["run", "--probe", &format!("timer,{probe}"), "-D", "1s", "--json"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{probe}: {err}");
+        for needle in [&format!("--probe {probe}"), config, instead] {
+            assert!(err.contains(needle), "{probe}: message lacks '{needle}': {err}");
+        }
+        assert!(!file.exists(), "{probe}: a refused run wrote a result");
+        assert!(!db.path().join("h.db").exists(), "{probe}: a refused run touched the history");
+    }
+}
