@@ -537,7 +537,7 @@ fn real_host_run_succeeds() {
     assert!(text.contains("preempt.model") && text.contains(" ok\n"), "{text}");
     let out = Command::cargo_bin("rtscope").unwrap().args(["doctor", "--json"]).output().unwrap();
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc["findings"].as_array().unwrap().len(), 23);
+    assert_eq!(doc["findings"].as_array().unwrap().len(), 24);
 }
 
 /// Golden: the doctor JSON of the tuned host, byte for byte (findings,

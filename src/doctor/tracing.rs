@@ -25,7 +25,8 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let mut ours_live = Vec::new();
     for name in ctx.list(&format!("{root}/instances")) {
         let dir = format!("{root}/instances/{name}");
-        let rtscope_pid = name.strip_prefix("rtscope-").and_then(|p| p.parse::<u32>().ok());
+        // rtscope-<pid> (threshold tracing) or rtscope-<pid>-<tracer> (a tracer probe).
+        let rtscope_pid = name.strip_prefix("rtscope-").and_then(|p| p.split('-').next()).and_then(|p| p.parse::<u32>().ok());
         if let Some(pid) = rtscope_pid {
             let alive = ctx.value(&format!("/proc/{pid}/comm")).is_some_and(|c| c == "rtscope");
             if alive {
@@ -76,7 +77,31 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             ))
     };
     out.push(f.evidence(ev));
+    out.push(latency_tracers(ctx, root));
     out
+}
+
+/// Which of the kernel's latency tracers (the `timerlat`, `osnoise` and
+/// `hwlat` probes) this kernel has.
+fn latency_tracers(ctx: &Ctx, root: &str) -> Finding {
+    let (ev, list) = ctx.read(&format!("{root}/available_tracers"));
+    let list = list.unwrap_or_default();
+    let all = [("timerlat", "CONFIG_TIMERLAT_TRACER"), ("osnoise", "CONFIG_OSNOISE_TRACER"), ("hwlat", "CONFIG_HWLAT_TRACER")];
+    let has: Vec<&str> = all.iter().map(|(t, _)| *t).filter(|t| list.split_whitespace().any(|x| x == *t)).collect();
+    let missing: Vec<String> = all.iter().filter(|(t, _)| !has.contains(t)).map(|(t, c)| format!("{t} ({c})")).collect();
+    let f = if missing.is_empty() {
+        Finding::new("tracing.tracers", Severity::Ok, "The kernel has the timerlat, osnoise and hwlat tracers")
+            .why("`--probe timerlat` splits timer latency into IRQ and thread latency, `--probe osnoise` counts OS noise by class, `--probe hwlat` finds hardware stalls (opt-in: it spins with interrupts off).")
+    } else {
+        let mut f = Finding::new("tracing.tracers", Severity::Info, format!("The kernel lacks latency tracers: {}", missing.join(", ")))
+            .why("The probes of the same names need them; without them `--probe timer` and `--probe noise` measure from user space.")
+            .fix("Boot a kernel built with them (Debian's linux-image-rt-amd64 has all three) to use those probes.");
+        if !has.is_empty() {
+            f = f.why(format!("The probes need their tracer; this kernel has {} only.", has.join(", ")));
+        }
+        f
+    };
+    f.evidence(vec![ev])
 }
 
 /// What makes the buffer at `dir` (top level or an instance) active: its
