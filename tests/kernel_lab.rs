@@ -345,3 +345,46 @@ fn rt_kernel_tracer_in_use_is_refused() {
     assert!(stderr.contains("instances/other (tracer osnoise)"), "the message names the user: {stderr}");
     assert!(!out_file.exists());
 }
+
+/// timerlat's auto analysis (`--trace-threshold`): a SCHED_FIFO 99 busy
+/// loop on guest CPU 0 (util-linux chrt, busybox taskset) holds the
+/// tracer's thread off for hundreds of ms; the late samples name it — the
+/// busybox shell `sh` — as the longest culprit, with the IRQ latency of the
+/// same activation.
+#[test]
+fn rt_kernel_timerlat_names_a_fifo_hog() {
+    let _guard = guest_lock();
+    if !lab_available() || !have("chrt") {
+        eprintln!("kernel_lab: SKIPPED timerlat hog test: needs qemu and util-linux chrt");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("hog.json");
+    let chrt = String::from_utf8(Command::new("sh").args(["-c", "command -v chrt"]).output().unwrap().stdout).unwrap();
+    let out = run_lab(
+        &[
+            "--kernel",
+            "rt",
+            "--out",
+            out_file.to_str().unwrap(),
+            "--include",
+            chrt.trim(),
+            "--guest-load-cmd",
+            "chrt -f 99 taskset -c 0 sh -c 'while :; do i=0; while [ $i -lt 5000 ]; do i=$((i+1)); done; sleep 0.3; done'",
+        ],
+        &["-D", "4s", "-i", "1000", "-a", "0,1", "--probe", "timerlat:thread", "--trace-threshold", "20ms"],
+    );
+    assert!(out.status.success(), "kernel-lab failed: {}", String::from_utf8_lossy(&out.stderr));
+    let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let merged = entries(&run, "timerlat").into_iter().find(|r| r["variant"] == "thread" && r["thread"].is_null()).expect("merged thread entry");
+    let traced: Vec<&serde_json::Value> = merged["worst"].as_array().unwrap().iter().filter_map(|w| w.get("trace")).collect();
+    assert!(!traced.is_empty(), "no late sample analysed: {}", merged["worst"]);
+    let named = traced.iter().filter(|t| t["culprits"][0]["kind"] == "task" && t["culprits"][0]["name"] == "sh").count();
+    assert!(named > 0, "the hog is not the top culprit of any late sample: {traced:?}");
+    for t in &traced {
+        assert!(t["irq_latency_ns"].is_u64(), "no IRQ latency: {t}");
+        let sum: u64 = t["culprits"].as_array().unwrap().iter().map(|c| c["duration_ns"].as_u64().unwrap()).sum();
+        let span = t["end_ns"].as_u64().unwrap() - t["start_ns"].as_u64().unwrap();
+        assert_eq!(sum, span, "culprits add up to the window: {t}");
+    }
+}

@@ -52,9 +52,9 @@ pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInpu
     if probes.is_empty() {
         return Err(BadInput("--probe: no probe given; try --probe timer".into()));
     }
-    if args.trace_threshold.is_some() && !probes.iter().any(|p| p == "timer") {
+    if args.trace_threshold.is_some() && !probes.iter().any(|p| p == "timer" || p == "timerlat") {
         return Err(BadInput(format!(
-            "--trace-threshold: only the timer probe hands late samples to the tracer, and --probe {} has none; add timer (--probe timer,...) or drop --trace-threshold",
+            "--trace-threshold: only the timer and timerlat probes analyse late samples, and --probe {} has neither; add one (--probe timer,...) or drop --trace-threshold",
             probes.join(",")
         )));
     }

@@ -139,6 +139,10 @@ pub struct Extra {
     pub faults: Option<crate::model::Faults>,
     pub tracer: Option<crate::model::TracerStats>,
     pub interference: Option<crate::model::Interference>,
+    /// Late samples a probe analysed itself (`timerlat` with
+    /// `--trace-threshold`), by the sample's `seq`: attached to the entry's
+    /// worst samples of the same CPU and seq.
+    pub windows: Vec<(u64, crate::model::TraceWindow)>,
 }
 
 impl Extra {
@@ -164,6 +168,7 @@ impl Extra {
                 (a, b) => a.clone().or_else(|| b.clone()),
             },
             interference: both(self.interference, o.interference, |a, b| a.merge(b)),
+            windows: self.windows.iter().chain(&o.windows).cloned().collect(),
         }
     }
 
@@ -176,6 +181,11 @@ impl Extra {
         r.faults = self.faults;
         r.tracer = self.tracer.clone();
         r.interference = self.interference;
+        for w in r.worst.iter_mut() {
+            if let Some((_, t)) = self.windows.iter().find(|(seq, t)| *seq == w.seq && t.cpu == w.cpu) {
+                w.trace = Some(t.clone());
+            }
+        }
     }
 }
 

@@ -99,6 +99,9 @@ pub struct Recorder {
     slot_width_ns: u64,
     slots: Vec<Slot>,
     thread: usize,
+    /// The CPU the samples are of, when it is not the recording thread's
+    /// (the tracer probes record other CPUs' samples from one reader).
+    cpu: Option<u32>,
     live: Arc<Live>,
 }
 
@@ -144,6 +147,7 @@ impl Recorder {
             slot_width_ns: width_s * 1_000_000_000,
             slots,
             thread,
+            cpu: None,
             live: Arc::new(Live::default()),
         };
         r.prefault();
@@ -171,6 +175,12 @@ impl Recorder {
     }
 
     /// Shared handle for the live view.
+    /// Samples recorded from now on are of `cpu` (not the recording thread's).
+    pub fn of_cpu(mut self, cpu: usize) -> Recorder {
+        self.cpu = Some(cpu as u32);
+        self
+    }
+
     pub fn live(&self) -> Arc<Live> {
         Arc::clone(&self.live)
     }
@@ -213,7 +223,7 @@ impl Recorder {
 
     #[cold]
     fn push_tail(&mut self, latency: u64, at: u64, seq: u64) {
-        let cpu = crate::sys::sched::current_cpu().unwrap_or(0) as u32;
+        let cpu = self.cpu.unwrap_or_else(|| crate::sys::sched::current_cpu().unwrap_or(0) as u32);
         let w = Reverse(Worst { latency, seq_rev: Reverse(seq), at, cpu, thread: self.thread as u32 });
         if self.tail.len() < self.tail_k {
             // Capacity is tail_k + 1, so this push never reallocates.

@@ -30,6 +30,9 @@ pub struct ProbeRun {
     pub worst_k: usize,
     /// Probe-specific options and the variant selection.
     pub probe: ProbeSettings,
+    /// `--trace-threshold`, for probes that analyse late samples themselves
+    /// (`timerlat`); None in warm-ups.
+    pub trace_threshold_ns: Option<u64>,
 }
 
 impl ProbeRun {

@@ -19,8 +19,11 @@
 //! number never seen counts in `tracer.missing`; `[LOST N EVENTS]` notes in
 //! `tracer.lost_events`; the ring buffer's own overrun in `tracer.overrun`.
 
+use std::collections::VecDeque;
+
 use super::tracer::{self, Kind, Series, TracerRun};
 use super::{Extra, Probe, ProbeCtx, ThreadOutcome};
+use crate::model::{Culprit, Nanos, TraceWindow};
 
 pub struct TimerlatProbe;
 
@@ -52,24 +55,62 @@ impl Probe for TimerlatProbe {
         let setup = run.set_kthreads("timerlat", &cpus, ctx.run.policy, ctx.run.priority);
         run.settings.insert("priority".into(), format!("{} {}", ctx.run.policy.name(), ctx.run.priority));
         let variants: Vec<&'static str> = VARIANTS.iter().copied().filter(|v| ctx.run.probe.wants("timerlat", v)).collect();
+        let threshold = ctx.run.trace_threshold_ns;
+        if threshold.is_some() {
+            let lacking = run.enable_events(NOISE_EVENTS);
+            if !lacking.is_empty() {
+                anyhow::bail!("--trace-threshold: this kernel's timerlat instance lacks the events {}; drop --trace-threshold", lacking.join(", "));
+            }
+            run.settings.insert("events".into(), NOISE_EVENTS.join(" "));
+        }
         let mut series = Series::new(ctx, &cpus, &variants, interval_ns);
         let mut pipe = run.pipe()?;
         // Samples from here on: the kernel threads run at their priority.
         let start = crate::sys::time::now_ns();
         let mut last_id: Vec<Option<u64>> = vec![None; cpus.len()];
+        // Per CPU: the interference of the last 100 ms, the last IRQ sample
+        // (id, latency, out of idle), the analysed late samples.
+        let mut recent: Vec<VecDeque<Noise>> = vec![VecDeque::new(); cpus.len()];
+        let mut last_irq: Vec<Option<(u64, u64, bool)>> = vec![None; cpus.len()];
+        let mut windows: Vec<Vec<(u64, TraceWindow)>> = vec![Vec::new(); cpus.len()];
+        let keep = ctx.run.worst_k.max(1);
         ctx.board.running.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let read = tracer::read_until(&run, &mut pipe, (start, start + ctx.run.duration_ns), ctx.stop, &mut |l| {
-            let Some(s) = parse_sample(l.body) else { return };
             let Some(i) = cpus.iter().position(|&c| c == l.cpu) else { return };
+            let Some(s) = parse_sample(l.body) else {
+                if threshold.is_some() {
+                    if let Some(n) = parse_noise(l.body, l.ts_ns) {
+                        let q = &mut recent[i];
+                        while q.front().is_some_and(|f: &Noise| f.end_ns + 100_000_000 < l.ts_ns) {
+                            q.pop_front();
+                        }
+                        q.push_back(n);
+                    }
+                }
+                return;
+            };
             if s.context == "irq" {
                 if let Some(prev) = last_id[i] {
                     series.missing[i] += s.id.saturating_sub(prev + 1);
                 }
                 last_id[i] = Some(s.id);
+                last_irq[i] = Some((s.id, s.latency_ns, l.task.starts_with("<idle>")));
             }
             if let Some(v) = variants.iter().position(|&v| v == s.context) {
                 if let Some(rec) = series.get(l.cpu, v) {
                     rec.record(s.latency_ns, l.ts_ns - start, s.id);
+                }
+            }
+            if s.context == "thread" && threshold.is_some_and(|t| s.latency_ns > t) {
+                let irq = last_irq[i].filter(|(id, _, _)| *id == s.id).map(|(_, lat, idle)| (lat, idle));
+                let due = l.ts_ns.saturating_sub(s.latency_ns);
+                recent[i].make_contiguous();
+                let w = window(l.cpu, due, l.ts_ns, recent[i].as_slices().0, irq);
+                let ws = &mut windows[i];
+                ws.push((s.id, w));
+                if ws.len() > 4 * keep {
+                    ws.sort_by_key(|(_, w)| std::cmp::Reverse(w.end_ns.0 - w.start_ns.0));
+                    ws.truncate(keep);
                 }
             }
         });
@@ -81,7 +122,12 @@ impl Probe for TimerlatProbe {
             ctx.run.policy.name(),
             ctx.run.priority
         );
-        Ok(series.into_outcomes(&run, &pipe, interval_ns, setup, &|_, _| Extra { note: Some(note.clone()), ..Extra::default() }))
+        let thread_v = variants.iter().position(|&v| v == "thread");
+        Ok(series.into_outcomes(&run, &pipe, interval_ns, setup, &|i, v| Extra {
+            note: Some(note.clone()),
+            windows: if Some(v) == thread_v { windows[i].clone() } else { Vec::new() },
+            ..Extra::default()
+        }))
     }
 }
 
@@ -113,6 +159,98 @@ pub fn parse_sample(body: &str) -> Option<Sample<'_>> {
     Some(Sample { id, context, latency_ns })
 }
 
+/// The osnoise events that name what ran on a CPU while a timer was late
+/// (`--trace-threshold`), enabled in the timerlat instance.
+pub const NOISE_EVENTS: &[&str] = &["osnoise/irq_noise", "osnoise/nmi_noise", "osnoise/softirq_noise", "osnoise/thread_noise"];
+
+/// One stretch of interference: what, and when in the trace clock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Noise {
+    pub kind: &'static str,
+    pub name: String,
+    pub pid: Option<u32>,
+    pub irq: Option<u32>,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// Parses an osnoise event line's body. The event is written when the
+/// interference ends, so it spans [line time − duration, line time] (its
+/// `start` field is in the kernel's local clock, not the instance's).
+pub fn parse_noise(body: &str, ts_ns: u64) -> Option<Noise> {
+    let (event, rest) = body.split_once(':')?;
+    let kind = match event.trim() {
+        "irq_noise" => "irq",
+        "nmi_noise" => "nmi",
+        "softirq_noise" => "softirq",
+        "thread_noise" => "task",
+        _ => return None,
+    };
+    let (what, times) = match rest.find("start ") {
+        Some(i) => (rest[..i].trim(), &rest[i..]),
+        None => return None,
+    };
+    let duration: u64 = times.split_whitespace().skip_while(|w| *w != "duration").nth(1)?.parse().ok()?;
+    let (name, number) = match what.rsplit_once(':') {
+        Some((n, num)) => (n.trim().to_string(), num.trim().parse::<u32>().ok()),
+        None => (if kind == "nmi" { "nmi".to_string() } else { what.to_string() }, None),
+    };
+    let (pid, irq) = if kind == "task" { (number, None) } else { (None, number) };
+    Some(Noise { kind, name, pid, irq, start_ns: ts_ns.saturating_sub(duration), end_ns: ts_ns })
+}
+
+/// What held a CPU from a late timer's due time to its thread running:
+/// the interference inside the window, longest first, the rest as
+/// `unexplained` (IRQ delivery, the scheduler's own path, the hypervisor).
+pub fn window(cpu: usize, start_ns: u64, end_ns: u64, noise: &[Noise], irq: Option<(u64, bool)>) -> TraceWindow {
+    let mut culprits: Vec<Culprit> = Vec::new();
+    let mut inside = 0u32;
+    for n in noise.iter().filter(|n| n.end_ns > start_ns && n.start_ns < end_ns) {
+        inside += 1;
+        let d = n.end_ns.min(end_ns) - n.start_ns.max(start_ns);
+        match culprits.iter_mut().find(|c| c.kind == n.kind && c.name == n.name && c.pid == n.pid) {
+            Some(c) => {
+                c.duration_ns.0 += d;
+                c.count += 1;
+            }
+            None => culprits.push(Culprit {
+                kind: n.kind.to_string(),
+                name: n.name.clone(),
+                pid: n.pid,
+                prio: None,
+                irq: n.irq,
+                duration_ns: Nanos(d),
+                count: 1,
+            }),
+        }
+    }
+    let held: u64 = culprits.iter().map(|c| c.duration_ns.0).sum();
+    let span = end_ns - start_ns;
+    if span > held {
+        culprits.push(Culprit {
+            kind: "unexplained".into(),
+            name: "not an interrupt or thread the tracer saw: IRQ delivery, the scheduler, hypervisor".into(),
+            pid: None,
+            prio: None,
+            irq: None,
+            duration_ns: Nanos(span - held),
+            count: 1,
+        });
+    }
+    culprits.sort_by(|a, b| b.duration_ns.cmp(&a.duration_ns).then(a.name.cmp(&b.name)));
+    TraceWindow {
+        cpu,
+        start_ns: Nanos(start_ns),
+        end_ns: Nanos(end_ns),
+        events: inside,
+        complete: true,
+        wakeup_after_ns: irq.map(|(l, _)| Nanos(l)),
+        culprits,
+        irq_latency_ns: irq.map(|(l, _)| Nanos(l)),
+        from_idle: irq.map(|(_, idle)| idle),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,5 +268,35 @@ mod tests {
         assert_eq!(parse_sample("#3 context thread timer_latency 7 us").unwrap().latency_ns, 7_000);
         assert_eq!(parse_sample("irq_noise: local_timer:236 start 10.186443038 duration 43843 ns"), None);
         assert_eq!(parse_sample("#3 context thread timer_latency"), None);
+    }
+
+    #[test]
+    fn noise_events_parse_into_spans_ending_at_their_line() {
+        let n = parse_noise("irq_noise: local_timer:236 start 10.186443038 duration 43843 ns", 1_000_000).unwrap();
+        assert_eq!((n.kind, n.name.as_str(), n.irq, n.start_ns, n.end_ns), ("irq", "local_timer", Some(236), 956_157, 1_000_000));
+        let t = parse_noise("thread_noise:       sh:118 start 10.187835441 duration 34184 ns", 50_000).unwrap();
+        assert_eq!((t.kind, t.name.as_str(), t.pid, t.start_ns), ("task", "sh", Some(118), 15_816));
+        let s = parse_noise("softirq_noise:    TIMER:1 start 1.000000001 duration 10 ns", 100).unwrap();
+        assert_eq!((s.kind, s.name.as_str(), s.irq), ("softirq", "TIMER", Some(1)));
+        let m = parse_noise("nmi_noise: start 1.000000001 duration 7 ns", 100).unwrap();
+        assert_eq!((m.kind, m.name.as_str()), ("nmi", "nmi"));
+        assert_eq!(parse_noise("#1 context irq timer_latency 5 ns", 10), None);
+    }
+
+    #[test]
+    fn a_late_window_names_its_blocking_thread_and_the_rest() {
+        let noise = vec![
+            parse_noise("thread_noise: hog:77 start 0 duration 600 ns", 1_500).unwrap(), // 900..1500
+            parse_noise("irq_noise: local_timer:236 start 0 duration 100 ns", 1_000).unwrap(), // 900..1000
+            parse_noise("thread_noise: hog:77 start 0 duration 50 ns", 400).unwrap(), // before the window
+        ];
+        let w = window(1, 1_000, 2_000, &noise, Some((300, true)));
+        assert_eq!(w.culprits[0].name, "hog");
+        assert_eq!(w.culprits[0].duration_ns, Nanos(500), "clipped to the window");
+        assert_eq!(w.culprits[1].kind, "unexplained");
+        assert_eq!(w.culprits[1].duration_ns, Nanos(500));
+        assert_eq!(w.culprits.len(), 2, "the IRQ ended at the window start: {:?}", w.culprits);
+        assert_eq!(w.culprits.iter().map(|c| c.duration_ns.0).sum::<u64>(), 1_000);
+        assert_eq!((w.irq_latency_ns, w.from_idle, w.events), (Some(Nanos(300)), Some(true), 1));
     }
 }

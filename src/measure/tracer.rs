@@ -268,6 +268,15 @@ impl TracerRun {
             .map_err(|e| anyhow::anyhow!("could not write {value:?} to {} for the {} tracer: {e}", path.display(), self.kind.name()))
     }
 
+    /// Enables events (`group/name`) in the tracer's instance; the names of
+    /// those this kernel lacks.
+    pub fn enable_events(&self, events: &[&str]) -> Vec<String> {
+        match &self.instance {
+            Some(i) => events.iter().filter(|e| !i.enable_event(e)).map(|e| e.to_string()).collect(),
+            None => events.iter().map(|e| e.to_string()).collect(),
+        }
+    }
+
     /// The tracer's output, to read samples from.
     pub fn pipe(&self) -> io::Result<Pipe> {
         Pipe::open(self.dir())
@@ -435,11 +444,13 @@ pub fn read_until(
         if now >= end_ns || stop.load(std::sync::atomic::Ordering::Relaxed) {
             break;
         }
-        let wait_ms = ((end_ns - now) / 1_000_000).clamp(1, 100) as i32;
-        pipe.read_lines(wait_ms, &mut keep)?;
+        // Sleep, then read what came (the ring buffer holds far more than
+        // 100 ms of samples); see `Pipe::read_lines` for why not poll.
+        std::thread::sleep(std::time::Duration::from_nanos((end_ns - now).clamp(1_000_000, 100_000_000)));
+        pipe.read_lines(&mut keep)?;
     }
     run.stop();
-    while pipe.read_lines(0, &mut keep)? > 0 {}
+    while pipe.read_lines(&mut keep)? > 0 {}
     Ok(())
 }
 
@@ -462,7 +473,7 @@ impl Series {
                 variants
                     .iter()
                     .map(|_| {
-                        let r = super::recorder::Recorder::with_tail(i, ctx.run.duration_ns, ctx.run.worst_k, tail_k);
+                        let r = super::recorder::Recorder::with_tail(i, ctx.run.duration_ns, ctx.run.worst_k, tail_k).of_cpu(cpus[i]);
                         ctx.board.register(r.live());
                         r
                     })

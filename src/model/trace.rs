@@ -60,6 +60,16 @@ pub struct TraceWindow {
     pub wakeup_after_ns: Option<Nanos>,
     /// Everything that held the CPU, longest first; durations add up to the window.
     pub culprits: Vec<Culprit>,
+    /// `timerlat` samples: the IRQ latency of the same activation (due time
+    /// → the timer's handler ran); the rest of the window is the thread's
+    /// dispatch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq_latency_ns: Option<Nanos>,
+    /// `timerlat` samples: whether the timer's interrupt came out of idle
+    /// (the interrupted task was the idle task; the CPU's exit from a deep
+    /// C-state is then part of the IRQ latency).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_idle: Option<bool>,
 }
 
 /// One thing that held the CPU.

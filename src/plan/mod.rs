@@ -69,6 +69,7 @@ impl RunPlan {
             cpus: self.cpus.clone(),
             worst_k: self.worst_k,
             probe,
+            trace_threshold_ns: if warmup { None } else { self.trace.as_ref().map(|t| t.threshold_ns.0) },
         }
     }
 

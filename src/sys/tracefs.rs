@@ -187,18 +187,13 @@ impl Pipe {
         Ok(Pipe { file, buf: vec![0; 64 * 1024], carry: Vec::new(), lost: Default::default() })
     }
 
-    /// Waits up to `timeout_ms` for events (poll(2)), then hands every whole
-    /// line read to `f`. Returns the number of lines; 0 when none came.
-    pub fn read_lines(&mut self, timeout_ms: i32, f: &mut dyn FnMut(&str)) -> io::Result<usize> {
+    /// Hands every whole line that can be read now to `f` (never waits:
+    /// a reader waiting in poll(2) makes the kernel wake it, by an irq_work
+    /// on the CPU that wrote, after every event — work done on the measured
+    /// CPU right when the tracer's thread should run). Returns the number
+    /// of lines; 0 when none came.
+    pub fn read_lines(&mut self, f: &mut dyn FnMut(&str)) -> io::Result<usize> {
         use std::io::Read;
-        use std::os::fd::AsRawFd;
-        let mut pfd = libc::pollfd { fd: self.file.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd for the duration of the call.
-        let r = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted { Ok(0) } else { Err(e) };
-        }
         let mut lines = 0;
         loop {
             let n = match self.file.read(&mut self.buf) {
@@ -235,6 +230,8 @@ fn lost_note(line: &str) -> Option<(usize, u64)> {
 /// `TASK-PID [CPU] FLAGS TIMESTAMP: BODY`.
 #[derive(Debug, PartialEq)]
 pub struct Line<'a> {
+    /// `comm-pid` of the task the event interrupted or ran in (`<idle>-0`).
+    pub task: &'a str,
     pub cpu: usize,
     /// The timestamp in ns of the instance's trace clock (`mono`: CLOCK_MONOTONIC).
     pub ts_ns: u64,
@@ -245,19 +242,19 @@ pub struct Line<'a> {
 pub fn split_line(line: &str) -> Option<Line<'_>> {
     // The CPU is the first `[digits]` (a task name may hold spaces, not this).
     let mut from = 0;
-    let (cpu, after) = loop {
+    let (task, cpu, after) = loop {
         let open = from + line[from..].find('[')?;
         let close = open + line[open..].find(']')?;
         let inner = &line[open + 1..close];
         if !inner.is_empty() && inner.bytes().all(|b| b.is_ascii_digit()) {
-            break (inner.parse().ok()?, &line[close + 1..]);
+            break (line[..open].trim(), inner.parse().ok()?, &line[close + 1..]);
         }
         from = open + 1;
     };
     // FLAGS, then the timestamp ending in ':'.
     let (_flags, rest) = after.trim_start().split_once(char::is_whitespace)?;
     let (ts, body) = rest.trim_start().split_once(':')?;
-    Some(Line { cpu, ts_ns: parse_ts(ts)?, body: body.trim() })
+    Some(Line { task, cpu, ts_ns: parse_ts(ts)?, body: body.trim() })
 }
 
 /// `12.345678` (seconds, up to 9 decimals) → ns.
@@ -289,7 +286,7 @@ mod tests {
     #[test]
     fn trace_lines_split_into_cpu_time_and_body() {
         let l = split_line("           <...>-173     [000] .......     4.538311: #1     context thread timer_latency   1397098 ns").unwrap();
-        assert_eq!(l, Line { cpu: 0, ts_ns: 4_538_311_000, body: "#1     context thread timer_latency   1397098 ns" });
+        assert_eq!(l, Line { task: "<...>-173", cpu: 0, ts_ns: 4_538_311_000, body: "#1     context thread timer_latency   1397098 ns" });
         let l = split_line("  kworker/u4:1 [x]-55 [001] d..h1..  10.145566123: irq_noise: local_timer:236 start 1.2 duration 5 ns").unwrap();
         assert_eq!((l.cpu, l.ts_ns), (1, 10_145_566_123));
         assert!(l.body.starts_with("irq_noise:"));

@@ -173,6 +173,8 @@ pub fn attribute(
         complete,
         wakeup_after_ns,
         culprits,
+        irq_latency_ns: None,
+        from_idle: None,
     }
 }
 

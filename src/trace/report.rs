@@ -9,16 +9,22 @@ use super::attribute::Culprit;
 /// with its three longest culprits. Empty when the run has no trace snapshots.
 pub fn culprits_text(run: &Run, max_samples: usize) -> String {
     let mut out = String::new();
-    let Some(summary) = &run.trace else { return out };
     let threshold = run.plan.trace.as_ref().map(|t| t.threshold_ns.0).unwrap_or(0);
-    out.push_str(&format!(
-        "trace: {} snapshot(s) ({} on worst samples) of {} sample(s) over {} (instance {})\n",
-        summary.snapshots,
-        summary.on_worst,
-        summary.over_threshold,
-        us(threshold),
-        summary.instance
-    ));
+    match &run.trace {
+        Some(summary) => out.push_str(&format!(
+            "trace: {} snapshot(s) ({} on worst samples) of {} sample(s) over {} (instance {})\n",
+            summary.snapshots,
+            summary.on_worst,
+            summary.over_threshold,
+            us(threshold),
+            summary.instance
+        )),
+        // timerlat analyses its late samples from its own tracer's events.
+        None if run.results.iter().any(|r| r.worst.iter().any(|w| w.trace.is_some())) => {
+            out.push_str(&format!("trace: late samples over {} analysed from the tracer's osnoise events\n", us(threshold)))
+        }
+        None => return out,
+    }
     for r in crate::model::merged_or_sole(&run.results, |r| r) {
         for w in r.worst.iter().filter(|w| w.trace.is_some()).take(max_samples) {
             let t = w.trace.as_ref().expect("filtered");
@@ -30,7 +36,11 @@ pub fn culprits_text(run: &Run, max_samples: usize) -> String {
                 w.thread,
                 t.cpu,
                 w.seq,
-                if t.complete { "" } else { " (trace incomplete)" },
+                match (t.irq_latency_ns, t.from_idle) {
+                    (Some(irq), idle) => format!(" (irq latency {}{})", us(irq.0), if idle == Some(true) { ", out of idle" } else { "" }),
+                    _ if !t.complete => " (trace incomplete)".to_string(),
+                    _ => String::new(),
+                },
                 if top.is_empty() { "no events".to_string() } else { top.join(", ") }
             ));
         }
