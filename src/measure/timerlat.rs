@@ -224,9 +224,22 @@ pub fn window(cpu: usize, start_ns: u64, end_ns: u64, noise: &[Noise], irq: Opti
             }),
         }
     }
+    culprits.sort_by(|a, b| b.duration_ns.cmp(&a.duration_ns).then(a.name.cmp(&b.name)));
     let held: u64 = culprits.iter().map(|c| c.duration_ns.0).sum();
     let span = end_ns - start_ns;
-    if span > held {
+    if held > span {
+        // Each event is placed back from the time it was written by its
+        // duration, which osnoise gives net of what interrupted it, so an
+        // interrupt can seem to overlap the thread it interrupted: the
+        // longest culprits give back the overlap.
+        let mut excess = held - span;
+        for c in culprits.iter_mut() {
+            let d = excess.min(c.duration_ns.0);
+            c.duration_ns.0 -= d;
+            excess -= d;
+        }
+        culprits.retain(|c| c.duration_ns.0 > 0);
+    } else if span > held {
         culprits.push(Culprit {
             kind: "unexplained".into(),
             name: "not an interrupt or thread the tracer saw: IRQ delivery, the scheduler, hypervisor".into(),
