@@ -286,7 +286,7 @@ fn rt_guest_runs_rtla_through_a_guest_script() {
     std::fs::write(
         &script,
         "printf '%s\\n' \"$@\" >args.txt\n\
-         command -v rtla rtscope >which.txt\n\
+         command -v rtla >which.txt; command -v rtscope >>which.txt\n\
          rtla timerlat hist -c 0 -p 1000 -P f:95 -d 3s >rtla.txt 2>rtla.err\n\
          echo $? >rtla.rc\n\
          mkdir sub && echo nested >sub/file\n",
