@@ -6,16 +6,17 @@
 //! ```text
 //! # RTLA timerlat histogram
 //! # Time unit is microseconds (us)          <- or nanoseconds (ns) with -n
-//! # Duration:   0 00:00:10
-//! Index   IRQ-000   Thr-000   IRQ-001   Thr-001   (Usr-NNN with -u, rtla >= 6.5)
-//! 19            1         0         0         0   <- bucket start (index x -b), one count per column
-//! 22            1         0         2         0   <- rows whose columns are all 0 are left out
-//! over:       385       404        12        30   <- samples at or past -E x -b (the histogram's end)
-//! count:     3864      3864      9001      9001   <- every sample, the over: ones included
-//! min:         19        56        21        54   <- min/avg/max floored to the unit; avg is
-//! avg:        374       444       ...       ...      sum/count in whole units ("-" when count is 0)
-//! max:      34943     35256       ...       ...
-//! ALL:        IRQ       Thr       Usr           <- newer rtla: all-CPU summary (recomputed, so skipped)
+//! # Duration:   0 00:00:11
+//! Index   IRQ-000   Thr-000   IRQ-001   Thr-001   (Usr-NNN with -u, newer rtla)
+//! 2             0         0         2         0   <- bucket start (index x -b), one count per column;
+//! 3             0         0         4         0      rows whose columns are all 0 are left out
+//! ...
+//! over:      1200      1254      1171      1233   <- samples at or past -E x -b (the histogram's end)
+//! count:     4702      4702      4440      4440   <- every sample, the over: ones included
+//! min:         21        53         2        26   <- min/avg/max floored to the unit; avg is
+//! avg:       1309      1388      1370      1440      sum/count in whole units ("-" when count is 0)
+//! max:      27901     36890     22975     40826
+//! ALL:        IRQ       Thr       Usr           <- newer rtla only: all-CPU summary (recomputed, so skipped)
 //! ```
 //! The bucket width is the smallest step between Index rows (1 unless `-b`
 //! was given; rows left out leave gaps, so it is the smallest step seen).
