@@ -92,6 +92,7 @@ fn auto_detects_every_fixture() {
         ("cyclictest-hist.txt", "cyclictest-hist"),
         ("oslat.json", "oslat-json"),
         ("rtla-timerlat-hist.txt", "rtla-timerlat-hist"),
+        ("rtla-timerlat-hist-ns.txt", "rtla-timerlat-hist"),
         ("ptsematest.txt", "rt-tests-ipc"),
         ("svsematest.txt", "rt-tests-ipc"),
         ("pmqtest.txt", "rt-tests-ipc"),
@@ -219,32 +220,93 @@ fn rt_tests_ipc_pairs_are_summary_only() {
     }
 }
 
-#[test]
-fn rtla_columns_become_irq_and_thread_variants_with_the_over_row() {
-    let run = &convert(&fixture("rtla-timerlat-hist.txt"), &[])[0];
-    // Columns from the fixture's table, read here by plain splitting.
-    let text = read("rtla-timerlat-hist.txt");
-    let row = |name: &str| -> Vec<u64> {
-        text.lines().find(|l| l.starts_with(name)).unwrap().split_whitespace().skip(1).map(|x| x.parse().unwrap()).collect()
-    };
-    let (count, over, max) = (row("count:"), row("over:"), row("max:"));
-    let cols = ["irq", "thread", "irq", "thread"];
-    for (k, variant) in cols.iter().enumerate() {
-        let cpu = (k / 2) as u64;
-        let r = results(run)
-            .into_iter()
-            .find(|r| r["variant"] == *variant && r["cpu"].as_u64() == Some(cpu) && !r["thread"].is_null())
-            .unwrap();
-        assert_eq!(u(&r["samples"]), count[k]);
-        assert_eq!(u(&r["max_ns"]), max[k] * 1000);
-        if over[k] > 0 {
-            let last = r["histogram"].as_array().unwrap().last().unwrap().clone();
-            assert_eq!(u(&last["count"]), over[k]);
-            assert_eq!(u(&last["hi_ns"]), max[k] * 1000);
+/// The columns of a real `rtla timerlat hist` capture, read here by plain
+/// splitting: (column names, Index rows, summary rows by label).
+struct RtlaTable {
+    cols: Vec<String>,
+    rows: Vec<(u64, Vec<u64>)>,
+    summary: std::collections::HashMap<String, Vec<u64>>,
+}
+
+fn rtla_table(name: &str) -> RtlaTable {
+    let text = read(name);
+    let mut t = RtlaTable { cols: Vec::new(), rows: Vec::new(), summary: Default::default() };
+    for l in text.lines().filter(|l| !l.starts_with('#')) {
+        let mut toks = l.split_whitespace();
+        let first = toks.next().unwrap();
+        let rest: Vec<&str> = toks.collect();
+        if first == "Index" {
+            t.cols = rest.iter().map(|c| c.to_string()).collect();
+        } else if let Some(label) = first.strip_suffix(':') {
+            t.summary.insert(label.to_string(), rest.iter().map(|x| x.parse().unwrap()).collect());
+        } else {
+            t.rows.push((first.parse().unwrap(), rest.iter().map(|x| x.parse().unwrap()).collect()));
         }
     }
-    assert_eq!(merged(run).len(), 2, "one merged entry per variant");
-    assert!(run["fidelity"].to_string().contains("2 overflows"));
+    t
+}
+
+/// Checks the import of a real rtla capture against its own table: per
+/// column samples, min, max and mean from the summary rows (in `unit_ns`),
+/// the bucket counts summing exactly (rows + over = count), every bucket
+/// `width` units wide, and the over: bucket last. Returns the total over.
+fn check_rtla_capture(name: &str, unit_ns: u64, width: u64) -> u64 {
+    let run = &convert(&fixture(name), &[])[0];
+    let t = rtla_table(name);
+    let (count, over, min, avg, max) = (&t.summary["count"], &t.summary["over"], &t.summary["min"], &t.summary["avg"], &t.summary["max"]);
+    for (k, col) in t.cols.iter().enumerate() {
+        let (kind, cpu) = col.split_once('-').unwrap();
+        let variant = if kind == "IRQ" { "irq" } else { "thread" };
+        let cpu: u64 = cpu.parse().unwrap();
+        let r = results(run)
+            .into_iter()
+            .find(|r| r["variant"] == variant && r["cpu"].as_u64() == Some(cpu) && !r["thread"].is_null())
+            .unwrap_or_else(|| panic!("{name}: no {variant} result for CPU {cpu}"));
+        let in_rows: u64 = t.rows.iter().map(|(_, c)| c[k]).sum();
+        assert_eq!(in_rows + over[k], count[k], "{name} {col}: rows + over: = count:");
+        assert_eq!(u(&r["samples"]), count[k], "{name} {col}");
+        assert_eq!(u(&r["min_ns"]), min[k] * unit_ns, "{name} {col}");
+        assert_eq!(u(&r["max_ns"]), max[k] * unit_ns, "{name} {col}");
+        assert_eq!(r["mean_ns"].as_f64().unwrap(), (avg[k] * unit_ns) as f64, "{name} {col}");
+        let h = r["histogram"].as_array().unwrap();
+        let rows: Vec<(u64, u64)> = t.rows.iter().filter(|(_, c)| c[k] > 0).map(|(i, c)| (*i, c[k])).collect();
+        assert_eq!(h.len(), rows.len() + usize::from(over[k] > 0), "{name} {col}: one bucket per non-zero row, plus over:");
+        for (b, (idx, n)) in h.iter().zip(&rows) {
+            let want = (idx * unit_ns, (idx + width) * unit_ns - 1, *n);
+            assert_eq!((u(&b["lo_ns"]), u(&b["hi_ns"]), u(&b["count"])), want, "{name} {col}: row {idx}");
+        }
+        if over[k] > 0 {
+            let last = h.last().unwrap();
+            let end = (t.rows.last().unwrap().0 + width) * unit_ns;
+            assert_eq!((u(&last["lo_ns"]), u(&last["hi_ns"]), u(&last["count"])), (end.max(min[k] * unit_ns), max[k] * unit_ns, over[k]), "{name} {col}");
+        }
+    }
+    assert_eq!(merged(run).len(), 2, "{name}: one merged entry per variant");
+    let total_over: u64 = over.iter().sum();
+    if total_over > 0 {
+        assert!(run["fidelity"].to_string().contains(&format!("{total_over} overflows")), "{}", run["fidelity"]);
+    }
+    total_over
+}
+
+#[test]
+fn rtla_columns_become_irq_and_thread_variants_with_the_over_row() {
+    // rtla 6.1 on Debian's 6.1 PREEMPT_RT kernel, µs, two CPUs (README.md).
+    let over = check_rtla_capture("rtla-timerlat-hist.txt", 1000, 1);
+    assert!(over > 0, "the capture has over: samples, so the overflow bucket is exercised");
+    let run = &convert(&fixture("rtla-timerlat-hist.txt"), &[])[0];
+    assert_eq!(rtla_table("rtla-timerlat-hist.txt").cols.len(), 4);
+    assert!(run["fidelity"].to_string().contains("µs resolution"));
+}
+
+#[test]
+fn rtla_nanoseconds_with_a_bucket_size() {
+    // The same rtla with -n -b 100 -E 10000: Index steps of 100 ns, rows with
+    // only zeros left out (so the first rows are far apart).
+    check_rtla_capture("rtla-timerlat-hist-ns.txt", 1, 100);
+    let run = &convert(&fixture("rtla-timerlat-hist-ns.txt"), &[])[0];
+    let f = run["fidelity"].to_string();
+    assert!(f.contains("100 ns buckets") && !f.contains("µs resolution"), "{f}");
 }
 
 #[test]
@@ -448,7 +510,7 @@ fn bad_files_exit_2_naming_file_line_and_expectation() {
     assert!(err.contains("latin1.txt") && err.contains("UTF-8") && err.contains("line 1"), "{err}");
 
     // Truncated: the first half of each text fixture with a footer.
-    for (f, fmt) in [("cyclictest-hist.txt", "cyclictest-hist"), ("xenomai-latency.txt", "xenomai-latency"), ("rtla-timerlat-hist.txt", "rtla-timerlat-hist")] {
+    for (f, fmt) in [("cyclictest-hist.txt", "cyclictest-hist"), ("xenomai-latency.txt", "xenomai-latency"), ("rtla-timerlat-hist.txt", "rtla-timerlat-hist"), ("rtla-timerlat-hist-ns.txt", "rtla-timerlat-hist")] {
         let text = read(f);
         let cut = &text[..text.len() / 2];
         let p = write_tmp(dir.path(), &format!("cut-{f}"), cut.as_bytes());

@@ -3,6 +3,11 @@
 //! each guest and checks what rtscope saw of the kernel: `host.realtime` and
 //! `host.preempt_model` (see docs/kernel-lab.md). A third test checks that failures inside the guest and
 //! bad kernels come back as a non-zero exit with the serial console's tail.
+//! Two more cover `--guest-script`: Debian's `rtla timerlat hist` runs in the
+//! rt guest (`--include /usr/bin/rtla`) and its output, brought back in the
+//! script's output directory, imports with `rtscope import`; and bad
+//! arguments exit 2 before any boot (skipped with a message when rtla is not
+//! installed and cannot be).
 //!
 //! Needs qemu-system-x86_64, busybox-static, cpio and access to Debian's
 //! package registry (`apt-get download` of the kernel images, cached in
@@ -387,4 +392,136 @@ fn rt_kernel_timerlat_names_a_fifo_hog() {
         let span = t["end_ns"].as_u64().unwrap() - t["start_ns"].as_u64().unwrap();
         assert_eq!(sum, span, "culprits add up to the window: {t}");
     }
+}
+
+
+/// True when the host has Debian's rtla (the peer `--include`d into the
+/// guest), installing it with apt-get if needed and possible.
+fn rtla_available() -> bool {
+    static READY: OnceLock<bool> = OnceLock::new();
+    *READY.get_or_init(|| {
+        let rtla = Path::new("/usr/bin/rtla");
+        // SAFETY: geteuid has no preconditions.
+        if !rtla.exists() && unsafe { libc::geteuid() } == 0 && have("apt-get") {
+            eprintln!("kernel_lab: installing rtla with apt-get");
+            let _ = Command::new("sh")
+                .arg("-c")
+                .arg("DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rtla || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rtla)")
+                .status();
+        }
+        let ok = rtla.exists();
+        if !ok {
+            eprintln!("kernel_lab: SKIPPED: /usr/bin/rtla is not installed and could not be (apt-get install rtla, as root)");
+        }
+        ok
+    })
+}
+
+#[test]
+fn rt_guest_runs_rtla_through_a_guest_script() {
+    let _guard = guest_lock();
+    if !lab_available() || !rtla_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("rtla.sh");
+    // Runs in /lab/out; rtla is on PATH through --include, rtscope too.
+    std::fs::write(
+        &script,
+        "printf '%s\\n' \"$@\" >args.txt\n\
+         command -v rtla >which.txt; command -v rtscope >>which.txt\n\
+         rtla timerlat hist -c 0 -p 1000 -P f:95 -d 3s >rtla.txt 2>rtla.err\n\
+         echo $? >rtla.rc\n\
+         mkdir sub && echo nested >sub/file\n",
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let out = run_lab(
+        &[
+            "--kernel",
+            "rt",
+            "--include",
+            "/usr/bin/rtla",
+            "--guest-script",
+            script.to_str().unwrap(),
+            "--out-dir",
+            out_dir.to_str().unwrap(),
+        ],
+        &["one arg", "two"],
+    );
+    assert!(out.status.success(), "kernel-lab --guest-script failed: {}", String::from_utf8_lossy(&out.stderr));
+    let read = |f: &str| std::fs::read_to_string(out_dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+    assert_eq!(read("args.txt"), "one arg\ntwo\n", "the arguments after -- reach the script as they were");
+    assert_eq!(read("which.txt"), "/usr/bin/rtla\n/lab/rtscope\n");
+    assert_eq!(read("sub/file"), "nested\n", "subdirectories come back too");
+    assert_eq!(read("rtla.rc").trim(), "0", "rtla failed in the guest: {}", read("rtla.err"));
+    // Nothing but the output directory is left next to it (no staging dir).
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+
+    // rtla's table imports: one merged IRQ and one merged thread entry whose
+    // samples are the count: row of the file itself, and > 0.
+    let text = read("rtla.txt");
+    eprintln!("kernel_lab: rtla timerlat hist in the rt guest:\n{text}");
+    let count: Vec<u64> = text
+        .lines()
+        .find(|l| l.starts_with("count:"))
+        .unwrap_or_else(|| panic!("no count: row in rtla's output: {text}"))
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    let cols: Vec<&str> = text.lines().find(|l| l.starts_with("Index")).unwrap().split_whitespace().skip(1).collect();
+    assert_eq!(cols, ["IRQ-000", "Thr-000"]);
+    let o = Command::new(rtscope())
+        .env_remove("RTSCOPE_DB")
+        .args(["import", out_dir.join("rtla.txt").to_str().unwrap(), "--dry-run"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "rtscope import: {}", String::from_utf8_lossy(&o.stderr));
+    let run: serde_json::Value = serde_json::Deserializer::from_slice(&o.stdout).into_iter().next().unwrap().unwrap();
+    assert_eq!(run["imported_from"]["format"], "rtla-timerlat-hist");
+    for (k, variant) in ["irq", "thread"].iter().enumerate() {
+        let r = run["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["variant"] == *variant && r["thread"].is_null())
+            .unwrap_or_else(|| panic!("no merged {variant} entry: {run}"));
+        assert!(count[k] > 0, "{variant}: rtla counted no sample: {text}");
+        assert_eq!(r["samples"].as_u64(), Some(count[k]), "{variant}");
+    }
+}
+
+#[test]
+fn guest_script_bad_arguments_exit_2_before_booting() {
+    if !lab_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("ok.sh");
+    std::fs::write(&good, "echo hi >hi.txt\n").unwrap();
+    let full = dir.path().join("full");
+    std::fs::create_dir(&full).unwrap();
+    std::fs::write(full.join("old.txt"), "keep me").unwrap();
+    let bad_syntax = dir.path().join("bad.sh");
+    std::fs::write(&bad_syntax, "if then fi (\n").unwrap();
+    let p = |x: &Path| x.to_str().unwrap().to_string();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["--guest-script".into(), p(&dir.path().join("missing.sh"))], "--guest-script"),
+        (vec!["--guest-script".into(), p(&good), "--out-dir".into(), p(&full)], "is not empty"),
+        (vec!["--guest-script".into(), p(&good), "--out-dir".into(), p(&good)], "not a directory"),
+        (vec!["--guest-script".into(), p(&good), "--out".into(), p(&dir.path().join("r.json"))], "--out-dir"),
+        (vec!["--out-dir".into(), p(&dir.path().join("new"))], "--out-dir goes with --guest-script"),
+        (vec!["--guest-script".into(), p(&bad_syntax), "--out-dir".into(), p(&dir.path().join("new"))], "not a valid busybox sh script"),
+    ];
+    for (args, want) in cases {
+        let o = Command::new(kernel_lab()).args(["--kernel", "rt"]).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: expected {want:?} in: {err}");
+        assert!(!err.contains("booting"), "{args:?}: no guest for bad arguments: {err}");
+    }
+    assert_eq!(std::fs::read_to_string(full.join("old.txt")).unwrap(), "keep me");
+    assert!(!dir.path().join("new").exists() && !dir.path().join("r.json").exists());
 }

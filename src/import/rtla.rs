@@ -1,19 +1,34 @@
 //! `rtla-timerlat-hist`: the text `rtla timerlat hist` prints.
 //!
+//! As rtla 6.1 (Debian's `rtla` package) prints it on the 6.1 PREEMPT_RT
+//! kernel (tests/fixtures/import/rtla-timerlat-hist.txt is such a capture):
+//!
 //! ```text
 //! # RTLA timerlat histogram
 //! # Time unit is microseconds (us)          <- or nanoseconds (ns) with -n
-//! # Duration:   0 00:10:00
-//! Index   IRQ-000   Thr-000   IRQ-001   Thr-001   (Usr-NNN with -u)
-//! 0        276489         0    206089         0   <- bucket start, one count per column
-//! over:         0         0         0         0   <- samples past the last bucket
-//! count:   ...  min:  ...  avg:  ...  max:  ...
-//! ALL:        IRQ       Thr       Usr           <- newer rtla: all-CPU summary (recomputed, so skipped)
+//! # Duration:   0 00:00:11
+//! Index   IRQ-000   Thr-000   IRQ-001   Thr-001   (Usr-NNN with -u, newer rtla)
+//! 2             0         0         2         0   <- bucket start (index x -b), one count per column;
+//! 3             0         0         4         0      rows whose columns are all 0 are left out
+//! ...
+//! over:      1200      1254      1171      1233   <- samples at or past -E x -b (the histogram's end)
+//! count:     4702      4702      4440      4440   <- every sample, the over: ones included
+//! min:         21        53         2        26   <- min/avg/max floored to the unit; avg is
+//! avg:       1309      1388      1370      1440      sum/count in whole units ("-" when count is 0)
+//! max:      27901     36890     22975     40826
+//! ALL:        IRQ       Thr       Usr           <- newer rtla only: all-CPU summary (recomputed, so skipped)
 //! ```
 //! The bucket width is the smallest step between Index rows (1 unless `-b`
-//! was given; with `--no-index`/`-z` gaps it is still the smallest step).
+//! was given; rows left out leave gaps, so it is the smallest step seen).
+//! The `over:` samples become one bucket from the end of the last row (or
+//! the column's min, if higher) to the column's max: rtla does not print
+//! where its histogram ends (`-E` x `-b`), only that they are past it.
 //! Columns become series of probe `timerlat`, variant irq/thread/user, one
-//! per CPU. A column whose count is 0 (CPU not measured) is skipped.
+//! per CPU. A column whose count is 0 (no sample on that CPU) is skipped.
+//! Reading stops after the `max:` row (text after it, e.g. "rtla timerlat
+//! hit stop tracing", is not part of the table). `--no-index` (rows without
+//! bucket starts, summary rows without labels) and `--no-header`/
+//! `--no-summary` output cannot be read back unambiguously and are refused.
 
 use super::{float, uint, Hist, Line, ParseError, Parsed, Series};
 use crate::model::{Bucket, Nanos};
@@ -34,19 +49,26 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
 }
 
 /// Read line by line. A row's bucket width is the smallest step between
-/// Index values seen so far, so each row is added to its column's [`Hist`]
-/// when the next one arrives (the last with the final width): with rtla's
-/// contiguous rows that is the bucket width exactly; with `--no-index`/`-z`
-/// gaps before the first contiguous pair, those first rows get a wider
-/// (still enclosing) range.
+/// Index values seen so far. rtla leaves out rows whose columns are all 0,
+/// so the first rows (the sparse low end of the distribution) are often
+/// apart by more than one bucket: the first [`FIRST_ROWS`] rows are held
+/// until the smallest step is known from the rows after them; from then on
+/// each row is added to its column's [`Hist`] when the next one arrives.
+/// Only a table with no two adjacent rows among its first [`FIRST_ROWS`]
+/// gets wider (still enclosing) buckets there.
+/// Rows held before the first ones are added (a bound on memory).
+const FIRST_ROWS: usize = 4096;
+
 pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, ParseError> {
     let mut unit_ns = 1000u64;
     let mut duration_ns = None;
     let mut cols: Vec<Column> = Vec::new();
     let mut header_line = 0;
     let mut width: Option<u64> = None;
-    let mut pending: Option<(usize, u64, Vec<u64>)> = None;
-    let mut last = 0u64;
+    // Rows read but not yet added: (line, Index, counts).
+    let mut pending: Vec<(usize, u64, Vec<u64>)> = Vec::new();
+    let mut flushed = false;
+    let mut last: Option<u64> = None;
     for (i, raw) in lines.enumerate() {
         let raw = raw?;
         let n = i + 1;
@@ -68,7 +90,8 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
         if first == "Index" {
             header_line = n;
             cols.clear();
-            (width, pending, last) = (None, None, 0);
+            (width, last, flushed) = (None, None, false);
+            pending.clear();
             for name in toks {
                 let (kind, cpu) = name
                     .split_once('-')
@@ -91,6 +114,9 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
             break; // all-CPU summary of newer rtla: recomputed as the merged entry
         }
         if header_line == 0 {
+            if ["IRQ-", "Thr-", "Usr-"].iter().any(|p| first.starts_with(p)) {
+                return Err(ParseError::at(n, "column header without \"Index\": rtla --no-index output has no bucket starts and no summary labels; rerun rtla without --no-index"));
+            }
             continue; // text before the table (rtla prints nothing else we need)
         }
         let vals: Vec<&str> = toks.collect();
@@ -98,43 +124,63 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
             return Err(ParseError::at(n, format!("{} values after {first:?}; expected {} (one per column of the Index line {header_line})", vals.len(), cols.len())));
         }
         match first {
-            "over:" | "count:" | "min:" | "max:" => {
+            "over:" | "count:" => {
                 for (c, v) in cols.iter_mut().zip(&vals) {
                     let x = uint(v, n, first)?;
-                    match first {
-                        "over:" => c.over = Some(x),
-                        "count:" => c.count = Some(x),
-                        "min:" => c.min = Some(x),
-                        _ => c.max = Some(x),
+                    if first == "over:" {
+                        c.over = Some(x);
+                    } else {
+                        c.count = Some(x);
                     }
+                }
+            }
+            // A column without samples prints "-" (avg; newer rtla: min and
+            // max too) or, for rtla 6.1's min, the untouched ~0 (2^64 - 1).
+            "min:" | "max:" => {
+                for (c, v) in cols.iter_mut().zip(&vals) {
+                    let x = if *v == "-" { None } else { Some(uint(v, n, first)?) };
+                    if first == "min:" {
+                        c.min = x;
+                    } else {
+                        c.max = x;
+                    }
+                }
+                if first == "max:" {
+                    break; // the table's last row; rtla may print notes after it
                 }
             }
             "avg:" => {
                 for (c, v) in cols.iter_mut().zip(&vals) {
-                    c.avg = Some(float(v, n, "avg:")?);
+                    c.avg = if *v == "-" { None } else { Some(float(v, n, "avg:")?) };
                 }
             }
             _ => {
                 let idx = uint(first, n, "Index (bucket start)")?;
                 let counts = vals.iter().map(|v| uint(v, n, "bucket count")).collect::<Result<Vec<_>, _>>()?;
-                if let Some((pn, pidx, _)) = &pending {
+                if let Some((pn, pidx, _)) = pending.last() {
                     if idx <= *pidx {
                         return Err(ParseError::at(n, format!("Index {idx} does not follow {pidx} on line {pn}; expected increasing bucket starts")));
                     }
                     width = Some(width.map_or(idx - pidx, |w| w.min(idx - pidx)));
                 }
-                if let Some((pn, pidx, pcounts)) = pending.replace((n, idx, counts)) {
-                    add_row(&mut cols, pn, pidx, &pcounts, width.unwrap_or(1), unit_ns)?;
+                pending.push((n, idx, counts));
+                if flushed || pending.len() > FIRST_ROWS {
+                    flushed = true;
+                    let keep = pending.pop();
+                    for (pn, pidx, pcounts) in pending.drain(..) {
+                        add_row(&mut cols, pn, pidx, &pcounts, width.unwrap_or(1), unit_ns)?;
+                    }
+                    pending.extend(keep);
                 }
-                last = idx;
+                last = Some(idx);
             }
         }
     }
     if cols.is_empty() {
-        return Err(ParseError::file("no \"Index IRQ-000 Thr-000 ...\" header; expected rtla timerlat hist output"));
+        return Err(ParseError::file("no \"Index IRQ-000 Thr-000 ...\" header; expected rtla timerlat hist output (without --no-header)"));
     }
     let width = width.unwrap_or(1).max(1);
-    if let Some((pn, pidx, pcounts)) = pending.take() {
+    for (pn, pidx, pcounts) in pending.drain(..) {
         add_row(&mut cols, pn, pidx, &pcounts, width, unit_ns)?;
     }
     let scale = |v: u64, what: &str| -> Result<u64, ParseError> {
@@ -145,19 +191,23 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
     let mut overflows = 0;
     for c in &mut cols {
         let name = format!("{}-{:03}", c.variant, c.cpu);
-        let count = c.count.ok_or_else(|| ParseError::file("no \"count:\" row; expected the summary rows after the histogram (truncated file?)"))?;
+        let count = c.count.ok_or_else(|| ParseError::file("no \"count:\" row; expected the summary rows after the histogram (truncated file, or rtla --no-summary?)"))?;
         if count == 0 {
             continue;
         }
         let (min, max) = match (c.min, c.max) {
-            (Some(a), Some(b)) => (scale(a, &name)?, scale(b, &name)?),
-            _ => return Err(ParseError::file("no \"min:\"/\"max:\" rows; expected the summary rows (truncated file?)")),
+            (Some(a), Some(b)) if a <= b => (scale(a, &name)?, scale(b, &name)?),
+            (Some(a), Some(b)) => return Err(ParseError::file(format!("{name}: min {a} is above max {b} with count {count}"))),
+            _ => return Err(ParseError::file(format!("{name}: no \"min:\"/\"max:\" value; expected the summary rows (truncated file?)"))),
         };
         folded |= c.hist.folded();
         let mut buckets = std::mem::take(&mut c.hist).into_buckets();
         let over = c.over.unwrap_or(0);
         if over > 0 {
-            let lo = scale(last.saturating_add(width), &name)?;
+            // Past the last row printed (rtla's end, -E x -b, is not printed
+            // and may be further), and at least the column's own min.
+            let end = scale(last.map_or(0, |l| l.saturating_add(width)), &name)?;
+            let lo = end.max(min);
             if max < lo {
                 return Err(ParseError::file(format!("{name}: over: {over} but max is below the histogram's end")));
             }
@@ -177,15 +227,20 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
             ..Series::default()
         });
     }
+    let unit = if unit_ns == 1 { "ns" } else { "µs" };
     if unit_ns == 1000 {
-        p.fidelity.push(format!("µs resolution, {width} µs buckets; rtla prints avg as whole µs"));
+        p.fidelity.push(format!("µs resolution (rtla floors each latency to whole µs), {width} µs buckets; rtla prints min, avg and max as whole µs"));
+    } else if width > 1 {
+        p.fidelity.push(format!("{width} ns buckets (rtla -b)"));
     }
     if overflows > 0 {
-        p.fidelity.push(format!(
-            "histogram truncated at {} {}, {overflows} overflows (over: row): one bucket from there up to the max",
-            last.saturating_add(width),
-            if unit_ns == 1 { "ns" } else { "µs" }
-        ));
+        p.fidelity.push(match last {
+            Some(l) => format!(
+                "histogram truncated after {} {unit} (rtla -E x -b), {overflows} overflows (over: row): one bucket from there (or the min) up to the max",
+                l.saturating_add(width)
+            ),
+            None => format!("no histogram row below rtla's -E x -b: all {overflows} samples are overflows (over: row), one bucket from the min to the max"),
+        });
     }
     if folded {
         p.fidelity.push(super::folded_note("histogram"));
@@ -238,6 +293,52 @@ ALL:  IRQ  Thr  Usr\ncount:  6  6  6\n";
         // 1000 ns index steps: buckets [3000, 3999].
         assert_eq!(usr.buckets.iter().find(|b| b.count == 6).map(|b| (b.lo_ns.0, b.hi_ns.0)), Some((3000, 3999)));
         assert!(p.fidelity.iter().all(|f| !f.contains("µs resolution")));
+    }
+
+    #[test]
+    fn a_column_without_samples_and_notes_after_the_table() {
+        // rtla 6.1 prints a CPU's columns when either has samples: the empty
+        // one has count 0, min ~0 (2^64 - 1), avg "-" and max 0. After the
+        // table, a stop message (-i/-T) is not part of it.
+        let text = "# RTLA timerlat histogram\n# Time unit is microseconds (us)\n# Duration:   0 00:00:01\n\
+Index   IRQ-000   Thr-000\n5   2   0 \n6   1   0 \nover:   0   0 \ncount:   3   0 \n\
+min:   5   18446744073709551615 \navg:   5         - \nmax:   6   0 \nrtla timerlat hit stop tracing\n";
+        let p = parse(text).unwrap();
+        assert_eq!(p.series.len(), 1);
+        let irq = &p.series[0];
+        assert_eq!((irq.samples, irq.min_ns, irq.max_ns, irq.mean_ns), (3, 5000, 6000, Some(5000.0)));
+        let b: Vec<_> = irq.buckets.iter().map(|b| (b.lo_ns.0, b.hi_ns.0, b.count)).collect();
+        assert_eq!(b, [(5000, 5999, 2), (6000, 6999, 1)]);
+    }
+
+    #[test]
+    fn first_rows_far_apart_get_the_width_of_the_rows_after_them() {
+        // rtla leaves out all-zero rows: 19, 22, 29 come before the first
+        // adjacent pair (40, 41); every row is still one 1 µs bucket.
+        let text = "# Time unit is microseconds (us)\nIndex IRQ-000\n19 1\n22 1\n29 1\n40 2\n41 1\n\
+over: 0\ncount: 6\nmin: 19\navg: 32\nmax: 41\n";
+        let p = parse(text).unwrap();
+        let b: Vec<_> = p.series[0].buckets.iter().map(|b| (b.lo_ns.0, b.hi_ns.0)).collect();
+        assert_eq!(b, [(19000, 19999), (22000, 22999), (29000, 29999), (40000, 40999), (41000, 41999)]);
+    }
+
+    #[test]
+    fn every_sample_over_the_histogram_is_one_bucket_from_min_to_max() {
+        // rtla -n with the default 256 entries of 1 ns: no row at all.
+        let text = "# RTLA timerlat histogram\n# Time unit is nanoseconds (ns)\n# Duration:   0 00:00:05\n\
+Index   IRQ-000   Thr-000\nover:      3974      3974 \ncount:     3974      3974 \n\
+min:       2929     48393 \navg:     354534    430580 \nmax:   25028008  28337719 \n";
+        let p = parse(text).unwrap();
+        let b: Vec<_> = p.series.iter().map(|s| (s.buckets[0].lo_ns.0, s.buckets[0].hi_ns.0, s.buckets[0].count)).collect();
+        assert_eq!(b, [(2929, 25028008, 3974), (48393, 28337719, 3974)]);
+        assert!(p.fidelity.iter().any(|f| f.contains("all 7948 samples are overflows")), "{:?}", p.fidelity);
+    }
+
+    #[test]
+    fn no_index_output_is_refused_with_the_reason() {
+        let e = parse("# RTLA timerlat histogram\n   IRQ-000   Thr-000\n 1 0\n 0 1\n").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.to_string().contains("--no-index"), "{e}");
     }
 
     #[test]
