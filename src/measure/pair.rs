@@ -64,6 +64,21 @@ pub trait Handoff: Sync {
     fn wait(&self, buf: &mut [u8]) -> Result<u64, String>;
     /// Receiver, after recording: give back what `wait` took.
     fn after_wait(&self) {}
+    /// Sender, before the start barrier (e.g. block the signal `go` comes by).
+    fn sender_setup(&self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Receiver: the `go` step, telling the sender to release. By default a
+    /// futex event; a mechanism may carry it itself, as rt-tests' peers do
+    /// (see the module docs: it decides how warm the timed path is).
+    fn go_post(&self, ev: &Event, _buf: &[u8]) -> Result<(), String> {
+        ev.post().map_err(|e| format!("futex wake: {e}"))
+    }
+    /// Sender: wait for `go` (the counterpart of [`Handoff::go_post`]).
+    fn go_wait(&self, ev: &Event, _buf: &mut [u8]) -> Result<(), String> {
+        ev.wait();
+        Ok(())
+    }
 }
 
 /// A one-directional byte-message channel (pipe, message queue).
@@ -72,17 +87,37 @@ pub trait Channel: Sync {
     fn recv(&self, buf: &mut [u8]) -> Result<(), String>;
 }
 
-/// Any channel is a hand-off: send is the release, recv the wait.
-pub struct ChannelHandoff<C: Channel>(pub C);
+/// Any channel is a hand-off: send is the release, recv the wait. With
+/// `go`, a second channel of the same kind carries the `go` step (receiver
+/// → sender, a whole message), as pmqtest's sync queue does.
+pub struct ChannelHandoff<C: Channel> {
+    pub ch: C,
+    pub go: Option<C>,
+}
 
 impl<C: Channel> Handoff for ChannelHandoff<C> {
     fn release(&self, t0: &AtomicU64, buf: &[u8]) -> Result<(), String> {
         t0.store(now_ns(), Ordering::Release);
-        self.0.send(buf)
+        self.ch.send(buf)
     }
     fn wait(&self, buf: &mut [u8]) -> Result<u64, String> {
-        self.0.recv(buf)?;
+        self.ch.recv(buf)?;
         Ok(now_ns())
+    }
+    fn go_post(&self, ev: &Event, buf: &[u8]) -> Result<(), String> {
+        match &self.go {
+            Some(g) => g.send(buf),
+            None => ev.post().map_err(|e| format!("futex wake: {e}")),
+        }
+    }
+    fn go_wait(&self, ev: &Event, buf: &mut [u8]) -> Result<(), String> {
+        match &self.go {
+            Some(g) => g.recv(buf),
+            None => {
+                ev.wait();
+                Ok(())
+            }
+        }
     }
 }
 
@@ -215,12 +250,18 @@ pub fn one_way(
             let setup = h.receiver_setup();
             barrier.wait();
             if let Err(e) = setup {
-                return sync.fail(e);
+                return sync.fail(h, &buf, e);
             }
             receiver(h, rec, &sync, &mut buf, ev.pause)
         } else {
+            let setup = h.sender_setup();
             barrier.wait();
-            sender(h, stop, &sync, &buf, sender_spin, ev.duration, ev.max)
+            if let Err(e) = setup {
+                sync.done.store(true, Ordering::Release);
+                let _ = sync.armed.post();
+                return Some(e);
+            }
+            sender(h, stop, &sync, &mut buf, sender_spin, ev.duration, ev.max)
         }
     })
 }
@@ -236,9 +277,9 @@ struct Sync3 {
 
 impl Sync3 {
     /// End both threads after an error on the receiver's side.
-    fn fail(&self, e: String) -> Option<String> {
+    fn fail(&self, h: &dyn Handoff, buf: &[u8], e: String) -> Option<String> {
         self.done.store(true, Ordering::Release);
-        let _ = self.go.post();
+        let _ = h.go_post(&self.go, buf);
         let _ = self.ack.post();
         Some(e)
     }
@@ -254,26 +295,26 @@ fn receiver(h: &dyn Handoff, rec: &mut Recorder, s: &Sync3, buf: &mut [u8], paus
             return None;
         }
         if let Err(e) = pause.wait(&mut next) {
-            return s.fail(e);
+            return s.fail(h, buf, e);
         }
-        if let Err(e) = s.go.post() {
-            return s.fail(e.to_string());
+        if let Err(e) = h.go_post(&s.go, buf) {
+            return s.fail(h, buf, e);
         }
         let t1 = match h.wait(buf) {
             Ok(t) => t,
-            Err(e) => return s.fail(e),
+            Err(e) => return s.fail(h, buf, e),
         };
         let sent = s.t0.load(Ordering::Acquire);
         rec.record(t1.saturating_sub(sent), t1.saturating_sub(start), seq);
         seq += 1;
         h.after_wait();
         if let Err(e) = s.ack.post() {
-            return s.fail(e.to_string());
+            return s.fail(h, buf, e.to_string());
         }
     }
 }
 
-fn sender(h: &dyn Handoff, stop: &AtomicBool, s: &Sync3, buf: &[u8], spin: u64, duration: u64, max_events: u64) -> Option<String> {
+fn sender(h: &dyn Handoff, stop: &AtomicBool, s: &Sync3, buf: &mut [u8], spin: u64, duration: u64, max_events: u64) -> Option<String> {
     let end = now_ns() + duration;
     let mut sent = 0u64;
     loop {
@@ -288,9 +329,13 @@ fn sender(h: &dyn Handoff, stop: &AtomicBool, s: &Sync3, buf: &[u8], spin: u64, 
             s.done.store(true, Ordering::Release);
             return Some(e.to_string());
         }
-        s.go.wait();
+        let go = h.go_wait(&s.go, buf);
         if s.done.load(Ordering::Acquire) {
             return None; // the receiver failed; its error is reported
+        }
+        if let Err(e) = go {
+            s.done.store(true, Ordering::Release);
+            return Some(e);
         }
         // `preempt`: be a running, CPU-bound thread when releasing.
         super::spin_for(spin);

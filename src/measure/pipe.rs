@@ -51,7 +51,8 @@ pub fn run_channels<C: Channel>(
         }
         ctx.board.reset(&format!("{probe} {v}"));
         let o = if v == "oneway" {
-            let h = ChannelHandoff(make(0)?);
+            let go = if go_via_mechanism() { Some(make(3)?) } else { None };
+            let h = ChannelHandoff { ch: make(0)?, go };
             one_way(ctx, v, &h, place, Events::from_plan(ctx, share, size), 0)?
         } else {
             let (a, b) = (make(1)?, make(2)?);
@@ -60,6 +61,11 @@ pub fn run_channels<C: Channel>(
         out.push(o);
     }
     Ok(out)
+}
+
+/// EXPERIMENT: carry the one-way `go` step through the mechanism.
+pub fn go_via_mechanism() -> bool {
+    std::env::var_os("RTSCOPE_GO_VIA_MECHANISM").is_some()
 }
 
 /// One pipe: (read end, write end).

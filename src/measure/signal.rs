@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::pair::{one_way, Events, Handoff, Placement};
 use super::{select, Probe, ProbeCtx, ThreadOutcome};
+use crate::sys::futex::Event;
 use crate::sys::time::now_ns;
 
 pub struct SignalProbe;
@@ -34,7 +35,12 @@ impl Probe for SignalProbe {
                 break;
             }
             ctx.board.reset(&format!("signal {v}"));
-            let h = SignalHandoff { queue: v == "sigqueue", target: AtomicU64::new(0) };
+            let h = SignalHandoff {
+                queue: v == "sigqueue",
+                target: AtomicU64::new(0),
+                go_by_signal: super::pipe::go_via_mechanism(),
+                sender: AtomicU64::new(0),
+            };
             out.push(one_way(ctx, v, &h, Placement::from_plan(ctx), Events::from_plan(ctx, share, 1), 0)?);
         }
         Ok(out)
@@ -62,19 +68,69 @@ struct SignalHandoff {
     queue: bool,
     /// The receiver's pthread_t, published before the start barrier.
     target: AtomicU64,
+    /// The `go` step is a signal to the sender (sigwaittest's answer).
+    go_by_signal: bool,
+    /// The sender's pthread_t, published before the start barrier.
+    sender: AtomicU64,
+}
+
+/// Block the probe's signal in the calling thread and return its pthread_t.
+fn block_signal() -> Result<u64, String> {
+    let set = sigset();
+    // SAFETY: `set` is an initialised sigset; the old mask is not wanted.
+    let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    if rc != 0 {
+        return Err(format!("pthread_sigmask: {}", nix::errno::Errno::from_raw(rc)));
+    }
+    // SAFETY: pthread_self has no preconditions.
+    Ok(unsafe { libc::pthread_self() } as u64)
+}
+
+/// sigwaitinfo(2) for the probe's signal; the clock read right after it.
+fn wait_signal() -> Result<u64, String> {
+    let set = sigset();
+    loop {
+        // SAFETY: `set` is initialised; a null info pointer is allowed.
+        let rc = unsafe { libc::sigwaitinfo(&set, std::ptr::null_mut()) };
+        let t = now_ns();
+        match nix::errno::Errno::result(rc) {
+            Ok(_) => return Ok(t),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(format!("sigwaitinfo: {e}")),
+        }
+    }
 }
 
 impl Handoff for SignalHandoff {
     fn receiver_setup(&self) -> Result<(), String> {
-        let set = sigset();
-        // SAFETY: `set` is an initialised sigset; the old mask is not wanted.
-        let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
-        if rc != 0 {
-            return Err(format!("pthread_sigmask: {}", nix::errno::Errno::from_raw(rc)));
-        }
-        // SAFETY: pthread_self has no preconditions.
-        self.target.store(unsafe { libc::pthread_self() } as u64, Ordering::Release);
+        self.target.store(block_signal()?, Ordering::Release);
         Ok(())
+    }
+    fn sender_setup(&self) -> Result<(), String> {
+        if self.go_by_signal {
+            self.sender.store(block_signal()?, Ordering::Release);
+        }
+        Ok(())
+    }
+    fn go_post(&self, ev: &Event, _: &[u8]) -> Result<(), String> {
+        if !self.go_by_signal {
+            return ev.post().map_err(|e| format!("futex wake: {e}"));
+        }
+        let sender = self.sender.load(Ordering::Acquire) as libc::pthread_t;
+        // SAFETY: the sender is alive while the receiver runs (it ends only
+        // after the receiver has seen `done` or posted `ack`).
+        let rc = unsafe { libc::pthread_kill(sender, signo()) };
+        if rc != 0 {
+            return Err(format!("pthread_kill: {}", nix::errno::Errno::from_raw(rc)));
+        }
+        Ok(())
+    }
+    fn go_wait(&self, ev: &Event, _: &mut [u8]) -> Result<(), String> {
+        if !self.go_by_signal {
+            ev.wait();
+            return Ok(());
+        }
+        wait_signal().map(drop)
     }
     fn release(&self, t0: &AtomicU64, _: &[u8]) -> Result<(), String> {
         let target = self.target.load(Ordering::Acquire) as libc::pthread_t;
@@ -95,16 +151,6 @@ impl Handoff for SignalHandoff {
         Ok(())
     }
     fn wait(&self, _: &mut [u8]) -> Result<u64, String> {
-        let set = sigset();
-        loop {
-            // SAFETY: `set` is initialised; a null info pointer is allowed.
-            let rc = unsafe { libc::sigwaitinfo(&set, std::ptr::null_mut()) };
-            let t = now_ns();
-            match nix::errno::Errno::result(rc) {
-                Ok(_) => return Ok(t),
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(e) => return Err(format!("sigwaitinfo: {e}")),
-            }
-        }
+        wait_signal()
     }
 }
