@@ -68,16 +68,11 @@ pub trait Handoff: Sync {
     fn sender_setup(&self) -> Result<(), String> {
         Ok(())
     }
-    /// Receiver: the `go` step, telling the sender to release. By default a
-    /// futex event; a mechanism may carry it itself, as rt-tests' peers do
-    /// (see the module docs: it decides how warm the timed path is).
-    fn go_post(&self, ev: &Event, _buf: &[u8]) -> Result<(), String> {
-        ev.post().map_err(|e| format!("futex wake: {e}"))
-    }
-    /// Sender: wait for `go` (the counterpart of [`Handoff::go_post`]).
-    fn go_wait(&self, ev: &Event, _buf: &mut [u8]) -> Result<(), String> {
-        ev.wait();
-        Ok(())
+    /// The mechanism's own channel for `go` (receiver → sender), when the
+    /// pair runs rt-tests' two-step cycle (see the module docs); None: the
+    /// futex cycle.
+    fn go(&self) -> Option<&dyn Channel> {
+        None
     }
 }
 
@@ -95,6 +90,14 @@ pub struct ChannelHandoff<C: Channel> {
     pub go: Option<C>,
 }
 
+impl<C: Channel> ChannelHandoff<C> {
+    /// `go` carried by a second channel made by `make` (two-step cycle), or
+    /// by futex events (`via_channel` false).
+    pub fn new(ch: C, via_channel: bool, make: impl FnOnce() -> anyhow::Result<C>) -> anyhow::Result<Self> {
+        Ok(ChannelHandoff { ch, go: if via_channel { Some(make()?) } else { None } })
+    }
+}
+
 impl<C: Channel> Handoff for ChannelHandoff<C> {
     fn release(&self, t0: &AtomicU64, buf: &[u8]) -> Result<(), String> {
         t0.store(now_ns(), Ordering::Release);
@@ -104,20 +107,8 @@ impl<C: Channel> Handoff for ChannelHandoff<C> {
         self.ch.recv(buf)?;
         Ok(now_ns())
     }
-    fn go_post(&self, ev: &Event, buf: &[u8]) -> Result<(), String> {
-        match &self.go {
-            Some(g) => g.send(buf),
-            None => ev.post().map_err(|e| format!("futex wake: {e}")),
-        }
-    }
-    fn go_wait(&self, ev: &Event, buf: &mut [u8]) -> Result<(), String> {
-        match &self.go {
-            Some(g) => g.recv(buf),
-            None => {
-                ev.wait();
-                Ok(())
-            }
-        }
+    fn go(&self) -> Option<&dyn Channel> {
+        self.go.as_ref().map(|g| g as &dyn Channel)
     }
 }
 
@@ -250,9 +241,12 @@ pub fn one_way(
             let setup = h.receiver_setup();
             barrier.wait();
             if let Err(e) = setup {
-                return sync.fail(h, &buf, e);
+                return sync.fail(h, e);
             }
-            receiver(h, rec, &sync, &mut buf, ev.pause)
+            match h.go() {
+                Some(go) => receiver_two_step(h, go, rec, &sync, &mut buf, ev.pause),
+                None => receiver(h, rec, &sync, &mut buf, ev.pause),
+            }
         } else {
             let setup = h.sender_setup();
             barrier.wait();
@@ -261,7 +255,10 @@ pub fn one_way(
                 let _ = sync.armed.post();
                 return Some(e);
             }
-            sender(h, stop, &sync, &mut buf, sender_spin, ev.duration, ev.max)
+            match h.go() {
+                Some(go) => sender_two_step(h, go, stop, &sync, &mut buf, sender_spin, ev.duration, ev.max),
+                None => sender(h, stop, &sync, &buf, sender_spin, ev.duration, ev.max),
+            }
         }
     })
 }
@@ -277,9 +274,13 @@ struct Sync3 {
 
 impl Sync3 {
     /// End both threads after an error on the receiver's side.
-    fn fail(&self, h: &dyn Handoff, buf: &[u8], e: String) -> Option<String> {
+    fn fail(&self, h: &dyn Handoff, e: String) -> Option<String> {
         self.done.store(true, Ordering::Release);
-        let _ = h.go_post(&self.go, buf);
+        match h.go() {
+            // The sender waits in the mechanism: one message wakes it.
+            Some(go) => drop(go.send(&[0u8; 1])),
+            None => drop(self.go.post()),
+        }
         let _ = self.ack.post();
         Some(e)
     }
@@ -295,26 +296,26 @@ fn receiver(h: &dyn Handoff, rec: &mut Recorder, s: &Sync3, buf: &mut [u8], paus
             return None;
         }
         if let Err(e) = pause.wait(&mut next) {
-            return s.fail(h, buf, e);
+            return s.fail(h, e);
         }
-        if let Err(e) = h.go_post(&s.go, buf) {
-            return s.fail(h, buf, e);
+        if let Err(e) = s.go.post() {
+            return s.fail(h, e.to_string());
         }
         let t1 = match h.wait(buf) {
             Ok(t) => t,
-            Err(e) => return s.fail(h, buf, e),
+            Err(e) => return s.fail(h, e),
         };
         let sent = s.t0.load(Ordering::Acquire);
         rec.record(t1.saturating_sub(sent), t1.saturating_sub(start), seq);
         seq += 1;
         h.after_wait();
         if let Err(e) = s.ack.post() {
-            return s.fail(h, buf, e.to_string());
+            return s.fail(h, e.to_string());
         }
     }
 }
 
-fn sender(h: &dyn Handoff, stop: &AtomicBool, s: &Sync3, buf: &mut [u8], spin: u64, duration: u64, max_events: u64) -> Option<String> {
+fn sender(h: &dyn Handoff, stop: &AtomicBool, s: &Sync3, buf: &[u8], spin: u64, duration: u64, max_events: u64) -> Option<String> {
     let end = now_ns() + duration;
     let mut sent = 0u64;
     loop {
@@ -329,13 +330,9 @@ fn sender(h: &dyn Handoff, stop: &AtomicBool, s: &Sync3, buf: &mut [u8], spin: u
             s.done.store(true, Ordering::Release);
             return Some(e.to_string());
         }
-        let go = h.go_wait(&s.go, buf);
+        s.go.wait();
         if s.done.load(Ordering::Acquire) {
             return None; // the receiver failed; its error is reported
-        }
-        if let Err(e) = go {
-            s.done.store(true, Ordering::Release);
-            return Some(e);
         }
         // `preempt`: be a running, CPU-bound thread when releasing.
         super::spin_for(spin);
@@ -348,6 +345,78 @@ fn sender(h: &dyn Handoff, stop: &AtomicBool, s: &Sync3, buf: &mut [u8], spin: u
         if s.done.load(Ordering::Acquire) {
             return None;
         }
+    }
+}
+
+/// rt-tests' cycle (pmqtest, sigwaittest): the receiver paces and sends
+/// `go` through the mechanism, then blocks in it; the sender waits for `go`
+/// in the mechanism, releases, and blocks for the next `go`. `t0` is safe:
+/// the sender stores the next one only after the next `go`, which comes
+/// after the receiver has read this one.
+fn receiver_two_step(h: &dyn Handoff, go: &dyn Channel, rec: &mut Recorder, s: &Sync3, buf: &mut [u8], pause: Pause) -> Option<String> {
+    let start = now_ns();
+    let mut next = start + pause.interval();
+    let mut seq = 0u64;
+    loop {
+        if let Err(e) = pause.wait(&mut next) {
+            return s.fail(h, e);
+        }
+        if let Err(e) = go.send(buf) {
+            return s.fail(h, e);
+        }
+        let t1 = match h.wait(buf) {
+            Ok(t) => t,
+            Err(e) => return s.fail(h, e),
+        };
+        if s.done.load(Ordering::Acquire) {
+            return None; // the sender's closing release: not a sample
+        }
+        let sent = s.t0.load(Ordering::Acquire);
+        rec.record(t1.saturating_sub(sent), t1.saturating_sub(start), seq);
+        seq += 1;
+        h.after_wait();
+    }
+}
+
+/// The sender of [`receiver_two_step`]. It ends with one more release after
+/// setting `done`, which wakes the receiver to see it.
+#[allow(clippy::too_many_arguments)]
+fn sender_two_step(
+    h: &dyn Handoff,
+    go: &dyn Channel,
+    stop: &AtomicBool,
+    s: &Sync3,
+    buf: &mut [u8],
+    spin: u64,
+    duration: u64,
+    max_events: u64,
+) -> Option<String> {
+    let end = now_ns() + duration;
+    let mut sent = 0u64;
+    loop {
+        let waited = go.recv(buf);
+        if s.done.load(Ordering::Acquire) {
+            return None; // the receiver failed; its error is reported
+        }
+        if let Err(e) = waited {
+            // The receiver is about to block in the mechanism: wake it.
+            s.done.store(true, Ordering::Release);
+            let _ = h.release(&s.t0, buf);
+            return Some(e);
+        }
+        let last = sent >= max_events || stop.load(Ordering::Relaxed) || now_ns() >= end;
+        if last {
+            s.done.store(true, Ordering::Release);
+        }
+        super::spin_for(spin);
+        if let Err(e) = h.release(&s.t0, buf) {
+            s.done.store(true, Ordering::Release);
+            return Some(e);
+        }
+        if last {
+            return None;
+        }
+        sent += 1;
     }
 }
 

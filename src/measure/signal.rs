@@ -10,9 +10,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::pair::{one_way, Events, Handoff, Placement};
+use super::pair::{one_way, Channel, Events, Handoff, Placement};
 use super::{select, Probe, ProbeCtx, ThreadOutcome};
-use crate::sys::futex::Event;
 use crate::sys::time::now_ns;
 
 pub struct SignalProbe;
@@ -38,8 +37,7 @@ impl Probe for SignalProbe {
             let h = SignalHandoff {
                 queue: v == "sigqueue",
                 target: AtomicU64::new(0),
-                go_by_signal: super::pipe::go_via_mechanism(),
-                sender: AtomicU64::new(0),
+                go: SignalGo { sender: AtomicU64::new(0) },
             };
             out.push(one_way(ctx, v, &h, Placement::from_plan(ctx), Events::from_plan(ctx, share, 1), 0)?);
         }
@@ -68,10 +66,31 @@ struct SignalHandoff {
     queue: bool,
     /// The receiver's pthread_t, published before the start barrier.
     target: AtomicU64,
-    /// The `go` step is a signal to the sender (sigwaittest's answer).
-    go_by_signal: bool,
+    /// `go`: the same signal to the sender (sigwaittest's answer).
+    go: SignalGo,
+}
+
+/// The `go` channel of sigwaittest's cycle: the receiver signals the sender
+/// thread, which waits for it with sigwaitinfo.
+struct SignalGo {
     /// The sender's pthread_t, published before the start barrier.
     sender: AtomicU64,
+}
+
+impl Channel for SignalGo {
+    fn send(&self, _: &[u8]) -> Result<(), String> {
+        let sender = self.sender.load(Ordering::Acquire) as libc::pthread_t;
+        // SAFETY: the sender is alive while the receiver runs: it ends only
+        // after a release the receiver takes (pair's two-step cycle).
+        let rc = unsafe { libc::pthread_kill(sender, signo()) };
+        if rc != 0 {
+            return Err(format!("pthread_kill: {}", nix::errno::Errno::from_raw(rc)));
+        }
+        Ok(())
+    }
+    fn recv(&self, _: &mut [u8]) -> Result<(), String> {
+        wait_signal().map(drop)
+    }
 }
 
 /// Block the probe's signal in the calling thread and return its pthread_t.
@@ -107,30 +126,11 @@ impl Handoff for SignalHandoff {
         Ok(())
     }
     fn sender_setup(&self) -> Result<(), String> {
-        if self.go_by_signal {
-            self.sender.store(block_signal()?, Ordering::Release);
-        }
+        self.go.sender.store(block_signal()?, Ordering::Release);
         Ok(())
     }
-    fn go_post(&self, ev: &Event, _: &[u8]) -> Result<(), String> {
-        if !self.go_by_signal {
-            return ev.post().map_err(|e| format!("futex wake: {e}"));
-        }
-        let sender = self.sender.load(Ordering::Acquire) as libc::pthread_t;
-        // SAFETY: the sender is alive while the receiver runs (it ends only
-        // after the receiver has seen `done` or posted `ack`).
-        let rc = unsafe { libc::pthread_kill(sender, signo()) };
-        if rc != 0 {
-            return Err(format!("pthread_kill: {}", nix::errno::Errno::from_raw(rc)));
-        }
-        Ok(())
-    }
-    fn go_wait(&self, ev: &Event, _: &mut [u8]) -> Result<(), String> {
-        if !self.go_by_signal {
-            ev.wait();
-            return Ok(());
-        }
-        wait_signal().map(drop)
+    fn go(&self) -> Option<&dyn Channel> {
+        Some(&self.go)
     }
     fn release(&self, t0: &AtomicU64, _: &[u8]) -> Result<(), String> {
         let target = self.target.load(Ordering::Acquire) as libc::pthread_t;
