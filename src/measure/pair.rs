@@ -39,6 +39,29 @@
 //! Shutdown: the sender ends the loop (duration share over, `--iterations`
 //! reached, or the stop flag), sets `done` and posts `armed`; the receiver
 //! sees `done` before blocking again and ends. No thread is left waiting.
+//!
+//! Two-step cycle (`mq` and `signal`, whose mechanism carries `go` itself:
+//! [`Handoff::go`]), the exact sequence of pmqtest and sigwaittest:
+//!
+//! ```text
+//! sender                               receiver (records)
+//!                                       pause (sleep to the next -i tick)
+//!   go.recv() blocks <──── mechanism ──  go.send()   (sync queue / signal)
+//!                                       h.wait() blocks
+//!   t0 = now; h.release() ──────────>   returns; t1 = now; record t1 − t0
+//!   go.recv() blocks
+//! ```
+//!
+//! Why: the state the timed path starts from decides its cost, and the
+//! peers' `go` runs the very mechanism under test just before the timed
+//! message. With the futex cycle the send path had not run for a whole
+//! interval: the kernel trace of the same messages (bench/ipc-truth,
+//! docs/probes.md) showed mq_timedsend's entry → receiver wake-up taking
+//! 3.3 µs against pmqtest's 1.3 µs on one CPU of the development VM, the
+//! rest of the span equal. There is no `ack`: the sender can store the next
+//! `t0` only after the next `go`, which the receiver sends after reading
+//! this one. At the end the sender sets `done` and releases once more; the
+//! receiver takes that release as the end, not as a sample.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
