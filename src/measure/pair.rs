@@ -272,9 +272,12 @@ pub fn one_way(
             }
         } else {
             let setup = h.sender_setup();
+            if setup.is_err() {
+                // Before the barrier, so the receiver sees it before its first event.
+                sync.done.store(true, Ordering::Release);
+            }
             barrier.wait();
             if let Err(e) = setup {
-                sync.done.store(true, Ordering::Release);
                 let _ = sync.armed.post();
                 return Some(e);
             }
@@ -381,6 +384,9 @@ fn receiver_two_step(h: &dyn Handoff, go: &dyn Channel, rec: &mut Recorder, s: &
     let mut next = start + pause.interval();
     let mut seq = 0u64;
     loop {
+        if s.done.load(Ordering::Acquire) {
+            return None; // the sender could not start; its error is reported
+        }
         if let Err(e) = pause.wait(&mut next) {
             return s.fail(h, e);
         }

@@ -80,6 +80,9 @@ struct SignalGo {
 impl Channel for SignalGo {
     fn send(&self, _: &[u8]) -> Result<(), String> {
         let sender = self.sender.load(Ordering::Acquire) as libc::pthread_t;
+        if sender == 0 {
+            return Err("signal: the sender thread did not start".into());
+        }
         // SAFETY: the sender is alive while the receiver runs: it ends only
         // after a release the receiver takes (pair's two-step cycle).
         let rc = unsafe { libc::pthread_kill(sender, signo()) };
