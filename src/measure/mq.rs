@@ -25,7 +25,8 @@ impl Probe for MqProbe {
     }
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
         let size = ctx.run.probe.msg_size;
-        run_channels(ctx, "mq", |k| MsgQueue::new(k, size))
+        // pmqtest's cycle: `go` through a second queue (pair's module docs).
+        run_channels(ctx, "mq", true, |k| MsgQueue::new(k, size))
     }
 }
 

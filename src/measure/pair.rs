@@ -39,6 +39,29 @@
 //! Shutdown: the sender ends the loop (duration share over, `--iterations`
 //! reached, or the stop flag), sets `done` and posts `armed`; the receiver
 //! sees `done` before blocking again and ends. No thread is left waiting.
+//!
+//! Two-step cycle (`mq` and `signal`, whose mechanism carries `go` itself:
+//! [`Handoff::go`]), the exact sequence of pmqtest and sigwaittest:
+//!
+//! ```text
+//! sender                               receiver (records)
+//!                                       pause (sleep to the next -i tick)
+//!   go.recv() blocks <──── mechanism ──  go.send()   (sync queue / signal)
+//!                                       h.wait() blocks
+//!   t0 = now; h.release() ──────────>   returns; t1 = now; record t1 − t0
+//!   go.recv() blocks
+//! ```
+//!
+//! Why: the state the timed path starts from decides its cost, and the
+//! peers' `go` runs the very mechanism under test just before the timed
+//! message. With the futex cycle the send path had not run for a whole
+//! interval: the kernel trace of the same messages (bench/ipc-truth,
+//! docs/probes.md) showed mq_timedsend's entry → receiver wake-up taking
+//! 3.3 µs against pmqtest's 1.3 µs on one CPU of the development VM, the
+//! rest of the span equal. There is no `ack`: the sender can store the next
+//! `t0` only after the next `go`, which the receiver sends after reading
+//! this one. At the end the sender sets `done` and releases once more; the
+//! receiver takes that release as the end, not as a sample.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -64,6 +87,16 @@ pub trait Handoff: Sync {
     fn wait(&self, buf: &mut [u8]) -> Result<u64, String>;
     /// Receiver, after recording: give back what `wait` took.
     fn after_wait(&self) {}
+    /// Sender, before the start barrier (e.g. block the signal `go` comes by).
+    fn sender_setup(&self) -> Result<(), String> {
+        Ok(())
+    }
+    /// The mechanism's own channel for `go` (receiver → sender), when the
+    /// pair runs rt-tests' two-step cycle (see the module docs); None: the
+    /// futex cycle.
+    fn go(&self) -> Option<&dyn Channel> {
+        None
+    }
 }
 
 /// A one-directional byte-message channel (pipe, message queue).
@@ -72,17 +105,33 @@ pub trait Channel: Sync {
     fn recv(&self, buf: &mut [u8]) -> Result<(), String>;
 }
 
-/// Any channel is a hand-off: send is the release, recv the wait.
-pub struct ChannelHandoff<C: Channel>(pub C);
+/// Any channel is a hand-off: send is the release, recv the wait. With
+/// `go`, a second channel of the same kind carries the `go` step (receiver
+/// → sender, a whole message), as pmqtest's sync queue does.
+pub struct ChannelHandoff<C: Channel> {
+    pub ch: C,
+    pub go: Option<C>,
+}
+
+impl<C: Channel> ChannelHandoff<C> {
+    /// `go` carried by a second channel made by `make` (two-step cycle), or
+    /// by futex events (`via_channel` false).
+    pub fn new(ch: C, via_channel: bool, make: impl FnOnce() -> anyhow::Result<C>) -> anyhow::Result<Self> {
+        Ok(ChannelHandoff { ch, go: if via_channel { Some(make()?) } else { None } })
+    }
+}
 
 impl<C: Channel> Handoff for ChannelHandoff<C> {
     fn release(&self, t0: &AtomicU64, buf: &[u8]) -> Result<(), String> {
         t0.store(now_ns(), Ordering::Release);
-        self.0.send(buf)
+        self.ch.send(buf)
     }
     fn wait(&self, buf: &mut [u8]) -> Result<u64, String> {
-        self.0.recv(buf)?;
+        self.ch.recv(buf)?;
         Ok(now_ns())
+    }
+    fn go(&self) -> Option<&dyn Channel> {
+        self.go.as_ref().map(|g| g as &dyn Channel)
     }
 }
 
@@ -215,12 +264,27 @@ pub fn one_way(
             let setup = h.receiver_setup();
             barrier.wait();
             if let Err(e) = setup {
-                return sync.fail(e);
+                return sync.fail(h, e);
             }
-            receiver(h, rec, &sync, &mut buf, ev.pause)
+            match h.go() {
+                Some(go) => receiver_two_step(h, go, rec, &sync, &mut buf, ev.pause),
+                None => receiver(h, rec, &sync, &mut buf, ev.pause),
+            }
         } else {
+            let setup = h.sender_setup();
+            if setup.is_err() {
+                // Before the barrier, so the receiver sees it before its first event.
+                sync.done.store(true, Ordering::Release);
+            }
             barrier.wait();
-            sender(h, stop, &sync, &buf, sender_spin, ev.duration, ev.max)
+            if let Err(e) = setup {
+                let _ = sync.armed.post();
+                return Some(e);
+            }
+            match h.go() {
+                Some(go) => sender_two_step(h, go, stop, &sync, &mut buf, sender_spin, ev.duration, ev.max),
+                None => sender(h, stop, &sync, &buf, sender_spin, ev.duration, ev.max),
+            }
         }
     })
 }
@@ -236,9 +300,13 @@ struct Sync3 {
 
 impl Sync3 {
     /// End both threads after an error on the receiver's side.
-    fn fail(&self, e: String) -> Option<String> {
+    fn fail(&self, h: &dyn Handoff, e: String) -> Option<String> {
         self.done.store(true, Ordering::Release);
-        let _ = self.go.post();
+        match h.go() {
+            // The sender waits in the mechanism: one message wakes it.
+            Some(go) => drop(go.send(&[0u8; 1])),
+            None => drop(self.go.post()),
+        }
         let _ = self.ack.post();
         Some(e)
     }
@@ -254,21 +322,21 @@ fn receiver(h: &dyn Handoff, rec: &mut Recorder, s: &Sync3, buf: &mut [u8], paus
             return None;
         }
         if let Err(e) = pause.wait(&mut next) {
-            return s.fail(e);
+            return s.fail(h, e);
         }
         if let Err(e) = s.go.post() {
-            return s.fail(e.to_string());
+            return s.fail(h, e.to_string());
         }
         let t1 = match h.wait(buf) {
             Ok(t) => t,
-            Err(e) => return s.fail(e),
+            Err(e) => return s.fail(h, e),
         };
         let sent = s.t0.load(Ordering::Acquire);
         rec.record(t1.saturating_sub(sent), t1.saturating_sub(start), seq);
         seq += 1;
         h.after_wait();
         if let Err(e) = s.ack.post() {
-            return s.fail(e.to_string());
+            return s.fail(h, e.to_string());
         }
     }
 }
@@ -303,6 +371,81 @@ fn sender(h: &dyn Handoff, stop: &AtomicBool, s: &Sync3, buf: &[u8], spin: u64, 
         if s.done.load(Ordering::Acquire) {
             return None;
         }
+    }
+}
+
+/// rt-tests' cycle (pmqtest, sigwaittest): the receiver paces and sends
+/// `go` through the mechanism, then blocks in it; the sender waits for `go`
+/// in the mechanism, releases, and blocks for the next `go`. `t0` is safe:
+/// the sender stores the next one only after the next `go`, which comes
+/// after the receiver has read this one.
+fn receiver_two_step(h: &dyn Handoff, go: &dyn Channel, rec: &mut Recorder, s: &Sync3, buf: &mut [u8], pause: Pause) -> Option<String> {
+    let start = now_ns();
+    let mut next = start + pause.interval();
+    let mut seq = 0u64;
+    loop {
+        if s.done.load(Ordering::Acquire) {
+            return None; // the sender could not start; its error is reported
+        }
+        if let Err(e) = pause.wait(&mut next) {
+            return s.fail(h, e);
+        }
+        if let Err(e) = go.send(buf) {
+            return s.fail(h, e);
+        }
+        let t1 = match h.wait(buf) {
+            Ok(t) => t,
+            Err(e) => return s.fail(h, e),
+        };
+        if s.done.load(Ordering::Acquire) {
+            return None; // the sender's closing release: not a sample
+        }
+        let sent = s.t0.load(Ordering::Acquire);
+        rec.record(t1.saturating_sub(sent), t1.saturating_sub(start), seq);
+        seq += 1;
+        h.after_wait();
+    }
+}
+
+/// The sender of [`receiver_two_step`]. It ends with one more release after
+/// setting `done`, which wakes the receiver to see it.
+#[allow(clippy::too_many_arguments)]
+fn sender_two_step(
+    h: &dyn Handoff,
+    go: &dyn Channel,
+    stop: &AtomicBool,
+    s: &Sync3,
+    buf: &mut [u8],
+    spin: u64,
+    duration: u64,
+    max_events: u64,
+) -> Option<String> {
+    let end = now_ns() + duration;
+    let mut sent = 0u64;
+    loop {
+        let waited = go.recv(buf);
+        if s.done.load(Ordering::Acquire) {
+            return None; // the receiver failed; its error is reported
+        }
+        if let Err(e) = waited {
+            // The receiver is about to block in the mechanism: wake it.
+            s.done.store(true, Ordering::Release);
+            let _ = h.release(&s.t0, buf);
+            return Some(e);
+        }
+        let last = sent >= max_events || stop.load(Ordering::Relaxed) || now_ns() >= end;
+        if last {
+            s.done.store(true, Ordering::Release);
+        }
+        super::spin_for(spin);
+        if let Err(e) = h.release(&s.t0, buf) {
+            s.done.store(true, Ordering::Release);
+            return Some(e);
+        }
+        if last {
+            return None;
+        }
+        sent += 1;
     }
 }
 

@@ -29,15 +29,18 @@ impl Probe for PipeProbe {
         VARIANTS
     }
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
-        run_channels(ctx, "pipe", |_| Pipe::new())
+        run_channels(ctx, "pipe", false, |_| Pipe::new())
     }
 }
 
 /// Shared by `pipe` and `mq`: run the selected of oneway / roundtrip with
-/// channels made by `make` (called with a distinct number per channel).
+/// channels made by `make` (called with a distinct number per channel);
+/// `go_via_channel`: oneway runs rt-tests' two-step cycle with a second
+/// channel carrying `go` (pair's module docs).
 pub fn run_channels<C: Channel>(
     ctx: &ProbeCtx<'_>,
     probe: &str,
+    go_via_channel: bool,
     make: impl Fn(usize) -> anyhow::Result<C>,
 ) -> anyhow::Result<Vec<ThreadOutcome>> {
     let variants = select::chosen(ctx, probe, VARIANTS);
@@ -51,7 +54,7 @@ pub fn run_channels<C: Channel>(
         }
         ctx.board.reset(&format!("{probe} {v}"));
         let o = if v == "oneway" {
-            let h = ChannelHandoff(make(0)?);
+            let h = ChannelHandoff::new(make(0)?, go_via_channel, || make(3))?;
             one_way(ctx, v, &h, place, Events::from_plan(ctx, share, size), 0)?
         } else {
             let (a, b) = (make(1)?, make(2)?);

@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::pair::{one_way, Events, Handoff, Placement};
+use super::pair::{one_way, Channel, Events, Handoff, Placement};
 use super::{select, Probe, ProbeCtx, ThreadOutcome};
 use crate::sys::time::now_ns;
 
@@ -34,7 +34,11 @@ impl Probe for SignalProbe {
                 break;
             }
             ctx.board.reset(&format!("signal {v}"));
-            let h = SignalHandoff { queue: v == "sigqueue", target: AtomicU64::new(0) };
+            let h = SignalHandoff {
+                queue: v == "sigqueue",
+                target: AtomicU64::new(0),
+                go: SignalGo { sender: AtomicU64::new(0) },
+            };
             out.push(one_way(ctx, v, &h, Placement::from_plan(ctx), Events::from_plan(ctx, share, 1), 0)?);
         }
         Ok(out)
@@ -62,19 +66,74 @@ struct SignalHandoff {
     queue: bool,
     /// The receiver's pthread_t, published before the start barrier.
     target: AtomicU64,
+    /// `go`: the same signal to the sender (sigwaittest's answer).
+    go: SignalGo,
+}
+
+/// The `go` channel of sigwaittest's cycle: the receiver signals the sender
+/// thread, which waits for it with sigwaitinfo.
+struct SignalGo {
+    /// The sender's pthread_t, published before the start barrier.
+    sender: AtomicU64,
+}
+
+impl Channel for SignalGo {
+    fn send(&self, _: &[u8]) -> Result<(), String> {
+        let sender = self.sender.load(Ordering::Acquire) as libc::pthread_t;
+        if sender == 0 {
+            return Err("signal: the sender thread did not start".into());
+        }
+        // SAFETY: the sender is alive while the receiver runs: it ends only
+        // after a release the receiver takes (pair's two-step cycle).
+        let rc = unsafe { libc::pthread_kill(sender, signo()) };
+        if rc != 0 {
+            return Err(format!("pthread_kill: {}", nix::errno::Errno::from_raw(rc)));
+        }
+        Ok(())
+    }
+    fn recv(&self, _: &mut [u8]) -> Result<(), String> {
+        wait_signal().map(drop)
+    }
+}
+
+/// Block the probe's signal in the calling thread and return its pthread_t.
+fn block_signal() -> Result<u64, String> {
+    let set = sigset();
+    // SAFETY: `set` is an initialised sigset; the old mask is not wanted.
+    let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    if rc != 0 {
+        return Err(format!("pthread_sigmask: {}", nix::errno::Errno::from_raw(rc)));
+    }
+    // SAFETY: pthread_self has no preconditions.
+    Ok(unsafe { libc::pthread_self() } as u64)
+}
+
+/// sigwaitinfo(2) for the probe's signal; the clock read right after it.
+fn wait_signal() -> Result<u64, String> {
+    let set = sigset();
+    loop {
+        // SAFETY: `set` is initialised; a null info pointer is allowed.
+        let rc = unsafe { libc::sigwaitinfo(&set, std::ptr::null_mut()) };
+        let t = now_ns();
+        match nix::errno::Errno::result(rc) {
+            Ok(_) => return Ok(t),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(format!("sigwaitinfo: {e}")),
+        }
+    }
 }
 
 impl Handoff for SignalHandoff {
     fn receiver_setup(&self) -> Result<(), String> {
-        let set = sigset();
-        // SAFETY: `set` is an initialised sigset; the old mask is not wanted.
-        let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
-        if rc != 0 {
-            return Err(format!("pthread_sigmask: {}", nix::errno::Errno::from_raw(rc)));
-        }
-        // SAFETY: pthread_self has no preconditions.
-        self.target.store(unsafe { libc::pthread_self() } as u64, Ordering::Release);
+        self.target.store(block_signal()?, Ordering::Release);
         Ok(())
+    }
+    fn sender_setup(&self) -> Result<(), String> {
+        self.go.sender.store(block_signal()?, Ordering::Release);
+        Ok(())
+    }
+    fn go(&self) -> Option<&dyn Channel> {
+        Some(&self.go)
     }
     fn release(&self, t0: &AtomicU64, _: &[u8]) -> Result<(), String> {
         let target = self.target.load(Ordering::Acquire) as libc::pthread_t;
@@ -95,16 +154,6 @@ impl Handoff for SignalHandoff {
         Ok(())
     }
     fn wait(&self, _: &mut [u8]) -> Result<u64, String> {
-        let set = sigset();
-        loop {
-            // SAFETY: `set` is initialised; a null info pointer is allowed.
-            let rc = unsafe { libc::sigwaitinfo(&set, std::ptr::null_mut()) };
-            let t = now_ns();
-            match nix::errno::Errno::result(rc) {
-                Ok(_) => return Ok(t),
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(e) => return Err(format!("sigwaitinfo: {e}")),
-            }
-        }
+        wait_signal()
     }
 }
