@@ -37,8 +37,7 @@ impl Probe for OsnoiseProbe {
     }
 
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
-        let cpus = tracer::distinct_cpus(&ctx.run.cpus);
-        let period_us = (ctx.run.interval_ns / 1000).max(1);
+        let (cpus, period_us) = tracer::cpus_and_period(ctx.run);
         let interval_ns = period_us * 1000;
         let threshold_us = (ctx.run.probe.noise_threshold_ns / 1000).max(1);
         let mut run = TracerRun::start(

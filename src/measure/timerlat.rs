@@ -39,8 +39,7 @@ impl Probe for TimerlatProbe {
     }
 
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
-        let cpus = tracer::distinct_cpus(&ctx.run.cpus);
-        let period_us = (ctx.run.interval_ns / 1000).max(1);
+        let (cpus, period_us) = tracer::cpus_and_period(ctx.run);
         let interval_ns = period_us * 1000;
         let mut run = TracerRun::start(
             Kind::Timerlat,
@@ -250,18 +249,10 @@ pub fn window(cpu: usize, start_ns: u64, end_ns: u64, noise: &[Noise], irq: Opti
             count: 1,
         });
     }
-    culprits.sort_by(|a, b| b.duration_ns.cmp(&a.duration_ns).then(a.name.cmp(&b.name)));
-    TraceWindow {
-        cpu,
-        start_ns: Nanos(start_ns),
-        end_ns: Nanos(end_ns),
-        events: inside,
-        complete: true,
-        wakeup_after_ns: irq.map(|(l, _)| Nanos(l)),
-        culprits,
-        irq_latency_ns: irq.map(|(l, _)| Nanos(l)),
-        from_idle: irq.map(|(_, idle)| idle),
-    }
+    let mut w = TraceWindow::new(cpu, (start_ns, end_ns), inside, true, irq.map(|(l, _)| Nanos(l)), culprits);
+    w.irq_latency_ns = irq.map(|(l, _)| Nanos(l));
+    w.from_idle = irq.map(|(_, idle)| idle);
+    w
 }
 
 #[cfg(test)]

@@ -391,6 +391,12 @@ fn kthreads(prefix: &str) -> BTreeMap<usize, i32> {
     out
 }
 
+/// A tracer probe's CPUs (distinct, in order) and period in whole µs (the
+/// tracers' unit) from `-a` and `-i`.
+pub fn cpus_and_period(run: &super::ProbeRun) -> (Vec<usize>, u64) {
+    (distinct_cpus(&run.cpus), (run.interval_ns / 1000).max(1))
+}
+
 /// The distinct CPUs of a run, in order.
 pub fn distinct_cpus(cpus: &[usize]) -> Vec<usize> {
     let mut v = cpus.to_vec();

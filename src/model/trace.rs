@@ -72,6 +72,24 @@ pub struct TraceWindow {
     pub from_idle: Option<bool>,
 }
 
+impl TraceWindow {
+    /// A window with its culprits sorted longest first (then by name).
+    pub fn new(cpu: usize, span: (u64, u64), events: u32, complete: bool, wakeup_after_ns: Option<Nanos>, mut culprits: Vec<Culprit>) -> TraceWindow {
+        culprits.sort_by(|a, b| b.duration_ns.cmp(&a.duration_ns).then(a.name.cmp(&b.name)));
+        TraceWindow {
+            cpu,
+            start_ns: Nanos(span.0),
+            end_ns: Nanos(span.1),
+            events,
+            complete,
+            wakeup_after_ns,
+            culprits,
+            irq_latency_ns: None,
+            from_idle: None,
+        }
+    }
+}
+
 /// One thing that held the CPU.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Culprit {

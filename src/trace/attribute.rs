@@ -164,18 +164,7 @@ pub fn attribute(
             None => culprits.push(c),
         }
     }
-    culprits.sort_by(|a, b| b.duration_ns.cmp(&a.duration_ns).then(a.name.cmp(&b.name)));
-    TraceWindow {
-        cpu,
-        start_ns: Nanos(start_ns),
-        end_ns: Nanos(end_ns),
-        events: inside,
-        complete,
-        wakeup_after_ns,
-        culprits,
-        irq_latency_ns: None,
-        from_idle: None,
-    }
+    TraceWindow::new(cpu, (start_ns, end_ns), inside, complete, wakeup_after_ns, culprits)
 }
 
 /// Updates the interrupt-context stack, the current task and known priorities.
