@@ -18,6 +18,8 @@
 //! (each QEMU TCG guest keeps two host CPUs busy), and write their results into
 //! their own temporary directories.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -321,6 +323,11 @@ fn rt_kernel_tracers_run_as_probes() {
         assert_eq!(h["tracer"]["instance"], "top level", "{}", h["tracer"]);
         assert_eq!(h["tracer"]["settings"]["hwlat_detector/window"], "100000", "{}", h["tracer"]);
     }
+
+    // Every field of these entries is documented in docs/schema.md.
+    let mut errors = Vec::new();
+    common::schema::check(&common::schema::documented(), "/", &run, &mut errors);
+    assert!(errors.is_empty(), "schema mismatches:\n{}", errors.join("\n"));
 }
 
 /// A tracer someone else runs (here a tracefs instance with osnoise set
@@ -524,4 +531,58 @@ fn guest_script_bad_arguments_exit_2_before_booting() {
     }
     assert_eq!(std::fs::read_to_string(full.join("old.txt")).unwrap(), "keep me");
     assert!(!dir.path().join("new").exists() && !dir.path().join("r.json").exists());
+}
+
+/// Tracer hygiene after a SIGKILL, in the rt guest (`--guest-script`): a
+/// timerlat run killed while its tracer runs leaves its instance, its state
+/// file and its period setting behind; the next tracer run (osnoise) puts
+/// the old setting back, removes the instance and the file, and leaves
+/// its own settings restored and the top level untouched.
+#[test]
+fn rt_kernel_tracer_settings_survive_a_sigkill() {
+    let _guard = guest_lock();
+    if !lab_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("kill.sh");
+    std::fs::write(
+        &script,
+        r#"T=/sys/kernel/tracing
+cat $T/osnoise/timerlat_period_us >before.txt
+rtscope run --probe timerlat -i 500 -D 60s -q --json /tmp/killed.json >/dev/null 2>&1 &
+pid=$!
+n=0
+while [ $n -lt 300 ] && ! ls $T/instances | grep -q rtscope; do sleep 0.1; n=$((n+1)); done
+cat $T/osnoise/timerlat_period_us >during.txt
+ls $T/instances >inst-during.txt
+ls /run/rtscope >state-during.txt
+kill -9 $pid
+wait $pid
+cat $T/osnoise/timerlat_period_us >after-kill.txt
+rtscope run --probe osnoise -i 2000 -D 1s -q --json /tmp/next.json >next.out 2>&1
+echo $? >next.rc
+cat $T/osnoise/timerlat_period_us >after-next.txt
+cat $T/osnoise/period_us >period-after.txt
+ls $T/instances >inst-after.txt
+ls /run/rtscope >state-after.txt
+cat $T/current_tracer >top.txt
+"#,
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let out = run_lab(&["--kernel", "rt", "--guest-script", script.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()], &[]);
+    assert!(out.status.success(), "kernel-lab failed: {}", String::from_utf8_lossy(&out.stderr));
+    let read = |f: &str| std::fs::read_to_string(out_dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}")).trim().to_string();
+    assert_eq!(read("before.txt"), "1000", "the kernel's default period");
+    assert_eq!(read("during.txt"), "500", "the run's period while it ran");
+    assert!(read("inst-during.txt").contains("-timerlat"), "{}", read("inst-during.txt"));
+    assert!(read("state-during.txt").starts_with("tracer-"), "{}", read("state-during.txt"));
+    assert_eq!(read("after-kill.txt"), "500", "a SIGKILL leaves the setting");
+    assert_eq!(read("next.rc"), "0", "{}", read("next.out"));
+    assert_eq!(read("after-next.txt"), "1000", "the next run put the killed run's setting back");
+    assert_eq!(read("period-after.txt"), "1000000", "and its own osnoise period");
+    assert_eq!(read("inst-after.txt"), "", "no instance left");
+    assert_eq!(read("state-after.txt"), "", "no state file left");
+    assert_eq!(read("top.txt"), "nop");
 }

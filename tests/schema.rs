@@ -4,91 +4,10 @@
 
 mod common;
 
-use std::collections::HashMap;
 
+use common::schema::{check, documented};
 use common::*;
 use serde_json::Value;
-
-struct Field {
-    types: Vec<String>,
-    required: bool,
-}
-
-/// Path → (field → spec), from the `## Path: /x` tables of docs/schema.md.
-fn documented() -> HashMap<String, HashMap<String, Field>> {
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/schema.md")).unwrap();
-    let mut out: HashMap<String, HashMap<String, Field>> = HashMap::new();
-    let mut current: Option<String> = None;
-    for line in doc.lines() {
-        if let Some(p) = line.strip_prefix("## Path: ") {
-            current = Some(p.trim().to_string());
-            out.entry(p.trim().to_string()).or_default();
-            continue;
-        }
-        if line.starts_with("## ") {
-            current = None;
-            continue;
-        }
-        let Some(path) = &current else { continue };
-        let cells: Vec<&str> = line.split('|').map(|c| c.trim()).collect();
-        if cells.len() < 5 || !cells[1].starts_with('`') {
-            continue;
-        }
-        let name = cells[1].trim_matches('`').to_string();
-        let types = cells[2].split(" or ").map(|t| t.trim().to_string()).collect();
-        out.get_mut(path).unwrap().insert(name, Field { types, required: cells[3] == "yes" });
-    }
-    out
-}
-
-fn type_ok(v: &Value, t: &str) -> bool {
-    match t {
-        "string" => v.is_string(),
-        "integer" => v.is_u64() || v.is_i64(),
-        "number" => v.is_number(),
-        "boolean" => v.is_boolean(),
-        "array" => v.is_array(),
-        "object" | "map" => v.is_object(),
-        "null" => v.is_null(),
-        other => panic!("docs/schema.md uses unknown type '{other}'"),
-    }
-}
-
-fn check(doc: &HashMap<String, HashMap<String, Field>>, path: &str, v: &Value, errors: &mut Vec<String>) {
-    match v {
-        Value::Object(map) => {
-            let Some(fields) = doc.get(path) else {
-                errors.push(format!("{path}: object not documented (add a '## Path: {path}' table)"));
-                return;
-            };
-            for (k, f) in fields {
-                if f.required && !map.contains_key(k) {
-                    errors.push(format!("{path}: required field `{k}` missing"));
-                }
-            }
-            for (k, val) in map {
-                let Some(f) = fields.get(k) else {
-                    errors.push(format!("{path}: field `{k}` is not documented"));
-                    continue;
-                };
-                if !f.types.iter().any(|t| type_ok(val, t)) {
-                    errors.push(format!("{path}: `{k}` = {val} is not {:?}", f.types));
-                }
-                if f.types.iter().any(|t| t == "map") {
-                    continue; // free keys, documented in prose
-                }
-                let sub = if path == "/" { format!("/{k}") } else { format!("{path}/{k}") };
-                check(doc, &sub, val, errors);
-            }
-        }
-        Value::Array(items) => {
-            for item in items.iter().filter(|i| i.is_object() || i.is_array()) {
-                check(doc, &format!("{path}[]"), item, errors);
-            }
-        }
-        _ => {}
-    }
-}
 
 #[test]
 fn result_files_match_the_documented_schema() {
@@ -160,7 +79,23 @@ fn every_probe_writes_documented_fields() {
     let sb = Sandbox::new();
     let out = sb.run(&["probes"]);
     let text = String::from_utf8(out.stdout).unwrap();
-    let names: Vec<&str> = text.lines().filter(|l| !l.starts_with(' ')).filter_map(|l| l.split_whitespace().next()).collect();
+    // A probe whose kernel tracer this kernel lacks (`rtscope probes` says so
+    // on the line after it) cannot run here; tests/kernel_lab.rs checks the
+    // tracer probes' entries against the same tables in the -rt guest.
+    let lines: Vec<&str> = text.lines().collect();
+    let names: Vec<&str> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| !l.starts_with(' '))
+        .filter(|(i, l)| {
+            let missing = lines.get(i + 1).is_some_and(|n| n.contains("lacks the tracer") || n.contains("availability unknown"));
+            if missing {
+                eprintln!("SKIPPED here (no kernel tracer): {l}");
+            }
+            !missing
+        })
+        .filter_map(|(_, l)| l.split_whitespace().next())
+        .collect();
     assert!(names.len() >= 2 && names.contains(&"timer"), "{text}");
     let list = names.join(",");
     // throughput: 8 tests share -D, each needs one whole --tm-interval.

@@ -2,6 +2,8 @@
 //! temp directory (results, store and XDG dirs inside it, never the user's).
 #![allow(dead_code)]
 
+pub mod schema;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
