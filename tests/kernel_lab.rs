@@ -553,7 +553,7 @@ cat $T/osnoise/timerlat_period_us >before.txt
 rtscope run --probe timerlat -i 500 -D 60s -q --json /tmp/killed.json >/dev/null 2>&1 &
 pid=$!
 n=0
-while [ $n -lt 300 ] && ! ls $T/instances | grep -q rtscope; do sleep 0.1; n=$((n+1)); done
+while [ $n -lt 300 ] && [ "$(cat $T/osnoise/timerlat_period_us)" != 500 ]; do sleep 0.1; n=$((n+1)); done
 cat $T/osnoise/timerlat_period_us >during.txt
 ls $T/instances >inst-during.txt
 ls /run/rtscope >state-during.txt
