@@ -78,4 +78,23 @@ mod tests {
         let text = culprits_text(&run, 5);
         assert_eq!(text.lines().filter(|l| l.starts_with("  timer ")).count(), 2, "{text}");
     }
+
+    #[test]
+    fn timerlat_windows_show_without_a_session_with_their_irq_latency() {
+        let mut run: Run = serde_json::from_str(include_str!("../../tests/fixtures/golden/result-v1.json")).unwrap();
+        run.trace = None;
+        for r in run.results.iter_mut() {
+            for w in r.worst.iter_mut().filter_map(|w| w.trace.as_mut()) {
+                w.irq_latency_ns = Some(crate::units::Nanos(30_000));
+                w.from_idle = Some(true);
+            }
+        }
+        let text = culprits_text(&run, 5);
+        assert!(text.starts_with("trace: late samples over "), "{text}");
+        assert_eq!(text.matches("(irq latency 30.0us, out of idle)").count(), 2, "{text}");
+        for r in run.results.iter_mut() {
+            r.worst.iter_mut().for_each(|w| w.trace = None);
+        }
+        assert_eq!(culprits_text(&run, 5), "", "nothing traced, nothing shown");
+    }
 }
