@@ -25,8 +25,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let mut ours_live = Vec::new();
     for name in ctx.list(&format!("{root}/instances")) {
         let dir = format!("{root}/instances/{name}");
-        // rtscope-<pid> (threshold tracing) or rtscope-<pid>-<tracer> (a tracer probe).
-        let rtscope_pid = name.strip_prefix("rtscope-").and_then(|p| p.split('-').next()).and_then(|p| p.parse::<u32>().ok());
+        let rtscope_pid = crate::sys::tracefs::instance_pid(&name);
         if let Some(pid) = rtscope_pid {
             let alive = ctx.value(&format!("/proc/{pid}/comm")).is_some_and(|c| c == "rtscope");
             if alive {

@@ -162,18 +162,13 @@ fn user_of(tracefs: &Path, kind: Kind) -> Option<String> {
         if !kind.rivals().contains(&t.as_str()) {
             continue;
         }
-        let pid = name.strip_prefix("rtscope-").and_then(|p| p.split('-').next()).and_then(|p| p.parse::<u32>().ok());
-        match pid {
-            Some(pid) if !alive_rtscope(pid) => continue,
+        match tracefs::instance_pid(&name) {
+            Some(pid) if !tracefs::rtscope_alive(pid) => continue,
             Some(pid) => return Some(format!("another rtscope run (pid {pid}, instance {name}, tracer {t})")),
             None => return Some(format!("tracefs instance {} (tracer {t})", e.path().display())),
         }
     }
     None
-}
-
-fn alive_rtscope(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "rtscope")
 }
 
 /// Where the old values of the settings a tracer run changed are kept
@@ -354,7 +349,7 @@ fn restore_stale(tracefs: &Path) {
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(pid) = name.strip_prefix("tracer-").and_then(|p| p.parse::<u32>().ok()) else { continue };
-        if pid == std::process::id() || alive_rtscope(pid) {
+        if pid == std::process::id() || tracefs::rtscope_alive(pid) {
             continue;
         }
         let text = std::fs::read_to_string(e.path()).unwrap_or_default();
@@ -527,9 +522,10 @@ impl Series {
         for (i, recs) in self.recs.into_iter().enumerate() {
             let cpu = self.cpus[i];
             let lost = pipe.lost.get(&cpu).copied().unwrap_or(0);
+            let tracer = stats(run, lost, run.overrun(cpu), self.missing[i]);
             for (v, recorder) in recs.into_iter().enumerate() {
                 let mut e = extra(i, v);
-                e.tracer = Some(stats(run, lost, run.overrun(cpu), self.missing[i]));
+                e.tracer = Some(tracer.clone());
                 out.push(super::ThreadOutcome {
                     thread: i,
                     cpu: Some(cpu),

@@ -43,16 +43,23 @@ pub fn remove_stale_instances(tracefs: &Path) -> Vec<String> {
     let Ok(rd) = std::fs::read_dir(tracefs.join("instances")) else { return removed };
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        // `rtscope-<pid>` (threshold tracing) or `rtscope-<pid>-<what>` (a tracer probe).
-        let Some(pid) = name.strip_prefix("rtscope-").and_then(|p| p.split('-').next()).and_then(|p| p.parse::<u32>().ok()) else {
-            continue;
-        };
-        let alive = std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "rtscope");
-        if !alive && (Instance { dir: e.path() }).remove().is_ok() {
+        let Some(pid) = instance_pid(&name) else { continue };
+        if !rtscope_alive(pid) && (Instance { dir: e.path() }).remove().is_ok() {
             removed.push(name);
         }
     }
     removed
+}
+
+/// The pid in an rtscope instance's name: `rtscope-<pid>` (threshold
+/// tracing) or `rtscope-<pid>-<tracer>` (a tracer probe); None for others'.
+pub fn instance_pid(name: &str) -> Option<u32> {
+    name.strip_prefix("rtscope-")?.split('-').next()?.parse().ok()
+}
+
+/// True while process `pid` is an rtscope.
+pub fn rtscope_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "rtscope")
 }
 
 /// `mount -t tracefs nodev TARGET`.
