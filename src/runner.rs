@@ -189,9 +189,10 @@ pub fn execute(
         }
     }
     // Dropped before `_dma` and on every return path: stops tracing, removes the instance.
-    // The trace session serves the timer probe; timerlat analyses its late
-    // samples from its own tracer's events.
-    let trace = plan.trace.as_ref().filter(|_| plan.probes.iter().any(|p| p == "timer")).and_then(|tp| start_tracing(tp, plan, &mut steps));
+    // The trace session serves the probes of TRACED_PROBES; timerlat analyses
+    // its late samples from its own tracer's events.
+    let traced = plan.probes.iter().any(|p| crate::trace::TRACED_PROBES.contains(&p.as_str()));
+    let trace = plan.trace.as_ref().filter(|_| traced).and_then(|tp| start_tracing(tp, plan, &mut steps));
 
     let calibration = Calibration::new(Nanos(clock_med), Nanos(clock_min), "CLOCK_MONOTONIC (vDSO clock_gettime)");
     let mut run = Run::native(command_line, host, plan.to_model(), calibration, rfc3339(started));

@@ -67,6 +67,11 @@ fn instance_of(pid: u32) -> PathBuf {
 /// The latency killer: a FIFO 99 thread called `rtscope-hog` on CPU 1, 2 ms busy every
 /// 200 ms. Returns its tid; it stops when `stop` is raised.
 fn start_hog(stop: Arc<AtomicBool>) -> (std::thread::JoinHandle<()>, i32) {
+    start_hog_on(stop, CPU, Duration::from_millis(200))
+}
+
+/// [`start_hog`] on `cpu`, 2 ms busy every `every`.
+fn start_hog_on(stop: Arc<AtomicBool>, cpu: usize, every: Duration) -> (std::thread::JoinHandle<()>, i32) {
     let (tx, rx) = std::sync::mpsc::channel();
     let h = std::thread::spawn(move || {
         let name = std::ffi::CString::new("rtscope-hog").unwrap();
@@ -75,7 +80,7 @@ fn start_hog(stop: Arc<AtomicBool>) -> (std::thread::JoinHandle<()>, i32) {
         // SAFETY: an all-zero cpu_set_t is valid; CPU_SET writes inside it; pid 0 = this thread.
         unsafe {
             let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(CPU, &mut set);
+            libc::CPU_SET(cpu, &mut set);
             assert_eq!(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set), 0, "pin hog");
             let p = libc::sched_param { sched_priority: 99 };
             assert_eq!(libc::sched_setscheduler(0, libc::SCHED_FIFO, &p), 0, "hog SCHED_FIFO 99");
@@ -87,7 +92,7 @@ fn start_hog(stop: Arc<AtomicBool>) -> (std::thread::JoinHandle<()>, i32) {
             while t.elapsed() < Duration::from_millis(2) {
                 std::hint::spin_loop();
             }
-            std::thread::sleep(Duration::from_millis(198));
+            std::thread::sleep(every - Duration::from_millis(2));
         }
     });
     let tid = rx.recv_timeout(Duration::from_secs(5)).expect("hog started");
@@ -253,6 +258,71 @@ fn names_the_fifo_99_hog_as_top_culprit_of_late_samples() {
     }
 }
 
+/// Threshold tracing beyond the timer probe: `periodic` and `maxrate` (the timer method, two
+/// variants each, whose sequence numbers both start at 0) and `sem`'s futex hand-off (window
+/// from the sender's clock read to the receiver's, on the receiver's CPU), with the hog busy
+/// 2 ms every 20 ms on CPU 0: the plan's first CPU, where the timer threads and both
+/// placements' receivers run (the hog test's CPU 1 is the cross-CPU sender's). Every traced sample must carry its own window (a snapshot
+/// attached to another variant's sample of the same seq would not have its length), and the
+/// hog must be named in each traced probe.
+#[test]
+fn periodic_maxrate_and_hand_offs_are_traced_too() {
+    skip_unless_tracing!();
+    let _lock = shared();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (hog, hog_tid) = start_hog_on(Arc::clone(&stop), 0, Duration::from_millis(20));
+    let sb = Sandbox::new();
+    let out = sb
+        .cmd()
+        .args(["run", "-p", "50", "-a", "0,1", "-t", "1", "-D", "4s", "--probe", "periodic,maxrate,sem:futex/same-cpu,sem:futex/cross-cpu"])
+        .args(["--periods", "1ms,2ms", "--back-to-back", "--trace-threshold", "500us", "--trace-max", "10000", "--worst", "2000"])
+        .arg("--json")
+        .arg(sb.path("r.json"))
+        .output()
+        .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    hog.join().unwrap();
+    assert!(out.status.success(), "{:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    let run = read_json(&sb.path("r.json"));
+    let summary = &run["trace"];
+    assert!(!Path::new(summary["instance"].as_str().unwrap()).exists(), "instance left behind");
+    let mut hog_named: std::collections::BTreeMap<String, u32> = Default::default();
+    let mut traced_total = 0;
+    for r in per_thread(&run) {
+        let (probe, variant) = (r["probe"].as_str().unwrap(), r["variant"].as_str().unwrap_or("-"));
+        let key = format!("{probe} {variant}");
+        for w in r["worst"].as_array().unwrap() {
+            let Some(t) = w.get("trace") else { continue };
+            assert!(!variant.ends_with("/period-error"), "a period error is not a latency with a due time: {key} {w}");
+            traced_total += 1;
+            let latency = u(&w["latency_ns"]);
+            assert!(latency > 500_000, "{key}: only samples over the threshold are traced: {w}");
+            assert_eq!(u(&t["end_ns"]) - u(&t["start_ns"]), latency, "{key}: the snapshot is this sample's window: {w:#}");
+            let sum: u64 = t["culprits"].as_array().unwrap().iter().map(|c| u(&c["duration_ns"])).sum();
+            assert_eq!(sum, latency, "{key}: culprits add up to the window: {t:#}");
+            // sem's receiver runs on the plan's first CPU (0) in both placements.
+            assert_eq!(u(&t["cpu"]), u(&r["cpu"]), "{key}: the window is on the recording thread's CPU: {w:#}");
+            let top = &t["culprits"][0];
+            if t["complete"] == true && top["name"] == "rtscope-hog" {
+                assert_eq!(top["pid"].as_i64(), Some(hog_tid as i64), "{key}: {t:#}");
+                *hog_named.entry(key.clone()).or_default() += 1;
+            }
+        }
+    }
+    // The timer method is late whenever the hog spins at a due time (about one wake-up in
+    // 13 at 1 ms); the cross-CPU hand-off whenever the hog starts while the receiver waits
+    // (about a third of each back-to-back cycle): tens of late samples per variant in 1 s.
+    for key in ["periodic 1ms", "periodic 2ms", "maxrate 1ms", "maxrate 2ms", "sem futex/cross-cpu"] {
+        assert!(hog_named.get(key).copied().unwrap_or(0) >= 1, "rtscope-hog named in no traced {key} sample: {hog_named:?}");
+    }
+    assert_eq!(u(&summary["on_worst"]), traced_total, "every snapshot on a worst sample is in its thread's entry: {summary}");
+    // The terminal names the variant (sequence numbers restart with each).
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for v in ["periodic 1ms ", "maxrate 2ms ", "sem futex/cross-cpu "] {
+        assert!(stdout.lines().any(|l| l.starts_with(&format!("  {v}")) && l.contains(" seq ")), "no trace line of {v}:\n{stdout}");
+    }
+}
+
 #[test]
 fn instance_removed_after_sigint_and_two_runs_get_their_own() {
     skip_unless_tracing!();
@@ -342,18 +412,21 @@ fn without_root_it_says_so_and_runs_without_tracing() {
 }
 
 #[test]
-fn trace_threshold_without_the_timer_probe_is_bad_input() {
+fn trace_threshold_without_a_traced_probe_is_bad_input() {
     let _lock = shared();
     let sb = Sandbox::new();
-    let out = sb.run(&["run", "--probe", "sem", "-D", "1s", "--trace-threshold", "100us", "--json", "x.json"]);
+    // No probe that analyses late samples: exit 2 naming the ones that do.
+    let out = sb.run(&["run", "--probe", "noise,switch", "-D", "1s", "--trace-threshold", "100us", "--json", "x.json"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--trace-threshold") && err.contains("--probe sem") && err.contains("timer"), "{err}");
-    assert!(!sb.path("x.json").exists(), "nothing written on bad input");
+    assert!(err.contains("--trace-threshold") && err.contains("--probe noise,switch"), "{err}");
+    assert!(err.contains("timerlat, timer, periodic, maxrate, sem, pipe, mq, signal, preempt"), "{err}");
+    assert!(!sb.path("x.json").exists() && !sb.path("results.db").exists(), "nothing written on bad input");
     // And a threshold of zero is refused by the flag's parser.
     let out = sb.run(&["run", "-D", "1s", "--trace-threshold", "0"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--trace-threshold"));    // --trace-events: every entry must be a set's name or GROUP/NAME.
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--trace-threshold"));
+    // --trace-events: every entry must be a set's name or GROUP/NAME.
     for bad in ["sched", "Sched/sched_switch", "default,sched/", "sched/sched switch", ""] {
         let out = sb.run(&["run", "-D", "1s", "--trace-threshold", "100us", "--trace-events", bad, "--json", "x.json"]);
         assert_eq!(out.status.code(), Some(2), "{bad:?}");

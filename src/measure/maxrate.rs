@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering;
 
 use super::timer::timer_loop_with;
 use super::{select, spawn_measuring, Probe, ProbeCtx, ThreadOutcome};
+use crate::trace::LateSamples;
 use crate::units::fmt_ns;
 
 pub struct MaxrateProbe;
@@ -36,9 +37,10 @@ impl Probe for MaxrateProbe {
             }
             let variant = fmt_ns(period);
             ctx.board.reset(&format!("maxrate {variant}"));
-            out.extend(spawn_measuring(ctx, &specs, Some(variant), period, |_, rec, stop, barrier| {
+            out.extend(spawn_measuring(ctx, &specs, Some(variant), period, |spec, rec, stop, barrier| {
+                let late = LateSamples::arm(ctx.trace, spec.index, spec.cpu);
                 barrier.wait();
-                timer_loop_with(rec, stop, period, share, u64::MAX, |_, _, _| {})
+                timer_loop_with(rec, stop, period, share, u64::MAX, |latency, _, seq| late.after(latency, seq))
             })?);
         }
         Ok(out)

@@ -353,6 +353,9 @@ pub fn spawn_measuring<F>(
 where
     F: Fn(&ThreadSpec, &mut Recorder, &AtomicBool, &Gate) -> Option<String> + Sync,
 {
+    if let Some(t) = ctx.trace {
+        t.begin_variant(variant.as_deref());
+    }
     let barrier = Gate::new(specs.len());
     let body = &body;
     let barrier = &barrier;

@@ -70,6 +70,10 @@ use super::{spawn_measuring, ProbeCtx, ThreadOutcome, ThreadSpec};
 use crate::sys::futex::Event;
 use crate::sys::sched::Policy;
 use crate::sys::time::{now_ns, sleep_until_ns};
+use crate::trace::LateSamples;
+
+/// The sender thread's name (the receiver is `rtscope-m0`).
+pub const SENDER_NAME: &str = "rtscope-sender";
 
 /// One hand-off mechanism, seen from both sides.
 pub trait Handoff: Sync {
@@ -262,15 +266,21 @@ pub fn one_way(
         let mut buf = vec![0u8; ev.msg_size.max(1)];
         if index == 0 {
             let setup = h.receiver_setup();
+            // Threshold tracing: the window t0 → t1 on the receiver's CPU.
+            let late = LateSamples::arm(ctx.trace, 0, place.receiver_cpu);
             barrier.wait();
             if let Err(e) = setup {
                 return sync.fail(h, e);
             }
             match h.go() {
-                Some(go) => receiver_two_step(h, go, rec, &sync, &mut buf, ev.pause),
-                None => receiver(h, rec, &sync, &mut buf, ev.pause),
+                Some(go) => receiver_two_step(h, go, rec, &sync, &mut buf, ev.pause, late),
+                None => receiver(h, rec, &sync, &mut buf, ev.pause, late),
             }
         } else {
+            // Not `rtscope-m1`: the trace's kernel filters drop the measuring threads'
+            // own switch-ins, and on the receiver's CPU the sender's time is part of what
+            // a late sample is made of.
+            crate::sys::sched::set_thread_name(SENDER_NAME);
             let setup = h.sender_setup();
             if setup.is_err() {
                 // Before the barrier, so the receiver sees it before its first event.
@@ -312,7 +322,7 @@ impl Sync3 {
     }
 }
 
-fn receiver(h: &dyn Handoff, rec: &mut Recorder, s: &Sync3, buf: &mut [u8], pause: Pause) -> Option<String> {
+fn receiver(h: &dyn Handoff, rec: &mut Recorder, s: &Sync3, buf: &mut [u8], pause: Pause, late: LateSamples<'_>) -> Option<String> {
     let start = now_ns();
     let mut next = start + pause.interval();
     let mut seq = 0u64;
@@ -333,6 +343,7 @@ fn receiver(h: &dyn Handoff, rec: &mut Recorder, s: &Sync3, buf: &mut [u8], paus
         };
         let sent = s.t0.load(Ordering::Acquire);
         rec.record(t1.saturating_sub(sent), t1.saturating_sub(start), seq);
+        late.window(sent, t1, seq);
         seq += 1;
         h.after_wait();
         if let Err(e) = s.ack.post() {
@@ -379,7 +390,15 @@ fn sender(h: &dyn Handoff, stop: &AtomicBool, s: &Sync3, buf: &[u8], spin: u64, 
 /// in the mechanism, releases, and blocks for the next `go`. `t0` is safe:
 /// the sender stores the next one only after the next `go`, which comes
 /// after the receiver has read this one.
-fn receiver_two_step(h: &dyn Handoff, go: &dyn Channel, rec: &mut Recorder, s: &Sync3, buf: &mut [u8], pause: Pause) -> Option<String> {
+fn receiver_two_step(
+    h: &dyn Handoff,
+    go: &dyn Channel,
+    rec: &mut Recorder,
+    s: &Sync3,
+    buf: &mut [u8],
+    pause: Pause,
+    late: LateSamples<'_>,
+) -> Option<String> {
     let start = now_ns();
     let mut next = start + pause.interval();
     let mut seq = 0u64;
@@ -402,6 +421,7 @@ fn receiver_two_step(h: &dyn Handoff, go: &dyn Channel, rec: &mut Recorder, s: &
         }
         let sent = s.t0.load(Ordering::Acquire);
         rec.record(t1.saturating_sub(sent), t1.saturating_sub(start), seq);
+        late.window(sent, t1, seq);
         seq += 1;
         h.after_wait();
     }

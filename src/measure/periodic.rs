@@ -24,6 +24,7 @@ use std::sync::Mutex;
 use super::recorder::{tail_capacity, Recorder};
 use super::timer::timer_loop_with;
 use super::{select, spawn_measuring, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
+use crate::trace::LateSamples;
 use crate::units::fmt_ns;
 use crate::model::SignedStats;
 
@@ -82,8 +83,10 @@ impl Probe for PeriodicProbe {
                 let mut abs = Recorder::with_tail(spec.index, share, ctx.run.worst_k, tail_capacity(share, period));
                 let mut signed = Signed::new();
                 let mut prev: Option<u64> = None;
+                let late = LateSamples::arm(ctx.trace, spec.index, spec.cpu);
                 barrier.wait();
                 let err = timer_loop_with(rec, stop, period, share, max, |latency, at, seq| {
+                    late.after(latency, seq);
                     if let Some(p) = prev {
                         let e = latency as i64 - p as i64;
                         abs.record(e.unsigned_abs(), at, seq - 1);

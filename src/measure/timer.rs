@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::recorder::Recorder;
 use super::{spawn_measuring, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
 use crate::sys::time::{now_ns, sleep_until_ns};
+use crate::trace::LateSamples;
 
 pub struct TimerProbe;
 
@@ -26,20 +27,10 @@ impl Probe for TimerProbe {
         let interval = ctx.run.interval_ns;
         let duration = ctx.run.duration_ns;
         spawn_measuring(ctx, &specs, None, interval, |spec, rec, stop, barrier| {
-            let trigger = ctx.trace.and_then(|t| t.trigger(spec.index));
-            if let Some(t) = trigger {
-                t.arm(spec.cpu.or_else(crate::sys::sched::current_cpu).unwrap_or(0));
-            }
             // Threshold tracing: one comparison per sample; a late one is handed over.
-            let threshold = trigger.map_or(u64::MAX, |t| t.threshold_ns());
+            let late = LateSamples::arm(ctx.trace, spec.index, spec.cpu);
             barrier.wait();
-            timer_loop_with(rec, stop, interval, duration, u64::MAX, |latency, _at, seq| {
-                if latency > threshold {
-                    if let Some(t) = trigger {
-                        t.fire_late(latency, seq);
-                    }
-                }
-            })
+            timer_loop_with(rec, stop, interval, duration, u64::MAX, |latency, _at, seq| late.after(latency, seq))
         })
     }
 }

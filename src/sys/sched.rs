@@ -65,6 +65,14 @@ pub fn set_current_affinity(cpus: &[usize]) -> nix::Result<()> {
     sched_setaffinity(Pid::from_raw(0), &set)
 }
 
+/// Renames the calling thread (its `comm`, what ps, top and tracefs show; at most 15
+/// bytes are kept). A failure leaves the old name, which is harmless.
+pub fn set_thread_name(name: &str) {
+    if let Ok(c) = std::ffi::CString::new(name) {
+        let _ = nix::sys::prctl::set_name(&c);
+    }
+}
+
 /// The CPU the calling thread runs on now (vDSO getcpu; no system call).
 #[inline]
 pub fn current_cpu() -> Option<usize> {

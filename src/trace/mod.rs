@@ -16,7 +16,13 @@
 //!   clears the buffer and restarts tracing. At most `--trace-max` snapshots are kept per
 //!   run; once they are, only a sample worse than the mildest kept is handed over, and it
 //!   replaces that one — so the snapshots end up on the worst samples.
-//! - The runner attaches each snapshot to the matching `worst[]` sample (thread, seq).
+//! - The runner attaches each snapshot to the matching `worst[]` sample (variant, thread,
+//!   seq): [`spawn_measuring`](crate::measure::spawn_measuring) tells the session which
+//!   variant runs ([`TraceSession::begin_variant`]), since each variant restarts `seq`.
+//! - Traced probes ([`TRACED_PROBES`]): the timer method (`timer`, `periodic`, `maxrate`:
+//!   the window is due time → wake-up) and the one-way hand-offs (`sem`, `pipe`, `mq`,
+//!   `signal`, `preempt`: the sender's clock read before the release → the receiver's after
+//!   its wake-up, on the receiver's CPU).
 //! - Dropping the session stops tracing and removes the instance; a second Ctrl-C (which
 //!   exits at once) removes it from the signal handler ([`register_signal_cleanup`]).
 
@@ -35,6 +41,11 @@ use crate::model::ProbeResult;
 use crate::sys::time::now_ns;
 use crate::sys::tracefs::{self, Instance};
 pub use crate::model::trace::{TracePlan, TraceSummary, TraceWindow};
+
+/// The probes whose late samples `--trace-threshold` analyses with this session: those
+/// whose latency starts at a due time on the measured thread's clock. (`timerlat` analyses
+/// its own samples from its tracer's events, see `measure::timerlat`.)
+pub const TRACED_PROBES: &[&str] = &["timer", "periodic", "maxrate", "sem", "pipe", "mq", "signal", "preempt"];
 
 /// The kernel filter that keeps a measuring thread's own events out of the
 /// trace: every `rtscope-m*` thread is one (see `measure::spawn_measuring`).
@@ -179,9 +190,51 @@ impl TraceTrigger {
     }
 }
 
+/// A measuring thread's side of threshold tracing: its trigger, armed for the thread, and
+/// the threshold; with no session, every check is one comparison with `u64::MAX`.
+#[derive(Debug, Clone, Copy)]
+pub struct LateSamples<'a> {
+    trigger: Option<&'a TraceTrigger>,
+    threshold_ns: u64,
+}
+
+impl<'a> LateSamples<'a> {
+    /// Arms trigger `index` of `session` for the calling thread, which runs on `cpu` (or
+    /// wherever it is now when not pinned). Call before the start barrier.
+    pub fn arm(session: Option<&'a TraceSession>, index: usize, cpu: Option<usize>) -> LateSamples<'a> {
+        let trigger = session.and_then(|s| s.trigger(index));
+        if let Some(t) = trigger {
+            t.arm(cpu.or_else(crate::sys::sched::current_cpu).unwrap_or(0));
+        }
+        LateSamples { trigger, threshold_ns: trigger.map_or(u64::MAX, |t| t.threshold_ns()) }
+    }
+
+    /// Hot path, after recording a sample `latency_ns` late (its window ends now).
+    #[inline]
+    pub fn after(&self, latency_ns: u64, seq: u64) {
+        if latency_ns > self.threshold_ns {
+            if let Some(t) = self.trigger {
+                t.fire_late(latency_ns, seq);
+            }
+        }
+    }
+
+    /// Hot path, after recording a sample that spans `[start_ns, end_ns]`.
+    #[inline]
+    pub fn window(&self, start_ns: u64, end_ns: u64, seq: u64) {
+        if end_ns.saturating_sub(start_ns) > self.threshold_ns {
+            if let Some(t) = self.trigger {
+                t.fire(start_ns, end_ns, seq);
+            }
+        }
+    }
+}
+
 /// A snapshot waiting to be attached to its worst sample.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
+    /// The probe variant that was running (`None` for probes without variants).
+    pub variant: Option<String>,
     pub thread: usize,
     pub seq: u64,
     pub latency_ns: u64,
@@ -204,6 +257,8 @@ pub struct TraceSession {
 }
 
 struct State {
+    /// The variant running now (see [`TraceSession::begin_variant`]).
+    variant: Option<String>,
     /// Snapshots of the probe running now, not yet attached.
     snapshots: Vec<Snapshot>,
     /// Snapshots of earlier probes (they count against the maximum).
@@ -236,7 +291,7 @@ impl TraceSession {
             filters: Default::default(),
             triggers: (0..threads.max(1)).map(|_| TraceTrigger::new(plan.threshold_ns.0)).collect(),
             mounted_tracefs: false,
-            state: Mutex::new(State { snapshots: Vec::new(), done: 0, on_worst: 0, tracing_since: 0 }),
+            state: Mutex::new(State { variant: None, snapshots: Vec::new(), done: 0, on_worst: 0, tracing_since: 0 }),
         };
         // From here on, errors drop `session`, which removes the instance; so does a second
         // Ctrl-C, through the signal handler.
@@ -355,7 +410,7 @@ impl TraceSession {
             read_cpus.push(cpu);
             let events = parse::parse_trace(&text);
             let window = attribute::attribute(&events, cpu, due, wake, (tid != 0).then_some(tid), st.tracing_since);
-            let snap = Snapshot { thread: i, seq, latency_ns, window };
+            let snap = Snapshot { variant: st.variant.clone(), thread: i, seq, latency_ns, window };
             match replace {
                 Some(k) => st.snapshots[k] = snap,
                 None => st.snapshots.push(snap),
@@ -369,6 +424,14 @@ impl TraceSession {
         }
         let _ = self.instance.write("tracing_on", "1");
         st.tracing_since = now_ns();
+    }
+
+    /// A new variant's threads are about to start: the windows still pending are the
+    /// previous variant's (its threads have ended), so they are taken first; later ones are
+    /// labelled `variant`. Not on a measuring thread's hot path.
+    pub fn begin_variant(&self, variant: Option<&str>) {
+        self.handle_pending();
+        self.state().variant = variant.map(str::to_string);
     }
 
     /// With every snapshot slot used, only samples worse than the mildest kept are handed
@@ -387,14 +450,14 @@ impl TraceSession {
     }
 
     /// Attaches the snapshots of the probe that just ran to the matching `worst[]` samples
-    /// of `results` (same thread and sequence number). Call after each probe has run.
+    /// of `results` (same variant, thread and sequence number). Call after each probe has run.
     pub fn attach(&self, results: &mut [ProbeResult]) {
         self.handle_pending();
         let mut st = self.state();
         let mut placed = vec![false; st.snapshots.len()];
         for r in results.iter_mut() {
             for w in r.worst.iter_mut() {
-                if let Some(k) = st.snapshots.iter().position(|s| s.thread == w.thread && s.seq == w.seq) {
+                if let Some(k) = st.snapshots.iter().position(|s| s.variant == r.variant && s.thread == w.thread && s.seq == w.seq) {
                     w.trace = Some(st.snapshots[k].window.clone());
                     placed[k] = true;
                 }

@@ -30,8 +30,9 @@ pub fn culprits_text(run: &Run, max_samples: usize) -> String {
             let t = w.trace.as_ref().expect("filtered");
             let top: Vec<String> = t.culprits.iter().take(3).map(culprit).collect();
             out.push_str(&format!(
-                "  {} {} thread {} cpu {} seq {}{}: {}\n",
+                "  {}{} {} thread {} cpu {} seq {}{}: {}\n",
                 r.probe,
+                r.variant.as_deref().map(|v| format!(" {v}")).unwrap_or_default(),
                 us(w.latency_ns.0),
                 w.thread,
                 t.cpu,
@@ -92,6 +93,11 @@ mod tests {
         let text = culprits_text(&run, 5);
         assert!(text.starts_with("trace: late samples over "), "{text}");
         assert_eq!(text.matches("(irq latency 30.0us, out of idle)").count(), 2, "{text}");
+        // Variants restart their sequence numbers: the line names the variant.
+        for r in run.results.iter_mut() {
+            r.variant = Some("thread".into());
+        }
+        assert_eq!(culprits_text(&run, 5).lines().filter(|l| l.starts_with("  timer thread ")).count(), 2);
         for r in run.results.iter_mut() {
             r.worst.iter_mut().for_each(|w| w.trace = None);
         }
