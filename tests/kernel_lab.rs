@@ -393,12 +393,20 @@ fn rt_kernel_timerlat_names_a_fifo_hog() {
     assert!(!traced.is_empty(), "no late sample analysed: {}", merged["worst"]);
     let named = traced.iter().filter(|t| t["culprits"][0]["kind"] == "task" && t["culprits"][0]["name"] == "sh").count();
     assert!(named > 0, "the hog is not the top culprit of any late sample: {traced:?}");
+    let mut split = 0;
     for t in &traced {
-        assert!(t["irq_latency_ns"].is_u64(), "no IRQ latency: {t}");
+        let irq = t["irq_latency_ns"].as_u64().unwrap_or_else(|| panic!("no IRQ latency: {t}"));
+        // rtla's split of the IRQ latency: the handler started after `delay`
+        // and took the IRQ sample before it ended.
+        if let (Some(delay), Some(dur)) = (t["irq_handler_delay_ns"].as_u64(), t["irq_duration_ns"].as_u64()) {
+            split += 1;
+            assert!(delay <= irq && irq <= delay + dur, "handler delay {delay} + duration {dur} vs IRQ latency {irq}: {t}");
+        }
         let sum: u64 = t["culprits"].as_array().unwrap().iter().map(|c| c["duration_ns"].as_u64().unwrap()).sum();
         let span = t["end_ns"].as_u64().unwrap() - t["start_ns"].as_u64().unwrap();
         assert_eq!(sum, span, "culprits add up to the window: {t}");
     }
+    assert!(split > 0, "no late sample has the timer IRQ's handler delay and duration: {traced:?}");
 }
 
 
@@ -538,7 +546,8 @@ fn guest_script_bad_arguments_exit_2_before_booting() {
 /// waking on every CPU until the next run, which a slow emulated guest feels) killed while its tracer runs leaves its instance, its state
 /// file and its period setting behind; the next tracer run (osnoise) puts
 /// the old setting back, removes the instance and the file, and leaves
-/// its own settings restored and the top level untouched.
+/// its own settings restored and the top level untouched. Before the kill,
+/// a second run asking for the live run's tracer is refused (exit 2).
 #[test]
 fn rt_kernel_tracer_settings_survive_a_sigkill() {
     let _guard = guest_lock();
@@ -558,6 +567,10 @@ while [ $n -lt 300 ] && [ "$(cat $T/osnoise/timerlat_period_us)" != 5000 ]; do s
 cat $T/osnoise/timerlat_period_us >during.txt
 ls $T/instances >inst-during.txt
 ls /run/rtscope >state-during.txt
+echo $pid >first.pid
+rtscope run --probe timerlat -D 1s -q --json /tmp/second.json >second.out 2>&1
+echo $? >second.rc
+ls /tmp/second.json >second-file.txt 2>&1
 kill -9 $pid
 wait $pid
 cat $T/osnoise/timerlat_period_us >after-kill.txt
@@ -579,6 +592,11 @@ cat $T/current_tracer >top.txt
     assert_eq!(read("during.txt"), "5000", "the run's period while it ran");
     assert!(read("inst-during.txt").contains("-timerlat"), "{}", read("inst-during.txt"));
     assert!(read("state-during.txt").starts_with("tracer-"), "{}", read("state-during.txt"));
+    // A second run while the first one's tracer is live: exit 2, naming it, nothing written.
+    assert_eq!(read("second.rc"), "2", "{}", read("second.out"));
+    let first = read("first.pid");
+    assert!(read("second.out").contains(&format!("in use by another rtscope run (pid {first}")), "{}", read("second.out"));
+    assert!(read("second-file.txt").contains("No such file"), "{}", read("second-file.txt"));
     assert_eq!(read("after-kill.txt"), "5000", "a SIGKILL leaves the setting");
     assert_eq!(read("next.rc"), "0", "{}", read("next.out"));
     assert_eq!(read("after-next.txt"), "1000", "the next run put the killed run's setting back");

@@ -67,10 +67,10 @@ impl Probe for TimerlatProbe {
         // Samples from here on: the kernel threads run at their priority.
         let start = crate::sys::time::now_ns();
         let mut last_id: Vec<Option<u64>> = vec![None; cpus.len()];
-        // Per CPU: the interference of the last 100 ms, the last IRQ sample
-        // (id, latency, out of idle), the analysed late samples.
+        // Per CPU: the interference since the current activation's due
+        // time, its IRQ sample, the analysed late samples.
         let mut recent: Vec<VecDeque<Noise>> = vec![VecDeque::new(); cpus.len()];
-        let mut last_irq: Vec<Option<(u64, u64, bool)>> = vec![None; cpus.len()];
+        let mut last_irq: Vec<Option<IrqSample>> = vec![None; cpus.len()];
         let mut windows: Vec<Vec<(u64, TraceWindow)>> = vec![Vec::new(); cpus.len()];
         let keep = ctx.run.worst_k.max(1);
         ctx.board.running.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -80,7 +80,8 @@ impl Probe for TimerlatProbe {
                 if threshold.is_some() {
                     if let Some(n) = parse_noise(l.body, l.ts_ns) {
                         let q = &mut recent[i];
-                        while q.front().is_some_and(|f: &Noise| f.end_ns + 100_000_000 < l.ts_ns) {
+                        // Bounded when IRQ samples (which prune it) are lost.
+                        if q.len() >= MAX_NOISE_KEPT {
                             q.pop_front();
                         }
                         q.push_back(n);
@@ -93,7 +94,14 @@ impl Probe for TimerlatProbe {
                     series.missing[i] += s.id.saturating_sub(prev + 1);
                 }
                 last_id[i] = Some(s.id);
-                last_irq[i] = Some((s.id, s.latency_ns, l.task.starts_with("<idle>")));
+                // The windows of earlier activations are closed (the thread
+                // arms the next timer after its own sample): interference
+                // that ended before this one's due time is of no use now.
+                let due = l.ts_ns.saturating_sub(s.latency_ns);
+                while recent[i].front().is_some_and(|f: &Noise| f.end_ns <= due) {
+                    recent[i].pop_front();
+                }
+                last_irq[i] = Some(IrqSample { id: s.id, latency_ns: s.latency_ns, ts_ns: l.ts_ns, from_idle: l.task.starts_with("<idle>") });
             }
             if let Some(v) = variants.iter().position(|&v| v == s.context) {
                 if let Some(rec) = series.get(l.cpu, v) {
@@ -101,7 +109,7 @@ impl Probe for TimerlatProbe {
                 }
             }
             if s.context == "thread" && threshold.is_some_and(|t| s.latency_ns > t) {
-                let irq = last_irq[i].filter(|(id, _, _)| *id == s.id).map(|(_, lat, idle)| (lat, idle));
+                let irq = last_irq[i].filter(|irq| irq.id == s.id);
                 let due = l.ts_ns.saturating_sub(s.latency_ns);
                 recent[i].make_contiguous();
                 let w = window(l.cpu, due, l.ts_ns, recent[i].as_slices().0, irq);
@@ -162,6 +170,21 @@ pub fn parse_sample(body: &str) -> Option<Sample<'_>> {
 /// (`--trace-threshold`), enabled in the timerlat instance.
 pub const NOISE_EVENTS: &[&str] = &["osnoise/irq_noise", "osnoise/nmi_noise", "osnoise/softirq_noise", "osnoise/thread_noise"];
 
+/// At most this many interference events are kept per CPU for one window
+/// (its whole length: a thread held off for seconds keeps every tick).
+const MAX_NOISE_KEPT: usize = 1 << 16;
+
+/// A timerlat IRQ sample, kept for the thread sample of the same activation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IrqSample {
+    pub id: u64,
+    pub latency_ns: u64,
+    /// Its line's time: inside the timer's interrupt handler.
+    pub ts_ns: u64,
+    /// The interrupted task was the idle task.
+    pub from_idle: bool,
+}
+
 /// One stretch of interference: what, and when in the trace clock.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Noise {
@@ -201,7 +224,11 @@ pub fn parse_noise(body: &str, ts_ns: u64) -> Option<Noise> {
 /// What held a CPU from a late timer's due time to its thread running:
 /// the interference inside the window, longest first, the rest as
 /// `unexplained` (IRQ delivery, the scheduler's own path, the hypervisor).
-pub fn window(cpu: usize, start_ns: u64, end_ns: u64, noise: &[Noise], irq: Option<(u64, bool)>) -> TraceWindow {
+/// With the activation's IRQ sample, also rtla's split of its start: the
+/// `irq_noise` event whose span holds the IRQ sample's time is the timer's
+/// own interrupt (the tracer takes that sample inside the handler), so its
+/// start − due is the handler delay and its length the IRQ duration.
+pub fn window(cpu: usize, start_ns: u64, end_ns: u64, noise: &[Noise], irq: Option<IrqSample>) -> TraceWindow {
     let mut culprits: Vec<Culprit> = Vec::new();
     let mut inside = 0u32;
     for n in noise.iter().filter(|n| n.end_ns > start_ns && n.start_ns < end_ns) {
@@ -249,9 +276,14 @@ pub fn window(cpu: usize, start_ns: u64, end_ns: u64, noise: &[Noise], irq: Opti
             count: 1,
         });
     }
-    let mut w = TraceWindow::new(cpu, (start_ns, end_ns), inside, true, irq.map(|(l, _)| Nanos(l)), culprits);
-    w.irq_latency_ns = irq.map(|(l, _)| Nanos(l));
-    w.from_idle = irq.map(|(_, idle)| idle);
+    let mut w = TraceWindow::new(cpu, (start_ns, end_ns), inside, true, irq.map(|i| Nanos(i.latency_ns)), culprits);
+    w.irq_latency_ns = irq.map(|i| Nanos(i.latency_ns));
+    w.from_idle = irq.map(|i| i.from_idle);
+    let handler = irq.and_then(|i| noise.iter().find(|n| n.kind == "irq" && n.start_ns <= i.ts_ns && i.ts_ns <= n.end_ns));
+    if let Some(h) = handler {
+        w.irq_handler_delay_ns = Some(Nanos(h.start_ns.saturating_sub(start_ns)));
+        w.irq_duration_ns = Some(Nanos(h.end_ns - h.start_ns));
+    }
     w
 }
 
@@ -294,7 +326,8 @@ mod tests {
             parse_noise("irq_noise: local_timer:236 start 0 duration 100 ns", 1_000).unwrap(), // 900..1000
             parse_noise("thread_noise: hog:77 start 0 duration 50 ns", 400).unwrap(), // before the window
         ];
-        let w = window(1, 1_000, 2_000, &noise, Some((300, true)));
+        let irq = IrqSample { id: 5, latency_ns: 300, ts_ns: 1_300, from_idle: true };
+        let w = window(1, 1_000, 2_000, &noise, Some(irq));
         assert_eq!(w.culprits[0].name, "hog");
         assert_eq!(w.culprits[0].duration_ns, Nanos(500), "clipped to the window");
         assert_eq!(w.culprits[1].kind, "unexplained");
@@ -302,5 +335,26 @@ mod tests {
         assert_eq!(w.culprits.len(), 2, "the IRQ ended at the window start: {:?}", w.culprits);
         assert_eq!(w.culprits.iter().map(|c| c.duration_ns.0).sum::<u64>(), 1_000);
         assert_eq!((w.irq_latency_ns, w.from_idle, w.events), (Some(Nanos(300)), Some(true), 1));
+        // No interrupt event around the IRQ sample's time: no handler figures.
+        assert_eq!((w.irq_handler_delay_ns, w.irq_duration_ns), (None, None));
+    }
+
+    #[test]
+    fn the_timer_interrupt_is_the_irq_event_around_the_irq_sample() {
+        // Due at 10 000; a disk IRQ 9 900..10 200 delays the timer's handler,
+        // which runs 10 250..10 400 and takes the IRQ sample at 10 300.
+        let noise = vec![
+            parse_noise("irq_noise: virtio0:36 start 0 duration 300 ns", 10_200).unwrap(),
+            parse_noise("irq_noise: local_timer:236 start 0 duration 150 ns", 10_400).unwrap(),
+            parse_noise("irq_noise: local_timer:236 start 0 duration 100 ns", 12_100).unwrap(),
+        ];
+        let irq = IrqSample { id: 9, latency_ns: 300, ts_ns: 10_300, from_idle: false };
+        let w = window(0, 10_000, 12_500, &noise, Some(irq));
+        assert_eq!(w.irq_handler_delay_ns, Some(Nanos(250)));
+        assert_eq!(w.irq_duration_ns, Some(Nanos(150)));
+        // The delaying IRQ's part in the window is a culprit (rtla's "previous IRQ").
+        let disk = w.culprits.iter().find(|c| c.name == "virtio0").expect("the disk IRQ");
+        assert_eq!(disk.duration_ns, Nanos(200));
+        assert_eq!(w.culprits.iter().map(|c| c.duration_ns.0).sum::<u64>(), 2_500);
     }
 }

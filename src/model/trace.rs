@@ -70,6 +70,16 @@ pub struct TraceWindow {
     /// C-state is then part of the IRQ latency).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_idle: Option<bool>,
+    /// `timerlat` samples: due time → the timer's interrupt handler started
+    /// (rtla's "IRQ handler delay": interrupts off, a previous IRQ, the exit
+    /// from idle, the hypervisor). Absent when the tracer's event for that
+    /// interrupt was not seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq_handler_delay_ns: Option<Nanos>,
+    /// `timerlat` samples: how long the timer's interrupt handler ran (rtla's
+    /// "timerlat IRQ duration"), net of what interrupted it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq_duration_ns: Option<Nanos>,
 }
 
 impl TraceWindow {
@@ -86,6 +96,8 @@ impl TraceWindow {
             culprits,
             irq_latency_ns: None,
             from_idle: None,
+            irq_handler_delay_ns: None,
+            irq_duration_ns: None,
         }
     }
 }

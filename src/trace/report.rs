@@ -38,7 +38,15 @@ pub fn culprits_text(run: &Run, max_samples: usize) -> String {
                 t.cpu,
                 w.seq,
                 match (t.irq_latency_ns, t.from_idle) {
-                    (Some(irq), idle) => format!(" (irq latency {}{})", us(irq.0), if idle == Some(true) { ", out of idle" } else { "" }),
+                    (Some(irq), idle) => format!(
+                        " (irq latency {}{}{})",
+                        us(irq.0),
+                        match (t.irq_handler_delay_ns, t.irq_duration_ns) {
+                            (Some(d), Some(l)) => format!(": handler delay {}, irq duration {}", us(d.0), us(l.0)),
+                            _ => String::new(),
+                        },
+                        if idle == Some(true) { ", out of idle" } else { "" }
+                    ),
                     _ if !t.complete => " (trace incomplete)".to_string(),
                     _ => String::new(),
                 },
@@ -93,6 +101,12 @@ mod tests {
         let text = culprits_text(&run, 5);
         assert!(text.starts_with("trace: late samples over "), "{text}");
         assert_eq!(text.matches("(irq latency 30.0us, out of idle)").count(), 2, "{text}");
+        for w in run.results.iter_mut().flat_map(|r| r.worst.iter_mut()).filter_map(|w| w.trace.as_mut()) {
+            w.irq_handler_delay_ns = Some(crate::units::Nanos(12_000));
+            w.irq_duration_ns = Some(crate::units::Nanos(4_500));
+        }
+        let text = culprits_text(&run, 5);
+        assert_eq!(text.matches("(irq latency 30.0us: handler delay 12.0us, irq duration 4.5us, out of idle)").count(), 2, "{text}");
         // Variants restart their sequence numbers: the line names the variant.
         for r in run.results.iter_mut() {
             r.variant = Some("thread".into());
