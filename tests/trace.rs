@@ -64,13 +64,8 @@ fn instance_of(pid: u32) -> PathBuf {
     Path::new(TRACEFS).join("instances").join(format!("rtscope-{pid}"))
 }
 
-/// The latency killer: a FIFO 99 thread called `rtscope-hog` on CPU 1, 2 ms busy every
-/// 200 ms. Returns its tid; it stops when `stop` is raised.
-fn start_hog(stop: Arc<AtomicBool>) -> (std::thread::JoinHandle<()>, i32) {
-    start_hog_on(stop, CPU, Duration::from_millis(200))
-}
-
-/// [`start_hog`] on `cpu`, 2 ms busy every `every`.
+/// The latency killer: a FIFO 99 thread called `rtscope-hog` on `cpu`, 2 ms busy every
+/// `every`. Returns its tid; it stops when `stop` is raised.
 fn start_hog_on(stop: Arc<AtomicBool>, cpu: usize, every: Duration) -> (std::thread::JoinHandle<()>, i32) {
     let (tx, rx) = std::sync::mpsc::channel();
     let h = std::thread::spawn(move || {
@@ -136,6 +131,21 @@ fn spawn_run(sb: &Sandbox, name: &str, args: &[&str]) -> Running {
         .expect("spawn rtscope")))
 }
 
+/// `rtscope run ARGS` while the hog spins on `cpu` every `every`; asserts exit 0 and
+/// returns the output, the result and the hog's tid.
+fn run_beside_hog(cpu: usize, every: Duration, args: &[&str]) -> (std::process::Output, Value, i32) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (hog, hog_tid) = start_hog_on(Arc::clone(&stop), cpu, every);
+    let sb = Sandbox::new();
+    let out = sb.cmd().arg("run").args(args).arg("--json").arg(sb.path("r.json")).output().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    hog.join().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{:?}\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    let run = read_json(&sb.path("r.json"));
+    (out, run, hog_tid)
+}
+
 fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     let end = Instant::now() + Duration::from_secs(10);
     while !cond() {
@@ -148,21 +158,9 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
 fn names_the_fifo_99_hog_as_top_culprit_of_late_samples() {
     skip_unless_tracing!();
     let _lock = shared();
-    let stop = Arc::new(AtomicBool::new(false));
-    let (hog, hog_tid) = start_hog(Arc::clone(&stop));
-    let sb = Sandbox::new();
-    let out = sb
-        .cmd()
-        .args(["run", "-p", "50", "-a", "1", "-t", "1", "-i", "200", "-D", "4s", "--trace-threshold", "500us", "--trace-max", "50", "--worst", "2000"])
-        .arg("--json")
-        .arg(sb.path("r.json"))
-        .output()
-        .unwrap();
-    stop.store(true, Ordering::Relaxed);
-    hog.join().unwrap();
+    let args = ["-p", "50", "-a", "1", "-t", "1", "-i", "200", "-D", "4s", "--trace-threshold", "500us", "--trace-max", "50", "--worst", "2000"];
+    let (out, run, hog_tid) = run_beside_hog(CPU, Duration::from_millis(200), &args);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{:?}\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
-    let run = read_json(&sb.path("r.json"));
 
     // The plan records the request; the summary what happened.
     assert_eq!(u(&run["plan"]["trace"]["threshold_ns"]), 500_000);
@@ -269,21 +267,12 @@ fn names_the_fifo_99_hog_as_top_culprit_of_late_samples() {
 fn periodic_maxrate_and_hand_offs_are_traced_too() {
     skip_unless_tracing!();
     let _lock = shared();
-    let stop = Arc::new(AtomicBool::new(false));
-    let (hog, hog_tid) = start_hog_on(Arc::clone(&stop), 0, Duration::from_millis(20));
-    let sb = Sandbox::new();
-    let out = sb
-        .cmd()
-        .args(["run", "-p", "50", "-a", "0,1", "-t", "1", "-D", "4s", "--probe", "periodic,maxrate,sem:futex/same-cpu,sem:futex/cross-cpu"])
-        .args(["--periods", "1ms,2ms", "--back-to-back", "--trace-threshold", "500us", "--trace-max", "10000", "--worst", "2000"])
-        .arg("--json")
-        .arg(sb.path("r.json"))
-        .output()
-        .unwrap();
-    stop.store(true, Ordering::Relaxed);
-    hog.join().unwrap();
-    assert!(out.status.success(), "{:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
-    let run = read_json(&sb.path("r.json"));
+    let args = [
+        ["-p", "50", "-a", "0,1", "-t", "1", "-D", "4s", "--probe", "periodic,maxrate,sem:futex/same-cpu,sem:futex/cross-cpu"].as_slice(),
+        &["--periods", "1ms,2ms", "--back-to-back", "--trace-threshold", "500us", "--trace-max", "10000", "--worst", "2000"],
+    ]
+    .concat();
+    let (out, run, hog_tid) = run_beside_hog(0, Duration::from_millis(20), &args);
     let summary = &run["trace"];
     assert!(!Path::new(summary["instance"].as_str().unwrap()).exists(), "instance left behind");
     let mut hog_named: std::collections::BTreeMap<String, u32> = Default::default();
