@@ -190,7 +190,8 @@ pub struct RunArgs {
 
     /// Trace samples later than this (e.g. 100us): a private tracefs instance records
     /// scheduler and interrupt events, and each late sample gets "what held the CPU".
-    /// Needs root. A bare number is µs.
+    /// Probes: timer, periodic, maxrate, and sem, pipe, mq, signal, preempt (the
+    /// receiver's CPU); timerlat from its own osnoise events. Needs root. A bare number is µs.
     #[arg(long, value_name = "LATENCY", value_parser = units::parse_interval)]
     pub trace_threshold: Option<u64>,
 
