@@ -18,7 +18,10 @@
 //!   writes its values back and removes it, as it removes the dead run's
 //!   instance.
 //! - A second run that asks for a tracer in use is refused with exit 2
-//!   before anything is measured or written ([`check`]).
+//!   before anything is measured or written ([`check`]). rtscope runs also
+//!   hold `/run/rtscope/tracer.lock` while their tracer runs, so two that
+//!   start at once cannot both find it free; the later one is refused with
+//!   exit 2 when its tracer probe starts.
 //!
 //! The samples are read as text from `trace_pipe`: at a 1 ms period that is
 //! two lines per CPU per millisecond (timerlat), which the kernel formats in
@@ -29,6 +32,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::error::BadInput;
 use crate::model::SetupStep;
 use crate::sys::sched::Policy;
 use crate::sys::tracefs::{self, Instance, Pipe};
@@ -123,12 +127,54 @@ pub fn check(kind: Kind) -> Option<String> {
             kind.instead()
         ));
     }
-    user_of(&dir, kind).map(|who| {
-        format!(
-            "{flag}: the kernel's {} tracer is in use by {who}; the kernel runs one at a time and its settings are shared. Wait for it to finish, or stop it (echo nop > <that directory>/current_tracer)",
-            kind.name()
-        )
-    })
+    if let Err(Busy(who)) = take_lock() {
+        return Some(in_use(kind, &who));
+    }
+    user_of(&dir, kind).map(|who| in_use(kind, &who))
+}
+
+/// The exit-2 text for a tracer that `who` uses.
+fn in_use(kind: Kind, who: &str) -> String {
+    format!(
+        "--probe {}: the kernel's {} tracer is in use by {who}; the kernel runs one at a time and its settings are shared. Wait for it to finish, or stop it (echo nop > <that directory>/current_tracer)",
+        kind.name(),
+        kind.name()
+    )
+}
+
+/// Held by the rtscope process whose tracer probe runs (pid inside): two
+/// rtscope runs that start at the same moment could otherwise both find
+/// the tracer free before either has set it up.
+const LOCK_FILE: &str = "/run/rtscope/tracer.lock";
+
+/// Another rtscope process holds [`LOCK_FILE`]: who, in words.
+struct Busy(String);
+
+/// Takes [`LOCK_FILE`] without waiting. `Ok(None)` when the file cannot be
+/// made (no /run, not root): then only the tracefs check guards the tracer.
+fn take_lock() -> Result<Option<nix::fcntl::Flock<std::fs::File>>, Busy> {
+    use std::io::{Read, Seek, Write};
+    let _ = std::fs::create_dir_all(STATE_DIR);
+    let Ok(file) = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(LOCK_FILE) else {
+        return Ok(None);
+    };
+    match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+        Ok(mut lock) => {
+            let _ = lock.set_len(0);
+            let _ = lock.rewind();
+            let _ = write!(lock, "{}", std::process::id());
+            Ok(Some(lock))
+        }
+        Err((mut file, nix::errno::Errno::EWOULDBLOCK)) => {
+            let mut pid = String::new();
+            let _ = file.read_to_string(&mut pid);
+            Err(Busy(match pid.trim() {
+                "" => format!("another rtscope run (holding {LOCK_FILE})"),
+                pid => format!("another rtscope run (pid {pid}, holding {LOCK_FILE})"),
+            }))
+        }
+        Err(_) => Ok(None),
+    }
 }
 
 fn writable(p: &Path) -> bool {
@@ -187,6 +233,8 @@ pub struct TracerRun {
     state: PathBuf,
     /// What rtscope wrote, for the result (`tracer.settings`).
     pub settings: BTreeMap<String, String>,
+    /// [`LOCK_FILE`], released after `Drop` has put the settings back.
+    _lock: Option<nix::fcntl::Flock<std::fs::File>>,
 }
 
 impl TracerRun {
@@ -194,10 +242,13 @@ impl TracerRun {
     /// tracefs, written in this order) and starts the tracer.
     pub fn start(kind: Kind, global: &[(&str, String)]) -> anyhow::Result<TracerRun> {
         let (tracefs, _) = tracefs::find_or_mount().map_err(|e| anyhow::anyhow!("tracefs: {e}"))?;
+        // Checked before the run ([`check`]); taken here, as another run may
+        // have started since. Refused the same way: exit 2.
+        let lock = take_lock().map_err(|Busy(who)| BadInput(in_use(kind, &who)))?;
         tracefs::remove_stale_instances(&tracefs);
         restore_stale(&tracefs);
         if let Some(who) = user_of(&tracefs, kind) {
-            anyhow::bail!("the kernel's {} tracer is in use by {who}", kind.name());
+            return Err(BadInput(in_use(kind, &who)).into());
         }
         let pid = std::process::id();
         let instance = if kind.in_instance() {
@@ -216,6 +267,7 @@ impl TracerRun {
             saved: Vec::new(),
             state: Path::new(STATE_DIR).join(format!("tracer-{pid}")),
             settings: BTreeMap::new(),
+            _lock: lock,
         };
         if run.instance.is_none() {
             run.set("tracing_on", "0")?;
