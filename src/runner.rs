@@ -261,7 +261,11 @@ pub fn execute(
                 }
                 for entry in &exp.entries {
                     loads.check()?;
-                    let warm = plan.probe_run(entry, true).warm_up_of_at_least(WARM_UP_MIN_NS);
+                    let name = &entry.probe;
+                    let probe = probe_by_name(name).expect("plan holds only known probes");
+                    let warm = plan.probe_run(entry, true);
+                    // An explicit warm-up runs for every probe; the implicit one only where it helps.
+                    let warm = if probe.warms_up() { warm.warm_up_of_at_least(WARM_UP_MIN_NS) } else { warm };
                     if std::time::Instant::now() + Duration::from_nanos(warm.duration_ns + entry.duration_ns) > deadline {
                         capped = true;
                         stop.store(true, Ordering::Relaxed);
@@ -269,12 +273,12 @@ pub fn execute(
                     if stop.load(Ordering::Relaxed) {
                         break;
                     }
-                    let name = &entry.probe;
-                    let probe = probe_by_name(name).expect("plan holds only known probes");
                     let memory = MemoryLock::begin(&mut steps);
-                    board.reset(&format!("{tag}: {name} warm-up"));
-                    // Warm-up samples are not traced.
-                    probe.run(&ProbeCtx { run: &warm, phase, stop, board: &board, trace: None })?;
+                    if warm.duration_ns > 0 {
+                        board.reset(&format!("{tag}: {name} warm-up"));
+                        // Warm-up samples are not traced.
+                        probe.run(&ProbeCtx { run: &warm, phase, stop, board: &board, trace: None })?;
+                    }
                     if stop.load(Ordering::Relaxed) {
                         break;
                     }

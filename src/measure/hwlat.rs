@@ -36,6 +36,10 @@ impl Probe for HwlatProbe {
         VARIANTS
     }
 
+    fn warms_up(&self) -> bool {
+        false
+    }
+
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
         let cpus = tracer::distinct_cpus(&ctx.run.cpus);
         let threshold_us = (ctx.run.probe.noise_threshold_ns / 1000).max(1);

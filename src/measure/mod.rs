@@ -100,6 +100,14 @@ pub trait Probe: Send + Sync {
     /// Run every variant of this probe for the plan's duration (each) and
     /// return one outcome per measuring thread and variant.
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>>;
+    /// Whether the runner's implicit warm-up pass (at least 50 ms, samples
+    /// discarded) helps: it brings the pages the measuring loop touches into
+    /// memory. The kernel tracer probes say no: their measurement runs in the
+    /// kernel, whose tracer, threads and buffers are made anew for each run,
+    /// so a warm-up would only set the tracer up and tear it down once more.
+    fn warms_up(&self) -> bool {
+        true
+    }
 }
 
 /// What a probe gets from the runner.

@@ -38,6 +38,10 @@ impl Probe for TimerlatProbe {
         VARIANTS
     }
 
+    fn warms_up(&self) -> bool {
+        false
+    }
+
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
         let (cpus, period_us) = tracer::cpus_and_period(ctx.run);
         let interval_ns = period_us * 1000;
