@@ -305,6 +305,12 @@ fn periodic_maxrate_and_hand_offs_are_traced_too() {
         assert!(hog_named.get(key).copied().unwrap_or(0) >= 1, "rtscope-hog named in no traced {key} sample: {hog_named:?}");
     }
     assert_eq!(u(&summary["on_worst"]), traced_total, "every snapshot on a worst sample is in its thread's entry: {summary}");
+    // The hand-off's own wake-up and switch-in are traced events: the result says so, once,
+    // and only for the hand-off probe.
+    let warnings: Vec<&str> = run["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    let traced_path: Vec<&&str> = warnings.iter().filter(|w| w.contains("measured under threshold tracing")).collect();
+    assert_eq!(traced_path.len(), 1, "{warnings:#?}");
+    assert!(traced_path[0].starts_with("sem: "), "{warnings:#?}");
     // The terminal names the variant (sequence numbers restart with each).
     let stdout = String::from_utf8_lossy(&out.stdout);
     for v in ["periodic 1ms ", "maxrate 2ms ", "sem futex/cross-cpu "] {

@@ -22,12 +22,18 @@ pub enum Warning {
     NoDmaLatency { detail: String },
     /// --trace-threshold was asked for but tracing could not be set up.
     NoTracing { detail: String },
+    /// A one-way hand-off probe ran under threshold tracing: the events on its
+    /// own measured path (the receiver's wake-up and switch-in) cost time.
+    TracedHandoff { probe: String },
     /// Fewer samples than a percentile in the tables needs (10 beyond it).
     TooFewSamples { probe: String, phase: String, percentile: String, samples: u64, needed: u64, rate_hz: f64 },
     /// Enough samples for the tables, but the run is shorter than the
     /// highest percentile in the result (p99.999) needs.
     ShortRun { probe: String, phase: String, percentile: String, seconds: f64, recommended_s: f64 },
 }
+
+/// The one-way hand-off probes that threshold tracing covers.
+const HANDOFF_PROBES: &[&str] = &["sem", "pipe", "mq", "signal", "preempt"];
 
 /// Samples a percentile q (in %) needs so that at least 10 samples lie
 /// beyond it: 10 / (1 − q/100). Fewer, and the percentile is decided by a
@@ -80,6 +86,10 @@ impl fmt::Display for Warning {
                 "could not hold /dev/cpu_dma_latency at 0 ({detail}); deep CPU idle states may add wake-up latency."
             ),
             Warning::NoTracing { detail } => write!(f, "no trace snapshots: {detail}."),
+            Warning::TracedHandoff { probe } => write!(
+                f,
+                "{probe}: measured under threshold tracing, whose scheduler events lie on a hand-off's own path (the receiver's wake-up and switch-in: dropped by the kernel's filters, but each still costs), so its samples are longer than untraced ones; compare it only with runs traced the same way (bench/trace-cost --probe {probe} measures the difference)."
+            ),
             Warning::TooFewSamples { probe, phase, percentile, samples, needed, rate_hz } => {
                 write!(
                     f,
@@ -130,6 +140,15 @@ pub fn for_run(run: &Run) -> Vec<Warning> {
     }
     if let Some(s) = run.realtime_setup.steps.iter().find(|s| s.step == "tracing" && s.outcome == crate::model::Outcome::Failed) {
         out.push(Warning::NoTracing { detail: s.detail.clone() });
+    }
+    if run.trace.is_some() {
+        let mut seen: Vec<&str> = Vec::new();
+        for r in run.results.iter().filter(|r| HANDOFF_PROBES.contains(&r.probe.as_str())) {
+            if !seen.contains(&r.probe.as_str()) {
+                seen.push(&r.probe);
+                out.push(Warning::TracedHandoff { probe: r.probe.clone() });
+            }
+        }
     }
     // A throughput entry's samples are its intervals (Thread-Metric counts
     // ops): its tail percentiles are not what it reports.
