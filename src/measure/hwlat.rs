@@ -59,7 +59,7 @@ impl Probe for HwlatProbe {
         let mut pipe = run.pipe()?;
         let start = crate::sys::time::now_ns();
         ctx.board.running.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let read = tracer::read_until(&run, &mut pipe, (start, start + ctx.run.duration_ns), ctx.stop, &mut |l| {
+        let read = tracer::read_until(&run, &mut pipe, (start, start + ctx.run.duration_ns), 100_000_000, ctx.stop, &mut |l| {
             let Some(s) = parse_sample(l.body) else { return };
             for (v, name) in variants.iter().enumerate() {
                 let value = if *name == "inner" { s.inner_ns } else { s.outer_ns };

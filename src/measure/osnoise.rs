@@ -72,7 +72,7 @@ impl Probe for OsnoiseProbe {
         let mut totals = vec![(0u64, 0u64, Interference::default()); cpus.len()];
         let mut seq = vec![0u64; cpus.len()];
         ctx.board.running.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let read = tracer::read_until(&run, &mut pipe, (start, start + ctx.run.duration_ns), ctx.stop, &mut |l| {
+        let read = tracer::read_until(&run, &mut pipe, (start, start + ctx.run.duration_ns), tracer::read_interval_ns(interval_ns), ctx.stop, &mut |l| {
             let Some(p) = parse_period(l.body) else { return };
             let Some(i) = cpus.iter().position(|&c| c == l.cpu) else { return };
             let t = &mut totals[i];

@@ -78,7 +78,7 @@ impl Probe for TimerlatProbe {
         let mut windows: Vec<Vec<(u64, TraceWindow)>> = vec![Vec::new(); cpus.len()];
         let keep = ctx.run.worst_k.max(1);
         ctx.board.running.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let read = tracer::read_until(&run, &mut pipe, (start, start + ctx.run.duration_ns), ctx.stop, &mut |l| {
+        let read = tracer::read_until(&run, &mut pipe, (start, start + ctx.run.duration_ns), tracer::read_interval_ns(interval_ns), ctx.stop, &mut |l| {
             let Some(i) = cpus.iter().position(|&c| c == l.cpu) else { return };
             let Some(s) = parse_sample(l.body) else {
                 if threshold.is_some() {
