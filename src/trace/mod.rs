@@ -17,7 +17,7 @@
 //!   run; once they are, only a sample worse than the mildest kept is handed over, and it
 //!   replaces that one — so the snapshots end up on the worst samples.
 //! - The runner attaches each snapshot to the matching `worst[]` sample (variant, thread,
-//!   seq): [`spawn_measuring`](crate::measure::spawn_measuring) tells the session which
+//!   seq): `measure::spawn_measuring` tells the session which
 //!   variant runs ([`TraceSession::begin_variant`]), since each variant restarts `seq`.
 //! - Traced probes ([`TRACED_PROBES`]): the timer method (`timer`, `periodic`, `maxrate`:
 //!   the window is due time → wake-up) and the one-way hand-offs (`sem`, `pipe`, `mq`,
