@@ -397,10 +397,13 @@ fn rt_kernel_timerlat_names_a_fifo_hog() {
     for t in &traced {
         let irq = t["irq_latency_ns"].as_u64().unwrap_or_else(|| panic!("no IRQ latency: {t}"));
         // rtla's split of the IRQ latency: the handler started after `delay`
-        // and took the IRQ sample before it ended.
+        // and took the IRQ sample before it ended. Within 2 µs: trace line
+        // times have µs resolution, and the handler's start is moved from the
+        // kernel's local clock into the trace clock by the smallest gap seen.
         if let (Some(delay), Some(dur)) = (t["irq_handler_delay_ns"].as_u64(), t["irq_duration_ns"].as_u64()) {
             split += 1;
-            assert!(delay <= irq && irq <= delay + dur, "handler delay {delay} + duration {dur} vs IRQ latency {irq}: {t}");
+            eprintln!("handler delay {delay}, duration {dur}, IRQ latency {irq}");
+            assert!(delay <= irq + 2_000 && irq <= delay + dur + 2_000, "handler delay {delay} + duration {dur} vs IRQ latency {irq}: {t}");
         }
         let sum: u64 = t["culprits"].as_array().unwrap().iter().map(|c| c["duration_ns"].as_u64().unwrap()).sum();
         let span = t["end_ns"].as_u64().unwrap() - t["start_ns"].as_u64().unwrap();

@@ -265,7 +265,7 @@ pub fn split_line(line: &str) -> Option<Line<'_>> {
 }
 
 /// `12.345678` (seconds, up to 9 decimals) → ns.
-fn parse_ts(ts: &str) -> Option<u64> {
+pub fn parse_ts(ts: &str) -> Option<u64> {
     let (s, frac) = ts.split_once('.').unwrap_or((ts, ""));
     if frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
         return None;
