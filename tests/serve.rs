@@ -345,6 +345,17 @@ fn a_postgresql_history_is_served_the_same_way() {
         .query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()", &[])
         .unwrap();
     assert!(!killed.is_empty(), "serve's connection was not found");
+    // pg_terminate_backend only signals the backend: wait until it is gone, or
+    // `first` may still be answered by it and `again` be the one that fails.
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !admin
+        .query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()", &[])
+        .unwrap()
+        .is_empty()
+    {
+        assert!(std::time::Instant::now() < end, "serve's backend did not exit");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let first = srv.get("/api/runs");
     assert!(first.status == 200 || first.status == 500, "{}", first.status);
     let again = srv.get("/api/runs");
