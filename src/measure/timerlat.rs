@@ -287,15 +287,20 @@ pub fn window(cpu: usize, start_ns: u64, end_ns: u64, noise: &[Noise], irq: Opti
     let mut w = TraceWindow::new(cpu, (start_ns, end_ns), inside, true, irq.map(|i| Nanos(i.latency_ns)), culprits);
     w.irq_latency_ns = irq.map(|i| Nanos(i.latency_ns));
     w.from_idle = irq.map(|i| i.from_idle);
-    // The handler's start, exact: its `start` field moved into the trace
-    // clock by the smallest (line time − local end) of the window's events.
-    // Line time − duration would be late by the time from the handler's
-    // exit to the event's write (3 µs and more under TCG).
-    let offset = noise
-        .iter()
-        .filter_map(|n| n.local_start_ns.map(|l| n.end_ns as i128 - (l + (n.end_ns - n.start_ns)) as i128))
-        .min();
-    let begin = |n: &Noise| match (n.local_start_ns, offset) {
+    // The handler's start: its `start` field, in the kernel's local clock,
+    // moved into the trace clock by the smallest (line time − local end) of
+    // the events written within 20 ms of it (the two clocks drift apart:
+    // over a whole 130 ms window by 5 µs once under TCG). Line time −
+    // duration would be late by the time from the handler's exit to the
+    // event's write (3 µs and more under TCG).
+    let offset_near = |t: u64| {
+        noise
+            .iter()
+            .filter(|n| n.end_ns.abs_diff(t) <= 20_000_000)
+            .filter_map(|n| n.local_start_ns.map(|l| n.end_ns as i128 - (l + (n.end_ns - n.start_ns)) as i128))
+            .min()
+    };
+    let begin = |n: &Noise| match (n.local_start_ns, offset_near(n.end_ns)) {
         (Some(l), Some(o)) => (l as i128 + o).clamp(0, n.start_ns as i128) as u64,
         _ => n.start_ns,
     };
