@@ -189,9 +189,9 @@ pub fn execute(
         }
     }
     // Dropped before `_dma` and on every return path: stops tracing, removes the instance.
-    // The trace session serves the probes of TRACED_PROBES; timerlat analyses
+    // The trace session serves the probes `trace::is_traced` names; timerlat analyses
     // its late samples from its own tracer's events.
-    let traced = plan.probes.iter().any(|p| crate::trace::TRACED_PROBES.contains(&p.as_str()));
+    let traced = plan.probes.iter().any(|p| crate::trace::is_traced(p));
     let trace = plan.trace.as_ref().filter(|_| traced).and_then(|tp| start_tracing(tp, plan, &mut steps));
 
     let calibration = Calibration::new(Nanos(clock_med), Nanos(clock_min), "CLOCK_MONOTONIC (vDSO clock_gettime)");

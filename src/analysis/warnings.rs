@@ -32,9 +32,6 @@ pub enum Warning {
     ShortRun { probe: String, phase: String, percentile: String, seconds: f64, recommended_s: f64 },
 }
 
-/// The one-way hand-off probes that threshold tracing covers.
-const HANDOFF_PROBES: &[&str] = &["sem", "pipe", "mq", "signal", "preempt"];
-
 /// Samples a percentile q (in %) needs so that at least 10 samples lie
 /// beyond it: 10 / (1 − q/100). Fewer, and the percentile is decided by a
 /// handful of the largest samples (p99.99 needs 100 000).
@@ -143,7 +140,7 @@ pub fn for_run(run: &Run) -> Vec<Warning> {
     }
     if run.trace.is_some() {
         let mut seen: Vec<&str> = Vec::new();
-        for r in run.results.iter().filter(|r| HANDOFF_PROBES.contains(&r.probe.as_str())) {
+        for r in run.results.iter().filter(|r| crate::trace::HANDOFF_PROBES.contains(&r.probe.as_str())) {
             if !seen.contains(&r.probe.as_str()) {
                 seen.push(&r.probe);
                 out.push(Warning::TracedHandoff { probe: r.probe.clone() });

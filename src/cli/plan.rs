@@ -52,11 +52,11 @@ pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInpu
     if probes.is_empty() {
         return Err(BadInput("--probe: no probe given; try --probe timer".into()));
     }
-    let analyses_late = |p: &String| p == "timerlat" || crate::trace::TRACED_PROBES.contains(&p.as_str());
+    let analyses_late = |p: &String| p == "timerlat" || crate::trace::is_traced(p);
     if args.trace_threshold.is_some() && !probes.iter().any(analyses_late) {
         return Err(BadInput(format!(
             "--trace-threshold: late samples are analysed for the probes timerlat, {}, and --probe {} has none of them; add one (--probe timer,...) or drop --trace-threshold",
-            crate::trace::TRACED_PROBES.join(", "),
+            [crate::trace::TIMER_METHOD_PROBES, crate::trace::HANDOFF_PROBES].concat().join(", "),
             probes.join(",")
         )));
     }

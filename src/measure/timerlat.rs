@@ -293,20 +293,22 @@ pub fn window(cpu: usize, start_ns: u64, end_ns: u64, noise: &[Noise], irq: Opti
     // over a whole 130 ms window by 5 µs once under TCG). Line time −
     // duration would be late by the time from the handler's exit to the
     // event's write (3 µs and more under TCG).
-    let offset_near = |t: u64| {
-        noise
-            .iter()
-            .filter(|n| n.end_ns.abs_diff(t) <= 20_000_000)
-            .filter_map(|n| n.local_start_ns.map(|l| n.end_ns as i128 - (l + (n.end_ns - n.start_ns)) as i128))
-            .min()
+    // Hard IRQs do not nest, so the candidate is the first IRQ event (they
+    // are in the order written) that ends at or after the IRQ sample.
+    let Some((i, h)) = irq.and_then(|i| noise.iter().find(|n| n.kind == "irq" && n.end_ns >= i.ts_ns).map(|h| (i, h))) else {
+        return w;
     };
-    let begin = |n: &Noise| match (n.local_start_ns, offset_near(n.end_ns)) {
-        (Some(l), Some(o)) => (l as i128 + o).clamp(0, n.start_ns as i128) as u64,
-        _ => n.start_ns,
+    let offset = noise
+        .iter()
+        .filter(|n| n.end_ns.abs_diff(h.end_ns) <= 20_000_000)
+        .filter_map(|n| n.local_start_ns.map(|l| n.end_ns as i128 - (l + (n.end_ns - n.start_ns)) as i128))
+        .min();
+    let begin = match (h.local_start_ns, offset) {
+        (Some(l), Some(o)) => (l as i128 + o).clamp(0, h.start_ns as i128) as u64,
+        _ => h.start_ns,
     };
-    let handler = irq.and_then(|i| noise.iter().find(|n| n.kind == "irq" && begin(n) <= i.ts_ns && i.ts_ns <= n.end_ns));
-    if let Some(h) = handler {
-        w.irq_handler_delay_ns = Some(Nanos(begin(h).saturating_sub(start_ns)));
+    if begin <= i.ts_ns {
+        w.irq_handler_delay_ns = Some(Nanos(begin.saturating_sub(start_ns)));
         w.irq_duration_ns = Some(Nanos(h.end_ns - h.start_ns));
     }
     w
