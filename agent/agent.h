@@ -1,0 +1,276 @@
+/*
+ * rtscope-agent: declarations shared by the agent's files.
+ *
+ * Layout (one concern per file): main.c (arguments, start-up, the session:
+ * reading host lines, the runner and reporter threads), proto.c (line
+ * format: CRC, escaping, parsing, the locked writer), crc32.c, recorder.c
+ * (the per-thread sample store), pool.c (worker threads made at start-up,
+ * the start gate, per-job real-time set-up), pair.c (the two-thread hand-off
+ * pattern of sem/pipe/mq/signal/preempt), probe_NAME.c (one per probe),
+ * port_linux.c / port_posix.c (everything outside POSIX.1-2008, one file per
+ * system family, chosen by #ifdef).
+ *
+ * The protocol is docs/agent.md; nothing here may contradict it.
+ */
+#ifndef RTS_AGENT_H
+#define RTS_AGENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+#include <semaphore.h>
+
+#define AGENT_VERSION "0.1.0"
+#define PROTO_VERSION 1
+#define LINE_MAX_LEN 1024 /* from 'R' to the last CRC digit, no line end */
+
+/* ---- atomics: GCC/clang builtins where there, volatile otherwise ---- */
+#if defined(__GNUC__) || defined(__clang__)
+#define AT_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define AT_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define AT_LOAD_RELAXED(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define AT_STORE_RELAXED(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#else
+#define AT_LOAD(p) (*(volatile __typeof__(*(p)) *)(p))
+#define AT_STORE(p, v) (*(volatile __typeof__(*(p)) *)(p) = (v))
+#define AT_LOAD_RELAXED(p) AT_LOAD(p)
+#define AT_STORE_RELAXED(p, v) AT_STORE(p, v)
+#endif
+
+/* ---- time (CLOCK_MONOTONIC, ns) ---- */
+uint64_t now_ns(void);
+/* Absolute sleep on CLOCK_MONOTONIC; 0 or an errno value. */
+int sleep_until_ns(uint64_t t);
+/* Busy-loop for ns nanoseconds (reading the clock). */
+void spin_for(uint64_t ns);
+
+/* Symbolic errno name ("EPERM"), no allocation; "errno N" text for others. */
+const char *errno_name(int e);
+
+/* ---- crc32.c ---- */
+uint32_t crc32_bytes(const char *p, size_t n);
+
+/* ---- recorder.c ---- */
+#define HIST_EXACT 2048u                   /* values below: their own bucket */
+#define HIST_TOP_BIT 47                    /* 2^47 ns: the top of the range */
+#define HIST_LEN (2048u + 37u * 1024u)     /* buckets 0 .. index(2^47) */
+#define TAIL_K_DEFAULT 1088u
+#define MAX_SETUP 6
+#define SETUP_TEXT 48
+
+typedef struct {
+    uint64_t hi, lo;
+} u128;
+
+typedef struct {
+    uint64_t lat, at, seq;
+    int32_t cpu;
+} rec_sample;
+
+typedef struct {
+    uint64_t count, min, max, sum;
+} rec_slot;
+
+typedef struct {
+    char step[SETUP_TEXT];
+    char outcome[8];
+    char detail[SETUP_TEXT];
+} setup_step;
+
+typedef struct {
+    uint64_t n;
+    int64_t min, max, sum;
+} signed_sum;
+
+typedef struct recorder {
+    uint64_t *hist;
+    uint64_t count, overruns, min, max;
+    u128 sum, sumsq;
+    rec_sample *tail;     /* min-heap of the tail_k largest */
+    size_t tail_len, tail_k, tail_cap;
+    rec_slot *slots;
+    size_t n_slots, slots_cap;
+    uint64_t slot_width_ns;
+    /* Live view for the reporter (atomics). */
+    uint64_t live_samples, live_overruns, live_max;
+    /* Result metadata, filled by the probe. */
+    int thread, cpu;
+    uint64_t interval_ns;
+    const char *error;    /* static text, or NULL */
+    char error_buf[64];
+    int has_signed;
+    signed_sum sgn;
+    setup_step setup[MAX_SETUP];
+    int n_setup;
+    char variant[40];
+} recorder;
+
+/* Start-up: allocate and touch. 0 or -1. */
+int recorder_alloc(recorder *r, size_t tail_cap, size_t slots_cap);
+/* Before a run: clear, size the tail and per-second slots for duration.
+ * -1 if even the widest slots do not fit (never: width grows). */
+void recorder_reset(recorder *r, uint64_t duration_ns, size_t tail_k);
+void recorder_record(recorder *r, uint64_t lat, uint64_t at, uint64_t seq);
+void recorder_add_overruns(recorder *r, uint64_t n);
+void recorder_add_setup(recorder *r, const char *step, const char *outcome, const char *detail);
+void recorder_set_error(recorder *r, const char *what, int err);
+/* Sort the tail largest first (in place; ends the heap). */
+void recorder_finish(recorder *r);
+size_t hist_index(uint64_t v);
+uint64_t hist_lo(size_t idx);
+uint64_t hist_hi(size_t idx);
+void u128_add64(u128 *a, uint64_t v);
+void u128_add_sq(u128 *a, uint64_t v);
+/* Decimal into buf (>= 40 bytes); returns length. */
+size_t u128_dec(u128 v, char *buf);
+
+/* ---- proto.c ---- */
+typedef struct {
+    char buf[LINE_MAX_LEN + 16];
+    size_t len;
+    size_t mark;          /* for list lines: where items start */
+    int items;
+} line_out;
+
+#define MAX_FIELDS 40
+typedef struct {
+    char kind[16];
+    int n;
+    char *key[MAX_FIELDS];
+    char *val[MAX_FIELDS];
+} line_in;
+
+void out_set_fd(int fd);
+int out_failed(void);
+void out_begin(line_out *l, const char *kind);
+void out_str(line_out *l, const char *key, const char *val);  /* escaped */
+void out_u64(line_out *l, const char *key, uint64_t v);
+void out_i64(line_out *l, const char *key, int64_t v);
+void out_id(line_out *l, long id);                            /* id= or id=- */
+void out_send(line_out *l);
+/* List lines: begin a line with prefix fields, then items; full lines are
+ * sent and restarted with the same prefix automatically. */
+void list_begin(line_out *l, const char *kind, long id, long n, const char *key);
+void list_item(line_out *l, const char *item);
+void list_end(line_out *l);
+/* Parse one received line (modified in place). 0: a protocol line parsed;
+ * 1: not protocol (noise); 2: another RTS version; -1: malformed (crc or
+ * grammar); *why says which. */
+int parse_line(char *s, size_t len, line_in *out, const char **why);
+const char *field(const line_in *l, const char *key);
+
+/* ---- port ---- */
+typedef struct {
+    char os[65], release[65], version[129], arch[65], host[65];
+    char preempt[24];
+    int cpus;
+    int affinity;          /* pinning available */
+} port_info;
+void port_fingerprint(port_info *pi);
+/* Pin the calling thread to cpu: 0 or an errno value (ENOSYS: not available). */
+int port_pin_self(int cpu);
+int port_unpin_self(void);
+/* CPU the caller runs on, -1 if unknown. */
+int port_current_cpu(void);
+/* Hold the lowest C-state latency (Linux: /dev/cpu_dma_latency 0); text for hello. */
+void port_dma_latency(char *buf, size_t n);
+/* Whether cpu is a valid online CPU number (best effort). */
+int port_cpu_ok(int cpu);
+
+/* ---- pool.c ---- */
+typedef void (*job_fn)(void *arg);
+int pool_init(int workers, size_t stack);
+/* Run fn(arg) on worker w (must be idle). */
+void pool_run(int w, job_fn fn, void *arg);
+void pool_join(int w);
+int pool_size(void);
+
+typedef struct {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    int need, arrived;
+    unsigned gen;
+} gate;
+void gate_init(gate *g);
+void gate_arm(gate *g, int need);
+void gate_wait(gate *g);
+
+enum { POL_OTHER, POL_FIFO, POL_RR };
+/* Real-time set-up of the calling thread, steps recorded into rec (may be
+ * NULL: steps dropped); cpu -1: not pinned. */
+void rt_setup(recorder *rec, int index, int cpu, int policy, int prio);
+void rt_reset(void);
+
+/* ---- the run (main.c) ---- */
+#define MAX_CPUS 256
+#define MAX_VARIANTS 16
+#define MAX_PERIODS 8
+
+typedef struct {
+    long id;
+    char probe[24];
+    char variants[MAX_VARIANTS][32];
+    int n_variants;
+    uint64_t interval_ns, duration_ns;
+    int priority, policy;
+    int cpus[MAX_CPUS];
+    int n_cpus;
+    int threads;
+    uint64_t periods[MAX_PERIODS];
+    int n_periods;
+    size_t worst, tail;
+    uint64_t iterations;
+    size_t msg_size;
+    uint64_t warmup_ns;
+    int progress_ms;
+    int load_cpu, load_mem;
+    int load_cpus[MAX_CPUS];
+    int n_load_cpus;
+    size_t load_bytes;
+} plan;
+
+/* What a probe's variant run gets. */
+typedef struct {
+    const plan *p;
+    const char *variant;       /* full variant name, or NULL */
+    uint64_t duration_ns;      /* this variant's share */
+    int warm;                  /* 1: warm-up pass (samples discarded) */
+    recorder **recs;           /* the recorders it may use */
+    int max_recs;
+    int n_out;                 /* set by the probe: results in recs[0..n_out) */
+} vrun;
+
+typedef struct {
+    const char *name;
+    const char *const *variants;  /* NULL-terminated, or NULL */
+    int uses_periods;
+    /* Threads (workers) it needs for a plan. */
+    int (*workers)(const plan *p);
+    /* Recorders it needs for a plan. */
+    int (*recorders)(const plan *p);
+    /* 0 ok; -1 on a set-up failure (msg in err). */
+    int (*run)(vrun *v, char *err, size_t errn);
+} probe_desc;
+
+extern volatile int g_stop;       /* raised by stop/EOF (AT_* access) */
+extern const probe_desc probe_timer, probe_periodic, probe_sem, probe_mq, probe_pipe,
+    probe_signal, probe_switch, probe_preempt, probe_pi;
+
+/* Register a recorder with the reporter (before the gate). */
+void live_register(recorder *r);
+
+/* Common measuring-thread helpers. */
+typedef struct {
+    recorder *rec;
+    int index, cpu, policy, prio;
+    gate *g;
+    void *ctx;
+} thread_arg;
+
+/* Timer loop shared by timer and periodic: returns 0 or an errno. on_sample
+ * may be NULL. */
+typedef void (*sample_cb)(void *ctx, uint64_t lat, uint64_t at, uint64_t seq);
+int timer_loop(recorder *rec, uint64_t interval, uint64_t duration, uint64_t max_samples,
+               sample_cb cb, void *ctx);
+
+#endif

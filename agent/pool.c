@@ -1,0 +1,193 @@
+/*
+ * Worker threads, made at start-up (a plan never creates a thread: thread
+ * creation allocates), the start gate, and the per-job real-time set-up.
+ *
+ * Each worker waits on its own condition variable for a job (a function and
+ * its argument), runs it, and marks itself idle again. The runner assigns
+ * jobs to workers by index and joins them; a job sets its own CPU and
+ * scheduling (rt_setup) and the worker drops back to SCHED_OTHER, unpinned,
+ * when the job ends, so an idle worker holds no real-time priority.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "agent.h"
+
+typedef struct {
+    pthread_t t;
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    job_fn fn;
+    void *arg;
+    int busy;   /* job assigned, not finished */
+} worker;
+
+static worker *workers;
+static int n_workers;
+
+static void *worker_main(void *p)
+{
+    worker *w = p;
+    for (;;) {
+        job_fn fn;
+        void *arg;
+        pthread_mutex_lock(&w->m);
+        while (!w->busy || !w->fn)
+            pthread_cond_wait(&w->c, &w->m);
+        fn = w->fn;
+        arg = w->arg;
+        pthread_mutex_unlock(&w->m);
+        fn(arg);
+        rt_reset();
+        pthread_mutex_lock(&w->m);
+        w->fn = NULL;
+        w->busy = 0;
+        pthread_cond_broadcast(&w->c);
+        pthread_mutex_unlock(&w->m);
+    }
+    return NULL;
+}
+
+/* Fault in the stack the job will use, at start-up. */
+static void *prefault_then(void *p)
+{
+    volatile char buf[16 * 1024];
+    size_t i;
+    for (i = 0; i < sizeof buf; i += 512)
+        buf[i] = 0;
+    return worker_main(p);
+}
+
+int pool_init(int n, size_t stack)
+{
+    int i;
+    pthread_attr_t a;
+    workers = calloc((size_t)n, sizeof *workers);
+    if (!workers)
+        return -1;
+    pthread_attr_init(&a);
+    if (stack < (size_t)PTHREAD_STACK_MIN)
+        stack = (size_t)PTHREAD_STACK_MIN;
+    pthread_attr_setstacksize(&a, stack);
+    for (i = 0; i < n; i++) {
+        pthread_mutex_init(&workers[i].m, NULL);
+        pthread_cond_init(&workers[i].c, NULL);
+        if (pthread_create(&workers[i].t, &a, prefault_then, &workers[i]) != 0) {
+            pthread_attr_destroy(&a);
+            return -1;
+        }
+    }
+    pthread_attr_destroy(&a);
+    n_workers = n;
+    return 0;
+}
+
+int pool_size(void)
+{
+    return n_workers;
+}
+
+void pool_run(int i, job_fn fn, void *arg)
+{
+    worker *w = &workers[i];
+    pthread_mutex_lock(&w->m);
+    w->fn = fn;
+    w->arg = arg;
+    w->busy = 1;
+    pthread_cond_broadcast(&w->c);
+    pthread_mutex_unlock(&w->m);
+}
+
+void pool_join(int i)
+{
+    worker *w = &workers[i];
+    pthread_mutex_lock(&w->m);
+    while (w->busy)
+        pthread_cond_wait(&w->c, &w->m);
+    pthread_mutex_unlock(&w->m);
+}
+
+/* ---- gate: the start barrier of a run's threads (reusable) ---- */
+
+void gate_init(gate *g)
+{
+    pthread_mutex_init(&g->m, NULL);
+    pthread_cond_init(&g->c, NULL);
+    g->need = g->arrived = 0;
+    g->gen = 0;
+}
+
+void gate_arm(gate *g, int need)
+{
+    pthread_mutex_lock(&g->m);
+    g->need = need;
+    g->arrived = 0;
+    pthread_mutex_unlock(&g->m);
+}
+
+void gate_wait(gate *g)
+{
+    unsigned gen;
+    pthread_mutex_lock(&g->m);
+    gen = g->gen;
+    if (++g->arrived >= g->need) {
+        g->gen++;
+        g->arrived = 0;
+        pthread_cond_broadcast(&g->c);
+    } else {
+        while (gen == g->gen)
+            pthread_cond_wait(&g->c, &g->m);
+    }
+    pthread_mutex_unlock(&g->m);
+}
+
+/* ---- real-time set-up of the calling thread ---- */
+
+static const char *policy_name(int p)
+{
+    return p == POL_FIFO ? "fifo" : p == POL_RR ? "rr" : "other";
+}
+
+void rt_setup(recorder *rec, int index, int cpu, int policy, int prio)
+{
+    char step[SETUP_TEXT], detail[SETUP_TEXT];
+    struct sched_param sp;
+    int rc, pol;
+    if (cpu >= 0) {
+        rc = port_pin_self(cpu);
+        snprintf(step, sizeof step, "affinity[thread %d]", index);
+        if (rc == 0) {
+            snprintf(detail, sizeof detail, "cpu %d", cpu);
+            recorder_add_setup(rec, step, "ok", detail);
+        } else {
+            snprintf(detail, sizeof detail, "cpu %d: %s", cpu, rc == ENOSYS ? "not available on this system" : errno_name(rc));
+            recorder_add_setup(rec, step, rc == ENOSYS ? "skipped" : "failed", detail);
+        }
+    }
+    memset(&sp, 0, sizeof sp);
+    pol = policy == POL_FIFO ? SCHED_FIFO : policy == POL_RR ? SCHED_RR : SCHED_OTHER;
+    sp.sched_priority = policy == POL_OTHER ? 0 : prio;
+    rc = pthread_setschedparam(pthread_self(), pol, &sp);
+    snprintf(step, sizeof step, "sched_%s[thread %d]", policy_name(policy), index);
+    if (rc == 0) {
+        snprintf(detail, sizeof detail, "priority %d", sp.sched_priority);
+        recorder_add_setup(rec, step, "ok", detail);
+    } else {
+        snprintf(detail, sizeof detail, "%s: ran at SCHED_OTHER", errno_name(rc));
+        recorder_add_setup(rec, step, "failed", detail);
+        memset(&sp, 0, sizeof sp);
+        pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+    }
+}
+
+void rt_reset(void)
+{
+    struct sched_param sp;
+    memset(&sp, 0, sizeof sp);
+    pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+    port_unpin_self();
+}

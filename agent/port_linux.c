@@ -1,0 +1,138 @@
+/*
+ * Port file for Linux (glibc, musl, Xenomai's libcobalt on Linux): the
+ * extras POSIX does not have. CPU affinity (sched_setaffinity), the current
+ * CPU (sched_getcpu), /dev/cpu_dma_latency (held at 0 for the agent's life:
+ * the lowest C-state exit latency, as cyclictest does), the preemption model
+ * (/sys/kernel/realtime, then the PREEMPT* words of uname -v). Everything
+ * else of the agent is POSIX.1-2008; port_posix.c covers other systems.
+ */
+#ifdef __linux__
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include "agent.h"
+
+static void copy(char *dst, size_t n, const char *src)
+{
+    size_t k = strlen(src);
+    if (k >= n)
+        k = n - 1;
+    memcpy(dst, src, k);
+    dst[k] = 0;
+}
+
+static int word_in(const char *s, const char *w)
+{
+    size_t n = strlen(w);
+    const char *p = s;
+    while ((p = strstr(p, w)) != NULL) {
+        int start = p == s || p[-1] == ' ';
+        int end = p[n] == 0 || p[n] == ' ';
+        if (start && end)
+            return 1;
+        p += n;
+    }
+    return 0;
+}
+
+void port_fingerprint(port_info *pi)
+{
+    struct utsname u;
+    char rt[4] = {0};
+    int fd;
+    memset(pi, 0, sizeof *pi);
+    if (uname(&u) == 0) {
+        copy(pi->os, sizeof pi->os, u.sysname);
+        copy(pi->release, sizeof pi->release, u.release);
+        copy(pi->version, sizeof pi->version, u.version);
+        copy(pi->arch, sizeof pi->arch, u.machine);
+        copy(pi->host, sizeof pi->host, u.nodename);
+    }
+    pi->cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (pi->cpus < 0)
+        pi->cpus = 0;
+    pi->affinity = 1;
+    copy(pi->preempt, sizeof pi->preempt, "unknown");
+    fd = open("/sys/kernel/realtime", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (read(fd, rt, 1) == 1 && rt[0] == '1') {
+            copy(pi->preempt, sizeof pi->preempt, "PREEMPT_RT");
+            close(fd);
+            return;
+        }
+        close(fd);
+    }
+    if (word_in(pi->version, "PREEMPT_RT"))
+        copy(pi->preempt, sizeof pi->preempt, "PREEMPT_RT");
+    else if (word_in(pi->version, "PREEMPT_DYNAMIC"))
+        copy(pi->preempt, sizeof pi->preempt, "PREEMPT_DYNAMIC");
+    else if (word_in(pi->version, "PREEMPT"))
+        copy(pi->preempt, sizeof pi->preempt, "PREEMPT");
+    /* No PREEMPT word: voluntary or none, which uname does not tell apart. */
+}
+
+int port_pin_self(int cpu)
+{
+    cpu_set_t s;
+    if (cpu < 0 || cpu >= CPU_SETSIZE)
+        return EINVAL;
+    CPU_ZERO(&s);
+    CPU_SET(cpu, &s);
+    return pthread_setaffinity_np(pthread_self(), sizeof s, &s);
+}
+
+int port_unpin_self(void)
+{
+    cpu_set_t s;
+    long n = sysconf(_SC_NPROCESSORS_CONF), i;
+    CPU_ZERO(&s);
+    for (i = 0; i < n && i < CPU_SETSIZE; i++)
+        CPU_SET((int)i, &s);
+    return pthread_setaffinity_np(pthread_self(), sizeof s, &s);
+}
+
+int port_current_cpu(void)
+{
+    return sched_getcpu();
+}
+
+int port_cpu_ok(int cpu)
+{
+    cpu_set_t s;
+    if (cpu < 0 || cpu >= CPU_SETSIZE)
+        return 0;
+    if (sched_getaffinity(0, sizeof s, &s) != 0)
+        return cpu < sysconf(_SC_NPROCESSORS_ONLN);
+    return CPU_ISSET(cpu, &s);
+}
+
+void port_dma_latency(char *buf, size_t n)
+{
+    static int fd = -1;
+    int32_t zero = 0;
+    if (fd >= 0) {
+        copy(buf, n, "ok");
+        return;
+    }
+    fd = open("/dev/cpu_dma_latency", O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        copy(buf, n, errno == ENOENT ? "unavailable" : errno == EACCES ? "failed:EACCES" : "failed");
+        return;
+    }
+    if (write(fd, &zero, sizeof zero) != (ssize_t)sizeof zero) {
+        close(fd);
+        fd = -1;
+        copy(buf, n, "failed:write");
+        return;
+    }
+    /* Kept open: the request holds while the agent lives. */
+    copy(buf, n, "ok");
+}
+#else
+/* Not Linux: see port_posix.c. ISO C wants a declaration in every file. */
+typedef int port_linux_unused;
+#endif

@@ -1,0 +1,75 @@
+/*
+ * Port file for any other POSIX system (NuttX, RTEMS, QNX, the BSDs,
+ * macOS): only what POSIX.1-2008 gives. No CPU pinning (reported as
+ * "skipped" set-up steps, never silently), the current CPU unknown (-1), no
+ * DMA-latency request, preemption model "unknown". A system family with
+ * its own affinity call gets its own port file beside this one.
+ */
+#ifndef __linux__
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include "agent.h"
+
+static void copy(char *dst, size_t n, const char *src)
+{
+    size_t k = strlen(src);
+    if (k >= n)
+        k = n - 1;
+    memcpy(dst, src, k);
+    dst[k] = 0;
+}
+
+void port_fingerprint(port_info *pi)
+{
+    struct utsname u;
+    long n;
+    memset(pi, 0, sizeof *pi);
+    if (uname(&u) >= 0) {
+        copy(pi->os, sizeof pi->os, u.sysname);
+        copy(pi->release, sizeof pi->release, u.release);
+        copy(pi->version, sizeof pi->version, u.version);
+        copy(pi->arch, sizeof pi->arch, u.machine);
+        copy(pi->host, sizeof pi->host, u.nodename);
+    }
+#ifdef _SC_NPROCESSORS_ONLN
+    n = sysconf(_SC_NPROCESSORS_ONLN);
+#else
+    n = 0;
+#endif
+    pi->cpus = n > 0 ? (int)n : 0;
+    pi->affinity = 0;
+    copy(pi->preempt, sizeof pi->preempt, "unknown");
+}
+
+int port_pin_self(int cpu)
+{
+    (void)cpu;
+    return ENOSYS;
+}
+
+int port_unpin_self(void)
+{
+    return 0;
+}
+
+int port_current_cpu(void)
+{
+    return -1;
+}
+
+int port_cpu_ok(int cpu)
+{
+    return cpu >= 0;
+}
+
+void port_dma_latency(char *buf, size_t n)
+{
+    copy(buf, n, "unavailable");
+}
+#else
+/* Linux: see port_linux.c. ISO C wants a declaration in every file. */
+typedef int port_posix_unused;
+#endif
