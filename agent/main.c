@@ -48,6 +48,7 @@ static unsigned char **load_buf;
 /* ---- the alloc-check build (make test-alloc) ---- */
 #ifdef ALLOC_CHECK
 extern volatile long alloc_count_after_start;
+extern volatile long alloc_count_before_start;
 extern volatile int alloc_started;
 #endif
 
@@ -152,6 +153,8 @@ static void send_hello(void)
     out_u64(&l, "max_line", LINE_MAX_LEN);
 #ifdef ALLOC_CHECK
     out_u64(&l, "alloc_check", 1);
+    /* Allocations counted during start-up: proves the counter is live. */
+    out_u64(&l, "allocs_startup", (uint64_t)alloc_count_before_start);
 #else
     out_u64(&l, "alloc_check", 0);
 #endif
@@ -308,8 +311,12 @@ static int parse_plan(const line_in *l, plan *p, char *err, size_t errn, int *un
         return bad(err, errn, "probe", "not a probe of this agent (see its probe lines)");
     }
     snprintf(p->probe, sizeof p->probe, "%s", v);
-    if (parse_u64(field(l, "interval_ns"), &p->interval_ns) < 0 || p->interval_ns == 0)
-        return bad(err, errn, "interval_ns", "missing or not a positive number");
+    if (parse_u64(field(l, "interval_ns"), &p->interval_ns) < 0 || p->interval_ns == 0) {
+        if (pd->uses_periods && !field(l, "interval_ns"))
+            p->interval_ns = 1000000u; /* unused: periods_ns pace it */
+        else
+            return bad(err, errn, "interval_ns", "missing or not a positive number");
+    }
     if (parse_u64(field(l, "duration_ns"), &p->duration_ns) < 0 || p->duration_ns == 0)
         return bad(err, errn, "duration_ns", "missing or not a positive number");
     if (parse_u64(field(l, "priority"), &x) < 0 || x < 1 || x > 99)

@@ -1,0 +1,180 @@
+#!/bin/sh
+# agent/test.sh: prove rtscope-agent (docs/agent.md) works. Exit 0 only if
+# every step passed; a step whose tool is missing (a cross compiler, qemu)
+# is skipped with a message, never failed. Steps:
+#   1. warning-free with gcc and clang (-std=c99 -Wall -Wextra -pedantic -Werror)
+#   2. native: timer, periodic, sem, pipe, mq plans -> results that parse and
+#      hold (check_output.py: CRC, native bucket geometry, samples+overruns =
+#      periods, tails, per-second counts)
+#   3. stop mid-run keeps what was measured; a malformed line is answered
+#      with an error and the agent keeps serving; TCP (--listen) on 127.0.0.1
+#   4. no allocation after start-up (make test-alloc: allocs=0 in every done)
+#   5. static cross-builds for aarch64 and armhf run under qemu-user (their
+#      latencies mean nothing there; the results must come back and parse)
+# Usage: agent/test.sh [--quick]   (--quick: shorter plans)
+set -u
+cd "$(dirname "$0")" || exit 2
+HERE=$(pwd)
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/rtscope-agent-test.XXXXXX") || exit 2
+trap 'rm -rf "$TMP"' EXIT INT TERM
+FAILS=0
+D=${AGENT_TEST_DURATION_NS:-400000000}
+
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+skip() { echo "SKIP: $*"; }
+
+command -v python3 >/dev/null 2>&1 || { echo "agent/test.sh: python3 is needed for the output checker"; exit 2; }
+
+# session AGENT_CMD OUT WAIT_S LINE... : feed signed lines, wait for the
+# done line (bounded), then bye.
+session() {
+    cmd=$1; out=$2; wait_s=$3; shift 3
+    (
+        for l in "$@"; do ./rtscope-agent --sign "$l"; done
+        i=0
+        while [ $i -lt $((wait_s * 10)) ]; do
+            n=$(grep -c '^RTS1 done ' "$out" 2>/dev/null || true)
+            [ "${n:-0}" -ge "$#" ] && break
+            sleep 0.1; i=$((i + 1))
+        done
+        ./rtscope-agent --sign bye
+    ) | $cmd > "$out" 2>"$out.err"
+}
+
+PLAN_COMMON="priority=80 policy=fifo worst=5 warmup_ns=50000000"
+CPUS=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+if [ "$CPUS" -ge 2 ]; then CPULIST=0,1; else CPULIST=0; fi
+plans() {
+    echo "plan id=1 probe=timer interval_ns=200000 duration_ns=$D cpus=$CPULIST threads=$(echo $CPULIST | tr ',' '\n' | wc -l) $PLAN_COMMON"
+    echo "plan id=2 probe=sem interval_ns=1000000 duration_ns=$((D * 3)) cpus=$CPULIST threads=1 $PLAN_COMMON"
+    echo "plan id=3 probe=mq interval_ns=1000000 duration_ns=$D cpus=$CPULIST threads=1 $PLAN_COMMON"
+    echo "plan id=4 probe=pipe interval_ns=1000000 duration_ns=$D cpus=$CPULIST threads=1 $PLAN_COMMON"
+    echo "plan id=5 probe=periodic periods_ns=10000000,20000000 duration_ns=$D cpus=0 threads=1 $PLAN_COMMON"
+}
+
+run_plans() { # AGENT_CMD LABEL EXTRA_CHECK_ARGS WAIT_S
+    cmd=$1; label=$2; extra=$3; wait_s=$4
+    i=0
+    plans > "$TMP/plans"
+    while IFS= read -r p; do
+        i=$((i + 1))
+        probe=$(echo "$p" | sed 's/.*probe=\([a-z]*\).*/\1/')
+        session "$cmd" "$TMP/$label.$i" "$wait_s" "$p"
+        if python3 "$HERE/check_output.py" "$TMP/$label.$i" --expect-status complete $extra > "$TMP/$label.$i.check" 2>&1; then
+            pass "$label $probe ($(grep -c '^ok' "$TMP/$label.$i.check") results)"
+        else
+            fail "$label $probe"; sed 's/^/    /' "$TMP/$label.$i.check" | tail -3
+        fi
+    done < "$TMP/plans"
+}
+
+# 1. compilers
+for cc in gcc clang; do
+    if command -v $cc >/dev/null 2>&1; then
+        if make -s CC=$cc OUT="$TMP/agent.$cc" >"$TMP/cc.$cc" 2>&1; then pass "builds warning-free with $cc"
+        else fail "build with $cc"; tail -5 "$TMP/cc.$cc"; fi
+    else
+        skip "$cc not installed"
+    fi
+done
+make -s rtscope-agent || { fail "native build"; exit 1; }
+
+# 2. native plans
+run_plans ./rtscope-agent native "" 30
+
+# 3a. stop mid-run: results of the running variant come back, marked stopped
+(
+    ./rtscope-agent --sign "plan id=9 probe=timer interval_ns=1000000 duration_ns=30000000000 cpus=0 threads=1 $PLAN_COMMON"
+    i=0; until grep -q '^RTS1 progress ' "$TMP/stop" 2>/dev/null || [ $i -ge 100 ]; do sleep 0.1; i=$((i + 1)); done
+    ./rtscope-agent --sign "stop id=9"
+    i=0; until grep -q '^RTS1 done ' "$TMP/stop" 2>/dev/null || [ $i -ge 100 ]; do sleep 0.1; i=$((i + 1)); done
+    ./rtscope-agent --sign bye
+) | ./rtscope-agent > "$TMP/stop"
+if python3 check_output.py "$TMP/stop" --expect-status stopped >/dev/null 2>"$TMP/stop.check" &&
+   grep -q '^RTS1 result .* stopped=1' "$TMP/stop" && ! grep -q '^RTS1 result .* samples=0 ' "$TMP/stop"; then
+    pass "stop mid-run keeps the samples ($(sed -n 's/^RTS1 result .* samples=\([0-9]*\) .*/\1/p' "$TMP/stop") of a 30 s run)"
+else
+    fail "stop mid-run"; cat "$TMP/stop.check"
+fi
+
+# 3b. malformed lines: error naming the line, then the agent still answers
+( echo "RTS1 plan id=1 probe=timer *00000000"; echo "noise from a console"; ./rtscope-agent --sign "hi"; ./rtscope-agent --sign bye ) |
+    ./rtscope-agent > "$TMP/bad"
+if grep -q '^RTS1 error id=- code=bad-line line=1 msg=checksum%20mismatch' "$TMP/bad" &&
+   [ "$(grep -c '^RTS1 hello ' "$TMP/bad")" = 2 ] && grep -q '^RTS1 bye ' "$TMP/bad"; then
+    pass "bad checksum -> error code=bad-line line=1; noise ignored; session goes on"
+else
+    fail "malformed line handling"; cat "$TMP/bad"
+fi
+long=$(head -c 1100 /dev/zero | tr '\0' 'x')
+( echo "RTS1 plan $long"; ./rtscope-agent --sign bye ) | ./rtscope-agent > "$TMP/long"
+if grep -q '^RTS1 error id=- code=too-long line=1' "$TMP/long" && grep -q '^RTS1 bye ' "$TMP/long"; then
+    pass "line over 1024 bytes -> error code=too-long, skipped"
+else
+    fail "overlong line"; cat "$TMP/long"
+fi
+( ./rtscope-agent --sign "plan id=3 probe=timer interval_ns=1000000 duration_ns=1000000 priority=80 policy=fifo cpus=0 threads=999 worst=5"; ./rtscope-agent --sign bye ) |
+    ./rtscope-agent > "$TMP/badplan"
+if grep -q '^RTS1 error id=3 code=plan line=1 msg=threads' "$TMP/badplan"; then
+    pass "invalid plan -> error code=plan naming the key"
+else
+    fail "invalid plan"; cat "$TMP/badplan"
+fi
+
+# 3c. TCP listen mode on loopback
+PORT=$((20000 + $$ % 20000))
+./rtscope-agent --listen $PORT --once 2>"$TMP/listen.err" &
+APID=$!
+python3 - "$PORT" "$TMP/tcp" <<'PY'
+import socket, sys, time, zlib
+port, out = int(sys.argv[1]), sys.argv[2]
+def sign(b): return f"RTS1 {b} *{zlib.crc32(('RTS1 ' + b).encode()):08x}\n".encode()
+for _ in range(100):
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=30); break
+    except OSError: time.sleep(0.1)
+s.sendall(sign("plan id=1 probe=timer interval_ns=1000000 duration_ns=300000000 priority=80 policy=fifo cpus=0 threads=1 worst=5"))
+buf = b""
+while b"RTS1 done " not in buf:
+    d = s.recv(65536)
+    if not d: break
+    buf += d
+s.sendall(sign("bye"))
+while not buf.rstrip().split(b"\n")[-1].startswith(b"RTS1 bye"):
+    d = s.recv(65536)
+    if not d: break
+    buf += d
+open(out, "wb").write(buf)
+PY
+wait $APID; arc=$?
+if [ $arc = 0 ] && python3 check_output.py "$TMP/tcp" --expect-status complete >/dev/null 2>"$TMP/tcp.check"; then
+    pass "TCP --listen on 127.0.0.1:$PORT (one session, --once)"
+else
+    fail "TCP listen (agent exit $arc)"; cat "$TMP/tcp.check" "$TMP/listen.err"
+fi
+
+# 4. no allocation after start-up
+if [ "$(uname -s)" = Linux ] && make -s test-alloc >"$TMP/alloc.build" 2>&1; then
+    run_plans ./rtscope-agent-alloc alloc "--allocs-zero" 30
+else
+    skip "test-alloc (needs Linux/glibc)"; cat "$TMP/alloc.build" 2>/dev/null
+fi
+
+# 5. static cross-builds under qemu-user
+for pair in aarch64-linux-gnu-gcc:qemu-aarch64-static arm-linux-gnueabihf-gcc:qemu-arm-static; do
+    cc=${pair%%:*}; qemu=${pair#*:}
+    if ! command -v "$cc" >/dev/null 2>&1; then skip "$cc not installed"; continue; fi
+    if ! make -s CC="$cc" LDFLAGS=-static OUT="$TMP/agent.$cc" >"$TMP/cross.$cc" 2>&1; then
+        fail "static build with $cc"; tail -5 "$TMP/cross.$cc"; continue
+    fi
+    pass "static build with $cc ($(wc -c < "$TMP/agent.$cc") bytes)"
+    if ! command -v "$qemu" >/dev/null 2>&1; then skip "$qemu not installed"; continue; fi
+    run_plans "$qemu $TMP/agent.$cc" "qemu-${cc%%-*}" "" 60
+done
+
+if [ $FAILS -gt 0 ]; then
+    echo "agent/test.sh: $FAILS FAILED"
+    exit 1
+fi
+echo "agent/test.sh: all passed"
