@@ -82,8 +82,16 @@ typedef struct {
     int64_t min, max, sum;
 } signed_sum;
 
+#define HIST_WRAPS 16
+
 typedef struct recorder {
-    uint64_t *hist;
+    /* 32-bit counts (half the locked memory of 64-bit ones); a count that
+     * wraps adds 2^32 in wraps[] (cold path), so no sample is ever lost. */
+    uint32_t *hist;
+    struct {
+        uint32_t idx, n;
+    } wraps[HIST_WRAPS];
+    int n_wraps;
     uint64_t count, overruns, min, max;
     u128 sum, sumsq;
     rec_sample *tail;     /* min-heap of the tail_k largest */
@@ -117,6 +125,8 @@ void recorder_set_error(recorder *r, const char *what, int err);
 /* Sort the tail largest first (in place; ends the heap). */
 void recorder_finish(recorder *r);
 size_t hist_index(uint64_t v);
+/* Exact count of bucket idx (32-bit count + its wraps). */
+uint64_t hist_count(const recorder *r, size_t idx);
 uint64_t hist_lo(size_t idx);
 uint64_t hist_hi(size_t idx);
 void u128_add64(u128 *a, uint64_t v);

@@ -13,6 +13,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -544,7 +545,7 @@ static void send_result(long id, int n, const char *probe, recorder *r, size_t w
         if (i == top && r->max > hi)
             hi = r->max; /* saturated values: the top bucket reaches the max */
         snprintf(item, sizeof item, "%llu:%llu:%llu", (unsigned long long)hist_lo(i),
-                 (unsigned long long)hi, (unsigned long long)r->hist[i]);
+                 (unsigned long long)hi, (unsigned long long)hist_count(r, i));
         list_item(&l, item);
     }
     list_end(&l);
@@ -1021,12 +1022,12 @@ int main(int argc, char **argv)
     /* Workers: max_threads measuring + 3 (pair senders, pi's three) +
      * max_threads load threads. */
     workers = max_threads + 3 + max_threads;
-    if (pool_init(workers, 64 * 1024) < 0) {
+    if (pool_init(workers, 32 * 1024) < 0) {
         fprintf(stderr, "rtscope-agent: cannot create %d worker threads\n", workers);
         return 1;
     }
     pthread_attr_init(&a);
-    pthread_attr_setstacksize(&a, 64 * 1024);
+    pthread_attr_setstacksize(&a, (size_t)PTHREAD_STACK_MIN > 32 * 1024 ? (size_t)PTHREAD_STACK_MIN : 32 * 1024);
     if (pthread_create(&t, &a, runner_main, NULL) != 0 || pthread_create(&t, &a, reporter_main, NULL) != 0) {
         fprintf(stderr, "rtscope-agent: cannot create the runner and reporter threads\n");
         return 1;

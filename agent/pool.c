@@ -55,7 +55,7 @@ static void *worker_main(void *p)
 /* Fault in the stack the job will use, at start-up. */
 static void *prefault_then(void *p)
 {
-    volatile char buf[16 * 1024];
+    volatile char buf[12 * 1024];
     size_t i;
     for (i = 0; i < sizeof buf; i += 512)
         buf[i] = 0;

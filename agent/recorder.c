@@ -142,8 +142,8 @@ int recorder_alloc(recorder *r, size_t tail_cap, size_t slots_cap)
     r->tail_cap = tail_cap;
     r->slots_cap = slots_cap;
     /* Touch every page now (calloc may hand out untouched zero pages). */
-    for (i = 0; i < HIST_LEN; i += 256)
-        ((volatile uint64_t *)r->hist)[i] = 0;
+    for (i = 0; i < HIST_LEN; i += 512)
+        ((volatile uint32_t *)r->hist)[i] = 0;
     for (i = 0; i <= tail_cap; i++)
         ((volatile uint64_t *)&r->tail[i].lat)[0] = 0;
     for (i = 0; i < slots_cap; i++)
@@ -166,6 +166,7 @@ void recorder_reset(recorder *r, uint64_t duration_ns, size_t tail_k)
     while (secs / width + 2u > r->slots_cap)
         width++;
     memset(r->hist, 0, HIST_LEN * sizeof *r->hist);
+    r->n_wraps = 0;
     r->count = r->overruns = r->max = 0;
     r->min = UINT64_MAX;
     r->sum.hi = r->sum.lo = r->sumsq.hi = r->sumsq.lo = 0;
@@ -245,11 +246,45 @@ static void push_tail(recorder *r, uint64_t lat, uint64_t at, uint64_t seq)
     }
 }
 
+/* A 32-bit count wrapped (4 294 967 296 samples in one bucket): keep the
+ * carry. Out of carry slots (16 buckets each past 2^32 samples): stop
+ * counting into the bucket array and say so (never silently). */
+static void hist_wrap(recorder *r, size_t idx)
+{
+    int i;
+    for (i = 0; i < r->n_wraps; i++)
+        if (r->wraps[i].idx == idx) {
+            r->wraps[i].n++;
+            return;
+        }
+    if (r->n_wraps < HIST_WRAPS) {
+        r->wraps[r->n_wraps].idx = (uint32_t)idx;
+        r->wraps[r->n_wraps].n = 1;
+        r->n_wraps++;
+        return;
+    }
+    r->hist[idx] = UINT32_MAX;
+    if (!r->error)
+        r->error = "histogram carry table full: a bucket count is capped";
+}
+
+uint64_t hist_count(const recorder *r, size_t idx)
+{
+    uint64_t c = r->hist[idx];
+    int i;
+    for (i = 0; i < r->n_wraps; i++)
+        if (r->wraps[i].idx == idx)
+            c += (uint64_t)r->wraps[i].n << 32;
+    return c;
+}
+
 void recorder_record(recorder *r, uint64_t lat, uint64_t at, uint64_t seq)
 {
     size_t idx;
     rec_slot *s;
-    r->hist[hist_index(lat)]++;
+    idx = hist_index(lat);
+    if (++r->hist[idx] == 0)
+        hist_wrap(r, idx);
     r->count++;
     if (lat < r->min)
         r->min = lat;
