@@ -111,6 +111,8 @@ typedef struct recorder {
     setup_step setup[MAX_SETUP];
     int n_setup;
     char variant[40];
+    const char *note;     /* static text or note_buf, or NULL */
+    char note_buf[600];
 } recorder;
 
 /* Start-up: allocate and touch. 0 or -1. */
@@ -186,6 +188,18 @@ int port_current_cpu(void);
 void port_dma_latency(char *buf, size_t n);
 /* Whether cpu is a valid online CPU number (best effort). */
 int port_cpu_ok(int cpu);
+/* A queued signal aimed at one thread (Linux: pthread_sigqueue); ENOSYS
+ * where the system has none (POSIX sigqueue aims at the process). */
+int port_thread_sigqueue(pthread_t t, int sig);
+int port_has_thread_sigqueue(void);
+/* A binary event on a futex word (Linux); ENOSYS elsewhere. post: set and
+ * wake one waiter; wait: block until set, then clear. */
+int port_has_futex(void);
+int port_event_post(uint32_t *word);
+int port_event_wait(uint32_t *word);
+/* Ping-pong primitives: wait while *word == val; wake one. */
+int port_futex_wait(uint32_t *word, uint32_t val);
+int port_futex_wake(uint32_t *word);
 
 /* ---- pool.c ---- */
 typedef void (*job_fn)(void *arg);
@@ -232,6 +246,7 @@ typedef struct {
     uint64_t iterations;
     size_t msg_size;
     uint64_t warmup_ns;
+    uint64_t pi_burst_ns;
     int progress_ms;
     int load_cpu, load_mem;
     int load_cpus[MAX_CPUS];
@@ -260,7 +275,12 @@ typedef struct {
     int (*recorders)(const plan *p);
     /* 0 ok; -1 on a set-up failure (msg in err). */
     int (*run)(vrun *v, char *err, size_t errn);
+    /* Whether a variant exists on this system (NULL: all do). */
+    int (*available)(const char *variant);
 } probe_desc;
+
+/* The signal the signal probe uses; blocked in every thread from start-up. */
+int probe_signal_signo(void);
 
 extern volatile int g_stop;       /* raised by stop/EOF (AT_* access) */
 extern const probe_desc probe_timer, probe_periodic, probe_sem, probe_mq, probe_pipe,

@@ -92,7 +92,11 @@ def main():
         elif kind == "result":
             if block is not None:
                 fail(no, line, "result inside a result block")
-            block = dict(f=f, hist=[], tail=[], sec=[], setup=0, no=no)
+            block = dict(f=f, hist=[], tail=[], sec=[], setup=0, notes=0, no=no)
+        elif kind == "note":
+            if block is None or f["n"] != block["f"]["n"]:
+                fail(no, line, "note outside its result block")
+            block["notes"] += 1
         elif kind in ("hist", "tail", "sec", "setup") and f.get("n") != "-":
             if block is None or f["n"] != block["f"]["n"]:
                 fail(no, line, f"{kind} outside its result block")
@@ -132,6 +136,8 @@ def check_block(no, line, b, plan_duration):
         fail(no, line, f"{where}: item counts differ from the result line")
     if b["setup"] != int(f["setup"]):
         fail(no, line, f"{where}: setup lines differ")
+    if b["notes"] != int(f.get("notes", "0")):
+        fail(no, line, f"{where}: note lines differ")
     if sum(int(c) for _, _, c in b["hist"]) != n:
         fail(no, line, f"{where}: bucket counts do not sum to samples")
     prev = -1

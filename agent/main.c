@@ -28,6 +28,7 @@ volatile int g_stop;
 
 static const probe_desc *const probes[] = {
     &probe_timer, &probe_periodic, &probe_sem, &probe_pipe, &probe_mq,
+    &probe_signal, &probe_switch, &probe_preempt, &probe_pi,
 };
 #define N_PROBES ((int)(sizeof probes / sizeof probes[0]))
 
@@ -131,10 +132,23 @@ static void *reporter_main(void *unused)
 
 /* ---- the announcement ---- */
 
+/* A probe is offered when it has no variant list or one of its variants is
+ * available on this system. */
+static int probe_listed(const probe_desc *pd)
+{
+    int k;
+    if (!pd->variants || !pd->available)
+        return 1;
+    for (k = 0; pd->variants[k]; k++)
+        if (pd->available(pd->variants[k]))
+            return 1;
+    return 0;
+}
+
 static void send_hello(void)
 {
     line_out l;
-    int i, k;
+    int i, k, n_listed;
     out_begin(&l, "hello");
     out_u64(&l, "proto", PROTO_VERSION);
     out_str(&l, "agent", AGENT_VERSION);
@@ -162,7 +176,12 @@ static void send_hello(void)
     out_str(&l, "dma_latency", dma_text);
     out_u64(&l, "affinity", (uint64_t)info.affinity);
     out_send(&l);
+    for (i = 0, k = 0; i < N_PROBES; i++)
+        k += probe_listed(probes[i]);
+    n_listed = k;
     for (i = 0; i < N_PROBES; i++) {
+        if (!probe_listed(probes[i]))
+            continue;
         out_begin(&l, "probe");
         out_str(&l, "name", probes[i]->name);
         if (probes[i]->variants) {
@@ -171,7 +190,9 @@ static void send_hello(void)
             v.len = 0;
             for (k = 0; probes[i]->variants[k]; k++) {
                 size_t n = strlen(probes[i]->variants[k]);
-                if (k)
+                if (probes[i]->available && !probes[i]->available(probes[i]->variants[k]))
+                    continue;
+                if (v.len)
                     v.buf[v.len++] = ',';
                 memcpy(v.buf + v.len, probes[i]->variants[k], n);
                 v.len += n;
@@ -186,7 +207,7 @@ static void send_hello(void)
         out_send(&l);
     }
     out_begin(&l, "ready");
-    out_u64(&l, "probes", (uint64_t)N_PROBES);
+    out_u64(&l, "probes", (uint64_t)n_listed);
     out_send(&l);
 }
 
@@ -255,7 +276,7 @@ static const probe_desc *probe_named(const char *name)
     int i;
     for (i = 0; i < N_PROBES; i++)
         if (strcmp(probes[i]->name, name) == 0)
-            return probes[i];
+            return probe_listed(probes[i]) ? probes[i] : NULL;
     return NULL;
 }
 
@@ -368,6 +389,9 @@ static int parse_plan(const line_in *l, plan *p, char *err, size_t errn, int *un
     }
     if ((v = field(l, "warmup_ns")) != NULL && parse_u64(v, &p->warmup_ns) < 0)
         return bad(err, errn, "warmup_ns", "not a number");
+    p->pi_burst_ns = 1000000u;
+    if ((v = field(l, "pi_burst_ns")) != NULL && (parse_u64(v, &p->pi_burst_ns) < 0 || p->pi_burst_ns > 100000000u))
+        return bad(err, errn, "pi_burst_ns", "not 0..100000000 (at most 100 ms)");
     p->progress_ms = 250;
     if ((v = field(l, "progress_ms")) != NULL) {
         if (parse_u64(v, &x) < 0 || x > 3600000u)
@@ -411,7 +435,8 @@ static int parse_plan(const line_in *l, plan *p, char *err, size_t errn, int *un
                 while (s[m] && s[m] != ',')
                     m++;
                 for (k = 0; k < nv; k++)
-                    if (strlen(pd->variants[k]) == m && strncmp(pd->variants[k], s, m) == 0)
+                    if (strlen(pd->variants[k]) == m && strncmp(pd->variants[k], s, m) == 0 &&
+                        (!pd->available || pd->available(pd->variants[k])))
                         want[k] = found = 1;
                 if (!found) {
                     *unsupported = 1;
@@ -423,7 +448,7 @@ static int parse_plan(const line_in *l, plan *p, char *err, size_t errn, int *un
             }
         }
         for (k = 0; k < nv; k++) {
-            if (!want[k])
+            if (!want[k] || (pd->available && !pd->available(pd->variants[k])))
                 continue;
             /* One CPU: no cross-CPU pair (as natively). */
             if (p->n_cpus < 2 && strstr(pd->variants[k], "/cross-cpu"))
@@ -520,6 +545,7 @@ static void send_result(long id, int n, const char *probe, recorder *r, size_t w
     out_u64(&l, "stopped", (uint64_t)(stopped ? 1 : 0));
     if (r->error)
         out_str(&l, "error", r->error);
+    out_u64(&l, "notes", r->note ? 1u : 0u);
     if (r->has_signed) {
         snprintf(item, sizeof item, "%llu:%lld:%lld:%lld", (unsigned long long)r->sgn.n,
                  (long long)(r->sgn.n ? r->sgn.min : 0), (long long)(r->sgn.n ? r->sgn.max : 0),
@@ -534,6 +560,14 @@ static void send_result(long id, int n, const char *probe, recorder *r, size_t w
         out_str(&l, "step", r->setup[i].step);
         out_str(&l, "outcome", r->setup[i].outcome);
         out_str(&l, "detail", r->setup[i].detail);
+        out_send(&l);
+    }
+    if (r->note) {
+        /* On its own line: an escaped note can be long. */
+        out_begin(&l, "note");
+        out_id(&l, id);
+        out_u64(&l, "n", (uint64_t)n);
+        out_str(&l, "text", r->note);
         out_send(&l);
     }
     list_begin(&l, "hist", id, n, "b");
@@ -980,6 +1014,14 @@ int main(int argc, char **argv)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &sa, NULL);
+    {
+        /* The signal probe's signal: blocked in every thread (inherited by
+         * all made below), so only its sigwaitinfo ever takes it. */
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, probe_signal_signo());
+        pthread_sigmask(SIG_BLOCK, &set, NULL);
+    }
 
     port_fingerprint(&info);
     if (max_threads == 0)

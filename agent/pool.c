@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "agent.h"
 
 typedef struct {
@@ -28,6 +29,9 @@ typedef struct {
 
 static worker *workers;
 static int n_workers;
+static pthread_mutex_t ready_m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ready_c = PTHREAD_COND_INITIALIZER;
+static int n_ready;
 
 static void *worker_main(void *p)
 {
@@ -52,6 +56,27 @@ static void *worker_main(void *p)
     return NULL;
 }
 
+/* Lock a priority-ceiling mutex once: glibc allocates a thread's
+ * priority-protection record on its first such lock, so it happens here,
+ * at start-up, not in the pi probe (make test-alloc caught it). */
+static void warm_prio_protect(void)
+{
+#if defined(_POSIX_THREAD_PRIO_PROTECT) && _POSIX_THREAD_PRIO_PROTECT > 0
+    pthread_mutexattr_t a;
+    pthread_mutex_t m;
+    if (pthread_mutexattr_init(&a) != 0)
+        return;
+    if (pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_PROTECT) == 0 &&
+        pthread_mutexattr_setprioceiling(&a, sched_get_priority_min(SCHED_FIFO)) == 0 &&
+        pthread_mutex_init(&m, &a) == 0) {
+        if (pthread_mutex_lock(&m) == 0)
+            pthread_mutex_unlock(&m);
+        pthread_mutex_destroy(&m);
+    }
+    pthread_mutexattr_destroy(&a);
+#endif
+}
+
 /* Fault in the stack the job will use, at start-up. */
 static void *prefault_then(void *p)
 {
@@ -59,6 +84,11 @@ static void *prefault_then(void *p)
     size_t i;
     for (i = 0; i < sizeof buf; i += 512)
         buf[i] = 0;
+    warm_prio_protect();
+    pthread_mutex_lock(&ready_m);
+    n_ready++;
+    pthread_cond_broadcast(&ready_c);
+    pthread_mutex_unlock(&ready_m);
     return worker_main(p);
 }
 
@@ -83,6 +113,11 @@ int pool_init(int n, size_t stack)
     }
     pthread_attr_destroy(&a);
     n_workers = n;
+    /* Start-up ends when every worker has done its own start-up. */
+    pthread_mutex_lock(&ready_m);
+    while (n_ready < n)
+        pthread_cond_wait(&ready_c, &ready_m);
+    pthread_mutex_unlock(&ready_m);
     return 0;
 }
 

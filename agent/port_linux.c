@@ -12,6 +12,9 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 #include "agent.h"
@@ -131,6 +134,52 @@ void port_dma_latency(char *buf, size_t n)
     }
     /* Kept open: the request holds while the agent lives. */
     copy(buf, n, "ok");
+}
+int port_thread_sigqueue(pthread_t t, int sig)
+{
+    union sigval v;
+    v.sival_int = 0;
+    return pthread_sigqueue(t, sig, v);
+}
+
+int port_has_thread_sigqueue(void)
+{
+    return 1;
+}
+
+int port_has_futex(void)
+{
+    return 1;
+}
+
+int port_futex_wait(uint32_t *word, uint32_t val)
+{
+    if (syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0) != 0 && errno != EAGAIN && errno != EINTR)
+        return errno;
+    return 0;
+}
+
+int port_futex_wake(uint32_t *word)
+{
+    if (syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0) < 0)
+        return errno;
+    return 0;
+}
+
+int port_event_post(uint32_t *word)
+{
+    __atomic_store_n(word, 1u, __ATOMIC_RELEASE);
+    return port_futex_wake(word);
+}
+
+int port_event_wait(uint32_t *word)
+{
+    while (__atomic_exchange_n(word, 0u, __ATOMIC_ACQUIRE) == 0) {
+        int rc = port_futex_wait(word, 0);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 #else
 /* Not Linux: see port_posix.c. ISO C wants a declaration in every file. */

@@ -69,6 +69,45 @@ void port_dma_latency(char *buf, size_t n)
 {
     copy(buf, n, "unavailable");
 }
+int port_thread_sigqueue(pthread_t t, int sig)
+{
+    (void)t, (void)sig;
+    return ENOSYS;
+}
+
+int port_has_thread_sigqueue(void)
+{
+    return 0;
+}
+
+int port_has_futex(void)
+{
+    return 0;
+}
+
+int port_futex_wait(uint32_t *word, uint32_t val)
+{
+    (void)word, (void)val;
+    return ENOSYS;
+}
+
+int port_futex_wake(uint32_t *word)
+{
+    (void)word;
+    return ENOSYS;
+}
+
+int port_event_post(uint32_t *word)
+{
+    (void)word;
+    return ENOSYS;
+}
+
+int port_event_wait(uint32_t *word)
+{
+    (void)word;
+    return ENOSYS;
+}
 #else
 /* Linux: see port_linux.c. ISO C wants a declaration in every file. */
 typedef int port_posix_unused;

@@ -103,4 +103,4 @@ static int run(vrun *v, char *err, size_t errn)
     return rc;
 }
 
-const probe_desc probe_mq = {"mq", variants, 0, workers, recorders, run};
+const probe_desc probe_mq = {"mq", variants, 0, workers, recorders, run, NULL};

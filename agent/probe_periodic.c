@@ -114,4 +114,4 @@ static int run(vrun *v, char *err, size_t errn)
     return 0;
 }
 
-const probe_desc probe_periodic = {"periodic", NULL, 1, workers, recorders, run};
+const probe_desc probe_periodic = {"periodic", NULL, 1, workers, recorders, run, NULL};

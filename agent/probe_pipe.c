@@ -114,4 +114,4 @@ static int run(vrun *v, char *err, size_t errn)
     return rc;
 }
 
-const probe_desc probe_pipe = {"pipe", variants, 0, workers, recorders, run};
+const probe_desc probe_pipe = {"pipe", variants, 0, workers, recorders, run, NULL};

@@ -107,4 +107,4 @@ static int run(vrun *v, char *err, size_t errn)
     return 0;
 }
 
-const probe_desc probe_timer = {"timer", NULL, 0, workers, workers, run};
+const probe_desc probe_timer = {"timer", NULL, 0, workers, workers, run, NULL};

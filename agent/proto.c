@@ -50,10 +50,13 @@ static void write_all(const char *p, size_t n)
 /* Room left for content, keeping 10 bytes for " *xxxxxxxx". */
 #define CONTENT_MAX (LINE_MAX_LEN - 10)
 
+/* Append n bytes, or nothing if they do not fit: a line is never longer
+ * than LINE_MAX_LEN and an escape is never cut in half. Callers keep their
+ * lines short enough (free texts are bounded: SETUP_TEXT, note_buf). */
 static void put(line_out *l, const char *s, size_t n)
 {
     if (l->len + n > CONTENT_MAX)
-        n = CONTENT_MAX > l->len ? CONTENT_MAX - l->len : 0; /* never over */
+        return;
     memcpy(l->buf + l->len, s, n);
     l->len += n;
 }

@@ -3,7 +3,7 @@
 # every step passed; a step whose tool is missing (a cross compiler, qemu)
 # is skipped with a message, never failed. Steps:
 #   1. warning-free with gcc and clang (-std=c99 -Wall -Wextra -pedantic -Werror)
-#   2. native: timer, periodic, sem, pipe, mq plans -> results that parse and
+#   2. native: timer, periodic, sem, pipe, mq, signal, switch, preempt, pi plans -> results that parse and
 #      hold (check_output.py: CRC, native bucket geometry, samples+overruns =
 #      periods, tails, per-second counts)
 #   3. stop mid-run keeps what was measured; a malformed line is answered
@@ -11,6 +11,7 @@
 #   4. no allocation after start-up (make test-alloc: allocs=0 in every done)
 #   5. static cross-builds for aarch64 and armhf run under qemu-user (their
 #      latencies mean nothing there; the results must come back and parse)
+#   6. the generic POSIX port (port_posix.c) builds and measures
 # Usage: agent/test.sh [--quick]   (--quick: shorter plans)
 set -u
 cd "$(dirname "$0")" || exit 2
@@ -26,17 +27,21 @@ skip() { echo "SKIP: $*"; }
 
 command -v python3 >/dev/null 2>&1 || { echo "agent/test.sh: python3 is needed for the output checker"; exit 2; }
 
-# session AGENT_CMD OUT WAIT_S LINE... : feed signed lines, wait for the
-# done line (bounded), then bye.
+# session AGENT_CMD OUT WAIT_S LINE... : feed signed lines one by one, each
+# after the previous plan's done line (bounded wait), then bye.
 session() {
     cmd=$1; out=$2; wait_s=$3; shift 3
     (
-        for l in "$@"; do ./rtscope-agent --sign "$l"; done
-        i=0
-        while [ $i -lt $((wait_s * 10)) ]; do
-            n=$(grep -c '^RTS1 done ' "$out" 2>/dev/null || true)
-            [ "${n:-0}" -ge "$#" ] && break
-            sleep 0.1; i=$((i + 1))
+        k=0
+        for l in "$@"; do
+            ./rtscope-agent --sign "$l"
+            k=$((k + 1))
+            i=0
+            while [ $i -lt $((wait_s * 10)) ]; do
+                n=$(grep -c '^RTS1 done ' "$out" 2>/dev/null || true)
+                [ "${n:-0}" -ge $k ] && break
+                sleep 0.1; i=$((i + 1))
+            done
         done
         ./rtscope-agent --sign bye
     ) | $cmd > "$out" 2>"$out.err"
@@ -51,6 +56,10 @@ plans() {
     echo "plan id=3 probe=mq interval_ns=1000000 duration_ns=$D cpus=$CPULIST threads=1 $PLAN_COMMON"
     echo "plan id=4 probe=pipe interval_ns=1000000 duration_ns=$D cpus=$CPULIST threads=1 $PLAN_COMMON"
     echo "plan id=5 probe=periodic periods_ns=10000000,20000000 duration_ns=$D cpus=0 threads=1 $PLAN_COMMON"
+    echo "plan id=6 probe=signal interval_ns=1000000 duration_ns=$D cpus=$CPULIST threads=1 $PLAN_COMMON"
+    echo "plan id=7 probe=switch interval_ns=1000000 duration_ns=$((D / 2)) cpus=0 threads=1 $PLAN_COMMON"
+    echo "plan id=8 probe=preempt interval_ns=1000000 duration_ns=$D cpus=0 threads=1 $PLAN_COMMON"
+    echo "plan id=9 probe=pi interval_ns=1000000 duration_ns=$((D * 2)) cpus=0 threads=1 pi_burst_ns=200000 $PLAN_COMMON"
 }
 
 run_plans() { # AGENT_CMD LABEL EXTRA_CHECK_ARGS WAIT_S
@@ -172,6 +181,23 @@ for pair in aarch64-linux-gnu-gcc:qemu-aarch64-static arm-linux-gnueabihf-gcc:qe
     if ! command -v "$qemu" >/dev/null 2>&1; then skip "$qemu not installed"; continue; fi
     run_plans "$qemu $TMP/agent.$cc" "qemu-${cc%%-*}" "" 60
 done
+
+# 6. the generic POSIX port (port_posix.c): built here by hiding __linux__,
+#    it must compile warning-free, offer no Linux-only variant, and measure.
+if make -s CFLAGS="-O2 -U__linux__" OUT="$TMP/agent.posix" >"$TMP/posix.build" 2>&1; then
+    session "$TMP/agent.posix" "$TMP/posix" 30 \
+        "plan id=1 probe=timer interval_ns=1000000 duration_ns=$D cpus=0 threads=1 $PLAN_COMMON" \
+        "plan id=2 probe=sem variants=posix/same-cpu,mutex/cross-cpu interval_ns=1000000 duration_ns=$D cpus=$CPULIST threads=1 $PLAN_COMMON"
+    if python3 check_output.py "$TMP/posix" --expect-status complete --min-results 2 >/dev/null 2>"$TMP/posix.check" &&
+       ! grep -q '^RTS1 probe name=preempt' "$TMP/posix" && grep -q '^RTS1 probe name=signal variants=pthread_kill ' "$TMP/posix" &&
+       grep -q 'step=affinity\[thread%200\] outcome=skipped' "$TMP/posix"; then
+        pass "generic POSIX port: no futex/sigqueue variants, pinning reported as skipped, results parse"
+    else
+        fail "generic POSIX port"; cat "$TMP/posix.check"
+    fi
+else
+    fail "generic POSIX port build"; tail -5 "$TMP/posix.build"
+fi
 
 if [ $FAILS -gt 0 ]; then
     echo "agent/test.sh: $FAILS FAILED"
