@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <termios.h>
 #include <unistd.h>
 #include "agent.h"
 
@@ -93,39 +94,43 @@ static void live_end(void)
 static void *reporter_main(void *unused)
 {
     line_out l;
-    uint64_t next = now_ns();
+    uint64_t next = now_ns(), last = 0;
     (void)unused;
     for (;;) {
-        int ms;
+        uint64_t s = 0, o = 0, m = 0, now, start = 0;
+        long id;
+        int ms, i, due = 0;
         next += 50000000u; /* wake every 50 ms; send at progress_ms */
         sleep_until_ns(next);
+        /* Copy under the lock, write without it: a slow host never holds
+         * up the runner (or a measuring thread registering). */
         pthread_mutex_lock(&live_m);
         ms = live_progress_ms;
-        if (live_id >= 0 && live_n > 0 && ms > 0) {
-            static uint64_t last;
-            uint64_t now = now_ns();
-            if (now - last >= (uint64_t)ms * 1000000u) {
-                uint64_t s = 0, o = 0, m = 0;
-                int i;
-                last = now;
-                for (i = 0; i < live_n; i++) {
-                    uint64_t x = AT_LOAD_RELAXED(&live_recs[i]->live_max);
-                    s += AT_LOAD_RELAXED(&live_recs[i]->live_samples);
-                    o += AT_LOAD_RELAXED(&live_recs[i]->live_overruns);
-                    if (x > m)
-                        m = x;
-                }
-                out_begin(&l, "progress");
-                out_id(&l, live_id);
-                out_str(&l, "variant", live_variant);
-                out_u64(&l, "samples", s);
-                out_u64(&l, "overruns", o);
-                out_u64(&l, "max_ns", m);
-                out_u64(&l, "elapsed_ns", now - live_start);
-                out_send(&l);
+        id = live_id;
+        now = now_ns();
+        if (id >= 0 && live_n > 0 && ms > 0 && now - last >= (uint64_t)ms * 1000000u) {
+            due = 1;
+            last = now;
+            start = live_start;
+            for (i = 0; i < live_n; i++) {
+                uint64_t x = AT_LOAD_RELAXED(&live_recs[i]->live_max);
+                s += AT_LOAD_RELAXED(&live_recs[i]->live_samples);
+                o += AT_LOAD_RELAXED(&live_recs[i]->live_overruns);
+                if (x > m)
+                    m = x;
             }
+            out_begin(&l, "progress");
+            out_id(&l, id);
+            out_str(&l, "variant", live_variant);
         }
         pthread_mutex_unlock(&live_m);
+        if (!due)
+            continue;
+        out_u64(&l, "samples", s);
+        out_u64(&l, "overruns", o);
+        out_u64(&l, "max_ns", m);
+        out_u64(&l, "elapsed_ns", now - start);
+        out_send(&l);
     }
     return NULL;
 }
@@ -1080,7 +1085,18 @@ int main(int argc, char **argv)
 #endif
 
     if (!listen_port) {
+        /* On a serial console the terminal would echo the host's lines
+         * back: turn echo off while the session lasts (POSIX termios). */
+        struct termios saved, t;
+        int tty = isatty(0) && tcgetattr(0, &saved) == 0;
+        if (tty) {
+            t = saved;
+            t.c_lflag &= ~(tcflag_t)(ECHO | ECHONL);
+            tcsetattr(0, TCSANOW, &t);
+        }
         session(0, 1);
+        if (tty)
+            tcsetattr(0, TCSANOW, &saved);
         return 0;
     }
     {
