@@ -12,6 +12,7 @@
 #   5. static cross-builds for aarch64 and armhf run under qemu-user (their
 #      latencies mean nothing there; the results must come back and parse)
 #   6. the generic POSIX port (port_posix.c) builds and measures
+#   7. hostile input: 3000 random/mutated/truncated/oversized lines per seed
 # Usage: agent/test.sh [--quick]   (--quick: shorter plans)
 set -u
 cd "$(dirname "$0")" || exit 2
@@ -198,6 +199,20 @@ if make -s CFLAGS="-O2 -U__linux__" OUT="$TMP/agent.posix" >"$TMP/posix.build" 2
 else
     fail "generic POSIX port build"; tail -5 "$TMP/posix.build"
 fi
+
+# 7. hostile input (fuzz_lines.py), under ASan + UBSan where gcc has them
+if make -s CC=gcc CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" OUT="$TMP/agent.asan" >"$TMP/asan.build" 2>&1; then
+    fz="$TMP/agent.asan"; what="ASan+UBSan build"
+else
+    fz=./rtscope-agent; what="plain build (no sanitizer runtime)"
+fi
+for seed in 1 2; do
+    if python3 fuzz_lines.py "$fz" $seed > "$TMP/fuzz.$seed" 2>&1; then
+        pass "hostile input, seed $seed, $what: $(head -1 "$TMP/fuzz.$seed")"
+    else
+        fail "hostile input, seed $seed ($what)"; tail -20 "$TMP/fuzz.$seed"
+    fi
+done
 
 if [ $FAILS -gt 0 ]; then
     echo "agent/test.sh: $FAILS FAILED"
