@@ -111,6 +111,8 @@ typedef struct recorder {
     setup_step setup[MAX_SETUP];
     int n_setup;
     char variant[40];
+    int has_faults;       /* faults from the gate to the loop's end */
+    uint64_t fault_minor, fault_major;
     const char *note;     /* static text or note_buf, or NULL */
     char note_buf[600];
 } recorder;
@@ -186,6 +188,9 @@ int port_unpin_self(void);
 int port_current_cpu(void);
 /* Hold the lowest C-state latency (Linux: /dev/cpu_dma_latency 0); text for hello. */
 void port_dma_latency(char *buf, size_t n);
+/* The calling thread's (minor, major) page faults so far: 0, or -1 where
+ * the system cannot say (Linux: getrusage RUSAGE_THREAD). */
+int port_thread_faults(uint64_t *minor, uint64_t *major);
 /* Whether cpu is a valid online CPU number (best effort). */
 int port_cpu_ok(int cpu);
 /* A queued signal aimed at one thread (Linux: pthread_sigqueue); ENOSYS
@@ -218,6 +223,10 @@ typedef struct {
 void gate_init(gate *g);
 void gate_arm(gate *g, int need);
 void gate_wait(gate *g);
+/* gate_wait, then start counting the calling thread's page faults into rec
+ * (NULL: a thread that does not record); faults_end stops counting. */
+void gate_pass(gate *g, recorder *rec);
+void faults_end(recorder *rec);
 
 enum { POL_OTHER, POL_FIFO, POL_RR };
 /* Real-time set-up of the calling thread, steps recorded into rec (may be

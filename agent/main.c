@@ -551,6 +551,10 @@ static void send_result(long id, int n, const char *probe, recorder *r, size_t w
     if (r->error)
         out_str(&l, "error", r->error);
     out_u64(&l, "notes", r->note ? 1u : 0u);
+    if (r->has_faults) {
+        snprintf(a, sizeof a, "%llu:%llu", (unsigned long long)r->fault_minor, (unsigned long long)r->fault_major);
+        out_str(&l, "faults", a);
+    }
     if (r->has_signed) {
         snprintf(item, sizeof item, "%llu:%lld:%lld:%lld", (unsigned long long)r->sgn.n,
                  (long long)(r->sgn.n ? r->sgn.min : 0), (long long)(r->sgn.n ? r->sgn.max : 0),
@@ -727,7 +731,7 @@ static int run_pass(const plan *p, const probe_desc *pd, int warm, int *results,
             out_begin(&l, "begin");
             out_id(&l, p->id);
             out_str(&l, "variant", name ? name : "-");
-            out_u64(&l, "threads", (uint64_t)(pd->recorders(p)));
+            out_u64(&l, "threads", (uint64_t)(pd->uses_periods ? pd->recorders(p) / 2 : pd->recorders(p)));
             out_u64(&l, "duration_ns", vr.duration_ns);
             out_send(&l);
             live_begin(p->id, name, p->progress_ms);

@@ -270,7 +270,7 @@ static void one_way_job(void *x)
         if (h->receiver_setup)
             rc = h->receiver_setup(h);
         live_register(t->rec);
-        gate_wait(&s->g);
+        gate_pass(&s->g, t->rec);
         if (rc) {
             t->err = rc, t->err_what = "receiver set-up";
             fail_receiver(s);
@@ -280,6 +280,7 @@ static void one_way_job(void *x)
             receiver_two_step(t);
         else
             receiver(t);
+        faults_end(t->rec);
     } else {
         if (h->sender_setup)
             rc = h->sender_setup(h);
@@ -380,7 +381,7 @@ static void round_trip_job(void *x)
     rt_setup(t->rec, t->index, t->cpu, s->p->policy, t->prio);
     if (t->index == 0)
         live_register(t->rec);
-    gate_wait(&s->g);
+    gate_pass(&s->g, t->index == 0 ? t->rec : NULL);
     if (t->index == 0) {
         uint64_t start = now_ns(), end = start + s->duration;
         uint64_t next = start + s->p->interval_ns, seq = 0;
@@ -404,6 +405,7 @@ static void round_trip_job(void *x)
             back = now_ns();
             recorder_record(t->rec, back - sent, back - start, seq++);
         }
+        faults_end(t->rec);
         AT_STORE(&s->done, 1);
         s->a->send(s->a, bufs[0], s->msg); /* wake task2 to see done */
     } else {

@@ -180,6 +180,26 @@ void gate_wait(gate *g)
     pthread_mutex_unlock(&g->m);
 }
 
+void gate_pass(gate *g, recorder *rec)
+{
+    gate_wait(g);
+    if (rec && port_thread_faults(&rec->fault_minor, &rec->fault_major) == 0)
+        rec->has_faults = 1;
+}
+
+void faults_end(recorder *rec)
+{
+    uint64_t mi, ma;
+    if (!rec || !rec->has_faults)
+        return;
+    if (port_thread_faults(&mi, &ma) == 0) {
+        rec->fault_minor = mi - rec->fault_minor;
+        rec->fault_major = ma - rec->fault_major;
+    } else {
+        rec->has_faults = 0;
+    }
+}
+
 /* ---- real-time set-up of the calling thread ---- */
 
 static const char *policy_name(int p)

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <linux/futex.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -96,6 +97,16 @@ int port_unpin_self(void)
     for (i = 0; i < n && i < CPU_SETSIZE; i++)
         CPU_SET((int)i, &s);
     return pthread_setaffinity_np(pthread_self(), sizeof s, &s);
+}
+
+int port_thread_faults(uint64_t *minor, uint64_t *major)
+{
+    struct rusage u;
+    if (getrusage(RUSAGE_THREAD, &u) != 0)
+        return -1;
+    *minor = (uint64_t)u.ru_minflt;
+    *major = (uint64_t)u.ru_majflt;
+    return 0;
 }
 
 int port_current_cpu(void)

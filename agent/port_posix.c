@@ -55,6 +55,12 @@ int port_unpin_self(void)
     return 0;
 }
 
+int port_thread_faults(uint64_t *minor, uint64_t *major)
+{
+    (void)minor, (void)major;
+    return -1;
+}
+
 int port_current_cpu(void)
 {
     return -1;

@@ -55,8 +55,9 @@ static void job(void *x)
     int rc;
     rt_setup(a->rec, a->index, a->cpu, a->p->policy, a->p->priority);
     live_register(a->rec);
-    gate_wait(a->g);
+    gate_pass(a->g, a->rec);
     rc = timer_loop(a->rec, a->period, a->duration, a->p->iterations, on_sample, a);
+    faults_end(a->rec);
     if (rc)
         recorder_set_error(a->rec, "clock_nanosleep failed", rc);
 }

@@ -48,7 +48,7 @@ static void job(void *x)
     int rc;
     rt_setup(a->rec, a->me, a->cpu, a->p->policy, a->p->priority);
     live_register(a->rec);
-    gate_wait(&g);
+    gate_pass(&g, a->rec);
     start = now_ns();
     end = start + share;
     /* Each thread takes half of the iterations. */
@@ -64,6 +64,7 @@ static void job(void *x)
                 recorder_record(a->rec, t > (s >> 1) ? t - (s >> 1) : 0, t - start, seq++);
             }
         }
+        faults_end(a->rec);
         return;
     }
     for (;;) {
@@ -71,8 +72,10 @@ static void job(void *x)
         while (AT_LOAD(&turn) != me)
             port_futex_wait(&turn, other);
         t = now_ns();
-        if (AT_LOAD(&done))
+        if (AT_LOAD(&done)) {
+            faults_end(a->rec);
             return;
+        }
         s = AT_LOAD(&stamp);
         if (s != 0)
             recorder_record(a->rec, t > s ? t - s : 0, t - start, seq++);
@@ -85,8 +88,10 @@ static void job(void *x)
             recorder_set_error(a->rec, "futex wake", rc);
             return;
         }
-        if (AT_LOAD(&done))
+        if (AT_LOAD(&done)) {
+            faults_end(a->rec);
             return;
+        }
     }
 }
 

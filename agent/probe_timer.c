@@ -65,8 +65,9 @@ static void timer_job(void *a)
     int rc;
     rt_setup(t->rec, t->index, t->cpu, t->p->policy, t->p->priority);
     live_register(t->rec);
-    gate_wait(t->g);
+    gate_pass(t->g, t->rec);
     rc = timer_loop(t->rec, t->p->interval_ns, t->duration, t->p->iterations, NULL, NULL);
+    faults_end(t->rec);
     if (rc)
         recorder_set_error(t->rec, "clock_nanosleep failed", rc);
 }

@@ -191,6 +191,7 @@ void recorder_reset(recorder *r, uint64_t duration_ns, size_t tail_k)
     r->sgn.sum = 0;
     r->n_setup = 0;
     r->note = NULL;
+    r->has_faults = 0;
     r->cpu = -1;
     r->thread = 0;
     r->interval_ns = 0;
