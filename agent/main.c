@@ -814,6 +814,18 @@ static void wait_idle(void)
 
 /* ---- the session: read the host's lines ---- */
 
+/* The agent's own kinds, echoed back by a terminal: ignored. */
+static int own_kind(const char *k)
+{
+    static const char *const own[] = {"hello", "probe", "ready", "ack", "setup", "begin", "progress",
+                                      "result", "note", "hist", "tail", "sec", "end", "done", "error"};
+    size_t i;
+    for (i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (strcmp(k, own[i]) == 0)
+            return 1;
+    return 0;
+}
+
 static char in_buf[LINE_MAX_LEN + 2];
 
 /* One session on fds in/out; returns when the host says bye or the input ends. */
@@ -919,8 +931,7 @@ static void session(int in, int out)
                                 pthread_mutex_unlock(&run_m);
                             }
                         }
-                    } else if (strcmp(li.kind, "hello") == 0 || strcmp(li.kind, "probe") == 0 ||
-                               strcmp(li.kind, "ready") == 0 || strcmp(li.kind, "progress") == 0) {
+                    } else if (own_kind(li.kind)) {
                         /* Our own lines echoed back by a terminal: ignore. */
                     } else {
                         send_error(-1, "unknown-kind", lineno, li.kind);
