@@ -181,6 +181,10 @@ typedef struct {
     int affinity;          /* pinning available */
 } port_info;
 void port_fingerprint(port_info *pi);
+/* First thing in main: system-specific start-up tuning (glibc: one malloc
+ * arena, so the few start-up allocations of worker threads do not each make
+ * a locked per-thread arena). */
+void port_startup(void);
 /* Pin the calling thread to cpu: 0 or an errno value (ENOSYS: not available). */
 int port_pin_self(int cpu);
 int port_unpin_self(void);

@@ -1031,6 +1031,7 @@ int main(int argc, char **argv)
         }
     }
 
+    port_startup();
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &sa, NULL);

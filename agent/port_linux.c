@@ -13,6 +13,9 @@
 #include <sched.h>
 #include <string.h>
 #include <linux/futex.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -41,6 +44,13 @@ static int word_in(const char *s, const char *w)
         p += n;
     }
     return 0;
+}
+
+void port_startup(void)
+{
+#ifdef __GLIBC__
+    mallopt(M_ARENA_MAX, 1);
+#endif
 }
 
 void port_fingerprint(port_info *pi)

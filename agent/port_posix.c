@@ -22,6 +22,10 @@ static void copy(char *dst, size_t n, const char *src)
     dst[k] = 0;
 }
 
+void port_startup(void)
+{
+}
+
 void port_fingerprint(port_info *pi)
 {
     struct utsname u;
