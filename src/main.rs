@@ -39,10 +39,11 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             if let Some(bad) = e.downcast_ref::<BadInput>() {
-                eprintln!("error: {bad}");
+                // An error may quote a file's line: made safe for the terminal.
+                eprintln!("error: {}", rtscope::report::escape::terminal_safe(&bad.to_string()));
                 ExitCode::from(EXIT_BAD_INPUT)
             } else {
-                eprintln!("error: {e:#}");
+                eprintln!("error: {}", rtscope::report::escape::terminal_safe(&format!("{e:#}")));
                 ExitCode::from(EXIT_FAILURE)
             }
         }

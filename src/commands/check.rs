@@ -58,6 +58,9 @@ pub fn cmd(args: &CheckArgs) -> anyhow::Result<u8> {
         CheckFormat::Lava => report::check::lava(&r),
         CheckFormat::Json => serde_json::to_string_pretty(&r)? + "\n",
     };
-    inputs::emit(None, out.as_bytes())?;
+    match args.format {
+        CheckFormat::Json => inputs::emit(None, out.as_bytes())?,
+        _ => inputs::emit_text(None, &out)?,
+    }
     Ok(if r.passed { EXIT_OK } else { EXIT_GATE_FAILED })
 }

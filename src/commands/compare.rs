@@ -39,6 +39,9 @@ pub fn cmd(args: &CompareArgs) -> anyhow::Result<u8> {
             s.into_bytes()
         }
     };
-    inputs::emit(c.output.as_deref(), &bytes)?;
+    match args.format {
+        CompareFormat::Json => inputs::emit(c.output.as_deref(), &bytes)?,
+        _ => inputs::emit_text(c.output.as_deref(), &String::from_utf8_lossy(&bytes))?,
+    }
     Ok(EXIT_OK)
 }

@@ -92,7 +92,7 @@ fn windows(store: &mut Store, id: i64, args: &HistoryArgs) -> anyhow::Result<u8>
         })
         .collect();
     println!("monitor run #{id}: {} windows of {} ({})", m.windows, crate::units::fmt_ns(m.window_ns.0), m.id);
-    print!("{}", crate::report::term::table_text(&crate::report::blocks::Table::plain(header, 5, body)));
+    print!("{}", crate::report::escape::terminal_safe(&crate::report::term::table_text(&crate::report::blocks::Table::plain(header, 5, body))));
     Ok(EXIT_OK)
 }
 
@@ -153,7 +153,7 @@ pub fn cmd(args: &HistoryArgs) -> anyhow::Result<u8> {
     let max_head = if args.ns { "MAX PER PHASE (ns)" } else { "MAX PER PHASE (µs)" };
     let head = ["ID", "STARTED (UTC)", "HOST", "KERNEL", "RT", "PROBES", "TAGS", max_head];
     let rows: Vec<Vec<String>> = table.into_iter().map(Vec::from).collect();
-    print!("{}", crate::report::term::table_text(&crate::report::blocks::Table::plain(head.map(String::from).to_vec(), head.len(), rows)));
+    print!("{}", crate::report::escape::terminal_safe(&crate::report::term::table_text(&crate::report::blocks::Table::plain(head.map(String::from).to_vec(), head.len(), rows))));
     Ok(EXIT_OK)
 }
 

@@ -59,6 +59,18 @@ pub fn emit(path: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
     }
 }
 
+/// [`emit`] for text meant for a person (term, md, check's text and LAVA
+/// lines): on standard output, control characters from result files (host,
+/// phase, tags) are made visible (`report::escape`), so a hostile file
+/// cannot act on the terminal. Data formats (JSON, CSV, HTML) and files
+/// get the bytes as rendered.
+pub fn emit_text(path: Option<&Path>, text: &str) -> anyhow::Result<()> {
+    match path {
+        Some(_) => emit(path, text.as_bytes()),
+        None => emit(None, crate::report::escape::terminal_safe(text).as_bytes()),
+    }
+}
+
 /// Colour the terminal format?
 pub fn colour(arg: crate::cli::analysis_opts::ColourArg, to_file: bool) -> bool {
     use crate::cli::analysis_opts::ColourArg;

@@ -44,26 +44,6 @@ fn write_textfile(dir: &Path, text: &str) -> anyhow::Result<()> {
     crate::store::json::write_atomic(&dir.join("rtscope.prom"), |w| Ok(w.write_all(text.strip_suffix('\n').unwrap_or(text).as_bytes())?))
 }
 
-/// Serve GET/HEAD /metrics from `metrics` until the server is unblocked.
-fn serve(server: Arc<tiny_http::Server>, metrics: Arc<Mutex<String>>) {
-    for req in server.incoming_requests() {
-        let path = req.url().split('?').next().unwrap_or("").to_string();
-        let resp = match (req.method(), path.as_str()) {
-            (tiny_http::Method::Get | tiny_http::Method::Head, "/metrics") => {
-                let body = metrics.lock().map(|m| m.clone()).unwrap_or_default();
-                tiny_http::Response::from_string(body).with_header(
-                    tiny_http::Header::from_bytes("Content-Type", "text/plain; version=0.0.4; charset=utf-8").expect("valid header"),
-                )
-            }
-            (_, "/metrics") => tiny_http::Response::from_string("only GET /metrics\n")
-                .with_status_code(405)
-                .with_header(tiny_http::Header::from_bytes("Allow", "GET, HEAD").expect("valid header")),
-            _ => tiny_http::Response::from_string("not found: rtscope serves /metrics\n").with_status_code(404),
-        };
-        let _ = req.respond(resp);
-    }
-}
-
 pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
     let started = OffsetDateTime::now_utc();
     let explicit = cli::load::explicit_run_args();
@@ -113,7 +93,7 @@ pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
     }
     // Bind before measuring: a port in use is bad input, not a surprise later.
     let server = match listen {
-        Some(addr) => Some(Arc::new(tiny_http::Server::http(addr).map_err(|e| BadInput(format!("--listen {addr}: cannot listen there: {e}")))?)),
+        Some(addr) => Some(crate::serve::bind(addr)?),
         None => None,
     };
     let mut store = crate::commands::history::open_for_run(&r.store)?;
@@ -134,18 +114,14 @@ pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
     };
     let mut metrics = Metrics::new(env!("CARGO_PKG_VERSION"), &host.kernel_release, &host.preempt_model, &host.hostname);
     let shared = Arc::new(Mutex::new(metrics.render()));
-    let http = server.as_ref().map(|s| {
-        let (s, m) = (Arc::clone(s), Arc::clone(&shared));
-        std::thread::Builder::new().name("rtscope-http".into()).stack_size(256 * 1024).spawn(move || serve(s, m))
-    });
-    let http = http.transpose()?;
+    let server = server.map(|l| crate::serve::metrics::MetricsServer::start(l, Arc::clone(&shared))).transpose()?;
     if !output.quiet {
         eprintln!(
             "monitoring: {} in windows of {}, phases {}{}{}; Ctrl-C stops and saves",
             mp.plan.probes.join(","),
             crate::units::fmt_ns(mp.window_ns),
             if mp.cycle.is_empty() { "idle throughout".to_string() } else { mp.cycle.join(" → ") },
-            server.as_ref().map(|s| format!("; metrics on http://{}/metrics", s.server_addr())).unwrap_or_default(),
+            server.as_ref().map(|s| format!("; metrics on http://{}/metrics", s.addr())).unwrap_or_default(),
             args.textfile.as_ref().map(|d| format!("; textfile {}", d.join("rtscope.prom").display())).unwrap_or_default(),
         );
     }
@@ -183,11 +159,8 @@ pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
         Ok(())
     };
     let result = monitor::execute(&mp, &id, std::env::args().collect(), started, &stop, &mut on_window);
-    if let Some(s) = &server {
-        s.unblock();
-    }
-    if let Some(h) = http {
-        let _ = h.join();
+    if let Some(s) = server {
+        s.stop();
     }
     let mut run = result?;
     run.warnings = crate::analysis::warnings::for_run(&run).iter().map(ToString::to_string).collect();

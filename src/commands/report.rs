@@ -58,7 +58,10 @@ pub fn cmd(args: &ReportArgs) -> anyhow::Result<u8> {
             }
         }
     }
-    inputs::emit(c.output.as_deref(), &bytes)?;
+    match args.format {
+        ReportFormat::Term | ReportFormat::Md => inputs::emit_text(c.output.as_deref(), &String::from_utf8_lossy(&bytes))?,
+        _ => inputs::emit(c.output.as_deref(), &bytes)?,
+    }
     if let Some(dir) = &args.plots {
         for p in &plots {
             let path = dir.join(format!("{}.svg", p.id));

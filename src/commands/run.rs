@@ -67,18 +67,21 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     let run = runner::execute(&plan, &exp, &output, command_line, started, &stop, warnings)?;
 
     if !output.quiet {
-        print!("{}", report::term::summary_table(&run, output.ns));
-        print!("{}", report::maxrate::table(&run, output.ns));
-        print!("{}", report::noise::lines(&run));
-        print!("{}", report::presets::render(&run, exp.table, exp.bin_ns, output.ns, args.analysis.deadline.map(crate::model::Nanos)));
+        // Host strings and traced process names are the machine's, not
+        // ours: printed through `report::escape`.
+        let mut end = report::term::summary_table(&run, output.ns);
+        end += &report::maxrate::table(&run, output.ns);
+        end += &report::noise::lines(&run);
+        end += &report::presets::render(&run, exp.table, exp.bin_ns, output.ns, args.analysis.deadline.map(crate::model::Nanos));
         if let Some(d) = args.analysis.deadline {
-            print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d)));
+            end += &report::term::deadline_lines(&run, crate::model::Nanos(d));
         }
-        print!("{}", crate::trace::report::culprits_text(&run, 5));
+        end += &crate::trace::report::culprits_text(&run, 5);
+        print!("{}", report::escape::terminal_safe(&end));
         println!("result: {}", output.path.display());
     }
     for w in &run.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", report::escape::terminal_safe(w));
     }
     if let Some(store) = store.as_mut() {
         crate::commands::history::save_native(store, &run, &output.path, output.quiet)?;

@@ -2,6 +2,8 @@
 //! summary table, tags, and for imported runs where they came from and what
 //! the source could not give (fidelity notes).
 
+use std::fmt::Write as _;
+
 use crate::cli::store_opts::ShowArgs;
 use crate::error::EXIT_OK;
 use crate::report::term::summary_table;
@@ -12,26 +14,30 @@ pub fn cmd(args: &ShowArgs) -> anyhow::Result<u8> {
     let run = store.load(args.id)?;
     let tags = store.tags(args.id)?;
     let h = &run.host;
-    println!("run #{}  {} → {}{}", args.id, run.started_at, run.finished_at, if run.interrupted { "  (interrupted)" } else { "" });
-    println!("host:    {}  kernel {} ({})  realtime: {}  preempt: {}", h.hostname, h.kernel_release, h.kernel_version, if h.realtime { "yes" } else { "no" }, h.preempt_model);
+    // Every string here comes from the stored run: printed through
+    // `report::escape` so a hostile host name cannot act on the terminal.
+    let mut o = String::new();
+    writeln!(o, "run #{}  {} → {}{}", args.id, run.started_at, run.finished_at, if run.interrupted { "  (interrupted)" } else { "" })?;
+    writeln!(o, "host:    {}  kernel {} ({})  realtime: {}  preempt: {}", h.hostname, h.kernel_release, h.kernel_version, if h.realtime { "yes" } else { "no" }, h.preempt_model)?;
     if !h.cpu_model.is_empty() {
-        println!("cpu:     {}  online {:?}  clocksource {}", h.cpu_model, h.cpus_online, h.clocksource);
+        writeln!(o, "cpu:     {}  online {:?}  clocksource {}", h.cpu_model, h.cpus_online, h.clocksource)?;
     }
-    println!("probes:  {}   phases: {}", run.plan.probes.join(","), run.plan.phases.join(","));
-    println!("tool:    {}", format!("{} {}", run.tool.name, run.tool.version).trim_end());
+    writeln!(o, "probes:  {}   phases: {}", run.plan.probes.join(","), run.plan.phases.join(","))?;
+    writeln!(o, "tool:    {}", format!("{} {}", run.tool.name, run.tool.version).trim_end())?;
     if !run.command_line.is_empty() {
-        println!("command: {}", run.command_line.join(" "));
+        writeln!(o, "command: {}", run.command_line.join(" "))?;
     }
-    println!("tags:    {}", if tags.is_empty() { "-".to_string() } else { tags.join(", ") });
+    writeln!(o, "tags:    {}", if tags.is_empty() { "-".to_string() } else { tags.join(", ") })?;
     if let Some(i) = &run.imported_from {
-        println!("imported from {} ({} via {}), system {:?}, sha256 {}", i.file, i.tool, i.format, i.system, i.file_sha256);
+        writeln!(o, "imported from {} ({} via {}), system {:?}, sha256 {}", i.file, i.tool, i.format, i.system, i.file_sha256)?;
         for f in &run.fidelity {
-            println!("  fidelity: {f}");
+            writeln!(o, "  fidelity: {f}")?;
         }
     }
-    print!("{}", summary_table(&run, args.ns));
+    o.push_str(&summary_table(&run, args.ns));
     for w in &run.warnings {
-        println!("warning: {w}");
+        writeln!(o, "warning: {w}")?;
     }
+    print!("{}", crate::report::escape::terminal_safe(&o));
     Ok(EXIT_OK)
 }

@@ -3,11 +3,13 @@
 //! `term` (also the end-of-run summary table), `md`, `json`, `csv`, `html`;
 //! `check` renders the CI gate (text, JSON, JUnit XML, LAVA lines).
 //! `blocks` holds the layout-free tables the text formats share; `plots`
-//! draws the SVG charts the HTML report inlines and `--plots DIR` writes.
+//! draws the SVG charts the HTML report inlines and `--plots DIR` writes;
+//! `escape` makes finished text safe to print on a terminal.
 
 pub mod blocks;
 pub mod check;
 pub mod csv;
+pub mod escape;
 pub mod html;
 pub mod json;
 pub mod maxrate;

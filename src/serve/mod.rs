@@ -18,7 +18,11 @@
 //!   the async runtime never blocks.
 //! - Every answer says how long the server took (`Server-Timing: app;dur=MS`),
 //!   which the serve bench reads.
+//! - Idle and half-sent connections are closed, and connections are bounded
+//!   (`http`): hostile clients cannot make the server unavailable.
 
+pub mod http;
+pub mod metrics;
 pub mod pages;
 pub mod query;
 
@@ -117,7 +121,7 @@ pub fn run(app: App, listener: TcpListener) -> anyhow::Result<()> {
     let app = Arc::new(app);
     let served: anyhow::Result<()> = rt.block_on(async {
         let listener = tokio::net::TcpListener::from_std(listener)?;
-        axum::serve(listener, router(app.clone())).with_graceful_shutdown(stopped()).await?;
+        http::serve(listener, router(app.clone()), http::Limits::from_fd_limit(), stopped()).await;
         Ok(())
     });
     // The store is dropped outside the runtime: the synchronous PostgreSQL

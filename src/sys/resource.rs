@@ -1,5 +1,5 @@
-//! `<sys/resource.h>`: the calling thread's page-fault counters.
-//! See getrusage(2).
+//! `<sys/resource.h>`: the calling thread's page-fault counters (see
+//! getrusage(2)) and the file-descriptor limit (see setrlimit(2)).
 
 /// (minor, major) page faults the calling thread has taken so far:
 /// getrusage(RUSAGE_THREAD), the same counters as fields 10 and 12 of
@@ -14,6 +14,27 @@ pub fn thread_faults() -> (u64, u64) {
         return (0, 0);
     }
     (ru.ru_minflt as u64, ru.ru_majflt as u64)
+}
+
+/// Raise this process's soft RLIMIT_NOFILE to its hard limit (as a server
+/// that holds many connections should) and return the soft limit now in
+/// force; 1024 when it cannot be read.
+pub fn raise_nofile() -> usize {
+    // SAFETY: rlimit is plain old data; all-zero is a valid value.
+    let mut rl: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: `rl` is valid, writable storage for one rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
+        return 1024;
+    }
+    if rl.rlim_cur < rl.rlim_max {
+        let raised = libc::rlimit { rlim_cur: rl.rlim_max, rlim_max: rl.rlim_max };
+        // SAFETY: `raised` is a valid rlimit; raising the soft limit up to
+        // the hard one needs no privilege.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            rl.rlim_cur = rl.rlim_max;
+        }
+    }
+    usize::try_from(rl.rlim_cur).unwrap_or(usize::MAX)
 }
 
 #[cfg(test)]
