@@ -72,9 +72,10 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
         print!("{}", report::noise::lines(&run));
         print!("{}", report::presets::render(&run, exp.table, exp.bin_ns, output.ns, args.analysis.deadline.map(crate::model::Nanos)));
         if let Some(d) = args.analysis.deadline {
-            print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d)));
+            print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d), output.ns));
         }
-        print!("{}", crate::trace::report::culprits_text(&run, 5));
+        // The block `report` shows too.
+        print!("{}", report::term::render_blocks(&report::blocks::trace_blocks(&run, 5), false, None));
         println!("result: {}", output.path.display());
     }
     for w in &run.warnings {
