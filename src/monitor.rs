@@ -134,11 +134,14 @@ pub fn execute(
                     let name = &entry.probe;
                     let probe = probe_by_name(name).expect("plan holds only known probes");
                     let mut sub = plan.probe_run(entry, false);
-                    sub.duration_ns = mp.window_ns;
+                    // The last window ends with -D: `monitor -D 35s` runs 35 s
+                    // (three 10 s windows and one of 5 s), not four whole windows.
+                    let left = end.map_or(u64::MAX, |e| e.saturating_duration_since(Instant::now()).as_nanos().min(u64::MAX as u128) as u64);
+                    sub.duration_ns = mp.window_ns.min(left.max(1_000_000));
                     let at = OffsetDateTime::now_utc();
                     let outcomes = probe.run(&ProbeCtx { run: &sub, phase: &spec.name, stop, board: &board, trace: None })?;
                     crate::runner::absorb(name, &outcomes, &mut steps)?;
-                    closed.extend(windows_of(index, at, mp.window_ns, name, &spec.name, &outcomes));
+                    closed.extend(windows_of(index, at, sub.duration_ns, name, &spec.name, &outcomes));
                     for o in outcomes {
                         let key = (name.clone(), spec.name.clone(), o.variant.clone(), o.thread);
                         match overall.get_mut(&key) {

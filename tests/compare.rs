@@ -248,3 +248,61 @@ fn same_file_names_fall_back_to_the_start_time() {
     let names: Vec<&str> = v["systems"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
     assert_eq!(names, [ra.started_at.as_str(), "2026-02-02T00:00:00Z"]);
 }
+
+/// Issue 31 item 4: `run --load idle` against `run --load cpu` (one phase
+/// each) printed every value as `missing`. Such inputs pair by probe by
+/// default and the note above the table says so; `--match phase` keeps them
+/// apart; the HTML comparison has its overlay plots whatever the pairing.
+#[test]
+fn one_phase_inputs_pair_by_probe_and_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "idle.json", &run(host("vm", "6.1.0"), entries("timer", "idle", &[a_values()], 1_000_000)));
+    let cpu_vals: Vec<u64> = a_values().iter().map(|v| v * 2).collect();
+    let b = write(dir.path(), "cpu.json", &run(host("vm", "6.1.0"), entries("timer", "cpu", &[cpu_vals], 1_000_000)));
+    let v = json_out(rtscope().arg("compare").arg(&a).arg(&b).args(["--format", "json"]));
+    let matched: Vec<&str> = v["matched"].as_array().unwrap().iter().map(|k| k["phase"].as_str().unwrap()).collect();
+    assert_eq!(matched, ["idle vs cpu"], "{v}");
+    assert!(v["unmatched"].as_array().unwrap().is_empty(), "{v}");
+    assert_eq!(v["rows"][0]["cells"][1]["ratio_to_first"]["max"].as_f64().unwrap(), 2.0, "{v}");
+    let notes: Vec<&str> = v["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert!(notes.iter().any(|n| n.starts_with("paired by probe: idle ↔ cpu")), "{notes:?}");
+    let text = String::from_utf8(rtscope().arg("compare").arg(&a).arg(&b).output().unwrap().stdout).unwrap();
+    let table_at = text.find("entry ").unwrap();
+    assert!(text[..table_at].contains("paired by probe: idle ↔ cpu"), "said above the table: {text}");
+    assert!(!text.contains("missing") && !text.contains("only in"), "{text}");
+    // Asked to keep phases apart, they stay apart.
+    let v = json_out(rtscope().arg("compare").arg(&a).arg(&b).args(["--format", "json", "--match", "phase"]));
+    assert!(v["matched"].as_array().unwrap().is_empty() && v["unmatched"].as_array().unwrap().len() == 2, "{v}");
+    // Overlay plots: one tail and one histogram overlay per paired row, by
+    // default and with --match probe (none before: rows named `idle vs cpu`
+    // found no entry of that phase).
+    for extra in [&[][..], &["--match", "probe"][..]] {
+        let html = dir.path().join("c.html");
+        let o = rtscope().arg("report").arg(&a).arg(&b).args(extra).args(["--format", "html", "-o"]).arg(&html).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let h = std::fs::read_to_string(&html).unwrap();
+        assert_eq!(h.matches("data-kind=\"systems\"").count(), 1, "{extra:?}");
+        assert_eq!(h.matches("data-kind=\"systems-histogram\"").count(), 1, "{extra:?}");
+    }
+}
+
+/// Issue 31 item 6: two back-to-back idle runs got a red `KS D=0.100
+/// differ`. A difference is called material only when the test rejects and
+/// D ≥ 0.2; a significant but small D is "small", and the sentence says so.
+#[test]
+fn a_small_significant_difference_is_not_called_material() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "a.json", &run(host("a", "k"), entries("timer", "idle", &[a_values()], 1_000_000)));
+    // Uniform over 100..599 ns shifted by 50 ns: D = 50/500 = 0.1; by 150 ns: D = 0.3.
+    for (shift, d, word, differs) in [(50u64, 0.1, "small", "differ only a little"), (150, 0.3, "differ", "the distributions differ (")] {
+        let vals: Vec<u64> = a_values().iter().map(|v| v + shift).collect();
+        let b = write(dir.path(), "b.json", &run(host("b", "k"), entries("timer", "idle", &[vals], 1_000_000)));
+        let v = json_out(rtscope().arg("compare").arg(&a).arg(&b).args(["--format", "json"]));
+        let ks = &v["rows"][0]["cells"][1]["ks_vs_first"];
+        assert!((ks["d"].as_f64().unwrap() - d).abs() < 1e-9, "{ks}");
+        assert_eq!(ks["distinguishable"], true, "10 000 samples each: p is tiny either way: {ks}");
+        assert!(v["sentences"][0].as_str().unwrap().contains(differs), "{}", v["sentences"][0]);
+        let text = String::from_utf8(rtscope().arg("compare").arg(&a).arg(&b).args(["--color", "never"]).output().unwrap().stdout).unwrap();
+        assert!(text.contains(&format!("KS D={d:.3} {word}")), "{text}");
+    }
+}

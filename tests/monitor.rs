@@ -249,3 +249,36 @@ fn cycle_alternates_phases_and_their_loads() {
     let loads: Vec<&Value> = run["phases"].as_array().unwrap().iter().filter(|p| p["name"] == "cpu").collect();
     assert!(!loads.is_empty() && loads.iter().all(|p| !p["loads"].as_array().unwrap().is_empty()), "{}", run["phases"]);
 }
+
+/// Issue 31 item 6: `monitor -D 35s` ran 40 s (whole windows past -D) and
+/// `monitor --help` described -D as "how long each probe measures [default:
+/// 30s]". -D is the monitor's length: the last window is cut to end on it.
+#[test]
+fn duration_is_the_monitors_length_and_cuts_the_last_window() {
+    let sb = Sandbox::new();
+    let help = String::from_utf8(sb.cmd().args(["monitor", "--help"]).output().unwrap().stdout).unwrap();
+    let d = help.split("-D, --duration").nth(1).unwrap_or_else(|| panic!("{help}"));
+    let d = &d[..d.find("\n\n").unwrap_or(d.len())];
+    assert!(d.contains("How long the monitor runs") && !d.contains("each probe") && !d.contains("30s]"), "{d}");
+    // Windows of 2 s for 3 s: one whole window, then one cut to what is left.
+    let out = sb.cmd().args(["monitor", "--window", "2s", "-D", "3s", "-t", "1", "-a", "0", "--json"]).arg(sb.path("m.json")).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // One unit per line (was `max 2.928 ms, p99 59.33 us`): the tables' µs.
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("window ")).collect();
+    assert!(!lines.is_empty(), "{err}");
+    for l in lines {
+        let (max, p99) = (l.split("max ").nth(1).unwrap(), l.split("p99 ").nth(1).unwrap());
+        for v in [max, p99] {
+            let mut w = v.split_whitespace();
+            assert!(w.next().unwrap().parse::<f64>().is_ok() && w.next() == Some("us,"), "{l}");
+        }
+    }
+    let merged: Vec<Value> = windows(&sb, 1).into_iter().filter(|w| w["thread"].is_null()).collect();
+    let lengths: Vec<u64> = merged.iter().map(|w| u(&w["duration_ns"])).collect();
+    // (A machine slow enough to use up the last second before it starts
+    // stores one window: never more, never longer than -D.)
+    assert!(!lengths.is_empty() && lengths.len() <= 2, "{merged:?}");
+    assert_eq!(lengths[0], 2_000_000_000);
+    assert!(lengths[1..].iter().all(|&l| l < 2_000_000_000) && lengths.iter().sum::<u64>() <= 3_000_000_000, "windows past -D: {lengths:?}");
+}

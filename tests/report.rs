@@ -182,7 +182,8 @@ fn html_renders_its_plots_in_a_real_browser() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = rich(dir.path());
     let html = dir.path().join("r.html");
-    let st = rtscope().arg("report").arg(&a).arg(&b).args(["--format", "html", "-o"]).arg(&html).output().unwrap();
+    // With --deadline: the deadline table and verdict must fit 1280 px too.
+    let st = rtscope().arg("report").arg(&a).arg(&b).args(["--format", "html", "--deadline", "200us", "-o"]).arg(&html).output().unwrap();
     assert!(st.status.success());
     let figures = count(&std::fs::read_to_string(&html).unwrap(), "<figure class=\"plot\"");
     let url = format!("file://{}", html.display());
@@ -337,4 +338,68 @@ fn term_report_fits_an_80_column_screen() {
     let wide_header = wide.lines().find(|l| l.starts_with("probe  variant")).unwrap();
     assert!(wide_header.contains("min(us)") && wide_header.contains("p99.99(us)") && wide_header.chars().count() > 80, "{wide_header}");
     assert!(!wide.contains("left out"), "{wide}");
+}
+
+/// Issue 31 item 5: `report --deadline 200us` at 80 columns left out `miss
+/// ratio` and `P(miss)/h`, and no report gave the PASS/FAIL verdict of
+/// `run --deadline` nor drew the deadline. a.json (crafted): idle has 45
+/// samples at 12 µs and 5 at 31 µs of 1000, mixed 49 at 40 µs and 1 at
+/// 95 µs of 1000.
+#[test]
+fn deadline_view_keeps_the_asked_columns_and_gives_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    crafted(dir.path());
+    let text = report(dir.path(), &["a.json", "--deadline", "10us", "--color", "never"]);
+    for l in text.lines() {
+        assert!(l.chars().count() <= 80, "{} characters: {l}", l.chars().count());
+    }
+    let header = text.lines().find(|l| l.contains("misses")).unwrap_or_else(|| panic!("{text}"));
+    assert!(header.contains("miss ratio") && header.contains("P(miss)/h") && header.contains("overruns"), "{header}");
+    let dropped = text.lines().filter(|l| l.contains("left out")).collect::<Vec<_>>().join(" ");
+    assert!(!dropped.contains("miss"), "an asked-for column was left out: {dropped}");
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(text.contains("verdict: FAIL (2 of 2 entries missed the deadline)"), "{text}");
+    assert!(text.contains("FAIL timer/idle: 50 of 1000 samples over the 10.0 us deadline"), "{text}");
+    assert!(text.contains("FAIL timer/mixed: 50 of 1000 samples over the 10.0 us deadline"), "{text}");
+    // Verdict lines wrap at 80 columns: read them with the wrapping undone.
+    let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let pass = flat(&report(dir.path(), &["a.json", "--deadline", "100us", "--color", "never"]));
+    assert!(pass.contains("verdict: PASS (all 2 entries met the deadline)"), "{pass}");
+    assert!(pass.contains("PASS timer/idle: no sample over the 100.0 us deadline and no period missed (1000 samples)"), "{pass}");
+    // A missed period is a miss: no sample over 100 µs, 3 periods missed.
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("a.json")).unwrap()).unwrap();
+    v["results"][0]["overruns"] = 3.into();
+    std::fs::write(dir.path().join("o.json"), serde_json::to_string(&v).unwrap()).unwrap();
+    let o = flat(&report(dir.path(), &["o.json", "--deadline", "100us", "--color", "never"]));
+    assert!(o.contains("FAIL timer/idle: 3 period(s) missed") && o.contains("PASS timer/mixed"), "{o}");
+    // Markdown and HTML give the same verdict; every latency plot draws the deadline.
+    let md = report(dir.path(), &["a.json", "--deadline", "10us", "--format", "md"]);
+    assert!(md.contains("FAIL timer/idle: 50 of 1000 samples over the 10.0 us deadline"), "{md}");
+    let html = report(dir.path(), &["a.json", "--deadline", "10us", "--format", "html"]);
+    assert!(html.contains("FAIL (2 of 2 entries)") && html.contains("FAIL timer/idle: 50 of 1000 samples"), "verdict in HTML");
+    let figures = html.matches("<figure class=\"plot\"").count();
+    let pwcet = html.matches("data-kind=\"pwcet\"").count();
+    assert!(figures > 0);
+    assert_eq!(html.matches("deadline 10 µs").count(), figures - pwcet, "every latency plot names the deadline in its legend");
+}
+
+/// Issue 31 item 5: the trace attribution `run` prints at its end ("what
+/// held the CPU") was absent from the terminal report. Both render one block.
+#[test]
+fn term_report_shows_what_held_the_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixture_path("golden/result-v1.json")).unwrap()).unwrap();
+    v["results"][0]["worst"][0]["trace"]["culprits"] = serde_json::json!([
+        {"kind": "task", "name": "hog-planted", "pid": 4242, "prio": 49, "duration_ns": 30000, "count": 1}
+    ]);
+    let p = dir.path().join("traced.json");
+    std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+    let text = report(dir.path(), &["traced.json", "--color", "never", "--wide"]);
+    let at = text.find("-- What held the CPU (trace)").unwrap_or_else(|| panic!("{text}"));
+    let block = &text[at..];
+    assert!(block.contains("hog-planted (pid 4242, rt prio 50) 30.0us"), "{block}");
+}
+
+fn fixture_path(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel)
 }

@@ -154,6 +154,9 @@ fn table_prints_per_thread_and_merged_rows_in_us_or_ns() {
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].contains("p99.9(us)") && lines[0].contains("overruns"), "{text}");
+    // The words of `report`'s summary: mean±σ, not avg.
+    assert!(lines[0].contains("mean±σ(us)") && !lines[0].contains("avg"), "{text}");
+    assert_eq!(text.matches("result:").count(), 1, "{text}");
     let rows: Vec<&&str> = lines.iter().filter(|l| l.starts_with("timer")).collect();
     assert_eq!(rows.len(), 3, "{text}");
     assert!(rows[2].split_whitespace().nth(3) == Some("all"), "{text}");

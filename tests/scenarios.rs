@@ -145,8 +145,8 @@ fn every_preset_has_a_valid_plan_and_dry_runs_write_nothing() {
         // operations (no latency to load) and has one phase, as the suite.
         let phases = if name == "thread-metric" { 1 } else { 2 };
         assert!(text.lines().filter(|l| l.starts_with("phase ")).count() >= phases, "{name}: {text}");
-        assert!(total_line.contains("cap 1d"), "{total_line}");
-        let result_line = text.lines().find(|l| l.starts_with("result: ")).unwrap_or_else(|| panic!("{name}: no result line: {text}"));
+        assert!(total_line.contains("cap 24h"), "{total_line}");
+        let result_line = text.lines().find(|l| l.starts_with("output: ")).unwrap_or_else(|| panic!("{name}: no output line: {text}"));
         assert!(result_line.ends_with("(not written: --dry-run)"), "{name}: {result_line}");
     }
     assert!(files_in(dir.path()).is_empty(), "a dry run writes nothing: {:?}", files_in(dir.path()));
@@ -389,7 +389,13 @@ fn phase_name_names_an_outside_load() {
     let out = rtscope(dir.path()).args(["run", "-D", "300ms", "-t", "1", "--phase-name", "guest:cpu:2", "--no-store", "--json", "p.json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.lines().any(|l| l == "result: p.json") && !err.contains("not written"), "{err}");
+    assert!(err.lines().any(|l| l == "output: p.json") && !err.contains("not written"), "{err}");
+    // `result:` once, at the end of standard output, when the file is written.
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(format!("{err}{text}").matches("result:").count(), 1, "{err}{text}");
+    // One thread is pinned to one CPU: the line names that one, not the set.
+    let cpus = err.split("measuring: 1 thread(s) on CPUs ").nth(1).and_then(|x| x.split(", SCHED_").next()).unwrap_or_default();
+    assert!(!cpus.is_empty() && cpus.parse::<usize>().is_ok(), "{cpus:?}: {err}");
     let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("p.json")).unwrap()).unwrap();
     assert_eq!(r["plan"]["phases"], serde_json::json!(["guest:cpu:2"]));
     assert!(r["results"].as_array().unwrap().iter().all(|x| x["phase"] == "guest:cpu:2"));

@@ -244,6 +244,35 @@ fn every_route_answers_from_the_history_and_writes_are_refused() {
         }
         assert!(count(&c.body, "<figure class=\"plot\"") >= 2, "{q}: overlays");
     }
+    // The CLI's pairing choices (issue 31: `&match=probe` was a 400): the
+    // same sentences as `rtscope compare 1 2 --match probe`, with overlays.
+    let cli: Value = serde_json::from_slice(&sb.run(&["compare", "1", "2", "--match", "probe", "--format", "json"]).stdout).unwrap();
+    let c = srv.get("/compare?runs=1,2&match=probe");
+    assert_eq!(c.status, 200, "{}", c.body);
+    for s in cli["sentences"].as_array().unwrap() {
+        let s = s.as_str().unwrap().replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
+        assert!(c.body.contains(&s), "match=probe: missing sentence {s:?}");
+    }
+    assert!(count(&c.body, "data-kind=\"systems\"") >= 1, "match=probe: overlays");
+    // The deadline view of a run: the verdict lines of `rtscope report --deadline`.
+    let text = String::from_utf8(sb.run(&["report", "1", "--deadline", "200us", "--wide", "--color", "never"]).stdout).unwrap();
+    let verdicts: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("  * ")).filter(|l| l.starts_with("PASS ") || l.starts_with("FAIL ")).collect();
+    assert!(!verdicts.is_empty(), "{text}");
+    let page = srv.get("/runs/1?deadline=200us");
+    assert_eq!(page.status, 200, "{}", page.body);
+    for v in &verdicts {
+        assert!(page.body.contains(&v.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")), "verdict {v:?} not on the page");
+    }
+    assert!(page.body.contains("deadline 200 µs"), "the plots draw the deadline");
+    for (q, says) in [
+        ("/compare?runs=1,2&match=name", "auto, phase or probe"),
+        ("/compare?runs=1,2&phases=idle", "FIRST=OTHER"),
+        ("/runs/1?deadline=soon", "deadline"),
+    ] {
+        let c = srv.get(q);
+        assert_eq!(c.status, 400, "{q}");
+        assert!(c.body.contains(says), "{q}: {}", c.body);
+    }
     for (q, says) in [("/compare?runs=1", "two or more runs"), ("/compare?runs=x", "neither a run id"), ("/compare?runs=@none", "no run has the tag")] {
         let c = srv.get(q);
         assert_eq!(c.status, 400, "{q}");

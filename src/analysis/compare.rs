@@ -30,6 +30,15 @@ use crate::model::{Bucket, Nanos, ProbeResult, Run};
 /// Level of the two-sample test.
 pub const ALPHA: f64 = 0.01;
 
+/// Smallest KS distance called a material difference. With tens of
+/// thousands of samples a KS test finds any difference "significant"
+/// (two back-to-back idle runs on one VM: D = 0.10, p < 1e-10), so the
+/// verdict is on the effect size D — the largest gap between the two
+/// CDFs, i.e. the share of samples that moved across some latency: 0.2
+/// means a fifth of them. Below it a distinguishable difference is
+/// "small". The tails are judged by the percentile ratios, not by D.
+pub const MATERIAL_D: f64 = 0.2;
+
 /// probe / phase / variant.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct EntryKey {
@@ -73,6 +82,14 @@ pub struct KsTest {
     pub distinguishable: bool,
 }
 
+impl KsTest {
+    /// Distinguishable and at least [`MATERIAL_D`] apart: a difference
+    /// large enough to matter.
+    pub fn material(&self) -> bool {
+        self.distinguishable && self.d >= MATERIAL_D
+    }
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Cell {
     pub samples: u64,
@@ -97,6 +114,10 @@ pub struct Row {
     pub key: EntryKey,
     /// One per system, in input order; `None` where the system lacks the entry.
     pub cells: Vec<Option<Cell>>,
+    /// The phase of each system's entry (rows may pair different phases):
+    /// what the overlay plots draw. Not in the JSON (the key says it).
+    #[serde(skip)]
+    pub phases: Vec<Option<String>>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -345,10 +366,21 @@ fn pair(per_run: &[Vec<&ProbeResult>], systems: &[String], pairing: &Pairing) ->
     // slot[i][j]: the row key of entry j of run i.
     let mut slot: Vec<Vec<String>> = (0..n).map(|i| per_run[i].iter().map(|r| eff(i, r)).collect()).collect();
     let mut why = "";
-    match pairing.by {
+    let mut head: Vec<String> = Vec::new();
+    // Inputs of one phase each (`run --load idle` against `run --load cpu`)
+    // have nothing to pair by phase name: by default they pair by probe,
+    // and the note above the table says so.
+    let by = match single_phases(per_run) {
+        Some(ph) if pairing.by == MatchBy::Auto && pairing.phases.is_empty() && ph.iter().any(|p| p != &ph[0]) => {
+            head.push(format!("paired by probe: {} (each input has one phase; --match phase keeps them apart)", ph.join(" ↔ ")));
+            MatchBy::Probe
+        }
+        _ => pairing.by,
+    };
+    match by {
         MatchBy::Phase => {}
         MatchBy::Probe => {
-            why = "by their order under --match probe";
+            why = if pairing.by == MatchBy::Probe { "by their order under --match probe" } else { "each input has one phase" };
             for i in 0..n {
                 for j in 0..per_run[i].len() {
                     let k = per_run[i][..j].iter().filter(|r| pv(r) == pv(per_run[i][j])).count();
@@ -420,8 +452,10 @@ fn pair(per_run: &[Vec<&ProbeResult>], systems: &[String], pairing: &Pairing) ->
             }
         }
     }
-    let mut notes = Vec::new();
-    for row in &rows {
+    // Pairing by probe for one-phase inputs: the one note above says it for every row.
+    let per_row = head.is_empty();
+    let mut notes = head;
+    for row in rows.iter().filter(|_| per_row) {
         let phases: Vec<(usize, &str)> = row.cells.iter().enumerate().filter_map(|(i, c)| c.map(|j| (i, per_run[i][j].phase.as_str()))).collect();
         if phases.iter().any(|(_, p)| *p != phases[0].1) {
             let list: Vec<String> = phases.iter().map(|(i, p)| format!("'{p}' of {}", systems[*i])).collect();
@@ -434,6 +468,17 @@ fn pair(per_run: &[Vec<&ProbeResult>], systems: &[String], pairing: &Pairing) ->
         }
     }
     Ok((rows, notes))
+}
+
+/// The one phase of every input, when each has exactly one.
+fn single_phases(per_run: &[Vec<&ProbeResult>]) -> Option<Vec<String>> {
+    per_run
+        .iter()
+        .map(|rs| match phases_of(rs).as_slice() {
+            [one] => Some(one.to_string()),
+            _ => None,
+        })
+        .collect()
 }
 
 fn phases_of<'a>(rs: &[&'a ProbeResult]) -> Vec<&'a str> {
@@ -519,7 +564,10 @@ pub fn compare(runs: &[&Run], systems: &[String], bin_width: Nanos, pairing: &Pa
             if let Some(rt) = c.as_ref().and_then(|c| c.ratio_to_first.as_ref()) {
                 let ks = c.as_ref().and_then(|c| c.ks_vs_first.as_ref());
                 let dist = match ks {
-                    Some(t) if t.distinguishable => format!("; the distributions differ (KS D = {:.3}, p {})", t.d, fmt_p(t.p)),
+                    Some(t) if t.material() => format!("; the distributions differ (KS D = {:.3}, p {})", t.d, fmt_p(t.p)),
+                    Some(t) if t.distinguishable => {
+                        format!("; the distributions differ only a little (KS D = {:.3} < {MATERIAL_D}, p {})", t.d, fmt_p(t.p))
+                    }
                     Some(t) => format!("; the distributions are not distinguishable (KS D = {:.3}, p = {:.2})", t.d, t.p),
                     None => String::new(),
                 };
@@ -552,7 +600,8 @@ pub fn compare(runs: &[&Run], systems: &[String], bin_width: Nanos, pairing: &Pa
             })
             .collect();
         bin_tables.push(BinTable { key: k.clone(), width_ns: Nanos(bin_width.0.max(1)), rows: rows_b });
-        rows.push(Row { key: k, cells });
+        let phases = (0..runs.len()).map(|i| entry(i).map(|r| r.phase.clone())).collect();
+        rows.push(Row { key: k, cells, phases });
     }
     Ok(Comparison { systems: systems.to_vec(), notes, rows, sentences, bin_tables, matched, unmatched })
 }

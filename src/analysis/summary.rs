@@ -109,6 +109,9 @@ pub struct RunAnalysis<'r> {
     pub realtime_ok: bool,
     pub warnings: Vec<String>,
     pub entries: Vec<EntryAnalysis<'r>>,
+    /// The run itself (the trace attribution is rendered from it).
+    #[serde(skip)]
+    pub run: &'r crate::model::Run,
     /// The Rhealstone table (empty unless some phase has three of its six
     /// components).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -181,6 +184,7 @@ pub fn analyse<'r>(runs: &'r [(String, Run)], names: &[String], opts: &Options) 
             realtime_ok: run.realtime_setup.ok,
             warnings: warnings::for_run(run).iter().map(|w| w.to_string()).collect(),
             entries: par_map(&run.results, |r| entry(r, opts)),
+            run,
             rhealstone: crate::analysis::suites::rhealstone(run),
             thread_metric: crate::analysis::suites::thread_metric(run),
         })

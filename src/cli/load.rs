@@ -446,7 +446,8 @@ pub fn describe(plan: &RunPlan, exp: &Experiment, output: &Output, dry_run: bool
     s.push_str(&format!(
         "measuring: {} thread(s) on CPUs {}, SCHED_{} priority {}{fallback}\n",
         plan.threads,
-        units::cpu_list_str(&plan.cpus),
+        // The CPUs the threads are pinned to (`-t 1` on 0-1 is CPU 0), not the whole set.
+        units::cpu_list_str(&plan.measured_cpus()),
         plan.policy.name().to_uppercase(),
         plan.priority
     ));
@@ -505,11 +506,17 @@ pub fn describe(plan: &RunPlan, exp: &Experiment, output: &Output, dry_run: bool
             s.push_str(&format!("  probe {}{sel} {every} for {}{warm}\n", e.probe, units::fmt_ns(e.duration_ns)));
         }
     }
-    s.push_str(&format!("total: {} (cap {})\n", units::fmt_ns(exp.total_ns()), units::fmt_ns(exp.max_total_ns)));
+    // The cap in hours when whole hours (the default `24h` reads `24h`, not `1d`).
+    let cap = match exp.max_total_ns {
+        n if n >= 3_600_000_000_000 && n.is_multiple_of(3_600_000_000_000) => format!("{}h", n / 3_600_000_000_000),
+        n => units::fmt_ns(n),
+    };
+    s.push_str(&format!("total: {} (cap {cap})\n", units::fmt_ns(exp.total_ns())));
+    // `result:` is the line at the end, once the file is written.
     if dry_run {
-        s.push_str(&format!("result: {} (not written: --dry-run)\n", output.path.display()));
+        s.push_str(&format!("output: {} (not written: --dry-run)\n", output.path.display()));
     } else {
-        s.push_str(&format!("result: {}\n", output.path.display()));
+        s.push_str(&format!("output: {}\n", output.path.display()));
     }
     s
 }

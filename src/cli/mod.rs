@@ -40,6 +40,11 @@ pub enum Command {
     /// Run an experiment and save its result (JSON, schema v1).
     Run(RunArgs),
     /// Run the probes continuously in windows (phases cycling), storing each window; serve /metrics for Prometheus.
+    // -D is run's flag; for monitor it is the whole monitor's length.
+    #[command(mut_arg("duration", |a| a
+        .help("How long the monitor runs in all (the last window is cut to end on time): 35s, 8h, 1d [default: until Ctrl-C]")
+        .long_help(None::<&str>)
+        .hide_default_value(true)))]
     Monitor(MonitorArgs),
     /// List the probes `--probe` accepts.
     Probes,

@@ -127,6 +127,8 @@ pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
     }
     let textfile: Option<PathBuf> = args.textfile.clone();
     let quiet = output.quiet;
+    let ns = output.ns;
+    let un = if ns { "ns" } else { "us" };
     let mut on_window = |w: &[crate::model::Window]| -> anyhow::Result<()> {
         if let Some(s) = store.as_mut() {
             s.append_windows(&id, w)?;
@@ -144,14 +146,15 @@ pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
         if !quiet {
             for x in w.iter().filter(|x| x.thread.is_none()) {
                 eprintln!(
-                    "window {} {} {}{}: {} samples, max {}, p99 {}, overruns {}",
+                    // One unit per line, the tables' (µs, or ns with --ns).
+                    "window {} {} {}{}: {} samples, max {} {un}, p99 {} {un}, overruns {}",
                     x.index,
                     x.phase,
                     x.probe,
                     x.variant.as_ref().map(|v| format!(" {v}")).unwrap_or_default(),
                     x.samples,
-                    crate::units::fmt_time(x.max_ns.0 as f64),
-                    crate::units::fmt_time(x.p99_ns.0 as f64),
+                    crate::report::term::fmt_latency(x.max_ns.0 as f64, ns),
+                    crate::report::term::fmt_latency(x.p99_ns.0 as f64, ns),
                     x.overruns
                 );
             }

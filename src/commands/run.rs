@@ -74,9 +74,10 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
         end += &report::noise::lines(&run);
         end += &report::presets::render(&run, exp.table, exp.bin_ns, output.ns, args.analysis.deadline.map(crate::model::Nanos));
         if let Some(d) = args.analysis.deadline {
-            end += &report::term::deadline_lines(&run, crate::model::Nanos(d));
+            end += &report::term::deadline_lines(&run, crate::model::Nanos(d), output.ns);
         }
-        end += &crate::trace::report::culprits_text(&run, 5);
+        // The block `report` shows too.
+        end += &report::term::render_blocks(&report::blocks::trace_blocks(&run, 5), false, None);
         print!("{}", report::escape::terminal_safe(&end));
         println!("result: {}", output.path.display());
     }

@@ -169,8 +169,93 @@ pub fn summary_table(run: &RunAnalysis, u: Unit, with_deadline: bool) -> Table {
         })
         .collect();
     // Narrow: the cyclictest columns stay (probe, phase, thread, samples,
-    // overruns, p50, p99, p99.9, max).
-    Table::new(header, 5, rows).optional(&["variant", "cpu", "p99.99", "min", "mean±σ", "miss ratio", "P(miss)/h"])
+    // overruns, p50, p99, p99.9, max). The deadline columns are never left
+    // out: [`split_deadline`] puts them in a table of their own.
+    Table::new(header, 5, rows).optional(&SUMMARY_OPTIONAL)
+}
+
+/// The summary's columns a narrow layout may leave out, in that order.
+const SUMMARY_OPTIONAL: [&str; 5] = ["variant", "cpu", "p99.99", "min", "mean±σ"];
+
+/// A summary table with deadline columns cut in two: the latencies (every
+/// column up to `max`), and the deadline view — the entry's labels,
+/// samples, overruns and every column after `max` (what `--deadline` asked
+/// for), of which only `variant` and `cpu` may be left out. Each fits an
+/// 80-column terminal and a 1280 px page; no asked-for column is dropped.
+pub fn split_deadline(t: &Table) -> (Table, Table) {
+    let max = t.header.iter().position(|h| h.starts_with("max(")).unwrap_or(t.header.len() - 1);
+    let take = |cols: &[usize]| -> (Vec<String>, Vec<Vec<Cell>>) {
+        (cols.iter().map(|&c| t.header[c].clone()).collect(), t.rows.iter().map(|r| cols.iter().filter_map(|&c| r.get(c).cloned()).collect()).collect())
+    };
+    let (h, r) = take(&(0..=max).collect::<Vec<_>>());
+    let latencies = Table::new(h, t.label_cols, r).optional(&SUMMARY_OPTIONAL);
+    let mut cols: Vec<usize> = (0..t.label_cols).collect();
+    cols.extend(t.header.iter().position(|h| h == "samples"));
+    cols.extend(t.header.iter().position(|h| h == "overruns"));
+    cols.extend(max + 1..t.header.len());
+    let (h, r) = take(&cols);
+    (latencies, Table::new(h, t.label_cols, r).optional(&["variant", "cpu"]))
+}
+
+/// The deadline verdict of one entry, as `run --deadline` and `report
+/// --deadline` print it: PASS when no sample was over the deadline and no
+/// period was missed (a missed period is a miss), else FAIL and why.
+/// Returns (passed, line).
+pub fn deadline_verdict(label: &str, m: &crate::analysis::deadline::DeadlineMisses, overruns: u64, u: Unit) -> (bool, String) {
+    let dl = format!("{} {}", u.fmt_n(m.deadline_ns), u.name());
+    if m.misses_upper == 0 && overruns == 0 {
+        return (true, format!("PASS {label}: no sample over the {dl} deadline and no period missed ({} samples)", m.samples));
+    }
+    let mut why = Vec::new();
+    if m.misses_upper > 0 {
+        let count = if m.exact { m.misses.to_string() } else { format!("{}-{}", m.misses, m.misses_upper) };
+        why.push(format!("{count} of {} samples over the {dl} deadline", m.samples));
+    }
+    if overruns > 0 {
+        why.push(format!("{overruns} period(s) missed (each at least one period late)"));
+    }
+    (false, format!("FAIL {label}: {}", why.join("; ")))
+}
+
+/// The verdict of every merged entry of a run with a deadline, worst
+/// first line: "verdict: FAIL (1 of 2 entries)", then one line per entry.
+pub fn deadline_verdicts(run: &RunAnalysis, u: Unit) -> Vec<(bool, String)> {
+    crate::report::plots::merged_of(&run.entries)
+        .into_iter()
+        .filter_map(|e| e.deadline.as_ref().map(|d| deadline_verdict(&e.key().label(), d, e.overruns, u)))
+        .collect()
+}
+
+/// The verdict blocks of a run: a line saying PASS or FAIL overall, then
+/// one item per entry.
+fn verdict_blocks(run: &RunAnalysis, u: Unit) -> Vec<Block> {
+    let v = deadline_verdicts(run, u);
+    if v.is_empty() {
+        return Vec::new();
+    }
+    let failed = v.iter().filter(|(ok, _)| !ok).count();
+    vec![
+        Block::Text(if failed == 0 {
+            format!("verdict: PASS (all {} entries met the deadline)", v.len())
+        } else {
+            format!("verdict: FAIL ({failed} of {} entries missed the deadline)", v.len())
+        }),
+        Block::List(v.into_iter().map(|(_, l)| l).collect()),
+    ]
+}
+
+/// "What held the CPU": the trace attribution of the worst samples, the
+/// same block `run` prints at its end and the terminal report shows.
+pub fn trace_blocks(run: &crate::model::Run, max_samples: usize) -> Vec<Block> {
+    let text = crate::trace::report::culprits_text(run, max_samples);
+    let mut lines = text.lines();
+    let Some(first) = lines.next() else { return Vec::new() };
+    let mut out = vec![Block::Heading(3, "What held the CPU (trace)".into()), Block::Text(first.trim_start_matches("trace: ").to_string())];
+    let items: Vec<String> = lines.map(|l| l.trim().to_string()).collect();
+    if !items.is_empty() {
+        out.push(Block::List(items));
+    }
+    out
 }
 
 /// A probability for tables: "1", "0.63", "2.1e-5".
@@ -381,7 +466,8 @@ pub fn compare_table(a: &Analysis, u: Unit) -> Table {
             cells.push(Cell::plain(cell.as_ref().map(|c| c.samples.to_string()).unwrap_or_else(|| "-".into())));
             if i > 0 {
                 cells.push(match cell.as_ref().and_then(|c| c.ks_vs_first.as_ref()) {
-                    Some(t) if t.distinguishable => Cell::tone(format!("KS D={:.3} differ", t.d), Tone::Bad),
+                    Some(t) if t.material() => Cell::tone(format!("KS D={:.3} differ", t.d), Tone::Bad),
+                    Some(t) if t.distinguishable => Cell::tone(format!("KS D={:.3} small", t.d), Tone::Plain),
                     Some(t) => Cell::tone(format!("KS D={:.3} same", t.d), Tone::Good),
                     None => Cell::tone("-", Tone::Dim),
                 });
@@ -457,17 +543,23 @@ pub fn blocks(a: &Analysis, u: Unit, bins: bool) -> Vec<Block> {
     for r in &a.runs {
         out.push(Block::Heading(2, r.name.clone()));
         out.push(Block::Text(format!("{} — {}", r.source, host_line(r))));
-        if let Some(d) = a.options.deadline {
-            out.push(Block::Text(format!(
-                "deadline {} {}: a sample over it is a miss; P(miss)/h is the probability of at least one miss in an hour at the measured rate (≤: no miss seen, 95 % upper bound).",
-                u.fmt_n(d),
-                u.name()
-            )));
-        }
         let summary = summary_table(r, u, with_deadline);
         if !summary.rows.is_empty() {
-            out.push(Block::Table(summary));
+            match a.options.deadline {
+                Some(d) => {
+                    let (latencies, deadline) = split_deadline(&summary);
+                    out.push(Block::Table(latencies));
+                    out.push(Block::Heading(3, format!("Deadline {} {}", u.fmt_n(d), u.name())));
+                    out.push(Block::Text(
+                        "A sample over the deadline is a miss, and so is a missed period; P(miss)/h is the probability of at least one miss in an hour at the measured rate (≤: no miss seen, 95 % upper bound).".into(),
+                    ));
+                    out.push(Block::Table(deadline));
+                    out.extend(verdict_blocks(r, u));
+                }
+                None => out.push(Block::Table(summary)),
+            }
         }
+        out.extend(trace_blocks(r.run, 5));
         if !r.warnings.is_empty() {
             out.push(Block::Heading(3, "Warnings".into()));
             out.push(Block::List(r.warnings.clone()));

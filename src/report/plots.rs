@@ -173,6 +173,12 @@ fn colour(i: usize) -> RGBColor {
     C[i % C.len()]
 }
 
+/// The deadline's look: a black dashed line, named in the legend.
+fn deadline_look(dl_us: f64) -> Look {
+    let v = if dl_us >= 10.0 { format!("{dl_us:.0}") } else { format!("{dl_us:.1}") };
+    Look { dashed: true, ..Look::line(format!("deadline {v} µs"), RGBColor(0, 0, 0), 2) }
+}
+
 /// Exceedance points with y > 0, thinned to [`MAX_POINTS`].
 fn exceedance_points(hist: &[Bucket]) -> Vec<(f64, f64)> {
     let pts: Vec<(f64, f64)> =
@@ -197,10 +203,11 @@ fn thin(pts: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
 /// more than a factor 50 in latency (systems or phases orders of magnitude
 /// apart, seed 000's RTAI vs stock Linux), the latency axis is logarithmic
 /// (drawn as log10 of µs with labels in µs) so every curve stays visible.
-fn exceedance_chart(title: &str, series: &[(String, &[Bucket])], bold_last: bool) -> String {
+fn exceedance_chart(title: &str, series: &[(String, &[Bucket])], bold_last: bool, deadline: Option<f64>) -> String {
     let mut curves: Vec<(String, Vec<(f64, f64)>)> =
         series.iter().map(|(l, h)| (l.clone(), exceedance_points(h))).collect();
-    let xs = || curves.iter().flat_map(|c| c.1.iter().map(|p| p.0)).filter(|x| *x > 0.0);
+    // The deadline (µs) is on the axis even when every sample is far below it.
+    let xs = || curves.iter().flat_map(|c| c.1.iter().map(|p| p.0)).chain(deadline).filter(|x| *x > 0.0);
     let (lo, hi) = (xs().fold(f64::MAX, f64::min), xs().fold(0.0, f64::max));
     let log_x = hi > 0.0 && lo < f64::MAX && hi / lo > 50.0;
     let (xmin, xmax) = if log_x {
@@ -215,7 +222,9 @@ fn exceedance_chart(title: &str, series: &[(String, &[Bucket])], bold_last: bool
     let n = curves.len();
     let looks: Vec<Look> =
         curves.iter().enumerate().map(|(i, (l, _))| Look::line(l.clone(), colour(i), if bold_last && i + 1 == n { 3 } else { 2 })).collect();
-    svg_with_legend(&looks.clone(), |root| {
+    let mut legend = looks.clone();
+    legend.extend(deadline.map(deadline_look));
+    svg_with_legend(&legend, |root| {
         let mut chart = builder(root, title).build_cartesian_2d(xmin..xmax, (ymin..1.0f64).log_scale())?;
         let fmt_x = move |v: &f64| -> String {
             if log_x {
@@ -237,6 +246,10 @@ fn exceedance_chart(title: &str, series: &[(String, &[Bucket])], bold_last: bool
         for (look, (_, pts)) in looks.iter().zip(curves) {
             draw_look(&mut chart, look, pts)?;
         }
+        if let Some(d) = deadline.filter(|d| *d > 0.0) {
+            let x = if log_x { d.log10() } else { d };
+            draw_look(&mut chart, &deadline_look(d), vec![(x, ymin), (x, 1.0)])?;
+        }
         Ok(())
     })
 }
@@ -244,7 +257,7 @@ fn exceedance_chart(title: &str, series: &[(String, &[Bucket])], bold_last: bool
 /// Log-count histogram (OSADL latency plot), one line per (label, histogram).
 /// Bins are fixed-width (a "nice" width giving ≤ ~400 bins, at least 1 µs);
 /// empty bins are drawn on the axis.
-fn histogram_chart(title: &str, series: &[(String, &[Bucket])]) -> String {
+fn histogram_chart(title: &str, series: &[(String, &[Bucket])], deadline: Option<f64>) -> String {
     let max_ns = series.iter().filter_map(|(_, h)| h.last().map(|b| b.hi_ns.0)).max().unwrap_or(1);
     let min_ns = series.iter().filter_map(|(_, h)| h.first().map(|b| b.lo_ns.0)).min().unwrap_or(0);
     let width = nice_width(max_ns / 400).max(1000);
@@ -274,10 +287,13 @@ fn histogram_chart(title: &str, series: &[(String, &[Bucket])]) -> String {
     let ymax = lines.iter().flat_map(|l| l.1.iter().map(|p| p.1)).fold(1.0, f64::max) * 2.0;
     // Log latency axis: the bulk (a few µs) and the spikes (ms) both get
     // room, where a linear axis squeezes the bulk into its left edge.
-    let xmin = us((k0 * width) as f64 + width as f64 / 2.0) / 1.2;
-    let xmax = us(((kmax + 1) * width) as f64) * 1.2;
+    let dl = deadline.filter(|d| *d > 0.0);
+    let xmin = (us((k0 * width) as f64 + width as f64 / 2.0) / 1.2).min(dl.map_or(f64::MAX, |d| d / 1.2));
+    let xmax = (us(((kmax + 1) * width) as f64) * 1.2).max(dl.map_or(0.0, |d| d * 1.2));
     let looks: Vec<Look> = lines.iter().enumerate().map(|(i, (l, _))| Look::line(l.clone(), colour(i), 2)).collect();
-    svg_with_legend(&looks.clone(), |root| {
+    let mut legend = looks.clone();
+    legend.extend(dl.map(deadline_look));
+    svg_with_legend(&legend, |root| {
         let mut chart = builder(root, title).build_cartesian_2d((xmin..xmax).log_scale(), (0.5f64..ymax).log_scale())?;
         chart
             .configure_mesh()
@@ -290,6 +306,9 @@ fn histogram_chart(title: &str, series: &[(String, &[Bucket])]) -> String {
             .draw()?;
         for (look, (_, pts)) in looks.iter().zip(lines) {
             draw_look(&mut chart, look, pts)?;
+        }
+        if let Some(d) = dl {
+            draw_look(&mut chart, &deadline_look(d), vec![(d, 0.5), (d, ymax)])?;
         }
         Ok(())
     })
@@ -312,16 +331,18 @@ fn nice_width(x: u64) -> u64 {
 /// the typical count of samples (the run's last, partial second; a second
 /// cut by an interrupt) is drawn as hollow markers, not joined to the line,
 /// so its lower max does not read as the latency dropping.
-fn timeline_chart(title: &str, entries: &[&EntryAnalysis]) -> String {
+fn timeline_chart(title: &str, entries: &[&EntryAnalysis], deadline: Option<f64>) -> String {
+    let dl = deadline.filter(|d| *d > 0.0);
     let tmax = entries
         .iter()
         .flat_map(|e| e.per_second.iter().map(move |s| (s.t_s + e.per_second_width_s.max(1)) as f64))
         .fold(1.0, f64::max);
     // Log latency axis: min, mean and max stay apart even when spikes are
     // 100× the typical latency (a linear axis flattens min and mean).
-    let ymax = entries.iter().flat_map(|e| e.per_second.iter().map(|s| us(s.max_ns.0 as f64))).fold(0.001, f64::max)
+    let ymax = entries.iter().flat_map(|e| e.per_second.iter().map(|s| us(s.max_ns.0 as f64))).fold(dl.unwrap_or(0.001), f64::max)
         * 1.5;
     let ymin = entries.iter().flat_map(|e| e.per_second.iter().map(|s| us(s.min_ns.0 as f64))).filter(|v| *v > 0.0).fold(ymax, f64::min)
+        .min(dl.unwrap_or(f64::MAX))
         / 1.5;
     // The typical count of each entry, found once (a sort per slot made the
     // chart quadratic in the slots: 85 s for 40 000, issue 36 item 8).
@@ -350,6 +371,7 @@ fn timeline_chart(title: &str, entries: &[&EntryAnalysis]) -> String {
     if any_partial {
         legend.push(Look { marker: true, ..Look::line("partial second", RGBColor(90, 90, 90), 2) });
     }
+    legend.extend(dl.map(deadline_look));
     svg_with_legend(&legend, |root| {
         let mut chart = builder(root, title).build_cartesian_2d(0f64..tmax, (ymin.min(ymax / 2.0)..ymax).log_scale())?;
         chart
@@ -371,6 +393,9 @@ fn timeline_chart(title: &str, entries: &[&EntryAnalysis]) -> String {
                 let marker = Look { marker: true, ..look.clone() };
                 draw_look(&mut chart, &marker, cut.iter().map(|s| (s.t_s as f64 + half, get(s))).collect())?;
             }
+        }
+        if let Some(d) = dl {
+            draw_look(&mut chart, &deadline_look(d), vec![(0.0, d), (tmax, d)])?;
         }
         Ok(())
     })
@@ -434,6 +459,8 @@ fn who(e: &EntryAnalysis) -> String {
 /// Every plot of the report, in display order.
 pub fn plots(a: &Analysis) -> Vec<Plot> {
     let mut out = Vec::new();
+    // With --deadline every latency plot draws it.
+    let dl = a.options.deadline.map(|d| us(d.0 as f64));
     for (ri, r) in a.runs.iter().enumerate() {
         let rid = format!("run{}", ri + 1);
         let mut keys: Vec<EntryKey> = Vec::new();
@@ -454,7 +481,7 @@ pub fn plots(a: &Analysis) -> Vec<Plot> {
                 kind: "timeline",
                 title: format!("{name}: latency over time"),
                 run: Some(ri),
-                svg: timeline_chart(&format!("{}: per-second min / mean / max", k.label()), &per_thread),
+                svg: timeline_chart(&format!("{}: per-second min / mean / max", k.label()), &per_thread, dl),
             });
             let hs: Vec<(String, &[Bucket])> = per_thread.iter().map(|e| (who(e), e.histogram.as_slice())).collect();
             out.push(Plot {
@@ -462,7 +489,7 @@ pub fn plots(a: &Analysis) -> Vec<Plot> {
                 kind: "histogram",
                 title: format!("{name}: latency histogram per CPU"),
                 run: Some(ri),
-                svg: histogram_chart(&format!("{}: histogram (log counts)", k.label()), &hs),
+                svg: histogram_chart(&format!("{}: histogram (log counts)", k.label()), &hs, dl),
             });
             let mut xs: Vec<(String, &[Bucket])> = hs.clone();
             if let Some(m) = merged {
@@ -473,7 +500,7 @@ pub fn plots(a: &Analysis) -> Vec<Plot> {
                 kind: "exceedance",
                 title: format!("{name}: exceedance (tail)"),
                 run: Some(ri),
-                svg: exceedance_chart(&format!("{}: P(latency > x)", k.label()), &xs, merged.is_some()),
+                svg: exceedance_chart(&format!("{}: P(latency > x)", k.label()), &xs, merged.is_some(), dl),
             });
             if let Some(m) = merged.or(if group.len() == 1 { Some(group[0]) } else { None }) {
                 if let Some(s) = pwcet_chart(&format!("{}: statistical worst case", k.label()), m) {
@@ -513,7 +540,7 @@ pub fn plots(a: &Analysis) -> Vec<Plot> {
                 kind: "phases",
                 title: format!("{} — {label}: phases compared", r.name),
                 run: Some(ri),
-                svg: exceedance_chart(&format!("{label}: P(latency > x) per phase"), &xs, false),
+                svg: exceedance_chart(&format!("{label}: P(latency > x) per phase"), &xs, false, dl),
             });
         }
     }
@@ -521,10 +548,19 @@ pub fn plots(a: &Analysis) -> Vec<Plot> {
     if a.runs.len() >= 2 {
         for row in &a.comparison.rows {
             let k = &row.key;
+            // Each system's entry of the row, in the phase it was paired
+            // under (phases differ when the comparison pairs by probe).
             let per: Vec<(String, &EntryAnalysis)> = a
                 .runs
                 .iter()
-                .filter_map(|r| merged_of(&r.entries).into_iter().find(|e| &e.key() == k).map(|e| (r.name.clone(), e)))
+                .zip(&row.phases)
+                .filter_map(|(r, phase)| {
+                    let phase = phase.as_ref()?;
+                    merged_of(&r.entries)
+                        .into_iter()
+                        .find(|e| e.probe == k.probe && e.variant == k.variant && &e.phase == phase)
+                        .map(|e| (r.name.clone(), e))
+                })
                 .collect();
             if per.len() < 2 {
                 continue;
@@ -535,14 +571,14 @@ pub fn plots(a: &Analysis) -> Vec<Plot> {
                 kind: "systems",
                 title: format!("{}: systems compared (tail)", k.label()),
                 run: None,
-                svg: exceedance_chart(&format!("{}: P(latency > x) per system", k.label()), &xs, false),
+                svg: exceedance_chart(&format!("{}: P(latency > x) per system", k.label()), &xs, false, dl),
             });
             out.push(Plot {
                 id: format!("compare-{}-systems-histogram", slug(&k.label())),
                 kind: "systems-histogram",
                 title: format!("{}: systems compared (histogram)", k.label()),
                 run: None,
-                svg: histogram_chart(&format!("{}: histogram per system (log counts)", k.label()), &xs),
+                svg: histogram_chart(&format!("{}: histogram per system (log counts)", k.label()), &xs, dl),
             });
         }
     }

@@ -28,7 +28,8 @@ pub fn summary_table(run: &Run, in_ns: bool) -> String {
     let header: Vec<String> = ["probe", "variant", "phase", "thread", "cpu", "samples", "overruns"]
         .iter()
         .map(|s| s.to_string())
-        .chain(["min", "avg", "p50", "p99", "p99.9", "max"].iter().map(|s| format!("{s}({unit})")))
+        // The words and columns of `report`'s summary (mean±σ, not avg).
+        .chain(["min", "mean±σ", "p50", "p99", "p99.9", "max"].iter().map(|s| format!("{s}({unit})")))
         .collect();
     // Throughput entries (Thread-Metric) have their own table: ops, not latencies.
     let rows = run
@@ -45,7 +46,7 @@ pub fn summary_table(run: &Run, in_ns: bool) -> String {
                 r.samples.to_string(),
                 r.overruns.to_string(),
                 fmt_latency(r.shown_min_ns(), in_ns),
-                fmt_latency(r.shown_mean_ns(), in_ns),
+                format!("{}±{}", fmt_latency(r.shown_mean_ns(), in_ns), fmt_latency(r.stddev_ns, in_ns)),
                 pct(r, "50", in_ns),
                 pct(r, "99", in_ns),
                 pct(r, "99.9", in_ns),
@@ -236,16 +237,22 @@ pub fn render_blocks(blocks: &[Block], colour: bool, width: Option<usize>) -> St
 }
 
 /// The end-of-run deadline summary (`rtscope run --deadline`): one line per
-/// merged entry with the misses, their ratio and the per-hour probability.
-pub fn deadline_lines(run: &Run, deadline: Nanos) -> String {
+/// merged entry with the misses, their ratio and the per-hour probability,
+/// in the table's unit; then the verdict lines `report --deadline` gives.
+pub fn deadline_lines(run: &Run, deadline: Nanos, in_ns: bool) -> String {
+    let u = if in_ns { crate::report::blocks::Unit::Ns } else { crate::report::blocks::Unit::Us };
     let mut out = String::new();
-    for r in run.results.iter().filter(|r| r.thread.is_none()) {
+    let mut verdicts = Vec::new();
+    for r in crate::model::merged_or_sole(&run.results, |r| r) {
         let m = crate::analysis::deadline::misses(r, deadline);
+        let label = crate::analysis::compare::EntryKey::of(r).label();
+        verdicts.push(crate::report::blocks::deadline_verdict(&label, &m, r.overruns, u));
         let count = if m.exact { m.misses.to_string() } else { format!("{}-{}", m.misses, m.misses_upper) };
         let per_hour = crate::report::blocks::fmt_prob(m.per_hour_probability);
         out.push_str(&format!(
-            "deadline {} ns, {}{} ({}): {count} of {} samples over it (ratio {:.3e}); P(at least one miss per hour) {}{per_hour} at {:.0} samples/s\n",
-            deadline.0,
+            "deadline {} {}, {}{} ({}): {count} of {} samples over it (ratio {:.3e}); P(at least one miss per hour) {}{per_hour} at {:.0} samples/s\n",
+            u.fmt_n(deadline),
+            u.name(),
             r.probe,
             r.variant.as_ref().map(|v| format!("[{v}]")).unwrap_or_default(),
             r.phase,
@@ -254,6 +261,10 @@ pub fn deadline_lines(run: &Run, deadline: Nanos) -> String {
             if m.zero_observed { "≤ " } else { "" },
             m.rate_hz
         ));
+    }
+    for (_, line) in verdicts {
+        out.push_str(&line);
+        out.push('\n');
     }
     out
 }

@@ -255,11 +255,15 @@ async fn list(State(app): State<Arc<App>>, RawQuery(q): RawQuery) -> Response {
     .await
 }
 
-async fn run_page(State(app): State<Arc<App>>, Path(raw): Path<String>) -> Response {
+async fn run_page(State(app): State<Arc<App>>, Path(raw): Path<String>, RawQuery(q): RawQuery) -> Response {
     blocking(app, move |app| {
         let id = match run_id(&raw, false) {
             Ok(i) => i,
             Err(r) => return r,
+        };
+        let deadline = match query::run_query(q.as_deref().unwrap_or("")) {
+            Ok(d) => d,
+            Err(m) => return bad_request(m),
         };
         let mut store = app.store();
         let loaded = store.load(id).and_then(|run| {
@@ -272,7 +276,7 @@ async fn run_page(State(app): State<Arc<App>>, Path(raw): Path<String>) -> Respo
         });
         drop(store);
         match loaded {
-            Ok((run, tags, windows)) => match pages::run_page(&app.shown, id, run, &tags, &windows) {
+            Ok((run, tags, windows)) => match pages::run_page(&app.shown, id, run, &tags, &windows, deadline) {
                 Ok(html) => Reply::html(html),
                 Err(e) => failed(e),
             },
@@ -298,14 +302,15 @@ async fn run_json(State(app): State<Arc<App>>, Path(raw): Path<String>) -> Respo
 
 async fn compare(State(app): State<Arc<App>>, RawQuery(q): RawQuery) -> Response {
     blocking(app, move |app| {
-        let inputs = match query::compare_inputs(q.as_deref().unwrap_or("")) {
+        let cq = match query::compare_query(q.as_deref().unwrap_or("")) {
             Ok(v) => v,
             Err(m) => return bad_request(m),
         };
+        let inputs = &cq.runs;
         let mut runs = Vec::new();
         {
             let mut store = app.store();
-            for input in &inputs {
+            for input in inputs {
                 let ids = match input {
                     query::Input::Id(id) => vec![*id],
                     query::Input::Tag(t) => match store.ids_with_tag(t) {
@@ -331,7 +336,7 @@ async fn compare(State(app): State<Arc<App>>, RawQuery(q): RawQuery) -> Response
         if runs.len() > query::MAX_COMPARED {
             return bad_request(format!("{} runs asked for; a comparison shows at most {} side by side", runs.len(), query::MAX_COMPARED));
         }
-        match pages::compare_page(&app.shown, runs) {
+        match pages::compare_page(&app.shown, runs, &cq) {
             Ok(html) => Reply::html(html),
             Err(e) => bad_request(format!("{e:#}")),
         }

@@ -164,11 +164,12 @@ fn row(r: &RunRow) -> String {
 /// `/runs/{id}`: the run's report (host, plan, doctor findings, summary,
 /// statistical worst case, plots, worst samples with their trace
 /// attribution), a monitor run's windows over time, the bin tables.
-pub fn run_page(shown: &str, id: i64, run: Run, tags: &[String], windows: &[Window]) -> anyhow::Result<String> {
+pub fn run_page(shown: &str, id: i64, run: Run, tags: &[String], windows: &[Window], deadline: Option<crate::model::Nanos>) -> anyhow::Result<String> {
     let label = format!("#{id}");
     let monitor = run.monitor.clone();
     let runs = vec![(label.clone(), run)];
-    let a = analyse(&runs, &[], &Options::default())?;
+    // `?deadline=200us`: the deadline table and the PASS/FAIL verdict, as `report --deadline`.
+    let a = analyse(&runs, &[], &Options { deadline, ..Options::default() })?;
     let plots = crate::report::plots::plots(&a);
     let mut s = nav(shown);
     let r = &runs[0].1;
@@ -210,10 +211,11 @@ pub fn run_page(shown: &str, id: i64, run: Run, tags: &[String], windows: &[Wind
 
 /// `/compare`: the runs side by side as `rtscope compare` shows them (notes
 /// on paired phases, the table, sentences, overlays), then the bin tables.
-pub fn compare_page(shown: &str, runs: Vec<(i64, Run)>) -> anyhow::Result<String> {
+pub fn compare_page(shown: &str, runs: Vec<(i64, Run)>, q: &crate::serve::query::CompareQuery) -> anyhow::Result<String> {
     let ids: Vec<i64> = runs.iter().map(|(i, _)| *i).collect();
     let runs: Vec<(String, Run)> = runs.into_iter().map(|(i, r)| (format!("#{i}"), r)).collect();
-    let opts = Options { pwcet: false, ..Options::default() };
+    // Paired as `rtscope compare --match/--phases` pairs them.
+    let opts = Options { pwcet: false, pairing: q.pairing.clone(), deadline: q.deadline, ..Options::default() };
     let a = analyse(&runs, &[], &opts)?;
     let plots: Vec<_> = crate::report::plots::plots(&a).into_iter().filter(|p| p.run.is_none()).collect();
     let mut s = nav(shown);

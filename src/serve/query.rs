@@ -2,6 +2,8 @@
 //! page (`/` and `/api/runs`), and the runs of `/compare`. Bad values are
 //! answered 400 with what was wrong and what is accepted.
 
+use crate::analysis::compare::{MatchBy, Pairing};
+use crate::model::Nanos;
 use crate::store::{Filter, PageQuery, Sort};
 
 /// Default and largest page sizes.
@@ -123,10 +125,72 @@ pub enum Input {
 /// `runs=1,2,@tag` (repeatable: the list's checkboxes send `runs=1&runs=2`),
 /// in order, each id once.
 pub fn compare_inputs(q: &str) -> Result<Vec<Input>, String> {
-    let mut out: Vec<Input> = Vec::new();
+    Ok(compare_query(q)?.runs)
+}
+
+/// What `/compare` was asked for: the runs, how they pair (`match=`,
+/// `phases=`, as `rtscope compare --match/--phases`) and a deadline.
+#[derive(Debug, Clone, Default)]
+pub struct CompareQuery {
+    pub runs: Vec<Input>,
+    pub pairing: Pairing,
+    pub deadline: Option<Nanos>,
+}
+
+/// `deadline=200us` (a bare number is µs, as `--deadline`), empty = none.
+pub fn deadline(k: &str, v: &str) -> Result<Option<Nanos>, String> {
+    if v.trim().is_empty() {
+        return Ok(None);
+    }
+    crate::units::parse_interval(v.trim()).map(|d| Some(Nanos(d))).map_err(|e| format!("{k}={v:?}: {e}"))
+}
+
+/// The query of `/runs/ID`: an optional `deadline=` for the verdict.
+pub fn run_query(q: &str) -> Result<Option<Nanos>, String> {
+    let mut out = None;
     for (k, v) in form_urlencoded::parse(q.as_bytes()) {
-        if k != "runs" {
-            return Err(format!("unknown parameter {k:?}: /compare takes runs=ID,ID,... or runs=@TAG"));
+        match k.as_ref() {
+            "deadline" => out = deadline(&k, &v)?,
+            _ => return Err(format!("unknown parameter {k:?}: /runs/ID takes deadline=LATENCY (e.g. 200us) for a PASS/FAIL verdict")),
+        }
+    }
+    Ok(out)
+}
+
+/// Parse `/compare`'s query (see [`CompareQuery`]).
+pub fn compare_query(q: &str) -> Result<CompareQuery, String> {
+    let mut query = CompareQuery::default();
+    let out = &mut query.runs;
+    for (k, v) in form_urlencoded::parse(q.as_bytes()) {
+        match k.as_ref() {
+            "runs" => {}
+            "match" => {
+                query.pairing.by = match v.as_ref() {
+                    "auto" | "" => MatchBy::Auto,
+                    "phase" => MatchBy::Phase,
+                    "probe" => MatchBy::Probe,
+                    _ => return Err(format!("match={v:?}: expected auto, phase or probe (as rtscope compare --match)")),
+                };
+                continue;
+            }
+            "phases" => {
+                for pair in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                    match pair.split_once('=') {
+                        Some((a, b)) if !a.trim().is_empty() && !b.trim().is_empty() => query.pairing.phases.push((a.trim().to_string(), b.trim().to_string())),
+                        _ => return Err(format!("phases: {pair:?} is not a pair of phases; write FIRST=OTHER, e.g. phases=mixed=cpu")),
+                    }
+                }
+                continue;
+            }
+            "deadline" => {
+                query.deadline = deadline(&k, &v)?;
+                continue;
+            }
+            _ => {
+                return Err(format!(
+                    "unknown parameter {k:?}: /compare takes runs=ID,ID,... or runs=@TAG, and match=auto|phase|probe, phases=FIRST=OTHER,..., deadline=LATENCY"
+                ))
+            }
         }
         for part in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let input = match part.strip_prefix('@') {
@@ -143,7 +207,7 @@ pub fn compare_inputs(q: &str) -> Result<Vec<Input>, String> {
             }
         }
     }
-    Ok(out)
+    Ok(query)
 }
 
 #[cfg(test)]
@@ -193,5 +257,14 @@ mod tests {
         assert!(compare_inputs("runs=1,x").unwrap_err().contains("\"x\""));
         assert!(compare_inputs("runs=0").is_err());
         assert!(compare_inputs("ids=1").unwrap_err().contains("unknown parameter"));
+        let q = compare_query("runs=1,2&match=probe&phases=idle=cpu&deadline=200us").unwrap();
+        assert_eq!(q.runs, vec![Input::Id(1), Input::Id(2)]);
+        assert_eq!(q.pairing.by, MatchBy::Probe);
+        assert_eq!(q.pairing.phases, vec![("idle".to_string(), "cpu".to_string())]);
+        assert_eq!(q.deadline, Some(Nanos(200_000)));
+        assert!(compare_query("runs=1,2&match=name").unwrap_err().contains("auto, phase or probe"));
+        assert!(compare_query("runs=1,2&phases=idle").unwrap_err().contains("FIRST=OTHER"));
+        assert_eq!(run_query("deadline=150").unwrap(), Some(Nanos(150_000)));
+        assert!(run_query("x=1").is_err());
     }
 }
