@@ -150,7 +150,7 @@ const SYSV_PID_MASK: u32 = (1 << 22) - 1;
 /// The pid a key of [`sysv_key`] names, None for any other key.
 pub fn sysv_key_pid(key: i64) -> Option<u32> {
     let key = libc::key_t::try_from(key).ok()?;
-    (key & !(SYSV_PID_MASK as libc::key_t) == SYSV_KEY_BASE).then(|| (key as u32) & SYSV_PID_MASK)
+    (key & !(SYSV_PID_MASK as libc::key_t) == SYSV_KEY_BASE).then_some((key as u32) & SYSV_PID_MASK)
 }
 
 /// Removes the SysV semaphore sets of rtscope processes that are gone (a
