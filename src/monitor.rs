@@ -88,6 +88,9 @@ pub fn execute(
     let root = SysRoot::default();
     let host = sysinfo::fingerprint(&root);
     let host = Host { doctor: crate::doctor::audit_host(&root, &host, &plan.measured_cpus()), ..host };
+    for what in crate::runner::remove_leftovers(&exp.load.dir, &mut steps) {
+        eprintln!("removed {what}");
+    }
     let _dma = crate::runner::global_setup(plan, &mut steps);
     // Locked for the whole monitor: it measures all the time.
     let _memory = crate::runner::MemoryLock::begin(&mut steps);

@@ -131,6 +131,21 @@ pub(crate) fn global_setup(plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option
 }
 
 /// Per-thread results plus one merged entry per variant, from a probe's outcomes.
+/// Removes what rtscope runs that are gone (SIGKILL) left behind — load
+/// temp dirs under `load_dir`, SysV semaphore sets, POSIX message queue
+/// names — at the start of every run, whatever it measures, and records it
+/// as the setup step `remove_leftovers`. Returns one line per object, each
+/// ending "left by a killed rtscope run".
+pub(crate) fn remove_leftovers(load_dir: &std::path::Path, steps: &mut Vec<SetupStep>) -> Vec<String> {
+    let mut removed: Vec<String> = crate::load::phase::clean_stale(load_dir).iter().map(|d| format!("load temp dir {}", d.display())).collect();
+    removed.extend(crate::measure::sem::remove_stale_sysv());
+    removed.extend(crate::measure::mq::remove_stale_queues());
+    if !removed.is_empty() {
+        steps.push(SetupStep::ok("remove_leftovers", format!("removed {}, left by rtscope runs that are gone", removed.join(", "))));
+    }
+    removed.into_iter().map(|r| format!("{r} left by a killed rtscope run")).collect()
+}
+
 pub fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec<ProbeResult> {
     let mut out = Vec::new();
     let mut variants: Vec<Option<String>> = Vec::new();
@@ -186,6 +201,11 @@ pub fn execute(
         let stale = crate::sys::tracefs::remove_stale_instances(&tracefs);
         if !stale.is_empty() {
             steps.push(SetupStep::ok("remove_stale_trace_instances", format!("removed {} left by rtscope processes that are gone", stale.join(", "))));
+        }
+    }
+    for what in remove_leftovers(&exp.load.dir, &mut steps) {
+        if !output.quiet {
+            eprintln!("removed {what}");
         }
     }
     // Dropped before `_dma` and on every return path: stops tracing, removes the instance.

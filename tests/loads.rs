@@ -344,15 +344,22 @@ fn sigkill_takes_every_load_down(engine: &str) {
     std::thread::sleep(Duration::from_secs(1));
     let left = processes_of(load, pid);
     assert!(left.is_empty(), "{engine}: load processes alive 1 s after SIGKILL of rtscope: {left:?}");
-    // The temp dir outlives a SIGKILL; the next run with loads removes it.
-    assert_eq!(temp_dirs_left(dir.path()).len(), 1);
+    // The temp dir outlives a SIGKILL; the next run removes it, even one
+    // without a load (README: "the next run removes their temp files"), and says so.
+    let left = temp_dirs_left(dir.path());
+    assert_eq!(left.len(), 1);
     let out = rtscope()
         .current_dir(dir.path()).env("TMPDIR", dir.path())
-        .args(["run", "-q", "-t", "1", "-D", "500ms", "--settle", "0", "--load-engine", "builtin", "--load", "cpu", "--json", "r2.json"])
+        .args(["run", "-t", "1", "-D", "200ms", "--no-store", "--json", "r2.json"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(temp_dirs_left(dir.path()).is_empty(), "stale temp dir not cleaned: {:?}", temp_dirs_left(dir.path()));
+    let name = left[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(stderr.contains("removed load temp dir ") && stderr.contains(&name), "the run says what it removed: {stderr}");
+    let steps = read(&dir.path().join("r2.json"))["realtime_setup"]["steps"].clone();
+    assert!(steps.as_array().unwrap().iter().any(|s| s["step"] == "remove_leftovers"), "{steps}");
 }
 
 #[test]

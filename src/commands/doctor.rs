@@ -40,6 +40,13 @@ pub fn cmd(args: &DoctorArgs) -> anyhow::Result<u8> {
             }
         }
     }
+    if args.root.is_none() {
+        // This user's SysV sets, queue names and load temp dirs (the default load dir) of killed runs.
+        let dir = crate::cli::load::default_load_dir();
+        for what in crate::runner::remove_leftovers(&dir, &mut Vec::new()) {
+            eprintln!("removed {what}");
+        }
+    }
     let findings = doctor::audit_host(&root, &host, &cpus);
     let cpus = if cpus.is_empty() { vec![0] } else { cpus };
     let report = DoctorReport { schema_version: doctor::SCHEMA_VERSION, cpus, findings };

@@ -41,6 +41,7 @@ pub struct LoadSession {
 impl LoadSession {
     /// Remove stale temp dirs (whose rtscope is gone) and create this run's.
     pub fn new(opts: &LoadOptions) -> anyhow::Result<LoadSession> {
+        // (Every run also removes them at its start: runner::remove_leftovers.)
         clean_stale(&opts.dir);
         // Absolute: load processes and their commands run in other directories.
         let base = std::fs::canonicalize(&opts.dir).with_context(|| format!("--load-dir {}", opts.dir.display()))?;
@@ -74,10 +75,12 @@ impl Drop for LoadSession {
 /// Remove `<dir>/.rtscope-load-<pid>` dirs whose process is gone or is no
 /// longer an rtscope (left behind by a SIGKILL) — only this user's own: in
 /// a shared directory another user's run (or its leftovers) is not ours to
-/// delete, even for root.
-pub fn clean_stale(dir: &Path) {
+/// delete, even for root. Every run calls it (`runner::remove_leftovers`),
+/// with a load or not. Returns the dirs removed.
+pub fn clean_stale(dir: &Path) -> Vec<PathBuf> {
     use std::os::unix::fs::MetadataExt;
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut removed = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return removed };
     let me = nix::unistd::geteuid().as_raw();
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().to_string();
@@ -90,11 +93,11 @@ pub fn clean_stale(dir: &Path) {
             Ok(m) if m.is_dir() && m.uid() == me => {}
             _ => continue,
         }
-        let alive = std::fs::read_to_string(format!("/proc/{pid}/comm")).map(|c| c.trim() == "rtscope").unwrap_or(false);
-        if !alive {
-            let _ = std::fs::remove_dir_all(e.path());
+        if !crate::sys::tracefs::rtscope_alive(pid) && std::fs::remove_dir_all(e.path()).is_ok() {
+            removed.push(e.path());
         }
     }
+    removed
 }
 
 fn sanitize(s: &str) -> String {
@@ -433,7 +436,7 @@ mod tests {
         for p in [&dead, &ours, &other] {
             std::fs::create_dir(p).unwrap();
         }
-        clean_stale(d.path());
+        assert_eq!(clean_stale(d.path()), vec![dead.clone()]);
         assert!(!dead.exists());
         assert!(ours.exists() && other.exists());
     }
@@ -447,7 +450,7 @@ mod tests {
         let theirs = d.path().join(format!("{TEMP_PREFIX}0"));
         std::fs::create_dir(&theirs).unwrap();
         std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
-        clean_stale(d.path());
+        assert!(clean_stale(d.path()).is_empty());
         assert!(theirs.exists(), "nobody's directory was deleted by root's run");
     }
 }

@@ -5,7 +5,9 @@
 //!
 //! Each queue is created with a name unique to this process and unlinked at
 //! once: the descriptor stays valid and nothing is left in /dev/mqueue even
-//! if rtscope is killed. Pacing, placement and timestamps are `pipe`'s
+//! if rtscope is killed — but for a kill between the two calls: a later run
+//! removes such a name ([`remove_stale_queues`], and `new` when the name is
+//! its own pid's). Pacing, placement and timestamps are `pipe`'s
 //! (shared code in `pipe::run_channels`).
 
 use std::ffi::CString;
@@ -30,6 +32,37 @@ impl Probe for MqProbe {
     }
 }
 
+/// Removes `/rtscope-<pid>-<k>` queues of rtscope processes that are gone
+/// (killed between mq_open and mq_unlink), this user's only. Needs the
+/// mqueue filesystem mounted at /dev/mqueue to list names; nothing
+/// otherwise. Returns what it removed.
+pub fn remove_stale_queues() -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(rd) = std::fs::read_dir("/dev/mqueue") else { return Vec::new() };
+    let me = nix::unistd::geteuid().as_raw();
+    let mut removed = Vec::new();
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = queue_pid(&name) else { continue };
+        if pid == std::process::id() || crate::sys::tracefs::rtscope_alive(pid) || !e.metadata().is_ok_and(|m| m.uid() == me) {
+            continue;
+        }
+        let Ok(c) = CString::new(format!("/{name}")) else { continue };
+        // SAFETY: `c` is a valid C string.
+        if unsafe { libc::mq_unlink(c.as_ptr()) } == 0 {
+            removed.push(format!("message queue /{name}"));
+        }
+    }
+    removed
+}
+
+/// The pid in a queue name of [`MsgQueue::new`] (`rtscope-<pid>-<k>`).
+fn queue_pid(name: &str) -> Option<u32> {
+    let (pid, k) = name.strip_prefix("rtscope-")?.split_once('-')?;
+    k.parse::<usize>().ok()?;
+    pid.parse().ok()
+}
+
 /// An unlinked POSIX message queue of depth 1.
 pub struct MsgQueue {
     q: libc::mqd_t,
@@ -43,11 +76,19 @@ impl MsgQueue {
         let mut attr: libc::mq_attr = unsafe { std::mem::zeroed() };
         attr.mq_maxmsg = 1;
         attr.mq_msgsize = size as libc::c_long;
-        // SAFETY: `name` is a valid C string; mode and attr are the two
-        // variadic arguments O_CREAT requires; attr lives across the call.
-        let q = unsafe {
-            libc::mq_open(name.as_ptr(), libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC, 0o600 as libc::c_uint, &attr)
+        let open = || {
+            // SAFETY: `name` is a valid C string; mode and attr are the two
+            // variadic arguments O_CREAT requires; attr lives across the call.
+            unsafe { libc::mq_open(name.as_ptr(), libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC, 0o600 as libc::c_uint, &attr) }
         };
+        let mut q = open();
+        if q == -1 && nix::errno::Errno::last() == nix::errno::Errno::EEXIST {
+            // Our pid's name exists while we hold none (ours are unlinked
+            // at once): left by a killed process that had our pid before.
+            // SAFETY: `name` is a valid C string.
+            unsafe { libc::mq_unlink(name.as_ptr()) };
+            q = open();
+        }
         if q == -1 {
             let e = nix::errno::Errno::last();
             anyhow::bail!("mq_open {} ({size}-byte messages): {e}", name.to_string_lossy());
@@ -88,5 +129,15 @@ impl Channel for MsgQueue {
                 Err(e) => return Err(format!("mq_receive: {e}")),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn queue_names_give_their_pid() {
+        assert_eq!(super::queue_pid("rtscope-4242-1"), Some(4242));
+        assert_eq!(super::queue_pid("rtscope-4242"), None);
+        assert_eq!(super::queue_pid("other-4242-1"), None);
     }
 }

@@ -3,7 +3,9 @@
 //!
 //! Variants (`MECHANISM/PLACEMENT`):
 //! - `posix`: sem_post → sem_wait returns (unnamed, process-private sem_t).
-//! - `sysv`: semop(+1) → semop(−1) returns (as svsematest).
+//! - `sysv`: semop(+1) → semop(−1) returns (as svsematest), on a set whose
+//!   key names this process ([`sysv_key`]): a SIGKILLed run's set is found
+//!   and removed by the next run ([`remove_stale_sysv`]).
 //! - `mutex`: pthread_mutex_unlock → the waiter's pthread_mutex_lock
 //!   returns (as ptsematest): the sender holds the mutex, the receiver blocks
 //!   on it.
@@ -132,17 +134,111 @@ impl Handoff for PosixSem {
     }
 }
 
-/// A private System V semaphore set of one, removed on drop.
+/// The System V key of the semaphore set of rtscope process `pid`:
+/// [`SYSV_KEY_BASE`] | pid. An `IPC_PRIVATE` set cannot be found again by
+/// anyone, so a SIGKILLed run's set would stay until reboot; with this key
+/// a later run finds the sets whose process is gone and removes them
+/// ([`remove_stale_sysv`]). Pids are below 2^22 (`pid_max`'s ceiling).
+pub fn sysv_key(pid: u32) -> libc::key_t {
+    SYSV_KEY_BASE | (pid & SYSV_PID_MASK) as libc::key_t
+}
+
+/// The high bits of rtscope's SysV keys (0x724 << 20: `r` then a tag).
+pub const SYSV_KEY_BASE: libc::key_t = 0x7240_0000;
+const SYSV_PID_MASK: u32 = (1 << 22) - 1;
+
+/// The pid a key of [`sysv_key`] names, None for any other key.
+pub fn sysv_key_pid(key: i64) -> Option<u32> {
+    let key = libc::key_t::try_from(key).ok()?;
+    (key & !(SYSV_PID_MASK as libc::key_t) == SYSV_KEY_BASE).then_some((key as u32) & SYSV_PID_MASK)
+}
+
+/// Removes the SysV semaphore sets of rtscope processes that are gone (a
+/// SIGKILL during `sem:sysv`): keys of [`sysv_key`], created by this user,
+/// one semaphore, whose pid is not a running rtscope. Returns what it
+/// removed, as `set KEY (pid PID)`. Reads `/proc/sysvipc/sem`; nothing
+/// when it is missing.
+pub fn remove_stale_sysv() -> Vec<String> {
+    let Ok(table) = std::fs::read_to_string("/proc/sysvipc/sem") else { return Vec::new() };
+    let me = nix::unistd::geteuid().as_raw();
+    let mut removed = Vec::new();
+    for (key, semid, pid) in stale_sysv_sets(&table, me, std::process::id(), &|pid| crate::sys::tracefs::rtscope_alive(pid)) {
+        // SAFETY: IPC_RMID takes no further argument; a wrong id fails with EINVAL/EIDRM.
+        if unsafe { libc::semctl(semid, 0, libc::IPC_RMID) } == 0 {
+            removed.push(format!("SysV semaphore set {key:#x} (pid {pid})"));
+        }
+    }
+    removed
+}
+
+/// The (key, semid, pid) of the rows of `/proc/sysvipc/sem` that
+/// [`remove_stale_sysv`] removes: rtscope's keys, creator uid `uid`, one
+/// semaphore, pid not `own` and not `alive`.
+fn stale_sysv_sets(table: &str, uid: u32, own: u32, alive: &dyn Fn(u32) -> bool) -> Vec<(i64, libc::c_int, u32)> {
+    let mut out = Vec::new();
+    for line in table.lines().skip(1) {
+        // key semid perms nsems uid gid cuid cgid otime ctime
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (Some(key), Some(semid), Some(nsems), Some(cuid)) = (
+            f.first().and_then(|k| k.parse::<i64>().ok()),
+            f.get(1).and_then(|k| k.parse::<libc::c_int>().ok()),
+            f.get(3).and_then(|k| k.parse::<u32>().ok()),
+            f.get(6).and_then(|k| k.parse::<u32>().ok()),
+        ) else {
+            continue;
+        };
+        let Some(pid) = sysv_key_pid(key) else { continue };
+        if nsems == 1 && cuid == uid && pid != own && !alive(pid) {
+            out.push((key, semid, pid));
+        }
+    }
+    out
+}
+
+/// This process holds its SysV set (one at a time: the key is the pid's).
+static SYSV_HELD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A System V semaphore set of one under this process's key
+/// ([`sysv_key`]), removed on drop.
 struct SysvSem {
     id: libc::c_int,
 }
 
 impl SysvSem {
     fn new() -> anyhow::Result<SysvSem> {
-        // SAFETY: plain system call on integer arguments.
-        let id = unsafe { libc::semget(libc::IPC_PRIVATE, 1, libc::IPC_CREAT | 0o600) };
-        let id = nix::errno::Errno::result(id).map_err(|e| anyhow::anyhow!("semget: {e}"))?;
-        Ok(SysvSem { id })
+        if SYSV_HELD.swap(true, Ordering::SeqCst) {
+            anyhow::bail!("sem:sysv: this process already holds its SysV semaphore set");
+        }
+        match Self::create() {
+            Ok(id) => Ok(SysvSem { id }),
+            Err(e) => {
+                SYSV_HELD.store(false, Ordering::SeqCst);
+                Err(e)
+            }
+        }
+    }
+
+    fn create() -> anyhow::Result<libc::c_int> {
+        let key = sysv_key(std::process::id());
+        for _ in 0..2 {
+            // SAFETY: plain system call on integer arguments.
+            let id = unsafe { libc::semget(key, 1, libc::IPC_CREAT | libc::IPC_EXCL | 0o600) };
+            match nix::errno::Errno::result(id) {
+                Ok(id) => return Ok(id),
+                // Our key exists while we hold no set: left by a killed
+                // process that had our pid before. Not ours to use; remove it.
+                Err(nix::errno::Errno::EEXIST) => {
+                    // SAFETY: plain system call on integer arguments (no IPC_CREAT: only finds).
+                    let old = unsafe { libc::semget(key, 0, 0) };
+                    if old >= 0 {
+                        // SAFETY: IPC_RMID takes no further argument.
+                        unsafe { libc::semctl(old, 0, libc::IPC_RMID) };
+                    }
+                }
+                Err(e) => anyhow::bail!("semget (key {key:#x}): {e}"),
+            }
+        }
+        anyhow::bail!("semget (key {key:#x}): a SysV semaphore set with this key exists and could not be removed; see `ipcs -s`")
     }
     fn op(&self, delta: libc::c_short) -> nix::Result<()> {
         let mut b = libc::sembuf { sem_num: 0, sem_op: delta, sem_flg: 0 };
@@ -161,6 +257,7 @@ impl Drop for SysvSem {
     fn drop(&mut self) {
         // SAFETY: IPC_RMID takes no argument; `id` is ours.
         unsafe { libc::semctl(self.id, 0, libc::IPC_RMID) };
+        SYSV_HELD.store(false, Ordering::SeqCst);
     }
 }
 
@@ -272,5 +369,35 @@ impl Handoff for FutexHandoff {
     fn wait(&self, _: &mut [u8]) -> Result<u64, String> {
         self.0.wait();
         Ok(now_ns())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sysv_keys_name_their_pid_and_only_dead_rtscopes_sets_are_stale() {
+        assert_eq!(sysv_key(1), 0x7240_0001);
+        assert_eq!(sysv_key_pid(sysv_key(4_194_303) as i64), Some(4_194_303));
+        assert_eq!(sysv_key_pid(0), None);
+        assert_eq!(sysv_key_pid(0x7280_0001), None);
+        let k = |pid: u32| sysv_key(pid) as i64;
+        let table = format!(
+            "       key      semid perms      nsems   uid   gid  cuid  cgid      otime      ctime\n\
+             {} 1 600 1 0 0 0 0 0 0\n\
+             {} 2 600 1 0 0 0 0 0 0\n\
+             {} 3 600 1 0 0 0 0 0 0\n\
+             {} 4 600 1 1000 1000 1000 1000 0 0\n\
+             {} 5 600 3 0 0 0 0 0 0\n\
+             12345 6 600 1 0 0 0 0 0 0\n",
+            k(100), // dead
+            k(200), // alive
+            k(300), // our own
+            k(400), // another user's
+            k(500), // not a set of one
+        );
+        let stale = stale_sysv_sets(&table, 0, 300, &|pid| pid == 200);
+        assert_eq!(stale, vec![(k(100), 1, 100)]);
     }
 }

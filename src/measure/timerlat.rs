@@ -71,6 +71,8 @@ impl Probe for TimerlatProbe {
         // Samples from here on: the kernel threads run at their priority.
         let start = crate::sys::time::now_ns();
         let mut last_id: Vec<Option<u64>> = vec![None; cpus.len()];
+        // Per CPU: the first activation in the run (`in_run`).
+        let mut first_irq: Vec<Option<u64>> = vec![None; cpus.len()];
         // Per CPU: the interference since the current activation's due
         // time, its IRQ sample, the analysed late samples.
         let mut recent: Vec<VecDeque<Noise>> = vec![VecDeque::new(); cpus.len()];
@@ -80,7 +82,12 @@ impl Probe for TimerlatProbe {
         ctx.board.running.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let read = tracer::read_until(&run, &mut pipe, (start, start + ctx.run.duration_ns), tracer::read_interval_ns(interval_ns), ctx.stop, &mut |l| {
             let Some(i) = cpus.iter().position(|&c| c == l.cpu) else { return };
-            let Some(s) = parse_sample(l.body) else {
+            let Some(s) = parse_sample(l.body).filter(|s| match s.context {
+                "irq" => in_run(l.ts_ns, s.latency_ns, start),
+                // The IRQ sample decided (the two due times differ by the
+                // trace's µs rounding): from the first activation in the run.
+                _ => first_irq[i].is_some_and(|f| s.id >= f),
+            }) else {
                 if threshold.is_some() {
                     if let Some(n) = parse_noise(l.body, l.ts_ns) {
                         let q = &mut recent[i];
@@ -94,6 +101,7 @@ impl Probe for TimerlatProbe {
                 return;
             };
             if s.context == "irq" {
+                first_irq[i].get_or_insert(s.id);
                 if let Some(prev) = last_id[i] {
                     series.missing[i] += s.id.saturating_sub(prev + 1);
                 }
@@ -116,7 +124,12 @@ impl Probe for TimerlatProbe {
                 let irq = last_irq[i].filter(|irq| irq.id == s.id);
                 let due = l.ts_ns.saturating_sub(s.latency_ns);
                 recent[i].make_contiguous();
-                let w = window(l.cpu, due, l.ts_ns, recent[i].as_slices().0, irq);
+                let mut w = window(l.cpu, due, l.ts_ns, recent[i].as_slices().0, irq);
+                if irq.is_none() {
+                    // Its IRQ sample came after the due time, so inside
+                    // the run (`in_run`): the trace lost it.
+                    w.irq_latency_unknown = Some(IRQ_SAMPLE_LOST.into());
+                }
                 let ws = &mut windows[i];
                 ws.push((s.id, w));
                 if ws.len() > 4 * keep {
@@ -141,6 +154,23 @@ impl Probe for TimerlatProbe {
         }))
     }
 }
+
+/// Whether an IRQ sample stamped `ts_ns` with `latency_ns` belongs to a run
+/// that began at `start_ns`: its activation's timer was due at or after the
+/// start. An activation due before is left out whole — a CPU's thread
+/// samples count from the activation of its first IRQ sample in the run —
+/// as its IRQ sample may predate the run (read_until never hands it on),
+/// and its thread ran before the priority was set. A thread held off
+/// across the start (a SCHED_FIFO hog; an emulated guest on a busy host,
+/// where one loaded run had such a first late sample on both CPUs) was
+/// kept, without its IRQ latency when that IRQ sample came before the start.
+fn in_run(ts_ns: u64, latency_ns: u64, start_ns: u64) -> bool {
+    ts_ns.saturating_sub(latency_ns) >= start_ns
+}
+
+/// `TraceWindow::irq_latency_unknown` of a late thread sample whose IRQ
+/// sample is not in the trace.
+pub const IRQ_SAMPLE_LOST: &str = "lost: the tracer's IRQ sample of this activation is not in the trace (the ring buffer dropped it: see tracer.lost_events, tracer.missing)";
 
 /// One timerlat sample: `#12 context thread timer_latency 5678 ns`.
 #[derive(Debug, PartialEq)]
@@ -331,6 +361,16 @@ mod tests {
         assert_eq!(parse_sample("#3 context thread timer_latency 7 us").unwrap().latency_ns, 7_000);
         assert_eq!(parse_sample("irq_noise: local_timer:236 start 10.186443038 duration 43843 ns"), None);
         assert_eq!(parse_sample("#3 context thread timer_latency"), None);
+    }
+
+    #[test]
+    fn an_activation_due_before_the_run_is_left_out() {
+        // Started at 1 000 000: an IRQ sample at 1 300 000, 400 µs late,
+        // was due at 900 000 — before the start: out, as its IRQ sample.
+        assert!(!in_run(1_300_000, 400_000, 1_000_000));
+        assert!(in_run(1_300_000, 300_000, 1_000_000));
+        // A latency longer than the line's time does not wrap around.
+        assert!(!in_run(100, 200, 50));
     }
 
     #[test]

@@ -80,6 +80,10 @@ pub struct TraceWindow {
     /// "timerlat IRQ duration"), net of what interrupted it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub irq_duration_ns: Option<Nanos>,
+    /// `timerlat` samples without `irq_latency_ns`: why it is unknown
+    /// (`lost: …` when the trace dropped the activation's IRQ sample).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq_latency_unknown: Option<String>,
 }
 
 impl TraceWindow {
@@ -98,6 +102,7 @@ impl TraceWindow {
             from_idle: None,
             irq_handler_delay_ns: None,
             irq_duration_ns: None,
+            irq_latency_unknown: None,
         }
     }
 }

@@ -48,6 +48,7 @@ pub fn culprits_text(run: &Run, max_samples: usize) -> String {
                         if idle == Some(true) { ", out of idle" } else { "" }
                     ),
                     _ if !t.complete => " (trace incomplete)".to_string(),
+                    _ if t.irq_latency_unknown.is_some() => " (irq latency unknown: its IRQ sample was lost)".to_string(),
                     _ => String::new(),
                 },
                 if top.is_empty() { "no events".to_string() } else { top.join(", ") }
