@@ -101,6 +101,9 @@ fn auto_detects_every_fixture() {
         ("xenomai-latency.txt", "xenomai-latency"),
         ("xenomai-negative.txt", "xenomai-latency"),
         ("rtai-latency.txt", "rtai-latency"),
+        ("rtai-display.txt", "rtai-latency"),
+        ("rtai-preempt.txt", "rtai-latency"),
+        ("rtai-switches.txt", "rtai-latency"),
         ("seed001-idle.csv", "bins-csv"),
         ("seed001-disk.csv", "bins-csv"),
         ("seed001-network.csv", "bins-csv"),
@@ -363,6 +366,125 @@ fn rtai_windows_negative_minimum_is_clamped_and_noted() {
 /// A Xenomai log with negative latencies (the timer fired early): the
 /// signed min and mean survive import in `signed` (clamped: true), and
 /// `report` and `compare` show them, not the 0 the unsigned fields hold.
+/// The RTD| rows of an RTAI fixture, as numbers.
+fn rtd_rows(name: &str) -> Vec<Vec<i64>> {
+    read(name)
+        .lines()
+        .filter(|l| l.starts_with("RTD|"))
+        .map(|l| l.split('|').skip(1).map(|x| x.trim().parse().unwrap()).collect())
+        .collect()
+}
+
+#[test]
+fn rtai_display_without_period_imports_with_an_unknown_count() {
+    // `display` never prints "# period": before, every real display log was refused.
+    let f = fixture("rtai-display.txt");
+    let rtd = rtd_rows("rtai-display.txt");
+    let run = &convert(&f, &[])[0];
+    let r = &merged(run)[0];
+    assert_eq!(r["samples_unknown"], true);
+    assert_eq!(u(&r["samples"]), rtd.len() as u64, "one per window: a lower bound");
+    assert_eq!(u(&r["interval_ns"]), 0, "the period is unknown");
+    assert_eq!(u(&r["max_ns"]), rtd.iter().map(|w| w[4]).max().unwrap() as u64);
+    assert_eq!(r["signed"]["min_ns"].as_i64().unwrap(), rtd.iter().map(|w| w[1]).min().unwrap());
+    assert_eq!(u(&r["overruns"]), rtd.iter().map(|w| w[5]).max().unwrap() as u64);
+    assert!(run["fidelity"].to_string().contains("sample count unknown"), "{}", run["fidelity"]);
+    // With --period the count is derived: 1 s windows of 200 µs periods.
+    let run = &convert(&f, &["--period", "200us"])[0];
+    let r = &merged(run)[0];
+    assert!(r.get("samples_unknown").is_none(), "not written when the count is known");
+    assert_eq!(u(&r["samples"]), 5000 * rtd.len() as u64);
+    assert_eq!(u(&r["interval_ns"]), 200_000);
+    // The report shows the count as unknown, not as a number of samples.
+    let dir = tempfile::tempdir().unwrap();
+    let o = bin().args(["import", "--db"]).arg(dir.path().join("h.db")).arg(&f).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("sample count unknown"));
+    let o = bin().args(["show", "1", "--db"]).arg(dir.path().join("h.db")).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(&format!("unknown (≥{})", rtd.len())), "{out}");
+}
+
+#[test]
+fn rtai_period_flag_is_validated() {
+    let f = fixture("rtai-display.txt");
+    for bad in ["0", "-5us", "abc", "10 parsecs"] {
+        let o = bin().arg("import").arg(&f).args(["--dry-run", "--period", bad]).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "--period {bad}");
+    }
+    assert!(import_err(&f, &["--period", "2s"]).contains("longer than the 1 s window"));
+    // The file's own period wins only when they agree.
+    let err = import_err(&fixture("rtai-latency.txt"), &["--period", "50us"]);
+    assert!(err.contains("--period says 50000 ns"), "{err}");
+    assert_eq!(u(&merged(&convert(&fixture("rtai-latency.txt"), &["--period", "100us"])[0])[0]["samples"]), 40_000);
+    // A format that records its period refuses the flag.
+    let err = import_err(&fixture("cyclictest.json"), &["--period", "1ms"]);
+    assert!(err.contains("--period applies only to rtai-latency"), "{err}");
+}
+
+#[test]
+fn rtai_preempt_test_becomes_timer_and_jitter_entries() {
+    let rtd = rtd_rows("rtai-preempt.txt");
+    let run = &convert(&fixture("rtai-preempt.txt"), &["--period", "100us"])[0];
+    check_invariants(run);
+    let rs = results(run);
+    let find = |probe: &str, variant: &str| rs.iter().find(|r| r["probe"] == probe && r["variant"] == variant).unwrap().clone();
+    let lat = find("timer", "preempt");
+    assert_eq!(u(&lat["samples"]), 10_000 * rtd.len() as u64);
+    assert_eq!(u(&lat["max_ns"]), rtd.iter().map(|w| w[2]).max().unwrap() as u64);
+    assert_eq!(lat["signed"]["min_ns"].as_i64().unwrap(), rtd.iter().map(|w| w[0]).min().unwrap());
+    for (variant, k) in [("fast", 3), ("slow", 4)] {
+        let j = find("jitter", variant);
+        assert_eq!(u(&j["samples"]), rtd.len() as u64, "one per window");
+        assert_eq!(u(&j["min_ns"]), rtd.iter().map(|w| w[k]).min().unwrap() as u64);
+        assert_eq!(u(&j["max_ns"]), rtd.iter().map(|w| w[k]).max().unwrap() as u64);
+        let mean = rtd.iter().map(|w| w[k] as f64).sum::<f64>() / rtd.len() as f64;
+        assert!((j["mean_ns"].as_f64().unwrap() - mean).abs() < 1e-6);
+    }
+    assert_eq!(rs.len(), 3);
+    assert_eq!(run["tool"]["name"], "rtai preempt");
+}
+
+#[test]
+fn rtai_switches_test_becomes_one_switch_entry_per_kind() {
+    let text = read("rtai-switches.txt");
+    let lines: Vec<(u64, u64)> = text
+        .lines()
+        .filter(|l| l.contains("SWITCH TIME"))
+        .map(|l| {
+            let num = |key: &str| -> u64 { l.split(key).nth(1).unwrap().split_whitespace().next().unwrap().trim_end_matches(',').parse().unwrap() };
+            (num("SWITCHES"), num("SWITCH TIME"))
+        })
+        .collect();
+    let run = &convert(&fixture("rtai-switches.txt"), &[])[0];
+    check_invariants(run);
+    let rs = results(run);
+    assert_eq!(rs.len(), lines.len());
+    let variants: Vec<&str> = rs.iter().map(|r| r["variant"].as_str().unwrap()).collect();
+    assert_eq!(variants, ["susp-res", "sem-signal-wait", "rpc-rcv-ret"]);
+    for (r, (switches, ns)) in rs.iter().zip(&lines) {
+        assert_eq!(r["probe"], "switch");
+        assert_eq!(u(&r["samples"]), *switches);
+        assert_eq!((u(&r["min_ns"]), u(&r["max_ns"])), (*ns, *ns));
+        assert!(r["percentiles_ns"].as_object().unwrap().is_empty(), "mean only: percentiles unknown");
+    }
+}
+
+#[test]
+fn an_import_without_tail_samples_is_not_told_to_rerun() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let o = bin().args(["import", "--db"]).arg(&db).arg(fixture("cyclictest.json")).output().unwrap();
+    assert!(o.status.success());
+    let json = dir.path().join("r.json");
+    let o = bin().args(["export", "--db"]).arg(&db).args(["1", "-o"]).arg(&json).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = bin().arg("report").arg(&json).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(!out.contains("rerun"), "an import cannot be rerun: {out}");
+    assert!(out.contains("imported from cyclictest"), "{out}");
+}
+
 #[test]
 fn negative_latencies_keep_their_sign_through_report_and_compare() {
     let dir = tempfile::tempdir().unwrap();
@@ -791,4 +913,60 @@ fn invalid_rtscope_files_are_refused_naming_the_field() {
         }
     }
     assert!(!db.exists(), "nothing was stored");
+}
+
+#[test]
+fn rt_tests_json_of_another_tool_is_refused() {
+    // Before: `--format oslat-json` filed cyclictest's timer latencies as `noise`.
+    let err = import_err(&fixture("cyclictest.json"), &["--format", "oslat-json"]);
+    assert!(err.contains("this is cyclictest's JSON output") && err.contains("--format cyclictest-json"), "{err}");
+    let err = import_err(&fixture("oslat.json"), &["--format", "cyclictest-json"]);
+    assert!(err.contains("this is oslat's JSON output") && err.contains("--format oslat-json"), "{err}");
+}
+
+#[test]
+fn imports_that_would_break_the_schema_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // A thread key given twice made two thread-0 entries.
+    let text = read("cyclictest.json");
+    let at = text.find("\"1\": {").expect("thread 1 in the fixture");
+    let dup = format!("{}\"0\": {{{}", &text[..at], &text[at + 6..]);
+    let err = import_err(&write_tmp(dir.path(), "dup.json", dup.as_bytes()), &[]);
+    assert!(err.contains("thread.\"0\" appears twice"), "{err}");
+    // "0" and "00" are the same thread.
+    let dup = format!("{}\"00\": {{{}", &text[..at], &text[at + 6..]);
+    assert!(import_err(&write_tmp(dir.path(), "dup00.json", dup.as_bytes()), &[]).contains("appears twice"));
+    // throughput.ops past the documented 2^63 − 1 was stored.
+    let tm = "thread_metric,SysA\ninterval_s,30\nbasic-processing,18446744073709551615\n";
+    let err = import_err(&write_tmp(dir.path(), "tm.csv", tm.as_bytes()), &[]);
+    assert!(err.contains("throughput.ops is 18446744073709551615"), "{err}");
+    let ok = "thread_metric,SysA\ninterval_s,30\nbasic-processing,9223372036854775807\n";
+    assert_eq!(convert(&write_tmp(dir.path(), "ok.csv", ok.as_bytes()), &[]).len(), 1, "the cap itself is allowed");
+    // An rtscope result: `results: []`, and throughput.ops past the cap.
+    let mut run = convert(&fixture("cyclictest.json"), &[]).remove(0);
+    let keep = run.clone();
+    run["results"] = serde_json::json!([]);
+    let err = import_err(&write_tmp(dir.path(), "empty.json", run.to_string().as_bytes()), &[]);
+    assert!(err.contains("results list is empty"), "{err}");
+    let mut run = keep;
+    run["results"][0]["throughput"] = serde_json::json!({"ops": u64::MAX, "interval_ns": 30_000_000_000u64, "per_interval": [1]});
+    let err = import_err(&write_tmp(dir.path(), "ops.json", run.to_string().as_bytes()), &[]);
+    assert!(err.contains("results[0].throughput.ops is 18446744073709551615"), "{err}");
+}
+
+#[test]
+fn leading_blank_space_does_not_hide_the_format() {
+    // Before: 20 MB of white space pushed the content out of the detection window.
+    let dir = tempfile::tempdir().unwrap();
+    let blank = format!("{}{}", " ".repeat(300_000), "\n".repeat(300_000));
+    for (f, want) in [("cyclictest.json", "cyclictest-json"), ("rtai-latency.txt", "rtai-latency"), ("pmqtest.txt", "rt-tests-ipc")] {
+        let path = write_tmp(dir.path(), &format!("ws-{f}"), format!("{blank}{}", read(f)).as_bytes());
+        let runs = convert(&path, &[]);
+        assert_eq!(runs[0]["imported_from"]["format"], want, "{f}");
+        let plain = convert(&fixture(f), &[]);
+        assert_eq!(results(&runs[0]), results(&plain[0]), "{f}: the same numbers as without the blank space");
+    }
+    // An invalid byte after the blank space is named at its real line.
+    let path = write_tmp(dir.path(), "bad.txt", [b"\n\n\n".as_slice(), &[0xff, b'\n']].concat().as_slice());
+    assert!(import_err(&path, &[]).contains("line 4"));
 }

@@ -282,13 +282,20 @@ pub fn return_level(u: f64, fit: &GpdFit, zeta: f64, p: f64) -> f64 {
     u + fit.excess_quantile((p / zeta).min(1.0))
 }
 
-/// The pWCET of one result entry (see the module docs for the method).
-pub fn pwcet(r: &ProbeResult) -> Pwcet {
+/// The pWCET of one result entry (see the module docs for the method);
+/// `imported_from` is the run's source tool when it was imported.
+pub fn pwcet(r: &ProbeResult, imported_from: Option<&str>) -> Pwcet {
     let max = r.max_ns;
     let refuse = |reason: String| Pwcet::Refused { reason, observed_max_ns: max };
     let tail = &r.tail.samples;
     if tail.is_empty() {
-        return refuse("no tail samples in this result (written before rtscope kept them); rerun to get a statistical worst case".into());
+        // An import cannot be rerun: say what its source lacks instead.
+        return refuse(match imported_from {
+            Some(tool) => format!(
+                "no tail samples: imported from {tool}, whose output holds no individual samples; the observed max is the only worst case (a statistical one needs an rtscope run on that system)"
+            ),
+            None => "no tail samples in this result (written before rtscope kept them); rerun to get a statistical worst case".into(),
+        });
     }
     let n = r.samples;
     let m = MAX_EXCEEDANCES

@@ -131,7 +131,7 @@ pub struct Analysis<'r> {
 }
 
 /// Analyse one entry.
-pub fn entry<'r>(r: &'r ProbeResult, opts: &Options) -> EntryAnalysis<'r> {
+pub fn entry<'r>(r: &'r ProbeResult, opts: &Options, imported_from: Option<&str>) -> EntryAnalysis<'r> {
     EntryAnalysis {
         result: r,
         // A summary-only import's one [min, max] bucket is not a distribution:
@@ -143,7 +143,7 @@ pub fn entry<'r>(r: &'r ProbeResult, opts: &Options) -> EntryAnalysis<'r> {
         },
         deadline: opts.deadline.map(|d| deadline::misses(r, d)),
         // A throughput entry's samples are intervals, not events: no tail to fit.
-        pwcet: if opts.pwcet && r.samples > 0 && r.throughput.is_none() { Some(evt::pwcet(r)) } else { None },
+        pwcet: if opts.pwcet && r.samples > 0 && r.throughput.is_none() { Some(evt::pwcet(r, imported_from)) } else { None },
     }
 }
 
@@ -183,7 +183,7 @@ pub fn analyse<'r>(runs: &'r [(String, Run)], names: &[String], opts: &Options) 
             plan: &run.plan,
             realtime_ok: run.realtime_setup.ok,
             warnings: warnings::for_run(run).iter().map(|w| w.to_string()).collect(),
-            entries: par_map(&run.results, |r| entry(r, opts)),
+            entries: par_map(&run.results, |r| entry(r, opts, run.imported_from.as_ref().map(|i| i.tool.as_str()))),
             run,
             rhealstone: crate::analysis::suites::rhealstone(run),
             thread_metric: crate::analysis::suites::thread_metric(run),

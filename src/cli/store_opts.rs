@@ -137,6 +137,10 @@ pub struct ImportArgs {
     /// Convert and print what would be stored, but do not store it.
     #[arg(long)]
     pub dry_run: bool,
+    /// rtai-latency only: the test's period (e.g. 100us), which RTAI's `display` output does not print;
+    /// without it (and no `# period` line) the sample count is imported as unknown.
+    #[arg(long, value_name = "INTERVAL", value_parser = crate::units::parse_interval)]
+    pub period: Option<u64>,
 
     /// Refuse input files larger than this (e.g. 1GiB) [default: 256MiB].
     #[arg(long, value_name = "SIZE", value_parser = crate::units::parse_bytes, default_value = "256MiB")]

@@ -41,9 +41,10 @@ fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
     let (f, len) = open()?;
     // The opening bytes decide the format; the whole file is then read as
     // it streams (and hashed in a pass of its own): memory stays bounded.
-    let mut head = Vec::with_capacity(DETECT_BYTES.min(len as usize));
-    f.take(DETECT_BYTES as u64).read_to_end(&mut head).map_err(|e| BadInput(format!("{file}: cannot read: {e}")))?;
-    let complete = (head.len() as u64) >= len && head.len() < DETECT_BYTES;
+    // Leading blank space (however long) is skipped first, so it cannot push
+    // the content out of the window.
+    let (head, skipped, skipped_lines) = import::read_head(f, DETECT_BYTES).map_err(|e| BadInput(format!("{file}: cannot read: {e}")))?;
+    let complete = skipped + (head.len() as u64) >= len && head.len() < DETECT_BYTES;
     let (head_text, bad_utf8) = match std::str::from_utf8(&head) {
         Ok(t) => (t, None),
         // A multi-byte character cut at the end of the window is not an error.
@@ -51,7 +52,8 @@ fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
         Err(e) => (std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or(""), Some(e.valid_up_to())),
     };
     if let Some(at) = bad_utf8 {
-        let line = head[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        let line = skipped_lines + head[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        let at = at as u64 + skipped;
         return Err(BadInput(format!(
             "{file}: line {line}: not UTF-8 text (invalid byte at offset {at}); expected the text output of one of: {}",
             format_list()
@@ -71,6 +73,9 @@ fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
         if !run.complete {
             eprintln!("warning: {}: {}", args.file.display(), crate::analysis::warnings::Warning::Unfinished);
         }
+        if run.results.is_empty() {
+            return Err(BadInput(format!("{file}: its results list is empty: nothing measured to import (report, compare and check could not use it)")));
+        }
         if args.name.is_some() || args.probe.is_some() || args.phase != "unspecified" {
             return Err(BadInput(format!("{file}: an rtscope result is stored as it is; --name, --probe and --phase apply only to foreign formats")));
         }
@@ -81,13 +86,17 @@ fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
             "{file}: --probe does not apply to {format}: each row is filed under the probe that measures it in rtscope's preset (docs/schema.md); drop --probe"
         )));
     }
+    if args.period.is_some() && !import::takes_period(format) {
+        return Err(BadInput(format!("{file}: --period applies only to rtai-latency (RTAI's display does not print its period); {format} files give their own: drop --period")));
+    }
     let sha = {
         let (f, _) = open()?;
         crate::store::sha256_reader(f.take(args.max_size)).map_err(|e| BadInput(format!("{file}: cannot read: {e}")))?
     };
     let file_name = args.file.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
     let (f, _) = open()?;
-    let mut parsed = import::parse_reader(format, BufReader::with_capacity(256 << 10, f.take(args.max_size)), &file_name)
+    let opts = import::ParseOptions { period_ns: args.period };
+    let mut parsed = import::parse_reader_with(format, BufReader::with_capacity(256 << 10, f.take(args.max_size)), &file_name, &opts)
         .map_err(|e| BadInput(format!("{file}: {format}: {e}")))?;
     if format.per_column() {
         if let Some(name) = &args.name {
@@ -112,6 +121,8 @@ fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
     let mut out = Vec::new();
     for p in parsed {
         let run = build_run(p, &ctx).map_err(|e| BadInput(format!("{file}: {format}: {e}")))?;
+        // What every reader checks is checked before anything is stored.
+        run.check_invariants().map_err(|e| BadInput(format!("{file}: {format}: {e}: the converted run would break result schema v1")))?;
         let mut json = serde_json::to_string_pretty(&run).map_err(|e| BadInput(format!("{file}: cannot serialise the converted run: {e}")))?;
         json.push('\n');
         out.push(Converted { run, json, source: format.name().to_string() });

@@ -97,8 +97,15 @@ impl<'de> Visitor<'de> for ThreadsSeed {
         f.write_str("\"thread\" as an object of \"N\": {...}")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut out = Vec::new();
+        use serde::de::Error;
+        let mut out: Vec<(String, Thread)> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         while let Some(id) = map.next_key::<String>()? {
+            // "0" and "00" are the same thread: one entry each, never two.
+            let key = id.trim().parse::<u64>().map(|n| n.to_string()).unwrap_or_else(|_| id.clone());
+            if !seen.insert(key) {
+                return Err(A::Error::custom(format!("thread.\"{id}\" appears twice; expected one entry per thread (an edited or concatenated file?)")));
+            }
             let t = map.next_value_seed(ThreadSeed { id: id.clone() })?;
             out.push((id, t));
         }
@@ -197,6 +204,25 @@ pub fn tool_in_prefix(prefix: &str) -> Option<String> {
     let cmd: String = serde_json::Deserializer::from_str(rest).into_iter::<String>().next()?.ok()?;
     let first = cmd.split_whitespace().next()?;
     Some(first.rsplit('/').next().unwrap_or(first).to_string())
+}
+
+/// Refuse an rt-tests JSON file written by another tool than `want` (its
+/// `"cmdline:"` names it): an oslat import of a cyclictest file would file
+/// timer latencies as noise.
+pub fn expect_tool(v: &Value, want: &str) -> Result<(), ParseError> {
+    match tool_of(v) {
+        Some(t) if t != want => {
+            let format = match t.as_str() {
+                "cyclictest" => "--format cyclictest-json",
+                "oslat" => "--format oslat-json",
+                _ => "the format of that tool, if rtscope imports it",
+            };
+            Err(ParseError::file(format!(
+                "this is {t}'s JSON output (its \"cmdline:\" runs {t}), not {want}'s; import it with {format} (or --format auto)"
+            )))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The first word (basename) of the file's command line, e.g. "cyclictest".
@@ -309,6 +335,7 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
 pub fn parse_reader(r: impl std::io::Read) -> Result<Parsed, ParseError> {
     let doc = Doc::read(r)?;
     let v = &doc.top;
+    expect_tool(v, "cyclictest")?;
     let mut p = common(v, "cyclictest");
     let unit_ns = match v.get("resolution_in_ns").and_then(|x| x.as_u64()) {
         Some(1) => {

@@ -38,7 +38,9 @@ struct Status {
 /// `#0: ID18902, P80, CPU0, I1000; #1: ID18903, P80, CPU0, Cycles 1000`
 /// Each thread keeps its latest status and the one before (a file cut in
 /// the middle of a refresh pairs the older one with the last pair line).
-fn parse_status(l: &str, n: usize, status: &mut BTreeMap<u64, [Option<Status>; 2]>) -> Result<(), ParseError> {
+/// Returns whether the line has a `TO` (timeouts) field.
+fn parse_status(l: &str, n: usize, status: &mut BTreeMap<u64, [Option<Status>; 2]>) -> Result<bool, ParseError> {
+    let mut timeouts = false;
     for part in l.split(';') {
         let part = part.trim();
         let Some((id, fields)) = part.split_once(':') else { continue };
@@ -58,11 +60,12 @@ fn parse_status(l: &str, n: usize, status: &mut BTreeMap<u64, [Option<Status>; 2
                 s.interval_us = Some(uint(v, n, "interval I (µs)")?);
             }
         }
+        timeouts |= s.timeouts.is_some();
         let slot = status.entry(id).or_insert([None, None]);
         slot[1] = slot[0].take();
         slot[0] = Some(s);
     }
-    Ok(())
+    Ok(timeouts)
 }
 
 pub fn tool_from_file_name(name: &str) -> Option<&'static str> {
@@ -145,8 +148,9 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = super::Line>, file_name: &str
                 _ => return Err(ParseError::at(n, "expected \"#A -> #B, Min x, Cur y, Avg z, Max w\"")),
             }
         } else if l.starts_with('#') && l.contains(": ID") {
-            parse_status(l, n, &mut status)?;
-            any_timeouts |= status.values().any(|s| s[0].as_ref().is_some_and(|s| s.timeouts.is_some()));
+            // Only this line's threads can add timeouts: looking at every
+            // thread's status here made a log of many pairs quadratic.
+            any_timeouts |= parse_status(l, n, &mut status)?;
         }
     }
     if pairs.is_empty() {

@@ -139,7 +139,10 @@ pub fn detect(text: &str) -> Option<Format> {
         };
     }
     let lines = || t.lines().map(|l| strip_ansi(l.trim_end()));
-    if lines().any(|l| l.starts_with("RTH|") && l.contains("ovl m")) || t.contains("RTAI Testsuite") || t.contains("RTAI testsuite") {
+    if lines().any(|l| (l.starts_with("RTH|") && (l.contains("ovl m") || l.contains("jit fast"))) || rtai::is_switch_line(&l))
+        || t.contains("RTAI Testsuite")
+        || t.contains("RTAI testsuite")
+    {
         return Some(Format::RtaiLatency);
     }
     if lines().any(|l| l.starts_with("RTS|") || l.starts_with("HSS|") || l.starts_with("RTT|")) {
@@ -193,6 +196,39 @@ pub fn detect_head(head: &str, complete: bool) -> Option<Format> {
         // not one.
         _ => Some(Format::Rtscope),
     }
+}
+
+/// The opening `limit` bytes of `r` after any leading byte-order mark and
+/// ASCII white space, and how many bytes were skipped: format detection
+/// looks at content, and megabytes of blank space before it must not hide it.
+/// The mark is kept in the returned bytes when it comes first (detection
+/// drops it). Also returns the line breaks skipped, for error positions.
+pub fn read_head(r: impl std::io::Read, limit: usize) -> std::io::Result<(Vec<u8>, u64, usize)> {
+    use std::io::{BufRead, Read};
+    let mut r = std::io::BufReader::with_capacity(64 << 10, r);
+    let (mut skipped, mut lines) = (0u64, 0usize);
+    let bom = "\u{feff}".as_bytes();
+    let mut head = Vec::new();
+    if r.fill_buf()?.starts_with(bom) {
+        r.consume(bom.len());
+        head.extend_from_slice(bom);
+    }
+    loop {
+        let buf = r.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        let n = buf.iter().take_while(|b| b.is_ascii_whitespace()).count();
+        let done = n < buf.len();
+        lines += buf[..n].iter().filter(|&&b| b == b'\n').count();
+        r.consume(n);
+        skipped += n as u64;
+        if done {
+            break;
+        }
+    }
+    r.take((limit - head.len()) as u64).read_to_end(&mut head)?;
+    Ok((head, skipped, lines))
 }
 
 /// The names of all concrete formats, for error messages.
@@ -253,6 +289,21 @@ pub struct Series {
     pub signed: Option<SignedStats>,
     /// Operation counts (Thread-Metric results).
     pub throughput: Option<crate::model::Throughput>,
+    /// The source cannot know the count: `samples` is a lower bound.
+    pub samples_unknown: bool,
+}
+
+/// What the command line adds to what a file says.
+#[derive(Debug, Clone, Default)]
+pub struct ParseOptions {
+    /// `--period`: the measuring period, for sources that do not print it
+    /// (RTAI's `display`).
+    pub period_ns: Option<u64>,
+}
+
+/// The formats `--period` applies to.
+pub fn takes_period(format: Format) -> bool {
+    format == Format::RtaiLatency
 }
 
 /// A parsed source file: one system's series plus what the file says about
@@ -287,6 +338,11 @@ pub fn parse(format: Format, text: &str, file_name: &str) -> Result<Vec<Parsed>,
 /// [`Hist::RAW_LIMIT`] buckets are kept at 3 significant digits, JSON
 /// histograms are folded in while the file is read).
 pub fn parse_reader(format: Format, r: impl std::io::BufRead, file_name: &str) -> Result<Vec<Parsed>, ParseError> {
+    parse_reader_with(format, r, file_name, &ParseOptions::default())
+}
+
+/// [`parse_reader`] with the command line's [`ParseOptions`].
+pub fn parse_reader_with(format: Format, r: impl std::io::BufRead, file_name: &str, opts: &ParseOptions) -> Result<Vec<Parsed>, ParseError> {
     let mut lines = Lines::new(r);
     match format {
         Format::Auto | Format::Rtscope => Err(ParseError::file("internal: parse() takes a concrete foreign format")),
@@ -296,7 +352,7 @@ pub fn parse_reader(format: Format, r: impl std::io::BufRead, file_name: &str) -
         Format::RtlaTimerlatHist => rtla::parse_lines(&mut lines).map(|p| vec![p]),
         Format::RtTestsIpc => ipc::parse_lines(&mut lines, file_name).map(|p| vec![p]),
         Format::XenomaiLatency => xenomai::parse_lines(&mut lines).map(|p| vec![p]),
-        Format::RtaiLatency => rtai::parse_lines(&mut lines).map(|p| vec![p]),
+        Format::RtaiLatency => rtai::parse_lines(&mut lines, opts).map(|p| vec![p]),
         Format::BinsCsv => bins_csv::parse_reader(lines.into_inner()),
         Format::RhealstoneCsv => suites_csv::parse_rhealstone(lines.into_inner()),
         Format::ThreadMetricCsv => suites_csv::parse_thread_metric(lines.into_inner()),
@@ -702,6 +758,7 @@ fn finish_series(s: &Series, probe: &str, phase: &str) -> Result<ProbeResult, Pa
     r.per_second_width_s = s.per_second_width_s.max(1);
     r.signed = s.signed;
     r.throughput = s.throughput.clone();
+    r.samples_unknown = s.samples_unknown;
     Ok(r)
 }
 
@@ -741,6 +798,7 @@ pub fn merge_results(parts: &[&ProbeResult]) -> ProbeResult {
     r.stddev_ns = pooled.sd;
     r.percentiles_ns = percentiles_ns;
     r.histogram = histogram;
+    r.samples_unknown = parts.iter().any(|p| p.samples_unknown);
     // Signed summaries merge when any part has one; a part without one had
     // no negative value, so its unsigned min/mean/max are its signed ones.
     if parts.iter().any(|p| p.signed.is_some()) {

@@ -17,6 +17,7 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
 
 pub fn parse_reader(r: impl std::io::Read) -> Result<Parsed, ParseError> {
     let doc = Doc::read(r)?;
+    super::cyclictest_json::expect_tool(&doc.top, "oslat")?;
     let mut p = common(&doc.top, "oslat");
     let threads = doc
         .threads

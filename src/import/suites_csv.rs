@@ -160,11 +160,14 @@ pub fn parse_thread_metric(r: impl std::io::Read) -> Result<Vec<Parsed>, ParseEr
                 let names: Vec<&str> = THREAD_METRIC.iter().map(|(n, _)| *n).collect();
                 return Err(ParseError::at(*line, format!("unknown Thread-Metric test {label:?}; expected interval_s or one of {}", names.join(", "))));
             };
-            let Some(ops) = number(*line, &cell(cells), &format!("{label} of {system}"))? else { continue };
-            if ops.fract() != 0.0 {
-                return Err(ParseError::at(*line, format!("{label} of {system}: {ops} is not a whole number of operations")));
+            let text = cell(cells);
+            let Some(ops_f) = number(*line, &text, &format!("{label} of {system}"))? else { continue };
+            if ops_f.fract() != 0.0 {
+                return Err(ParseError::at(*line, format!("{label} of {system}: {ops_f} is not a whole number of operations")));
             }
-            let ops = ops as u64;
+            // An integer cell is read exactly (through f64 counts past 2^53
+            // were rounded: 2^63 − 1 became 2^63, past the schema's cap).
+            let ops = text.trim().parse::<u64>().unwrap_or(ops_f as u64);
             let ns_per_op = ((interval_ns as f64 / ops as f64).round() as u64).max(1);
             let mut s = one_value("throughput", Some(variant), ns_per_op, interval_ns);
             s.throughput = Some(Throughput { ops, interval_ns: Nanos(interval_ns), per_interval: vec![ops] });

@@ -113,6 +113,14 @@ impl Run {
                     return Err(format!("{} is {v}, beyond the largest value a result holds ({MAX_STORED})", at(f)));
                 }
             }
+            if let Some(t) = &r.throughput {
+                let most = t.per_interval.iter().copied().max().unwrap_or(0);
+                for (f, v) in [("throughput.ops", t.ops), ("throughput.interval_ns", t.interval_ns.0), ("throughput.per_interval[]", most)] {
+                    if v > MAX_STORED {
+                        return Err(format!("{} is {v}, beyond the largest value a result holds ({MAX_STORED})", at(f)));
+                    }
+                }
+            }
             if r.samples > 0 && r.min_ns > r.max_ns {
                 return Err(format!("{} {} is above max_ns {}", at("min_ns"), r.min_ns.0, r.max_ns.0));
             }
@@ -465,6 +473,11 @@ pub struct ProbeResult {
     /// For the `osnoise` probe: the interference the tracer counted, by class.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interference: Option<Interference>,
+    /// The source could not know how many samples there were (an RTAI
+    /// `display` log without its period): `samples` is a lower bound (one
+    /// per window) and readers show the count as unknown.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub samples_unknown: bool,
 }
 
 /// The largest samples of one thread (or of the merged entry), kept exactly:
@@ -547,6 +560,7 @@ impl ProbeResult {
             faults: None,
             tracer: None,
             interference: None,
+            samples_unknown: false,
         }
     }
 

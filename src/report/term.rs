@@ -43,7 +43,7 @@ pub fn summary_table(run: &Run, in_ns: bool) -> String {
                 r.phase.clone(),
                 r.thread.map(|t| t.to_string()).unwrap_or_else(|| "all".into()),
                 r.cpu.map(|c| c.to_string()).unwrap_or_else(|| UNKNOWN.into()),
-                r.samples.to_string(),
+                if r.samples_unknown { format!("unknown (≥{})", r.samples) } else { r.samples.to_string() },
                 r.overruns.to_string(),
                 fmt_latency(r.shown_min_ns(), in_ns),
                 format!("{}±{}", fmt_latency(r.shown_mean_ns(), in_ns), fmt_latency(r.stddev_ns, in_ns)),

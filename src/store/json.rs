@@ -103,10 +103,19 @@ pub fn read_run(path: &Path) -> Result<Run, BadInput> {
 pub fn read_run_text(path: &Path) -> Result<(Run, String), BadInput> {
     let bytes = read_input(path, MAX_RESULT_BYTES).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
     let text = String::from_utf8(bytes).map_err(|e| BadInput(format!("{}: not UTF-8 text ({e}); is it an rtscope result file?", path.display())))?;
-    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        BadInput(format!("{}: not valid JSON ({e}); is it an rtscope result file?", path.display()))
-    })?;
-    match v.get("schema_version").and_then(|s| s.as_u64()) {
+    // Only the version is looked at first (the rest is skipped, not built as
+    // a JSON tree: a tree of a 200 MB result took gigabytes), then the run
+    // is read straight from the text.
+    #[derive(serde::Deserialize)]
+    struct Version {
+        schema_version: Option<serde_json::Value>,
+    }
+    let version = match serde_json::from_str::<Version>(&text) {
+        Ok(v) => v.schema_version.and_then(|s| s.as_u64()),
+        Err(e) if e.is_data() => None,
+        Err(e) => return Err(BadInput(format!("{}: not valid JSON ({e}); is it an rtscope result file?", path.display()))),
+    };
+    match version {
         Some(n) if n == SCHEMA_VERSION as u64 => {}
         Some(n) => {
             return Err(BadInput(format!(
@@ -121,7 +130,7 @@ pub fn read_run_text(path: &Path) -> Result<(Run, String), BadInput> {
             )))
         }
     }
-    let run: Run = serde_json::from_value(v).map_err(|e| BadInput(format!("{}: does not match result schema v{SCHEMA_VERSION}: {e}", path.display())))?;
+    let run: Run = serde_json::from_str(&text).map_err(|e| BadInput(format!("{}: does not match result schema v{SCHEMA_VERSION}: {e}", path.display())))?;
     run.check_invariants().map_err(|e| {
         BadInput(format!(
             "{}: {e}: the file breaks result schema v{SCHEMA_VERSION} (docs/schema.md); it was not written by rtscope, or was edited",
