@@ -111,6 +111,8 @@ pub enum PolicyArg {
     Fifo,
     Rr,
     Other,
+    /// SCHED_DEADLINE (timer, periodic): period -i, --dl-runtime, --dl-deadline.
+    Deadline,
 }
 
 impl From<PolicyArg> for Policy {
@@ -119,6 +121,7 @@ impl From<PolicyArg> for Policy {
             PolicyArg::Fifo => Policy::Fifo,
             PolicyArg::Rr => Policy::RoundRobin,
             PolicyArg::Other => Policy::Other,
+            PolicyArg::Deadline => Policy::Deadline,
         }
     }
 }
