@@ -108,8 +108,8 @@ fn deadline_refusals_are_exit_2_naming_the_setting_with_nothing_written() {
     let t = (2 * cpus + 2).to_string();
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["--probe", "timer", "--policy", "deadline", "-i", "4ms", "-t", &t, "-D", "1s"], "were not admitted"),
-        (vec!["--probe", "timer", "--policy", "deadline", "-i", "4ms", "--dl-runtime", "5ms", "-D", "1s"], "--dl-deadline"),
-        (vec!["--probe", "timer", "--policy", "deadline", "-i", "4ms", "--dl-deadline", "3ms", "--dl-runtime", "3500us", "-D", "1s"], "--dl-runtime"),
+        (vec!["--probe", "timer", "--policy", "deadline", "-i", "4ms", "--dl-runtime", "5ms", "-D", "1s"], "--dl-runtime 5ms"),
+        (vec!["--probe", "timer", "--policy", "deadline", "-i", "4ms", "--dl-deadline", "3ms", "--dl-runtime", "3500us", "-D", "1s"], "--dl-runtime 3500us"),
         (vec!["--probe", "sem", "--policy", "deadline", "-i", "4ms", "-D", "1s"], "does not run under SCHED_DEADLINE"),
         (vec!["--probe", "timer", "-i", "4ms", "--dl-runtime", "2ms", "-D", "1s"], "only with --policy deadline"),
         (vec!["--probe", "migrate", "--policy", "other", "-D", "1s"], "--policy fifo"),
