@@ -330,7 +330,7 @@ fn rt_throttling_off_vs_on() {
 fn deadline_bandwidth_hrtick_and_root_domain() {
     let h = Host::tuned();
     // Throttling off is admission control off for SCHED_DEADLINE.
-    h.finding("sched.dl_bandwidth", "2-3").is("warn").fix_has("sched_rt_runtime_us=950000");
+    h.finding("sched.dl_bandwidth", "2-3").is("info").fix_has("sched_rt_runtime_us=950000");
     h.set("/proc/sys/kernel/sched_rt_runtime_us", "950000\n");
     h.finding("sched.dl_bandwidth", "2-3").is("info").title_has("up to 95% of each CPU");
     h.set("/proc/sys/kernel/sched_rt_runtime_us", "0\n");
@@ -486,7 +486,7 @@ fn empty_tree_reports_not_exposed_without_failing() {
     let doc = h.json(&[]);
     assert_eq!(doc["cpus"], serde_json::json!([0]));
     let f = doc["findings"].as_array().unwrap();
-    assert_eq!(f.len(), 23);
+    assert_eq!(f.len(), 26);
     let swaps = f.iter().find(|f| f["id"] == "mm.swap").unwrap();
     assert_eq!(swaps["severity"], "info");
     assert_eq!(swaps["evidence"][0]["value"], "(not exposed by this kernel)");
@@ -559,7 +559,7 @@ fn real_host_run_succeeds() {
     assert!(text.contains("preempt.model") && text.contains(" ok\n"), "{text}");
     let out = Command::cargo_bin("rtscope").unwrap().args(["doctor", "--json"]).output().unwrap();
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc["findings"].as_array().unwrap().len(), 24);
+    assert_eq!(doc["findings"].as_array().unwrap().len(), 27);
 }
 
 /// Golden: the doctor JSON of the tuned host, byte for byte (findings,

@@ -67,7 +67,7 @@ fn deadline(ctx: &Ctx, runtime: Option<i64>, period: Option<i64>) -> Vec<Finding
     let (rt_ev, _) = ctx.read("/proc/sys/kernel/sched_rt_runtime_us");
     let (p_ev, _) = ctx.read("/proc/sys/kernel/sched_rt_period_us");
     let f = match (runtime, period) {
-        (Some(-1), _) => Finding::new("sched.dl_bandwidth", Severity::Warn, "Deadline admission control is off (sched_rt_runtime_us = -1)")
+        (Some(-1), _) => Finding::new("sched.dl_bandwidth", Severity::Info, "Deadline admission control is off (sched_rt_runtime_us = -1)")
             .why("SCHED_DEADLINE tasks are admitted whatever they reserve: an over-committed set misses deadlines instead of being refused at sched_setattr.")
             .fix("`sysctl -w kernel.sched_rt_runtime_us=950000` (the default) to have the kernel refuse reservations it cannot keep."),
         (Some(0), _) => Finding::new("sched.dl_bandwidth", Severity::Warn, "No deadline bandwidth (sched_rt_runtime_us = 0): every SCHED_DEADLINE task is refused")
