@@ -327,6 +327,27 @@ fn rt_throttling_off_vs_on() {
 }
 
 #[test]
+fn deadline_bandwidth_hrtick_and_root_domain() {
+    let h = Host::tuned();
+    // Throttling off is admission control off for SCHED_DEADLINE.
+    h.finding("sched.dl_bandwidth", "2-3").is("info").fix_has("sched_rt_runtime_us=950000");
+    h.set("/proc/sys/kernel/sched_rt_runtime_us", "950000\n");
+    h.finding("sched.dl_bandwidth", "2-3").is("info").title_has("up to 95% of each CPU");
+    h.set("/proc/sys/kernel/sched_rt_runtime_us", "0\n");
+    h.finding("sched.dl_bandwidth", "2-3").is("warn").title_has("every SCHED_DEADLINE task is refused");
+    // No debugfs in the fake root: unknown, with the mount as the fix.
+    h.finding("sched.hrtick", "2-3").is("info").fix_has("mount -t debugfs");
+    h.set("/sys/kernel/debug/sched/features", "GENTLE_FAIR_SLEEPERS NO_HRTICK NO_HRTICK_DL\n");
+    h.finding("sched.hrtick", "2-3").is("info").fix_has("echo HRTICK");
+    h.set("/sys/kernel/debug/sched/features", "GENTLE_FAIR_SLEEPERS HRTICK NO_HRTICK_DL\n");
+    h.finding("sched.hrtick", "2-3").is("ok");
+    // The tuned host isolates 2-3: outside the deadline tasks' root domain.
+    h.finding("sched.dl_root_domain", "2-3").is("info").title_has("CPUs 2-3 are isolated").fix_has("cpuset");
+    h.set("/sys/devices/system/cpu/isolated", "\n");
+    h.finding("sched.dl_root_domain", "2-3").is("ok");
+}
+
+#[test]
 fn timer_migration_off_vs_on() {
     let h = Host::tuned();
     h.finding("sched.timer_migration", "2-3").is("ok");
@@ -434,7 +455,8 @@ fn json_has_documented_shape() {
     for id in [
         "preempt.model", "cpuidle.states", "cpuidle.pm_qos", "cpufreq.governor", "cpufreq.boost",
         "isolation.isolcpus", "isolation.nohz_full", "isolation.rcu_nocbs", "cpu.smt", "irq.irqbalance",
-        "irq.affinity", "sched.rt_throttling", "sched.timer_migration", "mm.thp", "mm.swap",
+        "irq.affinity", "sched.rt_throttling", "sched.timer_migration", "sched.dl_bandwidth", "sched.hrtick",
+        "sched.dl_root_domain", "mm.thp", "mm.swap",
         "clock.clocksource", "clock.tsc", "console.loglevel", "watchdog.nmi", "watchdog.soft",
         "cpu.mitigations", "vm.hypervisor",
     ] {
@@ -464,7 +486,7 @@ fn empty_tree_reports_not_exposed_without_failing() {
     let doc = h.json(&[]);
     assert_eq!(doc["cpus"], serde_json::json!([0]));
     let f = doc["findings"].as_array().unwrap();
-    assert_eq!(f.len(), 23);
+    assert_eq!(f.len(), 26);
     let swaps = f.iter().find(|f| f["id"] == "mm.swap").unwrap();
     assert_eq!(swaps["severity"], "info");
     assert_eq!(swaps["evidence"][0]["value"], "(not exposed by this kernel)");
@@ -537,7 +559,7 @@ fn real_host_run_succeeds() {
     assert!(text.contains("preempt.model") && text.contains(" ok\n"), "{text}");
     let out = Command::cargo_bin("rtscope").unwrap().args(["doctor", "--json"]).output().unwrap();
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc["findings"].as_array().unwrap().len(), 24);
+    assert_eq!(doc["findings"].as_array().unwrap().len(), 27);
 }
 
 /// Golden: the doctor JSON of the tuned host, byte for byte (findings,

@@ -31,6 +31,9 @@ pub enum Metric {
     Overruns,
     #[serde(rename = "miss-ratio")]
     MissRatio,
+    /// `migrate`'s priority-order violations (its entries only).
+    #[serde(rename = "violations")]
+    Violations,
 }
 
 impl Metric {
@@ -41,6 +44,7 @@ impl Metric {
             Metric::P999 => "p99.9",
             Metric::Overruns => "overruns",
             Metric::MissRatio => "miss-ratio",
+            Metric::Violations => "violations",
         }
     }
     /// "us" for latencies (values are reported in µs), "" for counts and ratios.
@@ -67,6 +71,7 @@ impl Metric {
             Metric::P99 => pct(99.0),
             Metric::P999 => pct(99.9),
             Metric::Overruns => Ok(r.overruns as f64),
+            Metric::Violations => r.violations.as_ref().map(|v| v.count as f64).ok_or_else(|| "violations unknown: the entry has no violation count".into()),
             Metric::MissRatio => {
                 let d = deadline.ok_or("miss-ratio needs --deadline")?;
                 let m = deadline::misses(r, d);
@@ -149,7 +154,7 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 /// Number for messages: latencies with one decimal, ratios in e-notation.
 pub fn fmt_value(metric: Metric, v: f64) -> String {
     match metric {
-        Metric::Overruns => format!("{v:.0}"),
+        Metric::Overruns | Metric::Violations => format!("{v:.0}"),
         Metric::MissRatio => format!("{v:.3e}"),
         _ => format!("{v:.1} us"),
     }
@@ -185,6 +190,9 @@ pub fn check(runs: &[(String, Run)], gate: &Gate) -> CheckReport {
             }
         }
         for (metric, kind, bound) in specs {
+            if metric == Metric::Violations && k.probe != "migrate" {
+                continue;
+            }
             // The limit: the bound, or X × the baseline's median value.
             let limit: Result<f64, String> = match (kind, &gate.baseline) {
                 ("baseline", Some((_, x))) => {

@@ -190,6 +190,10 @@ pub struct CheckArgs {
     #[arg(long, value_name = "N")]
     pub overruns: Option<u64>,
 
+    /// Fail when a `migrate` entry has more than N periods with a priority-order violation.
+    #[arg(long, value_name = "N")]
+    pub violations: Option<u64>,
+
     /// Fail when the share of samples over --deadline is above R (e.g. 1e-6).
     #[arg(long, value_name = "R", value_parser = parse_ratio_bound, requires = "deadline")]
     pub miss_ratio: Option<f64>,

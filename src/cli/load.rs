@@ -216,6 +216,7 @@ fn from_scenario(args: &RunArgs, explicit: &BTreeSet<String>, started: &str, s: 
             a.policy = match p.get_ref().as_str() {
                 "rr" => super::PolicyArg::Rr,
                 "other" => super::PolicyArg::Other,
+                "deadline" => super::PolicyArg::Deadline,
                 _ => super::PolicyArg::Fifo,
             };
         }
@@ -374,6 +375,7 @@ fn finish(
     }
     check_starvation(plan, &exp, &online, la.force)?;
     crate::plan::probes::check_suites(plan, &exp.entries)?;
+    crate::plan::probes::check_deadline(plan, &exp.entries)?;
     plan.phases = exp.phases.iter().map(|p| p.name.clone()).collect();
     Ok(exp)
 }
@@ -434,7 +436,7 @@ pub fn describe(plan: &RunPlan, exp: &Experiment, output: &Output, dry_run: bool
     // Said now, not discovered in the result: a policy this user may not
     // have falls back to SCHED_OTHER at set-up.
     let fallback = match plan.policy {
-        crate::sys::sched::Policy::Other => String::new(),
+        crate::sys::sched::Policy::Other | crate::sys::sched::Policy::Deadline => String::new(),
         p => match crate::sys::sched::policy_permitted(p, plan.priority) {
             Ok(()) => String::new(),
             Err(e) => format!(
@@ -443,14 +445,24 @@ pub fn describe(plan: &RunPlan, exp: &Experiment, output: &Output, dry_run: bool
             ),
         },
     };
-    s.push_str(&format!(
-        "measuring: {} thread(s) on CPUs {}, SCHED_{} priority {}{fallback}\n",
-        plan.threads,
-        // The CPUs the threads are pinned to (`-t 1` on 0-1 is CPU 0), not the whole set.
-        units::cpu_list_str(&plan.measured_cpus()),
-        plan.policy.name().to_uppercase(),
-        plan.priority
-    ));
+    if plan.policy == crate::sys::sched::Policy::Deadline {
+        let dl = plan.probe.dl_params(plan.interval_ns);
+        s.push_str(&format!(
+            "measuring: {} thread(s), SCHED_DEADLINE runtime {} deadline {} per period (-i, or each --periods), not pinned (a deadline task spans its root domain)\n",
+            plan.threads,
+            plan.probe.dl_runtime_ns.map(units::fmt_ns).unwrap_or_else(|| format!("{} (60% of the deadline)", units::fmt_ns(dl.runtime_ns))),
+            plan.probe.dl_deadline_ns.map(units::fmt_ns).unwrap_or_else(|| "= period".into()),
+        ));
+    } else {
+        s.push_str(&format!(
+            "measuring: {} thread(s) on CPUs {}, SCHED_{} priority {}{fallback}\n",
+            plan.threads,
+            // The CPUs the threads are pinned to (`-t 1` on 0-1 is CPU 0), not the whole set.
+            units::cpu_list_str(&plan.measured_cpus()),
+            plan.policy.name().to_uppercase(),
+            plan.priority
+        ));
+    }
     let generated = exp.phases.iter().any(|p| p.loads.iter().any(|k| k.load().is_some()));
     let commands: Vec<&str> = exp
         .phases

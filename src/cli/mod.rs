@@ -116,6 +116,8 @@ pub enum PolicyArg {
     Fifo,
     Rr,
     Other,
+    /// SCHED_DEADLINE (timer, periodic): period -i, --dl-runtime, --dl-deadline.
+    Deadline,
 }
 
 impl From<PolicyArg> for Policy {
@@ -124,6 +126,7 @@ impl From<PolicyArg> for Policy {
             PolicyArg::Fifo => Policy::Fifo,
             PolicyArg::Rr => Policy::RoundRobin,
             PolicyArg::Other => Policy::Other,
+            PolicyArg::Deadline => Policy::Deadline,
         }
     }
 }

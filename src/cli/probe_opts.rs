@@ -66,6 +66,33 @@ pub struct ProbeOpts {
     /// Thread-Metric]; each test runs whole intervals within its share of -D.
     #[arg(long, value_name = "TIME", default_value = "30s", value_parser = parse_tm_interval, allow_hyphen_values = true)]
     pub tm_interval: u64,
+
+    /// `--policy deadline`: the SCHED_DEADLINE runtime per period [default:
+    /// 60 % of the deadline, as cyclicdeadline]; under 2ms it needs the
+    /// scheduler's HRTICK feature.
+    #[arg(long, value_name = "TIME", value_parser = units::parse_interval, allow_hyphen_values = true)]
+    pub dl_runtime: Option<u64>,
+
+    /// `--policy deadline`: the relative deadline [default: the period, -i].
+    #[arg(long, value_name = "TIME", value_parser = units::parse_interval, allow_hyphen_values = true)]
+    pub dl_deadline: Option<u64>,
+
+    /// `signal:chain`: threads the signal passes through (2-64, signaltest's -t).
+    #[arg(long, value_name = "N", default_value_t = crate::measure::chain::DEFAULT_CHAIN, value_parser = parse_chain, allow_hyphen_values = true)]
+    pub chain: usize,
+
+    /// `migrate`: busy time of each thread per period (rt-migrate-test's -r).
+    #[arg(long, value_name = "TIME", default_value = "20ms", value_parser = parse_migrate_time, allow_hyphen_values = true)]
+    pub migrate_run: u64,
+
+    /// `migrate`: idle time between periods (rt-migrate-test's -s).
+    #[arg(long, value_name = "TIME", default_value = "100ms", value_parser = parse_migrate_time, allow_hyphen_values = true)]
+    pub migrate_sleep: u64,
+
+    /// `migrate`: a thread starting later than a lower-priority one by more
+    /// than this is a violation (rt-migrate-test's -m).
+    #[arg(long, value_name = "TIME", default_value = "1ms", value_parser = units::parse_interval, allow_hyphen_values = true)]
+    pub migrate_max_err: u64,
 }
 
 /// The validated probe settings from the flags, the `--probe` variant
@@ -86,7 +113,29 @@ pub fn settings(o: &ProbeOpts, variants: BTreeMap<String, Vec<String>>, cpus_exp
         pi_burst_ns: o.pi_burst,
         tm_interval_ns: o.tm_interval,
         cpus_explicit,
+        dl_runtime_ns: o.dl_runtime,
+        dl_deadline_ns: o.dl_deadline,
+        chain: o.chain,
+        migrate_run_ns: o.migrate_run,
+        migrate_sleep_ns: o.migrate_sleep,
+        migrate_max_err_ns: o.migrate_max_err,
     }
+}
+
+fn parse_chain(s: &str) -> Result<usize, String> {
+    let max = crate::measure::chain::MAX_CHAIN;
+    match s.trim().parse::<usize>() {
+        Ok(n) if (2..=max).contains(&n) => Ok(n),
+        _ => Err(format!("'{s}' is not a chain length; give 2 to {max} threads")),
+    }
+}
+
+fn parse_migrate_time(s: &str) -> Result<u64, String> {
+    let v = units::parse_interval(s)?;
+    if !(1_000_000..=10_000_000_000).contains(&v) {
+        return Err(format!("{s} is out of range; give 1ms to 10s"));
+    }
+    Ok(v)
 }
 
 fn parse_period(s: &str) -> Result<u64, String> {

@@ -27,12 +27,15 @@ pub fn cmd(args: &CheckArgs) -> anyhow::Result<u8> {
     if let Some(v) = args.overruns {
         bounds.push((Metric::Overruns, v as f64));
     }
+    if let Some(v) = args.violations {
+        bounds.push((Metric::Violations, v as f64));
+    }
     if let Some(v) = args.miss_ratio {
         bounds.push((Metric::MissRatio, v));
     }
     if bounds.is_empty() && args.baseline.is_none() {
         return Err(BadInput(
-            "check: no bound given; give at least one of --max, --p99, --p99.9, --overruns, --miss-ratio (with --deadline), or --baseline with --ratio".into(),
+            "check: no bound given; give at least one of --max, --p99, --p99.9, --overruns, --violations, --miss-ratio (with --deadline), or --baseline with --ratio".into(),
         )
         .into());
     }

@@ -87,5 +87,19 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     if let Some(store) = store.as_mut() {
         crate::commands::history::save_native(store, &run, &output.path, output.quiet)?;
     }
+    // A migrate run with priority-order violations fails, as rt-migrate-test.
+    let violated: Vec<String> = run
+        .results
+        .iter()
+        .filter(|r| r.thread.is_none())
+        .filter_map(|r| r.violations.as_ref().filter(|v| v.count > 0).map(|v| format!("{} ({}): {} of {} periods", r.probe, r.phase, v.count, v.periods)))
+        .collect();
+    if !violated.is_empty() && !run.interrupted {
+        eprintln!(
+            "failed: a higher-priority thread waited while a lower-priority one ran in {} (see `violations` in the result; exit 3)",
+            violated.join(", ")
+        );
+        return Ok(crate::error::EXIT_GATE_FAILED);
+    }
     Ok(if run.interrupted { EXIT_INTERRUPTED } else { EXIT_OK })
 }

@@ -11,8 +11,11 @@
 //!
 //! Registry: [`PROBES`] lists every probe by name; [`probe_by_name`] builds one.
 
+pub mod chain;
+pub mod dl;
 pub mod hwlat;
 pub mod maxrate;
+pub mod migrate;
 pub mod mq;
 pub mod noise;
 pub mod osnoise;
@@ -53,11 +56,12 @@ pub const PROBES: &[(&str, &str)] = &[
     ("sem", "hand-off release -> blocked waiter runs: posix, sysv, mutex, condvar, futex; same/cross CPU"),
     ("pipe", "pipe (RT-FIFO) oneway write -> read, and task1 -> A -> task2 -> B -> task1 roundtrip"),
     ("mq", "POSIX message queue (mailbox) oneway and roundtrip"),
-    ("signal", "pthread_kill / pthread_sigqueue -> sigwaitinfo returns"),
+    ("signal", "pthread_kill / pthread_sigqueue -> sigwaitinfo returns; chain: a signal passed along --chain threads (signaltest), full round and per hop"),
     ("switch", "task switch time: two equal-priority threads on one CPU (futex ping-pong, sched_yield)"),
     ("preempt", "preemption time: a running low-priority thread wakes a higher-priority one on its CPU"),
     ("noise", "OS noise: gaps above --noise-threshold in a busy loop reading the clock (as oslat)"),
     ("maxrate", "max sustainable timer rate: overruns and miss ratio at each --periods"),
+    ("migrate", "RT priority order across CPUs (rt-migrate-test): CPUs+1 SCHED_FIFO threads released together; wake-up latency and violations"),
     ("pi", "priority inversion: high's blocking time on a mutex low holds while medium bursts (none, inherit, protect, deadlock-break)"),
     ("throughput", "Thread-Metric's eight tests: operations completed per --tm-interval (basic ... memory)"),
     ("timerlat", "kernel timerlat tracer: timer IRQ latency and its kernel thread's latency, per CPU (CONFIG_TIMERLAT_TRACER)"),
@@ -78,6 +82,7 @@ pub fn probe_by_name(name: &str) -> Option<Box<dyn Probe>> {
         "preempt" => Some(Box::new(preempt::PreemptProbe)),
         "noise" => Some(Box::new(noise::NoiseProbe)),
         "maxrate" => Some(Box::new(maxrate::MaxrateProbe)),
+        "migrate" => Some(Box::new(migrate::MigrateProbe)),
         "pi" => Some(Box::new(pi::PiProbe)),
         "throughput" => Some(Box::new(throughput::ThroughputProbe)),
         "timerlat" => Some(Box::new(timerlat::TimerlatProbe)),
@@ -151,6 +156,10 @@ pub struct Extra {
     /// `--trace-threshold`), by the sample's `seq`: attached to the entry's
     /// worst samples of the same CPU and seq.
     pub windows: Vec<(u64, crate::model::TraceWindow)>,
+    /// SCHED_DEADLINE runtime overruns (SIGXCPU), under `--policy deadline`.
+    pub runtime_overruns: Option<u64>,
+    /// `migrate`'s priority-order violations.
+    pub violations: Option<crate::model::Violations>,
 }
 
 impl Extra {
@@ -177,6 +186,11 @@ impl Extra {
             },
             interference: both(self.interference, o.interference, |a, b| a.merge(b)),
             windows: self.windows.iter().chain(&o.windows).cloned().collect(),
+            runtime_overruns: both(self.runtime_overruns, o.runtime_overruns, |a, b| a + b),
+            violations: match (&self.violations, &o.violations) {
+                (Some(a), Some(b)) => Some(a.merge(b)),
+                (a, b) => a.clone().or_else(|| b.clone()),
+            },
         }
     }
 
@@ -189,6 +203,8 @@ impl Extra {
         r.faults = self.faults;
         r.tracer = self.tracer.clone();
         r.interference = self.interference;
+        r.runtime_overruns = self.runtime_overruns;
+        r.violations = self.violations.clone();
         for w in r.worst.iter_mut() {
             if let Some((_, t)) = self.windows.iter().find(|(seq, t)| *seq == w.seq && t.cpu == w.cpu) {
                 w.trace = Some(t.clone());
@@ -264,17 +280,31 @@ pub struct ThreadSpec {
     pub cpu: Option<usize>,
     pub policy: Policy,
     pub priority: u8,
+    /// The reservation under SCHED_DEADLINE (`policy` is `Deadline`).
+    pub dl: Option<sched::DlParams>,
 }
 
 impl ThreadSpec {
-    /// The run's `index`-th measuring thread: CPUs assigned round-robin.
+    /// The run's `index`-th measuring thread: CPUs assigned round-robin;
+    /// under SCHED_DEADLINE not pinned (see [`setup_current_thread`]), with
+    /// the run's period as the reservation's.
     pub fn from_run(run: &ProbeRun, index: usize) -> ThreadSpec {
+        let dl = (run.policy == Policy::Deadline).then(|| run.probe.dl_params(run.interval_ns));
         ThreadSpec {
             index,
-            cpu: Some(run.cpus[index % run.cpus.len()]),
+            cpu: if dl.is_some() { None } else { Some(run.cpus[index % run.cpus.len()]) },
             policy: run.policy,
             priority: run.priority,
+            dl,
         }
+    }
+
+    /// This spec with the SCHED_DEADLINE period `period_ns` (`periodic`'s variants).
+    pub fn with_period(mut self, run: &ProbeRun, period_ns: u64) -> ThreadSpec {
+        if self.dl.is_some() {
+            self.dl = Some(run.probe.dl_params(period_ns));
+        }
+        self
     }
 }
 
@@ -286,6 +316,36 @@ pub fn setup_current_thread(spec: &ThreadSpec) -> Vec<SetupStep> {
     let i = spec.index;
     if let Some(cpu) = spec.cpu {
         steps.push(step(format!("affinity[thread {i}]"), sched::set_current_affinity(&[cpu]), &format!("cpu {cpu}")));
+    }
+    if let Some(dl) = spec.dl {
+        // A SCHED_DEADLINE task's affinity must span its root domain (the
+        // kernel refuses it otherwise, EPERM): never pinned, the thread is
+        // allowed every online CPU (it may have inherited a narrower mask).
+        let online = sched::online_cpus();
+        steps.push(step(
+            format!("affinity[thread {i}]"),
+            sched::set_current_affinity(&online),
+            &format!("cpus {} (SCHED_DEADLINE: not pinned, the reservation spans the root domain)", crate::units::cpu_list_str(&online)),
+        ));
+        if let Err(e) = dl::install_overrun_handler() {
+            steps.push(SetupStep { step: format!("sigxcpu[thread {i}]"), outcome: crate::model::Outcome::Failed, detail: e });
+        }
+        let detail = format!(
+            "runtime {} deadline {} period {}",
+            crate::units::fmt_ns(dl.runtime_ns),
+            crate::units::fmt_ns(dl.deadline_ns),
+            crate::units::fmt_ns(dl.period_ns)
+        );
+        match sched::set_current_deadline(dl, true) {
+            Ok(()) => steps.push(SetupStep::ok(format!("sched_deadline[thread {i}]"), detail)),
+            Err(e) => steps.push(SetupStep {
+                step: format!("sched_deadline[thread {i}]"),
+                outcome: crate::model::Outcome::Failed,
+                detail: format!("{detail}: {}; running as SCHED_OTHER with the timer method", dl::why(e)),
+            }),
+        }
+        crate::sys::mman::prefault_stack(MEASURING_STACK / 2);
+        return steps;
     }
     let r = sched::set_current_policy(spec.policy, spec.priority);
     let name = format!("sched_{}[thread {i}]", spec.policy.name());

@@ -234,8 +234,8 @@ fn pair_specs(ctx: &ProbeCtx<'_>, p: Placement) -> [ThreadSpec; 2] {
         None => prio.saturating_sub(1).max(1),
     };
     [
-        ThreadSpec { index: 0, cpu: p.receiver_cpu, policy: ctx.run.policy, priority: prio },
-        ThreadSpec { index: 1, cpu: p.sender_cpu, policy: ctx.run.policy, priority: lower },
+        ThreadSpec { index: 0, cpu: p.receiver_cpu, policy: ctx.run.policy, priority: prio, dl: None },
+        ThreadSpec { index: 1, cpu: p.sender_cpu, policy: ctx.run.policy, priority: lower, dl: None },
     ]
 }
 

@@ -17,6 +17,9 @@
 //! consecutive starts (samples − 1 per thread). The mean telescopes to
 //! (last latency − first latency)/(n − 1), so it is near 0 unless the
 //! latencies drift.
+//!
+//! Under `--policy deadline` each variant's threads are SCHED_DEADLINE tasks
+//! whose reservation period is the variant's period (see [`super::dl`]).
 
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
@@ -79,13 +82,16 @@ impl Probe for PeriodicProbe {
             let variant = fmt_ns(period);
             ctx.board.reset(&format!("periodic {variant}"));
             let errors: Mutex<Vec<Option<(Recorder, Signed)>>> = Mutex::new((0..specs.len()).map(|_| None).collect());
+            let specs: Vec<ThreadSpec> = specs.iter().cloned().map(|s| s.with_period(ctx.run, period)).collect();
+            let dl_overruns: Mutex<Vec<Option<u64>>> = Mutex::new(vec![None; specs.len()]);
             let mut outs = spawn_measuring(ctx, &specs, Some(variant.clone()), period, |spec, rec, stop, barrier| {
                 let mut abs = Recorder::with_tail(spec.index, share, ctx.run.worst_k, tail_capacity(share, period));
                 let mut signed = Signed::new();
                 let mut prev: Option<u64> = None;
                 let late = LateSamples::arm(ctx.trace, spec.index, spec.cpu);
+                let deadline = spec.dl.is_some() && super::dl::current_is_deadline();
                 barrier.wait();
-                let err = timer_loop_with(rec, stop, period, share, max, |latency, at, seq| {
+                let on_sample = |latency: u64, at: u64, seq: u64| {
                     late.after(latency, seq);
                     if let Some(p) = prev {
                         let e = latency as i64 - p as i64;
@@ -93,11 +99,22 @@ impl Probe for PeriodicProbe {
                         signed.add(e);
                     }
                     prev = Some(latency);
-                });
+                };
+                let err = if deadline {
+                    let n = super::dl::deadline_loop_with(rec, stop, period, share, max, on_sample);
+                    dl_overruns.lock().unwrap()[spec.index] = Some(n);
+                    None
+                } else {
+                    timer_loop_with(rec, stop, period, share, max, on_sample)
+                };
                 errors.lock().unwrap()[spec.index] = Some((abs, signed));
                 err
             })?;
             let errors = errors.into_inner().unwrap();
+            let dl_overruns = dl_overruns.into_inner().unwrap();
+            for o in outs.iter_mut() {
+                o.extra.runtime_overruns = dl_overruns.get(o.thread).copied().flatten();
+            }
             let mut extra_outs = Vec::new();
             for (o, e) in outs.iter().zip(errors) {
                 let Some((abs, signed)) = e else { continue };

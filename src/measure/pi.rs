@@ -69,7 +69,7 @@ impl Probe for PiProbe {
         let p = ctx.run.priority.max(3);
         let policy = ctx.run.policy;
         let specs: Vec<ThreadSpec> =
-            [p, p - 1, p - 2].iter().enumerate().map(|(index, &priority)| ThreadSpec { index, cpu, policy, priority }).collect();
+            [p, p - 1, p - 2].iter().enumerate().map(|(index, &priority)| ThreadSpec { index, cpu, policy, priority, dl: None }).collect();
         let mut out = Vec::new();
         for v in &variants {
             if ctx.stop.load(Ordering::Relaxed) {

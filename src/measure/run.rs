@@ -86,6 +86,15 @@ pub struct ProbeSettings {
     /// True when -a or -t was given: probes that default to one CPU
     /// (`noise`, `maxrate`) then use the plan's threads and CPUs.
     pub cpus_explicit: bool,
+    /// `--dl-runtime` / `--dl-deadline` (None: the defaults of [`ProbeSettings::dl_params`]).
+    pub dl_runtime_ns: Option<u64>,
+    pub dl_deadline_ns: Option<u64>,
+    /// `--chain`: threads in `signal:chain`.
+    pub chain: usize,
+    /// `migrate`: `--migrate-run`, `--migrate-sleep`, `--migrate-max-err`.
+    pub migrate_run_ns: u64,
+    pub migrate_sleep_ns: u64,
+    pub migrate_max_err_ns: u64,
 }
 
 impl Default for ProbeSettings {
@@ -102,6 +111,12 @@ impl Default for ProbeSettings {
             pi_burst_ns: super::pi::DEFAULT_BURST_NS,
             tm_interval_ns: super::throughput::DEFAULT_INTERVAL_NS,
             cpus_explicit: false,
+            dl_runtime_ns: None,
+            dl_deadline_ns: None,
+            chain: super::chain::DEFAULT_CHAIN,
+            migrate_run_ns: super::migrate::DEFAULT_RUN_NS,
+            migrate_sleep_ns: super::migrate::DEFAULT_SLEEP_NS,
+            migrate_max_err_ns: super::migrate::DEFAULT_MAX_ERR_NS,
         }
     }
 }
@@ -113,6 +128,15 @@ impl ProbeSettings {
             None => true,
             Some(sels) => sels.iter().any(|s| selects(s, variant)),
         }
+    }
+
+    /// The SCHED_DEADLINE reservation of a thread with period `period_ns`:
+    /// deadline `--dl-deadline` (default: the period), runtime
+    /// `--dl-runtime` (default: 60 % of the deadline, as cyclicdeadline).
+    pub fn dl_params(&self, period_ns: u64) -> crate::sys::sched::DlParams {
+        let deadline_ns = self.dl_deadline_ns.unwrap_or(period_ns);
+        let runtime_ns = self.dl_runtime_ns.unwrap_or(deadline_ns / 10 * 6);
+        crate::sys::sched::DlParams { runtime_ns, deadline_ns, period_ns }
     }
 
     /// `--periods`, or `default` when not given.
@@ -136,6 +160,13 @@ impl ProbeSettings {
             sender_priority: self.sender_priority.unwrap_or(0),
             pi_burst_ns: Nanos(self.pi_burst_ns),
             tm_interval_ns: Nanos(self.tm_interval_ns),
+            dl_runtime_ns: self.dl_runtime_ns.map(Nanos),
+            dl_deadline_ns: self.dl_deadline_ns.map(Nanos),
+            // Recorded by `RunPlan::to_model` when the plan runs the probe.
+            chain: 0,
+            migrate_run_ns: Nanos(0),
+            migrate_sleep_ns: Nanos(0),
+            migrate_max_err_ns: Nanos(0),
         }
     }
 }

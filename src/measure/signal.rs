@@ -7,6 +7,9 @@
 //! process: a process-directed signal could be delivered to another rtscope
 //! thread that does not block it. The receiver blocks the signal in its own
 //! mask before the start barrier. Pacing and placement as `pipe`.
+//!
+//! Variant `chain` (signaltest's method, `--chain N` threads, full round and
+//! per hop) is in [`super::chain`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -16,7 +19,7 @@ use crate::sys::time::now_ns;
 
 pub struct SignalProbe;
 
-const VARIANTS: &[&str] = &["pthread_kill", "sigqueue"];
+const VARIANTS: &[&str] = &["pthread_kill", "sigqueue", "chain"];
 
 impl Probe for SignalProbe {
     fn name(&self) -> &'static str {
@@ -34,6 +37,10 @@ impl Probe for SignalProbe {
                 break;
             }
             ctx.board.reset(&format!("signal {v}"));
+            if v == "chain" {
+                out.extend(super::chain::run(ctx, share)?);
+                continue;
+            }
             let h = SignalHandoff {
                 queue: v == "sigqueue",
                 target: AtomicU64::new(0),
@@ -47,7 +54,7 @@ impl Probe for SignalProbe {
 
 /// The real-time signal used: SIGRTMIN + 4 (above glibc's reserved ones,
 /// which SIGRTMIN() already skips).
-fn signo() -> libc::c_int {
+pub(super) fn signo() -> libc::c_int {
     libc::SIGRTMIN() + 4
 }
 
@@ -97,7 +104,7 @@ impl Channel for SignalGo {
 }
 
 /// Block the probe's signal in the calling thread and return its pthread_t.
-fn block_signal() -> Result<u64, String> {
+pub(super) fn block_signal() -> Result<u64, String> {
     let set = sigset();
     // SAFETY: `set` is an initialised sigset; the old mask is not wanted.
     let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
@@ -109,7 +116,7 @@ fn block_signal() -> Result<u64, String> {
 }
 
 /// sigwaitinfo(2) for the probe's signal; the clock read right after it.
-fn wait_signal() -> Result<u64, String> {
+pub(super) fn wait_signal() -> Result<u64, String> {
     let set = sigset();
     loop {
         // SAFETY: `set` is initialised; a null info pointer is allowed.

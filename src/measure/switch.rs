@@ -40,7 +40,7 @@ impl Probe for SwitchProbe {
         let max = select::max_events(ctx);
         let cpu = ctx.run.cpus.first().copied();
         let specs: Vec<ThreadSpec> =
-            (0..2).map(|index| ThreadSpec { index, cpu, policy: ctx.run.policy, priority: ctx.run.priority }).collect();
+            (0..2).map(|index| ThreadSpec { index, cpu, policy: ctx.run.policy, priority: ctx.run.priority, dl: None }).collect();
         let mut out = Vec::new();
         for v in &variants {
             if ctx.stop.load(Ordering::Relaxed) {

@@ -122,13 +122,13 @@ fn run_test(ctx: &ProbeCtx<'_>, v: &str, cpu: Option<usize>, interval: u64, inte
     let p = ctx.run.priority;
     let policy = ctx.run.policy;
     // Thread 0 reports (records); 1..=n are the test threads.
-    let mut specs = vec![ThreadSpec { index: 0, cpu, policy, priority: p }];
+    let mut specs = vec![ThreadSpec { index: 0, cpu, policy, priority: p, dl: None }];
     for k in 0..n {
         let priority = match v {
             "preemptive" | "interrupt-preemption" => p.saturating_sub((n - k) as u8).max(1),
             _ => p.saturating_sub(1).max(1),
         };
-        specs.push(ThreadSpec { index: k + 1, cpu, policy, priority });
+        specs.push(ThreadSpec { index: k + 1, cpu, policy, priority, dl: None });
     }
     let sem = match v {
         "interrupt" | "interrupt-preemption" => Some(Sem::new(0)?),

@@ -7,8 +7,14 @@
 //! already passed, every period skipped is counted as an overrun (rule 3) and
 //! `due` moves past `now`. So `samples + overruns` = the number of periods in
 //! the run, exactly, however late the wake-ups were.
+//!
+//! Under `--policy deadline` each thread is a SCHED_DEADLINE task with the
+//! period `-i` and waits with cyclicdeadline's method instead (see
+//! [`super::dl`]: sched_yield until the reservation's next period; same
+//! invariant), and its runtime overruns are counted beside.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 use super::recorder::Recorder;
 use super::{spawn_measuring, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
@@ -26,12 +32,24 @@ impl Probe for TimerProbe {
         let specs: Vec<ThreadSpec> = (0..ctx.run.threads).map(|i| ThreadSpec::from_run(ctx.run, i)).collect();
         let interval = ctx.run.interval_ns;
         let duration = ctx.run.duration_ns;
-        spawn_measuring(ctx, &specs, None, interval, |spec, rec, stop, barrier| {
+        let dl_overruns: Mutex<Vec<Option<u64>>> = Mutex::new(vec![None; specs.len()]);
+        let mut outs = spawn_measuring(ctx, &specs, None, interval, |spec, rec, stop, barrier| {
             // Threshold tracing: one comparison per sample; a late one is handed over.
             let late = LateSamples::arm(ctx.trace, spec.index, spec.cpu);
+            let deadline = spec.dl.is_some() && super::dl::current_is_deadline();
             barrier.wait();
+            if deadline {
+                let n = super::dl::deadline_loop_with(rec, stop, interval, duration, u64::MAX, |latency, _at, seq| late.after(latency, seq));
+                dl_overruns.lock().unwrap()[spec.index] = Some(n);
+                return None;
+            }
             timer_loop_with(rec, stop, interval, duration, u64::MAX, |latency, _at, seq| late.after(latency, seq))
-        })
+        })?;
+        let dl_overruns = dl_overruns.into_inner().unwrap();
+        for o in outs.iter_mut() {
+            o.extra.runtime_overruns = dl_overruns.get(o.thread).copied().flatten();
+        }
+        Ok(outs)
     }
 }
 

@@ -478,6 +478,55 @@ pub struct ProbeResult {
     /// per window) and readers show the count as unknown.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub samples_unknown: bool,
+    /// Under `--policy deadline`: the periods in which the task used up its
+    /// SCHED_DEADLINE runtime (the kernel's SIGXCPU, SCHED_FLAG_DL_OVERRUN);
+    /// beside `overruns`, the periods missed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_overruns: Option<u64>,
+    /// For the `migrate` probe: the periods in which a higher-priority thread
+    /// waited while a lower-priority one ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub violations: Option<Violations>,
+}
+
+/// The `migrate` probe's priority-order violations (rt-migrate-test's
+/// check): `count` periods, the first [`Violations::KEEP`] of them listed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Violations {
+    /// Periods with at least one violation.
+    pub count: u64,
+    /// Periods checked.
+    pub periods: u64,
+    /// The allowed start difference (rt-migrate-test's `--maxerr`).
+    pub max_err_ns: Nanos,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub list: Vec<Violation>,
+}
+
+impl Violations {
+    /// At most this many violations are listed (all are counted).
+    pub const KEEP: usize = 100;
+    pub fn merge(&self, o: &Violations) -> Violations {
+        let mut list = self.list.clone();
+        list.extend(o.list.iter().cloned());
+        list.sort_by_key(|v| v.at_ns.0);
+        list.truncate(Self::KEEP);
+        Violations { count: self.count + o.count, periods: self.periods.max(o.periods), max_err_ns: self.max_err_ns, list }
+    }
+}
+
+/// One period in which the higher-priority thread `high_*` started `wait_ns`
+/// after the lower-priority thread `low_*` had started running.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Violation {
+    /// The period's release, from the probe's start.
+    pub at_ns: Nanos,
+    pub period: u64,
+    pub high_priority: u8,
+    pub high_cpu: Option<usize>,
+    pub low_priority: u8,
+    pub low_cpu: Option<usize>,
+    pub wait_ns: Nanos,
 }
 
 /// The largest samples of one thread (or of the merged entry), kept exactly:
@@ -561,6 +610,8 @@ impl ProbeResult {
             tracer: None,
             interference: None,
             samples_unknown: false,
+            runtime_overruns: None,
+            violations: None,
         }
     }
 
@@ -971,6 +1022,27 @@ pub struct ProbeOptions {
     /// `--tm-interval`: the `throughput` probe's counting interval.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub tm_interval_ns: Nanos,
+    /// `--policy deadline`: `--dl-runtime` and `--dl-deadline` as given
+    /// (absent: the defaults, 60 % of the deadline and the period).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dl_runtime_ns: Option<Nanos>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dl_deadline_ns: Option<Nanos>,
+    /// `signal:chain`: threads in the chain (0 in files before it existed).
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
+    pub chain: usize,
+    /// `migrate`: busy time per period, pause between periods, allowed
+    /// start difference (0 in files before they existed).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub migrate_run_ns: Nanos,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub migrate_sleep_ns: Nanos,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub migrate_max_err_ns: Nanos,
+}
+
+fn is_zero_usize(n: &usize) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

@@ -83,6 +83,14 @@ impl RunPlan {
         p.worst_k = self.worst_k;
         p.trace = self.trace.clone();
         p.probe_options = self.probe.to_model();
+        if self.probes.iter().any(|n| n == "signal") && self.probe.wants("signal", "chain") {
+            p.probe_options.chain = self.probe.chain;
+        }
+        if self.probes.iter().any(|n| n == "migrate") {
+            p.probe_options.migrate_run_ns = Nanos(self.probe.migrate_run_ns);
+            p.probe_options.migrate_sleep_ns = Nanos(self.probe.migrate_sleep_ns);
+            p.probe_options.migrate_max_err_ns = Nanos(self.probe.migrate_max_err_ns);
+        }
         p
     }
 }

@@ -134,3 +134,136 @@ pub fn check_suites(plan: &crate::plan::RunPlan, entries: &[crate::plan::ProbeEn
     }
     Ok(())
 }
+
+/// The scheduler's feature list (debugfs), where the HRTICK rule is read.
+pub const SCHED_FEATURES_PATHS: &[&str] = &["/sys/kernel/debug/sched/features", "/sys/kernel/debug/sched_features"];
+
+/// Is the scheduler's HRTICK feature on? None when debugfs cannot be read.
+pub fn hrtick_enabled() -> Option<bool> {
+    SCHED_FEATURES_PATHS
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .map(|s| s.split_whitespace().any(|w| w == "HRTICK"))
+}
+
+/// Runtimes below this need HRTICK (cyclicdeadline's rule): without it the
+/// kernel enforces a reservation's runtime only at the scheduler tick.
+pub const HRTICK_BELOW_NS: u64 = 2_000_000;
+
+/// Checks of `--policy deadline` and of `migrate` against the plan and the
+/// kernel, before anything runs (exit 2 naming the setting and the fix):
+/// the probes that run under SCHED_DEADLINE, the reservation of every
+/// period against the kernel's rules, the HRTICK rule, the affinity rule and
+/// the kernel's admission test (tried for real); `migrate`'s priorities
+/// and period.
+pub fn check_deadline(plan: &crate::plan::RunPlan, entries: &[crate::plan::ProbeEntry]) -> Result<(), BadInput> {
+    use crate::sys::sched::{self, Policy};
+    use crate::units::fmt_ns;
+    for e in entries.iter().filter(|e| e.probe == "migrate") {
+        if !matches!(plan.policy, Policy::Fifo | Policy::RoundRobin) {
+            return Err(BadInput(format!(
+                "--policy {}: the migrate probe measures real-time priority order (rt-migrate-test's method) and needs --policy fifo or rr",
+                plan.policy.name()
+            )));
+        }
+        let n = plan.cpus.len() + 1;
+        if (plan.priority as usize) < n + 1 {
+            return Err(BadInput(format!(
+                "-p/--priority {}: migrate runs {n} threads at -p - {n} to -p - 1 (one more than the {} CPUs of -a), so it needs -p {} or more; raise -p (e.g. -p 95)",
+                plan.priority,
+                plan.cpus.len(),
+                n + 1
+            )));
+        }
+        let period = plan.probe.migrate_run_ns + plan.probe.migrate_sleep_ns;
+        if period > e.duration_ns {
+            return Err(BadInput(format!(
+                "-D/--duration {}: shorter than one migrate period (--migrate-run {} + --migrate-sleep {}); give -D {} or more",
+                fmt_ns(e.duration_ns),
+                fmt_ns(plan.probe.migrate_run_ns),
+                fmt_ns(plan.probe.migrate_sleep_ns),
+                fmt_ns(2 * period)
+            )));
+        }
+    }
+    if plan.policy != Policy::Deadline {
+        if plan.probe.dl_runtime_ns.is_some() || plan.probe.dl_deadline_ns.is_some() {
+            return Err(BadInput("--dl-runtime/--dl-deadline: only with --policy deadline; add --policy deadline or drop them".into()));
+        }
+        return Ok(());
+    }
+    if let Some(e) = entries.iter().find(|e| !matches!(e.probe.as_str(), "timer" | "periodic")) {
+        return Err(BadInput(format!(
+            "--policy deadline: the {} probe does not run under SCHED_DEADLINE (timer and periodic do); run it in another run with --policy fifo",
+            e.probe
+        )));
+    }
+    let online = sched::online_cpus();
+    if plan.probe.cpus_explicit && !online.iter().all(|c| plan.cpus.contains(c)) {
+        return Err(BadInput(format!(
+            "-a/--affinity {}: a SCHED_DEADLINE thread cannot be pinned (the kernel wants its affinity to span the root domain, here CPUs {}); drop -a (give -t for the thread count), or run rtscope inside an exclusive cpuset partition of those CPUs",
+            crate::units::cpu_list_str(&plan.cpus),
+            crate::units::cpu_list_str(&online)
+        )));
+    }
+    let read_us = |p: &str| std::fs::read_to_string(p).ok().and_then(|s| s.trim().parse::<u64>().ok());
+    let min_us = read_us("/proc/sys/kernel/sched_deadline_period_min_us").unwrap_or(100);
+    let max_us = read_us("/proc/sys/kernel/sched_deadline_period_max_us").unwrap_or(4_194_304);
+    let mut periods: Vec<u64> = Vec::new();
+    for e in entries {
+        match e.probe.as_str() {
+            "periodic" => {
+                let ps = if !e.periods_ns.is_empty() { e.periods_ns.clone() } else { plan.probe.periods_or(&crate::measure::periodic::DEFAULT_PERIODS) };
+                periods.extend(ps);
+            }
+            _ => periods.push(e.interval_ns),
+        }
+    }
+    periods.sort_unstable();
+    periods.dedup();
+    for period in periods {
+        let dl = plan.probe.dl_params(period);
+        let what = format!("runtime {} deadline {} period {}", fmt_ns(dl.runtime_ns), fmt_ns(dl.deadline_ns), fmt_ns(dl.period_ns));
+        if period < min_us * 1000 || period > max_us * 1000 {
+            return Err(BadInput(format!(
+                "-i/--interval {}: outside the kernel's SCHED_DEADLINE periods, {} to {} (kernel.sched_deadline_period_min_us / _max_us); give a period in that range",
+                fmt_ns(period),
+                fmt_ns(min_us * 1000),
+                fmt_ns(max_us * 1000)
+            )));
+        }
+        if dl.deadline_ns > dl.period_ns {
+            return Err(BadInput(format!(
+                "--dl-deadline {}: longer than the period {} (the kernel needs runtime <= deadline <= period); give --dl-deadline {} or less",
+                fmt_ns(dl.deadline_ns),
+                fmt_ns(period),
+                fmt_ns(period)
+            )));
+        }
+        if dl.runtime_ns < sched::DL_MIN_NS || dl.runtime_ns > dl.deadline_ns {
+            return Err(BadInput(format!(
+                "--dl-runtime {}: the kernel needs 1024ns <= runtime <= deadline ({}); give a runtime in that range",
+                fmt_ns(dl.runtime_ns),
+                fmt_ns(dl.deadline_ns)
+            )));
+        }
+        if dl.runtime_ns < HRTICK_BELOW_NS && hrtick_enabled() != Some(true) {
+            let state = match hrtick_enabled() {
+                Some(_) => "it is off (NO_HRTICK in the scheduler features)".to_string(),
+                None => format!("its state cannot be read ({} needs debugfs)", SCHED_FEATURES_PATHS[0]),
+            };
+            return Err(BadInput(format!(
+                "--policy deadline ({what}): a runtime under 2ms needs the scheduler's HRTICK feature (as cyclicdeadline says: \"For less than 2ms run times, you need to have HRTICK enabled\"); {state}. Fix: give -i 4ms (runtime 2.4ms) or --dl-runtime 2ms with -i 2ms or more; or as root: mount -t debugfs none /sys/kernel/debug; echo HRTICK > {}",
+                SCHED_FEATURES_PATHS[0]
+            )));
+        }
+        if let Err(err) = sched::deadline_admitted(dl, plan.threads) {
+            return Err(BadInput(format!(
+                "--policy deadline: {} thread(s) with {what} were not admitted: {}",
+                plan.threads,
+                crate::measure::dl::why(err)
+            )));
+        }
+    }
+    Ok(())
+}

@@ -284,8 +284,8 @@ pub fn parse(text: &str, label: &str, is_preset: bool) -> Result<Scenario, BadIn
         }
     }
     if let Some(pol) = &file.policy {
-        if !["fifo", "rr", "other"].contains(&pol.get_ref().as_str()) {
-            return Err(err_at(label, text, pol.span(), format!("policy: '{}' is not a policy; allowed: fifo, rr, other", pol.get_ref())));
+        if !["fifo", "rr", "other", "deadline"].contains(&pol.get_ref().as_str()) {
+            return Err(err_at(label, text, pol.span(), format!("policy: '{}' is not a policy; allowed: fifo, rr, other, deadline", pol.get_ref())));
         }
     }
     if let Some(p) = &file.priority {

@@ -1,5 +1,6 @@
 //! `<sched.h>`: scheduling policy, priority and CPU affinity of the calling
-//! thread. See sched_setscheduler(2), sched_setaffinity(2), sched_getcpu(3).
+//! thread. See sched_setscheduler(2), sched_setattr(2) (SCHED_DEADLINE),
+//! sched_setaffinity(2), sched_getcpu(3).
 
 use nix::sched::{sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
@@ -10,6 +11,9 @@ pub enum Policy {
     Fifo,
     RoundRobin,
     Other,
+    /// SCHED_DEADLINE (EDF with CBS reservations); its runtime, deadline and
+    /// period are a [`DlParams`], set with [`set_current_deadline`].
+    Deadline,
 }
 
 impl Policy {
@@ -18,6 +22,7 @@ impl Policy {
             Policy::Fifo => "fifo",
             Policy::RoundRobin => "rr",
             Policy::Other => "other",
+            Policy::Deadline => "deadline",
         }
     }
     fn raw(self) -> libc::c_int {
@@ -25,6 +30,7 @@ impl Policy {
             Policy::Fifo => libc::SCHED_FIFO,
             Policy::RoundRobin => libc::SCHED_RR,
             Policy::Other => libc::SCHED_OTHER,
+            Policy::Deadline => SCHED_DEADLINE,
         }
     }
 }
@@ -37,8 +43,12 @@ pub fn policy_permitted(policy: Policy, priority: u8) -> nix::Result<()> {
 }
 
 /// Set the calling thread's policy and priority (priority is ignored, i.e.
-/// 0, for SCHED_OTHER).
+/// 0, for SCHED_OTHER). SCHED_DEADLINE needs its reservation: EINVAL here,
+/// use [`set_current_deadline`].
 pub fn set_current_policy(policy: Policy, priority: u8) -> nix::Result<()> {
+    if policy == Policy::Deadline {
+        return Err(nix::errno::Errno::EINVAL);
+    }
     let prio = if policy == Policy::Other { 0 } else { priority as libc::c_int };
     let param = libc::sched_param { sched_priority: prio };
     // SAFETY: pid 0 names the calling thread; `param` is a valid sched_param.
@@ -49,6 +59,9 @@ pub fn set_current_policy(policy: Policy, priority: u8) -> nix::Result<()> {
 /// Set the scheduling policy of another task (a kernel thread, e.g. the
 /// timerlat tracer's `timerlat/N`), as `chrt -p`.
 pub fn set_policy_of(pid: i32, policy: Policy, priority: u8) -> nix::Result<()> {
+    if policy == Policy::Deadline {
+        return Err(nix::errno::Errno::EINVAL);
+    }
     let prio = if policy == Policy::Other { 0 } else { priority as libc::c_int };
     let param = libc::sched_param { sched_priority: prio };
     // SAFETY: `param` is a valid sched_param; a bad pid is an ESRCH, not UB.
@@ -92,4 +105,95 @@ pub fn online_cpus() -> Vec<usize> {
             let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
             (0..n).collect()
         })
+}
+
+/// `SCHED_DEADLINE` (include/uapi/linux/sched.h); not in every libc.
+pub const SCHED_DEADLINE: libc::c_int = 6;
+/// `SCHED_FLAG_DL_OVERRUN`: the kernel sends SIGXCPU when the task uses up its
+/// runtime before the period ends.
+pub const SCHED_FLAG_DL_OVERRUN: u64 = 0x04;
+/// Smallest runtime the kernel accepts (2^10 ns: `__checkparam_dl`).
+pub const DL_MIN_NS: u64 = 1 << 10;
+
+/// A SCHED_DEADLINE reservation: `runtime` of CPU time within `deadline` of
+/// the start of every `period` (the kernel's rule: 1024 ns <= runtime <=
+/// deadline <= period).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DlParams {
+    pub runtime_ns: u64,
+    pub deadline_ns: u64,
+    pub period_ns: u64,
+}
+
+/// `struct sched_attr` as of SCHED_ATTR_SIZE_VER0 (48 bytes), see sched_setattr(2).
+#[repr(C)]
+#[derive(Default)]
+struct SchedAttr {
+    size: u32,
+    sched_policy: u32,
+    sched_flags: u64,
+    sched_nice: i32,
+    sched_priority: u32,
+    sched_runtime: u64,
+    sched_deadline: u64,
+    sched_period: u64,
+}
+
+/// Make the calling thread a SCHED_DEADLINE task with reservation `p`;
+/// with `overrun_signal`, the kernel sends SIGXCPU on each runtime overrun
+/// (install a handler first: the default action ends the process).
+///
+/// Errors as the kernel gives them: EBUSY, the admission test failed (the
+/// deadline bandwidth, `sched_rt_runtime_us / sched_rt_period_us` of each
+/// CPU of the root domain, is used up); EPERM, no CAP_SYS_NICE or the
+/// thread's affinity does not span its root domain; EINVAL, parameters
+/// outside the kernel's rule or its `sched_deadline_period_{min,max}_us`.
+pub fn set_current_deadline(p: DlParams, overrun_signal: bool) -> nix::Result<()> {
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        sched_policy: SCHED_DEADLINE as u32,
+        sched_flags: if overrun_signal { SCHED_FLAG_DL_OVERRUN } else { 0 },
+        sched_runtime: p.runtime_ns,
+        sched_deadline: p.deadline_ns,
+        sched_period: p.period_ns,
+        ..SchedAttr::default()
+    };
+    // SAFETY: pid 0 names the calling thread; `attr` is a valid, fully
+    // initialised sched_attr whose `size` field says how much the kernel reads.
+    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0u32) };
+    nix::errno::Errno::result(rc).map(drop)
+}
+
+/// Would `threads` SCHED_DEADLINE tasks with reservation `p` be admitted
+/// together? Tried for real (so the kernel's admission test, capabilities
+/// and root-domain rules all answer) on throwaway threads that hold their
+/// reservations at once, then return to SCHED_OTHER and exit.
+pub fn deadline_admitted(p: DlParams, threads: usize) -> nix::Result<()> {
+    let n = threads.max(1);
+    let barrier = std::sync::Barrier::new(n);
+    let cpus = online_cpus();
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..n)
+            .map(|_| {
+                s.spawn(|| {
+                    let _ = set_current_affinity(&cpus);
+                    let r = set_current_deadline(p, false);
+                    barrier.wait();
+                    if r.is_ok() {
+                        let _ = set_current_policy(Policy::Other, 0);
+                    }
+                    r
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap_or(Err(nix::errno::Errno::EINVAL))).find(|r| r.is_err()).unwrap_or(Ok(()))
+    })
+}
+
+/// Give up the rest of this period's runtime (SCHED_DEADLINE: sleep until
+/// the next period's replenishment; sched_yield(2)).
+#[inline]
+pub fn yield_now() {
+    // SAFETY: sched_yield takes no arguments.
+    unsafe { libc::sched_yield() };
 }
