@@ -801,7 +801,7 @@ fn damaged_history_is_never_written_and_reading_changes_nothing() {
     std::fs::write(&db, &bytes).unwrap();
     for args in [vec!["import", fixture("pmqtest.txt").to_str().unwrap()], vec!["tag", "1", "x"], vec!["rm", "2"]] {
         let o = rtscope(&db, &args);
-        assert_refused_untouched(&db, &bytes, &o, "partly corrupt");
+        assert_refused_untouched(&db, &bytes, &o, "corrupt");
         assert!(!stdout(&o).contains("imported"), "{}", stdout(&o));
     }
     assert!(db_bytes(&db).1.is_empty(), "a -wal file was written");
@@ -853,7 +853,7 @@ fn multi_column_import_is_all_or_nothing() {
         let o = rtscope(&db, &args);
         assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", all_output(&o));
         let err = stderr(&o);
-        assert!(err.contains("p.csv") && err.contains("BAD") && err.contains("99999999999999999"), "{err}");
+        assert!(err.contains("p.csv") && err.contains("system BAD") && err.contains("past the largest value"), "{err}");
         assert!(!stdout(&o).contains("imported"), "{}", stdout(&o));
     }
     assert!(!db.exists() || history(&db, &[]).is_empty(), "a column was stored");
