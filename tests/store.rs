@@ -711,3 +711,372 @@ fn monitor_windows_land_in_the_history(db: &Db, dir: &Path) {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("not a monitor run"));
 }
+
+// ---- Hardening (issue 36): outputs, damaged and foreign histories,
+// ---- atomic imports, URLs, ids, refusing and silent servers.
+
+/// Output paths are never renamed over unless they are regular files:
+/// a symbolic link keeps pointing at its (now written) target, a device
+/// node stays a device, and `check --junit` at a path it cannot write is
+/// exit 2 before any verdict is printed.
+#[test]
+fn output_paths_write_through_links_and_devices() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let result = fixture("../golden/result-v1.json");
+    // report -o through a dangling link: the link stays, its target is written.
+    let link = dir.path().join("l.md");
+    std::os::unix::fs::symlink("t.md", &link).unwrap();
+    let o = bin().current_dir(dir.path()).args(["report", result.to_str().unwrap(), "--format", "md", "-o", "l.md"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link was replaced");
+    let md = std::fs::read_to_string(dir.path().join("t.md")).expect("the link's target is written");
+    assert!(md.contains('|') && md.len() > 100, "{md}");
+    // Again, through the now resolving link: still a link, target rewritten.
+    std::fs::write(dir.path().join("t.md"), "old").unwrap();
+    let o = bin().current_dir(dir.path()).args(["report", result.to_str().unwrap(), "--format", "md", "-o", "l.md"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::read_to_string(dir.path().join("t.md")).unwrap(), md);
+
+    // export -o and run --json into a character device (root: mknod).
+    if common::is_root() {
+        let dev = dir.path().join("null");
+        let st = Command::new("mknod").arg(&dev).args(["c", "1", "3"]).status().unwrap();
+        assert!(st.success());
+        let db = dir.path().join("h.db");
+        assert!(rtscope(&db, &["import", result.to_str().unwrap()]).status.success());
+        let o = rtscope(&db, &["export", "1", "-o", dev.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let o = bin().args(["run", "-D", "200ms", "-t", "1", "-q", "--no-store", "--json"]).arg(&dev).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(std::fs::metadata(&dev).unwrap().file_type().is_char_device(), "the device node was replaced by a file");
+    }
+
+    // check --junit into a directory or /proc: exit 2, no verdict printed.
+    for junit in [dir.path().to_str().unwrap(), "/proc/rtscope-x.xml"] {
+        let o = bin().args(["check", result.to_str().unwrap(), "--max", "1000000000", "--junit", junit]).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "--junit {junit}: {}", all_output(&o));
+        assert!(stdout(&o).is_empty(), "verdict printed before the refusal: {}", stdout(&o));
+        assert!(stderr(&o).contains("--junit"), "{}", stderr(&o));
+    }
+}
+
+/// The bytes of a file and of its -wal / -shm companions (absent = empty).
+fn db_bytes(db: &Path) -> (Vec<u8>, Vec<u8>) {
+    let side = |s: &str| std::fs::read(format!("{}{s}", db.display())).unwrap_or_default();
+    (std::fs::read(db).unwrap(), side("-wal"))
+}
+
+/// A history with a damaged page: every writer (import, tag, rm) refuses
+/// it with exit 2 before writing, and reading commands never change the
+/// file, not even its journal mode.
+#[test]
+fn damaged_history_is_never_written_and_reading_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    for _ in 0..6 {
+        for f in ["ptsematest.txt", "cyclictest-hist.txt", "cyclictest.json"] {
+            let o = rtscope(&db, &["import", fixture(f).to_str().unwrap()]);
+            assert!(o.status.success(), "{f}: {}", stderr(&o));
+        }
+    }
+    // Reading a database in rollback-journal mode leaves it byte for byte.
+    let page_size = {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.pragma_update(None, "journal_mode", "DELETE").unwrap();
+        c.query_row("PRAGMA page_size", [], |r| r.get::<_, i64>(0)).unwrap() as usize
+    };
+    let clean = std::fs::read(&db).unwrap();
+    for args in [vec!["history"], vec!["show", "1"], vec!["export", "1"], vec!["report", "1", "--format", "md"]] {
+        let o = rtscope(&db, &args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert!(std::fs::read(&db).unwrap() == clean, "{args:?} changed the file");
+    }
+    // Zero a page in the middle (not page 1, the schema).
+    let mut bytes = clean.clone();
+    let pages = bytes.len() / page_size;
+    assert!(pages > 12, "{pages} pages");
+    bytes[9 * page_size..10 * page_size].fill(0);
+    std::fs::write(&db, &bytes).unwrap();
+    for args in [vec!["import", fixture("pmqtest.txt").to_str().unwrap()], vec!["tag", "1", "x"], vec!["rm", "2"]] {
+        let o = rtscope(&db, &args);
+        assert_refused_untouched(&db, &bytes, &o, "corrupt");
+        assert!(!stdout(&o).contains("imported"), "{}", stdout(&o));
+    }
+    assert!(db_bytes(&db).1.is_empty(), "a -wal file was written");
+}
+
+/// Another program's SQLite file is refused by every command, untouched;
+/// an empty file stays empty under reading commands.
+#[test]
+fn foreign_database_and_empty_file_are_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("other.db");
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute_batch("CREATE TABLE contacts (name TEXT); INSERT INTO contacts VALUES ('ada');").unwrap();
+    }
+    let before = std::fs::read(&db).unwrap();
+    for args in [vec!["show", "1"], vec!["history"], vec!["import", fixture("ptsematest.txt").to_str().unwrap()], vec!["tag", "1", "x"]] {
+        let o = rtscope(&db, &args);
+        assert_refused_untouched(&db, &before, &o, "another program's SQLite database");
+        assert!(stderr(&o).contains("contacts"), "names what it holds: {}", stderr(&o));
+    }
+    let json = dir.path().join("r.json");
+    assert_refused_untouched(&db, &before, &short_run(&db, &json), "another program's");
+    assert!(!json.exists());
+
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    let o = rtscope(&empty, &["history"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for args in [vec!["show", "1"], vec!["tag", "1", "x"]] {
+        let o = rtscope(&empty, &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    }
+    assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0, "a reading command turned the empty file into a database");
+}
+
+/// A multi-column CSV with one value past what the history keeps: exit 2
+/// naming the file, the column and the value, nothing stored (also with
+/// --dry-run); a good file's columns are stored together.
+#[test]
+fn multi_column_import_is_all_or_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("p.db");
+    let csv = dir.path().join("p.csv");
+    std::fs::write(&csv, "rhealstone_us,GOOD,BAD\ntask-switch,4.2,99999999999999999\npreemption,5.5,7.1\n").unwrap();
+    for extra in [&[][..], &["--dry-run"][..]] {
+        let mut args = vec!["import", csv.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let o = rtscope(&db, &args);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", all_output(&o));
+        let err = stderr(&o);
+        assert!(err.contains("p.csv") && err.contains("system BAD") && err.contains("past the largest value"), "{err}");
+        assert!(!stdout(&o).contains("imported"), "{}", stdout(&o));
+    }
+    assert!(!db.exists() || history(&db, &[]).is_empty(), "a column was stored");
+    std::fs::write(&csv, "rhealstone_us,A,B,C\ntask-switch,4.2,4.4,4.9\npreemption,5.5,7.1,6.0\n").unwrap();
+    let o = rtscope(&db, &["import", csv.to_str().unwrap(), "--tag", "lab"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = history(&db, &["--tag", "lab"]);
+    assert_eq!(rows.len(), 3, "{rows:?}");
+}
+
+/// `--db` URLs: the scheme is case-insensitive; an unknown scheme is exit
+/// 2 without the password, and no file or directory is created.
+#[test]
+fn database_urls_unknown_schemes_and_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    for url in [format!("pg://rt:secretpw@127.0.0.1:{closed}/rt"), format!("mysql://rt:secretpw@127.0.0.1:{closed}/rt")] {
+        let o = bin().current_dir(dir.path()).args(["history", "--db", &url]).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{url}: {}", all_output(&o));
+        assert!(stderr(&o).contains("unknown URL scheme"), "{}", stderr(&o));
+        assert!(!all_output(&o).contains("secretpw"), "{}", all_output(&o));
+    }
+    let url = format!("POSTGRESQL://rt:secretpw@127.0.0.1:{closed}/rt?connect_timeout=5");
+    let json = dir.path().join("r.json");
+    let o = bin().current_dir(dir.path()).args(["run", "-D", "200ms", "-t", "1", "-q", "--db", &url, "--json"]).arg(&json).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", all_output(&o));
+    assert!(stderr(&o).contains("cannot connect"), "taken as PostgreSQL: {}", stderr(&o));
+    assert!(!all_output(&o).contains("secretpw"));
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "created {left:?}");
+}
+
+/// Used-up run ids and hand-changed schemas: exit 2 with what happened
+/// and what to do, never "filesystem is full" or a raw SQL error.
+#[test]
+fn exhausted_ids_and_changed_schemas_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    let f = fixture("ptsematest.txt");
+    assert!(rtscope(&db, &["import", f.to_str().unwrap()]).status.success());
+    rusqlite::Connection::open(&db).unwrap().execute("UPDATE sqlite_sequence SET seq = 9223372036854775807 WHERE name = 'runs'", []).unwrap();
+    let o = rtscope(&db, &["import", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", all_output(&o));
+    assert!(stderr(&o).contains("every run id has been used") && !stderr(&o).contains("full"), "{}", stderr(&o));
+    assert_eq!(history(&db, &[]).len(), 1);
+
+    let v2 = dir.path().join("v2.db");
+    std::fs::copy(&db, &v2).unwrap();
+    rusqlite::Connection::open(&v2).unwrap().pragma_update(None, "user_version", 2).unwrap();
+    let renamed = dir.path().join("renamed.db");
+    std::fs::copy(&db, &renamed).unwrap();
+    rusqlite::Connection::open(&renamed).unwrap().execute_batch("ALTER TABLE runs RENAME COLUMN host TO hostx").unwrap();
+    for changed in [&v2, &renamed] {
+        let before = std::fs::read(changed).unwrap();
+        for args in [vec!["import", f.to_str().unwrap()], vec!["history"]] {
+            let o = rtscope(changed, &args);
+            assert_refused_untouched(changed, &before, &o, "changed by another program or by hand");
+            assert!(!stderr(&o).contains("SQL logic error") && !stderr(&o).contains("duplicate column"), "{}", stderr(&o));
+        }
+    }
+}
+
+/// A server on 127.0.0.1 that accepts connections and never answers:
+/// every command gives up after `connect_timeout` (exit 2) instead of
+/// hanging. The wait for the child is bounded; its exit is the assertion.
+#[test]
+fn silent_server_is_given_up_on_after_connect_timeout() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Accept and hold every connection, answering nothing.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("postgresql://rt:pw@127.0.0.1:{port}/rt?connect_timeout=1");
+    for args in [vec!["history"], vec!["import", fixture("ptsematest.txt").to_str().unwrap()]] {
+        let mut child = bin()
+            .env("RTSCOPE_DB", &url)
+            .current_dir(dir.path())
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut status = None;
+        for _ in 0..1200 {
+            if let Some(s) = child.try_wait().unwrap() {
+                status = Some(s);
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        if status.is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?}: still waiting on a silent server after 60 s (connect_timeout=1)");
+        }
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", all_output(&o));
+        assert!(stderr(&o).contains("no answer within 1 s"), "{}", stderr(&o));
+    }
+}
+
+/// A PostgreSQL role the server refuses (no rights on rtscope's schema):
+/// exit 2 with advice, as the README says of a refusing server.
+#[test]
+fn postgres_role_without_rights_is_exit_2() {
+    let Some(Db::Pg(url)) = pg_db() else { return };
+    assert!(rtscope(&url, &["import", fixture("ptsematest.txt").to_str().unwrap()]).status.success());
+    let role = format!("norights_{}", std::process::id());
+    pg_support::client(&url).batch_execute(&format!("CREATE ROLE {role} LOGIN PASSWORD 'np-77'")).unwrap();
+    let weak = url.replacen(&format!("{}:{}", pg_support::USER, pg_support::PASSWORD), &format!("{role}:np-77"), 1);
+    for args in [vec!["history"], vec!["import", fixture("pmqtest.txt").to_str().unwrap()], vec!["tag", "1", "x"]] {
+        let o = rtscope(&weak, &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", all_output(&o));
+        assert!(stderr(&o).contains("refuses") || stderr(&o).contains("permission denied"), "{args:?}: {}", stderr(&o));
+        assert!(!all_output(&o).contains("np-77"));
+    }
+    assert_eq!(history(&url, &[]).len(), 1, "nothing stored through the refused role");
+}
+
+/// `history` on a full filesystem (a WAL database whose -shm cannot be
+/// made there) still reads; run with the history there keeps its result
+/// and says how to import it. Needs root to mount a small tmpfs.
+#[test]
+fn full_filesystem_still_reads_and_keeps_the_result() {
+    if !common::is_root() {
+        eprintln!("skipped: needs root to mount a tmpfs");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    if !Command::new("mount").args(["-t", "tmpfs", "-o", "size=2m", "tmpfs"]).arg(&mnt).status().map(|s| s.success()).unwrap_or(false) {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    }
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _guard = Unmount(mnt.clone());
+    let db = mnt.join("h.db");
+    assert!(rtscope(&db, &["import", fixture("ptsematest.txt").to_str().unwrap()]).status.success());
+    // Fill the filesystem to the last block.
+    let _ = Command::new("dd").args(["if=/dev/zero", "bs=4k"]).arg(format!("of={}", mnt.join("fill").display())).output();
+    for s in ["-shm", "-wal"] {
+        let _ = std::fs::remove_file(format!("{}{s}", db.display()));
+    }
+    let rows = history(&db, &[]);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let o = rtscope(&db, &["show", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Import now fails for lack of room: exit 2, nothing half-written.
+    let o = rtscope(&db, &["import", fixture("pmqtest.txt").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", all_output(&o));
+    assert_eq!(history(&db, &[]).len(), 1);
+}
+
+/// A monitor keeps going when its PostgreSQL database goes away (the
+/// connection killed, new ones refused) and comes back: exit 0, the result
+/// file written, and every window stored once the database is back.
+#[test]
+fn monitor_survives_the_database_going_away() {
+    use std::io::BufRead;
+    let Some(Db::Pg(url)) = pg_db() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("mon.json");
+    let dbname = url.rsplit('/').next().unwrap().to_string();
+    let mut child = bin()
+        .env("RTSCOPE_DB", &url)
+        .args(["monitor", "--window", "200ms", "-D", "6s", "-t", "1", "--json", json.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let err = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            all.push_str(&line);
+            all.push('\n');
+            let _ = tx.send(line);
+        }
+        all
+    });
+    let wait_line = |what: &str| -> bool {
+        // Bounded: the monitor lasts 6 s; 60 s is far beyond any wait here.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            match rx.recv_timeout(left) {
+                Ok(l) if l.contains(what) => return true,
+                Ok(_) => {}
+                Err(_) => return false,
+            }
+        }
+        false
+    };
+    assert!(wait_line("window 1 "), "the monitor never closed its second window");
+    let mut admin = pg_support::client(&url.replace(&format!("/{dbname}"), "/postgres"));
+    admin.batch_execute(&format!("ALTER DATABASE {dbname} ALLOW_CONNECTIONS false")).unwrap();
+    admin
+        .execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'rtscope'", &[&dbname])
+        .unwrap();
+    assert!(wait_line("is away"), "the monitor did not notice the database going away");
+    admin.batch_execute(&format!("ALTER DATABASE {dbname} ALLOW_CONNECTIONS true")).unwrap();
+    let status = child.wait().unwrap();
+    let all = reader.join().unwrap();
+    assert_eq!(status.code(), Some(0), "{all}");
+    let run: Value = serde_json::from_slice(&std::fs::read(&json).expect("mon.json written")).unwrap();
+    let windows = run["monitor"]["windows"].as_u64().unwrap();
+    let rows = history(&url, &[]);
+    assert_eq!(rows.len(), 1, "{all}");
+    let id = rows[0]["id"].as_i64().unwrap().to_string();
+    let o = rtscope(&url, &["history", "--json", "--windows", &id]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let w: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
+    let merged = w.iter().filter(|x| x["thread"].is_null()).count() as u64;
+    assert_eq!(merged, windows, "every window stored once the database was back: {all}");
+}

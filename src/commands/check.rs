@@ -39,10 +39,15 @@ pub fn cmd(args: &CheckArgs) -> anyhow::Result<u8> {
         )
         .into());
     }
-    if let Some(dir) = args.junit.as_ref().and_then(|p| p.parent()).filter(|d| !d.as_os_str().is_empty()) {
-        if !dir.is_dir() {
-            return Err(BadInput(format!("--junit {}: directory {} does not exist; create it or give another path", args.junit.as_ref().unwrap().display(), dir.display())).into());
+    if let Some(path) = &args.junit {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if !dir.is_dir() {
+                return Err(BadInput(format!("--junit {}: directory {} does not exist; create it or give another path", path.display(), dir.display())).into());
+            }
         }
+        // Before the verdict: a JUnit path that cannot be written is bad
+        // input (exit 2), not a failure after the verdict was printed.
+        crate::store::json::check_output(path).map_err(|e| BadInput(format!("--junit {}", e.0)))?;
     }
     let db = args.db.db.as_deref();
     let runs = inputs::load_inputs(&args.inputs, db)?;

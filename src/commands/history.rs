@@ -25,16 +25,20 @@ pub fn open_for_run(opts: &StoreOpts) -> anyhow::Result<Option<Store>> {
 pub fn save_native(store: &mut Store, run: &Run, json_path: &Path, quiet: bool) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(json_path)
         .with_context(|| format!("reading back {} to save it in the history database", json_path.display()))?;
-    let id = store
-        .save(run, &text, "native")
-        .with_context(|| {
-            format!(
-                "saving the run in {} failed; the result file {} is complete: save it later with `rtscope import {}`",
-                store.shown(),
-                json_path.display(),
-                json_path.display()
-            )
-        })?;
+    let shown = store.shown();
+    let id = store.save(run, &text, "native").map_err(|e| {
+        let kept = format!(
+            "the result file {} is complete and kept: store it later with `rtscope import {} --db {shown}`",
+            json_path.display(),
+            json_path.display()
+        );
+        // A refusal (full filesystem, corrupt file) stays exit 2, and
+        // says where the measurement is.
+        match e.downcast::<BadInput>() {
+            Ok(b) => BadInput(format!("{}; {kept}", b.0)).into(),
+            Err(e) => e.context(format!("saving the run in {shown} failed; {kept}")),
+        }
+    })?;
     if !quiet {
         println!("saved: run #{id} in {}", store.shown());
     }

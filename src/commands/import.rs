@@ -3,8 +3,11 @@
 //! the history database, so they can be listed, shown, exported and compared
 //! like native runs. An rtscope result file is stored as is.
 //!
-//! Everything is parsed and converted before the database is opened: a bad
-//! file is exit 2 with the file, line and expectation, and nothing is stored.
+//! Everything is parsed, converted and checked (every value must fit the
+//! history's 64-bit columns) before the database is opened: a bad file is
+//! exit 2 with the file, line and expectation, and nothing is stored. The
+//! runs of a file (one per column of a multi-system CSV) are then stored in
+//! one transaction: all or none, also when the import is killed midway.
 
 use std::path::Path;
 
@@ -123,6 +126,12 @@ fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
         let run = build_run(p, &ctx).map_err(|e| BadInput(format!("{file}: {format}: {e}")))?;
         // What every reader checks is checked before anything is stored.
         run.check_invariants().map_err(|e| BadInput(format!("{file}: {format}: {e}: the converted run would break result schema v1")))?;
+        // Before anything is stored (and in --dry-run too): every column is
+        // checked, so a bad value in the last one stores nothing.
+        crate::store::check_storable(&run).map_err(|e| {
+            let system = run.imported_from.as_ref().map(|i| i.system.as_str()).unwrap_or(&run.host.hostname);
+            BadInput(format!("{file}: {format}: system {system}: {e}; nothing was stored"))
+        })?;
         let mut json = serde_json::to_string_pretty(&run).map_err(|e| BadInput(format!("{file}: cannot serialise the converted run: {e}")))?;
         json.push('\n');
         out.push(Converted { run, json, source: format.name().to_string() });
@@ -156,11 +165,10 @@ pub fn cmd(args: &ImportArgs) -> anyhow::Result<u8> {
         return Ok(EXIT_OK);
     }
     let mut store = Store::open(&Location::resolve(args.db.db.as_deref())?)?;
-    for c in &converted {
-        let id = store.save(&c.run, &c.json, &c.source)?;
-        if let Some(t) = &args.tag {
-            store.tag(id, t)?;
-        }
+    // One transaction for every run of the file: all stored or none.
+    let items: Vec<(&Run, &str, &str)> = converted.iter().map(|c| (&c.run, c.json.as_str(), c.source.as_str())).collect();
+    let ids = store.save_all(&items, args.tag.as_deref())?;
+    for (c, id) in converted.iter().zip(ids) {
         let system = c.run.imported_from.as_ref().map(|i| i.system.as_str()).unwrap_or(&c.run.host.hostname);
         println!("imported {} ({}) as run #{id}", system, c.source);
         for f in &c.run.fidelity {

@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use time::OffsetDateTime;
 
@@ -16,6 +17,7 @@ use crate::cli::{self, MonitorArgs};
 use crate::error::{BadInput, EXIT_INTERRUPTED, EXIT_OK};
 use crate::monitor::{self, MonitorPlan};
 use crate::report::prometheus::Metrics;
+use crate::store::Store;
 
 /// `--cycle idle:5m,mixed:5m` → phase names and their lengths.
 fn parse_cycle(s: &str) -> Result<Vec<(String, u64)>, BadInput> {
@@ -129,9 +131,11 @@ pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
     let quiet = output.quiet;
     let ns = output.ns;
     let un = if ns { "ns" } else { "us" };
+    let mut pending = Pending::default();
+    let shown_db = store.as_ref().map(|s| s.shown()).unwrap_or_default();
     let mut on_window = |w: &[crate::model::Window]| -> anyhow::Result<()> {
         if let Some(s) = store.as_mut() {
-            s.append_windows(&id, w)?;
+            pending.store(s, &id, w, &shown_db);
         }
         metrics.add_window(w);
         let text = metrics.render();
@@ -167,12 +171,88 @@ pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
     }
     let mut run = result?;
     run.warnings = crate::analysis::warnings::for_run(&run).iter().map(ToString::to_string).collect();
+    // The result file first, whatever the database does.
     crate::runner::write_final(&output.path, &run)?;
     if let Some(s) = store.as_mut() {
+        if !pending.rows.is_empty() {
+            pending.next_try = Instant::now();
+            pending.store(s, &id, &[], &shown_db);
+            if !pending.rows.is_empty() {
+                return Err(BadInput(format!(
+                    "history database {shown_db} is still away: {} window rows of this monitor could not be stored; \
+                     the result file {} is complete and kept: store it later with `rtscope import {}`",
+                    pending.rows.len(),
+                    output.path.display(),
+                    output.path.display()
+                ))
+                .into());
+            }
+        }
         crate::commands::history::save_native(s, &run, &output.path, output.quiet)?;
     }
     if !output.quiet {
         println!("result: {} ({} windows)", output.path.display(), run.monitor.as_ref().map_or(0, |m| m.windows));
     }
     Ok(if stop.load(Ordering::Relaxed) { EXIT_INTERRUPTED } else { EXIT_OK })
+}
+
+/// Window rows the history database has not taken yet. A monitor runs for
+/// days and a database restart is normal: a failed append keeps the rows
+/// here and tries again — reconnecting — after a backoff (1 s doubling to
+/// [`Pending::MAX_BACKOFF`]), storing everything kept once the database is
+/// back. At most [`Pending::MAX_ROWS`] rows are kept (the oldest go first,
+/// counted and reported); the result file has the whole run either way.
+struct Pending {
+    rows: Vec<crate::model::Window>,
+    next_try: Instant,
+    backoff: Duration,
+    dropped: u64,
+    away: bool,
+}
+
+impl Default for Pending {
+    fn default() -> Self {
+        Pending { rows: Vec::new(), next_try: Instant::now(), backoff: Duration::ZERO, dropped: 0, away: false }
+    }
+}
+
+impl Pending {
+    const MAX_BACKOFF: Duration = Duration::from_secs(60);
+    /// About 20 MB of rows.
+    const MAX_ROWS: usize = 100_000;
+
+    /// Queue `w`, then (when the backoff allows) store everything queued.
+    fn store(&mut self, s: &mut Store, monitor: &str, w: &[crate::model::Window], shown: &str) {
+        self.rows.extend_from_slice(w);
+        if self.rows.len() > Self::MAX_ROWS {
+            let over = self.rows.len() - Self::MAX_ROWS;
+            self.rows.drain(..over);
+            self.dropped += over as u64;
+        }
+        if Instant::now() < self.next_try {
+            return;
+        }
+        match s.reconnect_if_closed().and_then(|_| s.append_windows(monitor, &self.rows)) {
+            Ok(()) => {
+                if self.away {
+                    eprintln!(
+                        "history database {shown} is back: {} window rows stored{}",
+                        self.rows.len(),
+                        if self.dropped > 0 { format!(", {} older rows dropped while it was away", self.dropped) } else { String::new() }
+                    );
+                }
+                self.rows.clear();
+                self.away = false;
+                self.backoff = Duration::ZERO;
+            }
+            Err(e) => {
+                self.backoff = (self.backoff * 2).clamp(Duration::from_secs(1), Self::MAX_BACKOFF);
+                self.next_try = Instant::now() + self.backoff;
+                if !self.away {
+                    eprintln!("warning: history database {shown} is away ({e:#}); monitoring on, windows kept until it is back");
+                }
+                self.away = true;
+            }
+        }
+    }
 }

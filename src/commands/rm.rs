@@ -6,7 +6,7 @@ use crate::error::{BadInput, EXIT_OK};
 use crate::store::{Location, Store};
 
 pub fn cmd(args: &RmArgs) -> anyhow::Result<u8> {
-    let mut store = Store::open_existing(&Location::resolve(args.db.db.as_deref())?)?;
+    let mut store = Store::open_existing_rw(&Location::resolve(args.db.db.as_deref())?)?;
     for &id in &args.ids {
         if !store.exists(id)? {
             return Err(BadInput(format!("no run with id {id} in {}; nothing was deleted. `rtscope history` lists the ids", store.shown())).into());

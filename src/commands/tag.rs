@@ -19,7 +19,7 @@ pub fn check_tag(name: &str) -> Result<(), BadInput> {
 
 pub fn cmd(args: &TagArgs) -> anyhow::Result<u8> {
     check_tag(&args.name)?;
-    let mut store = Store::open_existing(&Location::resolve(args.db.db.as_deref())?)?;
+    let mut store = Store::open_existing_rw(&Location::resolve(args.db.db.as_deref())?)?;
     if args.remove {
         if store.untag(args.id, &args.name)? {
             println!("run #{}: tag {} removed", args.id, args.name);

@@ -1,7 +1,10 @@
 //! Result files: schema v1 JSON (see docs/schema.md), written atomically —
 //! a temp file in the target directory, fsynced, then renamed over the
 //! target — so a reader never sees a half-written result, and a crash leaves
-//! either the previous complete file or the new one.
+//! either the previous complete file or the new one. Every output file of
+//! every command goes through [`write_output`]: only a regular file (or a
+//! symbolic link's regular target) is replaced; a device, FIFO or
+//! `/dev/stdout` is written through, never renamed over.
 
 use std::io::Write;
 use std::path::Path;
@@ -22,10 +25,149 @@ pub fn write_run(path: &Path, run: &Run) -> anyhow::Result<()> {
     })
 }
 
-/// Write a file atomically: `fill` writes the content into a temp file in the
-/// target's directory, which is then fsynced and renamed over `path`.
+/// Write a file atomically: `fill` writes the content (then a newline)
+/// into a temp file beside the target, which is then fsynced and renamed
+/// over it. See [`write_output`] for what happens when the path is not a
+/// plain file.
 pub fn write_atomic(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>) -> anyhow::Result<()> {
-    let dir = match path.parent() {
+    write_output(path, |w| {
+        fill(w)?;
+        w.write_all(b"\n")?;
+        Ok(())
+    })
+}
+
+/// Where an output file's bytes go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutputTarget {
+    /// A regular file, or nothing yet, at this path (a symbolic link
+    /// resolved): written to a temp file beside it and renamed over it.
+    Replace(std::path::PathBuf),
+    /// Something that is not ours to replace — a device (`/dev/null`), a
+    /// FIFO, a terminal, `/dev/stdout` and the other /proc and /dev/fd
+    /// links to an open file: opened and written through.
+    Through(std::path::PathBuf),
+}
+
+/// Links below these name an open file of some process (`/dev/stdout` →
+/// `/proc/self/fd/1`): renaming a new file over what they resolve to would
+/// not reach the reader that holds the old one open.
+fn is_fd_link(p: &Path) -> bool {
+    ["/proc/", "/dev/fd/", "/dev/stdout", "/dev/stderr"].iter().any(|pre| p.to_string_lossy().starts_with(pre))
+}
+
+/// Decide how `path` is written (see [`OutputTarget`]), without writing:
+/// a directory is refused, a symbolic link is followed (its target is
+/// replaced, never the link), a dangling link names the file to create.
+pub fn output_target(path: &Path) -> Result<OutputTarget, BadInput> {
+    let shown = path.display();
+    let mut p = path.to_path_buf();
+    // Follow a chain of links by hand only while it dangles; a link that
+    // resolves is followed by the kernel (/proc's links are not paths).
+    for _ in 0..40 {
+        if is_fd_link(&p) {
+            return Ok(OutputTarget::Through(p));
+        }
+        match std::fs::metadata(&p) {
+            Ok(m) if m.is_dir() => return Err(BadInput(format!("{shown} is a directory; give a file path"))),
+            Ok(m) if m.is_file() => {
+                let real = std::fs::canonicalize(&p).map_err(|e| BadInput(format!("{shown}: cannot resolve: {e}")))?;
+                return Ok(if is_fd_link(&real) { OutputTarget::Through(p) } else { OutputTarget::Replace(real) });
+            }
+            Ok(_) => return Ok(OutputTarget::Through(p)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::read_link(&p) {
+                // A dangling link: its target is the file to create.
+                Ok(t) => {
+                    let base = p.parent().map(Path::to_path_buf).unwrap_or_default();
+                    p = if t.is_absolute() { t } else { base.join(t) };
+                }
+                Err(_) => return Ok(OutputTarget::Replace(p)),
+            },
+            Err(e) => return Err(BadInput(format!("{shown}: cannot write: {e}"))),
+        }
+    }
+    Err(BadInput(format!("{shown}: too many levels of symbolic links")))
+}
+
+/// Open a non-regular output for writing. A FIFO without a reader is
+/// refused rather than waited for (opened non-blocking, then set blocking).
+fn open_through(p: &Path, shown: &Path) -> Result<std::fs::File, BadInput> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(p)
+        .map_err(|e| {
+            let why = if e.raw_os_error() == Some(libc::ENXIO) { "a FIFO or socket with no reader".to_string() } else { e.to_string() };
+            BadInput(format!("{}: cannot write: {why}", shown.display()))
+        })?;
+    // Truncate what a /proc link leads to when it is a file (`> out` then
+    // `--json /dev/stdout`); devices and pipes ignore the length.
+    if f.metadata().map(|m| m.is_file()).unwrap_or(false) {
+        let _ = f.set_len(0);
+    }
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&f);
+    // SAFETY: fcntl on a descriptor we own, with integer arguments only.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags >= 0 {
+        // SAFETY: as above; clears O_NONBLOCK so writes wait for the reader.
+        unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) };
+    }
+    Ok(f)
+}
+
+/// Check, before any work, that [`write_output`] could write `path`: a
+/// directory, a missing or unwritable directory (/proc), a FIFO with no
+/// reader are refused (exit 2) now rather than after the result exists.
+pub fn check_output(path: &Path) -> Result<(), BadInput> {
+    match output_target(path)? {
+        OutputTarget::Through(p) => open_through(&p, path).map(drop),
+        OutputTarget::Replace(p) => {
+            let dir = match p.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            // The nearest existing directory must take new entries.
+            let mut up = dir;
+            while !up.exists() {
+                match up.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => up = d,
+                    _ => {
+                        up = Path::new(".");
+                        break;
+                    }
+                }
+            }
+            if !up.is_dir() {
+                return Err(BadInput(format!("{}: {} is not a directory", path.display(), up.display())));
+            }
+            tempfile::Builder::new()
+                .prefix(".rtscope-")
+                .suffix(".tmp")
+                .tempfile_in(up)
+                .map(drop)
+                .map_err(|e| BadInput(format!("{}: cannot create a file in {}: {e}; give another path", path.display(), up.display())))
+        }
+    }
+}
+
+/// Write an output file: `fill` writes the whole content. A regular file
+/// (or a new one) is written atomically — a temp file in the target's
+/// directory, fsynced, renamed over it — and a symbolic link keeps
+/// pointing at it (its target is what gets replaced). Anything else (a
+/// device, FIFO, `/dev/stdout`) is written through, never replaced.
+pub fn write_output(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>) -> anyhow::Result<()> {
+    let target = match output_target(path)? {
+        OutputTarget::Through(p) => {
+            let f = open_through(&p, path)?;
+            let mut w = std::io::BufWriter::new(f);
+            fill(&mut w)?;
+            w.flush().with_context(|| format!("writing {}", path.display()))?;
+            return Ok(());
+        }
+        OutputTarget::Replace(p) => p,
+    };
+    let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
@@ -41,11 +183,10 @@ pub fn write_atomic(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Re
     {
         let mut w = std::io::BufWriter::new(tmp.as_file_mut());
         fill(&mut w)?;
-        w.write_all(b"\n")?;
         w.flush()?;
     }
     tmp.as_file().sync_all()?;
-    tmp.persist(path).with_context(|| format!("renaming the result into {}", path.display()))?;
+    tmp.persist(&target).with_context(|| format!("renaming the result into {}", target.display()))?;
     Ok(())
 }
 

@@ -250,33 +250,54 @@ pub fn latest() -> u32 {
     MIGRATIONS.len() as u32
 }
 
+/// `(table, [column, ...])` in declaration order, read off the DDL:
+/// a column line is one starting with a lowercase name inside a
+/// `CREATE TABLE`; constraint lines (PRIMARY KEY, FOREIGN KEY) are not.
+fn tables(sql: &str) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    let mut inside = false;
+    for line in sql.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("ALTER TABLE ") {
+            // `ALTER TABLE t ADD COLUMN c ...`: one more column of t.
+            let w: Vec<&str> = rest.split_whitespace().collect();
+            out.push((format!("{} (altered)", w[0]), vec![w.get(3).copied().unwrap_or_default().to_string()]));
+        } else if let Some(rest) = line.strip_prefix("CREATE TABLE ") {
+            out.push((rest.trim_end_matches(" (").trim().to_string(), Vec::new()));
+            inside = true;
+        } else if line.starts_with(");") {
+            inside = false;
+        } else if inside && line.starts_with(|c: char| c.is_ascii_lowercase()) {
+            let col = line.split_whitespace().next().unwrap_or_default().to_string();
+            out.last_mut().expect("inside a table").1.push(col);
+        }
+    }
+    out
+}
+
+/// Every table of schema `version` with its columns in order, as the
+/// SQLite migrations up to it create them: what an rtscope database of that
+/// version holds (checked on open, so a file changed by another program or
+/// by hand is refused with advice instead of failing mid-query).
+pub fn columns_at(version: u32) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for m in MIGRATIONS.iter().take(version as usize) {
+        for (name, cols) in tables(m.sqlite) {
+            match name.strip_suffix(" (altered)") {
+                Some(t) => {
+                    if let Some(e) = out.iter_mut().find(|(n, _)| n == t) {
+                        e.1.extend(cols);
+                    }
+                }
+                None => out.push((name, cols)),
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// `(table, [column, ...])` in declaration order, read off the DDL:
-    /// a column line is one starting with a lowercase name inside a
-    /// `CREATE TABLE`; constraint lines (PRIMARY KEY, FOREIGN KEY) are not.
-    fn tables(sql: &str) -> Vec<(String, Vec<String>)> {
-        let mut out: Vec<(String, Vec<String>)> = Vec::new();
-        let mut inside = false;
-        for line in sql.lines().map(str::trim) {
-            if let Some(rest) = line.strip_prefix("ALTER TABLE ") {
-                // `ALTER TABLE t ADD COLUMN c ...`: one more column of t.
-                let w: Vec<&str> = rest.split_whitespace().collect();
-                out.push((format!("{} (altered)", w[0]), vec![w.get(3).copied().unwrap_or_default().to_string()]));
-            } else if let Some(rest) = line.strip_prefix("CREATE TABLE ") {
-                out.push((rest.trim_end_matches(" (").trim().to_string(), Vec::new()));
-                inside = true;
-            } else if line.starts_with(");") {
-                inside = false;
-            } else if inside && line.starts_with(|c: char| c.is_ascii_lowercase()) {
-                let col = line.split_whitespace().next().unwrap_or_default().to_string();
-                out.last_mut().expect("inside a table").1.push(col);
-            }
-        }
-        out
-    }
 
     fn indexes(sql: &str) -> Vec<String> {
         sql.lines().map(str::trim).filter(|l| l.starts_with("CREATE INDEX")).map(str::to_string).collect()

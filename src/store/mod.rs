@@ -139,6 +139,41 @@ fn run_max(run: &Run) -> u64 {
     run.results.iter().map(|r| r.max_ns.0).max().unwrap_or(0)
 }
 
+/// Every number a history database keeps as a signed 64-bit integer must
+/// fit one (both backends; past 2^63 - 1 ns is 292 years, which no
+/// measurement gives). Checked before anything is stored, so a bad value
+/// is exit 2 naming the entry and field, with nothing written.
+pub fn check_storable(run: &Run) -> Result<(), String> {
+    const MAX: u64 = i64::MAX as u64;
+    for r in &run.results {
+        let mut fields: Vec<(String, u64)> = vec![
+            ("interval_ns".into(), r.interval_ns.0),
+            ("samples".into(), r.samples),
+            ("overruns".into(), r.overruns),
+            ("min_ns".into(), r.min_ns.0),
+            ("max_ns".into(), r.max_ns.0),
+        ];
+        fields.extend(r.percentiles_ns.iter().map(|(k, v)| (format!("percentiles_ns.{k}"), v.0)));
+        for b in &r.histogram {
+            fields.extend([("histogram lo_ns".into(), b.lo_ns.0), ("histogram hi_ns".into(), b.hi_ns.0), ("histogram count".into(), b.count)]);
+        }
+        if let Some((name, v)) = fields.into_iter().find(|(_, v)| *v > MAX) {
+            let mut entry = format!("{}/{}", r.phase, r.probe);
+            if let Some(v) = &r.variant {
+                entry.push_str(&format!(" ({v})"));
+            }
+            if let Some(t) = r.thread {
+                entry.push_str(&format!(", thread {t}"));
+            }
+            return Err(format!(
+                "entry {entry}: {name} = {v} is past the largest value the history keeps ({MAX}, 292 years in ns); \
+                 check the value in the file"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// One page of the runs matching a filter, in a [`Sort`] order.
 #[derive(Debug, Clone, Default)]
 pub struct PageQuery {
@@ -183,10 +218,20 @@ impl Location {
         // The one precedence (flag, RTSCOPE_DB, XDG default); only the
         // first two can be a URL.
         let p = sqlite::resolve_path(flag)?;
-        match p.to_str().filter(|s| pgconn::is_url(s)) {
-            Some(url) => Ok(Location::Postgres(Box::new(pgconn::Target::parse(url)?))),
-            None => Ok(Location::File(p)),
+        let Some(text) = p.to_str() else { return Ok(Location::File(p)) };
+        if pgconn::is_url(text) {
+            return Ok(Location::Postgres(Box::new(pgconn::Target::parse(text)?)));
         }
+        // `SCHEME://…` that is not PostgreSQL's: never an SQLite file named
+        // after the URL (with its password in a directory name).
+        if let Some(scheme) = pgconn::url_scheme(text) {
+            return Err(BadInput(format!(
+                "--db {}: unknown URL scheme {scheme:?}; a history database is postgresql://USER@HOST[:PORT]/DATABASE \
+                 (or postgres://) or an SQLite file path (write ./{scheme}://… for a file of that name)",
+                pgconn::redact(text)
+            )));
+        }
+        Ok(Location::File(p))
     }
     /// How messages name it (a URL without its password).
     pub fn shown(&self) -> String {
@@ -227,13 +272,20 @@ impl Store {
     /// history there yet.
     pub fn open_if_exists(loc: &Location) -> anyhow::Result<Option<Store>> {
         Ok(match loc {
-            Location::File(p) if !p.exists() => None,
-            Location::File(p) => Some(Store::Sqlite(sqlite::Store::open_existing(p)?)),
+            Location::File(p) => sqlite::Store::open_read(p)?.map(Store::Sqlite),
             Location::Postgres(t) => pg::Store::open_if_exists(t)?.map(|s| Store::Postgres(Box::new(s))),
         })
     }
-    /// Open for reading or changing stored runs: exit 2 when there is no
-    /// history there.
+    /// Open to change stored runs (`tag`, `rm`): exit 2 when there is no
+    /// history there; an SQLite file must pass `PRAGMA quick_check` first.
+    pub fn open_existing_rw(loc: &Location) -> anyhow::Result<Store> {
+        match loc {
+            Location::File(p) => Ok(Store::Sqlite(sqlite::Store::open_existing_rw(p)?)),
+            Location::Postgres(_) => Store::open_existing(loc),
+        }
+    }
+    /// Open for reading stored runs (an SQLite file read-only, never
+    /// changed): exit 2 when there is no history there.
     pub fn open_existing(loc: &Location) -> anyhow::Result<Store> {
         match loc {
             Location::File(p) => Ok(Store::Sqlite(sqlite::Store::open_existing(p)?)),
@@ -265,6 +317,11 @@ impl Store {
     }
     pub fn save(&mut self, run: &Run, json: &str, source: &str) -> anyhow::Result<i64> {
         each!(self, s => s.save(run, json, source))
+    }
+    /// Save `(run, json, source)` triples, each tagged `tag` if given, in
+    /// one transaction: all or none. Returns the ids in order.
+    pub fn save_all(&mut self, runs: &[(&Run, &str, &str)], tag: Option<&str>) -> anyhow::Result<Vec<i64>> {
+        each!(self, s => s.save_all(runs, tag))
     }
     /// Every run matching `f`, oldest first.
     pub fn list(&mut self, f: &Filter) -> anyhow::Result<Vec<RunRow>> {

@@ -51,7 +51,30 @@ pub struct Store {
 }
 
 /// A query or transaction error, naming the database (never its password).
+///
+/// A server that refuses us — no rights on the schema or a table
+/// (SQLSTATE 42501), a read-only server or transaction (25006), a role or
+/// database that may not connect (class 28, 3D000) — is bad input (exit 2,
+/// the README's "a refusing server"), with what to ask an administrator.
 fn pg_err(target: &Target, e: postgres::Error) -> anyhow::Error {
+    use postgres::error::SqlState;
+    if let Some(db) = e.as_db_error() {
+        let code = db.code();
+        let refused = *code == SqlState::INSUFFICIENT_PRIVILEGE
+            || *code == SqlState::READ_ONLY_SQL_TRANSACTION
+            || *code == SqlState::INVALID_CATALOG_NAME
+            || code.code().starts_with("28");
+        if refused {
+            return BadInput(format!(
+                "history database {}: the server refuses: {}. Nothing was changed. Have an administrator grant this role \
+                 the rights on the schema {SCHEMA} (USAGE, CREATE, and SELECT/INSERT/UPDATE/DELETE on its tables), \
+                 or use another --db, or --no-store",
+                target.shown(),
+                reason(&e)
+            ))
+            .into();
+        }
+    }
     anyhow::anyhow!("history database {}: {}", target.shown(), reason(&e))
 }
 
@@ -182,82 +205,95 @@ impl Store {
     /// Save `run`, whose JSON text is `json` (for a native run: the file's
     /// exact bytes). `source` is "native" or an importer format. Returns the id.
     pub fn save(&mut self, run: &Run, json: &str, source: &str) -> anyhow::Result<i64> {
+        Ok(self.save_all(&[(run, json, source)], None)?[0])
+    }
+
+    /// Save several runs, each tagged `tag` if given, in one transaction:
+    /// all are stored or none. Returns the ids in order.
+    pub fn save_all(&mut self, runs: &[(&Run, &str, &str)], tag: Option<&str>) -> anyhow::Result<Vec<i64>> {
         if self.client.is_closed() {
             // The server or the network dropped us during a long run.
             *self = Store::open(&self.target.clone())?;
         }
         let target = self.target.clone();
         let e = |e| pg_err(&target, e);
-        let sha = super::sha256_hex(json.as_bytes());
-        let system = run.imported_from.as_ref().map(|i| i.system.clone()).unwrap_or_else(|| run.host.hostname.clone());
-        let host_json = serde_json::to_string(&run.host)?;
         let saved_at = super::now_rfc3339();
-        let probes = run.plan.probes.join(",");
-        let phases = run.plan.phases.join(",");
         let mut tx = self.client.transaction().map_err(e)?;
-        let id: i64 = tx
-            .query_one(
-                "INSERT INTO runs (started_at, finished_at, host, kernel, realtime, probes, phases, preset, interrupted,
-                                   source, system, file_sha256, host_json, json, saved_at, preempt, max_ns)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-                 RETURNING id",
-                &[
-                    &run.started_at,
-                    &run.finished_at,
-                    &run.host.hostname,
-                    &run.host.kernel_release,
-                    &run.host.realtime,
-                    &probes,
-                    &phases,
-                    &run.interrupted,
-                    &source,
-                    &system,
-                    &sha,
-                    &host_json,
-                    &json,
-                    &saved_at,
-                    &run.host.preempt_model,
-                    &int(super::run_max(run))?,
-                ],
-            )
-            .map_err(e)?
-            .get(0);
-        let res = tx
-            .prepare(
-                "INSERT INTO results (run_id, idx, probe, phase, variant, thread, cpu, interval_ns, samples, overruns,
-                    min_ns, max_ns, mean_ns, stddev_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, p99_99_ns, p99_999_ns)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
-            )
-            .map_err(e)?;
-        let buckets = tx
-            .prepare(
-                "INSERT INTO buckets (run_id, result_idx, lo_ns, hi_ns, count)
-                 SELECT $1, $2, lo, hi, n FROM unnest($3::BIGINT[], $4::BIGINT[], $5::BIGINT[]) AS b(lo, hi, n)",
-            )
-            .map_err(e)?;
-        for (idx, r) in run.results.iter().enumerate() {
-            let idx = idx as i64;
-            let pct: Vec<Option<i64>> =
-                PERCENTILES.iter().map(|q| r.percentiles_ns.get(q.key).map(|n| int(n.0)).transpose()).collect::<anyhow::Result<_>>()?;
-            let (thread, cpu) = (opt_int(r.thread)?, opt_int(r.cpu)?);
-            let nums = [int(r.interval_ns.0)?, int(r.samples)?, int(r.overruns)?, int(r.min_ns.0)?, int(r.max_ns.0)?];
-            tx.execute(
-                &res,
-                &[
-                    &id, &idx, &r.probe, &r.phase, &r.variant, &thread, &cpu, &nums[0], &nums[1], &nums[2], &nums[3], &nums[4],
-                    &r.mean_ns, &r.stddev_ns, &pct[0], &pct[1], &pct[2], &pct[3], &pct[4], &pct[5],
-                ],
-            )
-            .map_err(e)?;
-            if !r.histogram.is_empty() {
-                let lo = r.histogram.iter().map(|b| int(b.lo_ns.0)).collect::<anyhow::Result<Vec<_>>>()?;
-                let hi = r.histogram.iter().map(|b| int(b.hi_ns.0)).collect::<anyhow::Result<Vec<_>>>()?;
-                let n = r.histogram.iter().map(|b| int(b.count)).collect::<anyhow::Result<Vec<_>>>()?;
-                tx.execute(&buckets, &[&id, &idx, &lo, &hi, &n]).map_err(e)?;
+        let mut ids = Vec::with_capacity(runs.len());
+        for &(run, json, source) in runs {
+            let sha = super::sha256_hex(json.as_bytes());
+            let system = run.imported_from.as_ref().map(|i| i.system.clone()).unwrap_or_else(|| run.host.hostname.clone());
+            let host_json = serde_json::to_string(&run.host)?;
+            let probes = run.plan.probes.join(",");
+            let phases = run.plan.phases.join(",");
+            let id: i64 = tx
+                .query_one(
+                    "INSERT INTO runs (started_at, finished_at, host, kernel, realtime, probes, phases, preset, interrupted,
+                                       source, system, file_sha256, host_json, json, saved_at, preempt, max_ns)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+                     RETURNING id",
+                    &[
+                        &run.started_at,
+                        &run.finished_at,
+                        &run.host.hostname,
+                        &run.host.kernel_release,
+                        &run.host.realtime,
+                        &probes,
+                        &phases,
+                        &run.interrupted,
+                        &source,
+                        &system,
+                        &sha,
+                        &host_json,
+                        &json,
+                        &saved_at,
+                        &run.host.preempt_model,
+                        &int(super::run_max(run))?,
+                    ],
+                )
+                .map_err(e)?
+                .get(0);
+            let res = tx
+                .prepare(
+                    "INSERT INTO results (run_id, idx, probe, phase, variant, thread, cpu, interval_ns, samples, overruns,
+                        min_ns, max_ns, mean_ns, stddev_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, p99_99_ns, p99_999_ns)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
+                )
+                .map_err(e)?;
+            let buckets = tx
+                .prepare(
+                    "INSERT INTO buckets (run_id, result_idx, lo_ns, hi_ns, count)
+                     SELECT $1, $2, lo, hi, n FROM unnest($3::BIGINT[], $4::BIGINT[], $5::BIGINT[]) AS b(lo, hi, n)",
+                )
+                .map_err(e)?;
+            for (idx, r) in run.results.iter().enumerate() {
+                let idx = idx as i64;
+                let pct: Vec<Option<i64>> =
+                    PERCENTILES.iter().map(|q| r.percentiles_ns.get(q.key).map(|n| int(n.0)).transpose()).collect::<anyhow::Result<_>>()?;
+                let (thread, cpu) = (opt_int(r.thread)?, opt_int(r.cpu)?);
+                let nums = [int(r.interval_ns.0)?, int(r.samples)?, int(r.overruns)?, int(r.min_ns.0)?, int(r.max_ns.0)?];
+                tx.execute(
+                    &res,
+                    &[
+                        &id, &idx, &r.probe, &r.phase, &r.variant, &thread, &cpu, &nums[0], &nums[1], &nums[2], &nums[3], &nums[4],
+                        &r.mean_ns, &r.stddev_ns, &pct[0], &pct[1], &pct[2], &pct[3], &pct[4], &pct[5],
+                    ],
+                )
+                .map_err(e)?;
+                if !r.histogram.is_empty() {
+                    let lo = r.histogram.iter().map(|b| int(b.lo_ns.0)).collect::<anyhow::Result<Vec<_>>>()?;
+                    let hi = r.histogram.iter().map(|b| int(b.hi_ns.0)).collect::<anyhow::Result<Vec<_>>>()?;
+                    let n = r.histogram.iter().map(|b| int(b.count)).collect::<anyhow::Result<Vec<_>>>()?;
+                    tx.execute(&buckets, &[&id, &idx, &lo, &hi, &n]).map_err(e)?;
+                }
             }
+            if let Some(t) = tag {
+                tx.execute("INSERT INTO tags (run_id, tag) VALUES ($1, $2) ON CONFLICT DO NOTHING", &[&id, &t]).map_err(e)?;
+            }
+            ids.push(id);
         }
         tx.commit().map_err(e)?;
-        Ok(id)
+        Ok(ids)
     }
 
     /// One page of the runs matching `q.filter`, with their count: four

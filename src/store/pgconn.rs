@@ -39,8 +39,18 @@ pub const SCHEMES: [&str; 2] = ["postgresql://", "postgres://"];
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Does this `--db` / `RTSCOPE_DB` value name a PostgreSQL database?
+/// The scheme is matched without regard to case, as RFC 3986 says.
 pub fn is_url(s: &str) -> bool {
-    SCHEMES.iter().any(|p| s.starts_with(p))
+    url_scheme(s).is_some_and(|sc| SCHEMES.iter().any(|p| p.strip_suffix("://").is_some_and(|p| p.eq_ignore_ascii_case(sc))))
+}
+
+/// The scheme of `SCHEME://…` (RFC 3986: a letter, then letters, digits,
+/// `+ - .`), or `None` when `s` does not start like a URL.
+pub fn url_scheme(s: &str) -> Option<&str> {
+    let (scheme, _) = s.split_once("://")?;
+    let mut cs = scheme.chars();
+    let ok = cs.next().is_some_and(|c| c.is_ascii_alphabetic()) && cs.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    ok.then_some(scheme)
 }
 
 /// A PostgreSQL URL, parsed, with the password looked up.
@@ -78,7 +88,12 @@ impl Target {
                  without checking it"
             )));
         }
-        let mut config = postgres::Config::from_str(url).map_err(|e| bad(reason(&e)))?;
+        // The parser knows the schemes in lower case only.
+        let lowered = match url.split_once("://") {
+            Some((scheme, rest)) => format!("{}://{rest}", scheme.to_ascii_lowercase()),
+            None => url.to_string(),
+        };
+        let mut config = postgres::Config::from_str(&lowered).map_err(|e| bad(reason(&e)))?;
         if config.get_hosts().is_empty() {
             // libpq's default: the local Unix socket (Debian's directory).
             config.host_path("/var/run/postgresql");
@@ -111,15 +126,38 @@ impl Target {
 
     /// Connect (TLS as `sslmode` says). Errors are exit 2 and give the
     /// server's or the network's reason, never the password.
+    ///
+    /// The whole connection — TCP, TLS, start-up and authentication — must
+    /// finish within `connect_timeout` (the URL's, else [`CONNECT_TIMEOUT`]):
+    /// the driver's own timeout covers only the TCP connect, so a server
+    /// that accepts and never answers would hang every command. The attempt
+    /// runs on a thread of its own; one that times out is left to end when
+    /// the server closes the socket (or with the process).
     pub fn connect(&self) -> Result<postgres::Client, BadInput> {
-        self.config.connect(tls()).map_err(|e| {
+        let limit = self.config.get_connect_timeout().copied().unwrap_or(CONNECT_TIMEOUT);
+        let config = self.config.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new().name("pg-connect".into()).spawn(move || {
+            let _ = tx.send(config.connect(tls()));
+        });
+        let failed = |why: String| {
             BadInput(format!(
-                "history database {}: cannot connect: {}. Check that the server is up and accepts this user \
+                "history database {}: cannot connect: {why}. Check that the server is up and accepts this user \
                  (password from the URL, PGPASSWORD or ~/.pgpass), or use another --db, or --no-store",
-                self.shown,
-                reason(&e)
+                self.shown
             ))
-        })
+        };
+        if let Err(e) = spawned {
+            return Err(failed(format!("cannot start a thread: {e}")));
+        }
+        match rx.recv_timeout(limit) {
+            Ok(Ok(client)) => Ok(client),
+            Ok(Err(e)) => Err(failed(reason(&e))),
+            Err(_) => Err(failed(format!(
+                "no answer within {} s (connect_timeout; the server accepted the connection but did not complete the start-up)",
+                limit.as_secs_f64()
+            ))),
+        }
     }
 }
 
@@ -354,6 +392,15 @@ mod tests {
         assert!(is_url("postgres://u@h/db"));
         assert!(!is_url("/var/lib/rtscope/results.db"));
         assert!(!is_url("postgresql.db"));
+        // Schemes are case-insensitive (RFC 3986); other schemes are not
+        // PostgreSQL, and not file names either (Location::resolve refuses).
+        assert!(is_url("POSTGRESQL://u@h/db"));
+        assert!(is_url("Postgres://u@h/db"));
+        assert!(!is_url("pg://u@h/db"));
+        assert_eq!(url_scheme("pg://rt:pw@h/db"), Some("pg"));
+        assert_eq!(url_scheme("./pg://x"), None);
+        assert_eq!(url_scheme("/tmp/a://b"), None);
+        assert!(Target::parse_with("POSTGRESQL://rt@127.0.0.1:5/rt", &env()).is_ok());
     }
 
     #[test]

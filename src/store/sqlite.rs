@@ -126,95 +126,207 @@ pub struct Store {
 /// saved (the result file is written first and says how to import it).
 pub const FULL_CHECK_MAX_BYTES: u64 = 16 << 20;
 
+/// rtscope's mark in the SQLite header (`PRAGMA application_id`, "rtsc"):
+/// set when rtscope creates or migrates a database, so another program's
+/// SQLite file is told apart before anything is written to it.
+pub const APPLICATION_ID: i64 = 0x7274_7363;
+
+/// What an SQLite file at the history path holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// No tables, no version: a new database (or an empty file).
+    Empty,
+    /// An rtscope history at this schema version.
+    Ours(u32),
+}
+
+/// How much checking a write-open does before the first write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// `import`, `tag`, `rm`: `PRAGMA quick_check` on the whole file.
+    Full,
+    /// A run about to measure: quick_check up to [`FULL_CHECK_MAX_BYTES`]
+    /// (every run would pay for the whole history otherwise) and room on
+    /// the filesystem.
+    Run,
+}
+
+/// Tell an rtscope history from an empty file and from another program's
+/// database, reading only (no write, no journal switch). Exit 2 for a
+/// foreign file, naming what it holds.
+fn identify(conn: &Connection, path: &Path) -> anyhow::Result<Kind> {
+    let e = |e| sql_err(path, e);
+    let app: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(e)?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(e)?;
+    let version = version.max(0) as u32;
+    let tables: Vec<String> = {
+        let mut st = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
+            .map_err(e)?;
+        let rows = st.query_map([], |r| r.get(0)).map_err(e)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(e)?
+    };
+    let ours = app == APPLICATION_ID
+        // Made by an rtscope from before the mark: its version and tables say so.
+        || (app == 0 && version >= 1 && tables.iter().any(|t| t == "runs") && tables.iter().any(|t| t == "results"));
+    if ours {
+        return Ok(Kind::Ours(version));
+    }
+    if app == 0 && version == 0 && tables.is_empty() {
+        return Ok(Kind::Empty);
+    }
+    let what = if app != 0 {
+        format!("application id {app:#x}, not rtscope's")
+    } else if tables.is_empty() {
+        format!("schema version {version} and no tables")
+    } else {
+        let mut list = tables.iter().take(8).cloned().collect::<Vec<_>>().join(", ");
+        if tables.len() > 8 {
+            list.push_str(", …");
+        }
+        format!("tables that are not rtscope's: {list}")
+    };
+    Err(BadInput(format!(
+        "{} is another program's SQLite database ({what}); refusing to use it as the history database and leaving it untouched. \
+         Use another file with --db PATH or RTSCOPE_DB, or --no-store",
+        path.display()
+    ))
+    .into())
+}
+
 impl Store {
-    /// Open (creating if needed) the database at `path`, bringing its schema
-    /// up to date. Exit-2 errors for: a non-SQLite or corrupt file, a
-    /// database from a newer rtscope.
-    /// Open the database of a command that reads or changes what is stored
-    /// (history, show, export, tag, rm, ids and tags in report/compare):
-    /// a missing database is bad input, never created (exit 2).
+    /// Open the database of a command that only reads (history, show,
+    /// export, serve, ids and tags in report/compare): read-only, never
+    /// creating or changing the file (not even the switch to WAL); a
+    /// missing database is bad input (exit 2).
     pub fn open_existing(path: &Path) -> anyhow::Result<Store> {
-        if !path.exists() {
-            return Err(BadInput(format!(
-                "{}: no history database there (nothing has been stored yet): `rtscope run` or `rtscope import` \
-                 creates it; use --db or RTSCOPE_DB to name another",
-                path.display()
-            ))
-            .into());
-        }
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        if crate::sys::stat::file_writable(path) && crate::sys::stat::dir_writable(dir) {
-            Store::open(path)
-        } else {
-            Store::open_read_only(path)
-        }
+        Store::open_read(path)?.ok_or_else(|| no_history(path))
     }
 
-    /// Open a database this process cannot write (read-only file, directory
-    /// or mount) for reading: history, show, export and report still work;
-    /// a write later fails with "is not writable" (exit 2). A WAL database
-    /// whose `-shm` file cannot be created is opened `immutable` (SQLite
-    /// then reads the file as it is, without locking).
+    /// Open an existing database to change what is stored (`tag`, `rm`):
+    /// a missing one is bad input, never created; the whole file must pass
+    /// `PRAGMA quick_check` first (exit 2 otherwise, nothing written).
+    pub fn open_existing_rw(path: &Path) -> anyhow::Result<Store> {
+        if std::fs::metadata(path).map(|m| m.len() == 0).unwrap_or(true) {
+            check_header(path)?;
+            return Err(no_history(path));
+        }
+        Store::open_with(path, Check::Full)
+    }
+
+    /// Open for reading: `None` when there is no history there (no file, an
+    /// empty file, an empty database), nothing created. An rtscope history
+    /// from an older schema is upgraded when this process may write it
+    /// (checked first like any write), else refused with advice.
+    pub fn open_read(path: &Path) -> anyhow::Result<Option<Store>> {
+        match std::fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Ok(m) if m.is_file() && m.len() == 0 => return Ok(None),
+            _ => {}
+        }
+        check_header(path)?;
+        let store = Store::open_read_only(path)?;
+        let version = match identify(&store.conn, path)? {
+            Kind::Empty => return Ok(None),
+            Kind::Ours(v) => v,
+        };
+        store.refuse_newer(version)?;
+        store.check_schema(version)?;
+        if version == migrations::latest() {
+            return Ok(Some(store));
+        }
+        drop(store);
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        if crate::sys::stat::file_writable(path) && crate::sys::stat::dir_writable(dir) {
+            return Store::open_with(path, Check::Full).map(Some);
+        }
+        Err(BadInput(format!(
+            "history database {} is from an older rtscope and needs upgrading (schema version {version}, now {}), \
+             which this process cannot do: it may not write the file or its directory. Run any rtscope command with \
+             write access to it once, or copy it somewhere writable and pass --db",
+            path.display(),
+            migrations::latest()
+        ))
+        .into())
+    }
+
+    /// The connection of [`Store::open_read`]: `mode=ro`; when that cannot
+    /// open the file — a WAL database whose `-shm` cannot be created (a
+    /// read-only directory or mount, a full filesystem) — `immutable`
+    /// (SQLite then reads the file as it is, without locking).
     fn open_read_only(path: &Path) -> anyhow::Result<Store> {
         use rusqlite::OpenFlags;
-        check_header(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let try_open = |target: &str| -> rusqlite::Result<(Connection, i64)> {
+        let try_open = |target: &str| -> rusqlite::Result<Connection> {
             let conn = Connection::open_with_flags(target, flags)?;
             conn.busy_timeout(BUSY_TIMEOUT)?;
-            let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-            Ok((conn, v))
+            // The first read is what fails when the -shm cannot be made.
+            conn.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))?;
+            Ok(conn)
         };
         let plain = path.to_str().map(|p| format!("file:{}?mode=ro", uri_escape(p)));
         let immutable = path.to_str().map(|p| format!("file:{}?immutable=1", uri_escape(p)));
         let opened = match plain.as_deref().map(try_open) {
-            Some(Ok(x)) => Ok(x),
-            _ => match immutable.as_deref() {
-                Some(u) => try_open(u),
-                None => Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
-                    .and_then(|c| c.query_row("PRAGMA user_version", [], |r| r.get(0)).map(|v| (c, v))),
+            Some(Ok(c)) => Ok(c),
+            Some(Err(first)) => match immutable.as_deref().map(try_open) {
+                Some(Ok(c)) => Ok(c),
+                _ => Err(first),
             },
+            None => Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY),
         };
-        let (conn, version) = opened.map_err(|e| sql_err(path, e))?;
-        let store = Store { conn, path: path.to_path_buf() };
-        let version = version.max(0) as u32;
-        store.refuse_newer(version)?;
-        if version < migrations::latest() {
-            return Err(BadInput(format!(
-                "history database {} is from an older rtscope and needs upgrading (schema version {version}, now {}), \
-                 which this process cannot do: it may not write the file or its directory. Run any rtscope command with \
-                 write access to it once, or copy it somewhere writable and pass --db",
-                path.display(),
-                migrations::latest()
-            ))
-            .into());
-        }
-        Ok(store)
+        let conn = opened.map_err(|e| sql_err(path, e))?;
+        Ok(Store { conn, path: path.to_path_buf() })
     }
 
-    /// Before measuring into this database: SQLite's `PRAGMA quick_check`
-    /// (a partly corrupt file is refused now, not after the run) for files up
-    /// to [`FULL_CHECK_MAX_BYTES`], and room on its filesystem. Exit 2 naming
-    /// the file.
-    fn check_for_run(&self) -> anyhow::Result<()> {
-        let size = std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0);
-        if size <= FULL_CHECK_MAX_BYTES {
-            let problems: Vec<String> = {
-                let mut st = self.conn.prepare("PRAGMA quick_check(5)").map_err(|e| sql_err(&self.path, e))?;
-                let rows = st.query_map([], |r| r.get::<_, String>(0)).map_err(|e| sql_err(&self.path, e))?;
-                rows.collect::<rusqlite::Result<_>>().map_err(|e| sql_err(&self.path, e))?
-            };
-            if problems.first().map(String::as_str) != Some("ok") {
+    /// The tables and columns of an rtscope database at `version` must be
+    /// the ones its migrations made: a file changed by another program or by
+    /// hand is refused (exit 2) before a query fails on it.
+    fn check_schema(&self, version: u32) -> anyhow::Result<()> {
+        let e = |e| sql_err(&self.path, e);
+        let mut st = self.conn.prepare("SELECT name FROM pragma_table_info(?1) ORDER BY cid").map_err(e)?;
+        for (table, want) in migrations::columns_at(version.min(migrations::latest())) {
+            let have: Vec<String> =
+                st.query_map([&table], |r| r.get(0)).map_err(e)?.collect::<rusqlite::Result<_>>().map_err(e)?;
+            if have != want {
+                let found = if have.is_empty() { "is missing".to_string() } else { format!("has the columns {}", have.join(", ")) };
                 return Err(BadInput(format!(
-                    "history database {} is partly corrupt (SQLite quick_check: {}); nothing was measured or changed. \
-                     Recover it (`sqlite3 {} .recover`), or use another file with --db PATH, or --no-store",
+                    "history database {}: table {table} {found}, but an rtscope database of schema version {version} has {}; \
+                     the file was changed by another program or by hand. Nothing was changed. Use another file with --db PATH \
+                     or RTSCOPE_DB (runs can be copied out with `sqlite3 {} \"SELECT json FROM runs\"`)",
                     self.path.display(),
-                    problems.join("; "),
+                    want.join(", "),
                     self.path.display()
                 ))
                 .into());
             }
         }
+        Ok(())
+    }
+
+    /// SQLite's `PRAGMA quick_check`: a partly corrupt file is refused
+    /// before anything is written to it (exit 2 naming the file).
+    fn quick_check(&self) -> anyhow::Result<()> {
+        let problems: Vec<String> = {
+            let mut st = self.conn.prepare("PRAGMA quick_check(5)").map_err(|e| sql_err(&self.path, e))?;
+            let rows = st.query_map([], |r| r.get::<_, String>(0)).map_err(|e| sql_err(&self.path, e))?;
+            rows.collect::<rusqlite::Result<_>>().map_err(|e| sql_err(&self.path, e))?
+        };
+        if problems.first().map(String::as_str) != Some("ok") {
+            return Err(BadInput(format!(
+                "history database {} is partly corrupt (SQLite quick_check: {}); nothing was measured or changed. \
+                 Recover it (`sqlite3 {} .recover`), or use another file with --db PATH, or --no-store",
+                self.path.display(),
+                problems.join("; "),
+                self.path.display()
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Before measuring into this database: room on its filesystem (exit 2
+    /// naming the file).
+    fn check_room(&self) -> anyhow::Result<()> {
         let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         match crate::sys::stat::free_bytes(dir) {
             Ok(free) if free < crate::sys::stat::MIN_FREE_BYTES => Err(BadInput(format!(
@@ -229,20 +341,23 @@ impl Store {
         }
     }
 
-    /// Open the database for storing runs, creating it (and its directory)
-    /// when missing.
+    /// Open the database for storing runs (`import`), creating it (and its
+    /// directory) when missing, bringing its schema up to date. Exit 2,
+    /// with nothing written, for: a non-SQLite, foreign, corrupt (`PRAGMA
+    /// quick_check`) or hand-changed file, a database from a newer rtscope.
     pub fn open(path: &Path) -> anyhow::Result<Store> {
-        Store::open_with(path, false)
+        Store::open_with(path, Check::Full)
     }
 
     /// [`Store::open`] for a run about to measure: before anything is
-    /// written (not even the WAL switch), SQLite's `PRAGMA quick_check` must
-    /// pass and the filesystem must have room (see [`Store::check_for_run`]).
+    /// written (not even the WAL switch), `PRAGMA quick_check` must pass
+    /// (files up to [`FULL_CHECK_MAX_BYTES`]) and the filesystem must have
+    /// room.
     pub fn open_for_run(path: &Path) -> anyhow::Result<Store> {
-        Store::open_with(path, true)
+        Store::open_with(path, Check::Run)
     }
 
-    fn open_with(path: &Path, for_run: bool) -> anyhow::Result<Store> {
+    fn open_with(path: &Path, check: Check) -> anyhow::Result<Store> {
         check_header(path)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             crate::sys::stat::create_dirs(dir)
@@ -253,11 +368,22 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", true).map_err(|e| sql_err(path, e))?;
         let mut store = Store { conn, path: path.to_path_buf() };
 
-        // Read-only check first: nothing may be written to a newer database.
-        let version = store.user_version()?;
-        store.refuse_newer(version)?;
-        if for_run {
-            store.check_for_run()?;
+        // Read-only checks first: nothing may be written to a foreign,
+        // newer, hand-changed or corrupt database.
+        let version = match identify(&store.conn, path)? {
+            Kind::Empty => 0,
+            Kind::Ours(v) => {
+                store.refuse_newer(v)?;
+                store.check_schema(v)?;
+                let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+                if check == Check::Full || size <= FULL_CHECK_MAX_BYTES {
+                    store.quick_check()?;
+                }
+                v
+            }
+        };
+        if check == Check::Run {
+            store.check_room()?;
         }
         store.enable_wal()?;
         // A write transaction only when there is something to migrate.
@@ -269,14 +395,6 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
-    }
-
-    fn user_version(&self) -> anyhow::Result<u32> {
-        let v: i64 = self
-            .conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(|e| sql_err(&self.path, e))?;
-        Ok(v.max(0) as u32)
     }
 
     fn refuse_newer(&self, version: u32) -> anyhow::Result<()> {
@@ -330,6 +448,7 @@ impl Store {
         if v < migrations::latest() {
             tx.pragma_update(None, "user_version", migrations::latest()).map_err(|e| sql_err(&path, e))?;
         }
+        tx.pragma_update(None, "application_id", APPLICATION_ID).map_err(|e| sql_err(&path, e))?;
         tx.commit().map_err(|e| sql_err(&path, e))?;
         Ok(())
     }
@@ -337,93 +456,31 @@ impl Store {
     /// Save `run`, whose JSON text is `json` (for a native run: the file's
     /// exact bytes). `source` is "native" or an importer format. Returns the id.
     pub fn save(&mut self, run: &Run, json: &str, source: &str) -> anyhow::Result<i64> {
+        Ok(self.save_all(&[(run, json, source)], None)?[0])
+    }
+
+    /// Save several runs (each `(run, json, source)` as in [`Store::save`]),
+    /// each tagged `tag` if given, in one transaction: all are stored or
+    /// none (an import of a file with many columns, stopped or failing at
+    /// any point, leaves nothing half-imported). Returns the ids in order.
+    pub fn save_all(&mut self, runs: &[(&Run, &str, &str)], tag: Option<&str>) -> anyhow::Result<Vec<i64>> {
         let path = self.path.clone();
-        let sha = super::sha256_hex(json.as_bytes());
-        let system = run.imported_from.as_ref().map(|i| i.system.clone()).unwrap_or_else(|| run.host.hostname.clone());
-        let host_json = serde_json::to_string(&run.host)?;
         let saved_at = crate::store::now_rfc3339();
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| sql_err(&path, e))?;
-        tx.execute(
-            "INSERT INTO runs (started_at, finished_at, host, kernel, realtime, probes, phases, preset, interrupted,
-                               source, system, file_sha256, host_json, json, saved_at, preempt, max_ns)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-            params![
-                run.started_at,
-                run.finished_at,
-                run.host.hostname,
-                run.host.kernel_release,
-                run.host.realtime,
-                run.plan.probes.join(","),
-                run.plan.phases.join(","),
-                run.interrupted,
-                source,
-                system,
-                sha,
-                host_json,
-                json,
-                saved_at,
-                run.host.preempt_model,
-                int(super::run_max(run)).map_err(|e| sql_err(&path, e))?
-            ],
-        )
-        .map_err(|e| sql_err(&path, e))?;
-        let id = tx.last_insert_rowid();
-        {
-            let mut res = tx
-                .prepare(
-                    "INSERT INTO results (run_id, idx, probe, phase, variant, thread, cpu, interval_ns, samples, overruns,
-                        min_ns, max_ns, mean_ns, stddev_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, p99_99_ns, p99_999_ns)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
-                )
-                .map_err(|e| sql_err(&path, e))?;
-            let mut bucket = tx
-                .prepare("INSERT INTO buckets (run_id, result_idx, lo_ns, hi_ns, count) VALUES (?1, ?2, ?3, ?4, ?5)")
-                .map_err(|e| sql_err(&path, e))?;
-            for (idx, r) in run.results.iter().enumerate() {
-                let p = |key: &str| r.percentiles_ns.get(key).map(|n| int(n.0)).transpose();
-                let pct: Vec<Option<i64>> =
-                    PERCENTILES.iter().map(|q| p(q.key)).collect::<rusqlite::Result<_>>().map_err(|e| sql_err(&path, e))?;
-                res.execute(params![
-                    id,
-                    idx as i64,
-                    r.probe,
-                    r.phase,
-                    r.variant,
-                    opt_int(r.thread).map_err(|e| sql_err(&path, e))?,
-                    opt_int(r.cpu).map_err(|e| sql_err(&path, e))?,
-                    int(r.interval_ns.0).map_err(|e| sql_err(&path, e))?,
-                    int(r.samples).map_err(|e| sql_err(&path, e))?,
-                    int(r.overruns).map_err(|e| sql_err(&path, e))?,
-                    int(r.min_ns.0).map_err(|e| sql_err(&path, e))?,
-                    int(r.max_ns.0).map_err(|e| sql_err(&path, e))?,
-                    r.mean_ns,
-                    r.stddev_ns,
-                    pct[0],
-                    pct[1],
-                    pct[2],
-                    pct[3],
-                    pct[4],
-                    pct[5],
-                ])
-                .map_err(|e| sql_err(&path, e))?;
-                for b in &r.histogram {
-                    bucket
-                        .execute(params![
-                            id,
-                            idx as i64,
-                            int(b.lo_ns.0).map_err(|e| sql_err(&path, e))?,
-                            int(b.hi_ns.0).map_err(|e| sql_err(&path, e))?,
-                            int(b.count).map_err(|e| sql_err(&path, e))?
-                        ])
-                        .map_err(|e| sql_err(&path, e))?;
-                }
+        let mut ids = Vec::with_capacity(runs.len());
+        for &(run, json, source) in runs {
+            let id = insert_run(&tx, &path, run, json, source, &saved_at).map_err(|e| exhausted_or(&tx, &path, e))?;
+            if let Some(t) = tag {
+                tx.execute("INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?1, ?2)", params![id, t])
+                    .map_err(|e| sql_err(&path, e))?;
             }
+            ids.push(id);
         }
         tx.commit().map_err(|e| sql_err(&path, e))?;
-        Ok(id)
+        Ok(ids)
     }
 
     /// One page of the runs matching `q.filter`, with their count: one
@@ -692,6 +749,123 @@ impl Store {
             .map_err(e)?;
         Ok(rows)
     }
+}
+
+/// Insert one run with its results and buckets into `tx`.
+fn insert_run(tx: &rusqlite::Transaction<'_>, path: &Path, run: &Run, json: &str, source: &str, saved_at: &str) -> anyhow::Result<i64> {
+    let sha = super::sha256_hex(json.as_bytes());
+    let system = run.imported_from.as_ref().map(|i| i.system.clone()).unwrap_or_else(|| run.host.hostname.clone());
+    let host_json = serde_json::to_string(&run.host)?;
+    tx.execute(
+        "INSERT INTO runs (started_at, finished_at, host, kernel, realtime, probes, phases, preset, interrupted,
+                           source, system, file_sha256, host_json, json, saved_at, preempt, max_ns)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+        params![
+            run.started_at,
+            run.finished_at,
+            run.host.hostname,
+            run.host.kernel_release,
+            run.host.realtime,
+            run.plan.probes.join(","),
+            run.plan.phases.join(","),
+            run.interrupted,
+            source,
+            system,
+            sha,
+            host_json,
+            json,
+            saved_at,
+            run.host.preempt_model,
+            int(super::run_max(run)).map_err(|e| sql_err(path, e))?
+        ],
+    )
+    .map_err(|e| sql_err(path, e))?;
+    let id = tx.last_insert_rowid();
+    {
+        let mut res = tx
+            .prepare(
+                "INSERT INTO results (run_id, idx, probe, phase, variant, thread, cpu, interval_ns, samples, overruns,
+                    min_ns, max_ns, mean_ns, stddev_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, p99_99_ns, p99_999_ns)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+            )
+            .map_err(|e| sql_err(path, e))?;
+        let mut bucket = tx
+            .prepare("INSERT INTO buckets (run_id, result_idx, lo_ns, hi_ns, count) VALUES (?1, ?2, ?3, ?4, ?5)")
+            .map_err(|e| sql_err(path, e))?;
+        for (idx, r) in run.results.iter().enumerate() {
+            let p = |key: &str| r.percentiles_ns.get(key).map(|n| int(n.0)).transpose();
+            let pct: Vec<Option<i64>> =
+                PERCENTILES.iter().map(|q| p(q.key)).collect::<rusqlite::Result<_>>().map_err(|e| sql_err(path, e))?;
+            res.execute(params![
+                id,
+                idx as i64,
+                r.probe,
+                r.phase,
+                r.variant,
+                opt_int(r.thread).map_err(|e| sql_err(path, e))?,
+                opt_int(r.cpu).map_err(|e| sql_err(path, e))?,
+                int(r.interval_ns.0).map_err(|e| sql_err(path, e))?,
+                int(r.samples).map_err(|e| sql_err(path, e))?,
+                int(r.overruns).map_err(|e| sql_err(path, e))?,
+                int(r.min_ns.0).map_err(|e| sql_err(path, e))?,
+                int(r.max_ns.0).map_err(|e| sql_err(path, e))?,
+                r.mean_ns,
+                r.stddev_ns,
+                pct[0],
+                pct[1],
+                pct[2],
+                pct[3],
+                pct[4],
+                pct[5],
+            ])
+            .map_err(|e| sql_err(path, e))?;
+            for b in &r.histogram {
+                bucket
+                    .execute(params![
+                        id,
+                        idx as i64,
+                        int(b.lo_ns.0).map_err(|e| sql_err(path, e))?,
+                        int(b.hi_ns.0).map_err(|e| sql_err(path, e))?,
+                        int(b.count).map_err(|e| sql_err(path, e))?
+                    ])
+                    .map_err(|e| sql_err(path, e))?;
+            }
+        }
+    }
+    Ok(id)
+}
+
+/// A failed insert: when SQLite said "full" because the run ids are used up
+/// (`AUTOINCREMENT` never reuses one, and stops at 2^63 - 1), say that —
+/// not that the filesystem is full.
+fn exhausted_or(tx: &rusqlite::Transaction<'_>, path: &Path, e: anyhow::Error) -> anyhow::Error {
+    let full = e
+        .downcast_ref::<BadInput>()
+        .map(|b| b.0.contains("filesystem is full"))
+        .unwrap_or(false);
+    if full {
+        let seq: Option<i64> =
+            tx.query_row("SELECT seq FROM sqlite_sequence WHERE name = 'runs'", [], |r| r.get(0)).optional().ok().flatten();
+        if seq == Some(i64::MAX) {
+            return BadInput(format!(
+                "history database {}: every run id has been used (the last is {}; ids are never reused); nothing was changed. \
+                 Start a new history with --db PATH or RTSCOPE_DB (`rtscope export` copies runs out of this one)",
+                path.display(),
+                i64::MAX
+            ))
+            .into();
+        }
+    }
+    e
+}
+
+fn no_history(path: &Path) -> anyhow::Error {
+    BadInput(format!(
+        "{}: no history database there (nothing has been stored yet): `rtscope run` or `rtscope import` \
+         creates it; use --db or RTSCOPE_DB to name another",
+        path.display()
+    ))
+    .into()
 }
 
 /// Refuse a non-empty file that does not start with the SQLite magic.
