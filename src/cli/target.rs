@@ -29,7 +29,9 @@ fn flag(id: &str) -> String {
 /// Check the flags given with `--target` and build what the session runs.
 pub fn build(args: &RunArgs, target: &str, explicit: &BTreeSet<String>, started: &str) -> Result<(TargetSpec, TargetPlan, Output), BadInput> {
     let spec = TargetSpec::parse(target)?;
-    if let Some(bad) = explicit.iter().find(|id| !APPLY.contains(&id.as_str())) {
+    // Ids of flattened groups (`LoadArgs`, `StoreOpts`) come with their flags: not flags.
+    let is_group = |id: &str| id.starts_with(|c: char| c.is_ascii_uppercase());
+    if let Some(bad) = explicit.iter().find(|id| !is_group(id) && !APPLY.contains(&id.as_str())) {
         return Err(BadInput(format!(
             "{} does not apply with --target (the agent measures on the target); flags that do: --probe, -i, -D, -p, --policy, -a, -t, --periods, --worst, --deadline, --iterations, --msg-size, --load cpu|memory, --phase-name, --json, --out, --db, --no-store, -q. Drop {}",
             flag(bad),
