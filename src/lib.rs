@@ -23,6 +23,7 @@ pub mod store;
 pub mod sys;
 pub mod stats;
 pub mod sysinfo;
+pub mod target;
 pub mod trace;
 pub mod units;
 pub mod doctor;

@@ -24,7 +24,7 @@ const LAYERS: &[&[&str]] = &[
     &["live", "store", "import"],
     &["plan"],
     &["scenario"],
-    &["runner"],
+    &["runner", "target"],
     &["monitor"],
     &["analysis"],
     &["report"],

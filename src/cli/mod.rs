@@ -8,6 +8,7 @@ pub mod load;
 pub mod plan;
 pub mod store_opts;
 pub mod probe_opts;
+pub mod target;
 
 
 use std::path::PathBuf;
@@ -218,6 +219,12 @@ pub struct RunArgs {
     /// entries, comma-separated (`default,timer/hrtimer_expire_entry`).
     #[arg(long, value_name = "LIST", default_value = "default", value_parser = parse_trace_events)]
     pub trace_events: TraceEvents,
+
+    /// Measure another system with rtscope-agent: exec:'CMD' (its stdin/stdout, e.g.
+    /// exec:'ssh board rtscope-agent'), tcp:HOST:PORT (an agent started with --listen PORT)
+    /// or serial:/dev/ttyUSB0[:BAUD]. See README "Measuring another system" and docs/agent.md.
+    #[arg(long, value_name = "SPEC")]
+    pub target: Option<String>,
 }
 
 /// `--trace-events`, checked: each entry is `default`, `full`, `group/name` or

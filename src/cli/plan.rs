@@ -68,7 +68,34 @@ pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInpu
         )));
     }
 
-    let path = match &args.json {
+    let path = output_path(args, started)?;
+
+    let plan = RunPlan {
+        probes,
+        phases: vec!["idle".to_string()],
+        duration_ns: args.duration,
+        interval_ns: args.interval,
+        priority: args.priority,
+        policy: args.policy.into(),
+        threads,
+        cpus,
+        dma_latency: !args.no_dma_latency,
+        worst_k: args.worst as usize,
+        trace: args.trace_threshold.map(|t| crate::trace::TracePlan {
+            threshold_ns: Nanos(t),
+            buffer_kb: args.trace_buffer,
+            max_snapshots: args.trace_max,
+            events: if args.trace_events.0 == ["default"] { Vec::new() } else { args.trace_events.0.clone() },
+        }),
+        probe: probe_settings,
+    };
+    Ok((plan, Output { path, quiet: args.quiet, ns: args.ns }))
+}
+
+/// Where the result goes: `--json FILE`, else `--out DIR`/rtscope-STARTED.json;
+/// checked writable now (exit 2), before anything is measured.
+pub fn output_path(args: &RunArgs, started: &str) -> Result<PathBuf, BadInput> {
+    Ok(match &args.json {
         Some(p) => {
             check_parent(p, "--json")?;
             p.clone()
@@ -93,28 +120,7 @@ pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInpu
             }
             args.out.join(format!("rtscope-{started}.json"))
         }
-    };
-
-    let plan = RunPlan {
-        probes,
-        phases: vec!["idle".to_string()],
-        duration_ns: args.duration,
-        interval_ns: args.interval,
-        priority: args.priority,
-        policy: args.policy.into(),
-        threads,
-        cpus,
-        dma_latency: !args.no_dma_latency,
-        worst_k: args.worst as usize,
-        trace: args.trace_threshold.map(|t| crate::trace::TracePlan {
-            threshold_ns: Nanos(t),
-            buffer_kb: args.trace_buffer,
-            max_snapshots: args.trace_max,
-            events: if args.trace_events.0 == ["default"] { Vec::new() } else { args.trace_events.0.clone() },
-        }),
-        probe: probe_settings,
-    };
-    Ok((plan, Output { path, quiet: args.quiet, ns: args.ns }))
+    })
 }
 
 fn check_parent(p: &std::path::Path, flag: &str) -> Result<(), BadInput> {

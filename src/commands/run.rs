@@ -45,6 +45,9 @@ fn warnings(run: &crate::model::Run) -> Vec<String> {
 pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     let started = OffsetDateTime::now_utc();
     let explicit = cli::load::explicit_run_args();
+    if let Some(t) = &args.target {
+        return target(args, t, &explicit, started);
+    }
     let (plan, output, exp) = cli::load::build(args, &explicit, &stamp(started))?;
     if args.load.dry_run {
         print!("{}", cli::load::describe(&plan, &exp, &output, true));
@@ -100,6 +103,32 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
             violated.join(", ")
         );
         return Ok(crate::error::EXIT_GATE_FAILED);
+    }
+    Ok(if run.interrupted { EXIT_INTERRUPTED } else { EXIT_OK })
+}
+
+/// `rtscope run --target SPEC`: the same run, measured by rtscope-agent on
+/// another system (src/target); printed and stored as a native run.
+fn target(args: &RunArgs, spec: &str, explicit: &std::collections::BTreeSet<String>, started: OffsetDateTime) -> anyhow::Result<u8> {
+    let (spec, tp, output) = cli::target::build(args, spec, explicit, &stamp(started))?;
+    let mut store = crate::commands::history::open_for_run(&args.store)?;
+    let stop = stop_on_signals()?;
+    if !output.quiet {
+        eprintln!("target: {spec}; probes {} for {} each", tp.probes.join(","), crate::units::fmt_ns(tp.duration_ns));
+    }
+    let run = crate::target::execute(&spec, &tp, &output, std::env::args().collect(), started, &stop, warnings)?;
+    if !output.quiet {
+        print!("{}", report::term::summary_table(&run, output.ns));
+        if let Some(d) = args.analysis.deadline {
+            print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d)));
+        }
+        println!("result: {}", output.path.display());
+    }
+    for w in &run.warnings {
+        eprintln!("warning: {w}");
+    }
+    if let Some(store) = store.as_mut() {
+        crate::commands::history::save_native(store, &run, &output.path, output.quiet)?;
     }
     Ok(if run.interrupted { EXIT_INTERRUPTED } else { EXIT_OK })
 }

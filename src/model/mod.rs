@@ -72,6 +72,33 @@ pub struct Run {
     /// native runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fidelity: Vec<String>,
+    /// Set when rtscope-agent measured the run on another system
+    /// (`rtscope run --target`): which agent, over which transport.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentRecord>,
+}
+
+/// Who measured a `--target` run: the agent's announcement and the way
+/// rtscope reached it (docs/agent.md, docs/schema.md).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct AgentRecord {
+    /// The agent's version (`hello agent=`).
+    pub version: String,
+    /// The line protocol's version (1).
+    pub protocol: u32,
+    /// exec, tcp or serial.
+    pub transport: String,
+    /// The `--target` as given (`exec:./rtscope-agent`, `tcp:board:5927`, ...).
+    pub target: String,
+    /// The target's uname sysname and machine (`Linux`, `aarch64`).
+    pub os: String,
+    pub arch: String,
+    /// The clock the agent measures with and its resolution (clock_getres).
+    pub clock: String,
+    pub clock_resolution_ns: Nanos,
+    /// `ok` or `failed:REASON`: whether the agent locked its memory.
+    #[serde(default)]
+    pub mlock: String,
 }
 
 /// The largest value a count or time may have: the history database
@@ -184,7 +211,15 @@ impl Run {
             monitor: None,
             imported_from: None,
             fidelity: Vec::new(),
+            agent: None,
         }
+    }
+
+    /// A run measured by rtscope-agent on another system: as [`Run::native`]
+    /// (this rtscope drove it and keeps it), `host` the target's fingerprint,
+    /// `agent` who measured and how it was reached.
+    pub fn by_agent(command_line: Vec<String>, host: Host, plan: Plan, calibration: Calibration, started_at: String, agent: AgentRecord) -> Run {
+        Run { agent: Some(agent), ..Run::native(command_line, host, plan, calibration, started_at) }
     }
 
     /// A run converted from another tool's output (`tool`, the file in
@@ -223,6 +258,7 @@ impl Run {
             monitor: None,
             imported_from: Some(from),
             fidelity: Vec::new(),
+            agent: None,
             tool,
         }
     }

@@ -1,0 +1,366 @@
+//! `rtscope run --target`: rtscope-agent (agent/, built here with `make -C
+//! agent` into a temp dir) driven over each transport — exec, TCP on
+//! 127.0.0.1, a serial line through a pseudo-terminal pair — and what the
+//! host does with a dead agent, a Ctrl-C and a malformed line. Skipped with a
+//! message when there is no C compiler or no agent/ directory.
+//!
+//! Numbers checked are the invariants, never latencies: samples + overruns =
+//! periods exactly (the agent's timer loop counts every period of
+//! duration/interval), histogram counts = samples, the merged entry = the
+//! sum of its threads, and the host is the one the agent announced.
+
+mod common;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use common::{hist_sum, merged, per_thread, read_json, u, Sandbox};
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The agent binary, built once per test run into a temp dir; `None` (with
+/// a message) when it cannot be built here.
+fn agent() -> Option<&'static Path> {
+    static AGENT: OnceLock<Option<(tempfile::TempDir, PathBuf)>> = OnceLock::new();
+    AGENT
+        .get_or_init(|| {
+            if !repo().join("agent/Makefile").exists() {
+                eprintln!("SKIP: no agent/ directory (rtscope-agent not in this tree yet)");
+                return None;
+            }
+            let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+            if Command::new(&cc).arg("--version").output().map(|o| !o.status.success()).unwrap_or(true) {
+                eprintln!("SKIP: no C compiler ({cc}) to build rtscope-agent");
+                return None;
+            }
+            let dir = tempfile::tempdir().unwrap();
+            let bin = dir.path().join("rtscope-agent");
+            let out = Command::new("make")
+                .arg("-s")
+                .arg("-C")
+                .arg(repo().join("agent"))
+                .arg(format!("OUT={}", bin.display()))
+                .output()
+                .expect("make");
+            assert!(out.status.success(), "make -C agent failed:\n{}", String::from_utf8_lossy(&out.stderr));
+            Some((dir, bin))
+        })
+        .as_ref()
+        .map(|(_, p)| p.as_path())
+}
+
+fn run_ok(sb: &Sandbox, args: &[&str]) -> std::process::Output {
+    let out = sb.run(args);
+    assert!(
+        out.status.success(),
+        "rtscope {args:?}: {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The invariants of a complete timer run of `periods` per thread.
+fn check_timer(run: &Value, periods: u64, threads: usize) {
+    let rs = per_thread(run);
+    assert_eq!(rs.len(), threads, "{run}");
+    for r in &rs {
+        assert_eq!(r["probe"], "timer");
+        assert_eq!(u(&r["samples"]) + u(&r["overruns"]), periods, "samples + overruns = periods exactly: {r}");
+        assert_eq!(hist_sum(r), u(&r["samples"]));
+        assert!(u(&r["min_ns"]) <= u(&r["percentiles_ns"]["50"]) && u(&r["percentiles_ns"]["50"]) <= u(&r["max_ns"]));
+    }
+    let m = merged(run);
+    assert_eq!(m.len(), 1);
+    let sum = |k: &str| rs.iter().map(|r| u(&r[k])).sum::<u64>();
+    assert_eq!(u(&m[0]["samples"]), sum("samples"));
+    assert_eq!(u(&m[0]["overruns"]), sum("overruns"));
+    assert_eq!(hist_sum(m[0]), u(&m[0]["samples"]));
+    assert_eq!(u(&m[0]["max_ns"]), rs.iter().map(|r| u(&r["max_ns"])).max().unwrap());
+}
+
+fn uname_nodename() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_string()
+}
+
+#[test]
+fn exec_target_measures_and_the_result_works_everywhere() {
+    let Some(agent) = agent() else { return };
+    let sb = Sandbox::new();
+    let target = format!("exec:{}", agent.display());
+    let out = run_ok(&sb, &["run", "--target", &target, "--probe", "timer", "-D", "1s", "-i", "1ms", "-t", "2", "-a", "0", "--json", "t.json"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("saved: run #1"), "stored in the history");
+    let run = read_json(&sb.path("t.json"));
+    check_timer(&run, 1000, 2);
+    assert!(!run["interrupted"].as_bool().unwrap());
+    // The host is the agent's (it announced this machine: same nodename),
+    // and the run says who measured it.
+    assert_eq!(run["host"]["hostname"], uname_nodename().as_str());
+    assert!(run["host"]["preempt_model_source"].as_str().unwrap().starts_with("rtscope-agent"));
+    assert_eq!(run["agent"]["transport"], "exec");
+    assert_eq!(run["agent"]["protocol"], 1);
+    assert_eq!(run["agent"]["os"], "Linux");
+    assert_eq!(run["agent"]["target"], target.as_str());
+    assert_eq!(run["plan"]["threads"], 2);
+    let doc = common::schema::documented();
+    let mut errors = Vec::new();
+    common::schema::check(&doc, "", &run, &mut errors);
+    assert!(errors.is_empty(), "schema: {errors:?}");
+
+    // The analysis side does not know where the samples came from.
+    let hist = run_ok(&sb, &["history"]);
+    assert!(String::from_utf8_lossy(&hist.stdout).contains(&uname_nodename()));
+    let rep = run_ok(&sb, &["report", "t.json", "--format", "json"]);
+    assert!(String::from_utf8_lossy(&rep.stdout).contains("timer"));
+    run_ok(&sb, &["compare", "t.json", "t.json"]);
+    let gate = sb.run(&["check", "t.json", "--max", "10s"]);
+    assert_eq!(gate.status.code(), Some(0), "check: {}", String::from_utf8_lossy(&gate.stderr));
+    let gate = sb.run(&["check", "t.json", "--max", "1ns"]);
+    assert_eq!(gate.status.code(), Some(3), "a 1 ns bound fails: {}", String::from_utf8_lossy(&gate.stdout));
+}
+
+#[test]
+fn exec_target_pair_probes_and_variants() {
+    let Some(agent) = agent() else { return };
+    let sb = Sandbox::new();
+    let target = format!("exec:{}", agent.display());
+    run_ok(&sb, &["run", "--target", &target, "--probe", "sem:posix,mq", "-D", "1s", "-i", "1ms", "-a", "0", "--no-store", "--json", "p.json", "-q"]);
+    let run = read_json(&sb.path("p.json"));
+    let m = merged(&run);
+    let names: Vec<String> = m.iter().map(|r| format!("{}:{}", r["probe"].as_str().unwrap(), r["variant"].as_str().unwrap_or("-"))).collect();
+    assert!(names.iter().any(|n| n.starts_with("sem:posix")), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("sem:mutex")), "only the selected variant ran: {names:?}");
+    assert!(names.iter().any(|n| n.starts_with("mq:")), "{names:?}");
+    for r in run["results"].as_array().unwrap() {
+        assert_eq!(hist_sum(r), u(&r["samples"]), "{r}");
+        assert!(u(&r["samples"]) > 0, "{r}");
+    }
+}
+
+/// A free TCP port on 127.0.0.1 (bound and released; the agent takes it next).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Kills and reaps a child when the test ends, however it ends.
+struct Reap(std::process::Child);
+impl Drop for Reap {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn tcp_target_on_loopback() {
+    let Some(agent) = agent() else { return };
+    let sb = Sandbox::new();
+    // A port taken between free_port and the agent's bind: try another.
+    let (port, _agent) = (0..5)
+        .find_map(|_| {
+            let port = free_port();
+            let mut c = Command::new(agent).args(["--listen", &port.to_string(), "--once"]).stderr(Stdio::piped()).spawn().unwrap();
+            let mut err = c.stderr.take().unwrap();
+            let mut text = String::new();
+            let mut buf = [0u8; 256];
+            // Until it says it listens, or exits.
+            while !text.contains("listening") {
+                match err.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => text.push_str(&String::from_utf8_lossy(&buf[..n])),
+                }
+            }
+            text.contains("listening").then_some((port, Reap(c)))
+        })
+        .expect("the agent listens on a free port");
+    let target = format!("tcp:127.0.0.1:{port}");
+    run_ok(&sb, &["run", "--target", &target, "--probe", "timer", "-D", "500ms", "-i", "1ms", "-t", "1", "-a", "0", "--no-store", "--json", "t.json", "-q"]);
+    let run = read_json(&sb.path("t.json"));
+    check_timer(&run, 500, 1);
+    assert_eq!(run["agent"]["transport"], "tcp");
+}
+
+#[test]
+fn serial_target_through_a_pty() {
+    use nix::sys::termios;
+    let Some(agent) = agent() else { return };
+    let sb = Sandbox::new();
+    let pty = nix::pty::openpty(None, None).unwrap();
+    // Raw before the agent writes: a cooked line discipline would echo the
+    // agent's own lines back to it.
+    let mut t = termios::tcgetattr(&pty.slave).unwrap();
+    termios::cfmakeraw(&mut t);
+    termios::tcsetattr(&pty.slave, termios::SetArg::TCSANOW, &t).unwrap();
+    let slave_path = std::fs::read_link(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&pty.slave))).unwrap();
+    // The agent on the "board" end: stdin and stdout are the pty master.
+    let master_in = pty.master.try_clone().unwrap();
+    let master_out = pty.master.try_clone().unwrap();
+    let _agent = Reap(Command::new(agent).stdin(Stdio::from(master_in)).stdout(Stdio::from(master_out)).spawn().unwrap());
+    drop(pty.master);
+    let target = format!("serial:{}:115200", slave_path.display());
+    run_ok(&sb, &["run", "--target", &target, "--probe", "timer", "-D", "500ms", "-i", "1ms", "-t", "1", "-a", "0", "--no-store", "--json", "t.json", "-q"]);
+    // The slave stays open in this test until here: a pty master reads EIO once no slave is open.
+    drop(pty.slave);
+    let run = read_json(&sb.path("t.json"));
+    check_timer(&run, 500, 1);
+    assert_eq!(run["agent"]["transport"], "serial");
+}
+
+/// Poll `cond` every 20 ms for at most `limit`.
+fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// `rtscope run --target exec:...` whose agent writes its pid to `pid` and
+/// its output also to `log` (so a test can wait for a protocol line).
+fn spawn_logged(sb: &Sandbox, agent: &Path, probes: &str, duration: &str) -> std::process::Child {
+    let cmd = format!(
+        "exec:sh -c 'echo $$ > {pid}; exec {agent}' | tee {log}",
+        pid = sb.path("pid").display(),
+        agent = agent.display(),
+        log = sb.path("log").display()
+    );
+    sb.cmd()
+        .args(["run", "--target", &cmd, "--probe", probes, "-D", duration, "-i", "1ms", "-t", "1", "-a", "0", "--json", "k.json", "-q"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn log_has(sb: &Sandbox, what: &str) -> bool {
+    std::fs::read_to_string(sb.path("log")).is_ok_and(|l| l.contains(what))
+}
+
+#[test]
+fn agent_killed_mid_run_keeps_what_arrived() {
+    let Some(agent) = agent() else { return };
+    let sb = Sandbox::new();
+    let child = spawn_logged(&sb, agent, "timer,sem", "2s");
+    // The first plan (timer) done, the second measuring: kill the agent.
+    assert!(wait_for(Duration::from_secs(120), || log_has(&sb, "RTS1 begin id=2")), "the sem plan never began");
+    let pid: i32 = std::fs::read_to_string(sb.path("pid")).unwrap().trim().parse().unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the agent closed the link"), "{stderr}");
+    let run = read_json(&sb.path("k.json"));
+    assert!(run["interrupted"].as_bool().unwrap());
+    check_timer(&run, 2000, 1);
+    assert!(run["results"].as_array().unwrap().iter().all(|r| r["probe"] == "timer"), "no half sem block kept");
+    assert!(run["warnings"][0].as_str().unwrap().contains("agent closed the link"));
+    // Stored, as an interrupted native run is.
+    let hist = run_ok(&sb, &["history"]);
+    assert!(!String::from_utf8_lossy(&hist.stdout).trim().is_empty());
+}
+
+#[test]
+fn ctrl_c_stops_the_agent_and_keeps_the_samples() {
+    let Some(agent) = agent() else { return };
+    let sb = Sandbox::new();
+    let child = spawn_logged(&sb, agent, "timer", "60s");
+    assert!(wait_for(Duration::from_secs(120), || log_has(&sb, "RTS1 progress id=1")), "never measuring");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = read_json(&sb.path("k.json"));
+    assert!(run["interrupted"].as_bool().unwrap());
+    let r = per_thread(&run)[0];
+    assert!(u(&r["samples"]) > 0 && u(&r["samples"]) + u(&r["overruns"]) < 60_000, "{r}");
+    assert_eq!(hist_sum(r), u(&r["samples"]));
+    assert!(log_has(&sb, "status=stopped"), "the agent was told to stop");
+}
+
+/// A line with its checksum, as an agent sends it.
+fn signed(body: &str) -> String {
+    format!("{body} *{:08x}", crc32fast::hash(body.as_bytes()))
+}
+
+#[test]
+fn a_malformed_line_is_exit_2_naming_it_and_nothing_is_stored() {
+    let sb = Sandbox::new();
+    let script = sb.path("fake-agent.sh");
+    let lines = [
+        "boot noise: not protocol".to_string(),
+        signed("RTS1 hello proto=1 agent=fake os=Linux release=1 version=1 arch=x86_64 host=fake cpus=1 clock=CLOCK_MONOTONIC res_ns=1 preempt=none mlock=ok max_threads=2"),
+        signed("RTS1 probe name=timer variants="),
+        signed("RTS1 ready probes=1"),
+        signed("RTS1 ack id=1 variants=- threads=1"),
+        // Damaged in transit: the checksum no longer matches.
+        signed("RTS1 begin id=1 variant=- threads=1 duration_ns=1000000000").replace("threads=1", "threads=7"),
+    ];
+    let mut text = String::from("#!/bin/sh\n");
+    for l in &lines {
+        text.push_str(&format!("printf '%s\\n' '{l}'\n"));
+    }
+    text.push_str("sleep 30\n");
+    std::fs::write(&script, text).unwrap();
+    let target = format!("exec:sh {}", script.display());
+    let out = sb.run(&["run", "--target", &target, "--probe", "timer", "-D", "1s", "--json", "bad.json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("line 6") && stderr.contains("threads=7") && stderr.contains("checksum"), "{stderr}");
+    assert!(!sb.path("bad.json").exists(), "nothing half-stored");
+    let hist = sb.run(&["history"]);
+    assert!(!String::from_utf8_lossy(&hist.stdout).contains("fake"), "nothing in the history");
+}
+
+#[test]
+fn flags_that_do_not_apply_on_a_target_are_refused() {
+    let sb = Sandbox::new();
+    for (flag, value) in [("--trace-threshold", Some("100us")), ("--load", Some("io")), ("--no-dma-latency", None), ("--preset", Some("quick"))] {
+        let mut args = vec!["run", "--target", "exec:true", flag];
+        args.extend(value);
+        let out = sb.run(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {stderr}");
+        assert!(stderr.contains(flag), "{flag}: {stderr}");
+    }
+    for bad in ["tcp:nowhere", "serial:ttyS0", "ftp:x"] {
+        let out = sb.run(&["run", "--target", bad]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(bad));
+    }
+}
+
+#[test]
+fn an_agent_that_never_answers_is_exit_2() {
+    let sb = Sandbox::new();
+    // Exits at once without a word: nothing measured, nothing written.
+    let out = sb.run(&["run", "--target", "exec:exit 3", "--json", "x.json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("before announcing itself"));
+    assert!(!sb.path("x.json").exists());
+}
+
+/// The agent helper's own test (cross-builds, qemu-user, the malloc counter), if present.
+#[test]
+fn agent_test_sh_passes() {
+    let script = repo().join("agent/test.sh");
+    if !script.exists() || agent().is_none() {
+        eprintln!("SKIP: no agent/test.sh or no C compiler");
+        return;
+    }
+    let out = Command::new("sh").arg(&script).arg("--quick").output().unwrap();
+    assert!(
+        out.status.success(),
+        "agent/test.sh --quick failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
