@@ -72,7 +72,7 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
         print!("{}", report::noise::lines(&run));
         print!("{}", report::presets::render(&run, exp.table, exp.bin_ns, output.ns, args.analysis.deadline.map(crate::model::Nanos)));
         if let Some(d) = args.analysis.deadline {
-            print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d)));
+            print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d), output.ns));
         }
         print!("{}", crate::trace::report::culprits_text(&run, 5));
         println!("result: {}", output.path.display());

@@ -115,7 +115,7 @@ fn entry_label(e: &EntryAnalysis) -> Vec<Cell> {
 }
 
 fn p(e: &EntryAnalysis, label: &str, u: Unit) -> String {
-    e.percentile(label).map(|v| u.fmt_n(v)).unwrap_or_else(|| "-".into())
+    e.percentile_bound(label).map(|p| p.shown(|v| u.fmt_n(v))).unwrap_or_else(|| "-".into())
 }
 
 /// The summary table of one run.
@@ -137,7 +137,10 @@ pub fn summary_table(run: &RunAnalysis, u: Unit, with_deadline: bool) -> Table {
         .map(|e| {
             let mut row = entry_label(e);
             row.push(Cell::plain(e.samples.to_string()));
-            row.push(Cell::tone(e.overruns.to_string(), if e.overruns > 0 { Tone::Bad } else { Tone::Plain }));
+            row.push(match e.known_overruns() {
+                Some(o) => Cell::tone(o.to_string(), if o > 0 { Tone::Bad } else { Tone::Plain }),
+                None => Cell::tone("unknown", Tone::Dim),
+            });
             row.push(Cell::plain(u.fmt(e.shown_min_ns())));
             row.push(Cell::plain(format!("{}±{}", u.fmt(e.shown_mean_ns()), u.fmt(e.stddev_ns))));
             for l in ["p50", "p99", "p99.9", "p99.99"] {
@@ -147,12 +150,15 @@ pub fn summary_table(run: &RunAnalysis, u: Unit, with_deadline: bool) -> Table {
             if with_deadline {
                 match &e.deadline {
                     Some(d) => {
-                        let bad = if d.misses_upper > 0 { Tone::Bad } else { Tone::Good };
-                        row.push(Cell::tone(
-                            if d.exact { d.misses.to_string() } else { format!("{}–{}", d.misses, d.misses_upper) },
-                            bad,
-                        ));
-                        row.push(Cell::tone(if d.ratio == 0.0 { "0".into() } else { format!("{:.3e}", d.ratio) }, bad));
+                        let bad = if d.misses_upper > 0 {
+                            Tone::Bad
+                        } else if !d.complete {
+                            Tone::Plain
+                        } else {
+                            Tone::Good
+                        };
+                        row.push(Cell::tone(d.misses_cell(), bad));
+                        row.push(Cell::tone(d.ratio_shown(), bad));
                         row.push(Cell::tone(
                             if d.zero_observed {
                                 format!("≤{}", fmt_prob(d.per_hour_probability))
@@ -350,14 +356,14 @@ pub fn compare_table(a: &Analysis, u: Unit) -> Table {
     type Getter = fn(&CmpCell, Unit) -> String;
     type RatioGetter = fn(&CmpCell) -> Option<f64>;
     let metrics: [(&str, Getter, RatioGetter); 6] = [
-        ("p50", |c, u| fmt_known(c.p50_ns, u), |c| c.ratio_to_first.as_ref().and_then(|r| r.p50)),
-        ("p99", |c, u| fmt_known(c.p99_ns, u), |c| c.ratio_to_first.as_ref().and_then(|r| r.p99)),
-        ("p99.9", |c, u| fmt_known(c.p99_9_ns, u), |c| c.ratio_to_first.as_ref().and_then(|r| r.p99_9)),
+        ("p50", |c, u| fmt_known(c, "p50", c.p50_ns, u), |c| c.ratio_to_first.as_ref().and_then(|r| r.p50)),
+        ("p99", |c, u| fmt_known(c, "p99", c.p99_ns, u), |c| c.ratio_to_first.as_ref().and_then(|r| r.p99)),
+        ("p99.9", |c, u| fmt_known(c, "p99.9", c.p99_9_ns, u), |c| c.ratio_to_first.as_ref().and_then(|r| r.p99_9)),
         ("max", |c, u| u.fmt_n(c.max_ns), |c| c.ratio_to_first.as_ref().map(|r| r.max)),
         ("mean±σ", |c, u| format!("{}±{}", u.fmt(c.mean_ns), u.fmt(c.stddev_ns)), |c| {
             c.ratio_to_first.as_ref().map(|r| r.mean)
         }),
-        ("overruns", |c, _| c.overruns.to_string(), |_| None),
+        ("overruns", |c, _| if c.overruns_unknown { "unknown".into() } else { c.overruns.to_string() }, |_| None),
     ];
     for row in &c.rows {
         for (mi, (m, get, rget)) in metrics.iter().enumerate() {
@@ -371,7 +377,12 @@ pub fn compare_table(a: &Analysis, u: Unit) -> Table {
                     None => Cell::tone("missing", Tone::Dim),
                 });
                 if i > 0 {
-                    cells.push(ratio_cell(cell.as_ref().and_then(rget)));
+                    // A ratio of bounds is a range, never a measured ratio.
+                    let range = cell.as_ref().and_then(|c| c.ratio_to_first.as_ref()).and_then(|r| r.range(m)).cloned();
+                    cells.push(match range {
+                        Some(g) => Cell::tone(crate::analysis::compare::fmt_ratio_shown(g.hi, Some(&g)), Tone::Plain),
+                        None => ratio_cell(cell.as_ref().and_then(rget)),
+                    });
                 }
             }
             rows.push(cells);
@@ -392,9 +403,13 @@ pub fn compare_table(a: &Analysis, u: Unit) -> Table {
     Table::new(header, 2, rows)
 }
 
-/// A percentile, or "-" where the source gave none (summary-only import).
-fn fmt_known(v: Option<Nanos>, u: Unit) -> String {
-    v.map(|v| u.fmt_n(v)).unwrap_or_else(|| "-".into())
+/// A percentile, or "-" where the source gave none (summary-only import);
+/// a bound (`≥ X`) where its bucket is wide.
+fn fmt_known(c: &CmpCell, label: &str, v: Option<Nanos>, u: Unit) -> String {
+    match c.bounds.iter().find(|p| p.label == label) {
+        Some(p) => p.shown(|v| u.fmt_n(v)),
+        None => v.map(|v| u.fmt_n(v)).unwrap_or_else(|| "-".into()),
+    }
 }
 
 /// The header of system `i`'s ratio column: "B/A" of the systems' first
@@ -459,7 +474,7 @@ pub fn blocks(a: &Analysis, u: Unit, bins: bool) -> Vec<Block> {
         out.push(Block::Text(format!("{} — {}", r.source, host_line(r))));
         if let Some(d) = a.options.deadline {
             out.push(Block::Text(format!(
-                "deadline {} {}: a sample over it is a miss; P(miss)/h is the probability of at least one miss in an hour at the measured rate (≤: no miss seen, 95 % upper bound).",
+                "deadline {} {}: a sample over it or a missed period is a miss (misses shown late+missed when periods were missed); miss ratio = misses / periods (samples + missed periods); P(miss)/h is the probability of at least one miss in an hour at the measured rate (≤: no miss seen, 95 % upper bound; ≥: missed periods unknown).",
                 u.fmt_n(d),
                 u.name()
             )));
