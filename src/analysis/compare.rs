@@ -724,6 +724,19 @@ mod tests {
     }
 
     #[test]
+    fn bins_are_half_open_and_the_max_lands_in_its_row() {
+        // A 0.1 %-wide bucket across the 6300 µs edge holding a max of
+        // 6303.1 µs: listed in [6300, 6350), not in [6250, 6300).
+        let h = [Bucket { lo_ns: Nanos(6_297_500), hi_ns: Nanos(6_303_800), count: 2 }];
+        assert_eq!(bins_of(&h, Nanos(50_000), Nanos(6_303_100)), vec![((6_300_000, 6_350_000), 2)]);
+        // The same bucket with a max below the edge stays below it.
+        assert_eq!(bins_of(&h, Nanos(50_000), Nanos(6_299_000)), vec![((6_250_000, 6_300_000), 2)]);
+        // An overflow bucket wider than a bin keeps its own range, up to the max.
+        let h = [Bucket { lo_ns: Nanos(10_000), hi_ns: Nanos(503_000), count: 1262 }];
+        assert_eq!(bins_of(&h, Nanos(50_000), Nanos(503_000)), vec![((10_000, 503_001), 1262)]);
+    }
+
+    #[test]
     fn words() {
         assert_eq!(ratio_words(3.2), "3.20× higher than");
         assert_eq!(ratio_words(1.0 / 320_000.0), "320000× lower than");

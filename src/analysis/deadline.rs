@@ -93,7 +93,7 @@ impl DeadlineMisses {
     /// `≥ 12 (+? missed)` when missed periods are unknown.
     pub fn misses_cell(&self) -> String {
         match self.missed_periods {
-            None => format!("≥ {} (+? missed)", self.late_shown()),
+            None => format!("≥ {} (+? missed)", self.late_samples),
             Some(0) => self.misses_shown(),
             Some(m) => format!("{}+{m}", self.late_shown()),
         }
@@ -268,6 +268,33 @@ mod tests {
         let r = result(&v, 1_000_000);
         let m = misses(&r, Nanos(4_001_000));
         assert!(m.misses <= 19_990 && m.misses_upper >= 19_990 && !m.exact, "{m:?}");
+    }
+
+    #[test]
+    fn missed_periods_are_misses_and_the_ratio_is_per_period() {
+        // Issue 31: 47 766 samples, 499 over 200 µs, and 2 498 missed periods.
+        let v: Vec<u64> = (0..47_766u64).map(|i| if i % 95 == 7 && i / 95 < 499 { 300_000 } else { 20_000 }).collect();
+        let mut r = result(&v, 1_000_000);
+        r.overruns = 2_498;
+        let m = misses(&r, Nanos(200_000));
+        assert_eq!((m.late_samples, m.missed_periods, m.misses, m.periods), (499, Some(2_498), 2_997, 50_264));
+        assert!((m.ratio - 2_997.0 / 50_264.0).abs() < 1e-15, "{}", m.ratio);
+        assert!(m.complete && m.exact);
+        assert_eq!(m.misses_cell(), "499+2498");
+        assert!(m.sentence("200.0 us").starts_with("2997 of 50264 periods missed the 200.0 us deadline (499 late sample(s), 2498 missed period(s))"));
+        // Periods per second: the sample rate scaled by periods / samples.
+        assert!((m.rate_hz - 1000.0 * 50_264.0 / 47_766.0).abs() < 1e-6, "{}", m.rate_hz);
+        // A missed period alone is a miss: no late sample, 1 missed period.
+        let mut r = result(&vec![20_000; 1000], 1_000_000);
+        r.overruns = 1;
+        let m = misses(&r, Nanos(200_000));
+        assert_eq!((m.misses, m.zero_observed), (1, false));
+        // Missed periods unknown (an import): lower bounds, no upper.
+        r.overruns = 0;
+        r.overruns_known = false;
+        let m = misses(&r, Nanos(200_000));
+        assert!(!m.complete && m.ratio_upper().is_none());
+        assert_eq!((m.missed_shown(), m.misses_shown(), m.ratio_shown()), ("unknown".to_string(), "≥ 0".to_string(), "≥ 0".to_string()));
     }
 
     #[test]

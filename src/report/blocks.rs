@@ -160,7 +160,10 @@ pub fn summary_table(run: &RunAnalysis, u: Unit, with_deadline: bool) -> Table {
                         row.push(Cell::tone(d.misses_cell(), bad));
                         row.push(Cell::tone(d.ratio_shown(), bad));
                         row.push(Cell::tone(
-                            if d.zero_observed {
+                            if d.rate_hz <= 0.0 {
+                                // No period and no per-second series (an import): no rate.
+                                "unknown".into()
+                            } else if d.zero_observed {
                                 format!("≤{}", fmt_prob(d.per_hour_probability))
                             } else {
                                 fmt_prob(d.per_hour_probability)
