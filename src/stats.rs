@@ -6,12 +6,18 @@
 //! - [`nearest_rank`] and [`bucket_percentile`]: a percentile is the value
 //!   of rank ⌈q·n/100⌉, read from a histogram as the top of the bucket
 //!   holding that rank, clamped to the exact [min, max].
+//!   [`bucket_percentile_bounds`] gives the whole range that bucket allows:
+//!   when the bucket is wide ([`is_wide`]: an import's overflow bucket, a
+//!   coarse bins-csv row) the percentile is a bound, not a value, and every
+//!   report shows it as one (`≥ X` or `X–Y`).
 //! - [`Moments`]: mean and standard deviation. σ is the population standard
 //!   deviation, √(Σ(x−μ)²/n) — what the recorder computes from its sums and
 //!   what cyclictest-like tools print; an importer that must estimate σ from
 //!   bucket midpoints uses the same convention, and merged entries pool
 //!   per-thread moments exactly under it.
-//! - [`miss_ratio`]: samples over a deadline per sample.
+//! - [`miss_ratio`]: deadline misses per period (a miss is a late sample or
+//!   a missed period; periods = samples + missed periods), and
+//!   [`fmt_ratio_value`], the one way a ratio is printed.
 //! - The tail probabilities, the Kolmogorov–Smirnov test and a seeded random
 //!   number generator used by the comparison and the statistical worst case.
 //!
@@ -67,6 +73,68 @@ pub fn bucket_percentile(hist: &[Bucket], q: f64, min: Nanos, max: Nanos) -> Opt
     Some(max)
 }
 
+/// Widest bucket (ns) read as a value rather than a bound, absolute part:
+/// cyclictest's and rtla's 1 µs rows are values at their resolution.
+pub const WIDE_ABS_NS: u64 = 1_000;
+/// Widest bucket read as a value, relative part: rtscope's own buckets are
+/// 0.1 % wide above 2048 ns.
+pub const WIDE_REL: f64 = 0.01;
+
+/// True when the range `[lo, hi]` a bucket allows is too wide to be read as
+/// one value: wider than both [`WIDE_ABS_NS`] and [`WIDE_REL`] of `lo`.
+pub fn is_wide(lo: Nanos, hi: Nanos) -> bool {
+    let w = hi.0.saturating_sub(lo.0);
+    w > WIDE_ABS_NS && w as f64 > WIDE_REL * lo.0 as f64
+}
+
+/// Percentile `q` as the range `(lo, hi)` its bucket allows, clamped to the
+/// exact `[min, max]`; `hi` is [`bucket_percentile`]'s value. The range is
+/// a bound to show as such when [`is_wide`]. `None` for an empty histogram.
+pub fn bucket_percentile_bounds(hist: &[Bucket], q: f64, min: Nanos, max: Nanos) -> Option<(Nanos, Nanos)> {
+    let n = hist.iter().fold(0u64, |a, b| a.saturating_add(b.count));
+    if n == 0 {
+        return None;
+    }
+    let rank = nearest_rank(q, n);
+    let top = max.0.max(min.0);
+    let mut seen = 0u64;
+    for b in hist {
+        seen = seen.saturating_add(b.count);
+        if seen >= rank {
+            let hi = b.hi_ns.0.clamp(min.0, top);
+            let lo = b.lo_ns.0.clamp(min.0, hi);
+            return Some((Nanos(lo), Nanos(hi)));
+        }
+    }
+    Some((max, max))
+}
+
+/// A ratio (a miss ratio, a bound of one) for people: `0`, `0.0254`,
+/// `1.54e-5` — three significant digits, plain down to 0.001, e-notation
+/// below; never `0.000e0`.
+pub fn fmt_ratio_value(r: f64) -> String {
+    if r == 0.0 {
+        "0".into()
+    } else if !r.is_finite() {
+        format!("{r}")
+    } else if r.abs() >= 1e-3 {
+        let decimals = (2 - r.abs().log10().floor() as i32).max(0) as usize;
+        let s = format!("{r:.decimals$}");
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    } else {
+        let s = format!("{r:.2e}");
+        // "1.50e-5" → "1.5e-5"
+        match s.split_once('e') {
+            Some((m, e)) if m.contains('.') => format!("{}e{e}", m.trim_end_matches('0').trim_end_matches('.')),
+            _ => s,
+        }
+    }
+}
+
 /// Mean and population standard deviation of `n` samples.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Moments {
@@ -110,12 +178,14 @@ impl Moments {
     }
 }
 
-/// Samples over a deadline per sample (0 when there are none).
-pub fn miss_ratio(misses: u64, samples: u64) -> f64 {
-    if samples == 0 {
+/// Misses per period (0 when there are none): a miss is a sample over the
+/// deadline or a missed period, and periods = samples + missed periods.
+/// maxrate's "missed-period ratio" is the same function of missed periods.
+pub fn miss_ratio(misses: u64, periods: u64) -> f64 {
+    if periods == 0 {
         0.0
     } else {
-        misses as f64 / samples as f64
+        misses as f64 / periods as f64
     }
 }
 
@@ -260,6 +330,38 @@ mod tests {
     }
 
     #[test]
+    fn percentile_bounds_mark_wide_buckets() {
+        // cyclictest -h10: 1 738 samples in 1 µs rows up to 10 µs, 1 262
+        // overflows in one bucket [10 µs, 503 µs].
+        let h = [b(4_000, 4_999, 500), b(9_000, 9_999, 1_238), b(10_000, 503_000, 1_262)];
+        let (min, max) = (Nanos(4_000), Nanos(503_000));
+        let (lo, hi) = bucket_percentile_bounds(&h, 99.0, min, max).unwrap();
+        assert_eq!((lo, hi), (Nanos(10_000), Nanos(503_000)));
+        assert!(is_wide(lo, hi), "the overflow bucket is a bound");
+        assert_eq!(Some(hi), bucket_percentile(&h, 99.0, min, max), "the value is the bucket_percentile");
+        // p50 sits in a 1 µs row: a value, not a bound.
+        let (lo, hi) = bucket_percentile_bounds(&h, 50.0, min, max).unwrap();
+        assert_eq!((lo, hi), (Nanos(9_000), Nanos(9_999)));
+        assert!(!is_wide(lo, hi));
+        // rtscope's 0.1 %-wide buckets are values.
+        assert!(!is_wide(Nanos(6_299_000), Nanos(6_305_000)));
+        // Clamped to [min, max]: a wide bucket that the exact max narrows is a value.
+        assert_eq!(bucket_percentile_bounds(&[b(1_000, 9_000, 3)], 50.0, Nanos(1_200), Nanos(1_500)), Some((Nanos(1_200), Nanos(1_500))));
+        assert!(bucket_percentile_bounds(&[], 50.0, Nanos(0), Nanos(0)).is_none());
+    }
+
+    #[test]
+    fn ratios_print_readably() {
+        assert_eq!(fmt_ratio_value(0.0), "0");
+        assert_eq!(fmt_ratio_value(0.02), "0.02");
+        assert_eq!(fmt_ratio_value(0.025_4), "0.0254");
+        assert_eq!(fmt_ratio_value(1.0), "1");
+        assert_eq!(fmt_ratio_value(1.539e-5), "1.54e-5");
+        assert_eq!(fmt_ratio_value(1.5e-5), "1.5e-5");
+        assert_eq!(fmt_ratio_value(1e-6), "1e-6");
+    }
+
+    #[test]
     fn moments_are_population_moments_and_pool_exactly() {
         let xs = [1.0f64, 2.0, 3.0, 4.0, 10.0];
         let m = Moments::from_sums(5, xs.iter().sum(), xs.iter().map(|x| x * x).sum());
@@ -279,6 +381,8 @@ mod tests {
     #[test]
     fn miss_ratio_of_nothing_is_zero() {
         assert_eq!(miss_ratio(0, 0), 0.0);
+        // Per period: 499 late samples + 2 498 missed periods of 47 766 + 2 498.
+        assert!((miss_ratio(499 + 2_498, 47_766 + 2_498) - 0.059_625).abs() < 1e-6);
         assert_eq!(miss_ratio(1, 4), 0.25);
         // Missed periods over all periods (maxrate): 10 missed, 90 kept.
         assert_eq!(miss_ratio(10, 100), 0.1);

@@ -185,7 +185,8 @@ fn run_prints_deadline_misses() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let s = String::from_utf8_lossy(&out.stdout);
-    let line = s.lines().find(|l| l.starts_with("deadline 100000 ns, timer (idle):")).unwrap_or_else(|| panic!("{s}"));
+    // One unit per output: the deadline in the table's µs.
+    let line = s.lines().find(|l| l.starts_with("deadline 100.0 us, timer (idle):")).unwrap_or_else(|| panic!("{s}"));
     // The count printed equals the count in the written result's tail: the
     // tail keeps the largest samples, so it holds every sample over the
     // deadline as long as its smallest one is not over it (or it holds all).
@@ -198,7 +199,14 @@ fn run_prints_deadline_misses() {
         m.tail.samples.len()
     );
     let over = m.tail.samples.iter().filter(|t| t.latency().0 > 100_000).count();
-    assert!(line.contains(&format!(": {over} of {} samples over it", m.samples)), "{line}");
+    // A miss is a late sample or a missed period; both parts are printed.
+    let want = format!(
+        ": {} of {} periods missed the 100.0 us deadline ({over} late sample(s), {} missed period(s))",
+        over as u64 + m.overruns,
+        m.samples + m.overruns,
+        m.overruns
+    );
+    assert!(line.contains(&want), "{line} lacks {want}");
 }
 
 fn bad(args: &[&str], files: &[(&str, &[u8])], expect: &[&str]) {

@@ -180,7 +180,7 @@ fn maxrate_overruns_grow_as_the_period_shrinks_and_the_table_is_printed() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("miss ratio") && stdout.contains("200us") && stdout.contains("10us"), "{stdout}");
+    assert!(stdout.contains("missed periods") && stdout.contains("200us") && stdout.contains("10us"), "{stdout}");
     let run: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     let slow = merged(&run, "maxrate", "200us");
     let fast = merged(&run, "maxrate", "10us");

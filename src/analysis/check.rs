@@ -7,10 +7,23 @@
 //!
 //! One [`Case`] per entry (probe/phase/variant) and bound, with the value of
 //! every run. A value the input does not have (a percentile of a
-//! summary-only import, an entry a run lacks) fails its case with the
-//! reason: a gate never passes on missing data. Runs on a kernel without
-//! PREEMPT_RT get a note: a latency bound met there holds for that run, not
-//! in general.
+//! summary-only import, an entry a run lacks, the missed periods of a
+//! cyclictest import) fails its case with the reason: a gate never passes on
+//! missing data. Runs on a kernel without PREEMPT_RT get a note: a latency
+//! bound met there holds for that run, not in general.
+//!
+//! Bounds are judged as bounds. A measured value is a range
+//! [`Measured`]`{lower, upper}`: a percentile in a wide bucket (an import's
+//! overflow bucket) lies anywhere in it, a miss ratio whose missed periods
+//! are unknown has no upper end. A case passes only when the upper end is
+//! within the limit; it fails when the lower end is over it, and it fails
+//! with the reason "could hide a failure" when the limit falls inside the
+//! range. A baseline's value that is a bound counts at its lower end (the
+//! tightest limit it allows).
+//!
+//! `--miss-ratio` is misses per period: a miss is a sample over `--deadline`
+//! or a missed period (an overrun); `--deadline` alone means no miss is
+//! allowed (`--miss-ratio 0`).
 
 use serde::Serialize;
 
@@ -56,32 +69,66 @@ impl Metric {
     }
     /// The value of this metric for `r` in report units (µs for
     /// latencies), or why there is none.
-    fn value(self, r: &ProbeResult, deadline: Option<Nanos>) -> Result<f64, String> {
-        let pct = |q: f64| -> Result<f64, String> {
+    fn value(self, r: &ProbeResult, deadline: Option<Nanos>) -> Result<Measured, String> {
+        let pct = |q: f64| -> Result<Measured, String> {
             if !r.distribution_known() {
                 return Err(format!("{} unknown: the input has no distribution (a summary-only import)", self.name()));
             }
-            percentiles::from_histogram(&r.histogram, q, r.min_ns, r.max_ns)
-                .map(|v| v.as_micros_f64())
-                .ok_or_else(|| format!("{} unknown: no samples", self.name()))
+            let p = percentiles::bounded(&r.histogram, q, r.min_ns, r.max_ns).ok_or_else(|| format!("{} unknown: no samples", self.name()))?;
+            Ok(Measured { lower: p.lower_ns.unwrap_or(p.value_ns).as_micros_f64(), upper: Some(p.value_ns.as_micros_f64()) })
         };
         match self {
             Metric::Max if r.samples == 0 => Err("max unknown: no samples".into()),
-            Metric::Max => Ok(r.max_ns.as_micros_f64()),
+            Metric::Max => Ok(Measured::exact(r.max_ns.as_micros_f64())),
             Metric::P99 => pct(99.0),
             Metric::P999 => pct(99.9),
-            Metric::Overruns => Ok(r.overruns as f64),
-            Metric::Violations => r.violations.as_ref().map(|v| v.count as f64).ok_or_else(|| "violations unknown: the entry has no violation count".into()),
+            Metric::Overruns => match r.known_overruns() {
+                Some(o) => Ok(Measured::exact(o as f64)),
+                None => Err("overruns unknown: the input's source does not count missed periods".into()),
+            },
+            Metric::Violations => r.violations.as_ref().map(|v| Measured::exact(v.count as f64)).ok_or_else(|| "violations unknown: the entry has no violation count".into()),
             Metric::MissRatio => {
                 let d = deadline.ok_or("miss-ratio needs --deadline")?;
                 let m = deadline::misses(r, d);
-                if m.samples == 0 {
+                if m.periods == 0 {
                     return Err("miss-ratio unknown: no samples".into());
                 }
                 // Where the histogram cannot tell (a bucket across the
-                // deadline), the upper bound: the gate is not lenient.
-                Ok(m.misses_upper as f64 / m.samples as f64)
+                // deadline), the upper bound decides; with missed periods
+                // unknown there is none.
+                Ok(Measured { lower: m.ratio, upper: m.ratio_upper() })
             }
+        }
+    }
+}
+
+/// A measured value in report units: exact when `lower == upper`; a bound
+/// otherwise, `upper` `None` when nothing bounds it from above.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Measured {
+    pub lower: f64,
+    pub upper: Option<f64>,
+}
+
+impl Measured {
+    pub fn exact(v: f64) -> Measured {
+        Measured { lower: v, upper: Some(v) }
+    }
+    pub fn is_bound(&self) -> bool {
+        self.upper != Some(self.lower)
+    }
+    /// The value reported for the case: the upper end when there is one
+    /// (the gate is not lenient), else the lower bound.
+    pub fn value(&self) -> f64 {
+        self.upper.unwrap_or(self.lower)
+    }
+    /// As shown: `12.0 us`, `≥ 10.0 us`, `10.0–503.0 us`.
+    pub fn shown(&self, metric: Metric) -> String {
+        match self.upper {
+            Some(u) if u == self.lower => fmt_value(metric, u),
+            Some(u) if metric.unit() == "us" => format!("{:.1}–{}", self.lower, fmt_value(metric, u)),
+            Some(u) => format!("{}–{}", fmt_value(metric, self.lower), fmt_value(metric, u)),
+            None => format!("≥ {}", fmt_value(metric, self.lower)),
         }
     }
 }
@@ -103,8 +150,13 @@ pub struct Gate {
 pub struct RunValue {
     /// The input (file, run id).
     pub source: String,
-    /// `None` when the input has no such value (see `reason`).
+    /// `None` when the input has no such value (see `reason`); for a bound,
+    /// its upper end (else its lower end: see `lower`).
     pub value: Option<f64>,
+    /// Set when the value is a bound: the range it may be in (`upper`
+    /// null: no upper end, e.g. missed periods unknown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound: Option<Measured>,
     pub limit: Option<f64>,
     pub passed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -151,13 +203,23 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
 }
 
-/// Number for messages: latencies with one decimal, ratios in e-notation.
+/// Number for messages: latencies with one decimal, ratios as
+/// `stats::fmt_ratio_value` (`0`, `0.02`, `1.54e-5`).
 pub fn fmt_value(metric: Metric, v: f64) -> String {
     match metric {
         Metric::Overruns | Metric::Violations => format!("{v:.0}"),
-        Metric::MissRatio => format!("{v:.3e}"),
+        Metric::MissRatio => crate::stats::fmt_ratio_value(v),
         _ => format!("{v:.1} us"),
     }
+}
+
+/// "timer/idle, timer/cpu" (or "none"): what an input has, for the message
+/// of an entry it lacks.
+fn entry_list(entries: &[&ProbeResult]) -> String {
+    if entries.is_empty() {
+        return "none".into();
+    }
+    entries.iter().map(|r| EntryKey::of(r).label()).collect::<Vec<_>>().join(", ")
 }
 
 /// The merged entry `k` among a run's merged entries.
@@ -196,7 +258,8 @@ pub fn check(runs: &[(String, Run)], gate: &Gate) -> CheckReport {
             // The limit: the bound, or X × the baseline's median value.
             let limit: Result<f64, String> = match (kind, &gate.baseline) {
                 ("baseline", Some((_, x))) => {
-                    let vals: Vec<f64> = base_merged.iter().filter_map(|b| find(b, k)).filter_map(|r| metric.value(r, gate.deadline).ok()).collect();
+                    // A baseline bound counts at its lower end: the tightest limit.
+                    let vals: Vec<f64> = base_merged.iter().filter_map(|b| find(b, k)).filter_map(|r| metric.value(r, gate.deadline).ok()).map(|m| m.lower).collect();
                     median(vals).map(|v| v * x).ok_or_else(|| format!("the baseline has no {} for {}", metric.name(), k.label()))
                 }
                 _ => Ok(bound),
@@ -205,13 +268,29 @@ pub fn check(runs: &[(String, Run)], gate: &Gate) -> CheckReport {
             for ((source, _), entries) in runs.iter().zip(&merged) {
                 let v = match find(entries, k) {
                     Some(r) => metric.value(r, gate.deadline),
-                    None => Err(format!("{source} has no entry {}", k.label())),
+                    None => Err(format!("no entry {} in this input (it has: {})", k.label(), entry_list(entries))),
                 };
+                let bound = |m: &Measured| m.is_bound().then_some(*m);
                 let rv = match (&v, &limit) {
-                    (Ok(v), Ok(l)) => RunValue { source: source.clone(), value: Some(*v), limit: Some(*l), passed: *v <= *l, reason: None },
+                    (Ok(m), Ok(l)) => {
+                        // Passes only when the whole range is within the limit.
+                        let passed = m.upper.is_some_and(|u| u <= *l);
+                        let reason = match m.upper {
+                            _ if passed => None,
+                            _ if m.lower > *l => None,
+                            Some(_) => Some(format!("{} is a bound ({}) that could hide a failure", metric.name(), m.shown(metric))),
+                            None if metric == Metric::MissRatio => Some(format!(
+                                "miss-ratio {}: the input's source does not count missed periods, which could hide a failure",
+                                m.shown(metric)
+                            )),
+                            None => Some(format!("{} {} has no upper bound", metric.name(), m.shown(metric))),
+                        };
+                        RunValue { source: source.clone(), value: Some(m.value()), bound: bound(m), limit: Some(*l), passed, reason }
+                    }
                     (Err(e), _) | (_, Err(e)) => RunValue {
                         source: source.clone(),
-                        value: v.as_ref().ok().copied(),
+                        value: v.as_ref().ok().map(|m| m.value()),
+                        bound: v.as_ref().ok().and_then(bound),
                         limit: limit.as_ref().ok().copied(),
                         passed: false,
                         reason: Some(e.clone()),
@@ -230,16 +309,23 @@ pub fn check(runs: &[(String, Run)], gate: &Gate) -> CheckReport {
                 (Ok(l), _) => fmt_value(metric, *l),
                 (Err(e), _) => e.clone(),
             };
+            let shown = |v: &RunValue| match (&v.bound, v.value) {
+                (Some(m), _) => m.shown(metric),
+                (None, Some(x)) => fmt_value(metric, x),
+                (None, None) => "-".into(),
+            };
             let per_run: Vec<String> = values
                 .iter()
                 .map(|v| match (&v.reason, v.value) {
-                    (Some(r), _) => format!("{}: {r}", v.source),
-                    (None, Some(x)) => format!("{}: {}", v.source, fmt_value(metric, x)),
-                    (None, None) => format!("{}: -", v.source),
+                    // The reason of a bound already shows its range.
+                    (Some(r), None) => format!("{}: {r}", v.source),
+                    (Some(r), Some(_)) if v.bound.is_some() => format!("{}: {r}", v.source),
+                    (Some(r), Some(_)) => format!("{}: {} ({r})", v.source, shown(v)),
+                    (None, _) => format!("{}: {}", v.source, shown(v)),
                 })
                 .collect();
             let rule = if values.len() > 1 {
-                format!(" ({failed} of {} runs over{})", values.len(), if gate.majority { "; fails when at least half are" } else { "" })
+                format!(" ({failed} of {} runs fail{})", values.len(), if gate.majority { "; the case fails when at least half do" } else { "" })
             } else {
                 String::new()
             };

@@ -19,10 +19,16 @@
 //! this is the exact KS statistic of the bucketed data. With millions of
 //! samples even a tiny difference is "distinguishable"; D itself (the
 //! largest gap between the CDFs, 0–1) says how large it is.
+//!
+//! Bounds stay bounds: a percentile in a wide bucket (an import's overflow
+//! bucket) is kept in the cell's `bounds` with its range, and its ratio to
+//! the first is the range the two ranges allow (`Ratios::ranges`); the
+//! renderers show both as ranges, never as a measured value. Missed periods
+//! a source cannot count are `overruns_known: false` in the cell.
 
 use serde::Serialize;
 
-use crate::analysis::percentiles::from_histogram;
+use crate::analysis::percentiles::{bounded, from_histogram, Percentile};
 use crate::error::BadInput;
 use crate::stats;
 use crate::model::{Bucket, Nanos, ProbeResult, Run};
@@ -72,6 +78,35 @@ pub struct Ratios {
     /// Ops per second, this system / the first (`throughput` entries).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ops: Option<f64>,
+    /// The percentile ratios where either side is a bound: the range the
+    /// two ranges allow, by label ("p99"); the plain ratio above is then
+    /// only the ratio of the ranges' tops and must not be shown alone.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ranges: Vec<RatioRange>,
+}
+
+/// A ratio of bounds: this system's percentile over the first's lies in
+/// `[lo, hi]`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RatioRange {
+    pub label: &'static str,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl Ratios {
+    /// The range of the ratio of percentile `label`, when either side is a bound.
+    pub fn range(&self, label: &str) -> Option<&RatioRange> {
+        self.ranges.iter().find(|r| r.label == label)
+    }
+}
+
+/// A ratio as shown: `1.10`, or for a ratio of bounds `0.02–50.3`.
+pub fn fmt_ratio_shown(r: f64, range: Option<&RatioRange>) -> String {
+    match range {
+        Some(g) => format!("{}–{}", fmt_ratio(g.lo), fmt_ratio(g.hi)),
+        None => fmt_ratio(r),
+    }
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -94,6 +129,13 @@ impl KsTest {
 pub struct Cell {
     pub samples: u64,
     pub overruns: u64,
+    /// False when the source cannot count missed periods: `overruns` is unknown.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub overruns_unknown: bool,
+    /// p50, p99, p99.9 that are bounds (wide buckets), with their range:
+    /// show these with `Percentile::shown`, not the plain `*_ns` value.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bounds: Vec<Percentile>,
     /// `None` for a summary-only import, whose percentiles are unknown.
     pub p50_ns: Option<Nanos>,
     pub p99_ns: Option<Nanos>,
@@ -232,8 +274,30 @@ pub fn ks_histograms(a: &[Bucket], b: &[Bucket]) -> KsTest {
     KsTest { d, p: pv, distinguishable: pv < ALPHA }
 }
 
+/// Percentile `q` of an entry with its bound; `None` as for [`p`].
+fn pb(r: &ProbeResult, q: f64) -> Option<Percentile> {
+    if !r.distribution_known() {
+        return None;
+    }
+    bounded(&r.histogram, q, r.min_ns, r.max_ns)
+}
+
+/// The range of b/a when either is a bound (`None` when both are values
+/// or either is unknown).
+fn ratio_range(a: Option<&Percentile>, b: Option<&Percentile>) -> Option<(f64, f64)> {
+    let (a, b) = (a?, b?);
+    if !a.is_bound() && !b.is_bound() {
+        return None;
+    }
+    let lo = |p: &Percentile| p.lower_ns.unwrap_or(p.value_ns).0 as f64;
+    let hi = |p: &Percentile| p.value_ns.0 as f64;
+    Some((ratio(hi(a), lo(b)), ratio(lo(a), hi(b))))
+}
+
 fn cell(r: &ProbeResult, first: Option<&ProbeResult>) -> Cell {
     let (p50, p99, p999) = (p(r, 50.0), p(r, 99.0), p(r, 99.9));
+    const QS: [(f64, &str); 3] = [(50.0, "p50"), (99.0, "p99"), (99.9, "p99.9")];
+    let mine: Vec<Option<Percentile>> = QS.iter().map(|(q, _)| pb(r, *q)).collect();
     let ratio_to_first = first.map(|a| Ratios {
         p50: ratio_of(p(a, 50.0), p50),
         p99: ratio_of(p(a, 99.0), p99),
@@ -244,10 +308,19 @@ fn cell(r: &ProbeResult, first: Option<&ProbeResult>) -> Cell {
             (Some(x), Some(y)) => Some(ratio(x, y)),
             _ => None,
         },
+        ranges: QS
+            .iter()
+            .zip(&mine)
+            .filter_map(|((q, label), m)| {
+                ratio_range(pb(a, *q).as_ref(), m.as_ref()).map(|(lo, hi)| RatioRange { label, lo: lo.min(hi), hi: lo.max(hi) })
+            })
+            .collect(),
     });
     Cell {
         samples: r.samples,
         overruns: r.overruns,
+        overruns_unknown: !r.overruns_known,
+        bounds: mine.into_iter().flatten().filter(|p| p.is_bound()).collect(),
         p50_ns: p50,
         p99_ns: p99,
         p99_9_ns: p999,
@@ -494,18 +567,20 @@ fn phases_of<'a>(rs: &[&'a ProbeResult]) -> Vec<&'a str> {
 /// A bin's range `(lo, hi)` (hi exclusive) and its count.
 pub type BinCount = ((u64, u64), u64);
 
-/// The bins of a histogram at `width`: a bucket inside one bin adds to it;
-/// a bucket as wide as a bin or wider (an imported summary, a coarse
-/// source histogram) keeps
-/// its own range, so its count is never shown in a bin it may not be in.
-/// `(lo, hi)` exclusive, ascending by `lo`.
-pub fn bins_of(hist: &[Bucket], width: Nanos) -> Vec<BinCount> {
+/// The bins of a histogram at `width`, half-open `[lo, hi)`: a bucket
+/// narrower than a bin is counted in the bin holding its top clamped to the
+/// exact `max` (as `percentiles::rebin`), so the max lands in the row that
+/// holds it and no sample is listed below its bucket; a bucket as wide as a
+/// bin or wider (an imported summary, an overflow bucket, a coarse source
+/// histogram) keeps its own range, so its count is never shown in a bin it
+/// may not be in. Ascending by `lo` within each kind.
+pub fn bins_of(hist: &[Bucket], width: Nanos, max: Nanos) -> Vec<BinCount> {
     let w = width.0.max(1);
     let mut out: Vec<BinCount> = Vec::new();
     for b in hist {
-        // Narrower than a bin: counted in the bin of its low edge (as `rebin`).
-        let k = b.lo_ns.0 / w;
-        let range = if b.hi_ns.0.saturating_sub(b.lo_ns.0) < w { (k * w, (k + 1) * w) } else { (b.lo_ns.0, b.hi_ns.0.saturating_add(1)) };
+        let top = b.hi_ns.0.min(max.0).max(b.lo_ns.0);
+        let k = top / w;
+        let range = if top - b.lo_ns.0 < w { (k * w, (k + 1) * w) } else { (b.lo_ns.0, top.saturating_add(1)) };
         match out.last_mut() {
             Some((r, c)) if *r == range => *c += b.count,
             _ => out.push((range, b.count)),
@@ -581,13 +656,22 @@ pub fn compare(runs: &[&Run], systems: &[String], bin_width: Nanos, pairing: &Pa
                     systems[i],
                     ratio_words(rt.max),
                     systems[0],
-                    rt.p99.map(|x| format!(" (p99: {} {})", ratio_words(x), systems[0])).unwrap_or_default(),
+                    match (rt.range("p99"), rt.p99) {
+                        (Some(g), _) => format!(
+                            " (p99: a bound, {}× to {}× {}'s)",
+                            fmt_ratio(g.lo),
+                            fmt_ratio(g.hi),
+                            systems[0]
+                        ),
+                        (None, Some(x)) => format!(" (p99: {} {})", ratio_words(x), systems[0]),
+                        (None, None) => String::new(),
+                    },
                     dist
                 ));
             }
         }
         // Bin table.
-        let binned: Vec<Option<Vec<BinCount>>> = (0..runs.len()).map(|i| entry(i).map(|r| bins_of(&r.histogram, bin_width))).collect();
+        let binned: Vec<Option<Vec<BinCount>>> = (0..runs.len()).map(|i| entry(i).map(|r| bins_of(&r.histogram, bin_width, r.max_ns))).collect();
         let mut ranges: Vec<(u64, u64)> = binned.iter().flatten().flat_map(|v| v.iter().map(|b| b.0)).collect();
         ranges.sort_unstable();
         ranges.dedup();
@@ -686,6 +770,19 @@ mod tests {
         // Half shifted: after 10 F_a = .5, F_d = 0; after 20: 1 vs .5; D = .5.
         let d = [b(20, 50), b(30, 50)];
         assert!((ks_histograms(&a, &d).d - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn bins_are_half_open_and_the_max_lands_in_its_row() {
+        // A 0.1 %-wide bucket across the 6300 µs edge holding a max of
+        // 6303.1 µs: listed in [6300, 6350), not in [6250, 6300).
+        let h = [Bucket { lo_ns: Nanos(6_297_500), hi_ns: Nanos(6_303_800), count: 2 }];
+        assert_eq!(bins_of(&h, Nanos(50_000), Nanos(6_303_100)), vec![((6_300_000, 6_350_000), 2)]);
+        // The same bucket with a max below the edge stays below it.
+        assert_eq!(bins_of(&h, Nanos(50_000), Nanos(6_299_000)), vec![((6_250_000, 6_300_000), 2)]);
+        // An overflow bucket wider than a bin keeps its own range, up to the max.
+        let h = [Bucket { lo_ns: Nanos(10_000), hi_ns: Nanos(503_000), count: 1262 }];
+        assert_eq!(bins_of(&h, Nanos(50_000), Nanos(503_000)), vec![((10_000, 503_001), 1262)]);
     }
 
     #[test]

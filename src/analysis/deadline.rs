@@ -1,21 +1,33 @@
-//! Deadline misses (`--deadline 100us`): how many samples were over the
+//! Deadline misses (`--deadline 100us`): how many periods missed the
 //! deadline, their ratio, and what that means per hour at the measured rate.
 //!
-//! A sample is a miss when its latency is strictly greater than the
-//! deadline (a latency equal to the deadline met it).
+//! A miss is a period whose work did not start by the deadline: either a
+//! *late sample* (latency strictly greater than the deadline; a latency
+//! equal to it met it) or a *missed period* (an overrun: the wake-up came a
+//! whole period late or later, so that period got no sample at all). The
+//! ratio is misses per period, periods = samples + missed periods. Both
+//! parts are kept apart (`late_samples`, `missed_periods`) so a report can
+//! show them.
 //!
-//! Counting is exact whenever it can be: the result's tail holds the largest
-//! samples exactly, so if every sample over the deadline is in the tail
-//! (the tail reaches down to the deadline, or holds every sample) the count
-//! comes from it. Otherwise it comes from the histogram, which is exact
-//! unless the deadline falls inside a bucket (above 2048 ns buckets are 0.1 %
-//! wide); then the count is given as a range `[misses, misses_upper]`.
+//! Late samples are counted exactly whenever they can be: the result's tail
+//! holds the largest samples exactly, so if every sample over the deadline
+//! is in the tail (the tail reaches down to the deadline, or holds every
+//! sample) the count comes from it. Otherwise it comes from the histogram,
+//! which is exact unless the deadline falls inside a bucket (above 2048 ns
+//! buckets are 0.1 % wide; an import's overflow bucket can be much wider);
+//! then the count is a range `[late_samples, late_samples_upper]`.
 //!
-//! Per hour: with p = misses / samples and r samples per second (measured
-//! from the per-second slots), the expected misses in an hour are p·r·3600
-//! and the probability of at least one is 1 − (1 − p)^(r·3600). With no
-//! miss observed, p is reported as its 95 % upper bound 3/n ("rule of
-//! three", Hanley & Lippman-Hand 1983, JAMA 249:1743) instead of 0.
+//! Missed periods a source cannot count (cyclictest, rtla: see
+//! `ProbeResult::overruns_known`) are unknown: `missed_periods` is `None`,
+//! the misses and the ratio are then lower bounds (`complete` false) and a
+//! verdict must not pass on them.
+//!
+//! Per hour: with p = misses / periods and r periods per second (the
+//! measured sample rate from the per-second slots, scaled by periods /
+//! samples), the expected misses in an hour are p·r·3600 and the
+//! probability of at least one is 1 − (1 − p)^(r·3600). With no miss
+//! observed, p is reported as its 95 % upper bound 3/n ("rule of three",
+//! Hanley & Lippman-Hand 1983, JAMA 249:1743) instead of 0.
 
 use serde::Serialize;
 
@@ -25,14 +37,28 @@ use crate::model::{Nanos, ProbeResult};
 pub struct DeadlineMisses {
     pub deadline_ns: Nanos,
     pub samples: u64,
+    /// Samples + missed periods (a lower bound when those are unknown).
+    pub periods: u64,
     /// Samples over the deadline (a lower bound when `exact` is false).
+    pub late_samples: u64,
+    /// Upper bound of `late_samples`; equal to it when `exact`.
+    pub late_samples_upper: u64,
+    /// Missed periods (overruns); `None` when the source cannot count them.
+    pub missed_periods: Option<u64>,
+    /// Misses: late samples + missed periods (lower bounds when `exact` or
+    /// `complete` is false).
     pub misses: u64,
-    /// Upper bound of the count; equals `misses` when `exact`.
+    /// Upper bound of the count when only the late samples are uncertain;
+    /// equals `misses` when `exact`. Meaningless when not `complete`.
     pub misses_upper: u64,
+    /// The late-sample count is exact (no bucket straddles the deadline).
     pub exact: bool,
-    /// misses / samples.
+    /// Missed periods are known: false means every count and ratio here is
+    /// a lower bound with no upper bound.
+    pub complete: bool,
+    /// misses / periods (a lower bound unless `exact` and `complete`).
     pub ratio: f64,
-    /// Measured samples per second (0 when unknown).
+    /// Measured periods per second (0 when unknown).
     pub rate_hz: f64,
     /// Expected misses per hour at the measured rate.
     pub per_hour_expected: f64,
@@ -41,6 +67,75 @@ pub struct DeadlineMisses {
     pub per_hour_probability: f64,
     /// No miss observed: `per_hour_probability` is an upper bound.
     pub zero_observed: bool,
+}
+
+impl DeadlineMisses {
+    /// The largest ratio the counts allow: `None` when missed periods are
+    /// unknown (nothing bounds the ratio from above).
+    pub fn ratio_upper(&self) -> Option<f64> {
+        self.complete.then(|| crate::stats::miss_ratio(self.misses_upper, self.periods))
+    }
+
+    /// The miss count as shown: `12`, `10–14` (a bucket across the
+    /// deadline), `≥ 12` (missed periods unknown).
+    pub fn misses_shown(&self) -> String {
+        if !self.complete {
+            format!("≥ {}", self.misses)
+        } else if self.exact {
+            self.misses.to_string()
+        } else {
+            format!("{}–{}", self.misses, self.misses_upper)
+        }
+    }
+
+    /// The misses cell of a table: as [`Self::misses_shown`], split as
+    /// `late+missed` when periods were missed (`499+2498`), or
+    /// `≥ 12 (+? missed)` when missed periods are unknown.
+    pub fn misses_cell(&self) -> String {
+        match self.missed_periods {
+            None => format!("≥ {} (+? missed)", self.late_samples),
+            Some(0) => self.misses_shown(),
+            Some(m) => format!("{}+{m}", self.late_shown()),
+        }
+    }
+
+    /// The late samples as shown: `12` or `10–14`.
+    pub fn late_shown(&self) -> String {
+        if self.exact {
+            self.late_samples.to_string()
+        } else {
+            format!("{}–{}", self.late_samples, self.late_samples_upper)
+        }
+    }
+
+    /// The missed periods as shown: a count or "unknown".
+    pub fn missed_shown(&self) -> String {
+        self.missed_periods.map(|m| m.to_string()).unwrap_or_else(|| "unknown".into())
+    }
+
+    /// The ratio as shown (see [`crate::stats::fmt_ratio_value`]), with `≥`
+    /// when it is only a lower bound.
+    pub fn ratio_shown(&self) -> String {
+        let v = crate::stats::fmt_ratio_value(self.ratio);
+        match self.ratio_upper() {
+            None => format!("≥ {v}"),
+            Some(u) if u > self.ratio => format!("{v}–{}", crate::stats::fmt_ratio_value(u)),
+            Some(_) => v,
+        }
+    }
+
+    /// One sentence: `3 of 200000 periods missed the 200 µs deadline (2 late
+    /// samples, 1 missed period)`, in the caller's deadline wording.
+    pub fn sentence(&self, deadline: &str) -> String {
+        format!(
+            "{} of {}{} periods missed the {deadline} deadline ({} late sample(s), {} missed period(s))",
+            self.misses_shown(),
+            if self.complete { "" } else { "≥ " },
+            self.periods,
+            self.late_shown(),
+            self.missed_shown()
+        )
+    }
 }
 
 /// Samples per second: counts of the complete per-second slots over their
@@ -61,49 +156,67 @@ pub fn measured_rate_hz(r: &ProbeResult) -> f64 {
     0.0
 }
 
-/// The deadline misses of one result entry.
-pub fn misses(r: &ProbeResult, deadline: Nanos) -> DeadlineMisses {
-    let d = deadline.0;
+/// Samples over `deadline`: `(lower, upper)` bounds of the count.
+fn late_samples(r: &ProbeResult, d: u64) -> (u64, u64) {
     let tail = &r.tail.samples;
     let tail_covers = !tail.is_empty()
         && ((tail.len() as u64) >= r.samples || tail.last().is_some_and(|s| s.latency().0 <= d));
-    let (lo, hi) = if tail_covers {
+    if tail_covers {
         let n = tail.iter().filter(|s| s.latency().0 > d).count() as u64;
-        (n, n)
-    } else {
-        let mut lo = 0u64;
-        let mut straddle = 0u64;
-        for b in &r.histogram {
-            if b.lo_ns.0 > d {
-                lo += b.count;
-            } else if b.hi_ns.0 > d {
-                straddle += b.count;
-            }
+        return (n, n);
+    }
+    let mut lo = 0u64;
+    let mut straddle = 0u64;
+    for b in &r.histogram {
+        if b.lo_ns.0 > d {
+            lo += b.count;
+        } else if b.hi_ns.0 > d {
+            straddle += b.count;
         }
-        // The exact max decides the top bucket when it straddles.
-        if straddle > 0 && r.max_ns.0 <= d {
-            straddle = 0;
-        }
-        (lo, lo + straddle)
-    };
-    let n = r.samples;
-    let rate = measured_rate_hz(r);
+    }
+    // The exact max decides the top bucket when it straddles.
+    if straddle > 0 && r.max_ns.0 <= d {
+        straddle = 0;
+    }
+    // A straddling bucket that reaches the max holds it: the max is one
+    // sample over the deadline for sure.
+    if straddle > 0 && r.max_ns.0 > d && r.histogram.last().is_some_and(|b| b.lo_ns.0 <= d) {
+        return (lo + 1, lo + straddle);
+    }
+    (lo, lo + straddle)
+}
+
+/// The deadline misses of one result entry.
+pub fn misses(r: &ProbeResult, deadline: Nanos) -> DeadlineMisses {
+    let (late_lo, late_hi) = late_samples(r, deadline.0);
+    let missed = r.known_overruns();
+    let over = missed.unwrap_or(0);
+    let periods = r.periods();
+    let (lo, hi) = (late_lo.saturating_add(over), late_hi.saturating_add(over));
+    // Periods per second: the measured sample rate scaled to the periods.
+    let sample_rate = measured_rate_hz(r);
+    let rate = if r.samples > 0 { sample_rate * periods as f64 / r.samples as f64 } else { sample_rate };
     let zero = hi == 0;
-    let p = if n == 0 {
+    let p = if periods == 0 {
         0.0
     } else if zero {
-        (3.0 / n as f64).min(1.0)
+        (3.0 / periods as f64).min(1.0)
     } else {
-        crate::stats::miss_ratio(lo, n)
+        crate::stats::miss_ratio(lo, periods)
     };
     let per_hour_n = rate * 3600.0;
     DeadlineMisses {
         deadline_ns: deadline,
-        samples: n,
+        samples: r.samples,
+        periods,
+        late_samples: late_lo,
+        late_samples_upper: late_hi,
+        missed_periods: missed,
         misses: lo,
         misses_upper: hi,
-        exact: lo == hi,
-        ratio: crate::stats::miss_ratio(lo, n),
+        exact: late_lo == late_hi,
+        complete: missed.is_some(),
+        ratio: crate::stats::miss_ratio(lo, periods),
         rate_hz: rate,
         per_hour_expected: if zero { 0.0 } else { p * per_hour_n },
         // 1 − (1 − p)^N computed as −expm1(N·ln1p(−p)) to stay exact for tiny p.
@@ -155,6 +268,33 @@ mod tests {
         let r = result(&v, 1_000_000);
         let m = misses(&r, Nanos(4_001_000));
         assert!(m.misses <= 19_990 && m.misses_upper >= 19_990 && !m.exact, "{m:?}");
+    }
+
+    #[test]
+    fn missed_periods_are_misses_and_the_ratio_is_per_period() {
+        // Issue 31: 47 766 samples, 499 over 200 µs, and 2 498 missed periods.
+        let v: Vec<u64> = (0..47_766u64).map(|i| if i % 95 == 7 && i / 95 < 499 { 300_000 } else { 20_000 }).collect();
+        let mut r = result(&v, 1_000_000);
+        r.overruns = 2_498;
+        let m = misses(&r, Nanos(200_000));
+        assert_eq!((m.late_samples, m.missed_periods, m.misses, m.periods), (499, Some(2_498), 2_997, 50_264));
+        assert!((m.ratio - 2_997.0 / 50_264.0).abs() < 1e-15, "{}", m.ratio);
+        assert!(m.complete && m.exact);
+        assert_eq!(m.misses_cell(), "499+2498");
+        assert!(m.sentence("200.0 us").starts_with("2997 of 50264 periods missed the 200.0 us deadline (499 late sample(s), 2498 missed period(s))"));
+        // Periods per second: the sample rate scaled by periods / samples.
+        assert!((m.rate_hz - 1000.0 * 50_264.0 / 47_766.0).abs() < 1e-6, "{}", m.rate_hz);
+        // A missed period alone is a miss: no late sample, 1 missed period.
+        let mut r = result(&vec![20_000; 1000], 1_000_000);
+        r.overruns = 1;
+        let m = misses(&r, Nanos(200_000));
+        assert_eq!((m.misses, m.zero_observed), (1, false));
+        // Missed periods unknown (an import): lower bounds, no upper.
+        r.overruns = 0;
+        r.overruns_known = false;
+        let m = misses(&r, Nanos(200_000));
+        assert!(!m.complete && m.ratio_upper().is_none());
+        assert_eq!((m.missed_shown(), m.misses_shown(), m.ratio_shown()), ("unknown".to_string(), "≥ 0".to_string(), "≥ 0".to_string()));
     }
 
     #[test]

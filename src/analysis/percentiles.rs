@@ -8,6 +8,12 @@
 //! result, [`from_histogram`] therefore returns exactly what
 //! `Recorder::percentile` wrote into `percentiles_ns` (a unit test checks it).
 //!
+//! A percentile whose bucket is wide (an import's overflow bucket, a coarse
+//! bins-csv row: `stats::is_wide`) is a bound: [`Percentile::lower_ns`]
+//! holds the bottom of the range it may be in, and [`Percentile::shown`] is
+//! the one way every renderer prints it: `≥ X` when the range reaches the
+//! max, `X–Y` otherwise. [`bounded`] gives the same for any entry.
+//!
 //! Also here: fixed-width re-binning (the seed-001 bin tables, the OSADL
 //! latency plot) and the exceedance curve P(X > x) used by the plots.
 
@@ -27,27 +33,61 @@ pub fn from_histogram(hist: &[Bucket], q: f64, min: Nanos, max: Nanos) -> Option
 pub struct Percentile {
     pub label: &'static str,
     pub q: f64,
+    /// The value (the top of its bucket, clamped to the max); when
+    /// `lower_ns` is set, the upper end of the range it may be in.
     pub value_ns: Nanos,
+    /// Set when the percentile is a bound: its bucket is wide and the true
+    /// percentile lies anywhere in `[lower_ns, value_ns]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lower_ns: Option<Nanos>,
+    /// The bound reaches the entry's max: shown `≥ lower`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub open: bool,
+}
+
+impl Percentile {
+    /// True when this is a bound, not a value.
+    pub fn is_bound(&self) -> bool {
+        self.lower_ns.is_some()
+    }
+    /// The one way a percentile is printed, latencies by `f`: `12.0`, or for
+    /// a bound `≥ 10.0` (its range reaches the max: all that is known is
+    /// the bottom) or `10.0–15.0`.
+    pub fn shown(&self, f: impl Fn(Nanos) -> String) -> String {
+        match self.lower_ns {
+            None => f(self.value_ns),
+            Some(lo) if self.open => format!("≥ {}", f(lo)),
+            Some(lo) => format!("{}–{}", f(lo), f(self.value_ns)),
+        }
+    }
+}
+
+/// Percentile `q` of a histogram with its bound (see the module doc).
+pub fn bounded(hist: &[Bucket], q: f64, min: Nanos, max: Nanos) -> Option<Percentile> {
+    let label = PERCENTILES.iter().find(|p| p.q == q).map(|p| p.label).unwrap_or("p");
+    stats::bucket_percentile_bounds(hist, q, min, max).map(|(lo, hi)| {
+        let wide = stats::is_wide(lo, hi);
+        Percentile { label, q, value_ns: hi, lower_ns: wide.then_some(lo), open: wide && hi >= max }
+    })
 }
 
 /// All [`PERCENTILES`] of a histogram (empty when it is).
 pub fn reported(hist: &[Bucket], min: Nanos, max: Nanos) -> Vec<Percentile> {
-    PERCENTILES
-        .iter()
-        .filter_map(|p| from_histogram(hist, p.q, min, max).map(|v| Percentile { label: p.label, q: p.q, value_ns: v }))
-        .collect()
+    PERCENTILES.iter().filter_map(|p| bounded(hist, p.q, min, max)).collect()
 }
 
-/// Counts in fixed bins `[k·w, (k+1)·w)`, as `(k, count)` for non-empty bins,
-/// ascending. A histogram bucket is counted in the bin holding its lower
-/// bound: below 2048 ns buckets are single nanoseconds, so this is exact;
-/// above, a bucket is 0.1 % wide and can straddle a bin edge by at most that.
-/// Counts sum exactly to the samples.
+/// Counts in fixed half-open bins `[k·w, (k+1)·w)`, as `(k, count)` for
+/// non-empty bins, ascending. A histogram bucket is counted in the bin
+/// holding its top (an entry's last bucket reaches its exact max, so the max
+/// lands in its own bin, and no sample is shown below the bucket it is in):
+/// below 2048 ns buckets are single nanoseconds, so this is exact; above, a
+/// bucket is 0.1 % wide and can straddle a bin edge by at most that, read
+/// upwards. Counts sum exactly to the samples.
 pub fn rebin(hist: &[Bucket], width: Nanos) -> Vec<(u64, u64)> {
     let w = width.0.max(1);
     let mut out: Vec<(u64, u64)> = Vec::new();
     for b in hist {
-        let k = b.lo_ns.0 / w;
+        let k = b.hi_ns.0 / w;
         match out.last_mut() {
             Some((lk, c)) if *lk == k => *c += b.count,
             _ => out.push((k, b.count)),
@@ -129,6 +169,25 @@ mod tests {
     fn rebin_keeps_every_sample() {
         let h = [b(100, 100, 4), b(4999, 4999, 1), b(5000, 5000, 2), b(12000, 12009, 3)];
         assert_eq!(rebin(&h, Nanos(5000)), vec![(0, 5), (1, 2), (2, 3)]);
+        // A bucket across a bin edge is read upwards: its top's bin.
+        assert_eq!(rebin(&[b(6_297_000, 6_303_100, 1)], Nanos(50_000)), vec![(126, 1)]);
+    }
+
+    #[test]
+    fn wide_buckets_are_bounds() {
+        // cyclictest -h10 with 1 262 of 3 000 over: p99 is ≥ 10 µs, not the max.
+        let h = [b(4_000, 4_999, 500), b(9_000, 9_999, 1_238), b(10_000, 503_000, 1_262)];
+        let ps = reported(&h, Nanos(4_000), Nanos(503_000));
+        let get = |l: &str| ps.iter().find(|p| p.label == l).unwrap().clone();
+        let us = |n: Nanos| format!("{:.1}", n.0 as f64 / 1000.0);
+        assert_eq!(get("p50").shown(us), "10.0");
+        assert!(!get("p50").is_bound());
+        assert_eq!(get("p99").shown(us), "≥ 10.0");
+        assert_eq!((get("p99").lower_ns, get("p99").value_ns), (Some(Nanos(10_000)), Nanos(503_000)));
+        // A wide bucket below the max is a closed range.
+        let h = [b(0, 4_999, 10), b(5_000, 9_999, 10), b(10_000, 10_000, 1)];
+        let ps = reported(&h, Nanos(0), Nanos(10_000));
+        assert_eq!(ps.iter().find(|p| p.label == "p50").unwrap().shown(us), "5.0–10.0");
     }
 
     #[test]

@@ -71,6 +71,11 @@ impl Serialize for EntryAnalysis<'_> {
         m.serialize_field("interval_ns", &r.interval_ns)?;
         m.serialize_field("samples", &r.samples)?;
         m.serialize_field("overruns", &r.overruns)?;
+        if r.overruns_known {
+            m.skip_field("overruns_known")?;
+        } else {
+            m.serialize_field("overruns_known", &false)?;
+        }
         m.serialize_field("min_ns", &r.min_ns)?;
         m.serialize_field("max_ns", &r.max_ns)?;
         m.serialize_field("mean_ns", &r.mean_ns)?;
@@ -88,6 +93,10 @@ impl EntryAnalysis<'_> {
     }
     pub fn percentile(&self, label: &str) -> Option<Nanos> {
         self.percentiles.iter().find(|p| p.label == label).map(|p| p.value_ns)
+    }
+    /// The percentile with its bound, for display (`Percentile::shown`).
+    pub fn percentile_bound(&self, label: &str) -> Option<&Percentile> {
+        self.percentiles.iter().find(|p| p.label == label)
     }
     /// "all" or the thread number.
     pub fn thread_label(&self) -> String {

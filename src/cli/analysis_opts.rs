@@ -194,11 +194,13 @@ pub struct CheckArgs {
     #[arg(long, value_name = "N")]
     pub violations: Option<u64>,
 
-    /// Fail when the share of samples over --deadline is above R (e.g. 1e-6).
+    /// Fail when the deadline misses per period are above R (e.g. 1e-6): a miss is a sample over
+    /// --deadline or a missed period (overrun); periods = samples + missed periods.
     #[arg(long, value_name = "R", value_parser = parse_ratio_bound, requires = "deadline")]
     pub miss_ratio: Option<f64>,
 
-    /// The deadline of --miss-ratio (a bare number is µs).
+    /// The deadline of --miss-ratio (a bare number is µs); given alone, no miss is allowed (as
+    /// --miss-ratio 0).
     #[arg(long, value_name = "LAT", value_parser = units::parse_interval)]
     pub deadline: Option<u64>,
 

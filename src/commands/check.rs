@@ -33,6 +33,10 @@ pub fn cmd(args: &CheckArgs) -> anyhow::Result<u8> {
     if let Some(v) = args.miss_ratio {
         bounds.push((Metric::MissRatio, v));
     }
+    // `--deadline` alone: no miss allowed (a late sample or a missed period).
+    if args.miss_ratio.is_none() && args.deadline.is_some() {
+        bounds.push((Metric::MissRatio, 0.0));
+    }
     if bounds.is_empty() && args.baseline.is_none() {
         return Err(BadInput(
             "check: no bound given; give at least one of --max, --p99, --p99.9, --overruns, --violations, --miss-ratio (with --deadline), or --baseline with --ratio".into(),

@@ -120,7 +120,7 @@ fn target(args: &RunArgs, spec: &str, explicit: &std::collections::BTreeSet<Stri
     if !output.quiet {
         print!("{}", report::term::summary_table(&run, output.ns));
         if let Some(d) = args.analysis.deadline {
-            print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d)));
+            print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d), output.ns));
         }
         println!("result: {}", output.path.display());
     }

@@ -105,7 +105,7 @@ pub fn parse_reader(r: impl std::io::Read) -> Result<Vec<Parsed>, ParseError> {
         out.push(Parsed {
             tool: "bins-csv".into(),
             system: Some(name),
-            series: vec![Series { probe: "latency".into(), samples, min_ns, max_ns, buckets, ..Series::default() }],
+            series: vec![Series { probe: "latency".into(), samples, min_ns, max_ns, buckets, overruns_unknown: true, ..Series::default() }],
             fidelity: [
                 "binned source: min/max known only to their bin (lower edge of the lowest, upper edge of the highest non-empty bin); mean and stddev estimated from bin midpoints".to_string(),
                 "no host, date, period or per-second series in this format".to_string(),

@@ -147,6 +147,8 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
             max_ns,
             mean_ns: Some(avg[t] as f64 * 1000.0),
             buckets,
+            // cyclictest skips missed periods without counting them.
+            overruns_unknown: true,
             ..Series::default()
         });
     }

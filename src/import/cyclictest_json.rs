@@ -411,6 +411,8 @@ pub fn parse_reader(r: impl std::io::Read) -> Result<Parsed, ParseError> {
             max_ns,
             mean_ns: Some(avg),
             buckets,
+            // cyclictest skips missed periods without counting them.
+            overruns_unknown: true,
             ..Series::default()
         });
     }

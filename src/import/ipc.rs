@@ -188,6 +188,8 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = super::Line>, file_name: &str
             interval_ns: us_to_ns(send.and_then(|s| s.interval_us).unwrap_or(0), n, "interval")?,
             samples: cycles,
             overruns: recv.and_then(|s| s.timeouts).unwrap_or(0),
+            // Only pmqtest's TO column counts anything like a missed period.
+            overruns_unknown: recv.and_then(|s| s.timeouts).is_none(),
             min_ns: us_to_ns(min as u64, n, "Min")?,
             max_ns: us_to_ns(max as u64, n, "Max")?,
             mean_ns: Some(avg as f64 * 1000.0),

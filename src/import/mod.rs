@@ -23,6 +23,9 @@
 //!   mean and max go into the entry's `signed` object, which reports and
 //!   comparisons show; the unsigned fields (and per-second series) clamp
 //!   them to 0, and a fidelity note says so.
+//! - Missed periods a source cannot count (cyclictest, rtla, the rt-tests
+//!   IPC tools but pmqtest's timeouts, bins-csv) are unknown, not 0:
+//!   `overruns_known: false` and a fidelity note; verdicts treat them so.
 //! - Inputs are read line by line ([`Lines`]), histograms folded past
 //!   [`Hist::RAW_LIMIT`] buckets and per-second series bounded
 //!   ([`Seconds`]): a 200 MB file costs memory for what it holds, not for
@@ -274,6 +277,9 @@ pub struct Series {
     pub interval_ns: u64,
     pub samples: u64,
     pub overruns: u64,
+    /// The source cannot count missed periods (cyclictest, rtla, ...):
+    /// `overruns` is then unknown, not 0 (see `ProbeResult::overruns_known`).
+    pub overruns_unknown: bool,
     pub min_ns: u64,
     pub max_ns: u64,
     /// From the source when it reports one; else estimated from the buckets.
@@ -599,6 +605,12 @@ pub struct Context {
 pub fn build_run(p: Parsed, ctx: &Context) -> Result<Run, ParseError> {
     let system = ctx.name.clone().or(p.system.clone()).unwrap_or_else(|| ctx.file_stem.clone());
     let mut fidelity = p.fidelity.clone();
+    if p.series.iter().any(|s| s.overruns_unknown) {
+        fidelity.push(format!(
+            "missed periods (overruns) unknown: {} does not count them; a deadline verdict sees only the late samples",
+            if p.tool.is_empty() { "the source" } else { p.tool.as_str() }
+        ));
+    }
     let started_at = match &p.started_at {
         Some(s) => s.clone(),
         None => {
@@ -748,6 +760,7 @@ fn finish_series(s: &Series, probe: &str, phase: &str) -> Result<ProbeResult, Pa
     let mut r = ProbeResult::new(probe, phase, s.variant.clone(), s.thread, s.cpu, Nanos(s.interval_ns));
     r.samples = s.samples;
     r.overruns = s.overruns;
+    r.overruns_known = !s.overruns_unknown;
     r.min_ns = Nanos(s.min_ns);
     r.max_ns = Nanos(s.max_ns);
     r.mean_ns = s.mean_ns.filter(|m| m.is_finite()).unwrap_or(est_mean);
@@ -792,6 +805,7 @@ pub fn merge_results(parts: &[&ProbeResult]) -> ProbeResult {
     let mut r = ProbeResult::new(first.probe.clone(), first.phase.clone(), first.variant.clone(), None, None, first.interval_ns);
     r.samples = samples;
     r.overruns = parts.iter().map(|r| r.overruns).fold(0u64, |a, b| a.saturating_add(b));
+    r.overruns_known = parts.iter().all(|r| r.overruns_known);
     r.min_ns = Nanos(min);
     r.max_ns = Nanos(max);
     r.mean_ns = pooled.mean;

@@ -224,6 +224,8 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
             max_ns: max,
             mean_ns: c.avg.map(|a| a * unit_ns as f64),
             buckets,
+            // rtla's histogram has no count of missed periods.
+            overruns_unknown: true,
             ..Series::default()
         });
     }

@@ -4,7 +4,7 @@
 //! after another, each for its share of -D; per period the entry reports
 //! samples, overruns (missed deadlines, rule 3) and the latency
 //! distribution, and `rtscope run` prints the seed's table (period,
-//! samples, overruns, miss ratio, p99, max; `report::maxrate`).
+//! samples, overruns, missed-period ratio, p99, max; `report::maxrate`).
 //!
 //! One thread on the plan's last CPU unless -a/-t is given (a 10 µs timer at
 //! SCHED_FIFO keeps its CPU nearly busy). Variant: the period, e.g. `50us`.

@@ -60,7 +60,7 @@ pub const PROBES: &[(&str, &str)] = &[
     ("switch", "task switch time: two equal-priority threads on one CPU (futex ping-pong, sched_yield)"),
     ("preempt", "preemption time: a running low-priority thread wakes a higher-priority one on its CPU"),
     ("noise", "OS noise: gaps above --noise-threshold in a busy loop reading the clock (as oslat)"),
-    ("maxrate", "max sustainable timer rate: overruns and miss ratio at each --periods"),
+    ("maxrate", "max sustainable timer rate: overruns and missed-period ratio at each --periods"),
     ("migrate", "RT priority order across CPUs (rt-migrate-test): CPUs+1 SCHED_FIFO threads released together; wake-up latency and violations"),
     ("pi", "priority inversion: high's blocking time on a mutex low holds while medium bursts (none, inherit, protect, deadlock-break)"),
     ("throughput", "Thread-Metric's eight tests: operations completed per --tm-interval (basic ... memory)"),

@@ -463,7 +463,14 @@ pub struct ProbeResult {
     pub cpu: Option<usize>,
     pub interval_ns: Nanos,
     pub samples: u64,
+    /// Missed periods; 0 means "unknown" when `overruns_known` is false.
     pub overruns: u64,
+    /// False when the source cannot count missed periods (imports of
+    /// cyclictest, rtla, the rt-tests IPC tools, bins-csv): `overruns` is then
+    /// unknown, not 0, and a deadline verdict cannot see that part of the
+    /// misses. Absent (true) for rtscope's own runs.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub overruns_known: bool,
     pub min_ns: Nanos,
     pub max_ns: Nanos,
     pub mean_ns: f64,
@@ -628,6 +635,7 @@ impl ProbeResult {
             interval_ns,
             samples: 0,
             overruns: 0,
+            overruns_known: true,
             min_ns: Nanos(0),
             max_ns: Nanos(0),
             mean_ns: 0.0,
@@ -659,6 +667,18 @@ impl ProbeResult {
         self.samples == 0 || !self.percentiles_ns.is_empty()
     }
 
+    /// Missed periods, `None` when the source cannot count them
+    /// (see `overruns_known`): shown as "unknown", never as 0.
+    pub fn known_overruns(&self) -> Option<u64> {
+        self.overruns_known.then_some(self.overruns)
+    }
+
+    /// Periods the entry covered: samples + missed periods (a lower bound
+    /// when the missed periods are unknown).
+    pub fn periods(&self) -> u64 {
+        self.samples.saturating_add(self.overruns)
+    }
+
     /// The signed summary of an entry whose unsigned min/mean/max clamp
     /// negative latencies to 0 (see [`SignedStats::clamped`]).
     pub fn clamped(&self) -> Option<&SignedStats> {
@@ -679,6 +699,14 @@ impl ProbeResult {
 
 fn one() -> u64 {
     1
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 fn is_zero(n: &Nanos) -> bool {

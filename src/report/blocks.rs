@@ -115,7 +115,7 @@ fn entry_label(e: &EntryAnalysis) -> Vec<Cell> {
 }
 
 fn p(e: &EntryAnalysis, label: &str, u: Unit) -> String {
-    e.percentile(label).map(|v| u.fmt_n(v)).unwrap_or_else(|| "-".into())
+    e.percentile_bound(label).map(|p| p.shown(|v| u.fmt_n(v))).unwrap_or_else(|| "-".into())
 }
 
 /// The summary table of one run.
@@ -137,7 +137,10 @@ pub fn summary_table(run: &RunAnalysis, u: Unit, with_deadline: bool) -> Table {
         .map(|e| {
             let mut row = entry_label(e);
             row.push(Cell::plain(e.samples.to_string()));
-            row.push(Cell::tone(e.overruns.to_string(), if e.overruns > 0 { Tone::Bad } else { Tone::Plain }));
+            row.push(match e.known_overruns() {
+                Some(o) => Cell::tone(o.to_string(), if o > 0 { Tone::Bad } else { Tone::Plain }),
+                None => Cell::tone("unknown", Tone::Dim),
+            });
             row.push(Cell::plain(u.fmt(e.shown_min_ns())));
             row.push(Cell::plain(format!("{}±{}", u.fmt(e.shown_mean_ns()), u.fmt(e.stddev_ns))));
             for l in ["p50", "p99", "p99.9", "p99.99"] {
@@ -147,14 +150,20 @@ pub fn summary_table(run: &RunAnalysis, u: Unit, with_deadline: bool) -> Table {
             if with_deadline {
                 match &e.deadline {
                     Some(d) => {
-                        let bad = if d.misses_upper > 0 { Tone::Bad } else { Tone::Good };
+                        let bad = if d.misses_upper > 0 {
+                            Tone::Bad
+                        } else if !d.complete {
+                            Tone::Plain
+                        } else {
+                            Tone::Good
+                        };
+                        row.push(Cell::tone(d.misses_cell(), bad));
+                        row.push(Cell::tone(d.ratio_shown(), bad));
                         row.push(Cell::tone(
-                            if d.exact { d.misses.to_string() } else { format!("{}–{}", d.misses, d.misses_upper) },
-                            bad,
-                        ));
-                        row.push(Cell::tone(if d.ratio == 0.0 { "0".into() } else { format!("{:.3e}", d.ratio) }, bad));
-                        row.push(Cell::tone(
-                            if d.zero_observed {
+                            if d.rate_hz <= 0.0 {
+                                // No period and no per-second series (an import): no rate.
+                                "unknown".into()
+                            } else if d.zero_observed {
                                 format!("≤{}", fmt_prob(d.per_hour_probability))
                             } else {
                                 fmt_prob(d.per_hour_probability)
@@ -201,20 +210,19 @@ pub fn split_deadline(t: &Table) -> (Table, Table) {
 /// --deadline` print it: PASS when no sample was over the deadline and no
 /// period was missed (a missed period is a miss), else FAIL and why.
 /// Returns (passed, line).
-pub fn deadline_verdict(label: &str, m: &crate::analysis::deadline::DeadlineMisses, overruns: u64, u: Unit) -> (bool, String) {
+pub fn deadline_verdict(label: &str, m: &crate::analysis::deadline::DeadlineMisses, u: Unit) -> (bool, String) {
     let dl = format!("{} {}", u.fmt_n(m.deadline_ns), u.name());
-    if m.misses_upper == 0 && overruns == 0 {
-        return (true, format!("PASS {label}: no sample over the {dl} deadline and no period missed ({} samples)", m.samples));
+    match m.missed_periods {
+        Some(0) if m.late_samples_upper == 0 => {
+            (true, format!("PASS {label}: no sample over the {dl} deadline and no period missed ({} periods)", m.periods))
+        }
+        // A count the source cannot know: never a PASS.
+        None if m.late_samples_upper == 0 => (
+            false,
+            format!("NO VERDICT {label}: no sample over the {dl} deadline, but the source cannot count missed periods ({} samples)", m.samples),
+        ),
+        _ => (false, format!("FAIL {label}: {}", m.sentence(&dl))),
     }
-    let mut why = Vec::new();
-    if m.misses_upper > 0 {
-        let count = if m.exact { m.misses.to_string() } else { format!("{}-{}", m.misses, m.misses_upper) };
-        why.push(format!("{count} of {} samples over the {dl} deadline", m.samples));
-    }
-    if overruns > 0 {
-        why.push(format!("{overruns} period(s) missed (each at least one period late)"));
-    }
-    (false, format!("FAIL {label}: {}", why.join("; ")))
 }
 
 /// The verdict of every merged entry of a run with a deadline, worst
@@ -222,7 +230,7 @@ pub fn deadline_verdict(label: &str, m: &crate::analysis::deadline::DeadlineMiss
 pub fn deadline_verdicts(run: &RunAnalysis, u: Unit) -> Vec<(bool, String)> {
     crate::report::plots::merged_of(&run.entries)
         .into_iter()
-        .filter_map(|e| e.deadline.as_ref().map(|d| deadline_verdict(&e.key().label(), d, e.overruns, u)))
+        .filter_map(|e| e.deadline.as_ref().map(|d| deadline_verdict(&e.key().label(), d, u)))
         .collect()
 }
 
@@ -435,14 +443,14 @@ pub fn compare_table(a: &Analysis, u: Unit) -> Table {
     type Getter = fn(&CmpCell, Unit) -> String;
     type RatioGetter = fn(&CmpCell) -> Option<f64>;
     let metrics: [(&str, Getter, RatioGetter); 6] = [
-        ("p50", |c, u| fmt_known(c.p50_ns, u), |c| c.ratio_to_first.as_ref().and_then(|r| r.p50)),
-        ("p99", |c, u| fmt_known(c.p99_ns, u), |c| c.ratio_to_first.as_ref().and_then(|r| r.p99)),
-        ("p99.9", |c, u| fmt_known(c.p99_9_ns, u), |c| c.ratio_to_first.as_ref().and_then(|r| r.p99_9)),
+        ("p50", |c, u| fmt_known(c, "p50", c.p50_ns, u), |c| c.ratio_to_first.as_ref().and_then(|r| r.p50)),
+        ("p99", |c, u| fmt_known(c, "p99", c.p99_ns, u), |c| c.ratio_to_first.as_ref().and_then(|r| r.p99)),
+        ("p99.9", |c, u| fmt_known(c, "p99.9", c.p99_9_ns, u), |c| c.ratio_to_first.as_ref().and_then(|r| r.p99_9)),
         ("max", |c, u| u.fmt_n(c.max_ns), |c| c.ratio_to_first.as_ref().map(|r| r.max)),
         ("mean±σ", |c, u| format!("{}±{}", u.fmt(c.mean_ns), u.fmt(c.stddev_ns)), |c| {
             c.ratio_to_first.as_ref().map(|r| r.mean)
         }),
-        ("overruns", |c, _| c.overruns.to_string(), |_| None),
+        ("overruns", |c, _| if c.overruns_unknown { "unknown".into() } else { c.overruns.to_string() }, |_| None),
     ];
     for row in &c.rows {
         for (mi, (m, get, rget)) in metrics.iter().enumerate() {
@@ -456,7 +464,12 @@ pub fn compare_table(a: &Analysis, u: Unit) -> Table {
                     None => Cell::tone("missing", Tone::Dim),
                 });
                 if i > 0 {
-                    cells.push(ratio_cell(cell.as_ref().and_then(rget)));
+                    // A ratio of bounds is a range, never a measured ratio.
+                    let range = cell.as_ref().and_then(|c| c.ratio_to_first.as_ref()).and_then(|r| r.range(m)).cloned();
+                    cells.push(match range {
+                        Some(g) => Cell::tone(crate::analysis::compare::fmt_ratio_shown(g.hi, Some(&g)), Tone::Plain),
+                        None => ratio_cell(cell.as_ref().and_then(rget)),
+                    });
                 }
             }
             rows.push(cells);
@@ -478,9 +491,13 @@ pub fn compare_table(a: &Analysis, u: Unit) -> Table {
     Table::new(header, 2, rows)
 }
 
-/// A percentile, or "-" where the source gave none (summary-only import).
-fn fmt_known(v: Option<Nanos>, u: Unit) -> String {
-    v.map(|v| u.fmt_n(v)).unwrap_or_else(|| "-".into())
+/// A percentile, or "-" where the source gave none (summary-only import);
+/// a bound (`≥ X`) where its bucket is wide.
+fn fmt_known(c: &CmpCell, label: &str, v: Option<Nanos>, u: Unit) -> String {
+    match c.bounds.iter().find(|p| p.label == label) {
+        Some(p) => p.shown(|v| u.fmt_n(v)),
+        None => v.map(|v| u.fmt_n(v)).unwrap_or_else(|| "-".into()),
+    }
 }
 
 /// The header of system `i`'s ratio column: "B/A" of the systems' first
@@ -551,7 +568,7 @@ pub fn blocks(a: &Analysis, u: Unit, bins: bool) -> Vec<Block> {
                     out.push(Block::Table(latencies));
                     out.push(Block::Heading(3, format!("Deadline {} {}", u.fmt_n(d), u.name())));
                     out.push(Block::Text(
-                        "A sample over the deadline is a miss, and so is a missed period; P(miss)/h is the probability of at least one miss in an hour at the measured rate (≤: no miss seen, 95 % upper bound).".into(),
+                        "A sample over the deadline or a missed period is a miss (shown late+missed when periods were missed); miss ratio = misses / periods (samples + missed periods); P(miss)/h is the probability of at least one miss in an hour at the measured rate (≤: no miss seen, 95 % upper bound; ≥: missed periods unknown).".into(),
                     ));
                     out.push(Block::Table(deadline));
                     out.extend(verdict_blocks(r, u));

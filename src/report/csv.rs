@@ -3,6 +3,11 @@
 //! entry of every run, per thread and merged); `bucket` rows carry its
 //! histogram, bucket by bucket at full resolution (counts sum to
 //! `samples`). All latencies in ns. Pure function of the analysis.
+//!
+//! Unknowns are empty cells, never 0: `overruns` of a source that cannot
+//! count missed periods, and `misses` then (a miss is a late sample or a
+//! missed period). A percentile that is a bound (a wide bucket) is written
+//! as its range's top, as in the result file; the report shows the range.
 
 use crate::analysis::summary::Analysis;
 
@@ -28,7 +33,7 @@ pub fn render(a: &Analysis) -> anyhow::Result<Vec<u8>> {
             let mut rec: Vec<String> = vec!["summary".into()];
             rec.extend(id.iter().cloned());
             rec.push(e.samples.to_string());
-            rec.push(e.overruns.to_string());
+            rec.push(e.known_overruns().map(|o| o.to_string()).unwrap_or_default());
             rec.push(e.min_ns.0.to_string());
             rec.push(format!("{:.1}", e.mean_ns));
             rec.push(format!("{:.1}", e.stddev_ns));
@@ -39,7 +44,7 @@ pub fn render(a: &Analysis) -> anyhow::Result<Vec<u8>> {
             match &e.deadline {
                 Some(d) => {
                     rec.push(d.deadline_ns.0.to_string());
-                    rec.push(d.misses.to_string());
+                    rec.push(if d.complete { d.misses.to_string() } else { String::new() });
                 }
                 None => rec.extend([String::new(), String::new()]),
             }

@@ -1,6 +1,9 @@
 //! The max-rate table printed after the summary when `maxrate` ran (seed
 //! 001's "max interrupt rate" table): one row per phase and period from the
-//! merged entries: period, samples, overruns, miss ratio, p99, max.
+//! merged entries: period, samples, overruns, missed-period ratio
+//! (overruns / (samples + overruns): the share of periods that got no sample,
+//! not a deadline miss ratio — that needs a deadline, see `--deadline`), p99,
+//! max.
 
 use super::blocks::Table;
 use super::term::{fmt_latency, pct, table_text};
@@ -20,7 +23,7 @@ pub fn table(run: &Run, in_ns: bool) -> String {
                 format!("{:.0}", 1e9 / r.interval_ns.0.max(1) as f64),
                 r.samples.to_string(),
                 r.overruns.to_string(),
-                format!("{:.2} %", 100.0 * crate::stats::miss_ratio(r.overruns, r.samples.saturating_add(r.overruns))),
+                format!("{:.2} %", 100.0 * crate::stats::miss_ratio(r.overruns, r.periods())),
                 pct(r, "99", in_ns),
                 fmt_latency(r.max_ns.0 as f64, in_ns),
             ]
@@ -29,7 +32,7 @@ pub fn table(run: &Run, in_ns: bool) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let header: Vec<String> = ["phase", "period", "rate(Hz)", "samples", "overruns", "miss ratio"]
+    let header: Vec<String> = ["phase", "period", "rate(Hz)", "samples", "overruns", "missed periods"]
         .iter()
         .map(|s| s.to_string())
         .chain([format!("p99({unit})"), format!("max({unit})")])

@@ -100,7 +100,8 @@ fn grid(rows: &[Vec<String>]) -> String {
 
 /// One line per phase and probe run: max, p99.9, overruns. With a deadline
 /// the line is a verdict: PASS when no sample was over it and no period was
-/// missed, else FAIL and why. Without one there is no bound to judge by: the
+/// missed, FAIL when a period missed it (a late sample or a missed period,
+/// both counted), NO VERDICT when the source cannot count missed periods. Without one there is no bound to judge by: the
 /// lines are a summary and say how to get a verdict.
 pub fn verdict(run: &Run, in_ns: bool, deadline: Option<Nanos>) -> String {
     let u = unit(in_ns);
@@ -112,7 +113,7 @@ pub fn verdict(run: &Run, in_ns: bool, deadline: Option<Nanos>) -> String {
                     "max {} {u}, p99.9 {} {u}, overruns {} ({} samples)",
                     fmt_latency(r.max_ns.0 as f64, in_ns),
                     p999(r, in_ns),
-                    r.overruns,
+                    r.known_overruns().map(|o| o.to_string()).unwrap_or_else(|| "unknown".into()),
                     r.samples
                 );
                 let Some(d) = deadline else {
@@ -120,14 +121,13 @@ pub fn verdict(run: &Run, in_ns: bool, deadline: Option<Nanos>) -> String {
                     continue;
                 };
                 let m = crate::analysis::deadline::misses(r, d);
-                let dl = crate::units::fmt_ns(d.0);
-                let judged = if m.misses_upper == 0 && r.overruns == 0 {
-                    format!("PASS: no sample over the {dl} deadline")
-                } else if m.misses_upper == 0 {
-                    format!("FAIL: {} period(s) missed (each at least one period late)", r.overruns)
+                let dl = format!("{} {u}", fmt_latency(d.0 as f64, in_ns));
+                let judged = if m.misses > 0 {
+                    format!("FAIL: {}", m.sentence(&dl))
+                } else if !m.complete {
+                    format!("NO VERDICT: no late sample, but missed periods are unknown (the source does not count them): {}", m.sentence(&dl))
                 } else {
-                    let count = if m.exact { m.misses.to_string() } else { format!("{}-{}", m.misses, m.misses_upper) };
-                    format!("FAIL: {count} of {} samples over the {dl} deadline", m.samples)
+                    format!("PASS: no sample over the {dl} deadline and no missed period")
                 };
                 out.push_str(&format!("verdict {phase}: {}: {judged}; {numbers}\n", label(&g)));
             }

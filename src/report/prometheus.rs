@@ -10,6 +10,12 @@
 //!   `le` count never includes a sample above its bound.
 //! - `rtscope_latency_window_max_seconds` — gauge: the last closed window's max.
 //! - `rtscope_overruns_total` — counter: missed periods.
+//! - `rtscope_periods_total` — counter: periods (samples + missed periods).
+//!   A deadline miss is a late sample or a missed period, so the misses of a
+//!   deadline D that is one of the bucket bounds are
+//!   `(rtscope_latency_seconds_count − rtscope_latency_seconds_bucket{le="D"})
+//!   + rtscope_overruns_total`, and the miss ratio divides them by
+//!   `rtscope_periods_total` (docs/report.md).
 //! - `rtscope_windows_total` — counter: windows closed.
 //! - `rtscope_info{version,kernel,preempt_model,host}` — 1.
 
@@ -125,10 +131,18 @@ impl Metrics {
         for (k, s) in &self.series {
             let _ = writeln!(o, "rtscope_latency_window_max_seconds{{{}}} {}", labels(k), secs(s.window_max_ns as f64));
         }
-        let _ = writeln!(o, "# HELP rtscope_overruns_total Periods missed (the event came a whole period late or later).");
+        let _ = writeln!(o, "# HELP rtscope_overruns_total Periods missed (the event came a whole period late or later): each is a deadline miss.");
         let _ = writeln!(o, "# TYPE rtscope_overruns_total counter");
         for (k, s) in &self.series {
             let _ = writeln!(o, "rtscope_overruns_total{{{}}} {}", labels(k), s.overruns);
+        }
+        let _ = writeln!(
+            o,
+            "# HELP rtscope_periods_total Periods (samples + missed periods). Misses of deadline D: (latency count - bucket le=D) + overruns; miss ratio: misses / periods."
+        );
+        let _ = writeln!(o, "# TYPE rtscope_periods_total counter");
+        for (k, s) in &self.series {
+            let _ = writeln!(o, "rtscope_periods_total{{{}}} {}", labels(k), s.count.saturating_add(s.overruns));
         }
         o
     }
@@ -186,6 +200,8 @@ mod tests {
         assert!(t.contains("rtscope_latency_seconds_count{probe=\"timer\",phase=\"idle\",cpu=\"0\"} 6"), "{t}");
         assert!(t.contains("rtscope_latency_window_max_seconds{probe=\"timer\",phase=\"idle\",cpu=\"0\"} 0.2000001"), "{t}");
         assert!(t.contains("rtscope_overruns_total{probe=\"timer\",phase=\"idle\",cpu=\"0\"} 2"), "{t}");
+        // Periods = 6 samples + 2 missed periods: the miss ratio's denominator.
+        assert!(t.contains("rtscope_periods_total{probe=\"timer\",phase=\"idle\",cpu=\"0\"} 8"), "{t}");
         assert!(t.contains("host=\"board \\\"a\\\"\""), "label values are escaped: {t}");
         assert!(t.contains("rtscope_windows_total 2"), "{t}");
     }

@@ -14,10 +14,15 @@ pub fn fmt_latency(ns: f64, in_ns: bool) -> String {
 }
 
 /// A percentile cell; [`UNKNOWN`] when the result has none (imported
-/// summary-only results: percentiles unknown, see docs/schema.md).
+/// summary-only results: percentiles unknown, see docs/schema.md); a bound
+/// (`≥ X`, `X–Y`) when it lies in a wide bucket (`percentiles::bounded`).
 pub fn pct(r: &ProbeResult, key: &str, in_ns: bool) -> String {
-    match r.percentiles_ns.get(key) {
-        Some(Nanos(v)) => fmt_latency(*v as f64, in_ns),
+    let Some(q) = crate::stats::PERCENTILES.iter().find(|p| p.key == key) else { return UNKNOWN.into() };
+    if !r.distribution_known() || !r.percentiles_ns.contains_key(key) {
+        return UNKNOWN.into();
+    }
+    match crate::analysis::percentiles::bounded(&r.histogram, q.q, r.min_ns, r.max_ns) {
+        Some(p) => p.shown(|v: Nanos| fmt_latency(v.0 as f64, in_ns)),
         None => UNKNOWN.into(),
     }
 }
@@ -237,27 +242,26 @@ pub fn render_blocks(blocks: &[Block], colour: bool, width: Option<usize>) -> St
 }
 
 /// The end-of-run deadline summary (`rtscope run --deadline`): one line per
-/// merged entry with the misses, their ratio and the per-hour probability,
-/// in the table's unit; then the verdict lines `report --deadline` gives.
+/// merged entry with the misses (late samples and missed periods), their
+/// ratio per period and the per-hour probability, in the table's unit; then
+/// the verdict lines `report --deadline` gives.
 pub fn deadline_lines(run: &Run, deadline: Nanos, in_ns: bool) -> String {
     let u = if in_ns { crate::report::blocks::Unit::Ns } else { crate::report::blocks::Unit::Us };
     let mut out = String::new();
     let mut verdicts = Vec::new();
+    let dl = format!("{} {}", fmt_latency(deadline.0 as f64, in_ns), if in_ns { "ns" } else { "us" });
     for r in crate::model::merged_or_sole(&run.results, |r| r) {
         let m = crate::analysis::deadline::misses(r, deadline);
         let label = crate::analysis::compare::EntryKey::of(r).label();
-        verdicts.push(crate::report::blocks::deadline_verdict(&label, &m, r.overruns, u));
-        let count = if m.exact { m.misses.to_string() } else { format!("{}-{}", m.misses, m.misses_upper) };
+        verdicts.push(crate::report::blocks::deadline_verdict(&label, &m, u));
         let per_hour = crate::report::blocks::fmt_prob(m.per_hour_probability);
         out.push_str(&format!(
-            "deadline {} {}, {}{} ({}): {count} of {} samples over it (ratio {:.3e}); P(at least one miss per hour) {}{per_hour} at {:.0} samples/s\n",
-            u.fmt_n(deadline),
-            u.name(),
+            "deadline {dl}, {}{} ({}): {} (miss ratio {}); P(at least one miss per hour) {}{per_hour} at {:.0} periods/s\n",
             r.probe,
             r.variant.as_ref().map(|v| format!("[{v}]")).unwrap_or_default(),
             r.phase,
-            m.samples,
-            m.ratio,
+            m.sentence(&dl),
+            m.ratio_shown(),
             if m.zero_observed { "≤ " } else { "" },
             m.rate_hz
         ));
