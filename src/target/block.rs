@@ -1,0 +1,375 @@
+//! One agent result block (`result`, `setup`, `hist`, `tail`, `sec`, `end`:
+//! docs/agent.md) as it arrives, checked against its own header, and the
+//! result entries made from it.
+//!
+//! The agent sends exact sums (count, Σx, Σx², min, max) and the histogram
+//! in the native recorder's geometry, so an entry is stored as sent: the
+//! buckets unchanged, mean and σ from the sums ([`Moments::from_sums`], as
+//! the native recorder), percentiles from the buckets by nearest rank
+//! ([`bucket_percentile`]: the top of the bucket, clamped to the exact min
+//! and max, which is what the native recorder reports). The merged entry of
+//! a variant combines the threads' blocks exactly as `Recorder::merge` does:
+//! counts and sums add, buckets of equal bounds add, tails are re-ranked and
+//! cut to the smallest capacity, per-second slots of equal start add.
+
+use std::collections::BTreeMap;
+
+use crate::model::{Bucket, Nanos, ProbeResult, SecondStats, SetupStep, SignedStats, Tail, TailSample, WorstSample};
+use crate::stats::{bucket_percentile, Moments, PERCENTILES};
+
+use super::proto::{tuples, Line};
+
+/// A result block of one thread (or, merged, of a variant).
+#[derive(Debug, Clone)]
+pub struct Block {
+    pub n: u64,
+    pub probe: String,
+    pub variant: Option<String>,
+    pub thread: Option<usize>,
+    pub cpu: Option<usize>,
+    pub interval_ns: u64,
+    pub samples: u64,
+    pub overruns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    pub sum: u128,
+    pub sumsq: u128,
+    pub hist: Vec<Bucket>,
+    /// (latency, at, seq, thread, cpu), largest first.
+    pub tail: Vec<TailSample>,
+    pub tail_k: usize,
+    pub worst: usize,
+    /// Start → (count, min, max, sum).
+    pub sec: BTreeMap<u64, (u64, u64, u64, u128)>,
+    pub width_s: u64,
+    pub setup: Vec<SetupStep>,
+    pub stopped: bool,
+    pub error: Option<String>,
+    pub signed: Option<SignedStats>,
+    /// The native entry's `note` (a `note` line).
+    pub note: Option<String>,
+    // What the header announced, checked at `end`.
+    want_hist: u64,
+    want_tail: u64,
+    want_sec: u64,
+    want_setup: u64,
+    want_notes: u64,
+}
+
+impl Block {
+    /// From a `result` line.
+    pub fn start(l: &Line) -> Result<Block, String> {
+        let variant = match l.req("variant")? {
+            "-" => None,
+            v => Some(v.to_string()),
+        };
+        let signed = match l.get("signed") {
+            None => None,
+            Some(s) => {
+                let xs: Vec<&str> = s.split(':').collect();
+                let bad = || format!("signed={s} is not COUNT:MIN:MAX:SUM");
+                if xs.len() != 4 {
+                    return Err(bad());
+                }
+                let count: u64 = xs[0].parse().map_err(|_| bad())?;
+                let min: i64 = xs[1].parse().map_err(|_| bad())?;
+                let max: i64 = xs[2].parse().map_err(|_| bad())?;
+                let sum: i128 = xs[3].parse().map_err(|_| bad())?;
+                let mean_ns = if count == 0 { 0.0 } else { sum as f64 / count as f64 };
+                Some(SignedStats { samples: count, min_ns: min, max_ns: max, mean_ns, clamped: false })
+            }
+        };
+        let b = Block {
+            n: l.num("n")?,
+            probe: l.req("probe")?.to_string(),
+            variant,
+            thread: Some(l.num("thread")? as usize),
+            cpu: l.opt_num("cpu")?.map(|c| c as usize),
+            interval_ns: l.num("interval_ns")?,
+            samples: l.num("samples")?,
+            overruns: l.num("overruns")?,
+            min_ns: l.num("min_ns")?,
+            max_ns: l.num("max_ns")?,
+            sum: l.num128("sum")?,
+            sumsq: l.num128("sumsq")?,
+            hist: Vec::new(),
+            tail: Vec::new(),
+            tail_k: l.num("tail_k")? as usize,
+            worst: l.num("worst")? as usize,
+            sec: BTreeMap::new(),
+            width_s: l.num("width_s")?.max(1),
+            setup: Vec::new(),
+            stopped: l.get("stopped") == Some("1"),
+            error: l.get("error").map(str::to_string),
+            signed,
+            note: None,
+            want_notes: l.get("notes").map_or(Ok(0), |_| l.num("notes"))?,
+            want_hist: l.num("hist")?,
+            want_tail: l.num("tail")?,
+            want_sec: l.num("sec")?,
+            want_setup: l.num("setup")?,
+        };
+        if b.samples > 0 && b.min_ns > b.max_ns {
+            return Err(format!("min_ns {} is above max_ns {}", b.min_ns, b.max_ns));
+        }
+        Ok(b)
+    }
+
+    /// Take one `setup`, `hist`, `tail` or `sec` line of this block.
+    pub fn add(&mut self, l: &Line) -> Result<(), String> {
+        match l.kind.as_str() {
+            "setup" => {
+                let outcome = match l.req("outcome")? {
+                    "ok" => crate::model::Outcome::Ok,
+                    "failed" => crate::model::Outcome::Failed,
+                    "skipped" => crate::model::Outcome::Skipped,
+                    o => return Err(format!("outcome={o} is not ok, failed or skipped")),
+                };
+                self.setup.push(SetupStep::new(l.req("step")?, outcome, l.get("detail").unwrap_or("")));
+            }
+            "hist" => {
+                for t in tuples("b", l.req("b")?, 3, &[])? {
+                    let (lo, hi, count) = (small(t[0])?, small(t[1])?, small(t[2])?);
+                    if lo > hi {
+                        return Err(format!("bucket {lo}:{hi} is reversed"));
+                    }
+                    if self.hist.last().is_some_and(|p| p.hi_ns.0 >= lo) {
+                        return Err(format!("bucket {lo}:{hi} does not follow the one before it (buckets ascend, without overlap)"));
+                    }
+                    self.hist.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count });
+                }
+            }
+            "tail" => {
+                let thread = self.thread.unwrap_or(0);
+                for t in tuples("s", l.req("s")?, 4, &[3])? {
+                    let cpu = match t[3] {
+                        Some(c) => small(Some(c))? as usize,
+                        None => self.cpu.unwrap_or(0),
+                    };
+                    self.tail.push(TailSample(Nanos(small(t[0])?), Nanos(small(t[1])?), small(t[2])?, thread, cpu));
+                }
+            }
+            "sec" => {
+                for t in tuples("s", l.req("s")?, 5, &[])? {
+                    let at = small(t[0])?;
+                    if self.sec.insert(at, (small(t[1])?, small(t[2])?, small(t[3])?, t[4].unwrap_or(0))).is_some() {
+                        return Err(format!("per-second slot {at} is sent twice"));
+                    }
+                }
+            }
+            "note" => {
+                if self.note.is_some() {
+                    return Err("a second note line in one block".into());
+                }
+                self.note = Some(l.req("text")?.to_string());
+            }
+            k => return Err(format!("a {k} line inside result block n={}", self.n)),
+        }
+        Ok(())
+    }
+
+    /// At `end`: every announced line arrived and the parts agree.
+    pub fn finish(&self) -> Result<(), String> {
+        let got = [
+            ("hist", self.hist.len() as u64, self.want_hist),
+            ("tail", self.tail.len() as u64, self.want_tail),
+            ("sec", self.sec.len() as u64, self.want_sec),
+            ("setup", self.setup.len() as u64, self.want_setup),
+            ("notes", u64::from(self.note.is_some()), self.want_notes),
+        ];
+        for (what, have, want) in got {
+            if have != want {
+                return Err(format!("result n={} announced {what}={want} but {have} arrived", self.n));
+            }
+        }
+        let total = self.hist.iter().fold(0u64, |a, b| a.saturating_add(b.count));
+        if total != self.samples {
+            return Err(format!("result n={}: histogram counts sum to {total}, samples={}", self.n, self.samples));
+        }
+        let sec_total = self.sec.values().fold(0u64, |a, s| a.saturating_add(s.0));
+        if !self.sec.is_empty() && sec_total != self.samples {
+            return Err(format!("result n={}: per-second counts sum to {sec_total}, samples={}", self.n, self.samples));
+        }
+        if self.samples > 0 && self.hist.first().is_some_and(|b| b.lo_ns.0 > self.min_ns) {
+            return Err(format!("result n={}: min_ns {} lies below the lowest bucket", self.n, self.min_ns));
+        }
+        if self.samples > 0 && self.hist.last().is_some_and(|b| b.hi_ns.0 < self.max_ns) {
+            return Err(format!("result n={}: max_ns {} lies above the highest bucket", self.n, self.max_ns));
+        }
+        Ok(())
+    }
+
+    /// Fold another thread's block of the same variant in (the merged entry).
+    pub fn merge(&mut self, o: &Block) {
+        self.thread = None;
+        self.cpu = None;
+        self.min_ns = match (self.samples, o.samples) {
+            (0, _) => o.min_ns,
+            (_, 0) => self.min_ns,
+            _ => self.min_ns.min(o.min_ns),
+        };
+        self.samples += o.samples;
+        self.overruns += o.overruns;
+        self.max_ns = self.max_ns.max(o.max_ns);
+        self.sum += o.sum;
+        self.sumsq = self.sumsq.saturating_add(o.sumsq);
+        let mut by: BTreeMap<(u64, u64), u64> = self.hist.iter().map(|b| ((b.lo_ns.0, b.hi_ns.0), b.count)).collect();
+        for b in &o.hist {
+            *by.entry((b.lo_ns.0, b.hi_ns.0)).or_default() += b.count;
+        }
+        self.hist = by.into_iter().map(|((lo, hi), count)| Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count }).collect();
+        self.tail_k = self.tail_k.min(o.tail_k);
+        self.tail.extend(o.tail.iter().copied());
+        self.tail.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        self.tail.truncate(self.tail_k);
+        for (t, s) in &o.sec {
+            let e = self.sec.entry(*t).or_insert((0, u64::MAX, 0, 0));
+            *e = (e.0 + s.0, e.1.min(s.1), e.2.max(s.2), e.3 + s.3);
+        }
+        self.stopped |= o.stopped;
+        self.signed = match (self.signed, o.signed) {
+            (Some(a), Some(b)) => Some(a.merge(b)),
+            (a, b) => a.or(b),
+        };
+    }
+
+    /// The result entry, through the model's constructor.
+    pub fn to_result(&self, phase: &str) -> ProbeResult {
+        let mut r = ProbeResult::new(&self.probe, phase, self.variant.clone(), self.thread, self.cpu, Nanos(self.interval_ns));
+        let n = self.samples;
+        let m = Moments::from_sums(n, self.sum as f64, self.sumsq as f64);
+        let (min, max) = (Nanos(if n == 0 { 0 } else { self.min_ns }), Nanos(self.max_ns));
+        r.samples = n;
+        r.overruns = self.overruns;
+        r.min_ns = min;
+        r.max_ns = max;
+        r.mean_ns = m.mean;
+        r.stddev_ns = m.sd;
+        r.percentiles_ns = if n == 0 {
+            BTreeMap::new()
+        } else {
+            PERCENTILES.iter().filter_map(|p| bucket_percentile(&self.hist, p.q, min, max).map(|v| (p.key.to_string(), v))).collect()
+        };
+        r.histogram = self.hist.clone();
+        r.worst = self
+            .tail
+            .iter()
+            .take(self.worst)
+            .map(|t| WorstSample { latency_ns: t.0, at_ns: t.1, cpu: t.4, seq: t.2, thread: t.3, trace: None })
+            .collect();
+        r.per_second = self
+            .sec
+            .iter()
+            .map(|(t, s)| SecondStats { t_s: *t, count: s.0, min_ns: Nanos(s.1), mean_ns: s.3 as f64 / s.0.max(1) as f64, max_ns: Nanos(s.2) })
+            .collect();
+        r.per_second_width_s = self.width_s;
+        r.tail = Tail { k: self.tail_k, samples: self.tail.clone() };
+        r.signed = self.signed;
+        r.note = self.note.clone();
+        r
+    }
+}
+
+/// A number that must fit the history's 64-bit integers.
+fn small(v: Option<u128>) -> Result<u64, String> {
+    let v = v.unwrap_or(0);
+    u64::try_from(v).ok().filter(|x| *x <= crate::model::MAX_STORED).ok_or_else(|| format!("{v} is beyond the largest value a result holds"))
+}
+
+/// Per-thread entries plus one merged entry per variant, in arrival order
+/// (as the native runner's `results_from`).
+pub fn results_of(blocks: &[Block], phase: &str) -> Vec<ProbeResult> {
+    let mut out = Vec::new();
+    let mut variants: Vec<(&str, Option<&String>)> = Vec::new();
+    for b in blocks {
+        let key = (b.probe.as_str(), b.variant.as_ref());
+        if !variants.contains(&key) {
+            variants.push(key);
+        }
+    }
+    for (probe, v) in variants {
+        let group: Vec<&Block> = blocks.iter().filter(|b| b.probe == probe && b.variant.as_ref() == v).collect();
+        let mut merged: Option<Block> = None;
+        for b in &group {
+            out.push(b.to_result(phase));
+            match merged.as_mut() {
+                None => {
+                    let mut m = (*b).clone();
+                    m.thread = None;
+                    m.cpu = None;
+                    merged = Some(m);
+                }
+                Some(m) => m.merge(b),
+            }
+        }
+        if let Some(m) = merged {
+            out.push(m.to_result(phase));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(thread: usize, values: &[u64]) -> Block {
+        let l = Line::new("result")
+            .with("n", thread)
+            .with("probe", "timer")
+            .with("variant", "-")
+            .with("thread", thread)
+            .with("cpu", thread)
+            .with("interval_ns", 1000)
+            .with("samples", values.len())
+            .with("overruns", 1)
+            .with("min_ns", values.iter().min().unwrap())
+            .with("max_ns", values.iter().max().unwrap())
+            .with("sum", values.iter().sum::<u64>())
+            .with("sumsq", values.iter().map(|v| (*v as u128) * (*v as u128)).sum::<u128>())
+            .with("hist", values.len())
+            .with("tail", values.len())
+            .with("tail_k", 8)
+            .with("worst", 2)
+            .with("sec", 1)
+            .with("width_s", 1)
+            .with("setup", 0)
+            .with("stopped", 0);
+        let mut b = Block::start(&l).unwrap();
+        let mut sorted = values.to_vec();
+        sorted.sort();
+        let hist: Vec<String> = sorted.iter().map(|v| format!("{v}:{v}:1")).collect();
+        b.add(&Line::new("hist").with("b", hist.join(","))).unwrap();
+        let tail: Vec<String> = sorted.iter().rev().enumerate().map(|(i, v)| format!("{v}:{i}:{i}:{thread}")).collect();
+        b.add(&Line::new("tail").with("s", tail.join(","))).unwrap();
+        let sum: u64 = values.iter().sum();
+        b.add(&Line::new("sec").with("s", format!("0:{}:{}:{}:{sum}", values.len(), sorted[0], sorted[sorted.len() - 1]))).unwrap();
+        b.finish().unwrap();
+        b
+    }
+
+    #[test]
+    fn entries_per_thread_and_merged() {
+        let rs = results_of(&[block(0, &[10, 30, 20]), block(1, &[5, 40])], "idle");
+        assert_eq!(rs.len(), 3);
+        let m = &rs[2];
+        assert_eq!((m.thread, m.samples, m.overruns, m.min_ns.0, m.max_ns.0), (None, 5, 2, 5, 40));
+        assert_eq!(m.histogram.iter().map(|b| b.count).sum::<u64>(), 5);
+        assert!((m.mean_ns - 21.0).abs() < 1e-9);
+        assert_eq!(m.percentiles_ns["50"], Nanos(20));
+        assert_eq!(m.worst.iter().map(|w| w.latency_ns.0).collect::<Vec<_>>(), [40, 30]);
+        assert_eq!((m.per_second[0].count, m.per_second[0].min_ns.0, m.per_second[0].max_ns.0), (5, 5, 40));
+        assert_eq!(rs[0].percentiles_ns["99"], Nanos(30));
+    }
+
+    #[test]
+    fn a_block_that_disagrees_with_its_header_is_refused() {
+        let mut b = block(0, &[10, 20]);
+        b.samples = 3;
+        assert!(b.finish().unwrap_err().contains("sum to 2"));
+        let mut b = block(0, &[10, 20]);
+        assert!(b.add(&Line::new("hist").with("b", "5:5:1")).unwrap_err().contains("does not follow"));
+        assert!(b.add(&Line::new("sec").with("s", "0:1:1:1:1")).unwrap_err().contains("twice"));
+        assert!(b.add(&Line::new("hist").with("b", "90:80:1")).unwrap_err().contains("reversed"));
+    }
+}

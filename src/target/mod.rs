@@ -1,0 +1,20 @@
+//! Measuring another system: rtscope drives rtscope-agent (agent/, C99 +
+//! POSIX) over a pipe, TCP or a serial line and turns what it sends into
+//! the same result model as a native run (docs/agent.md is the protocol).
+//!
+//! - [`transport`]: `--target exec:CMD | tcp:HOST:PORT | serial:DEV[:BAUD]`
+//!   → a [`transport::Link`] of lines;
+//! - [`proto`]: one line of protocol 1, checksum and grammar checked;
+//! - [`block`]: a result block → result entries (per thread and merged);
+//! - [`session`]: announcement, one plan per probe and phase, stop, the run.
+//!
+//! It sits on the runner's layer: it is the runner for a plan measured
+//! elsewhere, and shares the runner's final write.
+
+pub mod block;
+pub mod proto;
+pub mod session;
+pub mod transport;
+
+pub use session::{execute, TargetPlan};
+pub use transport::TargetSpec;
