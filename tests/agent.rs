@@ -111,7 +111,7 @@ fn exec_target_measures_and_the_result_works_everywhere() {
     assert_eq!(run["plan"]["threads"], 2);
     let doc = common::schema::documented();
     let mut errors = Vec::new();
-    common::schema::check(&doc, "", &run, &mut errors);
+    common::schema::check(&doc, "/", &run, &mut errors);
     assert!(errors.is_empty(), "schema: {errors:?}");
 
     // The analysis side does not know where the samples came from.

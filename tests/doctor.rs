@@ -504,7 +504,7 @@ fn garbage_content_does_not_panic() {
     }
     std::fs::write(h.path("/proc/swaps"), [0xff, 0xfe, b'\n', 0x80]).unwrap();
     let doc = h.json(&["--cpus", "2"]);
-    assert_eq!(doc["findings"].as_array().unwrap().len(), 23);
+    assert_eq!(doc["findings"].as_array().unwrap().len(), 26);
 }
 
 #[test]

@@ -353,30 +353,30 @@ fn deadline_view_keeps_the_asked_columns_and_gives_the_verdict() {
     for l in text.lines() {
         assert!(l.chars().count() <= 80, "{} characters: {l}", l.chars().count());
     }
-    let header = text.lines().find(|l| l.contains("misses")).unwrap_or_else(|| panic!("{text}"));
+    let header = text.lines().find(|l| l.starts_with("probe") && l.contains("misses")).unwrap_or_else(|| panic!("{text}"));
     assert!(header.contains("miss ratio") && header.contains("P(miss)/h") && header.contains("overruns"), "{header}");
     let dropped = text.lines().filter(|l| l.contains("left out")).collect::<Vec<_>>().join(" ");
     assert!(!dropped.contains("miss"), "an asked-for column was left out: {dropped}");
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(text.contains("verdict: FAIL (2 of 2 entries missed the deadline)"), "{text}");
-    assert!(text.contains("FAIL timer/idle: 50 of 1000 samples over the 10.0 us deadline"), "{text}");
-    assert!(text.contains("FAIL timer/mixed: 50 of 1000 samples over the 10.0 us deadline"), "{text}");
+    assert!(text.contains("FAIL timer/idle: 50 of 1000 periods missed the 10.0 us deadline (50 late sample(s), 0 missed period(s))"), "{text}");
+    assert!(text.contains("FAIL timer/mixed: 50 of 1000 periods missed the 10.0 us deadline"), "{text}");
     // Verdict lines wrap at 80 columns: read them with the wrapping undone.
     let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
     let pass = flat(&report(dir.path(), &["a.json", "--deadline", "100us", "--color", "never"]));
     assert!(pass.contains("verdict: PASS (all 2 entries met the deadline)"), "{pass}");
-    assert!(pass.contains("PASS timer/idle: no sample over the 100.0 us deadline and no period missed (1000 samples)"), "{pass}");
+    assert!(pass.contains("PASS timer/idle: no sample over the 100.0 us deadline and no period missed (1000 periods)"), "{pass}");
     // A missed period is a miss: no sample over 100 µs, 3 periods missed.
     let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("a.json")).unwrap()).unwrap();
     v["results"][0]["overruns"] = 3.into();
     std::fs::write(dir.path().join("o.json"), serde_json::to_string(&v).unwrap()).unwrap();
     let o = flat(&report(dir.path(), &["o.json", "--deadline", "100us", "--color", "never"]));
-    assert!(o.contains("FAIL timer/idle: 3 period(s) missed") && o.contains("PASS timer/mixed"), "{o}");
+    assert!(o.contains("FAIL timer/idle: 3 of 1003 periods missed the 100.0 us deadline (0 late sample(s), 3 missed period(s))") && o.contains("PASS timer/mixed"), "{o}");
     // Markdown and HTML give the same verdict; every latency plot draws the deadline.
     let md = report(dir.path(), &["a.json", "--deadline", "10us", "--format", "md"]);
-    assert!(md.contains("FAIL timer/idle: 50 of 1000 samples over the 10.0 us deadline"), "{md}");
+    assert!(md.contains("FAIL timer/idle: 50 of 1000 periods missed the 10.0 us deadline"), "{md}");
     let html = report(dir.path(), &["a.json", "--deadline", "10us", "--format", "html"]);
-    assert!(html.contains("FAIL (2 of 2 entries)") && html.contains("FAIL timer/idle: 50 of 1000 samples"), "verdict in HTML");
+    assert!(html.contains("FAIL (2 of 2 entries)") && html.contains("FAIL timer/idle: 50 of 1000 periods missed"), "verdict in HTML");
     let figures = html.matches("<figure class=\"plot\"").count();
     let pwcet = html.matches("data-kind=\"pwcet\"").count();
     assert!(figures > 0);

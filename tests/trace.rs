@@ -242,8 +242,10 @@ fn names_the_fifo_99_hog_as_top_culprit_of_late_samples() {
     // samples it shows, they must match the result file.
     let on_worst = u(&summary["on_worst"]);
     assert!(on_worst <= snapshots && on_worst as usize >= traced.len(), "{summary}");
-    assert!(stdout.contains(&format!("trace: {snapshots} snapshot(s) ({on_worst} on worst samples) of ")), "{stdout}");
-    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("  timer ")).collect();
+    // run prints the block `report` shows: a heading, the summary, one item per sample.
+    assert!(stdout.contains("-- What held the CPU (trace)"), "{stdout}");
+    assert!(stdout.contains(&format!("{snapshots} snapshot(s) ({on_worst} on worst samples) of ")), "{stdout}");
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("  * timer ")).collect();
     assert_eq!(lines.len(), traced.len().min(5), "{stdout}");
     for (line, w) in lines.iter().zip(&traced) {
         assert!(line.contains(&format!(" seq {}", u(&w["seq"]))), "{line} vs {w}");
@@ -314,7 +316,7 @@ fn periodic_maxrate_and_hand_offs_are_traced_too() {
     // The terminal names the variant (sequence numbers restart with each).
     let stdout = String::from_utf8_lossy(&out.stdout);
     for v in ["periodic 1ms ", "maxrate 2ms ", "sem futex/cross-cpu "] {
-        assert!(stdout.lines().any(|l| l.starts_with(&format!("  {v}")) && l.contains(" seq ")), "no trace line of {v}:\n{stdout}");
+        assert!(stdout.lines().any(|l| l.starts_with(&format!("  * {v}")) && l.contains(" seq ")), "no trace line of {v}:\n{stdout}");
     }
 }
 

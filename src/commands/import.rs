@@ -124,14 +124,14 @@ fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
     let mut out = Vec::new();
     for p in parsed {
         let run = build_run(p, &ctx).map_err(|e| BadInput(format!("{file}: {format}: {e}")))?;
-        // What every reader checks is checked before anything is stored.
-        run.check_invariants().map_err(|e| BadInput(format!("{file}: {format}: {e}: the converted run would break result schema v1")))?;
         // Before anything is stored (and in --dry-run too): every column is
         // checked, so a bad value in the last one stores nothing.
         crate::store::check_storable(&run).map_err(|e| {
             let system = run.imported_from.as_ref().map(|i| i.system.as_str()).unwrap_or(&run.host.hostname);
             BadInput(format!("{file}: {format}: system {system}: {e}; nothing was stored"))
         })?;
+        // What every reader checks is checked before anything is stored.
+        run.check_invariants().map_err(|e| BadInput(format!("{file}: {format}: {e}: the converted run would break result schema v1")))?;
         let mut json = serde_json::to_string_pretty(&run).map_err(|e| BadInput(format!("{file}: cannot serialise the converted run: {e}")))?;
         json.push('\n');
         out.push(Converted { run, json, source: format.name().to_string() });

@@ -382,7 +382,8 @@ impl Store {
                 v
             }
         };
-        if check == Check::Run {
+        let for_a_run = check == Check::Run;
+        if for_a_run {
             store.check_room()?;
         }
         store.enable_wal()?;

@@ -212,7 +212,7 @@ mod tests {
     fn round_trip_and_escapes() {
         let l = Line::new("hello").with("version", "#1 SMP 50%*=x").with("cpus", 2).with("detail", "");
         let text = l.encode();
-        assert!(text.starts_with("RTS1 hello version=%231%20SMP%2050%25%2A%3Dx cpus=2 detail= *"), "{text}");
+        assert!(text.starts_with("RTS1 hello version=#1%20SMP%2050%25%2A%3Dx cpus=2 detail= *"), "{text}");
         assert_eq!(parse(&text).unwrap(), Parsed::Line(l));
     }
 
