@@ -406,3 +406,34 @@ fn a_missing_entry_is_worded_plainly() {
     assert!(out.contains("cpu.json: no entry timer/idle in this input (it has: timer/cpu)"), "{out}");
     assert!(out.contains("(1 of 2 runs fail)") && !out.contains("cpu.json has no entry"), "{out}");
 }
+
+/// Issue 36 item 16: `check` on a result with `interrupted: true` said PASS,
+/// exit 0. Issue 36 item 22: a gate with nothing to check said "FAIL (0 of
+/// 0 checks failed)" with no reason.
+#[test]
+fn an_interrupted_run_never_passes_and_an_empty_gate_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/golden/result-v1.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&golden).unwrap()).unwrap();
+    let whole = golden.to_str().unwrap();
+    // The same result, whole: a generous bound passes.
+    let (code, out, err) = check(&[whole, "--max", "10s"]);
+    assert_eq!(code, 0, "{out}{err}");
+    v["interrupted"] = Value::Bool(true);
+    let cut = dir.path().join("cut.json");
+    std::fs::write(&cut, serde_json::to_string(&v).unwrap()).unwrap();
+    let (code, out, err) = check(&[cut.to_str().unwrap(), "--max", "10s"]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("FAIL run complete") || out.contains("was interrupted before its plan ended"), "{out}");
+    assert!(out.contains("was interrupted before its plan ended"), "{out}");
+    // JUnit carries the failing case too.
+    let junit = dir.path().join("j.xml");
+    let (code, _, _) = check(&[cut.to_str().unwrap(), "--max", "10s", "--junit", junit.to_str().unwrap()]);
+    assert_eq!(code, 3);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("<failure") && xml.contains("interrupted"), "{xml}");
+    // Only violations asked, and no migrate entry: nothing to check, said so.
+    let (code, out, err) = check(&[whole, "--violations", "0"]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("no case was checked") && out.contains("timer/idle"), "{out}");
+}

@@ -116,7 +116,7 @@ fn event_probes_take_exactly_the_asked_events_in_every_variant() {
             let r = merged(&run, probe, v);
             if v == "chain/hop" {
                 // Every hop of every round: a whole multiple of the rounds.
-                assert!(u(&r["samples"]) >= n && u(&r["samples"]) % n == 0, "{probe} {v}: {} samples for {n} rounds", u(&r["samples"]));
+                assert!(u(&r["samples"]) >= n && u(&r["samples"]).is_multiple_of(n), "{probe} {v}: {} samples for {n} rounds", u(&r["samples"]));
                 continue;
             }
             assert_eq!(u(&r["samples"]), n, "{probe} {v}: one sample per event");

@@ -47,6 +47,10 @@ pub enum Metric {
     /// `migrate`'s priority-order violations (its entries only).
     #[serde(rename = "violations")]
     Violations,
+    /// The run measured its whole plan (not interrupted): checked for every
+    /// run, whatever the bounds.
+    #[serde(rename = "complete")]
+    Complete,
 }
 
 impl Metric {
@@ -58,6 +62,7 @@ impl Metric {
             Metric::Overruns => "overruns",
             Metric::MissRatio => "miss-ratio",
             Metric::Violations => "violations",
+            Metric::Complete => "complete",
         }
     }
     /// "us" for latencies (values are reported in µs), "" for counts and ratios.
@@ -87,6 +92,7 @@ impl Metric {
                 None => Err("overruns unknown: the input's source does not count missed periods".into()),
             },
             Metric::Violations => r.violations.as_ref().map(|v| Measured::exact(v.count as f64)).ok_or_else(|| "violations unknown: the entry has no violation count".into()),
+            Metric::Complete => Err("complete is a property of the run, not of an entry".into()),
             Metric::MissRatio => {
                 let d = deadline.ok_or("miss-ratio needs --deadline")?;
                 let m = deadline::misses(r, d);
@@ -207,7 +213,7 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 /// `stats::fmt_ratio_value` (`0`, `0.02`, `1.54e-5`).
 pub fn fmt_value(metric: Metric, v: f64) -> String {
     match metric {
-        Metric::Overruns | Metric::Violations => format!("{v:.0}"),
+        Metric::Overruns | Metric::Violations | Metric::Complete => format!("{v:.0}"),
         Metric::MissRatio => crate::stats::fmt_ratio_value(v),
         _ => format!("{v:.1} us"),
     }
@@ -333,7 +339,23 @@ pub fn check(runs: &[(String, Run)], gate: &Gate) -> CheckReport {
             cases.push(Case { name, entry: k.clone(), metric, kind, bound, unit: metric.unit(), runs: values, measurement, passed, message });
         }
     }
+    // An interrupted run measured less than its plan: whatever its values,
+    // the gate does not pass on it (issue 36: it said PASS, exit 0).
+    for (source, _) in runs.iter().filter(|(_, run)| run.interrupted) {
+        let message = format!(
+            "{source} was interrupted before its plan ended (Ctrl-C, SIGTERM or a lost target): it measured less than planned, so no gate passes on it; rerun it to the end"
+        );
+        let entry = EntryKey { probe: "run".into(), phase: source.clone(), variant: None };
+        let runs = vec![RunValue { source: source.clone(), value: Some(0.0), bound: None, limit: Some(1.0), passed: false, reason: Some("interrupted".into()) }];
+        cases.push(Case { name: "run/complete".into(), entry, metric: Metric::Complete, kind: "bound", bound: 1.0, unit: "", runs, measurement: Some(0.0), passed: false, message });
+    }
     let mut notes = Vec::new();
+    if cases.is_empty() {
+        notes.push(format!(
+            "no case was checked: the inputs have no entry the given bounds apply to (entries: {})",
+            merged.iter().map(|e| entry_list(e)).collect::<Vec<_>>().join("; ")
+        ));
+    }
     let latency_bound = gate.baseline.is_some() || gate.bounds.iter().any(|(m, _)| m.unit() == "us" || *m == Metric::MissRatio);
     for (source, run) in runs {
         if latency_bound && !run.host.realtime {

@@ -418,7 +418,7 @@ pub fn execute(
         // The answer is a courtesy: the link is closed either way.
         let _ = r.next(Duration::from_secs(2));
     }
-    drop(r);
+    // `r` only borrows the link (no drop glue): closing the link ends the session.
     drop(link);
 
     run.finished_at = rfc3339(OffsetDateTime::now_utc());
@@ -557,7 +557,7 @@ fn one_plan(
                 return Ok(PlanEnd::Done(results_of(&blocks, phase)));
             }
             (k, Some(b)) => return Err(bad(format!("a {k} line inside result block n={} (line {at})", b.n)).into()),
-            (k, None) => return Err(bad(format!("a {k} line outside a result block"))).map_err(Into::into),
+            (k, None) => return Err(bad(format!("a {k} line outside a result block")).into()),
         }
     }
 }
