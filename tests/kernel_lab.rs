@@ -605,9 +605,22 @@ echo $? >second.rc
 ls /tmp/second.json >second-file.txt 2>&1
 kill -9 $pid
 wait $pid
+echo "kill.sh: the first run is gone" >&2
 cat $T/osnoise/timerlat_period_us >after-kill.txt
-rtscope run --probe osnoise -i 2000 -D 1s -q --json /tmp/next.json >next.out 2>&1
+rtscope run --probe osnoise -i 2000 -D 1s -q --json /tmp/next.json >next.out 2>&1 &
+npid=$!
+# Once, under stress-ng, the guest hung after the kill until the host's --timeout.
+# Should it happen again, the console names the step and the kernel stacks of the
+# run that does not end (a tracer that cannot be stopped would show there).
+n=0
+while [ $n -lt 1200 ] && [ -d /proc/$npid ]; do sleep 0.1; n=$((n+1)); done
+if [ -d /proc/$npid ]; then
+  echo "kill.sh: the next run has not ended after 120 s; its threads' kernel stacks:" >&2
+  for t in /proc/$npid/task/*; do echo "$t $(cat $t/comm) $(cat $t/wchan)" >&2; cat $t/stack >&2; done
+fi
+wait $npid
 echo $? >next.rc
+echo "kill.sh: the next run ended" >&2
 cat $T/osnoise/timerlat_period_us >after-next.txt
 cat $T/osnoise/period_us >period-after.txt
 ls $T/instances >inst-after.txt
