@@ -4,7 +4,10 @@
 //! receivers drain as fast as they can. Bounded: loopback only, one
 //! connection and one UDP socket pair per worker, stopped with the phase.
 //! The phase's `system.loopback_tx_packets` shows the traffic. stress-ng:
-//! `--sock N` (TCP over IPv4 loopback) and `--udp N` (UDP over IPv4 loopback).
+//! `--sock N` (TCP over IPv4 loopback) and `--udp N` (UDP over IPv4 loopback),
+//! on port ranges found free when the phase starts (stress-ng's defaults,
+//! 22000 and 7000 up, collide between two loads running at once: one exits
+//! with "Address already in use").
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream, UdpSocket};
@@ -102,16 +105,66 @@ impl Load for NetLoad {
         })
     }
 
-    fn stress_ng_args(&self, workers: usize, _dir: &Path) -> Vec<String> {
-        vec![
-            "--sock".into(),
-            workers.to_string(),
-            "--sock-domain".into(),
-            "ipv4".into(),
-            "--udp".into(),
-            workers.to_string(),
-            "--udp-domain".into(),
-            "ipv4".into(),
-        ]
+    fn stress_ng_args(&self, workers: usize, dir: &Path) -> Vec<String> {
+        let salt = dir.as_os_str().as_encoded_bytes().iter().fold(u64::from(std::process::id()), |h, &b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+        let tcp = free_ports(workers, salt, |p| TcpListener::bind(("127.0.0.1", p)).is_ok());
+        let udp = free_ports(workers, salt.wrapping_add(7919), |p| UdpSocket::bind(("127.0.0.1", p)).is_ok());
+        let mut args = vec!["--sock".into(), workers.to_string(), "--sock-domain".into(), "ipv4".into()];
+        if let Some(p) = tcp {
+            args.extend(["--sock-port".into(), p.to_string()]);
+        }
+        args.extend(["--udp".into(), workers.to_string(), "--udp-domain".into(), "ipv4".into()]);
+        if let Some(p) = udp {
+            args.extend(["--udp-port".into(), p.to_string()]);
+        }
+        args
+    }
+}
+
+/// Ports below the kernel's ephemeral range (32768 up by default) that
+/// stress-ng's own defaults do not use: a range found here is not taken by
+/// an outgoing connection meanwhile.
+const PORTS: std::ops::Range<u16> = 10_000..20_000;
+
+/// The first port of `n` consecutive ports that `free` finds free, tried from
+/// a start that `salt` spreads over [`PORTS`] (two loads started at once
+/// look in different places); `None` when 64 tries found none, and stress-ng
+/// keeps its default.
+fn free_ports(n: usize, salt: u64, free: impl Fn(u16) -> bool) -> Option<u16> {
+    let n = u16::try_from(n.max(1)).ok().filter(|&n| n < PORTS.len() as u16)?;
+    let span = u64::from(PORTS.end - PORTS.start - n);
+    (0..64u64).find_map(|k| {
+        let base = PORTS.start + ((salt.wrapping_add(k.wrapping_mul(104_729))) % span) as u16;
+        (base..base + n).all(&free).then_some(base)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stress_ng_gets_port_ranges_that_are_free_and_not_its_defaults() {
+        let dir = Path::new("/tmp/.rtscope-load-test");
+        let args = NetLoad.stress_ng_args(3, dir);
+        let port = |flag: &str| -> u16 {
+            let i = args.iter().position(|a| a == flag).unwrap_or_else(|| panic!("{flag} in {args:?}"));
+            args[i + 1].parse().unwrap()
+        };
+        let (tcp, udp) = (port("--sock-port"), port("--udp-port"));
+        assert!(PORTS.contains(&tcp) && PORTS.contains(&(tcp + 2)), "{tcp}");
+        assert!(PORTS.contains(&udp) && PORTS.contains(&(udp + 2)), "{udp}");
+        // A range with one taken port is skipped: the port held here is
+        // never inside the range found.
+        let held = TcpListener::bind("127.0.0.1:0").unwrap();
+        let taken = held.local_addr().unwrap().port();
+        let base = free_ports(4, 1, |p| p != taken && TcpListener::bind(("127.0.0.1", p)).is_ok()).unwrap();
+        assert!(!(base..base + 4).contains(&taken));
+        // Nothing free: stress-ng keeps its defaults (no port flags).
+        assert_eq!(free_ports(2, 5, |_| false), None);
+        // Two loads started at once (different directories) look in
+        // different places.
+        let other = NetLoad.stress_ng_args(3, Path::new("/tmp/.rtscope-load-other"));
+        assert_ne!(args, other);
     }
 }

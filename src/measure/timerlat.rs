@@ -337,9 +337,18 @@ pub fn window(cpu: usize, start_ns: u64, end_ns: u64, noise: &[Noise], irq: Opti
         (Some(l), Some(o)) => (l as i128 + o).clamp(0, h.start_ns as i128) as u64,
         _ => h.start_ns,
     };
-    if begin <= i.ts_ns {
+    // The split is shown only where the clocks can place the handler: it
+    // starts no earlier than the timer was due and no later than the IRQ
+    // sample, which it takes while it runs (1 µs of slack: the event times
+    // have µs resolution). A handler the offset cannot place (under load the
+    // two clocks' offset is read from events written late) leaves the split
+    // unknown rather than a delay and duration that do not add up to the IRQ
+    // latency.
+    const SLACK_NS: u64 = 1_000;
+    let duration = h.end_ns - h.start_ns;
+    if begin + SLACK_NS >= start_ns && begin <= i.ts_ns && i.ts_ns <= begin + duration + SLACK_NS {
         w.irq_handler_delay_ns = Some(Nanos(begin.saturating_sub(start_ns)));
-        w.irq_duration_ns = Some(Nanos(h.end_ns - h.start_ns));
+        w.irq_duration_ns = Some(Nanos(duration));
     }
     w
 }
@@ -427,5 +436,26 @@ mod tests {
         let disk = w.culprits.iter().find(|c| c.name == "virtio0").expect("the disk IRQ");
         assert_eq!(disk.duration_ns, Nanos(200));
         assert_eq!(w.culprits.iter().map(|c| c.duration_ns.0).sum::<u64>(), 4_500);
+    }
+
+    #[test]
+    fn a_handler_start_the_clocks_cannot_place_leaves_the_split_unknown() {
+        // Due at 10 000, IRQ sample at 50 000 (40 µs late). A softirq event
+        // written 2 µs after it ended sets the clocks' offset (local = trace
+        // + 999 998 000); by it the timer IRQ event starts at 2 000, long
+        // before the timer was due, and ends 30 µs later: delay 0 + duration
+        // 30 µs cannot make a 40 µs IRQ latency, so no split is shown (seen
+        // under load: delay 0, duration 40 065 ns, IRQ latency 47 343 ns).
+        let softirq = parse_noise("softirq_noise: TIMER:1 start 1.000002000 duration 1000 ns", 5_000).unwrap();
+        let noise = vec![softirq.clone(), parse_noise("irq_noise: local_timer:236 start 1.000000000 duration 30000 ns", 50_100).unwrap()];
+        let irq = IrqSample { id: 3, latency_ns: 40_000, ts_ns: 50_000, from_idle: false };
+        let w = window(0, 10_000, 60_000, &noise, Some(irq));
+        assert_eq!((w.irq_handler_delay_ns, w.irq_duration_ns), (None, None));
+        assert_eq!(w.irq_latency_ns, Some(Nanos(40_000)), "the IRQ latency itself is still known");
+        // A handler that starts after the due time and runs past the sample
+        // keeps its split: it starts at 10 100 and runs 40 µs.
+        let noise = vec![softirq, parse_noise("irq_noise: local_timer:236 start 1.000008500 duration 40000 ns", 50_100).unwrap()];
+        let w = window(0, 10_000, 60_000, &noise, Some(irq));
+        assert_eq!((w.irq_handler_delay_ns, w.irq_duration_ns), (Some(Nanos(100)), Some(Nanos(40_000))));
     }
 }
