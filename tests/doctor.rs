@@ -486,10 +486,15 @@ fn empty_tree_reports_not_exposed_without_failing() {
     let doc = h.json(&[]);
     assert_eq!(doc["cpus"], serde_json::json!([0]));
     let f = doc["findings"].as_array().unwrap();
-    assert_eq!(f.len(), 26);
+    // The same findings on every host, whatever it exposes: a tree without
+    // tracefs (a fresh boot has it unmounted) says the tracers are unknown.
+    assert_eq!(f.len(), 27);
     let swaps = f.iter().find(|f| f["id"] == "mm.swap").unwrap();
     assert_eq!(swaps["severity"], "info");
     assert_eq!(swaps["evidence"][0]["value"], "(not exposed by this kernel)");
+    let tracers = f.iter().find(|f| f["id"] == "tracing.tracers").expect("tracing.tracers without tracefs");
+    assert_eq!(tracers["severity"], "info");
+    assert!(tracers["title"].as_str().unwrap().contains("unknown") && tracers["fix"].as_str().unwrap().contains("mount -t tracefs"), "{tracers}");
 }
 
 #[test]
@@ -504,7 +509,7 @@ fn garbage_content_does_not_panic() {
     }
     std::fs::write(h.path("/proc/swaps"), [0xff, 0xfe, b'\n', 0x80]).unwrap();
     let doc = h.json(&["--cpus", "2"]);
-    assert_eq!(doc["findings"].as_array().unwrap().len(), 26);
+    assert_eq!(doc["findings"].as_array().unwrap().len(), 27);
 }
 
 #[test]

@@ -14,7 +14,14 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let Some(root) = ROOTS.iter().find(|r| ctx.exists(&format!("{r}/tracing_on"))) else {
         return vec![Finding::new("tracing.active", Severity::Info, "tracefs is not mounted (or not readable): active tracing not checked")
             .why("Without tracefs rtscope cannot see whether another tool is tracing on the measured CPUs.")
-            .evidence(vec![super::evidence(ROOTS[0], None)])];
+            .evidence(vec![super::evidence(ROOTS[0], None)]),
+            // Which tracers the kernel has is listed in tracefs only: unknown
+            // here, not "missing" (a fresh boot has it unmounted until the
+            // first tool mounts it; `run --trace` mounts it itself).
+            Finding::new("tracing.tracers", Severity::Info, "tracefs is not mounted: whether the kernel has the timerlat, osnoise and hwlat tracers is unknown")
+                .why("The timerlat, osnoise and hwlat probes need their tracer; tracefs lists the tracers the kernel has.")
+                .fix(format!("`mount -t tracefs nodev {}` (as root), then run doctor again; the tracer probes mount it themselves", ROOTS[0]))
+                .evidence(vec![super::evidence(&format!("{}/available_tracers", ROOTS[0]), None)])];
     };
     let mut active: Vec<String> = Vec::new();
     let mut ev: Vec<Evidence> = Vec::new();
