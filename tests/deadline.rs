@@ -58,14 +58,21 @@ fn merged<'a>(run: &'a Value, probe: &str, variant: Option<&str>) -> &'a Value {
 /// A deadline run the kernel may refuse: None (and why) when it did.
 fn deadline_run(args: &[&str]) -> Option<Value> {
     let (out, v) = run(args);
-    if out.status.code() == Some(2) {
-        let e = stderr(&out);
-        assert!(v.is_none(), "a refused run wrote a result");
-        eprintln!("skipped: the kernel refused SCHED_DEADLINE here: {e}");
+    if refused(&out, v.is_some()) {
         return None;
     }
     assert!(out.status.success(), "rtscope run {args:?}: {}", stderr(&out));
     v
+}
+
+/// Did the kernel refuse the deadline plan (exit 2, said why, wrote nothing)?
+fn refused(out: &Output, wrote: bool) -> bool {
+    if out.status.code() != Some(2) {
+        return false;
+    }
+    assert!(!wrote, "a refused run wrote a result");
+    eprintln!("skipped: the kernel refused SCHED_DEADLINE here: {}", stderr(out));
+    true
 }
 
 #[test]
@@ -94,6 +101,60 @@ fn deadline_tasks_are_admitted_and_every_period_is_a_sample_or_an_overrun() {
         assert_eq!(u(&r["samples"]) + u(&r["overruns"]), periods, "{v}: {r}");
         assert!(r["runtime_overruns"].is_u64());
     }
+}
+
+#[test]
+fn standard_under_deadline_runs_timer_and_periodic_and_names_the_probes_left_out() {
+    if !is_root() {
+        eprintln!("skipped: the admission test of a deadline plan needs root");
+        return;
+    }
+    let _g = serial();
+    // -i 4ms: the preset's 1 ms would need HRTICK (runtime 600 µs).
+    let out = rtscope().args(["run", "--preset", "standard", "--policy", "deadline", "-i", "4ms", "--dry-run"]).output().unwrap();
+    if refused(&out, false) {
+        return;
+    }
+    let plan = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let left = "left out: sem, pipe, mq, signal, switch, preempt, noise, maxrate, migrate, pi (they do not run under SCHED_DEADLINE";
+    assert!(plan.contains("note: preset standard: --policy deadline runs timer, periodic only;") && plan.contains(left), "{plan}");
+    let probes: Vec<&str> = plan.lines().filter_map(|l| l.trim_start().strip_prefix("probe ")).map(|l| l.split(' ').next().unwrap()).collect();
+    assert!(probes.contains(&"timer") && probes.contains(&"periodic"), "{plan}");
+    assert!(probes.iter().all(|p| ["timer", "periodic"].contains(p)), "only timer and periodic: {probes:?}");
+}
+
+#[test]
+fn scenario_reservation_keys_set_the_deadline_tasks() {
+    if !is_root() {
+        eprintln!("skipped: SCHED_DEADLINE needs root");
+        return;
+    }
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dl.toml");
+    let result = dir.path().join("r.json");
+    std::fs::write(
+        &file,
+        "policy = \"deadline\"\ninterval = \"4ms\"\ndl_runtime = \"2ms\"\ndl_deadline = \"3ms\"\nduration = \"1s\"\nthreads = 1\n[[probe]]\nname = \"timer\"\n[[probe]]\nname = \"sem\"\n",
+    )
+    .unwrap();
+    let out = rtscope().arg("run").arg(&file).arg("--json").arg(&result).args(["-q", "--no-store"]).output().unwrap();
+    if refused(&out, result.exists()) {
+        return;
+    }
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Said even with -q: sem was left out.
+    assert!(stderr(&out).contains("left out: sem"), "{}", stderr(&out));
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap();
+    assert_eq!(run["plan"]["policy"], "deadline");
+    let steps = run["realtime_setup"]["steps"].as_array().unwrap();
+    let dl = steps.iter().find(|s| s["step"] == "sched_deadline[thread 0]").expect("a sched_deadline set-up step");
+    assert_eq!(dl["outcome"], "ok", "{dl}");
+    assert!(dl["detail"].as_str().unwrap().contains("runtime 2ms deadline 3ms period 4ms"), "{dl}");
+    assert!(run["results"].as_array().unwrap().iter().all(|r| r["probe"] == "timer"), "sem left out");
+    let r = merged(&run, "timer", None);
+    assert_eq!(u(&r["samples"]) + u(&r["overruns"]), 250, "1 s of 4 ms periods: {r}");
 }
 
 #[test]

@@ -104,6 +104,14 @@ fn malformed_scenarios_exit_2_naming_file_line_field_and_hint() {
             vec!["line 2", "[load] dir", "/proc/nope", "not a directory"],
         ),
         ("empty-name", format!("name = \"\"\n{probe}"), vec!["line 1", "name: empty", "leave `name` out"]),
+        ("bad-dl-runtime", format!("policy = \"deadline\"\ndl_runtime = \"soon\"\n{probe}"), vec!["line 2", "field `dl_runtime`", "'soon'"]),
+        ("dl-without-deadline", format!("dl_deadline = \"3ms\"\n{probe}"), vec!["line 1", "dl_deadline:", "only with policy = \"deadline\""]),
+        (
+            "dl-runtime-over-deadline",
+            format!("policy = \"deadline\"\ninterval = \"4ms\"\ndl_runtime = \"5ms\"\n{probe}"),
+            vec!["line 3", "dl_runtime 5ms", "runtime <= deadline"],
+        ),
+        ("deadline-no-probe", "policy = \"deadline\"\n[[probe]]\nname = \"sem\"\n".into(), vec!["--policy deadline", "(sem)", "only timer, periodic"]),
     ];
     for (name, text, wants) in &cases {
         let file = format!("{name}.toml");

@@ -236,8 +236,56 @@ fn from_scenario(args: &RunArgs, explicit: &BTreeSet<String>, started: &str, s: 
             a.json = Some(o.clone());
         }
     }
+    if unset("dl_runtime") {
+        if let Some(d) = &f.dl_runtime {
+            a.probe_opts.dl_runtime = Some(d.get_ref().0);
+        }
+    }
+    if unset("dl_deadline") {
+        if let Some(d) = &f.dl_deadline {
+            a.probe_opts.dl_deadline = Some(d.get_ref().0);
+        }
+    }
+    // The reservation's keys from the file, to name them in errors.
+    let dl_keys: Vec<(&str, &str, std::ops::Range<usize>)> = [("--dl-runtime", "dl_runtime", &f.dl_runtime), ("--dl-deadline", "dl_deadline", &f.dl_deadline)]
+        .into_iter()
+        .filter(|(_, key, _)| unset(key))
+        .filter_map(|(flag, key, v)| v.as_ref().map(|v| (flag, key, v.span())))
+        .collect();
+    let deadline = a.policy == super::PolicyArg::Deadline;
+    if let Some((_, key, span)) = dl_keys.first().filter(|_| !deadline) {
+        return Err(s.err_at(span.clone(), format!("{key}: a SCHED_DEADLINE reservation, only with policy = \"deadline\" (or --policy deadline); set the policy or drop {key}")));
+    }
+    // Under SCHED_DEADLINE a scenario runs the probes that run there and
+    // says which it leaves out (a preset such as `standard` lists them all).
+    let (kept, left): (Vec<&scenario::ProbeFileEntry>, Vec<&scenario::ProbeFileEntry>) =
+        f.probes.iter().partition(|p| !deadline || crate::measure::runs_under_deadline(crate::measure::split_spec(p.name.get_ref()).0));
+    let mut notes = Vec::new();
+    if !left.is_empty() {
+        let mut names: Vec<&str> = Vec::new();
+        for p in &left {
+            let n = crate::measure::split_spec(p.name.get_ref()).0;
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+        let runs = crate::plan::probes::deadline_probes().join(", ");
+        if kept.is_empty() {
+            return Err(BadInput(format!(
+                "{}: --policy deadline: none of its probes ({}) runs under SCHED_DEADLINE (only {runs} do); run it with --policy fifo, or add a [[probe]] {runs}",
+                s.label,
+                names.join(", ")
+            )));
+        }
+        notes.push(format!(
+            "{}: --policy deadline runs {} only; left out: {} (they do not run under SCHED_DEADLINE; run them with --policy fifo)",
+            s.label,
+            runs,
+            names.join(", ")
+        ));
+    }
     let mut probes: Vec<String> = Vec::new();
-    for p in &f.probes {
+    for p in &kept {
         let n = p.name.get_ref().trim().to_string();
         if !probes.contains(&n) {
             probes.push(n);
@@ -253,7 +301,7 @@ fn from_scenario(args: &RunArgs, explicit: &BTreeSet<String>, started: &str, s: 
         BadInput(format!("{}: {msg}", s.label))
     })?;
     let mut entries: Vec<ProbeEntry> = Vec::new();
-    for p in &f.probes {
+    for p in kept {
         // `sem:mutex` and `sem:posix` are one run of `sem` with both
         // variants selected (the plan holds the selection).
         let (base, _) = crate::measure::split_spec(p.name.get_ref());
@@ -291,7 +339,14 @@ fn from_scenario(args: &RunArgs, explicit: &BTreeSet<String>, started: &str, s: 
             }
         }
     }
-    let exp = finish(&a, &mut plan, s.phases.clone(), entries, Some(s))?;
+    let mut exp = finish(&a, &mut plan, s.phases.clone(), entries, Some(s)).map_err(|e| {
+        // A reservation the kernel's rules refuse names the file's key.
+        match dl_keys.iter().find_map(|(flag, key, span)| e.0.strip_prefix(flag).map(|rest| (key, span, rest))) {
+            Some((key, span, rest)) => s.err_at(span.clone(), format!("{key}{rest}")),
+            None => e,
+        }
+    })?;
+    exp.notes = notes;
     Ok((plan, output, exp))
 }
 
@@ -363,6 +418,7 @@ fn finish(
         table: s.and_then(|s| s.file.table).unwrap_or(Table::Summary),
         bin_ns: s.and_then(|s| s.file.bin).map(|d| d.0).unwrap_or(5_000),
         scenario: s.map(|s| s.record()),
+        notes: Vec::new(),
     };
     let total = exp.total_ns();
     if total > exp.max_total_ns {
@@ -432,6 +488,9 @@ pub fn describe(plan: &RunPlan, exp: &Experiment, output: &Output, dry_run: bool
     let mut s = String::new();
     if let Some(sc) = &exp.scenario {
         s.push_str(&format!("scenario: {} ({})\n", sc.name, sc.source));
+    }
+    for n in &exp.notes {
+        s.push_str(&format!("note: {n}\n"));
     }
     // Said now, not discovered in the result: a policy this user may not
     // have falls back to SCHED_OTHER at set-up.

@@ -66,6 +66,11 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
         .collect();
     if !output.quiet {
         eprint!("{}", cli::load::describe(&plan, &exp, &output, false));
+    } else {
+        // What the plan left out is said even when quiet.
+        for n in &exp.notes {
+            eprintln!("note: {n}");
+        }
     }
     let run = runner::execute(&plan, &exp, &output, command_line, started, &stop, warnings)?;
 

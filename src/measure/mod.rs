@@ -69,6 +69,17 @@ pub const PROBES: &[(&str, &str)] = &[
     ("hwlat", "kernel hwlat detector: hardware/firmware stalls (SMIs); opt-in: spins with IRQs off half of each window (CONFIG_HWLAT_TRACER)"),
 ];
 
+/// Does the probe called `name` run under `--policy deadline`
+/// (SCHED_DEADLINE)? The periodic timer probes do: each period is the
+/// reservation's, and the thread waits for it with cyclicdeadline's method
+/// (see [`dl`]). The others wait on another thread's event, run several
+/// threads at ordered priorities, or measure in the kernel, which a
+/// reservation does not describe. The one place that says so (`plan` and the
+/// face ask it).
+pub fn runs_under_deadline(name: &str) -> bool {
+    matches!(name, "timer" | "periodic")
+}
+
 /// Build the probe called `name`.
 pub fn probe_by_name(name: &str) -> Option<Box<dyn Probe>> {
     match name {

@@ -89,7 +89,7 @@ impl Probe for PeriodicProbe {
                 let mut signed = Signed::new();
                 let mut prev: Option<u64> = None;
                 let late = LateSamples::arm(ctx.trace, spec.index, spec.cpu);
-                let deadline = spec.dl.is_some() && super::dl::current_is_deadline();
+                let dl = spec.dl.filter(|_| super::dl::current_is_deadline());
                 barrier.wait();
                 let on_sample = |latency: u64, at: u64, seq: u64| {
                     late.after(latency, seq);
@@ -100,8 +100,8 @@ impl Probe for PeriodicProbe {
                     }
                     prev = Some(latency);
                 };
-                let err = if deadline {
-                    let n = super::dl::deadline_loop_with(rec, stop, period, share, max, on_sample);
+                let err = if let Some(dl) = dl {
+                    let n = super::dl::deadline_loop_with(rec, stop, period, dl.deadline_ns, share, max, on_sample);
                     dl_overruns.lock().unwrap()[spec.index] = Some(n);
                     None
                 } else {

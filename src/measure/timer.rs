@@ -3,9 +3,9 @@
 //! cyclictest's method, with missed periods counted. Each measuring thread
 //! sleeps with `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, due)`, reads
 //! the clock on wake-up and records `latency = now − due` (rule 2). Then
-//! `due += interval`; if the wake-up was so late that the next due time has
-//! already passed, every period skipped is counted as an overrun (rule 3) and
-//! `due` moves past `now`. So `samples + overruns` = the number of periods in
+//! [`next_due`] gives the next due time, `due + interval`, or, if the wake-up
+//! was so late that it has already passed, counts every period skipped as an
+//! overrun (rule 3) and moves `due` past `now`. So `samples + overruns` = the number of periods in
 //! the run, exactly, however late the wake-ups were.
 //!
 //! Under `--policy deadline` each thread is a SCHED_DEADLINE task with the
@@ -36,10 +36,10 @@ impl Probe for TimerProbe {
         let mut outs = spawn_measuring(ctx, &specs, None, interval, |spec, rec, stop, barrier| {
             // Threshold tracing: one comparison per sample; a late one is handed over.
             let late = LateSamples::arm(ctx.trace, spec.index, spec.cpu);
-            let deadline = spec.dl.is_some() && super::dl::current_is_deadline();
+            let dl = spec.dl.filter(|_| super::dl::current_is_deadline());
             barrier.wait();
-            if deadline {
-                let n = super::dl::deadline_loop_with(rec, stop, interval, duration, u64::MAX, |latency, _at, seq| late.after(latency, seq));
+            if let Some(dl) = dl {
+                let n = super::dl::deadline_loop_with(rec, stop, interval, dl.deadline_ns, duration, u64::MAX, |latency, _at, seq| late.after(latency, seq));
                 dl_overruns.lock().unwrap()[spec.index] = Some(n);
                 return None;
             }
@@ -73,10 +73,12 @@ pub fn timer_loop_with(
     mut on_sample: impl FnMut(u64, u64, u64),
 ) -> Option<String> {
     let start = now_ns();
-    let end = start + duration;
+    let periods = duration / interval;
     let mut due = start + interval;
+    // Periods accounted for: each a sample or an overrun.
+    let mut done = 0u64;
     let mut seq = 0u64;
-    while due <= end && seq < max_samples && !stop.load(Ordering::Relaxed) {
+    while done < periods && seq < max_samples && !stop.load(Ordering::Relaxed) {
         if let Err(e) = sleep_until_ns(due) {
             return Some(format!("clock_nanosleep failed: {e}"));
         }
@@ -85,16 +87,34 @@ pub fn timer_loop_with(
         rec.record(latency, now - start, seq);
         on_sample(latency, now - start, seq);
         seq += 1;
-        due += interval;
-        if now >= due {
-            let missed = (now - due) / interval + 1;
-            // Count only the missed periods that fall inside the run.
-            let in_run = if due <= end { ((end - due) / interval + 1).min(missed) } else { 0 };
-            rec.add_overruns(in_run);
-            due += missed * interval;
-        }
+        let (next, missed) = next_due(due, now, interval, None);
+        // Count only the missed periods that fall inside the run.
+        let missed = missed.min(periods - done - 1);
+        rec.add_overruns(missed);
+        done += 1 + missed;
+        due = next;
     }
     None
+}
+
+/// The period grid after the wake-up at `now` for the period due at `due`:
+/// the next period's due time and the whole periods that started in between
+/// (missed: each one an overrun, rule 3), the one place every periodic loop
+/// asks (`timer`, `periodic`, `maxrate`, and [`super::dl`]).
+///
+/// `restart_after`: `None` keeps the grid fixed, as an absolute timer's is
+/// (due + k × interval). `Some(d)`: a wake-up more than `d` past `due` (past
+/// the period's deadline) restarts the grid from the wake-up, as the
+/// SCHED_DEADLINE scheduler restarts a reservation it replenishes late; the
+/// periods of the old grid that started before the wake-up are still missed.
+#[inline]
+pub fn next_due(due: u64, now: u64, interval: u64, restart_after: Option<u64>) -> (u64, u64) {
+    let late = now.saturating_sub(due);
+    let missed = late / interval;
+    match restart_after {
+        Some(d) if late > d => (now + interval, missed),
+        _ => (due + (missed + 1) * interval, missed),
+    }
 }
 
 #[cfg(test)]
@@ -116,5 +136,21 @@ mod tests {
         let mut rec = Recorder::new(0, 1_000_000_000, 8);
         timer_loop(&mut rec, &stop, 1_000_000, 10_000_000_000);
         assert_eq!(rec.samples(), 0);
+    }
+
+    #[test]
+    fn next_due_counts_the_periods_a_late_wake_up_skipped() {
+        // Fixed grid, 1 ms: on time, late within the period, exactly one
+        // period late, and 3.5 periods late.
+        assert_eq!(next_due(10_000_000, 10_000_000, 1_000_000, None), (11_000_000, 0));
+        assert_eq!(next_due(10_000_000, 10_999_999, 1_000_000, None), (11_000_000, 0));
+        assert_eq!(next_due(10_000_000, 11_000_000, 1_000_000, None), (12_000_000, 1));
+        assert_eq!(next_due(10_000_000, 13_500_000, 1_000_000, None), (14_000_000, 3));
+        // Restarting grid, deadline 600 µs: within the deadline the grid
+        // stays; past it the next period is due one interval after the
+        // wake-up, and the old grid's periods started before it are missed.
+        assert_eq!(next_due(10_000_000, 10_600_000, 1_000_000, Some(600_000)), (11_000_000, 0));
+        assert_eq!(next_due(10_000_000, 10_600_001, 1_000_000, Some(600_000)), (11_600_001, 0));
+        assert_eq!(next_due(10_000_000, 13_500_000, 1_000_000, Some(600_000)), (14_500_000, 3));
     }
 }

@@ -60,6 +60,9 @@ pub struct Experiment {
     /// Bin width of `Table::Bins`.
     pub bin_ns: u64,
     pub scenario: Option<ScenarioRecord>,
+    /// What the plan left out of the scenario and why, said before it runs
+    /// (e.g. the probes that do not run under `--policy deadline`).
+    pub notes: Vec<String>,
 }
 
 impl Experiment {

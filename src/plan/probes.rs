@@ -150,6 +150,11 @@ pub fn hrtick_enabled() -> Option<bool> {
 /// kernel enforces a reservation's runtime only at the scheduler tick.
 pub const HRTICK_BELOW_NS: u64 = 2_000_000;
 
+/// The probes that run under `--policy deadline`, in `rtscope probes` order.
+pub fn deadline_probes() -> Vec<&'static str> {
+    crate::measure::PROBES.iter().map(|(n, _)| *n).filter(|n| crate::measure::runs_under_deadline(n)).collect()
+}
+
 /// Checks of `--policy deadline` and of `migrate` against the plan and the
 /// kernel, before anything runs (exit 2 naming the setting and the fix):
 /// the probes that run under SCHED_DEADLINE, the reservation of every
@@ -192,10 +197,11 @@ pub fn check_deadline(plan: &crate::plan::RunPlan, entries: &[crate::plan::Probe
         }
         return Ok(());
     }
-    if let Some(e) = entries.iter().find(|e| !matches!(e.probe.as_str(), "timer" | "periodic")) {
+    if let Some(e) = entries.iter().find(|e| !crate::measure::runs_under_deadline(&e.probe)) {
         return Err(BadInput(format!(
-            "--policy deadline: the {} probe does not run under SCHED_DEADLINE (timer and periodic do); run it in another run with --policy fifo",
-            e.probe
+            "--policy deadline: the {} probe does not run under SCHED_DEADLINE ({} do); run it in another run with --policy fifo",
+            e.probe,
+            deadline_probes().join(", ")
         )));
     }
     let online = sched::online_cpus();

@@ -100,6 +100,10 @@ pub struct ScenarioFile {
     pub max_total: Option<Duration>,
     pub priority: Option<Spanned<u8>>,
     pub policy: Option<Spanned<String>>,
+    /// `policy = "deadline"`: the SCHED_DEADLINE runtime per period (`--dl-runtime`).
+    pub dl_runtime: Option<Spanned<Period>>,
+    /// `policy = "deadline"`: the relative deadline (`--dl-deadline`).
+    pub dl_deadline: Option<Spanned<Period>>,
     pub threads: Option<Spanned<u32>>,
     /// CPUs to measure on, e.g. "0,2-3".
     pub affinity: Option<Spanned<String>>,
