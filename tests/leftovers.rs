@@ -13,6 +13,16 @@ use std::time::{Duration, Instant};
 
 use common::Sandbox;
 
+/// Every rtscope run removes the sets killed runs left, so two tests of this
+/// file running at once would remove each other's: the kill test's next run
+/// then has nothing to report (seen once in a loaded suite run). They take
+/// turns.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// rtscope's SysV key for process `pid` (src/measure/sem.rs `sysv_key`).
 fn sysv_key(pid: u32) -> i64 {
     0x7240_0000 | i64::from(pid)
@@ -58,6 +68,7 @@ fn sysv_sets_of_killed_runs_are_removed_by_the_next_run_and_by_doctor() {
         eprintln!("skipped: no /proc/sysvipc/sem (kernel without SysV IPC)");
         return;
     }
+    let _turn = one_at_a_time();
     let sb = Sandbox::new();
     for next in [["run", "-t", "1", "-D", "200ms", "--no-store"].as_slice(), ["doctor"].as_slice()] {
         let pid = kill_during_sem_sysv(&sb);
@@ -85,6 +96,7 @@ fn sem_sysv_runs_and_leaves_no_set() {
     if !std::path::Path::new("/proc/sysvipc/sem").exists() {
         return;
     }
+    let _turn = one_at_a_time();
     let sb = Sandbox::new();
     let child = sb
         .cmd()
