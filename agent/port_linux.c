@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <linux/futex.h>
 #ifdef __GLIBC__
@@ -46,11 +47,18 @@ static int word_in(const char *s, const char *w)
     return 0;
 }
 
+/* The CPUs the agent was started on (taskset, a cpuset): what plans may
+ * name, where idle threads go back to, and what placement chooses from.
+ * Read once, first thing in main, before any thread narrows its own. */
+static cpu_set_t startup_mask;
+static int startup_known;
+
 void port_startup(void)
 {
 #ifdef __GLIBC__
     mallopt(M_ARENA_MAX, 1);
 #endif
+    startup_known = sched_getaffinity(0, sizeof startup_mask, &startup_mask) == 0;
 }
 
 void port_fingerprint(port_info *pi)
@@ -103,10 +111,54 @@ int port_unpin_self(void)
 {
     cpu_set_t s;
     long n = sysconf(_SC_NPROCESSORS_CONF), i;
+    if (startup_known)
+        return pthread_setaffinity_np(pthread_self(), sizeof startup_mask, &startup_mask);
     CPU_ZERO(&s);
     for (i = 0; i < n && i < CPU_SETSIZE; i++)
         CPU_SET((int)i, &s);
     return pthread_setaffinity_np(pthread_self(), sizeof s, &s);
+}
+
+/* Why: the session thread reads the host's lines, the runner formats and
+ * writes results and the reporter wakes every 50 ms; on a measured CPU each
+ * of them is a wake-up the probe pays for, so they go where no probe runs
+ * (the native runner does the same for its main thread). */
+int port_place_outside(const pthread_t *ts, int n, const unsigned char *measured, char *detail, size_t dn)
+{
+    cpu_set_t s;
+    size_t k = 0;
+    int c, i, found = 0;
+    CPU_ZERO(&s);
+    detail[0] = 0;
+    for (c = 0; c < CPU_SETSIZE; c++) {
+        if (!(startup_known ? CPU_ISSET(c, &startup_mask) : c < sysconf(_SC_NPROCESSORS_ONLN)))
+            continue;
+        if (c < MAX_CPUS && measured[c])
+            continue;
+        CPU_SET(c, &s);
+        if (k < dn) {
+            int w = snprintf(detail + k, dn - k, "%s%d", found ? "," : "cpus ", c);
+            k = w < 0 ? dn : k + (size_t)w;
+        }
+        found++;
+    }
+    if (!found) {
+        /* Back to every start-up CPU (an earlier plan may have placed them
+         * on one this plan measures). */
+        snprintf(detail, dn, "no CPU outside the measured set; the agent's threads share them (they sleep while probes run)");
+        if (startup_known)
+            for (i = 0; i < n; i++)
+                pthread_setaffinity_np(ts[i], sizeof startup_mask, &startup_mask);
+        return ENOENT;
+    }
+    for (i = 0; i < n; i++) {
+        int rc = pthread_setaffinity_np(ts[i], sizeof s, &s);
+        if (rc) {
+            snprintf(detail, dn, "pthread_setaffinity_np: %s", errno_name(rc));
+            return rc;
+        }
+    }
+    return 0;
 }
 
 int port_thread_faults(uint64_t *minor, uint64_t *major)
@@ -126,12 +178,11 @@ int port_current_cpu(void)
 
 int port_cpu_ok(int cpu)
 {
-    cpu_set_t s;
     if (cpu < 0 || cpu >= CPU_SETSIZE)
         return 0;
-    if (sched_getaffinity(0, sizeof s, &s) != 0)
+    if (!startup_known)
         return cpu < sysconf(_SC_NPROCESSORS_ONLN);
-    return CPU_ISSET(cpu, &s);
+    return CPU_ISSET(cpu, &startup_mask);
 }
 
 void port_dma_latency(char *buf, size_t n)

@@ -59,6 +59,13 @@ int port_unpin_self(void)
     return 0;
 }
 
+int port_place_outside(const pthread_t *ts, int n, const unsigned char *measured, char *detail, size_t dn)
+{
+    (void)ts, (void)n, (void)measured;
+    copy(detail, dn, "no CPU affinity on this system");
+    return ENOSYS;
+}
+
 int port_thread_faults(uint64_t *minor, uint64_t *major)
 {
     (void)minor, (void)major;

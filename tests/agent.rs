@@ -116,7 +116,16 @@ fn exec_target_measures_and_the_result_works_everywhere() {
 
     // The analysis side does not know where the samples came from.
     let hist = run_ok(&sb, &["history"]);
-    assert!(String::from_utf8_lossy(&hist.stdout).contains(&uname_nodename()));
+    let listed = String::from_utf8_lossy(&hist.stdout);
+    assert!(listed.contains(&uname_nodename()));
+    // Stored with source "rtscope-agent" (a native run lists its probes bare).
+    assert!(listed.contains("timer [rtscope-agent]"), "{listed}");
+    // Imported again from its file: the same source.
+    let sb2 = Sandbox::new();
+    std::fs::copy(sb.path("t.json"), sb2.path("t.json")).unwrap();
+    run_ok(&sb2, &["import", "t.json"]);
+    let listed = String::from_utf8_lossy(&run_ok(&sb2, &["history"]).stdout).to_string();
+    assert!(listed.contains("timer [rtscope-agent]"), "{listed}");
     let rep = run_ok(&sb, &["report", "t.json", "--format", "json"]);
     assert!(String::from_utf8_lossy(&rep.stdout).contains("timer"));
     run_ok(&sb, &["compare", "t.json", "t.json"]);
@@ -244,6 +253,73 @@ fn spawn_logged(sb: &Sandbox, agent: &Path, probes: &str, duration: &str) -> std
 
 fn log_has(sb: &Sandbox, what: &str) -> bool {
     std::fs::read_to_string(sb.path("log")).is_ok_and(|l| l.contains(what))
+}
+
+/// The CPUs of a kernel list ("0-2,5").
+fn cpu_list(s: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => out.extend(a.parse::<usize>().unwrap()..=b.parse::<usize>().unwrap()),
+            None => out.push(part.parse().unwrap()),
+        }
+    }
+    out
+}
+
+/// A task's allowed CPUs, from its /proc status file (None once it is gone).
+fn allowed_cpus(status: &Path) -> Option<Vec<usize>> {
+    let text = std::fs::read_to_string(status).ok()?;
+    text.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).map(cpu_list)
+}
+
+#[test]
+fn the_agents_own_threads_run_off_the_measured_cpu() {
+    let Some(agent) = agent() else { return };
+    let mine = allowed_cpus(Path::new("/proc/self/status")).unwrap();
+    if mine.len() < 2 {
+        eprintln!("SKIP: this test may use only CPUs {mine:?}; placement needs one CPU outside the measured one");
+        return;
+    }
+    let measured = *mine.last().unwrap();
+    let spare: Vec<usize> = mine.iter().copied().filter(|c| *c != measured).collect();
+    let sb = Sandbox::new();
+    let cmd = format!(
+        "exec:sh -c 'echo $$ > {pid}; exec {agent}' | tee {log}",
+        pid = sb.path("pid").display(),
+        agent = agent.display(),
+        log = sb.path("log").display()
+    );
+    let a = measured.to_string();
+    let child = sb
+        .cmd()
+        .args(["run", "--target", &cmd, "--probe", "timer", "-D", "5s", "-i", "1ms", "-t", "1", "-a", &a, "--no-store", "--json", "p.json", "-q"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(wait_for(Duration::from_secs(120), || log_has(&sb, "RTS1 begin id=1")), "never measuring");
+    let pid = std::fs::read_to_string(sb.path("pid")).unwrap().trim().to_string();
+    // While it measures: the session, runner and reporter threads (three) on
+    // the spare CPUs, the measuring thread on the measured one; the idle
+    // workers keep the start-up CPUs.
+    let mut seen = Vec::new();
+    let placed = wait_for(Duration::from_secs(60), || {
+        seen = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| d.flatten().filter_map(|t| allowed_cpus(&t.path().join("status"))).collect())
+            .unwrap_or_default();
+        seen.iter().filter(|c| **c == spare).count() == 3 && seen.iter().any(|c| *c == [measured])
+    });
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(placed, "threads' CPUs while measuring {seen:?}: want three on {spare:?} and one on [{measured}]");
+    let run = read_json(&sb.path("p.json"));
+    let steps = run["realtime_setup"]["steps"].as_array().unwrap();
+    let step = steps.iter().find(|s| s["step"] == "main thread placement").expect("a main thread placement step");
+    assert_eq!(step["outcome"], "ok", "{step}");
+    let listed = spare.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+    assert_eq!(step["detail"], format!("cpus {listed}").as_str(), "{step}");
+    check_timer(&run, 5000, 1);
 }
 
 #[test]
