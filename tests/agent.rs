@@ -1,8 +1,10 @@
 //! `rtscope run --target`: rtscope-agent (agent/, built here with `make -C
 //! agent` into a temp dir) driven over each transport — exec, TCP on
 //! 127.0.0.1, a serial line through a pseudo-terminal pair — and what the
-//! host does with a dead agent, a Ctrl-C and a malformed line. Skipped with a
-//! message when there is no C compiler or no agent/ directory.
+//! host does with a dead agent, a Ctrl-C and a malformed line; the agent
+//! built with gcc and clang (warnings are errors) and, statically for
+//! aarch64 and armhf, run under qemu-user. Skipped with a message when there
+//! is no C compiler, cross compiler or qemu-user, or no agent/ directory.
 //!
 //! Numbers checked are the invariants, never latencies: samples + overruns =
 //! periods exactly (the agent's timer loop counts every period of
@@ -422,6 +424,88 @@ fn an_agent_that_never_answers_is_exit_2() {
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("before announcing itself"));
     assert!(!sb.path("x.json").exists());
+}
+
+fn have(tool: &str) -> bool {
+    Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
+}
+
+/// `make -C agent` with `vars`, into `out`; the build's stderr on failure.
+fn make_agent(out: &Path, vars: &[String]) -> Result<(), String> {
+    let o = Command::new("make")
+        .arg("-s")
+        .arg("-C")
+        .arg(repo().join("agent"))
+        .args(vars)
+        .arg(format!("OUT={}", out.display()))
+        .output()
+        .expect("make");
+    if o.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&o.stderr).into_owned())
+    }
+}
+
+#[test]
+fn agent_builds_warning_free_with_gcc_and_clang() {
+    if !repo().join("agent/Makefile").exists() {
+        eprintln!("SKIP: no agent/ directory");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for cc in ["gcc", "clang"] {
+        if !have(cc) {
+            eprintln!("SKIP: {cc} not installed (Debian package {cc}; test.sh installs it)");
+            continue;
+        }
+        // The Makefile's flags are -std=c99 -Wall -Wextra -pedantic -Werror:
+        // a warning fails the build.
+        let out = dir.path().join(format!("rtscope-agent.{cc}"));
+        if let Err(e) = make_agent(&out, &[format!("CC={cc}")]) {
+            panic!("make -C agent CC={cc} (warnings are errors):\n{e}");
+        }
+        let v = Command::new(&out).arg("--version").output().unwrap();
+        assert!(String::from_utf8_lossy(&v.stdout).starts_with("rtscope-agent "), "{cc} build runs");
+    }
+}
+
+/// A static cross-build of the agent, run under qemu-user through the exec
+/// transport: results come back, parse and hold the timer's invariant
+/// (their latencies are qemu's, not a board's: not checked).
+fn cross_agent_measures_timer(cc: &str, qemu: &str, arch: &str) {
+    if !repo().join("agent/Makefile").exists() {
+        eprintln!("SKIP: no agent/ directory");
+        return;
+    }
+    for tool in [cc, qemu] {
+        if !have(tool) {
+            eprintln!("SKIP: {tool} not installed (test.sh installs gcc-aarch64-linux-gnu, gcc-arm-linux-gnueabihf, their libc6-dev-*-cross and qemu-user-static)");
+            return;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join(format!("rtscope-agent.{arch}"));
+    if let Err(e) = make_agent(&bin, &[format!("CC={cc}"), "LDFLAGS=-static".into()]) {
+        panic!("make -C agent CC={cc} LDFLAGS=-static:\n{e}");
+    }
+    let sb = Sandbox::new();
+    let target = format!("exec:{qemu} {}", bin.display());
+    run_ok(&sb, &["run", "--target", &target, "--probe", "timer", "-D", "500ms", "-i", "1ms", "-t", "1", "-a", "0", "--no-store", "--json", "q.json", "-q"]);
+    let run = read_json(&sb.path("q.json"));
+    check_timer(&run, 500, 1);
+    assert_eq!(run["agent"]["arch"], arch, "the agent announced the emulated machine");
+    assert_eq!(run["agent"]["transport"], "exec");
+}
+
+#[test]
+fn aarch64_static_agent_under_qemu_user() {
+    cross_agent_measures_timer("aarch64-linux-gnu-gcc", "qemu-aarch64-static", "aarch64");
+}
+
+#[test]
+fn armhf_static_agent_under_qemu_user() {
+    cross_agent_measures_timer("arm-linux-gnueabihf-gcc", "qemu-arm-static", "armv7l");
 }
 
 /// The agent helper's own test (cross-builds, qemu-user, the malloc counter), if present.
