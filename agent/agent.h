@@ -44,6 +44,9 @@ int sleep_until_ns(uint64_t t);
 /* Busy-loop for ns nanoseconds (reading the clock). */
 void spin_for(uint64_t ns);
 
+/* src into dst of n bytes (n > 0), cut to fit, always terminated. */
+void copy_text(char *dst, size_t n, const char *src);
+
 /* Symbolic errno name ("EPERM"), no allocation; "errno N" text for others. */
 const char *errno_name(int e);
 

@@ -24,15 +24,6 @@
 #include <unistd.h>
 #include "agent.h"
 
-static void copy(char *dst, size_t n, const char *src)
-{
-    size_t k = strlen(src);
-    if (k >= n)
-        k = n - 1;
-    memcpy(dst, src, k);
-    dst[k] = 0;
-}
-
 static int word_in(const char *s, const char *w)
 {
     size_t n = strlen(w);
@@ -68,32 +59,32 @@ void port_fingerprint(port_info *pi)
     int fd;
     memset(pi, 0, sizeof *pi);
     if (uname(&u) == 0) {
-        copy(pi->os, sizeof pi->os, u.sysname);
-        copy(pi->release, sizeof pi->release, u.release);
-        copy(pi->version, sizeof pi->version, u.version);
-        copy(pi->arch, sizeof pi->arch, u.machine);
-        copy(pi->host, sizeof pi->host, u.nodename);
+        copy_text(pi->os, sizeof pi->os, u.sysname);
+        copy_text(pi->release, sizeof pi->release, u.release);
+        copy_text(pi->version, sizeof pi->version, u.version);
+        copy_text(pi->arch, sizeof pi->arch, u.machine);
+        copy_text(pi->host, sizeof pi->host, u.nodename);
     }
     pi->cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (pi->cpus < 0)
         pi->cpus = 0;
     pi->affinity = 1;
-    copy(pi->preempt, sizeof pi->preempt, "unknown");
+    copy_text(pi->preempt, sizeof pi->preempt, "unknown");
     fd = open("/sys/kernel/realtime", O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
         if (read(fd, rt, 1) == 1 && rt[0] == '1') {
-            copy(pi->preempt, sizeof pi->preempt, "PREEMPT_RT");
+            copy_text(pi->preempt, sizeof pi->preempt, "PREEMPT_RT");
             close(fd);
             return;
         }
         close(fd);
     }
     if (word_in(pi->version, "PREEMPT_RT"))
-        copy(pi->preempt, sizeof pi->preempt, "PREEMPT_RT");
+        copy_text(pi->preempt, sizeof pi->preempt, "PREEMPT_RT");
     else if (word_in(pi->version, "PREEMPT_DYNAMIC"))
-        copy(pi->preempt, sizeof pi->preempt, "PREEMPT_DYNAMIC");
+        copy_text(pi->preempt, sizeof pi->preempt, "PREEMPT_DYNAMIC");
     else if (word_in(pi->version, "PREEMPT"))
-        copy(pi->preempt, sizeof pi->preempt, "PREEMPT");
+        copy_text(pi->preempt, sizeof pi->preempt, "PREEMPT");
     /* No PREEMPT word: voluntary or none, which uname does not tell apart. */
 }
 
@@ -190,22 +181,22 @@ void port_dma_latency(char *buf, size_t n)
     static int fd = -1;
     int32_t zero = 0;
     if (fd >= 0) {
-        copy(buf, n, "ok");
+        copy_text(buf, n, "ok");
         return;
     }
     fd = open("/dev/cpu_dma_latency", O_RDWR | O_CLOEXEC);
     if (fd < 0) {
-        copy(buf, n, errno == ENOENT ? "unavailable" : errno == EACCES ? "failed:EACCES" : "failed");
+        copy_text(buf, n, errno == ENOENT ? "unavailable" : errno == EACCES ? "failed:EACCES" : "failed");
         return;
     }
     if (write(fd, &zero, sizeof zero) != (ssize_t)sizeof zero) {
         close(fd);
         fd = -1;
-        copy(buf, n, "failed:write");
+        copy_text(buf, n, "failed:write");
         return;
     }
     /* Kept open: the request holds while the agent lives. */
-    copy(buf, n, "ok");
+    copy_text(buf, n, "ok");
 }
 int port_thread_sigqueue(pthread_t t, int sig)
 {
