@@ -312,6 +312,15 @@ fn the_agents_own_threads_run_off_the_measured_cpu() {
             .unwrap_or_default();
         seen.iter().filter(|c| **c == spare).count() == 3 && seen.iter().any(|c| *c == [measured])
     });
+    // rtscope's side (the agent runs on this system): its session thread
+    // and the link's reader thread on the spare CPUs too.
+    let host = child.id();
+    let reader = std::fs::read_dir(format!("/proc/{host}/task"))
+        .unwrap()
+        .flatten()
+        .find(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == "rtscope-target-"))
+        .map(|t| allowed_cpus(&t.path().join("status")));
+    let session = allowed_cpus(Path::new(&format!("/proc/{host}/task/{host}/status")));
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(placed, "threads' CPUs while measuring {seen:?}: want three on {spare:?} and one on [{measured}]");
@@ -321,6 +330,10 @@ fn the_agents_own_threads_run_off_the_measured_cpu() {
     assert_eq!(step["outcome"], "ok", "{step}");
     let listed = spare.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
     assert_eq!(step["detail"], format!("cpus {listed}").as_str(), "{step}");
+    assert_eq!(reader, Some(Some(spare.clone())), "rtscope's reader thread");
+    assert_eq!(session, Some(spare.clone()), "rtscope's session thread");
+    let step = steps.iter().find(|s| s["step"] == "host reader placement").expect("a host reader placement step");
+    assert_eq!(step["outcome"], "ok", "{step}");
     check_timer(&run, 5000, 1);
 }
 
