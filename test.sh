@@ -10,7 +10,7 @@ cd "$(dirname "$0")"
 # load engine), qemu + busybox + cpio (kernel lab), chromium (HTML report),
 # postgresql (the store tests start their own server from its binaries),
 # prometheus (the monitor test starts one that scrapes rtscope monitor).
-PACKAGES=(rt-tests stress-ng linux-perf qemu-system-x86 busybox-static cpio chromium postgresql prometheus)
+PACKAGES=(rt-tests stress-ng linux-perf qemu-system-x86 busybox-static cpio chromium postgresql prometheus clang gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf libc6-dev-arm64-cross libc6-dev-armhf-cross qemu-user-static)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -44,6 +44,9 @@ int sleep_until_ns(uint64_t t);
 /* Busy-loop for ns nanoseconds (reading the clock). */
 void spin_for(uint64_t ns);
 
+/* src into dst of n bytes (n > 0), cut to fit, always terminated. */
+void copy_text(char *dst, size_t n, const char *src);
+
 /* Symbolic errno name ("EPERM"), no allocation; "errno N" text for others. */
 const char *errno_name(int e);
 
@@ -187,7 +190,14 @@ void port_fingerprint(port_info *pi);
 void port_startup(void);
 /* Pin the calling thread to cpu: 0 or an errno value (ENOSYS: not available). */
 int port_pin_self(int cpu);
+/* Back to the CPUs the agent started with (its start-up affinity). */
 int port_unpin_self(void);
+/* Place the agent's own threads ts[0..n) (main, runner, reporter) on the
+ * start-up CPUs no probe measures (measured[c] != 0: CPU c is measured,
+ * c < MAX_CPUS), as the native "main thread placement". 0: placed, detail
+ * "cpus 0,2"; ENOENT: no such CPU (detail says so; they stay where they
+ * are); ENOSYS: no affinity on this system; else the errno of the call. */
+int port_place_outside(const pthread_t *ts, int n, const unsigned char *measured, char *detail, size_t dn);
 /* CPU the caller runs on, -1 if unknown. */
 int port_current_cpu(void);
 /* Hold the lowest C-state latency (Linux: /dev/cpu_dma_latency 0); text for hello. */
@@ -195,7 +205,8 @@ void port_dma_latency(char *buf, size_t n);
 /* The calling thread's (minor, major) page faults so far: 0, or -1 where
  * the system cannot say (Linux: getrusage RUSAGE_THREAD). */
 int port_thread_faults(uint64_t *minor, uint64_t *major);
-/* Whether cpu is a valid online CPU number (best effort). */
+/* Whether cpu is one the agent may use: in its start-up affinity mask
+ * (not the calling thread's current one, which placement narrows). */
 int port_cpu_ok(int cpu);
 /* A queued signal aimed at one thread (Linux: pthread_sigqueue); ENOSYS
  * where the system has none (POSIX sigqueue aims at the process). */

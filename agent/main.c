@@ -855,6 +855,30 @@ static int own_kind(const char *k)
 
 static char in_buf[LINE_MAX_LEN + 2];
 
+/* The agent's own threads (session, runner, reporter): placed off the plan's
+ * CPUs for each plan, and the outcome sent as the set-up step "main thread
+ * placement" (the native step's name). */
+static pthread_t own_threads[3];
+
+static void send_placement(const plan *p)
+{
+    unsigned char measured[MAX_CPUS];
+    char detail[SETUP_TEXT * 2];
+    line_out l;
+    int i, rc;
+    memset(measured, 0, sizeof measured);
+    for (i = 0; i < p->n_cpus; i++)
+        measured[p->cpus[i]] = 1;
+    rc = port_place_outside(own_threads, 3, measured, detail, sizeof detail);
+    out_begin(&l, "setup");
+    out_id(&l, p->id);
+    out_str(&l, "n", "-");
+    out_str(&l, "step", "main thread placement");
+    out_str(&l, "outcome", rc == 0 ? "ok" : rc == ENOENT || rc == ENOSYS ? "skipped" : "failed");
+    out_str(&l, "detail", detail);
+    out_send(&l);
+}
+
 /* One session on fds in/out; returns when the host says bye or the input ends. */
 static void session(int in, int out)
 {
@@ -952,6 +976,7 @@ static void session(int in, int out)
                                 out_str(&l, "outcome", strcmp(dma_text, "ok") == 0 ? "ok" : strcmp(dma_text, "unavailable") == 0 ? "skipped" : "failed");
                                 out_str(&l, "detail", dma_text);
                                 out_send(&l);
+                                send_placement(&np);
                                 run_pending = 1;
                                 running = 1;
                                 pthread_cond_broadcast(&run_c);
@@ -1010,7 +1035,6 @@ int main(int argc, char **argv)
     uint64_t v;
     struct timespec res;
     struct sigaction sa;
-    pthread_t t;
     pthread_attr_t a;
 
     for (i = 1; i < argc; i++) {
@@ -1120,7 +1144,8 @@ int main(int argc, char **argv)
     }
     pthread_attr_init(&a);
     pthread_attr_setstacksize(&a, (size_t)PTHREAD_STACK_MIN > 32 * 1024 ? (size_t)PTHREAD_STACK_MIN : 32 * 1024);
-    if (pthread_create(&t, &a, runner_main, NULL) != 0 || pthread_create(&t, &a, reporter_main, NULL) != 0) {
+    own_threads[0] = pthread_self();
+    if (pthread_create(&own_threads[1], &a, runner_main, NULL) != 0 || pthread_create(&own_threads[2], &a, reporter_main, NULL) != 0) {
         fprintf(stderr, "rtscope-agent: cannot create the runner and reporter threads\n");
         return 1;
     }

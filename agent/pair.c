@@ -1,5 +1,5 @@
 /*
- * The two-thread hand-off pattern shared by sem, pipe, mq, signal and
+ * The two-thread hand-off shared by sem, pipe, mq, signal and
  * preempt: a sender releases, a blocked receiver wakes (the method of
  * src/measure/pair.rs, in C).
  *
@@ -21,6 +21,9 @@
  *                                           after_wait() (mutex: unlock)
  *     wait(ack)   <───────────────────────  post(ack)
  *
+ * Both stamps are taken here (handoff_stamped_release / _wait) around the
+ * probe's bare calls, never in a probe file: every mechanism is timed
+ * between the same two points, and a probe cannot drift from the method.
  * The events are POSIX semaphores and never inside the timed span. Two-step
  * cycle (mq and signal: pmqtest's and sigwaittest's sequence): the receiver
  * pauses, sends `go` through the mechanism itself, and blocks in it; the
@@ -70,29 +73,36 @@ static recorder sender_steps; /* only its setup[] is used (no allocation) */
 static pair_thread T[2];
 static unsigned char bufs[2][4096];
 
-static int ch_release(handoff *h, uint64_t *t0, const unsigned char *buf, size_t n)
+static int handoff_stamped_release(handoff *h, uint64_t *t0, const unsigned char *buf, size_t n)
 {
-    chan *c = h->impl;
+    int rc;
+    if (h->before_release)
+        h->before_release(h);
     AT_STORE(t0, now_ns());
-    return c->send(c, buf, n);
+    rc = h->release(h, buf, n);
+    if (h->after_release)
+        h->after_release(h);
+    return rc;
 }
 
-static int ch_wait(handoff *h, uint64_t *t1, unsigned char *buf, size_t n)
+static int handoff_stamped_wait(handoff *h, uint64_t *t1, unsigned char *buf, size_t n)
 {
-    chan *c = h->impl;
-    int rc = c->recv(c, buf, n);
+    int rc = h->wait(h, buf, n);
     *t1 = now_ns();
     return rc;
 }
 
-void handoff_of_chan(handoff *h, chan *c, chan *go)
+/* A channel as a hand-off: release = send, wait = recv. */
+static int ch_release(handoff *h, const unsigned char *buf, size_t n)
 {
-    memset(h, 0, sizeof *h);
-    h->release = ch_release;
-    h->wait = ch_wait;
-    h->go = go;
-    h->impl = c;
-    h->what = c->what;
+    chan *c = h->impl;
+    return c->send(c, buf, n);
+}
+
+static int ch_wait(handoff *h, unsigned char *buf, size_t n)
+{
+    chan *c = h->impl;
+    return c->recv(c, buf, n);
 }
 
 static void post(sem_t *s)
@@ -131,15 +141,21 @@ static void fail_receiver(pair_sync *s)
     post(&s->ack);
 }
 
+/* The receiver of both cycles: semaphore events (h->go NULL: wait for
+ * `armed`, pause, post `go`, block; `ack` after recording) or rt-tests'
+ * two-step one (pause, `go` through the mechanism, block; the sender's
+ * closing release is not a sample). */
 static void receiver(pair_thread *t)
 {
     pair_sync *s = t->s;
     handoff *h = s->h;
+    int two_step = h->go != NULL;
     uint64_t start = now_ns(), next = start + s->p->interval_ns, seq = 0;
     int rc;
     for (;;) {
         uint64_t t1, t0;
-        wait_sem(&s->armed);
+        if (!two_step)
+            wait_sem(&s->armed);
         if (AT_LOAD(&s->done))
             return;
         if ((rc = pause_tick(&next, s->p->interval_ns)) != 0) {
@@ -147,17 +163,26 @@ static void receiver(pair_thread *t)
             fail_receiver(s);
             return;
         }
-        post(&s->go);
-        if ((rc = h->wait(h, &t1, bufs[0], s->msg)) != 0) {
+        if (!two_step)
+            post(&s->go);
+        else if ((rc = h->go->send(h->go, bufs[0], s->msg)) != 0) {
+            t->err = rc, t->err_what = h->go->what;
+            fail_receiver(s);
+            return;
+        }
+        if ((rc = handoff_stamped_wait(h, &t1, bufs[0], s->msg)) != 0) {
             t->err = rc, t->err_what = h->what;
             fail_receiver(s);
             return;
         }
+        if (two_step && AT_LOAD(&s->done))
+            return; /* the sender's closing release: not a sample */
         t0 = AT_LOAD(&s->t0);
         recorder_record(t->rec, t1 > t0 ? t1 - t0 : 0, t1 - start, seq++);
         if (h->after_wait)
             h->after_wait(h);
-        post(&s->ack);
+        if (!two_step)
+            post(&s->ack);
     }
 }
 
@@ -180,7 +205,7 @@ static void sender(pair_thread *t)
         if (AT_LOAD(&s->done))
             return; /* the receiver failed; its error is reported */
         spin_for(s->spin);
-        if ((rc = h->release(h, &s->t0, bufs[1], s->msg)) != 0) {
+        if ((rc = handoff_stamped_release(h, &s->t0, bufs[1], s->msg)) != 0) {
             t->err = rc, t->err_what = h->what;
             AT_STORE(&s->done, 1);
             post(&s->armed); /* the receiver may wait for armed next */
@@ -190,40 +215,6 @@ static void sender(pair_thread *t)
         wait_sem(&s->ack);
         if (AT_LOAD(&s->done))
             return;
-    }
-}
-
-static void receiver_two_step(pair_thread *t)
-{
-    pair_sync *s = t->s;
-    handoff *h = s->h;
-    uint64_t start = now_ns(), next = start + s->p->interval_ns, seq = 0;
-    int rc;
-    for (;;) {
-        uint64_t t1, t0;
-        if (AT_LOAD(&s->done))
-            return;
-        if ((rc = pause_tick(&next, s->p->interval_ns)) != 0) {
-            t->err = rc, t->err_what = "clock_nanosleep failed";
-            fail_receiver(s);
-            return;
-        }
-        if ((rc = h->go->send(h->go, bufs[0], s->msg)) != 0) {
-            t->err = rc, t->err_what = h->go->what;
-            fail_receiver(s);
-            return;
-        }
-        if ((rc = h->wait(h, &t1, bufs[0], s->msg)) != 0) {
-            t->err = rc, t->err_what = h->what;
-            fail_receiver(s);
-            return;
-        }
-        if (AT_LOAD(&s->done))
-            return; /* the sender's closing release: not a sample */
-        t0 = AT_LOAD(&s->t0);
-        recorder_record(t->rec, t1 > t0 ? t1 - t0 : 0, t1 - start, seq++);
-        if (h->after_wait)
-            h->after_wait(h);
     }
 }
 
@@ -241,14 +232,14 @@ static void sender_two_step(pair_thread *t)
         if (rc != 0) {
             t->err = rc, t->err_what = h->go->what;
             AT_STORE(&s->done, 1);
-            h->release(h, &s->t0, bufs[1], s->msg);
+            handoff_stamped_release(h, &s->t0, bufs[1], s->msg);
             return;
         }
         last = sent >= s->p->iterations || AT_LOAD_RELAXED(&g_stop) || now_ns() >= end;
         if (last)
             AT_STORE(&s->done, 1);
         spin_for(s->spin);
-        if ((rc = h->release(h, &s->t0, bufs[1], s->msg)) != 0) {
+        if ((rc = handoff_stamped_release(h, &s->t0, bufs[1], s->msg)) != 0) {
             t->err = rc, t->err_what = h->what;
             AT_STORE(&s->done, 1);
             return;
@@ -276,10 +267,7 @@ static void one_way_job(void *x)
             fail_receiver(s);
             return;
         }
-        if (h->go)
-            receiver_two_step(t);
-        else
-            receiver(t);
+        receiver(t);
         faults_end(t->rec);
     } else {
         if (h->sender_setup)
@@ -291,7 +279,7 @@ static void one_way_job(void *x)
             t->err = rc, t->err_what = "sender set-up";
             post(&s->armed);
             if (h->go)
-                h->release(h, &s->t0, bufs[1], s->msg);
+                handoff_stamped_release(h, &s->t0, bufs[1], s->msg);
             return;
         }
         if (h->go)
@@ -338,26 +326,28 @@ static void prepare(vrun *v, int rcpu, int scpu, int swap_prio, size_t msg)
     v->recs[0]->thread = 0;
     v->recs[0]->cpu = rcpu;
     v->recs[0]->interval_ns = p->interval_ns;
-    if (v->variant) {
-        size_t k = strlen(v->variant);
-        if (k >= sizeof v->recs[0]->variant)
-            k = sizeof v->recs[0]->variant - 1;
-        memcpy(v->recs[0]->variant, v->variant, k);
-        v->recs[0]->variant[k] = 0;
-    }
+    if (v->variant)
+        copy_text(v->recs[0]->variant, sizeof v->recs[0]->variant, v->variant);
 }
 
-/* Both threads' steps and the first error into the result (as natively). */
-static void finish(vrun *v)
+/* Run job on both threads (receiver or task1 on worker 0), wait for both,
+ * then both threads' steps and the first error into the result (as
+ * natively). */
+static int run_both(vrun *v, job_fn job)
 {
     recorder *r = v->recs[0];
     int i;
+    pool_run(0, job, &T[0]);
+    pool_run(1, job, &T[1]);
+    pool_join(0);
+    pool_join(1);
     for (i = 0; i < sender_steps.n_setup; i++)
         recorder_add_setup(r, sender_steps.setup[i].step, sender_steps.setup[i].outcome, sender_steps.setup[i].detail);
     for (i = 0; i < 2; i++)
         if (T[i].err)
             recorder_set_error(r, T[i].err_what ? T[i].err_what : "hand-off", T[i].err);
     v->n_out = 1;
+    return 0;
 }
 
 int pair_one_way(vrun *v, handoff *h, int rcpu, int scpu, uint64_t spin, size_t msg)
@@ -365,12 +355,7 @@ int pair_one_way(vrun *v, handoff *h, int rcpu, int scpu, uint64_t spin, size_t 
     prepare(v, rcpu, scpu, 0, msg);
     S.h = h;
     S.spin = spin;
-    pool_run(0, one_way_job, &T[0]);
-    pool_run(1, one_way_job, &T[1]);
-    pool_join(0);
-    pool_join(1);
-    finish(v);
-    return 0;
+    return run_both(v, one_way_job);
 }
 
 static void round_trip_job(void *x)
@@ -431,10 +416,34 @@ int pair_round_trip(vrun *v, chan *a, chan *b, int rcpu, int scpu, size_t msg)
     prepare(v, rcpu, scpu, 1, msg);
     S.a = a;
     S.b = b;
-    pool_run(0, round_trip_job, &T[0]);
-    pool_run(1, round_trip_job, &T[1]);
-    pool_join(0);
-    pool_join(1);
-    finish(v);
-    return 0;
+    return run_both(v, round_trip_job);
+}
+
+int run_pair(vrun *v, pair_channels *pc)
+{
+    const plan *p = v->p;
+    int rcpu = p->cpus[0], scpu = p->cpus[p->n_cpus - 1];
+    if (strcmp(v->variant, "oneway") == 0) {
+        handoff h;
+        memset(&h, 0, sizeof h);
+        h.release = ch_release;
+        h.wait = ch_wait;
+        h.go = pc->go_via_b ? &pc->b : NULL;
+        h.impl = &pc->a;
+        h.what = pc->a.what;
+        return pair_one_way(v, &h, rcpu, scpu, 0, p->msg_size);
+    }
+    return pair_round_trip(v, &pc->a, &pc->b, rcpu, scpu, p->msg_size);
+}
+
+int pair_workers(const plan *p)
+{
+    (void)p;
+    return 2;
+}
+
+int pair_recorders(const plan *p)
+{
+    (void)p;
+    return 1;
 }

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <linux/futex.h>
 #ifdef __GLIBC__
@@ -22,15 +23,6 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 #include "agent.h"
-
-static void copy(char *dst, size_t n, const char *src)
-{
-    size_t k = strlen(src);
-    if (k >= n)
-        k = n - 1;
-    memcpy(dst, src, k);
-    dst[k] = 0;
-}
 
 static int word_in(const char *s, const char *w)
 {
@@ -46,11 +38,18 @@ static int word_in(const char *s, const char *w)
     return 0;
 }
 
+/* The CPUs the agent was started on (taskset, a cpuset): what plans may
+ * name, where idle threads go back to, and what placement chooses from.
+ * Read once, first thing in main, before any thread narrows its own. */
+static cpu_set_t startup_mask;
+static int startup_known;
+
 void port_startup(void)
 {
 #ifdef __GLIBC__
     mallopt(M_ARENA_MAX, 1);
 #endif
+    startup_known = sched_getaffinity(0, sizeof startup_mask, &startup_mask) == 0;
 }
 
 void port_fingerprint(port_info *pi)
@@ -60,32 +59,32 @@ void port_fingerprint(port_info *pi)
     int fd;
     memset(pi, 0, sizeof *pi);
     if (uname(&u) == 0) {
-        copy(pi->os, sizeof pi->os, u.sysname);
-        copy(pi->release, sizeof pi->release, u.release);
-        copy(pi->version, sizeof pi->version, u.version);
-        copy(pi->arch, sizeof pi->arch, u.machine);
-        copy(pi->host, sizeof pi->host, u.nodename);
+        copy_text(pi->os, sizeof pi->os, u.sysname);
+        copy_text(pi->release, sizeof pi->release, u.release);
+        copy_text(pi->version, sizeof pi->version, u.version);
+        copy_text(pi->arch, sizeof pi->arch, u.machine);
+        copy_text(pi->host, sizeof pi->host, u.nodename);
     }
     pi->cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (pi->cpus < 0)
         pi->cpus = 0;
     pi->affinity = 1;
-    copy(pi->preempt, sizeof pi->preempt, "unknown");
+    copy_text(pi->preempt, sizeof pi->preempt, "unknown");
     fd = open("/sys/kernel/realtime", O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
         if (read(fd, rt, 1) == 1 && rt[0] == '1') {
-            copy(pi->preempt, sizeof pi->preempt, "PREEMPT_RT");
+            copy_text(pi->preempt, sizeof pi->preempt, "PREEMPT_RT");
             close(fd);
             return;
         }
         close(fd);
     }
     if (word_in(pi->version, "PREEMPT_RT"))
-        copy(pi->preempt, sizeof pi->preempt, "PREEMPT_RT");
+        copy_text(pi->preempt, sizeof pi->preempt, "PREEMPT_RT");
     else if (word_in(pi->version, "PREEMPT_DYNAMIC"))
-        copy(pi->preempt, sizeof pi->preempt, "PREEMPT_DYNAMIC");
+        copy_text(pi->preempt, sizeof pi->preempt, "PREEMPT_DYNAMIC");
     else if (word_in(pi->version, "PREEMPT"))
-        copy(pi->preempt, sizeof pi->preempt, "PREEMPT");
+        copy_text(pi->preempt, sizeof pi->preempt, "PREEMPT");
     /* No PREEMPT word: voluntary or none, which uname does not tell apart. */
 }
 
@@ -103,10 +102,54 @@ int port_unpin_self(void)
 {
     cpu_set_t s;
     long n = sysconf(_SC_NPROCESSORS_CONF), i;
+    if (startup_known)
+        return pthread_setaffinity_np(pthread_self(), sizeof startup_mask, &startup_mask);
     CPU_ZERO(&s);
     for (i = 0; i < n && i < CPU_SETSIZE; i++)
         CPU_SET((int)i, &s);
     return pthread_setaffinity_np(pthread_self(), sizeof s, &s);
+}
+
+/* Why: the session thread reads the host's lines, the runner formats and
+ * writes results and the reporter wakes every 50 ms; on a measured CPU each
+ * of them is a wake-up the probe pays for, so they go where no probe runs
+ * (the native runner does the same for its main thread). */
+int port_place_outside(const pthread_t *ts, int n, const unsigned char *measured, char *detail, size_t dn)
+{
+    cpu_set_t s;
+    size_t k = 0;
+    int c, i, found = 0;
+    CPU_ZERO(&s);
+    detail[0] = 0;
+    for (c = 0; c < CPU_SETSIZE; c++) {
+        if (!(startup_known ? CPU_ISSET(c, &startup_mask) : c < sysconf(_SC_NPROCESSORS_ONLN)))
+            continue;
+        if (c < MAX_CPUS && measured[c])
+            continue;
+        CPU_SET(c, &s);
+        if (k < dn) {
+            int w = snprintf(detail + k, dn - k, "%s%d", found ? "," : "cpus ", c);
+            k = w < 0 ? dn : k + (size_t)w;
+        }
+        found++;
+    }
+    if (!found) {
+        /* Back to every start-up CPU (an earlier plan may have placed them
+         * on one this plan measures). */
+        snprintf(detail, dn, "no CPU outside the measured set; the agent's threads share them (they sleep while probes run)");
+        if (startup_known)
+            for (i = 0; i < n; i++)
+                pthread_setaffinity_np(ts[i], sizeof startup_mask, &startup_mask);
+        return ENOENT;
+    }
+    for (i = 0; i < n; i++) {
+        int rc = pthread_setaffinity_np(ts[i], sizeof s, &s);
+        if (rc) {
+            snprintf(detail, dn, "pthread_setaffinity_np: %s", errno_name(rc));
+            return rc;
+        }
+    }
+    return 0;
 }
 
 int port_thread_faults(uint64_t *minor, uint64_t *major)
@@ -126,12 +169,11 @@ int port_current_cpu(void)
 
 int port_cpu_ok(int cpu)
 {
-    cpu_set_t s;
     if (cpu < 0 || cpu >= CPU_SETSIZE)
         return 0;
-    if (sched_getaffinity(0, sizeof s, &s) != 0)
+    if (!startup_known)
         return cpu < sysconf(_SC_NPROCESSORS_ONLN);
-    return CPU_ISSET(cpu, &s);
+    return CPU_ISSET(cpu, &startup_mask);
 }
 
 void port_dma_latency(char *buf, size_t n)
@@ -139,22 +181,22 @@ void port_dma_latency(char *buf, size_t n)
     static int fd = -1;
     int32_t zero = 0;
     if (fd >= 0) {
-        copy(buf, n, "ok");
+        copy_text(buf, n, "ok");
         return;
     }
     fd = open("/dev/cpu_dma_latency", O_RDWR | O_CLOEXEC);
     if (fd < 0) {
-        copy(buf, n, errno == ENOENT ? "unavailable" : errno == EACCES ? "failed:EACCES" : "failed");
+        copy_text(buf, n, errno == ENOENT ? "unavailable" : errno == EACCES ? "failed:EACCES" : "failed");
         return;
     }
     if (write(fd, &zero, sizeof zero) != (ssize_t)sizeof zero) {
         close(fd);
         fd = -1;
-        copy(buf, n, "failed:write");
+        copy_text(buf, n, "failed:write");
         return;
     }
     /* Kept open: the request holds while the agent lives. */
-    copy(buf, n, "ok");
+    copy_text(buf, n, "ok");
 }
 int port_thread_sigqueue(pthread_t t, int sig)
 {

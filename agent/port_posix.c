@@ -13,15 +13,6 @@
 #include <unistd.h>
 #include "agent.h"
 
-static void copy(char *dst, size_t n, const char *src)
-{
-    size_t k = strlen(src);
-    if (k >= n)
-        k = n - 1;
-    memcpy(dst, src, k);
-    dst[k] = 0;
-}
-
 void port_startup(void)
 {
 }
@@ -32,11 +23,11 @@ void port_fingerprint(port_info *pi)
     long n;
     memset(pi, 0, sizeof *pi);
     if (uname(&u) >= 0) {
-        copy(pi->os, sizeof pi->os, u.sysname);
-        copy(pi->release, sizeof pi->release, u.release);
-        copy(pi->version, sizeof pi->version, u.version);
-        copy(pi->arch, sizeof pi->arch, u.machine);
-        copy(pi->host, sizeof pi->host, u.nodename);
+        copy_text(pi->os, sizeof pi->os, u.sysname);
+        copy_text(pi->release, sizeof pi->release, u.release);
+        copy_text(pi->version, sizeof pi->version, u.version);
+        copy_text(pi->arch, sizeof pi->arch, u.machine);
+        copy_text(pi->host, sizeof pi->host, u.nodename);
     }
 #ifdef _SC_NPROCESSORS_ONLN
     n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -45,7 +36,7 @@ void port_fingerprint(port_info *pi)
 #endif
     pi->cpus = n > 0 ? (int)n : 0;
     pi->affinity = 0;
-    copy(pi->preempt, sizeof pi->preempt, "unknown");
+    copy_text(pi->preempt, sizeof pi->preempt, "unknown");
 }
 
 int port_pin_self(int cpu)
@@ -57,6 +48,13 @@ int port_pin_self(int cpu)
 int port_unpin_self(void)
 {
     return 0;
+}
+
+int port_place_outside(const pthread_t *ts, int n, const unsigned char *measured, char *detail, size_t dn)
+{
+    (void)ts, (void)n, (void)measured;
+    copy_text(detail, dn, "no CPU affinity on this system");
+    return ENOSYS;
 }
 
 int port_thread_faults(uint64_t *minor, uint64_t *major)
@@ -77,7 +75,7 @@ int port_cpu_ok(int cpu)
 
 void port_dma_latency(char *buf, size_t n)
 {
-    copy(buf, n, "unavailable");
+    copy_text(buf, n, "unavailable");
 }
 int port_thread_sigqueue(pthread_t t, int sig)
 {

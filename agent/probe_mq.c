@@ -22,7 +22,7 @@
 static const char *const variants[] = {"oneway", "roundtrip", NULL};
 
 static mqd_t Q[2];
-static chan C[2];
+static pair_channels C;
 
 static int q_send(chan *c, const unsigned char *buf, size_t n)
 {
@@ -50,6 +50,7 @@ static int make(int k, size_t msg, char *err, size_t errn)
 {
     char name[64];
     struct mq_attr a;
+    chan *c;
     memset(&a, 0, sizeof a);
     a.mq_maxmsg = 1;
     a.mq_msgsize = (long)msg;
@@ -61,46 +62,31 @@ static int make(int k, size_t msg, char *err, size_t errn)
         return -1;
     }
     mq_unlink(name);
-    C[k].send = q_send;
-    C[k].recv = q_recv;
-    C[k].impl = &Q[k];
-    C[k].what = k == 0 ? "mq A" : "mq B";
+    c = k == 0 ? &C.a : &C.b;
+    c->send = q_send;
+    c->recv = q_recv;
+    c->impl = &Q[k];
+    c->what = k == 0 ? "mq A" : "mq B";
     return 0;
 }
 
-static int workers(const plan *p)
-{
-    (void)p;
-    return 2;
-}
-
-static int recorders(const plan *p)
-{
-    (void)p;
-    return 1;
-}
-
+/* Queue A carries the timed message, queue B the answer (round trip) or
+ * the one-way `go`. */
 static int run(vrun *v, char *err, size_t errn)
 {
     const plan *p = v->p;
-    int rcpu = p->cpus[0], scpu = p->cpus[p->n_cpus - 1], rc;
+    int rc;
     if (make(0, p->msg_size, err, errn) < 0)
         return -1;
     if (make(1, p->msg_size, err, errn) < 0) {
         mq_close(Q[0]);
         return -1;
     }
-    if (strcmp(v->variant, "oneway") == 0) {
-        handoff h;
-        /* Queue 0 carries the timed message, queue 1 the `go`. */
-        handoff_of_chan(&h, &C[0], &C[1]);
-        rc = pair_one_way(v, &h, rcpu, scpu, 0, p->msg_size);
-    } else {
-        rc = pair_round_trip(v, &C[0], &C[1], rcpu, scpu, p->msg_size);
-    }
+    C.go_via_b = 1;
+    rc = run_pair(v, &C);
     mq_close(Q[0]);
     mq_close(Q[1]);
     return rc;
 }
 
-const probe_desc probe_mq = {"mq", variants, 0, workers, recorders, run, NULL};
+const probe_desc probe_mq = {"mq", variants, 0, pair_workers, pair_recorders, run, NULL};

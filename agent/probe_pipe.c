@@ -11,7 +11,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 #include "pair.h"
 
@@ -22,7 +21,7 @@ typedef struct {
 } pipe_impl;
 
 static pipe_impl P[2];
-static chan C[2];
+static pair_channels C;
 
 static int p_send(chan *c, const unsigned char *buf, size_t n)
 {
@@ -60,14 +59,15 @@ static int p_recv(chan *c, unsigned char *buf, size_t n)
 
 static int make(int k, char *err, size_t errn)
 {
+    chan *c = k == 0 ? &C.a : &C.b;
     if (pipe(P[k].fd) != 0) {
         snprintf(err, errn, "pipe: %s", errno_name(errno));
         return -1;
     }
-    C[k].send = p_send;
-    C[k].recv = p_recv;
-    C[k].impl = &P[k];
-    C[k].what = k == 0 ? "pipe A" : "pipe B";
+    c->send = p_send;
+    c->recv = p_recv;
+    c->impl = &P[k];
+    c->what = k == 0 ? "pipe A" : "pipe B";
     return 0;
 }
 
@@ -77,41 +77,21 @@ static void unmake(int k)
     close(P[k].fd[1]);
 }
 
-static int workers(const plan *p)
-{
-    (void)p;
-    return 2;
-}
-
-static int recorders(const plan *p)
-{
-    (void)p;
-    return 1;
-}
-
+/* Both pipes for either variant (one-way uses A only; B costs two fds). */
 static int run(vrun *v, char *err, size_t errn)
 {
-    const plan *p = v->p;
-    int rcpu = p->cpus[0], scpu = p->cpus[p->n_cpus - 1], rc;
-    if (strcmp(v->variant, "oneway") == 0) {
-        handoff h;
-        if (make(0, err, errn) < 0)
-            return -1;
-        handoff_of_chan(&h, &C[0], NULL);
-        rc = pair_one_way(v, &h, rcpu, scpu, 0, p->msg_size);
-        unmake(0);
-        return rc;
-    }
+    int rc;
     if (make(0, err, errn) < 0)
         return -1;
     if (make(1, err, errn) < 0) {
         unmake(0);
         return -1;
     }
-    rc = pair_round_trip(v, &C[0], &C[1], rcpu, scpu, p->msg_size);
+    C.go_via_b = 0;
+    rc = run_pair(v, &C);
     unmake(0);
     unmake(1);
     return rc;
 }
 
-const probe_desc probe_pipe = {"pipe", variants, 0, workers, recorders, run, NULL};
+const probe_desc probe_pipe = {"pipe", variants, 0, pair_workers, pair_recorders, run, NULL};

@@ -19,32 +19,16 @@ static const char *const variants[] = {"futex/same-cpu", NULL};
 
 static uint32_t word;
 
-static int release(handoff *h, uint64_t *t0, const unsigned char *b, size_t n)
+static int release(handoff *h, const unsigned char *b, size_t n)
 {
     (void)h, (void)b, (void)n;
-    AT_STORE(t0, now_ns());
     return port_event_post(&word);
 }
 
-static int wait_h(handoff *h, uint64_t *t1, unsigned char *b, size_t n)
+static int wait_h(handoff *h, unsigned char *b, size_t n)
 {
-    int rc;
     (void)h, (void)b, (void)n;
-    rc = port_event_wait(&word);
-    *t1 = now_ns();
-    return rc;
-}
-
-static int workers(const plan *p)
-{
-    (void)p;
-    return 2;
-}
-
-static int recorders(const plan *p)
-{
-    (void)p;
-    return 1;
+    return port_event_wait(&word);
 }
 
 static int available(const char *v)
@@ -69,4 +53,4 @@ static int run(vrun *v, char *err, size_t errn)
     return pair_one_way(v, &h, p->cpus[0], p->cpus[0], spin, 1);
 }
 
-const probe_desc probe_preempt = {"preempt", variants, 0, workers, recorders, run, available};
+const probe_desc probe_preempt = {"preempt", variants, 0, pair_workers, pair_recorders, run, available};

@@ -33,86 +33,77 @@ static pthread_mutex_t mtx;
 static pthread_cond_t cond;
 static int flag;
 
-static int posix_release(handoff *h, uint64_t *t0, const unsigned char *b, size_t n)
+static int posix_release(handoff *h, const unsigned char *b, size_t n)
 {
     (void)h, (void)b, (void)n;
-    AT_STORE(t0, now_ns());
     return sem_post(&sem) == 0 ? 0 : errno;
 }
 
-static int posix_wait(handoff *h, uint64_t *t1, unsigned char *b, size_t n)
+static int posix_wait(handoff *h, unsigned char *b, size_t n)
 {
     int rc;
     (void)h, (void)b, (void)n;
     while ((rc = sem_wait(&sem)) != 0 && errno == EINTR)
         ;
-    *t1 = now_ns();
     return rc == 0 ? 0 : errno;
 }
 
-static void mutex_arm(handoff *h)
+static void mutex_lock(handoff *h)
 {
     (void)h;
     pthread_mutex_lock(&mtx);
 }
 
-static int mutex_release(handoff *h, uint64_t *t0, const unsigned char *b, size_t n)
+static void mutex_unlock(handoff *h)
+{
+    (void)h;
+    pthread_mutex_unlock(&mtx);
+}
+
+static int mutex_release(handoff *h, const unsigned char *b, size_t n)
 {
     (void)h, (void)b, (void)n;
-    AT_STORE(t0, now_ns());
     return pthread_mutex_unlock(&mtx);
 }
 
-static int mutex_wait(handoff *h, uint64_t *t1, unsigned char *b, size_t n)
+static int mutex_wait(handoff *h, unsigned char *b, size_t n)
 {
-    int rc;
     (void)h, (void)b, (void)n;
-    rc = pthread_mutex_lock(&mtx);
-    *t1 = now_ns();
-    return rc;
+    return pthread_mutex_lock(&mtx);
 }
 
-static void mutex_after(handoff *h)
+/* condvar: the flag is set under the mutex before t0; the signal is the
+ * timed release; the mutex is let go right after (after_release). */
+static void cond_set(handoff *h)
 {
     (void)h;
-    pthread_mutex_unlock(&mtx);
-}
-
-static int cond_release(handoff *h, uint64_t *t0, const unsigned char *b, size_t n)
-{
-    int rc;
-    (void)h, (void)b, (void)n;
     pthread_mutex_lock(&mtx);
     flag = 1;
-    AT_STORE(t0, now_ns());
-    rc = pthread_cond_signal(&cond);
-    pthread_mutex_unlock(&mtx);
-    return rc;
 }
 
-static int cond_wait(handoff *h, uint64_t *t1, unsigned char *b, size_t n)
+static int cond_release(handoff *h, const unsigned char *b, size_t n)
+{
+    (void)h, (void)b, (void)n;
+    return pthread_cond_signal(&cond);
+}
+
+/* Returns holding the mutex with the flag set (t1 is taken then); cleared
+ * and unlocked in after_wait. */
+static int cond_wait(handoff *h, unsigned char *b, size_t n)
 {
     int rc = 0;
     (void)h, (void)b, (void)n;
     pthread_mutex_lock(&mtx);
     while (!flag && rc == 0)
         rc = pthread_cond_wait(&cond, &mtx);
-    *t1 = now_ns();
-    flag = 0;
-    pthread_mutex_unlock(&mtx);
     return rc;
 }
 
-static int workers(const plan *p)
+static void cond_clear(handoff *h)
 {
-    (void)p;
-    return 2;
-}
-
-static int recorders(const plan *p)
-{
-    (void)p;
-    return 1;
+    (void)h;
+    flag = 0;
+    pthread_mutex_unlock(&mtx);
 }
 
 static int run(vrun *v, char *err, size_t errn)
@@ -139,14 +130,17 @@ static int run(vrun *v, char *err, size_t errn)
     pthread_cond_init(&cond, NULL);
     flag = 0;
     if (strncmp(v->variant, "mutex/", 6) == 0) {
-        h.arm = mutex_arm;
+        h.arm = mutex_lock;
         h.release = mutex_release;
         h.wait = mutex_wait;
-        h.after_wait = mutex_after;
+        h.after_wait = mutex_unlock;
         h.what = "pthread_mutex";
     } else {
+        h.before_release = cond_set;
         h.release = cond_release;
+        h.after_release = mutex_unlock;
         h.wait = cond_wait;
+        h.after_wait = cond_clear;
         h.what = "pthread_cond";
     }
     rc = pair_one_way(v, &h, rcpu, scpu, 0, 1);
@@ -155,4 +149,4 @@ static int run(vrun *v, char *err, size_t errn)
     return rc;
 }
 
-const probe_desc probe_sem = {"sem", variants, 0, workers, recorders, run, NULL};
+const probe_desc probe_sem = {"sem", variants, 0, pair_workers, pair_recorders, run, NULL};

@@ -66,32 +66,16 @@ static int s_setup(handoff *h)
     return 0;
 }
 
-static int release(handoff *h, uint64_t *t0, const unsigned char *b, size_t n)
+static int release(handoff *h, const unsigned char *b, size_t n)
 {
     (void)h, (void)b, (void)n;
-    AT_STORE(t0, now_ns());
     return queued ? port_thread_sigqueue(target, probe_signal_signo()) : pthread_kill(target, probe_signal_signo());
 }
 
-static int wait_h(handoff *h, uint64_t *t1, unsigned char *b, size_t n)
+static int wait_h(handoff *h, unsigned char *b, size_t n)
 {
-    int rc;
     (void)h, (void)b, (void)n;
-    rc = wait_sig();
-    *t1 = now_ns();
-    return rc;
-}
-
-static int workers(const plan *p)
-{
-    (void)p;
-    return 2;
-}
-
-static int recorders(const plan *p)
-{
-    (void)p;
-    return 1;
+    return wait_sig();
 }
 
 static int available(const char *v)
@@ -119,4 +103,4 @@ static int run(vrun *v, char *err, size_t errn)
     return pair_one_way(v, &h, p->cpus[0], p->cpus[p->n_cpus - 1], 0, 1);
 }
 
-const probe_desc probe_signal = {"signal", variants, 0, workers, recorders, run, available};
+const probe_desc probe_signal = {"signal", variants, 0, pair_workers, pair_recorders, run, available};

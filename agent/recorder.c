@@ -317,15 +317,6 @@ void recorder_add_overruns(recorder *r, uint64_t n)
     AT_STORE_RELAXED(&r->live_overruns, r->overruns);
 }
 
-static void copy_text(char *dst, size_t n, const char *src)
-{
-    size_t k = strlen(src);
-    if (k >= n)
-        k = n - 1;
-    memcpy(dst, src, k);
-    dst[k] = 0;
-}
-
 void recorder_add_setup(recorder *r, const char *step, const char *outcome, const char *detail)
 {
     setup_step *s;

@@ -191,8 +191,9 @@ if make -s CFLAGS="-O2 -U__linux__" OUT="$TMP/agent.posix" >"$TMP/posix.build" 2
         "plan id=2 probe=sem variants=posix/same-cpu,mutex/cross-cpu interval_ns=1000000 duration_ns=$D cpus=$CPULIST threads=1 $PLAN_COMMON"
     if python3 check_output.py "$TMP/posix" --expect-status complete --min-results 2 >/dev/null 2>"$TMP/posix.check" &&
        ! grep -q '^RTS1 probe name=preempt' "$TMP/posix" && grep -q '^RTS1 probe name=signal variants=pthread_kill ' "$TMP/posix" &&
-       grep -q 'step=affinity\[thread%200\] outcome=skipped' "$TMP/posix"; then
-        pass "generic POSIX port: no futex/sigqueue variants, pinning reported as skipped, results parse"
+       grep -q 'step=affinity\[thread%200\] outcome=skipped' "$TMP/posix" &&
+       grep -q 'step=main%20thread%20placement outcome=skipped detail=no%20CPU%20affinity' "$TMP/posix"; then
+        pass "generic POSIX port: no futex/sigqueue variants, pinning and placement reported as skipped, results parse"
     else
         fail "generic POSIX port"; cat "$TMP/posix.check"
     fi

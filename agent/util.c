@@ -5,6 +5,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <string.h>
 #include <time.h>
 #include "agent.h"
 
@@ -57,4 +58,13 @@ const char *errno_name(int e)
         if (names[i].e == e)
             return names[i].n;
     return other;
+}
+
+void copy_text(char *dst, size_t n, const char *src)
+{
+    size_t k = strlen(src);
+    if (k >= n)
+        k = n - 1;
+    memcpy(dst, src, k);
+    dst[k] = 0;
 }

@@ -1,8 +1,10 @@
 //! `rtscope run --target`: rtscope-agent (agent/, built here with `make -C
 //! agent` into a temp dir) driven over each transport — exec, TCP on
 //! 127.0.0.1, a serial line through a pseudo-terminal pair — and what the
-//! host does with a dead agent, a Ctrl-C and a malformed line. Skipped with a
-//! message when there is no C compiler or no agent/ directory.
+//! host does with a dead agent, a Ctrl-C and a malformed line; the agent
+//! built with gcc and clang (warnings are errors) and, statically for
+//! aarch64 and armhf, run under qemu-user. Skipped with a message when there
+//! is no C compiler, cross compiler or qemu-user, or no agent/ directory.
 //!
 //! Numbers checked are the invariants, never latencies: samples + overruns =
 //! periods exactly (the agent's timer loop counts every period of
@@ -116,7 +118,16 @@ fn exec_target_measures_and_the_result_works_everywhere() {
 
     // The analysis side does not know where the samples came from.
     let hist = run_ok(&sb, &["history"]);
-    assert!(String::from_utf8_lossy(&hist.stdout).contains(&uname_nodename()));
+    let listed = String::from_utf8_lossy(&hist.stdout);
+    assert!(listed.contains(&uname_nodename()));
+    // Stored with source "rtscope-agent" (a native run lists its probes bare).
+    assert!(listed.contains("timer [rtscope-agent]"), "{listed}");
+    // Imported again from its file: the same source.
+    let sb2 = Sandbox::new();
+    std::fs::copy(sb.path("t.json"), sb2.path("t.json")).unwrap();
+    run_ok(&sb2, &["import", "t.json"]);
+    let listed = String::from_utf8_lossy(&run_ok(&sb2, &["history"]).stdout).to_string();
+    assert!(listed.contains("timer [rtscope-agent]"), "{listed}");
     let rep = run_ok(&sb, &["report", "t.json", "--format", "json"]);
     assert!(String::from_utf8_lossy(&rep.stdout).contains("timer"));
     run_ok(&sb, &["compare", "t.json", "t.json"]);
@@ -246,6 +257,86 @@ fn log_has(sb: &Sandbox, what: &str) -> bool {
     std::fs::read_to_string(sb.path("log")).is_ok_and(|l| l.contains(what))
 }
 
+/// The CPUs of a kernel list ("0-2,5").
+fn cpu_list(s: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => out.extend(a.parse::<usize>().unwrap()..=b.parse::<usize>().unwrap()),
+            None => out.push(part.parse().unwrap()),
+        }
+    }
+    out
+}
+
+/// A task's allowed CPUs, from its /proc status file (None once it is gone).
+fn allowed_cpus(status: &Path) -> Option<Vec<usize>> {
+    let text = std::fs::read_to_string(status).ok()?;
+    text.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).map(cpu_list)
+}
+
+#[test]
+fn the_agents_own_threads_run_off_the_measured_cpu() {
+    let Some(agent) = agent() else { return };
+    let mine = allowed_cpus(Path::new("/proc/self/status")).unwrap();
+    if mine.len() < 2 {
+        eprintln!("SKIP: this test may use only CPUs {mine:?}; placement needs one CPU outside the measured one");
+        return;
+    }
+    let measured = *mine.last().unwrap();
+    let spare: Vec<usize> = mine.iter().copied().filter(|c| *c != measured).collect();
+    let sb = Sandbox::new();
+    let cmd = format!(
+        "exec:sh -c 'echo $$ > {pid}; exec {agent}' | tee {log}",
+        pid = sb.path("pid").display(),
+        agent = agent.display(),
+        log = sb.path("log").display()
+    );
+    let a = measured.to_string();
+    let child = sb
+        .cmd()
+        .args(["run", "--target", &cmd, "--probe", "timer", "-D", "5s", "-i", "1ms", "-t", "1", "-a", &a, "--no-store", "--json", "p.json", "-q"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(wait_for(Duration::from_secs(120), || log_has(&sb, "RTS1 begin id=1")), "never measuring");
+    let pid = std::fs::read_to_string(sb.path("pid")).unwrap().trim().to_string();
+    // While it measures: the session, runner and reporter threads (three) on
+    // the spare CPUs, the measuring thread on the measured one; the idle
+    // workers keep the start-up CPUs.
+    let mut seen = Vec::new();
+    let placed = wait_for(Duration::from_secs(60), || {
+        seen = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| d.flatten().filter_map(|t| allowed_cpus(&t.path().join("status"))).collect())
+            .unwrap_or_default();
+        seen.iter().filter(|c| **c == spare).count() == 3 && seen.iter().any(|c| *c == [measured])
+    });
+    // rtscope's side (the agent runs on this system): its session thread
+    // and the link's reader thread on the spare CPUs too.
+    let host = child.id();
+    let reader = std::fs::read_dir(format!("/proc/{host}/task"))
+        .unwrap()
+        .flatten()
+        .find(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == "rtscope-target-"))
+        .map(|t| allowed_cpus(&t.path().join("status")));
+    let session = allowed_cpus(Path::new(&format!("/proc/{host}/task/{host}/status")));
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(placed, "threads' CPUs while measuring {seen:?}: want three on {spare:?} and one on [{measured}]");
+    let run = read_json(&sb.path("p.json"));
+    let steps = run["realtime_setup"]["steps"].as_array().unwrap();
+    let step = steps.iter().find(|s| s["step"] == "main thread placement").expect("a main thread placement step");
+    assert_eq!(step["outcome"], "ok", "{step}");
+    let listed = spare.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+    assert_eq!(step["detail"], format!("cpus {listed}").as_str(), "{step}");
+    assert_eq!(reader, Some(Some(spare.clone())), "rtscope's reader thread");
+    assert_eq!(session, Some(spare.clone()), "rtscope's session thread");
+    let step = steps.iter().find(|s| s["step"] == "host reader placement").expect("a host reader placement step");
+    assert_eq!(step["outcome"], "ok", "{step}");
+    check_timer(&run, 5000, 1);
+}
+
 #[test]
 fn agent_killed_mid_run_keeps_what_arrived() {
     let Some(agent) = agent() else { return };
@@ -346,6 +437,88 @@ fn an_agent_that_never_answers_is_exit_2() {
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("before announcing itself"));
     assert!(!sb.path("x.json").exists());
+}
+
+fn have(tool: &str) -> bool {
+    Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
+}
+
+/// `make -C agent` with `vars`, into `out`; the build's stderr on failure.
+fn make_agent(out: &Path, vars: &[String]) -> Result<(), String> {
+    let o = Command::new("make")
+        .arg("-s")
+        .arg("-C")
+        .arg(repo().join("agent"))
+        .args(vars)
+        .arg(format!("OUT={}", out.display()))
+        .output()
+        .expect("make");
+    if o.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&o.stderr).into_owned())
+    }
+}
+
+#[test]
+fn agent_builds_warning_free_with_gcc_and_clang() {
+    if !repo().join("agent/Makefile").exists() {
+        eprintln!("SKIP: no agent/ directory");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for cc in ["gcc", "clang"] {
+        if !have(cc) {
+            eprintln!("SKIP: {cc} not installed (Debian package {cc}; test.sh installs it)");
+            continue;
+        }
+        // The Makefile's flags are -std=c99 -Wall -Wextra -pedantic -Werror:
+        // a warning fails the build.
+        let out = dir.path().join(format!("rtscope-agent.{cc}"));
+        if let Err(e) = make_agent(&out, &[format!("CC={cc}")]) {
+            panic!("make -C agent CC={cc} (warnings are errors):\n{e}");
+        }
+        let v = Command::new(&out).arg("--version").output().unwrap();
+        assert!(String::from_utf8_lossy(&v.stdout).starts_with("rtscope-agent "), "{cc} build runs");
+    }
+}
+
+/// A static cross-build of the agent, run under qemu-user through the exec
+/// transport: results come back, parse and hold the timer's invariant
+/// (their latencies are qemu's, not a board's: not checked).
+fn cross_agent_measures_timer(cc: &str, qemu: &str, arch: &str) {
+    if !repo().join("agent/Makefile").exists() {
+        eprintln!("SKIP: no agent/ directory");
+        return;
+    }
+    for tool in [cc, qemu] {
+        if !have(tool) {
+            eprintln!("SKIP: {tool} not installed (test.sh installs gcc-aarch64-linux-gnu, gcc-arm-linux-gnueabihf, their libc6-dev-*-cross and qemu-user-static)");
+            return;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join(format!("rtscope-agent.{arch}"));
+    if let Err(e) = make_agent(&bin, &[format!("CC={cc}"), "LDFLAGS=-static".into()]) {
+        panic!("make -C agent CC={cc} LDFLAGS=-static:\n{e}");
+    }
+    let sb = Sandbox::new();
+    let target = format!("exec:{qemu} {}", bin.display());
+    run_ok(&sb, &["run", "--target", &target, "--probe", "timer", "-D", "500ms", "-i", "1ms", "-t", "1", "-a", "0", "--no-store", "--json", "q.json", "-q"]);
+    let run = read_json(&sb.path("q.json"));
+    check_timer(&run, 500, 1);
+    assert_eq!(run["agent"]["arch"], arch, "the agent announced the emulated machine");
+    assert_eq!(run["agent"]["transport"], "exec");
+}
+
+#[test]
+fn aarch64_static_agent_under_qemu_user() {
+    cross_agent_measures_timer("aarch64-linux-gnu-gcc", "qemu-aarch64-static", "aarch64");
+}
+
+#[test]
+fn armhf_static_agent_under_qemu_user() {
+    cross_agent_measures_timer("arm-linux-gnueabihf-gcc", "qemu-arm-static", "armv7l");
 }
 
 /// The agent helper's own test (cross-builds, qemu-user, the malloc counter), if present.

@@ -20,13 +20,13 @@ pub fn open_for_run(opts: &StoreOpts) -> anyhow::Result<Option<Store>> {
     Ok(Some(Store::open_for_run(&Location::resolve(opts.db.db.as_deref())?)?))
 }
 
-/// Save a finished native run. The stored JSON is the result file's exact
+/// Save a finished run this rtscope measured (natively or through the agent). The stored JSON is the result file's exact
 /// bytes, read back from disk, so `rtscope export` gives the same file.
 pub fn save_native(store: &mut Store, run: &Run, json_path: &Path, quiet: bool) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(json_path)
         .with_context(|| format!("reading back {} to save it in the history database", json_path.display()))?;
     let shown = store.shown();
-    let id = store.save(run, &text, "native").map_err(|e| {
+    let id = store.save(run, &text, run.source()).map_err(|e| {
         let kept = format!(
             "the result file {} is complete and kept: store it later with `rtscope import {} --db {shown}`",
             json_path.display(),

@@ -82,7 +82,8 @@ fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
         if args.name.is_some() || args.probe.is_some() || args.phase != "unspecified" {
             return Err(BadInput(format!("{file}: an rtscope result is stored as it is; --name, --probe and --phase apply only to foreign formats")));
         }
-        return Ok(vec![Converted { run, json: text, source: "native".into() }]);
+        let source = run.source().into();
+        return Ok(vec![Converted { run, json: text, source }]);
     }
     if matches!(format, Format::RhealstoneCsv | Format::ThreadMetricCsv) && args.probe.is_some() {
         return Err(BadInput(format!(

@@ -222,6 +222,17 @@ impl Run {
         Run { agent: Some(agent), ..Run::native(command_line, host, plan, calibration, started_at) }
     }
 
+    /// Who measured it, as the history's `source` column says for a run of
+    /// rtscope's own format: "rtscope-agent" when the agent did (on another
+    /// system), "native" when this rtscope did. Imports name their format.
+    pub fn source(&self) -> &'static str {
+        if self.agent.is_some() {
+            "rtscope-agent"
+        } else {
+            "native"
+        }
+    }
+
     /// A run converted from another tool's output (`tool`, the file in
     /// `from`). Its real-time set-up and clock are not known: the set-up is one
     /// skipped step saying so and the calibration is 0 ns of an unknown clock.

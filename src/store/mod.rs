@@ -37,7 +37,7 @@ pub struct RunRow {
     pub phases: String,
     pub preset: Option<String>,
     pub interrupted: bool,
-    /// "native" or the importer format.
+    /// "native", "rtscope-agent" (measured through the agent) or the importer format.
     pub source: String,
     pub system: String,
     pub tags: Vec<String>,

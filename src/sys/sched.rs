@@ -78,6 +78,28 @@ pub fn set_current_affinity(cpus: &[usize]) -> nix::Result<()> {
     sched_setaffinity(Pid::from_raw(0), &set)
 }
 
+/// Pin the thread `tid` (a kernel thread id of this process, from
+/// [`current_tid`]) to the given CPUs, as `taskset -p`.
+pub fn set_affinity_of(tid: i32, cpus: &[usize]) -> nix::Result<()> {
+    let mut set = CpuSet::new();
+    for &c in cpus {
+        set.set(c)?;
+    }
+    sched_setaffinity(Pid::from_raw(tid), &set)
+}
+
+/// The CPUs the calling thread may run on (its affinity mask).
+pub fn current_affinity() -> nix::Result<Vec<usize>> {
+    let set = nix::sched::sched_getaffinity(Pid::from_raw(0))?;
+    Ok((0..CpuSet::count()).filter(|&c| set.is_set(c).unwrap_or(false)).collect())
+}
+
+/// The calling thread's kernel thread id (gettid(2)).
+pub fn current_tid() -> i32 {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
 /// Renames the calling thread (its `comm`, what ps, top and tracefs show; at most 15
 /// bytes are kept). A failure leaves the old name, which is harmless.
 pub fn set_thread_name(name: &str) {

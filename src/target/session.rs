@@ -263,6 +263,37 @@ fn cpus_threads(tp: &TargetPlan, ncpus: usize, spec: &TargetSpec) -> Result<(Vec
     Ok((cpus, threads))
 }
 
+/// The set-up step of this rtscope's own threads while the agent measures.
+/// An agent on this machine (a local build or qemu-user through `exec:`,
+/// `tcp:127.0.0.1`: its hello names this host's nodename and kernel
+/// release) shares the CPUs with them: the session thread (parses every
+/// line), the link's reader thread (wakes for every read) and the live bar
+/// (made later, it inherits the session thread's CPUs) go to the CPUs the
+/// plan does not measure, as the native main thread does. An agent on
+/// another machine shares nothing with them: skipped, saying so.
+fn place_host_threads(reader_tid: Option<i32>, h: &Line, cpus: &[usize]) -> SetupStep {
+    const STEP: &str = "host reader placement";
+    let here = |f: &str| std::fs::read_to_string(format!("/proc/sys/kernel/{f}")).map(|s| s.trim().to_string()).unwrap_or_default();
+    let (host, release) = (h.get("host").unwrap_or(""), h.get("release").unwrap_or(""));
+    if host.is_empty() || host != here("hostname") || release != here("osrelease") {
+        return SetupStep::skipped(STEP, format!("the agent runs on another system ({host}, {release}): it shares no CPU with this rtscope"));
+    }
+    let allowed = match crate::sys::sched::current_affinity() {
+        Ok(a) => a,
+        Err(e) => return SetupStep::failed(STEP, format!("sched_getaffinity: {e}")),
+    };
+    let spare: Vec<usize> = allowed.into_iter().filter(|c| !cpus.contains(c)).collect();
+    if spare.is_empty() {
+        return SetupStep::skipped(STEP, "no CPU outside the measured set; the session and reader threads share them (they sleep between lines)");
+    }
+    let placed = crate::sys::sched::set_current_affinity(&spare)
+        .and_then(|()| reader_tid.map_or(Ok(()), |t| crate::sys::sched::set_affinity_of(t, &spare)));
+    match placed {
+        Ok(()) => SetupStep::ok(STEP, format!("cpus {} (the agent runs on this system)", crate::units::cpu_list_str(&spare))),
+        Err(e) => SetupStep::failed(STEP, format!("sched_setaffinity: {e}")),
+    }
+}
+
 /// Run the plan on the agent `spec` names. `warnings` words what the reader
 /// must know (the face passes `analysis::warnings`, as to the runner).
 pub fn execute(
@@ -337,6 +368,7 @@ pub fn execute(
     if let Some(m) = h.get("mlock").filter(|m| *m != "ok") {
         steps.push(SetupStep::failed("mlockall", format!("on the target: {m}")));
     }
+    steps.push(place_host_threads(r.link.reader_tid(), h, &cpus));
 
     let board = LiveBoard::default();
     let live = Arc::new(Live::default());
@@ -585,4 +617,22 @@ fn empty_block() -> Block {
         .with("width_s", 1)
         .with("setup", 0);
     Block::start(&l).expect("a well-formed empty block")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Outcome;
+
+    #[test]
+    fn host_threads_stay_put_for_an_agent_on_another_system() {
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+        let hello = Line::new("hello").with("host", "a-board-elsewhere").with("release", release.trim());
+        let before = crate::sys::sched::current_affinity().unwrap();
+        let step = place_host_threads(None, &hello, &[0]);
+        assert_eq!(step.step, "host reader placement");
+        assert_eq!(step.outcome, Outcome::Skipped, "{}", step.detail);
+        assert!(step.detail.contains("a-board-elsewhere"), "{}", step.detail);
+        assert_eq!(crate::sys::sched::current_affinity().unwrap(), before, "not moved");
+    }
 }

@@ -18,7 +18,9 @@
 
 use std::io::{Read, Write};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc::{self, Receiver};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::BadInput;
@@ -119,6 +121,9 @@ pub enum Incoming {
 /// An open connection to an agent.
 pub struct Link {
     lines: Receiver<Incoming>,
+    /// The reader thread's kernel thread id (0 until it runs; it stores
+    /// it before its first read, so before any line arrives).
+    reader_tid: Arc<AtomicI32>,
     out: Option<Box<dyn Write + Send>>,
     child: Option<Child>,
     /// What the link is, for messages: `exec:./agent`, ...
@@ -143,7 +148,8 @@ impl Link {
                     .map_err(|e| BadInput(format!("--target exec:{cmd}: cannot start sh: {e}")))?;
                 let out = child.stdin.take().expect("piped");
                 let inp = child.stdout.take().expect("piped");
-                Ok(Link { lines: reader(inp), out: Some(Box::new(out)), child: Some(child), spec: spec.clone() })
+                let (lines, reader_tid) = reader(inp);
+                Ok(Link { lines, reader_tid, out: Some(Box::new(out)), child: Some(child), spec: spec.clone() })
             }
             TargetSpec::Tcp(addr) => {
                 use std::net::ToSocketAddrs;
@@ -157,7 +163,8 @@ impl Link {
                         Ok(s) => {
                             let _ = s.set_nodelay(true);
                             let r = s.try_clone().map_err(|e| BadInput(format!("--target tcp:{addr}: {e}")))?;
-                            return Ok(Link { lines: reader(r), out: Some(Box::new(s)), child: None, spec: spec.clone() });
+                            let (lines, reader_tid) = reader(r);
+                            return Ok(Link { lines, reader_tid, out: Some(Box::new(s)), child: None, spec: spec.clone() });
                         }
                         Err(e) => last = format!("{a}: {e}"),
                     }
@@ -170,7 +177,8 @@ impl Link {
                 let f = open_serial(path, *baud)
                     .map_err(|e| BadInput(format!("--target serial:{path}: {e}; check the device and that you may open it (group dialout)")))?;
                 let r = f.try_clone().map_err(|e| BadInput(format!("--target serial:{path}: {e}")))?;
-                Ok(Link { lines: reader(r), out: Some(Box::new(f)), child: None, spec: spec.clone() })
+                let (lines, reader_tid) = reader(r);
+                Ok(Link { lines, reader_tid, out: Some(Box::new(f)), child: None, spec: spec.clone() })
             }
         }
     }
@@ -192,6 +200,12 @@ impl Link {
             // The reader thread ended after sending Eof or Failed.
             Err(mpsc::RecvTimeoutError::Disconnected) => Some(Incoming::Eof),
         }
+    }
+
+    /// The reader thread's kernel thread id, once it runs (it has by the
+    /// time the first line arrives).
+    pub fn reader_tid(&self) -> Option<i32> {
+        Some(self.reader_tid.load(Ordering::Acquire)).filter(|t| *t != 0)
     }
 
     /// The agent process's exit, if the link spawned one and it ended.
@@ -235,12 +249,15 @@ impl Drop for Link {
 }
 
 /// The reader thread: bytes → lines of at most [`MAX_LINE`] bytes.
-fn reader<R: Read + Send + 'static>(mut r: R) -> Receiver<Incoming> {
+fn reader<R: Read + Send + 'static>(mut r: R) -> (Receiver<Incoming>, Arc<AtomicI32>) {
     let (tx, rx) = mpsc::channel();
+    let tid = Arc::new(AtomicI32::new(0));
+    let tid_w = Arc::clone(&tid);
     std::thread::Builder::new()
         .name("rtscope-target-read".into())
         .stack_size(128 * 1024)
         .spawn(move || {
+            tid_w.store(crate::sys::sched::current_tid(), Ordering::Release);
             let mut buf = [0u8; 4096];
             let mut line: Vec<u8> = Vec::with_capacity(MAX_LINE);
             let mut oversized = false;
@@ -287,7 +304,7 @@ fn reader<R: Read + Send + 'static>(mut r: R) -> Receiver<Incoming> {
             }
         })
         .expect("spawning the target reader thread");
-    rx
+    (rx, tid)
 }
 
 /// Open a serial device raw at `baud`: 8 data bits, no parity, one stop
