@@ -967,3 +967,24 @@ fn arm64_killed_guest_leaves_no_process_or_temp_dir() {
     let left: Vec<_> = tmp.read_dir().unwrap().map(|e| e.unwrap().file_name()).collect();
     assert!(left.is_empty(), "left in the lab's TMPDIR: {left:?}");
 }
+
+/// Wrong arm64 options exit 2 naming the option, before any download or boot.
+#[test]
+fn arm64_bad_arguments_exit_2_before_booting() {
+    let cases: [(&[&str], &str); 6] = [
+        (&["--arch", "sparc", "--kernel", "rt"], "--arch 'sparc'"),
+        (&["--arch", "arm64", "--kernel", "rt", "--include", "/bin/true"], "--guest-package"),
+        (&["--arch", "arm64", "--kernel", "rt", "--accel", "kvm"], "TCG only"),
+        (&["--kernel", "rt", "--agent"], "--agent needs --arch arm64"),
+        (&["--arch", "arm64", "--kernel", "rt", "--agent", "--out", "x.json"], "--agent writes no file"),
+        (&["--kernel", "rt", "--guest-package", "rtla"], "--guest-package is for --arch arm64"),
+    ];
+    for (args, want) in cases {
+        let o = Command::new(kernel_lab()).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: expected {want:?} in: {err}");
+        assert!(!err.contains("booting") && !err.contains("fetching"), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}: nothing on stdout (the protocol's channel)");
+    }
+}
