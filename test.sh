@@ -7,10 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 # Debian packages the tests use: rt-tests / stress-ng / linux-perf (peers and
-# load engine), qemu + busybox + cpio (kernel lab), chromium (HTML report),
+# load engine), qemu + busybox + cpio (kernel lab; qemu-system-arm and
+# gcc-aarch64-linux-gnu for its arm64 guests: their Debian arm64 packages are
+# fetched by lab/kernel-lab itself), chromium (HTML report),
 # postgresql (the store tests start their own server from its binaries),
 # prometheus (the monitor test starts one that scrapes rtscope monitor).
-PACKAGES=(rt-tests stress-ng linux-perf qemu-system-x86 busybox-static cpio chromium postgresql prometheus clang gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf libc6-dev-arm64-cross libc6-dev-armhf-cross qemu-user-static)
+PACKAGES=(rt-tests stress-ng linux-perf qemu-system-x86 qemu-system-arm busybox-static cpio chromium postgresql prometheus clang gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf libc6-dev-arm64-cross libc6-dev-armhf-cross qemu-user-static)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

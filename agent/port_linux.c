@@ -3,7 +3,11 @@
  * extras POSIX does not have. CPU affinity (sched_setaffinity), the current
  * CPU (sched_getcpu), /dev/cpu_dma_latency (held at 0 for the agent's life:
  * the lowest C-state exit latency, as cyclictest does), the preemption model
- * (/sys/kernel/realtime, then the PREEMPT* words of uname -v). Everything
+ * (/sys/kernel/realtime, then the PREEMPT* words of uname -v; for a
+ * PREEMPT_DYNAMIC kernel the model chosen at boot, from debugfs's
+ * sched/preempt when debugfs is mounted; for a kernel whose uname -v has no
+ * PREEMPT word, voluntary or none from /boot/config-RELEASE, as rtscope's
+ * own fingerprint reads it). Everything
  * else of the agent is POSIX.1-2008; port_posix.c covers other systems.
  */
 #ifdef __linux__
@@ -52,6 +56,77 @@ void port_startup(void)
     startup_known = sched_getaffinity(0, sizeof startup_mask, &startup_mask) == 0;
 }
 
+/*
+ * A PREEMPT_DYNAMIC kernel's model is chosen at boot (preempt=); debugfs
+ * shows it in parentheses: "none (voluntary) full". Writes PREEMPT for
+ * full, voluntary or none into pi->preempt; leaves it as it is when the
+ * file is not there (debugfs not mounted) or says something else.
+ */
+static void dynamic_model(port_info *pi)
+{
+    char buf[96];
+    ssize_t n;
+    const char *open_p, *close_p;
+    int fd = open("/sys/kernel/debug/sched/preempt", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    buf[n] = 0;
+    open_p = strchr(buf, '(');
+    close_p = open_p ? strchr(open_p, ')') : NULL;
+    if (!close_p)
+        return;
+    if (close_p - open_p == 5 && strncmp(open_p, "(full)", 6) == 0)
+        copy_text(pi->preempt, sizeof pi->preempt, "PREEMPT");
+    else if (close_p - open_p == 10 && strncmp(open_p, "(voluntary)", 11) == 0)
+        copy_text(pi->preempt, sizeof pi->preempt, "voluntary");
+    else if (close_p - open_p == 5 && strncmp(open_p, "(none)", 6) == 0)
+        copy_text(pi->preempt, sizeof pi->preempt, "none");
+}
+
+/*
+ * /boot/config-RELEASE (Debian and most distributions install it beside the
+ * kernel): CONFIG_PREEMPT_VOLUNTARY=y or CONFIG_PREEMPT_NONE=y names the
+ * model of a kernel without a PREEMPT word in uname -v. Read through a
+ * fixed buffer, line by line; an absent file leaves pi->preempt as it is.
+ */
+static void config_model(port_info *pi)
+{
+    char path[128], buf[4096], line[64];
+    size_t len = 0;
+    int fd, skip = 0;
+    ssize_t n;
+    if (snprintf(path, sizeof path, "/boot/config-%s", pi->release) >= (int)sizeof path)
+        return;
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    while ((n = read(fd, buf, sizeof buf)) > 0) {
+        ssize_t i;
+        for (i = 0; i < n; i++) {
+            char c = buf[i];
+            if (c != '\n') {
+                if (len + 1 < sizeof line)
+                    line[len++] = c;
+                else
+                    skip = 1; /* longer than any line looked for */
+                continue;
+            }
+            line[len] = 0;
+            if (!skip && strcmp(line, "CONFIG_PREEMPT_VOLUNTARY=y") == 0)
+                copy_text(pi->preempt, sizeof pi->preempt, "voluntary");
+            else if (!skip && strcmp(line, "CONFIG_PREEMPT_NONE=y") == 0)
+                copy_text(pi->preempt, sizeof pi->preempt, "none");
+            len = 0;
+            skip = 0;
+        }
+    }
+    close(fd);
+}
+
 void port_fingerprint(port_info *pi)
 {
     struct utsname u;
@@ -81,11 +156,16 @@ void port_fingerprint(port_info *pi)
     }
     if (word_in(pi->version, "PREEMPT_RT"))
         copy_text(pi->preempt, sizeof pi->preempt, "PREEMPT_RT");
-    else if (word_in(pi->version, "PREEMPT_DYNAMIC"))
+    else if (word_in(pi->version, "PREEMPT_DYNAMIC")) {
         copy_text(pi->preempt, sizeof pi->preempt, "PREEMPT_DYNAMIC");
-    else if (word_in(pi->version, "PREEMPT"))
+        dynamic_model(pi);
+    } else if (word_in(pi->version, "PREEMPT")) {
         copy_text(pi->preempt, sizeof pi->preempt, "PREEMPT");
-    /* No PREEMPT word: voluntary or none, which uname does not tell apart. */
+    } else {
+        /* No PREEMPT word: voluntary or none, which uname does not tell
+         * apart; the kernel's config does. */
+        config_model(pi);
+    }
 }
 
 int port_pin_self(int cpu)

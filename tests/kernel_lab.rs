@@ -9,6 +9,12 @@
 //! arguments exit 2 before any boot (skipped with a message when rtla is not
 //! installed and cannot be).
 //!
+//! The arm64 tests (`arm64_*`, `lab/kernel-lab --arch arm64`) boot Debian's
+//! arm64 kernels on QEMU's virt board and measure through rtscope-agent
+//! (`--agent`); they need qemu-system-aarch64 (qemu-system-arm),
+//! aarch64-linux-gnu-gcc and the arm64 packages, and skip with a message
+//! without them.
+//!
 //! Needs qemu-system-x86_64, busybox-static, cpio and access to Debian's
 //! package registry (`apt-get download` of the kernel images, cached in
 //! `~/.cache/rtscope-lab`). When qemu is missing the tests try to install it
@@ -650,4 +656,335 @@ cat $T/current_tracer >top.txt
     // The lock file stays (removing a flock file races a run that opens it); no state file does.
     assert_eq!(read("state-after.txt"), "tracer.lock", "no state file left");
     assert_eq!(read("top.txt"), "nop");
+}
+
+// ---------------------------------------------------------------- arm64
+//
+// `lab/kernel-lab --arch arm64`: Debian's arm64 kernels on QEMU's virt
+// board (TCG, `--icount 1`: the figures then count guest instructions and do
+// not depend on how busy the host is), measured through rtscope-agent
+// (`--agent`, its protocol on the lab's stdin/stdout). Four guests in all,
+// each ~10-30 s: the rt guest's agent result is shared by the tests that
+// read it (one boot), the stock guest, the rtla guest script and the
+// killed guest.
+
+fn have_all(programs: &[&str]) -> bool {
+    programs.iter().all(|p| have(p))
+}
+
+/// True when the arm64 lab can run: QEMU's aarch64 emulator, the cross
+/// compiler (installed with apt-get as root when missing) and the arm64
+/// packages (a no-boot `--initrd-only` call fetches the rt kernel,
+/// busybox-static:arm64 and rtla:arm64 into the cache and builds the agent;
+/// it adds the arm64 architecture to apt when root). Else a printed skip.
+fn arm64_available() -> bool {
+    static READY: OnceLock<bool> = OnceLock::new();
+    *READY.get_or_init(|| {
+        let tools = ["qemu-system-aarch64", "aarch64-linux-gnu-gcc", "cpio", "readelf"];
+        // SAFETY: geteuid has no preconditions.
+        if !have_all(&tools) && unsafe { libc::geteuid() } == 0 && have("apt-get") {
+            eprintln!("kernel_lab: installing qemu-system-arm gcc-aarch64-linux-gnu cpio with apt-get");
+            let _ = Command::new("sh")
+                .arg("-c")
+                .arg("DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-system-arm gcc-aarch64-linux-gnu cpio binutils")
+                .status();
+        }
+        if !have_all(&tools) {
+            eprintln!(
+                "kernel_lab: SKIPPED arm64: needs {tools:?} (apt-get install qemu-system-arm gcc-aarch64-linux-gnu cpio, as root)"
+            );
+            return false;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new(kernel_lab())
+            .args(["--arch", "arm64", "--kernel", "rt", "--agent", "--guest-package", "rtla", "--initrd-only"])
+            .arg(dir.path())
+            .output()
+            .expect("cannot start lab/kernel-lab");
+        let err = String::from_utf8_lossy(&out.stderr);
+        match out.status.code() {
+            Some(0) => true,
+            Some(3) if err.contains("cannot resolve") || err.contains("apt-get download") => {
+                eprintln!("kernel_lab: SKIPPED arm64: the Debian arm64 packages are not available here:\n{err}");
+                false
+            }
+            _ => panic!("kernel-lab --arch arm64 --initrd-only failed: {:?}\n{err}", out.status),
+        }
+    })
+}
+
+/// `rtscope run --target exec:'lab/kernel-lab --arch arm64 --kernel K
+/// --agent LAB_EXTRA' RUN_ARGS --json FILE --no-store`, returning the exit
+/// status, stderr and the result (when written).
+fn arm64_agent_run(kernel: &str, lab_extra: &str, run_args: &[&str], json: &Path) -> (Output, Option<serde_json::Value>) {
+    let target = format!(
+        "exec:'{}' --arch arm64 --kernel {kernel} --agent --icount 1 {lab_extra}",
+        kernel_lab().display()
+    );
+    let out = Command::new(rtscope())
+        .env_remove("RTSCOPE_DB")
+        .args(["run", "--target", &target, "--no-store", "--json", json.to_str().unwrap()])
+        .args(run_args)
+        .output()
+        .expect("cannot start rtscope");
+    eprintln!("kernel_lab: rtscope run --target {target} {run_args:?}: {}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    let run = std::fs::read_to_string(json).ok().map(|t| serde_json::from_str(&t).expect("result is not JSON"));
+    (out, run)
+}
+
+/// A place for files the arm64 tests share within this test binary's run.
+fn arm64_dir() -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kernel-lab-arm64");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The rt guest's agent result (timer probe, 3 s at 1 ms, one thread: the
+/// `--icount` guest has one CPU), booted once and shared.
+fn arm64_rt_agent_result() -> &'static (PathBuf, serde_json::Value) {
+    static RESULT: OnceLock<(PathBuf, serde_json::Value)> = OnceLock::new();
+    RESULT.get_or_init(|| {
+        let json = arm64_dir().join("rt-agent.json");
+        let (out, run) = arm64_agent_run("rt", "", &["--probe", "timer", "-D", "3s", "-i", "1000"], &json);
+        assert!(out.status.success(), "rtscope run --target the arm64 rt guest failed: {}", String::from_utf8_lossy(&out.stderr));
+        (json, run.expect("no result file"))
+    })
+}
+
+/// The invariants of a timer result of `periods` per thread; returns the
+/// merged entry's samples.
+fn check_agent_timer(run: &serde_json::Value, periods: u64) -> u64 {
+    let u = |v: &serde_json::Value| v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"));
+    let timer = entries(run, "timer");
+    let threads: Vec<_> = timer.iter().filter(|r| !r["thread"].is_null()).collect();
+    assert!(!threads.is_empty(), "no per-thread timer entry: {run}");
+    for r in &threads {
+        assert!(u(&r["samples"]) > 0, "{r}");
+        assert_eq!(u(&r["samples"]) + u(&r["overruns"]), periods, "samples + overruns = periods: {r}");
+        let hist: u64 = r["histogram"].as_array().unwrap().iter().map(|b| u(&b["count"])).sum();
+        assert_eq!(hist, u(&r["samples"]), "the histogram holds every sample: {r}");
+    }
+    let merged = timer.iter().find(|r| r["thread"].is_null()).expect("merged timer entry");
+    let sum: u64 = threads.iter().map(|r| u(&r["samples"])).sum();
+    assert_eq!(u(&merged["samples"]), sum);
+    sum
+}
+
+#[test]
+fn arm64_rt_guest_is_preempt_rt_aarch64_through_the_agent() {
+    let _guard = guest_lock();
+    if !arm64_available() {
+        return;
+    }
+    let (_, run) = arm64_rt_agent_result();
+    let host = &run["host"];
+    assert_eq!(host["realtime"], serde_json::json!(true), "host: {host}");
+    assert_eq!(host["preempt_model"], "rt", "host: {host}");
+    assert!(host["kernel_release"].as_str().unwrap().ends_with("-rt-arm64"), "host: {host}");
+    assert!(host["kernel_version"].as_str().unwrap().contains("PREEMPT_RT"), "host: {host}");
+    assert_eq!(host["cpu_model"], "aarch64", "host: {host}");
+    assert_eq!(run["agent"]["arch"], "aarch64", "{}", run["agent"]);
+    assert_eq!(run["agent"]["transport"], "exec", "{}", run["agent"]);
+    assert!(host["hostname"].as_str().unwrap().contains("arm64-qemu-virt"), "host: {host}");
+    check_agent_timer(run, 3000);
+}
+
+#[test]
+fn arm64_stock_guest_reports_its_preemption_model_under_a_guest_load() {
+    let _guard = guest_lock();
+    if !arm64_available() {
+        return;
+    }
+    // The lab's own form: 'kernel-lab --arch arm64 -- ARGS' runs
+    // 'rtscope run --target exec:<itself --agent> ARGS --json --out'.
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("stock.json");
+    let out = Command::new(kernel_lab())
+        .env_remove("RTSCOPE_DB")
+        .args(["--arch", "arm64", "--kernel", "stock", "--icount", "1", "--guest-load", "cpu:1", "--rtscope"])
+        .arg(rtscope())
+        .arg("--out")
+        .arg(&out_file)
+        .args(["--", "-D", "3s", "-i", "1000", "--no-store"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "kernel-lab --arch arm64 --kernel stock: {err}");
+    let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let host = &run["host"];
+    // Debian's stock arm64 6.1 is CONFIG_PREEMPT_VOLUNTARY (not dynamic):
+    // uname -v does not say it, the kernel's config does.
+    assert_eq!(host["realtime"], serde_json::json!(false), "host: {host}");
+    assert_eq!(host["preempt_model"], "voluntary", "host: {host}");
+    assert!(host["kernel_release"].as_str().unwrap().ends_with("-arm64"), "host: {host}");
+    assert_eq!(host["cpu_model"], "aarch64", "host: {host}");
+    let phases: Vec<&str> = run["results"].as_array().unwrap().iter().map(|r| r["phase"].as_str().unwrap()).collect();
+    assert!(!phases.is_empty() && phases.iter().all(|p| *p == "guest:cpu:1"), "{phases:?}");
+    check_agent_timer(&run, 3000);
+}
+
+/// rtla:arm64 (`--guest-package rtla`) runs `rtla timerlat hist` in the rt
+/// guest through a guest script; its table imports, IRQ latency at most
+/// the thread latency it is part of, and `rtscope compare` shows it beside
+/// the agent's timer probe of the shared rt guest.
+#[test]
+fn arm64_rt_guest_runs_rtla_and_compares_with_the_agent() {
+    let _guard = guest_lock();
+    if !arm64_available() {
+        return;
+    }
+    let (agent_json, _) = arm64_rt_agent_result();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("rtla.sh");
+    std::fs::write(
+        &script,
+        "command -v rtla >which.txt\n\
+         rtla timerlat hist -c 0 -p 1000 -P f:95 -d 3s -n -b 100 -E 1000 >rtla.txt 2>rtla.err\n\
+         echo $? >rtla.rc\n",
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let out = Command::new(kernel_lab())
+        .args(["--arch", "arm64", "--kernel", "rt", "--icount", "1", "--guest-package", "rtla", "--guest-script"])
+        .arg(&script)
+        .arg("--out-dir")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "kernel-lab --guest-script: {}", String::from_utf8_lossy(&out.stderr));
+    let read = |f: &str| std::fs::read_to_string(out_dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+    assert_eq!(read("which.txt"), "/usr/bin/rtla\n");
+    assert_eq!(read("rtla.rc").trim(), "0", "rtla failed in the arm64 guest: {}", read("rtla.err"));
+    let text = read("rtla.txt");
+    eprintln!("kernel_lab: rtla:arm64 timerlat hist in the rt guest:\n{text}");
+
+    let imported = dir.path().join("rtla.json");
+    let o = Command::new(rtscope())
+        .env_remove("RTSCOPE_DB")
+        .args(["import", out_dir.join("rtla.txt").to_str().unwrap(), "--dry-run"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "rtscope import: {}", String::from_utf8_lossy(&o.stderr));
+    let run: serde_json::Value = serde_json::Deserializer::from_slice(&o.stdout).into_iter().next().unwrap().unwrap();
+    std::fs::write(&imported, serde_json::to_vec(&run).unwrap()).unwrap();
+    let merged = |variant: &str| -> serde_json::Value {
+        run["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["variant"] == variant && r["thread"].is_null())
+            .unwrap_or_else(|| panic!("no merged {variant} entry: {run}"))
+            .clone()
+    };
+    let (irq, thread) = (merged("irq"), merged("thread"));
+    let n = |r: &serde_json::Value, k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k}: {r}"));
+    assert!(n(&irq, "samples") > 0.0 && n(&thread, "samples") > 0.0, "{irq} {thread}");
+    for k in ["min_ns", "mean_ns", "max_ns"] {
+        assert!(n(&irq, k) <= n(&thread, k), "IRQ {k} {} > thread {k} {}", n(&irq, k), n(&thread, k));
+    }
+
+    let o = Command::new(rtscope())
+        .env_remove("RTSCOPE_DB")
+        .args(["compare", "--color", "never", "--name", "agent,rtla"])
+        .arg(agent_json)
+        .arg(&imported)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "rtscope compare: {}\n{table}", String::from_utf8_lossy(&o.stderr));
+    eprintln!("{table}");
+    for row in ["timer/", "timerlat[irq]/", "timerlat[thread]/"] {
+        assert!(table.contains(row), "no {row} row: {table}");
+    }
+}
+
+/// Pids of processes whose command line contains `needle`.
+fn pids_with(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(needle))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// The guest killed while the agent measures (SIGKILL to QEMU): rtscope
+/// ends with an error, and nothing of the lab is left: no process, nothing
+/// in the lab's TMPDIR.
+#[test]
+fn arm64_killed_guest_leaves_no_process_or_temp_dir() {
+    let _guard = guest_lock();
+    if !arm64_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let console = dir.path().join("console.log");
+    let target = format!(
+        "exec:'{}' --arch arm64 --kernel rt --agent --icount 1 --console-log '{}'",
+        kernel_lab().display(),
+        console.display()
+    );
+    let mut child = Command::new(rtscope())
+        .env_remove("RTSCOPE_DB")
+        .env("TMPDIR", &tmp)
+        .args(["run", "--target", &target, "--no-store", "-D", "600s", "--json"])
+        .arg(dir.path().join("killed.json"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait (up to 10 min of a busy host) for the agent to start measuring.
+    let needle = console.to_str().unwrap().to_string();
+    let mut measuring = false;
+    for _ in 0..6000 {
+        let log = std::fs::read_to_string(&console).unwrap_or_default();
+        if log.contains("RTSCOPE-LAB-RUN") {
+            measuring = true;
+            break;
+        }
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(measuring, "the agent never started in the guest");
+    let qemu: Vec<u32> = pids_with(&needle).into_iter().filter(|p| std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default().starts_with("qemu-system")).collect();
+    assert_eq!(qemu.len(), 1, "one QEMU for the guest: {qemu:?}");
+    assert!(!tmp.read_dir().unwrap().any(|_| true), "the lab's temp dir is gone once QEMU runs");
+    // SAFETY: kill(2) on a pid we just read, with a valid signal.
+    assert_eq!(unsafe { libc::kill(qemu[0] as i32, libc::SIGKILL) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    eprintln!("kernel_lab: after killing the guest: {}\n{err}", out.status);
+    assert!(!out.status.success(), "a killed guest is an error: {err}");
+    // rtscope has exited and reaped its command's process group.
+    assert_eq!(pids_with(&needle), Vec::<u32>::new(), "a process of the lab outlived rtscope");
+    let left: Vec<_> = tmp.read_dir().unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "left in the lab's TMPDIR: {left:?}");
+}
+
+/// Wrong arm64 options exit 2 naming the option, before any download or boot.
+#[test]
+fn arm64_bad_arguments_exit_2_before_booting() {
+    let cases: [(&[&str], &str); 6] = [
+        (&["--arch", "sparc", "--kernel", "rt"], "--arch 'sparc'"),
+        (&["--arch", "arm64", "--kernel", "rt", "--include", "/bin/true"], "--guest-package"),
+        (&["--arch", "arm64", "--kernel", "rt", "--accel", "kvm"], "TCG only"),
+        (&["--kernel", "rt", "--agent"], "--agent needs --arch arm64"),
+        (&["--arch", "arm64", "--kernel", "rt", "--agent", "--out", "x.json"], "--agent writes no file"),
+        (&["--kernel", "rt", "--guest-package", "rtla"], "--guest-package is for --arch arm64"),
+    ];
+    for (args, want) in cases {
+        let o = Command::new(kernel_lab()).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: expected {want:?} in: {err}");
+        assert!(!err.contains("booting") && !err.contains("fetching"), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}: nothing on stdout (the protocol's channel)");
+    }
 }
