@@ -16,7 +16,7 @@ use std::process::{Command, Output};
 use proptest::prelude::*;
 use serde_json::Value;
 
-use rtscope::import::{self, Format, FORMATS};
+use rtscope::import::{self, FORMATS};
 
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rtscope"));
@@ -684,8 +684,8 @@ fn all_fixture_texts() -> Vec<String> {
 fn parse_everything(text: &str) {
     let _ = import::detect(text);
     let _ = import::detect_head(text, false);
-    for f in FORMATS {
-        if f != Format::Rtscope {
+    for &f in FORMATS {
+        if !f.stored_as_is() {
             // What parses is converted too: the conversion never panics either.
             if let Ok(parsed) = import::parse(f, text, "x.txt") {
                 for p in parsed {
@@ -752,9 +752,9 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.json");
         let run = {
-            let mut p = import::parse(Format::RtTestsIpc, &read("ptsematest.txt"), "ptsematest.txt").unwrap();
+            let mut p = import::parse(import::ipc::FORMAT, &read("ptsematest.txt"), "ptsematest.txt").unwrap();
             let ctx = import::Context {
-                format: Format::RtTestsIpc, file: "f".into(), file_sha256: "0".repeat(64), file_stem: "f".into(),
+                format: import::ipc::FORMAT, file: "f".into(), file_sha256: "0".repeat(64), file_stem: "f".into(),
                 file_mtime: "2026-01-01T00:00:00Z".into(), phase: "idle".into(), probe: None, name: None,
             };
             import::build_run(p.remove(0), &ctx).unwrap()

@@ -16,7 +16,19 @@
 //! bin, max the upper edge (hi − 1) of the highest; the mean is estimated
 //! from bin midpoints.
 
+use super::format::{Format, Spec};
 use super::{uint, Hist, ParseError, Parsed, Series};
+
+/// CSV: bin_lo_ns,bin_hi_ns, then one count column per system.
+pub const FORMAT: Format = Format(&Spec {
+    per_column: true,
+    ..Spec::text(
+        "bins-csv",
+        "CSV: bin_lo_ns,bin_hi_ns, then one count column per system",
+        |s| s.first_cell() == "bin_lo_ns",
+        |input, _| parse_reader(input.reader()),
+    )
+});
 
 pub fn parse(text: &str) -> Result<Vec<Parsed>, ParseError> {
     parse_reader(text.as_bytes())

@@ -33,9 +33,34 @@
 //! Each becomes a `throughput` entry of one interval: `throughput.ops` the
 //! published count, the sample the mean time per op.
 
+use super::format::{Format, Spec};
 use super::{ParseError, Parsed, Series};
 use crate::model::suites::{RHEALSTONE, THREAD_METRIC};
 use crate::model::{Nanos, Throughput};
+
+/// CSV: rhealstone_us (or _ns), then one column per system.
+pub const RHEALSTONE_FORMAT: Format = Format(&Spec {
+    per_column: true,
+    probe_per_row: true,
+    ..Spec::text(
+        "rhealstone-csv",
+        "CSV: rhealstone_us (or _ns), then one column per system; a row per component",
+        |s| matches!(s.first_cell().as_str(), RHEALSTONE_US | RHEALSTONE_NS),
+        |input, _| parse_rhealstone(input.reader()),
+    )
+});
+
+/// CSV: thread_metric, then one column per system.
+pub const THREAD_METRIC_FORMAT: Format = Format(&Spec {
+    per_column: true,
+    probe_per_row: true,
+    ..Spec::text(
+        "thread-metric-csv",
+        "CSV: thread_metric, then one column per system; a row per test (ops per interval)",
+        |s| s.first_cell() == THREAD_METRIC_HEAD,
+        |input, _| parse_thread_metric(input.reader()),
+    )
+});
 
 /// The header word that names each format.
 pub const RHEALSTONE_US: &str = "rhealstone_us";
