@@ -173,10 +173,12 @@ pub fn build(args: &RunArgs, explicit: &BTreeSet<String>, started: &str) -> Resu
         (None, None) if bare => Some(presets::get(presets::DEFAULT)?),
         (None, None) => None,
     };
-    match scenario {
-        Some(s) => from_scenario(args, explicit, started, &s),
-        None => from_flags(args, started),
-    }
+    let built = match scenario {
+        Some(s) => from_scenario(args, explicit, started, &s)?,
+        None => from_flags(args, started)?,
+    };
+    super::applies::check_probe_flags(explicit, built.2.entries.iter().map(|e| e.probe.as_str()))?;
+    Ok(built)
 }
 
 fn from_flags(args: &RunArgs, started: &str) -> Result<(RunPlan, Output, Experiment), BadInput> {

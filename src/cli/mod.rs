@@ -4,6 +4,7 @@
 //! output paths) and builds the validated [`plan::RunPlan`].
 
 pub mod analysis_opts;
+pub mod applies;
 pub mod load;
 pub mod plan;
 pub mod store_opts;

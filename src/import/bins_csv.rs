@@ -94,7 +94,7 @@ pub fn parse_reader(r: impl std::io::Read) -> Result<Vec<Parsed>, ParseError> {
                 prev_hi = Some((hi, n));
                 for (k, col) in cols.iter_mut().enumerate() {
                     let cell = rec.get(k + 2).unwrap_or("");
-                    let count = if cell.is_empty() { 0 } else { uint(cell, n, &format!("count for {}", names[k]))? };
+                    let count = if cell.is_empty() { 0 } else { uint(cell, n, &format!("count for {} (column {})", names[k], k + 3))? };
                     if count > 0 {
                         col.0.add(lo, hi - 1, count);
                         col.1.get_or_insert(lo);
