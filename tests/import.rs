@@ -970,3 +970,27 @@ fn leading_blank_space_does_not_hide_the_format() {
     let path = write_tmp(dir.path(), "bad.txt", [b"\n\n\n".as_slice(), &[0xff, b'\n']].concat().as_slice());
     assert!(import_err(&path, &[]).contains("line 4"));
 }
+
+/// A bad value in a one-column-per-system CSV names the file, the line and
+/// the column (number and system), also when the value is a number too
+/// large for the history; nothing is stored, the database is not created.
+#[test]
+fn a_bad_csv_value_names_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("p.csv", "rhealstone_us,GOOD,BAD\ntask-switch,4.2,99999999999999999\npreemption,5.5,7.1\n", "line 2: task-switch of BAD (column 3): 99999999999999999 µs is past"),
+        ("q.csv", "rhealstone_ns,A,B,C\ntask-switch,4,5,6\npreemption,5,x,7\n", "line 3: preemption of B (column 3): \"x\" is not a positive number"),
+        ("t.csv", "thread_metric,A,B\ncooperative,1,99999999999999999999\n", "line 2: cooperative of B (column 3): 99999999999999999999 operations is past"),
+        ("b.csv", "bin_lo_ns,bin_hi_ns,A,B\n0,5000,1,2\n5000,10000,3,-4\n", "line 3: count for B (column 4): \"-4\" is negative"),
+    ];
+    for (name, text, want) in cases {
+        let f = dir.path().join(name);
+        std::fs::write(&f, text).unwrap();
+        assert!(import_err(&f, &[]).contains(&format!("{name}: ")), "{name}");
+        assert!(import_err(&f, &[]).contains(want), "{name}: {}", import_err(&f, &[]));
+        let db = dir.path().join("h.db");
+        let o = bin().arg("import").arg(&f).arg("--db").arg(&db).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(!db.exists(), "{name}: nothing stored, no database made");
+    }
+}
