@@ -5,25 +5,20 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use rtscope::cli::{Cli, Command};
 use rtscope::commands;
 use rtscope::error::{BadInput, EXIT_BAD_INPUT, EXIT_FAILURE};
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(c) => c,
-        // clap prints usage errors and exits 2; --help/--version exit 0.
-        Err(e) => e.exit(),
-    };
+    // Usage errors print and exit 2; --help/--version exit 0.
+    let cli: Cli = rtscope::cli::parse_or_exit();
     let result = match cli.command {
         Command::Run(args) => commands::run::cmd(&args),
         Command::Monitor(args) => commands::monitor::cmd(&args),
         Command::Probes => commands::probes::cmd(),
         Command::Doctor(args) => commands::doctor::cmd(&args),
         Command::Presets => commands::presets::cmd(),
-        Command::LoadWorker(args) => rtscope::load::worker::main(&args),
+        Command::LoadWorker(args) => rtscope::load::worker::main(&args.to_worker()),
         Command::History(args) => commands::history::cmd(&args),
         Command::Show(args) => commands::show::cmd(&args),
         Command::Tag(args) => commands::tag::cmd(&args),

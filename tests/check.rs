@@ -180,6 +180,15 @@ fn baseline_ratio_and_majority() {
     let (code, v) = run_check(args(&[&runs[0], &runs[1], &runs[3]], &["--majority"]));
     assert_eq!(code, 3, "2 of 3 over: {v}");
     assert_eq!(v["rule"], "majority");
+
+    // With one run the majority is that run: the flag would do nothing and
+    // is refused (exit 2, named), before any verdict; with two it applies.
+    let a = args(&[&runs[1]], &["--majority"]);
+    let (code, out, err) = check(&a.iter().map(|x| x.as_str()).collect::<Vec<_>>());
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.is_empty() && err.contains("--majority") && err.contains("this check has 1 run"), "{out}{err}");
+    let (code, v) = run_check(args(&[&runs[0], &runs[2]], &["--majority"]));
+    assert_eq!((code, v["rule"].as_str()), (0, Some("majority")), "{v}");
 }
 
 /// JUnit: well-formed, one testcase per entry and bound, one failure per

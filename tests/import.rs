@@ -16,7 +16,7 @@ use std::process::{Command, Output};
 use proptest::prelude::*;
 use serde_json::Value;
 
-use rtscope::import::{self, Format, FORMATS};
+use rtscope::import::{self, FORMATS};
 
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rtscope"));
@@ -684,8 +684,8 @@ fn all_fixture_texts() -> Vec<String> {
 fn parse_everything(text: &str) {
     let _ = import::detect(text);
     let _ = import::detect_head(text, false);
-    for f in FORMATS {
-        if f != Format::Rtscope {
+    for &f in FORMATS {
+        if !f.stored_as_is() {
             // What parses is converted too: the conversion never panics either.
             if let Ok(parsed) = import::parse(f, text, "x.txt") {
                 for p in parsed {
@@ -752,9 +752,9 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.json");
         let run = {
-            let mut p = import::parse(Format::RtTestsIpc, &read("ptsematest.txt"), "ptsematest.txt").unwrap();
+            let mut p = import::parse(import::ipc::FORMAT, &read("ptsematest.txt"), "ptsematest.txt").unwrap();
             let ctx = import::Context {
-                format: Format::RtTestsIpc, file: "f".into(), file_sha256: "0".repeat(64), file_stem: "f".into(),
+                format: import::ipc::FORMAT, file: "f".into(), file_sha256: "0".repeat(64), file_stem: "f".into(),
                 file_mtime: "2026-01-01T00:00:00Z".into(), phase: "idle".into(), probe: None, name: None,
             };
             import::build_run(p.remove(0), &ctx).unwrap()
@@ -939,7 +939,7 @@ fn imports_that_would_break_the_schema_are_refused() {
     // throughput.ops past the documented 2^63 − 1 was stored.
     let tm = "thread_metric,SysA\ninterval_s,30\nbasic-processing,18446744073709551615\n";
     let err = import_err(&write_tmp(dir.path(), "tm.csv", tm.as_bytes()), &[]);
-    assert!(err.contains("throughput.ops is 18446744073709551615"), "{err}");
+    assert!(err.contains("line 3: basic-processing of SysA (column 2): 18446744073709551615 operations is past the largest count"), "{err}");
     let ok = "thread_metric,SysA\ninterval_s,30\nbasic-processing,9223372036854775807\n";
     assert_eq!(convert(&write_tmp(dir.path(), "ok.csv", ok.as_bytes()), &[]).len(), 1, "the cap itself is allowed");
     // An rtscope result: `results: []`, and throughput.ops past the cap.
@@ -969,4 +969,28 @@ fn leading_blank_space_does_not_hide_the_format() {
     // An invalid byte after the blank space is named at its real line.
     let path = write_tmp(dir.path(), "bad.txt", [b"\n\n\n".as_slice(), &[0xff, b'\n']].concat().as_slice());
     assert!(import_err(&path, &[]).contains("line 4"));
+}
+
+/// A bad value in a one-column-per-system CSV names the file, the line and
+/// the column (number and system), also when the value is a number too
+/// large for the history; nothing is stored, the database is not created.
+#[test]
+fn a_bad_csv_value_names_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("p.csv", "rhealstone_us,GOOD,BAD\ntask-switch,4.2,99999999999999999\npreemption,5.5,7.1\n", "line 2: task-switch of BAD (column 3): 99999999999999999 µs is past"),
+        ("q.csv", "rhealstone_ns,A,B,C\ntask-switch,4,5,6\npreemption,5,x,7\n", "line 3: preemption of B (column 3): \"x\" is not a positive number"),
+        ("t.csv", "thread_metric,A,B\ncooperative,1,99999999999999999999\n", "line 2: cooperative of B (column 3): 99999999999999999999 operations is past"),
+        ("b.csv", "bin_lo_ns,bin_hi_ns,A,B\n0,5000,1,2\n5000,10000,3,-4\n", "line 3: count for B (column 4): \"-4\" is negative"),
+    ];
+    for (name, text, want) in cases {
+        let f = dir.path().join(name);
+        std::fs::write(&f, text).unwrap();
+        assert!(import_err(&f, &[]).contains(&format!("{name}: ")), "{name}");
+        assert!(import_err(&f, &[]).contains(want), "{name}: {}", import_err(&f, &[]));
+        let db = dir.path().join("h.db");
+        let o = bin().arg("import").arg(&f).arg("--db").arg(&db).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(!db.exists(), "{name}: nothing stored, no database made");
+    }
 }

@@ -4,6 +4,8 @@
 //! - every edge points to a module of a lower layer, or of the same layer
 //!   without making a cycle (no import cycle between top-level modules);
 //! - `crate::cli` is used only by the face (src/cli, src/commands, main.rs);
+//! - clap (derives, parsers, value enums) is used only in src/cli and
+//!   src/commands: the layers below take domain values the face maps to;
 //! - `Run`, `Plan` and `ProbeResult` are built by struct literal only in
 //!   src/model (everything else calls their constructors).
 //!
@@ -253,6 +255,38 @@ fn only_the_face_uses_cli() {
     assert!(outside.is_empty(), "crate::cli used below the face (only src/cli, src/commands, src/main.rs may): {outside:?}");
 }
 
+/// True when `code` names the `clap` crate (`clap::…`, `use clap`), not a
+/// longer name that ends in it.
+fn uses_clap(code: &str) -> bool {
+    let mut rest = code;
+    while let Some(i) = rest.find("clap") {
+        let before = rest[..i].chars().last();
+        let after = rest[i + 4..].trim_start();
+        let word_start = !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':');
+        let in_use = rest[..i].trim_end().ends_with("use");
+        rest = &rest[i + 4..];
+        if word_start && (after.starts_with("::") || (in_use && (after.starts_with(';') || after.starts_with("as")))) {
+            return true;
+        }
+    }
+    false
+}
+
+#[test]
+fn only_the_face_uses_clap() {
+    let s = sources();
+    let below: Vec<String> = s
+        .files
+        .iter()
+        .filter(|(m, _, code)| !matches!(m.as_str(), "cli" | "commands") && uses_clap(code))
+        .map(|(_, f, _)| format!("src/{}", f.display()))
+        .collect();
+    assert!(
+        below.is_empty(),
+        "clap used outside src/cli and src/commands (put the clap type in src/cli and map it to a domain value there): {below:?}"
+    );
+}
+
 #[test]
 fn model_values_are_built_only_in_src_model() {
     let s = sources();
@@ -316,6 +350,10 @@ fn the_checks_catch_what_they_look_for() {
     assert!(!struct_literal("fn g<'a>(x: &'a X) -> &'a model::Run {", "Run"));
     assert!(struct_literal("let r = model::Run {", "Run"));
     assert!(!struct_literal("Plan { .. } => 1,", "Plan"));
+    assert!(uses_clap("#[derive(Debug, clap::ValueEnum)]\nenum E { A }"));
+    assert!(uses_clap("use clap::{Args, Parser};"));
+    assert!(uses_clap("use clap;"));
+    assert!(!uses_clap("let s = \"clap\"; fn clapper() {} mod not_clap {} use x::clap_like;"));
     assert_eq!(layer_of("units"), Some(0));
     assert!(layer_of("commands") > layer_of("cli"));
 }

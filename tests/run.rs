@@ -260,6 +260,56 @@ fn bad_input_exits_2_names_the_problem_and_writes_nothing() {
     assert!(err.contains("available: ") && err.contains("timer"), "{err}");
 }
 
+/// A probe option none of the run's probes reads is refused (exit 2, the
+/// flag and the probes that read it named, nothing written); the same flag
+/// with a probe that reads it passes. Plans only (`--dry-run`): nothing is
+/// measured, so the outcome cannot depend on the machine's load.
+#[test]
+fn flags_that_do_nothing() {
+    let refused: &[&[&str]] = &[
+        &["--noise-policy", "fifo"],
+        &["--noise-threshold", "5us", "--probe", "sem"],
+        &["--pi-burst", "2ms"],
+        &["--iterations", "100", "--probe", "timer,noise"],
+        &["--periods", "1ms,2ms", "--probe", "timer"],
+        &["--back-to-back", "--probe", "switch"],
+        &["--msg-size", "64", "--probe", "sem"],
+        &["--tm-interval", "2s"],
+        &["--migrate-run", "5ms", "--probe", "pi"],
+        &["--chain", "4", "--probe", "pipe"],
+        &["--pi-burst", "2ms", "--preset", "quick"],
+    ];
+    let mut shown = String::new();
+    for args in refused {
+        let sb = Sandbox::new();
+        let mut all = vec!["run", "-q", "--dry-run", "-D", "1s"];
+        all.extend_from_slice(args);
+        let out = sb.run(&all);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?} printed a plan");
+        let left: Vec<_> = std::fs::read_dir(sb.dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.is_empty(), "{args:?} wrote {left:?}");
+        shown += &format!("$ rtscope run ... {}\n{err}\n", args.join(" "));
+    }
+    insta::assert_snapshot!("flags_that_do_nothing", shown);
+    let read: &[&[&str]] = &[
+        &["--noise-policy", "fifo", "--probe", "noise"],
+        &["--pi-burst", "2ms", "--probe", "timer,pi"],
+        &["--iterations", "100", "--probe", "sem"],
+        &["--periods", "1ms,2ms", "--probe", "periodic"],
+        &["--back-to-back", "--probe", "preempt"],
+        &["--tm-interval", "100ms", "--probe", "throughput"],
+    ];
+    for args in read {
+        let sb = Sandbox::new();
+        let mut all = vec!["run", "-q", "--dry-run", "-D", "1s"];
+        all.extend_from_slice(args);
+        let out = sb.run(&all);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
 #[test]
 fn probes_subcommand_lists_the_timer_probe() {
     let sb = Sandbox::new();

@@ -25,6 +25,60 @@ use crate::load::{self, parse_load, Engine, LoadOptions, PhaseSpec};
 use crate::plan::{Experiment, ProbeEntry, Table};
 use crate::scenario::{self, presets, Scenario};
 
+/// `--load-engine`: clap's view of [`load::Engine`] (the load layer knows no clap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineArg {
+    /// stress-ng when it is on PATH, else builtin.
+    Auto,
+    StressNg,
+    Builtin,
+}
+
+impl From<EngineArg> for Engine {
+    fn from(e: EngineArg) -> Engine {
+        match e {
+            EngineArg::Auto => Engine::Auto,
+            EngineArg::StressNg => Engine::StressNg,
+            EngineArg::Builtin => Engine::Builtin,
+        }
+    }
+}
+
+/// Arguments of the hidden `rtscope __load` subcommand (set by rtscope only).
+#[derive(Debug, Clone, Args)]
+pub struct LoadWorkerArgs {
+    /// Process id of the rtscope that started this load.
+    #[arg(long)]
+    pub parent: i32,
+    /// A built-in load (cpu, memory, io, net, irq, sched) or `exec`.
+    #[arg(long)]
+    pub kind: String,
+    #[arg(long, default_value_t = 1)]
+    pub workers: usize,
+    #[arg(long, value_parser = crate::units::parse_cpuset)]
+    pub cpus: Option<crate::units::CpuSet>,
+    /// The load's temp dir (the working directory of an external command).
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// The command to run for `--kind exec`.
+    #[arg(last = true)]
+    pub argv: Vec<String>,
+}
+
+impl LoadWorkerArgs {
+    /// What the load process runs, as the load layer takes it.
+    pub fn to_worker(&self) -> load::worker::LoadWorkerArgs {
+        load::worker::LoadWorkerArgs {
+            parent: self.parent,
+            kind: self.kind.clone(),
+            workers: self.workers,
+            cpus: self.cpus.clone(),
+            dir: self.dir.clone(),
+            argv: self.argv.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct LoadArgs {
     /// Scenario file (TOML) describing phases, probes, periods and durations (see docs/scenarios.md).
@@ -50,7 +104,7 @@ pub struct LoadArgs {
 
     /// Who makes the load: stress-ng when on PATH (auto), stress-ng, or rtscope's built-in generators.
     #[arg(long, value_enum, value_name = "ENGINE")]
-    pub load_engine: Option<Engine>,
+    pub load_engine: Option<EngineArg>,
 
     /// CPUs the loads run on, e.g. 0-1 [default: every online CPU].
     #[arg(long, value_name = "CPUSET", value_parser = units::parse_cpuset)]
@@ -119,10 +173,12 @@ pub fn build(args: &RunArgs, explicit: &BTreeSet<String>, started: &str) -> Resu
         (None, None) if bare => Some(presets::get(presets::DEFAULT)?),
         (None, None) => None,
     };
-    match scenario {
-        Some(s) => from_scenario(args, explicit, started, &s),
-        None => from_flags(args, started),
-    }
+    let built = match scenario {
+        Some(s) => from_scenario(args, explicit, started, &s)?,
+        None => from_flags(args, started)?,
+    };
+    super::applies::check_probe_flags(explicit, built.2.entries.iter().map(|e| e.probe.as_str()))?;
+    Ok(built)
 }
 
 fn from_flags(args: &RunArgs, started: &str) -> Result<(RunPlan, Output, Experiment), BadInput> {
@@ -363,7 +419,7 @@ fn finish(
     let online = crate::sys::sched::online_cpus();
     let label = s.map(|s| s.label.clone()).unwrap_or_default();
 
-    let asked = la.load_engine.or(section.and_then(|l| l.engine)).unwrap_or(Engine::Auto);
+    let asked = la.load_engine.map(Engine::from).or(section.and_then(|l| l.engine)).unwrap_or(Engine::Auto);
     let any_generated = phases.iter().any(|p| p.loads.iter().any(|k| k.load().is_some()));
     let (engine, stress_ng) = if any_generated {
         load::resolve_engine(asked).map_err(BadInput)?

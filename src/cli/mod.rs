@@ -4,6 +4,7 @@
 //! output paths) and builds the validated [`plan::RunPlan`].
 
 pub mod analysis_opts;
+pub mod applies;
 pub mod load;
 pub mod plan;
 pub mod store_opts;
@@ -75,7 +76,16 @@ pub enum Command {
     Presets,
     /// A load process (started by `rtscope run` for each load; not for people).
     #[command(name = "__load", hide = true)]
-    LoadWorker(crate::load::worker::LoadWorkerArgs),
+    LoadWorker(load::LoadWorkerArgs),
+}
+
+/// The command line, parsed; on a usage error clap prints it and exits 2
+/// (`--help`/`--version` print and exit 0).
+pub fn parse_or_exit() -> Cli {
+    match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    }
 }
 
 /// `--listen` of `monitor` and `serve`: one address, resolved now (exit 2 if

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::import::Format;
+use crate::import::{Format, FORMATS};
 
 /// Where the history database is; see `store::sqlite::resolve_path`.
 #[derive(Debug, Clone, Args)]
@@ -114,13 +114,28 @@ pub struct ExportArgs {
     pub db: DbOpts,
 }
 
+/// `import --format`: `auto` (recognise the format by content) or a format
+/// of the importer registry, whose names and lines of help it lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormatArg {
+    Auto,
+    Named(Format),
+}
+
+fn format_parser() -> impl clap::builder::TypedValueParser<Value = FormatArg> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let values = std::iter::once(PossibleValue::new("auto").help("Recognise the format by the file's content"))
+        .chain(FORMATS.iter().map(|f| PossibleValue::new(f.name()).help(f.about())));
+    PossibleValuesParser::new(values).map(|s| Format::named(&s).map_or(FormatArg::Auto, FormatArg::Named))
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct ImportArgs {
     /// The file to import (another tool's output, or an rtscope result file).
     pub file: PathBuf,
     /// Format of the file; `auto` recognises each format by its content.
-    #[arg(long, value_enum, default_value_t = Format::Auto)]
-    pub format: Format,
+    #[arg(long, value_name = "FORMAT", value_parser = format_parser(), default_value = "auto")]
+    pub format: FormatArg,
     /// Name of the system the numbers belong to [default: the host name in the file, else the file name].
     /// For bins-csv, rhealstone-csv and thread-metric-csv: import only the column with this header.
     #[arg(long, value_name = "SYSTEM")]

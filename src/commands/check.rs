@@ -55,6 +55,15 @@ pub fn cmd(args: &CheckArgs) -> anyhow::Result<u8> {
     }
     let db = args.db.db.as_deref();
     let runs = inputs::load_inputs(&args.inputs, db)?;
+    if args.majority && runs.len() < 2 {
+        // A flag that would do nothing is refused, as `run` refuses probe
+        // options none of its probes reads (cli/applies.rs).
+        return Err(BadInput(format!(
+            "--majority: it decides a case over 2 or more runs (fails when at least half of them fail it), and this check has {} run: the flag would do nothing; drop --majority or give more runs (files, ids or @TAG)",
+            runs.len()
+        ))
+        .into());
+    }
     let baseline = match (&args.baseline, args.ratio) {
         (Some(b), Some(x)) => Some((inputs::load_inputs(std::slice::from_ref(b), db)?.into_iter().map(|(_, r)| r).collect(), x)),
         _ => None,

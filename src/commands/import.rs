@@ -11,10 +11,10 @@
 
 use std::path::Path;
 
-use crate::cli::store_opts::ImportArgs;
+use crate::cli::store_opts::{FormatArg, ImportArgs};
 use crate::commands::tag::check_tag;
 use crate::error::{BadInput, EXIT_OK};
-use crate::import::{self, build_run, format_list, Context, Format};
+use crate::import::{self, build_run, format_list, Context};
 use crate::model::Run;
 use crate::store::{Location, Store};
 
@@ -63,15 +63,15 @@ fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
         )));
     }
     let format = match args.format {
-        Format::Auto => import::detect_head(head_text, complete).ok_or_else(|| {
+        FormatArg::Auto => import::detect_head(head_text, complete).ok_or_else(|| {
             BadInput(format!(
                 "{file}: format not recognised; rtscope imports: {}. Check the file, or name the format with --format",
                 format_list()
             ))
         })?,
-        f => f,
+        FormatArg::Named(f) => f,
     };
-    if format == Format::Rtscope {
+    if format.stored_as_is() {
         let (run, text) = crate::store::json::read_run_text(&args.file)?;
         if !run.complete {
             eprintln!("warning: {}: {}", args.file.display(), crate::analysis::warnings::Warning::Unfinished);
@@ -85,7 +85,7 @@ fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
         let source = run.source().into();
         return Ok(vec![Converted { run, json: text, source }]);
     }
-    if matches!(format, Format::RhealstoneCsv | Format::ThreadMetricCsv) && args.probe.is_some() {
+    if import::probe_per_row(format) && args.probe.is_some() {
         return Err(BadInput(format!(
             "{file}: --probe does not apply to {format}: each row is filed under the probe that measures it in rtscope's preset (docs/schema.md); drop --probe"
         )));

@@ -16,7 +16,19 @@
 //! bin, max the upper edge (hi − 1) of the highest; the mean is estimated
 //! from bin midpoints.
 
+use super::format::{Format, Spec};
 use super::{uint, Hist, ParseError, Parsed, Series};
+
+/// CSV: bin_lo_ns,bin_hi_ns, then one count column per system.
+pub const FORMAT: Format = Format(&Spec {
+    per_column: true,
+    ..Spec::text(
+        "bins-csv",
+        "CSV: bin_lo_ns,bin_hi_ns, then one count column per system",
+        |s| s.first_cell() == "bin_lo_ns",
+        |input, _| parse_reader(input.reader()),
+    )
+});
 
 pub fn parse(text: &str) -> Result<Vec<Parsed>, ParseError> {
     parse_reader(text.as_bytes())
@@ -82,7 +94,7 @@ pub fn parse_reader(r: impl std::io::Read) -> Result<Vec<Parsed>, ParseError> {
                 prev_hi = Some((hi, n));
                 for (k, col) in cols.iter_mut().enumerate() {
                     let cell = rec.get(k + 2).unwrap_or("");
-                    let count = if cell.is_empty() { 0 } else { uint(cell, n, &format!("count for {}", names[k]))? };
+                    let count = if cell.is_empty() { 0 } else { uint(cell, n, &format!("count for {} (column {})", names[k], k + 3))? };
                     if count > 0 {
                         col.0.add(lo, hi - 1, count);
                         col.1.get_or_insert(lo);

@@ -19,8 +19,21 @@
 //! ignored, but the footer must be complete: a missing `# Max Latencies`
 //! line means a truncated file.
 
+use super::format::{Format, Spec};
 use super::{uint, us_to_ns, Hist, Line, ParseError, Parsed, Series};
 use crate::model::{Bucket, Nanos};
+
+/// cyclictest -h/--histogram (or --histfile) text.
+pub const FORMAT: Format = Format(&Spec {
+    // Cut short: the `# Max Latencies` footer is at the end of the file.
+    fallback: |s| s.text().lines().any(|l| super::strip_ansi(l.trim()) == "# Histogram"),
+    ..Spec::text(
+        "cyclictest-hist",
+        "cyclictest -h/--histogram (or --histfile) text",
+        |s| s.lines().any(|l| l.starts_with("# Histogram")) && s.lines().any(|l| l.starts_with("# Max Latencies")),
+        |input, _| parse_lines(input).map(|p| vec![p]),
+    )
+});
 
 fn footer_values(rest: &str, line: usize, what: &str) -> Result<Vec<u64>, ParseError> {
     rest.split_whitespace().map(|t| uint(t, line, what)).collect()

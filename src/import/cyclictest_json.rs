@@ -15,8 +15,22 @@ use std::fmt;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
+use super::format::{never, Format, Spec};
 use super::{Hist, ParseError, Parsed, Series};
 use crate::model::{Bucket, Nanos};
+
+/// rt-tests cyclictest --json=FILE.
+pub const FORMAT: Format = Format(&Spec {
+    name: "cyclictest-json",
+    about: "rt-tests cyclictest --json=FILE",
+    json: true,
+    sniff: |s| s.json_tool().as_deref() == Some("cyclictest"),
+    fallback: never,
+    parse: Some(|input, _| parse_reader(input.reader()).map(|p| vec![p])),
+    per_column: false,
+    takes_period: false,
+    probe_per_row: false,
+});
 
 /// An rt-tests JSON file (cyclictest, oslat) read as it streams: every
 /// field is kept as a JSON value except each thread's `histogram`, whose

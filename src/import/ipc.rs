@@ -18,7 +18,16 @@
 
 use std::collections::BTreeMap;
 
+use super::format::{Format, Spec};
 use super::{int, uint, us_to_ns, ParseError, Parsed, Series};
+
+/// The rt-tests IPC tools' pair lines.
+pub const FORMAT: Format = Format(&Spec::text(
+    "rt-tests-ipc",
+    "The `#1 -> #0, Min .., Cur .., Avg .., Max ..` lines of ptsematest, svsematest, pmqtest, sigwaittest",
+    |s| s.lines().any(|l| is_pair_line(&l)),
+    |input, src| parse_lines(input, src.file_name).map(|p| vec![p]),
+));
 
 /// `#1 -> #0, Min ...`
 pub fn is_pair_line(l: &str) -> bool {

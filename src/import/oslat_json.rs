@@ -8,8 +8,22 @@
 //! has no period, so `interval_ns` is 0.
 
 use super::cyclictest_json::{common, json_f64, json_uint, scale_hist, to_ns, Doc};
+use super::format::{never, Format, Spec};
 use super::{ParseError, Parsed, Series};
 use crate::model::Nanos;
+
+/// rt-tests oslat --json=FILE.
+pub const FORMAT: Format = Format(&Spec {
+    name: "oslat-json",
+    about: "rt-tests oslat --json=FILE",
+    json: true,
+    sniff: |s| s.json_tool().as_deref() == Some("oslat"),
+    fallback: never,
+    parse: Some(|input, _| parse_reader(input.reader()).map(|p| vec![p])),
+    per_column: false,
+    takes_period: false,
+    probe_per_row: false,
+});
 
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
     parse_reader(text.as_bytes())

@@ -34,8 +34,24 @@
 //! the printed switch count as samples and the mean switch time as min,
 //! mean and max (the test prints no min or max).
 
+use super::format::{Format, Spec};
 use super::{clamp_negative, int, uint, Line, ParseError, ParseOptions, Parsed, Seconds, Series};
 use crate::model::SignedStats;
+
+/// RTAI's latency test output.
+pub const FORMAT: Format = Format(&Spec {
+    takes_period: true,
+    ..Spec::text(
+        "rtai-latency",
+        "RTAI's latency test output (RTH|/RTD| lines)",
+        |s| {
+            s.lines().any(|l| (l.starts_with("RTH|") && (l.contains("ovl m") || l.contains("jit fast"))) || is_switch_line(&l))
+                || s.text().contains("RTAI Testsuite")
+                || s.text().contains("RTAI testsuite")
+        },
+        |input, src| parse_lines(input, src.opts).map(|p| vec![p]),
+    )
+});
 
 fn number_after(l: &str, key: &str) -> Option<u64> {
     let rest = l.split_once(key)?.1;

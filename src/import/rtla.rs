@@ -30,8 +30,22 @@
 //! bucket starts, summary rows without labels) and `--no-header`/
 //! `--no-summary` output cannot be read back unambiguously and are refused.
 
+use super::format::{Format, Spec};
 use super::{float, uint, Hist, Line, ParseError, Parsed, Series};
 use crate::model::{Bucket, Nanos};
+
+/// Text output of `rtla timerlat hist`.
+pub const FORMAT: Format = Format(&Spec::text(
+    "rtla-timerlat-hist",
+    "Text output of `rtla timerlat hist`",
+    |s| {
+        s.lines().any(|l| {
+            let l = l.trim_start();
+            l.starts_with("# RTLA timerlat hist") || (l.starts_with("Index") && (l.contains("IRQ-") || l.contains("Thr-") || l.contains("Usr-")))
+        })
+    },
+    |input, _| parse_lines(input).map(|p| vec![p]),
+));
 
 struct Column {
     variant: &'static str,

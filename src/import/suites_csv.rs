@@ -33,9 +33,34 @@
 //! Each becomes a `throughput` entry of one interval: `throughput.ops` the
 //! published count, the sample the mean time per op.
 
+use super::format::{Format, Spec};
 use super::{ParseError, Parsed, Series};
 use crate::model::suites::{RHEALSTONE, THREAD_METRIC};
 use crate::model::{Nanos, Throughput};
+
+/// CSV: rhealstone_us (or _ns), then one column per system.
+pub const RHEALSTONE_FORMAT: Format = Format(&Spec {
+    per_column: true,
+    probe_per_row: true,
+    ..Spec::text(
+        "rhealstone-csv",
+        "CSV: rhealstone_us (or _ns), then one column per system; a row per component",
+        |s| matches!(s.first_cell().as_str(), RHEALSTONE_US | RHEALSTONE_NS),
+        |input, _| parse_rhealstone(input.reader()),
+    )
+});
+
+/// CSV: thread_metric, then one column per system.
+pub const THREAD_METRIC_FORMAT: Format = Format(&Spec {
+    per_column: true,
+    probe_per_row: true,
+    ..Spec::text(
+        "thread-metric-csv",
+        "CSV: thread_metric, then one column per system; a row per test (ops per interval)",
+        |s| s.first_cell() == THREAD_METRIC_HEAD,
+        |input, _| parse_thread_metric(input.reader()),
+    )
+});
 
 /// The header word that names each format.
 pub const RHEALSTONE_US: &str = "rhealstone_us";
@@ -98,6 +123,16 @@ fn number(line: usize, cell: &str, what: &str) -> Result<Option<f64>, ParseError
     }
 }
 
+/// The largest value the history keeps (a signed 64-bit column).
+const CAP: f64 = i64::MAX as f64;
+
+fn too_large(line: usize, what: &str, cell: &str, unit: &str) -> ParseError {
+    ParseError::at(
+        line,
+        format!("{what}: {cell} {unit} is past the largest value the history keeps ({} ns, 292 years); check the value in the file", i64::MAX),
+    )
+}
+
 fn parsed(tool: &str, system: &str, series: Vec<Series>, fidelity: Vec<String>) -> Parsed {
     Parsed { tool: tool.into(), system: Some(system.to_string()), series, fidelity, ..Parsed::default() }
 }
@@ -128,7 +163,12 @@ pub fn parse_rhealstone(r: impl std::io::Read) -> Result<Vec<Parsed>, ParseError
                 let names: Vec<&str> = RHEALSTONE.iter().map(|c| c.metric).collect();
                 return Err(ParseError::at(*line, format!("unknown Rhealstone component {label:?}; expected one of {}", names.join(", "))));
             };
-            let Some(v) = number(*line, cells.get(k - 1).map(String::as_str).unwrap_or(""), &format!("{label} of {system}"))? else { continue };
+            let what = format!("{label} of {system} (column {})", k + 1);
+            let cell = cells.get(k - 1).map(String::as_str).unwrap_or("");
+            let Some(v) = number(*line, cell, &what)? else { continue };
+            if (v * scale).round() > CAP {
+                return Err(too_large(*line, &what, cell, if scale > 1.0 { "µs" } else { "ns" }));
+            }
             let ns = (v * scale).round().max(1.0) as u64;
             series.push(one_value(c.probe, c.variants.first().copied(), ns, 0));
         }
@@ -150,7 +190,14 @@ pub fn parse_thread_metric(r: impl std::io::Read) -> Result<Vec<Parsed>, ParseEr
     for (k, system) in header.iter().enumerate().skip(1) {
         let cell = |cells: &Vec<String>| cells.get(k - 1).cloned().unwrap_or_default();
         let interval_s = match rows.iter().find(|(_, l, _)| l == "interval_s") {
-            Some((line, _, cells)) => number(*line, &cell(cells), &format!("interval_s of {system}"))?.unwrap_or(30.0),
+            Some((line, _, cells)) => {
+                let what = format!("interval_s of {system} (column {})", k + 1);
+                let v = number(*line, &cell(cells), &what)?.unwrap_or(30.0);
+                if (v * 1e9).round() > CAP {
+                    return Err(too_large(*line, &what, &cell(cells), "s"));
+                }
+                v
+            }
             None => 30.0,
         };
         let interval_ns = (interval_s * 1e9).round() as u64;
@@ -161,9 +208,16 @@ pub fn parse_thread_metric(r: impl std::io::Read) -> Result<Vec<Parsed>, ParseEr
                 return Err(ParseError::at(*line, format!("unknown Thread-Metric test {label:?}; expected interval_s or one of {}", names.join(", "))));
             };
             let text = cell(cells);
-            let Some(ops_f) = number(*line, &text, &format!("{label} of {system}"))? else { continue };
+            let what = format!("{label} of {system} (column {})", k + 1);
+            let Some(ops_f) = number(*line, &text, &what)? else { continue };
             if ops_f.fract() != 0.0 {
-                return Err(ParseError::at(*line, format!("{label} of {system}: {ops_f} is not a whole number of operations")));
+                return Err(ParseError::at(*line, format!("{what}: {ops_f} is not a whole number of operations")));
+            }
+            if text.trim().parse::<u64>().map_or(ops_f >= CAP, |ops| ops > i64::MAX as u64) {
+                return Err(ParseError::at(
+                    *line,
+                    format!("{what}: {text} operations is past the largest count the history keeps ({}); check the value in the file", i64::MAX),
+                ));
             }
             // An integer cell is read exactly (through f64 counts past 2^53
             // were rounded: 2^63 − 1 became 2^63, past the schema's cap).

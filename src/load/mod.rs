@@ -207,7 +207,7 @@ pub struct PhaseSpec {
 }
 
 /// Which generator makes the load.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Engine {
     /// stress-ng when it is on PATH, else builtin.

@@ -28,24 +28,19 @@ use super::{Counters, LoadKind, WorkerCtx};
 use crate::sys::sched::{set_current_affinity, set_current_policy, Policy};
 use crate::sys::{prctl, wait};
 
-/// Arguments of the hidden `rtscope __load` subcommand (set by rtscope only).
-#[derive(Debug, Clone, clap::Args)]
+/// What the hidden `rtscope __load` subcommand is asked to run (set by
+/// rtscope only; the face parses it from the command line).
+#[derive(Debug, Clone)]
 pub struct LoadWorkerArgs {
     /// Process id of the rtscope that started this load.
-    #[arg(long)]
     pub parent: i32,
     /// A built-in load (cpu, memory, io, net, irq, sched) or `exec`.
-    #[arg(long)]
     pub kind: String,
-    #[arg(long, default_value_t = 1)]
     pub workers: usize,
-    #[arg(long, value_parser = crate::units::parse_cpuset)]
     pub cpus: Option<crate::units::CpuSet>,
     /// The load's temp dir (the working directory of an external command).
-    #[arg(long)]
     pub dir: PathBuf,
     /// The command to run for `--kind exec`.
-    #[arg(last = true)]
     pub argv: Vec<String>,
 }
 

@@ -1,0 +1,296 @@
+//! The format registry: every format rtscope imports is one [`Spec`] that
+//! its own file declares (`pub const FORMAT: Format`): its name, one line
+//! about it, how it is recognised by content (its sniffer) and how it is
+//! parsed. [`FORMATS`] lists them once, in the order detection tries them;
+//! everything else (`--format`'s values, detection, the list in error
+//! messages, what `--period` and `--name` apply to) asks the registry.
+//!
+//! Adding a format = one new file with its `FORMAT` + one line in
+//! [`FORMATS`] (+ docs/schema.md and tests/import.rs).
+//!
+//! Detection looks at a [`Sample`], the opening bytes of a file (or all of
+//! it). A JSON object is tried only against the JSON formats, other text
+//! only against the text ones; the first whose sniffer says yes wins. A
+//! sample cut short can fit nothing yet; then each format's `fallback` is
+//! asked, in the same order (a large JSON object is read as an rtscope
+//! result, whose reader says clearly if it is not one; cyclictest -h's
+//! `# Max Latencies` footer is at the end of the file).
+
+use std::cell::OnceCell;
+use std::fmt;
+use std::io::BufRead;
+
+use super::build::Parsed;
+use super::read::{strip_ansi, Lines, ParseError};
+use super::{bins_csv, cyclictest_hist, cyclictest_json, ipc, oslat_json, rtai, rtla, suites_csv, xenomai};
+
+/// Every format, in the order detection tries them (and error messages
+/// list them).
+pub const FORMATS: &[Format] = &[
+    RTSCOPE,
+    cyclictest_json::FORMAT,
+    oslat_json::FORMAT,
+    rtai::FORMAT,
+    xenomai::FORMAT,
+    rtla::FORMAT,
+    cyclictest_hist::FORMAT,
+    ipc::FORMAT,
+    bins_csv::FORMAT,
+    suites_csv::RHEALSTONE_FORMAT,
+    suites_csv::THREAD_METRIC_FORMAT,
+];
+
+/// What the command line adds to what a file says.
+#[derive(Debug, Clone, Default)]
+pub struct ParseOptions {
+    /// `--period`: the measuring period, for sources that do not print it
+    /// (RTAI's `display`).
+    pub period_ns: Option<u64>,
+}
+
+/// What a parser is given besides the text: the file's name (a hint for
+/// formats that do not name their tool) and the command line's options.
+pub struct Source<'a> {
+    pub file_name: &'a str,
+    pub opts: &'a ParseOptions,
+}
+
+/// The input's lines; a format read by a parser of its own (JSON, CSV) takes
+/// [`Lines::reader`].
+pub type Input<'a> = Lines<&'a mut dyn BufRead>;
+
+/// A parser: the input into one [`Parsed`] per system.
+pub type ParseFn = fn(&mut Input<'_>, &Source<'_>) -> Result<Vec<Parsed>, ParseError>;
+
+/// One format's facts, said once in its own file.
+pub struct Spec {
+    /// The name `--format` takes and `imported_from.format` records.
+    pub name: &'static str,
+    /// One line for `rtscope import --help`.
+    pub about: &'static str,
+    /// Recognised among JSON objects (else among text files).
+    pub json: bool,
+    /// True when the sample is this format.
+    pub sniff: fn(&Sample<'_>) -> bool,
+    /// Asked of a sample cut short when no sniffer said yes.
+    pub fallback: fn(&Sample<'_>) -> bool,
+    /// `None`: the file is a result already and is stored as it is.
+    pub parse: Option<ParseFn>,
+    /// One column per system: each column becomes a run, `--name` picks one.
+    pub per_column: bool,
+    /// `--period` applies (the format does not print its period).
+    pub takes_period: bool,
+    /// Each row is filed under the probe that measures it: `--probe` does not apply.
+    pub probe_per_row: bool,
+}
+
+impl Spec {
+    /// A text format with a sniffer and a parser; the rest off.
+    pub const fn text(name: &'static str, about: &'static str, sniff: fn(&Sample<'_>) -> bool, parse: ParseFn) -> Spec {
+        Spec {
+            name,
+            about,
+            json: false,
+            sniff,
+            fallback: never,
+            parse: Some(parse),
+            per_column: false,
+            takes_period: false,
+            probe_per_row: false,
+        }
+    }
+}
+
+/// The sniffer of nothing.
+pub fn never(_: &Sample<'_>) -> bool {
+    false
+}
+
+/// A format of the registry (compared by name).
+#[derive(Clone, Copy)]
+pub struct Format(pub &'static Spec);
+
+impl Format {
+    pub fn name(self) -> &'static str {
+        self.0.name
+    }
+    pub fn about(self) -> &'static str {
+        self.0.about
+    }
+    /// Formats with one column per system: each column becomes a run and
+    /// `--name` selects one of them.
+    pub fn per_column(self) -> bool {
+        self.0.per_column
+    }
+    /// An rtscope result: stored as it is, not parsed.
+    pub fn stored_as_is(self) -> bool {
+        self.0.parse.is_none()
+    }
+    /// The format named `name` (`--format`'s value).
+    pub fn named(name: &str) -> Option<Format> {
+        FORMATS.iter().copied().find(|f| f.name() == name)
+    }
+}
+
+impl PartialEq for Format {
+    fn eq(&self, other: &Format) -> bool {
+        self.0.name == other.0.name
+    }
+}
+impl Eq for Format {}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl fmt::Debug for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Format({})", self.name())
+    }
+}
+
+/// The formats `--period` applies to.
+pub fn takes_period(format: Format) -> bool {
+    format.0.takes_period
+}
+
+/// `--probe` does not apply: each row is filed under its own probe.
+pub fn probe_per_row(format: Format) -> bool {
+    format.0.probe_per_row
+}
+
+/// The names of all formats, for error messages.
+pub fn format_list() -> String {
+    FORMATS.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// What detection looks at: a file's text after any byte-order mark and
+/// leading white space, whether it is the whole file, and (parsed once, on
+/// demand) the JSON value of a whole JSON file.
+pub struct Sample<'a> {
+    text: &'a str,
+    complete: bool,
+    json: OnceCell<Option<serde_json::Value>>,
+}
+
+impl<'a> Sample<'a> {
+    pub fn new(text: &'a str, complete: bool) -> Sample<'a> {
+        Sample { text: text.trim_start_matches('\u{feff}').trim_start(), complete, json: OnceCell::new() }
+    }
+    pub fn text(&self) -> &'a str {
+        self.text
+    }
+    /// The sample is the whole file.
+    pub fn complete(&self) -> bool {
+        self.complete
+    }
+    pub fn is_json(&self) -> bool {
+        self.text.starts_with('{')
+    }
+    /// The whole file as JSON (`None` when cut short or not valid JSON).
+    pub fn json(&self) -> Option<&serde_json::Value> {
+        if !self.complete {
+            return None;
+        }
+        self.json.get_or_init(|| serde_json::from_str(self.text).ok()).as_ref()
+    }
+    /// The tool an rt-tests JSON file names in `"cmdline:"`: from the
+    /// parsed file, or from its opening bytes when it is cut short.
+    pub fn json_tool(&self) -> Option<String> {
+        if self.complete {
+            cyclictest_json::tool_of(self.json()?)
+        } else {
+            cyclictest_json::tool_in_prefix(self.text)
+        }
+    }
+    /// The lines, right-trimmed and without ANSI escapes.
+    pub fn lines(&self) -> impl Iterator<Item = String> + 'a {
+        self.text.lines().map(|l| strip_ansi(l.trim_end()))
+    }
+    /// The first cell of the first line that is neither blank nor a `#`
+    /// comment (a CSV header).
+    pub fn first_cell(&self) -> String {
+        let head = self.lines().map(|l| l.trim().to_string()).find(|l| !l.is_empty() && !l.starts_with('#')).unwrap_or_default();
+        head.split(',').next().unwrap_or("").trim().to_string()
+    }
+}
+
+/// An rtscope result file: schema v1 JSON, stored as it is.
+pub const RTSCOPE: Format = Format(&Spec {
+    name: "rtscope",
+    about: "An rtscope result file (schema v1 JSON), stored as is",
+    json: true,
+    sniff: |s| s.json().is_some_and(|v| v.get("schema_version").is_some() && v.get("results").is_some()),
+    // Not an rt-tests "cmdline:" (the second key they write; an rtscope
+    // result has a `host.cmdline` of the kernel): a large JSON object is
+    // read as an rtscope result, whose reader says clearly if it is not one.
+    fallback: |s| !s.complete(),
+    parse: None,
+    per_column: false,
+    takes_period: false,
+    probe_per_row: false,
+});
+
+fn detect_in(s: &Sample<'_>) -> Option<Format> {
+    let candidates = || FORMATS.iter().copied().filter(|f| f.0.json == s.is_json());
+    candidates().find(|f| (f.0.sniff)(s)).or_else(|| if s.complete() { None } else { candidates().find(|f| (f.0.fallback)(s)) })
+}
+
+/// Recognise a file's format from its text; `None` if nothing fits.
+pub fn detect(text: &str) -> Option<Format> {
+    detect_in(&Sample::new(text, true))
+}
+
+/// [`detect`] from the opening bytes of a file (`complete`: they are the
+/// whole file). A JSON file cut short cannot be parsed to look at it, so
+/// its kind comes from its keys: the tool of `"cmdline:"` for rt-tests,
+/// else an rtscope result.
+pub fn detect_head(head: &str, complete: bool) -> Option<Format> {
+    detect_in(&Sample::new(head, complete))
+}
+
+/// Parse `text` as `format` into one [`Parsed`] per system.
+/// `file_name` is a hint for formats that do not name their tool.
+pub fn parse(format: Format, text: &str, file_name: &str) -> Result<Vec<Parsed>, ParseError> {
+    parse_reader(format, text.as_bytes(), file_name)
+}
+
+/// [`parse`] reading from `r` as it goes: memory stays bounded whatever the
+/// input's size (lines are read one at a time; histograms of more than
+/// [`super::Hist::RAW_LIMIT`] buckets are kept at 3 significant digits, JSON
+/// histograms are folded in while the file is read).
+pub fn parse_reader(format: Format, r: impl BufRead, file_name: &str) -> Result<Vec<Parsed>, ParseError> {
+    parse_reader_with(format, r, file_name, &ParseOptions::default())
+}
+
+/// [`parse_reader`] with the command line's [`ParseOptions`].
+pub fn parse_reader_with(format: Format, mut r: impl BufRead, file_name: &str, opts: &ParseOptions) -> Result<Vec<Parsed>, ParseError> {
+    let parse = format.0.parse.ok_or_else(|| ParseError::file("internal: parse() takes a concrete foreign format"))?;
+    let mut lines: Input<'_> = Lines::new(&mut r as &mut dyn BufRead);
+    parse(&mut lines, &Source { file_name, opts })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_format_has_a_distinct_name_and_is_found_by_it() {
+        for (i, f) in FORMATS.iter().enumerate() {
+            assert_eq!(Format::named(f.name()), Some(*f));
+            assert!(FORMATS[..i].iter().all(|g| g.name() != f.name()), "{} twice", f.name());
+            assert!(!f.about().is_empty());
+        }
+        assert_eq!(Format::named("auto"), None, "auto is the face's word for detection, not a format");
+    }
+
+    #[test]
+    fn a_json_object_is_never_taken_for_a_text_format() {
+        // Text opening like JSON, holding a line the RTAI sniffer would take.
+        let text = "{\"x\": 1}\nRTH|  ovl m";
+        assert_eq!(detect(text), None);
+        assert_eq!(detect_head(text, false), Some(RTSCOPE), "cut short: read as an rtscope result");
+    }
+}

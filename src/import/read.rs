@@ -1,0 +1,260 @@
+//! Reading an input: its opening bytes for format detection
+//! ([`read_head`]), its lines one at a time ([`Lines`]), and the field
+//! parsers every text format shares ([`uint`], [`decimal_us_to_ns`], ...).
+//! Every failure is a [`ParseError`] naming the line (1-based) and what was
+//! expected; nothing here panics on any input.
+
+use std::fmt;
+
+use super::format::format_list;
+
+
+/// The opening `limit` bytes of `r` after any leading byte-order mark and
+/// ASCII white space, and how many bytes were skipped: format detection
+/// looks at content, and megabytes of blank space before it must not hide it.
+/// The mark is kept in the returned bytes when it comes first (detection
+/// drops it). Also returns the line breaks skipped, for error positions.
+pub fn read_head(r: impl std::io::Read, limit: usize) -> std::io::Result<(Vec<u8>, u64, usize)> {
+    use std::io::{BufRead, Read};
+    let mut r = std::io::BufReader::with_capacity(64 << 10, r);
+    let (mut skipped, mut lines) = (0u64, 0usize);
+    let bom = "\u{feff}".as_bytes();
+    let mut head = Vec::new();
+    if r.fill_buf()?.starts_with(bom) {
+        r.consume(bom.len());
+        head.extend_from_slice(bom);
+    }
+    loop {
+        let buf = r.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        let n = buf.iter().take_while(|b| b.is_ascii_whitespace()).count();
+        let done = n < buf.len();
+        lines += buf[..n].iter().filter(|&&b| b == b'\n').count();
+        r.consume(n);
+        skipped += n as u64;
+        if done {
+            break;
+        }
+    }
+    r.take((limit - head.len()) as u64).read_to_end(&mut head)?;
+    Ok((head, skipped, lines))
+}
+
+/// What went wrong where: `line` is 1-based, 0 when the problem is the file
+/// as a whole (e.g. "no RTS| line: truncated?").
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParseError {
+    pub line: usize,
+    pub msg: String,
+}
+
+impl ParseError {
+    pub fn at(line: usize, msg: impl Into<String>) -> ParseError {
+        ParseError { line, msg: msg.into() }
+    }
+    pub fn file(msg: impl Into<String>) -> ParseError {
+        ParseError { line: 0, msg: msg.into() }
+    }
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line > 0 {
+            write!(f, "line {}: {}", self.line, self.msg)
+        } else {
+            f.write_str(&self.msg)
+        }
+    }
+}
+
+/// One line of an input (without its end of line), or why it could not be
+/// read.
+pub type Line = Result<String, ParseError>;
+
+/// The lines of a reader, one at a time: a leading byte-order mark is
+/// dropped, `\r\n` ends a line like `\n`, and invalid UTF-8 is an error
+/// naming the line.
+pub struct Lines<R> {
+    r: R,
+    n: usize,
+    buf: Vec<u8>,
+}
+
+impl<R: std::io::BufRead> Lines<R> {
+    pub fn new(r: R) -> Lines<R> {
+        Lines { r, n: 0, buf: Vec::new() }
+    }
+    /// The reader, for formats read by a parser of their own (JSON, CSV),
+    /// with the byte-order mark skipped if nothing was read yet.
+    pub fn reader(&mut self) -> &mut R {
+        if self.n == 0 {
+            if let Ok(head) = self.r.fill_buf() {
+                if head.starts_with("\u{feff}".as_bytes()) {
+                    self.r.consume(3);
+                }
+            }
+        }
+        &mut self.r
+    }
+}
+
+impl<R: std::io::BufRead> Iterator for Lines<R> {
+    type Item = Line;
+    fn next(&mut self) -> Option<Line> {
+        self.buf.clear();
+        match self.r.read_until(b'\n', &mut self.buf) {
+            Ok(0) => return None,
+            Ok(_) => {}
+            Err(e) => return Some(Err(ParseError::at(self.n + 1, format!("cannot read: {e}")))),
+        }
+        self.n += 1;
+        if self.buf.last() == Some(&b'\n') {
+            self.buf.pop();
+            if self.buf.last() == Some(&b'\r') {
+                self.buf.pop();
+            }
+        }
+        let start = if self.n == 1 && self.buf.starts_with("\u{feff}".as_bytes()) { 3 } else { 0 };
+        Some(match std::str::from_utf8(&self.buf[start..]) {
+            Ok(t) => Ok(t.to_string()),
+            Err(e) => Err(ParseError::at(
+                self.n,
+                format!("not UTF-8 text (invalid byte at column {}); expected the text output of one of: {}", e.valid_up_to() + 1, format_list()),
+            )),
+        })
+    }
+}
+
+/// Drop ANSI cursor-movement escapes (`ESC [ 4 A`), which the rt-tests tools
+/// print when refreshing their status lines in a terminal.
+pub fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                // Parameters, then one final byte in '@'..='~'.
+                for d in chars.by_ref() {
+                    if ('@'..='~').contains(&d) {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A non-negative integer field.
+pub fn uint(tok: &str, line: usize, what: &str) -> Result<u64, ParseError> {
+    let t = tok.trim();
+    if t.starts_with('-') && t.len() > 1 && t[1..].bytes().all(|b| b.is_ascii_digit()) {
+        return Err(ParseError::at(line, format!("{what}: {t:?} is negative; expected a count or latency ≥ 0")));
+    }
+    t.parse::<u64>().map_err(|_| {
+        if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+            ParseError::at(line, format!("{what}: {t} is too large (more than 64 bits)"))
+        } else {
+            ParseError::at(line, format!("{what}: expected a non-negative integer, found {t:?}"))
+        }
+    })
+}
+
+/// A signed integer field.
+pub fn int(tok: &str, line: usize, what: &str) -> Result<i64, ParseError> {
+    let t = tok.trim();
+    t.parse::<i64>().map_err(|_| ParseError::at(line, format!("{what}: expected an integer, found {t:?}")))
+}
+
+/// `v` µs in ns, refusing values that do not fit.
+pub fn us_to_ns(v: u64, line: usize, what: &str) -> Result<u64, ParseError> {
+    v.checked_mul(1000).filter(|&n| n <= i64::MAX as u64).ok_or_else(|| ParseError::at(line, format!("{what}: {v} µs is too large")))
+}
+
+/// A decimal number of µs ("-1.234", "12", "0.5") as signed ns, exactly for
+/// up to 3 decimals (more are rounded half up).
+pub fn decimal_us_to_ns(tok: &str, line: usize, what: &str) -> Result<i64, ParseError> {
+    let t = tok.trim();
+    let bad = || ParseError::at(line, format!("{what}: expected a number of µs like 12.345, found {t:?}"));
+    let (neg, body) = match t.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let (int_part, frac) = match body.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (body, ""),
+    };
+    if int_part.is_empty() && frac.is_empty() {
+        return Err(bad());
+    }
+    if !int_part.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let too_big = || ParseError::at(line, format!("{what}: {t} µs is too large"));
+    let i: i64 = if int_part.is_empty() { 0 } else { int_part.parse().map_err(|_| too_big())? };
+    let mut ns = i.checked_mul(1000).ok_or_else(too_big)?;
+    let digits: Vec<i64> = frac.bytes().map(|b| (b - b'0') as i64).collect();
+    let mut f = 0i64;
+    for k in 0..3 {
+        f = f * 10 + digits.get(k).copied().unwrap_or(0);
+    }
+    if digits.get(3).copied().unwrap_or(0) >= 5 {
+        f += 1;
+    }
+    ns = ns.checked_add(f).ok_or_else(too_big)?;
+    Ok(if neg { -ns } else { ns })
+}
+
+/// A decimal number (avg columns) as f64, rejecting NaN/inf.
+pub fn float(tok: &str, line: usize, what: &str) -> Result<f64, ParseError> {
+    let t = tok.trim();
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(ParseError::at(line, format!("{what}: expected a number, found {t:?}"))),
+    }
+}
+
+/// Clamp a signed ns latency to the unsigned schema, remembering the most
+/// negative value seen for the fidelity note.
+pub fn clamp_negative(v: i64, most_negative: &mut i64) -> u64 {
+    if v < 0 {
+        *most_negative = (*most_negative).min(v);
+        0
+    } else {
+        v as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_us_is_exact_to_the_ns() {
+        assert_eq!(decimal_us_to_ns("1.234", 1, "x").unwrap(), 1234);
+        assert_eq!(decimal_us_to_ns("-0.871", 1, "x").unwrap(), -871);
+        assert_eq!(decimal_us_to_ns("12", 1, "x").unwrap(), 12000);
+        assert_eq!(decimal_us_to_ns("0.5", 1, "x").unwrap(), 500);
+        assert_eq!(decimal_us_to_ns("0.0005", 1, "x").unwrap(), 1);
+        assert!(decimal_us_to_ns("1.2.3", 1, "x").is_err());
+        assert!(decimal_us_to_ns("", 1, "x").is_err());
+        assert!(decimal_us_to_ns("99999999999999999999", 1, "x").is_err());
+    }
+
+    #[test]
+    fn uint_explains_negative_and_huge() {
+        assert!(uint("-3", 7, "count").unwrap_err().msg.contains("negative"));
+        assert!(uint("99999999999999999999999", 7, "count").unwrap_err().msg.contains("too large"));
+        assert_eq!(uint(" 42 ", 7, "count").unwrap(), 42);
+    }
+
+    #[test]
+    fn ansi_escapes_are_removed() {
+        assert_eq!(strip_ansi("\u{1b}[4A#0: ID1"), "#0: ID1");
+    }
+}
