@@ -209,9 +209,9 @@ pub fn execute(
         }
     }
     // Dropped before `_dma` and on every return path: stops tracing, removes the instance.
-    // The trace session serves the probes `trace::is_traced` names; timerlat analyses
+    // The trace session serves the probes whose descriptor says `measure::Traced::TimerMethod`/`Handoff`; timerlat analyses
     // its late samples from its own tracer's events.
-    let traced = plan.probes.iter().any(|p| crate::trace::is_traced(p));
+    let traced = plan.probes.iter().any(|p| crate::measure::is(p, crate::measure::ProbeInfo::traced_by_session));
     let trace = plan.trace.as_ref().filter(|_| traced).and_then(|tp| start_tracing(tp, plan, &mut steps));
 
     let calibration = Calibration::new(Nanos(clock_med), Nanos(clock_min), "CLOCK_MONOTONIC (vDSO clock_gettime)");
@@ -285,7 +285,7 @@ pub fn execute(
                     let probe = probe_by_name(name).expect("plan holds only known probes");
                     let warm = plan.probe_run(entry, true);
                     // An explicit warm-up runs for every probe; the implicit one only where it helps.
-                    let warm = if probe.warms_up() { warm.warm_up_of_at_least(WARM_UP_MIN_NS) } else { warm };
+                    let warm = if probe.info().warms_up { warm.warm_up_of_at_least(WARM_UP_MIN_NS) } else { warm };
                     if std::time::Instant::now() + Duration::from_nanos(warm.duration_ns + entry.duration_ns) > deadline {
                         capped = true;
                         stop.store(true, Ordering::Relaxed);

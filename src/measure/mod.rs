@@ -9,7 +9,8 @@
 //! the signal handler) is raised. The probe returns one [`ThreadOutcome`] per
 //! measuring thread; the runner merges them into the result model.
 //!
-//! Registry: [`PROBES`] lists every probe by name; [`probe_by_name`] builds one.
+//! Registry: each probe describes itself once in a [`ProbeInfo`]; [`REGISTRY`]
+//! lists them and [`info`] answers for a name (see [`registry`]).
 
 pub mod chain;
 pub mod dl;
@@ -25,6 +26,7 @@ pub mod pi;
 pub mod pipe;
 pub mod preempt;
 pub mod recorder;
+pub mod registry;
 pub mod run;
 pub mod select;
 pub mod sem;
@@ -42,6 +44,7 @@ use std::sync::{Arc, Barrier, Mutex};
 use crate::model::SetupStep;
 use crate::sys::sched::{self, Policy};
 use recorder::{Live, Recorder};
+pub use registry::{info, infos, is, names, probe_by_name, Busy, ProbeInfo, Traced, REGISTRY};
 pub use run::{selects, split_spec, ProbeRun, ProbeSettings, DEFAULT_MSG_SIZE};
 
 /// Stack of a measuring thread. mlockall(MCL_FUTURE) makes the whole stack
@@ -49,70 +52,20 @@ pub use run::{selects, split_spec, ProbeRun, ProbeSettings, DEFAULT_MSG_SIZE};
 /// prefaulted before the start barrier.
 pub const MEASURING_STACK: usize = 256 * 1024;
 
-/// Names accepted by `--probe`, in the order `rtscope run` would list them.
-pub const PROBES: &[(&str, &str)] = &[
-    ("timer", "timer wake-up latency (cyclictest's method, overruns counted)"),
-    ("periodic", "periodic tasks at each --periods: wake-up latency and signed period error"),
-    ("sem", "hand-off release -> blocked waiter runs: posix, sysv, mutex, condvar, futex; same/cross CPU"),
-    ("pipe", "pipe (RT-FIFO) oneway write -> read, and task1 -> A -> task2 -> B -> task1 roundtrip"),
-    ("mq", "POSIX message queue (mailbox) oneway and roundtrip"),
-    ("signal", "pthread_kill / pthread_sigqueue -> sigwaitinfo returns; chain: a signal passed along --chain threads (signaltest), full round and per hop"),
-    ("switch", "task switch time: two equal-priority threads on one CPU (futex ping-pong, sched_yield)"),
-    ("preempt", "preemption time: a running low-priority thread wakes a higher-priority one on its CPU"),
-    ("noise", "OS noise: gaps above --noise-threshold in a busy loop reading the clock (as oslat)"),
-    ("maxrate", "max sustainable timer rate: overruns and missed-period ratio at each --periods"),
-    ("migrate", "RT priority order across CPUs (rt-migrate-test): CPUs+1 SCHED_FIFO threads released together; wake-up latency and violations"),
-    ("pi", "priority inversion: high's blocking time on a mutex low holds while medium bursts (none, inherit, protect, deadlock-break)"),
-    ("throughput", "Thread-Metric's eight tests: operations completed per --tm-interval (basic ... memory)"),
-    ("timerlat", "kernel timerlat tracer: timer IRQ latency and its kernel thread's latency, per CPU (CONFIG_TIMERLAT_TRACER)"),
-    ("osnoise", "kernel osnoise tracer: noise per period, max single noise, interference by class (CONFIG_OSNOISE_TRACER)"),
-    ("hwlat", "kernel hwlat detector: hardware/firmware stalls (SMIs); opt-in: spins with IRQs off half of each window (CONFIG_HWLAT_TRACER)"),
-];
-
-/// Build the probe called `name`.
-pub fn probe_by_name(name: &str) -> Option<Box<dyn Probe>> {
-    match name {
-        "timer" => Some(Box::new(timer::TimerProbe)),
-        "periodic" => Some(Box::new(periodic::PeriodicProbe)),
-        "sem" => Some(Box::new(sem::SemProbe)),
-        "pipe" => Some(Box::new(pipe::PipeProbe)),
-        "mq" => Some(Box::new(mq::MqProbe)),
-        "signal" => Some(Box::new(signal::SignalProbe)),
-        "switch" => Some(Box::new(switch::SwitchProbe)),
-        "preempt" => Some(Box::new(preempt::PreemptProbe)),
-        "noise" => Some(Box::new(noise::NoiseProbe)),
-        "maxrate" => Some(Box::new(maxrate::MaxrateProbe)),
-        "migrate" => Some(Box::new(migrate::MigrateProbe)),
-        "pi" => Some(Box::new(pi::PiProbe)),
-        "throughput" => Some(Box::new(throughput::ThroughputProbe)),
-        "timerlat" => Some(Box::new(timerlat::TimerlatProbe)),
-        "osnoise" => Some(Box::new(osnoise::OsnoiseProbe)),
-        "hwlat" => Some(Box::new(hwlat::HwlatProbe)),
-        _ => None,
-    }
-}
-
 /// One measurement method.
 pub trait Probe: Send + Sync {
-    fn name(&self) -> &'static str;
-    /// Variants `--probe NAME:VARIANT` may select (empty: none selectable,
-    /// e.g. variants made from `--periods`). A selector matches a variant it
-    /// equals or a leading part of it: `mutex` selects `mutex/same-cpu` and
-    /// `mutex/cross-cpu`.
+    /// The probe's facts, said once in its own file ([`registry`]).
+    fn info(&self) -> &'static ProbeInfo;
+    fn name(&self) -> &'static str {
+        self.info().name
+    }
+    /// See [`ProbeInfo::variants`].
     fn variants(&self) -> &'static [&'static str] {
-        &[]
+        self.info().variants
     }
     /// Run every variant of this probe for the plan's duration (each) and
     /// return one outcome per measuring thread and variant.
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>>;
-    /// Whether the runner's implicit warm-up pass (at least 50 ms, samples
-    /// discarded) helps: it brings the pages the measuring loop touches into
-    /// memory. The kernel tracer probes say no: their measurement runs in the
-    /// kernel, whose tracer, threads and buffers are made anew for each run,
-    /// so a warm-up would only set the tracer up and tear it down once more.
-    fn warms_up(&self) -> bool {
-        true
-    }
 }
 
 /// What a probe gets from the runner.

@@ -24,6 +24,7 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::pair::{one_way, Events, Handoff, Placement};
+use super::registry::ProbeInfo;
 use super::{select, Probe, ProbeCtx, ThreadOutcome};
 use crate::sys::futex::Event;
 use crate::sys::time::now_ns;
@@ -43,12 +44,19 @@ const VARIANTS: &[&str] = &[
     "futex/cross-cpu",
 ];
 
+/// This probe's facts (see [`super::registry`]).
+pub static INFO: ProbeInfo = ProbeInfo {
+    name: "sem",
+    about: "hand-off release -> blocked waiter runs: posix, sysv, mutex, condvar, futex; same/cross CPU",
+    variants: VARIANTS,
+    traced: super::registry::Traced::Handoff,
+    flags: &["--iterations", "--back-to-back", "--sender-priority"],
+    ..ProbeInfo::PLAIN
+};
+
 impl Probe for SemProbe {
-    fn name(&self) -> &'static str {
-        "sem"
-    }
-    fn variants(&self) -> &'static [&'static str] {
-        VARIANTS
+    fn info(&self) -> &'static ProbeInfo {
+        &INFO
     }
 
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {

@@ -35,6 +35,7 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
+use super::registry::ProbeInfo;
 use super::{select, spawn_measuring, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
 use crate::model::{Nanos, Throughput};
 use crate::sys::futex::Event;
@@ -56,13 +57,22 @@ const FIVE: usize = 5;
 /// The reporter checks the stop flag at least this often.
 const STOP_CHECK_NS: u64 = 100_000_000;
 
+/// This probe's facts (see [`super::registry`]).
+pub static INFO: ProbeInfo = ProbeInfo {
+    name: "throughput",
+    about: "Thread-Metric's eight tests: operations completed per --tm-interval (basic ... memory)",
+    variants: VARIANTS,
+    counts_operations: true,
+    priority_levels: 6,
+    flags: &["--tm-interval"],
+    ..ProbeInfo::PLAIN
+};
+
 impl Probe for ThroughputProbe {
-    fn name(&self) -> &'static str {
-        "throughput"
+    fn info(&self) -> &'static ProbeInfo {
+        &INFO
     }
-    fn variants(&self) -> &'static [&'static str] {
-        VARIANTS
-    }
+
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
         let variants = select::chosen(ctx, "throughput", VARIANTS);
         let share = select::share(ctx, variants.len());
