@@ -258,7 +258,7 @@ pub fn check(runs: &[(String, Run)], gate: &Gate) -> CheckReport {
             }
         }
         for (metric, kind, bound) in specs {
-            if metric == Metric::Violations && k.probe != "migrate" {
+            if metric == Metric::Violations && !crate::measure::is(&k.probe, |i| i.counts_violations) {
                 continue;
             }
             // The limit: the bound, or X × the baseline's median value.

@@ -80,6 +80,7 @@ pub fn worst_violation(starts: &[u64], max_err: u64) -> Option<(usize, usize, u6
 /// This probe's facts (see [`super::registry`]).
 pub static INFO: ProbeInfo = ProbeInfo {
     name: "migrate",
+    counts_violations: true,
     about: "RT priority order across CPUs (rt-migrate-test): CPUs+1 SCHED_FIFO threads released together; wake-up latency and violations",
     flags: &["--migrate-run", "--migrate-sleep", "--migrate-max-err"],
     ..ProbeInfo::PLAIN

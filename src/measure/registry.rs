@@ -80,6 +80,9 @@ pub struct ProbeInfo {
     /// Real-time priorities it uses, from -p down (-p needs at least this
     /// many levels); 0: just -p, nothing to check.
     pub priority_levels: u8,
+    /// It counts priority-order violations (the `violations` metric of
+    /// `rtscope check` applies to it).
+    pub counts_violations: bool,
     /// It searches the highest sustainable rate: overruns are its result
     /// (shown in its own table), not a defect of the run.
     pub rate_search: bool,
@@ -102,6 +105,7 @@ impl ProbeInfo {
         kernel_tracer: None,
         runs_under_deadline: false,
         priority_levels: 0,
+        counts_violations: false,
         rate_search: false,
         flags: &[],
     };
