@@ -96,11 +96,7 @@ pub(crate) fn global_setup(plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option
                 Some(g)
             }
             Err(e) => {
-                steps.push(SetupStep {
-                    step: "cpu_dma_latency".into(),
-                    outcome: crate::model::Outcome::Failed,
-                    detail: format!("{}: {e}", crate::sys::dma_latency::PATH),
-                });
+                steps.push(SetupStep::failed("cpu_dma_latency", format!("{}: {e}", crate::sys::dma_latency::PATH)));
                 None
             }
         }
@@ -111,20 +107,15 @@ pub(crate) fn global_setup(plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option
     let measured = plan.measured_cpus();
     let spare: Vec<usize> = sched::online_cpus().into_iter().filter(|c| !measured.contains(c)).collect();
     if spare.is_empty() {
-        steps.push(SetupStep {
-            step: "main thread placement".into(),
-            outcome: crate::model::Outcome::Skipped,
-            detail: "no CPU outside the measured set; the reporting thread shares them (it sleeps while probes run)".into(),
-        });
+        steps.push(SetupStep::skipped(
+            "main thread placement",
+            "no CPU outside the measured set; the reporting thread shares them (it sleeps while probes run)",
+        ));
     } else {
         let r = sched::set_current_affinity(&spare);
-        steps.push(SetupStep {
-            step: "main thread placement".into(),
-            outcome: if r.is_ok() { crate::model::Outcome::Ok } else { crate::model::Outcome::Failed },
-            detail: match r {
-                Ok(()) => format!("cpus {}", cpu_list_str(&spare)),
-                Err(e) => e.to_string(),
-            },
+        steps.push(match r {
+            Ok(()) => SetupStep::ok("main thread placement", format!("cpus {}", cpu_list_str(&spare))),
+            Err(e) => SetupStep::failed("main thread placement", e.to_string()),
         });
     }
     guard
@@ -435,10 +426,9 @@ fn write_fallback(path: &std::path::Path, run: &Run) -> anyhow::Result<std::path
 fn start_tracing(tp: &TracePlan, plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option<TraceSession> {
     match TraceSession::start(tp, &plan.measured_cpus(), plan.threads) {
         Ok(t) => {
-            steps.push(SetupStep {
-                step: "tracing".into(),
-                outcome: crate::model::Outcome::Ok,
-                detail: format!(
+            steps.push(SetupStep::ok(
+                "tracing",
+                format!(
                     "instance {}{}, {} events, trace_clock mono, {} KB per CPU on cpus {}",
                     t.instance_dir().display(),
                     if t.mounted_tracefs { " (tracefs mounted by rtscope)" } else { "" },
@@ -446,7 +436,7 @@ fn start_tracing(tp: &TracePlan, plan: &RunPlan, steps: &mut Vec<SetupStep>) -> 
                     tp.buffer_kb,
                     cpu_list_str(&plan.measured_cpus())
                 ),
-            });
+            ));
             Some(t)
         }
         Err(e) => {

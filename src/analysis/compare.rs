@@ -205,19 +205,7 @@ impl Comparison {
 /// with one thread per entry and no merged entry (imported files) uses the
 /// thread entry.
 pub fn merged_entries(run: &Run) -> Vec<&ProbeResult> {
-    let mut keys: Vec<EntryKey> = Vec::new();
-    for r in &run.results {
-        let k = EntryKey::of(r);
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
-    keys.iter()
-        .filter_map(|k| {
-            let all: Vec<&ProbeResult> = run.results.iter().filter(|r| &EntryKey::of(r) == k).collect();
-            all.iter().find(|r| r.thread.is_none()).copied().or(if all.len() == 1 { Some(all[0]) } else { None })
-        })
-        .collect()
+    crate::model::merged_or_sole(&run.results, |r| r)
 }
 
 /// Percentile `q` of an entry; `None` when its distribution is unknown (a

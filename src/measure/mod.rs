@@ -281,7 +281,7 @@ pub fn setup_current_thread(spec: &ThreadSpec) -> Vec<SetupStep> {
             &format!("cpus {} (SCHED_DEADLINE: not pinned, the reservation spans the root domain)", crate::units::cpu_list_str(&online)),
         ));
         if let Err(e) = dl::install_overrun_handler() {
-            steps.push(SetupStep { step: format!("sigxcpu[thread {i}]"), outcome: crate::model::Outcome::Failed, detail: e });
+            steps.push(SetupStep::failed(format!("sigxcpu[thread {i}]"), e));
         }
         let detail = format!(
             "runtime {} deadline {} period {}",
@@ -291,11 +291,10 @@ pub fn setup_current_thread(spec: &ThreadSpec) -> Vec<SetupStep> {
         );
         match sched::set_current_deadline(dl, true) {
             Ok(()) => steps.push(SetupStep::ok(format!("sched_deadline[thread {i}]"), detail)),
-            Err(e) => steps.push(SetupStep {
-                step: format!("sched_deadline[thread {i}]"),
-                outcome: crate::model::Outcome::Failed,
-                detail: format!("{detail}: {}; running as SCHED_OTHER with the timer method", dl::why(e)),
-            }),
+            Err(e) => steps.push(SetupStep::failed(
+                format!("sched_deadline[thread {i}]"),
+                format!("{detail}: {}; running as SCHED_OTHER with the timer method", dl::why(e)),
+            )),
         }
         crate::sys::mman::prefault_stack(MEASURING_STACK / 2);
         return steps;
@@ -303,18 +302,14 @@ pub fn setup_current_thread(spec: &ThreadSpec) -> Vec<SetupStep> {
     let r = sched::set_current_policy(spec.policy, spec.priority);
     let name = format!("sched_{}[thread {i}]", spec.policy.name());
     match r {
-        Ok(()) => steps.push(SetupStep {
-            step: name,
-            outcome: crate::model::Outcome::Ok,
-            detail: format!("priority {}", if spec.policy == Policy::Other { 0 } else { spec.priority }),
-        }),
+        Ok(()) => steps.push(SetupStep::ok(name, format!("priority {}", if spec.policy == Policy::Other { 0 } else { spec.priority }))),
         Err(e) => {
             let why = if e == nix::errno::Errno::EPERM {
                 "not permitted: run as root or grant CAP_SYS_NICE (setcap cap_sys_nice+ep rtscope), or raise RLIMIT_RTPRIO".to_string()
             } else {
                 e.to_string()
             };
-            steps.push(SetupStep { step: name, outcome: crate::model::Outcome::Failed, detail: format!("{why}; running as SCHED_OTHER") });
+            steps.push(SetupStep::failed(name, format!("{why}; running as SCHED_OTHER")));
         }
     }
     crate::sys::mman::prefault_stack(MEASURING_STACK / 2);
@@ -324,7 +319,7 @@ pub fn setup_current_thread(spec: &ThreadSpec) -> Vec<SetupStep> {
 fn step(name: String, r: nix::Result<()>, ok_detail: &str) -> SetupStep {
     match r {
         Ok(()) => SetupStep::ok(name, ok_detail.to_string()),
-        Err(e) => SetupStep { step: name, outcome: crate::model::Outcome::Failed, detail: format!("{ok_detail}: {e}") },
+        Err(e) => SetupStep::failed(name, format!("{ok_detail}: {e}")),
     }
 }
 

@@ -502,7 +502,7 @@ pub fn plots(a: &Analysis) -> Vec<Plot> {
                 run: Some(ri),
                 svg: exceedance_chart(&format!("{}: P(latency > x)", k.label()), &xs, merged.is_some(), dl),
             });
-            if let Some(m) = merged.or(if group.len() == 1 { Some(group[0]) } else { None }) {
+            if let Some(m) = crate::model::merged_of_group(&group, |e| e.result) {
                 if let Some(s) = pwcet_chart(&format!("{}: statistical worst case", k.label()), m) {
                     out.push(Plot {
                         id: format!("{base}-pwcet"),
