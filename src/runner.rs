@@ -139,12 +139,7 @@ pub(crate) fn remove_leftovers(load_dir: &std::path::Path, steps: &mut Vec<Setup
 
 pub fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec<ProbeResult> {
     let mut out = Vec::new();
-    let mut variants: Vec<Option<String>> = Vec::new();
-    for o in outcomes {
-        if !variants.contains(&o.variant) {
-            variants.push(o.variant.clone());
-        }
-    }
+    let variants: Vec<Option<String>> = crate::units::first_seen(outcomes.iter().map(|o| o.variant.clone()));
     for v in variants {
         let group: Vec<&ThreadOutcome> = outcomes.iter().filter(|o| o.variant == v).collect();
         let first = group[0];

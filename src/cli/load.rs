@@ -236,14 +236,7 @@ fn from_scenario(args: &RunArgs, explicit: &BTreeSet<String>, started: &str, s: 
             a.json = Some(o.clone());
         }
     }
-    let mut probes: Vec<String> = Vec::new();
-    for p in &f.probes {
-        let n = p.name.get_ref().trim().to_string();
-        if !probes.contains(&n) {
-            probes.push(n);
-        }
-    }
-    a.probes = probes;
+    a.probes = crate::units::first_seen(f.probes.iter().map(|p| p.name.get_ref().trim().to_string()));
     let from_file = unset("json") && unset("out") && f.output.is_some();
     let (mut plan, output) = plan::build(&a, started).map_err(|e| {
         let msg = match e.0.strip_prefix("--json:") {
