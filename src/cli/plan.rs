@@ -55,7 +55,12 @@ pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInpu
     if args.trace_threshold.is_some() && !probes.iter().any(analyses_late) {
         return Err(BadInput(format!(
             "--trace-threshold: late samples are analysed for the probes timerlat, {}, and --probe {} has none of them; add one (--probe timer,...) or drop --trace-threshold",
-            crate::measure::infos().filter(|i| i.traced_by_session()).map(|i| i.name).collect::<Vec<_>>().join(", "),
+            // The timer-method probes, then the hand-off ones (registry order in each).
+            [Traced::TimerMethod, Traced::Handoff]
+                .iter()
+                .flat_map(|t| crate::measure::infos().filter(move |i| i.traced == *t).map(|i| i.name))
+                .collect::<Vec<_>>()
+                .join(", "),
             probes.join(",")
         )));
     }
