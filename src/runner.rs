@@ -96,11 +96,7 @@ pub(crate) fn global_setup(plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option
                 Some(g)
             }
             Err(e) => {
-                steps.push(SetupStep {
-                    step: "cpu_dma_latency".into(),
-                    outcome: crate::model::Outcome::Failed,
-                    detail: format!("{}: {e}", crate::sys::dma_latency::PATH),
-                });
+                steps.push(SetupStep::failed("cpu_dma_latency", format!("{}: {e}", crate::sys::dma_latency::PATH)));
                 None
             }
         }
@@ -111,20 +107,15 @@ pub(crate) fn global_setup(plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option
     let measured = plan.measured_cpus();
     let spare: Vec<usize> = sched::online_cpus().into_iter().filter(|c| !measured.contains(c)).collect();
     if spare.is_empty() {
-        steps.push(SetupStep {
-            step: "main thread placement".into(),
-            outcome: crate::model::Outcome::Skipped,
-            detail: "no CPU outside the measured set; the reporting thread shares them (it sleeps while probes run)".into(),
-        });
+        steps.push(SetupStep::skipped(
+            "main thread placement",
+            "no CPU outside the measured set; the reporting thread shares them (it sleeps while probes run)",
+        ));
     } else {
         let r = sched::set_current_affinity(&spare);
-        steps.push(SetupStep {
-            step: "main thread placement".into(),
-            outcome: if r.is_ok() { crate::model::Outcome::Ok } else { crate::model::Outcome::Failed },
-            detail: match r {
-                Ok(()) => format!("cpus {}", cpu_list_str(&spare)),
-                Err(e) => e.to_string(),
-            },
+        steps.push(match r {
+            Ok(()) => SetupStep::ok("main thread placement", format!("cpus {}", cpu_list_str(&spare))),
+            Err(e) => SetupStep::failed("main thread placement", e.to_string()),
         });
     }
     guard
@@ -148,12 +139,7 @@ pub(crate) fn remove_leftovers(load_dir: &std::path::Path, steps: &mut Vec<Setup
 
 pub fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec<ProbeResult> {
     let mut out = Vec::new();
-    let mut variants: Vec<Option<String>> = Vec::new();
-    for o in outcomes {
-        if !variants.contains(&o.variant) {
-            variants.push(o.variant.clone());
-        }
-    }
+    let variants: Vec<Option<String>> = crate::units::first_seen(outcomes.iter().map(|o| o.variant.clone()));
     for v in variants {
         let group: Vec<&ThreadOutcome> = outcomes.iter().filter(|o| o.variant == v).collect();
         let first = group[0];
@@ -209,9 +195,9 @@ pub fn execute(
         }
     }
     // Dropped before `_dma` and on every return path: stops tracing, removes the instance.
-    // The trace session serves the probes `trace::is_traced` names; timerlat analyses
+    // The trace session serves the probes whose descriptor says `measure::Traced::TimerMethod`/`Handoff`; timerlat analyses
     // its late samples from its own tracer's events.
-    let traced = plan.probes.iter().any(|p| crate::trace::is_traced(p));
+    let traced = plan.probes.iter().any(|p| crate::measure::is(p, crate::measure::ProbeInfo::traced_by_session));
     let trace = plan.trace.as_ref().filter(|_| traced).and_then(|tp| start_tracing(tp, plan, &mut steps));
 
     let calibration = Calibration::new(Nanos(clock_med), Nanos(clock_min), "CLOCK_MONOTONIC (vDSO clock_gettime)");
@@ -285,7 +271,7 @@ pub fn execute(
                     let probe = probe_by_name(name).expect("plan holds only known probes");
                     let warm = plan.probe_run(entry, true);
                     // An explicit warm-up runs for every probe; the implicit one only where it helps.
-                    let warm = if probe.warms_up() { warm.warm_up_of_at_least(WARM_UP_MIN_NS) } else { warm };
+                    let warm = if probe.info().warms_up { warm.warm_up_of_at_least(WARM_UP_MIN_NS) } else { warm };
                     if std::time::Instant::now() + Duration::from_nanos(warm.duration_ns + entry.duration_ns) > deadline {
                         capped = true;
                         stop.store(true, Ordering::Relaxed);
@@ -435,10 +421,9 @@ fn write_fallback(path: &std::path::Path, run: &Run) -> anyhow::Result<std::path
 fn start_tracing(tp: &TracePlan, plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option<TraceSession> {
     match TraceSession::start(tp, &plan.measured_cpus(), plan.threads) {
         Ok(t) => {
-            steps.push(SetupStep {
-                step: "tracing".into(),
-                outcome: crate::model::Outcome::Ok,
-                detail: format!(
+            steps.push(SetupStep::ok(
+                "tracing",
+                format!(
                     "instance {}{}, {} events, trace_clock mono, {} KB per CPU on cpus {}",
                     t.instance_dir().display(),
                     if t.mounted_tracefs { " (tracefs mounted by rtscope)" } else { "" },
@@ -446,7 +431,7 @@ fn start_tracing(tp: &TracePlan, plan: &RunPlan, steps: &mut Vec<SetupStep>) -> 
                     tp.buffer_kb,
                     cpu_list_str(&plan.measured_cpus())
                 ),
-            });
+            ));
             Some(t)
         }
         Err(e) => {

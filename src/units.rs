@@ -109,6 +109,18 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
     Ok(out)
 }
 
+/// The distinct items of `items`, each once, in the order they first come
+/// (a set that keeps the input's order; for short lists, so `Vec::contains`).
+pub fn first_seen<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for x in items {
+        if !out.contains(&x) {
+            out.push(x);
+        }
+    }
+    out
+}
+
 /// `[0, 1, 2, 5]` → `0-2,5`.
 pub fn cpu_list_str(cpus: &[usize]) -> String {
     let mut parts = Vec::new();
@@ -278,6 +290,13 @@ mod tests {
         for bad in ["0", "-5", "abc", "0.0001ns"] {
             assert!(parse_interval(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn first_seen_keeps_the_first_of_each_in_order() {
+        assert_eq!(first_seen([3, 1, 3, 2, 1]), vec![3, 1, 2]);
+        assert_eq!(first_seen(["b", "a", "b"]), vec!["b", "a"]);
+        assert!(first_seen(Vec::<u8>::new()).is_empty());
     }
 
     #[test]

@@ -7,7 +7,10 @@
 //! - clap (derives, parsers, value enums) is used only in src/cli and
 //!   src/commands: the layers below take domain values the face maps to;
 //! - `Run`, `Plan` and `ProbeResult` are built by struct literal only in
-//!   src/model (everything else calls their constructors).
+//!   src/model (everything else calls their constructors);
+//! - every probe is registered once, by its descriptor (`measure::ProbeInfo`),
+//!   and a quoted probe name is matched only in its own file (bar a short
+//!   documented list), and every probe flag has a probe that reads it.
 //!
 //! A new top-level module must be given its layer in [`LAYERS`] (and a
 //! sentence in docs/architecture.md): the test names a module it does not know.
@@ -356,4 +359,190 @@ fn the_checks_catch_what_they_look_for() {
     assert!(!uses_clap("let s = \"clap\"; fn clapper() {} mod not_clap {} use x::clap_like;"));
     assert_eq!(layer_of("units"), Some(0));
     assert!(layer_of("commands") > layer_of("cli"));
+}
+
+// ---- The probe registry (docs/architecture.md, "The probe registry") ----
+
+/// Where a quoted probe name may still be matched outside its own file and
+/// the registry, and why. Keep it short: a new entry needs a reason the
+/// descriptor cannot give.
+const PROBE_NAME_ALLOWED: &[(&str, &str, &str)] = &[
+    ("measure/osnoise.rs", "noise", "osnoise's own variant `noise` (not the probe)"),
+    ("serve/query.rs", "preempt", "the history filter on the kernel's preemption model (not the probe)"),
+    ("import/", "*", "importers name the probe another tool's figures stand for (a mapping of foreign names)"),
+    ("plan/probes.rs", "mq", "mq's message size is bounded by this system's mqueue limit, read at plan time"),
+    ("plan/probes.rs", "migrate", "migrate's priority and period rules, checked against the plan (measure cannot see it)"),
+    ("report/noise.rs", "noise", "the noise probe's own gap table"),
+    ("report/presets.rs", "timer", "seed 001's bin table is the timer's by the seed's definition"),
+];
+
+fn allowed(file: &str, name: &str) -> bool {
+    PROBE_NAME_ALLOWED.iter().any(|(f, n, _)| (file == *f || (f.ends_with('/') && file.starts_with(f))) && (*n == "*" || *n == name))
+}
+
+/// Lines of `code` that match the quoted `name` (a comparison, a `match`
+/// arm or pattern, `wants("name"`, `contains(&"name")`, or a `const`/`static`
+/// list holding it); producing a name (`probe: "timer".into()`) is not matching.
+fn matches_name(code: &str, name: &str) -> Vec<(usize, String)> {
+    let q = format!("\"{name}\"");
+    let mut out = Vec::new();
+    for (n, line) in code.lines().enumerate() {
+        let Some(i) = line.find(&q) else { continue };
+        let before = line[..i].trim_end();
+        let after = line[i + q.len()..].trim_start();
+        let compare = before.ends_with("==") || before.ends_with("!=") || after.starts_with("==") || after.starts_with("!=");
+        let arm = after.starts_with("=>") || (after.starts_with('|') && !after.starts_with("||")) || (before.ends_with('|') && !before.ends_with("||"));
+        let call = before.ends_with("wants(") || before.ends_with("contains(&") || before.ends_with("contains(");
+        let list = line.contains("&[") && (line.contains("const ") || line.contains("static "));
+        if compare || arm || call || list {
+            out.push((n + 1, line.trim().to_string()));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_probe_is_registered_once_by_its_descriptor() {
+    let names = rtscope::measure::names();
+    let unique: BTreeSet<&str> = names.iter().copied().collect();
+    assert_eq!(unique.len(), names.len(), "a probe is registered twice: {names:?}");
+    // Every file of src/measure that implements `Probe` is in the registry,
+    // under its file's name, and says its facts in its own `INFO`.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/measure");
+    let mut implementors = BTreeSet::new();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let text = std::fs::read_to_string(&p).unwrap();
+        if text.contains("impl Probe for ") {
+            let stem = p.file_stem().unwrap().to_string_lossy().to_string();
+            assert!(text.contains(&format!("name: \"{stem}\",")) && text.contains("&INFO"), "src/measure/{stem}.rs: its INFO must name it '{stem}' and `fn info` return &INFO");
+            implementors.insert(stem);
+        }
+    }
+    let registered: BTreeSet<String> = names.iter().map(|n| n.to_string()).collect();
+    assert_eq!(implementors, registered, "files implementing Probe vs measure::REGISTRY");
+    for info in rtscope::measure::infos() {
+        let p = rtscope::measure::probe_by_name(info.name).unwrap();
+        assert!(std::ptr::eq(p.info(), info), "{}: the registry answers with another descriptor", info.name);
+        assert!(!info.about.is_empty(), "{}: no `about` line", info.name);
+        let vs: BTreeSet<&str> = info.variants.iter().copied().collect();
+        assert_eq!(vs.len(), info.variants.len(), "{}: a variant listed twice", info.name);
+        assert!(!info.multi_period() || info.variants.is_empty(), "{}: variants are its periods, none selectable", info.name);
+    }
+    assert!(rtscope::measure::info("cyclictest").is_none());
+    // The binary lists them, each once, in the registry's order.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rtscope")).arg("probes").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let listed: Vec<&str> = text.lines().filter(|l| !l.starts_with(' ')).filter_map(|l| l.split_whitespace().next()).collect();
+    assert_eq!(listed, names, "`rtscope probes` lists:\n{text}");
+}
+
+#[test]
+fn the_descriptor_is_the_only_place_a_probe_name_is_matched() {
+    let s = sources();
+    let mut found = Vec::new();
+    for name in rtscope::measure::names() {
+        for (_, f, code) in &s.files {
+            let file = f.display().to_string();
+            if file == format!("measure/{name}.rs") || file == "measure/registry.rs" || allowed(&file, name) {
+                continue;
+            }
+            for (n, line) in matches_name(code, name) {
+                found.push(format!("src/{file}:{n}: [{name}] {line}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a probe name matched outside its own file: ask measure::info(name) for the fact instead (or add a reason to PROBE_NAME_ALLOWED):\n{}",
+        found.join("\n")
+    );
+    // Every allowance is still needed (a stale one would hide a new match).
+    for (f, n, why) in PROBE_NAME_ALLOWED.iter().filter(|(_, n, _)| *n != "*") {
+        let code = &s.files.iter().find(|(_, p, _)| p.display().to_string() == *f).unwrap_or_else(|| panic!("{f} is gone; drop its allowance")).2;
+        assert!(!matches_name(code, n).is_empty(), "src/{f} no longer matches \"{n}\" ({why}); drop the allowance");
+    }
+}
+
+/// The `ProbeSettings` field a probe-specific flag fills.
+fn field_of(flag: &str) -> String {
+    let f = flag.trim_start_matches("--").replace('-', "_");
+    match f.as_str() {
+        "noise_threshold" | "pi_burst" | "tm_interval" | "migrate_run" | "migrate_sleep" | "migrate_max_err" => format!("{f}_ns"),
+        _ => f,
+    }
+}
+
+#[test]
+fn every_probe_flag_has_a_reader_and_every_read_flag_is_checked() {
+    // The flags `rtscope run` has, from the binary.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rtscope")).args(["run", "--help"]).output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    let infos: Vec<_> = rtscope::measure::infos().collect();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/measure");
+    let mut probe_flags = BTreeSet::new();
+    for info in &infos {
+        let own = code_of(&std::fs::read_to_string(dir.join(format!("{}.rs", info.name))).unwrap());
+        for flag in info.flags {
+            assert!(help.contains(&format!("{flag} ")) || help.contains(&format!("{flag}\n")), "{}: flag {flag} is not a flag of `rtscope run`", info.name);
+            probe_flags.insert(*flag);
+        }
+        // A settings field the probe's own file reads is a flag it lists.
+        for flag in PROBE_FLAGS {
+            let field = field_of(flag);
+            let read = [".probe.", "settings."].iter().any(|p| own.contains(&format!("{p}{field}")))
+                || (*flag == "--periods" && own.contains(".probe.periods_or("))
+                || (*flag == "--iterations" && own.contains("select::max_events("));
+            assert!(!read || info.flags.contains(flag), "{}: reads {flag} (`{field}`) but its INFO.flags does not list it", info.name);
+        }
+    }
+    // Every probe-specific flag is read by some probe.
+    for flag in PROBE_FLAGS {
+        assert!(probe_flags.contains(flag), "{flag}: no probe lists it in its INFO.flags");
+    }
+    assert_eq!(field_of("--pi-burst"), "pi_burst_ns");
+    assert_eq!(field_of("--msg-size"), "msg_size");
+}
+
+/// The probe-specific flags of `rtscope run` (src/cli/probe_opts.rs, bar the
+/// SCHED_DEADLINE reservation, which is `--policy deadline`'s).
+const PROBE_FLAGS: &[&str] = &[
+    "--periods",
+    "--msg-size",
+    "--noise-threshold",
+    "--noise-policy",
+    "--iterations",
+    "--back-to-back",
+    "--sender-priority",
+    "--pi-burst",
+    "--tm-interval",
+    "--chain",
+    "--migrate-run",
+    "--migrate-sleep",
+    "--migrate-max-err",
+];
+
+#[test]
+fn the_probe_name_scan_catches_what_it_looks_for() {
+    assert_eq!(matches_name("if p == \"timer\" {", "timer").len(), 1);
+    assert_eq!(matches_name("\"timer\" | \"periodic\" => 1,", "periodic").len(), 1);
+    assert_eq!(matches_name("pub const X: &[&str] = &[\"sem\", \"pipe\"];", "pipe").len(), 1);
+    assert_eq!(matches_name("plan.probe.wants(\"signal\", v)", "signal").len(), 1);
+    assert!(matches_name("probe: \"timer\".into(),", "timer").is_empty());
+    assert!(matches_name("if a || \"x\" == b {", "timer").is_empty());
+    assert!(allowed("import/rtai.rs", "switch") && !allowed("report/term.rs", "timer"));
+}
+
+#[test]
+fn probe_opts_lists_the_probe_flags() {
+    // PROBE_FLAGS follows src/cli/probe_opts.rs: every field there is one of them or a deadline one.
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cli/probe_opts.rs")).unwrap();
+    let start = text.find("pub struct ProbeOpts {").unwrap();
+    let body = &text[start..start + text[start..].find("\n}\n").unwrap()];
+    for line in body.lines().map(str::trim).filter(|l| l.starts_with("pub ") && l.contains(':')) {
+        let field = line.trim_start_matches("pub ").split(':').next().unwrap();
+        let flag = format!("--{}", field.replace('_', "-"));
+        assert!(PROBE_FLAGS.contains(&flag.as_str()) || flag.starts_with("--dl-"), "ProbeOpts::{field}: add {flag} to PROBE_FLAGS (and to the INFO.flags of the probes that read it)");
+    }
 }

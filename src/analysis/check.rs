@@ -239,15 +239,7 @@ pub fn check(runs: &[(String, Run)], gate: &Gate) -> CheckReport {
     // Each run's merged entries, found once.
     let merged: Vec<Vec<&ProbeResult>> = runs.iter().map(|(_, run)| merged_entries(run)).collect();
     let base_merged: Vec<Vec<&ProbeResult>> = gate.baseline.iter().flat_map(|(base, _)| base.iter().map(merged_entries)).collect();
-    let mut keys: Vec<EntryKey> = Vec::new();
-    for entries in &merged {
-        for &r in entries {
-            let k = EntryKey::of(r);
-            if !keys.contains(&k) {
-                keys.push(k);
-            }
-        }
-    }
+    let keys: Vec<EntryKey> = crate::units::first_seen(merged.iter().flatten().map(|r| EntryKey::of(r)));
     let mut cases = Vec::new();
     for k in &keys {
         let entry_name = format!("{}/{}", k.probe, k.phase) + &k.variant.as_ref().map(|v| format!("/{v}")).unwrap_or_default();
@@ -258,7 +250,7 @@ pub fn check(runs: &[(String, Run)], gate: &Gate) -> CheckReport {
             }
         }
         for (metric, kind, bound) in specs {
-            if metric == Metric::Violations && k.probe != "migrate" {
+            if metric == Metric::Violations && !crate::measure::is(&k.probe, |i| i.counts_violations) {
                 continue;
             }
             // The limit: the bound, or X × the baseline's median value.

@@ -205,19 +205,7 @@ impl Comparison {
 /// with one thread per entry and no merged entry (imported files) uses the
 /// thread entry.
 pub fn merged_entries(run: &Run) -> Vec<&ProbeResult> {
-    let mut keys: Vec<EntryKey> = Vec::new();
-    for r in &run.results {
-        let k = EntryKey::of(r);
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
-    keys.iter()
-        .filter_map(|k| {
-            let all: Vec<&ProbeResult> = run.results.iter().filter(|r| &EntryKey::of(r) == k).collect();
-            all.iter().find(|r| r.thread.is_none()).copied().or(if all.len() == 1 { Some(all[0]) } else { None })
-        })
-        .collect()
+    crate::model::merged_or_sole(&run.results, |r| r)
 }
 
 /// Percentile `q` of an entry; `None` when its distribution is unknown (a
@@ -461,12 +449,7 @@ fn pair(per_run: &[Vec<&ProbeResult>], systems: &[String], pairing: &Pairing) ->
                 }
             }
             // Every run with the probe must have it in as many phases.
-            let mut seen: Vec<(String, Option<String>)> = Vec::new();
-            for r in per_run.iter().flatten() {
-                if !seen.contains(&pv(r)) {
-                    seen.push(pv(r));
-                }
-            }
+            let seen: Vec<(String, Option<String>)> = crate::units::first_seen(per_run.iter().flatten().map(|r| pv(r)));
             for k in &seen {
                 let counts: Vec<(usize, Vec<&str>)> = (0..n)
                     .map(|i| {
@@ -487,12 +470,7 @@ fn pair(per_run: &[Vec<&ProbeResult>], systems: &[String], pairing: &Pairing) ->
         }
         MatchBy::Auto => {
             why = "the one loaded phase of each that the others lack (--match phase keeps them apart, --phases FIRST=OTHER chooses)";
-            let mut keys: Vec<(String, Option<String>)> = Vec::new();
-            for r in per_run.iter().flatten() {
-                if !keys.contains(&pv(r)) {
-                    keys.push(pv(r));
-                }
-            }
+            let keys: Vec<(String, Option<String>)> = crate::units::first_seen(per_run.iter().flatten().map(|r| pv(r)));
             for k in &keys {
                 // Per run: the entries of this probe whose phase not every run has.
                 let left: Vec<Vec<usize>> = (0..n)
@@ -555,13 +533,7 @@ fn single_phases(per_run: &[Vec<&ProbeResult>]) -> Option<Vec<String>> {
 }
 
 fn phases_of<'a>(rs: &[&'a ProbeResult]) -> Vec<&'a str> {
-    let mut out: Vec<&str> = Vec::new();
-    for r in rs {
-        if !out.contains(&r.phase.as_str()) {
-            out.push(&r.phase);
-        }
-    }
-    out
+    crate::units::first_seen(rs.iter().map(|r| r.phase.as_str()))
 }
 
 /// A bin's range `(lo, hi)` (hi exclusive) and its count.

@@ -126,7 +126,7 @@ pub fn thread_metric(run: &Run) -> Vec<ThreadMetricRow> {
     let mut out = Vec::new();
     for phase in phases(run, &es) {
         for (test, variant) in THREAD_METRIC {
-            let Some(r) = es.iter().find(|r| r.probe == "throughput" && r.phase == phase && r.variant.as_deref() == Some(variant)) else {
+            let Some(r) = es.iter().find(|r| crate::measure::is(&r.probe, |i| i.counts_operations) && r.phase == phase && r.variant.as_deref() == Some(variant)) else {
                 continue;
             };
             let Some(t) = &r.throughput else { continue };

@@ -125,9 +125,10 @@ pub fn for_run(run: &Run) -> Vec<Warning> {
     if let Some(s) = run.realtime_setup.steps.iter().find(|s| s.step == "cpu_dma_latency" && s.outcome == crate::model::Outcome::Failed) {
         out.push(Warning::NoDmaLatency { detail: s.detail.clone() });
     }
-    // maxrate's missed periods are its measurement (its table shows them),
-    // not a defect of the run.
-    for r in run.results.iter().filter(|r| r.thread.is_none() && r.overruns > 0 && r.probe != "maxrate") {
+    // A rate search's missed periods are its measurement (maxrate's table
+    // shows them), not a defect of the run.
+    let rate_search = |p: &str| crate::measure::is(p, |i| i.rate_search);
+    for r in run.results.iter().filter(|r| r.thread.is_none() && r.overruns > 0 && !rate_search(&r.probe)) {
         out.push(Warning::Overruns {
             probe: r.probe.clone(),
             phase: r.phase.clone(),
@@ -140,7 +141,7 @@ pub fn for_run(run: &Run) -> Vec<Warning> {
     }
     if run.trace.is_some() {
         let mut seen: Vec<&str> = Vec::new();
-        for r in run.results.iter().filter(|r| crate::trace::HANDOFF_PROBES.contains(&r.probe.as_str())) {
+        for r in run.results.iter().filter(|r| crate::measure::is(&r.probe, |i| i.traced == crate::measure::Traced::Handoff)) {
             if !seen.contains(&r.probe.as_str()) {
                 seen.push(&r.probe);
                 out.push(Warning::TracedHandoff { probe: r.probe.clone() });

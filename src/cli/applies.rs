@@ -4,11 +4,10 @@
 //! the flag and the probes that read it. Silence would let a user believe a
 //! setting shaped a measurement it never touched.
 //!
-//! The rule is one table, [`probe_flags`]: each probe option and the probes
-//! that read it (from the probes' code, src/measure). Only flags given on
-//! the command line are checked; a default is never an error. When the probe
-//! registry gives each probe its flags, [`probe_flags`] is the one function
-//! to point at it.
+//! The rule is the probes' own descriptors: each probe lists the flags it
+//! reads in its `INFO.flags` (src/measure, checked against the probe files
+//! by tests/layers.rs); [`probe_flags`] turns them into flag → probes. Only
+//! flags given on the command line are checked; a default is never an error.
 
 use std::collections::BTreeSet;
 
@@ -19,48 +18,30 @@ pub struct ProbeFlag {
     /// As the user types it.
     pub flag: &'static str,
     /// clap's id of the argument (the field name in `ProbeOpts`).
-    pub id: &'static str,
-    pub probes: &'static [&'static str],
+    pub id: String,
+    pub probes: Vec<&'static str>,
 }
 
-const PAIRS: &[&str] = &["sem", "pipe", "mq", "signal", "preempt"];
-
-/// Every probe option and the probes that read it.
-pub fn probe_flags() -> &'static [ProbeFlag] {
-    const FLAGS: &[ProbeFlag] = &[
-        ProbeFlag { flag: "--periods", id: "periods", probes: &["periodic", "maxrate"] },
-        ProbeFlag { flag: "--msg-size", id: "msg_size", probes: &["pipe", "mq"] },
-        ProbeFlag { flag: "--noise-threshold", id: "noise_threshold", probes: &["noise", "osnoise", "hwlat"] },
-        ProbeFlag { flag: "--noise-policy", id: "noise_policy", probes: &["noise", "osnoise"] },
-        ProbeFlag {
-            flag: "--iterations",
-            id: "iterations",
-            probes: &["sem", "pipe", "mq", "signal", "switch", "preempt", "periodic", "pi"],
-        },
-        ProbeFlag { flag: "--back-to-back", id: "back_to_back", probes: PAIRS },
-        ProbeFlag { flag: "--sender-priority", id: "sender_priority", probes: PAIRS },
-        ProbeFlag { flag: "--pi-burst", id: "pi_burst", probes: &["pi"] },
-        ProbeFlag { flag: "--tm-interval", id: "tm_interval", probes: &["throughput"] },
-        ProbeFlag { flag: "--chain", id: "chain", probes: &["signal"] },
-        ProbeFlag { flag: "--migrate-run", id: "migrate_run", probes: &["migrate"] },
-        ProbeFlag { flag: "--migrate-sleep", id: "migrate_sleep", probes: &["migrate"] },
-        ProbeFlag { flag: "--migrate-max-err", id: "migrate_max_err", probes: &["migrate"] },
-    ];
-    FLAGS
+/// Every probe option and the probes that read it, in registry order.
+pub fn probe_flags() -> Vec<ProbeFlag> {
+    let flags = crate::units::first_seen(crate::measure::infos().flat_map(|i| i.flags.iter().copied()));
+    flags
+        .into_iter()
+        .map(|flag| ProbeFlag {
+            flag,
+            id: flag.trim_start_matches("--").replace('-', "_"),
+            probes: crate::measure::infos().filter(|i| i.flags.contains(&flag)).map(|i| i.name).collect(),
+        })
+        .collect()
 }
 
 /// Refuse the first flag in `explicit` (clap ids given on the command line)
 /// that none of `probes` (the run's probe names, without variants) reads.
 pub fn check_probe_flags<'a>(explicit: &BTreeSet<String>, probes: impl IntoIterator<Item = &'a str>) -> Result<(), BadInput> {
-    let mut run: Vec<&str> = Vec::new();
-    for p in probes {
-        if !run.contains(&p) {
-            run.push(p);
-        }
-    }
+    let run: Vec<&str> = crate::units::first_seen(probes);
     for f in probe_flags() {
-        if explicit.contains(f.id) && !f.probes.iter().any(|p| run.contains(p)) {
-            let (one, readers) = match f.probes {
+        if explicit.contains(&f.id) && !f.probes.iter().any(|p| run.contains(p)) {
+            let (one, readers) = match f.probes.as_slice() {
                 [p] => (true, format!("the {p} probe")),
                 ps => (false, format!("the probes {}", ps.join(", "))),
             };

@@ -318,13 +318,7 @@ fn from_scenario(args: &RunArgs, explicit: &BTreeSet<String>, started: &str, s: 
         f.probes.iter().partition(|p| !deadline || crate::measure::runs_under_deadline(crate::measure::split_spec(p.name.get_ref()).0));
     let mut notes = Vec::new();
     if !left.is_empty() {
-        let mut names: Vec<&str> = Vec::new();
-        for p in &left {
-            let n = crate::measure::split_spec(p.name.get_ref()).0;
-            if !names.contains(&n) {
-                names.push(n);
-            }
-        }
+        let names: Vec<&str> = crate::units::first_seen(left.iter().map(|p| crate::measure::split_spec(p.name.get_ref()).0));
         let runs = crate::plan::probes::deadline_probes().join(", ");
         if kept.is_empty() {
             return Err(BadInput(format!(
@@ -340,14 +334,7 @@ fn from_scenario(args: &RunArgs, explicit: &BTreeSet<String>, started: &str, s: 
             names.join(", ")
         ));
     }
-    let mut probes: Vec<String> = Vec::new();
-    for p in &kept {
-        let n = p.name.get_ref().trim().to_string();
-        if !probes.contains(&n) {
-            probes.push(n);
-        }
-    }
-    a.probes = probes;
+    a.probes = crate::units::first_seen(kept.iter().map(|p| p.name.get_ref().trim().to_string()));
     let from_file = unset("json") && unset("out") && f.output.is_some();
     let (mut plan, output) = plan::build(&a, started).map_err(|e| {
         let msg = match e.0.strip_prefix("--json:") {
@@ -361,7 +348,7 @@ fn from_scenario(args: &RunArgs, explicit: &BTreeSet<String>, started: &str, s: 
         // `sem:mutex` and `sem:posix` are one run of `sem` with both
         // variants selected (the plan holds the selection).
         let (base, _) = crate::measure::split_spec(p.name.get_ref());
-        let own_periods = scenario::MULTI_PERIOD_PROBES.contains(&base);
+        let own_periods = crate::measure::is(base, crate::measure::ProbeInfo::multi_period);
         let periods: Vec<u64> = p.periods.as_ref().map(|v| v.iter().map(|d| d.0).collect()).unwrap_or_default();
         let intervals: Vec<u64> = if periods.is_empty() || own_periods {
             vec![p.interval.map(|d| d.0).unwrap_or(plan.interval_ns)]
@@ -497,12 +484,13 @@ fn finish(
 /// Loads always run SCHED_OTHER, so they never count here.
 fn check_starvation(plan: &RunPlan, exp: &Experiment, online: &[usize], force: bool) -> Result<(), BadInput> {
     use crate::sys::sched::Policy;
-    // Busy at real-time priority: maxrate (a timer so fast its CPU is nearly
-    // never idle) under FIFO/RR, and noise with --noise-policy fifo. Both
-    // use one CPU unless -a/-t spread them over the plan's CPUs.
-    let busy = |p: &str| match p {
-        "maxrate" => plan.policy != Policy::Other,
-        "noise" => plan.probe.noise_policy != Policy::Other,
+    // Busy at real-time priority (each probe says when, `measure::Busy`):
+    // maxrate (a timer so fast its CPU is nearly never idle) under FIFO/RR,
+    // and noise with --noise-policy fifo. Both use one CPU unless -a/-t
+    // spread them over the plan's CPUs.
+    let busy = |p: &str| match crate::measure::info(p).map(|i| i.busy) {
+        Some(crate::measure::Busy::UnderRunPolicy) => plan.policy != Policy::Other,
+        Some(crate::measure::Busy::UnderNoisePolicy) => plan.probe.noise_policy != Policy::Other,
         _ => false,
     };
     if force || !plan.probe.cpus_explicit {
@@ -621,7 +609,8 @@ pub fn describe(plan: &RunPlan, exp: &Experiment, output: &Output, dry_run: bool
         s.push_str(&format!("phase {} {}: {} — {}\n", i + 1, p.name, loads, units::fmt_ns(exp.phase_ns(p))));
         for e in &exp.entries {
             let warm = if e.warmup_ns > 0 { format!(" after {} warm-up", units::fmt_ns(e.warmup_ns)) } else { String::new() };
-            let every = if e.probe == "throughput" {
+            let counts = crate::measure::is(&e.probe, |i| i.counts_operations);
+            let every = if counts {
                 format!("{} interval (--tm-interval)", units::fmt_ns(plan.probe.tm_interval_ns))
             } else if e.periods_ns.is_empty() {
                 units::fmt_ns(e.interval_ns)
@@ -629,7 +618,7 @@ pub fn describe(plan: &RunPlan, exp: &Experiment, output: &Output, dry_run: bool
                 e.periods_ns.iter().map(|p| units::fmt_ns(*p)).collect::<Vec<_>>().join(", ")
             };
             let sel = plan.probe.variants.get(&e.probe).map(|v| format!(" ({})", v.join(", "))).unwrap_or_default();
-            let every = if e.probe == "throughput" { format!("counting per {every}") } else { format!("every {every}") };
+            let every = if counts { format!("counting per {every}") } else { format!("every {every}") };
             s.push_str(&format!("  probe {}{sel} {every} for {}{warm}\n", e.probe, units::fmt_ns(e.duration_ns)));
         }
     }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::RunArgs;
 use crate::error::BadInput;
-use crate::measure::{probe_by_name, split_spec, PROBES};
+use crate::measure::{probe_by_name, split_spec, Traced};
 use crate::model::Nanos;
 use crate::plan::probes::{check_against_system, VariantSelection};
 use crate::plan::{Output, RunPlan};
@@ -35,10 +35,9 @@ pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInpu
     for spec in &args.probes {
         let (p, sel) = split_spec(spec);
         let Some(probe) = probe_by_name(p) else {
-            let names: Vec<&str> = PROBES.iter().map(|(n, _)| *n).collect();
-            return Err(BadInput(format!("--probe: unknown probe '{p}'; available: {}", names.join(", "))));
+            return Err(BadInput(format!("--probe: unknown probe '{p}'; available: {}", crate::measure::names().join(", "))));
         };
-        selected.add(probe.as_ref(), sel)?;
+        selected.add(probe, sel)?;
         if !probes.iter().any(|q| q == p) {
             probes.push(p.to_string());
         }
@@ -52,11 +51,16 @@ pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInpu
     if probes.is_empty() {
         return Err(BadInput("--probe: no probe given; try --probe timer".into()));
     }
-    let analyses_late = |p: &String| p == "timerlat" || crate::trace::is_traced(p);
+    let analyses_late = |p: &String| crate::measure::is(p, |i| i.traced != Traced::No);
     if args.trace_threshold.is_some() && !probes.iter().any(analyses_late) {
         return Err(BadInput(format!(
             "--trace-threshold: late samples are analysed for the probes timerlat, {}, and --probe {} has none of them; add one (--probe timer,...) or drop --trace-threshold",
-            [crate::trace::TIMER_METHOD_PROBES, crate::trace::HANDOFF_PROBES].concat().join(", "),
+            // The timer-method probes, then the hand-off ones (registry order in each).
+            [Traced::TimerMethod, Traced::Handoff]
+                .iter()
+                .flat_map(|t| crate::measure::infos().filter(move |i| i.traced == *t).map(|i| i.name))
+                .collect::<Vec<_>>()
+                .join(", "),
             probes.join(",")
         )));
     }

@@ -92,7 +92,8 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
 fn latency_tracers(ctx: &Ctx, root: &str) -> Finding {
     let (ev, list) = ctx.read(&format!("{root}/available_tracers"));
     let list = list.unwrap_or_default();
-    let all = [("timerlat", "CONFIG_TIMERLAT_TRACER"), ("osnoise", "CONFIG_OSNOISE_TRACER"), ("hwlat", "CONFIG_HWLAT_TRACER")];
+    // The tracers the probes drive, as each probe's descriptor says.
+    let all: Vec<(&str, &str)> = crate::measure::infos().filter_map(|i| i.kernel_tracer).map(|k| (k.name(), k.config())).collect();
     let has: Vec<&str> = all.iter().map(|(t, _)| *t).filter(|t| list.split_whitespace().any(|x| x == *t)).collect();
     let missing: Vec<String> = all.iter().filter(|(t, _)| !has.contains(t)).map(|(t, c)| format!("{t} ({c})")).collect();
     let f = if missing.is_empty() {

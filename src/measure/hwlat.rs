@@ -17,6 +17,7 @@
 //! merged. Threshold: `--noise-threshold` (at least 1 µs).
 
 use super::tracer::{self, Kind, Series, TracerRun};
+use super::registry::ProbeInfo;
 use super::{Extra, Probe, ProbeCtx, ThreadOutcome};
 
 pub struct HwlatProbe;
@@ -27,17 +28,20 @@ pub const VARIANTS: &[&str] = &["inner", "outer"];
 pub const WINDOW_US: u64 = 100_000;
 pub const WIDTH_US: u64 = 50_000;
 
+/// This probe's facts (see [`super::registry`]).
+pub static INFO: ProbeInfo = ProbeInfo {
+    name: "hwlat",
+    about: "kernel hwlat detector: hardware/firmware stalls (SMIs); opt-in: spins with IRQs off half of each window (CONFIG_HWLAT_TRACER)",
+    variants: VARIANTS,
+    warms_up: false,
+    kernel_tracer: Some(super::tracer::Kind::Hwlat),
+    flags: &["--noise-threshold"],
+    ..ProbeInfo::PLAIN
+};
+
 impl Probe for HwlatProbe {
-    fn name(&self) -> &'static str {
-        "hwlat"
-    }
-
-    fn variants(&self) -> &'static [&'static str] {
-        VARIANTS
-    }
-
-    fn warms_up(&self) -> bool {
-        false
+    fn info(&self) -> &'static ProbeInfo {
+        &INFO
     }
 
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {

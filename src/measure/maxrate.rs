@@ -12,6 +12,7 @@
 use std::sync::atomic::Ordering;
 
 use super::timer::timer_loop_with;
+use super::registry::ProbeInfo;
 use super::{select, spawn_measuring, Probe, ProbeCtx, ThreadOutcome};
 use crate::trace::LateSamples;
 use crate::units::fmt_ns;
@@ -21,9 +22,21 @@ pub struct MaxrateProbe;
 /// Seed 001's periods, longest first.
 pub const DEFAULT_PERIODS: [u64; 5] = [200_000, 100_000, 50_000, 20_000, 10_000];
 
+/// This probe's facts (see [`super::registry`]).
+pub static INFO: ProbeInfo = ProbeInfo {
+    name: "maxrate",
+    about: "max sustainable timer rate: overruns and missed-period ratio at each --periods",
+    traced: super::registry::Traced::TimerMethod,
+    default_periods: &DEFAULT_PERIODS,
+    busy: super::registry::Busy::UnderRunPolicy,
+    rate_search: true,
+    flags: &["--periods"],
+    ..ProbeInfo::PLAIN
+};
+
 impl Probe for MaxrateProbe {
-    fn name(&self) -> &'static str {
-        "maxrate"
+    fn info(&self) -> &'static ProbeInfo {
+        &INFO
     }
 
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {

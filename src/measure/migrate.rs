@@ -30,6 +30,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use super::registry::ProbeInfo;
 use super::{spawn_measuring, spin_for, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
 use crate::model::{Nanos, Violation, Violations};
 use crate::sys::futex;
@@ -76,9 +77,18 @@ pub fn worst_violation(starts: &[u64], max_err: u64) -> Option<(usize, usize, u6
     worst
 }
 
+/// This probe's facts (see [`super::registry`]).
+pub static INFO: ProbeInfo = ProbeInfo {
+    name: "migrate",
+    counts_violations: true,
+    about: "RT priority order across CPUs (rt-migrate-test): CPUs+1 SCHED_FIFO threads released together; wake-up latency and violations",
+    flags: &["--migrate-run", "--migrate-sleep", "--migrate-max-err"],
+    ..ProbeInfo::PLAIN
+};
+
 impl Probe for MigrateProbe {
-    fn name(&self) -> &'static str {
-        "migrate"
+    fn info(&self) -> &'static ProbeInfo {
+        &INFO
     }
 
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {

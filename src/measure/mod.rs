@@ -9,7 +9,8 @@
 //! the signal handler) is raised. The probe returns one [`ThreadOutcome`] per
 //! measuring thread; the runner merges them into the result model.
 //!
-//! Registry: [`PROBES`] lists every probe by name; [`probe_by_name`] builds one.
+//! Registry: each probe describes itself once in a [`ProbeInfo`]; [`REGISTRY`]
+//! lists them and [`info`] answers for a name (see [`registry`]).
 
 pub mod chain;
 pub mod dl;
@@ -25,6 +26,7 @@ pub mod pi;
 pub mod pipe;
 pub mod preempt;
 pub mod recorder;
+pub mod registry;
 pub mod run;
 pub mod select;
 pub mod sem;
@@ -42,6 +44,7 @@ use std::sync::{Arc, Barrier, Mutex};
 use crate::model::SetupStep;
 use crate::sys::sched::{self, Policy};
 use recorder::{Live, Recorder};
+pub use registry::{info, infos, is, names, probe_by_name, Busy, ProbeInfo, Traced, REGISTRY};
 pub use run::{selects, split_spec, ProbeRun, ProbeSettings, DEFAULT_MSG_SIZE};
 
 /// Stack of a measuring thread. mlockall(MCL_FUTURE) makes the whole stack
@@ -49,81 +52,26 @@ pub use run::{selects, split_spec, ProbeRun, ProbeSettings, DEFAULT_MSG_SIZE};
 /// prefaulted before the start barrier.
 pub const MEASURING_STACK: usize = 256 * 1024;
 
-/// Names accepted by `--probe`, in the order `rtscope run` would list them.
-pub const PROBES: &[(&str, &str)] = &[
-    ("timer", "timer wake-up latency (cyclictest's method, overruns counted)"),
-    ("periodic", "periodic tasks at each --periods: wake-up latency and signed period error"),
-    ("sem", "hand-off release -> blocked waiter runs: posix, sysv, mutex, condvar, futex; same/cross CPU"),
-    ("pipe", "pipe (RT-FIFO) oneway write -> read, and task1 -> A -> task2 -> B -> task1 roundtrip"),
-    ("mq", "POSIX message queue (mailbox) oneway and roundtrip"),
-    ("signal", "pthread_kill / pthread_sigqueue -> sigwaitinfo returns; chain: a signal passed along --chain threads (signaltest), full round and per hop"),
-    ("switch", "task switch time: two equal-priority threads on one CPU (futex ping-pong, sched_yield)"),
-    ("preempt", "preemption time: a running low-priority thread wakes a higher-priority one on its CPU"),
-    ("noise", "OS noise: gaps above --noise-threshold in a busy loop reading the clock (as oslat)"),
-    ("maxrate", "max sustainable timer rate: overruns and missed-period ratio at each --periods"),
-    ("migrate", "RT priority order across CPUs (rt-migrate-test): CPUs+1 SCHED_FIFO threads released together; wake-up latency and violations"),
-    ("pi", "priority inversion: high's blocking time on a mutex low holds while medium bursts (none, inherit, protect, deadlock-break)"),
-    ("throughput", "Thread-Metric's eight tests: operations completed per --tm-interval (basic ... memory)"),
-    ("timerlat", "kernel timerlat tracer: timer IRQ latency and its kernel thread's latency, per CPU (CONFIG_TIMERLAT_TRACER)"),
-    ("osnoise", "kernel osnoise tracer: noise per period, max single noise, interference by class (CONFIG_OSNOISE_TRACER)"),
-    ("hwlat", "kernel hwlat detector: hardware/firmware stalls (SMIs); opt-in: spins with IRQs off half of each window (CONFIG_HWLAT_TRACER)"),
-];
-
 /// Does the probe called `name` run under `--policy deadline`
-/// (SCHED_DEADLINE)? The periodic timer probes do: each period is the
-/// reservation's, and the thread waits for it with cyclicdeadline's method
-/// (see [`dl`]). The others wait on another thread's event, run several
-/// threads at ordered priorities, or measure in the kernel, which a
-/// reservation does not describe. The one place that says so (`plan` and the
-/// face ask it).
+/// (SCHED_DEADLINE)? Its descriptor says ([`ProbeInfo::runs_under_deadline`]).
 pub fn runs_under_deadline(name: &str) -> bool {
-    matches!(name, "timer" | "periodic")
-}
-
-/// Build the probe called `name`.
-pub fn probe_by_name(name: &str) -> Option<Box<dyn Probe>> {
-    match name {
-        "timer" => Some(Box::new(timer::TimerProbe)),
-        "periodic" => Some(Box::new(periodic::PeriodicProbe)),
-        "sem" => Some(Box::new(sem::SemProbe)),
-        "pipe" => Some(Box::new(pipe::PipeProbe)),
-        "mq" => Some(Box::new(mq::MqProbe)),
-        "signal" => Some(Box::new(signal::SignalProbe)),
-        "switch" => Some(Box::new(switch::SwitchProbe)),
-        "preempt" => Some(Box::new(preempt::PreemptProbe)),
-        "noise" => Some(Box::new(noise::NoiseProbe)),
-        "maxrate" => Some(Box::new(maxrate::MaxrateProbe)),
-        "migrate" => Some(Box::new(migrate::MigrateProbe)),
-        "pi" => Some(Box::new(pi::PiProbe)),
-        "throughput" => Some(Box::new(throughput::ThroughputProbe)),
-        "timerlat" => Some(Box::new(timerlat::TimerlatProbe)),
-        "osnoise" => Some(Box::new(osnoise::OsnoiseProbe)),
-        "hwlat" => Some(Box::new(hwlat::HwlatProbe)),
-        _ => None,
-    }
+    is(name, |i| i.runs_under_deadline)
 }
 
 /// One measurement method.
 pub trait Probe: Send + Sync {
-    fn name(&self) -> &'static str;
-    /// Variants `--probe NAME:VARIANT` may select (empty: none selectable,
-    /// e.g. variants made from `--periods`). A selector matches a variant it
-    /// equals or a leading part of it: `mutex` selects `mutex/same-cpu` and
-    /// `mutex/cross-cpu`.
+    /// The probe's facts, said once in its own file ([`registry`]).
+    fn info(&self) -> &'static ProbeInfo;
+    fn name(&self) -> &'static str {
+        self.info().name
+    }
+    /// See [`ProbeInfo::variants`].
     fn variants(&self) -> &'static [&'static str] {
-        &[]
+        self.info().variants
     }
     /// Run every variant of this probe for the plan's duration (each) and
     /// return one outcome per measuring thread and variant.
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>>;
-    /// Whether the runner's implicit warm-up pass (at least 50 ms, samples
-    /// discarded) helps: it brings the pages the measuring loop touches into
-    /// memory. The kernel tracer probes say no: their measurement runs in the
-    /// kernel, whose tracer, threads and buffers are made anew for each run,
-    /// so a warm-up would only set the tracer up and tear it down once more.
-    fn warms_up(&self) -> bool {
-        true
-    }
 }
 
 /// What a probe gets from the runner.
@@ -339,7 +287,7 @@ pub fn setup_current_thread(spec: &ThreadSpec) -> Vec<SetupStep> {
             &format!("cpus {} (SCHED_DEADLINE: not pinned, the reservation spans the root domain)", crate::units::cpu_list_str(&online)),
         ));
         if let Err(e) = dl::install_overrun_handler() {
-            steps.push(SetupStep { step: format!("sigxcpu[thread {i}]"), outcome: crate::model::Outcome::Failed, detail: e });
+            steps.push(SetupStep::failed(format!("sigxcpu[thread {i}]"), e));
         }
         let detail = format!(
             "runtime {} deadline {} period {}",
@@ -349,11 +297,10 @@ pub fn setup_current_thread(spec: &ThreadSpec) -> Vec<SetupStep> {
         );
         match sched::set_current_deadline(dl, true) {
             Ok(()) => steps.push(SetupStep::ok(format!("sched_deadline[thread {i}]"), detail)),
-            Err(e) => steps.push(SetupStep {
-                step: format!("sched_deadline[thread {i}]"),
-                outcome: crate::model::Outcome::Failed,
-                detail: format!("{detail}: {}; running as SCHED_OTHER with the timer method", dl::why(e)),
-            }),
+            Err(e) => steps.push(SetupStep::failed(
+                format!("sched_deadline[thread {i}]"),
+                format!("{detail}: {}; running as SCHED_OTHER with the timer method", dl::why(e)),
+            )),
         }
         crate::sys::mman::prefault_stack(MEASURING_STACK / 2);
         return steps;
@@ -361,18 +308,14 @@ pub fn setup_current_thread(spec: &ThreadSpec) -> Vec<SetupStep> {
     let r = sched::set_current_policy(spec.policy, spec.priority);
     let name = format!("sched_{}[thread {i}]", spec.policy.name());
     match r {
-        Ok(()) => steps.push(SetupStep {
-            step: name,
-            outcome: crate::model::Outcome::Ok,
-            detail: format!("priority {}", if spec.policy == Policy::Other { 0 } else { spec.priority }),
-        }),
+        Ok(()) => steps.push(SetupStep::ok(name, format!("priority {}", if spec.policy == Policy::Other { 0 } else { spec.priority }))),
         Err(e) => {
             let why = if e == nix::errno::Errno::EPERM {
                 "not permitted: run as root or grant CAP_SYS_NICE (setcap cap_sys_nice+ep rtscope), or raise RLIMIT_RTPRIO".to_string()
             } else {
                 e.to_string()
             };
-            steps.push(SetupStep { step: name, outcome: crate::model::Outcome::Failed, detail: format!("{why}; running as SCHED_OTHER") });
+            steps.push(SetupStep::failed(name, format!("{why}; running as SCHED_OTHER")));
         }
     }
     crate::sys::mman::prefault_stack(MEASURING_STACK / 2);
@@ -382,7 +325,7 @@ pub fn setup_current_thread(spec: &ThreadSpec) -> Vec<SetupStep> {
 fn step(name: String, r: nix::Result<()>, ok_detail: &str) -> SetupStep {
     match r {
         Ok(()) => SetupStep::ok(name, ok_detail.to_string()),
-        Err(e) => SetupStep { step: name, outcome: crate::model::Outcome::Failed, detail: format!("{ok_detail}: {e}") },
+        Err(e) => SetupStep::failed(name, format!("{ok_detail}: {e}")),
     }
 }
 

@@ -14,17 +14,26 @@ use std::ffi::CString;
 
 use super::pair::Channel;
 use super::pipe::run_channels;
+use super::registry::ProbeInfo;
 use super::{Probe, ProbeCtx, ThreadOutcome};
 
 pub struct MqProbe;
 
+/// This probe's facts (see [`super::registry`]).
+pub static INFO: ProbeInfo = ProbeInfo {
+    name: "mq",
+    about: "POSIX message queue (mailbox) oneway and roundtrip",
+    variants: &["oneway", "roundtrip"],
+    traced: super::registry::Traced::Handoff,
+    flags: &["--msg-size", "--iterations", "--back-to-back", "--sender-priority"],
+    ..ProbeInfo::PLAIN
+};
+
 impl Probe for MqProbe {
-    fn name(&self) -> &'static str {
-        "mq"
+    fn info(&self) -> &'static ProbeInfo {
+        &INFO
     }
-    fn variants(&self) -> &'static [&'static str] {
-        &["oneway", "roundtrip"]
-    }
+
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
         let size = ctx.run.probe.msg_size;
         // pmqtest's cycle: `go` through a second queue (pair's module docs).

@@ -26,6 +26,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
+use super::registry::ProbeInfo;
 use super::{spawn_measuring, Probe, ProbeCtx, ThreadOutcome};
 use crate::model::NoiseStats;
 use crate::sys::sched::Policy;
@@ -33,9 +34,18 @@ use crate::sys::time::now_ns;
 
 pub struct NoiseProbe;
 
+/// This probe's facts (see [`super::registry`]).
+pub static INFO: ProbeInfo = ProbeInfo {
+    name: "noise",
+    about: "OS noise: gaps above --noise-threshold in a busy loop reading the clock (as oslat)",
+    busy: super::registry::Busy::UnderNoisePolicy,
+    flags: &["--noise-threshold", "--noise-policy"],
+    ..ProbeInfo::PLAIN
+};
+
 impl Probe for NoiseProbe {
-    fn name(&self) -> &'static str {
-        "noise"
+    fn info(&self) -> &'static ProbeInfo {
+        &INFO
     }
 
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {

@@ -19,6 +19,7 @@
 //! throttling then stops them for the rest of each throttling period).
 
 use super::tracer::{self, Kind, Series, TracerRun};
+use super::registry::ProbeInfo;
 use super::{Extra, Probe, ProbeCtx, ThreadOutcome};
 use crate::model::{Interference, NoiseStats};
 use crate::sys::sched::Policy;
@@ -27,17 +28,20 @@ pub struct OsnoiseProbe;
 
 pub const VARIANTS: &[&str] = &["noise", "single"];
 
+/// This probe's facts (see [`super::registry`]).
+pub static INFO: ProbeInfo = ProbeInfo {
+    name: "osnoise",
+    about: "kernel osnoise tracer: noise per period, max single noise, interference by class (CONFIG_OSNOISE_TRACER)",
+    variants: VARIANTS,
+    warms_up: false,
+    kernel_tracer: Some(super::tracer::Kind::Osnoise),
+    flags: &["--noise-threshold", "--noise-policy"],
+    ..ProbeInfo::PLAIN
+};
+
 impl Probe for OsnoiseProbe {
-    fn name(&self) -> &'static str {
-        "osnoise"
-    }
-
-    fn variants(&self) -> &'static [&'static str] {
-        VARIANTS
-    }
-
-    fn warms_up(&self) -> bool {
-        false
+    fn info(&self) -> &'static ProbeInfo {
+        &INFO
     }
 
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {

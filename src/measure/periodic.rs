@@ -26,6 +26,7 @@ use std::sync::Mutex;
 
 use super::recorder::{tail_capacity, Recorder};
 use super::timer::timer_loop_with;
+use super::registry::ProbeInfo;
 use super::{select, spawn_measuring, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
 use crate::trace::LateSamples;
 use crate::units::fmt_ns;
@@ -64,9 +65,20 @@ impl Signed {
     }
 }
 
+/// This probe's facts (see [`super::registry`]).
+pub static INFO: ProbeInfo = ProbeInfo {
+    name: "periodic",
+    about: "periodic tasks at each --periods: wake-up latency and signed period error",
+    traced: super::registry::Traced::TimerMethod,
+    default_periods: &DEFAULT_PERIODS,
+    runs_under_deadline: true,
+    flags: &["--periods", "--iterations"],
+    ..ProbeInfo::PLAIN
+};
+
 impl Probe for PeriodicProbe {
-    fn name(&self) -> &'static str {
-        "periodic"
+    fn info(&self) -> &'static ProbeInfo {
+        &INFO
     }
 
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {

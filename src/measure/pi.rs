@@ -36,6 +36,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use super::registry::ProbeInfo;
 use super::{select, spawn_measuring, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
 use crate::sys::futex::Event;
 use crate::sys::pthread::{Mutex, Protocol};
@@ -53,13 +54,21 @@ pub const MAX_BURST_NS: u64 = 100_000_000;
 /// The low thread's critical section left after it wakes H.
 pub const HOLD_NS: u64 = 20_000;
 
+/// This probe's facts (see [`super::registry`]).
+pub static INFO: ProbeInfo = ProbeInfo {
+    name: "pi",
+    about: "priority inversion: high's blocking time on a mutex low holds while medium bursts (none, inherit, protect, deadlock-break)",
+    variants: VARIANTS,
+    priority_levels: 3,
+    flags: &["--pi-burst", "--iterations"],
+    ..ProbeInfo::PLAIN
+};
+
 impl Probe for PiProbe {
-    fn name(&self) -> &'static str {
-        "pi"
+    fn info(&self) -> &'static ProbeInfo {
+        &INFO
     }
-    fn variants(&self) -> &'static [&'static str] {
-        VARIANTS
-    }
+
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
         let variants = select::chosen(ctx, "pi", VARIANTS);
         let share = select::share(ctx, variants.len());

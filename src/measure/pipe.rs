@@ -15,19 +15,28 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 
 use super::pair::{one_way, round_trip, Channel, ChannelHandoff, Events, Placement};
+use super::registry::ProbeInfo;
 use super::{select, Probe, ProbeCtx, ThreadOutcome};
 
 pub struct PipeProbe;
 
 const VARIANTS: &[&str] = &["oneway", "roundtrip"];
 
+/// This probe's facts (see [`super::registry`]).
+pub static INFO: ProbeInfo = ProbeInfo {
+    name: "pipe",
+    about: "pipe (RT-FIFO) oneway write -> read, and task1 -> A -> task2 -> B -> task1 roundtrip",
+    variants: VARIANTS,
+    traced: super::registry::Traced::Handoff,
+    flags: &["--msg-size", "--iterations", "--back-to-back", "--sender-priority"],
+    ..ProbeInfo::PLAIN
+};
+
 impl Probe for PipeProbe {
-    fn name(&self) -> &'static str {
-        "pipe"
+    fn info(&self) -> &'static ProbeInfo {
+        &INFO
     }
-    fn variants(&self) -> &'static [&'static str] {
-        VARIANTS
-    }
+
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
         run_channels(ctx, "pipe", false, |_| Pipe::new())
     }

@@ -15,6 +15,7 @@ use std::sync::atomic::Ordering;
 
 use super::pair::{one_way, Events, Placement};
 use super::sem::FutexHandoff;
+use super::registry::ProbeInfo;
 use super::{Probe, ProbeCtx, ThreadOutcome};
 use crate::sys::futex::Event;
 
@@ -23,13 +24,21 @@ pub struct PreemptProbe;
 /// How long the low-priority thread computes before each wake call.
 const SPIN_NS: u64 = 20_000;
 
+/// This probe's facts (see [`super::registry`]).
+pub static INFO: ProbeInfo = ProbeInfo {
+    name: "preempt",
+    about: "preemption time: a running low-priority thread wakes a higher-priority one on its CPU",
+    variants: &["futex/same-cpu"],
+    traced: super::registry::Traced::Handoff,
+    flags: &["--iterations", "--back-to-back", "--sender-priority"],
+    ..ProbeInfo::PLAIN
+};
+
 impl Probe for PreemptProbe {
-    fn name(&self) -> &'static str {
-        "preempt"
+    fn info(&self) -> &'static ProbeInfo {
+        &INFO
     }
-    fn variants(&self) -> &'static [&'static str] {
-        &["futex/same-cpu"]
-    }
+
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
         if ctx.stop.load(Ordering::Relaxed) {
             return Ok(Vec::new());

@@ -24,8 +24,11 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::pair::{one_way, Events, Handoff, Placement};
+use super::registry::ProbeInfo;
 use super::{select, Probe, ProbeCtx, ThreadOutcome};
 use crate::sys::futex::Event;
+use crate::sys::pthread::Mutex;
+use crate::sys::semaphore::Semaphore;
 use crate::sys::time::now_ns;
 
 pub struct SemProbe;
@@ -43,12 +46,19 @@ const VARIANTS: &[&str] = &[
     "futex/cross-cpu",
 ];
 
+/// This probe's facts (see [`super::registry`]).
+pub static INFO: ProbeInfo = ProbeInfo {
+    name: "sem",
+    about: "hand-off release -> blocked waiter runs: posix, sysv, mutex, condvar, futex; same/cross CPU",
+    variants: VARIANTS,
+    traced: super::registry::Traced::Handoff,
+    flags: &["--iterations", "--back-to-back", "--sender-priority"],
+    ..ProbeInfo::PLAIN
+};
+
 impl Probe for SemProbe {
-    fn name(&self) -> &'static str {
-        "sem"
-    }
-    fn variants(&self) -> &'static [&'static str] {
-        VARIANTS
+    fn info(&self) -> &'static ProbeInfo {
+        &INFO
     }
 
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
@@ -71,9 +81,9 @@ impl Probe for SemProbe {
                 Placement::cross_cpu(ctx).expect("filtered above")
             };
             let h: Box<dyn Handoff> = match mech {
-                "posix" => Box::new(PosixSem::new()?),
+                "posix" => Box::new(PosixSem(Semaphore::new(0)?)),
                 "sysv" => Box::new(SysvSem::new()?),
-                "mutex" => Box::new(PthreadMutex::new()),
+                "mutex" => Box::new(PthreadMutex(Mutex::plain())),
                 "condvar" => Box::new(CondVar::new()),
                 _ => Box::new(FutexHandoff(Event::new())),
             };
@@ -85,52 +95,16 @@ impl Probe for SemProbe {
 }
 
 /// An unnamed POSIX semaphore, shared by the threads of this process.
-struct PosixSem {
-    sem: Box<UnsafeCell<libc::sem_t>>,
-}
-
-// SAFETY: a sem_t is made to be used from several threads at once; it is
-// only ever accessed through the sem_* calls, never moved (boxed).
-unsafe impl Sync for PosixSem {}
-// SAFETY: as for Sync: the boxed sem_t does not move and any thread may post or wait on it.
-unsafe impl Send for PosixSem {}
-
-impl PosixSem {
-    fn new() -> anyhow::Result<PosixSem> {
-        // SAFETY: an all-zero sem_t is valid storage for sem_init to fill.
-        let sem = Box::new(UnsafeCell::new(unsafe { std::mem::zeroed::<libc::sem_t>() }));
-        // SAFETY: `sem` points to writable storage that lives as long as self.
-        let rc = unsafe { libc::sem_init(sem.get(), 0, 0) };
-        nix::errno::Errno::result(rc).map_err(|e| anyhow::anyhow!("sem_init: {e}"))?;
-        Ok(PosixSem { sem })
-    }
-}
-
-impl Drop for PosixSem {
-    fn drop(&mut self) {
-        // SAFETY: initialised in new(); no thread waits on it any more.
-        unsafe { libc::sem_destroy(self.sem.get()) };
-    }
-}
+struct PosixSem(Semaphore);
 
 impl Handoff for PosixSem {
     fn release(&self, t0: &AtomicU64, _: &[u8]) -> Result<(), String> {
         t0.store(now_ns(), Ordering::Release);
-        // SAFETY: `sem` was initialised by sem_init.
-        let rc = unsafe { libc::sem_post(self.sem.get()) };
-        nix::errno::Errno::result(rc).map(drop).map_err(|e| format!("sem_post: {e}"))
+        self.0.post()
     }
     fn wait(&self, _: &mut [u8]) -> Result<u64, String> {
-        loop {
-            // SAFETY: `sem` was initialised by sem_init.
-            let rc = unsafe { libc::sem_wait(self.sem.get()) };
-            let t = now_ns();
-            match nix::errno::Errno::result(rc) {
-                Ok(_) => return Ok(t),
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(e) => return Err(format!("sem_wait: {e}")),
-            }
-        }
+        self.0.wait()?;
+        Ok(now_ns())
     }
 }
 
@@ -273,87 +247,65 @@ impl Handoff for SysvSem {
 }
 
 /// A default (non-PI) pthread mutex.
-struct PthreadMutex {
-    m: Box<UnsafeCell<libc::pthread_mutex_t>>,
-}
-
-// SAFETY: a pthread mutex exists to be shared between threads; it is only
-// touched through pthread_mutex_* and never moved (boxed).
-unsafe impl Sync for PthreadMutex {}
-// SAFETY: the boxed mutex does not move; it is unlocked by the thread that locked it.
-unsafe impl Send for PthreadMutex {}
-
-impl PthreadMutex {
-    fn new() -> PthreadMutex {
-        PthreadMutex { m: Box::new(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER)) }
-    }
-    fn lock(&self) {
-        // SAFETY: statically initialised mutex, alive as long as self.
-        unsafe { libc::pthread_mutex_lock(self.m.get()) };
-    }
-    fn unlock(&self) {
-        // SAFETY: called only by the thread that holds the lock.
-        unsafe { libc::pthread_mutex_unlock(self.m.get()) };
-    }
-}
+struct PthreadMutex(Mutex);
 
 impl Handoff for PthreadMutex {
     /// The sender takes the mutex so that the receiver blocks on it.
     fn arm(&self) {
-        self.lock();
+        // A default mutex's lock by a thread that does not hold it cannot fail.
+        let _ = self.0.lock();
     }
     fn release(&self, t0: &AtomicU64, _: &[u8]) -> Result<(), String> {
         t0.store(now_ns(), Ordering::Release);
-        self.unlock();
-        Ok(())
+        self.0.unlock()
     }
     fn wait(&self, _: &mut [u8]) -> Result<u64, String> {
-        self.lock();
+        self.0.lock()?;
         Ok(now_ns())
     }
     fn after_wait(&self) {
-        self.unlock();
+        // The receiver holds it (taken in wait).
+        let _ = self.0.unlock();
     }
 }
 
 /// A condition variable with its mutex and predicate.
 struct CondVar {
-    m: PthreadMutex,
+    m: Mutex,
     c: Box<UnsafeCell<libc::pthread_cond_t>>,
     // The predicate; read and written only with `m` held.
     ready: AtomicU32,
 }
 
-// SAFETY: as for PthreadMutex; the cond is only used through pthread_cond_*.
+// SAFETY: as for `sys::pthread::Mutex`; the cond is only used through pthread_cond_*.
 unsafe impl Sync for CondVar {}
 // SAFETY: as for Sync: the boxed cond and mutex do not move.
 unsafe impl Send for CondVar {}
 
 impl CondVar {
     fn new() -> CondVar {
-        CondVar { m: PthreadMutex::new(), c: Box::new(UnsafeCell::new(libc::PTHREAD_COND_INITIALIZER)), ready: AtomicU32::new(0) }
+        CondVar { m: Mutex::plain(), c: Box::new(UnsafeCell::new(libc::PTHREAD_COND_INITIALIZER)), ready: AtomicU32::new(0) }
     }
 }
 
 impl Handoff for CondVar {
     fn release(&self, t0: &AtomicU64, _: &[u8]) -> Result<(), String> {
-        self.m.lock();
+        self.m.lock()?;
         self.ready.store(1, Ordering::Relaxed);
         t0.store(now_ns(), Ordering::Release);
         // SAFETY: statically initialised cond, alive as long as self.
         unsafe { libc::pthread_cond_signal(self.c.get()) };
-        self.m.unlock();
-        Ok(())
+        self.m.unlock()
     }
     fn wait(&self, _: &mut [u8]) -> Result<u64, String> {
-        self.m.lock();
+        self.m.lock()?;
         while self.ready.load(Ordering::Relaxed) == 0 {
             // SAFETY: we hold `m`, the mutex this cond is always used with.
-            unsafe { libc::pthread_cond_wait(self.c.get(), self.m.m.get()) };
+            unsafe { libc::pthread_cond_wait(self.c.get(), self.m.as_ptr()) };
         }
         let t = now_ns();
         self.ready.store(0, Ordering::Relaxed);
-        self.m.unlock();
+        self.m.unlock()?;
         Ok(t)
     }
 }

@@ -14,6 +14,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::pair::{one_way, Channel, Events, Handoff, Placement};
+use super::registry::ProbeInfo;
 use super::{select, Probe, ProbeCtx, ThreadOutcome};
 use crate::sys::time::now_ns;
 
@@ -21,13 +22,21 @@ pub struct SignalProbe;
 
 const VARIANTS: &[&str] = &["pthread_kill", "sigqueue", "chain"];
 
+/// This probe's facts (see [`super::registry`]).
+pub static INFO: ProbeInfo = ProbeInfo {
+    name: "signal",
+    about: "pthread_kill / pthread_sigqueue -> sigwaitinfo returns; chain: a signal passed along --chain threads (signaltest), full round and per hop",
+    variants: VARIANTS,
+    traced: super::registry::Traced::Handoff,
+    flags: &["--chain", "--iterations", "--back-to-back", "--sender-priority"],
+    ..ProbeInfo::PLAIN
+};
+
 impl Probe for SignalProbe {
-    fn name(&self) -> &'static str {
-        "signal"
+    fn info(&self) -> &'static ProbeInfo {
+        &INFO
     }
-    fn variants(&self) -> &'static [&'static str] {
-        VARIANTS
-    }
+
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
         let variants = select::chosen(ctx, "signal", VARIANTS);
         let share = select::share(ctx, variants.len());

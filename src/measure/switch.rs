@@ -19,6 +19,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
+use super::registry::ProbeInfo;
 use super::{select, spawn_measuring, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
 use crate::sys::futex;
 use crate::sys::time::now_ns;
@@ -27,13 +28,20 @@ pub struct SwitchProbe;
 
 const VARIANTS: &[&str] = &["futex", "yield"];
 
+/// This probe's facts (see [`super::registry`]).
+pub static INFO: ProbeInfo = ProbeInfo {
+    name: "switch",
+    about: "task switch time: two equal-priority threads on one CPU (futex ping-pong, sched_yield)",
+    variants: VARIANTS,
+    flags: &["--iterations"],
+    ..ProbeInfo::PLAIN
+};
+
 impl Probe for SwitchProbe {
-    fn name(&self) -> &'static str {
-        "switch"
+    fn info(&self) -> &'static ProbeInfo {
+        &INFO
     }
-    fn variants(&self) -> &'static [&'static str] {
-        VARIANTS
-    }
+
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
         let variants = select::chosen(ctx, "switch", VARIANTS);
         let share = select::share(ctx, variants.len());

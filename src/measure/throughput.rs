@@ -32,12 +32,13 @@
 //! throttling (as the system has it, 950 ms per s by default) takes its share
 //! of every interval, equally for every test; the note says what it was.
 
-use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
+use super::registry::ProbeInfo;
 use super::{select, spawn_measuring, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
 use crate::model::{Nanos, Throughput};
 use crate::sys::futex::Event;
+use crate::sys::semaphore::Semaphore;
 use crate::sys::time::{now_ns, sleep_until_ns};
 
 pub struct ThroughputProbe;
@@ -56,13 +57,22 @@ const FIVE: usize = 5;
 /// The reporter checks the stop flag at least this often.
 const STOP_CHECK_NS: u64 = 100_000_000;
 
+/// This probe's facts (see [`super::registry`]).
+pub static INFO: ProbeInfo = ProbeInfo {
+    name: "throughput",
+    about: "Thread-Metric's eight tests: operations completed per --tm-interval (basic ... memory)",
+    variants: VARIANTS,
+    counts_operations: true,
+    priority_levels: 6,
+    flags: &["--tm-interval"],
+    ..ProbeInfo::PLAIN
+};
+
 impl Probe for ThroughputProbe {
-    fn name(&self) -> &'static str {
-        "throughput"
+    fn info(&self) -> &'static ProbeInfo {
+        &INFO
     }
-    fn variants(&self) -> &'static [&'static str] {
-        VARIANTS
-    }
+
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
         let variants = select::chosen(ctx, "throughput", VARIANTS);
         let share = select::share(ctx, variants.len());
@@ -104,7 +114,7 @@ struct Test {
     done: AtomicBool,
     /// `preemptive`: one event per thread (resume = post, suspend = wait).
     events: Vec<Event>,
-    sem: Option<Sem>,
+    sem: Option<Semaphore>,
     queue: Option<super::mq::MsgQueue>,
 }
 
@@ -131,8 +141,8 @@ fn run_test(ctx: &ProbeCtx<'_>, v: &str, cpu: Option<usize>, interval: u64, inte
         specs.push(ThreadSpec { index: k + 1, cpu, policy, priority, dl: None });
     }
     let sem = match v {
-        "interrupt" | "interrupt-preemption" => Some(Sem::new(0)?),
-        "synchronization" => Some(Sem::new(1)?),
+        "interrupt" | "interrupt-preemption" => Some(Semaphore::new(0)?),
+        "synchronization" => Some(Semaphore::new(1)?),
         _ => None,
     };
     let queue = if v == "message" { Some(super::mq::MsgQueue::new(900, MSG_BYTES)?) } else { None };
@@ -336,49 +346,6 @@ fn worker(t: &Test, k: usize) -> Option<String> {
     None
 }
 
-/// An unnamed POSIX semaphore that never moves (boxed).
-struct Sem(Box<UnsafeCell<libc::sem_t>>);
-
-// SAFETY: a sem_t is made for use from several threads (and from signal
-// handlers: sem_post is async-signal-safe); it is never moved.
-unsafe impl Sync for Sem {}
-// SAFETY: as for Sync.
-unsafe impl Send for Sem {}
-
-impl Sem {
-    fn new(value: u32) -> anyhow::Result<Sem> {
-        // SAFETY: all-zero storage is valid for sem_init to fill.
-        let s = Sem(Box::new(UnsafeCell::new(unsafe { std::mem::zeroed() })));
-        // SAFETY: `s.0` is storage that lives as long as the Sem.
-        let rc = unsafe { libc::sem_init(s.0.get(), 0, value) };
-        nix::errno::Errno::result(rc).map_err(|e| anyhow::anyhow!("sem_init: {e}"))?;
-        Ok(s)
-    }
-    fn post(&self) -> Result<(), String> {
-        // SAFETY: initialised in new().
-        let rc = unsafe { libc::sem_post(self.0.get()) };
-        nix::errno::Errno::result(rc).map(drop).map_err(|e| format!("sem_post: {e}"))
-    }
-    fn wait(&self) -> Result<(), String> {
-        loop {
-            // SAFETY: initialised in new().
-            let rc = unsafe { libc::sem_wait(self.0.get()) };
-            match nix::errno::Errno::result(rc) {
-                Ok(_) => return Ok(()),
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(e) => return Err(format!("sem_wait: {e}")),
-            }
-        }
-    }
-}
-
-impl Drop for Sem {
-    fn drop(&mut self) {
-        // SAFETY: initialised in new(); no thread waits on it any more.
-        unsafe { libc::sem_destroy(self.0.get()) };
-    }
-}
-
 /// The "interrupt" of the interrupt tests: SIGRTMIN + 5 (the `signal`
 /// probe uses + 4).
 fn isr_signal() -> libc::c_int {
@@ -406,9 +373,9 @@ struct Isr {
 }
 
 impl Isr {
-    fn install(sem: &Sem) -> anyhow::Result<Isr> {
+    fn install(sem: &Semaphore) -> anyhow::Result<Isr> {
         ISR_COUNT.store(0, Ordering::Relaxed);
-        ISR_SEM.store(sem.0.get(), Ordering::Release);
+        ISR_SEM.store(sem.as_ptr(), Ordering::Release);
         // SAFETY: all-zero sigaction structs are valid to fill.
         let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
         // SAFETY: as above.

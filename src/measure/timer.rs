@@ -17,15 +17,25 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use super::recorder::Recorder;
+use super::registry::ProbeInfo;
 use super::{spawn_measuring, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
 use crate::sys::time::{now_ns, sleep_until_ns};
 use crate::trace::LateSamples;
 
 pub struct TimerProbe;
 
+/// This probe's facts (see [`super::registry`]).
+pub static INFO: ProbeInfo = ProbeInfo {
+    name: "timer",
+    about: "timer wake-up latency (cyclictest's method, overruns counted)",
+    traced: super::registry::Traced::TimerMethod,
+    runs_under_deadline: true,
+    ..ProbeInfo::PLAIN
+};
+
 impl Probe for TimerProbe {
-    fn name(&self) -> &'static str {
-        "timer"
+    fn info(&self) -> &'static ProbeInfo {
+        &INFO
     }
 
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {

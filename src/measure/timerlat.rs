@@ -22,6 +22,7 @@
 use std::collections::VecDeque;
 
 use super::tracer::{self, Kind, Series, TracerRun};
+use super::registry::ProbeInfo;
 use super::{Extra, Probe, ProbeCtx, ThreadOutcome};
 use crate::model::{Culprit, Nanos, TraceWindow};
 
@@ -29,17 +30,20 @@ pub struct TimerlatProbe;
 
 pub const VARIANTS: &[&str] = &["irq", "thread"];
 
+/// This probe's facts (see [`super::registry`]).
+pub static INFO: ProbeInfo = ProbeInfo {
+    name: "timerlat",
+    about: "kernel timerlat tracer: timer IRQ latency and its kernel thread's latency, per CPU (CONFIG_TIMERLAT_TRACER)",
+    variants: VARIANTS,
+    warms_up: false,
+    traced: super::registry::Traced::ByItsTracer,
+    kernel_tracer: Some(super::tracer::Kind::Timerlat),
+    ..ProbeInfo::PLAIN
+};
+
 impl Probe for TimerlatProbe {
-    fn name(&self) -> &'static str {
-        "timerlat"
-    }
-
-    fn variants(&self) -> &'static [&'static str] {
-        VARIANTS
-    }
-
-    fn warms_up(&self) -> bool {
-        false
+    fn info(&self) -> &'static ProbeInfo {
+        &INFO
     }
 
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {

@@ -47,15 +47,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// The probe that runs it, if `probe` is one.
-    pub fn of_probe(probe: &str) -> Option<Kind> {
-        match probe {
-            "timerlat" => Some(Kind::Timerlat),
-            "osnoise" => Some(Kind::Osnoise),
-            "hwlat" => Some(Kind::Hwlat),
-            _ => None,
-        }
-    }
+    /// The kernel tracer's name (available_tracers).
     pub fn name(self) -> &'static str {
         match self {
             Kind::Timerlat => "timerlat",
@@ -634,8 +626,6 @@ mod tests {
 
     #[test]
     fn probes_name_their_tracer() {
-        assert_eq!(Kind::of_probe("timerlat"), Some(Kind::Timerlat));
-        assert_eq!(Kind::of_probe("timer"), None);
         assert_eq!(Kind::Hwlat.config(), "CONFIG_HWLAT_TRACER");
         assert!(!Kind::Hwlat.in_instance());
     }

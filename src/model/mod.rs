@@ -118,11 +118,18 @@ pub fn merged_or_sole<T>(items: &[T], result: impl Fn(&T) -> &ProbeResult) -> Ve
             continue;
         }
         let group: Vec<&T> = items.iter().filter(|y| same(result(y), r)).collect();
-        if let Some(m) = group.iter().find(|y| result(y).thread.is_none()).copied().or(if group.len() == 1 { Some(group[0]) } else { None }) {
+        if let Some(m) = merged_of_group(&group, &result) {
             out.push(m);
         }
     }
     out
+}
+
+/// The entry that stands for one probe/phase/variant `group` (its threads'
+/// entries and the merged one): the merged entry (no `thread`), or the only
+/// entry of a one-thread run; None for several threads without a merged one.
+pub fn merged_of_group<'a, T>(group: &[&'a T], result: impl Fn(&T) -> &ProbeResult) -> Option<&'a T> {
+    group.iter().find(|y| result(y).thread.is_none()).copied().or(if group.len() == 1 { Some(group[0]) } else { None })
 }
 
 impl Run {

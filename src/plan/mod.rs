@@ -83,10 +83,17 @@ impl RunPlan {
         p.worst_k = self.worst_k;
         p.trace = self.trace.clone();
         p.probe_options = self.probe.to_model();
-        if self.probes.iter().any(|n| n == "signal") && self.probe.wants("signal", "chain") {
+        // A probe option is recorded when a planned probe reads its flag
+        // (`measure::ProbeInfo::flags`; --chain only for the chain variant).
+        let reads = |flag: &str, variant: Option<&str>| {
+            self.probes.iter().any(|n| {
+                crate::measure::is(n, |i| i.flags.contains(&flag)) && variant.is_none_or(|v| self.probe.wants(n, v))
+            })
+        };
+        if reads("--chain", Some("chain")) {
             p.probe_options.chain = self.probe.chain;
         }
-        if self.probes.iter().any(|n| n == "migrate") {
+        if reads("--migrate-run", None) {
             p.probe_options.migrate_run_ns = Nanos(self.probe.migrate_run_ns);
             p.probe_options.migrate_sleep_ns = Nanos(self.probe.migrate_sleep_ns);
             p.probe_options.migrate_max_err_ns = Nanos(self.probe.migrate_max_err_ns);

@@ -38,7 +38,7 @@ impl VariantSelection {
         if all.is_empty() {
             return Err(BadInput(format!(
                 "--probe {name}:{sel}: the probe '{name}' has no variants to choose from{}; use --probe {name}",
-                if matches!(name, "periodic" | "maxrate") { " (its variants are the --periods)" } else { "" }
+                if probe.info().multi_period() { " (its variants are the --periods)" } else { "" }
             )));
         }
         if sel.is_empty() || !all.iter().any(|v| selects(sel, v)) {
@@ -100,14 +100,14 @@ pub fn check_suites(plan: &crate::plan::RunPlan, entries: &[crate::plan::ProbeEn
     use crate::sys::sched::Policy;
     let rt = plan.policy != Policy::Other;
     for e in entries {
-        if let Some(why) = crate::measure::tracer::Kind::of_probe(&e.probe).and_then(crate::measure::tracer::check) {
+        let Some(info) = crate::measure::info(&e.probe) else { continue };
+        if let Some(why) = info.kernel_tracer.and_then(crate::measure::tracer::check) {
             return Err(BadInput(why));
         }
-        let need = match e.probe.as_str() {
-            "pi" => 3,
-            "throughput" => 6,
-            _ => continue,
-        };
+        let need = info.priority_levels;
+        if need == 0 {
+            continue;
+        }
         if rt && plan.priority < need {
             return Err(BadInput(format!(
                 "-p/--priority {}: the {} probe runs threads at -p down to -p - {}, so it needs -p {need} or more; raise -p (e.g. -p 80)",
@@ -116,9 +116,8 @@ pub fn check_suites(plan: &crate::plan::RunPlan, entries: &[crate::plan::ProbeEn
                 need - 1
             )));
         }
-        if e.probe == "throughput" {
-            let all = crate::measure::throughput::VARIANTS;
-            let n = all.iter().filter(|v| plan.probe.wants("throughput", v)).count().max(1) as u64;
+        if info.counts_operations {
+            let n = info.variants.iter().filter(|v| plan.probe.wants(info.name, v)).count().max(1) as u64;
             let share = e.duration_ns / n;
             let interval = plan.probe.tm_interval_ns;
             if share < interval {
@@ -152,7 +151,7 @@ pub const HRTICK_BELOW_NS: u64 = 2_000_000;
 
 /// The probes that run under `--policy deadline`, in `rtscope probes` order.
 pub fn deadline_probes() -> Vec<&'static str> {
-    crate::measure::PROBES.iter().map(|(n, _)| *n).filter(|n| crate::measure::runs_under_deadline(n)).collect()
+    crate::measure::infos().filter(|i| i.runs_under_deadline).map(|i| i.name).collect()
 }
 
 /// Checks of `--policy deadline` and of `migrate` against the plan and the
@@ -217,9 +216,9 @@ pub fn check_deadline(plan: &crate::plan::RunPlan, entries: &[crate::plan::Probe
     let max_us = read_us("/proc/sys/kernel/sched_deadline_period_max_us").unwrap_or(4_194_304);
     let mut periods: Vec<u64> = Vec::new();
     for e in entries {
-        match e.probe.as_str() {
-            "periodic" => {
-                let ps = if !e.periods_ns.is_empty() { e.periods_ns.clone() } else { plan.probe.periods_or(&crate::measure::periodic::DEFAULT_PERIODS) };
+        match crate::measure::info(&e.probe) {
+            Some(i) if i.multi_period() => {
+                let ps = if !e.periods_ns.is_empty() { e.periods_ns.clone() } else { plan.probe.periods_or(i.default_periods) };
                 periods.extend(ps);
             }
             _ => periods.push(e.interval_ns),

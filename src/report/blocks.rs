@@ -652,13 +652,7 @@ pub fn monitor_windows(label: &str, m: &crate::model::MonitorRecord, windows: &[
             crate::units::fmt_ns(m.window_ns.0)
         )),
     ];
-    let mut keys: Vec<(String, String)> = Vec::new();
-    for w in &merged {
-        let k = (w.phase.clone(), w.probe.clone());
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
+    let keys: Vec<(String, String)> = crate::units::first_seen(merged.iter().map(|w| (w.phase.clone(), w.probe.clone())));
     let header: Vec<String> = ["phase", "probe", "windows", "samples", "overruns"]
         .iter()
         .map(|s| s.to_string())

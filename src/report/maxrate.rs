@@ -15,7 +15,7 @@ pub fn table(run: &Run, in_ns: bool) -> String {
     let rows: Vec<Vec<String>> = run
         .results
         .iter()
-        .filter(|r| r.probe == "maxrate" && r.thread.is_none())
+        .filter(|r| r.thread.is_none() && crate::measure::is(&r.probe, |i| i.rate_search))
         .map(|r| {
             vec![
                 r.phase.clone(),

@@ -463,12 +463,7 @@ pub fn plots(a: &Analysis) -> Vec<Plot> {
     let dl = a.options.deadline.map(|d| us(d.0 as f64));
     for (ri, r) in a.runs.iter().enumerate() {
         let rid = format!("run{}", ri + 1);
-        let mut keys: Vec<EntryKey> = Vec::new();
-        for e in &r.entries {
-            if !keys.contains(&e.key()) {
-                keys.push(e.key());
-            }
-        }
+        let keys: Vec<EntryKey> = crate::units::first_seen(r.entries.iter().map(|e| e.key()));
         for k in &keys {
             let group: Vec<&EntryAnalysis> = r.entries.iter().filter(|e| &e.key() == k).collect();
             let threads: Vec<&EntryAnalysis> = group.iter().filter(|e| e.thread.is_some()).copied().collect();
@@ -502,7 +497,7 @@ pub fn plots(a: &Analysis) -> Vec<Plot> {
                 run: Some(ri),
                 svg: exceedance_chart(&format!("{}: P(latency > x)", k.label()), &xs, merged.is_some(), dl),
             });
-            if let Some(m) = merged.or(if group.len() == 1 { Some(group[0]) } else { None }) {
+            if let Some(m) = crate::model::merged_of_group(&group, |e| e.result) {
                 if let Some(s) = pwcet_chart(&format!("{}: statistical worst case", k.label()), m) {
                     out.push(Plot {
                         id: format!("{base}-pwcet"),
@@ -515,13 +510,7 @@ pub fn plots(a: &Analysis) -> Vec<Plot> {
             }
         }
         // Per-phase overlays.
-        let mut pv: Vec<(String, Option<String>)> = Vec::new();
-        for k in &keys {
-            let x = (k.probe.clone(), k.variant.clone());
-            if !pv.contains(&x) {
-                pv.push(x);
-            }
-        }
+        let pv: Vec<(String, Option<String>)> = crate::units::first_seen(keys.iter().map(|k| (k.probe.clone(), k.variant.clone())));
         for (probe, variant) in pv {
             let phases: Vec<&EntryAnalysis> = merged_of(&r.entries)
                 .into_iter()
@@ -719,12 +708,7 @@ pub fn thread_metric_plots(a: &Analysis) -> Vec<Plot> {
         if tests.is_empty() {
             continue;
         }
-        let mut phases: Vec<&str> = Vec::new();
-        for t in &r.thread_metric {
-            if !phases.contains(&t.phase.as_str()) {
-                phases.push(&t.phase);
-            }
-        }
+        let phases: Vec<&str> = crate::units::first_seen(r.thread_metric.iter().map(|t| t.phase.as_str()));
         let series: Vec<(String, Vec<Option<f64>>)> = phases
             .iter()
             .map(|p| {

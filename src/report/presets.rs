@@ -55,13 +55,7 @@ fn merged(run: &Run) -> impl Iterator<Item = &ProbeResult> {
 
 /// (probe, variant, period) groups in the order they first appear.
 fn groups(run: &Run) -> Vec<(String, Option<String>, Nanos)> {
-    let mut g = Vec::new();
-    for r in merged(run) {
-        let k = (r.probe.clone(), r.variant.clone(), r.interval_ns);
-        if !g.contains(&k) {
-            g.push(k);
-        }
-    }
+    let g = crate::units::first_seen(merged(run).map(|r| (r.probe.clone(), r.variant.clone(), r.interval_ns)));
     g
 }
 

@@ -79,9 +79,6 @@ impl<'de, const US: bool, const Z: bool> Deserialize<'de> for Dur<US, Z> {
     }
 }
 
-/// Probes that run several periods themselves (`--periods`).
-pub const MULTI_PERIOD_PROBES: &[&str] = &["periodic", "maxrate"];
-
 /// The scenario file, as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -144,7 +141,7 @@ pub struct ProbeFileEntry {
     pub name: Spanned<String>,
     pub interval: Option<Period>,
     /// Periods (e.g. ["10ms", "30ms", "50ms"]): the probe's own periods for
-    /// the probes that take several ([`MULTI_PERIOD_PROBES`]), else one run of
+    /// the probes that take several (`measure::ProbeInfo::multi_period`), else one run of
     /// the probe per period (overrides `interval`).
     pub periods: Option<Vec<Period>>,
     pub duration: Option<Duration>,
@@ -270,10 +267,10 @@ pub fn parse(text: &str, label: &str, is_preset: bool) -> Result<Scenario, BadIn
         if let Some(probe) = crate::measure::probe_by_name(name) {
             // The variant too, here, so the error names this line.
             crate::plan::probes::VariantSelection::default()
-                .add(probe.as_ref(), sel)
+                .add(probe, sel)
                 .map_err(|e| err_at(label, text, p.name.span(), format!("[[probe]] name: {}", e.0.trim_start_matches("--probe "))))?;
         } else {
-            let names: Vec<&str> = crate::measure::PROBES.iter().map(|(n, _)| *n).collect();
+            let names = crate::measure::names();
             return Err(err_at(
                 label,
                 text,

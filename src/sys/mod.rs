@@ -7,6 +7,7 @@ pub mod futex;
 pub mod mman;
 pub mod resource;
 pub mod sched;
+pub mod semaphore;
 pub mod stat;
 pub mod time;
 pub mod prctl;

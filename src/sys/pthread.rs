@@ -38,6 +38,17 @@ unsafe impl Sync for Mutex {}
 unsafe impl Send for Mutex {}
 
 impl Mutex {
+    /// A default mutex (no priority protocol, PTHREAD_MUTEX_INITIALIZER):
+    /// cannot fail.
+    pub fn plain() -> Mutex {
+        Mutex { m: Box::new(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER)) }
+    }
+
+    /// The pthread_mutex_t, for pthread_cond_wait (valid while self lives).
+    pub fn as_ptr(&self) -> *mut libc::pthread_mutex_t {
+        self.m.get()
+    }
+
     pub fn new(protocol: Protocol) -> Result<Mutex, String> {
         // SAFETY: all-zero storage is valid for pthread_mutexattr_init to fill.
         let mut attr: libc::pthread_mutexattr_t = unsafe { std::mem::zeroed() };

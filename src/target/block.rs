@@ -280,13 +280,7 @@ fn small(v: Option<u128>) -> Result<u64, String> {
 /// (as the native runner's `results_from`).
 pub fn results_of(blocks: &[Block], phase: &str) -> Vec<ProbeResult> {
     let mut out = Vec::new();
-    let mut variants: Vec<(&str, Option<&String>)> = Vec::new();
-    for b in blocks {
-        let key = (b.probe.as_str(), b.variant.as_ref());
-        if !variants.contains(&key) {
-            variants.push(key);
-        }
-    }
+    let variants: Vec<(&str, Option<&String>)> = crate::units::first_seen(blocks.iter().map(|b| (b.probe.as_str(), b.variant.as_ref())));
     for (probe, v) in variants {
         let group: Vec<&Block> = blocks.iter().filter(|b| b.probe == probe && b.variant.as_ref() == v).collect();
         let mut merged: Option<Block> = None;

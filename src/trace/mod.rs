@@ -19,7 +19,7 @@
 //! - The runner attaches each snapshot to the matching `worst[]` sample (variant, thread,
 //!   seq): `measure::spawn_measuring` tells the session which
 //!   variant runs ([`TraceSession::begin_variant`]), since each variant restarts `seq`.
-//! - Traced probes ([`is_traced`]): the timer method (`timer`, `periodic`, `maxrate`:
+//! - Traced probes (`measure::Traced`, said by each probe): the timer method (`timer`, `periodic`, `maxrate`:
 //!   the window is due time → wake-up) and the one-way hand-offs (`sem`, `pipe`, `mq`,
 //!   `signal`, `preempt`: the sender's clock read before the release → the receiver's after
 //!   its wake-up, on the receiver's CPU).
@@ -41,21 +41,6 @@ use crate::model::ProbeResult;
 use crate::sys::time::now_ns;
 use crate::sys::tracefs::{self, Instance};
 pub use crate::model::trace::{TracePlan, TraceSummary, TraceWindow};
-
-/// The timer-method probes this session traces: window = due time → wake-up.
-pub const TIMER_METHOD_PROBES: &[&str] = &["timer", "periodic", "maxrate"];
-
-/// The one-way hand-off probes this session traces: window = the sender's clock read
-/// before the release → the receiver's after its wake-up (whose events lie on the
-/// measured path: `analysis::warnings` says so in a traced result).
-pub const HANDOFF_PROBES: &[&str] = &["sem", "pipe", "mq", "signal", "preempt"];
-
-/// Whether `--trace-threshold` analyses `probe`'s late samples with this session: a
-/// probe whose latency starts at a due time on the measured thread's clock. (`timerlat`
-/// analyses its own samples from its tracer's events, see `measure::timerlat`.)
-pub fn is_traced(probe: &str) -> bool {
-    TIMER_METHOD_PROBES.contains(&probe) || HANDOFF_PROBES.contains(&probe)
-}
 
 /// The kernel filter that keeps a measuring thread's own events out of the
 /// trace: every `rtscope-m*` thread is one (see `measure::spawn_measuring`).
