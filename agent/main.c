@@ -714,7 +714,10 @@ static void stop_load(int n)
 static pthread_mutex_t run_m = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t run_c = PTHREAD_COND_INITIALIZER;
 static plan cur;
-static int run_pending, running;
+/* finishing: the runner has measured and is sending its plan's "done"; a
+ * plan that arrives then (the host sends the next one as soon as it reads
+ * "done") waits for it instead of being refused as busy. */
+static int run_pending, running, finishing;
 
 static int run_pass(const plan *p, const probe_desc *pd, int warm, int *results, int *stopped, char *err, size_t errn)
 {
@@ -813,9 +816,13 @@ static void *runner_main(void *unused)
 #ifdef ALLOC_CHECK
         out_u64(&l, "allocs", (uint64_t)alloc_count_after_start);
 #endif
+        pthread_mutex_lock(&run_m);
+        finishing = 1;
+        pthread_mutex_unlock(&run_m);
         out_send(&l);
         pthread_mutex_lock(&run_m);
         running = 0;
+        finishing = 0;
         pthread_cond_broadcast(&run_c);
         pthread_mutex_unlock(&run_m);
     }
@@ -826,6 +833,20 @@ static int is_running(void)
 {
     int r;
     pthread_mutex_lock(&run_m);
+    r = running || run_pending;
+    pthread_mutex_unlock(&run_m);
+    return r;
+}
+
+/* Busy for a new plan: a plan is measuring or about to. One whose "done"
+ * is being sent is waited for (a few µs), not refused: the host may have
+ * read that "done" already. */
+static int busy_for_plan(void)
+{
+    int r;
+    pthread_mutex_lock(&run_m);
+    while (finishing && running)
+        pthread_cond_wait(&run_c, &run_m);
     r = running || run_pending;
     pthread_mutex_unlock(&run_m);
     return r;
@@ -934,7 +955,7 @@ static void session(int in, int out)
                         int unsup;
                         uint64_t idv;
                         long id = parse_u64(field(&li, "id"), &idv) == 0 && idv <= 2000000000u ? (long)idv : -1;
-                        if (is_running()) {
+                        if (busy_for_plan()) {
                             send_error(id, "busy", lineno, "a plan is running; send stop first");
                         } else {
                             plan np;

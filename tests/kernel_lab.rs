@@ -739,13 +739,17 @@ fn arm64_dir() -> PathBuf {
     d
 }
 
-/// The rt guest's agent result (timer probe, 3 s at 1 ms, one thread: the
-/// `--icount` guest has one CPU), booted once and shared.
+/// Every probe the agent has (agent/main.c), each measured in the arm64 guest.
+const AGENT_PROBES: [&str; 9] = ["timer", "periodic", "sem", "pipe", "mq", "signal", "switch", "preempt", "pi"];
+
+/// The rt guest's agent result (every agent probe, 2 s each at 1 ms, one
+/// thread: the `--icount` guest has one CPU), booted once and shared.
 fn arm64_rt_agent_result() -> &'static (PathBuf, serde_json::Value) {
     static RESULT: OnceLock<(PathBuf, serde_json::Value)> = OnceLock::new();
     RESULT.get_or_init(|| {
         let json = arm64_dir().join("rt-agent.json");
-        let (out, run) = arm64_agent_run("rt", "", &["--probe", "timer", "-D", "3s", "-i", "1000"], &json);
+        let probes = AGENT_PROBES.join(",");
+        let (out, run) = arm64_agent_run("rt", "", &["--probe", &probes, "--periods", "1ms", "-D", "2s", "-i", "1000"], &json);
         assert!(out.status.success(), "rtscope run --target the arm64 rt guest failed: {}", String::from_utf8_lossy(&out.stderr));
         (json, run.expect("no result file"))
     })
@@ -786,7 +790,36 @@ fn arm64_rt_guest_is_preempt_rt_aarch64_through_the_agent() {
     assert_eq!(run["agent"]["arch"], "aarch64", "{}", run["agent"]);
     assert_eq!(run["agent"]["transport"], "exec", "{}", run["agent"]);
     assert!(host["hostname"].as_str().unwrap().contains("arm64-qemu-virt"), "host: {host}");
-    check_agent_timer(run, 3000);
+    check_agent_timer(run, 2000);
+    check_every_agent_probe(run, 2000);
+}
+
+/// Every agent probe came back from the guest with samples, each histogram
+/// holds its entry's samples, each merged entry is the sum of its threads,
+/// and the periodic probe's latency entries (1 ms over 2 s) have samples +
+/// overruns = periods, as the timer's do.
+fn check_every_agent_probe(run: &serde_json::Value, periods: u64) {
+    let u = |v: &serde_json::Value| v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"));
+    for probe in AGENT_PROBES {
+        let es = entries(run, probe);
+        assert!(!es.is_empty(), "no {probe} entry from the arm64 agent: {run}");
+        for e in &es {
+            assert!(u(&e["samples"]) > 0, "{probe}: {e}");
+            let hist: u64 = e["histogram"].as_array().unwrap().iter().map(|b| u(&b["count"])).sum();
+            assert_eq!(hist, u(&e["samples"]), "{probe}: the histogram holds every sample: {e}");
+        }
+        let variants = rtscope::units::first_seen(es.iter().map(|e| e["variant"].to_string()));
+        for v in variants {
+            let threads: Vec<_> = es.iter().filter(|e| e["variant"].to_string() == v && !e["thread"].is_null()).collect();
+            let merged = es.iter().find(|e| e["variant"].to_string() == v && e["thread"].is_null()).unwrap_or_else(|| panic!("{probe} {v}: no merged entry"));
+            assert_eq!(u(&merged["samples"]), threads.iter().map(|e| u(&e["samples"])).sum::<u64>(), "{probe} {v}: merged = sum of threads");
+            if probe == "periodic" && !v.contains("error") {
+                for t in threads {
+                    assert_eq!(u(&t["samples"]) + u(&t["overruns"]), periods, "periodic {v}: samples + overruns = periods: {t}");
+                }
+            }
+        }
+    }
 }
 
 #[test]
