@@ -808,12 +808,12 @@ fn check_every_agent_probe(run: &serde_json::Value, periods: u64) {
             let hist: u64 = e["histogram"].as_array().unwrap().iter().map(|b| u(&b["count"])).sum();
             assert_eq!(hist, u(&e["samples"]), "{probe}: the histogram holds every sample: {e}");
         }
-        let variants = rtscope::units::first_seen(es.iter().map(|e| e["variant"].to_string()));
+        let variants = rtscope::units::first_seen(es.iter().map(|e| e["variant"].clone()));
         for v in variants {
-            let threads: Vec<_> = es.iter().filter(|e| e["variant"].to_string() == v && !e["thread"].is_null()).collect();
-            let merged = es.iter().find(|e| e["variant"].to_string() == v && e["thread"].is_null()).unwrap_or_else(|| panic!("{probe} {v}: no merged entry"));
+            let threads: Vec<_> = es.iter().filter(|e| e["variant"] == v && !e["thread"].is_null()).collect();
+            let merged = es.iter().find(|e| e["variant"] == v && e["thread"].is_null()).unwrap_or_else(|| panic!("{probe} {v}: no merged entry"));
             assert_eq!(u(&merged["samples"]), threads.iter().map(|e| u(&e["samples"])).sum::<u64>(), "{probe} {v}: merged = sum of threads");
-            if probe == "periodic" && !v.contains("error") {
+            if probe == "periodic" && !v.as_str().is_some_and(|v| v.contains("error")) {
                 for t in threads {
                     assert_eq!(u(&t["samples"]) + u(&t["overruns"]), periods, "periodic {v}: samples + overruns = periods: {t}");
                 }
