@@ -853,7 +853,7 @@ fn multi_column_import_is_all_or_nothing() {
         let o = rtscope(&db, &args);
         assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", all_output(&o));
         let err = stderr(&o);
-        assert!(err.contains("p.csv") && err.contains("system BAD") && err.contains("past the largest value"), "{err}");
+        assert!(err.contains("p.csv") && err.contains("line 2") && err.contains("BAD (column 3)") && err.contains("past the largest value"), "{err}");
         assert!(!stdout(&o).contains("imported"), "{}", stdout(&o));
     }
     assert!(!db.exists() || history(&db, &[]).is_empty(), "a column was stored");

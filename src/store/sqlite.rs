@@ -156,6 +156,13 @@ enum Check {
 /// foreign file, naming what it holds.
 fn identify(conn: &Connection, path: &Path) -> anyhow::Result<Kind> {
     let e = |e| sql_err(path, e);
+    // One read transaction: the mark, the version and the tables from the
+    // same snapshot. Read one by one, another rtscope creating the database
+    // at this instant (its tables and its mark land in one commit) could be
+    // seen half: no mark yet, then its tables — "another program's
+    // database" (seen once with 8 imports into a new file at once). Dropped
+    // at the end of this function: a rollback of a transaction that read.
+    let _snapshot = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Deferred).map_err(e)?;
     let app: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(e)?;
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(e)?;
     let version = version.max(0) as u32;
