@@ -98,8 +98,8 @@ pub fn check(kind: Kind) -> Option<String> {
     let flag = format!("--probe {}", kind.name());
     // Not mounted (a fresh boot until a tool mounts it): mounted here, as
     // threshold tracing and rtla do; it stays mounted for other tools.
-    let dir = match tracefs::find_mounted().map_or_else(|| tracefs::find_or_mount().map(|(d, _)| d), Ok) {
-        Ok(dir) => dir,
+    let dir = match tracefs::find_or_mount() {
+        Ok((dir, _)) => dir,
         Err(e) => {
             return Some(format!(
                 "{flag}: tracefs is not mounted (looked at /sys/kernel/tracing and /sys/kernel/debug/tracing) and mounting it failed ({e}); mount it as root (mount -t tracefs nodev /sys/kernel/tracing) or use {}",

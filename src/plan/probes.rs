@@ -200,7 +200,7 @@ pub fn check_deadline(plan: &crate::plan::RunPlan, entries: &[crate::plan::Probe
         return Err(BadInput(format!(
             "--policy deadline: the {} probe does not run under SCHED_DEADLINE ({} do); run it in another run with --policy fifo",
             e.probe,
-            deadline_probes().join(", ")
+            deadline_probes().join(" and ")
         )));
     }
     let online = sched::online_cpus();
