@@ -27,3 +27,4 @@ pub mod target;
 pub mod trace;
 pub mod units;
 pub mod doctor;
+pub mod entry;

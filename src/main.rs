@@ -3,44 +3,6 @@
 //! `rtscope::commands`, and maps errors to exit codes: 0 done, 2 bad input,
 //! 3 a failed gate (`check`), 130 interrupted, 1 any other failure.
 
-use std::process::ExitCode;
-
-use rtscope::cli::{Cli, Command};
-use rtscope::commands;
-use rtscope::error::{BadInput, EXIT_BAD_INPUT, EXIT_FAILURE};
-
-fn main() -> ExitCode {
-    // Usage errors print and exit 2; --help/--version exit 0.
-    let cli: Cli = rtscope::cli::parse_or_exit();
-    let result = match cli.command {
-        Command::Run(args) => commands::run::cmd(&args),
-        Command::Monitor(args) => commands::monitor::cmd(&args),
-        Command::Probes => commands::probes::cmd(),
-        Command::Doctor(args) => commands::doctor::cmd(&args),
-        Command::Presets => commands::presets::cmd(),
-        Command::LoadWorker(args) => rtscope::load::worker::main(&args.to_worker()),
-        Command::History(args) => commands::history::cmd(&args),
-        Command::Show(args) => commands::show::cmd(&args),
-        Command::Tag(args) => commands::tag::cmd(&args),
-        Command::Rm(args) => commands::rm::cmd(&args),
-        Command::Export(args) => commands::export::cmd(&args),
-        Command::Import(args) => commands::import::cmd(&args),
-        Command::Compare(args) => commands::compare::cmd(&args),
-        Command::Report(args) => commands::report::cmd(&args),
-        Command::Check(args) => commands::check::cmd(&args),
-        Command::Serve(args) => commands::serve::cmd(&args),
-    };
-    match result {
-        Ok(code) => ExitCode::from(code),
-        Err(e) => {
-            if let Some(bad) = e.downcast_ref::<BadInput>() {
-                // An error may quote a file's line: made safe for the terminal.
-                eprintln!("error: {}", rtscope::report::escape::terminal_safe(&bad.to_string()));
-                ExitCode::from(EXIT_BAD_INPUT)
-            } else {
-                eprintln!("error: {}", rtscope::report::escape::terminal_safe(&format!("{e:#}")));
-                ExitCode::from(EXIT_FAILURE)
-            }
-        }
-    }
+fn main() -> std::process::ExitCode {
+    rtscope::entry::main()
 }
