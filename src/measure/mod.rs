@@ -44,7 +44,8 @@ use std::sync::{Arc, Barrier, Mutex};
 use crate::model::SetupStep;
 use crate::sys::sched::{self, Policy};
 use recorder::{Live, Recorder};
-pub use registry::{info, infos, is, names, probe_by_name, Busy, ProbeInfo, Traced, REGISTRY};
+pub use registry::{info, infos, names, probe_by_name, ProbeInfo};
+pub use registry::{is, Busy, Traced};
 pub use run::{selects, split_spec, ProbeRun, ProbeSettings, DEFAULT_MSG_SIZE};
 
 /// Stack of a measuring thread. mlockall(MCL_FUTURE) makes the whole stack

@@ -22,7 +22,7 @@ use crate::error::BadInput;
 use crate::load::{parse_load, Engine, LoadKind, PhaseSpec};
 use crate::model::ScenarioRecord;
 
-pub use crate::plan::{Experiment, ProbeEntry, Table};
+pub use crate::plan::Table;
 
 /// A duration in a scenario: a string with a unit ("30s", "500ms", "2h"), or
 /// a bare number of seconds. `allow_zero` types accept "0".

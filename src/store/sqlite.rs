@@ -111,7 +111,7 @@ fn opt_int(v: Option<usize>) -> rusqlite::Result<Option<i64>> {
     v.map(|x| int(x as u64)).transpose()
 }
 
-pub use super::{Facets, Filter, Page, PageQuery, PhaseMax, RunRow};
+pub use super::{Facets, Page, PageQuery, PhaseMax, RunRow};
 
 pub struct Store {
     conn: Connection,
