@@ -31,6 +31,7 @@ impl SysRoot {
     pub fn path(&self, rel: &str) -> PathBuf {
         self.0.join(rel.trim_start_matches('/'))
     }
+    #[cfg(test)]
     pub fn base(&self) -> &Path {
         &self.0
     }

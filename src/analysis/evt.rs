@@ -87,6 +87,7 @@ pub struct GpdFit {
 
 impl GpdFit {
     /// P(Y > y) for an excess y ≥ 0.
+    #[cfg(test)]
     pub fn survival(&self, y: f64) -> f64 {
         if self.xi.abs() < 1e-12 {
             (-y / self.sigma).exp()

@@ -195,6 +195,7 @@ pub(crate) fn cpus_in(s: &str) -> Vec<usize> {
 ///
 /// Pure with respect to its inputs: it only reads files under `root` and never fails;
 /// findings come back ordered as the checks run (group by group).
+#[cfg(test)]
 pub fn audit(root: &SysRoot, cpus: &[usize]) -> Vec<Finding> {
     audit_host(root, &crate::sysinfo::fingerprint(root), cpus)
 }

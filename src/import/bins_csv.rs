@@ -30,6 +30,7 @@ pub const FORMAT: Format = Format(&Spec {
     )
 });
 
+#[cfg(test)]
 pub fn parse(text: &str) -> Result<Vec<Parsed>, ParseError> {
     parse_reader(text.as_bytes())
 }

@@ -39,6 +39,7 @@ fn footer_values(rest: &str, line: usize, what: &str) -> Result<Vec<u64>, ParseE
     rest.split_whitespace().map(|t| uint(t, line, what)).collect()
 }
 
+#[cfg(test)]
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
     parse_lines(&mut super::Lines::new(text.as_bytes()))
 }

@@ -342,6 +342,7 @@ fn interval_us(cmd: &[String]) -> u64 {
     1000
 }
 
+#[cfg(test)]
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
     parse_reader(text.as_bytes())
 }

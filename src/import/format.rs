@@ -108,7 +108,7 @@ pub fn never(_: &Sample<'_>) -> bool {
 
 /// A format of the registry (compared by name).
 #[derive(Clone, Copy)]
-pub struct Format(pub &'static Spec);
+pub struct Format(pub(crate) &'static Spec);
 
 impl Format {
     pub fn name(self) -> &'static str {

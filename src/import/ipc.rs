@@ -111,11 +111,13 @@ fn variant_of(tool: &str, a: Option<usize>, b: Option<usize>) -> Option<String> 
     })
 }
 
+#[cfg(test)]
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
     parse_named(text, "")
 }
 
 /// As [`parse`], with the file name as a hint to which tool wrote it.
+#[cfg(test)]
 pub fn parse_named(text: &str, file_name: &str) -> Result<Parsed, ParseError> {
     parse_lines(&mut super::Lines::new(text.as_bytes()), file_name)
 }

@@ -25,6 +25,7 @@ pub const FORMAT: Format = Format(&Spec {
     probe_per_row: false,
 });
 
+#[cfg(test)]
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
     parse_reader(text.as_bytes())
 }

@@ -65,6 +65,7 @@ pub fn is_switch_line(l: &str) -> bool {
     l.contains("SWITCH TIME") && l.contains("(ns)")
 }
 
+#[cfg(test)]
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
     parse_lines(&mut super::Lines::new(text.as_bytes()), &ParseOptions::default())
 }

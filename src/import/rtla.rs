@@ -58,6 +58,7 @@ struct Column {
     max: Option<u64>,
 }
 
+#[cfg(test)]
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
     parse_lines(&mut super::Lines::new(text.as_bytes()))
 }

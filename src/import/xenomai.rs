@@ -58,6 +58,7 @@ fn hms(s: &str) -> Option<u64> {
     v[0].checked_mul(3600)?.checked_add(v[1].checked_mul(60)?)?.checked_add(v[2])
 }
 
+#[cfg(test)]
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
     parse_lines(&mut super::Lines::new(text.as_bytes()))
 }

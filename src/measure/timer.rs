@@ -65,6 +65,7 @@ impl Probe for TimerProbe {
 
 /// The hot loop: O(1) per period, no allocation, lock, format or I/O.
 /// Returns an error text only when the sleep itself fails.
+#[cfg(test)]
 pub fn timer_loop(rec: &mut Recorder, stop: &AtomicBool, interval: u64, duration: u64) -> Option<String> {
     timer_loop_with(rec, stop, interval, duration, u64::MAX, |_, _, _| {})
 }

@@ -86,7 +86,9 @@ pub struct ScenarioFile {
     pub name: Option<String>,
     /// One line for `rtscope presets`.
     pub description: Option<String>,
-    /// The publication the scenario mirrors (presets).
+    /// The publication the scenario mirrors (presets): for the reader of
+    /// the file; accepted so the key is not refused, not used by rtscope.
+    #[allow(dead_code)]
     pub mirrors: Option<String>,
     /// Each probe run's length, in each phase.
     pub duration: Option<Duration>,

@@ -124,6 +124,7 @@ pub enum Input {
 
 /// `runs=1,2,@tag` (repeatable: the list's checkboxes send `runs=1&runs=2`),
 /// in order, each id once.
+#[cfg(test)]
 pub fn compare_inputs(q: &str) -> Result<Vec<Input>, String> {
     Ok(compare_query(q)?.runs)
 }

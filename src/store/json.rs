@@ -190,10 +190,8 @@ pub fn write_output(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Re
     Ok(())
 }
 
-/// The largest input file read by default (`rtscope import --max-size`
-/// lifts it for imports; result files have [`MAX_RESULT_BYTES`]).
-pub const MAX_INPUT_BYTES: u64 = 256 << 20;
-/// The largest result file read (a result is histograms and bounded
+/// The largest result file read (imports have their own limit,
+/// `rtscope import --max-size`, 256 MiB by default) (a result is histograms and bounded
 /// series: even a day-long run stays far below).
 pub const MAX_RESULT_BYTES: u64 = 1 << 30;
 
