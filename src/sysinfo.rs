@@ -5,7 +5,7 @@
 //! the kernel does not expose gives an empty or "unknown" value, never an
 //! error: a fingerprint is always produced.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::model::{CpuValue, Host, IdleState};
 use crate::units::parse_cpu_list;
@@ -30,10 +30,6 @@ impl SysRoot {
     }
     pub fn path(&self, rel: &str) -> PathBuf {
         self.0.join(rel.trim_start_matches('/'))
-    }
-    #[cfg(test)]
-    pub fn base(&self) -> &Path {
-        &self.0
     }
     /// File content, trimmed; None when absent or unreadable.
     pub fn read(&self, rel: &str) -> Option<String> {

@@ -30,10 +30,6 @@ pub const FORMAT: Format = Format(&Spec {
     )
 });
 
-#[cfg(test)]
-pub fn parse(text: &str) -> Result<Vec<Parsed>, ParseError> {
-    parse_reader(text.as_bytes())
-}
 
 /// Read record by record into one [`Hist`] per column (bounded memory
 /// whatever the number of bins); each column's min and max edges are

@@ -39,10 +39,6 @@ fn footer_values(rest: &str, line: usize, what: &str) -> Result<Vec<u64>, ParseE
     rest.split_whitespace().map(|t| uint(t, line, what)).collect()
 }
 
-#[cfg(test)]
-pub fn parse(text: &str) -> Result<Parsed, ParseError> {
-    parse_lines(&mut super::Lines::new(text.as_bytes()))
-}
 
 /// Read line by line: each histogram row is added to its column's
 /// [`Hist`] at once, so memory does not grow with the number of rows.

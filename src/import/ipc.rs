@@ -111,16 +111,6 @@ fn variant_of(tool: &str, a: Option<usize>, b: Option<usize>) -> Option<String> 
     })
 }
 
-#[cfg(test)]
-pub fn parse(text: &str) -> Result<Parsed, ParseError> {
-    parse_named(text, "")
-}
-
-/// As [`parse`], with the file name as a hint to which tool wrote it.
-#[cfg(test)]
-pub fn parse_named(text: &str, file_name: &str) -> Result<Parsed, ParseError> {
-    parse_lines(&mut super::Lines::new(text.as_bytes()), file_name)
-}
 
 /// Read line by line; only the latest status and pair line of each thread
 /// is kept, so a long live log costs no more than a short one.

@@ -59,4 +59,4 @@ pub use fold::{folded_note, Hist, Seconds};
 pub use format::{detect, detect_head, parse, Format, FORMATS};
 pub use format::{format_list, parse_reader_with, probe_per_row, takes_period, ParseOptions};
 pub use read::ParseError;
-pub use read::{clamp_negative, decimal_us_to_ns, float, int, read_head, strip_ansi, uint, us_to_ns, Line, Lines};
+pub use read::{clamp_negative, decimal_us_to_ns, float, int, read_head, strip_ansi, uint, us_to_ns, Line};

@@ -25,10 +25,6 @@ pub const FORMAT: Format = Format(&Spec {
     probe_per_row: false,
 });
 
-#[cfg(test)]
-pub fn parse(text: &str) -> Result<Parsed, ParseError> {
-    parse_reader(text.as_bytes())
-}
 
 pub fn parse_reader(r: impl std::io::Read) -> Result<Parsed, ParseError> {
     let doc = Doc::read(r)?;

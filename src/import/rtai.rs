@@ -65,10 +65,6 @@ pub fn is_switch_line(l: &str) -> bool {
     l.contains("SWITCH TIME") && l.contains("(ns)")
 }
 
-#[cfg(test)]
-pub fn parse(text: &str) -> Result<Parsed, ParseError> {
-    parse_lines(&mut super::Lines::new(text.as_bytes()), &ParseOptions::default())
-}
 
 /// Window figures of one column group (min/avg/max per window).
 struct Windows {

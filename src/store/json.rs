@@ -190,9 +190,9 @@ pub fn write_output(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Re
     Ok(())
 }
 
-/// The largest result file read (imports have their own limit,
-/// `rtscope import --max-size`, 256 MiB by default) (a result is histograms and bounded
-/// series: even a day-long run stays far below).
+/// The largest result file read (a result is histograms and bounded
+/// series: even a day-long run stays far below; imports have their own
+/// limit, `rtscope import --max-size`).
 pub const MAX_RESULT_BYTES: u64 = 1 << 30;
 
 /// Open an input file for reading: a regular file only (a FIFO would

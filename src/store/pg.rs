@@ -537,11 +537,6 @@ impl Store {
         Ok(rows.iter().map(|r| (r.get::<_, i64>(0) as u64, r.get::<_, i64>(1) as u64, r.get::<_, i64>(2) as u64)).collect())
     }
 
-    /// The schema version stored in the database (for tests).
-    #[cfg(test)]
-    pub fn schema_version(&mut self) -> anyhow::Result<Option<u32>> {
-        version(&mut self.client).map_err(|e| pg_err(&self.target, e))
-    }
 }
 
 /// A read-only snapshot, so the three queries of `list` see the same runs.
