@@ -322,7 +322,7 @@ mod tests {
     use super::*;
 
     fn parse_with(text: &str, period_ns: Option<u64>) -> Result<Parsed, ParseError> {
-        parse_lines(&mut crate::import::Lines::new(text.as_bytes()), &ParseOptions { period_ns })
+        parse_lines(&mut crate::import::read::Lines::new(text.as_bytes()), &ParseOptions { period_ns })
     }
 
     const DISPLAY: &str = "RTH|    lat min|    ovl min|    lat avg|    lat max|    ovl max|   overruns\n\

@@ -60,7 +60,7 @@ struct Column {
 
 #[cfg(test)]
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
-    parse_lines(&mut super::Lines::new(text.as_bytes()))
+    parse_lines(&mut super::read::Lines::new(text.as_bytes()))
 }
 
 /// Read line by line. A row's bucket width is the smallest step between

@@ -60,7 +60,7 @@ fn hms(s: &str) -> Option<u64> {
 
 #[cfg(test)]
 pub fn parse(text: &str) -> Result<Parsed, ParseError> {
-    parse_lines(&mut super::Lines::new(text.as_bytes()))
+    parse_lines(&mut super::read::Lines::new(text.as_bytes()))
 }
 
 pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, ParseError> {
