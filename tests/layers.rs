@@ -36,6 +36,7 @@ const LAYERS: &[&[&str]] = &[
     &["serve"],
     &["cli"],
     &["commands"],
+    &["entry"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {
@@ -252,10 +253,10 @@ fn only_the_face_uses_cli() {
     let outside: Vec<String> = s
         .files
         .iter()
-        .filter(|(m, _, code)| !matches!(m.as_str(), "cli" | "commands" | "main" | "lib") && crate_paths(code).contains("cli"))
+        .filter(|(m, _, code)| !matches!(m.as_str(), "cli" | "commands" | "entry" | "main" | "lib") && crate_paths(code).contains("cli"))
         .map(|(_, f, _)| format!("src/{}", f.display()))
         .collect();
-    assert!(outside.is_empty(), "crate::cli used below the face (only src/cli, src/commands, src/main.rs may): {outside:?}");
+    assert!(outside.is_empty(), "crate::cli used below the face (only src/cli, src/commands, src/entry.rs, src/main.rs may): {outside:?}");
 }
 
 /// True when `code` names the `clap` crate (`clap::…`, `use clap`), not a
@@ -538,11 +539,113 @@ fn the_probe_name_scan_catches_what_it_looks_for() {
 fn probe_opts_lists_the_probe_flags() {
     // PROBE_FLAGS follows src/cli/probe_opts.rs: every field there is one of them or a deadline one.
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cli/probe_opts.rs")).unwrap();
-    let start = text.find("pub struct ProbeOpts {").unwrap();
+    let start = text.find("struct ProbeOpts {").unwrap();
     let body = &text[start..start + text[start..].find("\n}\n").unwrap()];
-    for line in body.lines().map(str::trim).filter(|l| l.starts_with("pub ") && l.contains(':')) {
-        let field = line.trim_start_matches("pub ").split(':').next().unwrap();
+    for line in body.lines().map(str::trim).filter(|l| l.starts_with("pub") && l.contains(':')) {
+        let field = line.trim_start_matches("pub(crate) ").trim_start_matches("pub ").split(':').next().unwrap();
         let flag = format!("--{}", field.replace('_', "-"));
         assert!(PROBE_FLAGS.contains(&flag.as_str()) || flag.starts_with("--dl-"), "ProbeOpts::{field}: add {flag} to PROBE_FLAGS (and to the INFO.flags of the probes that read it)");
     }
+}
+
+/// The names a `pub` line of code declares: the item (`pub fn f`, `pub
+/// struct S`, `pub mod m`, …), the field (`pub x: T`), or each name a
+/// `pub use` re-exports. Empty for `pub(crate)`/`pub(super)` and other lines.
+fn pub_names(line: &str) -> Vec<String> {
+    let Some(rest) = line.trim_start().strip_prefix("pub ") else { return Vec::new() };
+    let word = |s: &str| s.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect::<String>();
+    if let Some(path) = rest.strip_prefix("use ") {
+        let path = path.trim_end_matches(';');
+        return match path.find('{') {
+            Some(i) => path[i + 1..].trim_end_matches('}').split(',').map(|n| word(n.trim().rsplit("::").next().unwrap())).filter(|n| !n.is_empty()).collect(),
+            None => vec![word(path.rsplit("::").next().unwrap())],
+        };
+    }
+    let mut rest = rest;
+    loop {
+        let before = rest;
+        for q in ["unsafe ", "async ", "extern \"C\" "] {
+            rest = rest.strip_prefix(q).unwrap_or(rest);
+        }
+        if let Some(r) = rest.strip_prefix("const ").filter(|r| r.starts_with("fn ") || r.starts_with("unsafe ")) {
+            rest = r;
+        }
+        if rest == before {
+            break;
+        }
+    }
+    for kw in ["fn ", "struct ", "enum ", "trait ", "type ", "mod ", "const ", "static "] {
+        if let Some(r) = rest.strip_prefix(kw) {
+            return vec![word(r)];
+        }
+    }
+    let name = word(rest);
+    if !name.is_empty() && rest[name.len()..].trim_start().starts_with(':') {
+        return vec![name];
+    }
+    Vec::new()
+}
+
+fn has_word(text: &str, name: &str) -> bool {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(name).any(|(i, _)| {
+        !text[..i].chars().next_back().is_some_and(is_word) && !text[i + name.len()..].chars().next().is_some_and(is_word)
+    })
+}
+
+/// Issue 32: `pub(crate)` unless a test, an example or the binary needs
+/// more. The result schema (src/model) is the library's public face and
+/// stays `pub`; anywhere else a `pub` item or field must be named by
+/// tests/, examples/ or src/main.rs.
+/// Types a test never names but a `pub` function it calls takes or
+/// returns (rustc's private_interfaces): pub for that reason only.
+const PUB_FOR_A_SIGNATURE: &[&str] = &["BadInput", "Parsed", "ParseError", "ProbeCtx", "ThreadOutcome", "Quantile", "Live", "Target"];
+
+#[test]
+fn pub_only_where_a_test_example_or_main_needs_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut users = String::new();
+    let mut files = Vec::new();
+    rust_files(&root.join("tests"), &mut files);
+    rust_files(&root.join("examples"), &mut files);
+    files.push(root.join("src/main.rs"));
+    for f in files {
+        users.push_str(&std::fs::read_to_string(f).unwrap());
+    }
+    let mut wrong = Vec::new();
+    let mut declared = BTreeSet::new();
+    for (m, f, code) in &sources().files {
+        if m == "model" || m == "main" {
+            continue;
+        }
+        for (n, line) in code.lines().enumerate() {
+            for name in pub_names(line) {
+                declared.insert(name.clone());
+                if !has_word(&users, &name) && !PUB_FOR_A_SIGNATURE.contains(&name.as_str()) {
+                    wrong.push(format!("src/{}:{}: `{name}` is pub but no test, example or main names it: make it pub(crate)", f.display(), n + 1));
+                }
+            }
+        }
+    }
+    for name in PUB_FOR_A_SIGNATURE {
+        if !declared.contains(*name) {
+            wrong.push(format!("PUB_FOR_A_SIGNATURE lists `{name}`, no longer pub: drop it from the list"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_pub_scan_catches_what_it_looks_for() {
+    assert_eq!(pub_names("pub fn lines(run: &Run) -> String {"), ["lines"]);
+    assert_eq!(pub_names("    pub unsafe fn f() {"), ["f"]);
+    assert_eq!(pub_names("pub const fn g() {"), ["g"]);
+    assert_eq!(pub_names("pub const FORMATS: &[Format] = &["), ["FORMATS"]);
+    assert_eq!(pub_names("pub struct Nanos(pub u64);"), ["Nanos"]);
+    assert_eq!(pub_names("    pub file_sha256: String,"), ["file_sha256"]);
+    assert_eq!(pub_names("pub use build::{build_run, Context};"), ["build_run", "Context"]);
+    assert_eq!(pub_names("pub use crate::units::Nanos;"), ["Nanos"]);
+    assert!(pub_names("pub(crate) fn hidden() {").is_empty());
+    assert!(pub_names("let pub_x = 1;").is_empty());
+    assert!(has_word("use rtscope::import::{self, FORMATS};", "FORMATS") && !has_word("FORMATS_X", "FORMATS"));
 }
