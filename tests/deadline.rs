@@ -6,7 +6,7 @@
 //! its hops. Needs root (SCHED_DEADLINE, SCHED_FIFO); skips with the reason
 //! otherwise or where the kernel refuses. No absolute latency is asserted.
 
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
