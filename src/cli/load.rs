@@ -177,7 +177,14 @@ pub fn build(args: &RunArgs, explicit: &BTreeSet<String>, started: &str) -> Resu
         Some(s) => from_scenario(args, explicit, started, &s)?,
         None => from_flags(args, started)?,
     };
-    super::applies::check_probe_flags(explicit, built.2.entries.iter().map(|e| e.probe.as_str()))?;
+    let (plan, _, exp) = &built;
+    let shape = super::applies::RunShape {
+        probes: exp.entries.iter().map(|e| e.probe.as_str()).collect(),
+        policy: plan.policy,
+        noise_policy: plan.probe.noise_policy,
+        target: false,
+    };
+    super::applies::check_flags(explicit, &shape)?;
     Ok(built)
 }
 
