@@ -18,8 +18,7 @@
 //! Only flags given on the command line are checked; a default is never an
 //! error.
 
-use std::collections::BTreeSet;
-
+use super::given::Given;
 use crate::error::BadInput;
 use crate::sys::sched::Policy;
 
@@ -32,14 +31,14 @@ pub struct RunShape<'a> {
     pub target: bool,
 }
 
-/// Refuse the first flag in `explicit` (clap ids given on the command line)
-/// that nothing in `run` reads.
-pub fn check_flags(explicit: &BTreeSet<String>, run: &RunShape<'_>) -> Result<(), BadInput> {
+/// Refuse the first flag given on the command line that nothing in `run`
+/// reads.
+pub fn check_flags(given: &Given, run: &RunShape<'_>) -> Result<(), BadInput> {
     if run.target {
-        check_target_flags(explicit)?;
+        check_target_flags(given)?;
     }
-    check_probe_flags(explicit, run.probes.iter().copied())?;
-    check_priority(explicit, run)
+    check_probe_flags(given, run.probes.iter().copied())?;
+    check_priority(given, run)
 }
 
 /// Run flags (clap ids) that apply on a target.
@@ -58,10 +57,10 @@ pub fn flag_of(id: &str) -> String {
     }
 }
 
-fn check_target_flags(explicit: &BTreeSet<String>) -> Result<(), BadInput> {
+fn check_target_flags(given: &Given) -> Result<(), BadInput> {
     // Ids of flattened groups (`LoadArgs`, `StoreOpts`) come with their flags: not flags.
     let is_group = |id: &str| id.starts_with(|c: char| c.is_ascii_uppercase());
-    match explicit.iter().find(|id| !is_group(id) && !TARGET_FLAGS.contains(&id.as_str())) {
+    match given.ids().find(|&id| !is_group(id) && !TARGET_FLAGS.contains(&id)) {
         Some(bad) => Err(BadInput(format!(
             "{} does not apply with --target (the agent measures on the target); flags that do: --probe, -i, -D, -p, --policy, -a, -t, --periods, --worst, --deadline, --iterations, --msg-size, --load cpu|memory, --phase-name, --json, --out, --db, --no-store, -q. Drop {}",
             flag_of(bad),
@@ -73,8 +72,8 @@ fn check_target_flags(explicit: &BTreeSet<String>) -> Result<(), BadInput> {
 
 /// `-p` given with SCHED_OTHER measuring threads: refused unless a probe of
 /// the run runs its threads at `--noise-policy fifo`, where -p is read.
-fn check_priority(explicit: &BTreeSet<String>, run: &RunShape<'_>) -> Result<(), BadInput> {
-    if run.policy != Policy::Other || !explicit.contains("priority") {
+fn check_priority(given: &Given, run: &RunShape<'_>) -> Result<(), BadInput> {
+    if run.policy != Policy::Other || !given.priority {
         return Ok(());
     }
     let by_noise_policy: Vec<&str> =
@@ -111,12 +110,11 @@ pub fn probe_flags() -> Vec<ProbeFlag> {
         .collect()
 }
 
-/// Refuse the first flag in `explicit` (clap ids given on the command line)
-/// that none of `probes` (the run's probe names, without variants) reads.
-fn check_probe_flags<'a>(explicit: &BTreeSet<String>, probes: impl IntoIterator<Item = &'a str>) -> Result<(), BadInput> {
+/// Refuse the first flag given that none of `probes` (the run's probe names, without variants) reads.
+fn check_probe_flags<'a>(given: &Given, probes: impl IntoIterator<Item = &'a str>) -> Result<(), BadInput> {
     let run: Vec<&str> = crate::units::first_seen(probes);
     for f in probe_flags() {
-        if explicit.contains(&f.id) && !f.probes.iter().any(|p| run.contains(p)) {
+        if given.has(&f.id) && !f.probes.iter().any(|p| run.contains(p)) {
             let (one, readers) = match f.probes.as_slice() {
                 [p] => (true, format!("the {p} probe")),
                 ps => (false, format!("the probes {}", ps.join(", "))),
@@ -138,8 +136,8 @@ fn check_probe_flags<'a>(explicit: &BTreeSet<String>, probes: impl IntoIterator<
 mod tests {
     use super::*;
 
-    fn ids(v: &[&str]) -> BTreeSet<String> {
-        v.iter().map(|s| s.to_string()).collect()
+    fn ids(v: &[&str]) -> Given {
+        Given::from_ids(v.iter().map(|s| s.to_string()).collect())
     }
 
     #[test]

@@ -3,15 +3,13 @@
 //! naming it) rather than silently ignored. CPUs are checked later, against
 //! the CPUs the agent announces.
 
-use std::collections::BTreeSet;
-
 use super::RunArgs;
 use crate::error::BadInput;
 use crate::plan::Output;
 use crate::target::{TargetPlan, TargetSpec};
 
 /// Check the flags given with `--target` and build what the session runs.
-pub fn build(args: &RunArgs, target: &str, explicit: &BTreeSet<String>, started: &str) -> Result<(TargetSpec, TargetPlan, Output), BadInput> {
+pub fn build(args: &RunArgs, target: &str, started: &str) -> Result<(TargetSpec, TargetPlan, Output), BadInput> {
     let spec = TargetSpec::parse(target)?;
     let shape = super::applies::RunShape {
         probes: args.probes.iter().map(|p| crate::measure::split_spec(p).0).collect(),
@@ -19,7 +17,7 @@ pub fn build(args: &RunArgs, target: &str, explicit: &BTreeSet<String>, started:
         noise_policy: crate::sys::sched::Policy::Other,
         target: true,
     };
-    super::applies::check_flags(explicit, &shape)?;
+    super::applies::check_flags(&args.given, &shape)?;
     if args.interval > args.duration {
         return Err(BadInput(format!(
             "-i/--interval {} is longer than -D/--duration {}: no period would complete; shorten the interval or lengthen the run",
@@ -63,7 +61,7 @@ pub fn build(args: &RunArgs, target: &str, explicit: &BTreeSet<String>, started:
         periods_ns: args.probe_opts.periods.clone().unwrap_or_default(),
         worst_k: args.worst as usize,
         iterations: args.probe_opts.iterations,
-        msg_size: explicit.contains("msg_size").then_some(args.probe_opts.msg_size),
+        msg_size: args.given.msg_size.then_some(args.probe_opts.msg_size),
         phases,
     };
     let path = super::plan::output_path(args, started)?;
