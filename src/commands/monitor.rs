@@ -5,7 +5,6 @@
 //! at the end (SIGINT/SIGTERM, or `-D`) the overall result is written and
 //! stored like a `run`'s. Every flag is checked before measuring (exit 2).
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -48,7 +47,6 @@ fn write_textfile(dir: &Path, text: &str) -> anyhow::Result<()> {
 
 pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
     let started = OffsetDateTime::now_utc();
-    let explicit = cli::load::explicit_run_args();
     let r = &args.run;
     for (given, flag) in [
         (r.load.scenario.is_some(), "a scenario file"),
@@ -79,11 +77,11 @@ pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
     if let Some(c) = &cycle {
         a.load.loads = vec![c.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>().join(",")];
     }
-    let mut explicit: BTreeSet<String> = explicit;
-    explicit.insert("probes".into());
-    let (mut plan, output, exp) = cli::load::build(&a, &explicit, &crate::commands::run::stamp(started))?;
+    // Never the default preset: the monitor's probes are its flags' own.
+    a.given.probes = true;
+    let (mut plan, output, exp) = cli::load::build(&a, &crate::commands::run::stamp(started))?;
     plan.trace = None;
-    let total_ns = explicit.contains("duration").then_some(r.duration);
+    let total_ns = r.given.duration.then_some(r.duration);
     if let Some(c) = &cycle {
         if c.iter().any(|(_, d)| *d < args.window) {
             return Err(BadInput(format!(
@@ -165,7 +163,7 @@ pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
         }
         Ok(())
     };
-    let result = monitor::execute(&mp, &id, std::env::args().collect(), started, &stop, &mut on_window);
+    let result = monitor::execute(&mp, &id, r.command_line.clone(), started, &stop, &mut on_window);
     if let Some(s) = server {
         s.stop();
     }
