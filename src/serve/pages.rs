@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use crate::analysis::summary::{analyse, Options};
 use crate::model::{Run, Window};
-use crate::report::blocks::Unit;
+use crate::report::blocks::{Unit, NOT_APPLICABLE, UNKNOWN};
 use crate::report::html::{self, esc};
 use crate::store::{Facets, Page, RunRow, Sort};
 
@@ -154,7 +154,7 @@ fn row(r: &RunRow) -> String {
         .headline_max_ns
         .iter()
         .map(|m| {
-            let p99 = m.p99_ns.map(|p| Unit::Us.fmt(p as f64)).unwrap_or_else(|| "-".into());
+            let p99 = m.p99_ns.map(|p| Unit::Us.fmt(p as f64)).unwrap_or_else(|| UNKNOWN.into());
             format!("{}: {} / {}", esc(&m.phase), Unit::Us.fmt(m.max_ns as f64), p99)
         })
         .collect();
@@ -166,7 +166,7 @@ fn row(r: &RunRow) -> String {
         esc(&r.started_at.get(..19).unwrap_or(&r.started_at).replace('T', " ")),
         esc(&r.host),
         esc(&r.kernel),
-        esc(if r.preempt.is_empty() { "-" } else { &r.preempt }),
+        esc(if r.preempt.is_empty() { UNKNOWN } else { &r.preempt }),
         if r.realtime { " (RT)" } else { "" },
         esc(&r.probes),
         esc(&r.tags.iter().map(|t| format!("@{t}")).collect::<Vec<_>>().join(" ")),
@@ -196,7 +196,7 @@ pub fn run_page(shown: &str, id: i64, run: Run, tags: &[String], windows: &[Wind
         esc(&r.host.hostname),
         esc(&r.host.kernel_release),
         esc(&form_urlencoded::byte_serialize(r.host.hostname.as_bytes()).collect::<String>()),
-        if tags.is_empty() { "-".to_string() } else { esc(&tags.iter().map(|t| format!("@{t}")).collect::<Vec<_>>().join(" ")) }
+        if tags.is_empty() { NOT_APPLICABLE.to_string() } else { esc(&tags.iter().map(|t| format!("@{t}")).collect::<Vec<_>>().join(" ")) }
     );
     if let Some(i) = &r.imported_from {
         let _ = writeln!(s, "<p>Imported from {} ({} via {}).</p>", esc(&i.file), esc(&i.tool), esc(&i.format));
