@@ -18,9 +18,10 @@ pub fn render(a: &Analysis, unit: Unit, bins: bool) -> String {
 /// Lay out report blocks as Markdown under a level-1 `title`.
 pub fn render_blocks(title: &str, blocks: &[Block]) -> String {
     let mut out = format!("# {title}\n");
-    for b in blocks {
+    for b in &crate::report::blocks::for_text(blocks) {
         out.push('\n');
         match b {
+            Block::Fields(_) | Block::Folded { .. } | Block::Plot(_) => {}
             Block::Heading(level, s) => {
                 out.push_str(&"#".repeat(*level as usize));
                 out.push(' ');

@@ -149,6 +149,7 @@ fn fit(t: &Table, width: usize) -> (Table, Vec<String>, Option<String>) {
             label_cols: keep.iter().filter(|&&k| k < t.label_cols).count(),
             rows: t.rows.iter().map(|r| keep.iter().filter_map(|&k| r.get(k).cloned()).collect()).collect(),
             optional: Vec::new(),
+            wrap: Vec::new(),
         };
     }
     // Still too wide: the unit once in the note instead of in every header.
@@ -201,8 +202,9 @@ pub fn render_blocks(blocks: &[Block], colour: bool, width: Option<usize>) -> St
         }
     };
     let mut out = String::new();
-    for b in blocks {
+    for b in &crate::report::blocks::for_text(blocks) {
         match b {
+            Block::Fields(_) | Block::Folded { .. } | Block::Plot(_) => {}
             Block::Heading(level, s) => {
                 if !out.is_empty() {
                     out.push('\n');

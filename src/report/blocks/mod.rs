@@ -89,6 +89,9 @@ pub struct Table {
     /// Columns a narrow layout (an 80-column terminal) may leave out, the
     /// first first; the others are always shown.
     pub optional: Vec<usize>,
+    /// Columns of long text a page may break over lines (the others keep
+    /// one line).
+    pub wrap: Vec<usize>,
 }
 
 impl Table {
@@ -99,7 +102,12 @@ impl Table {
     }
     /// A table of which every column is always shown.
     pub fn new(header: Vec<String>, label_cols: usize, rows: Vec<Vec<Cell>>) -> Table {
-        Table { header, label_cols, rows, optional: Vec::new() }
+        Table { header, label_cols, rows, optional: Vec::new(), wrap: Vec::new() }
+    }
+    /// Columns `cols` may break over lines on a page.
+    pub fn wrapping(mut self, cols: &[usize]) -> Table {
+        self.wrap = cols.to_vec();
+        self
     }
     /// The columns named `names` (header text without a trailing "(unit)") may be left out
     /// in a narrow layout, in that order.
@@ -121,14 +129,44 @@ pub const UNKNOWN: &str = "-";
 /// page; a different fact in the code.
 pub const NOT_APPLICABLE: &str = "-";
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Block {
     /// Level 1 (report), 2 (run / comparison), 3 (section).
     Heading(u8, String),
     Text(String),
     List(Vec<String>),
     Table(Table),
+    /// Name–value pairs (the host fingerprint and plan).
+    Fields(Vec<(String, String)>),
+    /// Blocks folded under a one-line summary (a page's `<details>`, of
+    /// `class`, unfolded when `open`); the text formats show the summary as a
+    /// heading and the blocks under it.
+    Folded { summary: String, class: &'static str, open: bool, blocks: Vec<Block> },
+    /// A chart: only a page shows it; the text formats leave it out.
+    Plot(crate::report::plots::Plot),
 }
+
+/// `blocks` as the text formats lay them out: folded blocks unfolded under
+/// their summary as a level-3 heading, fields as "name: value" lines, plots
+/// left out. What remains is headings, text, lists and tables.
+pub fn for_text(blocks: &[Block]) -> Vec<Block> {
+    let mut out = Vec::new();
+    for b in blocks {
+        match b {
+            Block::Folded { summary, blocks, .. } => {
+                out.push(Block::Heading(3, summary.clone()));
+                out.extend(for_text(blocks));
+            }
+            Block::Fields(f) => out.push(Block::Text(f.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("\n"))),
+            Block::Plot(_) => {}
+            b => out.push(b.clone()),
+        }
+    }
+    out
+}
+
+/// What a miss is, said once for every format that shows a deadline.
+pub const DEADLINE_NOTE: &str = "A sample over the deadline or a missed period is a miss (shown late+missed when periods were missed); miss ratio = misses / periods (samples + missed periods); P(miss)/h is the probability of at least one miss in an hour at the measured rate (≤: no miss seen, 95 % upper bound; ≥: missed periods unknown).";
 
 fn host_line(r: &RunAnalysis) -> String {
     let h = &r.host;
@@ -161,9 +199,7 @@ pub fn blocks(a: &Analysis, u: Unit, bins: bool) -> Vec<Block> {
                     let (latencies, deadline) = split_deadline(&summary);
                     out.push(Block::Table(latencies));
                     out.push(Block::Heading(3, format!("Deadline {} {}", u.fmt_n(d), u.name())));
-                    out.push(Block::Text(
-                        "A sample over the deadline or a missed period is a miss (shown late+missed when periods were missed); miss ratio = misses / periods (samples + missed periods); P(miss)/h is the probability of at least one miss in an hour at the measured rate (≤: no miss seen, 95 % upper bound; ≥: missed periods unknown).".into(),
-                    ));
+                    out.push(Block::Text(DEADLINE_NOTE.into()));
                     out.push(Block::Table(deadline));
                     out.extend(verdict_blocks(r, u));
                 }
