@@ -158,6 +158,19 @@ pub fn render(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
     document(&format!("rtscope report: {}", names.join(" vs ")), "", &s)
 }
 
+/// The HTML report as a [`crate::report::Renderer`], with the plots of
+/// [`crate::report::plots::plots`] for the analysis it renders.
+pub struct Html<'p> {
+    pub plots: &'p [Plot],
+    pub unit: Unit,
+}
+
+impl crate::report::Renderer for Html<'_> {
+    fn render(&self, a: &Analysis) -> anyhow::Result<Vec<u8>> {
+        Ok(render(a, self.plots, self.unit).into_bytes())
+    }
+}
+
 /// Worst samples shown per entry in the report (all of them are in the JSON).
 const WORST_SHOWN: usize = 5;
 

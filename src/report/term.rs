@@ -107,6 +107,22 @@ pub fn render(a: &crate::analysis::summary::Analysis, unit: Unit, bins: bool, co
     render_blocks(&crate::report::blocks::blocks(a, unit, bins), colour, width)
 }
 
+/// The terminal report as a [`crate::report::Renderer`].
+pub struct Term {
+    pub unit: Unit,
+    /// The bin tables too (`--bins`).
+    pub bins: bool,
+    pub colour: bool,
+    /// Columns to fit (see [`width`]); `None` is `--wide`.
+    pub width: Option<usize>,
+}
+
+impl crate::report::Renderer for Term {
+    fn render(&self, a: &crate::analysis::summary::Analysis) -> anyhow::Result<Vec<u8>> {
+        Ok(render(a, self.unit, self.bins, self.colour, self.width).into_bytes())
+    }
+}
+
 /// The width of the terminal report: standard output's columns when it is
 /// a terminal (and no -o), else 80; `None` with `--wide`.
 pub fn width(wide: bool, to_file: bool) -> Option<usize> {
