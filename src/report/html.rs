@@ -290,76 +290,48 @@ fn worst_blocks(r: &RunAnalysis, unit: Unit) -> Vec<Block> {
     ]
 }
 
-/// The comparison of two or more runs: notes on paired phases, the table,
-/// the sentences, what is not in every input, the overlay plots.
+/// The comparison of two or more runs (the blocks `rtscope compare`
+/// shows: notes on paired phases, the table, the sentences, what is not in
+/// every input), then the overlay plots.
 pub fn comparison(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
-    let mut s = String::new();
-    let c = &a.comparison;
-    if c.systems.len() >= 2 {
-        s.push_str("<section id=\"comparison\"><h2>Comparison</h2>\n");
-        if !c.notes.is_empty() {
-            s.push_str("<ul class=\"notes\">");
-            for x in &c.notes {
-                let _ = write!(s, "<li>{}</li>", esc(x));
-            }
-            s.push_str("</ul>\n");
-        }
-        s.push_str(&table(&blocks::compare_table(a, unit)));
-        if let Some(t) = blocks::throughput_compare_table(a) {
-            s.push_str("<h3>Throughput (Thread-Metric): ops per second</h3>\n");
-            s.push_str(&table(&t));
-        }
-        s.push_str("<ul>");
-        for x in &c.sentences {
-            let _ = write!(s, "<li>{}</li>", esc(x));
-        }
-        s.push_str("</ul>\n");
-        if !c.unmatched.is_empty() {
-            s.push_str("<h3>Not in every input</h3><ul>");
-            for (k, have) in &c.unmatched {
-                let _ = write!(s, "<li>{}: only in {}</li>", esc(&k.label()), esc(&have.join(", ")));
-            }
-            s.push_str("</ul>\n");
-        }
-        for p in plots.iter().filter(|p| p.run.is_none()) {
-            s.push_str(&figure(p));
-        }
-        s.push_str("</section>\n");
+    if a.comparison.systems.len() < 2 {
+        return String::new();
     }
-    s
+    let mut b = blocks::compare_blocks(a, unit, false);
+    b.extend(plots.iter().filter(|p| p.run.is_none()).cloned().map(Block::Plot));
+    format!("<section id=\"comparison\">{}</section>\n", render_blocks_at(&b, 0))
 }
 
-/// The bin tables, folded.
+/// The bin tables (hundreds of rows) folded: the data is there, the page
+/// ends with the plots.
 pub fn bins(a: &Analysis, unit: Unit) -> String {
-    let mut s = String::new();
     let c = &a.comparison;
-    // The bin tables (hundreds of rows) folded: the data is there, the page
-    // ends with the plots.
-    s.push_str("<section id=\"bins\"><h2>Bin tables</h2>\n");
     let rows: usize = c.bin_tables.iter().map(|t| t.rows.len()).sum();
-    let _ = writeln!(
-        s,
-        "<details class=\"bins\"><summary>{} table(s), {rows} rows of {} {} bins: counts per bin and system</summary>",
+    let summary = format!(
+        "{} table(s), {rows} rows of {} {} bins: counts per bin and system",
         c.bin_tables.len(),
         c.bin_tables.first().map(|t| unit.fmt_n(t.width_ns)).unwrap_or_default(),
         unit.name()
     );
-    for (i, t) in c.bin_tables.iter().enumerate() {
-        let _ = writeln!(s, "<h3>{} — bins of {} {}</h3>", esc(&t.key.label()), unit.fmt_n(t.width_ns), unit.name());
-        s.push_str(&table(&blocks::bin_table(a, i, unit)));
-    }
-    s.push_str("</details></section>\n");
-    s
+    let folded = Block::Folded { summary, class: "bins", open: false, blocks: blocks::bin_blocks(a, unit) };
+    format!("<section id=\"bins\"><h2>Bin tables</h2>\n{}</section>\n", render_blocks_at(&[folded], 0))
 }
 
-/// Layout-free blocks (`report::blocks`) as HTML: headings, paragraphs,
-/// lists, tables.
+/// Layout-free blocks (`report::blocks`) as HTML inside a section of a
+/// page: a level-`n` heading is `<h{n+1}>`.
 pub fn render_blocks(blocks: &[blocks::Block]) -> String {
+    render_blocks_at(blocks, 1)
+}
+
+/// Layout-free blocks as HTML, a level-`n` heading as `<h{n+shift}>`:
+/// headings, paragraphs, lists, tables, name–value tables, folded blocks
+/// (`<details>`) and plots.
+fn render_blocks_at(blocks: &[blocks::Block], shift: u8) -> String {
     let mut s = String::new();
     for b in blocks {
         match b {
             blocks::Block::Heading(level, t) => {
-                let l = (*level).clamp(1, 4) + 1;
+                let l = (*level).clamp(1, 4) + shift;
                 let _ = writeln!(s, "<h{l}>{}</h{l}>", esc(t));
             }
             blocks::Block::Text(t) => {
@@ -382,7 +354,7 @@ pub fn render_blocks(blocks: &[blocks::Block]) -> String {
             }
             blocks::Block::Folded { summary, class, open, blocks } => {
                 let _ = write!(s, "<details class=\"{class}\"{}><summary>{}</summary>", if *open { " open" } else { "" }, esc(summary));
-                s.push_str(&render_blocks(blocks));
+                s.push_str(&render_blocks_at(blocks, shift));
                 s.push_str("</details>\n");
             }
             blocks::Block::Plot(p) => s.push_str(&figure(p)),

@@ -260,7 +260,17 @@ pub fn compare_blocks(a: &Analysis, u: Unit, bins: bool) -> Vec<Block> {
             ));
         }
     }
-    for (i, t) in c.bin_tables.iter().enumerate().filter(|_| bins) {
+    if bins {
+        out.extend(bin_blocks(a, u));
+    }
+    out
+}
+
+/// Each bin table under its heading (seed 001's tables: counts per bin and
+/// system).
+pub fn bin_blocks(a: &Analysis, u: Unit) -> Vec<Block> {
+    let mut out = Vec::new();
+    for (i, t) in a.comparison.bin_tables.iter().enumerate() {
         out.push(Block::Heading(3, format!("Bins of {} {}: {}", u.fmt_n(t.width_ns), u.name(), t.key.label())));
         out.push(Block::Table(bin_table(a, i, u)));
     }
