@@ -79,12 +79,12 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     if !output.quiet {
         // Host strings and traced process names are the machine's, not
         // ours: printed through `report::escape`.
-        let mut end = report::term::summary_table(&run, output.ns);
-        end += &report::maxrate::table(&run, output.ns);
+        let mut end = report::term::summary_table(&run, report::blocks::Unit::of_ns_flag(output.ns));
+        end += &report::maxrate::table(&run, report::blocks::Unit::of_ns_flag(output.ns));
         end += &report::noise::lines(&run);
-        end += &report::presets::render(&run, exp.table, exp.bin_ns, output.ns, args.analysis.deadline.map(crate::model::Nanos));
+        end += &report::presets::render(&run, exp.table, exp.bin_ns, report::blocks::Unit::of_ns_flag(output.ns), args.analysis.deadline.map(crate::model::Nanos));
         if let Some(d) = args.analysis.deadline {
-            end += &report::term::deadline_lines(&run, crate::model::Nanos(d), output.ns);
+            end += &report::term::deadline_lines(&run, crate::model::Nanos(d), report::blocks::Unit::of_ns_flag(output.ns));
         }
         // The block `report` shows too.
         end += &report::term::render_blocks(&report::blocks::trace_blocks(&run, 5), false, None);
@@ -125,9 +125,9 @@ fn target(args: &RunArgs, spec: &str, started: OffsetDateTime) -> anyhow::Result
     }
     let run = crate::target::execute(&spec, &tp, &output, args.command_line.clone(), started, &stop, warnings)?;
     if !output.quiet {
-        print!("{}", report::term::summary_table(&run, output.ns));
+        print!("{}", report::term::summary_table(&run, report::blocks::Unit::of_ns_flag(output.ns)));
         if let Some(d) = args.analysis.deadline {
-            print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d), output.ns));
+            print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d), report::blocks::Unit::of_ns_flag(output.ns)));
         }
         println!("result: {}", output.path.display());
     }
