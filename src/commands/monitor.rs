@@ -91,7 +91,7 @@ pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
         quiet: output.quiet,
         ns: output.ns,
     };
-    let result = monitor::execute(&mp, &id, std::env::args().collect(), started, &stop, &mut |w| sinks.window(w), warnings);
+    let result = monitor::execute(&mp, &id, std::env::args().collect(), started, &stop, &mut |w| sinks.window(w), crate::commands::run::warnings);
     if let Some(s) = server {
         s.stop();
     }
@@ -103,11 +103,6 @@ pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
         println!("result: {} ({} windows)", output.path.display(), run.monitor.as_ref().map_or(0, |m| m.windows));
     }
     Ok(if stop.load(Ordering::Relaxed) { EXIT_INTERRUPTED } else { EXIT_OK })
-}
-
-/// What the reader of a run must know, as `run` puts it on file.
-fn warnings(run: &crate::model::Run) -> Vec<String> {
-    crate::analysis::warnings::for_run(run).iter().map(ToString::to_string).collect()
 }
 
 /// `run`'s flags that have no meaning for a monitor, and a window of 0.

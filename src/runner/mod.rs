@@ -83,6 +83,10 @@ pub fn execute(
             capped: false,
         };
         let ran = phases.run(&mut session);
+        if ran.is_err() {
+            // What was measured before the error stays on file (`complete: false`).
+            phases.save(&mut session);
+        }
         session.end_loads();
         finished.store(true, Ordering::Relaxed);
         ran.map(|()| phases.capped)

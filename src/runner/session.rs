@@ -223,3 +223,22 @@ pub fn sleep_unless(d: Duration, over: &dyn Fn() -> bool) {
         std::thread::sleep((end - now).min(Duration::from_millis(50)));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    #[test]
+    fn sleep_unless_asks_between_short_sleeps_and_ends_when_told() {
+        let asked = Cell::new(0);
+        let over = || {
+            asked.set(asked.get() + 1);
+            asked.get() >= 3
+        };
+        // An hour's sleep, ended by the third answer: asked before each step.
+        super::sleep_unless(std::time::Duration::from_secs(3600), &over);
+        assert_eq!(asked.get(), 3);
+        asked.set(0);
+        super::sleep_unless(std::time::Duration::ZERO, &|| false);
+    }
+}

@@ -19,9 +19,10 @@ pub type Warnings = fn(&Run) -> Vec<String>;
 /// The "write after each probe" checkpoint. A step that changes the run
 /// (loads started, a probe run's results, loads stopped) marks it
 /// [`changed`](Checkpoint::changed); before rtscope waits again (settling,
-/// the next probe run, stopping loads) [`save`](Checkpoint::save) puts it on
-/// file. So whatever was measured is on file before anything else can go
-/// wrong, and the last change of a run is written once, by the last write.
+/// the next probe run, stopping loads) or when the run ends on an error,
+/// [`save`](Checkpoint::save) puts it on file. So whatever was measured is on
+/// file before rtscope can be stopped or killed while waiting, and the last
+/// change of a run is written once, by the last write.
 pub(crate) struct Checkpoint<'a> {
     path: &'a Path,
     warnings: Warnings,
@@ -115,4 +116,45 @@ fn write_fallback(path: &Path, run: &Run) -> anyhow::Result<PathBuf> {
         }
     }
     Err(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Calibration, Host, Nanos, Plan};
+
+    fn run() -> Run {
+        let plan = Plan::new(vec!["timer".into()], vec!["idle".into()], Nanos(1_000_000_000), Nanos(1_000_000));
+        let calibration = Calibration::new(Nanos(20), Nanos(18), "CLOCK_MONOTONIC (vDSO clock_gettime)");
+        Run::native(vec!["rtscope".into()], Host::default(), plan, calibration, "2026-11-25T12:00:00Z".into())
+    }
+
+    fn on_file(path: &Path) -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_checkpoint_writes_a_changed_run_once_as_unfinished() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        let mut checkpoint = Checkpoint::new(&path, |r| vec![format!("{} results", r.results.len())]);
+        let mut run = run();
+        let steps = [SetupStep::failed("mlockall", "not permitted")];
+        checkpoint.save(&mut run, &steps, false);
+        assert!(!path.exists(), "nothing changed: nothing written");
+        checkpoint.changed();
+        checkpoint.save(&mut run, &steps, true);
+        let j = on_file(&path);
+        assert_eq!(j["complete"], false, "an intermediate write says the run has not finished");
+        assert_eq!(j["interrupted"], true);
+        assert_eq!(j["interrupted_in"], "idle", "the plan's last phase when the loop did not say");
+        assert_eq!(j["realtime_setup"]["ok"], false, "{}", j["realtime_setup"]);
+        assert_eq!(j["warnings"][0], "0 results", "the warnings are worded at every write");
+        assert!(run.complete, "the run in memory stays finished for the last write");
+        std::fs::remove_file(&path).unwrap();
+        checkpoint.save(&mut run, &steps, true);
+        assert!(!path.exists(), "written once per change");
+        write_final(&path, &run).unwrap();
+        assert!(on_file(&path).get("complete").is_none(), "the last write is a finished run");
+    }
 }
