@@ -11,14 +11,14 @@ use rtscope::error::{BadInput, EXIT_BAD_INPUT, EXIT_FAILURE};
 
 fn main() -> ExitCode {
     // Usage errors print and exit 2; --help/--version exit 0.
-    let cli: Cli = rtscope::cli::parse_or_exit();
+    let cli: Cli = rtscope::cli::parse_or_exit(std::env::args_os().collect());
     let result = match cli.command {
         Command::Run(args) => commands::run::cmd(&args),
         Command::Monitor(args) => commands::monitor::cmd(&args),
         Command::Probes => commands::probes::cmd(),
         Command::Doctor(args) => commands::doctor::cmd(&args),
         Command::Presets => commands::presets::cmd(),
-        Command::LoadWorker(args) => rtscope::load::worker::main(&args.to_worker()),
+        Command::LoadWorker(args) => rtscope::load::worker::LoadWorkerArgs::from_args(&args.args).and_then(|w| rtscope::load::worker::main(&w)),
         Command::History(args) => commands::history::cmd(&args),
         Command::Show(args) => commands::show::cmd(&args),
         Command::Tag(args) => commands::tag::cmd(&args),

@@ -422,6 +422,16 @@ fn flags_that_do_not_apply_on_a_target_are_refused() {
         assert_eq!(out.status.code(), Some(2), "{flag}: {stderr}");
         assert!(stderr.contains(flag), "{flag}: {stderr}");
     }
+    // The rule of a local run too: a flag none of the run's probes reads,
+    // -p where the threads run SCHED_OTHER.
+    for (args, flag) in [(&["--probe", "timer", "--iterations", "100"][..], "--iterations"), (&["-p", "50", "--policy", "other"][..], "-p/--priority")] {
+        let mut all = vec!["run", "--target", "exec:true"];
+        all.extend_from_slice(args);
+        let out = sb.run(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(flag) && stderr.contains("would do nothing"), "{args:?}: {stderr}");
+    }
     for bad in ["tcp:nowhere", "serial:ttyS0", "ftp:x"] {
         let out = sb.run(&["run", "--target", bad]);
         assert_eq!(out.status.code(), Some(2));

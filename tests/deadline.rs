@@ -6,28 +6,13 @@
 //! its hops. Needs root (SCHED_DEADLINE, SCHED_FIFO); skips with the reason
 //! otherwise or where the kernel refuses. No absolute latency is asserted.
 
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 
-/// Measuring tests take this lock (they would disturb each other's CPUs).
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn rtscope() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rtscope"));
-    c.env("RTSCOPE_DB", concat!(env!("CARGO_TARGET_TMPDIR"), "/rtscope-tests.db"));
-    c
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+mod common;
+use common::{is_root, rtscope, serial};
 
 /// `rtscope run ARGS --json FILE -q --no-store`: the output and the result (if written).
 fn run(args: &[&str]) -> (Output, Option<Value>) {

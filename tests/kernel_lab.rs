@@ -173,20 +173,20 @@ fn rt_kernel_is_detected_as_realtime() {
         return;
     }
     let run = probe_kernel("rt", &[]);
-    let phases: Vec<&str> = run["results"].as_array().unwrap().iter().map(|r| r["phase"].as_str().unwrap()).collect();
+    let phases = phases_of(&run);
     assert!(phases.iter().all(|p| *p == "idle"), "no guest load: idle ({phases:?})");
-    assert_eq!(
-        run["host"]["realtime"],
-        serde_json::json!(true),
-        "host: {}",
-        run["host"]
-    );
-    assert_eq!(
-        run["host"]["preempt_model"],
-        serde_json::json!("rt"),
-        "host: {}",
-        run["host"]
-    );
+    assert_host(&run, true, "rt");
+}
+
+fn phases_of(run: &serde_json::Value) -> Vec<&str> {
+    run["results"].as_array().unwrap().iter().map(|r| r["phase"].as_str().unwrap()).collect()
+}
+
+/// The guest's host block says whether it is a real-time kernel and its preemption model.
+fn assert_host(run: &serde_json::Value, realtime: bool, preempt_model: &str) {
+    let host = &run["host"];
+    assert_eq!(host["realtime"], serde_json::json!(realtime), "host: {host}");
+    assert_eq!(host["preempt_model"], serde_json::json!(preempt_model), "host: {host}");
 }
 
 #[test]
@@ -197,22 +197,11 @@ fn stock_kernel_is_detected_as_not_realtime() {
     }
     // Under a guest load the result's phase says which (not "idle").
     let run = probe_kernel("stock", &["--guest-load", "cpu:1"]);
-    let phases: Vec<&str> = run["results"].as_array().unwrap().iter().map(|r| r["phase"].as_str().unwrap()).collect();
+    let phases = phases_of(&run);
     assert!(!phases.is_empty() && phases.iter().all(|p| *p == "guest:cpu:1"), "{phases:?}");
-    assert_eq!(
-        run["host"]["realtime"],
-        serde_json::json!(false),
-        "host: {}",
-        run["host"]
-    );
     // Debian's stock 6.1 is PREEMPT_DYNAMIC booted in voluntary mode; rtscope
     // reads that from /sys/kernel/debug/sched/preempt ("none (voluntary) full").
-    assert_eq!(
-        run["host"]["preempt_model"],
-        serde_json::json!("voluntary"),
-        "host: {}",
-        run["host"]
-    );
+    assert_host(&run, false, "voluntary");
 }
 
 #[test]

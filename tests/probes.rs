@@ -11,26 +11,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// Measuring tests take this lock: run in parallel they would disturb each
-/// other's CPUs (the orderings checked hold on a quiet CPU, not on one that
-/// another test keeps busy at SCHED_FIFO).
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn rtscope() -> Command {
-    // Runs are saved to a test database under target/, never the user's.
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rtscope"));
-    c.env("RTSCOPE_DB", concat!(env!("CARGO_TARGET_TMPDIR"), "/rtscope-tests.db"));
-    c
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+mod common;
+use common::{is_root, rtscope, serial};
 
 /// Run `rtscope run ARGS --json FILE -q`, assert exit 0, return the result.
 fn run_ok(args: &[&str]) -> Value {

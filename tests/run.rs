@@ -278,6 +278,9 @@ fn flags_that_do_nothing() {
         &["--migrate-run", "5ms", "--probe", "pi"],
         &["--chain", "4", "--probe", "pipe"],
         &["--pi-burst", "2ms", "--preset", "quick"],
+        &["-p", "50", "--policy", "other"],
+        &["-p", "50", "--policy", "other", "--probe", "noise"],
+        &["-p", "50", "--policy", "other", "--probe", "pi"],
     ];
     let mut shown = String::new();
     for args in refused {
@@ -300,6 +303,9 @@ fn flags_that_do_nothing() {
         &["--periods", "1ms,2ms", "--probe", "periodic"],
         &["--back-to-back", "--probe", "preempt"],
         &["--tm-interval", "100ms", "--probe", "throughput"],
+        &["-p", "50", "--policy", "other", "--probe", "timer,noise", "--noise-policy", "fifo"],
+        &["-p", "50", "--policy", "fifo"],
+        &["--policy", "other"],
     ];
     for args in read {
         let sb = Sandbox::new();

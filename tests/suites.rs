@@ -8,16 +8,9 @@
 
 mod common;
 
-use common::{fixture, is_root, merged, u, Sandbox};
+use common::{fixture, is_root, merged, serial, u, Sandbox};
 use serde_json::Value;
 
-/// Measuring tests take this lock: run in parallel they would share CPUs
-/// at SCHED_FIFO and disturb each other's counts.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn entry<'a>(run: &'a Value, probe: &str, variant: &str) -> &'a Value {
     merged(run)

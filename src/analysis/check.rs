@@ -233,106 +233,181 @@ fn find<'r>(entries: &[&'r ProbeResult], k: &EntryKey) -> Option<&'r ProbeResult
     entries.iter().find(|r| &EntryKey::of(r) == k).copied()
 }
 
+/// One bound to check on an entry: the metric, `"bound"` or `"baseline"`,
+/// and the bound (absolute) or the ratio X (baseline).
+type Spec = (Metric, &'static str, f64);
+
+/// The inputs of a check, each run's merged entries found once.
+struct Inputs<'a> {
+    runs: &'a [(String, Run)],
+    gate: &'a Gate,
+    merged: Vec<Vec<&'a ProbeResult>>,
+    base_merged: Vec<Vec<&'a ProbeResult>>,
+}
+
 /// Check `runs` (each with its source label) against `gate`.
 pub fn check(runs: &[(String, Run)], gate: &Gate) -> CheckReport {
+    let inputs = Inputs {
+        runs,
+        gate,
+        merged: runs.iter().map(|(_, run)| merged_entries(run)).collect(),
+        base_merged: gate.baseline.iter().flat_map(|(base, _)| base.iter().map(merged_entries)).collect(),
+    };
     // Entries in order of first appearance over the runs.
-    // Each run's merged entries, found once.
-    let merged: Vec<Vec<&ProbeResult>> = runs.iter().map(|(_, run)| merged_entries(run)).collect();
-    let base_merged: Vec<Vec<&ProbeResult>> = gate.baseline.iter().flat_map(|(base, _)| base.iter().map(merged_entries)).collect();
-    let keys: Vec<EntryKey> = crate::units::first_seen(merged.iter().flatten().map(|r| EntryKey::of(r)));
-    let mut cases = Vec::new();
-    for k in &keys {
-        let entry_name = format!("{}/{}", k.probe, k.phase) + &k.variant.as_ref().map(|v| format!("/{v}")).unwrap_or_default();
-        let mut specs: Vec<(Metric, &'static str, f64)> = gate.bounds.iter().map(|(m, b)| (*m, "bound", *b)).collect();
-        if let Some((_, x)) = &gate.baseline {
+    let keys: Vec<EntryKey> = crate::units::first_seen(inputs.merged.iter().flatten().map(|r| EntryKey::of(r)));
+    let mut cases: Vec<Case> = keys.iter().flat_map(|k| inputs.specs(k).into_iter().map(|spec| inputs.case(k, spec))).collect();
+    cases.extend(interrupted_cases(runs));
+    let notes = inputs.notes(cases.is_empty());
+    let passed = !cases.is_empty() && cases.iter().all(|c| c.passed);
+    CheckReport { schema_version: 1, passed, rule: if gate.majority { "majority" } else { "any" }, cases, notes }
+}
+
+impl Inputs<'_> {
+    /// The bounds that apply to entry `k`: the absolute ones (violations only
+    /// where the probe counts them), then max, p99.9 and p99 against the baseline.
+    fn specs(&self, k: &EntryKey) -> Vec<Spec> {
+        let mut specs: Vec<Spec> = self.gate.bounds.iter().map(|(m, b)| (*m, "bound", *b)).collect();
+        if let Some((_, x)) = &self.gate.baseline {
             for m in [Metric::Max, Metric::P999, Metric::P99] {
                 specs.push((m, "baseline", *x));
             }
         }
-        for (metric, kind, bound) in specs {
-            if metric == Metric::Violations && !crate::measure::is(&k.probe, |i| i.counts_violations) {
-                continue;
+        specs.retain(|(metric, _, _)| *metric != Metric::Violations || crate::measure::is(&k.probe, |i| i.counts_violations));
+        specs
+    }
+
+    /// The limit of a case: the bound, or X × the baseline's median value.
+    fn limit(&self, k: &EntryKey, (metric, kind, bound): Spec) -> Result<f64, String> {
+        match (kind, &self.gate.baseline) {
+            ("baseline", Some((_, x))) => {
+                // A baseline bound counts at its lower end: the tightest limit.
+                let vals: Vec<f64> =
+                    self.base_merged.iter().filter_map(|b| find(b, k)).filter_map(|r| metric.value(r, self.gate.deadline).ok()).map(|m| m.lower).collect();
+                median(vals).map(|v| v * x).ok_or_else(|| format!("the baseline has no {} for {}", metric.name(), k.label()))
             }
-            // The limit: the bound, or X × the baseline's median value.
-            let limit: Result<f64, String> = match (kind, &gate.baseline) {
-                ("baseline", Some((_, x))) => {
-                    // A baseline bound counts at its lower end: the tightest limit.
-                    let vals: Vec<f64> = base_merged.iter().filter_map(|b| find(b, k)).filter_map(|r| metric.value(r, gate.deadline).ok()).map(|m| m.lower).collect();
-                    median(vals).map(|v| v * x).ok_or_else(|| format!("the baseline has no {} for {}", metric.name(), k.label()))
-                }
-                _ => Ok(bound),
-            };
-            let mut values = Vec::new();
-            for ((source, _), entries) in runs.iter().zip(&merged) {
-                let v = match find(entries, k) {
-                    Some(r) => metric.value(r, gate.deadline),
-                    None => Err(format!("no entry {} in this input (it has: {})", k.label(), entry_list(entries))),
-                };
-                let bound = |m: &Measured| m.is_bound().then_some(*m);
-                let rv = match (&v, &limit) {
-                    (Ok(m), Ok(l)) => {
-                        // Passes only when the whole range is within the limit.
-                        let passed = m.upper.is_some_and(|u| u <= *l);
-                        let reason = match m.upper {
-                            _ if passed => None,
-                            _ if m.lower > *l => None,
-                            Some(_) => Some(format!("{} is a bound ({}) that could hide a failure", metric.name(), m.shown(metric))),
-                            None if metric == Metric::MissRatio => Some(format!(
-                                "miss-ratio {}: the input's source does not count missed periods, which could hide a failure",
-                                m.shown(metric)
-                            )),
-                            None => Some(format!("{} {} has no upper bound", metric.name(), m.shown(metric))),
-                        };
-                        RunValue { source: source.clone(), value: Some(m.value()), bound: bound(m), limit: Some(*l), passed, reason }
-                    }
-                    (Err(e), _) | (_, Err(e)) => RunValue {
-                        source: source.clone(),
-                        value: v.as_ref().ok().map(|m| m.value()),
-                        bound: v.as_ref().ok().and_then(bound),
-                        limit: limit.as_ref().ok().copied(),
-                        passed: false,
-                        reason: Some(e.clone()),
-                    },
-                };
-                values.push(rv);
-            }
-            let failed = values.iter().filter(|v| !v.passed).count();
-            let passed = if gate.majority { failed * 2 < values.len() } else { failed == 0 };
-            let known: Vec<f64> = values.iter().filter_map(|v| v.value).collect();
-            let measurement =
-                if gate.majority { median(known) } else { known.iter().copied().fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x)))) };
-            let name = if kind == "baseline" { format!("{entry_name}/{}-vs-baseline", metric.name()) } else { format!("{entry_name}/{}", metric.name()) };
-            let against = match (&limit, kind) {
-                (Ok(l), "baseline") => format!("{} ({bound} × baseline)", fmt_value(metric, *l)),
-                (Ok(l), _) => fmt_value(metric, *l),
-                (Err(e), _) => e.clone(),
-            };
-            let shown = |v: &RunValue| match (&v.bound, v.value) {
-                (Some(m), _) => m.shown(metric),
-                (None, Some(x)) => fmt_value(metric, x),
-                (None, None) => "-".into(),
-            };
-            let per_run: Vec<String> = values
-                .iter()
-                .map(|v| match (&v.reason, v.value) {
-                    // The reason of a bound already shows its range.
-                    (Some(r), None) => format!("{}: {r}", v.source),
-                    (Some(r), Some(_)) if v.bound.is_some() => format!("{}: {r}", v.source),
-                    (Some(r), Some(_)) => format!("{}: {} ({r})", v.source, shown(v)),
-                    (None, _) => format!("{}: {}", v.source, shown(v)),
-                })
-                .collect();
-            let rule = if values.len() > 1 {
-                format!(" ({failed} of {} runs fail{})", values.len(), if gate.majority { "; the case fails when at least half do" } else { "" })
-            } else {
-                String::new()
-            };
-            let message = format!("{} {} ≤ {against}: {}{rule}", k.label(), metric.name(), per_run.join(", "));
-            cases.push(Case { name, entry: k.clone(), metric, kind, bound, unit: metric.unit(), runs: values, measurement, passed, message });
+            _ => Ok(bound),
         }
     }
-    // An interrupted run measured less than its plan: whatever its values,
-    // the gate does not pass on it (issue 36: it said PASS, exit 0).
+
+    /// The case of entry `k` and `spec`: every run's value against the limit.
+    fn case(&self, k: &EntryKey, spec: Spec) -> Case {
+        let (metric, kind, bound) = spec;
+        let limit = self.limit(k, spec);
+        let values: Vec<RunValue> = self
+            .runs
+            .iter()
+            .zip(&self.merged)
+            .map(|((source, _), entries)| {
+                let v = match find(entries, k) {
+                    Some(r) => metric.value(r, self.gate.deadline),
+                    None => Err(format!("no entry {} in this input (it has: {})", k.label(), entry_list(entries))),
+                };
+                run_value(source, metric, &v, &limit)
+            })
+            .collect();
+        let majority = self.gate.majority;
+        let failed = values.iter().filter(|v| !v.passed).count();
+        let passed = if majority { failed * 2 < values.len() } else { failed == 0 };
+        let known: Vec<f64> = values.iter().filter_map(|v| v.value).collect();
+        let measurement = if majority { median(known) } else { known.iter().copied().fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x)))) };
+        let entry_name = format!("{}/{}", k.probe, k.phase) + &k.variant.as_ref().map(|v| format!("/{v}")).unwrap_or_default();
+        let name = if kind == "baseline" { format!("{entry_name}/{}-vs-baseline", metric.name()) } else { format!("{entry_name}/{}", metric.name()) };
+        let message = case_message(k, spec, &limit, &values, majority);
+        Case { name, entry: k.clone(), metric, kind, bound, unit: metric.unit(), runs: values, measurement, passed, message }
+    }
+
+    /// Notes: no case checked, runs without PREEMPT_RT under a latency bound, the baseline used.
+    fn notes(&self, no_case: bool) -> Vec<String> {
+        let gate = self.gate;
+        let mut notes = Vec::new();
+        if no_case {
+            notes.push(format!(
+                "no case was checked: the inputs have no entry the given bounds apply to (entries: {})",
+                self.merged.iter().map(|e| entry_list(e)).collect::<Vec<_>>().join("; ")
+            ));
+        }
+        let latency_bound = gate.baseline.is_some() || gate.bounds.iter().any(|(m, _)| m.unit() == "us" || *m == Metric::MissRatio);
+        for (source, run) in self.runs {
+            if latency_bound && !run.host.realtime {
+                notes.push(format!(
+                    "{source} ran on kernel {} without PREEMPT_RT (preempt {}): its latency has no bound in general; a pass holds for this run and its load only",
+                    run.host.kernel_release, run.host.preempt_model
+                ));
+            }
+        }
+        if let Some((base, x)) = &gate.baseline {
+            notes.push(format!("baseline: {} run(s), the median of each value; a run fails when over {x} × it", base.len()));
+        }
+        notes
+    }
+}
+
+/// One run's value `v` of `metric` against `limit`: it passes only when the
+/// whole range is within the limit; a bound across the limit fails with
+/// the reason that it could hide a failure.
+fn run_value(source: &str, metric: Metric, v: &Result<Measured, String>, limit: &Result<f64, String>) -> RunValue {
+    let bound = |m: &Measured| m.is_bound().then_some(*m);
+    match (v, limit) {
+        (Ok(m), Ok(l)) => {
+            // Passes only when the whole range is within the limit.
+            let passed = m.upper.is_some_and(|u| u <= *l);
+            let reason = match m.upper {
+                _ if passed => None,
+                _ if m.lower > *l => None,
+                Some(_) => Some(format!("{} is a bound ({}) that could hide a failure", metric.name(), m.shown(metric))),
+                None if metric == Metric::MissRatio => {
+                    Some(format!("miss-ratio {}: the input's source does not count missed periods, which could hide a failure", m.shown(metric)))
+                }
+                None => Some(format!("{} {} has no upper bound", metric.name(), m.shown(metric))),
+            };
+            RunValue { source: source.to_string(), value: Some(m.value()), bound: bound(m), limit: Some(*l), passed, reason }
+        }
+        (Err(e), _) | (_, Err(e)) => RunValue {
+            source: source.to_string(),
+            value: v.as_ref().ok().map(|m| m.value()),
+            bound: v.as_ref().ok().and_then(bound),
+            limit: limit.as_ref().ok().copied(),
+            passed: false,
+            reason: Some(e.clone()),
+        },
+    }
+}
+
+/// The case's one line: "timer/idle max ≤ 50.0 us: a.json: 12.0 us (1 of 2 runs fail)".
+fn case_message(k: &EntryKey, (metric, kind, bound): Spec, limit: &Result<f64, String>, values: &[RunValue], majority: bool) -> String {
+    let against = match (limit, kind) {
+        (Ok(l), "baseline") => format!("{} ({bound} × baseline)", fmt_value(metric, *l)),
+        (Ok(l), _) => fmt_value(metric, *l),
+        (Err(e), _) => e.clone(),
+    };
+    let shown = |v: &RunValue| match (&v.bound, v.value) {
+        (Some(m), _) => m.shown(metric),
+        (None, Some(x)) => fmt_value(metric, x),
+        (None, None) => "-".into(),
+    };
+    let per_run: Vec<String> = values
+        .iter()
+        .map(|v| match (&v.reason, v.value) {
+            // The reason of a bound already shows its range.
+            (Some(r), None) => format!("{}: {r}", v.source),
+            (Some(r), Some(_)) if v.bound.is_some() => format!("{}: {r}", v.source),
+            (Some(r), Some(_)) => format!("{}: {} ({r})", v.source, shown(v)),
+            (None, _) => format!("{}: {}", v.source, shown(v)),
+        })
+        .collect();
+    let failed = values.iter().filter(|v| !v.passed).count();
+    let rule = if values.len() > 1 {
+        format!(" ({failed} of {} runs fail{})", values.len(), if majority { "; the case fails when at least half do" } else { "" })
+    } else {
+        String::new()
+    };
+    format!("{} {} ≤ {against}: {}{rule}", k.label(), metric.name(), per_run.join(", "))
+}
+
+/// An interrupted run measured less than its plan: whatever its values,
+/// the gate does not pass on it (issue 36: it said PASS, exit 0).
+fn interrupted_cases(runs: &[(String, Run)]) -> Vec<Case> {
+    let mut cases = Vec::new();
     for (source, _) in runs.iter().filter(|(_, run)| run.interrupted) {
         let message = format!(
             "{source} was interrupted before its plan ended (Ctrl-C, SIGTERM or a lost target): it measured less than planned, so no gate passes on it; rerun it to the end"
@@ -341,27 +416,7 @@ pub fn check(runs: &[(String, Run)], gate: &Gate) -> CheckReport {
         let runs = vec![RunValue { source: source.clone(), value: Some(0.0), bound: None, limit: Some(1.0), passed: false, reason: Some("interrupted".into()) }];
         cases.push(Case { name: "run/complete".into(), entry, metric: Metric::Complete, kind: "bound", bound: 1.0, unit: "", runs, measurement: Some(0.0), passed: false, message });
     }
-    let mut notes = Vec::new();
-    if cases.is_empty() {
-        notes.push(format!(
-            "no case was checked: the inputs have no entry the given bounds apply to (entries: {})",
-            merged.iter().map(|e| entry_list(e)).collect::<Vec<_>>().join("; ")
-        ));
-    }
-    let latency_bound = gate.baseline.is_some() || gate.bounds.iter().any(|(m, _)| m.unit() == "us" || *m == Metric::MissRatio);
-    for (source, run) in runs {
-        if latency_bound && !run.host.realtime {
-            notes.push(format!(
-                "{source} ran on kernel {} without PREEMPT_RT (preempt {}): its latency has no bound in general; a pass holds for this run and its load only",
-                run.host.kernel_release, run.host.preempt_model
-            ));
-        }
-    }
-    if let Some((base, x)) = &gate.baseline {
-        notes.push(format!("baseline: {} run(s), the median of each value; a run fails when over {x} × it", base.len()));
-    }
-    let passed = !cases.is_empty() && cases.iter().all(|c| c.passed);
-    CheckReport { schema_version: 1, passed, rule: if gate.majority { "majority" } else { "any" }, cases, notes }
+    cases
 }
 
 #[cfg(test)]

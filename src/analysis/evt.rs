@@ -285,104 +285,161 @@ pub fn return_level(u: f64, fit: &GpdFit, zeta: f64, p: f64) -> f64 {
 /// The pWCET of one result entry (see the module docs for the method);
 /// `imported_from` is the run's source tool when it was imported.
 pub fn pwcet(r: &ProbeResult, imported_from: Option<&str>) -> Pwcet {
-    let max = r.max_ns;
-    let refuse = |reason: String| Pwcet::Refused { reason, observed_max_ns: max };
+    estimate(r, imported_from).map_or_else(|reason| Pwcet::Refused { reason, observed_max_ns: r.max_ns }, Pwcet::Estimate)
+}
+
+/// One excess over the threshold: when it was taken (ns since the probe
+/// started), by which thread, and by how much it exceeds the threshold (ns).
+type Excess = (u64, usize, f64);
+
+/// The steps of [`pwcet`], each refusing with its reason: threshold and
+/// excesses, stationarity, independence, fit, bootstrap.
+fn estimate(r: &ProbeResult, imported_from: Option<&str>) -> Result<PwcetEstimate, String> {
+    let n = r.samples;
+    let (u, exc) = excesses(r, imported_from)?;
+    let y: Vec<f64> = exc.iter().map(|e| e.2).collect();
+    let zeta = y.len() as f64 / n as f64;
+    // Stationarity first: a drift also correlates the series, and "drifts" is the better advice.
+    let halves = stationarity(r, &exc)?;
+    let (lb_q, lags, lb_p) = independence(&y)?;
+    let fit = checked_fit(&y, u as f64, zeta, r.max_ns)?;
+    let levels = bootstrap_levels(&fit, y.len(), u, zeta, n)?;
+    Ok(PwcetEstimate {
+        threshold_ns: Nanos(u),
+        excesses: y.len(),
+        samples: n,
+        fit,
+        levels,
+        checks: Checks {
+            ljung_box_q: lb_q,
+            ljung_box_lags: lags,
+            ljung_box_p: lb_p,
+            first_half_excesses: halves.first,
+            first_half_expected: halves.expected,
+            halves_balance_p: halves.balance_p,
+            halves_ks_d: halves.ks.map(|k| k.0),
+            halves_ks_p: halves.ks.map(|k| k.1),
+        },
+        observed_max_ns: r.max_ns,
+    })
+}
+
+/// The threshold u and the excesses over it in time order (see the module
+/// docs: the (m+1)-th largest tail sample), or why the tail is too short.
+fn excesses(r: &ProbeResult, imported_from: Option<&str>) -> Result<(u64, Vec<Excess>), String> {
     let tail = &r.tail.samples;
     if tail.is_empty() {
         // An import cannot be rerun: say what its source lacks instead.
-        return refuse(match imported_from {
+        return Err(match imported_from {
             Some(tool) => format!(
                 "no tail samples: imported from {tool}, whose output holds no individual samples; the observed max is the only worst case (a statistical one needs an rtscope run on that system)"
             ),
             None => "no tail samples in this result (written before rtscope kept them); rerun to get a statistical worst case".into(),
         });
     }
-    let n = r.samples;
     let m = MAX_EXCEEDANCES
-        .min((n as f64 * MAX_EXCEEDANCE_FRACTION) as usize)
+        .min((r.samples as f64 * MAX_EXCEEDANCE_FRACTION) as usize)
         .min(tail.len().saturating_sub(1));
     if m < MIN_EXCEEDANCES {
-        return refuse(format!(
+        return Err(format!(
             "tail too short: {m} samples above the threshold, {MIN_EXCEEDANCES} needed (the run needs at least {} samples)",
             (MIN_EXCEEDANCES as f64 / MAX_EXCEEDANCE_FRACTION) as u64
         ));
     }
     // Tail is sorted largest first: the threshold is the (m+1)-th largest.
     let u = tail[m].latency().0;
-    let mut exc: Vec<(u64, usize, f64)> = tail[..m]
+    let mut exc: Vec<Excess> = tail[..m]
         .iter()
         .filter(|s| s.latency().0 > u)
         .map(|s| (s.at().0, s.thread(), (s.latency().0 - u) as f64))
         .collect();
     if exc.len() < MIN_EXCEEDANCES {
-        return refuse(format!(
+        return Err(format!(
             "tail too short: only {} distinct samples above the threshold {} (ties), {MIN_EXCEEDANCES} needed",
             exc.len(),
             crate::units::fmt_time(u as f64)
         ));
     }
     exc.sort_by_key(|e| (e.0, e.1));
-    let y: Vec<f64> = exc.iter().map(|e| e.2).collect();
-    let zeta = y.len() as f64 / n as f64;
+    Ok((u, exc))
+}
 
-    // Guardrail 1: stationarity between the halves of the run (first: a
-    // drift also correlates the series, and "drifts" is the better advice).
+/// What the stationarity checks measured between the two halves of the run.
+struct Halves {
+    /// Excesses in the first half, and the count expected there.
+    first: usize,
+    expected: f64,
+    balance_p: f64,
+    /// KS D and p between the halves' excesses (absent when a half has < 10).
+    ks: Option<(f64, f64)>,
+}
+
+/// Guardrail 1, stationarity: the excesses in the first half against their
+/// binomial expectation, then a KS test between the halves' excesses.
+fn stationarity(r: &ProbeResult, exc: &[Excess]) -> Result<Halves, String> {
     let Some((mid_ns, frac)) = half_split(r) else {
-        return refuse("cannot check stationarity: the run has fewer than two per-second slots".into());
+        return Err("cannot check stationarity: the run has fewer than two per-second slots".into());
     };
     let (first, second): (Vec<f64>, Vec<f64>) = {
-        type Excess = (u64, usize, f64);
         let (a, b): (Vec<&Excess>, Vec<&Excess>) = exc.iter().partition(|e| e.0 < mid_ns);
         (a.iter().map(|e| e.2).collect(), b.iter().map(|e| e.2).collect())
     };
-    let mm = y.len() as f64;
+    let mm = exc.len() as f64;
     let expected = mm * frac;
     let sd = (mm * frac * (1.0 - frac)).sqrt();
     let z = (first.len() as f64 - expected) / sd.max(1e-12);
-    let bal_p = 2.0 * stats::normal_sf(z.abs());
-    if bal_p < ALPHA {
-        return refuse(format!(
-            "not stationary: {} of {} tail samples fall in the first half of the run where {expected:.0} were expected (p = {bal_p:.2e}); the latency drifts, so no single distribution describes it",
+    let balance_p = 2.0 * stats::normal_sf(z.abs());
+    if balance_p < ALPHA {
+        return Err(format!(
+            "not stationary: {} of {} tail samples fall in the first half of the run where {expected:.0} were expected (p = {balance_p:.2e}); the latency drifts, so no single distribution describes it",
             first.len(),
-            y.len()
+            exc.len()
         ));
     }
-    let (ks_d, ks_p) = if first.len() >= 10 && second.len() >= 10 {
+    let ks = if first.len() >= 10 && second.len() >= 10 {
         let (n1, n2) = (first.len() as f64, second.len() as f64);
         let d = stats::ks_statistic(&mut first.clone(), &mut second.clone());
         let p = stats::ks_pvalue(d, n1, n2);
         if p < ALPHA {
-            return refuse(format!(
-                "not stationary: the tail of the first half differs from the second (KS D = {d:.3}, p = {p:.2e})"
-            ));
+            return Err(format!("not stationary: the tail of the first half differs from the second (KS D = {d:.3}, p = {p:.2e})"));
         }
-        (Some(d), Some(p))
+        Some((d, p))
     } else {
-        (None, None)
+        None
     };
+    Ok(Halves { first: first.len(), expected, balance_p, ks })
+}
 
-    // Guardrail 2: independence.
+/// Guardrail 2, independence: Ljung–Box on the excesses in time order;
+/// its Q, lags and p.
+fn independence(y: &[f64]) -> Result<(f64, usize, f64), String> {
     let lags = (y.len() / 5).min(10);
-    let (lb_q, lb_p) = ljung_box(&y, lags);
+    let (lb_q, lb_p) = ljung_box(y, lags);
     if lb_p < ALPHA {
-        return refuse(format!(
+        return Err(format!(
             "the tail samples are not independent (Ljung–Box Q = {lb_q:.1} over {lags} lags, p = {lb_p:.2e} < {ALPHA}): peaks come in bursts, so the i.i.d. assumption of the fit does not hold"
         ));
     }
-    let Some(fit) = fit_gpd(&y) else {
-        return refuse("the generalized Pareto fit did not converge (degenerate tail)".into());
+    Ok((lb_q, lags, lb_p))
+}
+
+/// The GPD fit of the excesses `y`, refused when it fails, when the tail is
+/// heavy, or when the furthest return level is over [`MAX_EXTRAPOLATION`]
+/// × the observed `max`.
+fn checked_fit(y: &[f64], u: f64, zeta: f64, max: Nanos) -> Result<GpdFit, String> {
+    let Some(fit) = fit_gpd(y) else {
+        return Err("the generalized Pareto fit did not converge (degenerate tail)".into());
     };
     if fit.xi >= HEAVY_XI {
-        return refuse(format!(
+        return Err(format!(
             "heavy tail: the fitted shape ξ = {:.2} is at least {HEAVY_XI} (infinite variance), so no bounded worst case can be \
              estimated; measure longer, on an isolated CPU (rtscope doctor), and look at what causes the spikes (--trace-threshold)",
             fit.xi
         ));
     }
-    let uf = u as f64;
-    let furthest = return_level(uf, &fit, zeta, PROBABILITIES[PROBABILITIES.len() - 1]);
+    let furthest = return_level(u, &fit, zeta, PROBABILITIES[PROBABILITIES.len() - 1]);
     if furthest > MAX_EXTRAPOLATION * max.0 as f64 {
-        return refuse(format!(
+        return Err(format!(
             "unreliable extrapolation: at p = {:e} the fit gives {}, more than {MAX_EXTRAPOLATION}× the observed max \
              {} (ξ = {:.2}); measure longer so the tail reaches further",
             PROBABILITIES[PROBABILITIES.len() - 1],
@@ -391,10 +448,17 @@ pub fn pwcet(r: &ProbeResult, imported_from: Option<&str>) -> Pwcet {
             fit.xi
         ));
     }
-    // Parametric bootstrap.
+    Ok(fit)
+}
+
+/// The return levels at [`PROBABILITIES`] with their parametric bootstrap
+/// intervals: [`BOOTSTRAP`] samples of `m` excesses drawn from `fit`, each
+/// refitted; seeded from the sample count `n` and the threshold `u`.
+fn bootstrap_levels(fit: &GpdFit, m: usize, u: u64, zeta: f64, n: u64) -> Result<Vec<ReturnLevel>, String> {
+    let uf = u as f64;
     let mut rng = SplitMix64(SEED ^ n ^ (u << 1));
     let mut boot: Vec<Vec<f64>> = vec![Vec::with_capacity(BOOTSTRAP); PROBABILITIES.len()];
-    let mut ys = vec![0.0; y.len()];
+    let mut ys = vec![0.0; m];
     for _ in 0..BOOTSTRAP {
         for v in ys.iter_mut() {
             *v = gpd_draw(fit.xi, fit.sigma, rng.uniform());
@@ -406,35 +470,17 @@ pub fn pwcet(r: &ProbeResult, imported_from: Option<&str>) -> Pwcet {
         }
     }
     if boot[0].len() < BOOTSTRAP / 2 {
-        return refuse("the bootstrap refits failed; no confidence interval can be given".into());
+        return Err("the bootstrap refits failed; no confidence interval can be given".into());
     }
-    let levels = PROBABILITIES
+    Ok(PROBABILITIES
         .iter()
         .zip(boot.iter_mut())
         .map(|(p, b)| {
             b.sort_by(f64::total_cmp);
             let at = |q: f64| b[((q * b.len() as f64).ceil() as usize).clamp(1, b.len()) - 1];
-            ReturnLevel { p: *p, estimate_ns: return_level(uf, &fit, zeta, *p), ci_low_ns: at(0.025), ci_high_ns: at(0.975) }
+            ReturnLevel { p: *p, estimate_ns: return_level(uf, fit, zeta, *p), ci_low_ns: at(0.025), ci_high_ns: at(0.975) }
         })
-        .collect();
-    Pwcet::Estimate(PwcetEstimate {
-        threshold_ns: Nanos(u),
-        excesses: y.len(),
-        samples: n,
-        fit,
-        levels,
-        checks: Checks {
-            ljung_box_q: lb_q,
-            ljung_box_lags: lags,
-            ljung_box_p: lb_p,
-            first_half_excesses: first.len(),
-            first_half_expected: expected,
-            halves_balance_p: bal_p,
-            halves_ks_d: ks_d,
-            halves_ks_p: ks_p,
-        },
-        observed_max_ns: max,
-    })
+        .collect())
 }
 
 /// The time (ns since the probe started) that splits the samples in half,

@@ -5,7 +5,6 @@
 //! at the end (SIGINT/SIGTERM, or `-D`) the overall result is written and
 //! stored like a `run`'s. Every flag is checked before measuring (exit 2).
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -50,7 +49,6 @@ fn write_textfile(dir: &Path, text: &str) -> anyhow::Result<()> {
 
 pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
     let started = OffsetDateTime::now_utc();
-    let explicit = cli::load::explicit_run_args();
     refuse_run_only_flags(args)?;
     let cycle = args.cycle.as_deref().map(parse_cycle).transpose()?;
     let listen = args.listen.as_deref().map(|s| crate::cli::parse_listen(s, "127.0.0.1:9469")).transpose()?;
@@ -60,7 +58,7 @@ pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
         }
         cli::plan::check_writable(dir, "--textfile")?;
     }
-    let (mp, output) = monitor_plan(args, cycle.as_deref(), explicit, started)?;
+    let (mp, output) = monitor_plan(args, cycle.as_deref(), started)?;
     // Bind before measuring: a port in use is bad input, not a surprise later.
     let server = match listen {
         Some(addr) => Some(crate::serve::bind(addr)?),
@@ -91,7 +89,7 @@ pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
         quiet: output.quiet,
         ns: output.ns,
     };
-    let result = monitor::execute(&mp, &id, std::env::args().collect(), started, &stop, &mut |w| sinks.window(w), crate::commands::run::warnings);
+    let result = monitor::execute(&mp, &id, args.run.command_line.clone(), started, &stop, &mut |w| sinks.window(w), crate::commands::run::warnings);
     if let Some(s) = server {
         s.stop();
     }
@@ -130,7 +128,6 @@ fn refuse_run_only_flags(args: &MonitorArgs) -> Result<(), BadInput> {
 fn monitor_plan(
     args: &MonitorArgs,
     cycle: Option<&[(String, u64)]>,
-    mut explicit: BTreeSet<String>,
     started: OffsetDateTime,
 ) -> anyhow::Result<(MonitorPlan, Output)> {
     let r = &args.run;
@@ -139,10 +136,11 @@ fn monitor_plan(
     if let Some(c) = cycle {
         a.load.loads = vec![c.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>().join(",")];
     }
-    explicit.insert("probes".into());
-    let (mut plan, output, exp) = cli::load::build(&a, &explicit, &crate::commands::run::stamp(started))?;
+    // Never the default preset: the monitor's probes are its flags' own.
+    a.given.probes = true;
+    let (mut plan, output, exp) = cli::load::build(&a, &crate::commands::run::stamp(started))?;
     plan.trace = None;
-    let total_ns = explicit.contains("duration").then_some(r.duration);
+    let total_ns = r.given.duration.then_some(r.duration);
     let cycle = cycle.unwrap_or_default();
     if cycle.iter().any(|(_, d)| *d < args.window) {
         return Err(BadInput(format!(

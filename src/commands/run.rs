@@ -45,11 +45,10 @@ pub(crate) fn warnings(run: &crate::model::Run) -> Vec<String> {
 
 pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     let started = OffsetDateTime::now_utc();
-    let explicit = cli::load::explicit_run_args();
     if let Some(t) = &args.target {
-        return target(args, t, &explicit, started);
+        return target(args, t, started);
     }
-    let (plan, output, exp) = cli::load::build(args, &explicit, &stamp(started))?;
+    let (plan, output, exp) = cli::load::build(args, &stamp(started))?;
     if args.load.dry_run {
         print!("{}", cli::load::describe(&plan, &exp, &output, true));
         return Ok(EXIT_OK);
@@ -59,7 +58,10 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     let mut store = crate::commands::history::open_for_run(&args.store)?;
     let stop = stop_on_signals()?;
     // Kept in the result: a database URL in it loses its password.
-    let command_line: Vec<String> = std::env::args()
+    let command_line: Vec<String> = args
+        .command_line
+        .iter()
+        .cloned()
         .map(|a| match a.find("postgres") {
             Some(i) if crate::store::pgconn::is_url(&a[i..]) => format!("{}{}", &a[..i], crate::store::pgconn::redact(&a[i..])),
             _ => a,
@@ -115,14 +117,14 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
 
 /// `rtscope run --target SPEC`: the same run, measured by rtscope-agent on
 /// another system (src/target); printed and stored as a native run.
-fn target(args: &RunArgs, spec: &str, explicit: &std::collections::BTreeSet<String>, started: OffsetDateTime) -> anyhow::Result<u8> {
-    let (spec, tp, output) = cli::target::build(args, spec, explicit, &stamp(started))?;
+fn target(args: &RunArgs, spec: &str, started: OffsetDateTime) -> anyhow::Result<u8> {
+    let (spec, tp, output) = cli::target::build(args, spec, &stamp(started))?;
     let mut store = crate::commands::history::open_for_run(&args.store)?;
     let stop = stop_on_signals()?;
     if !output.quiet {
         eprintln!("target: {spec}; probes {} for {} each", tp.probes.join(","), crate::units::fmt_ns(tp.duration_ns));
     }
-    let run = crate::target::execute(&spec, &tp, &output, std::env::args().collect(), started, &stop, warnings)?;
+    let run = crate::target::execute(&spec, &tp, &output, args.command_line.clone(), started, &stop, warnings)?;
     if !output.quiet {
         print!("{}", report::term::summary_table(&run, output.ns));
         if let Some(d) = args.analysis.deadline {

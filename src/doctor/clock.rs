@@ -8,7 +8,11 @@
 use super::{evidence, Ctx, Evidence, Finding, Severity};
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
-    let mut out = Vec::new();
+    vec![clocksource(ctx), tsc(ctx)]
+}
+
+/// The current clocksource: a CPU counter, a paravirtual clock or a slow one.
+fn clocksource(ctx: &Ctx) -> Finding {
     let cur = Some(ctx.host.clocksource.clone()).filter(|c| !c.is_empty());
     let cur_ev = evidence("/sys/devices/system/clocksource/clocksource0/current_clocksource", cur.as_deref());
     let (av_ev, avail) = ctx.read("/sys/devices/system/clocksource/clocksource0/available_clocksource");
@@ -49,13 +53,15 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         None => Finding::new("clock.clocksource", Severity::Info, "Clocksource is not exposed by this kernel")
             .why("Without /sys/devices/system/clocksource rtscope cannot tell how expensive clock reads are."),
     };
-    out.push(f.evidence(ev));
+    f.evidence(ev)
+}
 
-    // TSC
+/// Whether the TSC is invariant (or declared unstable on the boot line).
+fn tsc(ctx: &Ctx) -> Finding {
     let flags = ctx.cpu_flags();
     let tsc_param = ctx.param("tsc").map(str::to_string);
     let mut ev = vec![ctx.param_evidence("tsc")];
-    let f = match &flags {
+    match &flags {
         None => Finding::new("clock.tsc", Severity::Info, "No x86 CPU flags in /proc/cpuinfo (not x86, or not exposed)")
             .why("TSC reliability only applies to x86; other architectures use their own architected counter.")
             .evidence(vec![evidence("/proc/cpuinfo", None)]),
@@ -94,7 +100,5 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             }
             .evidence(ev)
         }
-    };
-    out.push(f);
-    out
+    }
 }

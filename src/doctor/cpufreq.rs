@@ -7,7 +7,11 @@
 use super::{fmt_cpus, evidence, shell_set, Ctx, Finding, Severity};
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
-    let mut out = Vec::new();
+    vec![governor(ctx), boost(ctx)]
+}
+
+/// The scaling governor of the measured CPUs: `performance`, another, or no cpufreq.
+fn governor(ctx: &Ctx) -> Finding {
     let mut ev = Vec::new();
     let mut slow: Vec<usize> = Vec::new();
     let mut seen = 0;
@@ -67,8 +71,11 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             shell_set(&slow)
         ))
     };
-    out.push(f.evidence(ev));
+    f.evidence(ev)
+}
 
+/// Boost (turbo): on, off, or not exposed.
+fn boost(ctx: &Ctx) -> Finding {
     let (boost_ev, boost) = ctx.read("/sys/devices/system/cpu/cpufreq/boost");
     let (nt_ev, no_turbo) = ctx.read("/sys/devices/system/cpu/intel_pstate/no_turbo");
     let on = boost.as_deref() == Some("1") || no_turbo.as_deref() == Some("0");
@@ -96,6 +103,5 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                  firmware or hypervisor control.",
             )
     };
-    out.push(f.evidence(vec![boost_ev, nt_ev]));
-    out
+    f.evidence(vec![boost_ev, nt_ev])
 }

@@ -18,8 +18,11 @@ struct State {
 }
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
-    let (drv_ev, driver) = ctx.read("/sys/devices/system/cpu/cpuidle/current_driver");
-    let (gov_ev, _) = ctx.read("/sys/devices/system/cpu/cpuidle/current_governor");
+    vec![c_states(ctx), pm_qos(ctx)]
+}
+
+/// The C-states of the measured CPUs, CPU by CPU in the directory order.
+fn states_of(ctx: &Ctx) -> Vec<State> {
     let mut states = Vec::new();
     for &cpu in ctx.cpus {
         let base = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle");
@@ -32,8 +35,14 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             states.push(State { cpu, dir, name, latency_us, disabled });
         }
     }
-    let mut out = Vec::new();
+    states
+}
 
+/// The idle driver and whether any enabled C-state of a measured CPU is deep.
+fn c_states(ctx: &Ctx) -> Finding {
+    let (drv_ev, driver) = ctx.read("/sys/devices/system/cpu/cpuidle/current_driver");
+    let (gov_ev, _) = ctx.read("/sys/devices/system/cpu/cpuidle/current_governor");
+    let states = states_of(ctx);
     let deep: Vec<&State> = states.iter().filter(|s| !s.disabled && s.latency_us > SHALLOW_US).collect();
     let mut ev = vec![drv_ev, gov_ev];
     // Show the states of the first measured CPU that has any, plus every deep enabled one.
@@ -65,61 +74,67 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             ),
         )
         .why("Only shallow C-states are enabled, so waking an idle measured CPU costs at most a few µs."),
-        _ => {
-            let worst = deep.iter().map(|s| s.latency_us).max().unwrap_or(0);
-            let names: Vec<String> = {
-                let mut n: Vec<String> = deep.iter().map(|s| s.name.clone()).collect();
-                n.sort();
-                n.dedup();
-                n
-            };
-            let cpus_deep: Vec<usize> = deep.iter().map(|s| s.cpu).collect();
-            let per_state: Vec<String> = {
-                let mut v: Vec<String> = deep
-                    .iter()
-                    .filter(|s| s.cpu == deep[0].cpu)
-                    .map(|s| {
-                        let idx = s.dir.rsplit("state").next().unwrap_or("N").to_string();
-                        format!(
-                            "echo 1 | tee /sys/devices/system/cpu/cpu{}/cpuidle/state{idx}/disable",
-                            shell_set(&cpus_deep)
-                        )
-                    })
-                    .collect();
-                v.dedup();
-                v
-            };
-            Finding::new(
-                "cpuidle.states",
-                Severity::Warn,
-                format!(
-                    "Deep C-states enabled on CPUs {} ({}; worst exit latency {worst} µs)",
-                    fmt_cpus(&cpus_deep),
-                    names.join(", ")
-                ),
-            )
-            .why(format!(
-                "An idle CPU in a deep C-state needs up to {worst} µs to wake before it can run \
-                 the woken real-time task; that delay lands in the measured latency. rtscope run \
-                 writes 0 to /dev/cpu_dma_latency for the whole run, which makes the governor \
-                 avoid these states — other real-time applications must do the same."
-            ))
-            .fix(format!(
-                "Keep /dev/cpu_dma_latency open with 0 written (rtscope run does), or disable the \
-                 states: {}; or boot with `processor.max_cstate=1 intel_idle.max_cstate=0`.",
-                per_state.join("; ")
-            ))
-        }
+        _ => deep_states(&deep),
     };
-    out.push(f.evidence(ev));
+    f.evidence(ev)
+}
 
+/// The warning for enabled deep C-states (`deep` not empty), with the commands that disable them.
+fn deep_states(deep: &[&State]) -> Finding {
+    let worst = deep.iter().map(|s| s.latency_us).max().unwrap_or(0);
+    let names: Vec<String> = {
+        let mut n: Vec<String> = deep.iter().map(|s| s.name.clone()).collect();
+        n.sort();
+        n.dedup();
+        n
+    };
+    let cpus_deep: Vec<usize> = deep.iter().map(|s| s.cpu).collect();
+    let per_state: Vec<String> = {
+        let mut v: Vec<String> = deep
+            .iter()
+            .filter(|s| s.cpu == deep[0].cpu)
+            .map(|s| {
+                let idx = s.dir.rsplit("state").next().unwrap_or("N").to_string();
+                format!(
+                    "echo 1 | tee /sys/devices/system/cpu/cpu{}/cpuidle/state{idx}/disable",
+                    shell_set(&cpus_deep)
+                )
+            })
+            .collect();
+        v.dedup();
+        v
+    };
+    Finding::new(
+        "cpuidle.states",
+        Severity::Warn,
+        format!(
+            "Deep C-states enabled on CPUs {} ({}; worst exit latency {worst} µs)",
+            fmt_cpus(&cpus_deep),
+            names.join(", ")
+        ),
+    )
+    .why(format!(
+        "An idle CPU in a deep C-state needs up to {worst} µs to wake before it can run \
+         the woken real-time task; that delay lands in the measured latency. rtscope run \
+         writes 0 to /dev/cpu_dma_latency for the whole run, which makes the governor \
+         avoid these states — other real-time applications must do the same."
+    ))
+    .fix(format!(
+        "Keep /dev/cpu_dma_latency open with 0 written (rtscope run does), or disable the \
+         states: {}; or boot with `processor.max_cstate=1 intel_idle.max_cstate=0`.",
+        per_state.join("; ")
+    ))
+}
+
+/// Whether `/dev/cpu_dma_latency` (the PM QoS device) exists.
+fn pm_qos(ctx: &Ctx) -> Finding {
     let dma = "/dev/cpu_dma_latency";
     let present = ctx.exists(dma);
     let ev = vec![Evidence {
         path: dma.into(),
         value: if present { "present".into() } else { "missing".into() },
     }];
-    out.push(if present {
+    if present {
         Finding::new("cpuidle.pm_qos", Severity::Ok, "/dev/cpu_dma_latency is available")
             .why(
                 "Holding this device open with 0 written asks the cpuidle governor to keep every \
@@ -139,8 +154,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                  intel_idle.max_cstate=0` or `idle=poll`.",
             )
             .evidence(ev)
-    });
-    out
+    }
 }
 
 fn state_ev(s: &State) -> Evidence {

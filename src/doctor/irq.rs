@@ -60,9 +60,11 @@ pub(crate) fn parse_interrupts(text: &str) -> Vec<IrqLine> {
 }
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
-    let mut out = Vec::new();
+    vec![irqbalance(ctx), affinity(ctx)]
+}
 
-    // irqbalance
+/// Whether a process named irqbalance runs (the first found in `/proc/*/comm`).
+fn irqbalance(ctx: &Ctx) -> Finding {
     let mut found: Option<(String, String)> = None;
     let mut scanned = 0;
     for pid in ctx.list("/proc").into_iter().filter(|n| n.bytes().all(|b| b.is_ascii_digit())) {
@@ -75,7 +77,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             }
         }
     }
-    let f = match found {
+    match found {
         Some((path, comm)) => Finding::new("irq.irqbalance", Severity::Warn, "irqbalance is running")
             .why(
                 "irqbalance periodically rewrites IRQ affinities to spread load, so device \
@@ -93,21 +95,17 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 path: "/proc/*/comm".into(),
                 value: format!("{scanned} processes, none named irqbalance"),
             }]),
-    };
-    out.push(f);
+    }
+}
 
-    // Busy IRQs whose affinity includes measured CPUs.
-    let (int_path, text) = ("/proc/interrupts", ctx.text("/proc/interrupts"));
-    let Some(text) = text else {
-        out.push(
-            Finding::new("irq.affinity", Severity::Info, "IRQ counts are not exposed by this kernel")
-                .why("Without /proc/interrupts rtscope cannot tell which device interrupts reach the measured CPUs.")
-                .evidence(vec![evidence(int_path, None)]),
-        );
-        return out;
-    };
-    let mut hits: Vec<(IrqLine, String, u64)> = Vec::new();
-    for l in parse_interrupts(&text) {
+/// A busy IRQ whose affinity includes measured CPUs: its line, its affinity list and its
+/// count on the measured CPUs.
+type Hit = (IrqLine, String, u64);
+
+/// The busy IRQs that may fire on the measured CPUs, the most frequent there first.
+fn busy_irqs_on_measured(ctx: &Ctx, text: &str) -> Vec<Hit> {
+    let mut hits: Vec<Hit> = Vec::new();
+    for l in parse_interrupts(text) {
         if l.total() < BUSY {
             continue;
         }
@@ -121,6 +119,18 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         }
     }
     hits.sort_by(|a, b| b.2.cmp(&a.2).then(b.0.total().cmp(&a.0.total())));
+    hits
+}
+
+/// Busy device IRQs whose affinity includes measured CPUs.
+fn affinity(ctx: &Ctx) -> Finding {
+    let (int_path, text) = ("/proc/interrupts", ctx.text("/proc/interrupts"));
+    let Some(text) = text else {
+        return Finding::new("irq.affinity", Severity::Info, "IRQ counts are not exposed by this kernel")
+            .why("Without /proc/interrupts rtscope cannot tell which device interrupts reach the measured CPUs.")
+            .evidence(vec![evidence(int_path, None)]);
+    };
+    let hits = busy_irqs_on_measured(ctx, &text);
     let cpus = ctx.cpus_str();
     let mut ev = vec![ctx.param_evidence("irqaffinity")];
     let f = if hits.is_empty() {
@@ -141,35 +151,41 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 ),
             });
         }
-        let hk = ctx.housekeeping();
-        let irqs: Vec<String> = hits.iter().map(|(l, _, _)| l.irq.to_string()).collect();
-        let names: Vec<String> = hits.iter().take(5).map(|(l, _, _)| format!("{} ({})", l.irq, l.device())).collect();
-        let fix = if hk.is_empty() {
-            "Every online CPU is measured, so there is nowhere to move IRQs: leave at least one \
-             CPU (e.g. 0) out of --cpus for housekeeping and steer IRQs there."
-                .to_string()
-        } else {
-            let h = fmt_cpus(&hk);
-            format!(
-                "`for i in {}; do echo {h} > /proc/irq/$i/smp_affinity_list; done` (managed IRQs \
-                 of multi-queue devices refuse this: use `isolcpus=managed_irq,{cpus}`), and boot \
-                 with `irqaffinity={h}` so new IRQs start there.",
-                irqs.join(" ")
-            )
-        };
-        Finding::new(
-            "irq.affinity",
-            Severity::Warn,
-            format!("{} busy IRQ(s) may fire on CPUs {cpus}: {}", hits.len(), names.join(", ")),
-        )
-        .why(
-            "A device interrupt on a measured CPU runs its handler — and on non-RT kernels the \
-             softirq work it raises — before the woken real-time task can run.",
-        )
-        .fix(fix)
+        busy_irqs(ctx, &hits)
     };
-    out.push(f.evidence(ev));
-    out
+    f.evidence(ev)
+}
+
+/// The warning for busy IRQs that may fire on measured CPUs (`hits` not empty), with the
+/// commands that steer them to the housekeeping CPUs.
+fn busy_irqs(ctx: &Ctx, hits: &[Hit]) -> Finding {
+    let cpus = ctx.cpus_str();
+    let hk = ctx.housekeeping();
+    let irqs: Vec<String> = hits.iter().map(|(l, _, _)| l.irq.to_string()).collect();
+    let names: Vec<String> = hits.iter().take(5).map(|(l, _, _)| format!("{} ({})", l.irq, l.device())).collect();
+    let fix = if hk.is_empty() {
+        "Every online CPU is measured, so there is nowhere to move IRQs: leave at least one \
+         CPU (e.g. 0) out of --cpus for housekeeping and steer IRQs there."
+            .to_string()
+    } else {
+        let h = fmt_cpus(&hk);
+        format!(
+            "`for i in {}; do echo {h} > /proc/irq/$i/smp_affinity_list; done` (managed IRQs \
+             of multi-queue devices refuse this: use `isolcpus=managed_irq,{cpus}`), and boot \
+             with `irqaffinity={h}` so new IRQs start there.",
+            irqs.join(" ")
+        )
+    };
+    Finding::new(
+        "irq.affinity",
+        Severity::Warn,
+        format!("{} busy IRQ(s) may fire on CPUs {cpus}: {}", hits.len(), names.join(", ")),
+    )
+    .why(
+        "A device interrupt on a measured CPU runs its handler — and on non-RT kernels the \
+         softirq work it raises — before the woken real-time task can run.",
+    )
+    .fix(fix)
 }
 
 #[cfg(test)]

@@ -48,10 +48,13 @@ fn sys_list(v: Option<&str>) -> Option<Vec<usize>> {
 }
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let cpus = ctx.cpus_str();
+    let nohz = nohz_full_cpus(ctx);
+    vec![isolcpus(ctx), nohz_full(ctx, &nohz), rcu_nocbs(ctx, &nohz), smt(ctx)]
+}
 
-    // isolcpus
+/// Whether every measured CPU is isolated (`/sys/devices/system/cpu/isolated`, else `isolcpus=`).
+fn isolcpus(ctx: &Ctx) -> Finding {
+    let cpus = ctx.cpus_str();
     let iso_sys = Some(ctx.host.isolcpus.clone());
     let iso_ev = list_evidence(ctx, "/sys/devices/system/cpu/isolated", &ctx.host.isolcpus);
     let iso_cmd = ctx.param("isolcpus").map(cpus_in);
@@ -84,17 +87,24 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             )
             .fix(isolation_fix(ctx))
     };
-    out.push(f.evidence(ev));
+    f.evidence(ev)
+}
 
-    // nohz_full
+/// The nohz_full CPUs: `/sys/devices/system/cpu/nohz_full`, else the boot line's `nohz_full=`.
+fn nohz_full_cpus(ctx: &Ctx) -> Vec<usize> {
     let nz_sys = Some(ctx.host.nohz_full.clone());
-    let nz_ev = list_evidence(ctx, "/sys/devices/system/cpu/nohz_full", &ctx.host.nohz_full);
-    let nz: Vec<usize> = sys_list(nz_sys.as_deref())
+    sys_list(nz_sys.as_deref())
         .filter(|v| !v.is_empty())
         .or_else(|| ctx.param("nohz_full").map(cpus_in))
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// Whether every measured CPU is in `nz` (the nohz_full CPUs).
+fn nohz_full(ctx: &Ctx, nz: &[usize]) -> Finding {
+    let cpus = ctx.cpus_str();
+    let nz_ev = list_evidence(ctx, "/sys/devices/system/cpu/nohz_full", &ctx.host.nohz_full);
     let ev = vec![nz_ev, ctx.param_evidence("nohz_full")];
-    let (_, outside) = split(ctx.cpus, &nz);
+    let (_, outside) = split(ctx.cpus, nz);
     let f = if outside.is_empty() {
         Finding::new("isolation.nohz_full", Severity::Ok, format!("Measured CPUs {cpus} are nohz_full"))
             .why("The scheduler tick stops on these CPUs while a single task runs there, removing a periodic interruption.")
@@ -114,9 +124,12 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
              /sys/devices/system/cpu/nohz_full exists only then)."
         ))
     };
-    out.push(f.evidence(ev));
+    f.evidence(ev)
+}
 
-    // rcu_nocbs (nohz_full implies it)
+/// Whether RCU callbacks are offloaded from every measured CPU (`rcu_nocbs=`; nohz_full, `nz`, implies it).
+fn rcu_nocbs(ctx: &Ctx, nz: &[usize]) -> Finding {
+    let cpus = ctx.cpus_str();
     let mut nocb: Vec<usize> = ctx.param("rcu_nocbs").map(cpus_in).unwrap_or_default();
     nocb.extend(nz.iter().copied());
     let ev = vec![ctx.param_evidence("rcu_nocbs"), ctx.param_evidence("nohz_full")];
@@ -136,9 +149,11 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         )
         .fix(format!("Boot with `rcu_nocbs={cpus}` (nohz_full= implies it)."))
     };
-    out.push(f.evidence(ev));
+    f.evidence(ev)
+}
 
-    // SMT
+/// Whether SMT (hyper-threading) is active.
+fn smt(ctx: &Ctx) -> Finding {
     let (smt_ev, smt) = ctx.read("/sys/devices/system/cpu/smt/active");
     let (ctl_ev, _) = ctx.read("/sys/devices/system/cpu/smt/control");
     let ev = vec![smt_ev, ctl_ev];
@@ -158,7 +173,6 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         _ => Finding::new("cpu.smt", Severity::Info, "SMT state is not exposed by this kernel")
             .why("Without /sys/devices/system/cpu/smt/active rtscope cannot tell whether measured CPUs share a core."),
     };
-    out.push(f.evidence(ev));
-    out
+    f.evidence(ev)
 }
 

@@ -256,8 +256,8 @@ fn plan_of(tp: &TargetPlan, agreed: &Agreed) -> Plan {
     plan.threads = agreed.threads;
     plan.cpus = agreed.cpus.clone();
     plan.worst_k = tp.worst_k;
-    plan.probe_options.periods_ns = tp.periods_ns.iter().map(|p| Nanos(*p)).collect();
-    plan.probe_options.iterations = tp.iterations.unwrap_or(0);
+    plan.probe_options.periods_ns = tp.periods_ns.clone();
+    plan.probe_options.iterations = tp.iterations;
     plan.probe_options.msg_size = tp.msg_size.unwrap_or(0);
     for (p, vs) in &agreed.probes {
         if !vs.is_empty() {

@@ -48,46 +48,15 @@ pub fn attribute(
     let mut stack: Vec<Owner> = Vec::new();
     let mut current: Option<(String, u32)> = None;
     let mut prio_of: Vec<(u32, i32)> = Vec::new();
-    let mut comm_of: Vec<(u32, String)> = Vec::new();
-    let note_comm = |comm_of: &mut Vec<(u32, String)>, pid: u32, comm: &str| {
-        if !comm.starts_with('<') && !comm_of.iter().any(|(p, _)| *p == pid) {
-            comm_of.push((pid, comm.to_string()));
-        }
-    };
 
     // State where the traced part of the window starts.
     let first_in = events.partition_point(|e| e.ts_ns < t0);
     for e in &events[..first_in] {
         apply(e, cpu, self_pid, &mut stack, &mut current, &mut prio_of);
     }
-    for e in events {
-        if let EventKind::Switch { prev_comm, prev_pid, next_comm, next_pid, .. } = &e.kind {
-            note_comm(&mut comm_of, *prev_pid, prev_comm);
-            note_comm(&mut comm_of, *next_pid, next_comm);
-        }
-        note_comm(&mut comm_of, e.pid, &e.comm);
-    }
 
-    let mut acc: Vec<(Owner, u64, u32)> = Vec::new();
-    let mut last_owner: Option<Owner> = None;
-    let mut charge = |owner: Owner, dur: u64, acc: &mut Vec<(Owner, u64, u32)>| {
-        if dur == 0 {
-            return;
-        }
-        let new_stretch = last_owner.as_ref() != Some(&owner);
-        match acc.iter_mut().find(|(o, _, _)| *o == owner) {
-            Some(entry) => {
-                entry.1 += dur;
-                if new_stretch {
-                    entry.2 += 1;
-                }
-            }
-            None => acc.push((owner.clone(), dur, 1)),
-        }
-        last_owner = Some(owner);
-    };
-
-    charge(Owner::Untraced, t0 - start_ns, &mut acc);
+    let mut charges = Charges::default();
+    charges.add(Owner::Untraced, t0 - start_ns);
     let mut t = t0;
     let mut inside = 0u32;
     let mut wakeup_after_ns = None;
@@ -96,7 +65,7 @@ pub fn attribute(
         // Between the previous cut and this event, the task on the CPU is this line's task.
         let task = (e.comm.clone(), e.pid);
         let owner = stack.last().cloned().unwrap_or(Owner::Task { comm: task.0, pid: task.1 });
-        charge(owner, e.ts_ns.saturating_sub(t), &mut acc);
+        charges.add(owner, e.ts_ns.saturating_sub(t));
         t = e.ts_ns.max(t);
         if let EventKind::Wakeup { pid, .. } = &e.kind {
             if Some(*pid) == self_pid && wakeup_after_ns.is_none() {
@@ -106,56 +75,74 @@ pub fn attribute(
         apply(e, cpu, self_pid, &mut stack, &mut current, &mut prio_of);
     }
     let tail_owner = stack.last().cloned().or_else(|| current.clone().map(|(comm, pid)| Owner::Task { comm, pid }));
-    charge(tail_owner.unwrap_or(Owner::Untraced), end_ns.saturating_sub(t), &mut acc);
+    charges.add(tail_owner.unwrap_or(Owner::Untraced), end_ns.saturating_sub(t));
 
-    let mut culprits: Vec<Culprit> = Vec::new();
-    for (owner, dur, count) in acc {
-        let c = match owner {
-            Owner::Task { pid: 0, .. } => Culprit {
-                kind: "unexplained".into(),
-                name: UNEXPLAINED.into(),
-                pid: None,
-                prio: None,
-                irq: None,
-                duration_ns: Nanos(dur),
-                count,
-            },
-            Owner::Task { comm, pid } => {
-                let comm = if comm.starts_with('<') {
-                    comm_of.iter().find(|(p, _)| *p == pid).map(|(_, c)| c.clone()).unwrap_or(comm)
-                } else {
-                    comm
-                };
-                Culprit {
-                    kind: if Some(pid) == self_pid { "self" } else { "task" }.into(),
-                    name: comm,
-                    pid: Some(pid),
-                    prio: prio_of.iter().find(|(p, _)| *p == pid).map(|(_, pr)| *pr),
-                    irq: None,
-                    duration_ns: Nanos(dur),
-                    count,
+    let tasks = Tasks { comm_of: task_names(events), prio_of, self_pid };
+    let culprits = culprits(charges.acc, &tasks);
+    TraceWindow::new(cpu, (start_ns, end_ns), inside, complete, wakeup_after_ns, culprits)
+}
+
+/// The time charged to each owner, in first-charged order, with the number
+/// of separate stretches it held the CPU.
+#[derive(Default)]
+struct Charges {
+    acc: Vec<(Owner, u64, u32)>,
+    last_owner: Option<Owner>,
+}
+
+impl Charges {
+    /// Charges `dur` ns to `owner`; a stretch is new when the previous charge was another owner's.
+    fn add(&mut self, owner: Owner, dur: u64) {
+        if dur == 0 {
+            return;
+        }
+        let new_stretch = self.last_owner.as_ref() != Some(&owner);
+        match self.acc.iter_mut().find(|(o, _, _)| *o == owner) {
+            Some(entry) => {
+                entry.1 += dur;
+                if new_stretch {
+                    entry.2 += 1;
                 }
             }
-            Owner::Irq { irq, name } => {
-                Culprit { kind: "irq".into(), name, pid: None, prio: None, irq: Some(irq), duration_ns: Nanos(dur), count }
-            }
-            Owner::Vector { name } => {
-                Culprit { kind: "vector".into(), name, pid: None, prio: None, irq: None, duration_ns: Nanos(dur), count }
-            }
-            Owner::Softirq { vec, name } => {
-                Culprit { kind: "softirq".into(), name, pid: None, prio: None, irq: Some(vec), duration_ns: Nanos(dur), count }
-            }
-            Owner::Untraced => Culprit {
-                kind: "untraced".into(),
-                name: UNTRACED.into(),
-                pid: None,
-                prio: None,
-                irq: None,
-                duration_ns: Nanos(dur),
-                count,
-            },
-        };
-        // Idle stretches of different idle tasks merge into one "unexplained".
+            None => self.acc.push((owner.clone(), dur, 1)),
+        }
+        self.last_owner = Some(owner);
+    }
+}
+
+/// What the events say of the tasks: names by pid (the first real name seen,
+/// for lines that show `<...>`), priorities, and which one is the measuring thread.
+struct Tasks {
+    comm_of: Vec<(u32, String)>,
+    prio_of: Vec<(u32, i32)>,
+    self_pid: Option<u32>,
+}
+
+/// The first real name (not `<...>`) of every pid in `events`, from switch
+/// lines and from each line's own task.
+fn task_names(events: &[Event]) -> Vec<(u32, String)> {
+    let mut comm_of: Vec<(u32, String)> = Vec::new();
+    let mut note_comm = |pid: u32, comm: &str| {
+        if !comm.starts_with('<') && !comm_of.iter().any(|(p, _)| *p == pid) {
+            comm_of.push((pid, comm.to_string()));
+        }
+    };
+    for e in events {
+        if let EventKind::Switch { prev_comm, prev_pid, next_comm, next_pid, .. } = &e.kind {
+            note_comm(*prev_pid, prev_comm);
+            note_comm(*next_pid, next_comm);
+        }
+        note_comm(e.pid, &e.comm);
+    }
+    comm_of
+}
+
+/// The culprits of the charged time, in first-charged order; idle stretches
+/// of different idle tasks merge into one "unexplained".
+fn culprits(acc: Vec<(Owner, u64, u32)>, tasks: &Tasks) -> Vec<Culprit> {
+    let mut culprits: Vec<Culprit> = Vec::new();
+    for (owner, dur, count) in acc {
+        let c = culprit(owner, Nanos(dur), count, tasks);
         match culprits.iter_mut().find(|x| x.kind == c.kind && x.name == c.name && x.pid == c.pid && x.irq == c.irq) {
             Some(x) => {
                 x.duration_ns.0 += c.duration_ns.0;
@@ -164,10 +151,39 @@ pub fn attribute(
             None => culprits.push(c),
         }
     }
-    TraceWindow::new(cpu, (start_ns, end_ns), inside, complete, wakeup_after_ns, culprits)
+    culprits
 }
 
-/// Updates the interrupt-context stack, the current task and known priorities.
+/// The culprit `owner` stands for: the idle task (pid 0) is [`UNEXPLAINED`],
+/// a task is `self` or `task` with its name and priority, an interrupt
+/// context is `irq`, `vector` or `softirq`.
+fn culprit(owner: Owner, duration_ns: Nanos, count: u32, tasks: &Tasks) -> Culprit {
+    let other = |kind: &str, name: String, irq: Option<u32>| Culprit { kind: kind.into(), name, pid: None, prio: None, irq, duration_ns, count };
+    match owner {
+        Owner::Task { pid: 0, .. } => other("unexplained", UNEXPLAINED.into(), None),
+        Owner::Task { comm, pid } => {
+            let comm = if comm.starts_with('<') {
+                tasks.comm_of.iter().find(|(p, _)| *p == pid).map(|(_, c)| c.clone()).unwrap_or(comm)
+            } else {
+                comm
+            };
+            Culprit {
+                kind: if Some(pid) == tasks.self_pid { "self" } else { "task" }.into(),
+                name: comm,
+                pid: Some(pid),
+                prio: tasks.prio_of.iter().find(|(p, _)| *p == pid).map(|(_, pr)| *pr),
+                irq: None,
+                duration_ns,
+                count,
+            }
+        }
+        Owner::Irq { irq, name } => other("irq", name, Some(irq)),
+        Owner::Vector { name } => other("vector", name, None),
+        Owner::Softirq { vec, name } => other("softirq", name, Some(vec)),
+        Owner::Untraced => other("untraced", UNTRACED.into(), None),
+    }
+}
+
 /// Updates the state at `e`: the interrupt stack, the task on the CPU and
 /// the priorities seen. The task on the CPU follows sched_switch and, for
 /// kernels that do not record every switch out of idle (this development

@@ -9,6 +9,22 @@ use std::process::Output;
 
 use serde_json::Value;
 
+/// Measuring tests take this lock: run in parallel they would disturb each
+/// other's CPUs (the orderings checked hold on a quiet CPU, not on one that
+/// another test keeps busy at SCHED_FIFO).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `rtscope`, saving runs to a test database under target/, never the user's.
+pub fn rtscope() -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_rtscope"));
+    c.env("RTSCOPE_DB", concat!(env!("CARGO_TARGET_TMPDIR"), "/rtscope-tests.db"));
+    c
+}
+
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
 }
