@@ -37,8 +37,9 @@ pub fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-/// What the reader of a run must know, as the runner puts it on file.
-fn warnings(run: &crate::model::Run) -> Vec<String> {
+/// What the reader of a run must know, as the runner puts it on file
+/// (`run`, `run --target` and `monitor`).
+pub(crate) fn warnings(run: &crate::model::Run) -> Vec<String> {
     crate::analysis::warnings::for_run(run).iter().map(ToString::to_string).collect()
 }
 
