@@ -36,6 +36,15 @@ pub struct RunShape<'a> {
 pub fn check_flags(given: &Given, run: &RunShape<'_>) -> Result<(), BadInput> {
     if run.target {
         check_target_flags(given)?;
+    } else if given.has("target") {
+        // Only `rtscope monitor` gets here with --target (run takes the target path).
+        return Err(BadInput(
+            "--target: rtscope monitor measures this system only; drop --target (rtscope run --target measures another system)".into(),
+        ));
+    } else if given.has("target_silence") {
+        return Err(BadInput(
+            "--target-silence: only a run with --target reads it (how long the agent may say nothing); drop --target-silence or measure a target".into(),
+        ));
     }
     check_probe_flags(given, run.probes.iter().copied())?;
     check_priority(given, run)
@@ -44,7 +53,7 @@ pub fn check_flags(given: &Given, run: &RunShape<'_>) -> Result<(), BadInput> {
 /// Run flags (clap ids) that apply on a target.
 pub const TARGET_FLAGS: &[&str] = &[
     "target", "duration", "interval", "priority", "policy", "threads", "affinity", "probes", "periods", "worst", "deadline", "json",
-    "out", "db", "no_store", "quiet", "ns", "iterations", "msg_size", "loads", "phase_name",
+    "out", "db", "no_store", "quiet", "ns", "iterations", "msg_size", "loads", "phase_name", "target_silence",
 ];
 
 /// The flag as a user writes it, from its clap id.
@@ -62,7 +71,7 @@ fn check_target_flags(given: &Given) -> Result<(), BadInput> {
     let is_group = |id: &str| id.starts_with(|c: char| c.is_ascii_uppercase());
     match given.ids().find(|&id| !is_group(id) && !TARGET_FLAGS.contains(&id)) {
         Some(bad) => Err(BadInput(format!(
-            "{} does not apply with --target (the agent measures on the target); flags that do: --probe, -i, -D, -p, --policy, -a, -t, --periods, --worst, --deadline, --iterations, --msg-size, --load cpu|memory, --phase-name, --json, --out, --db, --no-store, -q. Drop {}",
+            "{} does not apply with --target (the agent measures on the target); flags that do: --probe, -i, -D, -p, --policy, -a, -t, --periods, --worst, --deadline, --iterations, --msg-size, --load cpu|memory, --phase-name, --json, --out, --db, --no-store, -q, --target-silence. Drop {}",
             flag_of(bad),
             flag_of(bad)
         ))),

@@ -248,6 +248,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "SPEC")]
     pub target: Option<String>,
 
+    /// With --target: how long the agent may say nothing past a plan's own time before
+    /// the session counts it gone (what arrived is kept, the run marked interrupted). Raise
+    /// it for an emulated target on a busy host, which runs slower than real time.
+    #[arg(long, value_name = "TIME", default_value = "30s", value_parser = units::parse_duration)]
+    pub target_silence: u64,
+
     /// Which flags were given on the command line (set by [`parse_or_exit`]).
     #[arg(skip)]
     pub given: given::Given,

@@ -63,6 +63,7 @@ pub fn build(args: &RunArgs, target: &str, started: &str) -> Result<(TargetSpec,
         iterations: args.probe_opts.iterations,
         msg_size: args.given.msg_size.then_some(args.probe_opts.msg_size),
         phases,
+        silence_ns: args.target_silence,
     };
     let path = super::plan::output_path(args, started)?;
     Ok((spec, tp, Output { path, quiet: args.quiet, ns: args.ns }))

@@ -16,10 +16,6 @@ use super::block::{results_of, Block};
 use super::proto::Line;
 use super::reader::{Got, Reader};
 
-/// Silence allowed past a plan's planned end before the agent counts as gone
-/// (progress lines come every 250 ms while it measures).
-pub const GRACE: Duration = Duration::from_secs(30);
-
 pub(super) enum PlanEnd {
     Done(Vec<ProbeResult>),
     /// The agent went away: the complete blocks, and why.
@@ -42,21 +38,25 @@ impl<'a> Replies<'a> {
     }
 
     /// Read up to `done`. `stop` raised: the agent is asked to stop (it
-    /// returns what it measured); silence past `planned` and [`GRACE`]
-    /// counts as the agent gone.
-    pub(super) fn read(mut self, r: &mut Reader, planned: Duration, stop: &AtomicBool, steps: &mut Vec<SetupStep>) -> anyhow::Result<PlanEnd> {
+    /// returns what it measured); `silence` (`--target-silence`) without a
+    /// line, past `planned`, counts as the agent gone. Progress lines come
+    /// every 250 ms while it measures, but a probe busy at real-time
+    /// priority can hold the agent's reporter off until its variant ends.
+    pub(super) fn read(mut self, r: &mut Reader, planned: Duration, silence: Duration, stop: &AtomicBool, steps: &mut Vec<SetupStep>) -> anyhow::Result<PlanEnd> {
         let mut stop_sent = false;
-        let mut silent_until = Instant::now() + planned + GRACE;
+        let mut silent_until = Instant::now() + planned + silence;
         loop {
             if stop.load(Ordering::Relaxed) && !stop_sent {
                 stop_sent = true;
                 // A failed write means the agent is gone: the read below says so.
                 let _ = r.link.send(&Line::new("stop").with("id", self.id).encode());
-                silent_until = Instant::now() + GRACE;
+                silent_until = Instant::now() + silence;
             }
             let l = match r.next(Duration::from_millis(100))? {
                 Got::Line(l) => l,
-                Got::Quiet if Instant::now() > silent_until => return Ok(self.gone(format!("the agent said nothing for {} s", GRACE.as_secs()))),
+                Got::Quiet if Instant::now() > silent_until => {
+                    return Ok(self.gone(format!("the agent said nothing for {}", crate::units::fmt_ns(silence.as_nanos() as u64))))
+                }
                 Got::Quiet => continue,
                 Got::Gone(why) => return Ok(self.gone(why)),
             };
@@ -64,7 +64,7 @@ impl<'a> Replies<'a> {
                 return Ok(self.gone("the agent ended the session".into()));
             }
             self.check_id(r, &l)?;
-            silent_until = silent_until.max(Instant::now() + GRACE);
+            silent_until = silent_until.max(Instant::now() + silence);
             if let Some(end) = self.take(r, &l, steps)? {
                 return Ok(end);
             }

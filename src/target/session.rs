@@ -59,6 +59,8 @@ pub struct TargetPlan {
     pub msg_size: Option<usize>,
     /// (phase name, the agent's built-in load: none, cpu, mem, cpu+mem).
     pub phases: Vec<(String, String)>,
+    /// `--target-silence`: how long the agent may say nothing past a plan's time.
+    pub silence_ns: u64,
 }
 
 /// The target's fingerprint from `hello`.
@@ -327,7 +329,8 @@ impl Plans<'_> {
                 board.reset(&format!("{phase}: {probe} (agent)"));
                 board.register(Arc::clone(live));
                 let planned = Duration::from_nanos(self.tp.duration_ns + WARM_UP_NS);
-                match Replies::new(id, phase, live, board).read(r, planned, self.stop, steps)? {
+                let silence = Duration::from_nanos(self.tp.silence_ns);
+                match Replies::new(id, phase, live, board).read(r, planned, silence, self.stop, steps)? {
                     PlanEnd::Done(results) => run.results.extend(results),
                     PlanEnd::Gone(results, why) => {
                         run.results.extend(results);
