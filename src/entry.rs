@@ -10,14 +10,14 @@ use crate::error::{BadInput, EXIT_BAD_INPUT, EXIT_FAILURE};
 /// (0 done, 2 bad input, 3 a failed gate, 130 interrupted, 1 any other failure).
 pub fn main() -> ExitCode {
     // Usage errors print and exit 2; --help/--version exit 0.
-    let cli: Cli = crate::cli::parse_or_exit();
+    let cli: Cli = crate::cli::parse_or_exit(std::env::args_os().collect());
     let result = match cli.command {
         Command::Run(args) => commands::run::cmd(&args),
         Command::Monitor(args) => commands::monitor::cmd(&args),
         Command::Probes => commands::probes::cmd(),
         Command::Doctor(args) => commands::doctor::cmd(&args),
         Command::Presets => commands::presets::cmd(),
-        Command::LoadWorker(args) => crate::load::worker::main(&args.to_worker()),
+        Command::LoadWorker(args) => crate::load::worker::LoadWorkerArgs::from_args(&args.args).and_then(|w| crate::load::worker::main(&w)),
         Command::History(args) => commands::history::cmd(&args),
         Command::Show(args) => commands::show::cmd(&args),
         Command::Tag(args) => commands::tag::cmd(&args),

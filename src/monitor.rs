@@ -8,9 +8,10 @@
 //! length. Phases come from `--cycle NAME:DURATION,...` (loads started and
 //! stopped by `crate::load`, as for `run`), one phase throughout without it.
 //!
-//! Same real-time set-up as `run` (the runner's), same result model: the
-//! final [`Run`] holds the overall entries per probe/phase/thread plus the
-//! merged ones, and `monitor` says where the windows are.
+//! Same session as `run` (the runner's set-up, probe runs and last write),
+//! same result model: the final [`Run`] holds the overall entries per
+//! probe/phase/thread plus the merged ones, and `monitor` says where the
+//! windows are.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,11 +19,11 @@ use std::time::{Duration, Instant};
 
 use time::OffsetDateTime;
 
-use crate::measure::{probe_by_name, LiveBoard, ProbeCtx, ThreadOutcome};
-use crate::model::{Calibration, Host, MonitorRecord, Nanos, ProbeResult, RealtimeSetup, Run, Window};
+use crate::load::{PhaseLoads, PhaseSpec};
+use crate::measure::{probe_by_name, LiveBoard, ThreadOutcome};
+use crate::model::{MonitorRecord, Nanos, ProbeResult, Run, Window};
 use crate::plan::{Experiment, RunPlan};
-use crate::sys::time as clock;
-use crate::sysinfo::{self, SysRoot};
+use crate::runner::{finish, results_from, sleep_unless, Measuring, MemoryLock, Session, Warnings};
 use crate::units::rfc3339;
 
 /// A monitor's plan: the run plan (probes, threads, CPUs, priority; its
@@ -42,7 +43,7 @@ pub struct MonitorPlan {
 
 /// Summaries of one closed window: one per thread and one merged per variant.
 fn windows_of(index: u64, started: OffsetDateTime, duration_ns: u64, probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec<Window> {
-    crate::runner::results_from(probe, phase, outcomes)
+    results_from(probe, phase, outcomes)
         .into_iter()
         .map(|r| window_of(index, started, duration_ns, &r))
         .collect()
@@ -73,6 +74,9 @@ fn window_of(index: u64, started: OffsetDateTime, duration_ns: u64, r: &ProbeRes
 /// Run the monitor until `stop` (SIGINT/SIGTERM) or `total_ns`. Each
 /// closed window's summaries go to `on_window` (an error there ends the
 /// monitor: the caller could not store them). `id` names the run's windows.
+/// The set-up is `run`'s ([`Session`]); memory stays locked for the whole
+/// monitor, as it measures all the time (no warm-up: each window follows
+/// the last).
 pub fn execute(
     mp: &MonitorPlan,
     id: &str,
@@ -80,110 +84,145 @@ pub fn execute(
     started: OffsetDateTime,
     stop: &AtomicBool,
     on_window: &mut dyn FnMut(&[Window]) -> anyhow::Result<()>,
+    warnings: Warnings,
 ) -> anyhow::Result<Run> {
-    let plan = &mp.plan;
-    let exp = &mp.exp;
-    let (clock_med, clock_min) = clock::calibrate_clock_read(crate::runner::CLOCK_CALIBRATION_ROUNDS);
-    let mut steps = Vec::new();
-    let root = SysRoot::default();
-    let host = sysinfo::fingerprint(&root);
-    let host = Host { doctor: crate::doctor::audit_host(&root, &host, &plan.measured_cpus()), ..host };
-    for what in crate::runner::remove_leftovers(&exp.load.dir, &mut steps) {
+    let mut session = Session::begin(&mp.plan, &mp.exp, command_line, started)?;
+    for what in &session.removed {
         eprintln!("removed {what}");
     }
-    let _dma = crate::runner::global_setup(plan, &mut steps);
-    // Locked for the whole monitor: it measures all the time.
-    let _memory = crate::runner::MemoryLock::begin(&mut steps);
-    let calibration = Calibration::new(Nanos(clock_med), Nanos(clock_min), "CLOCK_MONOTONIC (vDSO clock_gettime)");
-    let mut run = Run::native(command_line, host, plan.to_model(), calibration, rfc3339(started));
-    run.monitor = Some(MonitorRecord { id: id.to_string(), window_ns: Nanos(mp.window_ns), cycle: mp.cycle.clone(), windows: 0 });
-
+    let _memory = MemoryLock::begin(&mut session.steps);
+    session.run.monitor = Some(MonitorRecord { id: id.to_string(), window_ns: Nanos(mp.window_ns), cycle: mp.cycle.clone(), windows: 0 });
     let board = LiveBoard::default();
     let t0 = Instant::now();
-    let end = mp.total_ns.map(|t| t0 + Duration::from_nanos(t));
-    let over = || stop.load(Ordering::Relaxed) || end.is_some_and(|e| Instant::now() >= e);
-    // Each thread's overall outcome, keyed by (probe, phase, variant,
-    // thread): bounded by the plan, not by the run's length.
-    let mut overall: BTreeMap<(String, String, Option<String>, usize), ThreadOutcome> = BTreeMap::new();
-    let mut index = 0u64;
-    let session = match exp.phases.iter().any(|p| !p.loads.is_empty()) {
-        true => Some(crate::load::phase::LoadSession::new(&exp.load)?),
-        false => None,
+    let mut monitor = Monitor {
+        mp,
+        measuring: Measuring { board: &board, stop, trace: None },
+        end: mp.total_ns.map(|t| t0 + Duration::from_nanos(t)),
+        overall: Overall::default(),
+        windows: 0,
+        on_window,
     };
-    let mut k = 0usize;
-    let result = (|| -> anyhow::Result<()> {
-        while !over() {
-            let spec = &exp.phases[k % exp.phases.len()];
-            let phase_ns = mp.cycle_ns.get(k % exp.phases.len().max(1)).copied();
-            let mut loads = match &session {
-                Some(sess) if !spec.loads.is_empty() => {
-                    let secs = phase_ns.unwrap_or(mp.total_ns.unwrap_or(365 * 86_400 * 1_000_000_000)) / 1_000_000_000 + 1;
-                    sess.start(spec, exp.settle_ns, secs)?
-                }
-                _ => crate::load::PhaseLoads::idle(spec),
-            };
-            run.phases.push(loads.record());
-            if !spec.loads.is_empty() {
-                sleep_unless(Duration::from_nanos(exp.settle_ns), &over);
-            }
-            let phase_end = phase_ns.map(|p| Instant::now() + Duration::from_nanos(p));
-            while !over() && phase_end.is_none_or(|e| Instant::now() < e) {
-                let mut closed = Vec::new();
-                for entry in &exp.entries {
-                    loads.check()?;
-                    if over() {
-                        break;
-                    }
-                    let name = &entry.probe;
-                    let probe = probe_by_name(name).expect("plan holds only known probes");
-                    let mut sub = plan.probe_run(entry, false);
-                    // The last window ends with -D: `monitor -D 35s` runs 35 s
-                    // (three 10 s windows and one of 5 s), not four whole windows.
-                    let left = end.map_or(u64::MAX, |e| e.saturating_duration_since(Instant::now()).as_nanos().min(u64::MAX as u128) as u64);
-                    sub.duration_ns = mp.window_ns.min(left.max(1_000_000));
-                    let at = OffsetDateTime::now_utc();
-                    let outcomes = probe.run(&ProbeCtx { run: &sub, phase: &spec.name, stop, board: &board, trace: None })?;
-                    crate::runner::absorb(name, &outcomes, &mut steps)?;
-                    closed.extend(windows_of(index, at, sub.duration_ns, name, &spec.name, &outcomes));
-                    for o in outcomes {
-                        let key = (name.clone(), spec.name.clone(), o.variant.clone(), o.thread);
-                        match overall.get_mut(&key) {
-                            Some(ov) => {
-                                ov.recorder.merge(&o.recorder);
-                                ov.extra = ov.extra.merge(&o.extra);
-                            }
-                            None => {
-                                overall.insert(key, ThreadOutcome { setup: Vec::new(), error: None, ..o });
-                            }
-                        }
-                    }
-                }
-                if closed.iter().any(|w| w.samples > 0 || w.overruns > 0) {
-                    on_window(&closed)?;
-                    index += 1;
-                    if let Some(m) = run.monitor.as_mut() {
-                        m.windows = index;
-                    }
-                }
-            }
-            let record = loads.stop()?;
-            if let Some(last) = run.phases.last_mut() {
-                *last = record;
-            }
+    let cycled = monitor.cycle(&mut session);
+    session.end_loads();
+    cycled?;
+    session.run.results = monitor.overall.results();
+    let interrupted = stop.load(Ordering::Relaxed);
+    if interrupted {
+        session.run.interrupted_in = session.run.phases.last().map(|p| p.name.clone());
+    }
+    finish(&mut session.run, &session.steps, interrupted, warnings);
+    Ok(session.run)
+}
+
+/// The monitor's walk: phases in turn (the cycle), windows within a phase,
+/// one probe run per entry within a window.
+struct Monitor<'a> {
+    mp: &'a MonitorPlan,
+    measuring: Measuring<'a>,
+    /// `-D` from the start; `None`: until SIGINT/SIGTERM.
+    end: Option<Instant>,
+    overall: Overall,
+    /// Windows closed so far (the next one's index).
+    windows: u64,
+    on_window: &'a mut dyn FnMut(&[Window]) -> anyhow::Result<()>,
+}
+
+impl Monitor<'_> {
+    fn over(&self) -> bool {
+        self.measuring.stop.load(Ordering::Relaxed) || self.end.is_some_and(|e| Instant::now() >= e)
+    }
+
+    fn cycle(&mut self, session: &mut Session) -> anyhow::Result<()> {
+        let mp = self.mp;
+        let phases = &mp.exp.phases;
+        let mut k = 0usize;
+        while !self.over() {
+            let spec = &phases[k % phases.len()];
+            let phase_ns = mp.cycle_ns.get(k % phases.len().max(1)).copied();
+            self.phase(session, spec, phase_ns)?;
             k += 1;
         }
         Ok(())
-    })();
-    drop(session);
-    result?;
-    run.results = results_of(overall);
-    run.interrupted = stop.load(Ordering::Relaxed);
-    if run.interrupted {
-        run.interrupted_in = run.phases.last().map(|p| p.name.clone());
     }
-    run.realtime_setup = RealtimeSetup { ok: steps.iter().all(|s| s.outcome != crate::model::Outcome::Failed), steps };
-    run.finished_at = rfc3339(OffsetDateTime::now_utc());
-    Ok(run)
+
+    /// One phase of the cycle: loads started and settled, windows until the
+    /// phase's time (`phase_ns`; `None`: the whole run) is up, loads stopped.
+    fn phase(&mut self, session: &mut Session, spec: &PhaseSpec, phase_ns: Option<u64>) -> anyhow::Result<()> {
+        let mp = self.mp;
+        let exp = &mp.exp;
+        let planned_s = phase_ns.unwrap_or(mp.total_ns.unwrap_or(365 * 86_400 * 1_000_000_000)) / 1_000_000_000 + 1;
+        let mut loads = session.start_loads(spec, exp.settle_ns, planned_s)?;
+        if !spec.loads.is_empty() {
+            sleep_unless(Duration::from_nanos(exp.settle_ns), &|| self.over());
+        }
+        let phase_end = phase_ns.map(|p| Instant::now() + Duration::from_nanos(p));
+        while !self.over() && phase_end.is_none_or(|e| Instant::now() < e) {
+            let closed = self.window(session, spec, &mut loads)?;
+            if closed.iter().any(|w| w.samples > 0 || w.overruns > 0) {
+                (self.on_window)(&closed)?;
+                self.windows += 1;
+                if let Some(m) = session.run.monitor.as_mut() {
+                    m.windows = self.windows;
+                }
+            }
+        }
+        session.stop_loads(loads)
+    }
+
+    /// One window: each entry's probe run of the window's length, its
+    /// summaries, and its recorders merged into the overall ones.
+    fn window(&mut self, session: &mut Session, spec: &PhaseSpec, loads: &mut PhaseLoads) -> anyhow::Result<Vec<Window>> {
+        let mp = self.mp;
+        let mut closed = Vec::new();
+        for entry in &mp.exp.entries {
+            loads.check()?;
+            if self.over() {
+                break;
+            }
+            let name = &entry.probe;
+            let probe = probe_by_name(name).expect("plan holds only known probes");
+            let mut sub = mp.plan.probe_run(entry, false);
+            sub.duration_ns = self.window_ns();
+            let at = OffsetDateTime::now_utc();
+            let outcomes = self.measuring.measure(probe, &sub, &spec.name, &mut session.steps)?;
+            closed.extend(windows_of(self.windows, at, sub.duration_ns, name, &spec.name, &outcomes));
+            self.overall.add(name, &spec.name, outcomes);
+        }
+        Ok(closed)
+    }
+
+    /// The last window ends with -D: `monitor -D 35s` runs 35 s (three
+    /// 10 s windows and one of 5 s), not four whole windows.
+    fn window_ns(&self) -> u64 {
+        let left = self.end.map_or(u64::MAX, |e| e.saturating_duration_since(Instant::now()).as_nanos().min(u64::MAX as u128) as u64);
+        self.mp.window_ns.min(left.max(1_000_000))
+    }
+}
+
+/// Each thread's overall outcome, keyed by (probe, phase, variant,
+/// thread): bounded by the plan, not by the run's length.
+#[derive(Default)]
+struct Overall(BTreeMap<(String, String, Option<String>, usize), ThreadOutcome>);
+
+impl Overall {
+    fn add(&mut self, probe: &str, phase: &str, outcomes: Vec<ThreadOutcome>) {
+        for o in outcomes {
+            let key = (probe.to_string(), phase.to_string(), o.variant.clone(), o.thread);
+            match self.0.get_mut(&key) {
+                Some(ov) => {
+                    ov.recorder.merge(&o.recorder);
+                    ov.extra = ov.extra.merge(&o.extra);
+                }
+                None => {
+                    self.0.insert(key, ThreadOutcome { setup: Vec::new(), error: None, ..o });
+                }
+            }
+        }
+    }
+
+    fn results(self) -> Vec<ProbeResult> {
+        results_of(self.0)
+    }
 }
 
 /// Per-thread entries and one merged entry per probe/phase/variant, from
@@ -198,7 +237,7 @@ fn results_of(overall: BTreeMap<(String, String, Option<String>, usize), ThreadO
     let note = "monitor run: per-second series are not kept and worst-sample times count from the start of their window; the windows (history: `rtscope history --windows ID`) are the time series";
     let mut out = Vec::new();
     for ((probe, phase), outcomes) in groups {
-        for mut r in crate::runner::results_from(&probe, &phase, &outcomes) {
+        for mut r in results_from(&probe, &phase, &outcomes) {
             r.per_second.clear();
             r.note = Some(match r.note.take() {
                 Some(n) => format!("{n}; {note}"),
@@ -208,11 +247,4 @@ fn results_of(overall: BTreeMap<(String, String, Option<String>, usize), ThreadO
         }
     }
     out
-}
-
-fn sleep_unless(d: Duration, over: &dyn Fn() -> bool) {
-    let end = Instant::now() + d;
-    while !over() && Instant::now() < end {
-        std::thread::sleep(Duration::from_millis(20).min(end.saturating_duration_since(Instant::now())));
-    }
 }

@@ -412,6 +412,43 @@ fn a_malformed_line_is_exit_2_naming_it_and_nothing_is_stored() {
 }
 
 #[test]
+fn a_silent_agent_is_counted_gone_after_the_target_silence() {
+    // An agent that starts the plan and then says nothing (hung, or a link
+    // that stopped carrying lines): after the plan's own time and then
+    // --target-silence of silence, the session ends it, exit 130, saying so.
+    let sb = Sandbox::new();
+    let script = sb.path("silent-agent.sh");
+    let lines = [
+        signed("RTS1 hello proto=1 agent=fake os=Linux release=1 version=1 arch=x86_64 host=fake cpus=1 clock=CLOCK_MONOTONIC res_ns=1 preempt=none mlock=ok max_threads=2"),
+        signed("RTS1 probe name=timer variants="),
+        signed("RTS1 ready probes=1"),
+        signed("RTS1 ack id=1 variants=- threads=1"),
+        signed("RTS1 begin id=1 variant=- threads=1 duration_ns=1000000000"),
+    ];
+    let mut text = format!("#!/bin/sh\necho $$ > {}\n", sb.path("pid").display());
+    for l in &lines {
+        text.push_str(&format!("printf '%s\\n' '{l}'\n"));
+    }
+    text.push_str("sleep 600\n");
+    std::fs::write(&script, text).unwrap();
+    let target = format!("exec:sh {}", script.display());
+    let started = Instant::now();
+    let out = sb.run(&["run", "--target", &target, "--target-silence", "2s", "--probe", "timer", "-D", "1s", "--json", "s.json"]);
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("the agent said nothing for 2s"), "{stderr}");
+    // Not before the plan's time (1 s) and the silence (2 s) had passed.
+    assert!(took >= Duration::from_secs(3), "ended after {took:?}");
+    // The exec: command's process group is killed on this path too (the
+    // script's shell may be a grandchild, reaped by init: gone or a zombie).
+    let pid: i32 = std::fs::read_to_string(sb.path("pid")).unwrap().trim().parse().unwrap();
+    let stat = format!("/proc/{pid}/stat");
+    let gone = wait_for(Duration::from_secs(30), || std::fs::read_to_string(&stat).map_or(true, |s| s.contains(") Z ")));
+    assert!(gone, "the silent agent (pid {pid}) outlived the session");
+}
+
+#[test]
 fn flags_that_do_not_apply_on_a_target_are_refused() {
     let sb = Sandbox::new();
     for (flag, value) in [("--trace-threshold", Some("100us")), ("--load", Some("io")), ("--no-dma-latency", None), ("--preset", Some("quick"))] {
@@ -421,6 +458,16 @@ fn flags_that_do_not_apply_on_a_target_are_refused() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{flag}: {stderr}");
         assert!(stderr.contains(flag), "{flag}: {stderr}");
+    }
+    // The rule of a local run too: a flag none of the run's probes reads,
+    // -p where the threads run SCHED_OTHER.
+    for (args, flag) in [(&["--probe", "timer", "--iterations", "100"][..], "--iterations"), (&["-p", "50", "--policy", "other"][..], "-p/--priority")] {
+        let mut all = vec!["run", "--target", "exec:true"];
+        all.extend_from_slice(args);
+        let out = sb.run(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(flag) && stderr.contains("would do nothing"), "{args:?}: {stderr}");
     }
     for bad in ["tcp:nowhere", "serial:ttyS0", "ftp:x"] {
         let out = sb.run(&["run", "--target", bad]);

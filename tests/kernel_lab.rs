@@ -714,9 +714,13 @@ fn arm64_agent_run(kernel: &str, lab_extra: &str, run_args: &[&str], json: &Path
         "exec:'{}' --arch arm64 --kernel {kernel} --agent --icount 1 {lab_extra}",
         kernel_lab().display()
     );
+    // The emulated guest (TCG, --icount 1) runs many times slower than real
+    // time on a busy host, and a probe busy at RT priority keeps the agent's
+    // reporter from sending anything until it ends: a loaded suite run saw
+    // the default 30 s of silence pass while the guest was still measuring.
     let out = Command::new(rtscope())
         .env_remove("RTSCOPE_DB")
-        .args(["run", "--target", &target, "--no-store", "--json", json.to_str().unwrap()])
+        .args(["run", "--target", &target, "--target-silence", "10m", "--no-store", "--json", json.to_str().unwrap()])
         .args(run_args)
         .output()
         .expect("cannot start rtscope");

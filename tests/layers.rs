@@ -466,7 +466,7 @@ fn the_descriptor_is_the_only_place_a_probe_name_is_matched() {
     }
 }
 
-/// The `ProbeSettings` field a probe-specific flag fills.
+/// The `model::ProbeOptions` field a probe-specific flag fills.
 fn field_of(flag: &str) -> String {
     let f = flag.trim_start_matches("--").replace('-', "_");
     match f.as_str() {

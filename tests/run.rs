@@ -278,6 +278,10 @@ fn flags_that_do_nothing() {
         &["--migrate-run", "5ms", "--probe", "pi"],
         &["--chain", "4", "--probe", "pipe"],
         &["--pi-burst", "2ms", "--preset", "quick"],
+        &["-p", "50", "--policy", "other"],
+        &["-p", "50", "--policy", "other", "--probe", "noise"],
+        &["-p", "50", "--policy", "other", "--probe", "pi"],
+        &["--target-silence", "1m"],
     ];
     let mut shown = String::new();
     for args in refused {
@@ -293,6 +297,13 @@ fn flags_that_do_nothing() {
         shown += &format!("$ rtscope run ... {}\n{err}\n", args.join(" "));
     }
     insta::assert_snapshot!("flags_that_do_nothing", shown);
+    // monitor measures this system only: --target is refused, not ignored.
+    let sb = Sandbox::new();
+    let out = sb.run(&["monitor", "--target", "exec:true", "--window", "1s"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "monitor --target: {err}");
+    assert!(err.contains("--target: rtscope monitor measures this system only"), "{err}");
+    assert_eq!(std::fs::read_dir(sb.dir.path()).unwrap().count(), 0, "monitor --target wrote something");
     let read: &[&[&str]] = &[
         &["--noise-policy", "fifo", "--probe", "noise"],
         &["--pi-burst", "2ms", "--probe", "timer,pi"],
@@ -300,6 +311,9 @@ fn flags_that_do_nothing() {
         &["--periods", "1ms,2ms", "--probe", "periodic"],
         &["--back-to-back", "--probe", "preempt"],
         &["--tm-interval", "100ms", "--probe", "throughput"],
+        &["-p", "50", "--policy", "other", "--probe", "timer,noise", "--noise-policy", "fifo"],
+        &["-p", "50", "--policy", "fifo"],
+        &["--policy", "other"],
     ];
     for args in read {
         let sb = Sandbox::new();

@@ -1,17 +1,101 @@
-//! Flags that do nothing are refused: a probe option given on the command
-//! line to a run none of whose probes reads it (`--pi-burst` with only
-//! `timer`, `--iterations` with `noise`, ...) is bad input, exit 2, naming
-//! the flag and the probes that read it. Silence would let a user believe a
-//! setting shaped a measurement it never touched.
+//! Flags that do nothing are refused: a flag given on the command line that
+//! nothing in the run reads is bad input, exit 2, naming the flag and what
+//! reads it, before anything is measured or written. Silence would let a
+//! user believe a setting shaped a measurement it never touched.
 //!
-//! The rule is the probes' own descriptors: each probe lists the flags it
-//! reads in its `INFO.flags` (src/measure, checked against the probe files
-//! by tests/layers.rs); [`probe_flags`] turns them into flag → probes. Only
-//! flags given on the command line are checked; a default is never an error.
+//! One check, [`check_flags`], for both paths of `rtscope run`:
+//! - with `--target`, a flag the agent does not take ([`TARGET_FLAGS`]);
+//! - a probe option none of the run's probes reads (`--pi-burst` with only
+//!   `timer`, `--iterations` with `noise`, ...). The rule is the probes' own
+//!   descriptors: each probe lists the flags it reads in its `INFO.flags`
+//!   (src/measure, checked against the probe files by tests/layers.rs);
+//!   [`probe_flags`] turns them into flag → probes;
+//! - `-p` under `--policy other`: SCHED_OTHER threads have no real-time
+//!   priority, so only the probes that run their threads at
+//!   `--noise-policy` (they read that flag) read `-p`, and only when it is
+//!   `fifo`.
+//!
+//! Only flags given on the command line are checked; a default is never an
+//! error.
 
-use std::collections::BTreeSet;
-
+use super::given::Given;
 use crate::error::BadInput;
+use crate::sys::sched::Policy;
+
+/// What a run's flags are checked against: its probes (names without
+/// variants), its policies, and whether an agent measures it.
+pub struct RunShape<'a> {
+    pub probes: Vec<&'a str>,
+    pub policy: Policy,
+    pub noise_policy: Policy,
+    pub target: bool,
+}
+
+/// Refuse the first flag given on the command line that nothing in `run`
+/// reads.
+pub fn check_flags(given: &Given, run: &RunShape<'_>) -> Result<(), BadInput> {
+    if run.target {
+        check_target_flags(given)?;
+    } else if given.has("target") {
+        // Only `rtscope monitor` gets here with --target (run takes the target path).
+        return Err(BadInput(
+            "--target: rtscope monitor measures this system only; drop --target (rtscope run --target measures another system)".into(),
+        ));
+    } else if given.has("target_silence") {
+        return Err(BadInput(
+            "--target-silence: only a run with --target reads it (how long the agent may say nothing); drop --target-silence or measure a target".into(),
+        ));
+    }
+    check_probe_flags(given, run.probes.iter().copied())?;
+    check_priority(given, run)
+}
+
+/// Run flags (clap ids) that apply on a target.
+pub const TARGET_FLAGS: &[&str] = &[
+    "target", "duration", "interval", "priority", "policy", "threads", "affinity", "probes", "periods", "worst", "deadline", "json",
+    "out", "db", "no_store", "quiet", "ns", "iterations", "msg_size", "loads", "phase_name", "target_silence",
+];
+
+/// The flag as a user writes it, from its clap id.
+pub fn flag_of(id: &str) -> String {
+    match id {
+        "probes" => "--probe".into(),
+        "loads" => "--load".into(),
+        "scenario" => "SCENARIO.toml".into(),
+        _ => format!("--{}", id.replace('_', "-")),
+    }
+}
+
+fn check_target_flags(given: &Given) -> Result<(), BadInput> {
+    // Ids of flattened groups (`LoadArgs`, `StoreOpts`) come with their flags: not flags.
+    let is_group = |id: &str| id.starts_with(|c: char| c.is_ascii_uppercase());
+    match given.ids().find(|&id| !is_group(id) && !TARGET_FLAGS.contains(&id)) {
+        Some(bad) => Err(BadInput(format!(
+            "{} does not apply with --target (the agent measures on the target); flags that do: --probe, -i, -D, -p, --policy, -a, -t, --periods, --worst, --deadline, --iterations, --msg-size, --load cpu|memory, --phase-name, --json, --out, --db, --no-store, -q, --target-silence. Drop {}",
+            flag_of(bad),
+            flag_of(bad)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `-p` given with SCHED_OTHER measuring threads: refused unless a probe of
+/// the run runs its threads at `--noise-policy fifo`, where -p is read.
+fn check_priority(given: &Given, run: &RunShape<'_>) -> Result<(), BadInput> {
+    if run.policy != Policy::Other || !given.priority {
+        return Ok(());
+    }
+    let by_noise_policy: Vec<&str> =
+        crate::measure::infos().filter(|i| i.flags.contains(&"--noise-policy")).map(|i| i.name).collect();
+    if run.noise_policy != Policy::Other && run.probes.iter().any(|p| by_noise_policy.contains(p)) {
+        return Ok(());
+    }
+    Err(BadInput(format!(
+        "-p/--priority: with --policy other the measuring threads run SCHED_OTHER, which has no real-time priority, and only the probes {} read -p then (with --noise-policy fifo); this run measures {}: the flag would do nothing; drop -p or give --policy fifo",
+        by_noise_policy.join(", "),
+        crate::units::first_seen(run.probes.iter().copied()).join(", ")
+    )))
+}
 
 /// A probe option of `rtscope run`/`monitor` and the probes that read it.
 pub struct ProbeFlag {
@@ -35,12 +119,11 @@ pub fn probe_flags() -> Vec<ProbeFlag> {
         .collect()
 }
 
-/// Refuse the first flag in `explicit` (clap ids given on the command line)
-/// that none of `probes` (the run's probe names, without variants) reads.
-pub fn check_probe_flags<'a>(explicit: &BTreeSet<String>, probes: impl IntoIterator<Item = &'a str>) -> Result<(), BadInput> {
+/// Refuse the first flag given that none of `probes` (the run's probe names, without variants) reads.
+fn check_probe_flags<'a>(given: &Given, probes: impl IntoIterator<Item = &'a str>) -> Result<(), BadInput> {
     let run: Vec<&str> = crate::units::first_seen(probes);
     for f in probe_flags() {
-        if explicit.contains(&f.id) && !f.probes.iter().any(|p| run.contains(p)) {
+        if given.has(&f.id) && !f.probes.iter().any(|p| run.contains(p)) {
             let (one, readers) = match f.probes.as_slice() {
                 [p] => (true, format!("the {p} probe")),
                 ps => (false, format!("the probes {}", ps.join(", "))),
@@ -62,8 +145,8 @@ pub fn check_probe_flags<'a>(explicit: &BTreeSet<String>, probes: impl IntoItera
 mod tests {
     use super::*;
 
-    fn ids(v: &[&str]) -> BTreeSet<String> {
-        v.iter().map(|s| s.to_string()).collect()
+    fn ids(v: &[&str]) -> Given {
+        Given::from_ids(v.iter().map(|s| s.to_string()).collect())
     }
 
     #[test]

@@ -3,27 +3,28 @@
 //! validated [`RunPlan`] and [`Experiment`].
 //!
 //! Where a value comes from, first match wins: a flag given on the command
-//! line; the scenario file or preset; rtscope's default. A scenario fixes the
+//! line; the scenario file or preset; rtscope's default (decided by
+//! [`super::given`]). A scenario fixes the
 //! experiment's shape, so `--probe` and `--load` cannot be combined with one
 //! (the error says so); flags such as `-D` or `--settle` override its values.
 //! A bare `rtscope run` (no flag that shapes the experiment) runs the
 //! `quick` preset. Everything is checked here, before anything starts: a bad
 //! value is [`BadInput`] (exit 2, nothing written).
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use clap::parser::ValueSource;
-use clap::{Args, CommandFactory};
+use clap::Args;
 
+use super::given::{layer, Given};
 use super::plan;
-use crate::plan::{Output, RunPlan};
 use super::RunArgs;
-use crate::units;
 use crate::error::BadInput;
 use crate::load::{self, parse_load, Engine, LoadOptions, PhaseSpec};
-use crate::plan::{Experiment, ProbeEntry, Table};
-use crate::scenario::{self, presets, Scenario};
+use crate::plan::{Experiment, Output, ProbeEntry, RunPlan, Table};
+use crate::scenario::{self, presets, ProbeFileEntry, Scenario, ScenarioFile};
+use crate::units;
+
+pub use super::describe::describe;
 
 /// `--load-engine`: clap's view of [`load::Engine`] (the load layer knows no clap).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -44,39 +45,12 @@ impl From<EngineArg> for Engine {
     }
 }
 
-/// Arguments of the hidden `rtscope __load` subcommand (set by rtscope only).
+/// Arguments of the hidden `rtscope __load` subcommand, as rtscope wrote
+/// them; the load layer reads them ([`load::worker::LoadWorkerArgs`]).
 #[derive(Debug, Clone, Args)]
 pub struct LoadWorkerArgs {
-    /// Process id of the rtscope that started this load.
-    #[arg(long)]
-    pub parent: i32,
-    /// A built-in load (cpu, memory, io, net, irq, sched) or `exec`.
-    #[arg(long)]
-    pub kind: String,
-    #[arg(long, default_value_t = 1)]
-    pub workers: usize,
-    #[arg(long, value_parser = crate::units::parse_cpuset)]
-    pub cpus: Option<crate::units::CpuSet>,
-    /// The load's temp dir (the working directory of an external command).
-    #[arg(long)]
-    pub dir: PathBuf,
-    /// The command to run for `--kind exec`.
-    #[arg(last = true)]
-    pub argv: Vec<String>,
-}
-
-impl LoadWorkerArgs {
-    /// What the load process runs, as the load layer takes it.
-    pub fn to_worker(&self) -> load::worker::LoadWorkerArgs {
-        load::worker::LoadWorkerArgs {
-            parent: self.parent,
-            kind: self.kind.clone(),
-            workers: self.workers,
-            cpus: self.cpus.clone(),
-            dir: self.dir.clone(),
-            argv: self.argv.clone(),
-        }
-    }
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -143,48 +117,47 @@ fn parse_wait(s: &str) -> Result<u64, String> {
 const DEFAULT_SETTLE_NS: u64 = 2_000_000_000;
 const DEFAULT_MAX_TOTAL_NS: u64 = 86_400_000_000_000;
 
-/// Ids of `rtscope run` arguments given on the command line (not defaults).
-pub fn explicit_run_args() -> BTreeSet<String> {
-    let matches = match super::Cli::command().try_get_matches_from(std::env::args_os()) {
-        Ok(m) => m,
-        Err(_) => return BTreeSet::new(),
-    };
-    let m = match matches.subcommand() {
-        Some(("run" | "monitor", m)) => m,
-        _ => return BTreeSet::new(),
-    };
-    m.ids()
-        .filter(|id| m.value_source(id.as_str()) == Some(ValueSource::CommandLine))
-        .map(|id| id.as_str().to_string())
-        .collect()
-}
-
-/// Flags that shape the experiment: without any of them, `rtscope run` is bare.
-const SHAPING: &[&str] = &["duration", "interval", "priority", "policy", "threads", "affinity", "probes", "loads", "worst"];
-
-/// Build the plan and experiment from the arguments. `explicit` holds the
-/// ids of flags given on the command line (see [`explicit_run_args`]).
-pub fn build(args: &RunArgs, explicit: &BTreeSet<String>, started: &str) -> Result<(RunPlan, Output, Experiment), BadInput> {
+/// Build the plan and experiment from the arguments: a scenario file, a
+/// preset, or (a bare `rtscope run`) the default preset, merged with the
+/// flags given; else the flags alone. A flag that would do nothing is
+/// refused ([`super::applies`]).
+pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output, Experiment), BadInput> {
     let la = &args.load;
-    let bare = !SHAPING.iter().any(|f| explicit.contains(*f));
     let scenario: Option<Scenario> = match (&la.scenario, &la.preset) {
         (Some(p), _) => Some(scenario::from_file(p)?),
         (None, Some(name)) => Some(presets::get(name)?),
-        (None, None) if bare => Some(presets::get(presets::DEFAULT)?),
+        (None, None) if args.given.is_bare() => Some(presets::get(presets::DEFAULT)?),
         (None, None) => None,
     };
     let built = match scenario {
-        Some(s) => from_scenario(args, explicit, started, &s)?,
+        Some(s) => from_scenario(args, started, &s)?,
         None => from_flags(args, started)?,
     };
-    super::applies::check_probe_flags(explicit, built.2.entries.iter().map(|e| e.probe.as_str()))?;
+    let (plan, _, exp) = &built;
+    let shape = super::applies::RunShape {
+        probes: exp.entries.iter().map(|e| e.probe.as_str()).collect(),
+        policy: plan.policy,
+        noise_policy: plan.probe.noise_policy.into(),
+        target: false,
+    };
+    super::applies::check_flags(&args.given, &shape)?;
     Ok(built)
 }
 
 fn from_flags(args: &RunArgs, started: &str) -> Result<(RunPlan, Output, Experiment), BadInput> {
     let (mut plan, output) = plan::build(args, started)?;
+    let phases = phases_from_flags(&args.load)?;
+    let entries =
+        plan.probes.iter().map(|p| ProbeEntry { probe: p.clone(), interval_ns: plan.interval_ns, periods_ns: Vec::new(), duration_ns: plan.duration_ns, warmup_ns: 0 }).collect();
+    let exp = finish(args, &mut plan, phases, entries, None)?;
+    Ok((plan, output, exp))
+}
+
+/// The load phases of `--load` (each load its own phase, `cmd` phases
+/// numbered), or the one phase `--phase-name` names, else `idle`.
+fn phases_from_flags(la: &LoadArgs) -> Result<Vec<PhaseSpec>, BadInput> {
     let mut phases: Vec<PhaseSpec> = Vec::new();
-    for raw in &args.load.loads {
+    for raw in &la.loads {
         let list = load::split_load_list(raw).map_err(|e| BadInput(format!("--load: {e}")))?;
         for spec in list {
             let loads = parse_load(&spec).map_err(|e| BadInput(format!("--load: {e}")))?;
@@ -202,7 +175,7 @@ fn from_flags(args: &RunArgs, started: &str) -> Result<(RunPlan, Output, Experim
             phases.push(PhaseSpec { name, loads });
         }
     }
-    if let Some(name) = &args.load.phase_name {
+    if let Some(name) = &la.phase_name {
         if phases.iter().any(|p| !p.loads.is_empty()) {
             return Err(BadInput(format!(
                 "--phase-name {name}: rtscope makes the load of this run (--load), and names its phases after it; use --phase-name only for a run whose load you started outside rtscope"
@@ -214,10 +187,7 @@ fn from_flags(args: &RunArgs, started: &str) -> Result<(RunPlan, Output, Experim
     if phases.is_empty() {
         phases.push(PhaseSpec { name: "idle".into(), loads: vec![] });
     }
-    let entries =
-        plan.probes.iter().map(|p| ProbeEntry { probe: p.clone(), interval_ns: plan.interval_ns, periods_ns: Vec::new(), duration_ns: plan.duration_ns, warmup_ns: 0 }).collect();
-    let exp = finish(args, &mut plan, phases, entries, None)?;
-    Ok((plan, output, exp))
+    Ok(phases)
 }
 
 /// A phase name people can type and tables can show: 1-64 characters of
@@ -232,131 +202,145 @@ fn check_phase_name(name: &str) -> Result<(), BadInput> {
     Ok(())
 }
 
-fn from_scenario(args: &RunArgs, explicit: &BTreeSet<String>, started: &str, s: &Scenario) -> Result<(RunPlan, Output, Experiment), BadInput> {
-    if let Some(name) = &args.load.phase_name {
-        return Err(BadInput(format!(
-            "--phase-name {name} cannot be combined with {}: it names its own phases",
-            s.label
-        )));
-    }
-    for flag in ["probes", "loads"] {
-        if explicit.contains(flag) {
-            let f = if flag == "probes" { "--probe" } else { "--load" };
-            return Err(BadInput(format!(
-                "{f} cannot be combined with {}: it lists its own {}; edit a copy of the scenario instead (the text of a preset is in docs/presets.md)",
-                s.label,
-                if flag == "probes" { "probes" } else { "phases" }
-            )));
-        }
-    }
-    let f = &s.file;
-    let mut a = args.clone();
-    let unset = |id: &str| !explicit.contains(id);
-    if unset("duration") {
-        if let Some(d) = f.duration {
-            a.duration = d.0;
-        }
-    }
-    if unset("interval") {
-        if let Some(d) = f.interval {
-            a.interval = d.0;
-        }
-    }
-    if unset("priority") {
-        if let Some(p) = &f.priority {
-            a.priority = *p.get_ref();
-        }
-    }
-    if unset("policy") {
-        if let Some(p) = &f.policy {
-            a.policy = match p.get_ref().as_str() {
-                "rr" => super::PolicyArg::Rr,
-                "other" => super::PolicyArg::Other,
-                "deadline" => super::PolicyArg::Deadline,
-                _ => super::PolicyArg::Fifo,
-            };
-        }
-    }
-    if unset("threads") {
-        if let Some(t) = &f.threads {
-            a.threads = Some(*t.get_ref());
-        }
-    }
-    if unset("affinity") {
-        if let Some(aff) = &f.affinity {
-            a.affinity = Some(units::parse_cpuset(aff.get_ref()).map_err(|e| s.err_at(aff.span(), format!("affinity: {e}")))?);
-        }
-    }
-    if unset("json") && unset("out") {
-        if let Some(o) = &f.output {
-            a.json = Some(o.clone());
-        }
-    }
-    if unset("dl_runtime") {
-        if let Some(d) = &f.dl_runtime {
-            a.probe_opts.dl_runtime = Some(d.get_ref().0);
-        }
-    }
-    if unset("dl_deadline") {
-        if let Some(d) = &f.dl_deadline {
-            a.probe_opts.dl_deadline = Some(d.get_ref().0);
-        }
-    }
-    // The reservation's keys from the file, to name them in errors.
-    let dl_keys: Vec<(&str, &str, std::ops::Range<usize>)> = [("--dl-runtime", "dl_runtime", &f.dl_runtime), ("--dl-deadline", "dl_deadline", &f.dl_deadline)]
-        .into_iter()
-        .filter(|(_, key, _)| unset(key))
-        .filter_map(|(flag, key, v)| v.as_ref().map(|v| (flag, key, v.span())))
-        .collect();
+/// A SCHED_DEADLINE key the scenario gives (flag, file key, where in the
+/// file), to name the file's line in errors.
+type FileKey = (&'static str, &'static str, std::ops::Range<usize>);
+
+fn from_scenario(args: &RunArgs, started: &str, s: &Scenario) -> Result<(RunPlan, Output, Experiment), BadInput> {
+    refuse_shape_flags(args, s)?;
+    let mut a = with_scenario_values(args, s)?;
+    let dl_keys = file_dl_keys(&args.given, &s.file);
     let deadline = a.policy == super::PolicyArg::Deadline;
     if let Some((_, key, span)) = dl_keys.first().filter(|_| !deadline) {
         return Err(s.err_at(span.clone(), format!("{key}: a SCHED_DEADLINE reservation, only with policy = \"deadline\" (or --policy deadline); set the policy or drop {key}")));
     }
-    // Under SCHED_DEADLINE a scenario runs the probes that run there and
-    // says which it leaves out (a preset such as `standard` lists them all).
-    let (kept, left): (Vec<&scenario::ProbeFileEntry>, Vec<&scenario::ProbeFileEntry>) =
-        f.probes.iter().partition(|p| !deadline || crate::measure::runs_under_deadline(crate::measure::split_spec(p.name.get_ref()).0));
-    let mut notes = Vec::new();
-    if !left.is_empty() {
-        let names: Vec<&str> = crate::units::first_seen(left.iter().map(|p| crate::measure::split_spec(p.name.get_ref()).0));
-        let runs = crate::plan::probes::deadline_probes().join(", ");
-        if kept.is_empty() {
+    let (kept, notes) = probes_under_policy(s, deadline)?;
+    a.probes = crate::units::first_seen(kept.iter().map(|p| p.name.get_ref().trim().to_string()));
+    let (mut plan, output) = plan_of_scenario(&a, s, started)?;
+    let entries = entries_of(s, &kept, &plan, args.given.duration)?;
+    let mut exp = finish(&a, &mut plan, s.phases.clone(), entries, Some(s)).map_err(|e| at_file_key(s, &dl_keys, e))?;
+    exp.notes = notes;
+    Ok((plan, output, exp))
+}
+
+/// A scenario fixes the experiment's shape: its phases, probes and loads
+/// are its own.
+fn refuse_shape_flags(args: &RunArgs, s: &Scenario) -> Result<(), BadInput> {
+    if let Some(name) = &args.load.phase_name {
+        return Err(BadInput(format!("--phase-name {name} cannot be combined with {}: it names its own phases", s.label)));
+    }
+    for (given, flag, what) in [(args.given.probes, "--probe", "probes"), (args.given.loads, "--load", "phases")] {
+        if given {
             return Err(BadInput(format!(
-                "{}: --policy deadline: none of its probes ({}) runs under SCHED_DEADLINE (only {runs} do); run it with --policy fifo, or add a [[probe]] {runs}",
-                s.label,
-                names.join(", ")
+                "{flag} cannot be combined with {}: it lists its own {what}; edit a copy of the scenario instead (the text of a preset is in docs/presets.md)",
+                s.label
             )));
         }
-        notes.push(format!(
-            "{}: --policy deadline runs {} only; left out: {} (they do not run under SCHED_DEADLINE; run them with --policy fifo)",
-            s.label,
-            runs,
-            names.join(", ")
-        ));
     }
-    a.probes = crate::units::first_seen(kept.iter().map(|p| p.name.get_ref().trim().to_string()));
-    let from_file = unset("json") && unset("out") && f.output.is_some();
-    let (mut plan, output) = plan::build(&a, started).map_err(|e| {
+    Ok(())
+}
+
+/// The arguments with the scenario's values for the settings whose flags
+/// were not given (flag > scenario > default, [`layer`]).
+fn with_scenario_values(args: &RunArgs, s: &Scenario) -> Result<RunArgs, BadInput> {
+    let (f, g) = (&s.file, &args.given);
+    let affinity = match &f.affinity {
+        Some(aff) if !g.affinity => Some(Some(units::parse_cpuset(aff.get_ref()).map_err(|e| s.err_at(aff.span(), format!("affinity: {e}")))?)),
+        _ => None,
+    };
+    // The file's policy was checked against these names when it was parsed.
+    let policy = f.policy.as_ref().map(|p| <super::PolicyArg as clap::ValueEnum>::from_str(p.get_ref(), false).unwrap_or(super::PolicyArg::Fifo));
+    let mut a = args.clone();
+    layer(&mut a.duration, g.duration, f.duration.map(|d| d.0));
+    layer(&mut a.interval, g.interval, f.interval.map(|d| d.0));
+    layer(&mut a.priority, g.priority, f.priority.as_ref().map(|p| *p.get_ref()));
+    layer(&mut a.policy, g.policy, policy);
+    layer(&mut a.threads, g.threads, f.threads.as_ref().map(|t| Some(*t.get_ref())));
+    layer(&mut a.affinity, g.affinity, affinity);
+    layer(&mut a.json, g.json || g.out, f.output.clone().map(Some));
+    layer(&mut a.probe_opts.dl_runtime, g.dl_runtime, f.dl_runtime.as_ref().map(|d| Some(d.get_ref().0)));
+    layer(&mut a.probe_opts.dl_deadline, g.dl_deadline, f.dl_deadline.as_ref().map(|d| Some(d.get_ref().0)));
+    Ok(a)
+}
+
+/// The reservation keys the file gives whose flags were not given.
+fn file_dl_keys(g: &Given, f: &ScenarioFile) -> Vec<FileKey> {
+    [("--dl-runtime", "dl_runtime", g.dl_runtime, &f.dl_runtime), ("--dl-deadline", "dl_deadline", g.dl_deadline, &f.dl_deadline)]
+        .into_iter()
+        .filter(|(_, _, given, _)| !given)
+        .filter_map(|(flag, key, _, v)| v.as_ref().map(|v| (flag, key, v.span())))
+        .collect()
+}
+
+/// A reservation the kernel's rules refuse names the file's key, when the
+/// file gave it.
+fn at_file_key(s: &Scenario, dl_keys: &[FileKey], e: BadInput) -> BadInput {
+    match dl_keys.iter().find_map(|(flag, key, span)| e.0.strip_prefix(flag).map(|rest| (key, span, rest))) {
+        Some((key, span, rest)) => s.err_at(span.clone(), format!("{key}{rest}")),
+        None => e,
+    }
+}
+
+/// A `[[probe]]`'s name without its variant.
+fn base_name(p: &ProbeFileEntry) -> &str {
+    crate::measure::split_spec(p.name.get_ref()).0
+}
+
+/// The scenario's probes that run under the plan's policy, and notes on
+/// the ones left out: under SCHED_DEADLINE a scenario runs the probes that
+/// run there and says which it leaves out (a preset such as `standard`
+/// lists them all); none left is an error.
+fn probes_under_policy(s: &Scenario, deadline: bool) -> Result<(Vec<&ProbeFileEntry>, Vec<String>), BadInput> {
+    let (kept, left): (Vec<&ProbeFileEntry>, Vec<&ProbeFileEntry>) =
+        s.file.probes.iter().partition(|p| !deadline || crate::measure::runs_under_deadline(base_name(p)));
+    if left.is_empty() {
+        return Ok((kept, Vec::new()));
+    }
+    let names: Vec<&str> = crate::units::first_seen(left.iter().map(|p| base_name(p)));
+    let runs = crate::plan::probes::deadline_probes().join(", ");
+    if kept.is_empty() {
+        return Err(BadInput(format!(
+            "{}: --policy deadline: none of its probes ({}) runs under SCHED_DEADLINE (only {runs} do); run it with --policy fifo, or add a [[probe]] {runs}",
+            s.label,
+            names.join(", ")
+        )));
+    }
+    let note = format!(
+        "{}: --policy deadline runs {} only; left out: {} (they do not run under SCHED_DEADLINE; run them with --policy fifo)",
+        s.label,
+        runs,
+        names.join(", ")
+    );
+    Ok((kept, vec![note]))
+}
+
+/// The plan of the merged arguments; errors name the scenario (and its
+/// `output` key for a result path the file gave).
+fn plan_of_scenario(a: &RunArgs, s: &Scenario, started: &str) -> Result<(RunPlan, Output), BadInput> {
+    let from_file = !a.given.json && !a.given.out && s.file.output.is_some();
+    plan::build(a, started).map_err(|e| {
         let msg = match e.0.strip_prefix("--json:") {
             Some(rest) if from_file => format!("output:{rest}"),
             _ => e.0,
         };
         BadInput(format!("{}: {msg}", s.label))
-    })?;
+    })
+}
+
+/// The scenario's probe runs. `sem:mutex` and `sem:posix` are one run of
+/// `sem` with both variants selected (the plan holds the selection); a
+/// probe that runs several periods itself takes `periods` as its own, any
+/// other makes one run per period.
+fn entries_of(s: &Scenario, kept: &[&ProbeFileEntry], plan: &RunPlan, duration_given: bool) -> Result<Vec<ProbeEntry>, BadInput> {
     let mut entries: Vec<ProbeEntry> = Vec::new();
     for p in kept {
-        // `sem:mutex` and `sem:posix` are one run of `sem` with both
-        // variants selected (the plan holds the selection).
-        let (base, _) = crate::measure::split_spec(p.name.get_ref());
+        let base = base_name(p);
         let own_periods = crate::measure::is(base, crate::measure::ProbeInfo::multi_period);
         let periods: Vec<u64> = p.periods.as_ref().map(|v| v.iter().map(|d| d.0).collect()).unwrap_or_default();
-        let intervals: Vec<u64> = if periods.is_empty() || own_periods {
-            vec![p.interval.map(|d| d.0).unwrap_or(plan.interval_ns)]
-        } else {
-            periods.clone()
-        };
-        let duration_ns = if unset("duration") { p.duration.map(|d| d.0).unwrap_or(plan.duration_ns) } else { plan.duration_ns };
-        let warmup_ns = p.warmup.or(f.warmup).map(|d| d.0).unwrap_or(0);
+        let intervals: Vec<u64> =
+            if periods.is_empty() || own_periods { vec![p.interval.map(|d| d.0).unwrap_or(plan.interval_ns)] } else { periods.clone() };
+        let duration_ns = if duration_given { plan.duration_ns } else { p.duration.map(|d| d.0).unwrap_or(plan.duration_ns) };
+        let warmup_ns = p.warmup.or(s.file.warmup).map(|d| d.0).unwrap_or(0);
         for interval_ns in intervals {
             let longest = periods.iter().copied().max().unwrap_or(0).max(interval_ns);
             if longest > duration_ns {
@@ -370,27 +354,14 @@ fn from_scenario(args: &RunArgs, explicit: &BTreeSet<String>, started: &str, s: 
                     ),
                 ));
             }
-            let e = ProbeEntry {
-                probe: base.to_string(),
-                interval_ns,
-                periods_ns: if own_periods { periods.clone() } else { Vec::new() },
-                duration_ns,
-                warmup_ns,
-            };
+            let periods_ns = if own_periods { periods.clone() } else { Vec::new() };
+            let e = ProbeEntry { probe: base.to_string(), interval_ns, periods_ns, duration_ns, warmup_ns };
             if !entries.contains(&e) {
                 entries.push(e);
             }
         }
     }
-    let mut exp = finish(&a, &mut plan, s.phases.clone(), entries, Some(s)).map_err(|e| {
-        // A reservation the kernel's rules refuse names the file's key.
-        match dl_keys.iter().find_map(|(flag, key, span)| e.0.strip_prefix(flag).map(|rest| (key, span, rest))) {
-            Some((key, span, rest)) => s.err_at(span.clone(), format!("{key}{rest}")),
-            None => e,
-        }
-    })?;
-    exp.notes = notes;
-    Ok((plan, output, exp))
+    Ok(entries)
 }
 
 /// Load options, settle, caps and checks common to both paths.
@@ -401,11 +372,40 @@ fn finish(
     entries: Vec<ProbeEntry>,
     s: Option<&Scenario>,
 ) -> Result<Experiment, BadInput> {
-    let la = &args.load;
-    let section = s.and_then(|s| s.file.load.as_ref());
     let online = crate::sys::sched::online_cpus();
-    let label = s.map(|s| s.label.clone()).unwrap_or_default();
+    let load = load_options(&args.load, &phases, s, &online)?;
+    let la = &args.load;
+    let exp = Experiment {
+        phases,
+        entries,
+        settle_ns: la.settle.or(s.and_then(|s| s.file.settle).map(|d| d.0)).unwrap_or(DEFAULT_SETTLE_NS),
+        load,
+        max_total_ns: la.max_total.or(s.and_then(|s| s.file.max_total).map(|d| d.0)).unwrap_or(DEFAULT_MAX_TOTAL_NS),
+        table: s.and_then(|s| s.file.table).unwrap_or(Table::Summary),
+        bin_ns: s.and_then(|s| s.file.bin).map(|d| d.0).unwrap_or(5_000),
+        scenario: s.map(|s| s.record()),
+        notes: Vec::new(),
+    };
+    let total = exp.total_ns();
+    if total > exp.max_total_ns {
+        return Err(BadInput(format!(
+            "{}the plan takes {} in total, more than --max-total {}; shorten it (fewer phases or probes, a shorter -D) or raise --max-total",
+            s.map(|s| format!("{}: ", s.label)).unwrap_or_default(),
+            units::fmt_ns(total),
+            units::fmt_ns(exp.max_total_ns)
+        )));
+    }
+    check_starvation(plan, &exp, &online, la.force)?;
+    crate::plan::probes::check_suites(plan, &exp.entries)?;
+    crate::plan::probes::check_deadline(plan, &exp.entries)?;
+    plan.phases = exp.phases.iter().map(|p| p.name.clone()).collect();
+    Ok(exp)
+}
 
+/// Who makes the loads, on which CPUs, how many workers, where their files
+/// go: each from its flag, else the scenario's `[load]`, else the default.
+fn load_options(la: &LoadArgs, phases: &[PhaseSpec], s: Option<&Scenario>, online: &[usize]) -> Result<LoadOptions, BadInput> {
+    let section = s.and_then(|s| s.file.load.as_ref());
     let asked = la.load_engine.map(Engine::from).or(section.and_then(|l| l.engine)).unwrap_or(Engine::Auto);
     let any_generated = phases.iter().any(|p| p.loads.iter().any(|k| k.load().is_some()));
     let (engine, stress_ng) = if any_generated {
@@ -413,15 +413,15 @@ fn finish(
     } else {
         (if asked == Engine::StressNg { Engine::StressNg } else { Engine::Builtin }, None)
     };
-    let cpus = match (&la.load_cpus, section.and_then(|l| l.cpus.as_ref())) {
+    let cpus = match (&la.load_cpus, section.and_then(|l| l.cpus.as_ref()).zip(s)) {
         (Some(c), _) => c.0.clone(),
-        (None, Some(c)) => units::parse_cpuset(c.get_ref()).map(|c| c.0).map_err(|e| s.unwrap().err_at(c.span(), format!("[load] cpus: {e}")))?,
-        (None, None) => online.clone(),
+        (None, Some((c, s))) => units::parse_cpuset(c.get_ref()).map(|c| c.0).map_err(|e| s.err_at(c.span(), format!("[load] cpus: {e}")))?,
+        (None, None) => online.to_vec(),
     };
     if let Some(bad) = cpus.iter().find(|c| !online.contains(c)) {
         return Err(BadInput(format!(
             "--load-cpus: CPU {bad} is not online; online CPUs are {}",
-            units::cpu_list_str(&online)
+            units::cpu_list_str(online)
         )));
     }
     let intensity = match la.load_intensity {
@@ -431,9 +431,16 @@ fn finish(
         Some(x) => x,
         None => section.and_then(|l| l.intensity.as_ref()).map(|i| *i.get_ref()).unwrap_or(1.0),
     };
-    // Errors name where the directory came from: the flag, or the
-    // scenario's `[load] dir` line.
-    let (dir, origin) = match (&la.load_dir, section.and_then(|l| l.dir.as_ref())) {
+    let dir = load_dir(la, phases, s)?;
+    Ok(LoadOptions { engine, stress_ng, cpus, intensity, dir })
+}
+
+/// Where the loads write: `--load-dir`, else the scenario's `[load] dir`,
+/// else [`default_load_dir`]; checked writable when a phase has loads.
+/// Errors name where the directory came from.
+fn load_dir(la: &LoadArgs, phases: &[PhaseSpec], s: Option<&Scenario>) -> Result<PathBuf, BadInput> {
+    let from_file = s.and_then(|s| s.file.load.as_ref()).and_then(|l| l.dir.as_ref());
+    let (dir, origin) = match (&la.load_dir, from_file) {
         (Some(d), _) => (d.clone(), None),
         (None, Some(d)) => (d.get_ref().clone(), Some(d.span())),
         (None, None) => (default_load_dir(), None),
@@ -449,34 +456,7 @@ fn finish(
         // The loads' temp files go there: checked before anything runs.
         super::plan::check_writable(&dir, "--load-dir").map_err(|e| dir_err(e.0.trim_start_matches("--load-dir: ").to_string()))?;
     }
-    let settle_ns = la.settle.or(s.and_then(|s| s.file.settle).map(|d| d.0)).unwrap_or(DEFAULT_SETTLE_NS);
-    let max_total_ns = la.max_total.or(s.and_then(|s| s.file.max_total).map(|d| d.0)).unwrap_or(DEFAULT_MAX_TOTAL_NS);
-
-    let exp = Experiment {
-        phases,
-        entries,
-        settle_ns,
-        load: LoadOptions { engine, stress_ng, cpus, intensity, dir },
-        max_total_ns,
-        table: s.and_then(|s| s.file.table).unwrap_or(Table::Summary),
-        bin_ns: s.and_then(|s| s.file.bin).map(|d| d.0).unwrap_or(5_000),
-        scenario: s.map(|s| s.record()),
-        notes: Vec::new(),
-    };
-    let total = exp.total_ns();
-    if total > exp.max_total_ns {
-        return Err(BadInput(format!(
-            "{}the plan takes {} in total, more than --max-total {}; shorten it (fewer phases or probes, a shorter -D) or raise --max-total",
-            if label.is_empty() { String::new() } else { format!("{label}: ") },
-            units::fmt_ns(total),
-            units::fmt_ns(exp.max_total_ns)
-        )));
-    }
-    check_starvation(plan, &exp, &online, la.force)?;
-    crate::plan::probes::check_suites(plan, &exp.entries)?;
-    crate::plan::probes::check_deadline(plan, &exp.entries)?;
-    plan.phases = exp.phases.iter().map(|p| p.name.clone()).collect();
-    Ok(exp)
+    Ok(dir)
 }
 
 /// A real-time busy probe on every online CPU at once leaves nothing for the
@@ -490,7 +470,7 @@ fn check_starvation(plan: &RunPlan, exp: &Experiment, online: &[usize], force: b
     // spread them over the plan's CPUs.
     let busy = |p: &str| match crate::measure::info(p).map(|i| i.busy) {
         Some(crate::measure::Busy::UnderRunPolicy) => plan.policy != Policy::Other,
-        Some(crate::measure::Busy::UnderNoisePolicy) => plan.probe.noise_policy != Policy::Other,
+        Some(crate::measure::Busy::UnderNoisePolicy) => Policy::from(plan.probe.noise_policy) != Policy::Other,
         _ => false,
     };
     if force || !plan.probe.cpus_explicit {
@@ -509,7 +489,6 @@ fn check_starvation(plan: &RunPlan, exp: &Experiment, online: &[usize], force: b
     Ok(())
 }
 
-/// The plan as text, for `--dry-run` and the start of a run.
 /// Where loads write when neither `--load-dir` nor the scenario says:
 /// `$TMPDIR` when set, else `/var/tmp` (kept on disk, unlike a tmpfs `/tmp`),
 /// else the current directory. Never the current directory by default: a
@@ -525,114 +504,4 @@ pub fn default_load_dir() -> PathBuf {
         return var_tmp;
     }
     PathBuf::from(".")
-}
-
-/// The plan in words. `dry_run`: the result line says it will not be written.
-pub fn describe(plan: &RunPlan, exp: &Experiment, output: &Output, dry_run: bool) -> String {
-    let mut s = String::new();
-    if let Some(sc) = &exp.scenario {
-        s.push_str(&format!("scenario: {} ({})\n", sc.name, sc.source));
-    }
-    for n in &exp.notes {
-        s.push_str(&format!("note: {n}\n"));
-    }
-    // Said now, not discovered in the result: a policy this user may not
-    // have falls back to SCHED_OTHER at set-up.
-    let fallback = match plan.policy {
-        crate::sys::sched::Policy::Other | crate::sys::sched::Policy::Deadline => String::new(),
-        p => match crate::sys::sched::policy_permitted(p, plan.priority) {
-            Ok(()) => String::new(),
-            Err(e) => format!(
-                " — not permitted here ({e}: needs root, CAP_SYS_NICE or RLIMIT_RTPRIO ≥ {}): the threads will run SCHED_OTHER",
-                plan.priority
-            ),
-        },
-    };
-    if plan.policy == crate::sys::sched::Policy::Deadline {
-        let dl = plan.probe.dl_params(plan.interval_ns);
-        s.push_str(&format!(
-            "measuring: {} thread(s), SCHED_DEADLINE runtime {} deadline {} per period (-i, or each --periods), not pinned (a deadline task spans its root domain)\n",
-            plan.threads,
-            plan.probe.dl_runtime_ns.map(units::fmt_ns).unwrap_or_else(|| format!("{} (60% of the deadline)", units::fmt_ns(dl.runtime_ns))),
-            plan.probe.dl_deadline_ns.map(units::fmt_ns).unwrap_or_else(|| "= period".into()),
-        ));
-    } else {
-        s.push_str(&format!(
-            "measuring: {} thread(s) on CPUs {}, SCHED_{} priority {}{fallback}\n",
-            plan.threads,
-            // The CPUs the threads are pinned to (`-t 1` on 0-1 is CPU 0), not the whole set.
-            units::cpu_list_str(&plan.measured_cpus()),
-            plan.policy.name().to_uppercase(),
-            plan.priority
-        ));
-    }
-    let generated = exp.phases.iter().any(|p| p.loads.iter().any(|k| k.load().is_some()));
-    let commands: Vec<&str> = exp
-        .phases
-        .iter()
-        .flat_map(|p| &p.loads)
-        .filter_map(|k| if let load::LoadKind::Cmd(line) = k { Some(line.as_str()) } else { None })
-        .collect();
-    if generated {
-        s.push_str(&format!(
-            "loads: engine {}, CPUs {}, {} worker(s) per load, SCHED_OTHER, temp files under {}; settle {}\n",
-            exp.load.engine.name(),
-            units::cpu_list_str(&exp.load.cpus),
-            exp.load.workers(),
-            exp.load.dir.display(),
-            units::fmt_ns(exp.settle_ns)
-        ));
-    }
-    if !commands.is_empty() {
-        s.push_str(&format!(
-            "commands: {} shell command(s) from {}, run with `sh -c` as this user (SCHED_OTHER, CPUs {}, in {}); settle {}\n",
-            commands.len(),
-            exp.scenario.as_ref().map(|r| r.source.clone()).unwrap_or_else(|| "--load".to_string()),
-            units::cpu_list_str(&exp.load.cpus),
-            exp.load.dir.display(),
-            units::fmt_ns(exp.settle_ns)
-        ));
-    }
-    for (i, p) in exp.phases.iter().enumerate() {
-        let loads = if p.loads.is_empty() {
-            "no load".to_string()
-        } else {
-            p.loads
-                .iter()
-                .map(|k| match k {
-                    load::LoadKind::Cmd(line) => format!("cmd: {line} (shell command)"),
-                    k => format!("{} ({})", k.name(), exp.load.engine_for(k)),
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        s.push_str(&format!("phase {} {}: {} — {}\n", i + 1, p.name, loads, units::fmt_ns(exp.phase_ns(p))));
-        for e in &exp.entries {
-            let warm = if e.warmup_ns > 0 { format!(" after {} warm-up", units::fmt_ns(e.warmup_ns)) } else { String::new() };
-            let counts = crate::measure::is(&e.probe, |i| i.counts_operations);
-            let every = if counts {
-                format!("{} interval (--tm-interval)", units::fmt_ns(plan.probe.tm_interval_ns))
-            } else if e.periods_ns.is_empty() {
-                units::fmt_ns(e.interval_ns)
-            } else {
-                e.periods_ns.iter().map(|p| units::fmt_ns(*p)).collect::<Vec<_>>().join(", ")
-            };
-            let sel = plan.probe.variants.get(&e.probe).map(|v| format!(" ({})", v.join(", "))).unwrap_or_default();
-            let every = if counts { format!("counting per {every}") } else { format!("every {every}") };
-            s.push_str(&format!("  probe {}{sel} {every} for {}{warm}\n", e.probe, units::fmt_ns(e.duration_ns)));
-        }
-    }
-    // The cap in hours when whole hours (the default `24h` reads `24h`, not `1d`).
-    let cap = match exp.max_total_ns {
-        n if n >= 3_600_000_000_000 && n.is_multiple_of(3_600_000_000_000) => format!("{}h", n / 3_600_000_000_000),
-        n => units::fmt_ns(n),
-    };
-    s.push_str(&format!("total: {} (cap {cap})\n", units::fmt_ns(exp.total_ns())));
-    // `result:` is the line at the end, once the file is written.
-    if dry_run {
-        s.push_str(&format!("output: {} (not written: --dry-run)\n", output.path.display()));
-    } else {
-        s.push_str(&format!("output: {}\n", output.path.display()));
-    }
-    s
 }

@@ -5,6 +5,8 @@
 
 pub mod analysis_opts;
 pub mod applies;
+pub mod describe;
+pub mod given;
 pub mod load;
 pub mod plan;
 pub mod store_opts;
@@ -14,7 +16,7 @@ pub mod target;
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::units;
 
@@ -79,13 +81,23 @@ pub enum Command {
     LoadWorker(load::LoadWorkerArgs),
 }
 
-/// The command line, parsed; on a usage error clap prints it and exits 2
-/// (`--help`/`--version` print and exit 0).
-pub fn parse_or_exit() -> Cli {
-    match Cli::try_parse() {
-        Ok(c) => c,
-        Err(e) => e.exit(),
+/// The command line, parsed once from `argv` (read once, in `main`); on a
+/// usage error clap prints it and exits 2 (`--help`/`--version` print and
+/// exit 0). A `run` or `monitor` keeps which flags were given
+/// ([`given::Given`], from clap's value sources) and the command line.
+pub fn parse_or_exit(argv: Vec<std::ffi::OsString>) -> Cli {
+    let matches = Cli::command().try_get_matches_from(&argv).unwrap_or_else(|e| e.exit());
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let run = match &mut cli.command {
+        Command::Run(r) => Some(r),
+        Command::Monitor(m) => Some(&mut m.run),
+        _ => None,
+    };
+    if let (Some(run), Some((_, m))) = (run, matches.subcommand()) {
+        run.given = given::Given::from_matches(m);
+        run.command_line = argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     }
+    cli
 }
 
 /// `--listen` of `monitor` and `serve`: one address, resolved now (exit 2 if
@@ -235,6 +247,20 @@ pub struct RunArgs {
     /// or serial:/dev/ttyUSB0[:BAUD]. See README "Measuring another system" and docs/agent.md.
     #[arg(long, value_name = "SPEC")]
     pub target: Option<String>,
+
+    /// With --target: how long the agent may say nothing past a plan's own time before
+    /// the session counts it gone (what arrived is kept, the run marked interrupted). Raise
+    /// it for an emulated target on a busy host, which runs slower than real time.
+    #[arg(long, value_name = "TIME", default_value = "30s", value_parser = units::parse_duration)]
+    pub target_silence: u64,
+
+    /// Which flags were given on the command line (set by [`parse_or_exit`]).
+    #[arg(skip)]
+    pub given: given::Given,
+
+    /// The command line as typed (set by [`parse_or_exit`]).
+    #[arg(skip)]
+    pub command_line: Vec<String>,
 }
 
 /// `--trace-events`, checked: each entry is `default`, `full`, `group/name` or

@@ -15,55 +15,15 @@ use crate::sys::sched::online_cpus;
 
 /// Build the plan from parsed arguments; `started` names the result file.
 pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInput> {
-    let online = online_cpus();
-    let cpus = match &args.affinity {
-        Some(crate::units::CpuSet(set)) => {
-            if let Some(bad) = set.iter().find(|c| !online.contains(c)) {
-                return Err(BadInput(format!(
-                    "-a/--affinity: CPU {bad} is not online; online CPUs are {}",
-                    crate::units::cpu_list_str(&online)
-                )));
-            }
-            set.clone()
-        }
-        None => online.clone(),
-    };
+    let cpus = measured_cpus(args)?;
     let threads = args.threads.map(|t| t as usize).unwrap_or(cpus.len());
-
-    let mut probes = Vec::new();
-    let mut selected = VariantSelection::default();
-    for spec in &args.probes {
-        let (p, sel) = split_spec(spec);
-        let Some(probe) = probe_by_name(p) else {
-            return Err(BadInput(format!("--probe: unknown probe '{p}'; available: {}", crate::measure::names().join(", "))));
-        };
-        selected.add(probe, sel)?;
-        if !probes.iter().any(|q| q == p) {
-            probes.push(p.to_string());
-        }
-    }
-    let probe_settings = super::probe_opts::settings(
-        &args.probe_opts,
-        selected.finish(),
-        args.affinity.is_some() || args.threads.is_some(),
-    );
+    let (probes, selected) = probes_of(args)?;
+    let probe_settings = super::probe_opts::settings(&args.probe_opts, selected.finish(), args.affinity.is_some() || args.threads.is_some(), &probes);
     check_against_system(&probes, &probe_settings, &cpus)?;
     if probes.is_empty() {
         return Err(BadInput("--probe: no probe given; try --probe timer".into()));
     }
-    let analyses_late = |p: &String| crate::measure::is(p, |i| i.traced != Traced::No);
-    if args.trace_threshold.is_some() && !probes.iter().any(analyses_late) {
-        return Err(BadInput(format!(
-            "--trace-threshold: late samples are analysed for the probes timerlat, {}, and --probe {} has none of them; add one (--probe timer,...) or drop --trace-threshold",
-            // The timer-method probes, then the hand-off ones (registry order in each).
-            [Traced::TimerMethod, Traced::Handoff]
-                .iter()
-                .flat_map(|t| crate::measure::infos().filter(move |i| i.traced == *t).map(|i| i.name))
-                .collect::<Vec<_>>()
-                .join(", "),
-            probes.join(",")
-        )));
-    }
+    check_trace(args, &probes)?;
     if args.interval > args.duration {
         return Err(BadInput(format!(
             "-i/--interval {} is longer than -D/--duration {}: no period would complete; shorten the interval or lengthen the run",
@@ -94,6 +54,57 @@ pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInpu
         probe: probe_settings,
     };
     Ok((plan, Output { path, quiet: args.quiet, ns: args.ns }))
+}
+
+/// `-a` (every CPU of it online), else every online CPU.
+fn measured_cpus(args: &RunArgs) -> Result<Vec<usize>, BadInput> {
+    let online = online_cpus();
+    match &args.affinity {
+        Some(crate::units::CpuSet(set)) => match set.iter().find(|c| !online.contains(c)) {
+            Some(bad) => Err(BadInput(format!(
+                "-a/--affinity: CPU {bad} is not online; online CPUs are {}",
+                crate::units::cpu_list_str(&online)
+            ))),
+            None => Ok(set.clone()),
+        },
+        None => Ok(online),
+    }
+}
+
+/// The probes of `--probe`, each once in the order given, and the variants
+/// selected (`NAME:VARIANT`, checked against the probe's variants).
+fn probes_of(args: &RunArgs) -> Result<(Vec<String>, VariantSelection), BadInput> {
+    let mut probes = Vec::new();
+    let mut selected = VariantSelection::default();
+    for spec in &args.probes {
+        let (p, sel) = split_spec(spec);
+        let Some(probe) = probe_by_name(p) else {
+            return Err(BadInput(format!("--probe: unknown probe '{p}'; available: {}", crate::measure::names().join(", "))));
+        };
+        selected.add(probe, sel)?;
+        if !probes.iter().any(|q| q == p) {
+            probes.push(p.to_string());
+        }
+    }
+    Ok((probes, selected))
+}
+
+/// `--trace-threshold` needs a probe whose late samples are analysed.
+fn check_trace(args: &RunArgs, probes: &[String]) -> Result<(), BadInput> {
+    let analyses_late = |p: &String| crate::measure::is(p, |i| i.traced != Traced::No);
+    if args.trace_threshold.is_none() || probes.iter().any(analyses_late) {
+        return Ok(());
+    }
+    Err(BadInput(format!(
+        "--trace-threshold: late samples are analysed for the probes timerlat, {}, and --probe {} has none of them; add one (--probe timer,...) or drop --trace-threshold",
+        // The timer-method probes, then the hand-off ones (registry order in each).
+        [Traced::TimerMethod, Traced::Handoff]
+            .iter()
+            .flat_map(|t| crate::measure::infos().filter(move |i| i.traced == *t).map(|i| i.name))
+            .collect::<Vec<_>>()
+            .join(", "),
+        probes.join(",")
+    )))
 }
 
 /// Where the result goes: `--json FILE`, else `--out DIR`/rtscope-STARTED.json;

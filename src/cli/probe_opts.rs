@@ -1,15 +1,16 @@
 //! Probe-specific flags of `rtscope run` (`--periods`, `--msg-size`,
 //! `--noise-threshold`, `--noise-policy`, `--iterations`, `--back-to-back`)
 //! and [`settings`], which turns them into the validated
-//! [`ProbeSettings`] carried in the plan (`crate::plan::RunPlan`).
+//! [`ProbeOptions`]: the one type the plan carries, the probes are told and
+//! the result records.
 
 use std::collections::BTreeMap;
 
 use clap::{Args, ValueEnum};
 
-use crate::measure::{ProbeSettings, DEFAULT_MSG_SIZE};
+use crate::measure::DEFAULT_MSG_SIZE;
+use crate::model::{self, ProbeOptions};
 use crate::plan::probes::{MAX_MSG_SIZE, MQ_MSGSIZE_MAX_PATH};
-use crate::sys::sched::Policy;
 use crate::units;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -95,31 +96,45 @@ pub struct ProbeOpts {
     pub migrate_max_err: u64,
 }
 
-/// The validated probe settings from the flags, the `--probe` variant
-/// selection and whether -a/-t was given.
-pub fn settings(o: &ProbeOpts, variants: BTreeMap<String, Vec<String>>, cpus_explicit: bool) -> ProbeSettings {
-    ProbeSettings {
+/// The validated probe options from the flags, the `--probe` variant
+/// selection, whether -a/-t was given and the planned probes. An option is
+/// recorded when a planned probe reads its flag (`measure::ProbeInfo::flags`;
+/// `--chain` only for the chain variant); `chain` and `migrate_*` are 0
+/// (absent from the result) otherwise.
+pub fn settings(o: &ProbeOpts, variants: BTreeMap<String, Vec<String>>, cpus_explicit: bool, probes: &[String]) -> ProbeOptions {
+    let mut s = ProbeOptions {
         variants,
         periods_ns: o.periods.clone().unwrap_or_default(),
         msg_size: o.msg_size,
         noise_threshold_ns: o.noise_threshold,
         noise_policy: match o.noise_policy {
-            NoisePolicy::Other => Policy::Other,
-            NoisePolicy::Fifo => Policy::Fifo,
+            NoisePolicy::Other => model::NoisePolicy::Other,
+            NoisePolicy::Fifo => model::NoisePolicy::Fifo,
         },
         iterations: o.iterations,
         back_to_back: o.back_to_back,
         sender_priority: o.sender_priority,
         pi_burst_ns: o.pi_burst,
         tm_interval_ns: o.tm_interval,
-        cpus_explicit,
         dl_runtime_ns: o.dl_runtime,
         dl_deadline_ns: o.dl_deadline,
         chain: o.chain,
         migrate_run_ns: o.migrate_run,
         migrate_sleep_ns: o.migrate_sleep,
         migrate_max_err_ns: o.migrate_max_err,
+        cpus_explicit,
+    };
+    let reads = |flag: &str, variant: Option<&str>| {
+        probes.iter().any(|n| crate::measure::is(n, |i| i.flags.contains(&flag)) && variant.is_none_or(|v| s.wants(n, v)))
+    };
+    let (chain, migrate) = (reads("--chain", Some("chain")), reads("--migrate-run", None));
+    if !chain {
+        s.chain = 0;
     }
+    if !migrate {
+        (s.migrate_run_ns, s.migrate_sleep_ns, s.migrate_max_err_ns) = (0, 0, 0);
+    }
+    s
 }
 
 fn parse_chain(s: &str) -> Result<usize, String> {

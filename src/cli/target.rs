@@ -3,41 +3,21 @@
 //! naming it) rather than silently ignored. CPUs are checked later, against
 //! the CPUs the agent announces.
 
-use std::collections::BTreeSet;
-
 use super::RunArgs;
 use crate::error::BadInput;
 use crate::plan::Output;
 use crate::target::{TargetPlan, TargetSpec};
 
-/// Run flags (clap ids) that apply on a target.
-const APPLY: &[&str] = &[
-    "target", "duration", "interval", "priority", "policy", "threads", "affinity", "probes", "periods", "worst", "deadline", "json",
-    "out", "db", "no_store", "quiet", "ns", "iterations", "msg_size", "loads", "phase_name",
-];
-
-/// The flag as a user writes it, from its clap id.
-fn flag(id: &str) -> String {
-    match id {
-        "probes" => "--probe".into(),
-        "loads" => "--load".into(),
-        "scenario" => "SCENARIO.toml".into(),
-        _ => format!("--{}", id.replace('_', "-")),
-    }
-}
-
 /// Check the flags given with `--target` and build what the session runs.
-pub fn build(args: &RunArgs, target: &str, explicit: &BTreeSet<String>, started: &str) -> Result<(TargetSpec, TargetPlan, Output), BadInput> {
+pub fn build(args: &RunArgs, target: &str, started: &str) -> Result<(TargetSpec, TargetPlan, Output), BadInput> {
     let spec = TargetSpec::parse(target)?;
-    // Ids of flattened groups (`LoadArgs`, `StoreOpts`) come with their flags: not flags.
-    let is_group = |id: &str| id.starts_with(|c: char| c.is_ascii_uppercase());
-    if let Some(bad) = explicit.iter().find(|id| !is_group(id) && !APPLY.contains(&id.as_str())) {
-        return Err(BadInput(format!(
-            "{} does not apply with --target (the agent measures on the target); flags that do: --probe, -i, -D, -p, --policy, -a, -t, --periods, --worst, --deadline, --iterations, --msg-size, --load cpu|memory, --phase-name, --json, --out, --db, --no-store, -q. Drop {}",
-            flag(bad),
-            flag(bad)
-        )));
-    }
+    let shape = super::applies::RunShape {
+        probes: args.probes.iter().map(|p| crate::measure::split_spec(p).0).collect(),
+        policy: args.policy.into(),
+        noise_policy: crate::sys::sched::Policy::Other,
+        target: true,
+    };
+    super::applies::check_flags(&args.given, &shape)?;
     if args.interval > args.duration {
         return Err(BadInput(format!(
             "-i/--interval {} is longer than -D/--duration {}: no period would complete; shorten the interval or lengthen the run",
@@ -81,8 +61,9 @@ pub fn build(args: &RunArgs, target: &str, explicit: &BTreeSet<String>, started:
         periods_ns: args.probe_opts.periods.clone().unwrap_or_default(),
         worst_k: args.worst as usize,
         iterations: args.probe_opts.iterations,
-        msg_size: explicit.contains("msg_size").then_some(args.probe_opts.msg_size),
+        msg_size: args.given.msg_size.then_some(args.probe_opts.msg_size),
         phases,
+        silence_ns: args.target_silence,
     };
     let path = super::plan::output_path(args, started)?;
     Ok((spec, tp, Output { path, quiet: args.quiet, ns: args.ns }))

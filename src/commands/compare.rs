@@ -26,7 +26,7 @@ pub fn cmd(args: &CompareArgs) -> anyhow::Result<u8> {
     inputs::check_names(&c.names, runs.len())?;
     let opts = Options { deadline: None, bin_width: Nanos(c.bin_width()), pwcet: false, pairing: c.pairing() };
     let a = analyse(&runs, &c.names, &opts)?;
-    let unit = if c.ns { Unit::Ns } else { Unit::Us };
+    let unit = Unit::of_ns_flag(c.ns);
     let blocks = report::blocks::compare_blocks(&a, unit, c.bins.is_some());
     let bytes = match args.format {
         CompareFormat::Term => {

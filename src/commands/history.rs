@@ -9,7 +9,7 @@ use anyhow::Context;
 use crate::cli::store_opts::{HistoryArgs, StoreOpts};
 use crate::error::{BadInput, EXIT_OK};
 use crate::model::Run;
-use crate::report::term::fmt_latency;
+use crate::report::blocks::Unit;
 use crate::store::{Filter, Location, Store};
 
 /// Open the store `rtscope run` will save into, or `None` with `--no-store`.
@@ -70,7 +70,8 @@ fn windows(store: &mut Store, id: i64, args: &HistoryArgs) -> anyhow::Result<u8>
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(EXIT_OK);
     }
-    let unit = if args.ns { "ns" } else { "us" };
+    let u = Unit::of_ns_flag(args.ns);
+    let unit = u.name();
     let header: Vec<String> = ["window", "started", "phase", "probe", "variant", "samples", "overruns"]
         .iter()
         .map(|s| s.to_string())
@@ -88,10 +89,10 @@ fn windows(store: &mut Store, id: i64, args: &HistoryArgs) -> anyhow::Result<u8>
                 w.variant.clone().unwrap_or_else(|| "-".into()),
                 w.samples.to_string(),
                 w.overruns.to_string(),
-                fmt_latency(w.min_ns.0 as f64, args.ns),
-                fmt_latency(w.p50_ns.0 as f64, args.ns),
-                fmt_latency(w.p99_ns.0 as f64, args.ns),
-                fmt_latency(w.max_ns.0 as f64, args.ns),
+                u.fmt_n(w.min_ns),
+                u.fmt_n(w.p50_ns),
+                u.fmt_n(w.p99_ns),
+                u.fmt_n(w.max_ns),
             ]
         })
         .collect();
@@ -138,7 +139,7 @@ pub fn cmd(args: &HistoryArgs) -> anyhow::Result<u8> {
             let maxes = r
                 .headline_max_ns
                 .iter()
-                .map(|m| format!("{} {}", m.phase, fmt_latency(m.max_ns as f64, args.ns)))
+                .map(|m| format!("{} {}", m.phase, Unit::of_ns_flag(args.ns).fmt(m.max_ns as f64)))
                 .collect::<Vec<_>>()
                 .join(", ");
             let what = if r.source == "native" { r.probes.clone() } else { format!("{} [{}]", r.probes, r.source) };

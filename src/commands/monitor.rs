@@ -5,7 +5,6 @@
 //! at the end (SIGINT/SIGTERM, or `-D`) the overall result is written and
 //! stored like a `run`'s. Every flag is checked before measuring (exit 2).
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -15,7 +14,9 @@ use time::OffsetDateTime;
 
 use crate::cli::{self, MonitorArgs};
 use crate::error::{BadInput, EXIT_INTERRUPTED, EXIT_OK};
+use crate::model::Window;
 use crate::monitor::{self, MonitorPlan};
+use crate::plan::Output;
 use crate::report::prometheus::Metrics;
 use crate::store::Store;
 
@@ -48,7 +49,62 @@ fn write_textfile(dir: &Path, text: &str) -> anyhow::Result<()> {
 
 pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
     let started = OffsetDateTime::now_utc();
-    let explicit = cli::load::explicit_run_args();
+    refuse_run_only_flags(args)?;
+    let cycle = args.cycle.as_deref().map(parse_cycle).transpose()?;
+    let listen = args.listen.as_deref().map(|s| crate::cli::parse_listen(s, "127.0.0.1:9469")).transpose()?;
+    if let Some(dir) = &args.textfile {
+        if !dir.is_dir() {
+            return Err(BadInput(format!("--textfile: '{}' is not a directory; give the collector's directory", dir.display())).into());
+        }
+        cli::plan::check_writable(dir, "--textfile")?;
+    }
+    let (mp, output) = monitor_plan(args, cycle.as_deref(), started)?;
+    // Bind before measuring: a port in use is bad input, not a surprise later.
+    let server = match listen {
+        Some(addr) => Some(crate::serve::bind(addr)?),
+        None => None,
+    };
+    let store = crate::commands::history::open_for_run(&args.run.store)?;
+    if let Some(s) = &store {
+        // Bounded memory for days of windows (bench/monitor-cost).
+        s.limit_cache(256)?;
+    }
+    let stop = crate::commands::run::stop_on_signals()?;
+    let host = crate::sysinfo::fingerprint(&crate::sysinfo::SysRoot::default());
+    let id = format!("{}/{}/{}", host.hostname, crate::units::rfc3339(started), std::process::id());
+    let metrics = Metrics::new(env!("CARGO_PKG_VERSION"), &host.kernel_release, &host.preempt_model, &host.hostname);
+    let shared = Arc::new(Mutex::new(metrics.render()));
+    let server = server.map(|l| crate::serve::metrics::MetricsServer::start(l, Arc::clone(&shared))).transpose()?;
+    if !output.quiet {
+        eprintln!("{}", announcement(&mp, server.as_ref().map(|s| s.addr().to_string()), args.textfile.as_deref()));
+    }
+    let mut sinks = Sinks {
+        shown_db: store.as_ref().map(|s| s.shown()).unwrap_or_default(),
+        store,
+        pending: Pending::default(),
+        id: id.clone(),
+        metrics,
+        shared,
+        textfile: args.textfile.clone(),
+        quiet: output.quiet,
+        ns: output.ns,
+    };
+    let result = monitor::execute(&mp, &id, args.run.command_line.clone(), started, &stop, &mut |w| sinks.window(w), crate::commands::run::warnings);
+    if let Some(s) = server {
+        s.stop();
+    }
+    let run = result?;
+    // The result file first, whatever the database does.
+    crate::runner::write_final(&output.path, &run)?;
+    sinks.store_run(&run, &output)?;
+    if !output.quiet {
+        println!("result: {} ({} windows)", output.path.display(), run.monitor.as_ref().map_or(0, |m| m.windows));
+    }
+    Ok(if stop.load(Ordering::Relaxed) { EXIT_INTERRUPTED } else { EXIT_OK })
+}
+
+/// `run`'s flags that have no meaning for a monitor, and a window of 0.
+fn refuse_run_only_flags(args: &MonitorArgs) -> Result<(), BadInput> {
     let r = &args.run;
     for (given, flag) in [
         (r.load.scenario.is_some(), "a scenario file"),
@@ -58,142 +114,141 @@ pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
         (r.analysis.deadline.is_some(), "--deadline (use `rtscope check` on the stored run)"),
     ] {
         if given {
-            return Err(BadInput(format!("rtscope monitor does not take {flag}")).into());
+            return Err(BadInput(format!("rtscope monitor does not take {flag}")));
         }
     }
     if args.window == 0 {
-        return Err(BadInput("--window 0: a window must be longer than 0, e.g. 5m".into()).into());
+        return Err(BadInput("--window 0: a window must be longer than 0, e.g. 5m".into()));
     }
-    let cycle = args.cycle.as_deref().map(parse_cycle).transpose()?;
-    let listen = args.listen.as_deref().map(|s| crate::cli::parse_listen(s, "127.0.0.1:9469")).transpose()?;
-    if let Some(dir) = &args.textfile {
-        if !dir.is_dir() {
-            return Err(BadInput(format!("--textfile: '{}' is not a directory; give the collector's directory", dir.display())).into());
-        }
-        cli::plan::check_writable(dir, "--textfile")?;
-    }
-    // The plan: run's flags with the window as each probe run's length and
-    // the cycle's phases as the load phases (never a preset).
+    Ok(())
+}
+
+/// The plan: run's flags with the window as each probe run's length and
+/// the cycle's phases as the load phases (never a preset).
+fn monitor_plan(
+    args: &MonitorArgs,
+    cycle: Option<&[(String, u64)]>,
+    started: OffsetDateTime,
+) -> anyhow::Result<(MonitorPlan, Output)> {
+    let r = &args.run;
     let mut a = r.clone();
     a.duration = args.window;
-    if let Some(c) = &cycle {
+    if let Some(c) = cycle {
         a.load.loads = vec![c.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>().join(",")];
     }
-    let mut explicit: BTreeSet<String> = explicit;
-    explicit.insert("probes".into());
-    let (mut plan, output, exp) = cli::load::build(&a, &explicit, &crate::commands::run::stamp(started))?;
+    // Never the default preset: the monitor's probes are its flags' own.
+    a.given.probes = true;
+    let (mut plan, output, exp) = cli::load::build(&a, &crate::commands::run::stamp(started))?;
     plan.trace = None;
-    let total_ns = explicit.contains("duration").then_some(r.duration);
-    if let Some(c) = &cycle {
-        if c.iter().any(|(_, d)| *d < args.window) {
-            return Err(BadInput(format!(
-                "--cycle: every phase must last at least one --window ({}); a phase shorter than a window would never close one",
-                crate::units::fmt_ns(args.window)
-            ))
-            .into());
-        }
+    let total_ns = r.given.duration.then_some(r.duration);
+    let cycle = cycle.unwrap_or_default();
+    if cycle.iter().any(|(_, d)| *d < args.window) {
+        return Err(BadInput(format!(
+            "--cycle: every phase must last at least one --window ({}); a phase shorter than a window would never close one",
+            crate::units::fmt_ns(args.window)
+        ))
+        .into());
     }
-    // Bind before measuring: a port in use is bad input, not a surprise later.
-    let server = match listen {
-        Some(addr) => Some(crate::serve::bind(addr)?),
-        None => None,
-    };
-    let mut store = crate::commands::history::open_for_run(&r.store)?;
-    if let Some(s) = &store {
-        // Bounded memory for days of windows (bench/monitor-cost).
-        s.limit_cache(256)?;
-    }
-    let stop = crate::commands::run::stop_on_signals()?;
-    let host = crate::sysinfo::fingerprint(&crate::sysinfo::SysRoot::default());
-    let id = format!("{}/{}/{}", host.hostname, crate::units::rfc3339(started), std::process::id());
     let mp = MonitorPlan {
         window_ns: args.window,
-        cycle_ns: cycle.as_ref().map(|c| c.iter().map(|(_, d)| *d).collect()).unwrap_or_default(),
-        cycle: cycle.as_ref().map(|c| c.iter().map(|(n, d)| format!("{n}:{}", crate::units::fmt_ns(*d))).collect()).unwrap_or_default(),
+        cycle_ns: cycle.iter().map(|(_, d)| *d).collect(),
+        cycle: cycle.iter().map(|(n, d)| format!("{n}:{}", crate::units::fmt_ns(*d))).collect(),
         total_ns,
         plan,
         exp,
     };
-    let mut metrics = Metrics::new(env!("CARGO_PKG_VERSION"), &host.kernel_release, &host.preempt_model, &host.hostname);
-    let shared = Arc::new(Mutex::new(metrics.render()));
-    let server = server.map(|l| crate::serve::metrics::MetricsServer::start(l, Arc::clone(&shared))).transpose()?;
-    if !output.quiet {
-        eprintln!(
-            "monitoring: {} in windows of {}, phases {}{}{}; Ctrl-C stops and saves",
-            mp.plan.probes.join(","),
-            crate::units::fmt_ns(mp.window_ns),
-            if mp.cycle.is_empty() { "idle throughout".to_string() } else { mp.cycle.join(" → ") },
-            server.as_ref().map(|s| format!("; metrics on http://{}/metrics", s.addr())).unwrap_or_default(),
-            args.textfile.as_ref().map(|d| format!("; textfile {}", d.join("rtscope.prom").display())).unwrap_or_default(),
-        );
-    }
-    let textfile: Option<PathBuf> = args.textfile.clone();
-    let quiet = output.quiet;
-    let ns = output.ns;
-    let un = if ns { "ns" } else { "us" };
-    let mut pending = Pending::default();
-    let shown_db = store.as_ref().map(|s| s.shown()).unwrap_or_default();
-    let mut on_window = |w: &[crate::model::Window]| -> anyhow::Result<()> {
-        if let Some(s) = store.as_mut() {
-            pending.store(s, &id, w, &shown_db);
+    Ok((mp, output))
+}
+
+/// The line that says what the monitor does and where its outputs go.
+fn announcement(mp: &MonitorPlan, metrics_addr: Option<String>, textfile: Option<&Path>) -> String {
+    format!(
+        "monitoring: {} in windows of {}, phases {}{}{}; Ctrl-C stops and saves",
+        mp.plan.probes.join(","),
+        crate::units::fmt_ns(mp.window_ns),
+        if mp.cycle.is_empty() { "idle throughout".to_string() } else { mp.cycle.join(" → ") },
+        metrics_addr.map(|a| format!("; metrics on http://{a}/metrics")).unwrap_or_default(),
+        textfile.map(|d| format!("; textfile {}", d.join("rtscope.prom").display())).unwrap_or_default(),
+    )
+}
+
+/// Where each closed window goes: the history database (through
+/// [`Pending`]), the metrics served and written to the textfile, and a
+/// line per merged summary on stderr.
+struct Sinks {
+    store: Option<Store>,
+    pending: Pending,
+    shown_db: String,
+    id: String,
+    metrics: Metrics,
+    shared: Arc<Mutex<String>>,
+    textfile: Option<PathBuf>,
+    quiet: bool,
+    ns: bool,
+}
+
+impl Sinks {
+    fn window(&mut self, w: &[Window]) -> anyhow::Result<()> {
+        if let Some(s) = self.store.as_mut() {
+            self.pending.store(s, &self.id, w, &self.shown_db);
         }
-        metrics.add_window(w);
-        let text = metrics.render();
-        if let Some(dir) = &textfile {
+        self.metrics.add_window(w);
+        let text = self.metrics.render();
+        if let Some(dir) = &self.textfile {
             if let Err(e) = write_textfile(dir, &text) {
                 eprintln!("warning: could not write {}: {e:#}", dir.join("rtscope.prom").display());
             }
         }
-        if let Ok(mut m) = shared.lock() {
+        if let Ok(mut m) = self.shared.lock() {
             *m = text;
         }
-        if !quiet {
+        if !self.quiet {
             for x in w.iter().filter(|x| x.thread.is_none()) {
-                eprintln!(
-                    // One unit per line, the tables' (µs, or ns with --ns).
-                    "window {} {} {}{}: {} samples, max {} {un}, p99 {} {un}, overruns {}",
-                    x.index,
-                    x.phase,
-                    x.probe,
-                    x.variant.as_ref().map(|v| format!(" {v}")).unwrap_or_default(),
-                    x.samples,
-                    crate::report::term::fmt_latency(x.max_ns.0 as f64, ns),
-                    crate::report::term::fmt_latency(x.p99_ns.0 as f64, ns),
-                    x.overruns
-                );
+                eprintln!("{}", self.window_line(x));
             }
         }
         Ok(())
-    };
-    let result = monitor::execute(&mp, &id, std::env::args().collect(), started, &stop, &mut on_window);
-    if let Some(s) = server {
-        s.stop();
     }
-    let mut run = result?;
-    run.warnings = crate::analysis::warnings::for_run(&run).iter().map(ToString::to_string).collect();
-    // The result file first, whatever the database does.
-    crate::runner::write_final(&output.path, &run)?;
-    if let Some(s) = store.as_mut() {
-        if !pending.rows.is_empty() {
-            pending.next_try = Instant::now();
-            pending.store(s, &id, &[], &shown_db);
-            if !pending.rows.is_empty() {
+
+    /// One unit per line, the tables' (µs, or ns with --ns).
+    fn window_line(&self, x: &Window) -> String {
+        let un = if self.ns { "ns" } else { "us" };
+        format!(
+            "window {} {} {}{}: {} samples, max {} {un}, p99 {} {un}, overruns {}",
+            x.index,
+            x.phase,
+            x.probe,
+            x.variant.as_ref().map(|v| format!(" {v}")).unwrap_or_default(),
+            x.samples,
+            crate::report::term::fmt_latency(x.max_ns.0 as f64, self.ns),
+            crate::report::term::fmt_latency(x.p99_ns.0 as f64, self.ns),
+            x.overruns
+        )
+    }
+
+    /// At the end: the window rows still kept, then the run, into the
+    /// history; the result file is already written.
+    fn store_run(&mut self, run: &crate::model::Run, output: &Output) -> anyhow::Result<()> {
+        let Some(s) = self.store.as_mut() else {
+            return Ok(());
+        };
+        if !self.pending.rows.is_empty() {
+            self.pending.next_try = Instant::now();
+            self.pending.store(s, &self.id, &[], &self.shown_db);
+            if !self.pending.rows.is_empty() {
                 return Err(BadInput(format!(
-                    "history database {shown_db} is still away: {} window rows of this monitor could not be stored; \
+                    "history database {} is still away: {} window rows of this monitor could not be stored; \
                      the result file {} is complete and kept: store it later with `rtscope import {}`",
-                    pending.rows.len(),
+                    self.shown_db,
+                    self.pending.rows.len(),
                     output.path.display(),
                     output.path.display()
                 ))
                 .into());
             }
         }
-        crate::commands::history::save_native(s, &run, &output.path, output.quiet)?;
+        crate::commands::history::save_native(s, run, &output.path, output.quiet)
     }
-    if !output.quiet {
-        println!("result: {} ({} windows)", output.path.display(), run.monitor.as_ref().map_or(0, |m| m.windows));
-    }
-    Ok(if stop.load(Ordering::Relaxed) { EXIT_INTERRUPTED } else { EXIT_OK })
 }
 
 /// Window rows the history database has not taken yet. A monitor runs for
@@ -203,7 +258,7 @@ pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
 /// back. At most [`Pending::MAX_ROWS`] rows are kept (the oldest go first,
 /// counted and reported); the result file has the whole run either way.
 struct Pending {
-    rows: Vec<crate::model::Window>,
+    rows: Vec<Window>,
     next_try: Instant,
     backoff: Duration,
     dropped: u64,
@@ -222,7 +277,7 @@ impl Pending {
     const MAX_ROWS: usize = 100_000;
 
     /// Queue `w`, then (when the backoff allows) store everything queued.
-    fn store(&mut self, s: &mut Store, monitor: &str, w: &[crate::model::Window], shown: &str) {
+    fn store(&mut self, s: &mut Store, monitor: &str, w: &[Window], shown: &str) {
         self.rows.extend_from_slice(w);
         if self.rows.len() > Self::MAX_ROWS {
             let over = self.rows.len() - Self::MAX_ROWS;

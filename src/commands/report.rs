@@ -8,7 +8,7 @@ use crate::cli::analysis_opts::{ReportArgs, ReportFormat};
 use crate::commands::inputs;
 use crate::error::{BadInput, EXIT_OK};
 use crate::model::Nanos;
-use crate::report::{self, blocks::Unit, plots::Plot};
+use crate::report::{self, blocks::Unit, plots::Plot, Renderer};
 
 pub fn cmd(args: &ReportArgs) -> anyhow::Result<u8> {
     let runs = inputs::load_inputs(&args.inputs, args.common.db.db.as_deref())?;
@@ -21,26 +21,21 @@ pub fn cmd(args: &ReportArgs) -> anyhow::Result<u8> {
     }
     let opts = Options { deadline: args.deadline.map(Nanos), bin_width: Nanos(c.bin_width()), pwcet: !args.no_pwcet, pairing: c.pairing() };
     let a = analyse(&runs, &c.names, &opts)?;
-    let unit = if c.ns { Unit::Ns } else { Unit::Us };
+    let unit = Unit::of_ns_flag(c.ns);
     let need_plots = args.format == ReportFormat::Html || args.plots.is_some();
     let plots: Vec<Plot> = if need_plots { report::plots::plots(&a) } else { Vec::new() };
-    let bytes = match args.format {
-        ReportFormat::Term => {
-            report::term::render(&a, unit, c.bins.is_some(), inputs::colour(c.color, c.output.is_some()), report::term::width(c.wide, c.output.is_some()))
-                .into_bytes()
-        }
-        ReportFormat::Md => report::md::render(&a, unit, c.bins.is_some()).into_bytes(),
-        ReportFormat::Json => {
-            let mut s = report::json::render(&a)?;
-            s.push('\n');
-            s.into_bytes()
-        }
-        ReportFormat::Csv => report::csv::render(&a)?,
-        ReportFormat::Html => report::html::render(&a, &plots, unit).into_bytes(),
+    let colour = inputs::colour(c.color, c.output.is_some());
+    let width = report::term::width(c.wide, c.output.is_some());
+    let renderer: Box<dyn Renderer + '_> = match args.format {
+        ReportFormat::Term => Box::new(report::term::Term { unit, bins: c.bins.is_some(), colour, width }),
+        ReportFormat::Md => Box::new(report::md::Markdown { unit, bins: c.bins.is_some() }),
+        ReportFormat::Json => Box::new(report::json::Json),
+        ReportFormat::Csv => Box::new(report::csv::Csv),
+        ReportFormat::Html => Box::new(report::html::Html { plots: &plots, unit }),
     };
+    let mut bytes = renderer.render(&a)?;
     // A monitor run's windows are in the history, not the file: a summary
     // of them follows the text reports when the history holds them.
-    let mut bytes = bytes;
     if matches!(args.format, ReportFormat::Term | ReportFormat::Md) && runs.iter().any(|(_, r)| r.monitor.is_some()) {
         if let Some(mut store) = crate::store::Store::open_if_exists(&crate::store::Location::resolve(c.db.db.as_deref())?)? {
             for (label, run) in &runs {
@@ -52,7 +47,7 @@ pub fn cmd(args: &ReportArgs) -> anyhow::Result<u8> {
                 let blocks = report::blocks::monitor_windows(label, m, &w, unit);
                 let text = match args.format {
                     ReportFormat::Md => report::md::render_blocks("", &blocks),
-                    _ => report::term::render_blocks(&blocks, inputs::colour(c.color, c.output.is_some()), report::term::width(c.wide, c.output.is_some())),
+                    _ => report::term::render_blocks(&blocks, colour, width),
                 };
                 bytes.extend_from_slice(text.as_bytes());
             }

@@ -37,18 +37,18 @@ pub fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-/// What the reader of a run must know, as the runner puts it on file.
-fn warnings(run: &crate::model::Run) -> Vec<String> {
+/// What the reader of a run must know, as the runner puts it on file
+/// (`run`, `run --target` and `monitor`).
+pub(crate) fn warnings(run: &crate::model::Run) -> Vec<String> {
     crate::analysis::warnings::for_run(run).iter().map(ToString::to_string).collect()
 }
 
 pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     let started = OffsetDateTime::now_utc();
-    let explicit = cli::load::explicit_run_args();
     if let Some(t) = &args.target {
-        return target(args, t, &explicit, started);
+        return target(args, t, started);
     }
-    let (plan, output, exp) = cli::load::build(args, &explicit, &stamp(started))?;
+    let (plan, output, exp) = cli::load::build(args, &stamp(started))?;
     if args.load.dry_run {
         print!("{}", cli::load::describe(&plan, &exp, &output, true));
         return Ok(EXIT_OK);
@@ -58,7 +58,10 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     let mut store = crate::commands::history::open_for_run(&args.store)?;
     let stop = stop_on_signals()?;
     // Kept in the result: a database URL in it loses its password.
-    let command_line: Vec<String> = std::env::args()
+    let command_line: Vec<String> = args
+        .command_line
+        .iter()
+        .cloned()
         .map(|a| match a.find("postgres") {
             Some(i) if crate::store::pgconn::is_url(&a[i..]) => format!("{}{}", &a[..i], crate::store::pgconn::redact(&a[i..])),
             _ => a,
@@ -77,12 +80,12 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     if !output.quiet {
         // Host strings and traced process names are the machine's, not
         // ours: printed through `report::escape`.
-        let mut end = report::term::summary_table(&run, output.ns);
-        end += &report::maxrate::table(&run, output.ns);
+        let mut end = report::term::summary_table(&run, report::blocks::Unit::of_ns_flag(output.ns));
+        end += &report::maxrate::table(&run, report::blocks::Unit::of_ns_flag(output.ns));
         end += &report::noise::lines(&run);
-        end += &report::presets::render(&run, exp.table, exp.bin_ns, output.ns, args.analysis.deadline.map(crate::model::Nanos));
+        end += &report::presets::render(&run, exp.table, exp.bin_ns, report::blocks::Unit::of_ns_flag(output.ns), args.analysis.deadline.map(crate::model::Nanos));
         if let Some(d) = args.analysis.deadline {
-            end += &report::term::deadline_lines(&run, crate::model::Nanos(d), output.ns);
+            end += &report::term::deadline_lines(&run, crate::model::Nanos(d), report::blocks::Unit::of_ns_flag(output.ns));
         }
         // The block `report` shows too.
         end += &report::term::render_blocks(&report::blocks::trace_blocks(&run, 5), false, None);
@@ -114,18 +117,18 @@ pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
 
 /// `rtscope run --target SPEC`: the same run, measured by rtscope-agent on
 /// another system (src/target); printed and stored as a native run.
-fn target(args: &RunArgs, spec: &str, explicit: &std::collections::BTreeSet<String>, started: OffsetDateTime) -> anyhow::Result<u8> {
-    let (spec, tp, output) = cli::target::build(args, spec, explicit, &stamp(started))?;
+fn target(args: &RunArgs, spec: &str, started: OffsetDateTime) -> anyhow::Result<u8> {
+    let (spec, tp, output) = cli::target::build(args, spec, &stamp(started))?;
     let mut store = crate::commands::history::open_for_run(&args.store)?;
     let stop = stop_on_signals()?;
     if !output.quiet {
         eprintln!("target: {spec}; probes {} for {} each", tp.probes.join(","), crate::units::fmt_ns(tp.duration_ns));
     }
-    let run = crate::target::execute(&spec, &tp, &output, std::env::args().collect(), started, &stop, warnings)?;
+    let run = crate::target::execute(&spec, &tp, &output, args.command_line.clone(), started, &stop, warnings)?;
     if !output.quiet {
-        print!("{}", report::term::summary_table(&run, output.ns));
+        print!("{}", report::term::summary_table(&run, report::blocks::Unit::of_ns_flag(output.ns)));
         if let Some(d) = args.analysis.deadline {
-            print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d), output.ns));
+            print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d), report::blocks::Unit::of_ns_flag(output.ns)));
         }
         println!("result: {}", output.path.display());
     }

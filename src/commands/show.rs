@@ -34,7 +34,7 @@ pub fn cmd(args: &ShowArgs) -> anyhow::Result<u8> {
             writeln!(o, "  fidelity: {f}")?;
         }
     }
-    o.push_str(&summary_table(&run, args.ns));
+    o.push_str(&summary_table(&run, crate::report::blocks::Unit::of_ns_flag(args.ns)));
     for w in &run.warnings {
         writeln!(o, "warning: {w}")?;
     }

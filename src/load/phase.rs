@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
+use super::worker::LoadWorkerArgs;
 use super::{cmd, shell_join, stress_ng, Engine, LoadKind, LoadOptions, PhaseSpec};
 use crate::model::{LoadEvidence, LoadRecord, Nanos, PhaseRecord, SystemEvidence};
 use crate::sys::{prctl, wait};
@@ -120,19 +121,6 @@ struct LoadProc {
 fn spawn(opts: &LoadOptions, kind: &LoadKind, dir: &Path, timeout_s: u64) -> anyhow::Result<LoadProc> {
     let workers = opts.workers();
     let exe = std::env::current_exe().context("finding the rtscope executable to start a load process")?;
-    let mut argv: Vec<String> = vec![
-        exe.display().to_string(),
-        "__load".into(),
-        "--parent".into(),
-        std::process::id().to_string(),
-        "--workers".into(),
-        workers.to_string(),
-        "--cpus".into(),
-        crate::units::cpu_list_str(&opts.cpus),
-        "--dir".into(),
-        dir.display().to_string(),
-        "--kind".into(),
-    ];
     let (engine, payload): (&str, Option<Vec<String>>) = match kind {
         LoadKind::Cmd(line) => ("cmd", Some(cmd::argv(line))),
         _ if opts.engine == Engine::StressNg => {
@@ -141,14 +129,15 @@ fn spawn(opts: &LoadOptions, kind: &LoadKind, dir: &Path, timeout_s: u64) -> any
         }
         _ => ("builtin", None),
     };
-    match &payload {
-        Some(p) => {
-            argv.push("exec".into());
-            argv.push("--".into());
-            argv.extend(p.iter().cloned());
-        }
-        None => argv.push(kind.name().into()),
-    }
+    let worker = LoadWorkerArgs {
+        parent: std::process::id() as i32,
+        kind: if payload.is_some() { "exec".into() } else { kind.name().into() },
+        workers,
+        cpus: Some(crate::units::CpuSet(opts.cpus.clone())),
+        dir: dir.to_path_buf(),
+        argv: payload.clone().unwrap_or_default(),
+    };
+    let argv: Vec<String> = [exe.display().to_string(), "__load".into()].into_iter().chain(worker.to_args()).collect();
     let log = dir.with_extension("log");
     let logf = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
     let mut c = Command::new(&argv[0]);

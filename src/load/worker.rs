@@ -29,7 +29,9 @@ use crate::sys::sched::{set_current_affinity, set_current_policy, Policy};
 use crate::sys::{prctl, wait};
 
 /// What the hidden `rtscope __load` subcommand is asked to run (set by
-/// rtscope only; the face parses it from the command line).
+/// rtscope only): written as arguments by [`LoadWorkerArgs::to_args`]
+/// (`super::phase`) and read back by [`LoadWorkerArgs::from_args`], so one
+/// type says both.
 #[derive(Debug, Clone)]
 pub struct LoadWorkerArgs {
     /// Process id of the rtscope that started this load.
@@ -42,6 +44,52 @@ pub struct LoadWorkerArgs {
     pub dir: PathBuf,
     /// The command to run for `--kind exec`.
     pub argv: Vec<String>,
+}
+
+impl LoadWorkerArgs {
+    /// The arguments after `rtscope __load`: `--parent P --workers W
+    /// [--cpus LIST] --dir DIR --kind KIND`, `--kind` last; for `exec`, `--`
+    /// and the command follow.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut v = vec!["--parent".to_string(), self.parent.to_string(), "--workers".into(), self.workers.to_string()];
+        if let Some(c) = &self.cpus {
+            v.extend(["--cpus".to_string(), crate::units::cpu_list_str(&c.0)]);
+        }
+        v.extend(["--dir".to_string(), self.dir.display().to_string(), "--kind".into(), self.kind.clone()]);
+        if self.kind == "exec" {
+            v.push("--".into());
+            v.extend(self.argv.iter().cloned());
+        }
+        v
+    }
+
+    /// Read back what [`LoadWorkerArgs::to_args`] wrote. Everything after
+    /// `--kind KIND` is the command (a leading `--` dropped).
+    pub fn from_args(args: &[String]) -> anyhow::Result<LoadWorkerArgs> {
+        let (mut parent, mut workers, mut cpus, mut dir) = (None, 1, None, None);
+        let mut it = args.iter();
+        while let Some(flag) = it.next() {
+            let value = it.next().with_context(|| format!("__load: {flag} needs a value"))?;
+            match flag.as_str() {
+                "--parent" => parent = Some(value.parse().with_context(|| format!("__load --parent {value}"))?),
+                "--workers" => workers = value.parse().with_context(|| format!("__load --workers {value}"))?,
+                "--cpus" => cpus = Some(crate::units::parse_cpuset(value).map_err(anyhow::Error::msg)?),
+                "--dir" => dir = Some(PathBuf::from(value)),
+                "--kind" => {
+                    let rest: Vec<String> = it.cloned().collect();
+                    let argv = match rest.split_first() {
+                        Some((first, cmd)) if first == "--" => cmd.to_vec(),
+                        _ => rest,
+                    };
+                    let parent = parent.context("__load: --parent missing")?;
+                    let dir = dir.context("__load: --dir missing")?;
+                    return Ok(LoadWorkerArgs { parent, kind: value.clone(), workers, cpus, dir, argv });
+                }
+                _ => anyhow::bail!("__load: unknown argument {flag}"),
+            }
+        }
+        anyhow::bail!("__load: --kind missing")
+    }
 }
 
 const POLL: Duration = Duration::from_millis(20);
@@ -168,4 +216,31 @@ fn run_command(args: &LoadWorkerArgs, stop: &AtomicBool) -> anyhow::Result<(Coun
         None => "unknown".into(),
     };
     Ok((Counters::new(), exit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_arguments_read_back_as_written() {
+        let w = LoadWorkerArgs {
+            parent: 42,
+            kind: "exec".into(),
+            workers: 3,
+            cpus: Some(crate::units::CpuSet(vec![0, 2, 3])),
+            dir: PathBuf::from("/tmp/x y"),
+            argv: vec!["sh".into(), "-c".into(), "--kind x -- y".into()],
+        };
+        let args = w.to_args();
+        assert_eq!(args[..4], ["--parent", "42", "--workers", "3"]);
+        let back = LoadWorkerArgs::from_args(&args).unwrap();
+        assert_eq!((back.parent, back.kind.as_str(), back.workers, back.dir.clone(), back.argv.clone()), (42, "exec", 3, w.dir.clone(), w.argv.clone()));
+        assert_eq!(back.cpus.unwrap().0, vec![0, 2, 3]);
+        let cpu = LoadWorkerArgs { kind: "cpu".into(), argv: Vec::new(), cpus: None, ..w };
+        let back = LoadWorkerArgs::from_args(&cpu.to_args()).unwrap();
+        assert!(back.kind == "cpu" && back.argv.is_empty() && back.cpus.is_none());
+        assert!(LoadWorkerArgs::from_args(&["--parent".into()]).is_err());
+        assert!(LoadWorkerArgs::from_args(&["--dir".into(), "/".into(), "--kind".into(), "cpu".into()]).is_err());
+    }
 }

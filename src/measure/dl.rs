@@ -3,7 +3,7 @@
 //! the kernel reports.
 //!
 //! Method. The thread is a SCHED_DEADLINE task with reservation (runtime,
-//! deadline, period = `-i`, see [`crate::measure::ProbeSettings::dl_params`]).
+//! deadline, period = `-i`, see [`crate::model::ProbeOptions::dl_params`]).
 //! Each period it gives up the rest of its runtime with sched_yield(2): the
 //! kernel throttles it until the reservation is replenished at the start of
 //! the next period, when the deadline scheduler makes it runnable. On return

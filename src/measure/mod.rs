@@ -46,7 +46,7 @@ use crate::sys::sched::{self, Policy};
 use recorder::{Live, Recorder};
 pub use registry::{info, infos, names, probe_by_name, ProbeInfo};
 pub use registry::{is, Busy, Traced};
-pub use run::{selects, split_spec, ProbeRun, ProbeSettings, DEFAULT_MSG_SIZE};
+pub use run::{selects, split_spec, ProbeRun, DEFAULT_MSG_SIZE};
 
 /// Stack of a measuring thread. mlockall(MCL_FUTURE) makes the whole stack
 /// resident, so it is kept small: the hot loops use a few KiB; half of it is

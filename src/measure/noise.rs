@@ -50,7 +50,7 @@ impl Probe for NoiseProbe {
 
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
         let settings = &ctx.run.probe;
-        let policy = settings.noise_policy;
+        let policy = Policy::from(settings.noise_policy);
         let specs = super::select::one_cpu_unless_told(ctx, policy);
         let threshold = settings.noise_threshold_ns;
         let duration = ctx.run.duration_ns;

@@ -62,7 +62,7 @@ impl Probe for OsnoiseProbe {
                 ("tracing_thresh", threshold_us.to_string()),
             ],
         )?;
-        let policy = ctx.run.probe.noise_policy;
+        let policy = Policy::from(ctx.run.probe.noise_policy);
         let setup = if policy == Policy::Other {
             Vec::new()
         } else {

@@ -13,8 +13,8 @@ pub mod probes;
 
 use std::path::PathBuf;
 
-use crate::measure::{ProbeRun, ProbeSettings};
-use crate::model::{Nanos, Plan};
+use crate::measure::ProbeRun;
+use crate::model::{Nanos, Plan, ProbeOptions};
 use crate::sys::sched::Policy;
 
 pub use experiment::{Experiment, ProbeEntry, Table};
@@ -34,7 +34,7 @@ pub struct RunPlan {
     pub worst_k: usize,
     pub trace: Option<crate::trace::TracePlan>,
     /// Probe-specific options and variant selection (`--probe NAME:VARIANT`).
-    pub probe: ProbeSettings,
+    pub probe: ProbeOptions,
 }
 
 /// Where and how to report.
@@ -82,22 +82,8 @@ impl RunPlan {
         p.dma_latency = self.dma_latency;
         p.worst_k = self.worst_k;
         p.trace = self.trace.clone();
-        p.probe_options = self.probe.to_model();
-        // A probe option is recorded when a planned probe reads its flag
-        // (`measure::ProbeInfo::flags`; --chain only for the chain variant).
-        let reads = |flag: &str, variant: Option<&str>| {
-            self.probes.iter().any(|n| {
-                crate::measure::is(n, |i| i.flags.contains(&flag)) && variant.is_none_or(|v| self.probe.wants(n, v))
-            })
-        };
-        if reads("--chain", Some("chain")) {
-            p.probe_options.chain = self.probe.chain;
-        }
-        if reads("--migrate-run", None) {
-            p.probe_options.migrate_run_ns = Nanos(self.probe.migrate_run_ns);
-            p.probe_options.migrate_sleep_ns = Nanos(self.probe.migrate_sleep_ns);
-            p.probe_options.migrate_max_err_ns = Nanos(self.probe.migrate_max_err_ns);
-        }
+        // The one type: the plan records the options its probes were given.
+        p.probe_options = self.probe.clone();
         p
     }
 }

@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 
 use crate::error::BadInput;
-use crate::measure::{selects, Probe, ProbeSettings};
+use crate::measure::{selects, Probe};
+use crate::model::ProbeOptions;
 
 /// Largest `--msg-size` for `pipe` (pipes have no per-message limit; this
 /// only keeps the buffers small). `mq` is bounded by the system's limit.
@@ -65,7 +66,7 @@ impl VariantSelection {
 
 /// Checks that need the system (the mq size limit) or the CPU set: a
 /// cross-CPU variant asked for by name needs two CPUs in -a.
-pub fn check_against_system(probes: &[String], s: &ProbeSettings, cpus: &[usize]) -> Result<(), BadInput> {
+pub fn check_against_system(probes: &[String], s: &ProbeOptions, cpus: &[usize]) -> Result<(), BadInput> {
     if cpus.len() < 2 {
         for (probe, sels) in &s.variants {
             let all = crate::measure::probe_by_name(probe).map(|p| p.variants()).unwrap_or(&[]);
@@ -162,6 +163,42 @@ pub fn deadline_probes() -> Vec<&'static str> {
 /// and period.
 pub fn check_deadline(plan: &crate::plan::RunPlan, entries: &[crate::plan::ProbeEntry]) -> Result<(), BadInput> {
     use crate::sys::sched::{self, Policy};
+    check_migrate(plan, entries)?;
+    if plan.policy != Policy::Deadline {
+        if plan.probe.dl_runtime_ns.is_some() || plan.probe.dl_deadline_ns.is_some() {
+            return Err(BadInput("--dl-runtime/--dl-deadline: only with --policy deadline; add --policy deadline or drop them".into()));
+        }
+        return Ok(());
+    }
+    if let Some(e) = entries.iter().find(|e| !crate::measure::runs_under_deadline(&e.probe)) {
+        return Err(BadInput(format!(
+            "--policy deadline: the {} probe does not run under SCHED_DEADLINE ({} do); run it in another run with --policy fifo",
+            e.probe,
+            deadline_probes().join(" and ")
+        )));
+    }
+    let online = sched::online_cpus();
+    if plan.probe.cpus_explicit && !online.iter().all(|c| plan.cpus.contains(c)) {
+        return Err(BadInput(format!(
+            "-a/--affinity {}: a SCHED_DEADLINE thread cannot be pinned (the kernel wants its affinity to span the root domain, here CPUs {}); drop -a (give -t for the thread count), or run rtscope inside an exclusive cpuset partition of those CPUs",
+            crate::units::cpu_list_str(&plan.cpus),
+            crate::units::cpu_list_str(&online)
+        )));
+    }
+    let read_us = |p: &str| std::fs::read_to_string(p).ok().and_then(|s| s.trim().parse::<u64>().ok());
+    let min_us = read_us("/proc/sys/kernel/sched_deadline_period_min_us").unwrap_or(100);
+    let max_us = read_us("/proc/sys/kernel/sched_deadline_period_max_us").unwrap_or(4_194_304);
+    let periods = deadline_periods(plan, entries);
+    for period in periods {
+        check_reservation(plan, period, (min_us, max_us))?;
+    }
+    Ok(())
+}
+
+/// `migrate` needs a real-time policy, -p above its threads' priorities
+/// and a duration of at least one of its periods.
+fn check_migrate(plan: &crate::plan::RunPlan, entries: &[crate::plan::ProbeEntry]) -> Result<(), BadInput> {
+    use crate::sys::sched::Policy;
     use crate::units::fmt_ns;
     for e in entries.iter().filter(|e| e.probe == "migrate") {
         if !matches!(plan.policy, Policy::Fifo | Policy::RoundRobin) {
@@ -190,30 +227,12 @@ pub fn check_deadline(plan: &crate::plan::RunPlan, entries: &[crate::plan::Probe
             )));
         }
     }
-    if plan.policy != Policy::Deadline {
-        if plan.probe.dl_runtime_ns.is_some() || plan.probe.dl_deadline_ns.is_some() {
-            return Err(BadInput("--dl-runtime/--dl-deadline: only with --policy deadline; add --policy deadline or drop them".into()));
-        }
-        return Ok(());
-    }
-    if let Some(e) = entries.iter().find(|e| !crate::measure::runs_under_deadline(&e.probe)) {
-        return Err(BadInput(format!(
-            "--policy deadline: the {} probe does not run under SCHED_DEADLINE ({} do); run it in another run with --policy fifo",
-            e.probe,
-            deadline_probes().join(" and ")
-        )));
-    }
-    let online = sched::online_cpus();
-    if plan.probe.cpus_explicit && !online.iter().all(|c| plan.cpus.contains(c)) {
-        return Err(BadInput(format!(
-            "-a/--affinity {}: a SCHED_DEADLINE thread cannot be pinned (the kernel wants its affinity to span the root domain, here CPUs {}); drop -a (give -t for the thread count), or run rtscope inside an exclusive cpuset partition of those CPUs",
-            crate::units::cpu_list_str(&plan.cpus),
-            crate::units::cpu_list_str(&online)
-        )));
-    }
-    let read_us = |p: &str| std::fs::read_to_string(p).ok().and_then(|s| s.trim().parse::<u64>().ok());
-    let min_us = read_us("/proc/sys/kernel/sched_deadline_period_min_us").unwrap_or(100);
-    let max_us = read_us("/proc/sys/kernel/sched_deadline_period_max_us").unwrap_or(4_194_304);
+    Ok(())
+}
+
+/// Every period a SCHED_DEADLINE thread of the plan runs at, once each,
+/// shortest first: each probe's `-i`, or its own periods.
+fn deadline_periods(plan: &crate::plan::RunPlan, entries: &[crate::plan::ProbeEntry]) -> Vec<u64> {
     let mut periods: Vec<u64> = Vec::new();
     for e in entries {
         match crate::measure::info(&e.probe) {
@@ -226,49 +245,56 @@ pub fn check_deadline(plan: &crate::plan::RunPlan, entries: &[crate::plan::Probe
     }
     periods.sort_unstable();
     periods.dedup();
-    for period in periods {
-        let dl = plan.probe.dl_params(period);
-        let what = format!("runtime {} deadline {} period {}", fmt_ns(dl.runtime_ns), fmt_ns(dl.deadline_ns), fmt_ns(dl.period_ns));
-        if period < min_us * 1000 || period > max_us * 1000 {
-            return Err(BadInput(format!(
-                "-i/--interval {}: outside the kernel's SCHED_DEADLINE periods, {} to {} (kernel.sched_deadline_period_min_us / _max_us); give a period in that range",
-                fmt_ns(period),
-                fmt_ns(min_us * 1000),
-                fmt_ns(max_us * 1000)
-            )));
-        }
-        if dl.deadline_ns > dl.period_ns {
-            return Err(BadInput(format!(
-                "--dl-deadline {}: longer than the period {} (the kernel needs runtime <= deadline <= period); give --dl-deadline {} or less",
-                fmt_ns(dl.deadline_ns),
-                fmt_ns(period),
-                fmt_ns(period)
-            )));
-        }
-        if dl.runtime_ns < sched::DL_MIN_NS || dl.runtime_ns > dl.deadline_ns {
-            return Err(BadInput(format!(
-                "--dl-runtime {}: the kernel needs 1024ns <= runtime <= deadline ({}); give a runtime in that range",
-                fmt_ns(dl.runtime_ns),
-                fmt_ns(dl.deadline_ns)
-            )));
-        }
-        if dl.runtime_ns < HRTICK_BELOW_NS && hrtick_enabled() != Some(true) {
-            let state = match hrtick_enabled() {
-                Some(_) => "it is off (NO_HRTICK in the scheduler features)".to_string(),
-                None => format!("its state cannot be read ({} needs debugfs)", SCHED_FEATURES_PATHS[0]),
-            };
-            return Err(BadInput(format!(
-                "--policy deadline ({what}): a runtime under 2ms needs the scheduler's HRTICK feature (as cyclicdeadline says: \"For less than 2ms run times, you need to have HRTICK enabled\"); {state}. Fix: give -i 4ms (runtime 2.4ms) or --dl-runtime 2ms with -i 2ms or more; or as root: mount -t debugfs none /sys/kernel/debug; echo HRTICK > {}",
-                SCHED_FEATURES_PATHS[0]
-            )));
-        }
-        if let Err(err) = sched::deadline_admitted(dl, plan.threads) {
-            return Err(BadInput(format!(
-                "--policy deadline: {} thread(s) with {what} were not admitted: {}",
-                plan.threads,
-                crate::measure::dl::why(err)
-            )));
-        }
+    periods
+}
+
+/// The reservation of one period against the kernel's rules (period range
+/// `min_us..=max_us`, runtime <= deadline <= period), the HRTICK rule and
+/// the kernel's admission test.
+fn check_reservation(plan: &crate::plan::RunPlan, period: u64, (min_us, max_us): (u64, u64)) -> Result<(), BadInput> {
+    use crate::sys::sched;
+    use crate::units::fmt_ns;
+    let dl = plan.probe.dl_params(period);
+    let what = format!("runtime {} deadline {} period {}", fmt_ns(dl.runtime_ns), fmt_ns(dl.deadline_ns), fmt_ns(dl.period_ns));
+    if period < min_us * 1000 || period > max_us * 1000 {
+        return Err(BadInput(format!(
+            "-i/--interval {}: outside the kernel's SCHED_DEADLINE periods, {} to {} (kernel.sched_deadline_period_min_us / _max_us); give a period in that range",
+            fmt_ns(period),
+            fmt_ns(min_us * 1000),
+            fmt_ns(max_us * 1000)
+        )));
+    }
+    if dl.deadline_ns > dl.period_ns {
+        return Err(BadInput(format!(
+            "--dl-deadline {}: longer than the period {} (the kernel needs runtime <= deadline <= period); give --dl-deadline {} or less",
+            fmt_ns(dl.deadline_ns),
+            fmt_ns(period),
+            fmt_ns(period)
+        )));
+    }
+    if dl.runtime_ns < sched::DL_MIN_NS || dl.runtime_ns > dl.deadline_ns {
+        return Err(BadInput(format!(
+            "--dl-runtime {}: the kernel needs 1024ns <= runtime <= deadline ({}); give a runtime in that range",
+            fmt_ns(dl.runtime_ns),
+            fmt_ns(dl.deadline_ns)
+        )));
+    }
+    if dl.runtime_ns < HRTICK_BELOW_NS && hrtick_enabled() != Some(true) {
+        let state = match hrtick_enabled() {
+            Some(_) => "it is off (NO_HRTICK in the scheduler features)".to_string(),
+            None => format!("its state cannot be read ({} needs debugfs)", SCHED_FEATURES_PATHS[0]),
+        };
+        return Err(BadInput(format!(
+            "--policy deadline ({what}): a runtime under 2ms needs the scheduler's HRTICK feature (as cyclicdeadline says: \"For less than 2ms run times, you need to have HRTICK enabled\"); {state}. Fix: give -i 4ms (runtime 2.4ms) or --dl-runtime 2ms with -i 2ms or more; or as root: mount -t debugfs none /sys/kernel/debug; echo HRTICK > {}",
+            SCHED_FEATURES_PATHS[0]
+        )));
+    }
+    if let Err(err) = sched::deadline_admitted(dl, plan.threads) {
+        return Err(BadInput(format!(
+            "--policy deadline: {} thread(s) with {what} were not admitted: {}",
+            plan.threads,
+            crate::measure::dl::why(err)
+        )));
     }
     Ok(())
 }

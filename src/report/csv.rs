@@ -71,3 +71,12 @@ pub fn render(a: &Analysis) -> anyhow::Result<Vec<u8>> {
     }
     w.into_inner().map_err(|e| anyhow::anyhow!("writing CSV: {e}"))
 }
+
+/// The CSV report as a [`crate::report::Renderer`].
+pub struct Csv;
+
+impl crate::report::Renderer for Csv {
+    fn render(&self, a: &Analysis) -> anyhow::Result<Vec<u8>> {
+        render(a)
+    }
+}

@@ -16,7 +16,7 @@
 use std::fmt::Write;
 
 use crate::analysis::summary::{Analysis, RunAnalysis};
-use crate::report::blocks::{self, Table, Tone, Unit};
+use crate::report::blocks::{self, Block, Table, Tone, Unit};
 use crate::report::plots::Plot;
 
 pub fn esc(s: &str) -> String {
@@ -33,12 +33,9 @@ pub fn esc(s: &str) -> String {
     o
 }
 
+/// A table; its `wrap` columns (long text) may break lines.
 fn table(t: &Table) -> String {
-    table_wrapping(t, &[])
-}
-
-/// [`table`] whose columns `wrap` (long text) may break lines.
-fn table_wrapping(t: &Table, wrap: &[usize]) -> String {
+    let wrap = &t.wrap;
     let mut s = String::from("<div class=\"tw\"><table><thead><tr>");
     for (c, h) in t.header.iter().enumerate() {
         let _ = write!(s, "<th class=\"{}\">{}</th>", if c < t.label_cols { "l" } else { "r" }, esc(h));
@@ -74,7 +71,8 @@ pub fn figure(p: &Plot) -> String {
     )
 }
 
-fn host_table(r: &RunAnalysis) -> String {
+/// The host fingerprint and the plan, unfolded.
+fn host_block(r: &RunAnalysis) -> Block {
     let h = &r.host;
     let gov: Vec<String> = {
         let mut v: Vec<String> = h.governors.iter().map(|g| g.value.clone()).collect();
@@ -120,12 +118,12 @@ fn host_table(r: &RunAnalysis) -> String {
         ("started / finished", format!("{} / {}", r.started_at, r.finished_at)),
         ("source", r.source.clone()),
     ];
-    let mut s = String::from("<details class=\"host\" open><summary>Host fingerprint and plan</summary><table>");
-    for (k, v) in rows {
-        let _ = write!(s, "<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>", esc(k), esc(&v));
+    Block::Folded {
+        summary: "Host fingerprint and plan".into(),
+        class: "host",
+        open: true,
+        blocks: vec![Block::Fields(rows.into_iter().map(|(k, v)| (k.to_string(), v)).collect())],
     }
-    s.push_str("</table></details>\n");
-    s
 }
 
 /// The page style, shared with `rtscope serve`'s pages.
@@ -160,6 +158,19 @@ pub fn render(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
     document(&format!("rtscope report: {}", names.join(" vs ")), "", &s)
 }
 
+/// The HTML report as a [`crate::report::Renderer`], with the plots of
+/// [`crate::report::plots::plots`] for the analysis it renders.
+pub struct Html<'p> {
+    pub plots: &'p [Plot],
+    pub unit: Unit,
+}
+
+impl crate::report::Renderer for Html<'_> {
+    fn render(&self, a: &Analysis) -> anyhow::Result<Vec<u8>> {
+        Ok(render(a, self.plots, self.unit).into_bytes())
+    }
+}
+
 /// Worst samples shown per entry in the report (all of them are in the JSON).
 const WORST_SHOWN: usize = 5;
 
@@ -167,23 +178,11 @@ const WORST_SHOWN: usize = 5;
 /// summary, statistical worst case, the run's plots, its worst samples.
 pub fn runs(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
     let mut s = String::new();
-    let with_deadline = a.options.deadline.is_some();
     for (ri, r) in a.runs.iter().enumerate() {
         let _ = writeln!(s, "<section class=\"run\" id=\"run{}\"><h2>{}</h2>", ri + 1, esc(&r.name));
-        s.push_str(&host_table(r));
-        if let Some(t) = blocks::doctor_table(r) {
-            let n = |sev: crate::model::Severity| r.host.doctor.iter().filter(|f| f.severity == sev).count();
-            let _ = write!(
-                s,
-                "<details class=\"doctor\"><summary>Doctor findings before the run: {} bad, {} warn, {} info, {} ok</summary>",
-                n(crate::model::Severity::Bad),
-                n(crate::model::Severity::Warn),
-                n(crate::model::Severity::Info),
-                n(crate::model::Severity::Ok)
-            );
-            s.push_str(&table_wrapping(&t, &[2, 3]));
-            s.push_str("</details>\n");
-        }
+        let mut head = vec![host_block(r)];
+        head.extend(doctor_block(r));
+        s.push_str(&render_blocks(&head));
         if !r.warnings.is_empty() {
             s.push_str("<div class=\"warn\"><strong>Warnings</strong><ul>");
             for w in &r.warnings {
@@ -191,142 +190,148 @@ pub fn runs(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
             }
             s.push_str("</ul></div>\n");
         }
-        let summary = blocks::summary_table(r, unit, with_deadline);
-        if !summary.rows.is_empty() {
-            s.push_str("<h3>Summary</h3>\n");
-            match a.options.deadline {
-                Some(d) => {
-                    // Two tables, so the page fits 1280 px and no asked-for column is cut off.
-                    let (latencies, deadline) = blocks::split_deadline(&summary);
-                    s.push_str(&table(&latencies));
-                    let verdicts = blocks::deadline_verdicts(r, unit);
-                    let failed = verdicts.iter().filter(|(ok, _)| !ok).count();
-                    let _ = write!(
-                        s,
-                        "<h3 id=\"run{}-deadline\">Deadline {} {}: <span class=\"{}\">{}</span></h3>\
-                         <p>A sample over the deadline is a miss, and so is a missed period; P(miss)/h is the probability of at least one miss in an hour at the measured rate (≤: none seen, 95 % upper bound).</p>",
-                        ri + 1,
-                        unit.fmt_n(d),
-                        unit.name(),
-                        if failed == 0 { "good" } else { "bad" },
-                        if failed == 0 { "PASS".to_string() } else { format!("FAIL ({failed} of {} entries)", verdicts.len()) }
-                    );
-                    s.push_str(&table(&deadline));
-                    s.push_str("<ul class=\"verdict\">");
-                    for (ok, line) in &verdicts {
-                        let _ = write!(s, "<li class=\"{}\">{}</li>", if *ok { "good" } else { "bad" }, esc(line));
-                    }
-                    s.push_str("</ul>\n");
-                }
-                None => s.push_str(&table(&summary)),
-            }
-        }
-        if let Some(t) = blocks::rhealstone_table(&r.rhealstone, unit) {
-            s.push_str("<h3>Rhealstone</h3><p>Kar &amp; Porter (1989): the mean time of each component per phase; the composite is 1 / (mean of the six, in seconds).</p>\n");
-            s.push_str(&table(&t));
-        }
-        if let Some(t) = blocks::thread_metric_table(&r.thread_metric) {
-            s.push_str("<h3>Thread-Metric</h3><p>Operations completed per interval (mean over the intervals), the spread between intervals and ops per second.</p>\n");
-            s.push_str(&table(&t));
-        }
-        if let Some(t) = blocks::pwcet_table(r, unit) {
-            s.push_str("<h3>Statistical worst case</h3><p>Peaks over threshold with a generalized Pareto fit (Grimshaw 1993 MLE); the latency exceeded with probability p per sample and its 95 % bootstrap interval. Given only when the tail is long enough, independent (Ljung–Box) and stationary (the halves of the run agree); otherwise the reason is shown. The observed maximum is always shown beside it.</p>\n");
-            s.push_str(&table(&t));
-            let refused = blocks::pwcet_refusals(r);
-            if !refused.is_empty() {
-                s.push_str("<ul class=\"refused\">");
-                for x in refused {
-                    let _ = write!(s, "<li>{}</li>", esc(&x));
-                }
-                s.push_str("</ul>\n");
-            }
-        }
-        for p in plots.iter().filter(|p| p.run == Some(ri)) {
-            s.push_str(&figure(p));
-        }
-        if let Some(t) = blocks::worst_table(r, unit, WORST_SHOWN) {
-            let _ = writeln!(
-                s,
-                "<h3>Worst samples</h3><p>The {WORST_SHOWN} longest latencies of each entry (over all its threads), when and where they were taken{}.</p>",
-                if r.entries.iter().any(|e| e.worst.iter().any(|w| w.trace.is_some())) { ", and what held the CPU from the due time to the wake-up (threshold tracing)" } else { "; with --trace-threshold the table also says what held the CPU" }
-            );
-            s.push_str(&table_wrapping(&t, &[8]));
-        }
+        s.push_str(&summary(a, ri, unit));
+        let mut rest = suite_blocks(r, unit);
+        rest.extend(plots.iter().filter(|p| p.run == Some(ri)).cloned().map(Block::Plot));
+        rest.extend(worst_blocks(r, unit));
+        s.push_str(&render_blocks(&rest));
         s.push_str("</section>\n");
     }
     s
 }
 
-/// The comparison of two or more runs: notes on paired phases, the table,
-/// the sentences, what is not in every input, the overlay plots.
-pub fn comparison(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
-    let mut s = String::new();
-    let c = &a.comparison;
-    if c.systems.len() >= 2 {
-        s.push_str("<section id=\"comparison\"><h2>Comparison</h2>\n");
-        if !c.notes.is_empty() {
-            s.push_str("<ul class=\"notes\">");
-            for x in &c.notes {
-                let _ = write!(s, "<li>{}</li>", esc(x));
-            }
-            s.push_str("</ul>\n");
-        }
-        s.push_str(&table(&blocks::compare_table(a, unit)));
-        if let Some(t) = blocks::throughput_compare_table(a) {
-            s.push_str("<h3>Throughput (Thread-Metric): ops per second</h3>\n");
-            s.push_str(&table(&t));
-        }
-        s.push_str("<ul>");
-        for x in &c.sentences {
-            let _ = write!(s, "<li>{}</li>", esc(x));
-        }
-        s.push_str("</ul>\n");
-        if !c.unmatched.is_empty() {
-            s.push_str("<h3>Not in every input</h3><ul>");
-            for (k, have) in &c.unmatched {
-                let _ = write!(s, "<li>{}: only in {}</li>", esc(&k.label()), esc(&have.join(", ")));
-            }
-            s.push_str("</ul>\n");
-        }
-        for p in plots.iter().filter(|p| p.run.is_none()) {
-            s.push_str(&figure(p));
-        }
-        s.push_str("</section>\n");
-    }
-    s
+/// The doctor findings stored with the run, folded under their counts.
+fn doctor_block(r: &RunAnalysis) -> Option<Block> {
+    let t = blocks::doctor_table(r)?;
+    let n = |sev: crate::model::Severity| r.host.doctor.iter().filter(|f| f.severity == sev).count();
+    let summary = format!(
+        "Doctor findings before the run: {} bad, {} warn, {} info, {} ok",
+        n(crate::model::Severity::Bad),
+        n(crate::model::Severity::Warn),
+        n(crate::model::Severity::Info),
+        n(crate::model::Severity::Ok)
+    );
+    Some(Block::Folded { summary, class: "doctor", open: false, blocks: vec![Block::Table(t.wrapping(&[2, 3]))] })
 }
 
-/// The bin tables, folded.
-pub fn bins(a: &Analysis, unit: Unit) -> String {
-    let mut s = String::new();
-    let c = &a.comparison;
-    // The bin tables (hundreds of rows) folded: the data is there, the page
-    // ends with the plots.
-    s.push_str("<section id=\"bins\"><h2>Bin tables</h2>\n");
-    let rows: usize = c.bin_tables.iter().map(|t| t.rows.len()).sum();
-    let _ = writeln!(
+/// The summary of run `ri`; with a deadline cut in two (so the page fits
+/// 1280 px and no asked-for column is cut off), with the verdict.
+fn summary(a: &Analysis, ri: usize, unit: Unit) -> String {
+    let r = &a.runs[ri];
+    let summary = blocks::summary_table(r, unit, a.options.deadline.is_some());
+    if summary.rows.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("<h3>Summary</h3>\n");
+    let Some(d) = a.options.deadline else {
+        return s + &table(&summary);
+    };
+    let (latencies, deadline) = blocks::split_deadline(&summary);
+    s.push_str(&table(&latencies));
+    let verdicts = blocks::deadline_verdicts(r, unit);
+    let failed = verdicts.iter().filter(|(ok, _)| !ok).count();
+    let _ = write!(
         s,
-        "<details class=\"bins\"><summary>{} table(s), {rows} rows of {} {} bins: counts per bin and system</summary>",
+        "<h3 id=\"run{}-deadline\">Deadline {} {}: <span class=\"{}\">{}</span></h3><p>{}</p>",
+        ri + 1,
+        unit.fmt_n(d),
+        unit.name(),
+        if failed == 0 { "good" } else { "bad" },
+        if failed == 0 { "PASS".to_string() } else { format!("FAIL ({failed} of {} entries)", verdicts.len()) },
+        esc(blocks::DEADLINE_NOTE)
+    );
+    s.push_str(&table(&deadline));
+    s.push_str("<ul class=\"verdict\">");
+    for (ok, line) in &verdicts {
+        let _ = write!(s, "<li class=\"{}\">{}</li>", if *ok { "good" } else { "bad" }, esc(line));
+    }
+    s.push_str("</ul>\n");
+    s
+}
+
+/// Rhealstone, Thread-Metric and the statistical worst case of a run, each
+/// under its heading with what it means.
+fn suite_blocks(r: &RunAnalysis, unit: Unit) -> Vec<Block> {
+    let mut out = Vec::new();
+    if let Some(t) = blocks::rhealstone_table(&r.rhealstone, unit) {
+        out.push(Block::Heading(2, "Rhealstone".into()));
+        out.push(Block::Text("Kar & Porter (1989): the mean time of each component per phase; the composite is 1 / (mean of the six, in seconds).".into()));
+        out.push(Block::Table(t));
+    }
+    if let Some(t) = blocks::thread_metric_table(&r.thread_metric) {
+        out.push(Block::Heading(2, "Thread-Metric".into()));
+        out.push(Block::Text("Operations completed per interval (mean over the intervals), the spread between intervals and ops per second.".into()));
+        out.push(Block::Table(t));
+    }
+    if let Some(t) = blocks::pwcet_table(r, unit) {
+        out.push(Block::Heading(2, "Statistical worst case".into()));
+        out.push(Block::Text("Peaks over threshold with a generalized Pareto fit (Grimshaw 1993 MLE); the latency exceeded with probability p per sample and its 95 % bootstrap interval. Given only when the tail is long enough, independent (Ljung–Box) and stationary (the halves of the run agree); otherwise the reason is shown. The observed maximum is always shown beside it.".into()));
+        out.push(Block::Table(t));
+        let refused = blocks::pwcet_refusals(r);
+        if !refused.is_empty() {
+            out.push(Block::List(refused));
+        }
+    }
+    out
+}
+
+/// The worst samples of each entry, when and where, and what held the CPU
+/// when they were traced.
+fn worst_blocks(r: &RunAnalysis, unit: Unit) -> Vec<Block> {
+    let Some(t) = blocks::worst_table(r, unit, WORST_SHOWN) else { return Vec::new() };
+    let traced = r.entries.iter().any(|e| e.worst.iter().any(|w| w.trace.is_some()));
+    vec![
+        Block::Heading(2, "Worst samples".into()),
+        Block::Text(format!(
+            "The {WORST_SHOWN} longest latencies of each entry (over all its threads), when and where they were taken{}.",
+            if traced { ", and what held the CPU from the due time to the wake-up (threshold tracing)" } else { "; with --trace-threshold the table also says what held the CPU" }
+        )),
+        Block::Table(t.wrapping(&[8])),
+    ]
+}
+
+/// The comparison of two or more runs (the blocks `rtscope compare`
+/// shows: notes on paired phases, the table, the sentences, what is not in
+/// every input), then the overlay plots.
+pub fn comparison(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
+    if a.comparison.systems.len() < 2 {
+        return String::new();
+    }
+    let mut b = blocks::compare_blocks(a, unit, false);
+    b.extend(plots.iter().filter(|p| p.run.is_none()).cloned().map(Block::Plot));
+    format!("<section id=\"comparison\">{}</section>\n", render_blocks_at(&b, 0))
+}
+
+/// The bin tables (hundreds of rows) folded: the data is there, the page
+/// ends with the plots.
+pub fn bins(a: &Analysis, unit: Unit) -> String {
+    let c = &a.comparison;
+    let rows: usize = c.bin_tables.iter().map(|t| t.rows.len()).sum();
+    let summary = format!(
+        "{} table(s), {rows} rows of {} {} bins: counts per bin and system",
         c.bin_tables.len(),
         c.bin_tables.first().map(|t| unit.fmt_n(t.width_ns)).unwrap_or_default(),
         unit.name()
     );
-    for (i, t) in c.bin_tables.iter().enumerate() {
-        let _ = writeln!(s, "<h3>{} — bins of {} {}</h3>", esc(&t.key.label()), unit.fmt_n(t.width_ns), unit.name());
-        s.push_str(&table(&blocks::bin_table(a, i, unit)));
-    }
-    s.push_str("</details></section>\n");
-    s
+    let folded = Block::Folded { summary, class: "bins", open: false, blocks: blocks::bin_blocks(a, unit) };
+    format!("<section id=\"bins\"><h2>Bin tables</h2>\n{}</section>\n", render_blocks_at(&[folded], 0))
 }
 
-/// Layout-free blocks (`report::blocks`) as HTML: headings, paragraphs,
-/// lists, tables.
+/// Layout-free blocks (`report::blocks`) as HTML inside a section of a
+/// page: a level-`n` heading is `<h{n+1}>`.
 pub fn render_blocks(blocks: &[blocks::Block]) -> String {
+    render_blocks_at(blocks, 1)
+}
+
+/// Layout-free blocks as HTML, a level-`n` heading as `<h{n+shift}>`:
+/// headings, paragraphs, lists, tables, name–value tables, folded blocks
+/// (`<details>`) and plots.
+fn render_blocks_at(blocks: &[blocks::Block], shift: u8) -> String {
     let mut s = String::new();
     for b in blocks {
         match b {
             blocks::Block::Heading(level, t) => {
-                let l = (*level).clamp(1, 4) + 1;
+                let l = (*level).clamp(1, 4) + shift;
                 let _ = writeln!(s, "<h{l}>{}</h{l}>", esc(t));
             }
             blocks::Block::Text(t) => {
@@ -340,6 +345,19 @@ pub fn render_blocks(blocks: &[blocks::Block]) -> String {
                 s.push_str("</ul>\n");
             }
             blocks::Block::Table(t) => s.push_str(&table(t)),
+            blocks::Block::Fields(f) => {
+                s.push_str("<table>");
+                for (k, v) in f {
+                    let _ = write!(s, "<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>", esc(k), esc(v));
+                }
+                s.push_str("</table>");
+            }
+            blocks::Block::Folded { summary, class, open, blocks } => {
+                let _ = write!(s, "<details class=\"{class}\"{}><summary>{}</summary>", if *open { " open" } else { "" }, esc(summary));
+                s.push_str(&render_blocks_at(blocks, shift));
+                s.push_str("</details>\n");
+            }
+            blocks::Block::Plot(p) => s.push_str(&figure(p)),
         }
     }
     s

@@ -20,3 +20,15 @@ struct Wrapper<'a> {
 pub fn render(a: &Analysis) -> anyhow::Result<String> {
     Ok(serde_json::to_string_pretty(&Wrapper { kind: "rtscope-report", report_version: REPORT_VERSION, analysis: a })?)
 }
+
+/// The report JSON as a [`crate::report::Renderer`]: [`render`] and a
+/// final newline.
+pub struct Json;
+
+impl crate::report::Renderer for Json {
+    fn render(&self, a: &Analysis) -> anyhow::Result<Vec<u8>> {
+        let mut s = render(a)?;
+        s.push('\n');
+        Ok(s.into_bytes())
+    }
+}

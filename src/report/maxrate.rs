@@ -5,13 +5,13 @@
 //! not a deadline miss ratio — that needs a deadline, see `--deadline`), p99,
 //! max.
 
-use super::blocks::Table;
-use super::term::{fmt_latency, pct, table_text};
+use super::blocks::{Table, Unit};
+use super::term::{pct, table_text};
 use crate::model::Run;
 
 /// The table as text, or "" when no `maxrate` result is in the run.
-pub fn table(run: &Run, in_ns: bool) -> String {
-    let unit = if in_ns { "ns" } else { "us" };
+pub fn table(run: &Run, u: Unit) -> String {
+    let unit = u.name();
     let rows: Vec<Vec<String>> = run
         .results
         .iter()
@@ -24,8 +24,8 @@ pub fn table(run: &Run, in_ns: bool) -> String {
                 r.samples.to_string(),
                 r.overruns.to_string(),
                 format!("{:.2} %", 100.0 * crate::stats::miss_ratio(r.overruns, r.periods())),
-                pct(r, "99", in_ns),
-                fmt_latency(r.max_ns.0 as f64, in_ns),
+                pct(r, "99", u),
+                u.fmt(r.max_ns.0 as f64),
             ]
         })
         .collect();

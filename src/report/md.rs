@@ -15,12 +15,26 @@ pub fn render(a: &Analysis, unit: Unit, bins: bool) -> String {
     render_blocks("rtscope report", &blocks(a, unit, bins))
 }
 
+/// The Markdown report as a [`crate::report::Renderer`]; the bin tables
+/// only with `bins`.
+pub struct Markdown {
+    pub unit: Unit,
+    pub bins: bool,
+}
+
+impl crate::report::Renderer for Markdown {
+    fn render(&self, a: &Analysis) -> anyhow::Result<Vec<u8>> {
+        Ok(render(a, self.unit, self.bins).into_bytes())
+    }
+}
+
 /// Lay out report blocks as Markdown under a level-1 `title`.
 pub fn render_blocks(title: &str, blocks: &[Block]) -> String {
     let mut out = format!("# {title}\n");
-    for b in blocks {
+    for b in &crate::report::blocks::for_text(blocks) {
         out.push('\n');
         match b {
+            Block::Fields(_) | Block::Folded { .. } | Block::Plot(_) => {}
             Block::Heading(level, s) => {
                 out.push_str(&"#".repeat(*level as usize));
                 out.push(' ');

@@ -13,7 +13,7 @@ pub fn lines(run: &Run) -> String {
         out.push_str(&format!(
             "\nnoise ({}, {}): {} gaps above {} in {:.3} s, total {:.3} ms, {:.3} % of the CPU left to the loop, longest {:.1} us\n",
             r.phase,
-            r.variant.as_deref().unwrap_or("-"),
+            r.variant.as_deref().unwrap_or(crate::report::blocks::NOT_APPLICABLE),
             r.samples,
             fmt_ns(n.threshold_ns.0),
             n.loop_ns.as_secs_f64(),

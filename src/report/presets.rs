@@ -18,22 +18,22 @@
 use crate::units::fmt_ns;
 use crate::model::{Nanos, ProbeResult, Run};
 use crate::report::blocks::{Table as BlockTable, Unit, UNKNOWN};
-use crate::report::term::{fmt_latency, pct, table_text};
+use crate::report::term::{pct, table_text};
 use crate::plan::Table;
 
 /// The table `table` asks for, then the load evidence (empty when the run
 /// had no loads and the table is the plain summary).
-pub fn render(run: &Run, table: Table, bin_ns: u64, in_ns: bool, deadline: Option<Nanos>) -> String {
+pub fn render(run: &Run, table: Table, bin_ns: u64, u: Unit, deadline: Option<Nanos>) -> String {
     let mut s = match table {
         Table::Summary => String::new(),
-        Table::Verdict => verdict(run, in_ns, deadline),
+        Table::Verdict => verdict(run, u, deadline),
         Table::Bins => bins(run, bin_ns),
-        Table::MaxAvgSd => max_avg_sd(run, in_ns),
-        Table::PerPeriod => per_period(run, in_ns),
-        Table::IdleVsLoad => idle_vs_load(run, in_ns),
+        Table::MaxAvgSd => max_avg_sd(run, u),
+        Table::PerPeriod => per_period(run, u),
+        Table::IdleVsLoad => idle_vs_load(run, u),
         Table::Rhealstone => suite(
             "Rhealstone (Kar & Porter 1989)",
-            crate::report::blocks::rhealstone_table(&crate::analysis::suites::rhealstone(run), if in_ns { Unit::Ns } else { Unit::Us }),
+            crate::report::blocks::rhealstone_table(&crate::analysis::suites::rhealstone(run), u),
         ),
         Table::ThreadMetric => suite("Thread-Metric", crate::report::blocks::thread_metric_table(&crate::analysis::suites::thread_metric(run))),
     };
@@ -71,16 +71,8 @@ fn label(g: &(String, Option<String>, Nanos)) -> String {
 }
 
 /// p99.9, or [`UNKNOWN`] for a result without percentiles (summary-only imports).
-fn p999(r: &ProbeResult, in_ns: bool) -> String {
-    pct(r, "99.9", in_ns)
-}
-
-fn unit(in_ns: bool) -> &'static str {
-    if in_ns {
-        "ns"
-    } else {
-        "us"
-    }
+fn p999(r: &ProbeResult, u: Unit) -> String {
+    pct(r, "99.9", u)
 }
 
 /// A `Blocks` table from a header row and rows: first column left-aligned,
@@ -97,16 +89,16 @@ fn grid(rows: &[Vec<String>]) -> String {
 /// missed, FAIL when a period missed it (a late sample or a missed period,
 /// both counted), NO VERDICT when the source cannot count missed periods. Without one there is no bound to judge by: the
 /// lines are a summary and say how to get a verdict.
-pub fn verdict(run: &Run, in_ns: bool, deadline: Option<Nanos>) -> String {
-    let u = unit(in_ns);
+pub fn verdict(run: &Run, u: Unit, deadline: Option<Nanos>) -> String {
+    let un = u.name();
     let mut out = String::new();
     for phase in &run.plan.phases {
         for g in groups(run) {
             if let Some(r) = find(run, &g, phase) {
                 let numbers = format!(
-                    "max {} {u}, p99.9 {} {u}, overruns {} ({} samples)",
-                    fmt_latency(r.max_ns.0 as f64, in_ns),
-                    p999(r, in_ns),
+                    "max {} {un}, p99.9 {} {un}, overruns {} ({} samples)",
+                    u.fmt(r.max_ns.0 as f64),
+                    p999(r, u),
                     r.known_overruns().map(|o| o.to_string()).unwrap_or_else(|| "unknown".into()),
                     r.samples
                 );
@@ -115,7 +107,7 @@ pub fn verdict(run: &Run, in_ns: bool, deadline: Option<Nanos>) -> String {
                     continue;
                 };
                 let m = crate::analysis::deadline::misses(r, d);
-                let dl = format!("{} {u}", fmt_latency(d.0 as f64, in_ns));
+                let dl = format!("{} {un}", u.fmt(d.0 as f64));
                 let judged = if m.misses > 0 {
                     format!("FAIL: {}", m.sentence(&dl))
                 } else if !m.complete {
@@ -187,9 +179,9 @@ pub fn bins(run: &Run, bin_ns: u64) -> String {
 }
 
 /// Seed 004's table: max and avg ± σ per probe run, phases side by side.
-pub fn max_avg_sd(run: &Run, in_ns: bool) -> String {
-    let u = unit(in_ns);
-    let mut head = vec![format!("({u})")];
+pub fn max_avg_sd(run: &Run, u: Unit) -> String {
+    let un = u.name();
+    let mut head = vec![format!("({un})")];
     for p in &run.plan.phases {
         head.push(format!("{p} max"));
         head.push(format!("{p} avg ± σ"));
@@ -200,8 +192,8 @@ pub fn max_avg_sd(run: &Run, in_ns: bool) -> String {
         for p in &run.plan.phases {
             match find(run, &g, p) {
                 Some(r) => {
-                    row.push(fmt_latency(r.max_ns.0 as f64, in_ns));
-                    row.push(format!("{} ± {}", fmt_latency(r.mean_ns, in_ns), fmt_latency(r.stddev_ns, in_ns)));
+                    row.push(u.fmt(r.max_ns.0 as f64));
+                    row.push(format!("{} ± {}", u.fmt(r.mean_ns), u.fmt(r.stddev_ns)));
                 }
                 None => row.extend([UNKNOWN.to_string(), UNKNOWN.to_string()]),
             }
@@ -215,12 +207,12 @@ pub fn max_avg_sd(run: &Run, in_ns: bool) -> String {
 }
 
 /// Seed 002's table: a row per period (and probe and phase).
-pub fn per_period(run: &Run, in_ns: bool) -> String {
-    let u = unit(in_ns);
+pub fn per_period(run: &Run, u: Unit) -> String {
+    let un = u.name();
     let mut rows = vec![["period", "probe", "phase", "samples", "overruns"]
         .iter()
         .map(|s| s.to_string())
-        .chain(["min", "avg", "max", "σ", "jitter"].iter().map(|s| format!("{s}({u})")))
+        .chain(["min", "avg", "max", "σ", "jitter"].iter().map(|s| format!("{s}({un})")))
         .collect::<Vec<_>>()];
     let mut gs = groups(run);
     gs.sort_by_key(|g| g.2);
@@ -236,11 +228,11 @@ pub fn per_period(run: &Run, in_ns: bool) -> String {
                     p.clone(),
                     r.samples.to_string(),
                     r.overruns.to_string(),
-                    fmt_latency(r.min_ns.0 as f64, in_ns),
-                    fmt_latency(r.mean_ns, in_ns),
-                    fmt_latency(r.max_ns.0 as f64, in_ns),
-                    fmt_latency(r.stddev_ns, in_ns),
-                    fmt_latency(r.max_ns.0.saturating_sub(r.min_ns.0) as f64, in_ns),
+                    u.fmt(r.min_ns.0 as f64),
+                    u.fmt(r.mean_ns),
+                    u.fmt(r.max_ns.0 as f64),
+                    u.fmt(r.stddev_ns),
+                    u.fmt(r.max_ns.0.saturating_sub(r.min_ns.0) as f64),
                 ]);
             }
         }
@@ -253,8 +245,8 @@ pub fn per_period(run: &Run, in_ns: bool) -> String {
 
 /// Seed 000's table: per probe run, a row per phase, worst case first, with
 /// the ratio of each phase's max to the idle phase's.
-pub fn idle_vs_load(run: &Run, in_ns: bool) -> String {
-    let u = unit(in_ns);
+pub fn idle_vs_load(run: &Run, u: Unit) -> String {
+    let un = u.name();
     let mut out = String::new();
     for g in groups(run) {
         let mut rs: Vec<&ProbeResult> = run.plan.phases.iter().filter_map(|p| find(run, &g, p)).collect();
@@ -265,24 +257,24 @@ pub fn idle_vs_load(run: &Run, in_ns: bool) -> String {
         rs.sort_by_key(|r| std::cmp::Reverse(r.max_ns));
         let mut rows = vec![vec![
             label(&g),
-            format!("max({u})"),
+            format!("max({un})"),
             "x idle".into(),
-            format!("p99.9({u})"),
-            format!("avg({u})"),
-            format!("σ({u})"),
+            format!("p99.9({un})"),
+            format!("avg({un})"),
+            format!("σ({un})"),
             "overruns".into(),
         ]];
         for r in rs {
             rows.push(vec![
                 r.phase.clone(),
-                fmt_latency(r.max_ns.0 as f64, in_ns),
+                u.fmt(r.max_ns.0 as f64),
                 match idle_max {
                     Some(i) if i > 0 => format!("{:.2}", r.max_ns.0 as f64 / i as f64),
-                    _ => "-".into(),
+                    _ => UNKNOWN.into(),
                 },
-                p999(r, in_ns),
-                fmt_latency(r.mean_ns, in_ns),
-                fmt_latency(r.stddev_ns, in_ns),
+                p999(r, u),
+                u.fmt(r.mean_ns),
+                u.fmt(r.stddev_ns),
                 r.overruns.to_string(),
             ]);
         }

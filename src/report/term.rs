@@ -2,34 +2,32 @@
 //! row per probe/phase/variant, latencies in µs with one decimal (or ns).
 
 use crate::model::{Nanos, ProbeResult, Run};
-use crate::report::blocks::{Block, Table, Tone, UNKNOWN};
+use crate::report::blocks::{Block, Table, Tone, Unit, NOT_APPLICABLE, UNKNOWN};
 
-/// Format a latency for the table.
+/// Format a latency for a table: µs with one decimal, or whole ns. Kept for
+/// callers that still hold `--ns` as a bool (commands/monitor.rs); the rest
+/// use [`Unit::fmt`].
 pub fn fmt_latency(ns: f64, in_ns: bool) -> String {
-    if in_ns {
-        format!("{:.0}", ns)
-    } else {
-        format!("{:.1}", ns / 1000.0)
-    }
+    Unit::of_ns_flag(in_ns).fmt(ns)
 }
 
 /// A percentile cell; [`UNKNOWN`] when the result has none (imported
 /// summary-only results: percentiles unknown, see docs/schema.md); a bound
 /// (`≥ X`, `X–Y`) when it lies in a wide bucket (`percentiles::bounded`).
-pub fn pct(r: &ProbeResult, key: &str, in_ns: bool) -> String {
+pub fn pct(r: &ProbeResult, key: &str, u: Unit) -> String {
     let Some(q) = crate::stats::PERCENTILES.iter().find(|p| p.key == key) else { return UNKNOWN.into() };
     if !r.distribution_known() || !r.percentiles_ns.contains_key(key) {
         return UNKNOWN.into();
     }
     match crate::analysis::percentiles::bounded(&r.histogram, q.q, r.min_ns, r.max_ns) {
-        Some(p) => p.shown(|v: Nanos| fmt_latency(v.0 as f64, in_ns)),
+        Some(p) => p.shown(|v: Nanos| u.fmt(v.0 as f64)),
         None => UNKNOWN.into(),
     }
 }
 
 /// The summary table as text (no colour, fixed-width columns).
-pub fn summary_table(run: &Run, in_ns: bool) -> String {
-    let unit = if in_ns { "ns" } else { "us" };
+pub fn summary_table(run: &Run, u: Unit) -> String {
+    let unit = u.name();
     let header: Vec<String> = ["probe", "variant", "phase", "thread", "cpu", "samples", "overruns"]
         .iter()
         .map(|s| s.to_string())
@@ -44,18 +42,18 @@ pub fn summary_table(run: &Run, in_ns: bool) -> String {
         .map(|r| {
             vec![
                 r.probe.clone(),
-                r.variant.clone().unwrap_or_else(|| UNKNOWN.into()),
+                r.variant.clone().unwrap_or_else(|| NOT_APPLICABLE.into()),
                 r.phase.clone(),
                 r.thread.map(|t| t.to_string()).unwrap_or_else(|| "all".into()),
-                r.cpu.map(|c| c.to_string()).unwrap_or_else(|| UNKNOWN.into()),
+                r.cpu.map(|c| c.to_string()).unwrap_or_else(|| NOT_APPLICABLE.into()),
                 if r.samples_unknown { format!("unknown (≥{})", r.samples) } else { r.samples.to_string() },
                 r.overruns.to_string(),
-                fmt_latency(r.shown_min_ns(), in_ns),
-                format!("{}±{}", fmt_latency(r.shown_mean_ns(), in_ns), fmt_latency(r.stddev_ns, in_ns)),
-                pct(r, "50", in_ns),
-                pct(r, "99", in_ns),
-                pct(r, "99.9", in_ns),
-                fmt_latency(r.max_ns.0 as f64, in_ns),
+                u.fmt(r.shown_min_ns()),
+                format!("{}±{}", u.fmt(r.shown_mean_ns()), u.fmt(r.stddev_ns)),
+                pct(r, "50", u),
+                pct(r, "99", u),
+                pct(r, "99.9", u),
+                u.fmt(r.max_ns.0 as f64),
             ]
         })
         .collect();
@@ -105,8 +103,24 @@ fn table_into(out: &mut String, t: &Table, style: &dyn Fn(&str, Tone) -> String,
 /// tone (red worse/miss/refused, green better/passed, dim missing). With
 /// `width`, text is wrapped to it and tables leave out their optional
 /// columns until they fit (and say which); `None` is `--wide`.
-pub fn render(a: &crate::analysis::summary::Analysis, unit: crate::report::blocks::Unit, bins: bool, colour: bool, width: Option<usize>) -> String {
+pub fn render(a: &crate::analysis::summary::Analysis, unit: Unit, bins: bool, colour: bool, width: Option<usize>) -> String {
     render_blocks(&crate::report::blocks::blocks(a, unit, bins), colour, width)
+}
+
+/// The terminal report as a [`crate::report::Renderer`].
+pub struct Term {
+    pub unit: Unit,
+    /// The bin tables too (`--bins`).
+    pub bins: bool,
+    pub colour: bool,
+    /// Columns to fit (see [`width`]); `None` is `--wide`.
+    pub width: Option<usize>,
+}
+
+impl crate::report::Renderer for Term {
+    fn render(&self, a: &crate::analysis::summary::Analysis) -> anyhow::Result<Vec<u8>> {
+        Ok(render(a, self.unit, self.bins, self.colour, self.width).into_bytes())
+    }
 }
 
 /// The width of the terminal report: standard output's columns when it is
@@ -124,7 +138,7 @@ pub fn width(wide: bool, to_file: bool) -> Option<usize> {
 
 /// The table laid out in `width` columns: optional columns left out, in
 /// their order, until it fits — first those with nothing to show (every
-/// cell "-" or empty); if it is still too wide, the unit suffix of the
+/// cell [`UNKNOWN`], [`NOT_APPLICABLE`] or empty); if it is still too wide, the unit suffix of the
 /// headers. Returns the table, the headers left out and the unit taken out
 /// of the headers.
 fn fit(t: &Table, width: usize) -> (Table, Vec<String>, Option<String>) {
@@ -134,7 +148,7 @@ fn fit(t: &Table, width: usize) -> (Table, Vec<String>, Option<String>) {
             .sum();
         w + 2 * t.header.len().saturating_sub(1)
     };
-    let empty = |c: usize| t.rows.iter().all(|r| r.get(c).is_none_or(|x| x.text == UNKNOWN || x.text.is_empty()));
+    let empty = |c: usize| t.rows.iter().all(|r| r.get(c).is_none_or(|x| x.text == UNKNOWN || x.text == NOT_APPLICABLE || x.text.is_empty()));
     let mut order: Vec<usize> = t.optional.iter().copied().filter(|&c| empty(c)).collect();
     order.extend(t.optional.iter().copied().filter(|&c| !empty(c)));
     let mut keep: Vec<usize> = (0..t.header.len()).collect();
@@ -151,6 +165,7 @@ fn fit(t: &Table, width: usize) -> (Table, Vec<String>, Option<String>) {
             label_cols: keep.iter().filter(|&&k| k < t.label_cols).count(),
             rows: t.rows.iter().map(|r| keep.iter().filter_map(|&k| r.get(k).cloned()).collect()).collect(),
             optional: Vec::new(),
+            wrap: Vec::new(),
         };
     }
     // Still too wide: the unit once in the note instead of in every header.
@@ -203,8 +218,9 @@ pub fn render_blocks(blocks: &[Block], colour: bool, width: Option<usize>) -> St
         }
     };
     let mut out = String::new();
-    for b in blocks {
+    for b in &crate::report::blocks::for_text(blocks) {
         match b {
+            Block::Fields(_) | Block::Folded { .. } | Block::Plot(_) => {}
             Block::Heading(level, s) => {
                 if !out.is_empty() {
                     out.push('\n');
@@ -245,11 +261,10 @@ pub fn render_blocks(blocks: &[Block], colour: bool, width: Option<usize>) -> St
 /// merged entry with the misses (late samples and missed periods), their
 /// ratio per period and the per-hour probability, in the table's unit; then
 /// the verdict lines `report --deadline` gives.
-pub fn deadline_lines(run: &Run, deadline: Nanos, in_ns: bool) -> String {
-    let u = if in_ns { crate::report::blocks::Unit::Ns } else { crate::report::blocks::Unit::Us };
+pub fn deadline_lines(run: &Run, deadline: Nanos, u: Unit) -> String {
     let mut out = String::new();
     let mut verdicts = Vec::new();
-    let dl = format!("{} {}", fmt_latency(deadline.0 as f64, in_ns), if in_ns { "ns" } else { "us" });
+    let dl = format!("{} {}", u.fmt(deadline.0 as f64), u.name());
     for r in crate::model::merged_or_sole(&run.results, |r| r) {
         let m = crate::analysis::deadline::misses(r, deadline);
         let label = crate::analysis::compare::EntryKey::of(r).label();
@@ -302,17 +317,17 @@ mod tests {
     #[test]
     fn every_table_prints_an_unknown_percentile_as_a_dash() {
         let run = run();
-        let summary = summary_table(&run, false);
+        let summary = summary_table(&run, Unit::Us);
         // p50, p99 and p99.9 columns: "-", never a made-up 0.
         for line in summary.lines().skip(1) {
             let cells: Vec<&str> = line.split_whitespace().collect();
             assert_eq!(&cells[cells.len() - 4..cells.len() - 1], &["-", "-", "-"], "{summary}");
         }
-        let maxrate = crate::report::maxrate::table(&run, false);
+        let maxrate = crate::report::maxrate::table(&run, Unit::Us);
         let row = maxrate.lines().find(|l| l.starts_with("idle")).unwrap();
         assert_eq!(row.split_whitespace().rev().nth(1), Some("-"), "p99 of maxrate: {maxrate}");
         for preset in [Preset::Verdict, Preset::IdleVsLoad] {
-            let text = crate::report::presets::render(&run, preset, 5_000, false, None);
+            let text = crate::report::presets::render(&run, preset, 5_000, Unit::Us, None);
             assert!(text.contains("p99.9 - us") || text.lines().any(|l| l.split_whitespace().nth(3) == Some("-")), "{preset:?}: {text}");
             assert!(!text.contains(" 0.0 "), "{preset:?} prints an unknown as 0: {text}");
         }

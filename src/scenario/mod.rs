@@ -197,7 +197,18 @@ fn err_at(label: &str, text: &str, span: std::ops::Range<usize>, msg: impl std::
 
 /// Parse and check a scenario's text. `label` names it in errors.
 pub fn parse(text: &str, label: &str, is_preset: bool) -> Result<Scenario, BadInput> {
-    let file: ScenarioFile = toml::from_str(text).map_err(|e| {
+    let file = read_toml(text, label)?;
+    check_name(&file, text, label)?;
+    let phases = phases_of(&file, text, label)?;
+    check_probes(&file, text, label)?;
+    check_ranges(&file, text, label)?;
+    Ok(Scenario { file, phases, label: label.to_string(), text: text.to_string(), is_preset })
+}
+
+/// The TOML as a [`ScenarioFile`]; a syntax or type error names the line,
+/// the column and the field.
+fn read_toml(text: &str, label: &str) -> Result<ScenarioFile, BadInput> {
+    toml::from_str(text).map_err(|e| {
         let msg = e.message().trim().to_string();
         match e.span() {
             Some(span) => {
@@ -206,7 +217,11 @@ pub fn parse(text: &str, label: &str, is_preset: bool) -> Result<Scenario, BadIn
             }
             None => BadInput(format!("{label}: {msg}; {HINT}")),
         }
-    })?;
+    })
+}
+
+/// `name`, when given, is neither empty nor made of control characters.
+fn check_name(file: &ScenarioFile, text: &str, label: &str) -> Result<(), BadInput> {
     if file.name.as_deref().is_some_and(|n| n.trim().is_empty() || n.chars().any(char::is_control)) {
         // The top-level `name =` line (before the first table header).
         let at = text
@@ -222,6 +237,12 @@ pub fn parse(text: &str, label: &str, is_preset: bool) -> Result<Scenario, BadIn
             .unwrap_or(0);
         return Err(err_at(label, text, at..at + 4, "name: empty or with control characters; give the scenario a name (e.g. name = \"board-a-vs-load\") or leave `name` out to use the file name"));
     }
+    Ok(())
+}
+
+/// The phases with their loads (a phase without `loads` is named after its
+/// load); none listed: one `idle` phase.
+fn phases_of(file: &ScenarioFile, text: &str, label: &str) -> Result<Vec<PhaseSpec>, BadInput> {
     let mut phases: Vec<PhaseSpec> = Vec::new();
     let mut seen: BTreeMap<String, std::ops::Range<usize>> = BTreeMap::new();
     for p in &file.phases {
@@ -261,6 +282,12 @@ pub fn parse(text: &str, label: &str, is_preset: bool) -> Result<Scenario, BadIn
     if phases.is_empty() {
         phases.push(PhaseSpec { name: "idle".into(), loads: vec![] });
     }
+    Ok(phases)
+}
+
+/// At least one `[[probe]]`, each a known probe (and variant) with periods
+/// when it lists them.
+fn check_probes(file: &ScenarioFile, text: &str, label: &str) -> Result<(), BadInput> {
     if file.probes.is_empty() {
         return Err(BadInput(format!("{label}: no [[probe]] listed; add one, e.g.\n[[probe]]\nname = \"timer\"\n({HINT})")));
     }
@@ -286,6 +313,12 @@ pub fn parse(text: &str, label: &str, is_preset: bool) -> Result<Scenario, BadIn
             }
         }
     }
+    Ok(())
+}
+
+/// Values the types do not bound: the policy's name, priority, threads and
+/// the load intensity.
+fn check_ranges(file: &ScenarioFile, text: &str, label: &str) -> Result<(), BadInput> {
     if let Some(pol) = &file.policy {
         if !["fifo", "rr", "other", "deadline"].contains(&pol.get_ref().as_str()) {
             return Err(err_at(label, text, pol.span(), format!("policy: '{}' is not a policy; allowed: fifo, rr, other, deadline", pol.get_ref())));
@@ -308,7 +341,7 @@ pub fn parse(text: &str, label: &str, is_preset: bool) -> Result<Scenario, BadIn
             }
         }
     }
-    Ok(Scenario { file, phases, label: label.to_string(), text: text.to_string(), is_preset })
+    Ok(())
 }
 
 /// The key on the line holding `offset` (for "field `x`" in syntax and type

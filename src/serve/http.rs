@@ -149,40 +149,50 @@ pub async fn serve(listener: tokio::net::TcpListener, router: Router, limits: Li
         }
         let conn = Arc::new(Conn { busy: AtomicUsize::new(0), last_ms: AtomicU64::new(table.now_ms()), close: Notify::new() });
         table.conns.lock().unwrap_or_else(|e| e.into_inner()).push_back(conn.clone());
-        let (router, table, stopping) = (router.clone(), table.clone(), stopping.clone());
-        tasks.spawn(async move {
-            let svc = {
-                let (conn, table) = (conn.clone(), table.clone());
-                hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
-                    conn.busy.fetch_add(1, Ordering::AcqRel);
-                    let (conn, table, answer) = (conn.clone(), table.clone(), router.clone().oneshot(req));
-                    async move {
-                        let r = answer.await;
-                        conn.last_ms.store(table.now_ms(), Ordering::Relaxed);
-                        conn.busy.fetch_sub(1, Ordering::AcqRel);
-                        r
-                    }
-                })
-            };
-            let http = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(limits.idle)
-                .serve_connection(TokioIo::new(stream), svc);
-            tokio::pin!(http);
-            tokio::select! {
-                _ = http.as_mut() => {}
-                _ = conn.close.notified() => {}
-                _ = stopping.notified() => {
-                    http.as_mut().graceful_shutdown();
-                    let _ = http.as_mut().await;
-                }
-            }
-            table.remove(&conn);
-        });
+        tasks.spawn(connection(stream, conn, router.clone(), table.clone(), stopping.clone(), limits));
     }
     janitor.abort();
     drop(listener);
-    // Answers in flight finish; idle connections close now.
+    drain(tasks, &stopping).await;
+}
+
+/// One connection's life: answer its requests (marking it busy while one is
+/// answered, so the janitor never cuts it), until the client leaves, the
+/// janitor or an eviction closes it, or the server stops (then the answer in
+/// flight finishes first).
+async fn connection(stream: tokio::net::TcpStream, conn: Arc<Conn>, router: Router, table: Arc<Table>, stopping: Arc<Notify>, limits: Limits) {
+    let svc = {
+        let (conn, table) = (conn.clone(), table.clone());
+        hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+            conn.busy.fetch_add(1, Ordering::AcqRel);
+            let (conn, table, answer) = (conn.clone(), table.clone(), router.clone().oneshot(req));
+            async move {
+                let r = answer.await;
+                conn.last_ms.store(table.now_ms(), Ordering::Relaxed);
+                conn.busy.fetch_sub(1, Ordering::AcqRel);
+                r
+            }
+        })
+    };
+    let http = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.idle)
+        .serve_connection(TokioIo::new(stream), svc);
+    tokio::pin!(http);
+    tokio::select! {
+        _ = http.as_mut() => {}
+        _ = conn.close.notified() => {}
+        _ = stopping.notified() => {
+            http.as_mut().graceful_shutdown();
+            let _ = http.as_mut().await;
+        }
+    }
+    table.remove(&conn);
+}
+
+/// At shutdown: answers in flight finish (up to 5 s); idle connections
+/// close now.
+async fn drain(mut tasks: tokio::task::JoinSet<()>, stopping: &Notify) {
     stopping.notify_waiters();
     let deadline = tokio::time::sleep(Duration::from_secs(5));
     tokio::pin!(deadline);

@@ -25,6 +25,7 @@ pub mod http;
 pub mod metrics;
 pub mod pages;
 pub mod query;
+pub mod reply;
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
@@ -41,41 +42,7 @@ use axum::Router;
 use crate::error::BadInput;
 use crate::store::Store;
 
-/// What a handler answers, built on the blocking pool.
-pub struct Reply {
-    pub status: StatusCode,
-    pub content_type: &'static str,
-    pub body: String,
-    /// `Content-Disposition` (downloads).
-    pub disposition: Option<String>,
-}
-
-impl Reply {
-    pub fn html(body: String) -> Reply {
-        Reply { status: StatusCode::OK, content_type: "text/html; charset=utf-8", body, disposition: None }
-    }
-    pub fn json(body: String) -> Reply {
-        Reply { status: StatusCode::OK, content_type: "application/json", body, disposition: None }
-    }
-    /// `{"error": msg}` with `status`: how the API answers what it cannot.
-    pub fn json_error(status: StatusCode, msg: &str) -> Reply {
-        Reply::json(serde_json::json!({ "error": msg }).to_string()).status(status)
-    }
-    pub fn status(mut self, s: StatusCode) -> Reply {
-        self.status = s;
-        self
-    }
-}
-
-impl IntoResponse for Reply {
-    fn into_response(self) -> Response {
-        let mut r = (self.status, [(header::CONTENT_TYPE, self.content_type)], self.body).into_response();
-        if let Some(d) = self.disposition.and_then(|d| HeaderValue::from_str(&d).ok()) {
-            r.headers_mut().insert(header::CONTENT_DISPOSITION, d);
-        }
-        r
-    }
-}
+pub use reply::{Face, Fail, Reply};
 
 /// The server's state: the history, and how pages name it.
 pub struct App {
@@ -187,46 +154,23 @@ async fn guard(req: Request<Body>, next: Next) -> Response {
     r
 }
 
-/// Run `f` with the app on the blocking pool.
-async fn blocking(app: Arc<App>, f: impl FnOnce(&App) -> Reply + Send + 'static) -> Response {
+/// Run `f` with the app on the blocking pool; a [`Fail`] becomes the
+/// answer for `face`.
+async fn blocking(app: Arc<App>, face: Face, f: impl FnOnce(&App) -> Result<Reply, Fail> + Send + 'static) -> Response {
     match tokio::task::spawn_blocking(move || f(&app)).await {
-        Ok(r) => r.into_response(),
+        Ok(r) => r.unwrap_or_else(|fail| fail.reply(face)).into_response(),
         Err(e) => Reply::html(pages::error_page("Internal error", &format!("the request failed: {e}")))
             .status(StatusCode::INTERNAL_SERVER_ERROR)
             .into_response(),
     }
 }
 
-/// A store error as an answer: bad input (no such run) is 404, the rest 500.
-fn failed(e: anyhow::Error) -> Reply {
-    match e.downcast_ref::<BadInput>() {
-        Some(b) => Reply::html(pages::error_page("Not found", &b.0)).status(StatusCode::NOT_FOUND),
-        None => Reply::html(pages::error_page("The history could not be read", &format!("{e:#}"))).status(StatusCode::INTERNAL_SERVER_ERROR),
-    }
-}
-
-fn failed_json(e: anyhow::Error) -> Reply {
-    match e.downcast_ref::<BadInput>() {
-        Some(b) => Reply::json_error(StatusCode::NOT_FOUND, &b.0),
-        None => Reply::json_error(StatusCode::INTERNAL_SERVER_ERROR, &format!("{e:#}")),
-    }
-}
-
-fn bad_request(msg: String) -> Reply {
-    Reply::html(pages::error_page("Bad request", &msg)).status(StatusCode::BAD_REQUEST)
-}
-
-/// A run id from the path, or 404 naming what was given: a page (`api`
-/// false) or the API's JSON error.
-fn run_id(raw: &str, api: bool) -> Result<i64, Reply> {
-    raw.parse::<i64>().ok().filter(|&i| i > 0).ok_or_else(|| {
-        let m = format!("'{raw}' is not a run id: run ids are whole numbers ≥ 1 (the list at / shows them)");
-        if api {
-            Reply::json_error(StatusCode::NOT_FOUND, &m)
-        } else {
-            Reply::html(pages::error_page("Not found", &m)).status(StatusCode::NOT_FOUND)
-        }
-    })
+/// A run id from the path, or 404 naming what was given.
+fn run_id(raw: &str) -> Result<i64, Fail> {
+    raw.parse::<i64>()
+        .ok()
+        .filter(|&i| i > 0)
+        .ok_or_else(|| Fail::NotFound(format!("'{raw}' is not a run id: run ids are whole numbers ≥ 1 (the list at / shows them)")))
 }
 
 async fn not_found(req: Request<Body>) -> Response {
@@ -236,157 +180,109 @@ async fn not_found(req: Request<Body>) -> Response {
 }
 
 async fn list(State(app): State<Arc<App>>, RawQuery(q): RawQuery) -> Response {
-    blocking(app, move |app| {
-        let q = match query::list_query(q.as_deref().unwrap_or("")) {
-            Ok(q) => q,
-            Err(m) => return bad_request(m),
-        };
+    blocking(app, Face::Page, move |app| {
+        let q = query::list_query(q.as_deref().unwrap_or("")).map_err(Fail::BadRequest)?;
         let mut store = app.store();
-        let page = match store.page(&q.page) {
-            Ok(p) => p,
-            Err(e) => return failed(e),
-        };
-        let facets = match store.facets() {
-            Ok(f) => f,
-            Err(e) => return failed(e),
-        };
-        Reply::html(pages::list_page(&app.shown, &q, &page, &facets))
+        let page = store.page(&q.page)?;
+        let facets = store.facets()?;
+        Ok(Reply::html(pages::list_page(&app.shown, &q, &page, &facets)))
     })
     .await
 }
 
 async fn run_page(State(app): State<Arc<App>>, Path(raw): Path<String>, RawQuery(q): RawQuery) -> Response {
-    blocking(app, move |app| {
-        let id = match run_id(&raw, false) {
-            Ok(i) => i,
-            Err(r) => return r,
-        };
-        let deadline = match query::run_query(q.as_deref().unwrap_or("")) {
-            Ok(d) => d,
-            Err(m) => return bad_request(m),
-        };
-        let mut store = app.store();
-        let loaded = store.load(id).and_then(|run| {
+    blocking(app, Face::Page, move |app| {
+        let id = run_id(&raw)?;
+        let deadline = query::run_query(q.as_deref().unwrap_or("")).map_err(Fail::BadRequest)?;
+        let (run, tags, windows) = {
+            let mut store = app.store();
+            let run = store.load(id)?;
             let tags = store.tags(id)?;
             let windows = match &run.monitor {
                 Some(m) => store.windows(&m.id)?,
                 None => Vec::new(),
             };
-            Ok((run, tags, windows))
-        });
-        drop(store);
-        match loaded {
-            Ok((run, tags, windows)) => match pages::run_page(&app.shown, id, run, &tags, &windows, deadline) {
-                Ok(html) => Reply::html(html),
-                Err(e) => failed(e),
-            },
-            Err(e) => failed(e),
-        }
+            (run, tags, windows)
+        };
+        Ok(Reply::html(pages::run_page(&app.shown, id, run, &tags, &windows, deadline)?))
     })
     .await
 }
 
 async fn run_json(State(app): State<Arc<App>>, Path(raw): Path<String>) -> Response {
-    blocking(app, move |app| {
-        let id = match run_id(&raw, false) {
-            Ok(i) => i,
-            Err(r) => return r,
-        };
-        match app.store().json_text(id) {
-            Ok(text) => Reply { disposition: Some(format!("attachment; filename=\"rtscope-run-{id}.json\"")), ..Reply::json(text) },
-            Err(e) => failed(e),
-        }
+    blocking(app, Face::Page, move |app| {
+        let id = run_id(&raw)?;
+        let text = app.store().json_text(id)?;
+        Ok(Reply { disposition: Some(format!("attachment; filename=\"rtscope-run-{id}.json\"")), ..Reply::json(text) })
     })
     .await
 }
 
-async fn compare(State(app): State<Arc<App>>, RawQuery(q): RawQuery) -> Response {
-    blocking(app, move |app| {
-        let cq = match query::compare_query(q.as_deref().unwrap_or("")) {
-            Ok(v) => v,
-            Err(m) => return bad_request(m),
+/// The runs a comparison names, in order: each id, and every run of each tag.
+fn compared_runs(app: &App, inputs: &[query::Input]) -> Result<Vec<(i64, crate::model::Run)>, Fail> {
+    let mut store = app.store();
+    let mut runs = Vec::new();
+    for input in inputs {
+        let ids = match input {
+            query::Input::Id(id) => vec![*id],
+            query::Input::Tag(t) => match store.ids_with_tag(t)? {
+                ids if ids.is_empty() => return Err(Fail::BadRequest(format!("no run has the tag @{t}; the list at / shows the tags"))),
+                ids => ids,
+            },
         };
-        let inputs = &cq.runs;
-        let mut runs = Vec::new();
-        {
-            let mut store = app.store();
-            for input in inputs {
-                let ids = match input {
-                    query::Input::Id(id) => vec![*id],
-                    query::Input::Tag(t) => match store.ids_with_tag(t) {
-                        Ok(ids) if ids.is_empty() => return bad_request(format!("no run has the tag @{t}; the list at / shows the tags")),
-                        Ok(ids) => ids,
-                        Err(e) => return failed(e),
-                    },
-                };
-                for id in ids {
-                    match store.load(id) {
-                        Ok(r) => runs.push((id, r)),
-                        Err(e) => return failed(e),
-                    }
-                }
-            }
+        for id in ids {
+            runs.push((id, store.load(id)?));
         }
+    }
+    Ok(runs)
+}
+
+async fn compare(State(app): State<Arc<App>>, RawQuery(q): RawQuery) -> Response {
+    blocking(app, Face::Page, move |app| {
+        let cq = query::compare_query(q.as_deref().unwrap_or("")).map_err(Fail::BadRequest)?;
+        let runs = compared_runs(app, &cq.runs)?;
         if runs.len() < 2 {
-            return bad_request(format!(
+            return Err(Fail::BadRequest(format!(
                 "a comparison needs two or more runs; {} given. Tick two or more runs in the list at / and press Compare, or ask for /compare?runs=1,2",
                 runs.len()
-            ));
+            )));
         }
         if runs.len() > query::MAX_COMPARED {
-            return bad_request(format!("{} runs asked for; a comparison shows at most {} side by side", runs.len(), query::MAX_COMPARED));
+            return Err(Fail::BadRequest(format!("{} runs asked for; a comparison shows at most {} side by side", runs.len(), query::MAX_COMPARED)));
         }
-        match pages::compare_page(&app.shown, runs, &cq) {
-            Ok(html) => Reply::html(html),
-            Err(e) => bad_request(format!("{e:#}")),
-        }
+        let html = pages::compare_page(&app.shown, runs, &cq).map_err(|e| Fail::BadRequest(format!("{e:#}")))?;
+        Ok(Reply::html(html))
     })
     .await
 }
 
 async fn api_runs(State(app): State<Arc<App>>, RawQuery(q): RawQuery) -> Response {
-    blocking(app, move |app| {
-        let q = match query::list_query(q.as_deref().unwrap_or("")) {
-            Ok(q) => q,
-            Err(m) => return Reply::json_error(StatusCode::BAD_REQUEST, &m),
-        };
-        match app.store().page(&q.page) {
-            Ok(p) => Reply::json(serde_json::json!({ "total": p.total, "offset": p.offset, "limit": q.page.limit, "runs": p.runs }).to_string()),
-            Err(e) => failed_json(e),
-        }
+    blocking(app, Face::Api, move |app| {
+        let q = query::list_query(q.as_deref().unwrap_or("")).map_err(Fail::BadRequest)?;
+        let p = app.store().page(&q.page)?;
+        Ok(Reply::json(serde_json::json!({ "total": p.total, "offset": p.offset, "limit": q.page.limit, "runs": p.runs }).to_string()))
     })
     .await
 }
 
 async fn api_run(State(app): State<Arc<App>>, Path(raw): Path<String>) -> Response {
-    blocking(app, move |app| match run_id(&raw, true) {
-        Err(r) => r,
-        Ok(id) => match app.store().json_text(id) {
-            Ok(text) => Reply::json(text),
-            Err(e) => failed_json(e),
-        },
+    blocking(app, Face::Api, move |app| {
+        let id = run_id(&raw)?;
+        Ok(Reply::json(app.store().json_text(id)?))
     })
     .await
 }
 
 async fn api_windows(State(app): State<Arc<App>>, Path(raw): Path<String>) -> Response {
-    blocking(app, move |app| {
-        let id = match run_id(&raw, true) {
-            Ok(i) => i,
-            Err(r) => return r,
-        };
+    blocking(app, Face::Api, move |app| {
+        let id = run_id(&raw)?;
         let mut store = app.store();
-        let run = match store.load(id) {
-            Ok(r) => r,
-            Err(e) => return failed_json(e),
-        };
+        let run = store.load(id)?;
         let Some(m) = &run.monitor else {
-            return Reply::json_error(StatusCode::NOT_FOUND, &format!("run #{id} is not a monitor run: it has no windows"));
+            return Err(Fail::NotFound(format!("run #{id} is not a monitor run: it has no windows")));
         };
-        match store.windows(&m.id) {
-            Ok(w) => Reply::json(serde_json::to_string(&w).unwrap_or_else(|_| "[]".into())),
-            Err(e) => failed_json(e),
-        }
+        let w = store.windows(&m.id)?;
+        Ok(Reply::json(serde_json::to_string(&w).unwrap_or_else(|_| "[]".into())))
     })
     .await
 }

@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use crate::analysis::summary::{analyse, Options};
 use crate::model::{Run, Window};
-use crate::report::blocks::Unit;
+use crate::report::blocks::{Unit, NOT_APPLICABLE, UNKNOWN};
 use crate::report::html::{self, esc};
 use crate::store::{Facets, Page, RunRow, Sort};
 
@@ -47,9 +47,29 @@ fn options(values: &[String], chosen: &str, any: &str) -> String {
 pub fn list_page(shown: &str, q: &ListQuery, page: &Page, facets: &Facets) -> String {
     let mut s = nav(shown);
     s.push_str("<h1>Runs</h1>\n");
-    // Filters: a plain GET form; blank fields are no filter.
-    let _ = write!(
-        s,
+    s.push_str(&filters(q, facets));
+    let pager = pager(q, page);
+    s.push_str(&pager);
+    if page.runs.is_empty() {
+        s.push_str("<p>No runs match. <a href=\"/\">Show all runs</a>; `rtscope run` and `rtscope import` add runs.</p>\n");
+        return html::document("rtscope: runs", STYLE, &s);
+    }
+    // The table sits in the compare form: checkboxes send runs=ID&runs=ID.
+    s.push_str("<form method=\"get\" action=\"/compare\"><div class=\"tw\"><table><thead><tr><th></th>");
+    s.push_str(&sort_headers(q));
+    s.push_str("</tr></thead><tbody>");
+    for r in &page.runs {
+        s.push_str(&row(r));
+    }
+    s.push_str("</tbody></table></div>\n<p><button type=\"submit\">Compare selected runs</button> (tick two or more)</p></form>\n");
+    s.push_str(&pager);
+    html::document("rtscope: runs", STYLE, &s)
+}
+
+/// The filters: a plain GET form; blank fields are no filter. The sort
+/// order chosen is kept in hidden fields.
+fn filters(q: &ListQuery, facets: &Facets) -> String {
+    let mut s = format!(
         "<form class=\"filters\" method=\"get\" action=\"/\">\
          <label>host<select name=\"host\">{}</select></label>\
          <label>kernel contains<input name=\"kernel\" value=\"{}\" size=\"14\"></label>\
@@ -72,7 +92,11 @@ pub fn list_page(shown: &str, q: &ListQuery, page: &Page, facets: &Facets) -> St
         }
     }
     s.push_str("<button type=\"submit\">Filter</button><a href=\"/\">clear</a></form>\n");
+    s
+}
 
+/// "runs 1–50 of 120 · page 1 of 3" and the first / previous / next / last links.
+fn pager(q: &ListQuery, page: &Page) -> String {
     let first = if page.runs.is_empty() { 0 } else { page.offset + 1 };
     let last = page.offset + page.runs.len() as u64;
     let pages = page.total.div_ceil(q.per).max(1);
@@ -83,7 +107,7 @@ pub fn list_page(shown: &str, q: &ListQuery, page: &Page, facets: &Facets) -> St
             format!("<span class=\"off\">{text}</span>")
         }
     };
-    let pager = format!(
+    format!(
         "<div class=\"pager\"><span>runs {first}–{last} of {} · page {} of {pages}</span>{}{}{}{}</div>\n",
         page.total,
         q.number,
@@ -91,15 +115,13 @@ pub fn list_page(shown: &str, q: &ListQuery, page: &Page, facets: &Facets) -> St
         link(q.number.saturating_sub(1).max(1), "‹ previous", q.number > 1),
         link(q.number + 1, "next ›", q.number < pages),
         link(pages, "last »", q.number < pages)
-    );
-    s.push_str(&pager);
-    if page.runs.is_empty() {
-        s.push_str("<p>No runs match. <a href=\"/\">Show all runs</a>; `rtscope run` and `rtscope import` add runs.</p>\n");
-        return html::document("rtscope: runs", STYLE, &s);
-    }
+    )
+}
 
-    // The table sits in the compare form: checkboxes send runs=ID&runs=ID.
-    s.push_str("<form method=\"get\" action=\"/compare\"><div class=\"tw\"><table><thead><tr><th></th>");
+/// The list's column headers; a sortable one links to the list sorted by
+/// it (again: the other way round) and shows ▲/▼ when it is the order.
+fn sort_headers(q: &ListQuery) -> String {
+    let mut s = String::new();
     let sorted = q.page.sort;
     for (label, key, class) in [
         ("id", Some(Sort::Id), "r"),
@@ -124,13 +146,7 @@ pub fn list_page(shown: &str, q: &ListQuery, page: &Page, facets: &Facets) -> St
             }
         }
     }
-    s.push_str("</tr></thead><tbody>");
-    for r in &page.runs {
-        s.push_str(&row(r));
-    }
-    s.push_str("</tbody></table></div>\n<p><button type=\"submit\">Compare selected runs</button> (tick two or more)</p></form>\n");
-    s.push_str(&pager);
-    html::document("rtscope: runs", STYLE, &s)
+    s
 }
 
 fn row(r: &RunRow) -> String {
@@ -138,7 +154,7 @@ fn row(r: &RunRow) -> String {
         .headline_max_ns
         .iter()
         .map(|m| {
-            let p99 = m.p99_ns.map(|p| Unit::Us.fmt(p as f64)).unwrap_or_else(|| "-".into());
+            let p99 = m.p99_ns.map(|p| Unit::Us.fmt(p as f64)).unwrap_or_else(|| UNKNOWN.into());
             format!("{}: {} / {}", esc(&m.phase), Unit::Us.fmt(m.max_ns as f64), p99)
         })
         .collect();
@@ -150,7 +166,7 @@ fn row(r: &RunRow) -> String {
         esc(&r.started_at.get(..19).unwrap_or(&r.started_at).replace('T', " ")),
         esc(&r.host),
         esc(&r.kernel),
-        esc(if r.preempt.is_empty() { "-" } else { &r.preempt }),
+        esc(if r.preempt.is_empty() { UNKNOWN } else { &r.preempt }),
         if r.realtime { " (RT)" } else { "" },
         esc(&r.probes),
         esc(&r.tags.iter().map(|t| format!("@{t}")).collect::<Vec<_>>().join(" ")),
@@ -180,7 +196,7 @@ pub fn run_page(shown: &str, id: i64, run: Run, tags: &[String], windows: &[Wind
         esc(&r.host.hostname),
         esc(&r.host.kernel_release),
         esc(&form_urlencoded::byte_serialize(r.host.hostname.as_bytes()).collect::<String>()),
-        if tags.is_empty() { "-".to_string() } else { esc(&tags.iter().map(|t| format!("@{t}")).collect::<Vec<_>>().join(" ")) }
+        if tags.is_empty() { NOT_APPLICABLE.to_string() } else { esc(&tags.iter().map(|t| format!("@{t}")).collect::<Vec<_>>().join(" ")) }
     );
     if let Some(i) = &r.imported_from {
         let _ = writeln!(s, "<p>Imported from {} ({} via {}).</p>", esc(&i.file), esc(&i.tool), esc(&i.format));

@@ -6,13 +6,17 @@
 //!   → a [`transport::Link`] of lines;
 //! - [`proto`]: one line of protocol 1, checksum and grammar checked;
 //! - [`block`]: a result block → result entries (per thread and merged);
-//! - [`session`]: announcement, one plan per probe and phase, stop, the run.
+//! - [`reader`]: the lines from the agent, numbered and checked; its announcement;
+//! - [`replies`]: one plan's replies up to its `done`;
+//! - [`session`]: one plan per probe and phase, stop, the run.
 //!
 //! It sits on the runner's layer: it is the runner for a plan measured
 //! elsewhere, and shares the runner's final write.
 
 pub mod block;
 pub mod proto;
+mod reader;
+mod replies;
 pub mod session;
 pub mod transport;
 

@@ -1,0 +1,278 @@
+//! The report's content as layout-free blocks (headings, tables, text,
+//! lists), built from the [`Analysis`] only. The term, Markdown and HTML
+//! renderers lay the same blocks out, so the tables read the same in every
+//! format; each renderer is `layout(blocks(analysis))`.
+//!
+//! Latencies are shown in µs with one decimal (or in ns with `--ns`); ratios
+//! as "B/A" with two significant digits below 10.
+
+
+mod compare_tables;
+mod monitor;
+mod run_tables;
+mod suites;
+
+use crate::analysis::summary::{Analysis, RunAnalysis};
+use crate::model::Nanos;
+
+pub use compare_tables::{bin_table, compare_table, throughput_compare_table};
+pub use monitor::monitor_windows;
+pub use run_tables::{
+    deadline_verdict, deadline_verdicts, doctor_table, fmt_prob, pwcet_refusals, pwcet_table, split_deadline, summary_table, trace_blocks, worst_table,
+};
+use run_tables::verdict_blocks;
+pub use suites::{fmt_count, rhealstone_table, thread_metric_table};
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Us,
+    Ns,
+}
+
+impl Unit {
+    /// The unit `--ns` asks for: ns when given, else µs.
+    pub fn of_ns_flag(ns: bool) -> Unit {
+        if ns {
+            Unit::Ns
+        } else {
+            Unit::Us
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Us => "us",
+            Unit::Ns => "ns",
+        }
+    }
+    pub fn fmt(self, ns: f64) -> String {
+        match self {
+            Unit::Us => format!("{:.1}", ns / 1000.0),
+            Unit::Ns => format!("{:.0}", ns),
+        }
+    }
+    pub fn fmt_n(self, ns: Nanos) -> String {
+        self.fmt(ns.0 as f64)
+    }
+}
+
+/// How a cell should stand out where the renderer can show it (colour).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tone {
+    Plain,
+    /// Better than the first system / a passed check.
+    Good,
+    /// Worse than the first system / a miss / a refusal.
+    Bad,
+    Dim,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    pub text: String,
+    pub tone: Tone,
+}
+
+impl Cell {
+    pub fn plain(s: impl Into<String>) -> Cell {
+        Cell { text: s.into(), tone: Tone::Plain }
+    }
+    pub fn tone(s: impl Into<String>, tone: Tone) -> Cell {
+        Cell { text: s.into(), tone }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub header: Vec<String>,
+    /// Columns before this index are left-aligned (labels), the rest right-aligned.
+    pub label_cols: usize,
+    pub rows: Vec<Vec<Cell>>,
+    /// Columns a narrow layout (an 80-column terminal) may leave out, the
+    /// first first; the others are always shown.
+    pub optional: Vec<usize>,
+    /// Columns of long text a page may break over lines (the others keep
+    /// one line).
+    pub wrap: Vec<usize>,
+}
+
+impl Table {
+    /// A table of plain cells: `header`, then `rows`; the first `label_cols`
+    /// columns left-aligned.
+    pub fn plain(header: Vec<String>, label_cols: usize, rows: Vec<Vec<String>>) -> Table {
+        Table::new(header, label_cols, rows.into_iter().map(|r| r.into_iter().map(Cell::plain).collect()).collect())
+    }
+    /// A table of which every column is always shown.
+    pub fn new(header: Vec<String>, label_cols: usize, rows: Vec<Vec<Cell>>) -> Table {
+        Table { header, label_cols, rows, optional: Vec::new(), wrap: Vec::new() }
+    }
+    /// Columns `cols` may break over lines on a page.
+    pub fn wrapping(mut self, cols: &[usize]) -> Table {
+        self.wrap = cols.to_vec();
+        self
+    }
+    /// The columns named `names` (header text without a trailing "(unit)") may be left out
+    /// in a narrow layout, in that order.
+    pub fn optional(mut self, names: &[&str]) -> Table {
+        let base = |h: &str| h.strip_suffix(')').and_then(|x| x.rsplit_once('(')).map(|(b, _)| b).unwrap_or(h).to_string();
+        self.optional = names.iter().filter_map(|n| self.header.iter().position(|h| base(h) == *n)).collect();
+        self
+    }
+}
+
+/// What every table shows for a value it does not have (a percentile an
+/// imported summary-only result lacks, a phase a run did not have).
+pub const UNKNOWN: &str = "-";
+
+/// What every table shows where a value has no meaning: the variant of a
+/// probe without variants, the CPU of a row merged over threads, the fix of
+/// a finding that needs none, the trace of a sample not traced, the
+/// estimate columns of a refused fit. The same dash as [`UNKNOWN`] on the
+/// page; a different fact in the code.
+pub const NOT_APPLICABLE: &str = "-";
+
+#[derive(Debug, Clone)]
+pub enum Block {
+    /// Level 1 (report), 2 (run / comparison), 3 (section).
+    Heading(u8, String),
+    Text(String),
+    List(Vec<String>),
+    Table(Table),
+    /// Name–value pairs (the host fingerprint and plan).
+    Fields(Vec<(String, String)>),
+    /// Blocks folded under a one-line summary (a page's `<details>`, of
+    /// `class`, unfolded when `open`); the text formats show the summary as a
+    /// heading and the blocks under it.
+    Folded { summary: String, class: &'static str, open: bool, blocks: Vec<Block> },
+    /// A chart: only a page shows it; the text formats leave it out.
+    Plot(crate::report::plots::Plot),
+}
+
+/// `blocks` as the text formats lay them out: folded blocks unfolded under
+/// their summary as a level-3 heading, fields as "name: value" lines, plots
+/// left out. What remains is headings, text, lists and tables.
+pub fn for_text(blocks: &[Block]) -> Vec<Block> {
+    let mut out = Vec::new();
+    for b in blocks {
+        match b {
+            Block::Folded { summary, blocks, .. } => {
+                out.push(Block::Heading(3, summary.clone()));
+                out.extend(for_text(blocks));
+            }
+            Block::Fields(f) => out.push(Block::Text(f.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("\n"))),
+            Block::Plot(_) => {}
+            b => out.push(b.clone()),
+        }
+    }
+    out
+}
+
+/// What a miss is, said once for every format that shows a deadline.
+pub const DEADLINE_NOTE: &str = "A sample over the deadline or a missed period is a miss (shown late+missed when periods were missed); miss ratio = misses / periods (samples + missed periods); P(miss)/h is the probability of at least one miss in an hour at the measured rate (≤: no miss seen, 95 % upper bound; ≥: missed periods unknown).";
+
+fn host_line(r: &RunAnalysis) -> String {
+    let h = &r.host;
+    format!(
+        "{} · kernel {} ({}, preempt {}) · {} · {} CPUs online · clocksource {} · {}{}{}",
+        h.hostname,
+        h.kernel_release,
+        if h.realtime { "PREEMPT_RT" } else { "not RT" },
+        h.preempt_model,
+        h.cpu_model,
+        h.cpus_online.len(),
+        h.clocksource,
+        r.started_at,
+        if h.virtualized { " · virtualized" } else { "" },
+        if r.interrupted { " · interrupted" } else { "" },
+    )
+}
+
+/// All blocks of the report, in order.
+pub fn blocks(a: &Analysis, u: Unit, bins: bool) -> Vec<Block> {
+    let mut out = Vec::new();
+    let with_deadline = a.options.deadline.is_some();
+    for r in &a.runs {
+        out.push(Block::Heading(2, r.name.clone()));
+        out.push(Block::Text(format!("{} — {}", r.source, host_line(r))));
+        let summary = summary_table(r, u, with_deadline);
+        if !summary.rows.is_empty() {
+            match a.options.deadline {
+                Some(d) => {
+                    let (latencies, deadline) = split_deadline(&summary);
+                    out.push(Block::Table(latencies));
+                    out.push(Block::Heading(3, format!("Deadline {} {}", u.fmt_n(d), u.name())));
+                    out.push(Block::Text(DEADLINE_NOTE.into()));
+                    out.push(Block::Table(deadline));
+                    out.extend(verdict_blocks(r, u));
+                }
+                None => out.push(Block::Table(summary)),
+            }
+        }
+        out.extend(trace_blocks(r.run, 5));
+        if !r.warnings.is_empty() {
+            out.push(Block::Heading(3, "Warnings".into()));
+            out.push(Block::List(r.warnings.clone()));
+        }
+        if let Some(t) = rhealstone_table(&r.rhealstone, u) {
+            out.push(Block::Heading(3, "Rhealstone (Kar & Porter 1989)".into()));
+            out.push(Block::Table(t));
+        }
+        if let Some(t) = thread_metric_table(&r.thread_metric) {
+            out.push(Block::Heading(3, "Thread-Metric".into()));
+            out.push(Block::Table(t));
+        }
+        if let Some(t) = pwcet_table(r, u) {
+            out.push(Block::Heading(3, "Statistical worst case (peaks over threshold, GPD fit)".into()));
+            out.push(Block::Text(
+                "Latency exceeded with probability p per sample, 95 % bootstrap interval; given only when the tail is long enough, independent (Ljung–Box) and stationary (halves of the run agree). The observed max is always shown.".into(),
+            ));
+            out.push(Block::Table(t));
+            let refused = pwcet_refusals(r);
+            if !refused.is_empty() {
+                out.push(Block::List(refused));
+            }
+        }
+    }
+    out.extend(compare_blocks(a, u, bins));
+    out
+}
+
+/// The comparison (with two or more systems) and, with `bins`, the bin
+/// tables.
+pub fn compare_blocks(a: &Analysis, u: Unit, bins: bool) -> Vec<Block> {
+    let mut out = Vec::new();
+    let c = &a.comparison;
+    if c.systems.len() >= 2 {
+        out.push(Block::Heading(2, format!("Comparison: {}", c.systems.join(" vs "))));
+        if !c.notes.is_empty() {
+            out.push(Block::List(c.notes.clone()));
+        }
+        out.push(Block::Table(compare_table(a, u)));
+        if let Some(t) = throughput_compare_table(a) {
+            out.push(Block::Heading(3, "Throughput (Thread-Metric): ops per second".into()));
+            out.push(Block::Table(t));
+        }
+        if !c.sentences.is_empty() {
+            out.push(Block::List(c.sentences.clone()));
+        }
+        if !c.unmatched.is_empty() {
+            out.push(Block::Heading(3, "Not in every input".into()));
+            out.push(Block::List(
+                c.unmatched.iter().map(|(k, have)| format!("{}: only in {}", k.label(), have.join(", "))).collect(),
+            ));
+        }
+    }
+    if bins {
+        out.extend(bin_blocks(a, u));
+    }
+    out
+}
+
+/// Each bin table under its heading (seed 001's tables: counts per bin and
+/// system).
+pub fn bin_blocks(a: &Analysis, u: Unit) -> Vec<Block> {
+    let mut out = Vec::new();
+    for (i, t) in a.comparison.bin_tables.iter().enumerate() {
+        out.push(Block::Heading(3, format!("Bins of {} {}: {}", u.fmt_n(t.width_ns), u.name(), t.key.label())));
+        out.push(Block::Table(bin_table(a, i, u)));
+    }
+    out
+}

@@ -1,0 +1,96 @@
+//! One probe run of a plan entry: the warm-up, the measurement, and what it
+//! leaves — the threads' set-up steps ([`absorb`]) and the result entries
+//! ([`results_from`]). `run` warms up and locks memory per probe run
+//! ([`warm_up`], [`super::MemoryLock`]); `monitor` locks once for all its
+//! windows and measures each window with [`Measuring::measure`].
+
+use std::sync::atomic::AtomicBool;
+
+use crate::measure::recorder::Recorder;
+use crate::measure::{LiveBoard, Probe, ProbeCtx, ProbeRun, ThreadOutcome};
+use crate::model::{ProbeResult, SetupStep};
+use crate::trace::TraceSession;
+
+/// How long every probe run warms up at least (its samples discarded): one
+/// pass of the probe's loop brings the pages it touches into memory, where
+/// the [`super::MemoryLock`] keeps them, so the measurement takes no page fault.
+pub const WARM_UP_MIN_NS: u64 = 50_000_000;
+
+/// What every probe run of a session is given besides its own run description.
+pub(crate) struct Measuring<'a> {
+    pub(crate) board: &'a LiveBoard,
+    pub(crate) stop: &'a AtomicBool,
+    pub(crate) trace: Option<&'a TraceSession>,
+}
+
+impl Measuring<'_> {
+    /// Run `probe` as `run` describes it in `phase`; its threads' set-up
+    /// steps go into `steps`, and a thread that failed fails the probe run.
+    pub(crate) fn measure(&self, probe: &dyn Probe, run: &ProbeRun, phase: &str, steps: &mut Vec<SetupStep>) -> anyhow::Result<Vec<ThreadOutcome>> {
+        let outcomes = probe.run(&ProbeCtx { run, phase, stop: self.stop, board: self.board, trace: self.trace })?;
+        absorb(probe.info().name, &outcomes, steps)?;
+        Ok(outcomes)
+    }
+
+    /// The warm-up: the probe's loop as `run` describes it, samples
+    /// discarded and not traced.
+    pub(crate) fn warm_up(&self, probe: &dyn Probe, run: &ProbeRun, phase: &str) -> anyhow::Result<()> {
+        probe.run(&ProbeCtx { run, phase, stop: self.stop, board: self.board, trace: None })?;
+        Ok(())
+    }
+}
+
+/// The warm-up of `probe`'s run `warm` (the entry's own, from the plan): an
+/// explicit warm-up runs for every probe; the implicit one of at least
+/// [`WARM_UP_MIN_NS`] only where the probe's descriptor says it helps.
+pub(crate) fn warm_up(probe: &dyn Probe, warm: ProbeRun) -> ProbeRun {
+    if probe.info().warms_up {
+        warm.warm_up_of_at_least(WARM_UP_MIN_NS)
+    } else {
+        warm
+    }
+}
+
+/// Each thread's set-up steps into `steps` (once per step and outcome);
+/// a thread whose loop ended on an error fails the probe run.
+pub(crate) fn absorb(probe: &str, outcomes: &[ThreadOutcome], steps: &mut Vec<SetupStep>) -> anyhow::Result<()> {
+    for o in outcomes {
+        for st in &o.setup {
+            add_step(steps, st);
+        }
+        if let Some(e) = &o.error {
+            anyhow::bail!("probe {probe}, thread {}: {e}", o.thread);
+        }
+    }
+    Ok(())
+}
+
+/// `step` into `steps` unless a step of that name and outcome is there.
+pub(crate) fn add_step(steps: &mut Vec<SetupStep>, step: &SetupStep) {
+    if !steps.iter().any(|x| x.step == step.step && x.outcome == step.outcome) {
+        steps.push(step.clone());
+    }
+}
+
+/// Per-thread results plus one merged entry per variant, from a probe's outcomes.
+pub fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec<ProbeResult> {
+    let mut out = Vec::new();
+    let variants: Vec<Option<String>> = crate::units::first_seen(outcomes.iter().map(|o| o.variant.clone()));
+    for v in variants {
+        let group: Vec<&ThreadOutcome> = outcomes.iter().filter(|o| o.variant == v).collect();
+        let first = group[0];
+        let mut merged = Recorder::with_tail(usize::MAX, 0, first.recorder.worst_k(), first.recorder.tail_k());
+        let mut extra = crate::measure::Extra::default();
+        for o in &group {
+            let mut r = o.recorder.to_result(probe, phase, v.clone(), Some(o.thread), o.cpu, o.interval_ns);
+            o.extra.apply(&mut r);
+            extra = extra.merge(&o.extra);
+            out.push(r);
+            merged.merge(&o.recorder);
+        }
+        let mut r = merged.to_result(probe, phase, v.clone(), None, None, first.interval_ns);
+        extra.apply(&mut r);
+        out.push(r);
+    }
+    out
+}
