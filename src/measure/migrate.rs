@@ -39,10 +39,6 @@ use crate::sys::time::{now_ns, sleep_until_ns};
 
 pub struct MigrateProbe;
 
-/// rt-migrate-test's defaults: `-r 20` ms busy, `-s 100` ms sleep, `-m 1000` µs.
-pub const DEFAULT_RUN_NS: u64 = 20_000_000;
-pub const DEFAULT_SLEEP_NS: u64 = 100_000_000;
-pub const DEFAULT_MAX_ERR_NS: u64 = 1_000_000;
 
 /// Shared state of one run: the release generation, the release time and
 /// each thread's start, end and CPU of the current period.

@@ -79,7 +79,6 @@ pub trait Probe: Send + Sync {
 pub struct ProbeCtx<'a> {
     /// This probe run: duration, period, threads, CPUs, priority, settings.
     pub run: &'a ProbeRun,
-    pub phase: &'a str,
     /// Raised by SIGINT/SIGTERM: every loop must end soon after.
     pub stop: &'a AtomicBool,
     pub board: &'a LiveBoard,

@@ -47,8 +47,6 @@ pub struct PiProbe;
 
 pub const VARIANTS: &[&str] = &["none", "inherit", "protect", "deadlock-break"];
 
-/// Default `--pi-burst`: how long the medium thread computes per event.
-pub const DEFAULT_BURST_NS: u64 = 1_000_000;
 /// Largest `--pi-burst`.
 pub const MAX_BURST_NS: u64 = 100_000_000;
 /// The low thread's critical section left after it wakes H.

@@ -46,8 +46,6 @@ pub struct ThroughputProbe;
 pub const VARIANTS: &[&str] =
     &["basic", "cooperative", "preemptive", "interrupt", "interrupt-preemption", "message", "synchronization", "memory"];
 
-/// Default `--tm-interval`, as Thread-Metric.
-pub const DEFAULT_INTERVAL_NS: u64 = 30_000_000_000;
 /// Message size of the `message` test (Thread-Metric: 16 bytes).
 pub const MSG_BYTES: usize = 16;
 /// Block size of the `memory` test (Thread-Metric: 128 bytes).

@@ -41,7 +41,7 @@ use crate::units::fmt_ns;
 pub use entry::{results_from, WARM_UP_MIN_NS};
 pub(crate) use entry::{add_step, warm_up, Measuring};
 pub(crate) use memory::MemoryLock;
-pub use session::{sleep_unless, CLOCK_CALIBRATION_ROUNDS};
+pub use session::sleep_unless;
 pub(crate) use session::{remove_leftovers, spawn_live, start_tracing, Session};
 pub use write::{write_final, Warnings};
 pub(crate) use write::{finish, Checkpoint};

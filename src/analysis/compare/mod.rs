@@ -35,10 +35,10 @@ mod names;
 mod pairing;
 mod text;
 
-pub use cell::{ks_histograms, ops_per_s, Cell, KsTest, RatioRange, Ratios};
+pub use cell::Cell;
 pub use names::system_names;
 pub use pairing::{MatchBy, Pairing};
-pub use text::{fmt_p, fmt_ratio, fmt_ratio_shown, ratio_words};
+pub use text::{fmt_ratio, fmt_ratio_shown};
 
 use cell::cell;
 use names::same_system_note;

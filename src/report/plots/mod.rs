@@ -37,7 +37,7 @@ use crate::model::Bucket;
 use charts::{exceedance_chart, histogram_chart, pwcet_chart, timeline_chart};
 pub use draw::slug;
 use draw::us;
-pub use throughput::{thread_metric_plots, throughput_bars};
+pub use throughput::thread_metric_plots;
 pub use windows::windows_plot;
 
 /// One plot.
