@@ -184,7 +184,7 @@ impl Monitor<'_> {
             let mut sub = mp.plan.probe_run(entry, false);
             sub.duration_ns = self.window_ns();
             let at = OffsetDateTime::now_utc();
-            let outcomes = self.measuring.measure(probe, &sub, &spec.name, &mut session.steps)?;
+            let outcomes = self.measuring.measure(probe, &sub, &mut session.steps)?;
             closed.extend(windows_of(self.windows, at, sub.duration_ns, name, &spec.name, &outcomes));
             self.overall.add(name, &spec.name, outcomes);
         }

@@ -26,7 +26,7 @@ pub(crate) struct Measuring<'a> {
 impl Measuring<'_> {
     /// Run `probe` as `run` describes it; its threads' set-up
     /// steps go into `steps`, and a thread that failed fails the probe run.
-    pub(crate) fn measure(&self, probe: &dyn Probe, run: &ProbeRun, phase: &str, steps: &mut Vec<SetupStep>) -> anyhow::Result<Vec<ThreadOutcome>> {
+    pub(crate) fn measure(&self, probe: &dyn Probe, run: &ProbeRun, steps: &mut Vec<SetupStep>) -> anyhow::Result<Vec<ThreadOutcome>> {
         let outcomes = probe.run(&ProbeCtx { run, stop: self.stop, board: self.board, trace: self.trace })?;
         absorb(probe.info().name, &outcomes, steps)?;
         Ok(outcomes)
@@ -34,7 +34,7 @@ impl Measuring<'_> {
 
     /// The warm-up: the probe's loop as `run` describes it, samples
     /// discarded and not traced.
-    pub(crate) fn warm_up(&self, probe: &dyn Probe, run: &ProbeRun, phase: &str) -> anyhow::Result<()> {
+    pub(crate) fn warm_up(&self, probe: &dyn Probe, run: &ProbeRun) -> anyhow::Result<()> {
         probe.run(&ProbeCtx { run, stop: self.stop, board: self.board, trace: None })?;
         Ok(())
     }

@@ -203,13 +203,13 @@ impl Phases<'_> {
         let memory = MemoryLock::begin(&mut session.steps);
         if warm.duration_ns > 0 {
             self.measuring.board.reset(&format!("{tag}: {name} warm-up"));
-            self.measuring.warm_up(probe, &warm, phase)?;
+            self.measuring.warm_up(probe, &warm)?;
         }
         if self.stopped() {
             return Ok(None);
         }
         self.measuring.board.reset(&format!("{tag}: {name}"));
-        let outcomes = self.measuring.measure(probe, &self.plan.probe_run(entry, false), phase, &mut session.steps)?;
+        let outcomes = self.measuring.measure(probe, &self.plan.probe_run(entry, false), &mut session.steps)?;
         drop(memory);
         let mut results = results_from(name, phase, &outcomes);
         if let Some(t) = self.measuring.trace {
