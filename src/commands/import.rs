@@ -25,7 +25,7 @@ use crate::store::{Location, Store};
 /// again when it is printed or stored (one run in memory at a time: a file
 /// with 100 000 columns is 100 000 runs).
 enum Converted {
-    AsIs { run: Run, text: String },
+    AsIs { run: Box<Run>, text: String },
     Foreign { parsed: Vec<Parsed>, ctx: Context, checked: Vec<Checked> },
 }
 
@@ -99,7 +99,7 @@ fn as_is(args: &ImportArgs) -> Result<Converted, BadInput> {
     if args.name.is_some() || args.probe.is_some() || args.phase != "unspecified" {
         return Err(BadInput(format!("{file}: an rtscope result is stored as it is; --name, --probe and --phase apply only to foreign formats")));
     }
-    Ok(Converted::AsIs { run, text })
+    Ok(Converted::AsIs { run: Box::new(run), text })
 }
 
 /// The flags that apply to some formats only.
@@ -189,7 +189,7 @@ impl Converted {
             Converted::AsIs { run, text } => {
                 let source = run.source().to_string();
                 // The text is the file's exact bytes.
-                Box::new(std::iter::once(Ok(Saving { run: Cow::Owned(run), text: Some(Cow::Owned(text)), source })))
+                Box::new(std::iter::once(Ok(Saving { run: Cow::Owned(*run), text: Some(Cow::Owned(text)), source })))
             }
             Converted::Foreign { parsed, ctx, mut checked } => {
                 let source = ctx.format.name().to_string();

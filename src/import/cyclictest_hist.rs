@@ -99,6 +99,10 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
         if first_row.is_some() && k != cols.len() {
             return Err(ParseError::at(n, format!("{k} counts on this row; line {} has {}", first_row.unwrap_or(n), cols.len())));
         }
+        if first_row.is_none() {
+            let series = cols.len();
+            cols.iter_mut().for_each(|h| h.set_sharing(series));
+        }
         first_row.get_or_insert(n);
         limit_us = limit_us.max(value.saturating_add(1));
     }
@@ -128,7 +132,7 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
     }
     let mut p = Parsed { tool: "cyclictest".into(), ..Parsed::default() };
     let mut overflow_total = 0;
-    let mut folded = false;
+    let mut folded = Vec::new();
     for (t, hist) in cols.into_iter().take(threads).enumerate() {
         let in_hist = hist.total().ok_or_else(|| ParseError::file(format!("thread {t}: counts overflow a 64-bit sum")))?;
         if in_hist != total[t] {
@@ -137,7 +141,7 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
                 total[t]
             )));
         }
-        folded |= hist.folded();
+        folded.extend(hist.note("histogram"));
         let mut buckets = hist.into_buckets();
         let max_ns = us_to_ns(max[t], 0, "Max Latencies")?;
         if over[t] > 0 {
@@ -166,9 +170,7 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
         });
     }
     p.fidelity.push("µs resolution; the average is printed as whole µs".into());
-    if folded {
-        p.fidelity.push(super::folded_note("histogram"));
-    }
+    p.fidelity.extend(super::fold::distinct(folded));
     if overflow_total > 0 {
         p.fidelity.push(format!(
             "histogram truncated at {limit_us} µs, {overflow_total} overflows: they are one bucket from {limit_us} µs up to the max"

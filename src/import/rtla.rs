@@ -119,6 +119,8 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
                 let cpu = uint(cpu, n, "CPU number in column header")? as usize;
                 cols.push(Column { variant, cpu, hist: Hist::new(), over: None, count: None, min: None, avg: None, max: None });
             }
+            let series = cols.len();
+            cols.iter_mut().for_each(|c| c.hist.set_sharing(series));
             if cols.is_empty() {
                 return Err(ParseError::at(n, "Index header without columns; expected IRQ-NNN/Thr-NNN columns"));
             }
@@ -200,7 +202,7 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
     let scale = |v: u64, what: &str| -> Result<u64, ParseError> {
         v.checked_mul(unit_ns).filter(|&x| x <= i64::MAX as u64).ok_or_else(|| ParseError::file(format!("{what}: {v} is too large")))
     };
-    let mut folded = false;
+    let mut folded = Vec::new();
     let mut p = Parsed { tool: "rtla timerlat hist".into(), duration_ns, ..Parsed::default() };
     let mut overflows = 0;
     for c in &mut cols {
@@ -214,7 +216,7 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
             (Some(a), Some(b)) => return Err(ParseError::file(format!("{name}: min {a} is above max {b} with count {count}"))),
             _ => return Err(ParseError::file(format!("{name}: no \"min:\"/\"max:\" value; expected the summary rows (truncated file?)"))),
         };
-        folded |= c.hist.folded();
+        folded.extend(c.hist.note("histogram"));
         let mut buckets = std::mem::take(&mut c.hist).into_buckets();
         let over = c.over.unwrap_or(0);
         if over > 0 {
@@ -258,9 +260,7 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
             None => format!("no histogram row below rtla's -E x -b: all {overflows} samples are overflows (over: row), one bucket from the min to the max"),
         });
     }
-    if folded {
-        p.fidelity.push(super::folded_note("histogram"));
-    }
+    p.fidelity.extend(super::fold::distinct(folded));
     p.fidelity.push("no host, date or period in this format; no per-second series".into());
     Ok(p)
 }
