@@ -106,19 +106,7 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
             cols.clear();
             (width, last, flushed) = (None, None, false);
             pending.clear();
-            for name in toks {
-                let (kind, cpu) = name
-                    .split_once('-')
-                    .ok_or_else(|| ParseError::at(n, format!("column {name:?}: expected IRQ-NNN, Thr-NNN or Usr-NNN")))?;
-                let variant = match kind {
-                    "IRQ" => "irq",
-                    "Thr" => "thread",
-                    "Usr" => "user",
-                    _ => return Err(ParseError::at(n, format!("column {name:?}: expected IRQ-NNN, Thr-NNN or Usr-NNN"))),
-                };
-                let cpu = uint(cpu, n, "CPU number in column header")? as usize;
-                cols.push(Column { variant, cpu, hist: Hist::new(), over: None, count: None, min: None, avg: None, max: None });
-            }
+            cols = header_columns(toks, n)?;
             let series = cols.len();
             cols.iter_mut().for_each(|c| c.hist.set_sharing(series));
             if cols.is_empty() {
@@ -140,34 +128,9 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
             return Err(ParseError::at(n, format!("{} values after {first:?}; expected {} (one per column of the Index line {header_line})", vals.len(), cols.len())));
         }
         match first {
-            "over:" | "count:" => {
-                for (c, v) in cols.iter_mut().zip(&vals) {
-                    let x = uint(v, n, first)?;
-                    if first == "over:" {
-                        c.over = Some(x);
-                    } else {
-                        c.count = Some(x);
-                    }
-                }
-            }
-            // A column without samples prints "-" (avg; newer rtla: min and
-            // max too) or, for rtla 6.1's min, the untouched ~0 (2^64 - 1).
-            "min:" | "max:" => {
-                for (c, v) in cols.iter_mut().zip(&vals) {
-                    let x = if *v == "-" { None } else { Some(uint(v, n, first)?) };
-                    if first == "min:" {
-                        c.min = x;
-                    } else {
-                        c.max = x;
-                    }
-                }
-                if first == "max:" {
+            "over:" | "count:" | "min:" | "max:" | "avg:" => {
+                if summary_row(first, &vals, n, &mut cols)? {
                     break; // the table's last row; rtla may print notes after it
-                }
-            }
-            "avg:" => {
-                for (c, v) in cols.iter_mut().zip(&vals) {
-                    c.avg = if *v == "-" { None } else { Some(float(v, n, "avg:")?) };
                 }
             }
             _ => {
@@ -263,6 +226,61 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
     p.fidelity.extend(super::fold::distinct(folded));
     p.fidelity.push("no host, date or period in this format; no per-second series".into());
     Ok(p)
+}
+
+/// The columns of the Index line `n` (IRQ-NNN, Thr-NNN, Usr-NNN).
+fn header_columns<'a>(toks: impl Iterator<Item = &'a str>, n: usize) -> Result<Vec<Column>, ParseError> {
+    let mut cols = Vec::new();
+    for name in toks {
+        let (kind, cpu) = name
+            .split_once('-')
+            .ok_or_else(|| ParseError::at(n, format!("column {name:?}: expected IRQ-NNN, Thr-NNN or Usr-NNN")))?;
+        let variant = match kind {
+            "IRQ" => "irq",
+            "Thr" => "thread",
+            "Usr" => "user",
+            _ => return Err(ParseError::at(n, format!("column {name:?}: expected IRQ-NNN, Thr-NNN or Usr-NNN"))),
+        };
+        let cpu = uint(cpu, n, "CPU number in column header")? as usize;
+        cols.push(Column { variant, cpu, hist: Hist::new(), over: None, count: None, min: None, avg: None, max: None });
+    }
+    Ok(cols)
+}
+
+/// A summary row (`over:`, `count:`, `min:`, `max:`, `avg:`) of line `n`
+/// into the columns; true after `max:`, the table's last row.
+fn summary_row(first: &str, vals: &[&str], n: usize, cols: &mut [Column]) -> Result<bool, ParseError> {
+    match first {
+        "over:" | "count:" => {
+            for (c, v) in cols.iter_mut().zip(vals) {
+                let x = uint(v, n, first)?;
+                if first == "over:" {
+                    c.over = Some(x);
+                } else {
+                    c.count = Some(x);
+                }
+            }
+        }
+        // A column without samples prints "-" (avg; newer rtla: min and
+        // max too) or, for rtla 6.1's min, the untouched ~0 (2^64 - 1).
+        "min:" | "max:" => {
+            for (c, v) in cols.iter_mut().zip(vals) {
+                let x = if *v == "-" { None } else { Some(uint(v, n, first)?) };
+                if first == "min:" {
+                    c.min = x;
+                } else {
+                    c.max = x;
+                }
+            }
+        }
+        "avg:" => {
+            for (c, v) in cols.iter_mut().zip(vals) {
+                c.avg = if *v == "-" { None } else { Some(float(v, n, "avg:")?) };
+            }
+        }
+        _ => {}
+    }
+    Ok(first == "max:")
 }
 
 /// One Index row's counts into the columns' histograms, `width` index units wide.
