@@ -38,6 +38,18 @@ fn guest_lock() -> MutexGuard<'static, ()> {
     GUEST.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The guest lock, when the lab can boot x86 guests here (else a SKIP line, None).
+fn lab_guest() -> Option<MutexGuard<'static, ()>> {
+    let guard = guest_lock();
+    lab_available().then_some(guard)
+}
+
+/// The guest lock, when the lab can boot arm64 guests here (else a SKIP line, None).
+fn arm64_guest() -> Option<MutexGuard<'static, ()>> {
+    let guard = guest_lock();
+    arm64_available().then_some(guard)
+}
+
 fn kernel_lab() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/kernel-lab")
 }
@@ -168,10 +180,7 @@ fn probe_kernel(kernel: &str, lab_extra: &[&str]) -> serde_json::Value {
 
 #[test]
 fn rt_kernel_is_detected_as_realtime() {
-    let _guard = guest_lock();
-    if !lab_available() {
-        return;
-    }
+    let Some(_guard) = lab_guest() else { return };
     let run = probe_kernel("rt", &[]);
     let phases = phases_of(&run);
     assert!(phases.iter().all(|p| *p == "idle"), "no guest load: idle ({phases:?})");
@@ -191,10 +200,7 @@ fn assert_host(run: &serde_json::Value, realtime: bool, preempt_model: &str) {
 
 #[test]
 fn stock_kernel_is_detected_as_not_realtime() {
-    let _guard = guest_lock();
-    if !lab_available() {
-        return;
-    }
+    let Some(_guard) = lab_guest() else { return };
     // Under a guest load the result's phase says which (not "idle").
     let run = probe_kernel("stock", &["--guest-load", "cpu:1"]);
     let phases = phases_of(&run);
@@ -206,10 +212,7 @@ fn stock_kernel_is_detected_as_not_realtime() {
 
 #[test]
 fn failures_are_reported_with_the_console_tail() {
-    let _guard = guest_lock();
-    if !lab_available() {
-        return;
-    }
+    let Some(_guard) = lab_guest() else { return };
     let dir = tempfile::tempdir().unwrap();
     let out_file = dir.path().join("bad.json");
     let out_path = out_file.to_str().unwrap();
@@ -267,10 +270,7 @@ fn entries<'a>(run: &'a serde_json::Value, probe: &str) -> Vec<&'a serde_json::V
 /// counts and hwlat's windows present, every tracer in its place.
 #[test]
 fn rt_kernel_tracers_run_as_probes() {
-    let _guard = guest_lock();
-    if !lab_available() {
-        return;
-    }
+    let Some(_guard) = lab_guest() else { return };
     let dir = tempfile::tempdir().unwrap();
     let out_file = dir.path().join("tracers.json");
     let out = run_lab(
@@ -337,10 +337,7 @@ fn rt_kernel_tracers_run_as_probes() {
 /// that instance, and the other user's tracer is left as it was.
 #[test]
 fn rt_kernel_tracer_in_use_is_refused() {
-    let _guard = guest_lock();
-    if !lab_available() {
-        return;
-    }
+    let Some(_guard) = lab_guest() else { return };
     let dir = tempfile::tempdir().unwrap();
     let out_file = dir.path().join("busy.json");
     let out = run_lab(
@@ -581,10 +578,7 @@ fn guest_script_bad_arguments_exit_2_before_booting() {
 /// when it is killed.
 #[test]
 fn rt_kernel_tracer_settings_survive_a_sigkill() {
-    let _guard = guest_lock();
-    if !lab_available() {
-        return;
-    }
+    let Some(_guard) = lab_guest() else { return };
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("kill.sh");
     std::fs::write(
@@ -773,10 +767,7 @@ fn check_agent_timer(run: &serde_json::Value, periods: u64) -> u64 {
 
 #[test]
 fn arm64_rt_guest_is_preempt_rt_aarch64_through_the_agent() {
-    let _guard = guest_lock();
-    if !arm64_available() {
-        return;
-    }
+    let Some(_guard) = arm64_guest() else { return };
     let (_, run) = arm64_rt_agent_result();
     let host = &run["host"];
     assert_eq!(host["realtime"], serde_json::json!(true), "host: {host}");
@@ -821,10 +812,7 @@ fn check_every_agent_probe(run: &serde_json::Value, periods: u64) {
 
 #[test]
 fn arm64_stock_guest_reports_its_preemption_model_under_a_guest_load() {
-    let _guard = guest_lock();
-    if !arm64_available() {
-        return;
-    }
+    let Some(_guard) = arm64_guest() else { return };
     // The lab's own form: 'kernel-lab --arch arm64 -- ARGS' runs
     // 'rtscope run --target exec:<itself --agent> ARGS --json --out'.
     let dir = tempfile::tempdir().unwrap();
@@ -859,10 +847,7 @@ fn arm64_stock_guest_reports_its_preemption_model_under_a_guest_load() {
 /// the agent's timer probe of the shared rt guest.
 #[test]
 fn arm64_rt_guest_runs_rtla_and_compares_with_the_agent() {
-    let _guard = guest_lock();
-    if !arm64_available() {
-        return;
-    }
+    let Some(_guard) = arm64_guest() else { return };
     let (agent_json, _) = arm64_rt_agent_result();
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("rtla.sh");
@@ -946,10 +931,7 @@ fn pids_with(needle: &str) -> Vec<u32> {
 /// in the lab's TMPDIR.
 #[test]
 fn arm64_killed_guest_leaves_no_process_or_temp_dir() {
-    let _guard = guest_lock();
-    if !arm64_available() {
-        return;
-    }
+    let Some(_guard) = arm64_guest() else { return };
     let dir = tempfile::tempdir().unwrap();
     let tmp = dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();

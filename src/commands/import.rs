@@ -9,20 +9,32 @@
 //! runs of a file (one per column of a multi-system CSV) are then stored in
 //! one transaction: all or none, also when the import is killed midway.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use crate::cli::store_opts::{FormatArg, ImportArgs};
 use crate::commands::tag::check_tag;
 use crate::error::{BadInput, EXIT_OK};
-use crate::import::{self, build_run, format_list, Context};
+use crate::import::{self, build_run, format_list, Context, Format, Parsed};
 use crate::model::Run;
+use crate::store::text::Saving;
 use crate::store::{Location, Store};
 
-/// A converted run with the JSON text to store and the source label.
-struct Converted {
-    run: Run,
-    json: String,
-    source: String,
+/// What a file becomes: an rtscope result, stored as it is, or the systems
+/// another tool's file holds, each built into a run when it is checked and
+/// again when it is printed or stored (one run in memory at a time: a file
+/// with 100 000 columns is 100 000 runs).
+enum Converted {
+    AsIs { run: Box<Run>, text: String },
+    Foreign { parsed: Vec<Parsed>, ctx: Context, checked: Vec<Checked> },
+}
+
+/// What is printed of a checked run once it is stored.
+struct Checked {
+    system: String,
+    fidelity: Vec<String>,
+    /// The run itself, kept when the file holds one system (built once).
+    run: Option<Run>,
 }
 
 fn mtime_rfc3339(path: &Path) -> String {
@@ -37,13 +49,10 @@ fn mtime_rfc3339(path: &Path) -> String {
 /// How much of a file format detection reads.
 const DETECT_BYTES: usize = 64 << 10;
 
-fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
-    use std::io::{BufReader, Read};
+/// The file's format: `--format`, or detected from its opening bytes.
+fn detect_format(args: &ImportArgs) -> Result<Format, BadInput> {
     let file = args.file.display().to_string();
-    let open = || crate::store::json::open_input(&args.file, args.max_size).map_err(|e| BadInput(format!("{file}: {e}")));
-    let (f, len) = open()?;
-    // The opening bytes decide the format; the whole file is then read as
-    // it streams (and hashed in a pass of its own): memory stays bounded.
+    let (f, len) = open_input(args)?;
     // Leading blank space (however long) is skipped first, so it cannot push
     // the content out of the window.
     let (head, skipped, skipped_lines) = import::read_head(f, DETECT_BYTES).map_err(|e| BadInput(format!("{file}: cannot read: {e}")))?;
@@ -62,29 +71,40 @@ fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
             format_list()
         )));
     }
-    let format = match args.format {
+    match args.format {
         FormatArg::Auto => import::detect_head(head_text, complete).ok_or_else(|| {
             BadInput(format!(
                 "{file}: format not recognised; rtscope imports: {}. Check the file, or name the format with --format",
                 format_list()
             ))
-        })?,
-        FormatArg::Named(f) => f,
-    };
-    if format.stored_as_is() {
-        let (run, text) = crate::store::json::read_run_text(&args.file)?;
-        if !run.complete {
-            eprintln!("warning: {}: {}", args.file.display(), crate::analysis::warnings::Warning::Unfinished);
-        }
-        if run.results.is_empty() {
-            return Err(BadInput(format!("{file}: its results list is empty: nothing measured to import (report, compare and check could not use it)")));
-        }
-        if args.name.is_some() || args.probe.is_some() || args.phase != "unspecified" {
-            return Err(BadInput(format!("{file}: an rtscope result is stored as it is; --name, --probe and --phase apply only to foreign formats")));
-        }
-        let source = run.source().into();
-        return Ok(vec![Converted { run, json: text, source }]);
+        }),
+        FormatArg::Named(f) => Ok(f),
     }
+}
+
+fn open_input(args: &ImportArgs) -> Result<(std::fs::File, u64), BadInput> {
+    crate::store::json::open_input(&args.file, args.max_size).map_err(|e| BadInput(format!("{}: {e}", args.file.display())))
+}
+
+/// An rtscope result file: read and checked, stored as it is.
+fn as_is(args: &ImportArgs) -> Result<Converted, BadInput> {
+    let file = args.file.display().to_string();
+    let (run, text) = crate::store::json::read_run_text(&args.file)?;
+    if !run.complete {
+        eprintln!("warning: {}: {}", args.file.display(), crate::analysis::warnings::Warning::Unfinished);
+    }
+    if run.results.is_empty() {
+        return Err(BadInput(format!("{file}: its results list is empty: nothing measured to import (report, compare and check could not use it)")));
+    }
+    if args.name.is_some() || args.probe.is_some() || args.phase != "unspecified" {
+        return Err(BadInput(format!("{file}: an rtscope result is stored as it is; --name, --probe and --phase apply only to foreign formats")));
+    }
+    Ok(Converted::AsIs { run: Box::new(run), text })
+}
+
+/// The flags that apply to some formats only.
+fn check_flags(args: &ImportArgs, format: Format) -> Result<(), BadInput> {
+    let file = args.file.display();
     if import::probe_per_row(format) && args.probe.is_some() {
         return Err(BadInput(format!(
             "{file}: --probe does not apply to {format}: each row is filed under the probe that measures it in rtscope's preset (docs/schema.md); drop --probe"
@@ -93,22 +113,26 @@ fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
     if args.period.is_some() && !import::takes_period(format) {
         return Err(BadInput(format!("{file}: --period applies only to rtai-latency (RTAI's display does not print its period); {format} files give their own: drop --period")));
     }
-    let sha = {
-        let (f, _) = open()?;
-        crate::store::sha256_reader(f.take(args.max_size)).map_err(|e| BadInput(format!("{file}: cannot read: {e}")))?
-    };
+    Ok(())
+}
+
+/// Another tool's file: parsed (as it streams, and hashed in a pass of its
+/// own: memory stays bounded), the `--name`d column picked, every run
+/// built and checked.
+fn foreign(args: &ImportArgs, format: Format) -> Result<Converted, BadInput> {
+    use std::io::{BufReader, Read};
+    let file = args.file.display().to_string();
+    check_flags(args, format)?;
+    let sha = crate::store::sha256_reader(open_input(args)?.0.take(args.max_size)).map_err(|e| BadInput(format!("{file}: cannot read: {e}")))?;
     let file_name = args.file.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
-    let (f, _) = open()?;
     let opts = import::ParseOptions { period_ns: args.period };
-    let mut parsed = import::parse_reader_with(format, BufReader::with_capacity(256 << 10, f.take(args.max_size)), &file_name, &opts)
-        .map_err(|e| BadInput(format!("{file}: {format}: {e}")))?;
-    if format.per_column() {
-        if let Some(name) = &args.name {
-            let all: Vec<String> = parsed.iter().filter_map(|p| p.system.clone()).collect();
-            parsed.retain(|p| p.system.as_deref() == Some(name.as_str()));
-            if parsed.is_empty() {
-                return Err(BadInput(format!("{file}: --name {name:?}: no such column; the systems in this file are: {}", all.join(", "))));
-            }
+    let reader = BufReader::with_capacity(256 << 10, open_input(args)?.0.take(args.max_size));
+    let mut parsed = import::parse_reader_with(format, reader, &file_name, &opts).map_err(|e| BadInput(format!("{file}: {format}: {e}")))?;
+    if let (true, Some(name)) = (format.per_column(), &args.name) {
+        let all: Vec<String> = parsed.iter().filter_map(|p| p.system.clone()).collect();
+        parsed.retain(|p| p.system.as_deref() == Some(name.as_str()));
+        if parsed.is_empty() {
+            return Err(BadInput(format!("{file}: --name {name:?}: no such column; the systems in this file are: {}", all.join(", "))));
         }
     }
     let ctx = Context {
@@ -122,22 +146,63 @@ fn convert(args: &ImportArgs) -> Result<Vec<Converted>, BadInput> {
         // For bins-csv, --name selected a column above; the column is the name.
         name: if format.per_column() { None } else { args.name.clone() },
     };
-    let mut out = Vec::new();
-    for p in parsed {
-        let run = build_run(p, &ctx).map_err(|e| BadInput(format!("{file}: {format}: {e}")))?;
-        // Before anything is stored (and in --dry-run too): every column is
-        // checked, so a bad value in the last one stores nothing.
-        crate::store::check_storable(&run).map_err(|e| {
-            let system = run.imported_from.as_ref().map(|i| i.system.as_str()).unwrap_or(&run.host.hostname);
-            BadInput(format!("{file}: {format}: system {system}: {e}; nothing was stored"))
-        })?;
-        // What every reader checks is checked before anything is stored.
-        run.check_invariants().map_err(|e| BadInput(format!("{file}: {format}: {e}: the converted run would break result schema v1")))?;
-        let mut json = serde_json::to_string_pretty(&run).map_err(|e| BadInput(format!("{file}: cannot serialise the converted run: {e}")))?;
-        json.push('\n');
-        out.push(Converted { run, json, source: format.name().to_string() });
+    let checked = if parsed.len() == 1 {
+        let run = build_checked(parsed.pop().expect("one"), &ctx)?;
+        vec![Checked { system: system_of(&run).to_string(), fidelity: run.fidelity.clone(), run: Some(run) }]
+    } else {
+        let each = |p: &Parsed| build_checked(p.clone(), &ctx).map(|r| Checked { system: system_of(&r).to_string(), fidelity: r.fidelity, run: None });
+        parsed.iter().map(each).collect::<Result<_, _>>()?
+    };
+    Ok(Converted::Foreign { parsed, ctx, checked })
+}
+
+/// Build one system's run and check it: before anything is stored (and in
+/// --dry-run too) every column is checked, so a bad value in the last one
+/// stores nothing.
+fn build_checked(p: Parsed, ctx: &Context) -> Result<Run, BadInput> {
+    let (file, format) = (&ctx.file, ctx.format);
+    let run = build_run(p, ctx).map_err(|e| BadInput(format!("{file}: {format}: {e}")))?;
+    crate::store::check_storable(&run)
+        .map_err(|e| BadInput(format!("{file}: {format}: system {}: {e}; nothing was stored", system_of(&run))))?;
+    // What every reader checks is checked before anything is stored.
+    run.check_invariants().map_err(|e| BadInput(format!("{file}: {format}: {e}: the converted run would break result schema v1")))?;
+    Ok(run)
+}
+
+fn system_of(run: &Run) -> &str {
+    run.imported_from.as_ref().map(|i| i.system.as_str()).unwrap_or(&run.host.hostname)
+}
+
+fn convert(args: &ImportArgs) -> Result<Converted, BadInput> {
+    let format = detect_format(args)?;
+    if format.stored_as_is() {
+        as_is(args)
+    } else {
+        foreign(args, format)
     }
-    Ok(out)
+}
+
+impl Converted {
+    /// The runs to store (or print), built one at a time.
+    fn runs(self) -> Box<dyn Iterator<Item = anyhow::Result<Saving<'static>>>> {
+        match self {
+            Converted::AsIs { run, text } => {
+                let source = run.source().to_string();
+                // The text is the file's exact bytes.
+                Box::new(std::iter::once(Ok(Saving { run: Cow::Owned(*run), text: Some(Cow::Owned(text)), source })))
+            }
+            Converted::Foreign { parsed, ctx, mut checked } => {
+                let source = ctx.format.name().to_string();
+                match checked.first_mut().and_then(|c| c.run.take()) {
+                    Some(run) => Box::new(std::iter::once(Ok(Saving { run: Cow::Owned(run), text: None, source }))),
+                    None => Box::new(parsed.into_iter().map(move |p| {
+                        let run = build_checked(p, &ctx)?;
+                        Ok(Saving { run: Cow::Owned(run), text: None, source: source.clone() })
+                    })),
+                }
+            }
+        }
+    }
 }
 
 fn check_word(flag: &str, v: &str) -> Result<(), BadInput> {
@@ -160,21 +225,41 @@ pub fn cmd(args: &ImportArgs) -> anyhow::Result<u8> {
     }
     let converted = convert(args)?;
     if args.dry_run {
-        for c in &converted {
-            print!("{}", c.json);
-        }
-        return Ok(EXIT_OK);
+        return print_runs(converted);
     }
+    let shown: Vec<(String, String, Vec<String>)> = match &converted {
+        Converted::AsIs { run, .. } => vec![(system_of(run).to_string(), run.source().to_string(), run.fidelity.clone())],
+        Converted::Foreign { ctx, checked, .. } => {
+            checked.iter().map(|c| (c.system.clone(), ctx.format.name().to_string(), c.fidelity.clone())).collect()
+        }
+    };
     let mut store = Store::open(&Location::resolve(args.db.db.as_deref())?)?;
     // One transaction for every run of the file: all stored or none.
-    let items: Vec<(&Run, &str, &str)> = converted.iter().map(|c| (&c.run, c.json.as_str(), c.source.as_str())).collect();
-    let ids = store.save_all(&items, args.tag.as_deref())?;
-    for (c, id) in converted.iter().zip(ids) {
-        let system = c.run.imported_from.as_ref().map(|i| i.system.as_str()).unwrap_or(&c.run.host.hostname);
-        println!("imported {} ({}) as run #{id}", system, c.source);
-        for f in &c.run.fidelity {
+    let ids = store.save_all(&mut converted.runs(), args.tag.as_deref())?;
+    for ((system, source, fidelity), id) in shown.into_iter().zip(ids) {
+        println!("imported {system} ({source}) as run #{id}");
+        for f in &fidelity {
             println!("  fidelity: {f}");
         }
     }
+    Ok(EXIT_OK)
+}
+
+/// `--dry-run`: each run's text as it would be stored, written as it is made.
+fn print_runs(converted: Converted) -> anyhow::Result<u8> {
+    use std::io::Write;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    for s in converted.runs() {
+        let s = s?;
+        match &s.text {
+            Some(t) => out.write_all(t.as_bytes())?,
+            None => {
+                serde_json::to_writer_pretty(&mut out, s.run.as_ref()).map_err(|e| anyhow::anyhow!("cannot serialise the converted run: {e}"))?;
+                out.write_all(b"\n")?;
+            }
+        }
+    }
+    out.flush()?;
     Ok(EXIT_OK)
 }

@@ -31,6 +31,10 @@ pub const FORMAT: Format = Format(&Spec {
 });
 
 
+/// One column while the file is read: its histogram, the lowest
+/// non-empty bin's lo, the highest's hi − 1.
+type Column = (Hist, Option<u64>, u64);
+
 /// Read record by record into one [`Hist`] per column (bounded memory
 /// whatever the number of bins); each column's min and max edges are
 /// tracked as the bins go by.
@@ -42,8 +46,7 @@ pub fn parse_reader(r: impl std::io::Read) -> Result<Vec<Parsed>, ParseError> {
         .trim(csv::Trim::All)
         .from_reader(r);
     let mut header: Option<Vec<String>> = None;
-    // Per column: histogram, lowest non-empty bin's lo, highest's hi.
-    let mut cols: Vec<(Hist, Option<u64>, u64)> = Vec::new();
+    let mut cols: Vec<Column> = Vec::new();
     let mut prev_hi: Option<(u64, usize)> = None;
     for rec in rdr.records() {
         let rec = rec.map_err(|e| {
@@ -56,74 +59,79 @@ pub fn parse_reader(r: impl std::io::Read) -> Result<Vec<Parsed>, ParseError> {
         }
         match &header {
             None => {
-                if rec.get(0) != Some("bin_lo_ns") || rec.get(1) != Some("bin_hi_ns") || rec.len() < 3 {
-                    return Err(ParseError::at(n, "expected the header bin_lo_ns,bin_hi_ns,SYSTEM[,SYSTEM...]"));
-                }
-                let names: Vec<String> = rec.iter().skip(2).map(String::from).collect();
-                for (k, name) in names.iter().enumerate() {
-                    if name.is_empty() {
-                        return Err(ParseError::at(n, format!("column {} has an empty system name", k + 3)));
-                    }
-                    if names[..k].contains(name) {
-                        return Err(ParseError::at(n, format!("system {name:?} appears twice in the header")));
-                    }
-                }
-                cols = names.iter().map(|_| (Hist::new(), None, 0)).collect();
+                let names = header_names(&rec, n)?;
+                cols = names.iter().map(|_| (Hist::sharing(names.len()), None, 0)).collect();
                 header = Some(names);
             }
-            Some(names) => {
-                if rec.len() > names.len() + 2 {
-                    return Err(ParseError::at(n, format!("{} fields; the header has {}", rec.len(), names.len() + 2)));
-                }
-                let lo = uint(rec.get(0).unwrap_or(""), n, "bin_lo_ns")?;
-                let hi = uint(rec.get(1).unwrap_or(""), n, "bin_hi_ns")?;
-                if hi <= lo {
-                    return Err(ParseError::at(n, format!("bin {lo}..{hi}: expected bin_lo_ns < bin_hi_ns")));
-                }
-                if hi > i64::MAX as u64 {
-                    return Err(ParseError::at(n, format!("bin_hi_ns {hi} is too large")));
-                }
-                if let Some((ph, pl)) = prev_hi {
-                    if lo < ph {
-                        return Err(ParseError::at(n, format!("bin [{lo}, {hi}) overlaps or precedes the bin ending at {ph} on line {pl}; expected bins in increasing, non-overlapping order")));
-                    }
-                }
-                prev_hi = Some((hi, n));
-                for (k, col) in cols.iter_mut().enumerate() {
-                    let cell = rec.get(k + 2).unwrap_or("");
-                    let count = if cell.is_empty() { 0 } else { uint(cell, n, &format!("count for {} (column {})", names[k], k + 3))? };
-                    if count > 0 {
-                        col.0.add(lo, hi - 1, count);
-                        col.1.get_or_insert(lo);
-                        col.2 = hi - 1;
-                    }
-                }
-            }
+            Some(names) => add_bin(&rec, n, names, &mut cols, &mut prev_hi)?,
         }
     }
     let names = header.ok_or_else(|| ParseError::file("no header line; expected bin_lo_ns,bin_hi_ns,SYSTEM[,SYSTEM...]"))?;
-    let mut out = Vec::new();
-    for (name, (hist, lo, hi)) in names.into_iter().zip(cols) {
-        let samples = hist.total().ok_or_else(|| ParseError::file(format!("{name}: counts overflow a 64-bit sum")))?;
-        let Some(min_ns) = lo.filter(|_| samples > 0) else {
-            return Err(ParseError::file(format!("column {name:?} has no counts; every system needs at least one")));
-        };
-        let max_ns = hi;
-        let folded = hist.folded();
-        let buckets = hist.into_buckets();
-        out.push(Parsed {
-            tool: "bins-csv".into(),
-            system: Some(name),
-            series: vec![Series { probe: "latency".into(), samples, min_ns, max_ns, buckets, overruns_unknown: true, ..Series::default() }],
-            fidelity: [
-                "binned source: min/max known only to their bin (lower edge of the lowest, upper edge of the highest non-empty bin); mean and stddev estimated from bin midpoints".to_string(),
-                "no host, date, period or per-second series in this format".to_string(),
-            ]
-            .into_iter()
-            .chain(folded.then(|| super::folded_note("bins")))
-            .collect(),
-            ..Parsed::default()
-        });
+    names.into_iter().zip(cols).map(|(name, col)| column_system(name, col)).collect()
+}
+
+/// The system names of the header line `n`.
+fn header_names(rec: &csv::StringRecord, n: usize) -> Result<Vec<String>, ParseError> {
+    if rec.get(0) != Some("bin_lo_ns") || rec.get(1) != Some("bin_hi_ns") || rec.len() < 3 {
+        return Err(ParseError::at(n, "expected the header bin_lo_ns,bin_hi_ns,SYSTEM[,SYSTEM...]"));
     }
-    Ok(out)
+    let names: Vec<String> = rec.iter().skip(2).map(String::from).collect();
+    super::read::check_system_names(names.iter().enumerate().map(|(k, s)| (k + 3, s.as_str())), n)?;
+    Ok(names)
+}
+
+/// Bin line `n` into every column; bins must ascend without overlapping
+/// (`prev_hi`: the previous bin's hi and line).
+fn add_bin(rec: &csv::StringRecord, n: usize, names: &[String], cols: &mut [Column], prev_hi: &mut Option<(u64, usize)>) -> Result<(), ParseError> {
+    if rec.len() > names.len() + 2 {
+        return Err(ParseError::at(n, format!("{} fields; the header has {}", rec.len(), names.len() + 2)));
+    }
+    let lo = uint(rec.get(0).unwrap_or(""), n, "bin_lo_ns")?;
+    let hi = uint(rec.get(1).unwrap_or(""), n, "bin_hi_ns")?;
+    if hi <= lo {
+        return Err(ParseError::at(n, format!("bin {lo}..{hi}: expected bin_lo_ns < bin_hi_ns")));
+    }
+    if hi > i64::MAX as u64 {
+        return Err(ParseError::at(n, format!("bin_hi_ns {hi} is too large")));
+    }
+    if let Some((ph, pl)) = *prev_hi {
+        if lo < ph {
+            return Err(ParseError::at(n, format!("bin [{lo}, {hi}) overlaps or precedes the bin ending at {ph} on line {pl}; expected bins in increasing, non-overlapping order")));
+        }
+    }
+    *prev_hi = Some((hi, n));
+    for (k, col) in cols.iter_mut().enumerate() {
+        let cell = rec.get(k + 2).unwrap_or("");
+        let count = if cell.is_empty() { 0 } else { uint(cell, n, &format!("count for {} (column {})", names[k], k + 3))? };
+        if count > 0 {
+            col.0.add(lo, hi - 1, count);
+            col.1.get_or_insert(lo);
+            col.2 = hi - 1;
+        }
+    }
+    Ok(())
+}
+
+/// The system of one column.
+fn column_system(name: String, (hist, lo, hi): Column) -> Result<Parsed, ParseError> {
+    let samples = hist.total().ok_or_else(|| ParseError::file(format!("{name}: counts overflow a 64-bit sum")))?;
+    let Some(min_ns) = lo.filter(|_| samples > 0) else {
+        return Err(ParseError::file(format!("column {name:?} has no counts; every system needs at least one")));
+    };
+    let max_ns = hi;
+    let folded = hist.note("bins");
+    let buckets = hist.into_buckets();
+    Ok(Parsed {
+        tool: "bins-csv".into(),
+        system: Some(name),
+        series: vec![Series { probe: "latency".into(), samples, min_ns, max_ns, buckets, overruns_unknown: true, ..Series::default() }],
+        fidelity: [
+            "binned source: min/max known only to their bin (lower edge of the lowest, upper edge of the highest non-empty bin); mean and stddev estimated from bin midpoints".to_string(),
+            "no host, date, period or per-second series in this format".to_string(),
+        ]
+        .into_iter()
+        .chain(folded)
+        .collect(),
+        ..Parsed::default()
+    })
 }

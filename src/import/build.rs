@@ -84,8 +84,9 @@ pub struct Context {
     pub name: Option<String>,
 }
 
-/// Build the schema v1 run for one parsed system.
-pub fn build_run(p: Parsed, ctx: &Context) -> Result<Run, ParseError> {
+/// Build the schema v1 run for one parsed system. Each series becomes its
+/// entry as it is taken from `p` (its buckets move, never copied).
+pub fn build_run(mut p: Parsed, ctx: &Context) -> Result<Run, ParseError> {
     let system = ctx.name.clone().or(p.system.clone()).unwrap_or_else(|| ctx.file_stem.clone());
     let mut fidelity = p.fidelity.clone();
     if p.series.iter().any(|s| s.overruns_unknown) {
@@ -105,13 +106,19 @@ pub fn build_run(p: Parsed, ctx: &Context) -> Result<Run, ParseError> {
     if p.series.is_empty() {
         return Err(ParseError::file("the file holds no measurements"));
     }
-    let mut results = Vec::new();
+    let mut cpus: Vec<usize> = p.series.iter().filter_map(|s| s.cpu).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    let interval = p.series.iter().map(|s| s.interval_ns).find(|&i| i > 0).unwrap_or(0);
+    let threads = p.series.len();
+    let mut results = Vec::with_capacity(threads + 1);
     let mut groups: Vec<(String, Option<String>)> = Vec::new();
-    for s in &p.series {
+    for s in std::mem::take(&mut p.series) {
         let probe = ctx.probe.clone().unwrap_or_else(|| s.probe.clone());
-        let r = finish_series(s, &probe, &ctx.phase)?;
-        if !groups.contains(&(probe.clone(), s.variant.clone())) {
-            groups.push((probe.clone(), s.variant.clone()));
+        let group = (probe, s.variant.clone());
+        let r = finish_series(s, &group.0, &ctx.phase)?;
+        if !groups.contains(&group) {
+            groups.push(group);
         }
         results.push(r);
     }
@@ -125,12 +132,8 @@ pub fn build_run(p: Parsed, ctx: &Context) -> Result<Run, ParseError> {
     }
     results.extend(merged);
 
-    let mut cpus: Vec<usize> = p.series.iter().filter_map(|s| s.cpu).collect();
-    cpus.sort_unstable();
-    cpus.dedup();
     let mut probes: Vec<String> = groups.iter().map(|g| g.0.clone()).collect();
     probes.dedup();
-    let interval = p.series.iter().map(|s| s.interval_ns).find(|&i| i > 0).unwrap_or(0);
     let tool_named = if p.tool_version.is_empty() { p.tool.clone() } else { format!("{} {}", p.tool, p.tool_version) };
     let host = Host {
         hostname: system.clone(),
@@ -143,7 +146,7 @@ pub fn build_run(p: Parsed, ctx: &Context) -> Result<Run, ParseError> {
         ..Host::default()
     };
     let mut plan = Plan::new(probes, vec![ctx.phase.clone()], Nanos(p.duration_ns.unwrap_or(0)), Nanos(interval));
-    plan.threads = p.series.len();
+    plan.threads = threads;
     plan.cpus = cpus;
     let from = ImportedFrom {
         format: ctx.format.name().into(),
@@ -160,8 +163,8 @@ pub fn build_run(p: Parsed, ctx: &Context) -> Result<Run, ParseError> {
 }
 
 /// Validate one series and turn it into a result.
-fn finish_series(s: &Series, probe: &str, phase: &str) -> Result<ProbeResult, ParseError> {
-    let what = series_name(s);
+fn finish_series(s: Series, probe: &str, phase: &str) -> Result<ProbeResult, ParseError> {
+    let what = series_name(&s);
     if s.samples == 0 {
         return Err(ParseError::file(format!("{what}: no samples")));
     }
@@ -172,7 +175,7 @@ fn finish_series(s: &Series, probe: &str, phase: &str) -> Result<ProbeResult, Pa
     let mut buckets = if summary_only {
         vec![Bucket { lo_ns: Nanos(s.min_ns), hi_ns: Nanos(s.max_ns), count: s.samples }]
     } else {
-        normalise_buckets(s.buckets.clone())
+        normalise_buckets(s.buckets)
     };
     let total = buckets.iter().try_fold(0u64, |a, b| a.checked_add(b.count));
     match total {
@@ -219,10 +222,10 @@ fn finish_series(s: &Series, probe: &str, phase: &str) -> Result<ProbeResult, Pa
     r.stddev_ns = s.stddev_ns.filter(|m| m.is_finite()).unwrap_or(if summary_only { 0.0 } else { est_sd });
     r.percentiles_ns = percentiles_ns;
     r.histogram = buckets;
-    r.per_second = s.per_second.clone();
+    r.per_second = s.per_second;
     r.per_second_width_s = s.per_second_width_s.max(1);
     r.signed = s.signed;
-    r.throughput = s.throughput.clone();
+    r.throughput = s.throughput;
     r.samples_unknown = s.samples_unknown;
     Ok(r)
 }
@@ -291,13 +294,13 @@ mod tests {
     #[test]
     fn summary_only_series_have_no_known_distribution() {
         let s = Series { probe: "sem".into(), samples: 10, min_ns: 3000, max_ns: 9000, mean_ns: Some(4000.0), ..Series::default() };
-        let r = finish_series(&s, "sem", "idle").unwrap();
+        let r = finish_series(s.clone(), "sem", "idle").unwrap();
         assert!(!r.distribution_known());
         assert!(r.percentiles_ns.is_empty());
         assert_eq!(r.histogram, vec![Bucket { lo_ns: Nanos(3000), hi_ns: Nanos(9000), count: 10 }]);
         let b = Bucket { lo_ns: Nanos(3000), hi_ns: Nanos(3999), count: 10 };
         let h = Series { buckets: vec![b], max_ns: 3500, ..s };
-        let r = finish_series(&h, "sem", "idle").unwrap();
+        let r = finish_series(h, "sem", "idle").unwrap();
         assert!(r.distribution_known());
         assert_eq!(r.percentiles_ns["50"], Nanos(3500), "top of the bucket, clamped to the max");
     }
@@ -306,6 +309,6 @@ mod tests {
     fn counts_that_disagree_with_samples_are_refused() {
         let b = Bucket { lo_ns: Nanos(0), hi_ns: Nanos(999), count: 9 };
         let s = Series { probe: "t".into(), samples: 10, min_ns: 0, max_ns: 999, buckets: vec![b], ..Series::default() };
-        assert!(finish_series(&s, "t", "idle").unwrap_err().msg.contains("sum to 9"));
+        assert!(finish_series(s, "t", "idle").unwrap_err().msg.contains("sum to 9"));
     }
 }

@@ -67,35 +67,12 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
             ("# Max Latencies:", &mut max),
             ("# Histogram Overflows:", &mut over),
         ];
-        let mut matched = false;
-        for (prefix, slot) in footer {
-            if let Some(rest) = l.strip_prefix(prefix) {
-                *slot = Some((n, footer_values(rest, n, prefix.trim_start_matches("# ").trim_end_matches(':'))?));
-                in_hist = false;
-                matched = true;
-            }
-        }
+        let matched = footer_line(l, n, footer)?;
+        in_hist &= !matched;
         if matched || l.is_empty() || l.starts_with('#') || !in_hist {
             continue;
         }
-        let mut toks = l.split_whitespace();
-        let value = uint(toks.next().unwrap_or(""), n, "histogram row value (µs)")?;
-        let lo = us_to_ns(value, n, "histogram row value")?;
-        let mut k = 0;
-        for t in toks {
-            let c = uint(t, n, "histogram count")?;
-            if first_row.is_none() {
-                cols.push(Hist::new());
-            }
-            match cols.get_mut(k) {
-                Some(h) => h.add(lo, lo + 999, c),
-                None => return Err(ParseError::at(n, format!("more than {} counts on this row; line {} has {}", cols.len(), first_row.unwrap_or(n), cols.len()))),
-            }
-            k += 1;
-        }
-        if first_row.is_some() && k != cols.len() {
-            return Err(ParseError::at(n, format!("{k} counts on this row; line {} has {}", first_row.unwrap_or(n), cols.len())));
-        }
+        let value = add_row(l, n, &mut cols, first_row)?;
         first_row.get_or_insert(n);
         limit_us = limit_us.max(value.saturating_add(1));
     }
@@ -123,49 +100,17 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
     if cols.len() != threads && cols.len() != threads + 1 {
         return Err(ParseError::at(first_row, format!("{} counts on this row; expected {threads} (one per thread)", cols.len())));
     }
+    let footer = Footer { total, min, avg, max, over };
     let mut p = Parsed { tool: "cyclictest".into(), ..Parsed::default() };
     let mut overflow_total = 0;
-    let mut folded = false;
+    let mut folded = Vec::new();
     for (t, hist) in cols.into_iter().take(threads).enumerate() {
-        let in_hist = hist.total().ok_or_else(|| ParseError::file(format!("thread {t}: counts overflow a 64-bit sum")))?;
-        if in_hist != total[t] {
-            return Err(ParseError::file(format!(
-                "thread {t}: histogram rows sum to {in_hist} but # Total: says {}; expected them equal",
-                total[t]
-            )));
-        }
-        folded |= hist.folded();
-        let mut buckets = hist.into_buckets();
-        let max_ns = us_to_ns(max[t], 0, "Max Latencies")?;
-        if over[t] > 0 {
-            let lo = us_to_ns(limit_us, 0, "histogram limit")?;
-            if max_ns < lo {
-                return Err(ParseError::file(format!(
-                    "thread {t}: {} overflows but max {} µs is below the histogram limit {limit_us} µs",
-                    over[t], max[t]
-                )));
-            }
-            buckets.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(max_ns), count: over[t] });
-            overflow_total += over[t];
-        }
-        let samples = total[t].checked_add(over[t]).ok_or_else(|| ParseError::file("sample count overflows"))?;
-        p.series.push(Series {
-            probe: "timer".into(),
-            thread: Some(t),
-            samples,
-            min_ns: us_to_ns(min[t], 0, "Min Latencies")?,
-            max_ns,
-            mean_ns: Some(avg[t] as f64 * 1000.0),
-            buckets,
-            // cyclictest skips missed periods without counting them.
-            overruns_unknown: true,
-            ..Series::default()
-        });
+        let (series, overflows) = thread_series(t, hist, &footer, limit_us, &mut folded)?;
+        overflow_total += overflows;
+        p.series.push(series);
     }
     p.fidelity.push("µs resolution; the average is printed as whole µs".into());
-    if folded {
-        p.fidelity.push(super::folded_note("histogram"));
-    }
+    p.fidelity.extend(super::fold::distinct(folded));
     if overflow_total > 0 {
         p.fidelity.push(format!(
             "histogram truncated at {limit_us} µs, {overflow_total} overflows: they are one bucket from {limit_us} µs up to the max"
@@ -173,4 +118,96 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
     }
     p.fidelity.push("no host, date, period or CPU in this format; no per-second series".into());
     Ok(p)
+}
+
+/// A footer line's number and values, once read.
+type FooterValues = Option<(usize, Vec<u64>)>;
+
+/// Footer line `n` ("# Total: 1 2 …", …) into its slot; true when it is one.
+fn footer_line(l: &str, n: usize, slots: [(&str, &mut FooterValues); 5]) -> Result<bool, ParseError> {
+    let mut matched = false;
+    for (prefix, slot) in slots {
+        if let Some(rest) = l.strip_prefix(prefix) {
+            *slot = Some((n, footer_values(rest, n, prefix.trim_start_matches("# ").trim_end_matches(':'))?));
+            matched = true;
+        }
+    }
+    Ok(matched)
+}
+
+/// Histogram row `n`, "VALUE COUNT COUNT ...": each count into its
+/// thread's column (the first row sets how many; they then share the
+/// file's buckets). Returns the row's value in µs.
+fn add_row(l: &str, n: usize, cols: &mut Vec<Hist>, first_row: Option<usize>) -> Result<u64, ParseError> {
+    let mut toks = l.split_whitespace();
+    let value = uint(toks.next().unwrap_or(""), n, "histogram row value (µs)")?;
+    let lo = us_to_ns(value, n, "histogram row value")?;
+    let mut k = 0;
+    for t in toks {
+        let c = uint(t, n, "histogram count")?;
+        if first_row.is_none() {
+            cols.push(Hist::new());
+        }
+        match cols.get_mut(k) {
+            Some(h) => h.add(lo, lo + 999, c),
+            None => return Err(ParseError::at(n, format!("more than {} counts on this row; line {} has {}", cols.len(), first_row.unwrap_or(n), cols.len()))),
+        }
+        k += 1;
+    }
+    if first_row.is_some() && k != cols.len() {
+        return Err(ParseError::at(n, format!("{k} counts on this row; line {} has {}", first_row.unwrap_or(n), cols.len())));
+    }
+    if first_row.is_none() {
+        let series = cols.len();
+        cols.iter_mut().for_each(|h| h.set_sharing(series));
+    }
+    Ok(value)
+}
+
+/// The footer's per-thread values ("# Total:", "# Min Latencies:", ...).
+struct Footer {
+    total: Vec<u64>,
+    min: Vec<u64>,
+    avg: Vec<u64>,
+    max: Vec<u64>,
+    over: Vec<u64>,
+}
+
+/// Thread `t`'s series from its column and the footer; its overflows
+/// (past `limit_us`) are one bucket up to the max. Returns it with that count.
+fn thread_series(t: usize, hist: Hist, f: &Footer, limit_us: u64, folded: &mut Vec<String>) -> Result<(Series, u64), ParseError> {
+    let in_hist = hist.total().ok_or_else(|| ParseError::file(format!("thread {t}: counts overflow a 64-bit sum")))?;
+    if in_hist != f.total[t] {
+        return Err(ParseError::file(format!(
+            "thread {t}: histogram rows sum to {in_hist} but # Total: says {}; expected them equal",
+            f.total[t]
+        )));
+    }
+    folded.extend(hist.note("histogram"));
+    let mut buckets = hist.into_buckets();
+    let max_ns = us_to_ns(f.max[t], 0, "Max Latencies")?;
+    if f.over[t] > 0 {
+        let lo = us_to_ns(limit_us, 0, "histogram limit")?;
+        if max_ns < lo {
+            return Err(ParseError::file(format!(
+                "thread {t}: {} overflows but max {} µs is below the histogram limit {limit_us} µs",
+                f.over[t], f.max[t]
+            )));
+        }
+        buckets.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(max_ns), count: f.over[t] });
+    }
+    let samples = f.total[t].checked_add(f.over[t]).ok_or_else(|| ParseError::file("sample count overflows"))?;
+    let series = Series {
+        probe: "timer".into(),
+        thread: Some(t),
+        samples,
+        min_ns: us_to_ns(f.min[t], 0, "Min Latencies")?,
+        max_ns,
+        mean_ns: Some(f.avg[t] as f64 * 1000.0),
+        buckets,
+        // cyclictest skips missed periods without counting them.
+        overruns_unknown: true,
+        ..Series::default()
+    };
+    Ok((series, f.over[t]))
 }

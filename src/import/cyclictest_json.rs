@@ -114,14 +114,22 @@ impl<'de> Visitor<'de> for ThreadsSeed {
         use serde::de::Error;
         let mut out: Vec<(String, Thread)> = Vec::new();
         let mut seen = std::collections::HashSet::new();
+        // The threads the histograms share the file's buckets among, twice
+        // the number read so far once past what full histograms allow (so
+        // the folding is redone only when the count doubles).
+        let mut series = Hist::FILE_BUCKETS / Hist::RAW_LIMIT;
         while let Some(id) = map.next_key::<String>()? {
             // "0" and "00" are the same thread: one entry each, never two.
             let key = id.trim().parse::<u64>().map(|n| n.to_string()).unwrap_or_else(|_| id.clone());
             if !seen.insert(key) {
                 return Err(A::Error::custom(format!("thread.\"{id}\" appears twice; expected one entry per thread (an edited or concatenated file?)")));
             }
-            let t = map.next_value_seed(ThreadSeed { id: id.clone() })?;
+            let t = map.next_value_seed(ThreadSeed { id: id.clone(), series })?;
             out.push((id, t));
+            if out.len() > series {
+                series = out.len() * 2;
+                out.iter_mut().filter_map(|(_, t)| t.hist.as_mut()).for_each(|h| h.set_sharing(series));
+            }
         }
         Ok(out)
     }
@@ -129,6 +137,8 @@ impl<'de> Visitor<'de> for ThreadsSeed {
 
 struct ThreadSeed {
     id: String,
+    /// See `ThreadsSeed::visit_map`.
+    series: usize,
 }
 
 impl<'de> DeserializeSeed<'de> for ThreadSeed {
@@ -148,7 +158,7 @@ impl<'de> Visitor<'de> for ThreadSeed {
         let mut hist = None;
         while let Some(key) = map.next_key::<String>()? {
             if key == "histogram" {
-                hist = Some(map.next_value_seed(HistSeed { path: format!("thread.\"{}\".histogram", self.id) })?);
+                hist = Some(map.next_value_seed(HistSeed { path: format!("thread.\"{}\".histogram", self.id), series: self.series })?);
             } else {
                 let v: Value = map.next_value()?;
                 fields.insert(key, v);
@@ -160,6 +170,8 @@ impl<'de> Visitor<'de> for ThreadSeed {
 
 struct HistSeed {
     path: String,
+    /// The histograms sharing the file's buckets (`Hist::sharing`).
+    series: usize,
 }
 
 impl<'de> DeserializeSeed<'de> for HistSeed {
@@ -176,7 +188,7 @@ impl<'de> Visitor<'de> for HistSeed {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Hist, A::Error> {
         use serde::de::Error;
-        let mut h = Hist::new();
+        let mut h = Hist::sharing(self.series);
         while let Some(k) = map.next_key::<String>()? {
             let v: u64 = k
                 .trim()
@@ -367,84 +379,95 @@ pub fn parse_reader(r: impl std::io::Read) -> Result<Parsed, ParseError> {
     let threads = doc
         .threads
         .ok_or_else(|| ParseError::file("no \"thread\" object; expected cyclictest --json output (truncated file?)"))?;
-    let mut overflow_total = 0u64;
-    let mut summary_only = false;
-    let mut folded = false;
     let mut ids: Vec<(usize, Thread)> = Vec::new();
     for (k, t) in threads {
         let id: usize = k.parse().map_err(|_| ParseError::file(format!("thread key {k:?} is not a thread number")))?;
         ids.push((id, t));
     }
     ids.sort_by_key(|x| x.0);
+    let mut notes = Notes::default();
     for (id, th) in ids {
-        let t = &th.fields;
-        let path = format!("thread.\"{id}\"");
-        let cycles = json_uint(t, "cycles", &path)?;
-        let min_ns = to_ns(json_uint(t, "min", &path)?, unit_ns, &path)?;
-        let max_ns = to_ns(json_uint(t, "max", &path)?, unit_ns, &path)?;
-        let avg = json_f64(t, "avg", &path)? * unit_ns as f64;
-        let cpu = t.get("cpu").and_then(|c| c.as_u64()).map(|c| c as usize);
-        let mut buckets = match th.hist {
-            Some(h) => {
-                folded |= h.folded();
-                scale_hist(h, unit_ns, &format!("{path}.histogram"))?
-            }
-            None => Vec::new(),
-        };
-        if buckets.is_empty() {
-            summary_only = true;
-        } else {
-            let in_hist = buckets.iter().try_fold(0u64, |a, b| a.checked_add(b.count)).unwrap_or(u64::MAX);
-            if in_hist > cycles {
-                return Err(ParseError::file(format!(
-                    "{path}: histogram holds {in_hist} samples but cycles is {cycles}; expected at most cycles"
-                )));
-            }
-            let over = cycles - in_hist;
-            if over > 0 {
-                let top = buckets.iter().map(|b| b.hi_ns.0).max().unwrap_or(0);
-                let lo = match limit {
-                    Some(l) => to_ns(l, unit_ns, "cmdline -h")?,
-                    None => top.saturating_add(1),
-                };
-                if max_ns < lo {
-                    return Err(ParseError::file(format!(
-                        "{path}: {over} samples overflowed the histogram but max {max_ns} ns is below its limit {lo} ns"
-                    )));
-                }
-                buckets.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(max_ns), count: over });
-                overflow_total += over;
-            }
-        }
-        p.series.push(Series {
-            probe: "timer".into(),
-            thread: Some(id),
-            cpu,
-            interval_ns,
-            samples: cycles,
-            min_ns,
-            max_ns,
-            mean_ns: Some(avg),
-            buckets,
-            // cyclictest skips missed periods without counting them.
-            overruns_unknown: true,
-            ..Series::default()
-        });
+        p.series.push(thread_series(id, th, unit_ns, interval_ns, limit, &mut notes)?);
     }
-    if summary_only {
+    if notes.summary_only {
         p.series.iter_mut().for_each(|s| s.buckets.clear());
         p.fidelity.push("summary only (run without -h): percentiles unknown; histogram is one bucket [min, max]".into());
-    } else if overflow_total > 0 {
+    } else if notes.overflow_total > 0 {
         let lim = limit.map(|l| format!("{l} {}", if unit_ns == 1 { "ns" } else { "µs" })).unwrap_or_else(|| "its last bucket".into());
         p.fidelity.push(format!(
-            "histogram truncated at {lim}, {overflow_total} overflows: they are one bucket from the limit up to the max"
+            "histogram truncated at {lim}, {} overflows: they are one bucket from the limit up to the max",
+            notes.overflow_total
         ));
     }
-    if folded {
-        p.fidelity.push(super::folded_note("histogram"));
-    }
+    p.fidelity.extend(super::fold::distinct(notes.folded));
     p.fidelity.push("no per-second series; no worst-sample timestamps".into());
     Ok(p)
+}
+
+/// What the threads give the fidelity notes.
+#[derive(Default)]
+struct Notes {
+    overflow_total: u64,
+    summary_only: bool,
+    folded: Vec<String>,
+}
+
+/// One thread's series: its summary, its histogram in ns, and the samples
+/// past the histogram's limit (`-h`) as one bucket from there to the max.
+fn thread_series(id: usize, th: Thread, unit_ns: u64, interval_ns: u64, limit: Option<u64>, notes: &mut Notes) -> Result<Series, ParseError> {
+    let t = &th.fields;
+    let path = format!("thread.\"{id}\"");
+    let cycles = json_uint(t, "cycles", &path)?;
+    let min_ns = to_ns(json_uint(t, "min", &path)?, unit_ns, &path)?;
+    let max_ns = to_ns(json_uint(t, "max", &path)?, unit_ns, &path)?;
+    let avg = json_f64(t, "avg", &path)? * unit_ns as f64;
+    let cpu = t.get("cpu").and_then(|c| c.as_u64()).map(|c| c as usize);
+    let mut buckets = match th.hist {
+        Some(h) => {
+            notes.folded.extend(h.note("histogram"));
+            scale_hist(h, unit_ns, &format!("{path}.histogram"))?
+        }
+        None => Vec::new(),
+    };
+    if buckets.is_empty() {
+        notes.summary_only = true;
+    } else {
+        let in_hist = buckets.iter().try_fold(0u64, |a, b| a.checked_add(b.count)).unwrap_or(u64::MAX);
+        if in_hist > cycles {
+            return Err(ParseError::file(format!(
+                "{path}: histogram holds {in_hist} samples but cycles is {cycles}; expected at most cycles"
+            )));
+        }
+        let over = cycles - in_hist;
+        if over > 0 {
+            let top = buckets.iter().map(|b| b.hi_ns.0).max().unwrap_or(0);
+            let lo = match limit {
+                Some(l) => to_ns(l, unit_ns, "cmdline -h")?,
+                None => top.saturating_add(1),
+            };
+            if max_ns < lo {
+                return Err(ParseError::file(format!(
+                    "{path}: {over} samples overflowed the histogram but max {max_ns} ns is below its limit {lo} ns"
+                )));
+            }
+            buckets.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(max_ns), count: over });
+            notes.overflow_total += over;
+        }
+    }
+    Ok(Series {
+        probe: "timer".into(),
+        thread: Some(id),
+        cpu,
+        interval_ns,
+        samples: cycles,
+        min_ns,
+        max_ns,
+        mean_ns: Some(avg),
+        buckets,
+        // cyclictest skips missed periods without counting them.
+        overruns_unknown: true,
+        ..Series::default()
+    })
 }
 
 #[cfg(test)]

@@ -16,20 +16,75 @@ use crate::stats;
 /// rtscope's recorder keeps them — so a 200 MB histogram costs kilobytes,
 /// not gigabytes. Counts are never lost; only ranges get coarser, and
 /// [`Hist::folded`] says so for the fidelity note.
-#[derive(Debug, Default)]
+///
+/// A file of many series (columns, threads) shares [`Hist::FILE_BUCKETS`]:
+/// [`Hist::sharing`] gives each series its part, and when 3 significant
+/// digits still leave more buckets than that, the buckets are folded
+/// coarser (each at most 1/512, 1/256, … of its value wide) until they fit,
+/// so 2 000 columns cost what one does. [`Hist::note`] says how coarse.
+#[derive(Debug)]
 pub struct Hist {
     raw: Vec<Bucket>,
     folded: Option<BTreeMap<(u64, u64), u64>>,
     total: u64,
     overflow: bool,
+    /// Distinct buckets kept before folding (and, when `hard`, after).
+    limit: usize,
+    /// A folded bucket is at most `value >> shift` wide (10: 1/1024).
+    shift: u32,
+    /// Fold coarser when the folded buckets exceed `limit`.
+    hard: bool,
+}
+
+impl Default for Hist {
+    fn default() -> Hist {
+        Hist { raw: Vec::new(), folded: None, total: 0, overflow: false, limit: Hist::RAW_LIMIT, shift: 10, hard: false }
+    }
 }
 
 impl Hist {
     /// Distinct buckets kept exactly before folding starts.
     pub const RAW_LIMIT: usize = 20_000;
 
+    /// The buckets all the series of one file keep together at most, when
+    /// it has many ([`Hist::sharing`]): 500 000 buckets are 12 MB.
+    pub const FILE_BUCKETS: usize = 500_000;
+
+    /// Fewest buckets a series keeps however many share the file (folding
+    /// to `value` wide gives about one per power of two: 64 at most).
+    pub const MIN_BUCKETS: usize = 64;
+
     pub fn new() -> Hist {
         Hist::default()
+    }
+
+    /// A histogram that is one of `series` in a file: at most
+    /// [`Hist::FILE_BUCKETS`] / `series` buckets (never fewer than
+    /// [`Hist::MIN_BUCKETS`], never more than [`Hist::new`] keeps raw).
+    pub fn sharing(series: usize) -> Hist {
+        let limit = (Hist::FILE_BUCKETS / series.max(1)).clamp(Hist::MIN_BUCKETS, Hist::RAW_LIMIT);
+        Hist { limit, hard: series > Hist::FILE_BUCKETS / Hist::RAW_LIMIT, ..Hist::default() }
+    }
+
+    /// Make this one of `series` sharing the file, as [`Hist::sharing`]
+    /// (for a parser that learns the number of series after the first row).
+    /// Buckets already kept are folded to the new share at once.
+    pub fn set_sharing(&mut self, series: usize) {
+        let s = Hist::sharing(series);
+        (self.limit, self.hard) = (s.limit, s.hard);
+        if self.folded.is_none() && self.raw.len() > self.limit {
+            self.fold_raw();
+        }
+        self.coarsen_to_limit();
+    }
+
+    /// From raw buckets to folded ones (at `shift`).
+    fn fold_raw(&mut self) {
+        let mut map = BTreeMap::new();
+        for b in std::mem::take(&mut self.raw) {
+            *map.entry(fold(b.lo_ns.0, b.hi_ns.0, self.shift)).or_insert(0u64) += b.count;
+        }
+        self.folded = Some(map);
     }
 
     /// Add `count` samples in `[lo, hi]` (ns, inclusive); empty ones are skipped.
@@ -41,18 +96,29 @@ impl Hist {
             Some(t) => self.total = t,
             None => self.overflow = true,
         }
+        let shift = self.shift;
         match &mut self.folded {
-            Some(map) => *map.entry(fold(lo, hi)).or_insert(0) += count,
+            Some(map) => *map.entry(fold(lo, hi, shift)).or_insert(0) += count,
             None => {
                 self.raw.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count });
-                if self.raw.len() > Self::RAW_LIMIT {
-                    let mut map = BTreeMap::new();
-                    for b in self.raw.drain(..) {
-                        *map.entry(fold(b.lo_ns.0, b.hi_ns.0)).or_insert(0u64) += b.count;
-                    }
-                    self.raw = Vec::new();
-                    self.folded = Some(map);
+                if self.raw.len() > self.limit {
+                    self.fold_raw();
                 }
+            }
+        }
+        self.coarsen_to_limit();
+    }
+
+    /// While a `hard` histogram's folded buckets exceed its limit, fold
+    /// them once more at half the precision (a coarser block holds whole
+    /// finer ones: widths are powers of two times the source's, aligned).
+    fn coarsen_to_limit(&mut self) {
+        let Some(map) = &mut self.folded else { return };
+        while self.hard && map.len() > self.limit && self.shift > 0 {
+            self.shift -= 1;
+            let old = std::mem::take(map);
+            for ((lo, hi), c) in old {
+                *map.entry(fold(lo, hi, self.shift)).or_insert(0) += c;
             }
         }
     }
@@ -66,10 +132,24 @@ impl Hist {
         self.total == 0 && !self.overflow
     }
 
-    /// True when the source had more than [`Hist::RAW_LIMIT`] buckets and
-    /// they were folded.
+    /// True when the source had more buckets than kept and they were folded.
     pub fn folded(&self) -> bool {
         self.folded.is_some()
+    }
+
+    /// The fidelity note of `what` when its buckets were folded: 3
+    /// significant digits ([`folded_note`]), or coarser to share the file.
+    pub fn note(&self, what: &str) -> Option<String> {
+        match self.folded {
+            None => None,
+            Some(_) if self.shift == 10 => Some(folded_note(what)),
+            Some(_) => Some(format!(
+                "{what}: one of many series sharing {} histogram buckets: kept in at most {} buckets, each at most 1/{} of its value wide",
+                Hist::FILE_BUCKETS,
+                self.limit,
+                1u64 << self.shift
+            )),
+        }
     }
 
     pub fn into_buckets(self) -> Vec<Bucket> {
@@ -80,14 +160,36 @@ impl Hist {
     }
 }
 
+/// The notes of `notes` once each, in first-seen order (the columns of a
+/// file folded alike give one note).
+pub fn distinct(notes: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    notes.into_iter().filter(|n| seen.insert(n.clone())).collect()
+}
+
+/// `buckets` (disjoint, ascending) folded as a histogram sharing the file
+/// with `series` others would keep them, and the fidelity note when they
+/// had to be folded (`what` names the series).
+pub fn share(buckets: Vec<Bucket>, series: usize, what: &str) -> (Vec<Bucket>, Option<String>) {
+    let mut h = Hist::sharing(series);
+    if buckets.len() <= h.limit {
+        return (buckets, None);
+    }
+    for b in buckets {
+        h.add(b.lo_ns.0, b.hi_ns.0, b.count);
+    }
+    let note = h.note(what);
+    (h.into_buckets(), note)
+}
+
 /// The folded range holding source bucket `[lo, hi]`: a block of width
-/// `w` = the source width doubled while it stays ≤ lo/1024, aligned on
+/// `w` = the source width doubled while it stays ≤ lo >> shift (10: lo/1024), aligned on
 /// multiples of `w`; the source range itself when it does not fit one block
 /// (unaligned or wider).
-fn fold(lo: u64, hi: u64) -> (u64, u64) {
+fn fold(lo: u64, hi: u64, shift: u32) -> (u64, u64) {
     let s = hi.saturating_sub(lo).saturating_add(1);
     let mut w = s;
-    while w.saturating_mul(2) <= lo / 1024 {
+    while w.saturating_mul(2) <= lo >> shift {
         w *= 2;
     }
     let b_lo = lo - lo % w;
@@ -242,6 +344,26 @@ mod tests {
         assert!(b.windows(2).all(|w| w[0].hi_ns < w[1].lo_ns), "disjoint and ascending");
         // Below ~1 ms the 1 µs rows stay as they are.
         assert_eq!((b[3].lo_ns.0, b[3].hi_ns.0), (3000, 3999));
+    }
+
+    #[test]
+    fn series_sharing_a_file_fold_coarser_and_keep_every_sample() {
+        // 2 000 columns share the file: 250 buckets each. 1 µs rows to 50 ms.
+        let mut h = Hist::sharing(2000);
+        for us in 0..50_000u64 {
+            h.add(us * 1000, us * 1000 + 999, 2);
+        }
+        let note = h.note("column 7").expect("folded");
+        assert!(note.contains("at most 250 buckets"), "{note}");
+        let b = h.into_buckets();
+        assert!(b.len() <= 250, "{} buckets", b.len());
+        assert_eq!(b.iter().map(|x| x.count).sum::<u64>(), 100_000);
+        assert!(b.windows(2).all(|w| w[0].hi_ns < w[1].lo_ns), "disjoint and ascending");
+        // Nothing to fold: the buckets stay as they are, with no note.
+        let few = vec![Bucket { lo_ns: Nanos(0), hi_ns: Nanos(999), count: 3 }];
+        assert_eq!(share(few.clone(), 31_000, "thread 1"), (few, None));
+        // A file of few series keeps the 3-significant-digit rule.
+        assert!(!Hist::sharing(4).hard);
     }
 
     #[test]

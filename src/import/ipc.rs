@@ -112,6 +112,33 @@ fn variant_of(tool: &str, a: Option<usize>, b: Option<usize>) -> Option<String> 
 }
 
 
+/// A pair line, "#1 -> #0, Min    3, Cur   37, Avg    4, Max   37":
+/// (receiver, sender) and (line, min, avg, max).
+type PairLine = ((u64, u64), (usize, i64, i64, i64));
+
+fn pair_line(l: &str, n: usize) -> Result<PairLine, ParseError> {
+    let mut fields = l.split(',');
+    let head = fields.next().unwrap_or("");
+    let (a, b) = head.split_once("->").ok_or_else(|| ParseError::at(n, "expected \"#A -> #B\""))?;
+    let a = uint(a.trim().trim_start_matches('#'), n, "thread number")?;
+    let b = uint(b.trim().trim_start_matches('#'), n, "thread number")?;
+    let (mut min, mut avg, mut max) = (None, None, None);
+    for f in fields {
+        let f = f.trim();
+        if let Some(v) = f.strip_prefix("Min") {
+            min = Some(int(v, n, "Min")?);
+        } else if let Some(v) = f.strip_prefix("Avg") {
+            avg = Some(int(v, n, "Avg")?);
+        } else if let Some(v) = f.strip_prefix("Max") {
+            max = Some(int(v, n, "Max")?);
+        }
+    }
+    match (min, avg, max) {
+        (Some(mi), Some(av), Some(ma)) => Ok(((a, b), (n, mi, av, ma))),
+        _ => Err(ParseError::at(n, "expected \"#A -> #B, Min x, Cur y, Avg z, Max w\"")),
+    }
+}
+
 /// Read line by line; only the latest status and pair line of each thread
 /// is kept, so a long live log costs no more than a short one.
 pub fn parse_lines(lines: &mut dyn Iterator<Item = super::Line>, file_name: &str) -> Result<Parsed, ParseError> {
@@ -125,29 +152,8 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = super::Line>, file_name: &str
         let l = super::strip_ansi(&raw);
         let l = l.trim();
         if is_pair_line(l) {
-            // "#1 -> #0, Min    3, Cur   37, Avg    4, Max   37"
-            let mut fields = l.split(',');
-            let head = fields.next().unwrap_or("");
-            let (a, b) = head.split_once("->").ok_or_else(|| ParseError::at(n, "expected \"#A -> #B\""))?;
-            let a = uint(a.trim().trim_start_matches('#'), n, "thread number")?;
-            let b = uint(b.trim().trim_start_matches('#'), n, "thread number")?;
-            let (mut min, mut avg, mut max) = (None, None, None);
-            for f in fields {
-                let f = f.trim();
-                if let Some(v) = f.strip_prefix("Min") {
-                    min = Some(int(v, n, "Min")?);
-                } else if let Some(v) = f.strip_prefix("Avg") {
-                    avg = Some(int(v, n, "Avg")?);
-                } else if let Some(v) = f.strip_prefix("Max") {
-                    max = Some(int(v, n, "Max")?);
-                }
-            }
-            match (min, avg, max) {
-                (Some(mi), Some(av), Some(ma)) => {
-                    pairs.insert((a, b), (n, mi, av, ma));
-                }
-                _ => return Err(ParseError::at(n, "expected \"#A -> #B, Min x, Cur y, Avg z, Max w\"")),
-            }
+            let (key, value) = pair_line(l, n)?;
+            pairs.insert(key, value);
         } else if l.starts_with('#') && l.contains(": ID") {
             // Only this line's threads can add timeouts: looking at every
             // thread's status here made a log of many pairs quadratic.
@@ -200,21 +206,31 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = super::Line>, file_name: &str
     if p.series.is_empty() {
         return Err(ParseError::file("every pair has Cycles 0; nothing was measured"));
     }
-    p.fidelity.push("summary only: the tool prints min/avg/max per pair; percentiles unknown; histogram is one bucket [min, max]".into());
-    p.fidelity.push("µs resolution; the average is printed as whole µs; stddev unknown (0)".into());
+    p.fidelity.extend(notes(tool, skipped, cut, any_timeouts));
+    Ok(p)
+}
+
+/// The fidelity notes of an import: summary only, µs, and what the file
+/// left out (`skipped` pairs with 0 cycles, a refresh `cut` at a line, the
+/// unknown tool, pmqtest's timeouts).
+fn notes(tool: &str, skipped: usize, cut: Option<usize>, any_timeouts: bool) -> Vec<String> {
+    let mut out: Vec<String> = vec![
+        "summary only: the tool prints min/avg/max per pair; percentiles unknown; histogram is one bucket [min, max]".into(),
+        "µs resolution; the average is printed as whole µs; stddev unknown (0)".into(),
+    ];
     if skipped > 0 {
-        p.fidelity.push(format!("{skipped} pairs with 0 cycles skipped"));
+        out.push(format!("{skipped} pairs with 0 cycles skipped"));
     }
     if let Some(line) = cut {
-        p.fidelity.push(format!(
+        out.push(format!(
             "truncated: the file ends inside a refresh (its status line {line} has no pair line after it); the last complete refresh is imported"
         ));
     }
     if tool == "rt-tests IPC test" {
-        p.fidelity.push("which tool wrote the file is unknown (ptsematest, svsematest or sigwaittest); use --probe to name it".into());
+        out.push("which tool wrote the file is unknown (ptsematest, svsematest or sigwaittest); use --probe to name it".into());
     }
     if any_timeouts {
-        p.fidelity.push("pmqtest timeouts (TO) are reported as overruns".into());
+        out.push("pmqtest timeouts (TO) are reported as overruns".into());
     }
-    Ok(p)
+    out
 }

@@ -150,6 +150,22 @@ pub fn strip_ansi(line: &str) -> String {
     out
 }
 
+/// The system names of a header line `line`, each with its column number:
+/// none empty, none twice (a set: a header of 100 000 columns is checked
+/// in linear time).
+pub fn check_system_names<'a>(names: impl IntoIterator<Item = (usize, &'a str)>, line: usize) -> Result<(), ParseError> {
+    let mut seen = std::collections::HashSet::new();
+    for (col, name) in names {
+        if name.is_empty() {
+            return Err(ParseError::at(line, format!("column {col} has an empty system name")));
+        }
+        if !seen.insert(name) {
+            return Err(ParseError::at(line, format!("system {name:?} appears twice in the header")));
+        }
+    }
+    Ok(())
+}
+
 /// A non-negative integer field.
 pub fn uint(tok: &str, line: usize, what: &str) -> Result<u64, ParseError> {
     let t = tok.trim();

@@ -107,19 +107,9 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
             cols.clear();
             (width, last, flushed) = (None, None, false);
             pending.clear();
-            for name in toks {
-                let (kind, cpu) = name
-                    .split_once('-')
-                    .ok_or_else(|| ParseError::at(n, format!("column {name:?}: expected IRQ-NNN, Thr-NNN or Usr-NNN")))?;
-                let variant = match kind {
-                    "IRQ" => "irq",
-                    "Thr" => "thread",
-                    "Usr" => "user",
-                    _ => return Err(ParseError::at(n, format!("column {name:?}: expected IRQ-NNN, Thr-NNN or Usr-NNN"))),
-                };
-                let cpu = uint(cpu, n, "CPU number in column header")? as usize;
-                cols.push(Column { variant, cpu, hist: Hist::new(), over: None, count: None, min: None, avg: None, max: None });
-            }
+            cols = header_columns(toks, n)?;
+            let series = cols.len();
+            cols.iter_mut().for_each(|c| c.hist.set_sharing(series));
             if cols.is_empty() {
                 return Err(ParseError::at(n, "Index header without columns; expected IRQ-NNN/Thr-NNN columns"));
             }
@@ -139,34 +129,9 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
             return Err(ParseError::at(n, format!("{} values after {first:?}; expected {} (one per column of the Index line {header_line})", vals.len(), cols.len())));
         }
         match first {
-            "over:" | "count:" => {
-                for (c, v) in cols.iter_mut().zip(&vals) {
-                    let x = uint(v, n, first)?;
-                    if first == "over:" {
-                        c.over = Some(x);
-                    } else {
-                        c.count = Some(x);
-                    }
-                }
-            }
-            // A column without samples prints "-" (avg; newer rtla: min and
-            // max too) or, for rtla 6.1's min, the untouched ~0 (2^64 - 1).
-            "min:" | "max:" => {
-                for (c, v) in cols.iter_mut().zip(&vals) {
-                    let x = if *v == "-" { None } else { Some(uint(v, n, first)?) };
-                    if first == "min:" {
-                        c.min = x;
-                    } else {
-                        c.max = x;
-                    }
-                }
-                if first == "max:" {
+            "over:" | "count:" | "min:" | "max:" | "avg:" => {
+                if summary_row(first, &vals, n, &mut cols)? {
                     break; // the table's last row; rtla may print notes after it
-                }
-            }
-            "avg:" => {
-                for (c, v) in cols.iter_mut().zip(&vals) {
-                    c.avg = if *v == "-" { None } else { Some(float(v, n, "avg:")?) };
                 }
             }
             _ => {
@@ -201,7 +166,7 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
     let scale = |v: u64, what: &str| -> Result<u64, ParseError> {
         v.checked_mul(unit_ns).filter(|&x| x <= i64::MAX as u64).ok_or_else(|| ParseError::file(format!("{what}: {v} is too large")))
     };
-    let mut folded = false;
+    let mut folded = Vec::new();
     let mut p = Parsed { tool: "rtla timerlat hist".into(), duration_ns, ..Parsed::default() };
     let mut overflows = 0;
     for c in &mut cols {
@@ -215,7 +180,7 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
             (Some(a), Some(b)) => return Err(ParseError::file(format!("{name}: min {a} is above max {b} with count {count}"))),
             _ => return Err(ParseError::file(format!("{name}: no \"min:\"/\"max:\" value; expected the summary rows (truncated file?)"))),
         };
-        folded |= c.hist.folded();
+        folded.extend(c.hist.note("histogram"));
         let mut buckets = std::mem::take(&mut c.hist).into_buckets();
         let over = c.over.unwrap_or(0);
         if over > 0 {
@@ -259,11 +224,64 @@ pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, Pars
             None => format!("no histogram row below rtla's -E x -b: all {overflows} samples are overflows (over: row), one bucket from the min to the max"),
         });
     }
-    if folded {
-        p.fidelity.push(super::folded_note("histogram"));
-    }
+    p.fidelity.extend(super::fold::distinct(folded));
     p.fidelity.push("no host, date or period in this format; no per-second series".into());
     Ok(p)
+}
+
+/// The columns of the Index line `n` (IRQ-NNN, Thr-NNN, Usr-NNN).
+fn header_columns<'a>(toks: impl Iterator<Item = &'a str>, n: usize) -> Result<Vec<Column>, ParseError> {
+    let mut cols = Vec::new();
+    for name in toks {
+        let (kind, cpu) = name
+            .split_once('-')
+            .ok_or_else(|| ParseError::at(n, format!("column {name:?}: expected IRQ-NNN, Thr-NNN or Usr-NNN")))?;
+        let variant = match kind {
+            "IRQ" => "irq",
+            "Thr" => "thread",
+            "Usr" => "user",
+            _ => return Err(ParseError::at(n, format!("column {name:?}: expected IRQ-NNN, Thr-NNN or Usr-NNN"))),
+        };
+        let cpu = uint(cpu, n, "CPU number in column header")? as usize;
+        cols.push(Column { variant, cpu, hist: Hist::new(), over: None, count: None, min: None, avg: None, max: None });
+    }
+    Ok(cols)
+}
+
+/// A summary row (`over:`, `count:`, `min:`, `max:`, `avg:`) of line `n`
+/// into the columns; true after `max:`, the table's last row.
+fn summary_row(first: &str, vals: &[&str], n: usize, cols: &mut [Column]) -> Result<bool, ParseError> {
+    match first {
+        "over:" | "count:" => {
+            for (c, v) in cols.iter_mut().zip(vals) {
+                let x = uint(v, n, first)?;
+                if first == "over:" {
+                    c.over = Some(x);
+                } else {
+                    c.count = Some(x);
+                }
+            }
+        }
+        // A column without samples prints "-" (avg; newer rtla: min and
+        // max too) or, for rtla 6.1's min, the untouched ~0 (2^64 - 1).
+        "min:" | "max:" => {
+            for (c, v) in cols.iter_mut().zip(vals) {
+                let x = if *v == "-" { None } else { Some(uint(v, n, first)?) };
+                if first == "min:" {
+                    c.min = x;
+                } else {
+                    c.max = x;
+                }
+            }
+        }
+        "avg:" => {
+            for (c, v) in cols.iter_mut().zip(vals) {
+                c.avg = if *v == "-" { None } else { Some(float(v, n, "avg:")?) };
+            }
+        }
+        _ => {}
+    }
+    Ok(first == "max:")
 }
 
 /// One Index row's counts into the columns' histograms, `width` index units wide.

@@ -87,14 +87,7 @@ fn grid(r: impl std::io::Read, first: &[&str]) -> Result<Grid, ParseError> {
                     return Err(ParseError::at(n, format!("expected the header {},SYSTEM[,SYSTEM...]", first.join(" or "))));
                 }
                 let names: Vec<String> = rec.iter().map(String::from).collect();
-                for (k, name) in names.iter().enumerate().skip(1) {
-                    if name.is_empty() {
-                        return Err(ParseError::at(n, format!("column {} has an empty system name", k + 1)));
-                    }
-                    if names[1..k].contains(name) {
-                        return Err(ParseError::at(n, format!("system {name:?} appears twice in the header")));
-                    }
-                }
+                super::read::check_system_names(names.iter().enumerate().skip(1).map(|(k, s)| (k + 1, s.as_str())), n)?;
                 header = Some(names);
             }
             Some(h) => {

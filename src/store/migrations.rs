@@ -238,11 +238,39 @@ CREATE INDEX runs_preempt ON runs(preempt, started_at);
 CREATE INDEX runs_max ON runs(max_ns);
 "#;
 
+/// Migration 4: a run's JSON text in parts of at most 1 MiB, in order
+/// (`store::text`), so a run is saved and read piece by piece: a wide
+/// import's text (ten times its input) is never one string in memory nor
+/// one SQLite value (limited to 1 GB). Runs saved from this version on keep
+/// `runs.json` empty and their text here; runs stored before keep theirs in
+/// `runs.json` (read either way). A version step, not only a table: an
+/// older rtscope, which reads `runs.json` alone, then refuses the database
+/// as newer instead of exporting an empty text.
+const V4: &str = r#"
+CREATE TABLE run_json (
+    run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq          INTEGER NOT NULL,
+    part         TEXT    NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+"#;
+
+/// Migration 4 for PostgreSQL: the same table as [`V4`].
+const V4_POSTGRES: &str = r#"
+CREATE TABLE run_json (
+    run_id       BIGINT  NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq          BIGINT  NOT NULL,
+    part         TEXT    NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+"#;
+
 /// Every migration, oldest first. Append only.
 pub const MIGRATIONS: &[Migration] = &[
     Migration { sqlite: V1, postgres: V1_POSTGRES },
     Migration { sqlite: V2, postgres: V2_POSTGRES },
     Migration { sqlite: V3, postgres: V3_POSTGRES },
+    Migration { sqlite: V4, postgres: V4_POSTGRES },
 ];
 
 /// The schema version this build writes.

@@ -12,6 +12,7 @@ pub mod migrations;
 pub mod pg;
 pub mod pgconn;
 pub mod sqlite;
+pub mod text;
 
 use std::path::{Path, PathBuf};
 
@@ -318,9 +319,10 @@ impl Store {
     pub fn save(&mut self, run: &Run, json: &str, source: &str) -> anyhow::Result<i64> {
         each!(self, s => s.save(run, json, source))
     }
-    /// Save `(run, json, source)` triples, each tagged `tag` if given, in
-    /// one transaction: all or none. Returns the ids in order.
-    pub fn save_all(&mut self, runs: &[(&Run, &str, &str)], tag: Option<&str>) -> anyhow::Result<Vec<i64>> {
+    /// Save runs as `runs` produces them (one in memory at a time, its
+    /// text written by parts: `text`), each tagged `tag` if given, in one
+    /// transaction: all or none. Returns the ids in order.
+    pub fn save_all(&mut self, runs: text::Runs<'_, '_>, tag: Option<&str>) -> anyhow::Result<Vec<i64>> {
         each!(self, s => s.save_all(runs, tag))
     }
     /// Every run matching `f`, oldest first.

@@ -34,6 +34,7 @@ use postgres::{Client, IsolationLevel, Transaction};
 
 use super::migrations;
 use super::pgconn::{reason, Target};
+use super::text::{self, Runs, Saving};
 use super::{Facets, Page, PageQuery, PhaseMax, RunRow};
 use crate::error::BadInput;
 use crate::model::Run;
@@ -205,12 +206,14 @@ impl Store {
     /// Save `run`, whose JSON text is `json` (for a native run: the file's
     /// exact bytes). `source` is "native" or an importer format. Returns the id.
     pub fn save(&mut self, run: &Run, json: &str, source: &str) -> anyhow::Result<i64> {
-        Ok(self.save_all(&[(run, json, source)], None)?[0])
+        let one = Saving { run: std::borrow::Cow::Borrowed(run), text: Some(json.into()), source: source.to_string() };
+        Ok(self.save_all(&mut std::iter::once(Ok(one)), None)?[0])
     }
 
-    /// Save several runs, each tagged `tag` if given, in one transaction:
-    /// all are stored or none. Returns the ids in order.
-    pub fn save_all(&mut self, runs: &[(&Run, &str, &str)], tag: Option<&str>) -> anyhow::Result<Vec<i64>> {
+    /// Save runs as `runs` produces them (one in memory at a time, its text
+    /// by parts), each tagged `tag` if given, in one transaction: all are
+    /// stored or none. Returns the ids in order.
+    pub fn save_all(&mut self, runs: Runs<'_, '_>, tag: Option<&str>) -> anyhow::Result<Vec<i64>> {
         if self.client.is_closed() {
             // The server or the network dropped us during a long run.
             *self = Store::open(&self.target.clone())?;
@@ -219,74 +222,9 @@ impl Store {
         let e = |e| pg_err(&target, e);
         let saved_at = super::now_rfc3339();
         let mut tx = self.client.transaction().map_err(e)?;
-        let mut ids = Vec::with_capacity(runs.len());
-        for &(run, json, source) in runs {
-            let sha = super::sha256_hex(json.as_bytes());
-            let system = run.imported_from.as_ref().map(|i| i.system.clone()).unwrap_or_else(|| run.host.hostname.clone());
-            let host_json = serde_json::to_string(&run.host)?;
-            let probes = run.plan.probes.join(",");
-            let phases = run.plan.phases.join(",");
-            let id: i64 = tx
-                .query_one(
-                    "INSERT INTO runs (started_at, finished_at, host, kernel, realtime, probes, phases, preset, interrupted,
-                                       source, system, file_sha256, host_json, json, saved_at, preempt, max_ns)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-                     RETURNING id",
-                    &[
-                        &run.started_at,
-                        &run.finished_at,
-                        &run.host.hostname,
-                        &run.host.kernel_release,
-                        &run.host.realtime,
-                        &probes,
-                        &phases,
-                        &run.interrupted,
-                        &source,
-                        &system,
-                        &sha,
-                        &host_json,
-                        &json,
-                        &saved_at,
-                        &run.host.preempt_model,
-                        &int(super::run_max(run))?,
-                    ],
-                )
-                .map_err(e)?
-                .get(0);
-            let res = tx
-                .prepare(
-                    "INSERT INTO results (run_id, idx, probe, phase, variant, thread, cpu, interval_ns, samples, overruns,
-                        min_ns, max_ns, mean_ns, stddev_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, p99_99_ns, p99_999_ns)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
-                )
-                .map_err(e)?;
-            let buckets = tx
-                .prepare(
-                    "INSERT INTO buckets (run_id, result_idx, lo_ns, hi_ns, count)
-                     SELECT $1, $2, lo, hi, n FROM unnest($3::BIGINT[], $4::BIGINT[], $5::BIGINT[]) AS b(lo, hi, n)",
-                )
-                .map_err(e)?;
-            for (idx, r) in run.results.iter().enumerate() {
-                let idx = idx as i64;
-                let pct: Vec<Option<i64>> =
-                    PERCENTILES.iter().map(|q| r.percentiles_ns.get(q.key).map(|n| int(n.0)).transpose()).collect::<anyhow::Result<_>>()?;
-                let (thread, cpu) = (opt_int(r.thread)?, opt_int(r.cpu)?);
-                let nums = [int(r.interval_ns.0)?, int(r.samples)?, int(r.overruns)?, int(r.min_ns.0)?, int(r.max_ns.0)?];
-                tx.execute(
-                    &res,
-                    &[
-                        &id, &idx, &r.probe, &r.phase, &r.variant, &thread, &cpu, &nums[0], &nums[1], &nums[2], &nums[3], &nums[4],
-                        &r.mean_ns, &r.stddev_ns, &pct[0], &pct[1], &pct[2], &pct[3], &pct[4], &pct[5],
-                    ],
-                )
-                .map_err(e)?;
-                if !r.histogram.is_empty() {
-                    let lo = r.histogram.iter().map(|b| int(b.lo_ns.0)).collect::<anyhow::Result<Vec<_>>>()?;
-                    let hi = r.histogram.iter().map(|b| int(b.hi_ns.0)).collect::<anyhow::Result<Vec<_>>>()?;
-                    let n = r.histogram.iter().map(|b| int(b.count)).collect::<anyhow::Result<Vec<_>>>()?;
-                    tx.execute(&buckets, &[&id, &idx, &lo, &hi, &n]).map_err(e)?;
-                }
-            }
+        let mut ids = Vec::new();
+        for s in runs {
+            let id = insert_run(&mut tx, &target, &s?, &saved_at)?;
             if let Some(t) = tag {
                 tx.execute("INSERT INTO tags (run_id, tag) VALUES ($1, $2) ON CONFLICT DO NOTHING", &[&id, &t]).map_err(e)?;
             }
@@ -385,9 +323,22 @@ impl Store {
     }
 
     /// The stored JSON text of run `id` (exit 2 when there is no such run).
+    /// Runs saved before schema version 4 keep it in `runs.json`, later
+    /// ones in parts (`run_json`, `store::text`), leaving `runs.json` empty.
     pub fn json_text(&mut self, id: i64) -> anyhow::Result<String> {
-        let row = self.client.query_opt("SELECT json FROM runs WHERE id = $1", &[&id]).map_err(|e| pg_err(&self.target, e))?;
-        row.map(|r| r.get(0)).ok_or_else(|| self.no_such_run(id))
+        let target = self.target.clone();
+        let e = |e| pg_err(&target, e);
+        let row = self.client.query_opt("SELECT json FROM runs WHERE id = $1", &[&id]).map_err(e)?;
+        let t: String = row.map(|r| r.get(0)).ok_or_else(|| self.no_such_run(id))?;
+        if !t.is_empty() {
+            return Ok(t);
+        }
+        let mut parts = self.client.query_raw("SELECT part FROM run_json WHERE run_id = $1 ORDER BY seq", [&id]).map_err(e)?;
+        let mut out = String::new();
+        while let Some(row) = postgres::fallible_iterator::FallibleIterator::next(&mut parts).map_err(e)? {
+            out.push_str(row.get(0));
+        }
+        Ok(out)
     }
 
     fn no_such_run(&self, id: i64) -> anyhow::Error {
@@ -537,6 +488,88 @@ impl Store {
         Ok(rows.iter().map(|r| (r.get::<_, i64>(0) as u64, r.get::<_, i64>(1) as u64, r.get::<_, i64>(2) as u64)).collect())
     }
 
+}
+
+
+/// Insert one run: its `runs` row, its text by parts (then the text's hash
+/// into the row), its results and buckets.
+fn insert_run(tx: &mut Transaction<'_>, target: &Target, s: &Saving<'_>, saved_at: &str) -> anyhow::Result<i64> {
+    let e = |e| pg_err(target, e);
+    let id = insert_row(tx, target, s, saved_at)?;
+    let part = tx.prepare("INSERT INTO run_json (run_id, seq, part) VALUES ($1, $2, $3)").map_err(e)?;
+    let sha = text::write_parts(s, &mut |seq, p| {
+        tx.execute(&part, &[&id, &seq, &p]).map_err(e)?;
+        Ok(())
+    })?;
+    tx.execute("UPDATE runs SET file_sha256 = $1 WHERE id = $2", &[&sha, &id]).map_err(e)?;
+    let res = tx
+        .prepare(
+            "INSERT INTO results (run_id, idx, probe, phase, variant, thread, cpu, interval_ns, samples, overruns,
+                min_ns, max_ns, mean_ns, stddev_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, p99_99_ns, p99_999_ns)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
+        )
+        .map_err(e)?;
+    let buckets = tx
+        .prepare(
+            "INSERT INTO buckets (run_id, result_idx, lo_ns, hi_ns, count)
+             SELECT $1, $2, lo, hi, n FROM unnest($3::BIGINT[], $4::BIGINT[], $5::BIGINT[]) AS b(lo, hi, n)",
+        )
+        .map_err(e)?;
+    for (idx, r) in s.run.results.iter().enumerate() {
+        let idx = idx as i64;
+        let pct: Vec<Option<i64>> =
+            PERCENTILES.iter().map(|q| r.percentiles_ns.get(q.key).map(|n| int(n.0)).transpose()).collect::<anyhow::Result<_>>()?;
+        let (thread, cpu) = (opt_int(r.thread)?, opt_int(r.cpu)?);
+        let nums = [int(r.interval_ns.0)?, int(r.samples)?, int(r.overruns)?, int(r.min_ns.0)?, int(r.max_ns.0)?];
+        tx.execute(
+            &res,
+            &[
+                &id, &idx, &r.probe, &r.phase, &r.variant, &thread, &cpu, &nums[0], &nums[1], &nums[2], &nums[3], &nums[4],
+                &r.mean_ns, &r.stddev_ns, &pct[0], &pct[1], &pct[2], &pct[3], &pct[4], &pct[5],
+            ],
+        )
+        .map_err(e)?;
+        if !r.histogram.is_empty() {
+            let lo = r.histogram.iter().map(|b| int(b.lo_ns.0)).collect::<anyhow::Result<Vec<_>>>()?;
+            let hi = r.histogram.iter().map(|b| int(b.hi_ns.0)).collect::<anyhow::Result<Vec<_>>>()?;
+            let n = r.histogram.iter().map(|b| int(b.count)).collect::<anyhow::Result<Vec<_>>>()?;
+            tx.execute(&buckets, &[&id, &idx, &lo, &hi, &n]).map_err(e)?;
+        }
+    }
+    Ok(id)
+}
+
+/// The `runs` row of `s` (its text and hash follow), returning its id.
+fn insert_row(tx: &mut Transaction<'_>, target: &Target, s: &Saving<'_>, saved_at: &str) -> anyhow::Result<i64> {
+    let run = s.run.as_ref();
+    let system = run.imported_from.as_ref().map(|i| i.system.clone()).unwrap_or_else(|| run.host.hostname.clone());
+    let host_json = serde_json::to_string(&run.host)?;
+    let (probes, phases) = (run.plan.probes.join(","), run.plan.phases.join(","));
+    let row = tx
+        .query_one(
+            "INSERT INTO runs (started_at, finished_at, host, kernel, realtime, probes, phases, preset, interrupted,
+                               source, system, file_sha256, host_json, json, saved_at, preempt, max_ns)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8, $9, $10, '', $11, '', $12, $13, $14)
+             RETURNING id",
+            &[
+                &run.started_at,
+                &run.finished_at,
+                &run.host.hostname,
+                &run.host.kernel_release,
+                &run.host.realtime,
+                &probes,
+                &phases,
+                &run.interrupted,
+                &s.source,
+                &system,
+                &host_json,
+                &saved_at,
+                &run.host.preempt_model,
+                &int(super::run_max(run))?,
+            ],
+        )
+        .map_err(|e| pg_err(target, e))?;
+    Ok(row.get(0))
 }
 
 /// A read-only snapshot, so the three queries of `list` see the same runs.
