@@ -7,9 +7,9 @@
 #[error("{0}")]
 pub struct BadInput(pub String);
 
-pub const EXIT_OK: u8 = 0;
-pub const EXIT_FAILURE: u8 = 1;
-pub const EXIT_BAD_INPUT: u8 = 2;
+pub(crate) const EXIT_OK: u8 = 0;
+pub(crate) const EXIT_FAILURE: u8 = 1;
+pub(crate) const EXIT_BAD_INPUT: u8 = 2;
 /// `rtscope check`: a bound or the baseline was not met.
-pub const EXIT_GATE_FAILED: u8 = 3;
-pub const EXIT_INTERRUPTED: u8 = 130;
+pub(crate) const EXIT_GATE_FAILED: u8 = 3;
+pub(crate) const EXIT_INTERRUPTED: u8 = 130;

@@ -4,27 +4,27 @@
 //! plan (`plan`) → real-time set-up and probes (`runner`, `measure`) →
 //! model (`model`) → store (`store`) → analysis (`analysis`) → report (`report`).
 
-pub mod analysis;
-pub mod cli;
-pub mod commands;
-pub mod error;
+pub(crate) mod analysis;
+pub(crate) mod cli;
+pub(crate) mod commands;
+pub(crate) mod error;
 pub mod import;
-pub mod live;
-pub mod load;
+pub(crate) mod live;
+pub(crate) mod load;
 pub mod measure;
-pub mod plan;
+pub(crate) mod plan;
 pub mod model;
-pub mod monitor;
+pub(crate) mod monitor;
 pub mod report;
-pub mod runner;
+pub(crate) mod runner;
 pub mod scenario;
-pub mod serve;
+pub(crate) mod serve;
 pub mod store;
-pub mod sys;
+pub(crate) mod sys;
 pub mod stats;
-pub mod sysinfo;
-pub mod target;
-pub mod trace;
+pub(crate) mod sysinfo;
+pub(crate) mod target;
+pub(crate) mod trace;
 pub mod units;
-pub mod doctor;
+pub(crate) mod doctor;
 pub mod entry;

@@ -18,7 +18,7 @@ fn template(total_ms: u64) -> String {
     format!("{{prefix:>8}} [{{bar:30}}] {{elapsed_precise}}/{:02}:{:02}:{:02} {{msg}}", s / 3600, s / 60 % 60, s % 60)
 }
 
-pub fn progress(board: &LiveBoard, total_ns: u64, finished: &AtomicBool, stop: &AtomicBool) {
+pub(crate) fn progress(board: &LiveBoard, total_ns: u64, finished: &AtomicBool, stop: &AtomicBool) {
     if !std::io::stderr().is_terminal() {
         return;
     }

@@ -30,15 +30,15 @@ use crate::units::rfc3339;
 /// duration is the window), the experiment's phases and loads, and how long
 /// each phase lasts before the next (`cycle_ns`, one per phase; empty: the
 /// one phase lasts the whole run).
-pub struct MonitorPlan {
-    pub plan: RunPlan,
-    pub exp: Experiment,
-    pub window_ns: u64,
-    pub cycle_ns: Vec<u64>,
+pub(crate) struct MonitorPlan {
+    pub(crate) plan: RunPlan,
+    pub(crate) exp: Experiment,
+    pub(crate) window_ns: u64,
+    pub(crate) cycle_ns: Vec<u64>,
     /// `--cycle` as given, for the record.
-    pub cycle: Vec<String>,
+    pub(crate) cycle: Vec<String>,
     /// Stop after this long (`-D`); `None`: until SIGINT/SIGTERM.
-    pub total_ns: Option<u64>,
+    pub(crate) total_ns: Option<u64>,
 }
 
 /// Summaries of one closed window: one per thread and one merged per variant.
@@ -77,7 +77,7 @@ fn window_of(index: u64, started: OffsetDateTime, duration_ns: u64, r: &ProbeRes
 /// The set-up is `run`'s ([`Session`]); memory stays locked for the whole
 /// monitor, as it measures all the time (no warm-up: each window follows
 /// the last).
-pub fn execute(
+pub(crate) fn execute(
     mp: &MonitorPlan,
     id: &str,
     command_line: Vec<String>,

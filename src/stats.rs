@@ -32,7 +32,7 @@ use crate::model::{Bucket, Nanos};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Quantile {
     pub key: &'static str,
-    pub label: &'static str,
+    pub(crate) label: &'static str,
     pub q: f64,
 }
 
@@ -49,7 +49,7 @@ pub const PERCENTILES: [Quantile; 6] = [
 /// The nearest rank ⌈q·n/100⌉ of percentile `q` (0–100) among `n` samples,
 /// in 1..=n. The product is taken with a relative tolerance so that e.g.
 /// 99.9 % of 1000 is rank 999, not 1000 through floating-point error.
-pub fn nearest_rank(q: f64, n: u64) -> u64 {
+pub(crate) fn nearest_rank(q: f64, n: u64) -> u64 {
     let r = q.clamp(0.0, 100.0) * n as f64 / 100.0;
     ((r - r * 1e-12).ceil() as u64).clamp(1, n)
 }
@@ -75,14 +75,14 @@ pub fn bucket_percentile(hist: &[Bucket], q: f64, min: Nanos, max: Nanos) -> Opt
 
 /// Widest bucket (ns) read as a value rather than a bound, absolute part:
 /// cyclictest's and rtla's 1 µs rows are values at their resolution.
-pub const WIDE_ABS_NS: u64 = 1_000;
+pub(crate) const WIDE_ABS_NS: u64 = 1_000;
 /// Widest bucket read as a value, relative part: rtscope's own buckets are
 /// 0.1 % wide above 2048 ns.
-pub const WIDE_REL: f64 = 0.01;
+pub(crate) const WIDE_REL: f64 = 0.01;
 
 /// True when the range `[lo, hi]` a bucket allows is too wide to be read as
 /// one value: wider than both [`WIDE_ABS_NS`] and [`WIDE_REL`] of `lo`.
-pub fn is_wide(lo: Nanos, hi: Nanos) -> bool {
+pub(crate) fn is_wide(lo: Nanos, hi: Nanos) -> bool {
     let w = hi.0.saturating_sub(lo.0);
     w > WIDE_ABS_NS && w as f64 > WIDE_REL * lo.0 as f64
 }
@@ -90,7 +90,7 @@ pub fn is_wide(lo: Nanos, hi: Nanos) -> bool {
 /// Percentile `q` as the range `(lo, hi)` its bucket allows, clamped to the
 /// exact `[min, max]`; `hi` is [`bucket_percentile`]'s value. The range is
 /// a bound to show as such when [`is_wide`]. `None` for an empty histogram.
-pub fn bucket_percentile_bounds(hist: &[Bucket], q: f64, min: Nanos, max: Nanos) -> Option<(Nanos, Nanos)> {
+pub(crate) fn bucket_percentile_bounds(hist: &[Bucket], q: f64, min: Nanos, max: Nanos) -> Option<(Nanos, Nanos)> {
     let n = hist.iter().fold(0u64, |a, b| a.saturating_add(b.count));
     if n == 0 {
         return None;
@@ -112,7 +112,7 @@ pub fn bucket_percentile_bounds(hist: &[Bucket], q: f64, min: Nanos, max: Nanos)
 /// A ratio (a miss ratio, a bound of one) for people: `0`, `0.0254`,
 /// `1.54e-5` — three significant digits, plain down to 0.001, e-notation
 /// below; never `0.000e0`.
-pub fn fmt_ratio_value(r: f64) -> String {
+pub(crate) fn fmt_ratio_value(r: f64) -> String {
     if r == 0.0 {
         "0".into()
     } else if !r.is_finite() {
@@ -137,15 +137,15 @@ pub fn fmt_ratio_value(r: f64) -> String {
 
 /// Mean and population standard deviation of `n` samples.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Moments {
-    pub n: u64,
-    pub mean: f64,
-    pub sd: f64,
+pub(crate) struct Moments {
+    pub(crate) n: u64,
+    pub(crate) mean: f64,
+    pub(crate) sd: f64,
 }
 
 impl Moments {
     /// From the running sums a recorder keeps: n, Σx and Σx².
-    pub fn from_sums(n: u64, sum: f64, sum_sq: f64) -> Moments {
+    pub(crate) fn from_sums(n: u64, sum: f64, sum_sq: f64) -> Moments {
         if n == 0 {
             return Moments { n, mean: 0.0, sd: 0.0 };
         }
@@ -156,7 +156,7 @@ impl Moments {
 
     /// Estimated from histogram buckets, each sample taken at its bucket's
     /// midpoint (for sources that give a histogram but no σ).
-    pub fn from_buckets(hist: &[Bucket]) -> Moments {
+    pub(crate) fn from_buckets(hist: &[Bucket]) -> Moments {
         let n = hist.iter().fold(0u64, |a, b| a.saturating_add(b.count));
         if n == 0 {
             return Moments { n, mean: 0.0, sd: 0.0 };
@@ -169,7 +169,7 @@ impl Moments {
 
     /// The moments of the union of disjoint groups: pooled variance
     /// Σ nᵢ(σᵢ² + (μᵢ − μ)²) / N, exact for population σ.
-    pub fn pooled(parts: &[Moments]) -> Moments {
+    pub(crate) fn pooled(parts: &[Moments]) -> Moments {
         let n = parts.iter().fold(0u64, |a, p| a.saturating_add(p.n));
         let w = n.max(1) as f64;
         let mean = parts.iter().map(|p| p.mean * p.n as f64).sum::<f64>() / w;
@@ -181,7 +181,7 @@ impl Moments {
 /// Misses per period (0 when there are none): a miss is a sample over the
 /// deadline or a missed period, and periods = samples + missed periods.
 /// maxrate's "missed-period ratio" is the same function of missed periods.
-pub fn miss_ratio(misses: u64, periods: u64) -> f64 {
+pub(crate) fn miss_ratio(misses: u64, periods: u64) -> f64 {
     if periods == 0 {
         0.0
     } else {
@@ -192,7 +192,7 @@ pub fn miss_ratio(misses: u64, periods: u64) -> f64 {
 /// Complementary error function, erfc(x), with fractional error < 1.2e-7
 /// everywhere (Chebyshev fit; Press et al., *Numerical Recipes in C*, 2nd
 /// ed., §6.2, `erfcc`).
-pub fn erfc(x: f64) -> f64 {
+pub(crate) fn erfc(x: f64) -> f64 {
     let z = x.abs();
     let t = 1.0 / (1.0 + 0.5 * z);
     let ans = t
@@ -212,14 +212,14 @@ pub fn erfc(x: f64) -> f64 {
 }
 
 /// P(Z > z) for a standard normal Z.
-pub fn normal_sf(z: f64) -> f64 {
+pub(crate) fn normal_sf(z: f64) -> f64 {
     0.5 * erfc(z / std::f64::consts::SQRT_2)
 }
 
 /// P(X > x) for X ~ χ²(k), by the Wilson–Hilferty cube-root normal
 /// approximation (Wilson & Hilferty 1931), accurate to a few 1e-3 in the
 /// tail for k ≥ 3, which is all a 1 % test needs.
-pub fn chi2_sf(x: f64, k: usize) -> f64 {
+pub(crate) fn chi2_sf(x: f64, k: usize) -> f64 {
     if x <= 0.0 {
         return 1.0;
     }
@@ -233,7 +233,7 @@ pub fn chi2_sf(x: f64, k: usize) -> f64 {
 /// 2 Σ_{j≥1} (−1)^{j−1} e^{−2 j² λ²}: the asymptotic p-value of a KS
 /// statistic D with effective size n_e is Q((√n_e + 0.12 + 0.11/√n_e)·D)
 /// (Press et al., *Numerical Recipes*, §14.3, `probks`/`kstwo`).
-pub fn kolmogorov_q(lambda: f64) -> f64 {
+pub(crate) fn kolmogorov_q(lambda: f64) -> f64 {
     if lambda < 0.2 {
         return 1.0;
     }
@@ -251,7 +251,7 @@ pub fn kolmogorov_q(lambda: f64) -> f64 {
 }
 
 /// p-value of a two-sample KS statistic `d` between samples of sizes n1, n2.
-pub fn ks_pvalue(d: f64, n1: f64, n2: f64) -> f64 {
+pub(crate) fn ks_pvalue(d: f64, n1: f64, n2: f64) -> f64 {
     if n1 <= 0.0 || n2 <= 0.0 {
         return 1.0;
     }
@@ -262,7 +262,7 @@ pub fn ks_pvalue(d: f64, n1: f64, n2: f64) -> f64 {
 
 /// Two-sample KS statistic D = sup |F_a − F_b| of two plain samples
 /// (sorted in place).
-pub fn ks_statistic(a: &mut [f64], b: &mut [f64]) -> f64 {
+pub(crate) fn ks_statistic(a: &mut [f64], b: &mut [f64]) -> f64 {
     a.sort_by(f64::total_cmp);
     b.sort_by(f64::total_cmp);
     let (na, nb) = (a.len() as f64, b.len() as f64);
@@ -283,10 +283,10 @@ pub fn ks_statistic(a: &mut [f64], b: &mut [f64]) -> f64 {
 /// SplitMix64 (Steele, Lea & Flood 2014): a tiny seeded generator, so that
 /// bootstrap intervals are reproducible from one report to the next.
 #[derive(Debug, Clone)]
-pub struct SplitMix64(pub u64);
+pub(crate) struct SplitMix64(pub u64);
 
 impl SplitMix64 {
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -294,7 +294,7 @@ impl SplitMix64 {
         z ^ (z >> 31)
     }
     /// Uniform in the open interval (0, 1).
-    pub fn uniform(&mut self) -> f64 {
+    pub(crate) fn uniform(&mut self) -> f64 {
         ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
     }
 }

@@ -12,7 +12,7 @@ use crate::units::parse_cpu_list;
 
 /// Base directory under which `proc/`, `sys/` and `boot/` are read.
 #[derive(Debug, Clone)]
-pub struct SysRoot(PathBuf);
+pub(crate) struct SysRoot(PathBuf);
 
 impl Default for SysRoot {
     fn default() -> Self {
@@ -21,27 +21,27 @@ impl Default for SysRoot {
 }
 
 impl SysRoot {
-    pub fn new(base: impl Into<PathBuf>) -> SysRoot {
+    pub(crate) fn new(base: impl Into<PathBuf>) -> SysRoot {
         SysRoot(base.into())
     }
     /// The root from `RTSCOPE_SYSROOT` (tests), else `/`.
-    pub fn from_env() -> SysRoot {
+    pub(crate) fn from_env() -> SysRoot {
         std::env::var_os("RTSCOPE_SYSROOT").map(SysRoot::new).unwrap_or_default()
     }
-    pub fn path(&self, rel: &str) -> PathBuf {
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
         self.0.join(rel.trim_start_matches('/'))
     }
     /// File content, trimmed; None when absent or unreadable.
-    pub fn read(&self, rel: &str) -> Option<String> {
+    pub(crate) fn read(&self, rel: &str) -> Option<String> {
         std::fs::read_to_string(self.path(rel)).ok().map(|s| s.trim().to_string())
     }
-    pub fn read_or_empty(&self, rel: &str) -> String {
+    pub(crate) fn read_or_empty(&self, rel: &str) -> String {
         self.read(rel).unwrap_or_default()
     }
 }
 
 /// Read the whole fingerprint.
-pub fn fingerprint(root: &SysRoot) -> Host {
+pub(crate) fn fingerprint(root: &SysRoot) -> Host {
     let kernel_release = root.read_or_empty("proc/sys/kernel/osrelease");
     let kernel_version = root.read_or_empty("proc/sys/kernel/version");
     let cmdline = root.read_or_empty("proc/cmdline");
@@ -83,7 +83,7 @@ pub fn fingerprint(root: &SysRoot) -> Host {
 }
 
 /// First value of `key` in /proc/cpuinfo text.
-pub fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
+pub(crate) fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
     cpuinfo.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
         (k.trim() == key).then(|| v.trim().to_string())
@@ -91,7 +91,7 @@ pub fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
 }
 
 /// The flags of the first CPU in /proc/cpuinfo text.
-pub fn cpu_flags(cpuinfo: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn cpu_flags(cpuinfo: &str) -> impl Iterator<Item = &str> {
     cpuinfo
         .lines()
         .find(|l| l.starts_with("flags"))
@@ -102,7 +102,7 @@ pub fn cpu_flags(cpuinfo: &str) -> impl Iterator<Item = &str> {
 }
 
 /// PREEMPT_RT: /sys/kernel/realtime reads 1, or uname -v says PREEMPT_RT.
-pub fn is_realtime(root: &SysRoot, kernel_version: &str) -> bool {
+pub(crate) fn is_realtime(root: &SysRoot, kernel_version: &str) -> bool {
     root.read("sys/kernel/realtime").as_deref() == Some("1") || kernel_version.split_whitespace().any(|w| w == "PREEMPT_RT")
 }
 
@@ -110,7 +110,7 @@ pub fn is_realtime(root: &SysRoot, kernel_version: &str) -> bool {
 /// PREEMPT_RT; the PREEMPT_DYNAMIC current mode in debugfs
 /// (`sched/preempt` shows e.g. `none voluntary (full) lazy`); a `preempt=`
 /// boot parameter; the kernel config in /boot; the uname -v banner.
-pub fn preempt_model(
+pub(crate) fn preempt_model(
     root: &SysRoot,
     realtime: bool,
     release: &str,
@@ -167,7 +167,7 @@ pub fn preempt_model(
 
 /// The kernel's build configuration and where it was found:
 /// /boot/config-RELEASE, else /proc/config.gz (CONFIG_IKCONFIG_PROC).
-pub fn kernel_config(root: &SysRoot, release: &str) -> Option<(String, String)> {
+pub(crate) fn kernel_config(root: &SysRoot, release: &str) -> Option<(String, String)> {
     let boot = format!("boot/config-{release}");
     if let Some(c) = root.read(&boot) {
         return Some((c, format!("/{boot}")));

@@ -14,10 +14,10 @@ use serde::{Deserialize, Serialize};
 pub struct Nanos(pub u64);
 
 impl Nanos {
-    pub fn as_secs_f64(self) -> f64 {
+    pub(crate) fn as_secs_f64(self) -> f64 {
         self.0 as f64 / 1e9
     }
-    pub fn as_micros_f64(self) -> f64 {
+    pub(crate) fn as_micros_f64(self) -> f64 {
         self.0 as f64 / 1e3
     }
 }
@@ -57,22 +57,22 @@ const DURATION_HELP: &str = "use a positive number with ms, s, m, h or d (e.g. 5
 const INTERVAL_HELP: &str = "use a positive number of µs (e.g. 1000) or one with ns, us, ms or s (e.g. 250us, 1ms, 100000ns)";
 
 /// `-D/--duration`: a bare number is seconds (as cyclictest's -D).
-pub fn parse_duration(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<u64, String> {
     parse_time(s, 1e9, DURATION_HELP)
 }
 
 /// `-i/--interval`: a bare number is µs (as cyclictest's -i).
-pub fn parse_interval(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_interval(s: &str) -> Result<u64, String> {
     parse_time(s, 1e3, INTERVAL_HELP)
 }
 
 /// A parsed CPU set (sorted, deduplicated, non-empty). A newtype so clap
 /// treats it as one value, not a list of values.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CpuSet(pub Vec<usize>);
+pub(crate) struct CpuSet(pub Vec<usize>);
 
 /// A CPU set like `0,2-3`.
-pub fn parse_cpuset(s: &str) -> Result<CpuSet, String> {
+pub(crate) fn parse_cpuset(s: &str) -> Result<CpuSet, String> {
     let v = parse_cpu_list(s.trim())
         .map_err(|e| format!("{e}; use CPU numbers and ranges such as 0,2-3"))?;
     if v.is_empty() {
@@ -83,7 +83,7 @@ pub fn parse_cpuset(s: &str) -> Result<CpuSet, String> {
 
 /// A kernel-style CPU list (`0,2-3`, as in /sys/devices/system/cpu/online)
 /// to sorted, deduplicated CPU numbers; "" is the empty list.
-pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
+pub(crate) fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
     let mut out = Vec::new();
     if s.is_empty() {
         return Ok(out);
@@ -122,7 +122,7 @@ pub fn first_seen<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
 }
 
 /// `[0, 1, 2, 5]` → `0-2,5`.
-pub fn cpu_list_str(cpus: &[usize]) -> String {
+pub(crate) fn cpu_list_str(cpus: &[usize]) -> String {
     let mut parts = Vec::new();
     let mut i = 0;
     while i < cpus.len() {
@@ -149,7 +149,7 @@ pub fn rfc3339(t: time::OffsetDateTime) -> String {
 /// string that compares correctly with stored `started_at` values. With
 /// `end_of_day`, a date means the midnight *after* it (an exclusive upper
 /// bound that keeps the whole day). `None` when `s` is neither.
-pub fn parse_time_bound(s: &str, end_of_day: bool) -> Option<String> {
+pub(crate) fn parse_time_bound(s: &str, end_of_day: bool) -> Option<String> {
     use time::format_description::well_known::Rfc3339;
     if let Ok(t) = time::OffsetDateTime::parse(s, &Rfc3339) {
         return t.to_offset(time::UtcOffset::UTC).format(&Rfc3339).ok();
@@ -161,7 +161,7 @@ pub fn parse_time_bound(s: &str, end_of_day: bool) -> Option<String> {
 }
 
 /// Now, RFC 3339 UTC with the clock's full precision (the store's `saved_at`).
-pub fn now_rfc3339_precise() -> String {
+pub(crate) fn now_rfc3339_precise() -> String {
     time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
@@ -169,7 +169,7 @@ pub fn now_rfc3339_precise() -> String {
 
 /// Parse a size: a number of bytes, or with a unit KiB, MiB, GiB (or K, M,
 /// G, KB, MB, GB: also powers of 1024), e.g. `256MiB`, `1G`.
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
@@ -191,7 +191,7 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
 
 /// Render a byte count for people, in IEC units with one decimal:
 /// `512 B`, `1.5 KiB`, `4.9 GiB`.
-pub fn fmt_bytes(n: u64) -> String {
+pub(crate) fn fmt_bytes(n: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
     if n < 1024 {
         return format!("{n} B");
@@ -207,7 +207,7 @@ pub fn fmt_bytes(n: u64) -> String {
 
 /// A measured latency for sentences, in the unit that suits it, four
 /// significant digits at most: `850 ns`, `275.1 us`, `78.71 ms`, `1.310 s`.
-pub fn fmt_time(ns: f64) -> String {
+pub(crate) fn fmt_time(ns: f64) -> String {
     let (v, unit) = if ns < 1e3 {
         return format!("{ns:.0} ns");
     } else if ns < 1e6 {
@@ -222,7 +222,7 @@ pub fn fmt_time(ns: f64) -> String {
 }
 
 /// Render nanoseconds for people: `1ms`, `250us`, `30s`.
-pub fn fmt_ns(ns: u64) -> String {
+pub(crate) fn fmt_ns(ns: u64) -> String {
     const UNITS: [(u64, &str); 6] =
         [(86_400_000_000_000, "d"), (3_600_000_000_000, "h"), (60_000_000_000, "m"), (1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")];
     for (u, name) in UNITS {

@@ -33,7 +33,7 @@ use crate::model::{Nanos, ProbeResult, Run};
 
 /// What a bound is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Metric {
+pub(crate) enum Metric {
     #[serde(rename = "max")]
     Max,
     #[serde(rename = "p99")]
@@ -54,7 +54,7 @@ pub enum Metric {
 }
 
 impl Metric {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Metric::Max => "max",
             Metric::P99 => "p99",
@@ -66,7 +66,7 @@ impl Metric {
         }
     }
     /// "us" for latencies (values are reported in µs), "" for counts and ratios.
-    pub fn unit(self) -> &'static str {
+    pub(crate) fn unit(self) -> &'static str {
         match self {
             Metric::Max | Metric::P99 | Metric::P999 => "us",
             _ => "",
@@ -111,25 +111,25 @@ impl Metric {
 /// A measured value in report units: exact when `lower == upper`; a bound
 /// otherwise, `upper` `None` when nothing bounds it from above.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Measured {
-    pub lower: f64,
-    pub upper: Option<f64>,
+pub(crate) struct Measured {
+    pub(crate) lower: f64,
+    pub(crate) upper: Option<f64>,
 }
 
 impl Measured {
-    pub fn exact(v: f64) -> Measured {
+    pub(crate) fn exact(v: f64) -> Measured {
         Measured { lower: v, upper: Some(v) }
     }
-    pub fn is_bound(&self) -> bool {
+    pub(crate) fn is_bound(&self) -> bool {
         self.upper != Some(self.lower)
     }
     /// The value reported for the case: the upper end when there is one
     /// (the gate is not lenient), else the lower bound.
-    pub fn value(&self) -> f64 {
+    pub(crate) fn value(&self) -> f64 {
         self.upper.unwrap_or(self.lower)
     }
     /// As shown: `12.0 us`, `≥ 10.0 us`, `10.0–503.0 us`.
-    pub fn shown(&self, metric: Metric) -> String {
+    pub(crate) fn shown(&self, metric: Metric) -> String {
         match self.upper {
             Some(u) if u == self.lower => fmt_value(metric, u),
             Some(u) if metric.unit() == "us" => format!("{:.1}–{}", self.lower, fmt_value(metric, u)),
@@ -141,63 +141,63 @@ impl Measured {
 
 /// The gate's settings.
 #[derive(Debug, Clone, Default)]
-pub struct Gate {
+pub(crate) struct Gate {
     /// Absolute bounds, in report units (µs for latencies).
-    pub bounds: Vec<(Metric, f64)>,
+    pub(crate) bounds: Vec<(Metric, f64)>,
     /// `--baseline` runs and `--ratio X`: each latency metric (max, p99.9,
     /// p99) fails when worse than X × the baseline's (the median over the
     /// baseline runs).
-    pub baseline: Option<(Vec<Run>, f64)>,
-    pub majority: bool,
-    pub deadline: Option<Nanos>,
+    pub(crate) baseline: Option<(Vec<Run>, f64)>,
+    pub(crate) majority: bool,
+    pub(crate) deadline: Option<Nanos>,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct RunValue {
+pub(crate) struct RunValue {
     /// The input (file, run id).
-    pub source: String,
+    pub(crate) source: String,
     /// `None` when the input has no such value (see `reason`); for a bound,
     /// its upper end (else its lower end: see `lower`).
-    pub value: Option<f64>,
+    pub(crate) value: Option<f64>,
     /// Set when the value is a bound: the range it may be in (`upper`
     /// null: no upper end, e.g. missed periods unknown).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub bound: Option<Measured>,
-    pub limit: Option<f64>,
-    pub passed: bool,
+    pub(crate) bound: Option<Measured>,
+    pub(crate) limit: Option<f64>,
+    pub(crate) passed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
+    pub(crate) reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Case {
+pub(crate) struct Case {
     /// `timer/idle/max`, `timer/idle/p99-vs-baseline`: unique in the check.
-    pub name: String,
-    pub entry: EntryKey,
-    pub metric: Metric,
+    pub(crate) name: String,
+    pub(crate) entry: EntryKey,
+    pub(crate) metric: Metric,
     /// `"bound"` or `"baseline"`.
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     /// The bound (absolute), or the ratio X (baseline).
-    pub bound: f64,
-    pub unit: &'static str,
-    pub runs: Vec<RunValue>,
+    pub(crate) bound: f64,
+    pub(crate) unit: &'static str,
+    pub(crate) runs: Vec<RunValue>,
     /// The one value reported for the case: the run's, else the worst run's
     /// (the median with `--majority`).
-    pub measurement: Option<f64>,
-    pub passed: bool,
+    pub(crate) measurement: Option<f64>,
+    pub(crate) passed: bool,
     /// One line: what was measured against what.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct CheckReport {
-    pub schema_version: u32,
-    pub passed: bool,
+pub(crate) struct CheckReport {
+    pub(crate) schema_version: u32,
+    pub(crate) passed: bool,
     /// `any` (a case fails when any run fails it) or `majority`.
-    pub rule: &'static str,
-    pub cases: Vec<Case>,
+    pub(crate) rule: &'static str,
+    pub(crate) cases: Vec<Case>,
     /// Runs on kernels without PREEMPT_RT, baselines used.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -211,7 +211,7 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 
 /// Number for messages: latencies with one decimal, ratios as
 /// `stats::fmt_ratio_value` (`0`, `0.02`, `1.54e-5`).
-pub fn fmt_value(metric: Metric, v: f64) -> String {
+pub(crate) fn fmt_value(metric: Metric, v: f64) -> String {
     match metric {
         Metric::Overruns | Metric::Violations | Metric::Complete => format!("{v:.0}"),
         Metric::MissRatio => crate::stats::fmt_ratio_value(v),
@@ -246,7 +246,7 @@ struct Inputs<'a> {
 }
 
 /// Check `runs` (each with its source label) against `gate`.
-pub fn check(runs: &[(String, Run)], gate: &Gate) -> CheckReport {
+pub(crate) fn check(runs: &[(String, Run)], gate: &Gate) -> CheckReport {
     let inputs = Inputs {
         runs,
         gate,

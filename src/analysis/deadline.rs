@@ -34,51 +34,51 @@ use serde::Serialize;
 use crate::model::{Nanos, ProbeResult};
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct DeadlineMisses {
-    pub deadline_ns: Nanos,
-    pub samples: u64,
+pub(crate) struct DeadlineMisses {
+    pub(crate) deadline_ns: Nanos,
+    pub(crate) samples: u64,
     /// Samples + missed periods (a lower bound when those are unknown).
-    pub periods: u64,
+    pub(crate) periods: u64,
     /// Samples over the deadline (a lower bound when `exact` is false).
-    pub late_samples: u64,
+    pub(crate) late_samples: u64,
     /// Upper bound of `late_samples`; equal to it when `exact`.
-    pub late_samples_upper: u64,
+    pub(crate) late_samples_upper: u64,
     /// Missed periods (overruns); `None` when the source cannot count them.
-    pub missed_periods: Option<u64>,
+    pub(crate) missed_periods: Option<u64>,
     /// Misses: late samples + missed periods (lower bounds when `exact` or
     /// `complete` is false).
-    pub misses: u64,
+    pub(crate) misses: u64,
     /// Upper bound of the count when only the late samples are uncertain;
     /// equals `misses` when `exact`. Meaningless when not `complete`.
-    pub misses_upper: u64,
+    pub(crate) misses_upper: u64,
     /// The late-sample count is exact (no bucket straddles the deadline).
-    pub exact: bool,
+    pub(crate) exact: bool,
     /// Missed periods are known: false means every count and ratio here is
     /// a lower bound with no upper bound.
-    pub complete: bool,
+    pub(crate) complete: bool,
     /// misses / periods (a lower bound unless `exact` and `complete`).
-    pub ratio: f64,
+    pub(crate) ratio: f64,
     /// Measured periods per second (0 when unknown).
-    pub rate_hz: f64,
+    pub(crate) rate_hz: f64,
     /// Expected misses per hour at the measured rate.
-    pub per_hour_expected: f64,
+    pub(crate) per_hour_expected: f64,
     /// Probability of at least one miss in an hour; when no miss was
     /// observed, its 95 % upper bound (see `zero_observed`).
-    pub per_hour_probability: f64,
+    pub(crate) per_hour_probability: f64,
     /// No miss observed: `per_hour_probability` is an upper bound.
-    pub zero_observed: bool,
+    pub(crate) zero_observed: bool,
 }
 
 impl DeadlineMisses {
     /// The largest ratio the counts allow: `None` when missed periods are
     /// unknown (nothing bounds the ratio from above).
-    pub fn ratio_upper(&self) -> Option<f64> {
+    pub(crate) fn ratio_upper(&self) -> Option<f64> {
         self.complete.then(|| crate::stats::miss_ratio(self.misses_upper, self.periods))
     }
 
     /// The miss count as shown: `12`, `10–14` (a bucket across the
     /// deadline), `≥ 12` (missed periods unknown).
-    pub fn misses_shown(&self) -> String {
+    pub(crate) fn misses_shown(&self) -> String {
         if !self.complete {
             format!("≥ {}", self.misses)
         } else if self.exact {
@@ -91,7 +91,7 @@ impl DeadlineMisses {
     /// The misses cell of a table: as [`Self::misses_shown`], split as
     /// `late+missed` when periods were missed (`499+2498`), or
     /// `≥ 12 (+? missed)` when missed periods are unknown.
-    pub fn misses_cell(&self) -> String {
+    pub(crate) fn misses_cell(&self) -> String {
         match self.missed_periods {
             None => format!("≥ {} (+? missed)", self.late_samples),
             Some(0) => self.misses_shown(),
@@ -100,7 +100,7 @@ impl DeadlineMisses {
     }
 
     /// The late samples as shown: `12` or `10–14`.
-    pub fn late_shown(&self) -> String {
+    pub(crate) fn late_shown(&self) -> String {
         if self.exact {
             self.late_samples.to_string()
         } else {
@@ -109,13 +109,13 @@ impl DeadlineMisses {
     }
 
     /// The missed periods as shown: a count or "unknown".
-    pub fn missed_shown(&self) -> String {
+    pub(crate) fn missed_shown(&self) -> String {
         self.missed_periods.map(|m| m.to_string()).unwrap_or_else(|| "unknown".into())
     }
 
     /// The ratio as shown (see [`crate::stats::fmt_ratio_value`]), with `≥`
     /// when it is only a lower bound.
-    pub fn ratio_shown(&self) -> String {
+    pub(crate) fn ratio_shown(&self) -> String {
         let v = crate::stats::fmt_ratio_value(self.ratio);
         match self.ratio_upper() {
             None => format!("≥ {v}"),
@@ -126,7 +126,7 @@ impl DeadlineMisses {
 
     /// One sentence: `3 of 200000 periods missed the 200 µs deadline (2 late
     /// samples, 1 missed period)`, in the caller's deadline wording.
-    pub fn sentence(&self, deadline: &str) -> String {
+    pub(crate) fn sentence(&self, deadline: &str) -> String {
         format!(
             "{} of {}{} periods missed the {deadline} deadline ({} late sample(s), {} missed period(s))",
             self.misses_shown(),
@@ -141,7 +141,7 @@ impl DeadlineMisses {
 /// Samples per second: counts of the complete per-second slots over their
 /// time (the last slot is usually partial and is left out); falls back to
 /// the nominal rate 1/interval, or 0 when neither is known.
-pub fn measured_rate_hz(r: &ProbeResult) -> f64 {
+pub(crate) fn measured_rate_hz(r: &ProbeResult) -> f64 {
     let ps = &r.per_second;
     if ps.len() >= 2 {
         let last = ps[ps.len() - 1].t_s;
@@ -187,7 +187,7 @@ fn late_samples(r: &ProbeResult, d: u64) -> (u64, u64) {
 }
 
 /// The deadline misses of one result entry.
-pub fn misses(r: &ProbeResult, deadline: Nanos) -> DeadlineMisses {
+pub(crate) fn misses(r: &ProbeResult, deadline: Nanos) -> DeadlineMisses {
     let (late_lo, late_hi) = late_samples(r, deadline.0);
     let missed = r.known_overruns();
     let over = missed.unwrap_or(0);

@@ -55,40 +55,40 @@ use crate::stats::{self, SplitMix64};
 use crate::model::{Nanos, ProbeResult};
 
 /// Excesses used at most.
-pub const MAX_EXCEEDANCES: usize = 1000;
+pub(crate) const MAX_EXCEEDANCES: usize = 1000;
 /// Excesses needed at least.
-pub const MIN_EXCEEDANCES: usize = 100;
+pub(crate) const MIN_EXCEEDANCES: usize = 100;
 /// The threshold is at or above the 95th percentile.
-pub const MAX_EXCEEDANCE_FRACTION: f64 = 0.05;
+pub(crate) const MAX_EXCEEDANCE_FRACTION: f64 = 0.05;
 /// Exceedance probabilities per sample the estimate is given at.
-pub const PROBABILITIES: [f64; 2] = [1e-6, 1e-9];
+pub(crate) const PROBABILITIES: [f64; 2] = [1e-6, 1e-9];
 /// Bootstrap resamples for the confidence interval.
-pub const BOOTSTRAP: usize = 100;
+pub(crate) const BOOTSTRAP: usize = 100;
 /// Level of every guardrail test.
-pub const ALPHA: f64 = 0.01;
+pub(crate) const ALPHA: f64 = 0.01;
 /// A fitted shape at or above this has infinite variance: no bounded
 /// worst case can be extrapolated from the tail.
-pub const HEAVY_XI: f64 = 0.5;
+pub(crate) const HEAVY_XI: f64 = 0.5;
 /// The largest extrapolation shown, as a multiple of the observed maximum:
 /// beyond it the estimate rests on the fit alone and is refused as unreliable.
-pub const MAX_EXTRAPOLATION: f64 = 10.0;
+pub(crate) const MAX_EXTRAPOLATION: f64 = 10.0;
 const SEED: u64 = 0x7274_7363_6f70_6531; // "rtscope1"
 
 /// A fitted GPD.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
-pub struct GpdFit {
+pub(crate) struct GpdFit {
     /// Shape ξ: > 0 heavy tail, 0 exponential, < 0 bounded tail.
-    pub xi: f64,
+    pub(crate) xi: f64,
     /// Scale σ, in ns.
-    pub sigma: f64,
-    pub n: usize,
-    pub log_likelihood: f64,
+    pub(crate) sigma: f64,
+    pub(crate) n: usize,
+    pub(crate) log_likelihood: f64,
 }
 
 impl GpdFit {
     /// P(Y > y) for an excess y ≥ 0.
     #[cfg(test)]
-    pub fn survival(&self, y: f64) -> f64 {
+    pub(crate) fn survival(&self, y: f64) -> f64 {
         if self.xi.abs() < 1e-12 {
             (-y / self.sigma).exp()
         } else {
@@ -102,7 +102,7 @@ impl GpdFit {
     }
 
     /// The excess exceeded with probability `q` (0 < q ≤ 1).
-    pub fn excess_quantile(&self, q: f64) -> f64 {
+    pub(crate) fn excess_quantile(&self, q: f64) -> f64 {
         if self.xi.abs() < 1e-12 {
             -self.sigma * q.ln()
         } else {
@@ -133,7 +133,7 @@ fn profile(theta: f64, y: &[f64], ymax: f64, mean: f64) -> Option<(f64, f64)> {
 
 /// Maximum-likelihood GPD fit of excesses `y` (all > 0). `None` when the
 /// data cannot be fitted (fewer than 3 values, all equal).
-pub fn fit_gpd(y: &[f64]) -> Option<GpdFit> {
+pub(crate) fn fit_gpd(y: &[f64]) -> Option<GpdFit> {
     fit_gpd_grid(y, 30, 60)
 }
 
@@ -203,12 +203,12 @@ fn fit_gpd_grid(y: &[f64], neg: usize, pos: usize) -> Option<GpdFit> {
 }
 
 /// Draw one GPD excess from a uniform `u` in (0, 1) (inversion).
-pub fn gpd_draw(xi: f64, sigma: f64, u: f64) -> f64 {
+pub(crate) fn gpd_draw(xi: f64, sigma: f64, u: f64) -> f64 {
     GpdFit { xi, sigma, n: 0, log_likelihood: 0.0 }.excess_quantile(u)
 }
 
 /// Ljung–Box Q over `lags` lags and its p-value (χ² with `lags` degrees).
-pub fn ljung_box(x: &[f64], lags: usize) -> (f64, f64) {
+pub(crate) fn ljung_box(x: &[f64], lags: usize) -> (f64, f64) {
     let n = x.len();
     let mean = x.iter().sum::<f64>() / n as f64;
     let c0: f64 = x.iter().map(|v| (v - mean) * (v - mean)).sum();
@@ -227,50 +227,50 @@ pub fn ljung_box(x: &[f64], lags: usize) -> (f64, f64) {
 
 /// One return level with its bootstrap interval, in ns.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ReturnLevel {
+pub(crate) struct ReturnLevel {
     /// Exceedance probability per sample.
-    pub p: f64,
-    pub estimate_ns: f64,
-    pub ci_low_ns: f64,
-    pub ci_high_ns: f64,
+    pub(crate) p: f64,
+    pub(crate) estimate_ns: f64,
+    pub(crate) ci_low_ns: f64,
+    pub(crate) ci_high_ns: f64,
 }
 
 /// What the guardrails measured.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Checks {
-    pub ljung_box_q: f64,
-    pub ljung_box_lags: usize,
-    pub ljung_box_p: f64,
+pub(crate) struct Checks {
+    pub(crate) ljung_box_q: f64,
+    pub(crate) ljung_box_lags: usize,
+    pub(crate) ljung_box_p: f64,
     /// Excesses in the first half of the run, and the count expected there.
-    pub first_half_excesses: usize,
-    pub first_half_expected: f64,
-    pub halves_balance_p: f64,
+    pub(crate) first_half_excesses: usize,
+    pub(crate) first_half_expected: f64,
+    pub(crate) halves_balance_p: f64,
     /// KS between the excesses of the two halves (absent when a half has < 10).
-    pub halves_ks_d: Option<f64>,
-    pub halves_ks_p: Option<f64>,
+    pub(crate) halves_ks_d: Option<f64>,
+    pub(crate) halves_ks_p: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct PwcetEstimate {
-    pub threshold_ns: Nanos,
-    pub excesses: usize,
-    pub samples: u64,
-    pub fit: GpdFit,
-    pub levels: Vec<ReturnLevel>,
-    pub checks: Checks,
-    pub observed_max_ns: Nanos,
+pub(crate) struct PwcetEstimate {
+    pub(crate) threshold_ns: Nanos,
+    pub(crate) excesses: usize,
+    pub(crate) samples: u64,
+    pub(crate) fit: GpdFit,
+    pub(crate) levels: Vec<ReturnLevel>,
+    pub(crate) checks: Checks,
+    pub(crate) observed_max_ns: Nanos,
 }
 
 /// The statistical worst case of one entry, or why there is none.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(tag = "status", rename_all = "snake_case")]
-pub enum Pwcet {
+pub(crate) enum Pwcet {
     Estimate(PwcetEstimate),
     Refused { reason: String, observed_max_ns: Nanos },
 }
 
 impl Pwcet {
-    pub fn estimate(&self) -> Option<&PwcetEstimate> {
+    pub(crate) fn estimate(&self) -> Option<&PwcetEstimate> {
         match self {
             Pwcet::Estimate(e) => Some(e),
             Pwcet::Refused { .. } => None,
@@ -279,13 +279,13 @@ impl Pwcet {
 }
 
 /// Return level for probability `p` given threshold, fit and ζ_u.
-pub fn return_level(u: f64, fit: &GpdFit, zeta: f64, p: f64) -> f64 {
+pub(crate) fn return_level(u: f64, fit: &GpdFit, zeta: f64, p: f64) -> f64 {
     u + fit.excess_quantile((p / zeta).min(1.0))
 }
 
 /// The pWCET of one result entry (see the module docs for the method);
 /// `imported_from` is the run's source tool when it was imported.
-pub fn pwcet(r: &ProbeResult, imported_from: Option<&str>) -> Pwcet {
+pub(crate) fn pwcet(r: &ProbeResult, imported_from: Option<&str>) -> Pwcet {
     estimate(r, imported_from).map_or_else(|reason| Pwcet::Refused { reason, observed_max_ns: r.max_ns }, Pwcet::Estimate)
 }
 

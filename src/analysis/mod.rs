@@ -15,11 +15,11 @@
 //! The statistics themselves (nearest rank, bucket percentiles, moments, the
 //! tests' tail probabilities) are defined once in the `stats` module below.
 
-pub mod check;
-pub mod compare;
-pub mod deadline;
-pub mod evt;
-pub mod percentiles;
-pub mod suites;
-pub mod summary;
-pub mod warnings;
+pub(crate) mod check;
+pub(crate) mod compare;
+pub(crate) mod deadline;
+pub(crate) mod evt;
+pub(crate) mod percentiles;
+pub(crate) mod suites;
+pub(crate) mod summary;
+pub(crate) mod warnings;

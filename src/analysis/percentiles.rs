@@ -24,36 +24,36 @@ use crate::stats::{self, PERCENTILES};
 
 /// Percentile `q` (0–100) by nearest rank from non-empty buckets that
 /// sum to the sample count. `None` for an empty histogram.
-pub fn from_histogram(hist: &[Bucket], q: f64, min: Nanos, max: Nanos) -> Option<Nanos> {
+pub(crate) fn from_histogram(hist: &[Bucket], q: f64, min: Nanos, max: Nanos) -> Option<Nanos> {
     stats::bucket_percentile(hist, q, min, max)
 }
 
 /// One reported percentile.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Percentile {
-    pub label: &'static str,
-    pub q: f64,
+pub(crate) struct Percentile {
+    pub(crate) label: &'static str,
+    pub(crate) q: f64,
     /// The value (the top of its bucket, clamped to the max); when
     /// `lower_ns` is set, the upper end of the range it may be in.
-    pub value_ns: Nanos,
+    pub(crate) value_ns: Nanos,
     /// Set when the percentile is a bound: its bucket is wide and the true
     /// percentile lies anywhere in `[lower_ns, value_ns]`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub lower_ns: Option<Nanos>,
+    pub(crate) lower_ns: Option<Nanos>,
     /// The bound reaches the entry's max: shown `≥ lower`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub open: bool,
+    pub(crate) open: bool,
 }
 
 impl Percentile {
     /// True when this is a bound, not a value.
-    pub fn is_bound(&self) -> bool {
+    pub(crate) fn is_bound(&self) -> bool {
         self.lower_ns.is_some()
     }
     /// The one way a percentile is printed, latencies by `f`: `12.0`, or for
     /// a bound `≥ 10.0` (its range reaches the max: all that is known is
     /// the bottom) or `10.0–15.0`.
-    pub fn shown(&self, f: impl Fn(Nanos) -> String) -> String {
+    pub(crate) fn shown(&self, f: impl Fn(Nanos) -> String) -> String {
         match self.lower_ns {
             None => f(self.value_ns),
             Some(lo) if self.open => format!("≥ {}", f(lo)),
@@ -63,7 +63,7 @@ impl Percentile {
 }
 
 /// Percentile `q` of a histogram with its bound (see the module doc).
-pub fn bounded(hist: &[Bucket], q: f64, min: Nanos, max: Nanos) -> Option<Percentile> {
+pub(crate) fn bounded(hist: &[Bucket], q: f64, min: Nanos, max: Nanos) -> Option<Percentile> {
     let label = PERCENTILES.iter().find(|p| p.q == q).map(|p| p.label).unwrap_or("p");
     stats::bucket_percentile_bounds(hist, q, min, max).map(|(lo, hi)| {
         let wide = stats::is_wide(lo, hi);
@@ -72,7 +72,7 @@ pub fn bounded(hist: &[Bucket], q: f64, min: Nanos, max: Nanos) -> Option<Percen
 }
 
 /// All [`PERCENTILES`] of a histogram (empty when it is).
-pub fn reported(hist: &[Bucket], min: Nanos, max: Nanos) -> Vec<Percentile> {
+pub(crate) fn reported(hist: &[Bucket], min: Nanos, max: Nanos) -> Vec<Percentile> {
     PERCENTILES.iter().filter_map(|p| bounded(hist, p.q, min, max)).collect()
 }
 
@@ -83,7 +83,7 @@ pub fn reported(hist: &[Bucket], min: Nanos, max: Nanos) -> Vec<Percentile> {
 /// below 2048 ns buckets are single nanoseconds, so this is exact; above, a
 /// bucket is 0.1 % wide and can straddle a bin edge by at most that, read
 /// upwards. Counts sum exactly to the samples.
-pub fn rebin(hist: &[Bucket], width: Nanos) -> Vec<(u64, u64)> {
+pub(crate) fn rebin(hist: &[Bucket], width: Nanos) -> Vec<(u64, u64)> {
     let w = width.0.max(1);
     let mut out: Vec<(u64, u64)> = Vec::new();
     for b in hist {
@@ -99,7 +99,7 @@ pub fn rebin(hist: &[Bucket], width: Nanos) -> Vec<(u64, u64)> {
 /// The exceedance curve: for each bucket top x, P(X > x) = (samples above
 /// the bucket) / n, plus the starting point (min, 1). The last bucket gives
 /// 0, which log-scale plots drop; they end at 1/n at the next-to-last point.
-pub fn exceedance(hist: &[Bucket]) -> Vec<(Nanos, f64)> {
+pub(crate) fn exceedance(hist: &[Bucket]) -> Vec<(Nanos, f64)> {
     let n: u64 = hist.iter().map(|b| b.count).sum();
     if n == 0 {
         return Vec::new();

@@ -18,34 +18,34 @@ use crate::model::suites::{Component, RHEALSTONE, THREAD_METRIC};
 use crate::model::{Nanos, ProbeResult, Run};
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct RhealstoneCell {
-    pub metric: &'static str,
+pub(crate) struct RhealstoneCell {
+    pub(crate) metric: &'static str,
     /// `probe[variant]` of the entry used.
-    pub entry: String,
-    pub mean_ns: f64,
-    pub max_ns: Nanos,
-    pub samples: u64,
+    pub(crate) entry: String,
+    pub(crate) mean_ns: f64,
+    pub(crate) max_ns: Nanos,
+    pub(crate) samples: u64,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct RhealstonePhase {
-    pub phase: String,
+pub(crate) struct RhealstonePhase {
+    pub(crate) phase: String,
     /// One per component, in the paper's order; `None` where the run lacks it.
-    pub components: Vec<Option<RhealstoneCell>>,
+    pub(crate) components: Vec<Option<RhealstoneCell>>,
     /// Rhealstones per second, when all six are present.
-    pub per_second: Option<f64>,
+    pub(crate) per_second: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ThreadMetricRow {
-    pub test: &'static str,
-    pub phase: String,
-    pub ops: u64,
-    pub intervals: usize,
-    pub interval_ns: Nanos,
-    pub mean_per_interval: f64,
-    pub spread_pct: f64,
-    pub ops_per_s: f64,
+pub(crate) struct ThreadMetricRow {
+    pub(crate) test: &'static str,
+    pub(crate) phase: String,
+    pub(crate) ops: u64,
+    pub(crate) intervals: usize,
+    pub(crate) interval_ns: Nanos,
+    pub(crate) mean_per_interval: f64,
+    pub(crate) spread_pct: f64,
+    pub(crate) ops_per_s: f64,
 }
 
 /// Merged entries (a thread entry where it is the only one).
@@ -74,11 +74,11 @@ fn phases(run: &Run, es: &[&ProbeResult]) -> Vec<String> {
 /// Components a phase must have for the run to get a Rhealstone table: half
 /// of the six, so a run of one or two probes that happen to be components
 /// (a plain timer run) shows none.
-pub const MIN_COMPONENTS: usize = 3;
+pub(crate) const MIN_COMPONENTS: usize = 3;
 
 /// The Rhealstone table, one row per phase that has a component; empty
 /// unless some phase has at least [`MIN_COMPONENTS`].
-pub fn rhealstone(run: &Run) -> Vec<RhealstonePhase> {
+pub(crate) fn rhealstone(run: &Run) -> Vec<RhealstonePhase> {
     let es = entries(run);
     let mut out = Vec::new();
     for phase in phases(run, &es) {
@@ -111,7 +111,7 @@ pub fn rhealstone(run: &Run) -> Vec<RhealstonePhase> {
 
 /// 1 / mean of the six component times in seconds (Kar & Porter's
 /// objective Rhealstone figure); `None` unless all six are there.
-pub fn composite(components: &[Option<RhealstoneCell>]) -> Option<f64> {
+pub(crate) fn composite(components: &[Option<RhealstoneCell>]) -> Option<f64> {
     if components.len() != RHEALSTONE.len() || components.iter().any(Option::is_none) {
         return None;
     }
@@ -121,7 +121,7 @@ pub fn composite(components: &[Option<RhealstoneCell>]) -> Option<f64> {
 
 /// The Thread-Metric rows (test order, then phase); empty without
 /// `throughput` entries.
-pub fn thread_metric(run: &Run) -> Vec<ThreadMetricRow> {
+pub(crate) fn thread_metric(run: &Run) -> Vec<ThreadMetricRow> {
     let es = entries(run);
     let mut out = Vec::new();
     for phase in phases(run, &es) {

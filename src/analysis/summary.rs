@@ -18,16 +18,16 @@ use crate::error::BadInput;
 use crate::model::{Host, Nanos, Plan, ProbeResult, Run};
 
 /// Default width of the bin tables (seed 001 used 5 000 ns).
-pub const DEFAULT_BIN_NS: u64 = 5_000;
+pub(crate) const DEFAULT_BIN_NS: u64 = 5_000;
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Options {
-    pub deadline: Option<Nanos>,
-    pub bin_width: Nanos,
+pub(crate) struct Options {
+    pub(crate) deadline: Option<Nanos>,
+    pub(crate) bin_width: Nanos,
     /// Fit the statistical worst case (per entry; the costliest step).
-    pub pwcet: bool,
+    pub(crate) pwcet: bool,
     /// How entries of several runs are put side by side.
-    pub pairing: compare::Pairing,
+    pub(crate) pairing: compare::Pairing,
 }
 
 impl Default for Options {
@@ -40,12 +40,12 @@ impl Default for Options {
 /// copied) and reads as it: `e.samples`, `e.histogram` are the result's
 /// (`Deref`); what the analysis adds is beside it.
 #[derive(Debug, Clone)]
-pub struct EntryAnalysis<'r> {
-    pub result: &'r ProbeResult,
+pub(crate) struct EntryAnalysis<'r> {
+    pub(crate) result: &'r ProbeResult,
     /// Recomputed from the histogram (empty when the distribution is unknown).
-    pub percentiles: Vec<Percentile>,
-    pub deadline: Option<DeadlineMisses>,
-    pub pwcet: Option<Pwcet>,
+    pub(crate) percentiles: Vec<Percentile>,
+    pub(crate) deadline: Option<DeadlineMisses>,
+    pub(crate) pwcet: Option<Pwcet>,
 }
 
 impl std::ops::Deref for EntryAnalysis<'_> {
@@ -88,59 +88,59 @@ impl Serialize for EntryAnalysis<'_> {
 }
 
 impl EntryAnalysis<'_> {
-    pub fn key(&self) -> EntryKey {
+    pub(crate) fn key(&self) -> EntryKey {
         EntryKey { probe: self.probe.clone(), phase: self.phase.clone(), variant: self.variant.clone() }
     }
-    pub fn percentile(&self, label: &str) -> Option<Nanos> {
+    pub(crate) fn percentile(&self, label: &str) -> Option<Nanos> {
         self.percentiles.iter().find(|p| p.label == label).map(|p| p.value_ns)
     }
     /// The percentile with its bound, for display (`Percentile::shown`).
-    pub fn percentile_bound(&self, label: &str) -> Option<&Percentile> {
+    pub(crate) fn percentile_bound(&self, label: &str) -> Option<&Percentile> {
         self.percentiles.iter().find(|p| p.label == label)
     }
     /// "all" or the thread number.
-    pub fn thread_label(&self) -> String {
+    pub(crate) fn thread_label(&self) -> String {
         self.thread.map(|t| t.to_string()).unwrap_or_else(|| "all".into())
     }
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct RunAnalysis<'r> {
+pub(crate) struct RunAnalysis<'r> {
     /// The system's name in tables (host + kernel, or `--name`).
-    pub name: String,
+    pub(crate) name: String,
     /// Where the result came from (a file path).
-    pub source: String,
-    pub started_at: String,
-    pub finished_at: String,
-    pub interrupted: bool,
-    pub host: &'r Host,
-    pub plan: &'r Plan,
-    pub realtime_ok: bool,
-    pub warnings: Vec<String>,
-    pub entries: Vec<EntryAnalysis<'r>>,
+    pub(crate) source: String,
+    pub(crate) started_at: String,
+    pub(crate) finished_at: String,
+    pub(crate) interrupted: bool,
+    pub(crate) host: &'r Host,
+    pub(crate) plan: &'r Plan,
+    pub(crate) realtime_ok: bool,
+    pub(crate) warnings: Vec<String>,
+    pub(crate) entries: Vec<EntryAnalysis<'r>>,
     /// The run itself (the trace attribution is rendered from it).
     #[serde(skip)]
-    pub run: &'r crate::model::Run,
+    pub(crate) run: &'r crate::model::Run,
     /// The Rhealstone table (empty unless some phase has three of its six
     /// components).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub rhealstone: Vec<crate::analysis::suites::RhealstonePhase>,
+    pub(crate) rhealstone: Vec<crate::analysis::suites::RhealstonePhase>,
     /// The Thread-Metric rows (empty without `throughput` entries).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub thread_metric: Vec<crate::analysis::suites::ThreadMetricRow>,
+    pub(crate) thread_metric: Vec<crate::analysis::suites::ThreadMetricRow>,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Analysis<'r> {
-    pub tool_version: String,
-    pub options: Options,
-    pub runs: Vec<RunAnalysis<'r>>,
+pub(crate) struct Analysis<'r> {
+    pub(crate) tool_version: String,
+    pub(crate) options: Options,
+    pub(crate) runs: Vec<RunAnalysis<'r>>,
     /// The runs side by side (with one run: its bin tables only).
-    pub comparison: Comparison,
+    pub(crate) comparison: Comparison,
 }
 
 /// Analyse one entry.
-pub fn entry<'r>(r: &'r ProbeResult, opts: &Options, imported_from: Option<&str>) -> EntryAnalysis<'r> {
+pub(crate) fn entry<'r>(r: &'r ProbeResult, opts: &Options, imported_from: Option<&str>) -> EntryAnalysis<'r> {
     EntryAnalysis {
         result: r,
         // A summary-only import's one [min, max] bucket is not a distribution:
@@ -175,7 +175,7 @@ fn par_map<'a, T: Sync, U: Send>(items: &'a [T], f: impl Fn(&'a T) -> U + Sync) 
 /// Analyse `runs` (each with its source, e.g. the file path). `names`
 /// overrides the system names, in order. Errors: a `--phases` pair or a
 /// `--match probe` the inputs do not allow (exit 2, named).
-pub fn analyse<'r>(runs: &'r [(String, Run)], names: &[String], opts: &Options) -> Result<Analysis<'r>, BadInput> {
+pub(crate) fn analyse<'r>(runs: &'r [(String, Run)], names: &[String], opts: &Options) -> Result<Analysis<'r>, BadInput> {
     let refs: Vec<&Run> = runs.iter().map(|(_, r)| r).collect();
     let sources: Vec<String> = runs.iter().map(|(s, _)| s.clone()).collect();
     let systems = compare::system_names(&refs, &sources, names);

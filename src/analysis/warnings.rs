@@ -7,7 +7,7 @@ use std::fmt;
 use crate::model::Run;
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Warning {
+pub(crate) enum Warning {
     /// The real-time set-up failed in at least one step.
     NotRealtime { reasons: Vec<String> },
     /// Periods were missed.
@@ -35,7 +35,7 @@ pub enum Warning {
 /// Samples a percentile q (in %) needs so that at least 10 samples lie
 /// beyond it: 10 / (1 − q/100). Fewer, and the percentile is decided by a
 /// handful of the largest samples (p99.99 needs 100 000).
-pub fn samples_needed(q: f64) -> u64 {
+pub(crate) fn samples_needed(q: f64) -> u64 {
     (10.0 / (1.0 - q / 100.0)).round() as u64
 }
 
@@ -108,7 +108,7 @@ impl fmt::Display for Warning {
 }
 
 /// Every warning that applies to `run`.
-pub fn for_run(run: &Run) -> Vec<Warning> {
+pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
     let mut out = Vec::new();
     let failed: Vec<String> = run
         .realtime_setup

@@ -24,16 +24,16 @@ use crate::sys::sched::Policy;
 
 /// What a run's flags are checked against: its probes (names without
 /// variants), its policies, and whether an agent measures it.
-pub struct RunShape<'a> {
-    pub probes: Vec<&'a str>,
-    pub policy: Policy,
-    pub noise_policy: Policy,
-    pub target: bool,
+pub(crate) struct RunShape<'a> {
+    pub(crate) probes: Vec<&'a str>,
+    pub(crate) policy: Policy,
+    pub(crate) noise_policy: Policy,
+    pub(crate) target: bool,
 }
 
 /// Refuse the first flag given on the command line that nothing in `run`
 /// reads.
-pub fn check_flags(given: &Given, run: &RunShape<'_>) -> Result<(), BadInput> {
+pub(crate) fn check_flags(given: &Given, run: &RunShape<'_>) -> Result<(), BadInput> {
     if run.target {
         check_target_flags(given)?;
     } else if given.has("target") {
@@ -51,13 +51,13 @@ pub fn check_flags(given: &Given, run: &RunShape<'_>) -> Result<(), BadInput> {
 }
 
 /// Run flags (clap ids) that apply on a target.
-pub const TARGET_FLAGS: &[&str] = &[
+pub(crate) const TARGET_FLAGS: &[&str] = &[
     "target", "duration", "interval", "priority", "policy", "threads", "affinity", "probes", "periods", "worst", "deadline", "json",
     "out", "db", "no_store", "quiet", "ns", "iterations", "msg_size", "loads", "phase_name", "target_silence",
 ];
 
 /// The flag as a user writes it, from its clap id.
-pub fn flag_of(id: &str) -> String {
+pub(crate) fn flag_of(id: &str) -> String {
     match id {
         "probes" => "--probe".into(),
         "loads" => "--load".into(),
@@ -98,16 +98,16 @@ fn check_priority(given: &Given, run: &RunShape<'_>) -> Result<(), BadInput> {
 }
 
 /// A probe option of `rtscope run`/`monitor` and the probes that read it.
-pub struct ProbeFlag {
+pub(crate) struct ProbeFlag {
     /// As the user types it.
-    pub flag: &'static str,
+    pub(crate) flag: &'static str,
     /// clap's id of the argument (the field name in `ProbeOpts`).
-    pub id: String,
-    pub probes: Vec<&'static str>,
+    pub(crate) id: String,
+    pub(crate) probes: Vec<&'static str>,
 }
 
 /// Every probe option and the probes that read it, in registry order.
-pub fn probe_flags() -> Vec<ProbeFlag> {
+pub(crate) fn probe_flags() -> Vec<ProbeFlag> {
     let flags = crate::units::first_seen(crate::measure::infos().flat_map(|i| i.flags.iter().copied()));
     flags
         .into_iter()

@@ -8,7 +8,7 @@ use crate::sys::sched::Policy;
 use crate::units;
 
 /// The plan in words. `dry_run`: the result line says it will not be written.
-pub fn describe(plan: &RunPlan, exp: &Experiment, output: &Output, dry_run: bool) -> String {
+pub(crate) fn describe(plan: &RunPlan, exp: &Experiment, output: &Output, dry_run: bool) -> String {
     let mut s = String::new();
     if let Some(sc) = &exp.scenario {
         s.push_str(&format!("scenario: {} ({})\n", sc.name, sc.source));

@@ -22,14 +22,14 @@ macro_rules! given_settings {
         /// every flag given is kept too (clap ids), for the rules of which
         /// flags apply (`super::applies`).
         #[derive(Debug, Clone, Default)]
-        pub struct Given {
+        pub(crate) struct Given {
             $(pub $id: bool,)*
             ids: BTreeSet<String>,
         }
 
         impl Given {
             /// From the clap ids of the flags given on the command line.
-            pub fn from_ids(ids: BTreeSet<String>) -> Given {
+            pub(crate) fn from_ids(ids: BTreeSet<String>) -> Given {
                 Given { $($id: ids.contains(stringify!($id)),)* ids }
             }
         }
@@ -41,25 +41,25 @@ given_settings!(duration, interval, priority, policy, threads, affinity, probes,
 impl Given {
     /// The flags of a `run`/`monitor` whose values came from the command
     /// line (not clap's defaults).
-    pub fn from_matches(m: &ArgMatches) -> Given {
+    pub(crate) fn from_matches(m: &ArgMatches) -> Given {
         let given = m.ids().filter(|id| m.value_source(id.as_str()) == Some(ValueSource::CommandLine));
         Given::from_ids(given.map(|id| id.as_str().to_string()).collect())
     }
 
     /// Was the flag with this clap id given? For the rules that go by a
     /// probe's list of flags (`measure::ProbeInfo::flags`).
-    pub fn has(&self, id: &str) -> bool {
+    pub(crate) fn has(&self, id: &str) -> bool {
         self.ids.contains(id)
     }
 
     /// Every flag given, as clap ids, in id order.
-    pub fn ids(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn ids(&self) -> impl Iterator<Item = &str> {
         self.ids.iter().map(String::as_str)
     }
 
     /// No flag that shapes the experiment was given: a bare `rtscope run`,
     /// which runs the default preset.
-    pub fn is_bare(&self) -> bool {
+    pub(crate) fn is_bare(&self) -> bool {
         let shaping = [self.duration, self.interval, self.priority, self.policy, self.threads, self.affinity, self.probes, self.loads, self.worst];
         !shaping.contains(&true)
     }
@@ -67,7 +67,7 @@ impl Given {
 
 /// flag > scenario > default for one setting: `slot` holds the flag's value
 /// (or clap's default) and takes the scenario's unless the flag was given.
-pub fn layer<T>(slot: &mut T, given: bool, scenario: Option<T>) {
+pub(crate) fn layer<T>(slot: &mut T, given: bool, scenario: Option<T>) {
     if let (false, Some(v)) = (given, scenario) {
         *slot = v;
     }

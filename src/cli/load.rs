@@ -24,11 +24,11 @@ use crate::plan::{Experiment, Output, ProbeEntry, RunPlan, Table};
 use crate::scenario::{self, presets, ProbeFileEntry, Scenario, ScenarioFile};
 use crate::units;
 
-pub use super::describe::describe;
+pub(crate) use super::describe::describe;
 
 /// `--load-engine`: clap's view of [`load::Engine`] (the load layer knows no clap).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum EngineArg {
+pub(crate) enum EngineArg {
     /// stress-ng when it is on PATH, else builtin.
     Auto,
     StressNg,
@@ -48,62 +48,62 @@ impl From<EngineArg> for Engine {
 /// Arguments of the hidden `rtscope __load` subcommand, as rtscope wrote
 /// them; the load layer reads them ([`load::worker::LoadWorkerArgs`]).
 #[derive(Debug, Clone, Args)]
-pub struct LoadWorkerArgs {
+pub(crate) struct LoadWorkerArgs {
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
-    pub args: Vec<String>,
+    pub(crate) args: Vec<String>,
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct LoadArgs {
+pub(crate) struct LoadArgs {
     /// Scenario file (TOML) describing phases, probes, periods and durations (see docs/scenarios.md).
     #[arg(value_name = "SCENARIO.toml")]
-    pub scenario: Option<PathBuf>,
+    pub(crate) scenario: Option<PathBuf>,
 
     /// Run a built-in preset (see `rtscope presets`).
     #[arg(long, value_name = "NAME", conflicts_with = "scenario")]
-    pub preset: Option<String>,
+    pub(crate) preset: Option<String>,
 
     /// Print the plan and its total duration, then exit without running.
     #[arg(long)]
-    pub dry_run: bool,
+    pub(crate) dry_run: bool,
 
     /// Load phases, in order: idle, cpu, memory, io, net, irq, sched, mixed, cmd:"<command line>" [default: idle].
     #[arg(long = "load", value_name = "NAME[,NAME...]")]
-    pub loads: Vec<String>,
+    pub(crate) loads: Vec<String>,
 
     /// Name of the one phase when its load comes from outside rtscope (a load you started, a lab
     /// guest's load), e.g. guest:cpu:2 [default: idle]; not with --load or a scenario.
     #[arg(long, value_name = "NAME")]
-    pub phase_name: Option<String>,
+    pub(crate) phase_name: Option<String>,
 
     /// Who makes the load: stress-ng when on PATH (auto), stress-ng, or rtscope's built-in generators.
     #[arg(long, value_enum, value_name = "ENGINE")]
-    pub load_engine: Option<EngineArg>,
+    pub(crate) load_engine: Option<EngineArg>,
 
     /// CPUs the loads run on, e.g. 0-1 [default: every online CPU].
     #[arg(long, value_name = "CPUSET", value_parser = units::parse_cpuset)]
-    pub load_cpus: Option<units::CpuSet>,
+    pub(crate) load_cpus: Option<units::CpuSet>,
 
     /// Workers per load = intensity × number of load CPUs (at least 1) [default: 1].
     #[arg(long, value_name = "X", allow_hyphen_values = true)]
-    pub load_intensity: Option<f64>,
+    pub(crate) load_intensity: Option<f64>,
 
     /// Directory on the filesystem under test; the io load rewrites at most 256 MiB of files
     /// below it [default: $TMPDIR, else /var/tmp].
     #[arg(long, value_name = "DIR")]
-    pub load_dir: Option<PathBuf>,
+    pub(crate) load_dir: Option<PathBuf>,
 
     /// How long loads run before the probes start in each loaded phase [default: 2s].
     #[arg(long, value_name = "DURATION", value_parser = parse_wait, allow_hyphen_values = true)]
-    pub settle: Option<u64>,
+    pub(crate) settle: Option<u64>,
 
     /// Refuse plans longer than this in total [default: 24h].
     #[arg(long, value_name = "DURATION", value_parser = units::parse_duration, allow_hyphen_values = true)]
-    pub max_total: Option<u64>,
+    pub(crate) max_total: Option<u64>,
 
     /// Allow a plan that keeps every CPU busy at real-time priority (may starve the machine).
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
 }
 
 /// A duration that may be 0 (`--settle 0`).
@@ -121,7 +121,7 @@ const DEFAULT_MAX_TOTAL_NS: u64 = 86_400_000_000_000;
 /// preset, or (a bare `rtscope run`) the default preset, merged with the
 /// flags given; else the flags alone. A flag that would do nothing is
 /// refused ([`super::applies`]).
-pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output, Experiment), BadInput> {
+pub(crate) fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output, Experiment), BadInput> {
     let la = &args.load;
     let scenario: Option<Scenario> = match (&la.scenario, &la.preset) {
         (Some(p), _) => Some(scenario::from_file(p)?),
@@ -493,7 +493,7 @@ fn check_starvation(plan: &RunPlan, exp: &Experiment, online: &[usize], force: b
 /// `$TMPDIR` when set, else `/var/tmp` (kept on disk, unlike a tmpfs `/tmp`),
 /// else the current directory. Never the current directory by default: a
 /// run started in a source tree must not write there.
-pub fn default_load_dir() -> PathBuf {
+pub(crate) fn default_load_dir() -> PathBuf {
     if let Some(t) = std::env::var_os("TMPDIR").filter(|t| !t.is_empty()).map(PathBuf::from) {
         if t.is_absolute() && t.is_dir() {
             return t;

@@ -3,15 +3,15 @@
 //! and has no side effects; [`plan`] then probes the system (online CPUs,
 //! output paths) and builds the validated [`plan::RunPlan`].
 
-pub mod analysis_opts;
-pub mod applies;
-pub mod describe;
-pub mod given;
-pub mod load;
-pub mod plan;
-pub mod store_opts;
-pub mod probe_opts;
-pub mod target;
+pub(crate) mod analysis_opts;
+pub(crate) mod applies;
+pub(crate) mod describe;
+pub(crate) mod given;
+pub(crate) mod load;
+pub(crate) mod plan;
+pub(crate) mod store_opts;
+pub(crate) mod probe_opts;
+pub(crate) mod target;
 
 
 use std::path::PathBuf;
@@ -31,16 +31,16 @@ use crate::sys::sched::Policy;
 message-queue and signal hand-offs, task switch, preemption, OS noise, the highest sustainable rate) with one clock, \
 in nanoseconds, as full lossless distributions, and keeps the host fingerprint and the plan with every result."
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 // Parsed once per process: RunArgs' size does not matter, boxing it would
 // only make every use site longer.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run an experiment and save its result (JSON, schema v1).
     Run(RunArgs),
     /// Run the probes continuously in windows (phases cycling), storing each window; serve /metrics for Prometheus.
@@ -85,7 +85,7 @@ pub enum Command {
 /// usage error clap prints it and exits 2 (`--help`/`--version` print and
 /// exit 0). A `run` or `monitor` keeps which flags were given
 /// ([`given::Given`], from clap's value sources) and the command line.
-pub fn parse_or_exit(argv: Vec<std::ffi::OsString>) -> Cli {
+pub(crate) fn parse_or_exit(argv: Vec<std::ffi::OsString>) -> Cli {
     let matches = Cli::command().try_get_matches_from(&argv).unwrap_or_else(|e| e.exit());
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let run = match &mut cli.command {
@@ -103,7 +103,7 @@ pub fn parse_or_exit(argv: Vec<std::ffi::OsString>) -> Cli {
 /// `--listen` of `monitor` and `serve`: one address, resolved now (exit 2 if
 /// it cannot be). A bare port (`9469` or `:9469`) binds localhost: exposing
 /// a server beyond this host takes naming an address.
-pub fn parse_listen(s: &str, example: &str) -> Result<std::net::SocketAddr, crate::error::BadInput> {
+pub(crate) fn parse_listen(s: &str, example: &str) -> Result<std::net::SocketAddr, crate::error::BadInput> {
     use std::net::ToSocketAddrs;
     let port_only = s.strip_prefix(':').unwrap_or(s);
     let full = if !port_only.is_empty() && port_only.bytes().all(|b| b.is_ascii_digit()) { format!("127.0.0.1:{port_only}") } else { s.to_string() };
@@ -117,25 +117,25 @@ pub fn parse_listen(s: &str, example: &str) -> Result<std::net::SocketAddr, crat
 /// SIGTERM), and each probe measures one `--window` per window.
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Here -D/--duration is how long the whole monitor runs (default: until Ctrl-C or SIGTERM); each probe measures one --window per window. Scenario files, --preset, --load and --deadline are run's, not monitor's.")]
-pub struct MonitorArgs {
+pub(crate) struct MonitorArgs {
     /// Length of one window: per window and probe/CPU, count, min, p50, p99, max and overruns are stored
     #[arg(long, default_value = "5m", value_parser = units::parse_duration, allow_hyphen_values = true)]
-    pub window: u64,
+    pub(crate) window: u64,
     /// Phases to cycle through, each for its time, e.g. idle:5m,mixed:5m (load names as --load); default: idle throughout
     #[arg(long, value_name = "PHASE:DURATION,...")]
-    pub cycle: Option<String>,
+    pub(crate) cycle: Option<String>,
     /// Serve GET /metrics (Prometheus text format) on this address, e.g. 127.0.0.1:9469; a bare port (9469) binds localhost
     #[arg(long, value_name = "ADDR:PORT")]
-    pub listen: Option<String>,
+    pub(crate) listen: Option<String>,
     /// Also write the metrics to DIR/rtscope.prom after each window (node_exporter's textfile collector)
     #[arg(long, value_name = "DIR")]
-    pub textfile: Option<std::path::PathBuf>,
+    pub(crate) textfile: Option<std::path::PathBuf>,
     #[command(flatten)]
-    pub run: RunArgs,
+    pub(crate) run: RunArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PolicyArg {
+pub(crate) enum PolicyArg {
     Fifo,
     Rr,
     Other,
@@ -155,118 +155,118 @@ impl From<PolicyArg> for Policy {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// How long each probe measures: 500ms, 30s, 5m, 2h, 1d (a bare number is seconds).
     #[arg(short = 'D', long, default_value = "30s", value_parser = units::parse_duration, allow_hyphen_values = true)]
-    pub duration: u64,
+    pub(crate) duration: u64,
 
     /// Timer period: a bare number is µs (as cyclictest); 250us, 1ms, 100000ns accepted.
     #[arg(short = 'i', long, default_value = "1000", value_parser = units::parse_interval, allow_hyphen_values = true)]
-    pub interval: u64,
+    pub(crate) interval: u64,
 
     /// Real-time priority of the measuring threads (1-99).
     #[arg(short = 'p', long, default_value_t = 95, value_parser = clap::value_parser!(u8).range(1..=99), allow_hyphen_values = true)]
-    pub priority: u8,
+    pub(crate) priority: u8,
 
     /// Scheduling policy of the measuring threads.
     #[arg(long, value_enum, default_value_t = PolicyArg::Fifo)]
-    pub policy: PolicyArg,
+    pub(crate) policy: PolicyArg,
 
     /// Number of measuring threads [default: one per CPU of --affinity, else per online CPU].
     #[arg(short = 't', long, value_parser = clap::value_parser!(u32).range(1..=4096), allow_hyphen_values = true)]
-    pub threads: Option<u32>,
+    pub(crate) threads: Option<u32>,
 
     /// CPUs to measure on, e.g. 0,2-3; threads are pinned round-robin [default: all online].
     #[arg(short = 'a', long, value_parser = units::parse_cpuset)]
-    pub affinity: Option<units::CpuSet>,
+    pub(crate) affinity: Option<units::CpuSet>,
 
     /// Probes to run, comma-separated; NAME:VARIANT runs only that variant
     /// (e.g. sem:mutex,sem:posix/same-cpu; see `rtscope probes`).
     #[arg(long = "probe", value_delimiter = ',', default_value = "timer")]
-    pub probes: Vec<String>,
+    pub(crate) probes: Vec<String>,
 
     /// Write the result to this file (instead of --out DIR).
     #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    pub(crate) json: Option<PathBuf>,
 
     /// Directory for results, each file named by its start time.
     #[arg(long, value_name = "DIR", default_value = "rtscope-results")]
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
 
     /// No progress bar and no table; errors and warnings only.
     #[arg(short, long)]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
 
     /// Do not hold /dev/cpu_dma_latency at 0 during the run.
     #[arg(long)]
-    pub no_dma_latency: bool,
+    pub(crate) no_dma_latency: bool,
 
     /// Print latencies in ns instead of µs.
     #[arg(long)]
-    pub ns: bool,
+    pub(crate) ns: bool,
 
     /// How many worst samples each thread keeps (with time, CPU and sequence number).
     #[arg(long, value_name = "K", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub worst: u32,
+    pub(crate) worst: u32,
 
     #[command(flatten)]
-    pub store: store_opts::StoreOpts,
+    pub(crate) store: store_opts::StoreOpts,
 
     #[command(flatten)]
-    pub analysis: analysis_opts::AnalysisOpts,
+    pub(crate) analysis: analysis_opts::AnalysisOpts,
     #[command(flatten)]
-    pub load: load::LoadArgs,
+    pub(crate) load: load::LoadArgs,
     #[command(flatten)]
-    pub probe_opts: probe_opts::ProbeOpts,
+    pub(crate) probe_opts: probe_opts::ProbeOpts,
 
     /// Trace samples later than this (e.g. 100us): a private tracefs instance records
     /// scheduler and interrupt events, and each late sample gets "what held the CPU".
     /// Probes: timer, periodic, maxrate, and sem, pipe, mq, signal, preempt (the
     /// receiver's CPU); timerlat from its own osnoise events. Needs root. A bare number is µs.
     #[arg(long, value_name = "LATENCY", value_parser = units::parse_interval)]
-    pub trace_threshold: Option<u64>,
+    pub(crate) trace_threshold: Option<u64>,
 
     /// Trace ring buffer per measured CPU, in KB (with --trace-threshold). Larger keeps
     /// longer windows; smaller is read faster after each late sample.
     #[arg(long, value_name = "KB", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(64..=1_048_576))]
-    pub trace_buffer: u32,
+    pub(crate) trace_buffer: u32,
 
     /// At most this many trace snapshots per run (with --trace-threshold).
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub trace_max: u32,
+    pub(crate) trace_max: u32,
 
     /// Events the trace records (with --trace-threshold): `default` (the cheapest set
     /// that still names the culprit: see docs/trace.md), `full` (adds hrtimer,
     /// workqueue and x86 vector events; costs more latency), and/or `group/name`
     /// entries, comma-separated (`default,timer/hrtimer_expire_entry`).
     #[arg(long, value_name = "LIST", default_value = "default", value_parser = parse_trace_events)]
-    pub trace_events: TraceEvents,
+    pub(crate) trace_events: TraceEvents,
 
     /// Measure another system with rtscope-agent: exec:'CMD' (its stdin/stdout, e.g.
     /// exec:'ssh board rtscope-agent'), tcp:HOST:PORT (an agent started with --listen PORT)
     /// or serial:/dev/ttyUSB0[:BAUD]. See README "Measuring another system" and docs/agent.md.
     #[arg(long, value_name = "SPEC")]
-    pub target: Option<String>,
+    pub(crate) target: Option<String>,
 
     /// With --target: how long the agent may say nothing past a plan's own time before
     /// the session counts it gone (what arrived is kept, the run marked interrupted). Raise
     /// it for an emulated target on a busy host, which runs slower than real time.
     #[arg(long, value_name = "TIME", default_value = "30s", value_parser = units::parse_duration)]
-    pub target_silence: u64,
+    pub(crate) target_silence: u64,
 
     /// Which flags were given on the command line (set by [`parse_or_exit`]).
     #[arg(skip)]
-    pub given: given::Given,
+    pub(crate) given: given::Given,
 
     /// The command line as typed (set by [`parse_or_exit`]).
     #[arg(skip)]
-    pub command_line: Vec<String>,
+    pub(crate) command_line: Vec<String>,
 }
 
 /// `--trace-events`, checked: each entry is `default`, `full`, `group/name` or
 /// `group/*` (lower-case letters, digits and `_`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TraceEvents(pub Vec<String>);
+pub(crate) struct TraceEvents(pub Vec<String>);
 
 fn parse_trace_events(s: &str) -> Result<TraceEvents, String> {
     let word = |w: &str| !w.is_empty() && w.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_');
@@ -289,17 +289,17 @@ fn parse_trace_events(s: &str) -> Result<TraceEvents, String> {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct DoctorArgs {
+pub(crate) struct DoctorArgs {
     /// Print the findings as JSON (schema: docs/schema.md, "doctor") instead of a listing.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 
     /// CPUs you intend to measure, e.g. 1-3 or 2,3 [default: all online]; the same set
     /// as `rtscope run -a/--affinity`. Isolation and IRQ-affinity checks are judged against these.
     #[arg(long, short = 'a', visible_alias = "affinity", value_name = "CPUSET", value_parser = units::parse_cpuset)]
-    pub cpus: Option<units::CpuSet>,
+    pub(crate) cpus: Option<units::CpuSet>,
 
     /// Read /proc, /sys and /dev under DIR instead of / (tests; also $RTSCOPE_SYSROOT).
     #[arg(long, value_name = "DIR", hide = true)]
-    pub root: Option<PathBuf>,
+    pub(crate) root: Option<PathBuf>,
 }

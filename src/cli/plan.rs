@@ -14,7 +14,7 @@ use crate::plan::{Output, RunPlan};
 use crate::sys::sched::online_cpus;
 
 /// Build the plan from parsed arguments; `started` names the result file.
-pub fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInput> {
+pub(crate) fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInput> {
     let cpus = measured_cpus(args)?;
     let threads = args.threads.map(|t| t as usize).unwrap_or(cpus.len());
     let (probes, selected) = probes_of(args)?;
@@ -109,7 +109,7 @@ fn check_trace(args: &RunArgs, probes: &[String]) -> Result<(), BadInput> {
 
 /// Where the result goes: `--json FILE`, else `--out DIR`/rtscope-STARTED.json;
 /// checked writable now (exit 2), before anything is measured.
-pub fn output_path(args: &RunArgs, started: &str) -> Result<PathBuf, BadInput> {
+pub(crate) fn output_path(args: &RunArgs, started: &str) -> Result<PathBuf, BadInput> {
     Ok(match &args.json {
         Some(p) => {
             check_parent(p, "--json")?;
@@ -158,7 +158,7 @@ fn check_parent(p: &std::path::Path, flag: &str) -> Result<(), BadInput> {
 /// Can a file be created in `dir`? Tried with a temp file (removed again),
 /// before anything is measured: permissions, a read-only or full
 /// filesystem, /proc all answer here.
-pub fn check_writable(dir: &std::path::Path, flag: &str) -> Result<(), BadInput> {
+pub(crate) fn check_writable(dir: &std::path::Path, flag: &str) -> Result<(), BadInput> {
     tempfile::Builder::new().prefix(".rtscope-check").tempfile_in(dir).map(drop).map_err(|e| {
         BadInput(format!("{flag}: cannot write in '{}': {e}; choose a directory you can write to", dir.display()))
     })?;
@@ -167,7 +167,7 @@ pub fn check_writable(dir: &std::path::Path, flag: &str) -> Result<(), BadInput>
 
 /// Refuse (exit 2) a directory whose filesystem has less than
 /// [`crate::sys::stat::MIN_FREE_BYTES`] free.
-pub fn check_free(dir: &std::path::Path, flag: &str) -> Result<(), BadInput> {
+pub(crate) fn check_free(dir: &std::path::Path, flag: &str) -> Result<(), BadInput> {
     match crate::sys::stat::free_bytes(dir) {
         Ok(free) if free < crate::sys::stat::MIN_FREE_BYTES => Err(BadInput(format!(
             "{flag}: the filesystem of '{}' has only {} free, less than the {} a result needs; free some space or choose another place",

@@ -14,7 +14,7 @@ use crate::plan::probes::{MAX_MSG_SIZE, MQ_MSGSIZE_MAX_PATH};
 use crate::units;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum NoisePolicy {
+pub(crate) enum NoisePolicy {
     /// SCHED_OTHER busy loop (default): never starves the machine.
     Other,
     /// SCHED_FIFO at -p: sees only what preempts an RT task, plus RT throttling.
@@ -22,78 +22,78 @@ pub enum NoisePolicy {
 }
 
 #[derive(Debug, Clone, Args)]
-pub struct ProbeOpts {
+pub(crate) struct ProbeOpts {
     /// Periods for `periodic` [default 10ms,30ms,50ms] and `maxrate` [default
     /// 200us,100us,50us,20us,10us], comma-separated; a bare number is µs.
     #[arg(long, value_delimiter = ',', value_parser = parse_period, allow_hyphen_values = true)]
-    pub periods: Option<Vec<u64>>,
+    pub(crate) periods: Option<Vec<u64>>,
 
     /// Message size in bytes for `pipe` and `mq` (1 up to the mq limit, see
     /// /proc/sys/fs/mqueue/msgsize_max).
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MSG_SIZE, value_parser = parse_msg_size, allow_hyphen_values = true)]
-    pub msg_size: usize,
+    pub(crate) msg_size: usize,
 
     /// `noise`: smallest gap between two clock reads counted as noise.
     #[arg(long, value_name = "TIME", default_value = "1us", value_parser = units::parse_interval, allow_hyphen_values = true)]
-    pub noise_threshold: u64,
+    pub(crate) noise_threshold: u64,
 
     /// `noise`: scheduling policy of the busy loop.
     #[arg(long, value_enum, default_value_t = NoisePolicy::Other)]
-    pub noise_policy: NoisePolicy,
+    pub(crate) noise_policy: NoisePolicy,
 
     /// Events per variant for the event probes (sem, pipe, mq, signal,
     /// switch, preempt, periodic); the run of a variant ends at N samples or
     /// at its share of -D, whichever comes first.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), allow_hyphen_values = true)]
-    pub iterations: Option<u64>,
+    pub(crate) iterations: Option<u64>,
 
     /// sem, pipe, mq, signal: send the next event as soon as the previous one
     /// is done (as `perf bench sched pipe`) instead of once every -i.
     #[arg(long)]
-    pub back_to_back: bool,
+    pub(crate) back_to_back: bool,
 
     /// Priority of the sending thread of sem, pipe, mq, signal and preempt
     /// [default: one below -p, so the receiver preempts the sender; give -p's
     /// value to match rt-tests, which run both at the same priority].
     #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99), allow_hyphen_values = true)]
-    pub sender_priority: Option<u8>,
+    pub(crate) sender_priority: Option<u8>,
 
     /// `pi`: how long the medium-priority thread computes per event (the
     /// inversion `none` shows); at most 100ms.
     #[arg(long, value_name = "TIME", default_value = "1ms", value_parser = parse_pi_burst, allow_hyphen_values = true)]
-    pub pi_burst: u64,
+    pub(crate) pi_burst: u64,
 
     /// `throughput`: Thread-Metric's counting interval [default 30s, as
     /// Thread-Metric]; each test runs whole intervals within its share of -D.
     #[arg(long, value_name = "TIME", default_value = "30s", value_parser = parse_tm_interval, allow_hyphen_values = true)]
-    pub tm_interval: u64,
+    pub(crate) tm_interval: u64,
 
     /// `--policy deadline`: the SCHED_DEADLINE runtime per period [default:
     /// 60 % of the deadline, as cyclicdeadline]; under 2ms it needs the
     /// scheduler's HRTICK feature.
     #[arg(long, value_name = "TIME", value_parser = units::parse_interval, allow_hyphen_values = true)]
-    pub dl_runtime: Option<u64>,
+    pub(crate) dl_runtime: Option<u64>,
 
     /// `--policy deadline`: the relative deadline [default: the period, -i].
     #[arg(long, value_name = "TIME", value_parser = units::parse_interval, allow_hyphen_values = true)]
-    pub dl_deadline: Option<u64>,
+    pub(crate) dl_deadline: Option<u64>,
 
     /// `signal:chain`: threads the signal passes through (2-64, signaltest's -t).
     #[arg(long, value_name = "N", default_value_t = crate::measure::chain::DEFAULT_CHAIN, value_parser = parse_chain, allow_hyphen_values = true)]
-    pub chain: usize,
+    pub(crate) chain: usize,
 
     /// `migrate`: busy time of each thread per period (rt-migrate-test's -r).
     #[arg(long, value_name = "TIME", default_value = "20ms", value_parser = parse_migrate_time, allow_hyphen_values = true)]
-    pub migrate_run: u64,
+    pub(crate) migrate_run: u64,
 
     /// `migrate`: idle time between periods (rt-migrate-test's -s).
     #[arg(long, value_name = "TIME", default_value = "100ms", value_parser = parse_migrate_time, allow_hyphen_values = true)]
-    pub migrate_sleep: u64,
+    pub(crate) migrate_sleep: u64,
 
     /// `migrate`: a thread starting later than a lower-priority one by more
     /// than this is a violation (rt-migrate-test's -m).
     #[arg(long, value_name = "TIME", default_value = "1ms", value_parser = units::parse_interval, allow_hyphen_values = true)]
-    pub migrate_max_err: u64,
+    pub(crate) migrate_max_err: u64,
 }
 
 /// The validated probe options from the flags, the `--probe` variant
@@ -101,7 +101,7 @@ pub struct ProbeOpts {
 /// recorded when a planned probe reads its flag (`measure::ProbeInfo::flags`;
 /// `--chain` only for the chain variant); `chain` and `migrate_*` are 0
 /// (absent from the result) otherwise.
-pub fn settings(o: &ProbeOpts, variants: BTreeMap<String, Vec<String>>, cpus_explicit: bool, probes: &[String]) -> ProbeOptions {
+pub(crate) fn settings(o: &ProbeOpts, variants: BTreeMap<String, Vec<String>>, cpus_explicit: bool, probes: &[String]) -> ProbeOptions {
     let mut s = ProbeOptions {
         variants,
         periods_ns: o.periods.clone().unwrap_or_default(),

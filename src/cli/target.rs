@@ -9,7 +9,7 @@ use crate::plan::Output;
 use crate::target::{TargetPlan, TargetSpec};
 
 /// Check the flags given with `--target` and build what the session runs.
-pub fn build(args: &RunArgs, target: &str, started: &str) -> Result<(TargetSpec, TargetPlan, Output), BadInput> {
+pub(crate) fn build(args: &RunArgs, target: &str, started: &str) -> Result<(TargetSpec, TargetPlan, Output), BadInput> {
     let spec = TargetSpec::parse(target)?;
     let shape = super::applies::RunShape {
         probes: args.probes.iter().map(|p| crate::measure::split_spec(p).0).collect(),

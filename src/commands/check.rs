@@ -12,7 +12,7 @@ use crate::error::{BadInput, EXIT_GATE_FAILED, EXIT_OK};
 use crate::model::Nanos;
 use crate::report;
 
-pub fn cmd(args: &CheckArgs) -> anyhow::Result<u8> {
+pub(crate) fn cmd(args: &CheckArgs) -> anyhow::Result<u8> {
     let mut bounds = Vec::new();
     let us = |ns: u64| Nanos(ns).as_micros_f64();
     if let Some(v) = args.max {

@@ -11,7 +11,7 @@ use crate::error::EXIT_OK;
 use crate::model::Nanos;
 use crate::report::{self, blocks::Unit};
 
-pub fn cmd(args: &CompareArgs) -> anyhow::Result<u8> {
+pub(crate) fn cmd(args: &CompareArgs) -> anyhow::Result<u8> {
     let runs = inputs::load_inputs(&args.inputs, args.common.db.db.as_deref())?;
     // Counted after resolution: one @TAG may name several runs.
     if runs.len() < 2 {

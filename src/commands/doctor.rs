@@ -7,7 +7,7 @@ use crate::cli::DoctorArgs;
 use crate::doctor::{self, DoctorReport, SysRoot};
 use crate::error::{BadInput, EXIT_OK};
 
-pub fn cmd(args: &DoctorArgs) -> anyhow::Result<u8> {
+pub(crate) fn cmd(args: &DoctorArgs) -> anyhow::Result<u8> {
     let root = match &args.root {
         Some(dir) => SysRoot::new(dir),
         None => SysRoot::from_env(),

@@ -8,7 +8,7 @@ use crate::cli::store_opts::ExportArgs;
 use crate::error::EXIT_OK;
 use crate::store::{Location, Store};
 
-pub fn cmd(args: &ExportArgs) -> anyhow::Result<u8> {
+pub(crate) fn cmd(args: &ExportArgs) -> anyhow::Result<u8> {
     let mut store = Store::open_existing(&Location::resolve(args.db.db.as_deref())?)?;
     let text = store.json_text(args.id)?;
     match &args.output {

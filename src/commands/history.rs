@@ -13,7 +13,7 @@ use crate::report::blocks::Unit;
 use crate::store::{Filter, Location, Store};
 
 /// Open the store `rtscope run` will save into, or `None` with `--no-store`.
-pub fn open_for_run(opts: &StoreOpts) -> anyhow::Result<Option<Store>> {
+pub(crate) fn open_for_run(opts: &StoreOpts) -> anyhow::Result<Option<Store>> {
     if opts.no_store {
         return Ok(None);
     }
@@ -22,7 +22,7 @@ pub fn open_for_run(opts: &StoreOpts) -> anyhow::Result<Option<Store>> {
 
 /// Save a finished run this rtscope measured (natively or through the agent). The stored JSON is the result file's exact
 /// bytes, read back from disk, so `rtscope export` gives the same file.
-pub fn save_native(store: &mut Store, run: &Run, json_path: &Path, quiet: bool) -> anyhow::Result<()> {
+pub(crate) fn save_native(store: &mut Store, run: &Run, json_path: &Path, quiet: bool) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(json_path)
         .with_context(|| format!("reading back {} to save it in the history database", json_path.display()))?;
     let shown = store.shown();
@@ -54,7 +54,7 @@ fn parse_bound(flag: &str, s: &str, end_of_day: bool) -> Result<String, BadInput
         .ok_or_else(|| BadInput(format!("{flag} {s:?}: expected a date YYYY-MM-DD or an RFC 3339 time like 2026-11-22T09:00:00Z")))
 }
 
-pub fn parse_since(s: &str) -> Result<String, BadInput> {
+pub(crate) fn parse_since(s: &str) -> Result<String, BadInput> {
     parse_bound("--since", s, false)
 }
 
@@ -101,7 +101,7 @@ fn windows(store: &mut Store, id: i64, args: &HistoryArgs) -> anyhow::Result<u8>
     Ok(EXIT_OK)
 }
 
-pub fn cmd(args: &HistoryArgs) -> anyhow::Result<u8> {
+pub(crate) fn cmd(args: &HistoryArgs) -> anyhow::Result<u8> {
     let filter = Filter {
         host: args.host.clone(),
         kernel: args.kernel.clone(),

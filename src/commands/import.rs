@@ -212,7 +212,7 @@ fn check_word(flag: &str, v: &str) -> Result<(), BadInput> {
     Ok(())
 }
 
-pub fn cmd(args: &ImportArgs) -> anyhow::Result<u8> {
+pub(crate) fn cmd(args: &ImportArgs) -> anyhow::Result<u8> {
     check_word("--phase", &args.phase)?;
     if let Some(p) = &args.probe {
         check_word("--probe", p)?;

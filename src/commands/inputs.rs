@@ -14,7 +14,7 @@ use crate::model::Run;
 /// default — is opened only when an id or tag is used). Errors (exit 2,
 /// nothing written) name the input: unreadable, not JSON, truncated, wrong
 /// schema_version, missing fields, no such id or tag, or no results at all.
-pub fn load_inputs(args: &[String], db: Option<&Path>) -> anyhow::Result<Vec<(String, Run)>> {
+pub(crate) fn load_inputs(args: &[String], db: Option<&Path>) -> anyhow::Result<Vec<(String, Run)>> {
     let mut out = Vec::with_capacity(args.len());
     for input in crate::store::resolve_inputs(args, db)? {
         if input.run.results.is_empty() {
@@ -33,7 +33,7 @@ pub fn load_inputs(args: &[String], db: Option<&Path>) -> anyhow::Result<Vec<(St
 }
 
 /// `--name` may name at most one system per input.
-pub fn check_names(names: &[String], inputs: usize) -> Result<(), BadInput> {
+pub(crate) fn check_names(names: &[String], inputs: usize) -> Result<(), BadInput> {
     if names.len() > inputs {
         return Err(BadInput(format!(
             "--name: {} names given for {inputs} input(s); give at most one name per input, in input order",
@@ -47,7 +47,7 @@ pub fn check_names(names: &[String], inputs: usize) -> Result<(), BadInput> {
 }
 
 /// Write `bytes` to `path` atomically, or to standard output.
-pub fn emit(path: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
+pub(crate) fn emit(path: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
     match path {
         Some(p) => crate::store::json::write_atomic(p, |w| Ok(w.write_all(bytes)?)),
         None => {
@@ -64,7 +64,7 @@ pub fn emit(path: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
 /// phase, tags) are made visible (`report::escape`), so a hostile file
 /// cannot act on the terminal. Data formats (JSON, CSV, HTML) and files
 /// get the bytes as rendered.
-pub fn emit_text(path: Option<&Path>, text: &str) -> anyhow::Result<()> {
+pub(crate) fn emit_text(path: Option<&Path>, text: &str) -> anyhow::Result<()> {
     match path {
         Some(_) => emit(path, text.as_bytes()),
         None => emit(None, crate::report::escape::terminal_safe(text).as_bytes()),
@@ -72,7 +72,7 @@ pub fn emit_text(path: Option<&Path>, text: &str) -> anyhow::Result<()> {
 }
 
 /// Colour the terminal format?
-pub fn colour(arg: crate::cli::analysis_opts::ColourArg, to_file: bool) -> bool {
+pub(crate) fn colour(arg: crate::cli::analysis_opts::ColourArg, to_file: bool) -> bool {
     use crate::cli::analysis_opts::ColourArg;
     use std::io::IsTerminal;
     match arg {

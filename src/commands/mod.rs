@@ -1,19 +1,19 @@
 //! One file per subcommand: each takes its validated clap arguments and
 //! returns the exit code (see `error` for the codes).
 
-pub mod check;
-pub mod compare;
-pub mod doctor;
-pub mod inputs;
-pub mod monitor;
-pub mod presets;
-pub mod probes;
-pub mod report;
-pub mod run;
-pub mod serve;
-pub mod export;
-pub mod history;
-pub mod import;
-pub mod rm;
-pub mod show;
-pub mod tag;
+pub(crate) mod check;
+pub(crate) mod compare;
+pub(crate) mod doctor;
+pub(crate) mod inputs;
+pub(crate) mod monitor;
+pub(crate) mod presets;
+pub(crate) mod probes;
+pub(crate) mod report;
+pub(crate) mod run;
+pub(crate) mod serve;
+pub(crate) mod export;
+pub(crate) mod history;
+pub(crate) mod import;
+pub(crate) mod rm;
+pub(crate) mod show;
+pub(crate) mod tag;

@@ -47,7 +47,7 @@ fn write_textfile(dir: &Path, text: &str) -> anyhow::Result<()> {
     crate::store::json::write_atomic(&dir.join("rtscope.prom"), |w| Ok(w.write_all(text.strip_suffix('\n').unwrap_or(text).as_bytes())?))
 }
 
-pub fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
+pub(crate) fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
     let started = OffsetDateTime::now_utc();
     refuse_run_only_flags(args)?;
     let cycle = args.cycle.as_deref().map(parse_cycle).transpose()?;

@@ -4,7 +4,7 @@
 use crate::error::EXIT_OK;
 use crate::scenario::presets;
 
-pub fn cmd() -> anyhow::Result<u8> {
+pub(crate) fn cmd() -> anyhow::Result<u8> {
     for (name, _) in presets::PRESETS {
         let s = presets::get(name)?;
         let def = if *name == presets::DEFAULT { " (default of a bare `rtscope run`)" } else { "" };

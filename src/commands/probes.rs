@@ -2,7 +2,7 @@
 
 use crate::error::EXIT_OK;
 
-pub fn cmd() -> anyhow::Result<u8> {
+pub(crate) fn cmd() -> anyhow::Result<u8> {
     let tracers = crate::measure::tracer::available();
     for info in crate::measure::infos() {
         let name = info.name;

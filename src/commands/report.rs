@@ -10,7 +10,7 @@ use crate::error::{BadInput, EXIT_OK};
 use crate::model::Nanos;
 use crate::report::{self, blocks::Unit, plots::Plot, Renderer};
 
-pub fn cmd(args: &ReportArgs) -> anyhow::Result<u8> {
+pub(crate) fn cmd(args: &ReportArgs) -> anyhow::Result<u8> {
     let runs = inputs::load_inputs(&args.inputs, args.common.db.db.as_deref())?;
     let c = &args.common;
     inputs::check_names(&c.names, runs.len())?;

@@ -5,7 +5,7 @@ use crate::cli::store_opts::RmArgs;
 use crate::error::{BadInput, EXIT_OK};
 use crate::store::{Location, Store};
 
-pub fn cmd(args: &RmArgs) -> anyhow::Result<u8> {
+pub(crate) fn cmd(args: &RmArgs) -> anyhow::Result<u8> {
     let mut store = Store::open_existing_rw(&Location::resolve(args.db.db.as_deref())?)?;
     for &id in &args.ids {
         if !store.exists(id)? {

@@ -12,7 +12,7 @@ use crate::error::{EXIT_INTERRUPTED, EXIT_OK};
 use crate::{report, runner};
 
 /// `20261122T090135Z`: names result files by their start time.
-pub fn stamp(t: OffsetDateTime) -> String {
+pub(crate) fn stamp(t: OffsetDateTime) -> String {
     format!(
         "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
         t.year(),
@@ -26,7 +26,7 @@ pub fn stamp(t: OffsetDateTime) -> String {
 
 /// SIGINT/SIGTERM raise the returned flag; probes end their loops, the
 /// samples taken are written, exit 130. A second signal exits at once.
-pub fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
+pub(crate) fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     // First, so that on a second signal it runs before the exit below.
     crate::trace::register_signal_cleanup(Arc::clone(&stop))?;
@@ -43,7 +43,7 @@ pub(crate) fn warnings(run: &crate::model::Run) -> Vec<String> {
     crate::analysis::warnings::for_run(run).iter().map(ToString::to_string).collect()
 }
 
-pub fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
+pub(crate) fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     let started = OffsetDateTime::now_utc();
     if let Some(t) = &args.target {
         return target(args, t, started);

@@ -9,7 +9,7 @@ use crate::cli::store_opts::ServeArgs;
 use crate::error::EXIT_OK;
 use crate::store::{Location, Store};
 
-pub fn cmd(args: &ServeArgs) -> anyhow::Result<u8> {
+pub(crate) fn cmd(args: &ServeArgs) -> anyhow::Result<u8> {
     let addr = crate::cli::parse_listen(&args.listen, "127.0.0.1:8080")?;
     let store = Store::open_existing(&Location::resolve(args.db.db.as_deref())?)?;
     let listener = crate::serve::bind(addr)?;

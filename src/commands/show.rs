@@ -9,7 +9,7 @@ use crate::error::EXIT_OK;
 use crate::report::term::summary_table;
 use crate::store::{Location, Store};
 
-pub fn cmd(args: &ShowArgs) -> anyhow::Result<u8> {
+pub(crate) fn cmd(args: &ShowArgs) -> anyhow::Result<u8> {
     let mut store = Store::open_existing(&Location::resolve(args.db.db.as_deref())?)?;
     let run = store.load(args.id)?;
     let tags = store.tags(args.id)?;

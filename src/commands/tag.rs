@@ -7,7 +7,7 @@ use crate::store::{Location, Store};
 
 /// A tag is used as `@NAME` on command lines, so it must survive shells and
 /// not look like a flag or a file: letters, digits and `. _ - + : /`.
-pub fn check_tag(name: &str) -> Result<(), BadInput> {
+pub(crate) fn check_tag(name: &str) -> Result<(), BadInput> {
     let ok_char = |c: char| c.is_alphanumeric() || ".-_+:/".contains(c);
     if name.is_empty() || name.starts_with('@') || name.starts_with('-') || !name.chars().all(ok_char) || name.chars().count() > 100 {
         return Err(BadInput(format!(
@@ -17,7 +17,7 @@ pub fn check_tag(name: &str) -> Result<(), BadInput> {
     Ok(())
 }
 
-pub fn cmd(args: &TagArgs) -> anyhow::Result<u8> {
+pub(crate) fn cmd(args: &TagArgs) -> anyhow::Result<u8> {
     check_tag(&args.name)?;
     let mut store = Store::open_existing_rw(&Location::resolve(args.db.db.as_deref())?)?;
     if args.remove {

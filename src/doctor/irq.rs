@@ -13,20 +13,20 @@ pub(crate) const BUSY: u64 = 1000;
 /// One numbered line of `/proc/interrupts`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct IrqLine {
-    pub irq: u32,
+    pub(crate) irq: u32,
     /// Count per CPU number (from the `CPUn` header).
-    pub per_cpu: Vec<(usize, u64)>,
+    pub(crate) per_cpu: Vec<(usize, u64)>,
     /// Chip, hardware IRQ and device names, joined by spaces.
-    pub desc: String,
+    pub(crate) desc: String,
 }
 
 impl IrqLine {
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.per_cpu.iter().map(|(_, n)| n).sum()
     }
 
     /// The device name, the last word of the description.
-    pub fn device(&self) -> &str {
+    pub(crate) fn device(&self) -> &str {
         self.desc.split_whitespace().last().unwrap_or("?")
     }
 }

@@ -30,28 +30,28 @@ mod watchdog;
 use crate::model::Host;
 use crate::units::parse_cpu_list;
 
-pub use crate::model::doctor::{Evidence, Finding, Severity};
-pub use crate::sysinfo::SysRoot;
-pub use render::{render_json, render_text, DoctorReport};
+pub(crate) use crate::model::doctor::{Evidence, Finding, Severity};
+pub(crate) use crate::sysinfo::SysRoot;
+pub(crate) use render::{render_json, render_text, DoctorReport};
 
 /// Version of the `rtscope doctor --json` document (see docs/schema.md, "doctor").
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 /// Words shown when a file is missing.
-pub const NOT_EXPOSED: &str = "(not exposed by this kernel)";
+pub(crate) const NOT_EXPOSED: &str = "(not exposed by this kernel)";
 
 /// What every check can see: the tree, the CPUs to be measured and a few shared facts.
 pub(crate) struct Ctx<'a> {
-    pub root: &'a SysRoot,
+    pub(crate) root: &'a SysRoot,
     /// The host fingerprint: the one reader of the facts it holds (preempt model,
     /// clocksource, governors, isolated and nohz_full CPUs, hypervisor flag, cmdline).
-    pub host: &'a Host,
+    pub(crate) host: &'a Host,
     /// CPUs the user wants to measure (sorted, deduplicated, non-empty).
-    pub cpus: &'a [usize],
+    pub(crate) cpus: &'a [usize],
     /// Online CPUs (empty if not exposed).
-    pub online: Vec<usize>,
+    pub(crate) online: Vec<usize>,
     /// `/proc/cmdline`, if exposed.
-    pub cmdline: Option<String>,
+    pub(crate) cmdline: Option<String>,
 }
 
 impl<'a> Ctx<'a> {
@@ -61,29 +61,29 @@ impl<'a> Ctx<'a> {
     }
 
     /// Reads a kernel file and returns the evidence plus the value (if present).
-    pub fn read(&self, path: &str) -> (Evidence, Option<String>) {
+    pub(crate) fn read(&self, path: &str) -> (Evidence, Option<String>) {
         let v = self.value(path);
         (evidence(path, v.as_deref()), v)
     }
 
     /// A kernel file's trimmed content; `None` when missing or unreadable.
-    pub fn value(&self, path: &str) -> Option<String> {
+    pub(crate) fn value(&self, path: &str) -> Option<String> {
         self.root.read(path)
     }
 
     /// A multi-line kernel file, untrimmed; invalid UTF-8 is replaced, not rejected.
-    pub fn text(&self, path: &str) -> Option<String> {
+    pub(crate) fn text(&self, path: &str) -> Option<String> {
         let bytes = std::fs::read(self.root.path(path)).ok()?;
         Some(String::from_utf8_lossy(&bytes).into_owned())
     }
 
-    pub fn exists(&self, path: &str) -> bool {
+    pub(crate) fn exists(&self, path: &str) -> bool {
         self.root.path(path).exists()
     }
 
     /// Entry names of a kernel directory in natural order (`state2` before `state10`);
     /// empty when it is missing.
-    pub fn list(&self, dir: &str) -> Vec<String> {
+    pub(crate) fn list(&self, dir: &str) -> Vec<String> {
         let mut names: Vec<String> = match std::fs::read_dir(self.root.path(dir)) {
             Ok(rd) => rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect(),
             Err(_) => Vec::new(),
@@ -96,14 +96,14 @@ impl<'a> Ctx<'a> {
     }
 
     /// The `flags` of the first CPU in `/proc/cpuinfo` (x86); `None` when there is none.
-    pub fn cpu_flags(&self) -> Option<Vec<String>> {
+    pub(crate) fn cpu_flags(&self) -> Option<Vec<String>> {
         let text = self.text("/proc/cpuinfo")?;
         let flags: Vec<String> = crate::sysinfo::cpu_flags(&text).map(str::to_string).collect();
         (!flags.is_empty()).then_some(flags)
     }
 
     /// The value of boot parameter `name=` (last one wins, as in the kernel), if any.
-    pub fn param(&self, name: &str) -> Option<&str> {
+    pub(crate) fn param(&self, name: &str) -> Option<&str> {
         let line = self.cmdline.as_deref()?;
         // Parameters after a bare `--` go to init, not to the kernel.
         let kernel_part = line.split(" -- ").next().unwrap_or(line);
@@ -116,14 +116,14 @@ impl<'a> Ctx<'a> {
     }
 
     /// Whether bare boot flag `name` (no `=`) is present.
-    pub fn flag(&self, name: &str) -> bool {
+    pub(crate) fn flag(&self, name: &str) -> bool {
         self.cmdline.as_deref().is_some_and(|l| {
             l.split(" -- ").next().unwrap_or(l).split_whitespace().any(|t| t == name)
         })
     }
 
     /// Evidence for one boot parameter (`/proc/cmdline` `name=value`).
-    pub fn param_evidence(&self, name: &str) -> Evidence {
+    pub(crate) fn param_evidence(&self, name: &str) -> Evidence {
         let value = match (&self.cmdline, self.param(name)) {
             (None, _) => NOT_EXPOSED.to_string(),
             (Some(_), Some(v)) => format!("{name}={v}"),
@@ -133,12 +133,12 @@ impl<'a> Ctx<'a> {
     }
 
     /// Online CPUs that are not measured (candidates for housekeeping).
-    pub fn housekeeping(&self) -> Vec<usize> {
+    pub(crate) fn housekeeping(&self) -> Vec<usize> {
         self.online.iter().copied().filter(|c| !self.cpus.contains(c)).collect()
     }
 
     /// The measured CPUs as a list string (`1-3`).
-    pub fn cpus_str(&self) -> String {
+    pub(crate) fn cpus_str(&self) -> String {
         fmt_cpus(self.cpus)
     }
 }
@@ -177,7 +177,7 @@ pub(crate) fn shell_set(cpus: &[usize]) -> String {
 }
 
 /// CPUs as a compact list (`0-3,5`).
-pub fn fmt_cpus(cpus: &[usize]) -> String {
+pub(crate) fn fmt_cpus(cpus: &[usize]) -> String {
     crate::units::cpu_list_str(cpus)
 }
 
@@ -196,12 +196,12 @@ pub(crate) fn cpus_in(s: &str) -> Vec<usize> {
 /// Pure with respect to its inputs: it only reads files under `root` and never fails;
 /// findings come back ordered as the checks run (group by group).
 #[cfg(test)]
-pub fn audit(root: &SysRoot, cpus: &[usize]) -> Vec<Finding> {
+pub(crate) fn audit(root: &SysRoot, cpus: &[usize]) -> Vec<Finding> {
     audit_host(root, &crate::sysinfo::fingerprint(root), cpus)
 }
 
 /// [`audit`] given the host fingerprint already read from `root` (as every run has).
-pub fn audit_host(root: &SysRoot, host: &Host, cpus: &[usize]) -> Vec<Finding> {
+pub(crate) fn audit_host(root: &SysRoot, host: &Host, cpus: &[usize]) -> Vec<Finding> {
     let online = host.cpus_online.clone();
     let chosen: Vec<usize> = if cpus.is_empty() {
         if online.is_empty() {

@@ -9,15 +9,15 @@ use super::{fmt_cpus, Finding, Severity};
 
 /// The document `rtscope doctor --json` prints.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DoctorReport {
-    pub schema_version: u32,
+pub(crate) struct DoctorReport {
+    pub(crate) schema_version: u32,
     /// The CPUs the findings were judged against.
-    pub cpus: Vec<usize>,
-    pub findings: Vec<Finding>,
+    pub(crate) cpus: Vec<usize>,
+    pub(crate) findings: Vec<Finding>,
 }
 
 /// Pretty JSON with a trailing newline.
-pub fn render_json(r: &DoctorReport) -> anyhow::Result<String> {
+pub(crate) fn render_json(r: &DoctorReport) -> anyhow::Result<String> {
     let mut s = serde_json::to_string_pretty(r)?;
     s.push('\n');
     Ok(s)
@@ -25,7 +25,7 @@ pub fn render_json(r: &DoctorReport) -> anyhow::Result<String> {
 
 /// The terminal listing: worst severity first, one line per finding with its evidence, why
 /// and fix indented below (ok findings get the title and evidence only).
-pub fn render_text(r: &DoctorReport) -> String {
+pub(crate) fn render_text(r: &DoctorReport) -> String {
     let mut out = String::new();
     out.push_str(&format!("rtscope doctor — judged for CPUs {}\n", fmt_cpus(&r.cpus)));
     for sev in [Severity::Bad, Severity::Warn, Severity::Info, Severity::Ok] {

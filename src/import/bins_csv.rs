@@ -20,7 +20,7 @@ use super::format::{Format, Spec};
 use super::{uint, Hist, ParseError, Parsed, Series};
 
 /// CSV: bin_lo_ns,bin_hi_ns, then one count column per system.
-pub const FORMAT: Format = Format(&Spec {
+pub(crate) const FORMAT: Format = Format(&Spec {
     per_column: true,
     ..Spec::text(
         "bins-csv",
@@ -38,7 +38,7 @@ type Column = (Hist, Option<u64>, u64);
 /// Read record by record into one [`Hist`] per column (bounded memory
 /// whatever the number of bins); each column's min and max edges are
 /// tracked as the bins go by.
-pub fn parse_reader(r: impl std::io::Read) -> Result<Vec<Parsed>, ParseError> {
+pub(crate) fn parse_reader(r: impl std::io::Read) -> Result<Vec<Parsed>, ParseError> {
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(false)
         .comment(Some(b'#'))

@@ -17,34 +17,34 @@ use crate::stats;
 /// One measured series (a thread, a CPU column, a task pair) as read from
 /// the source, before it becomes a [`ProbeResult`].
 #[derive(Debug, Clone, Default)]
-pub struct Series {
+pub(crate) struct Series {
     pub probe: String,
-    pub variant: Option<String>,
-    pub thread: Option<usize>,
-    pub cpu: Option<usize>,
-    pub interval_ns: u64,
-    pub samples: u64,
-    pub overruns: u64,
+    pub(crate) variant: Option<String>,
+    pub(crate) thread: Option<usize>,
+    pub(crate) cpu: Option<usize>,
+    pub(crate) interval_ns: u64,
+    pub(crate) samples: u64,
+    pub(crate) overruns: u64,
     /// The source cannot count missed periods (cyclictest, rtla, ...):
     /// `overruns` is then unknown, not 0 (see `ProbeResult::overruns_known`).
-    pub overruns_unknown: bool,
-    pub min_ns: u64,
-    pub max_ns: u64,
+    pub(crate) overruns_unknown: bool,
+    pub(crate) min_ns: u64,
+    pub(crate) max_ns: u64,
     /// From the source when it reports one; else estimated from the buckets.
-    pub mean_ns: Option<f64>,
-    pub stddev_ns: Option<f64>,
+    pub(crate) mean_ns: Option<f64>,
+    pub(crate) stddev_ns: Option<f64>,
     /// Empty = the source has only a summary (see the module doc).
-    pub buckets: Vec<Bucket>,
-    pub per_second: Vec<SecondStats>,
+    pub(crate) buckets: Vec<Bucket>,
+    pub(crate) per_second: Vec<SecondStats>,
     /// Width of one `per_second` slot in s (0 is taken as 1).
-    pub per_second_width_s: u64,
+    pub(crate) per_second_width_s: u64,
     /// The signed min/mean/max when the source has negative latencies
     /// (early wake-ups): the unsigned fields clamp them to 0.
-    pub signed: Option<SignedStats>,
+    pub(crate) signed: Option<SignedStats>,
     /// Operation counts (Thread-Metric results).
-    pub throughput: Option<crate::model::Throughput>,
+    pub(crate) throughput: Option<crate::model::Throughput>,
     /// The source cannot know the count: `samples` is a lower bound.
-    pub samples_unknown: bool,
+    pub(crate) samples_unknown: bool,
 }
 
 /// A parsed source file: one system's series plus what the file says about
@@ -52,20 +52,20 @@ pub struct Series {
 #[derive(Debug, Clone, Default)]
 pub struct Parsed {
     /// e.g. "cyclictest".
-    pub tool: String,
+    pub(crate) tool: String,
     /// As the file states it, "" if it does not.
-    pub tool_version: String,
+    pub(crate) tool_version: String,
     /// Host or system name found in the file (`--name` overrides).
-    pub system: Option<String>,
-    pub kernel: Option<String>,
-    pub realtime: Option<bool>,
+    pub(crate) system: Option<String>,
+    pub(crate) kernel: Option<String>,
+    pub(crate) realtime: Option<bool>,
     /// RFC 3339 UTC, when the file records it.
-    pub started_at: Option<String>,
-    pub finished_at: Option<String>,
-    pub duration_ns: Option<u64>,
-    pub command_line: Vec<String>,
-    pub series: Vec<Series>,
-    pub fidelity: Vec<String>,
+    pub(crate) started_at: Option<String>,
+    pub(crate) finished_at: Option<String>,
+    pub(crate) duration_ns: Option<u64>,
+    pub(crate) command_line: Vec<String>,
+    pub(crate) series: Vec<Series>,
+    pub(crate) fidelity: Vec<String>,
 }
 
 /// How the command wants the runs labelled.
@@ -242,7 +242,7 @@ fn series_name(s: &Series) -> String {
 }
 
 /// Merge per-thread results into one entry with `thread`/`cpu` null.
-pub fn merge_results(parts: &[&ProbeResult]) -> ProbeResult {
+pub(crate) fn merge_results(parts: &[&ProbeResult]) -> ProbeResult {
     let first = parts[0];
     let samples: u64 = parts.iter().map(|r| r.samples).fold(0u64, |a, b| a.saturating_add(b));
     let min = parts.iter().map(|r| r.min_ns.0).min().unwrap_or(0);

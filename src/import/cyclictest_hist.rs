@@ -24,7 +24,7 @@ use super::{uint, us_to_ns, Hist, Line, ParseError, Parsed, Series};
 use crate::model::{Bucket, Nanos};
 
 /// cyclictest -h/--histogram (or --histfile) text.
-pub const FORMAT: Format = Format(&Spec {
+pub(crate) const FORMAT: Format = Format(&Spec {
     // Cut short: the `# Max Latencies` footer is at the end of the file.
     fallback: |s| s.text().lines().any(|l| super::strip_ansi(l.trim()) == "# Histogram"),
     ..Spec::text(
@@ -42,7 +42,7 @@ fn footer_values(rest: &str, line: usize, what: &str) -> Result<Vec<u64>, ParseE
 
 /// Read line by line: each histogram row is added to its column's
 /// [`Hist`] at once, so memory does not grow with the number of rows.
-pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, ParseError> {
+pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, ParseError> {
     let mut cols: Vec<Hist> = Vec::new();
     let mut first_row: Option<usize> = None;
     let mut limit_us = 0u64;

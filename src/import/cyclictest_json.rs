@@ -20,7 +20,7 @@ use super::{Hist, ParseError, Parsed, Series};
 use crate::model::{Bucket, Nanos};
 
 /// rt-tests cyclictest --json=FILE.
-pub const FORMAT: Format = Format(&Spec {
+pub(crate) const FORMAT: Format = Format(&Spec {
     name: "cyclictest-json",
     about: "rt-tests cyclictest --json=FILE",
     json: true,
@@ -36,22 +36,22 @@ pub const FORMAT: Format = Format(&Spec {
 /// field is kept as a JSON value except each thread's `histogram`, whose
 /// `"value": count` entries are folded into a [`Hist`] (in the file's unit)
 /// while they are read — a 200 MB histogram never exists in memory.
-pub struct Doc {
-    pub top: Value,
+pub(crate) struct Doc {
+    pub(crate) top: Value,
     /// `thread` as given (`None`: no such field).
-    pub threads: Option<Vec<(String, Thread)>>,
+    pub(crate) threads: Option<Vec<(String, Thread)>>,
 }
 
-pub struct Thread {
-    pub fields: Value,
+pub(crate) struct Thread {
+    pub(crate) fields: Value,
     /// `None`: the thread has no `histogram` field.
-    pub hist: Option<Hist>,
+    pub(crate) hist: Option<Hist>,
 }
 
 impl Doc {
     /// Read and check the JSON from `r`: syntax errors and bad histogram
     /// entries are a [`ParseError`] with serde's line.
-    pub fn read(r: impl std::io::Read) -> Result<Doc, ParseError> {
+    pub(crate) fn read(r: impl std::io::Read) -> Result<Doc, ParseError> {
         let mut de = serde_json::Deserializer::from_reader(r);
         let doc = (TopSeed).deserialize(&mut de).and_then(|d| de.end().map(|_| d)).map_err(json_err)?;
         Ok(doc)
@@ -206,7 +206,7 @@ impl<'de> Visitor<'de> for HistSeed {
 
 /// A thread's histogram (in the file's unit, one bucket per value) as ns
 /// buckets `unit_ns` wide.
-pub fn scale_hist(h: Hist, unit_ns: u64, path: &str) -> Result<Vec<Bucket>, ParseError> {
+pub(crate) fn scale_hist(h: Hist, unit_ns: u64, path: &str) -> Result<Vec<Bucket>, ParseError> {
     h.into_buckets()
         .into_iter()
         .map(|b| {
@@ -222,7 +222,7 @@ pub fn scale_hist(h: Hist, unit_ns: u64, path: &str) -> Result<Vec<Bucket>, Pars
 
 /// The tool named by the first word of `"cmdline:"` in the opening bytes
 /// of a JSON file too large to parse just to detect its format.
-pub fn tool_in_prefix(prefix: &str) -> Option<String> {
+pub(crate) fn tool_in_prefix(prefix: &str) -> Option<String> {
     let at = prefix.find("\"cmdline")?;
     let rest = &prefix[at + 1..];
     let rest = &rest[rest.find('"')? + 1..];
@@ -235,7 +235,7 @@ pub fn tool_in_prefix(prefix: &str) -> Option<String> {
 /// Refuse an rt-tests JSON file written by another tool than `want` (its
 /// `"cmdline:"` names it): an oslat import of a cyclictest file would file
 /// timer latencies as noise.
-pub fn expect_tool(v: &Value, want: &str) -> Result<(), ParseError> {
+pub(crate) fn expect_tool(v: &Value, want: &str) -> Result<(), ParseError> {
     match tool_of(v) {
         Some(t) if t != want => {
             let format = match t.as_str() {
@@ -252,19 +252,19 @@ pub fn expect_tool(v: &Value, want: &str) -> Result<(), ParseError> {
 }
 
 /// The first word (basename) of the file's command line, e.g. "cyclictest".
-pub fn tool_of(v: &Value) -> Option<String> {
+pub(crate) fn tool_of(v: &Value) -> Option<String> {
     let cmd = str_field(v, "cmdline")?;
     let first = cmd.split_whitespace().next()?;
     Some(first.rsplit('/').next().unwrap_or(first).to_string())
 }
 
 /// `key` or `key:` (the rt-tests spelling).
-pub fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+pub(crate) fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(format!("{key}:")).or_else(|| v.get(key)).and_then(|x| x.as_str())
 }
 
 /// A non-negative integer at `obj.key`; `path` names it in errors.
-pub fn json_uint(obj: &Value, key: &str, path: &str) -> Result<u64, ParseError> {
+pub(crate) fn json_uint(obj: &Value, key: &str, path: &str) -> Result<u64, ParseError> {
     match obj.get(key) {
         Some(Value::Number(n)) => match n.as_u64() {
             Some(u) => Ok(u),
@@ -275,7 +275,7 @@ pub fn json_uint(obj: &Value, key: &str, path: &str) -> Result<u64, ParseError> 
     }
 }
 
-pub fn json_f64(obj: &Value, key: &str, path: &str) -> Result<f64, ParseError> {
+pub(crate) fn json_f64(obj: &Value, key: &str, path: &str) -> Result<f64, ParseError> {
     match obj.get(key).and_then(|x| x.as_f64()) {
         Some(f) if f.is_finite() && f >= 0.0 => Ok(f),
         Some(f) => Err(ParseError::file(format!("{path}.{key} is {f}; expected a number ≥ 0"))),
@@ -284,21 +284,21 @@ pub fn json_f64(obj: &Value, key: &str, path: &str) -> Result<f64, ParseError> {
 }
 
 /// Scale a value in the file's unit to ns, refusing overflow.
-pub fn to_ns(v: u64, unit_ns: u64, path: &str) -> Result<u64, ParseError> {
+pub(crate) fn to_ns(v: u64, unit_ns: u64, path: &str) -> Result<u64, ParseError> {
     v.checked_mul(unit_ns)
         .filter(|&n| n <= i64::MAX as u64)
         .ok_or_else(|| ParseError::file(format!("{path}: {v} is too large to be a latency")))
 }
 
 /// rt-tests' "Sun, 22 Nov 2026 09:09:57 +0000" → RFC 3339 UTC.
-pub fn rfc2822_to_rfc3339(s: &str) -> Option<String> {
+pub(crate) fn rfc2822_to_rfc3339(s: &str) -> Option<String> {
     use time::format_description::well_known::{Rfc2822, Rfc3339};
     let t = time::OffsetDateTime::parse(s.trim(), &Rfc2822).ok()?;
     t.to_offset(time::UtcOffset::UTC).format(&Rfc3339).ok()
 }
 
 /// What both rt-tests JSON files say about the host and the run.
-pub fn common(v: &Value, tool: &str) -> Parsed {
+pub(crate) fn common(v: &Value, tool: &str) -> Parsed {
     let sys = v.get("sysinfo");
     let s = |k: &str| sys.and_then(|x| x.get(k)).and_then(|x| x.as_str()).map(String::from);
     Parsed {
@@ -355,11 +355,11 @@ fn interval_us(cmd: &[String]) -> u64 {
 }
 
 #[cfg(test)]
-pub fn parse(text: &str) -> Result<Parsed, ParseError> {
+pub(crate) fn parse(text: &str) -> Result<Parsed, ParseError> {
     parse_reader(text.as_bytes())
 }
 
-pub fn parse_reader(r: impl std::io::Read) -> Result<Parsed, ParseError> {
+pub(crate) fn parse_reader(r: impl std::io::Read) -> Result<Parsed, ParseError> {
     let doc = Doc::read(r)?;
     let v = &doc.top;
     expect_tool(v, "cyclictest")?;

@@ -23,7 +23,7 @@ use crate::stats;
 /// coarser (each at most 1/512, 1/256, … of its value wide) until they fit,
 /// so 2 000 columns cost what one does. [`Hist::note`] says how coarse.
 #[derive(Debug)]
-pub struct Hist {
+pub(crate) struct Hist {
     raw: Vec<Bucket>,
     folded: Option<BTreeMap<(u64, u64), u64>>,
     total: u64,
@@ -44,24 +44,24 @@ impl Default for Hist {
 
 impl Hist {
     /// Distinct buckets kept exactly before folding starts.
-    pub const RAW_LIMIT: usize = 20_000;
+    pub(crate) const RAW_LIMIT: usize = 20_000;
 
     /// The buckets all the series of one file keep together at most, when
     /// it has many ([`Hist::sharing`]): 500 000 buckets are 12 MB.
-    pub const FILE_BUCKETS: usize = 500_000;
+    pub(crate) const FILE_BUCKETS: usize = 500_000;
 
     /// Fewest buckets a series keeps however many share the file (folding
     /// to `value` wide gives about one per power of two: 64 at most).
-    pub const MIN_BUCKETS: usize = 64;
+    pub(crate) const MIN_BUCKETS: usize = 64;
 
-    pub fn new() -> Hist {
+    pub(crate) fn new() -> Hist {
         Hist::default()
     }
 
     /// A histogram that is one of `series` in a file: at most
     /// [`Hist::FILE_BUCKETS`] / `series` buckets (never fewer than
     /// [`Hist::MIN_BUCKETS`], never more than [`Hist::new`] keeps raw).
-    pub fn sharing(series: usize) -> Hist {
+    pub(crate) fn sharing(series: usize) -> Hist {
         let limit = (Hist::FILE_BUCKETS / series.max(1)).clamp(Hist::MIN_BUCKETS, Hist::RAW_LIMIT);
         Hist { limit, hard: series > Hist::FILE_BUCKETS / Hist::RAW_LIMIT, ..Hist::default() }
     }
@@ -69,7 +69,7 @@ impl Hist {
     /// Make this one of `series` sharing the file, as [`Hist::sharing`]
     /// (for a parser that learns the number of series after the first row).
     /// Buckets already kept are folded to the new share at once.
-    pub fn set_sharing(&mut self, series: usize) {
+    pub(crate) fn set_sharing(&mut self, series: usize) {
         let s = Hist::sharing(series);
         (self.limit, self.hard) = (s.limit, s.hard);
         if self.folded.is_none() && self.raw.len() > self.limit {
@@ -88,7 +88,7 @@ impl Hist {
     }
 
     /// Add `count` samples in `[lo, hi]` (ns, inclusive); empty ones are skipped.
-    pub fn add(&mut self, lo: u64, hi: u64, count: u64) {
+    pub(crate) fn add(&mut self, lo: u64, hi: u64, count: u64) {
         if count == 0 {
             return;
         }
@@ -124,22 +124,22 @@ impl Hist {
     }
 
     /// The sum of the counts; `None` when it overflows 64 bits.
-    pub fn total(&self) -> Option<u64> {
+    pub(crate) fn total(&self) -> Option<u64> {
         (!self.overflow).then_some(self.total)
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.total == 0 && !self.overflow
     }
 
     /// True when the source had more buckets than kept and they were folded.
-    pub fn folded(&self) -> bool {
+    pub(crate) fn folded(&self) -> bool {
         self.folded.is_some()
     }
 
     /// The fidelity note of `what` when its buckets were folded: 3
     /// significant digits ([`folded_note`]), or coarser to share the file.
-    pub fn note(&self, what: &str) -> Option<String> {
+    pub(crate) fn note(&self, what: &str) -> Option<String> {
         match self.folded {
             None => None,
             Some(_) if self.shift == 10 => Some(folded_note(what)),
@@ -152,7 +152,7 @@ impl Hist {
         }
     }
 
-    pub fn into_buckets(self) -> Vec<Bucket> {
+    pub(crate) fn into_buckets(self) -> Vec<Bucket> {
         match self.folded {
             Some(map) => map.into_iter().map(|((lo, hi), count)| Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count }).collect(),
             None => self.raw,
@@ -162,24 +162,9 @@ impl Hist {
 
 /// The notes of `notes` once each, in first-seen order (the columns of a
 /// file folded alike give one note).
-pub fn distinct(notes: Vec<String>) -> Vec<String> {
+pub(crate) fn distinct(notes: Vec<String>) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     notes.into_iter().filter(|n| seen.insert(n.clone())).collect()
-}
-
-/// `buckets` (disjoint, ascending) folded as a histogram sharing the file
-/// with `series` others would keep them, and the fidelity note when they
-/// had to be folded (`what` names the series).
-pub fn share(buckets: Vec<Bucket>, series: usize, what: &str) -> (Vec<Bucket>, Option<String>) {
-    let mut h = Hist::sharing(series);
-    if buckets.len() <= h.limit {
-        return (buckets, None);
-    }
-    for b in buckets {
-        h.add(b.lo_ns.0, b.hi_ns.0, b.count);
-    }
-    let note = h.note(what);
-    (h.into_buckets(), note)
 }
 
 /// The folded range holding source bucket `[lo, hi]`: a block of width
@@ -202,7 +187,7 @@ fn fold(lo: u64, hi: u64, shift: u32) -> (u64, u64) {
 }
 
 /// The fidelity note of a series whose histogram was folded.
-pub fn folded_note(what: &str) -> String {
+pub(crate) fn folded_note(what: &str) -> String {
     format!(
         "{what}: more than {} histogram buckets; kept at 3 significant digits (each bucket at most 1/1024 of its value wide), as rtscope's own recorder keeps them",
         Hist::RAW_LIMIT
@@ -214,7 +199,7 @@ pub fn folded_note(what: &str) -> String {
 /// slot width doubles and neighbouring slots merge (count-weighted mean,
 /// min of mins, max of maxes), as the recorder does for long native runs.
 #[derive(Debug)]
-pub struct Seconds {
+pub(crate) struct Seconds {
     source_width: u64,
     width: u64,
     next_t: u64,
@@ -232,16 +217,16 @@ fn merge_slot(a: &mut SecondStats, b: &SecondStats) {
 }
 
 impl Seconds {
-    pub const MAX_SLOTS: usize = 100_000;
+    pub(crate) const MAX_SLOTS: usize = 100_000;
 
     /// The source gives one entry per `width_s` seconds (0 is taken as 1).
-    pub fn new(width_s: u64) -> Seconds {
+    pub(crate) fn new(width_s: u64) -> Seconds {
         let w = width_s.max(1);
         Seconds { source_width: w, width: w, next_t: 0, slots: Vec::new() }
     }
 
     /// The next entry's values (entries arrive in order, one source width each).
-    pub fn push(&mut self, count: u64, min: u64, mean: f64, max: u64) {
+    pub(crate) fn push(&mut self, count: u64, min: u64, mean: f64, max: u64) {
         let t = self.next_t;
         self.next_t = self.next_t.saturating_add(self.source_width);
         let e = SecondStats { t_s: t - t % self.width, count, min_ns: Nanos(min), mean_ns: mean, max_ns: Nanos(max) };
@@ -263,19 +248,19 @@ impl Seconds {
     }
 
     /// Entries pushed so far.
-    pub fn entries(&self) -> u64 {
+    pub(crate) fn entries(&self) -> u64 {
         self.next_t / self.source_width
     }
 
     /// The slots and their width in seconds.
-    pub fn finish(self) -> (Vec<SecondStats>, u64) {
+    pub(crate) fn finish(self) -> (Vec<SecondStats>, u64) {
         (self.slots, self.width)
     }
 }
 
 /// Sort buckets, and fuse any that touch or overlap so they are disjoint
 /// (counts are kept; only the ranges get coarser).
-pub fn normalise_buckets(mut b: Vec<Bucket>) -> Vec<Bucket> {
+pub(crate) fn normalise_buckets(mut b: Vec<Bucket>) -> Vec<Bucket> {
     b.retain(|x| x.count > 0);
     b.sort_by_key(|x| (x.lo_ns, x.hi_ns));
     let mut out: Vec<Bucket> = Vec::with_capacity(b.len());
@@ -294,7 +279,7 @@ pub fn normalise_buckets(mut b: Vec<Bucket>) -> Vec<Bucket> {
 /// The stored percentiles of a histogram of `samples` samples (by
 /// [`stats::bucket_percentile`], so exactly what the recorder writes for a
 /// native run with the same buckets).
-pub fn percentiles(buckets: &[Bucket], samples: u64, min: u64, max: u64) -> BTreeMap<String, Nanos> {
+pub(crate) fn percentiles(buckets: &[Bucket], samples: u64, min: u64, max: u64) -> BTreeMap<String, Nanos> {
     if samples == 0 {
         return BTreeMap::new();
     }
@@ -359,9 +344,6 @@ mod tests {
         assert!(b.len() <= 250, "{} buckets", b.len());
         assert_eq!(b.iter().map(|x| x.count).sum::<u64>(), 100_000);
         assert!(b.windows(2).all(|w| w[0].hi_ns < w[1].lo_ns), "disjoint and ascending");
-        // Nothing to fold: the buckets stay as they are, with no note.
-        let few = vec![Bucket { lo_ns: Nanos(0), hi_ns: Nanos(999), count: 3 }];
-        assert_eq!(share(few.clone(), 31_000, "thread 1"), (few, None));
         // A file of few series keeps the 3-significant-digit rule.
         assert!(!Hist::sharing(4).hard);
     }

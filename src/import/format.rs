@@ -42,51 +42,51 @@ pub const FORMATS: &[Format] = &[
 
 /// What the command line adds to what a file says.
 #[derive(Debug, Clone, Default)]
-pub struct ParseOptions {
+pub(crate) struct ParseOptions {
     /// `--period`: the measuring period, for sources that do not print it
     /// (RTAI's `display`).
-    pub period_ns: Option<u64>,
+    pub(crate) period_ns: Option<u64>,
 }
 
 /// What a parser is given besides the text: the file's name (a hint for
 /// formats that do not name their tool) and the command line's options.
-pub struct Source<'a> {
-    pub file_name: &'a str,
-    pub opts: &'a ParseOptions,
+pub(crate) struct Source<'a> {
+    pub(crate) file_name: &'a str,
+    pub(crate) opts: &'a ParseOptions,
 }
 
 /// The input's lines; a format read by a parser of its own (JSON, CSV) takes
 /// [`Lines::reader`].
-pub type Input<'a> = Lines<&'a mut dyn BufRead>;
+pub(crate) type Input<'a> = Lines<&'a mut dyn BufRead>;
 
 /// A parser: the input into one [`Parsed`] per system.
-pub type ParseFn = fn(&mut Input<'_>, &Source<'_>) -> Result<Vec<Parsed>, ParseError>;
+pub(crate) type ParseFn = fn(&mut Input<'_>, &Source<'_>) -> Result<Vec<Parsed>, ParseError>;
 
 /// One format's facts, said once in its own file.
-pub struct Spec {
+pub(crate) struct Spec {
     /// The name `--format` takes and `imported_from.format` records.
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// One line for `rtscope import --help`.
-    pub about: &'static str,
+    pub(crate) about: &'static str,
     /// Recognised among JSON objects (else among text files).
-    pub json: bool,
+    pub(crate) json: bool,
     /// True when the sample is this format.
-    pub sniff: fn(&Sample<'_>) -> bool,
+    pub(crate) sniff: fn(&Sample<'_>) -> bool,
     /// Asked of a sample cut short when no sniffer said yes.
-    pub fallback: fn(&Sample<'_>) -> bool,
+    pub(crate) fallback: fn(&Sample<'_>) -> bool,
     /// `None`: the file is a result already and is stored as it is.
-    pub parse: Option<ParseFn>,
+    pub(crate) parse: Option<ParseFn>,
     /// One column per system: each column becomes a run, `--name` picks one.
-    pub per_column: bool,
+    pub(crate) per_column: bool,
     /// `--period` applies (the format does not print its period).
-    pub takes_period: bool,
+    pub(crate) takes_period: bool,
     /// Each row is filed under the probe that measures it: `--probe` does not apply.
-    pub probe_per_row: bool,
+    pub(crate) probe_per_row: bool,
 }
 
 impl Spec {
     /// A text format with a sniffer and a parser; the rest off.
-    pub const fn text(name: &'static str, about: &'static str, sniff: fn(&Sample<'_>) -> bool, parse: ParseFn) -> Spec {
+    pub(crate) const fn text(name: &'static str, about: &'static str, sniff: fn(&Sample<'_>) -> bool, parse: ParseFn) -> Spec {
         Spec {
             name,
             about,
@@ -102,7 +102,7 @@ impl Spec {
 }
 
 /// The sniffer of nothing.
-pub fn never(_: &Sample<'_>) -> bool {
+pub(crate) fn never(_: &Sample<'_>) -> bool {
     false
 }
 
@@ -111,15 +111,15 @@ pub fn never(_: &Sample<'_>) -> bool {
 pub struct Format(pub(crate) &'static Spec);
 
 impl Format {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         self.0.name
     }
-    pub fn about(self) -> &'static str {
+    pub(crate) fn about(self) -> &'static str {
         self.0.about
     }
     /// Formats with one column per system: each column becomes a run and
     /// `--name` selects one of them.
-    pub fn per_column(self) -> bool {
+    pub(crate) fn per_column(self) -> bool {
         self.0.per_column
     }
     /// An rtscope result: stored as it is, not parsed.
@@ -127,7 +127,7 @@ impl Format {
         self.0.parse.is_none()
     }
     /// The format named `name` (`--format`'s value).
-    pub fn named(name: &str) -> Option<Format> {
+    pub(crate) fn named(name: &str) -> Option<Format> {
         FORMATS.iter().copied().find(|f| f.name() == name)
     }
 }
@@ -152,45 +152,45 @@ impl fmt::Debug for Format {
 }
 
 /// The formats `--period` applies to.
-pub fn takes_period(format: Format) -> bool {
+pub(crate) fn takes_period(format: Format) -> bool {
     format.0.takes_period
 }
 
 /// `--probe` does not apply: each row is filed under its own probe.
-pub fn probe_per_row(format: Format) -> bool {
+pub(crate) fn probe_per_row(format: Format) -> bool {
     format.0.probe_per_row
 }
 
 /// The names of all formats, for error messages.
-pub fn format_list() -> String {
+pub(crate) fn format_list() -> String {
     FORMATS.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ")
 }
 
 /// What detection looks at: a file's text after any byte-order mark and
 /// leading white space, whether it is the whole file, and (parsed once, on
 /// demand) the JSON value of a whole JSON file.
-pub struct Sample<'a> {
+pub(crate) struct Sample<'a> {
     text: &'a str,
     complete: bool,
     json: OnceCell<Option<serde_json::Value>>,
 }
 
 impl<'a> Sample<'a> {
-    pub fn new(text: &'a str, complete: bool) -> Sample<'a> {
+    pub(crate) fn new(text: &'a str, complete: bool) -> Sample<'a> {
         Sample { text: text.trim_start_matches('\u{feff}').trim_start(), complete, json: OnceCell::new() }
     }
-    pub fn text(&self) -> &'a str {
+    pub(crate) fn text(&self) -> &'a str {
         self.text
     }
     /// The sample is the whole file.
-    pub fn complete(&self) -> bool {
+    pub(crate) fn complete(&self) -> bool {
         self.complete
     }
-    pub fn is_json(&self) -> bool {
+    pub(crate) fn is_json(&self) -> bool {
         self.text.starts_with('{')
     }
     /// The whole file as JSON (`None` when cut short or not valid JSON).
-    pub fn json(&self) -> Option<&serde_json::Value> {
+    pub(crate) fn json(&self) -> Option<&serde_json::Value> {
         if !self.complete {
             return None;
         }
@@ -198,7 +198,7 @@ impl<'a> Sample<'a> {
     }
     /// The tool an rt-tests JSON file names in `"cmdline:"`: from the
     /// parsed file, or from its opening bytes when it is cut short.
-    pub fn json_tool(&self) -> Option<String> {
+    pub(crate) fn json_tool(&self) -> Option<String> {
         if self.complete {
             cyclictest_json::tool_of(self.json()?)
         } else {
@@ -206,19 +206,19 @@ impl<'a> Sample<'a> {
         }
     }
     /// The lines, right-trimmed and without ANSI escapes.
-    pub fn lines(&self) -> impl Iterator<Item = String> + 'a {
+    pub(crate) fn lines(&self) -> impl Iterator<Item = String> + 'a {
         self.text.lines().map(|l| strip_ansi(l.trim_end()))
     }
     /// The first cell of the first line that is neither blank nor a `#`
     /// comment (a CSV header).
-    pub fn first_cell(&self) -> String {
+    pub(crate) fn first_cell(&self) -> String {
         let head = self.lines().map(|l| l.trim().to_string()).find(|l| !l.is_empty() && !l.starts_with('#')).unwrap_or_default();
         head.split(',').next().unwrap_or("").trim().to_string()
     }
 }
 
 /// An rtscope result file: schema v1 JSON, stored as it is.
-pub const RTSCOPE: Format = Format(&Spec {
+pub(crate) const RTSCOPE: Format = Format(&Spec {
     name: "rtscope",
     about: "An rtscope result file (schema v1 JSON), stored as is",
     json: true,
@@ -261,12 +261,12 @@ pub fn parse(format: Format, text: &str, file_name: &str) -> Result<Vec<Parsed>,
 /// input's size (lines are read one at a time; histograms of more than
 /// [`super::Hist::RAW_LIMIT`] buckets are kept at 3 significant digits, JSON
 /// histograms are folded in while the file is read).
-pub fn parse_reader(format: Format, r: impl BufRead, file_name: &str) -> Result<Vec<Parsed>, ParseError> {
+pub(crate) fn parse_reader(format: Format, r: impl BufRead, file_name: &str) -> Result<Vec<Parsed>, ParseError> {
     parse_reader_with(format, r, file_name, &ParseOptions::default())
 }
 
 /// [`parse_reader`] with the command line's [`ParseOptions`].
-pub fn parse_reader_with(format: Format, mut r: impl BufRead, file_name: &str, opts: &ParseOptions) -> Result<Vec<Parsed>, ParseError> {
+pub(crate) fn parse_reader_with(format: Format, mut r: impl BufRead, file_name: &str, opts: &ParseOptions) -> Result<Vec<Parsed>, ParseError> {
     let parse = format.0.parse.ok_or_else(|| ParseError::file("internal: parse() takes a concrete foreign format"))?;
     let mut lines: Input<'_> = Lines::new(&mut r as &mut dyn BufRead);
     parse(&mut lines, &Source { file_name, opts })

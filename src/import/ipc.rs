@@ -30,7 +30,7 @@ pub const FORMAT: Format = Format(&Spec::text(
 ));
 
 /// `#1 -> #0, Min ...`
-pub fn is_pair_line(l: &str) -> bool {
+pub(crate) fn is_pair_line(l: &str) -> bool {
     let l = l.trim_start();
     l.starts_with('#') && l.contains(" -> #") && l.contains("Min") && l.contains("Max")
 }
@@ -77,7 +77,7 @@ fn parse_status(l: &str, n: usize, status: &mut BTreeMap<u64, [Option<Status>; 2
     Ok(timeouts)
 }
 
-pub fn tool_from_file_name(name: &str) -> Option<&'static str> {
+pub(crate) fn tool_from_file_name(name: &str) -> Option<&'static str> {
     ["ptsematest", "svsematest", "pmqtest", "sigwaittest"].into_iter().find(|t| name.contains(t))
 }
 
@@ -87,7 +87,7 @@ pub fn tool_from_file_name(name: &str) -> Option<&'static str> {
 /// SysV semaphore (`sem` `sysv/...`), pmqtest sends one message (`mq`
 /// `oneway`), sigwaittest sends a signal with pthread_kill (`signal`
 /// `pthread_kill`).
-pub fn probe_of(tool: &str) -> (&'static str, Option<&'static str>) {
+pub(crate) fn probe_of(tool: &str) -> (&'static str, Option<&'static str>) {
     match tool {
         "ptsematest" => ("sem", Some("mutex")),
         "svsematest" => ("sem", Some("sysv")),
@@ -141,7 +141,7 @@ fn pair_line(l: &str, n: usize) -> Result<PairLine, ParseError> {
 
 /// Read line by line; only the latest status and pair line of each thread
 /// is kept, so a long live log costs no more than a short one.
-pub fn parse_lines(lines: &mut dyn Iterator<Item = super::Line>, file_name: &str) -> Result<Parsed, ParseError> {
+pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = super::Line>, file_name: &str) -> Result<Parsed, ParseError> {
     let mut status: BTreeMap<u64, [Option<Status>; 2]> = BTreeMap::new();
     // (receiver, sender) -> (line, min, avg, max)
     let mut pairs: BTreeMap<(u64, u64), (usize, i64, i64, i64)> = BTreeMap::new();

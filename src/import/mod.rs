@@ -39,24 +39,24 @@
 //! every failure is a [`ParseError`] naming the line and what was expected.
 
 pub mod build;
-pub mod fold;
+pub(crate) mod fold;
 pub mod format;
-pub mod read;
+pub(crate) mod read;
 
-pub mod bins_csv;
-pub mod cyclictest_hist;
-pub mod cyclictest_json;
+pub(crate) mod bins_csv;
+pub(crate) mod cyclictest_hist;
+pub(crate) mod cyclictest_json;
 pub mod ipc;
-pub mod oslat_json;
-pub mod rtai;
-pub mod rtla;
-pub mod suites_csv;
-pub mod xenomai;
+pub(crate) mod oslat_json;
+pub(crate) mod rtai;
+pub(crate) mod rtla;
+pub(crate) mod suites_csv;
+pub(crate) mod xenomai;
 
 pub use build::{build_run, Context, Parsed};
-pub use build::Series;
-pub use fold::{folded_note, Hist, Seconds};
+pub(crate) use build::Series;
+pub(crate) use fold::{folded_note, Hist, Seconds};
 pub use format::{detect, detect_head, parse, Format, FORMATS};
-pub use format::{format_list, parse_reader_with, probe_per_row, takes_period, ParseOptions};
+pub(crate) use format::{format_list, parse_reader_with, probe_per_row, takes_period, ParseOptions};
 pub use read::ParseError;
-pub use read::{clamp_negative, decimal_us_to_ns, float, int, read_head, strip_ansi, uint, us_to_ns, Line};
+pub(crate) use read::{clamp_negative, decimal_us_to_ns, float, int, read_head, strip_ansi, uint, us_to_ns, Line};

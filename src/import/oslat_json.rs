@@ -13,7 +13,7 @@ use super::{ParseError, Parsed, Series};
 use crate::model::Nanos;
 
 /// rt-tests oslat --json=FILE.
-pub const FORMAT: Format = Format(&Spec {
+pub(crate) const FORMAT: Format = Format(&Spec {
     name: "oslat-json",
     about: "rt-tests oslat --json=FILE",
     json: true,
@@ -26,7 +26,7 @@ pub const FORMAT: Format = Format(&Spec {
 });
 
 
-pub fn parse_reader(r: impl std::io::Read) -> Result<Parsed, ParseError> {
+pub(crate) fn parse_reader(r: impl std::io::Read) -> Result<Parsed, ParseError> {
     let doc = Doc::read(r)?;
     super::cyclictest_json::expect_tool(&doc.top, "oslat")?;
     let mut p = common(&doc.top, "oslat");

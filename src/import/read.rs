@@ -14,7 +14,7 @@ use super::format::format_list;
 /// looks at content, and megabytes of blank space before it must not hide it.
 /// The mark is kept in the returned bytes when it comes first (detection
 /// drops it). Also returns the line breaks skipped, for error positions.
-pub fn read_head(r: impl std::io::Read, limit: usize) -> std::io::Result<(Vec<u8>, u64, usize)> {
+pub(crate) fn read_head(r: impl std::io::Read, limit: usize) -> std::io::Result<(Vec<u8>, u64, usize)> {
     use std::io::{BufRead, Read};
     let mut r = std::io::BufReader::with_capacity(64 << 10, r);
     let (mut skipped, mut lines) = (0u64, 0usize);
@@ -46,15 +46,15 @@ pub fn read_head(r: impl std::io::Read, limit: usize) -> std::io::Result<(Vec<u8
 /// as a whole (e.g. "no RTS| line: truncated?").
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParseError {
-    pub line: usize,
-    pub msg: String,
+    pub(crate) line: usize,
+    pub(crate) msg: String,
 }
 
 impl ParseError {
-    pub fn at(line: usize, msg: impl Into<String>) -> ParseError {
+    pub(crate) fn at(line: usize, msg: impl Into<String>) -> ParseError {
         ParseError { line, msg: msg.into() }
     }
-    pub fn file(msg: impl Into<String>) -> ParseError {
+    pub(crate) fn file(msg: impl Into<String>) -> ParseError {
         ParseError { line: 0, msg: msg.into() }
     }
 }
@@ -71,24 +71,24 @@ impl fmt::Display for ParseError {
 
 /// One line of an input (without its end of line), or why it could not be
 /// read.
-pub type Line = Result<String, ParseError>;
+pub(crate) type Line = Result<String, ParseError>;
 
 /// The lines of a reader, one at a time: a leading byte-order mark is
 /// dropped, `\r\n` ends a line like `\n`, and invalid UTF-8 is an error
 /// naming the line.
-pub struct Lines<R> {
+pub(crate) struct Lines<R> {
     r: R,
     n: usize,
     buf: Vec<u8>,
 }
 
 impl<R: std::io::BufRead> Lines<R> {
-    pub fn new(r: R) -> Lines<R> {
+    pub(crate) fn new(r: R) -> Lines<R> {
         Lines { r, n: 0, buf: Vec::new() }
     }
     /// The reader, for formats read by a parser of their own (JSON, CSV),
     /// with the byte-order mark skipped if nothing was read yet.
-    pub fn reader(&mut self) -> &mut R {
+    pub(crate) fn reader(&mut self) -> &mut R {
         if self.n == 0 {
             if let Ok(head) = self.r.fill_buf() {
                 if head.starts_with("\u{feff}".as_bytes()) {
@@ -129,7 +129,7 @@ impl<R: std::io::BufRead> Iterator for Lines<R> {
 
 /// Drop ANSI cursor-movement escapes (`ESC [ 4 A`), which the rt-tests tools
 /// print when refreshing their status lines in a terminal.
-pub fn strip_ansi(line: &str) -> String {
+pub(crate) fn strip_ansi(line: &str) -> String {
     let mut out = String::with_capacity(line.len());
     let mut chars = line.chars().peekable();
     while let Some(c) = chars.next() {
@@ -153,7 +153,7 @@ pub fn strip_ansi(line: &str) -> String {
 /// The system names of a header line `line`, each with its column number:
 /// none empty, none twice (a set: a header of 100 000 columns is checked
 /// in linear time).
-pub fn check_system_names<'a>(names: impl IntoIterator<Item = (usize, &'a str)>, line: usize) -> Result<(), ParseError> {
+pub(crate) fn check_system_names<'a>(names: impl IntoIterator<Item = (usize, &'a str)>, line: usize) -> Result<(), ParseError> {
     let mut seen = std::collections::HashSet::new();
     for (col, name) in names {
         if name.is_empty() {
@@ -167,7 +167,7 @@ pub fn check_system_names<'a>(names: impl IntoIterator<Item = (usize, &'a str)>,
 }
 
 /// A non-negative integer field.
-pub fn uint(tok: &str, line: usize, what: &str) -> Result<u64, ParseError> {
+pub(crate) fn uint(tok: &str, line: usize, what: &str) -> Result<u64, ParseError> {
     let t = tok.trim();
     if t.starts_with('-') && t.len() > 1 && t[1..].bytes().all(|b| b.is_ascii_digit()) {
         return Err(ParseError::at(line, format!("{what}: {t:?} is negative; expected a count or latency ≥ 0")));
@@ -182,19 +182,19 @@ pub fn uint(tok: &str, line: usize, what: &str) -> Result<u64, ParseError> {
 }
 
 /// A signed integer field.
-pub fn int(tok: &str, line: usize, what: &str) -> Result<i64, ParseError> {
+pub(crate) fn int(tok: &str, line: usize, what: &str) -> Result<i64, ParseError> {
     let t = tok.trim();
     t.parse::<i64>().map_err(|_| ParseError::at(line, format!("{what}: expected an integer, found {t:?}")))
 }
 
 /// `v` µs in ns, refusing values that do not fit.
-pub fn us_to_ns(v: u64, line: usize, what: &str) -> Result<u64, ParseError> {
+pub(crate) fn us_to_ns(v: u64, line: usize, what: &str) -> Result<u64, ParseError> {
     v.checked_mul(1000).filter(|&n| n <= i64::MAX as u64).ok_or_else(|| ParseError::at(line, format!("{what}: {v} µs is too large")))
 }
 
 /// A decimal number of µs ("-1.234", "12", "0.5") as signed ns, exactly for
 /// up to 3 decimals (more are rounded half up).
-pub fn decimal_us_to_ns(tok: &str, line: usize, what: &str) -> Result<i64, ParseError> {
+pub(crate) fn decimal_us_to_ns(tok: &str, line: usize, what: &str) -> Result<i64, ParseError> {
     let t = tok.trim();
     let bad = || ParseError::at(line, format!("{what}: expected a number of µs like 12.345, found {t:?}"));
     let (neg, body) = match t.strip_prefix('-') {
@@ -227,7 +227,7 @@ pub fn decimal_us_to_ns(tok: &str, line: usize, what: &str) -> Result<i64, Parse
 }
 
 /// A decimal number (avg columns) as f64, rejecting NaN/inf.
-pub fn float(tok: &str, line: usize, what: &str) -> Result<f64, ParseError> {
+pub(crate) fn float(tok: &str, line: usize, what: &str) -> Result<f64, ParseError> {
     let t = tok.trim();
     match t.parse::<f64>() {
         Ok(v) if v.is_finite() => Ok(v),
@@ -237,7 +237,7 @@ pub fn float(tok: &str, line: usize, what: &str) -> Result<f64, ParseError> {
 
 /// Clamp a signed ns latency to the unsigned schema, remembering the most
 /// negative value seen for the fidelity note.
-pub fn clamp_negative(v: i64, most_negative: &mut i64) -> u64 {
+pub(crate) fn clamp_negative(v: i64, most_negative: &mut i64) -> u64 {
     if v < 0 {
         *most_negative = (*most_negative).min(v);
         0

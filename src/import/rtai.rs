@@ -39,7 +39,7 @@ use super::{clamp_negative, int, uint, Line, ParseError, ParseOptions, Parsed, S
 use crate::model::SignedStats;
 
 /// RTAI's latency test output.
-pub const FORMAT: Format = Format(&Spec {
+pub(crate) const FORMAT: Format = Format(&Spec {
     takes_period: true,
     ..Spec::text(
         "rtai-latency",
@@ -61,7 +61,7 @@ fn number_after(l: &str, key: &str) -> Option<u64> {
 }
 
 /// True for a line of the switches test (`... SWITCH TIME 16726 (ns)`).
-pub fn is_switch_line(l: &str) -> bool {
+pub(crate) fn is_switch_line(l: &str) -> bool {
     l.contains("SWITCH TIME") && l.contains("(ns)")
 }
 
@@ -160,7 +160,7 @@ fn switch_line(l: &str, n: usize) -> Result<Switch, ParseError> {
     Ok(Switch { kind, switches, switch_ns, time_ms })
 }
 
-pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>, opts: &ParseOptions) -> Result<Parsed, ParseError> {
+pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = Line>, opts: &ParseOptions) -> Result<Parsed, ParseError> {
     let mut period_ns: Option<(usize, u64)> = None;
     let mut window_s = None;
     let mut header: Option<(Vec<String>, Test)> = None;

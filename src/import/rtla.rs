@@ -35,7 +35,7 @@ use super::{float, uint, Hist, Line, ParseError, Parsed, Series};
 use crate::model::{Bucket, Nanos};
 
 /// Text output of `rtla timerlat hist`.
-pub const FORMAT: Format = Format(&Spec::text(
+pub(crate) const FORMAT: Format = Format(&Spec::text(
     "rtla-timerlat-hist",
     "Text output of `rtla timerlat hist`",
     |s| {
@@ -59,7 +59,7 @@ struct Column {
 }
 
 #[cfg(test)]
-pub fn parse(text: &str) -> Result<Parsed, ParseError> {
+pub(crate) fn parse(text: &str) -> Result<Parsed, ParseError> {
     parse_lines(&mut super::read::Lines::new(text.as_bytes()))
 }
 
@@ -74,7 +74,7 @@ pub fn parse(text: &str) -> Result<Parsed, ParseError> {
 /// Rows held before the first ones are added (a bound on memory).
 const FIRST_ROWS: usize = 4096;
 
-pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, ParseError> {
+pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, ParseError> {
     let mut unit_ns = 1000u64;
     let mut duration_ns = None;
     let mut cols: Vec<Column> = Vec::new();

@@ -39,7 +39,7 @@ use crate::model::suites::{RHEALSTONE, THREAD_METRIC};
 use crate::model::{Nanos, Throughput};
 
 /// CSV: rhealstone_us (or _ns), then one column per system.
-pub const RHEALSTONE_FORMAT: Format = Format(&Spec {
+pub(crate) const RHEALSTONE_FORMAT: Format = Format(&Spec {
     per_column: true,
     probe_per_row: true,
     ..Spec::text(
@@ -51,7 +51,7 @@ pub const RHEALSTONE_FORMAT: Format = Format(&Spec {
 });
 
 /// CSV: thread_metric, then one column per system.
-pub const THREAD_METRIC_FORMAT: Format = Format(&Spec {
+pub(crate) const THREAD_METRIC_FORMAT: Format = Format(&Spec {
     per_column: true,
     probe_per_row: true,
     ..Spec::text(
@@ -63,9 +63,9 @@ pub const THREAD_METRIC_FORMAT: Format = Format(&Spec {
 });
 
 /// The header word that names each format.
-pub const RHEALSTONE_US: &str = "rhealstone_us";
-pub const RHEALSTONE_NS: &str = "rhealstone_ns";
-pub const THREAD_METRIC_HEAD: &str = "thread_metric";
+pub(crate) const RHEALSTONE_US: &str = "rhealstone_us";
+pub(crate) const RHEALSTONE_NS: &str = "rhealstone_ns";
+pub(crate) const THREAD_METRIC_HEAD: &str = "thread_metric";
 
 /// Rows of a one-column-per-system CSV: the header's cells, then
 /// (line, label, cells) per data row.
@@ -145,7 +145,7 @@ fn one_value(probe: &str, variant: Option<&str>, ns: u64, interval_ns: u64) -> S
     }
 }
 
-pub fn parse_rhealstone(r: impl std::io::Read) -> Result<Vec<Parsed>, ParseError> {
+pub(crate) fn parse_rhealstone(r: impl std::io::Read) -> Result<Vec<Parsed>, ParseError> {
     let (header, rows) = grid(r, &[RHEALSTONE_US, RHEALSTONE_NS])?;
     let scale = if header[0] == RHEALSTONE_US { 1000.0 } else { 1.0 };
     let mut out = Vec::new();
@@ -177,7 +177,7 @@ pub fn parse_rhealstone(r: impl std::io::Read) -> Result<Vec<Parsed>, ParseError
     Ok(out)
 }
 
-pub fn parse_thread_metric(r: impl std::io::Read) -> Result<Vec<Parsed>, ParseError> {
+pub(crate) fn parse_thread_metric(r: impl std::io::Read) -> Result<Vec<Parsed>, ParseError> {
     let (header, rows) = grid(r, &[THREAD_METRIC_HEAD])?;
     let mut out = Vec::new();
     for (k, system) in header.iter().enumerate().skip(1) {

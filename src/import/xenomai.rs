@@ -22,7 +22,7 @@ use super::{clamp_negative, decimal_us_to_ns, float, uint, Hist, Line, ParseErro
 use crate::model::{Nanos, SignedStats};
 
 /// Xenomai's `latency` tool output.
-pub const FORMAT: Format = Format(&Spec::text(
+pub(crate) const FORMAT: Format = Format(&Spec::text(
     "xenomai-latency",
     "Xenomai's `latency` tool output (RTD|, RTS|, and -h HSD|/HSS| lines)",
     |s| s.lines().any(|l| l.starts_with("RTS|") || l.starts_with("HSS|") || l.starts_with("RTT|")),
@@ -59,11 +59,11 @@ fn hms(s: &str) -> Option<u64> {
 }
 
 #[cfg(test)]
-pub fn parse(text: &str) -> Result<Parsed, ParseError> {
+pub(crate) fn parse(text: &str) -> Result<Parsed, ParseError> {
     parse_lines(&mut super::read::Lines::new(text.as_bytes()))
 }
 
-pub fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, ParseError> {
+pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, ParseError> {
     let mut period_us: Option<u64> = None;
     let mut mode = None;
     let mut hist = Hist::new();

@@ -4,6 +4,6 @@
 //! SIGTERM, then SIGKILL after a grace period).
 
 /// The argv the load process runs for a command line.
-pub fn argv(line: &str) -> Vec<String> {
+pub(crate) fn argv(line: &str) -> Vec<String> {
     vec!["/bin/sh".into(), "-c".into(), line.to_string()]
 }

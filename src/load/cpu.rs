@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use super::{Counters, Load, WorkerCtx};
 
-pub struct CpuLoad;
+pub(crate) struct CpuLoad;
 
 impl Load for CpuLoad {
     fn name(&self) -> &'static str {

@@ -20,17 +20,17 @@ use nix::fcntl::{posix_fadvise, PosixFadviseAdvice};
 
 use super::{Counters, Load, WorkerCtx};
 
-pub struct IoLoad;
+pub(crate) struct IoLoad;
 
 const CHUNK: usize = 256 << 10;
 const FILE: usize = 16 << 20;
 const FSYNC_EVERY: usize = 4 << 20;
 /// Space the files of one io load use together, at most.
-pub const WORKING_SET: usize = 256 << 20;
+pub(crate) const WORKING_SET: usize = 256 << 20;
 
 /// Size of each worker's file: 16 MiB, or an equal share of [`WORKING_SET`]
 /// when there are more than 16 workers, at least 1 MiB (whole chunks).
-pub fn file_bytes(workers: usize) -> usize {
+pub(crate) fn file_bytes(workers: usize) -> usize {
     let share = WORKING_SET / workers.max(1);
     share.clamp(1 << 20, FILE) / CHUNK * CHUNK
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 use super::{Counters, Load, WorkerCtx};
 use crate::sys::sched::set_current_affinity;
 
-pub struct IrqLoad;
+pub(crate) struct IrqLoad;
 
 impl Load for IrqLoad {
     fn name(&self) -> &'static str {

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use super::{Counters, Load, WorkerCtx};
 use crate::sys::mman::drop_pages;
 
-pub struct MemoryLoad;
+pub(crate) struct MemoryLoad;
 
 const HALF: usize = 16 << 20;
 const FAULT_SPAN: usize = 4 << 20;

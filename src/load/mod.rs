@@ -28,42 +28,42 @@
 //! `<load dir>/.rtscope-load-<pid>/`, removed when the phase ends; a run
 //! removes the ones whose rtscope process is gone (left by a SIGKILL).
 
-pub mod cmd;
-pub mod cpu;
-pub mod io;
-pub mod irq;
-pub mod memory;
-pub mod net;
-pub mod phase;
-pub mod sched;
-pub mod stress_ng;
-pub mod worker;
+pub(crate) mod cmd;
+pub(crate) mod cpu;
+pub(crate) mod io;
+pub(crate) mod irq;
+pub(crate) mod memory;
+pub(crate) mod net;
+pub(crate) mod phase;
+pub(crate) mod sched;
+pub(crate) mod stress_ng;
+pub(crate) mod worker;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-pub use phase::PhaseLoads;
+pub(crate) use phase::PhaseLoads;
 
 /// Per-worker counters of a built-in generator, summed by the load process.
-pub type Counters = BTreeMap<String, u64>;
+pub(crate) type Counters = BTreeMap<String, u64>;
 
 /// What one built-in worker thread gets.
-pub struct WorkerCtx<'a> {
+pub(crate) struct WorkerCtx<'a> {
     /// Index of this worker within the load (0-based).
-    pub index: usize,
+    pub(crate) index: usize,
     /// How many workers the load has.
-    pub workers: usize,
+    pub(crate) workers: usize,
     /// CPUs the load may use (workers that pair up pin to different ones).
-    pub cpus: &'a [usize],
+    pub(crate) cpus: &'a [usize],
     /// The load's private temporary directory.
-    pub dir: &'a Path,
+    pub(crate) dir: &'a Path,
     /// Raised when the load must stop; loops check it at least every ~50 ms.
-    pub stop: &'a AtomicBool,
+    pub(crate) stop: &'a AtomicBool,
 }
 
 /// One kind of load.
-pub trait Load: Sync {
+pub(crate) trait Load: Sync {
     fn name(&self) -> &'static str;
     /// The built-in generator: one call per worker thread; runs until
     /// `ctx.stop` is raised and returns what it did.
@@ -74,7 +74,7 @@ pub trait Load: Sync {
 
 /// The loads a phase can name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LoadKind {
+pub(crate) enum LoadKind {
     Cpu,
     Memory,
     Io,
@@ -86,10 +86,10 @@ pub enum LoadKind {
 }
 
 /// The built-in kinds, in the order `mixed` starts them.
-pub const KINDS: [LoadKind; 6] = [LoadKind::Cpu, LoadKind::Memory, LoadKind::Io, LoadKind::Net, LoadKind::Irq, LoadKind::Sched];
+pub(crate) const KINDS: [LoadKind; 6] = [LoadKind::Cpu, LoadKind::Memory, LoadKind::Io, LoadKind::Net, LoadKind::Irq, LoadKind::Sched];
 
 /// Names a phase may use, with what each does (for help and errors).
-pub const PHASE_NAMES: &[(&str, &str)] = &[
+pub(crate) const PHASE_NAMES: &[(&str, &str)] = &[
     ("idle", "no load"),
     ("cpu", "busy arithmetic on every load CPU"),
     ("memory", "memory bandwidth (large copies) and page faults"),
@@ -102,7 +102,7 @@ pub const PHASE_NAMES: &[(&str, &str)] = &[
 ];
 
 impl LoadKind {
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             LoadKind::Cpu => "cpu",
             LoadKind::Memory => "memory",
@@ -115,7 +115,7 @@ impl LoadKind {
     }
 
     /// The generator of a built-in kind (None for `cmd`).
-    pub fn load(&self) -> Option<&'static dyn Load> {
+    pub(crate) fn load(&self) -> Option<&'static dyn Load> {
         Some(match self {
             LoadKind::Cpu => &cpu::CpuLoad,
             LoadKind::Memory => &memory::MemoryLoad,
@@ -127,14 +127,14 @@ impl LoadKind {
         })
     }
 
-    pub fn from_builtin_name(s: &str) -> Option<LoadKind> {
+    pub(crate) fn from_builtin_name(s: &str) -> Option<LoadKind> {
         KINDS.iter().find(|k| k.name() == s).cloned()
     }
 }
 
 /// Parse one load name as a phase's load list: `idle` → none, `mixed` →
 /// every built-in kind, `cmd:...` → a command. Err holds what is allowed.
-pub fn parse_load(spec: &str) -> Result<Vec<LoadKind>, String> {
+pub(crate) fn parse_load(spec: &str) -> Result<Vec<LoadKind>, String> {
     let s = spec.trim();
     if let Some(rest) = s.strip_prefix("cmd:") {
         let line = unquote(rest.trim());
@@ -165,7 +165,7 @@ fn unquote(s: &str) -> &str {
 /// Split the value of `--load` into phase specs: commas separate phases,
 /// except that `cmd:` takes a quoted command line (commas allowed inside)
 /// or, unquoted, the rest of the value.
-pub fn split_load_list(s: &str) -> Result<Vec<String>, String> {
+pub(crate) fn split_load_list(s: &str) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     let mut rest = s.trim();
     while !rest.is_empty() {
@@ -201,15 +201,15 @@ pub fn split_load_list(s: &str) -> Result<Vec<String>, String> {
 
 /// One phase of the experiment: a name and its loads.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PhaseSpec {
-    pub name: String,
-    pub loads: Vec<LoadKind>,
+pub(crate) struct PhaseSpec {
+    pub(crate) name: String,
+    pub(crate) loads: Vec<LoadKind>,
 }
 
 /// Which generator makes the load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Engine {
+pub(crate) enum Engine {
     /// stress-ng when it is on PATH, else builtin.
     Auto,
     StressNg,
@@ -217,7 +217,7 @@ pub enum Engine {
 }
 
 impl Engine {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Engine::Auto => "auto",
             Engine::StressNg => "stress-ng",
@@ -228,25 +228,25 @@ impl Engine {
 
 /// Where and how hard loads run (validated).
 #[derive(Debug, Clone, PartialEq)]
-pub struct LoadOptions {
+pub(crate) struct LoadOptions {
     /// Resolved engine: StressNg or Builtin (never Auto).
-    pub engine: Engine,
+    pub(crate) engine: Engine,
     /// Path of stress-ng when the engine is stress-ng.
-    pub stress_ng: Option<PathBuf>,
-    pub cpus: Vec<usize>,
+    pub(crate) stress_ng: Option<PathBuf>,
+    pub(crate) cpus: Vec<usize>,
     /// Workers per load = max(1, round(intensity × number of load CPUs)).
-    pub intensity: f64,
+    pub(crate) intensity: f64,
     /// Directory on the filesystem under test; temp files go below it.
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
 }
 
 impl LoadOptions {
-    pub fn workers(&self) -> usize {
+    pub(crate) fn workers(&self) -> usize {
         ((self.intensity * self.cpus.len() as f64).round() as usize).max(1)
     }
 
     /// The engine that makes `kind`: `cmd` for a command, else the run's.
-    pub fn engine_for(&self, kind: &LoadKind) -> &'static str {
+    pub(crate) fn engine_for(&self, kind: &LoadKind) -> &'static str {
         match kind {
             LoadKind::Cmd(_) => "cmd",
             _ => self.engine.name(),
@@ -255,7 +255,7 @@ impl LoadOptions {
 }
 
 /// The first `stress-ng` executable on PATH.
-pub fn find_stress_ng() -> Option<PathBuf> {
+pub(crate) fn find_stress_ng() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path).map(|d| d.join("stress-ng")).find(|p| {
         use std::os::unix::fs::PermissionsExt;
@@ -265,7 +265,7 @@ pub fn find_stress_ng() -> Option<PathBuf> {
 
 /// Resolve `auto`: stress-ng when on PATH. Err when stress-ng was asked for
 /// and is missing.
-pub fn resolve_engine(asked: Engine) -> Result<(Engine, Option<PathBuf>), String> {
+pub(crate) fn resolve_engine(asked: Engine) -> Result<(Engine, Option<PathBuf>), String> {
     let found = find_stress_ng();
     match (asked, found) {
         (Engine::Builtin, _) => Ok((Engine::Builtin, None)),
@@ -278,7 +278,7 @@ pub fn resolve_engine(asked: Engine) -> Result<(Engine, Option<PathBuf>), String
 }
 
 /// Quote an argv for display, shell-style (for the recorded command lines).
-pub fn shell_join(argv: &[String]) -> String {
+pub(crate) fn shell_join(argv: &[String]) -> String {
     argv.iter()
         .map(|a| {
             if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=,@%+".contains(c)) {

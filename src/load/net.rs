@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use super::{Counters, Load, WorkerCtx};
 
-pub struct NetLoad;
+pub(crate) struct NetLoad;
 
 const TICK: Duration = Duration::from_millis(100);
 

@@ -28,20 +28,20 @@ use crate::model::{LoadEvidence, LoadRecord, Nanos, PhaseRecord, SystemEvidence}
 use crate::sys::{prctl, wait};
 
 /// Prefix of the per-run temp dirs under the load dir.
-pub const TEMP_PREFIX: &str = ".rtscope-load-";
+pub(crate) const TEMP_PREFIX: &str = ".rtscope-load-";
 
 /// How long load processes get to stop after SIGTERM before SIGKILL.
 const GRACE: Duration = Duration::from_secs(3);
 
 /// The run's temp dir for loads; removed on drop.
-pub struct LoadSession {
-    pub opts: LoadOptions,
-    pub dir: PathBuf,
+pub(crate) struct LoadSession {
+    pub(crate) opts: LoadOptions,
+    pub(crate) dir: PathBuf,
 }
 
 impl LoadSession {
     /// Remove stale temp dirs (whose rtscope is gone) and create this run's.
-    pub fn new(opts: &LoadOptions) -> anyhow::Result<LoadSession> {
+    pub(crate) fn new(opts: &LoadOptions) -> anyhow::Result<LoadSession> {
         // (Every run also removes them at its start: runner::remove_leftovers.)
         clean_stale(&opts.dir);
         // Absolute: load processes and their commands run in other directories.
@@ -53,7 +53,7 @@ impl LoadSession {
 
     /// Start every load of `phase`. `planned_s` is how long the phase should
     /// take (stress-ng gets it plus a minute as its own timeout).
-    pub fn start(&self, phase: &PhaseSpec, settle_ns: u64, planned_s: u64) -> anyhow::Result<PhaseLoads> {
+    pub(crate) fn start(&self, phase: &PhaseSpec, settle_ns: u64, planned_s: u64) -> anyhow::Result<PhaseLoads> {
         let pdir = self.dir.join(sanitize(&phase.name));
         crate::sys::stat::create_dirs(&pdir).with_context(|| format!("creating {}", pdir.display()))?;
         let mut loads = PhaseLoads::begin(phase, settle_ns, Some(pdir.clone()));
@@ -78,7 +78,7 @@ impl Drop for LoadSession {
 /// a shared directory another user's run (or its leftovers) is not ours to
 /// delete, even for root. Every run calls it (`runner::remove_leftovers`),
 /// with a load or not. Returns the dirs removed.
-pub fn clean_stale(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn clean_stale(dir: &Path) -> Vec<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     let mut removed = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else { return removed };
@@ -172,7 +172,7 @@ fn spawn(opts: &LoadOptions, kind: &LoadKind, dir: &Path, timeout_s: u64) -> any
 }
 
 /// The load processes of one running phase.
-pub struct PhaseLoads {
+pub(crate) struct PhaseLoads {
     record: PhaseRecord,
     procs: Vec<LoadProc>,
     dir: Option<PathBuf>,
@@ -183,7 +183,7 @@ pub struct PhaseLoads {
 impl PhaseLoads {
     /// A phase with no load (idle): only the system-wide counters are kept,
     /// as the baseline the loaded phases compare with.
-    pub fn idle(phase: &PhaseSpec) -> PhaseLoads {
+    pub(crate) fn idle(phase: &PhaseSpec) -> PhaseLoads {
         PhaseLoads::begin(phase, 0, None)
     }
 
@@ -203,7 +203,7 @@ impl PhaseLoads {
     }
 
     /// The phase as started (commands known, no evidence yet).
-    pub fn record(&self) -> PhaseRecord {
+    pub(crate) fn record(&self) -> PhaseRecord {
         let mut r = self.record.clone();
         r.loads = self.procs.iter().map(|p| p.record.clone()).collect();
         r
@@ -212,7 +212,7 @@ impl PhaseLoads {
     /// Err when a load process has already ended on its own: a built-in
     /// generator never does, so it failed (the message holds its log); an
     /// external command that ended is an error only with a non-zero status.
-    pub fn check(&mut self) -> anyhow::Result<()> {
+    pub(crate) fn check(&mut self) -> anyhow::Result<()> {
         for p in &mut self.procs {
             if p.reaped || !wait::has_exited(p.pid).unwrap_or(false) {
                 continue;
@@ -233,7 +233,7 @@ impl PhaseLoads {
     }
 
     /// Stop every load, reap it, and return the phase with its evidence.
-    pub fn stop(mut self) -> anyhow::Result<PhaseRecord> {
+    pub(crate) fn stop(mut self) -> anyhow::Result<PhaseRecord> {
         let sys1 = SysCounters::read();
         let dt = self.t0.elapsed();
         for p in self.procs.iter().filter(|p| !p.reaped) {
@@ -349,16 +349,16 @@ fn log_tail(path: &Path) -> String {
 
 /// System-wide counters read at phase start and stop.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct SysCounters {
-    pub interrupts: u64,
-    pub context_switches: u64,
-    pub page_faults: u64,
-    pub lo_tx_packets: u64,
-    pub lo_tx_bytes: u64,
+pub(crate) struct SysCounters {
+    pub(crate) interrupts: u64,
+    pub(crate) context_switches: u64,
+    pub(crate) page_faults: u64,
+    pub(crate) lo_tx_packets: u64,
+    pub(crate) lo_tx_bytes: u64,
 }
 
 impl SysCounters {
-    pub fn read() -> SysCounters {
+    pub(crate) fn read() -> SysCounters {
         let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
         let vmstat = std::fs::read_to_string("/proc/vmstat").unwrap_or_default();
         let num = |p: &str| std::fs::read_to_string(p).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
@@ -371,7 +371,7 @@ impl SysCounters {
         }
     }
 
-    pub fn since(&self, start: &SysCounters, dt: Duration) -> SystemEvidence {
+    pub(crate) fn since(&self, start: &SysCounters, dt: Duration) -> SystemEvidence {
         SystemEvidence {
             duration_ns: Nanos(dt.as_nanos() as u64),
             interrupts: self.interrupts.saturating_sub(start.interrupts),
@@ -385,7 +385,7 @@ impl SysCounters {
 
 /// The first number after `key` on the line that starts with it
 /// (`intr 12345 0 1 ...`, `ctxt 678`, `pgfault 90`).
-pub fn field(text: &str, key: &str) -> u64 {
+pub(crate) fn field(text: &str, key: &str) -> u64 {
     text.lines()
         .find_map(|l| {
             let mut it = l.split_whitespace();

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use super::{Counters, Load, WorkerCtx};
 
-pub struct SchedLoad;
+pub(crate) struct SchedLoad;
 
 const GROUP: usize = 4;
 const MSG: usize = 100;

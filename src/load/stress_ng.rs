@@ -22,10 +22,10 @@ use std::path::Path;
 use super::LoadKind;
 
 /// Where stress-ng writes its metrics, inside the load's temp dir.
-pub const METRICS_FILE: &str = "stress-ng.yaml";
+pub(crate) const METRICS_FILE: &str = "stress-ng.yaml";
 
 /// Full argv for stress-ng making `kind` with `workers` workers.
-pub fn argv(stress_ng: &Path, kind: &LoadKind, workers: usize, dir: &Path, timeout_s: u64) -> Vec<String> {
+pub(crate) fn argv(stress_ng: &Path, kind: &LoadKind, workers: usize, dir: &Path, timeout_s: u64) -> Vec<String> {
     let mut v = vec![stress_ng.display().to_string()];
     if let Some(load) = kind.load() {
         v.extend(load.stress_ng_args(workers, dir));
@@ -44,7 +44,7 @@ pub fn argv(stress_ng: &Path, kind: &LoadKind, workers: usize, dir: &Path, timeo
 
 /// Bogo-ops per stressor from stress-ng's YAML metrics: `metrics:` holds
 /// `- stressor: NAME` items, each with a `bogo-ops: N` line.
-pub fn bogo_ops(yaml: &str) -> Vec<(String, u64)> {
+pub(crate) fn bogo_ops(yaml: &str) -> Vec<(String, u64)> {
     let mut out = Vec::new();
     let mut stressor: Option<String> = None;
     for line in yaml.lines() {

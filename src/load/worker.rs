@@ -33,24 +33,24 @@ use crate::sys::{prctl, wait};
 /// (`super::phase`) and read back by [`LoadWorkerArgs::from_args`], so one
 /// type says both.
 #[derive(Debug, Clone)]
-pub struct LoadWorkerArgs {
+pub(crate) struct LoadWorkerArgs {
     /// Process id of the rtscope that started this load.
-    pub parent: i32,
+    pub(crate) parent: i32,
     /// A built-in load (cpu, memory, io, net, irq, sched) or `exec`.
-    pub kind: String,
-    pub workers: usize,
-    pub cpus: Option<crate::units::CpuSet>,
+    pub(crate) kind: String,
+    pub(crate) workers: usize,
+    pub(crate) cpus: Option<crate::units::CpuSet>,
     /// The load's temp dir (the working directory of an external command).
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// The command to run for `--kind exec`.
-    pub argv: Vec<String>,
+    pub(crate) argv: Vec<String>,
 }
 
 impl LoadWorkerArgs {
     /// The arguments after `rtscope __load`: `--parent P --workers W
     /// [--cpus LIST] --dir DIR --kind KIND`, `--kind` last; for `exec`, `--`
     /// and the command follow.
-    pub fn to_args(&self) -> Vec<String> {
+    pub(crate) fn to_args(&self) -> Vec<String> {
         let mut v = vec!["--parent".to_string(), self.parent.to_string(), "--workers".into(), self.workers.to_string()];
         if let Some(c) = &self.cpus {
             v.extend(["--cpus".to_string(), crate::units::cpu_list_str(&c.0)]);
@@ -65,7 +65,7 @@ impl LoadWorkerArgs {
 
     /// Read back what [`LoadWorkerArgs::to_args`] wrote. Everything after
     /// `--kind KIND` is the command (a leading `--` dropped).
-    pub fn from_args(args: &[String]) -> anyhow::Result<LoadWorkerArgs> {
+    pub(crate) fn from_args(args: &[String]) -> anyhow::Result<LoadWorkerArgs> {
         let (mut parent, mut workers, mut cpus, mut dir) = (None, 1, None, None);
         let mut it = args.iter();
         while let Some(flag) = it.next() {
@@ -104,7 +104,7 @@ fn kill_everything() -> ! {
     std::process::exit(137);
 }
 
-pub fn main(args: &LoadWorkerArgs) -> anyhow::Result<u8> {
+pub(crate) fn main(args: &LoadWorkerArgs) -> anyhow::Result<u8> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT, signal_hook::consts::SIGHUP] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;

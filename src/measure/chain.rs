@@ -30,9 +30,9 @@ use super::{select, spawn_measuring, ProbeCtx, ThreadOutcome, ThreadSpec};
 use crate::sys::time::{now_ns, sleep_until_ns};
 
 /// signaltest's default thread count.
-pub const DEFAULT_CHAIN: usize = 2;
+pub(crate) const DEFAULT_CHAIN: usize = 2;
 /// Largest `--chain`.
-pub const MAX_CHAIN: usize = 64;
+pub(crate) const MAX_CHAIN: usize = 64;
 
 fn kill(t: u64) -> Result<(), String> {
     // SAFETY: every thread of the chain stays alive, waiting for the signal,
@@ -45,7 +45,7 @@ fn kill(t: u64) -> Result<(), String> {
 }
 
 /// Run the chain for `share` ns: the `chain` (rounds) and `chain/hop` outcomes.
-pub fn run(ctx: &ProbeCtx<'_>, share: u64) -> anyhow::Result<Vec<ThreadOutcome>> {
+pub(crate) fn run(ctx: &ProbeCtx<'_>, share: u64) -> anyhow::Result<Vec<ThreadOutcome>> {
     let n = ctx.run.probe.chain.max(2);
     let specs: Vec<ThreadSpec> = (0..n)
         .map(|index| ThreadSpec {

@@ -72,7 +72,7 @@ static HANDLER_ERR: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(Non
 
 /// Install the SIGXCPU handler (once per process) before a thread asks for
 /// SCHED_FLAG_DL_OVERRUN: SIGXCPU's default action ends the process.
-pub fn install_overrun_handler() -> Result<(), String> {
+pub(crate) fn install_overrun_handler() -> Result<(), String> {
     HANDLER.call_once(|| {
         // SAFETY: a zeroed sigaction is valid storage; the handler is an
         // extern "C" fn(c_int) that only touches a thread-local Cell.
@@ -94,18 +94,18 @@ pub fn install_overrun_handler() -> Result<(), String> {
 }
 
 /// Runtime overruns the calling thread has taken so far.
-pub fn runtime_overruns() -> u64 {
+pub(crate) fn runtime_overruns() -> u64 {
     RUNTIME_OVERRUNS.with(|c| c.get())
 }
 
 /// Is the calling thread a SCHED_DEADLINE task now (its set-up worked)?
-pub fn current_is_deadline() -> bool {
+pub(crate) fn current_is_deadline() -> bool {
     // SAFETY: pid 0 is the calling thread; sched_getscheduler only reads.
     unsafe { libc::sched_getscheduler(0) == crate::sys::sched::SCHED_DEADLINE }
 }
 
 /// What a sched_setattr(SCHED_DEADLINE) error means, with the fix.
-pub fn why(e: nix::errno::Errno) -> String {
+pub(crate) fn why(e: nix::errno::Errno) -> String {
     use nix::errno::Errno;
     match e {
         Errno::EBUSY => "the kernel's admission test refused it (EBUSY): the deadline bandwidth, kernel.sched_rt_runtime_us / sched_rt_period_us of each CPU, is used up; lower --dl-runtime or -t, or raise kernel.sched_rt_runtime_us".into(),
@@ -118,7 +118,7 @@ pub fn why(e: nix::errno::Errno) -> String {
 /// The period grid of one SCHED_DEADLINE thread, fed one wake-up at a time
 /// (see the module's "period grid"). Pure arithmetic, O(1) per wake-up.
 #[derive(Debug, Clone, Copy)]
-pub struct DlGrid {
+pub(crate) struct DlGrid {
     /// Where the grid started (moved earlier with it): samples' `at`.
     start: u64,
     /// Start of the period the next wake-up is for.
@@ -133,31 +133,31 @@ pub struct DlGrid {
 
 /// One wake-up as the grid sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Wake {
+pub(crate) struct Wake {
     /// now − the start of its period.
-    pub latency: u64,
+    pub(crate) latency: u64,
     /// now − the grid's start.
-    pub at: u64,
+    pub(crate) at: u64,
     /// Periods that started before this wake-up and got none (overruns).
-    pub missed: u64,
+    pub(crate) missed: u64,
 }
 
 impl DlGrid {
     /// The grid of a run of `duration` (`duration / interval` periods) whose
     /// first period is running at `start`.
-    pub fn new(start: u64, interval: u64, deadline: u64, duration: u64) -> DlGrid {
+    pub(crate) fn new(start: u64, interval: u64, deadline: u64, duration: u64) -> DlGrid {
         DlGrid { start, due: start + interval, interval, deadline, periods: duration / interval, done: 0 }
     }
 
     /// Are periods of the run left?
     #[inline]
-    pub fn running(&self) -> bool {
+    pub(crate) fn running(&self) -> bool {
         self.done < self.periods
     }
 
     /// Take the wake-up at `now` (while [`DlGrid::running`]).
     #[inline]
-    pub fn wake(&mut self, now: u64) -> Wake {
+    pub(crate) fn wake(&mut self, now: u64) -> Wake {
         if now < self.due {
             // The kernel's period started before the grid's: move the grid.
             self.start = self.start.saturating_sub(self.due - now);
@@ -179,7 +179,7 @@ impl DlGrid {
 /// `deadline`. O(1) per period, no allocation, lock, format or I/O.
 /// Returns the runtime overruns of the loop.
 #[inline]
-pub fn deadline_loop_with(
+pub(crate) fn deadline_loop_with(
     rec: &mut Recorder,
     stop: &AtomicBool,
     interval: u64,

@@ -20,16 +20,16 @@ use super::tracer::{self, Kind, Series, TracerRun};
 use super::registry::ProbeInfo;
 use super::{Extra, Probe, ProbeCtx, ThreadOutcome};
 
-pub struct HwlatProbe;
+pub(crate) struct HwlatProbe;
 
-pub const VARIANTS: &[&str] = &["inner", "outer"];
+pub(crate) const VARIANTS: &[&str] = &["inner", "outer"];
 
 /// The detector's window and the part of it spent with interrupts off.
-pub const WINDOW_US: u64 = 100_000;
-pub const WIDTH_US: u64 = 50_000;
+pub(crate) const WINDOW_US: u64 = 100_000;
+pub(crate) const WIDTH_US: u64 = 50_000;
 
 /// This probe's facts (see [`super::registry`]).
-pub static INFO: ProbeInfo = ProbeInfo {
+pub(crate) static INFO: ProbeInfo = ProbeInfo {
     name: "hwlat",
     about: "kernel hwlat detector: hardware/firmware stalls (SMIs); opt-in: spins with IRQs off half of each window (CONFIG_HWLAT_TRACER)",
     variants: VARIANTS,
@@ -86,13 +86,13 @@ impl Probe for HwlatProbe {
 
 /// One window over the threshold: `#1 inner/outer(us): 12/14 ts:... count:3`.
 #[derive(Debug, PartialEq)]
-pub struct Sample {
-    pub id: u64,
-    pub inner_ns: u64,
-    pub outer_ns: u64,
+pub(crate) struct Sample {
+    pub(crate) id: u64,
+    pub(crate) inner_ns: u64,
+    pub(crate) outer_ns: u64,
 }
 
-pub fn parse_sample(body: &str) -> Option<Sample> {
+pub(crate) fn parse_sample(body: &str) -> Option<Sample> {
     let mut it = body.split_whitespace();
     let id = it.next()?.strip_prefix('#')?.parse().ok()?;
     if it.next()? != "inner/outer(us):" {

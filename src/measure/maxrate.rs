@@ -17,13 +17,13 @@ use super::{select, spawn_measuring, Probe, ProbeCtx, ThreadOutcome};
 use crate::trace::LateSamples;
 use crate::units::fmt_ns;
 
-pub struct MaxrateProbe;
+pub(crate) struct MaxrateProbe;
 
 /// Seed 001's periods, longest first.
-pub const DEFAULT_PERIODS: [u64; 5] = [200_000, 100_000, 50_000, 20_000, 10_000];
+pub(crate) const DEFAULT_PERIODS: [u64; 5] = [200_000, 100_000, 50_000, 20_000, 10_000];
 
 /// This probe's facts (see [`super::registry`]).
-pub static INFO: ProbeInfo = ProbeInfo {
+pub(crate) static INFO: ProbeInfo = ProbeInfo {
     name: "maxrate",
     about: "max sustainable timer rate: overruns and missed-period ratio at each --periods",
     traced: super::registry::Traced::TimerMethod,

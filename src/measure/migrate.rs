@@ -37,7 +37,7 @@ use crate::sys::futex;
 use crate::sys::sched::{current_cpu, set_current_affinity};
 use crate::sys::time::{now_ns, sleep_until_ns};
 
-pub struct MigrateProbe;
+pub(crate) struct MigrateProbe;
 
 
 /// Shared state of one run: the release generation, the release time and
@@ -54,14 +54,14 @@ struct Shared {
 }
 
 /// The threads' priorities, lowest first: `-p` − n … `-p` − 1.
-pub fn priorities(top: u8, n: usize) -> Vec<u8> {
+pub(crate) fn priorities(top: u8, n: usize) -> Vec<u8> {
     (0..n).map(|i| top - (n - i) as u8).collect()
 }
 
 /// The worst violation of one period, if any: for each thread, the earliest
 /// start of a lower-priority one; a start later than it by more than
 /// `max_err` is a violation. `starts` is in priority order, lowest first.
-pub fn worst_violation(starts: &[u64], max_err: u64) -> Option<(usize, usize, u64)> {
+pub(crate) fn worst_violation(starts: &[u64], max_err: u64) -> Option<(usize, usize, u64)> {
     let mut worst: Option<(usize, usize, u64)> = None;
     for hi in 1..starts.len() {
         let (lo, &first) = starts[..hi].iter().enumerate().min_by_key(|(_, s)| **s).expect("hi >= 1");
@@ -74,7 +74,7 @@ pub fn worst_violation(starts: &[u64], max_err: u64) -> Option<(usize, usize, u6
 }
 
 /// This probe's facts (see [`super::registry`]).
-pub static INFO: ProbeInfo = ProbeInfo {
+pub(crate) static INFO: ProbeInfo = ProbeInfo {
     name: "migrate",
     counts_violations: true,
     about: "RT priority order across CPUs (rt-migrate-test): CPUs+1 SCHED_FIFO threads released together; wake-up latency and violations",

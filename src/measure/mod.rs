@@ -12,30 +12,30 @@
 //! Registry: each probe describes itself once in a [`ProbeInfo`]; [`REGISTRY`]
 //! lists them and [`info`] answers for a name (see [`registry`]).
 
-pub mod chain;
-pub mod dl;
-pub mod hwlat;
-pub mod maxrate;
-pub mod migrate;
-pub mod mq;
-pub mod noise;
-pub mod osnoise;
-pub mod pair;
-pub mod periodic;
-pub mod pi;
-pub mod pipe;
-pub mod preempt;
+pub(crate) mod chain;
+pub(crate) mod dl;
+pub(crate) mod hwlat;
+pub(crate) mod maxrate;
+pub(crate) mod migrate;
+pub(crate) mod mq;
+pub(crate) mod noise;
+pub(crate) mod osnoise;
+pub(crate) mod pair;
+pub(crate) mod periodic;
+pub(crate) mod pi;
+pub(crate) mod pipe;
+pub(crate) mod preempt;
 pub mod recorder;
 pub mod registry;
-pub mod run;
-pub mod select;
-pub mod sem;
-pub mod signal;
-pub mod switch;
-pub mod throughput;
-pub mod timer;
-pub mod timerlat;
-pub mod tracer;
+pub(crate) mod run;
+pub(crate) mod select;
+pub(crate) mod sem;
+pub(crate) mod signal;
+pub(crate) mod switch;
+pub(crate) mod throughput;
+pub(crate) mod timer;
+pub(crate) mod timerlat;
+pub(crate) mod tracer;
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -45,17 +45,17 @@ use crate::model::SetupStep;
 use crate::sys::sched::{self, Policy};
 use recorder::{Live, Recorder};
 pub use registry::{info, infos, names, probe_by_name, ProbeInfo};
-pub use registry::{is, Busy, Traced};
-pub use run::{selects, split_spec, ProbeRun, DEFAULT_MSG_SIZE};
+pub(crate) use registry::{is, Busy, Traced};
+pub(crate) use run::{selects, split_spec, ProbeRun, DEFAULT_MSG_SIZE};
 
 /// Stack of a measuring thread. mlockall(MCL_FUTURE) makes the whole stack
 /// resident, so it is kept small: the hot loops use a few KiB; half of it is
 /// prefaulted before the start barrier.
-pub const MEASURING_STACK: usize = 256 * 1024;
+pub(crate) const MEASURING_STACK: usize = 256 * 1024;
 
 /// Does the probe called `name` run under `--policy deadline`
 /// (SCHED_DEADLINE)? Its descriptor says ([`ProbeInfo::runs_under_deadline`]).
-pub fn runs_under_deadline(name: &str) -> bool {
+pub(crate) fn runs_under_deadline(name: &str) -> bool {
     is(name, |i| i.runs_under_deadline)
 }
 
@@ -78,52 +78,52 @@ pub trait Probe: Send + Sync {
 /// What a probe gets from the runner.
 pub struct ProbeCtx<'a> {
     /// This probe run: duration, period, threads, CPUs, priority, settings.
-    pub run: &'a ProbeRun,
+    pub(crate) run: &'a ProbeRun,
     /// Raised by SIGINT/SIGTERM: every loop must end soon after.
-    pub stop: &'a AtomicBool,
-    pub board: &'a LiveBoard,
+    pub(crate) stop: &'a AtomicBool,
+    pub(crate) board: &'a LiveBoard,
     /// Threshold tracing, when asked for and available.
-    pub trace: Option<&'a crate::trace::TraceSession>,
+    pub(crate) trace: Option<&'a crate::trace::TraceSession>,
 }
 
 /// What one measuring thread produced.
 pub struct ThreadOutcome {
-    pub thread: usize,
-    pub cpu: Option<usize>,
-    pub variant: Option<String>,
-    pub interval_ns: u64,
-    pub recorder: Recorder,
-    pub setup: Vec<SetupStep>,
+    pub(crate) thread: usize,
+    pub(crate) cpu: Option<usize>,
+    pub(crate) variant: Option<String>,
+    pub(crate) interval_ns: u64,
+    pub(crate) recorder: Recorder,
+    pub(crate) setup: Vec<SetupStep>,
     /// Set when the thread's loop ended on an error (e.g. clock_nanosleep).
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// Probe-specific summaries carried into the result entry.
-    pub extra: Extra,
+    pub(crate) extra: Extra,
 }
 
 /// Probe-specific parts of a result entry (see `model::ProbeResult`).
 #[derive(Debug, Clone, Default)]
-pub struct Extra {
-    pub signed: Option<crate::model::SignedStats>,
-    pub noise: Option<crate::model::NoiseStats>,
-    pub throughput: Option<crate::model::Throughput>,
-    pub note: Option<String>,
+pub(crate) struct Extra {
+    pub(crate) signed: Option<crate::model::SignedStats>,
+    pub(crate) noise: Option<crate::model::NoiseStats>,
+    pub(crate) throughput: Option<crate::model::Throughput>,
+    pub(crate) note: Option<String>,
     /// Page faults of the thread(s) from the start barrier to their end.
-    pub faults: Option<crate::model::Faults>,
-    pub tracer: Option<crate::model::TracerStats>,
-    pub interference: Option<crate::model::Interference>,
+    pub(crate) faults: Option<crate::model::Faults>,
+    pub(crate) tracer: Option<crate::model::TracerStats>,
+    pub(crate) interference: Option<crate::model::Interference>,
     /// Late samples a probe analysed itself (`timerlat` with
     /// `--trace-threshold`), by the sample's `seq`: attached to the entry's
     /// worst samples of the same CPU and seq.
-    pub windows: Vec<(u64, crate::model::TraceWindow)>,
+    pub(crate) windows: Vec<(u64, crate::model::TraceWindow)>,
     /// SCHED_DEADLINE runtime overruns (SIGXCPU), under `--policy deadline`.
-    pub runtime_overruns: Option<u64>,
+    pub(crate) runtime_overruns: Option<u64>,
     /// `migrate`'s priority-order violations.
-    pub violations: Option<crate::model::Violations>,
+    pub(crate) violations: Option<crate::model::Violations>,
 }
 
 impl Extra {
     /// Combine the extras of the threads of one variant for the merged entry.
-    pub fn merge(&self, o: &Extra) -> Extra {
+    pub(crate) fn merge(&self, o: &Extra) -> Extra {
         fn both<T: Copy>(a: Option<T>, b: Option<T>, f: impl Fn(T, T) -> T) -> Option<T> {
             match (a, b) {
                 (Some(x), Some(y)) => Some(f(x, y)),
@@ -154,7 +154,7 @@ impl Extra {
     }
 
     /// Copy into a result entry.
-    pub fn apply(&self, r: &mut crate::model::ProbeResult) {
+    pub(crate) fn apply(&self, r: &mut crate::model::ProbeResult) {
         r.signed = self.signed;
         r.noise = self.noise;
         r.throughput = self.throughput.clone();
@@ -179,16 +179,16 @@ thread_local! {
 
 /// The start barrier of a probe run's threads. Passing it also starts the
 /// thread's page-fault count (see [`crate::model::Faults`]).
-pub struct Gate {
+pub(crate) struct Gate {
     barrier: Barrier,
 }
 
 impl Gate {
-    pub fn new(threads: usize) -> Gate {
+    pub(crate) fn new(threads: usize) -> Gate {
         Gate { barrier: Barrier::new(threads) }
     }
     /// Wait for every thread of the run, then start counting faults.
-    pub fn wait(&self) {
+    pub(crate) fn wait(&self) {
         self.barrier.wait();
         FAULTS_AT_START.with(|c| c.set(Some(crate::sys::resource::thread_faults())));
     }
@@ -204,23 +204,23 @@ fn faults_since_gate() -> Option<crate::model::Faults> {
 /// its recorder's [`Live`] counters before the start barrier; the non-RT
 /// collector thread only reads atomics (rule 5).
 #[derive(Default)]
-pub struct LiveBoard {
+pub(crate) struct LiveBoard {
     lives: Mutex<Vec<Arc<Live>>>,
     /// Name of what runs now, e.g. "timer" (for the progress bar).
-    pub current: Mutex<String>,
-    pub running: AtomicUsize,
+    pub(crate) current: Mutex<String>,
+    pub(crate) running: AtomicUsize,
 }
 
 impl LiveBoard {
-    pub fn register(&self, live: Arc<Live>) {
+    pub(crate) fn register(&self, live: Arc<Live>) {
         self.lives.lock().unwrap().push(live);
     }
-    pub fn reset(&self, what: &str) {
+    pub(crate) fn reset(&self, what: &str) {
         self.lives.lock().unwrap().clear();
         *self.current.lock().unwrap() = what.to_string();
     }
     /// (samples, overruns, max ns) over every registered thread.
-    pub fn totals(&self) -> (u64, u64, u64) {
+    pub(crate) fn totals(&self) -> (u64, u64, u64) {
         let lives = self.lives.lock().unwrap();
         lives.iter().fold((0, 0, 0), |(s, o, m), l| {
             (
@@ -234,20 +234,20 @@ impl LiveBoard {
 
 /// Where and how one measuring thread runs.
 #[derive(Debug, Clone)]
-pub struct ThreadSpec {
-    pub index: usize,
-    pub cpu: Option<usize>,
-    pub policy: Policy,
-    pub priority: u8,
+pub(crate) struct ThreadSpec {
+    pub(crate) index: usize,
+    pub(crate) cpu: Option<usize>,
+    pub(crate) policy: Policy,
+    pub(crate) priority: u8,
     /// The reservation under SCHED_DEADLINE (`policy` is `Deadline`).
-    pub dl: Option<sched::DlParams>,
+    pub(crate) dl: Option<sched::DlParams>,
 }
 
 impl ThreadSpec {
     /// The run's `index`-th measuring thread: CPUs assigned round-robin;
     /// under SCHED_DEADLINE not pinned (see [`setup_current_thread`]), with
     /// the run's period as the reservation's.
-    pub fn from_run(run: &ProbeRun, index: usize) -> ThreadSpec {
+    pub(crate) fn from_run(run: &ProbeRun, index: usize) -> ThreadSpec {
         let dl = (run.policy == Policy::Deadline).then(|| run.probe.dl_params(run.interval_ns));
         ThreadSpec {
             index,
@@ -259,7 +259,7 @@ impl ThreadSpec {
     }
 
     /// This spec with the SCHED_DEADLINE period `period_ns` (`periodic`'s variants).
-    pub fn with_period(mut self, run: &ProbeRun, period_ns: u64) -> ThreadSpec {
+    pub(crate) fn with_period(mut self, run: &ProbeRun, period_ns: u64) -> ThreadSpec {
         if self.dl.is_some() {
             self.dl = Some(run.probe.dl_params(period_ns));
         }
@@ -270,7 +270,7 @@ impl ThreadSpec {
 /// Real-time set-up of the calling thread, every step reported (never silent):
 /// pin to the CPU, set the policy (falls back to SCHED_OTHER when not
 /// permitted), prefault half of the [`MEASURING_STACK`].
-pub fn setup_current_thread(spec: &ThreadSpec) -> Vec<SetupStep> {
+pub(crate) fn setup_current_thread(spec: &ThreadSpec) -> Vec<SetupStep> {
     let mut steps = Vec::new();
     let i = spec.index;
     if let Some(cpu) = spec.cpu {
@@ -332,7 +332,7 @@ fn step(name: String, r: nix::Result<()>, ok_detail: &str) -> SetupStep {
 /// Busy for `ns` on the CPU (reading the clock): the computing part of the
 /// probes that need a running thread (`preempt`'s waker, `pi`'s bursts).
 #[inline]
-pub fn spin_for(ns: u64) {
+pub(crate) fn spin_for(ns: u64) {
     if ns == 0 {
         return;
     }
@@ -345,7 +345,7 @@ pub fn spin_for(ns: u64) {
 /// The first outcome (the recording thread's) with the set-up steps of all,
 /// the first error and the page faults of all: how the multi-thread probes
 /// that record in one thread report (`pair`, `pi`, `throughput`).
-pub fn first_with_all_steps(mut outs: Vec<ThreadOutcome>) -> anyhow::Result<ThreadOutcome> {
+pub(crate) fn first_with_all_steps(mut outs: Vec<ThreadOutcome>) -> anyhow::Result<ThreadOutcome> {
     if outs.is_empty() {
         anyhow::bail!("no measuring thread ran");
     }
@@ -365,7 +365,7 @@ pub fn first_with_all_steps(mut outs: Vec<ThreadOutcome>) -> anyhow::Result<Thre
 /// `body(spec, recorder, stop, start_ns)` is the probe's hot loop; it returns
 /// the recorder and an optional error text. The thread's recorder is
 /// allocated (and prefaulted) before the barrier, sized for `duration_ns`.
-pub fn spawn_measuring<F>(
+pub(crate) fn spawn_measuring<F>(
     ctx: &ProbeCtx<'_>,
     specs: &[ThreadSpec],
     variant: Option<String>,

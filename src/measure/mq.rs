@@ -17,10 +17,10 @@ use super::pipe::run_channels;
 use super::registry::ProbeInfo;
 use super::{Probe, ProbeCtx, ThreadOutcome};
 
-pub struct MqProbe;
+pub(crate) struct MqProbe;
 
 /// This probe's facts (see [`super::registry`]).
-pub static INFO: ProbeInfo = ProbeInfo {
+pub(crate) static INFO: ProbeInfo = ProbeInfo {
     name: "mq",
     about: "POSIX message queue (mailbox) oneway and roundtrip",
     variants: &["oneway", "roundtrip"],
@@ -45,7 +45,7 @@ impl Probe for MqProbe {
 /// (killed between mq_open and mq_unlink), this user's only. Needs the
 /// mqueue filesystem mounted at /dev/mqueue to list names; nothing
 /// otherwise. Returns what it removed.
-pub fn remove_stale_queues() -> Vec<String> {
+pub(crate) fn remove_stale_queues() -> Vec<String> {
     use std::os::unix::fs::MetadataExt;
     let Ok(rd) = std::fs::read_dir("/dev/mqueue") else { return Vec::new() };
     let me = nix::unistd::geteuid().as_raw();
@@ -73,13 +73,13 @@ fn queue_pid(name: &str) -> Option<u32> {
 }
 
 /// An unlinked POSIX message queue of depth 1.
-pub struct MsgQueue {
+pub(crate) struct MsgQueue {
     q: libc::mqd_t,
     size: usize,
 }
 
 impl MsgQueue {
-    pub fn new(k: usize, size: usize) -> anyhow::Result<MsgQueue> {
+    pub(crate) fn new(k: usize, size: usize) -> anyhow::Result<MsgQueue> {
         let name = CString::new(format!("/rtscope-{}-{k}", std::process::id())).expect("no NUL in the name");
         // SAFETY: an all-zero mq_attr is valid; the fields used are set below.
         let mut attr: libc::mq_attr = unsafe { std::mem::zeroed() };

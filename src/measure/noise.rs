@@ -32,10 +32,10 @@ use crate::model::NoiseStats;
 use crate::sys::sched::Policy;
 use crate::sys::time::now_ns;
 
-pub struct NoiseProbe;
+pub(crate) struct NoiseProbe;
 
 /// This probe's facts (see [`super::registry`]).
-pub static INFO: ProbeInfo = ProbeInfo {
+pub(crate) static INFO: ProbeInfo = ProbeInfo {
     name: "noise",
     about: "OS noise: gaps above --noise-threshold in a busy loop reading the clock (as oslat)",
     busy: super::registry::Busy::UnderNoisePolicy,
@@ -76,7 +76,7 @@ impl Probe for NoiseProbe {
 
 /// The hot loop: read the clock back to back for `duration`; every gap above
 /// `threshold` is a sample. Returns (loop time, total noise).
-pub fn busy_loop(rec: &mut super::recorder::Recorder, stop: &std::sync::atomic::AtomicBool, threshold: u64, duration: u64) -> (u64, u64) {
+pub(crate) fn busy_loop(rec: &mut super::recorder::Recorder, stop: &std::sync::atomic::AtomicBool, threshold: u64, duration: u64) -> (u64, u64) {
     let start = now_ns();
     let end = start + duration;
     let mut prev = start;

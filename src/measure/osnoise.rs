@@ -24,12 +24,12 @@ use super::{Extra, Probe, ProbeCtx, ThreadOutcome};
 use crate::model::{Interference, NoiseStats};
 use crate::sys::sched::Policy;
 
-pub struct OsnoiseProbe;
+pub(crate) struct OsnoiseProbe;
 
-pub const VARIANTS: &[&str] = &["noise", "single"];
+pub(crate) const VARIANTS: &[&str] = &["noise", "single"];
 
 /// This probe's facts (see [`super::registry`]).
-pub static INFO: ProbeInfo = ProbeInfo {
+pub(crate) static INFO: ProbeInfo = ProbeInfo {
     name: "osnoise",
     about: "kernel osnoise tracer: noise per period, max single noise, interference by class (CONFIG_OSNOISE_TRACER)",
     variants: VARIANTS,
@@ -113,16 +113,16 @@ impl Probe for OsnoiseProbe {
 
 /// One period of one CPU.
 #[derive(Debug, PartialEq)]
-pub struct Period {
-    pub runtime_ns: u64,
-    pub noise_ns: u64,
-    pub max_single_ns: u64,
-    pub interference: Interference,
+pub(crate) struct Period {
+    pub(crate) runtime_ns: u64,
+    pub(crate) noise_ns: u64,
+    pub(crate) max_single_ns: u64,
+    pub(crate) interference: Interference,
 }
 
 /// `RUNTIME NOISE %AVAILABLE MAX-SINGLE HW NMI IRQ SIRQ THREAD` (µs, µs, %,
 /// µs, counts) → a period; None for other lines.
-pub fn parse_period(body: &str) -> Option<Period> {
+pub(crate) fn parse_period(body: &str) -> Option<Period> {
     let f: Vec<&str> = body.split_whitespace().collect();
     if f.len() != 9 {
         return None;

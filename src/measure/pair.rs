@@ -73,10 +73,10 @@ use crate::sys::time::{now_ns, sleep_until_ns};
 use crate::trace::LateSamples;
 
 /// The sender thread's name (the receiver is `rtscope-m0`).
-pub const SENDER_NAME: &str = "rtscope-sender";
+pub(crate) const SENDER_NAME: &str = "rtscope-sender";
 
 /// One hand-off mechanism, seen from both sides.
-pub trait Handoff: Sync {
+pub(crate) trait Handoff: Sync {
     /// Receiver, before the start barrier (e.g. block the signal it waits for).
     fn receiver_setup(&self) -> Result<(), String> {
         Ok(())
@@ -104,7 +104,7 @@ pub trait Handoff: Sync {
 }
 
 /// A one-directional byte-message channel (pipe, message queue).
-pub trait Channel: Sync {
+pub(crate) trait Channel: Sync {
     fn send(&self, buf: &[u8]) -> Result<(), String>;
     fn recv(&self, buf: &mut [u8]) -> Result<(), String>;
 }
@@ -112,15 +112,15 @@ pub trait Channel: Sync {
 /// Any channel is a hand-off: send is the release, recv the wait. With
 /// `go`, a second channel of the same kind carries the `go` step (receiver
 /// → sender, a whole message), as pmqtest's sync queue does.
-pub struct ChannelHandoff<C: Channel> {
-    pub ch: C,
-    pub go: Option<C>,
+pub(crate) struct ChannelHandoff<C: Channel> {
+    pub(crate) ch: C,
+    pub(crate) go: Option<C>,
 }
 
 impl<C: Channel> ChannelHandoff<C> {
     /// `go` carried by a second channel made by `make` (two-step cycle), or
     /// by futex events (`via_channel` false).
-    pub fn new(ch: C, via_channel: bool, make: impl FnOnce() -> anyhow::Result<C>) -> anyhow::Result<Self> {
+    pub(crate) fn new(ch: C, via_channel: bool, make: impl FnOnce() -> anyhow::Result<C>) -> anyhow::Result<Self> {
         Ok(ChannelHandoff { ch, go: if via_channel { Some(make()?) } else { None } })
     }
 }
@@ -141,7 +141,7 @@ impl<C: Channel> Handoff for ChannelHandoff<C> {
 
 /// How the pair is paced between events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pause {
+pub(crate) enum Pause {
     /// Sleep (absolute) to the next tick of `interval` (rt-tests' -i).
     Sleep { interval: u64 },
     /// No pause (`--back-to-back`).
@@ -150,7 +150,7 @@ pub enum Pause {
 
 impl Pause {
     /// The pause the plan asks for.
-    pub fn from_plan(ctx: &ProbeCtx<'_>) -> Pause {
+    pub(crate) fn from_plan(ctx: &ProbeCtx<'_>) -> Pause {
         if ctx.run.probe.back_to_back {
             Pause::None
         } else {
@@ -182,44 +182,44 @@ impl Pause {
 
 /// How many events a variant sends, how they are paced, and their size.
 #[derive(Debug, Clone, Copy)]
-pub struct Events {
-    pub pause: Pause,
+pub(crate) struct Events {
+    pub(crate) pause: Pause,
     /// The variant's share of -D.
-    pub duration: u64,
+    pub(crate) duration: u64,
     /// `--iterations`, or u64::MAX.
-    pub max: u64,
+    pub(crate) max: u64,
     /// Bytes per message (channels; 1 for the others).
-    pub msg_size: usize,
+    pub(crate) msg_size: usize,
 }
 
 impl Events {
     /// The plan's pacing for a variant of `duration`.
-    pub fn from_plan(ctx: &ProbeCtx<'_>, duration: u64, msg_size: usize) -> Events {
+    pub(crate) fn from_plan(ctx: &ProbeCtx<'_>, duration: u64, msg_size: usize) -> Events {
         Events { pause: Pause::from_plan(ctx), duration, max: super::select::max_events(ctx), msg_size }
     }
 }
 
 /// Where the two threads of a pair run.
 #[derive(Debug, Clone, Copy)]
-pub struct Placement {
-    pub receiver_cpu: Option<usize>,
-    pub sender_cpu: Option<usize>,
+pub(crate) struct Placement {
+    pub(crate) receiver_cpu: Option<usize>,
+    pub(crate) sender_cpu: Option<usize>,
 }
 
 impl Placement {
     /// Both on the plan's first CPU.
-    pub fn same_cpu(ctx: &ProbeCtx<'_>) -> Placement {
+    pub(crate) fn same_cpu(ctx: &ProbeCtx<'_>) -> Placement {
         let c = ctx.run.cpus.first().copied();
         Placement { receiver_cpu: c, sender_cpu: c }
     }
     /// Receiver on the plan's first CPU, sender on its second (None when the
     /// plan has one CPU only).
-    pub fn cross_cpu(ctx: &ProbeCtx<'_>) -> Option<Placement> {
+    pub(crate) fn cross_cpu(ctx: &ProbeCtx<'_>) -> Option<Placement> {
         (ctx.run.cpus.len() >= 2).then(|| Placement { receiver_cpu: Some(ctx.run.cpus[0]), sender_cpu: Some(ctx.run.cpus[1]) })
     }
     /// The plan's first and last CPU (the same one with `-a N`): how the
     /// pipe, mq and signal probes place their pair.
-    pub fn from_plan(ctx: &ProbeCtx<'_>) -> Placement {
+    pub(crate) fn from_plan(ctx: &ProbeCtx<'_>) -> Placement {
         Placement { receiver_cpu: ctx.run.cpus.first().copied(), sender_cpu: ctx.run.cpus.last().copied() }
     }
 }
@@ -241,7 +241,7 @@ fn pair_specs(ctx: &ProbeCtx<'_>, p: Placement) -> [ThreadSpec; 2] {
 
 /// Run two threads, thread 0 recording; return thread 0's outcome with both
 /// threads' set-up steps and the first error.
-pub fn run_two<F>(ctx: &ProbeCtx<'_>, specs: &[ThreadSpec; 2], variant: &str, interval: u64, body: F) -> anyhow::Result<ThreadOutcome>
+pub(crate) fn run_two<F>(ctx: &ProbeCtx<'_>, specs: &[ThreadSpec; 2], variant: &str, interval: u64, body: F) -> anyhow::Result<ThreadOutcome>
 where
     F: Fn(usize, &mut Recorder, &AtomicBool, &super::Gate) -> Option<String> + Sync,
 {
@@ -252,7 +252,7 @@ where
 }
 
 /// Run one one-way variant for `duration` (or `max_events` events).
-pub fn one_way(
+pub(crate) fn one_way(
     ctx: &ProbeCtx<'_>,
     variant: &str,
     h: &dyn Handoff,
@@ -471,7 +471,7 @@ fn sender_two_step(
 
 /// Run one round-trip variant: thread 0 sends on `a`, thread 1 answers on
 /// `b`; thread 0 records t(answer received) − t(sent).
-pub fn round_trip(ctx: &ProbeCtx<'_>, variant: &str, a: &dyn Channel, b: &dyn Channel, place: Placement, ev: Events) -> anyhow::Result<ThreadOutcome> {
+pub(crate) fn round_trip(ctx: &ProbeCtx<'_>, variant: &str, a: &dyn Channel, b: &dyn Channel, place: Placement, ev: Events) -> anyhow::Result<ThreadOutcome> {
     let Events { pause, duration, max: max_events, msg_size } = ev;
     // Thread 0 is task1 (it sends first and records); thread 1 is task2.
     // task2 has the higher priority: it is the one that must run at once.

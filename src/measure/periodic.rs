@@ -32,10 +32,10 @@ use crate::trace::LateSamples;
 use crate::units::fmt_ns;
 use crate::model::SignedStats;
 
-pub struct PeriodicProbe;
+pub(crate) struct PeriodicProbe;
 
 /// The Korean paper's periods.
-pub const DEFAULT_PERIODS: [u64; 3] = [10_000_000, 30_000_000, 50_000_000];
+pub(crate) const DEFAULT_PERIODS: [u64; 3] = [10_000_000, 30_000_000, 50_000_000];
 
 /// Running signed summary, O(1) per sample.
 #[derive(Debug, Clone, Copy)]
@@ -66,7 +66,7 @@ impl Signed {
 }
 
 /// This probe's facts (see [`super::registry`]).
-pub static INFO: ProbeInfo = ProbeInfo {
+pub(crate) static INFO: ProbeInfo = ProbeInfo {
     name: "periodic",
     about: "periodic tasks at each --periods: wake-up latency and signed period error",
     traced: super::registry::Traced::TimerMethod,

@@ -43,17 +43,17 @@ use crate::sys::pthread::{Mutex, Protocol};
 use crate::sys::sched::Policy;
 use crate::sys::time::{now_ns, sleep_until_ns};
 
-pub struct PiProbe;
+pub(crate) struct PiProbe;
 
-pub const VARIANTS: &[&str] = &["none", "inherit", "protect", "deadlock-break"];
+pub(crate) const VARIANTS: &[&str] = &["none", "inherit", "protect", "deadlock-break"];
 
 /// Largest `--pi-burst`.
-pub const MAX_BURST_NS: u64 = 100_000_000;
+pub(crate) const MAX_BURST_NS: u64 = 100_000_000;
 /// The low thread's critical section left after it wakes H.
-pub const HOLD_NS: u64 = 20_000;
+pub(crate) const HOLD_NS: u64 = 20_000;
 
 /// This probe's facts (see [`super::registry`]).
-pub static INFO: ProbeInfo = ProbeInfo {
+pub(crate) static INFO: ProbeInfo = ProbeInfo {
     name: "pi",
     about: "priority inversion: high's blocking time on a mutex low holds while medium bursts (none, inherit, protect, deadlock-break)",
     variants: VARIANTS,

@@ -18,12 +18,12 @@ use super::pair::{one_way, round_trip, Channel, ChannelHandoff, Events, Placemen
 use super::registry::ProbeInfo;
 use super::{select, Probe, ProbeCtx, ThreadOutcome};
 
-pub struct PipeProbe;
+pub(crate) struct PipeProbe;
 
 const VARIANTS: &[&str] = &["oneway", "roundtrip"];
 
 /// This probe's facts (see [`super::registry`]).
-pub static INFO: ProbeInfo = ProbeInfo {
+pub(crate) static INFO: ProbeInfo = ProbeInfo {
     name: "pipe",
     about: "pipe (RT-FIFO) oneway write -> read, and task1 -> A -> task2 -> B -> task1 roundtrip",
     variants: VARIANTS,
@@ -46,7 +46,7 @@ impl Probe for PipeProbe {
 /// channels made by `make` (called with a distinct number per channel);
 /// `go_via_channel`: oneway runs rt-tests' two-step cycle with a second
 /// channel carrying `go` (pair's module docs).
-pub fn run_channels<C: Channel>(
+pub(crate) fn run_channels<C: Channel>(
     ctx: &ProbeCtx<'_>,
     probe: &str,
     go_via_channel: bool,
@@ -75,13 +75,13 @@ pub fn run_channels<C: Channel>(
 }
 
 /// One pipe: (read end, write end).
-pub struct Pipe {
+pub(crate) struct Pipe {
     r: OwnedFd,
     w: OwnedFd,
 }
 
 impl Pipe {
-    pub fn new() -> anyhow::Result<Pipe> {
+    pub(crate) fn new() -> anyhow::Result<Pipe> {
         let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| anyhow::anyhow!("pipe2: {e}"))?;
         Ok(Pipe { r, w })
     }

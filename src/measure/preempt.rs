@@ -19,13 +19,13 @@ use super::registry::ProbeInfo;
 use super::{Probe, ProbeCtx, ThreadOutcome};
 use crate::sys::futex::Event;
 
-pub struct PreemptProbe;
+pub(crate) struct PreemptProbe;
 
 /// How long the low-priority thread computes before each wake call.
 const SPIN_NS: u64 = 20_000;
 
 /// This probe's facts (see [`super::registry`]).
-pub static INFO: ProbeInfo = ProbeInfo {
+pub(crate) static INFO: ProbeInfo = ProbeInfo {
     name: "preempt",
     about: "preemption time: a running low-priority thread wakes a higher-priority one on its CPU",
     variants: &["futex/same-cpu"],

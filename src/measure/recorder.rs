@@ -38,7 +38,7 @@ use crate::stats::{nearest_rank, Moments, PERCENTILES};
 /// hours. The array is ~300 KiB per thread, allocated before the barrier.
 /// A value above this is recorded in the top bucket (never dropped) and the
 /// exact maximum is kept separately, so no sample is ever lost (rule 4).
-pub const HIGHEST_NS: u64 = 1 << 47;
+pub(crate) const HIGHEST_NS: u64 = 1 << 47;
 const SIGNIFICANT_DIGITS: u8 = 3;
 
 /// How many of the largest samples each recorder keeps exactly (at least;
@@ -53,14 +53,14 @@ const SIGNIFICANT_DIGITS: u8 = 3;
 /// and keeps the hot path
 /// O(1) for every sample that does not enter: entering is one comparison
 /// with the heap's root, and only an entering sample pays the O(log K) push.
-pub const TAIL_K: usize = 1_088;
+pub(crate) const TAIL_K: usize = 1_088;
 
 /// What the live view (a non-RT thread) may read while a probe runs.
 #[derive(Debug, Default)]
 pub struct Live {
-    pub samples: AtomicU64,
-    pub overruns: AtomicU64,
-    pub max_ns: AtomicU64,
+    pub(crate) samples: AtomicU64,
+    pub(crate) overruns: AtomicU64,
+    pub(crate) max_ns: AtomicU64,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -115,7 +115,7 @@ impl Recorder {
 
     /// As [`Recorder::new`], keeping the `tail_k` largest samples (at least
     /// `worst_k`); see [`tail_capacity`] for sizing it from the plan.
-    pub fn with_tail(thread: usize, duration_ns: u64, worst_k: usize, tail_k: usize) -> Recorder {
+    pub(crate) fn with_tail(thread: usize, duration_ns: u64, worst_k: usize, tail_k: usize) -> Recorder {
         let hist = Histogram::<u64>::new_with_bounds(1, HIGHEST_NS, SIGNIFICANT_DIGITS)
             .expect("static histogram bounds are valid");
         let secs = duration_ns.div_ceil(1_000_000_000).max(1);
@@ -176,7 +176,7 @@ impl Recorder {
 
     /// Shared handle for the live view.
     /// Samples recorded from now on are of `cpu` (not the recording thread's).
-    pub fn of_cpu(mut self, cpu: usize) -> Recorder {
+    pub(crate) fn of_cpu(mut self, cpu: usize) -> Recorder {
         self.cpu = Some(cpu as u32);
         self
     }
@@ -237,7 +237,7 @@ impl Recorder {
 
     /// Count `n` missed periods (rule 3).
     #[inline]
-    pub fn add_overruns(&mut self, n: u64) {
+    pub(crate) fn add_overruns(&mut self, n: u64) {
         self.overruns += n;
         self.live.overruns.store(self.overruns, Ordering::Relaxed);
     }
@@ -255,7 +255,7 @@ impl Recorder {
         self.max
     }
     /// How many of the largest samples this recorder keeps.
-    pub fn tail_k(&self) -> usize {
+    pub(crate) fn tail_k(&self) -> usize {
         self.tail_k
     }
 
@@ -301,7 +301,7 @@ impl Recorder {
     /// smallest recorded value such that at least q % of the samples are at or
     /// below it (rank ⌈q·n/100⌉). Reported as the top of its histogram bucket
     /// (exact below 2048 ns, within 0.1 % above), clamped to the exact [min, max].
-    pub fn percentile(&self, q: f64) -> u64 {
+    pub(crate) fn percentile(&self, q: f64) -> u64 {
         if self.count == 0 {
             return 0;
         }
@@ -402,7 +402,7 @@ impl Recorder {
 /// set; with a tenth, a sample that does not enter costs one comparison.
 /// Short runs also lock less memory (RLIMIT_MEMLOCK after mlockall).
 /// `interval_ns` 0 (no fixed period) gives [`TAIL_K`].
-pub fn tail_capacity(duration_ns: u64, interval_ns: u64) -> usize {
+pub(crate) fn tail_capacity(duration_ns: u64, interval_ns: u64) -> usize {
     if interval_ns == 0 {
         return TAIL_K;
     }

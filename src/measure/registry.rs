@@ -16,7 +16,7 @@ use super::Probe;
 
 /// What `--trace-threshold` does with a probe's late samples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Traced {
+pub(crate) enum Traced {
     /// Not analysed.
     No,
     /// The timer method: the window runs from the due time to the wake-up
@@ -34,7 +34,7 @@ pub enum Traced {
 /// When a probe keeps its CPU (nearly) busy at real-time priority, so that a
 /// run on every online CPU could starve the machine (`cli::load`'s check).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Busy {
+pub(crate) enum Busy {
     /// Never: it sleeps between events.
     Never,
     /// When the run's `--policy` is real-time (a timer so fast its CPU is
@@ -61,31 +61,31 @@ pub struct ProbeInfo {
     /// memory. The kernel tracer probes say no: their measurement runs in the
     /// kernel, whose tracer, threads and buffers are made anew for each run,
     /// so a warm-up would only set the tracer up and tear it down once more.
-    pub warms_up: bool,
+    pub(crate) warms_up: bool,
     /// How `--trace-threshold` analyses its late samples.
-    pub traced: Traced,
+    pub(crate) traced: Traced,
     /// The periods it runs one after another when `--periods` is not given
     /// (its variants are the periods); empty: it runs at `-i`, and a
     /// scenario's `periods` make one plan entry per period.
-    pub default_periods: &'static [u64],
+    pub(crate) default_periods: &'static [u64],
     /// When it keeps a CPU busy at real-time priority.
-    pub busy: Busy,
+    pub(crate) busy: Busy,
     /// Its samples are operation counts per `--tm-interval`, not latencies
     /// (`throughput`).
-    pub counts_operations: bool,
+    pub(crate) counts_operations: bool,
     /// The kernel tracer it drives, if any.
-    pub kernel_tracer: Option<super::tracer::Kind>,
+    pub(crate) kernel_tracer: Option<super::tracer::Kind>,
     /// Whether it runs under `--policy deadline` (SCHED_DEADLINE).
-    pub runs_under_deadline: bool,
+    pub(crate) runs_under_deadline: bool,
     /// Real-time priorities it uses, from -p down (-p needs at least this
     /// many levels); 0: just -p, nothing to check.
-    pub priority_levels: u8,
+    pub(crate) priority_levels: u8,
     /// It counts priority-order violations (the `violations` metric of
     /// `rtscope check` applies to it).
-    pub counts_violations: bool,
+    pub(crate) counts_violations: bool,
     /// It searches the highest sustainable rate: overruns are its result
     /// (shown in its own table), not a defect of the run.
-    pub rate_search: bool,
+    pub(crate) rate_search: bool,
     /// The probe-specific `rtscope run` flags it reads (besides -i, -D, -p,
     /// --policy, -a, -t, which every probe reads).
     pub flags: &'static [&'static str],
@@ -93,7 +93,7 @@ pub struct ProbeInfo {
 
 impl ProbeInfo {
     /// The facts of a plain probe; each probe's `INFO` starts from this.
-    pub const PLAIN: ProbeInfo = ProbeInfo {
+    pub(crate) const PLAIN: ProbeInfo = ProbeInfo {
         name: "",
         about: "",
         variants: &[],
@@ -117,13 +117,13 @@ impl ProbeInfo {
 
     /// Whether `--trace-threshold` analyses its late samples with the
     /// threshold tracing session (`trace::TraceSession`).
-    pub fn traced_by_session(&self) -> bool {
+    pub(crate) fn traced_by_session(&self) -> bool {
         matches!(self.traced, Traced::TimerMethod | Traced::Handoff)
     }
 }
 
 /// Every probe, once, in the order `rtscope probes` lists them.
-pub static REGISTRY: &[&dyn Probe] = &[
+pub(crate) static REGISTRY: &[&dyn Probe] = &[
     &super::timer::TimerProbe,
     &super::periodic::PeriodicProbe,
     &super::sem::SemProbe,
@@ -165,6 +165,6 @@ pub fn names() -> Vec<&'static str> {
 
 /// Whether `name` is a probe and `fact` holds for it (false for a name that
 /// is not ours).
-pub fn is(name: &str, fact: impl Fn(&ProbeInfo) -> bool) -> bool {
+pub(crate) fn is(name: &str, fact: impl Fn(&ProbeInfo) -> bool) -> bool {
     info(name).is_some_and(fact)
 }

@@ -10,27 +10,27 @@ use crate::model::{NoisePolicy, ProbeOptions};
 use crate::sys::sched::Policy;
 
 /// Default `--msg-size` (bytes), as the source experiments' 16-byte messages.
-pub const DEFAULT_MSG_SIZE: usize = 16;
+pub(crate) const DEFAULT_MSG_SIZE: usize = 16;
 
 /// One probe run: the measuring threads' placement, policy and pacing.
 #[derive(Debug, Clone)]
-pub struct ProbeRun {
+pub(crate) struct ProbeRun {
     /// How long the probe measures (its variants share it).
-    pub duration_ns: u64,
+    pub(crate) duration_ns: u64,
     /// The timer period, or the pause between events of the two-thread probes.
-    pub interval_ns: u64,
-    pub priority: u8,
-    pub policy: Policy,
+    pub(crate) interval_ns: u64,
+    pub(crate) priority: u8,
+    pub(crate) policy: Policy,
     /// Measuring threads; CPUs are taken from `cpus` round-robin.
-    pub threads: usize,
-    pub cpus: Vec<usize>,
+    pub(crate) threads: usize,
+    pub(crate) cpus: Vec<usize>,
     /// Worst samples kept per thread.
-    pub worst_k: usize,
+    pub(crate) worst_k: usize,
     /// Probe-specific options and the variant selection (the plan's own).
-    pub probe: ProbeOptions,
+    pub(crate) probe: ProbeOptions,
     /// `--trace-threshold`, for probes that analyse late samples themselves
     /// (`timerlat`); None in warm-ups.
-    pub trace_threshold_ns: Option<u64>,
+    pub(crate) trace_threshold_ns: Option<u64>,
 }
 
 impl ProbeRun {
@@ -39,7 +39,7 @@ impl ProbeRun {
     /// fits in it (an eighth, one per test), so every probe finishes in about
     /// `min_ns`. Its samples are discarded; it runs the probe's loop once
     /// so that the pages the loop touches are in memory before measuring.
-    pub fn warm_up_of_at_least(mut self, min_ns: u64) -> ProbeRun {
+    pub(crate) fn warm_up_of_at_least(mut self, min_ns: u64) -> ProbeRun {
         if self.duration_ns < min_ns {
             self.duration_ns = min_ns;
             self.probe.iterations = None;
@@ -50,7 +50,7 @@ impl ProbeRun {
 }
 
 /// `sem:mutex` → (`sem`, Some(`mutex`)); `sem` → (`sem`, None).
-pub fn split_spec(spec: &str) -> (&str, Option<&str>) {
+pub(crate) fn split_spec(spec: &str) -> (&str, Option<&str>) {
     match spec.split_once(':') {
         Some((p, v)) => (p.trim(), Some(v.trim())),
         None => (spec.trim(), None),
@@ -59,7 +59,7 @@ pub fn split_spec(spec: &str) -> (&str, Option<&str>) {
 
 /// True when selector `sel` picks `variant`: equal, or a leading
 /// `/`-separated part of it (`mutex` picks `mutex/same-cpu`).
-pub fn selects(sel: &str, variant: &str) -> bool {
+pub(crate) fn selects(sel: &str, variant: &str) -> bool {
     variant == sel || (variant.starts_with(sel) && variant[sel.len()..].starts_with('/'))
 }
 
@@ -76,7 +76,7 @@ impl From<NoisePolicy> for Policy {
 
 impl ProbeOptions {
     /// Does `probe` run `variant`?
-    pub fn wants(&self, probe: &str, variant: &str) -> bool {
+    pub(crate) fn wants(&self, probe: &str, variant: &str) -> bool {
         match self.variants.get(probe) {
             None => true,
             Some(sels) => sels.iter().any(|s| selects(s, variant)),
@@ -86,14 +86,14 @@ impl ProbeOptions {
     /// The SCHED_DEADLINE reservation of a thread with period `period_ns`:
     /// deadline `--dl-deadline` (default: the period), runtime
     /// `--dl-runtime` (default: 60 % of the deadline, as cyclicdeadline).
-    pub fn dl_params(&self, period_ns: u64) -> crate::sys::sched::DlParams {
+    pub(crate) fn dl_params(&self, period_ns: u64) -> crate::sys::sched::DlParams {
         let deadline_ns = self.dl_deadline_ns.unwrap_or(period_ns);
         let runtime_ns = self.dl_runtime_ns.unwrap_or(deadline_ns / 10 * 6);
         crate::sys::sched::DlParams { runtime_ns, deadline_ns, period_ns }
     }
 
     /// `--periods`, or `default` when not given.
-    pub fn periods_or(&self, default: &[u64]) -> Vec<u64> {
+    pub(crate) fn periods_or(&self, default: &[u64]) -> Vec<u64> {
         if self.periods_ns.is_empty() {
             default.to_vec()
         } else {

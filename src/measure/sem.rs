@@ -31,7 +31,7 @@ use crate::sys::pthread::Mutex;
 use crate::sys::semaphore::Semaphore;
 use crate::sys::time::now_ns;
 
-pub struct SemProbe;
+pub(crate) struct SemProbe;
 
 const VARIANTS: &[&str] = &[
     "posix/same-cpu",
@@ -47,7 +47,7 @@ const VARIANTS: &[&str] = &[
 ];
 
 /// This probe's facts (see [`super::registry`]).
-pub static INFO: ProbeInfo = ProbeInfo {
+pub(crate) static INFO: ProbeInfo = ProbeInfo {
     name: "sem",
     about: "hand-off release -> blocked waiter runs: posix, sysv, mutex, condvar, futex; same/cross CPU",
     variants: VARIANTS,
@@ -113,16 +113,16 @@ impl Handoff for PosixSem {
 /// anyone, so a SIGKILLed run's set would stay until reboot; with this key
 /// a later run finds the sets whose process is gone and removes them
 /// ([`remove_stale_sysv`]). Pids are below 2^22 (`pid_max`'s ceiling).
-pub fn sysv_key(pid: u32) -> libc::key_t {
+pub(crate) fn sysv_key(pid: u32) -> libc::key_t {
     SYSV_KEY_BASE | (pid & SYSV_PID_MASK) as libc::key_t
 }
 
 /// The high bits of rtscope's SysV keys (0x724 << 20: `r` then a tag).
-pub const SYSV_KEY_BASE: libc::key_t = 0x7240_0000;
+pub(crate) const SYSV_KEY_BASE: libc::key_t = 0x7240_0000;
 const SYSV_PID_MASK: u32 = (1 << 22) - 1;
 
 /// The pid a key of [`sysv_key`] names, None for any other key.
-pub fn sysv_key_pid(key: i64) -> Option<u32> {
+pub(crate) fn sysv_key_pid(key: i64) -> Option<u32> {
     let key = libc::key_t::try_from(key).ok()?;
     (key & !(SYSV_PID_MASK as libc::key_t) == SYSV_KEY_BASE).then_some((key as u32) & SYSV_PID_MASK)
 }
@@ -132,7 +132,7 @@ pub fn sysv_key_pid(key: i64) -> Option<u32> {
 /// one semaphore, whose pid is not a running rtscope. Returns what it
 /// removed, as `set KEY (pid PID)`. Reads `/proc/sysvipc/sem`; nothing
 /// when it is missing.
-pub fn remove_stale_sysv() -> Vec<String> {
+pub(crate) fn remove_stale_sysv() -> Vec<String> {
     let Ok(table) = std::fs::read_to_string("/proc/sysvipc/sem") else { return Vec::new() };
     let me = nix::unistd::geteuid().as_raw();
     let mut removed = Vec::new();
@@ -311,7 +311,7 @@ impl Handoff for CondVar {
 }
 
 /// FUTEX_WAKE → FUTEX_WAIT, through [`Event`].
-pub struct FutexHandoff(pub Event);
+pub(crate) struct FutexHandoff(pub Event);
 
 impl Handoff for FutexHandoff {
     fn release(&self, t0: &AtomicU64, _: &[u8]) -> Result<(), String> {

@@ -18,12 +18,12 @@ use super::registry::ProbeInfo;
 use super::{select, Probe, ProbeCtx, ThreadOutcome};
 use crate::sys::time::now_ns;
 
-pub struct SignalProbe;
+pub(crate) struct SignalProbe;
 
 const VARIANTS: &[&str] = &["pthread_kill", "sigqueue", "chain"];
 
 /// This probe's facts (see [`super::registry`]).
-pub static INFO: ProbeInfo = ProbeInfo {
+pub(crate) static INFO: ProbeInfo = ProbeInfo {
     name: "signal",
     about: "pthread_kill / pthread_sigqueue -> sigwaitinfo returns; chain: a signal passed along --chain threads (signaltest), full round and per hop",
     variants: VARIANTS,

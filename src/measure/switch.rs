@@ -24,12 +24,12 @@ use super::{select, spawn_measuring, Probe, ProbeCtx, ThreadOutcome, ThreadSpec}
 use crate::sys::futex;
 use crate::sys::time::now_ns;
 
-pub struct SwitchProbe;
+pub(crate) struct SwitchProbe;
 
 const VARIANTS: &[&str] = &["futex", "yield"];
 
 /// This probe's facts (see [`super::registry`]).
-pub static INFO: ProbeInfo = ProbeInfo {
+pub(crate) static INFO: ProbeInfo = ProbeInfo {
     name: "switch",
     about: "task switch time: two equal-priority threads on one CPU (futex ping-pong, sched_yield)",
     variants: VARIANTS,

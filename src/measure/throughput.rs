@@ -41,22 +41,22 @@ use crate::sys::futex::Event;
 use crate::sys::semaphore::Semaphore;
 use crate::sys::time::{now_ns, sleep_until_ns};
 
-pub struct ThroughputProbe;
+pub(crate) struct ThroughputProbe;
 
-pub const VARIANTS: &[&str] =
+pub(crate) const VARIANTS: &[&str] =
     &["basic", "cooperative", "preemptive", "interrupt", "interrupt-preemption", "message", "synchronization", "memory"];
 
 /// Message size of the `message` test (Thread-Metric: 16 bytes).
-pub const MSG_BYTES: usize = 16;
+pub(crate) const MSG_BYTES: usize = 16;
 /// Block size of the `memory` test (Thread-Metric: 128 bytes).
-pub const BLOCK_BYTES: usize = 128;
+pub(crate) const BLOCK_BYTES: usize = 128;
 /// Test threads of `cooperative` and `preemptive`.
 const FIVE: usize = 5;
 /// The reporter checks the stop flag at least this often.
 const STOP_CHECK_NS: u64 = 100_000_000;
 
 /// This probe's facts (see [`super::registry`]).
-pub static INFO: ProbeInfo = ProbeInfo {
+pub(crate) static INFO: ProbeInfo = ProbeInfo {
     name: "throughput",
     about: "Thread-Metric's eight tests: operations completed per --tm-interval (basic ... memory)",
     variants: VARIANTS,

@@ -22,10 +22,10 @@ use super::{spawn_measuring, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
 use crate::sys::time::{now_ns, sleep_until_ns};
 use crate::trace::LateSamples;
 
-pub struct TimerProbe;
+pub(crate) struct TimerProbe;
 
 /// This probe's facts (see [`super::registry`]).
-pub static INFO: ProbeInfo = ProbeInfo {
+pub(crate) static INFO: ProbeInfo = ProbeInfo {
     name: "timer",
     about: "timer wake-up latency (cyclictest's method, overruns counted)",
     traced: super::registry::Traced::TimerMethod,
@@ -66,7 +66,7 @@ impl Probe for TimerProbe {
 /// The hot loop: O(1) per period, no allocation, lock, format or I/O.
 /// Returns an error text only when the sleep itself fails.
 #[cfg(test)]
-pub fn timer_loop(rec: &mut Recorder, stop: &AtomicBool, interval: u64, duration: u64) -> Option<String> {
+pub(crate) fn timer_loop(rec: &mut Recorder, stop: &AtomicBool, interval: u64, duration: u64) -> Option<String> {
     timer_loop_with(rec, stop, interval, duration, u64::MAX, |_, _, _| {})
 }
 
@@ -75,7 +75,7 @@ pub fn timer_loop(rec: &mut Recorder, stop: &AtomicBool, interval: u64, duration
 /// probe derives its period error there). `on_sample` is part of the hot
 /// loop and must follow its rules.
 #[inline]
-pub fn timer_loop_with(
+pub(crate) fn timer_loop_with(
     rec: &mut Recorder,
     stop: &AtomicBool,
     interval: u64,
@@ -119,7 +119,7 @@ pub fn timer_loop_with(
 /// SCHED_DEADLINE scheduler restarts a reservation it replenishes late; the
 /// periods of the old grid that started before the wake-up are still missed.
 #[inline]
-pub fn next_due(due: u64, now: u64, interval: u64, restart_after: Option<u64>) -> (u64, u64) {
+pub(crate) fn next_due(due: u64, now: u64, interval: u64, restart_after: Option<u64>) -> (u64, u64) {
     let late = now.saturating_sub(due);
     let missed = late / interval;
     match restart_after {

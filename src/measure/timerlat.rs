@@ -26,12 +26,12 @@ use super::registry::ProbeInfo;
 use super::{Extra, Probe, ProbeCtx, ThreadOutcome};
 use crate::model::{Culprit, Nanos, TraceWindow};
 
-pub struct TimerlatProbe;
+pub(crate) struct TimerlatProbe;
 
-pub const VARIANTS: &[&str] = &["irq", "thread"];
+pub(crate) const VARIANTS: &[&str] = &["irq", "thread"];
 
 /// This probe's facts (see [`super::registry`]).
-pub static INFO: ProbeInfo = ProbeInfo {
+pub(crate) static INFO: ProbeInfo = ProbeInfo {
     name: "timerlat",
     about: "kernel timerlat tracer: timer IRQ latency and its kernel thread's latency, per CPU (CONFIG_TIMERLAT_TRACER)",
     variants: VARIANTS,
@@ -174,18 +174,18 @@ fn in_run(ts_ns: u64, latency_ns: u64, start_ns: u64) -> bool {
 
 /// `TraceWindow::irq_latency_unknown` of a late thread sample whose IRQ
 /// sample is not in the trace.
-pub const IRQ_SAMPLE_LOST: &str = "lost: the tracer's IRQ sample of this activation is not in the trace (the ring buffer dropped it: see tracer.lost_events, tracer.missing)";
+pub(crate) const IRQ_SAMPLE_LOST: &str = "lost: the tracer's IRQ sample of this activation is not in the trace (the ring buffer dropped it: see tracer.lost_events, tracer.missing)";
 
 /// One timerlat sample: `#12 context thread timer_latency 5678 ns`.
 #[derive(Debug, PartialEq)]
-pub struct Sample<'a> {
-    pub id: u64,
-    pub context: &'a str,
-    pub latency_ns: u64,
+pub(crate) struct Sample<'a> {
+    pub(crate) id: u64,
+    pub(crate) context: &'a str,
+    pub(crate) latency_ns: u64,
 }
 
 /// Parses a sample line's body (after the timestamp); None for other lines.
-pub fn parse_sample(body: &str) -> Option<Sample<'_>> {
+pub(crate) fn parse_sample(body: &str) -> Option<Sample<'_>> {
     let mut it = body.split_whitespace();
     let id = it.next()?.strip_prefix('#')?.parse().ok()?;
     if it.next()? != "context" {
@@ -206,7 +206,7 @@ pub fn parse_sample(body: &str) -> Option<Sample<'_>> {
 
 /// The osnoise events that name what ran on a CPU while a timer was late
 /// (`--trace-threshold`), enabled in the timerlat instance.
-pub const NOISE_EVENTS: &[&str] = &["osnoise/irq_noise", "osnoise/nmi_noise", "osnoise/softirq_noise", "osnoise/thread_noise"];
+pub(crate) const NOISE_EVENTS: &[&str] = &["osnoise/irq_noise", "osnoise/nmi_noise", "osnoise/softirq_noise", "osnoise/thread_noise"];
 
 /// At most this many interference events are kept per CPU for one window
 /// (its whole length: a thread held off for seconds keeps every tick).
@@ -214,33 +214,33 @@ const MAX_NOISE_KEPT: usize = 1 << 16;
 
 /// A timerlat IRQ sample, kept for the thread sample of the same activation.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct IrqSample {
-    pub id: u64,
-    pub latency_ns: u64,
+pub(crate) struct IrqSample {
+    pub(crate) id: u64,
+    pub(crate) latency_ns: u64,
     /// Its line's time: inside the timer's interrupt handler.
-    pub ts_ns: u64,
+    pub(crate) ts_ns: u64,
     /// The interrupted task was the idle task.
-    pub from_idle: bool,
+    pub(crate) from_idle: bool,
 }
 
 /// One stretch of interference: what, and when in the trace clock.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Noise {
-    pub kind: &'static str,
-    pub name: String,
-    pub pid: Option<u32>,
-    pub irq: Option<u32>,
-    pub start_ns: u64,
-    pub end_ns: u64,
+pub(crate) struct Noise {
+    pub(crate) kind: &'static str,
+    pub(crate) name: String,
+    pub(crate) pid: Option<u32>,
+    pub(crate) irq: Option<u32>,
+    pub(crate) start_ns: u64,
+    pub(crate) end_ns: u64,
     /// The event's own `start` field, in the kernel's local clock.
-    pub local_start_ns: Option<u64>,
+    pub(crate) local_start_ns: Option<u64>,
 }
 
 /// Parses an osnoise event line's body. The event is written when the
 /// interference ends, so it spans about [line time − duration, line time]
 /// (its `start` field is in the kernel's local clock, not the instance's:
 /// kept as `local_start_ns`).
-pub fn parse_noise(body: &str, ts_ns: u64) -> Option<Noise> {
+pub(crate) fn parse_noise(body: &str, ts_ns: u64) -> Option<Noise> {
     let (event, rest) = body.split_once(':')?;
     let kind = match event.trim() {
         "irq_noise" => "irq",
@@ -270,7 +270,7 @@ pub fn parse_noise(body: &str, ts_ns: u64) -> Option<Noise> {
 /// `irq_noise` event whose span holds the IRQ sample's time is the timer's
 /// own interrupt (the tracer takes that sample inside the handler), so its
 /// start − due is the handler delay and its length the IRQ duration.
-pub fn window(cpu: usize, start_ns: u64, end_ns: u64, noise: &[Noise], irq: Option<IrqSample>) -> TraceWindow {
+pub(crate) fn window(cpu: usize, start_ns: u64, end_ns: u64, noise: &[Noise], irq: Option<IrqSample>) -> TraceWindow {
     let mut culprits: Vec<Culprit> = Vec::new();
     let mut inside = 0u32;
     for n in noise.iter().filter(|n| n.end_ns > start_ns && n.start_ns < end_ns) {

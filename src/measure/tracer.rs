@@ -40,7 +40,7 @@ use crate::sys::tracefs::{self, Instance, Pipe};
 
 /// One of the kernel's latency tracers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Timerlat,
     Osnoise,
     Hwlat,
@@ -48,7 +48,7 @@ pub enum Kind {
 
 impl Kind {
     /// The kernel tracer's name (available_tracers).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Timerlat => "timerlat",
             Kind::Osnoise => "osnoise",
@@ -56,7 +56,7 @@ impl Kind {
         }
     }
     /// The kernel option that builds it.
-    pub fn config(self) -> &'static str {
+    pub(crate) fn config(self) -> &'static str {
         match self {
             Kind::Timerlat => "CONFIG_TIMERLAT_TRACER",
             Kind::Osnoise => "CONFIG_OSNOISE_TRACER",
@@ -86,7 +86,7 @@ impl Kind {
 
 /// The tracers this kernel offers (the top level's `available_tracers`),
 /// or None when tracefs is not mounted or not readable.
-pub fn available() -> Option<Vec<String>> {
+pub(crate) fn available() -> Option<Vec<String>> {
     let dir = tracefs::find_mounted()?;
     let text = tracefs::read_ctl(&dir.join("available_tracers")).ok()?;
     Some(text.split_whitespace().map(str::to_string).collect())
@@ -94,7 +94,7 @@ pub fn available() -> Option<Vec<String>> {
 
 /// Why the probe of `kind` cannot run here now — the text of an exit-2
 /// error naming what to do — or None when it can.
-pub fn check(kind: Kind) -> Option<String> {
+pub(crate) fn check(kind: Kind) -> Option<String> {
     let flag = format!("--probe {}", kind.name());
     // Not mounted (a fresh boot until a tool mounts it): mounted here, as
     // threshold tracing and rtla do; it stays mounted for other tools.
@@ -221,7 +221,7 @@ const STATE_DIR: &str = "/run/rtscope";
 
 /// A kernel tracer set up for one probe run. Dropping it stops the tracer,
 /// removes the instance and writes every changed setting back.
-pub struct TracerRun {
+pub(crate) struct TracerRun {
     kind: Kind,
     tracefs: PathBuf,
     /// The instance, or None at the top level (hwlat).
@@ -230,7 +230,7 @@ pub struct TracerRun {
     saved: Vec<(String, String)>,
     state: PathBuf,
     /// What rtscope wrote, for the result (`tracer.settings`).
-    pub settings: BTreeMap<String, String>,
+    pub(crate) settings: BTreeMap<String, String>,
     /// [`LOCK_FILE`], released after `Drop` has put the settings back.
     _lock: Option<nix::fcntl::Flock<std::fs::File>>,
 }
@@ -238,7 +238,7 @@ pub struct TracerRun {
 impl TracerRun {
     /// Undoes what dead runs left, then sets `global` (files relative to
     /// tracefs, written in this order) and starts the tracer.
-    pub fn start(kind: Kind, global: &[(&str, String)]) -> anyhow::Result<TracerRun> {
+    pub(crate) fn start(kind: Kind, global: &[(&str, String)]) -> anyhow::Result<TracerRun> {
         let (tracefs, _) = tracefs::find_or_mount().map_err(|e| anyhow::anyhow!("tracefs: {e}"))?;
         // Checked before the run ([`check`]); taken here, as another run may
         // have started since. Refused the same way: exit 2.
@@ -283,12 +283,12 @@ impl TracerRun {
     }
 
     /// Where the tracer writes: the instance's directory or tracefs itself.
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         self.instance.as_ref().map(|i| i.dir()).unwrap_or(&self.tracefs)
     }
 
     /// "rtscope-<pid>-timerlat" or "top level".
-    pub fn where_name(&self) -> String {
+    pub(crate) fn where_name(&self) -> String {
         match &self.instance {
             Some(i) => i.dir().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
             None => "top level".to_string(),
@@ -296,7 +296,7 @@ impl TracerRun {
     }
 
     /// Sets a global (or top-level) file, keeping its old value first.
-    pub fn set(&mut self, file: &str, value: &str) -> anyhow::Result<()> {
+    pub(crate) fn set(&mut self, file: &str, value: &str) -> anyhow::Result<()> {
         let path = self.tracefs.join(file);
         let old = tracefs::read_ctl(&path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         self.saved.push((file.to_string(), current_value(&old)));
@@ -315,7 +315,7 @@ impl TracerRun {
 
     /// Enables events (`group/name`) in the tracer's instance; the names of
     /// those this kernel lacks.
-    pub fn enable_events(&self, events: &[&str]) -> Vec<String> {
+    pub(crate) fn enable_events(&self, events: &[&str]) -> Vec<String> {
         match &self.instance {
             Some(i) => events.iter().filter(|e| !i.enable_event(e)).map(|e| e.to_string()).collect(),
             None => events.iter().map(|e| e.to_string()).collect(),
@@ -323,24 +323,24 @@ impl TracerRun {
     }
 
     /// The tracer's output, to read samples from.
-    pub fn pipe(&self) -> io::Result<Pipe> {
+    pub(crate) fn pipe(&self) -> io::Result<Pipe> {
         Pipe::open(self.dir())
     }
 
     /// Stops recording (the samples in the buffer can still be read).
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         let _ = self.write_here("tracing_on", "0");
     }
 
     /// Events the ring buffer of `cpu` overwrote or dropped.
-    pub fn overrun(&self, cpu: usize) -> u64 {
+    pub(crate) fn overrun(&self, cpu: usize) -> u64 {
         tracefs::cpu_overrun(self.dir(), cpu)
     }
 
     /// Sets the tracer's per-CPU kernel threads (`<prefix>/<cpu>`, e.g.
     /// `timerlat/0`) to `policy`/`priority`, waiting up to a second for them
     /// to appear; one set-up step per CPU.
-    pub fn set_kthreads(&self, prefix: &str, cpus: &[usize], policy: Policy, priority: u8) -> Vec<SetupStep> {
+    pub(crate) fn set_kthreads(&self, prefix: &str, cpus: &[usize], policy: Policy, priority: u8) -> Vec<SetupStep> {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
         let mut found = kthreads(prefix);
         while cpus.iter().any(|c| !found.contains_key(c)) && std::time::Instant::now() < deadline {
@@ -438,12 +438,12 @@ fn kthreads(prefix: &str) -> BTreeMap<usize, i32> {
 
 /// A tracer probe's CPUs (distinct, in order) and period in whole µs (the
 /// tracers' unit) from `-a` and `-i`.
-pub fn cpus_and_period(run: &super::ProbeRun) -> (Vec<usize>, u64) {
+pub(crate) fn cpus_and_period(run: &super::ProbeRun) -> (Vec<usize>, u64) {
     (distinct_cpus(&run.cpus), (run.interval_ns / 1000).max(1))
 }
 
 /// The distinct CPUs of a run, in order.
-pub fn distinct_cpus(cpus: &[usize]) -> Vec<usize> {
+pub(crate) fn distinct_cpus(cpus: &[usize]) -> Vec<usize> {
     let mut v = cpus.to_vec();
     v.sort_unstable();
     v.dedup();
@@ -451,7 +451,7 @@ pub fn distinct_cpus(cpus: &[usize]) -> Vec<usize> {
 }
 
 /// `cpus` as the hex mask `tracing_cpumask` takes.
-pub fn cpumask(cpus: &[usize]) -> String {
+pub(crate) fn cpumask(cpus: &[usize]) -> String {
     let top = cpus.iter().copied().max().unwrap_or(0);
     let mut words = vec![0u32; top / 32 + 1];
     for &c in cpus {
@@ -461,7 +461,7 @@ pub fn cpumask(cpus: &[usize]) -> String {
 }
 
 /// The tracer's summary for one CPU's entries.
-pub fn stats(run: &TracerRun, lost: u64, overrun: u64, missing: u64) -> crate::model::TracerStats {
+pub(crate) fn stats(run: &TracerRun, lost: u64, overrun: u64, missing: u64) -> crate::model::TracerStats {
     crate::model::TracerStats {
         tracer: run.kind.name().to_string(),
         instance: run.where_name(),
@@ -481,7 +481,7 @@ pub fn stats(run: &TracerRun, lost: u64, overrun: u64, missing: u64) -> crate::m
 /// 1 ms, two runs of 3 rounds each) reading every 100 ms gave thread maxima
 /// above 11.1 µs in 5 of 6 rounds (up to 12.64), reading once a second in
 /// 1 of 6 (12.97; the others 11.08–11.09), rtla's 11.06–12.00 then.
-pub fn read_interval_ns(period_ns: u64) -> u64 {
+pub(crate) fn read_interval_ns(period_ns: u64) -> u64 {
     period_ns.saturating_mul(1000).clamp(100_000_000, 1_000_000_000)
 }
 
@@ -492,7 +492,7 @@ pub fn read_interval_ns(period_ns: u64) -> u64 {
 /// at the next read, at most `every_ns` later, and every sample taken until
 /// then is kept. Waking every 100 ms only to look at `stop` raised the
 /// thread maxima again (bench/vs-rtla, 3 rounds: 12.06, 11.79, 12.23 µs).
-pub fn read_until(
+pub(crate) fn read_until(
     run: &TracerRun,
     pipe: &mut Pipe,
     span: (u64, u64),
@@ -525,17 +525,17 @@ pub fn read_until(
 
 /// One recorder per (CPU, variant) of a tracer probe, and what the tracer
 /// lost per CPU.
-pub struct Series {
-    pub cpus: Vec<usize>,
-    pub variants: Vec<&'static str>,
+pub(crate) struct Series {
+    pub(crate) cpus: Vec<usize>,
+    pub(crate) variants: Vec<&'static str>,
     /// `recs[cpu index][variant index]`.
-    pub recs: Vec<Vec<super::recorder::Recorder>>,
-    pub missing: Vec<u64>,
+    pub(crate) recs: Vec<Vec<super::recorder::Recorder>>,
+    pub(crate) missing: Vec<u64>,
 }
 
 impl Series {
     /// Recorders for every CPU × variant, registered with the live view.
-    pub fn new(ctx: &super::ProbeCtx<'_>, cpus: &[usize], variants: &[&'static str], interval_ns: u64) -> Series {
+    pub(crate) fn new(ctx: &super::ProbeCtx<'_>, cpus: &[usize], variants: &[&'static str], interval_ns: u64) -> Series {
         let tail_k = super::recorder::tail_capacity(ctx.run.duration_ns, interval_ns);
         let recs: Vec<Vec<_>> = (0..cpus.len())
             .map(|i| {
@@ -555,7 +555,7 @@ impl Series {
     /// An error when the tracer gave nothing in a whole run (not stopped
     /// early): a tracer that runs but is not read must not look like a
     /// quiet machine.
-    pub fn check_any(&self, kind: Kind, ctx: &super::ProbeCtx<'_>) -> anyhow::Result<()> {
+    pub(crate) fn check_any(&self, kind: Kind, ctx: &super::ProbeCtx<'_>) -> anyhow::Result<()> {
         let samples: u64 = self.recs.iter().flatten().map(|r| r.samples()).sum();
         if samples == 0 && !ctx.stop.load(std::sync::atomic::Ordering::Relaxed) && !self.variants.is_empty() {
             anyhow::bail!(
@@ -570,14 +570,14 @@ impl Series {
     }
 
     /// The recorder of `cpu` (a CPU number) and `variant`, if measured.
-    pub fn get(&mut self, cpu: usize, variant: usize) -> Option<&mut super::recorder::Recorder> {
+    pub(crate) fn get(&mut self, cpu: usize, variant: usize) -> Option<&mut super::recorder::Recorder> {
         let i = self.cpus.iter().position(|&c| c == cpu)?;
         self.recs.get_mut(i)?.get_mut(variant)
     }
 
     /// One outcome per CPU and variant; the set-up steps ride on the first,
     /// `extra(cpu index, variant index)` fills the rest of each.
-    pub fn into_outcomes(
+    pub(crate) fn into_outcomes(
         self,
         run: &TracerRun,
         pipe: &Pipe,

@@ -11,7 +11,7 @@ use crate::model::ScenarioRecord;
 /// experiment's table (the report layer's preset tables).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Table {
+pub(crate) enum Table {
     /// rtscope's summary table only.
     #[default]
     Summary,
@@ -34,47 +34,47 @@ pub enum Table {
 
 /// One probe run inside each phase: a probe at one period.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ProbeEntry {
+pub(crate) struct ProbeEntry {
     /// The probe's name (without a `:variant` selector).
-    pub probe: String,
-    pub interval_ns: u64,
+    pub(crate) probe: String,
+    pub(crate) interval_ns: u64,
     /// The probe's own periods (`periodic`, `maxrate`: one variant per
     /// period, like `--periods`); empty = the probe's default.
-    pub periods_ns: Vec<u64>,
-    pub duration_ns: u64,
+    pub(crate) periods_ns: Vec<u64>,
+    pub(crate) duration_ns: u64,
     /// Measured and thrown away before the run that counts.
-    pub warmup_ns: u64,
+    pub(crate) warmup_ns: u64,
 }
 
 /// The whole experiment beyond the per-probe [`super::RunPlan`]:
 /// phases with their loads, probe runs, settle time, load placement, caps
 /// and how to print.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Experiment {
-    pub phases: Vec<PhaseSpec>,
-    pub entries: Vec<ProbeEntry>,
-    pub settle_ns: u64,
-    pub load: LoadOptions,
-    pub max_total_ns: u64,
-    pub table: Table,
+pub(crate) struct Experiment {
+    pub(crate) phases: Vec<PhaseSpec>,
+    pub(crate) entries: Vec<ProbeEntry>,
+    pub(crate) settle_ns: u64,
+    pub(crate) load: LoadOptions,
+    pub(crate) max_total_ns: u64,
+    pub(crate) table: Table,
     /// Bin width of `Table::Bins`.
-    pub bin_ns: u64,
-    pub scenario: Option<ScenarioRecord>,
+    pub(crate) bin_ns: u64,
+    pub(crate) scenario: Option<ScenarioRecord>,
     /// What the plan left out of the scenario and why, said before it runs
     /// (e.g. the probes that do not run under `--policy deadline`).
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 impl Experiment {
     /// Planned length of one phase: settle (when it has loads) + every
     /// probe run with its warm-up.
-    pub fn phase_ns(&self, phase: &PhaseSpec) -> u64 {
+    pub(crate) fn phase_ns(&self, phase: &PhaseSpec) -> u64 {
         let settle = if phase.loads.is_empty() { 0 } else { self.settle_ns };
         settle + self.entries.iter().map(|e| e.warmup_ns + e.duration_ns).sum::<u64>()
     }
 
     /// Planned length of the whole run.
-    pub fn total_ns(&self) -> u64 {
+    pub(crate) fn total_ns(&self) -> u64 {
         self.phases.iter().map(|p| self.phase_ns(p)).sum()
     }
 }

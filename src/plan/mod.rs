@@ -8,8 +8,8 @@
 //! TOML; the runner executes them, handing each probe only the
 //! [`ProbeRun`] it needs ([`RunPlan::probe_run`]).
 
-pub mod experiment;
-pub mod probes;
+pub(crate) mod experiment;
+pub(crate) mod probes;
 
 use std::path::PathBuf;
 
@@ -17,45 +17,45 @@ use crate::measure::ProbeRun;
 use crate::model::{Nanos, Plan, ProbeOptions};
 use crate::sys::sched::Policy;
 
-pub use experiment::{Experiment, ProbeEntry, Table};
+pub(crate) use experiment::{Experiment, ProbeEntry, Table};
 
 /// A validated experiment: what to measure, how, where.
 #[derive(Debug, Clone)]
-pub struct RunPlan {
-    pub probes: Vec<String>,
-    pub phases: Vec<String>,
-    pub duration_ns: u64,
-    pub interval_ns: u64,
-    pub priority: u8,
-    pub policy: Policy,
-    pub threads: usize,
-    pub cpus: Vec<usize>,
-    pub dma_latency: bool,
-    pub worst_k: usize,
-    pub trace: Option<crate::trace::TracePlan>,
+pub(crate) struct RunPlan {
+    pub(crate) probes: Vec<String>,
+    pub(crate) phases: Vec<String>,
+    pub(crate) duration_ns: u64,
+    pub(crate) interval_ns: u64,
+    pub(crate) priority: u8,
+    pub(crate) policy: Policy,
+    pub(crate) threads: usize,
+    pub(crate) cpus: Vec<usize>,
+    pub(crate) dma_latency: bool,
+    pub(crate) worst_k: usize,
+    pub(crate) trace: Option<crate::trace::TracePlan>,
     /// Probe-specific options and variant selection (`--probe NAME:VARIANT`).
-    pub probe: ProbeOptions,
+    pub(crate) probe: ProbeOptions,
 }
 
 /// Where and how to report.
 #[derive(Debug, Clone)]
-pub struct Output {
+pub(crate) struct Output {
     /// The result file (decided before the run starts).
-    pub path: PathBuf,
-    pub quiet: bool,
-    pub ns: bool,
+    pub(crate) path: PathBuf,
+    pub(crate) quiet: bool,
+    pub(crate) ns: bool,
 }
 
 impl RunPlan {
     /// The CPUs measuring threads actually run on (threads take `cpus`
     /// round-robin, so fewer threads than CPUs use only the first ones).
-    pub fn measured_cpus(&self) -> Vec<usize> {
+    pub(crate) fn measured_cpus(&self) -> Vec<usize> {
         self.cpus.iter().take(self.threads.max(1)).copied().collect()
     }
 
     /// What the probe of `entry` is told: this plan's threads, CPUs and
     /// priority, at the entry's duration (or its warm-up's) and period.
-    pub fn probe_run(&self, entry: &ProbeEntry, warmup: bool) -> ProbeRun {
+    pub(crate) fn probe_run(&self, entry: &ProbeEntry, warmup: bool) -> ProbeRun {
         let mut probe = self.probe.clone();
         if !entry.periods_ns.is_empty() {
             probe.periods_ns = entry.periods_ns.clone();
@@ -73,7 +73,7 @@ impl RunPlan {
         }
     }
 
-    pub fn to_model(&self) -> Plan {
+    pub(crate) fn to_model(&self) -> Plan {
         let mut p = Plan::new(self.probes.clone(), self.phases.clone(), Nanos(self.duration_ns), Nanos(self.interval_ns));
         p.priority = self.priority;
         p.policy = self.policy.name().to_string();

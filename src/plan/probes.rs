@@ -11,25 +11,25 @@ use crate::model::ProbeOptions;
 
 /// Largest `--msg-size` for `pipe` (pipes have no per-message limit; this
 /// only keeps the buffers small). `mq` is bounded by the system's limit.
-pub const MAX_MSG_SIZE: usize = 1 << 20;
+pub(crate) const MAX_MSG_SIZE: usize = 1 << 20;
 /// The system's POSIX message-queue size limit, read at plan time.
-pub const MQ_MSGSIZE_MAX_PATH: &str = "/proc/sys/fs/mqueue/msgsize_max";
+pub(crate) const MQ_MSGSIZE_MAX_PATH: &str = "/proc/sys/fs/mqueue/msgsize_max";
 
 /// The system's mq message size limit (8192 on a default Linux).
-pub fn mq_msgsize_max() -> usize {
+pub(crate) fn mq_msgsize_max() -> usize {
     std::fs::read_to_string(MQ_MSGSIZE_MAX_PATH).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(8192)
 }
 
 /// Collects `--probe NAME[:VARIANT]` items, checking each selector against
 /// the probe's variants.
 #[derive(Debug, Default)]
-pub struct VariantSelection {
+pub(crate) struct VariantSelection {
     // None: every variant of the probe.
     chosen: BTreeMap<String, Option<Vec<String>>>,
 }
 
 impl VariantSelection {
-    pub fn add(&mut self, probe: &dyn Probe, sel: Option<&str>) -> Result<(), BadInput> {
+    pub(crate) fn add(&mut self, probe: &dyn Probe, sel: Option<&str>) -> Result<(), BadInput> {
         let name = probe.name();
         let Some(sel) = sel else {
             self.chosen.insert(name.to_string(), None);
@@ -59,14 +59,14 @@ impl VariantSelection {
     }
 
     /// Selectors of the probes that run only some variants.
-    pub fn finish(self) -> BTreeMap<String, Vec<String>> {
+    pub(crate) fn finish(self) -> BTreeMap<String, Vec<String>> {
         self.chosen.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect()
     }
 }
 
 /// Checks that need the system (the mq size limit) or the CPU set: a
 /// cross-CPU variant asked for by name needs two CPUs in -a.
-pub fn check_against_system(probes: &[String], s: &ProbeOptions, cpus: &[usize]) -> Result<(), BadInput> {
+pub(crate) fn check_against_system(probes: &[String], s: &ProbeOptions, cpus: &[usize]) -> Result<(), BadInput> {
     if cpus.len() < 2 {
         for (probe, sels) in &s.variants {
             let all = crate::measure::probe_by_name(probe).map(|p| p.variants()).unwrap_or(&[]);
@@ -97,7 +97,7 @@ pub fn check_against_system(probes: &[String], s: &ProbeOptions, cpus: &[usize])
 /// uses -p, -p − 1 and -p − 2; throughput's preemptive test -p down to
 /// -p − 5) and, for throughput, that each test's share of the probe's
 /// duration holds at least one whole `--tm-interval`.
-pub fn check_suites(plan: &crate::plan::RunPlan, entries: &[crate::plan::ProbeEntry]) -> Result<(), BadInput> {
+pub(crate) fn check_suites(plan: &crate::plan::RunPlan, entries: &[crate::plan::ProbeEntry]) -> Result<(), BadInput> {
     use crate::sys::sched::Policy;
     let rt = plan.policy != Policy::Other;
     for e in entries {
@@ -136,10 +136,10 @@ pub fn check_suites(plan: &crate::plan::RunPlan, entries: &[crate::plan::ProbeEn
 }
 
 /// The scheduler's feature list (debugfs), where the HRTICK rule is read.
-pub const SCHED_FEATURES_PATHS: &[&str] = &["/sys/kernel/debug/sched/features", "/sys/kernel/debug/sched_features"];
+pub(crate) const SCHED_FEATURES_PATHS: &[&str] = &["/sys/kernel/debug/sched/features", "/sys/kernel/debug/sched_features"];
 
 /// Is the scheduler's HRTICK feature on? None when debugfs cannot be read.
-pub fn hrtick_enabled() -> Option<bool> {
+pub(crate) fn hrtick_enabled() -> Option<bool> {
     SCHED_FEATURES_PATHS
         .iter()
         .find_map(|p| std::fs::read_to_string(p).ok())
@@ -148,10 +148,10 @@ pub fn hrtick_enabled() -> Option<bool> {
 
 /// Runtimes below this need HRTICK (cyclicdeadline's rule): without it the
 /// kernel enforces a reservation's runtime only at the scheduler tick.
-pub const HRTICK_BELOW_NS: u64 = 2_000_000;
+pub(crate) const HRTICK_BELOW_NS: u64 = 2_000_000;
 
 /// The probes that run under `--policy deadline`, in `rtscope probes` order.
-pub fn deadline_probes() -> Vec<&'static str> {
+pub(crate) fn deadline_probes() -> Vec<&'static str> {
     crate::measure::infos().filter(|i| i.runs_under_deadline).map(|i| i.name).collect()
 }
 
@@ -161,7 +161,7 @@ pub fn deadline_probes() -> Vec<&'static str> {
 /// period against the kernel's rules, the HRTICK rule, the affinity rule and
 /// the kernel's admission test (tried for real); `migrate`'s priorities
 /// and period.
-pub fn check_deadline(plan: &crate::plan::RunPlan, entries: &[crate::plan::ProbeEntry]) -> Result<(), BadInput> {
+pub(crate) fn check_deadline(plan: &crate::plan::RunPlan, entries: &[crate::plan::ProbeEntry]) -> Result<(), BadInput> {
     use crate::sys::sched::{self, Policy};
     check_migrate(plan, entries)?;
     if plan.policy != Policy::Deadline {

@@ -7,7 +7,7 @@ use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use crate::analysis::check::{fmt_value, CheckReport};
 
 /// One line per case, the notes, then `result: PASS|FAIL (…)`.
-pub fn text(r: &CheckReport) -> String {
+pub(crate) fn text(r: &CheckReport) -> String {
     let mut out = String::new();
     for c in &r.cases {
         out.push_str(&format!("{} {}\n", if c.passed { "PASS" } else { "FAIL" }, c.message));
@@ -26,13 +26,13 @@ pub fn text(r: &CheckReport) -> String {
 }
 
 /// A LAVA test case name: letters, digits, `-_.` only.
-pub fn lava_name(s: &str) -> String {
+pub(crate) fn lava_name(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '-' }).collect()
 }
 
 /// `lava-test-case NAME --result pass|fail [--measurement V --units U]`
 /// per case; notes as shell comments.
-pub fn lava(r: &CheckReport) -> String {
+pub(crate) fn lava(r: &CheckReport) -> String {
     let mut out = String::new();
     for n in &r.notes {
         out.push_str(&format!("# note: {}\n", n.replace('\n', " ")));
@@ -56,7 +56,7 @@ pub fn lava(r: &CheckReport) -> String {
 /// JUnit XML: one suite `rtscope check`, one testcase per case (classname
 /// the entry, name the bound); a failed case carries the measurement and
 /// the bound in its message; notes go to the suite's system-out.
-pub fn junit(r: &CheckReport) -> anyhow::Result<String> {
+pub(crate) fn junit(r: &CheckReport) -> anyhow::Result<String> {
     let mut suite = TestSuite::new("rtscope check");
     for c in &r.cases {
         let status = if c.passed {

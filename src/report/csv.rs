@@ -11,13 +11,13 @@
 
 use crate::analysis::summary::Analysis;
 
-pub const HEADER: [&str; 25] = [
+pub(crate) const HEADER: [&str; 25] = [
     "record", "system", "probe", "phase", "variant", "thread", "cpu", "samples", "overruns", "min_ns", "mean_ns",
     "stddev_ns", "p50_ns", "p90_ns", "p99_ns", "p99.9_ns", "p99.99_ns", "p99.999_ns", "max_ns", "deadline_ns",
     "misses", "pwcet_1e-9_ns", "bucket_lo_ns", "bucket_hi_ns", "count",
 ];
 
-pub fn render(a: &Analysis) -> anyhow::Result<Vec<u8>> {
+pub(crate) fn render(a: &Analysis) -> anyhow::Result<Vec<u8>> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(HEADER)?;
     for r in &a.runs {
@@ -73,7 +73,7 @@ pub fn render(a: &Analysis) -> anyhow::Result<Vec<u8>> {
 }
 
 /// The CSV report as a [`crate::report::Renderer`].
-pub struct Csv;
+pub(crate) struct Csv;
 
 impl crate::report::Renderer for Csv {
     fn render(&self, a: &Analysis) -> anyhow::Result<Vec<u8>> {

@@ -26,7 +26,7 @@ const OUR_SGR: &[&str] = &["0", "1", "2", "22", "31", "32", "33", "39"];
 
 /// `s` with every control character that could act on a terminal made
 /// visible; borrowed unchanged when there is none.
-pub fn terminal_safe(s: &str) -> Cow<'_, str> {
+pub(crate) fn terminal_safe(s: &str) -> Cow<'_, str> {
     if !s.chars().any(|c| is_control(c) && c != '\n' && c != '\t') {
         return Cow::Borrowed(s);
     }

@@ -19,7 +19,7 @@ use crate::analysis::summary::{Analysis, RunAnalysis};
 use crate::report::blocks::{self, Block, Table, Tone, Unit};
 use crate::report::plots::Plot;
 
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -61,7 +61,7 @@ fn table(t: &Table) -> String {
 }
 
 /// One plot as the report shows it (`<figure class="plot">`).
-pub fn figure(p: &Plot) -> String {
+pub(crate) fn figure(p: &Plot) -> String {
     format!(
         "<figure class=\"plot\" data-kind=\"{}\" id=\"{}\">{}<figcaption>{}</figcaption></figure>\n",
         p.kind,
@@ -127,7 +127,7 @@ fn host_block(r: &RunAnalysis) -> Block {
 }
 
 /// The page style, shared with `rtscope serve`'s pages.
-pub const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}\
+pub(crate) const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}\
 h1{font-size:1.6em}h2{border-bottom:2px solid #1f77b4;padding-bottom:.2em;margin-top:2em}h3{margin-top:1.5em}\
 .tw{overflow-x:auto}table{border-collapse:collapse;font-size:.85em;margin:.5em 0}\
 th,td{padding:.2em .5em;border-bottom:1px solid #ddd;white-space:nowrap}th{background:#f4f6f8;white-space:normal;vertical-align:bottom}\
@@ -140,7 +140,7 @@ details.bins summary,details.doctor summary{cursor:pointer;font-weight:600;margi
 .refused{color:#b01c1c}";
 
 /// A whole page: `title`, the report style plus `style`, and `body`.
-pub fn document(title: &str, style: &str, body: &str) -> String {
+pub(crate) fn document(title: &str, style: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">\
          <title>{}</title><style>{STYLE}{style}</style></head><body>\n{body}</body></html>\n",
@@ -149,7 +149,7 @@ pub fn document(title: &str, style: &str, body: &str) -> String {
 }
 
 /// The whole report. `plots` are those of [`crate::report::plots::plots`] for `a`.
-pub fn render(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
+pub(crate) fn render(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
     let names: Vec<String> = a.runs.iter().map(|r| r.name.clone()).collect();
     let mut s = format!("<h1>rtscope report</h1><p>rtscope {} · {}</p>\n", esc(&a.tool_version), esc(&names.join(" · ")));
     s.push_str(&runs(a, plots, unit));
@@ -160,9 +160,9 @@ pub fn render(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
 
 /// The HTML report as a [`crate::report::Renderer`], with the plots of
 /// [`crate::report::plots::plots`] for the analysis it renders.
-pub struct Html<'p> {
-    pub plots: &'p [Plot],
-    pub unit: Unit,
+pub(crate) struct Html<'p> {
+    pub(crate) plots: &'p [Plot],
+    pub(crate) unit: Unit,
 }
 
 impl crate::report::Renderer for Html<'_> {
@@ -176,7 +176,7 @@ const WORST_SHOWN: usize = 5;
 
 /// One section per run: host and plan, doctor findings (folded), warnings,
 /// summary, statistical worst case, the run's plots, its worst samples.
-pub fn runs(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
+pub(crate) fn runs(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
     let mut s = String::new();
     for (ri, r) in a.runs.iter().enumerate() {
         let _ = writeln!(s, "<section class=\"run\" id=\"run{}\"><h2>{}</h2>", ri + 1, esc(&r.name));
@@ -293,7 +293,7 @@ fn worst_blocks(r: &RunAnalysis, unit: Unit) -> Vec<Block> {
 /// The comparison of two or more runs (the blocks `rtscope compare`
 /// shows: notes on paired phases, the table, the sentences, what is not in
 /// every input), then the overlay plots.
-pub fn comparison(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
+pub(crate) fn comparison(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
     if a.comparison.systems.len() < 2 {
         return String::new();
     }
@@ -304,7 +304,7 @@ pub fn comparison(a: &Analysis, plots: &[Plot], unit: Unit) -> String {
 
 /// The bin tables (hundreds of rows) folded: the data is there, the page
 /// ends with the plots.
-pub fn bins(a: &Analysis, unit: Unit) -> String {
+pub(crate) fn bins(a: &Analysis, unit: Unit) -> String {
     let c = &a.comparison;
     let rows: usize = c.bin_tables.iter().map(|t| t.rows.len()).sum();
     let summary = format!(
@@ -319,7 +319,7 @@ pub fn bins(a: &Analysis, unit: Unit) -> String {
 
 /// Layout-free blocks (`report::blocks`) as HTML inside a section of a
 /// page: a level-`n` heading is `<h{n+1}>`.
-pub fn render_blocks(blocks: &[blocks::Block]) -> String {
+pub(crate) fn render_blocks(blocks: &[blocks::Block]) -> String {
     render_blocks_at(blocks, 1)
 }
 

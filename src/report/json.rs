@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::analysis::summary::Analysis;
 
 /// Version of the report JSON layout.
-pub const REPORT_VERSION: u32 = 1;
+pub(crate) const REPORT_VERSION: u32 = 1;
 
 #[derive(Serialize)]
 struct Wrapper<'a> {
@@ -17,13 +17,13 @@ struct Wrapper<'a> {
     analysis: &'a Analysis<'a>,
 }
 
-pub fn render(a: &Analysis) -> anyhow::Result<String> {
+pub(crate) fn render(a: &Analysis) -> anyhow::Result<String> {
     Ok(serde_json::to_string_pretty(&Wrapper { kind: "rtscope-report", report_version: REPORT_VERSION, analysis: a })?)
 }
 
 /// The report JSON as a [`crate::report::Renderer`]: [`render`] and a
 /// final newline.
-pub struct Json;
+pub(crate) struct Json;
 
 impl crate::report::Renderer for Json {
     fn render(&self, a: &Analysis) -> anyhow::Result<Vec<u8>> {

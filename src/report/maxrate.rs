@@ -10,7 +10,7 @@ use super::term::{pct, table_text};
 use crate::model::Run;
 
 /// The table as text, or "" when no `maxrate` result is in the run.
-pub fn table(run: &Run, u: Unit) -> String {
+pub(crate) fn table(run: &Run, u: Unit) -> String {
     let unit = u.name();
     let rows: Vec<Vec<String>> = run
         .results

@@ -11,15 +11,15 @@ fn esc(s: &str) -> String {
 }
 
 /// The report as Markdown; the bin tables only with `bins` (`--bins`).
-pub fn render(a: &Analysis, unit: Unit, bins: bool) -> String {
+pub(crate) fn render(a: &Analysis, unit: Unit, bins: bool) -> String {
     render_blocks("rtscope report", &blocks(a, unit, bins))
 }
 
 /// The Markdown report as a [`crate::report::Renderer`]; the bin tables
 /// only with `bins`.
-pub struct Markdown {
-    pub unit: Unit,
-    pub bins: bool,
+pub(crate) struct Markdown {
+    pub(crate) unit: Unit,
+    pub(crate) bins: bool,
 }
 
 impl crate::report::Renderer for Markdown {
@@ -29,7 +29,7 @@ impl crate::report::Renderer for Markdown {
 }
 
 /// Lay out report blocks as Markdown under a level-1 `title`.
-pub fn render_blocks(title: &str, blocks: &[Block]) -> String {
+pub(crate) fn render_blocks(title: &str, blocks: &[Block]) -> String {
     let mut out = format!("# {title}\n");
     for b in &crate::report::blocks::for_text(blocks) {
         out.push('\n');

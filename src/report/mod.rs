@@ -11,22 +11,22 @@
 //! plots) whose `render` is a pure function of the analysis to the bytes
 //! `rtscope report` writes.
 
-pub mod blocks;
-pub mod check;
-pub mod csv;
-pub mod escape;
-pub mod html;
-pub mod json;
-pub mod maxrate;
-pub mod md;
+pub(crate) mod blocks;
+pub(crate) mod check;
+pub(crate) mod csv;
+pub(crate) mod escape;
+pub(crate) mod html;
+pub(crate) mod json;
+pub(crate) mod maxrate;
+pub(crate) mod md;
 pub mod noise;
-pub mod plots;
-pub mod presets;
-pub mod prometheus;
-pub mod term;
+pub(crate) mod plots;
+pub(crate) mod presets;
+pub(crate) mod prometheus;
+pub(crate) mod term;
 
 /// One report format: the bytes of the report on `a`, nothing else done
 /// (no file written, nothing printed).
-pub trait Renderer {
+pub(crate) trait Renderer {
     fn render(&self, a: &crate::analysis::summary::Analysis) -> anyhow::Result<Vec<u8>>;
 }

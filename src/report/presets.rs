@@ -23,7 +23,7 @@ use crate::plan::Table;
 
 /// The table `table` asks for, then the load evidence (empty when the run
 /// had no loads and the table is the plain summary).
-pub fn render(run: &Run, table: Table, bin_ns: u64, u: Unit, deadline: Option<Nanos>) -> String {
+pub(crate) fn render(run: &Run, table: Table, bin_ns: u64, u: Unit, deadline: Option<Nanos>) -> String {
     let mut s = match table {
         Table::Summary => String::new(),
         Table::Verdict => verdict(run, u, deadline),
@@ -89,7 +89,7 @@ fn grid(rows: &[Vec<String>]) -> String {
 /// missed, FAIL when a period missed it (a late sample or a missed period,
 /// both counted), NO VERDICT when the source cannot count missed periods. Without one there is no bound to judge by: the
 /// lines are a summary and say how to get a verdict.
-pub fn verdict(run: &Run, u: Unit, deadline: Option<Nanos>) -> String {
+pub(crate) fn verdict(run: &Run, u: Unit, deadline: Option<Nanos>) -> String {
     let un = u.name();
     let mut out = String::new();
     for phase in &run.plan.phases {
@@ -129,7 +129,7 @@ pub fn verdict(run: &Run, u: Unit, deadline: Option<Nanos>) -> String {
 const MAX_BIN_ROWS: u64 = 20;
 
 /// Seed 001's table: counts per `bin_ns`-wide latency bin, a column per phase.
-pub fn bins(run: &Run, bin_ns: u64) -> String {
+pub(crate) fn bins(run: &Run, bin_ns: u64) -> String {
     let bin_ns = bin_ns.max(1);
     let mut out = String::new();
     // As in the source, the bin table is the timer's (interrupt latency);
@@ -179,7 +179,7 @@ pub fn bins(run: &Run, bin_ns: u64) -> String {
 }
 
 /// Seed 004's table: max and avg ± σ per probe run, phases side by side.
-pub fn max_avg_sd(run: &Run, u: Unit) -> String {
+pub(crate) fn max_avg_sd(run: &Run, u: Unit) -> String {
     let un = u.name();
     let mut head = vec![format!("({un})")];
     for p in &run.plan.phases {
@@ -207,7 +207,7 @@ pub fn max_avg_sd(run: &Run, u: Unit) -> String {
 }
 
 /// Seed 002's table: a row per period (and probe and phase).
-pub fn per_period(run: &Run, u: Unit) -> String {
+pub(crate) fn per_period(run: &Run, u: Unit) -> String {
     let un = u.name();
     let mut rows = vec![["period", "probe", "phase", "samples", "overruns"]
         .iter()
@@ -245,7 +245,7 @@ pub fn per_period(run: &Run, u: Unit) -> String {
 
 /// Seed 000's table: per probe run, a row per phase, worst case first, with
 /// the ratio of each phase's max to the idle phase's.
-pub fn idle_vs_load(run: &Run, u: Unit) -> String {
+pub(crate) fn idle_vs_load(run: &Run, u: Unit) -> String {
     let un = u.name();
     let mut out = String::new();
     for g in groups(run) {
@@ -285,7 +285,7 @@ pub fn idle_vs_load(run: &Run, u: Unit) -> String {
 
 /// One line per load (the evidence that it ran) and one per phase (the
 /// system-wide counters; idle's are the baseline).
-pub fn load_evidence(run: &Run) -> String {
+pub(crate) fn load_evidence(run: &Run) -> String {
     let mut out = String::new();
     // Nothing to compare without a loaded phase.
     if run.phases.iter().all(|p| p.loads.is_empty()) {

@@ -25,7 +25,7 @@ use std::fmt::Write;
 use crate::model::Window;
 
 /// Bucket upper bounds in ns: 1 µs … 100 ms in 1-2-5 steps.
-pub const BOUNDS_NS: [u64; 16] = [
+pub(crate) const BOUNDS_NS: [u64; 16] = [
     1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000,
     20_000_000, 50_000_000, 100_000_000,
 ];
@@ -50,14 +50,14 @@ struct Series {
 
 /// Everything `/metrics` shows, updated as windows close.
 #[derive(Debug, Clone)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     info: [(String, String); 4],
     series: BTreeMap<Key, Series>,
     windows: u64,
 }
 
 impl Metrics {
-    pub fn new(version: &str, kernel: &str, preempt_model: &str, host: &str) -> Metrics {
+    pub(crate) fn new(version: &str, kernel: &str, preempt_model: &str, host: &str) -> Metrics {
         Metrics {
             info: [
                 ("version".into(), version.into()),
@@ -72,7 +72,7 @@ impl Metrics {
 
     /// Fold one closed window in: its per-thread entries (the merged ones
     /// would count every sample twice; Prometheus sums over `cpu` itself).
-    pub fn add_window(&mut self, windows: &[Window]) {
+    pub(crate) fn add_window(&mut self, windows: &[Window]) {
         self.windows += 1;
         for w in windows.iter().filter(|w| w.thread.is_some()) {
             let key = Key {
@@ -94,7 +94,7 @@ impl Metrics {
     }
 
     /// The exposition text.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut o = String::new();
         let labels = |k: &Key| {
             let mut l = format!("probe=\"{}\",phase=\"{}\",cpu=\"{}\"", esc(&k.probe), esc(&k.phase), esc(&k.cpu));

@@ -7,14 +7,14 @@ use crate::report::blocks::{Block, Table, Tone, Unit, NOT_APPLICABLE, UNKNOWN};
 /// Format a latency for a table: µs with one decimal, or whole ns. Kept for
 /// callers that still hold `--ns` as a bool (commands/monitor.rs); the rest
 /// use [`Unit::fmt`].
-pub fn fmt_latency(ns: f64, in_ns: bool) -> String {
+pub(crate) fn fmt_latency(ns: f64, in_ns: bool) -> String {
     Unit::of_ns_flag(in_ns).fmt(ns)
 }
 
 /// A percentile cell; [`UNKNOWN`] when the result has none (imported
 /// summary-only results: percentiles unknown, see docs/schema.md); a bound
 /// (`≥ X`, `X–Y`) when it lies in a wide bucket (`percentiles::bounded`).
-pub fn pct(r: &ProbeResult, key: &str, u: Unit) -> String {
+pub(crate) fn pct(r: &ProbeResult, key: &str, u: Unit) -> String {
     let Some(q) = crate::stats::PERCENTILES.iter().find(|p| p.key == key) else { return UNKNOWN.into() };
     if !r.distribution_known() || !r.percentiles_ns.contains_key(key) {
         return UNKNOWN.into();
@@ -26,7 +26,7 @@ pub fn pct(r: &ProbeResult, key: &str, u: Unit) -> String {
 }
 
 /// The summary table as text (no colour, fixed-width columns).
-pub fn summary_table(run: &Run, u: Unit) -> String {
+pub(crate) fn summary_table(run: &Run, u: Unit) -> String {
     let unit = u.name();
     let header: Vec<String> = ["probe", "variant", "phase", "thread", "cpu", "samples", "overruns"]
         .iter()
@@ -61,7 +61,7 @@ pub fn summary_table(run: &Run, u: Unit) -> String {
 }
 
 /// One table as terminal text without colour.
-pub fn table_text(t: &Table) -> String {
+pub(crate) fn table_text(t: &Table) -> String {
     let mut out = String::new();
     table_into(&mut out, t, &|s, _| s.to_string(), &|s| s.to_string());
     out
@@ -103,18 +103,18 @@ fn table_into(out: &mut String, t: &Table, style: &dyn Fn(&str, Tone) -> String,
 /// tone (red worse/miss/refused, green better/passed, dim missing). With
 /// `width`, text is wrapped to it and tables leave out their optional
 /// columns until they fit (and say which); `None` is `--wide`.
-pub fn render(a: &crate::analysis::summary::Analysis, unit: Unit, bins: bool, colour: bool, width: Option<usize>) -> String {
+pub(crate) fn render(a: &crate::analysis::summary::Analysis, unit: Unit, bins: bool, colour: bool, width: Option<usize>) -> String {
     render_blocks(&crate::report::blocks::blocks(a, unit, bins), colour, width)
 }
 
 /// The terminal report as a [`crate::report::Renderer`].
-pub struct Term {
-    pub unit: Unit,
+pub(crate) struct Term {
+    pub(crate) unit: Unit,
     /// The bin tables too (`--bins`).
-    pub bins: bool,
-    pub colour: bool,
+    pub(crate) bins: bool,
+    pub(crate) colour: bool,
     /// Columns to fit (see [`width`]); `None` is `--wide`.
-    pub width: Option<usize>,
+    pub(crate) width: Option<usize>,
 }
 
 impl crate::report::Renderer for Term {
@@ -125,7 +125,7 @@ impl crate::report::Renderer for Term {
 
 /// The width of the terminal report: standard output's columns when it is
 /// a terminal (and no -o), else 80; `None` with `--wide`.
-pub fn width(wide: bool, to_file: bool) -> Option<usize> {
+pub(crate) fn width(wide: bool, to_file: bool) -> Option<usize> {
     if wide {
         return None;
     }
@@ -183,7 +183,7 @@ fn fit(t: &Table, width: usize) -> (Table, Vec<String>, Option<String>) {
 }
 
 /// Lay out report blocks as terminal text (see [`render`]).
-pub fn render_blocks(blocks: &[Block], colour: bool, width: Option<usize>) -> String {
+pub(crate) fn render_blocks(blocks: &[Block], colour: bool, width: Option<usize>) -> String {
     let style = |s: &str, tone: Tone| -> String {
         if !colour {
             return s.to_string();
@@ -261,7 +261,7 @@ pub fn render_blocks(blocks: &[Block], colour: bool, width: Option<usize>) -> St
 /// merged entry with the misses (late samples and missed periods), their
 /// ratio per period and the per-hour probability, in the table's unit; then
 /// the verdict lines `report --deadline` gives.
-pub fn deadline_lines(run: &Run, deadline: Nanos, u: Unit) -> String {
+pub(crate) fn deadline_lines(run: &Run, deadline: Nanos, u: Unit) -> String {
     let mut out = String::new();
     let mut verdicts = Vec::new();
     let dl = format!("{} {}", u.fmt(deadline.0 as f64), u.name());

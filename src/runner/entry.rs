@@ -14,7 +14,7 @@ use crate::trace::TraceSession;
 /// How long every probe run warms up at least (its samples discarded): one
 /// pass of the probe's loop brings the pages it touches into memory, where
 /// the [`super::MemoryLock`] keeps them, so the measurement takes no page fault.
-pub const WARM_UP_MIN_NS: u64 = 50_000_000;
+pub(crate) const WARM_UP_MIN_NS: u64 = 50_000_000;
 
 /// What every probe run of a session is given besides its own run description.
 pub(crate) struct Measuring<'a> {
@@ -73,7 +73,7 @@ pub(crate) fn add_step(steps: &mut Vec<SetupStep>, step: &SetupStep) {
 }
 
 /// Per-thread results plus one merged entry per variant, from a probe's outcomes.
-pub fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec<ProbeResult> {
+pub(crate) fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec<ProbeResult> {
     let mut out = Vec::new();
     let variants: Vec<Option<String>> = crate::units::first_seen(outcomes.iter().map(|o| o.variant.clone()));
     for v in variants {

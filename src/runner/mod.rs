@@ -38,12 +38,12 @@ use crate::plan::{Experiment, Output, ProbeEntry, RunPlan};
 use crate::trace::TraceSession;
 use crate::units::fmt_ns;
 
-pub use entry::{results_from, WARM_UP_MIN_NS};
+pub(crate) use entry::{results_from, WARM_UP_MIN_NS};
 pub(crate) use entry::{add_step, warm_up, Measuring};
 pub(crate) use memory::MemoryLock;
-pub use session::sleep_unless;
+pub(crate) use session::sleep_unless;
 pub(crate) use session::{remove_leftovers, spawn_live, start_tracing, Session};
-pub use write::{write_final, Warnings};
+pub(crate) use write::{write_final, Warnings};
 pub(crate) use write::{finish, Checkpoint};
 
 /// Run the plan. `stop` is raised by SIGINT/SIGTERM.
@@ -52,7 +52,7 @@ pub(crate) use write::{finish, Checkpoint};
 /// `warnings` reads the run as it stands and says what its reader must know
 /// (the face passes `analysis::warnings`, a layer above this one); they are
 /// on file with every write.
-pub fn execute(
+pub(crate) fn execute(
     plan: &RunPlan,
     exp: &Experiment,
     output: &Output,

@@ -32,7 +32,7 @@ use crate::units::{cpu_list_str, rfc3339};
 /// Rounds of 1 000 clock reads for the calibration (median and min per
 /// read): 21 rounds take about a millisecond here; 101 took five and gave
 /// the same median.
-pub const CLOCK_CALIBRATION_ROUNDS: usize = 21;
+pub(crate) const CLOCK_CALIBRATION_ROUNDS: usize = 21;
 
 /// Set up for measuring; held until the last write.
 pub(crate) struct Session {
@@ -213,7 +213,7 @@ pub(crate) fn spawn_live<'scope>(
 }
 
 /// Sleep in short steps until `d` has passed or `over()` says to stop.
-pub fn sleep_unless(d: Duration, over: &dyn Fn() -> bool) {
+pub(crate) fn sleep_unless(d: Duration, over: &dyn Fn() -> bool) {
     let end = std::time::Instant::now() + d;
     while !over() {
         let now = std::time::Instant::now();

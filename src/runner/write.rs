@@ -14,7 +14,7 @@ use crate::units::rfc3339;
 
 /// How the face words what the reader of a run must know
 /// (`analysis::warnings`, a layer above the runner).
-pub type Warnings = fn(&Run) -> Vec<String>;
+pub(crate) type Warnings = fn(&Run) -> Vec<String>;
 
 /// The "write after each probe" checkpoint. A step that changes the run
 /// (loads started, a probe run's results, loads stopped) marks it
@@ -63,7 +63,7 @@ pub(crate) fn finish(run: &mut Run, steps: &[SetupStep], interrupted: bool, warn
 /// The last write of a finished (or interrupted) run: if `path` cannot take
 /// it, the samples are never dropped — the run goes to a fallback place and
 /// the error says where and how to store it.
-pub fn write_final(path: &Path, run: &Run) -> anyhow::Result<()> {
+pub(crate) fn write_final(path: &Path, run: &Run) -> anyhow::Result<()> {
     if let Err(e) = crate::store::json::write_run(path, run) {
         // Never drop the samples: a second place, and how to store them.
         return Err(match write_fallback(path, run) {

@@ -9,7 +9,7 @@
 //! [`Scenario`] holds the checked file; the face (`cli::load::build`) merges it
 //! with the command line into the run plan and the [`Experiment`].
 
-pub mod presets;
+pub(crate) mod presets;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -22,19 +22,19 @@ use crate::error::BadInput;
 use crate::load::{parse_load, Engine, LoadKind, PhaseSpec};
 use crate::model::ScenarioRecord;
 
-pub use crate::plan::Table;
+pub(crate) use crate::plan::Table;
 
 /// A duration in a scenario: a string with a unit ("30s", "500ms", "2h"), or
 /// a bare number of seconds. `allow_zero` types accept "0".
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Dur<const BARE_IS_US: bool, const ALLOW_ZERO: bool>(pub u64);
+pub(crate) struct Dur<const BARE_IS_US: bool, const ALLOW_ZERO: bool>(pub u64);
 
 /// A duration (bare number = seconds, > 0).
-pub type Duration = Dur<false, false>;
+pub(crate) type Duration = Dur<false, false>;
 /// A period (bare number = µs, as `-i`).
-pub type Period = Dur<true, false>;
+pub(crate) type Period = Dur<true, false>;
 /// A wait that may be zero (settle, warm-up).
-pub type Wait = Dur<false, true>;
+pub(crate) type Wait = Dur<false, true>;
 
 impl<'de, const US: bool, const Z: bool> Deserialize<'de> for Dur<US, Z> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -82,96 +82,96 @@ impl<'de, const US: bool, const Z: bool> Deserialize<'de> for Dur<US, Z> {
 /// The scenario file, as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ScenarioFile {
-    pub name: Option<String>,
+pub(crate) struct ScenarioFile {
+    pub(crate) name: Option<String>,
     /// One line for `rtscope presets`.
-    pub description: Option<String>,
+    pub(crate) description: Option<String>,
     /// The publication the scenario mirrors (presets): for the reader of
     /// the file; accepted so the key is not refused, not used by rtscope.
     #[allow(dead_code)]
-    pub mirrors: Option<String>,
+    pub(crate) mirrors: Option<String>,
     /// Each probe run's length, in each phase.
-    pub duration: Option<Duration>,
+    pub(crate) duration: Option<Duration>,
     /// Default probe period.
-    pub interval: Option<Period>,
-    pub warmup: Option<Wait>,
-    pub settle: Option<Wait>,
-    pub max_total: Option<Duration>,
-    pub priority: Option<Spanned<u8>>,
-    pub policy: Option<Spanned<String>>,
+    pub(crate) interval: Option<Period>,
+    pub(crate) warmup: Option<Wait>,
+    pub(crate) settle: Option<Wait>,
+    pub(crate) max_total: Option<Duration>,
+    pub(crate) priority: Option<Spanned<u8>>,
+    pub(crate) policy: Option<Spanned<String>>,
     /// `policy = "deadline"`: the SCHED_DEADLINE runtime per period (`--dl-runtime`).
-    pub dl_runtime: Option<Spanned<Period>>,
+    pub(crate) dl_runtime: Option<Spanned<Period>>,
     /// `policy = "deadline"`: the relative deadline (`--dl-deadline`).
-    pub dl_deadline: Option<Spanned<Period>>,
-    pub threads: Option<Spanned<u32>>,
+    pub(crate) dl_deadline: Option<Spanned<Period>>,
+    pub(crate) threads: Option<Spanned<u32>>,
     /// CPUs to measure on, e.g. "0,2-3".
-    pub affinity: Option<Spanned<String>>,
+    pub(crate) affinity: Option<Spanned<String>>,
     /// Result file.
-    pub output: Option<PathBuf>,
-    pub table: Option<Table>,
+    pub(crate) output: Option<PathBuf>,
+    pub(crate) table: Option<Table>,
     /// Bin width for `table = "bins"`.
-    pub bin: Option<Period>,
+    pub(crate) bin: Option<Period>,
     #[serde(default)]
-    pub tags: BTreeMap<String, String>,
-    pub load: Option<LoadSection>,
+    pub(crate) tags: BTreeMap<String, String>,
+    pub(crate) load: Option<LoadSection>,
     #[serde(default, rename = "phase")]
-    pub phases: Vec<PhaseEntry>,
+    pub(crate) phases: Vec<PhaseEntry>,
     #[serde(default, rename = "probe")]
-    pub probes: Vec<ProbeFileEntry>,
+    pub(crate) probes: Vec<ProbeFileEntry>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct LoadSection {
-    pub engine: Option<Engine>,
-    pub cpus: Option<Spanned<String>>,
-    pub intensity: Option<Spanned<f64>>,
-    pub dir: Option<Spanned<PathBuf>>,
+pub(crate) struct LoadSection {
+    pub(crate) engine: Option<Engine>,
+    pub(crate) cpus: Option<Spanned<String>>,
+    pub(crate) intensity: Option<Spanned<f64>>,
+    pub(crate) dir: Option<Spanned<PathBuf>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PhaseEntry {
-    pub name: Spanned<String>,
+pub(crate) struct PhaseEntry {
+    pub(crate) name: Spanned<String>,
     /// Loads of the phase; omitted, the phase's name is its load.
-    pub loads: Option<Vec<Spanned<String>>>,
+    pub(crate) loads: Option<Vec<Spanned<String>>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ProbeFileEntry {
-    pub name: Spanned<String>,
-    pub interval: Option<Period>,
+pub(crate) struct ProbeFileEntry {
+    pub(crate) name: Spanned<String>,
+    pub(crate) interval: Option<Period>,
     /// Periods (e.g. ["10ms", "30ms", "50ms"]): the probe's own periods for
     /// the probes that take several (`measure::ProbeInfo::multi_period`), else one run of
     /// the probe per period (overrides `interval`).
-    pub periods: Option<Vec<Period>>,
-    pub duration: Option<Duration>,
-    pub warmup: Option<Wait>,
+    pub(crate) periods: Option<Vec<Period>>,
+    pub(crate) duration: Option<Duration>,
+    pub(crate) warmup: Option<Wait>,
 }
 
 /// A parsed and checked scenario.
 #[derive(Debug)]
 pub struct Scenario {
-    pub file: ScenarioFile,
-    pub phases: Vec<PhaseSpec>,
+    pub(crate) file: ScenarioFile,
+    pub(crate) phases: Vec<PhaseSpec>,
     /// Where it came from: a path, or `preset NAME`.
-    pub label: String,
-    pub text: String,
-    pub is_preset: bool,
+    pub(crate) label: String,
+    pub(crate) text: String,
+    pub(crate) is_preset: bool,
 }
 
 impl Scenario {
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         self.file.name.clone().unwrap_or_else(|| self.label.clone())
     }
 
     /// Error at a span of this scenario: "FILE: line L, column C: MSG".
-    pub fn err_at(&self, span: std::ops::Range<usize>, msg: impl std::fmt::Display) -> BadInput {
+    pub(crate) fn err_at(&self, span: std::ops::Range<usize>, msg: impl std::fmt::Display) -> BadInput {
         err_at(&self.label, &self.text, span, msg)
     }
 
-    pub fn record(&self) -> ScenarioRecord {
+    pub(crate) fn record(&self) -> ScenarioRecord {
         ScenarioRecord {
             name: self.name(),
             source: if self.is_preset { "preset".into() } else { self.label.clone() },
@@ -355,7 +355,7 @@ fn field_at(text: &str, offset: usize) -> Option<String> {
 }
 
 /// Read and parse a scenario file.
-pub fn from_file(path: &std::path::Path) -> Result<Scenario, BadInput> {
+pub(crate) fn from_file(path: &std::path::Path) -> Result<Scenario, BadInput> {
     let bytes = crate::store::json::read_input(path, 16 << 20).map_err(|e| {
         BadInput(format!("scenario {}: {e}; give the path of a TOML scenario file, or use --preset (see `rtscope presets`)", path.display()))
     })?;

@@ -8,7 +8,7 @@ use super::{parse, Scenario};
 use crate::error::BadInput;
 
 /// (name, TOML text), in the order `rtscope presets` lists them.
-pub const PRESETS: &[(&str, &str)] = &[
+pub(crate) const PRESETS: &[(&str, &str)] = &[
     ("quick", include_str!("presets/quick.toml")),
     ("standard", include_str!("presets/standard.toml")),
     ("sched-latency", include_str!("presets/sched-latency.toml")),
@@ -20,14 +20,14 @@ pub const PRESETS: &[(&str, &str)] = &[
 ];
 
 /// The preset a bare `rtscope run` runs.
-pub const DEFAULT: &str = "quick";
+pub(crate) const DEFAULT: &str = "quick";
 
-pub fn names() -> Vec<&'static str> {
+pub(crate) fn names() -> Vec<&'static str> {
     PRESETS.iter().map(|(n, _)| *n).collect()
 }
 
 /// Parse the preset called `name`.
-pub fn get(name: &str) -> Result<Scenario, BadInput> {
+pub(crate) fn get(name: &str) -> Result<Scenario, BadInput> {
     let (_, text) = PRESETS.iter().find(|(n, _)| *n == name).ok_or_else(|| {
         BadInput(format!("--preset: unknown preset '{name}'; available: {} (see `rtscope presets`)", names().join(", ")))
     })?;

@@ -36,18 +36,18 @@ use tower::ServiceExt;
 
 /// How long and how many.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// A connection with no request in flight for this long is closed.
-    pub idle: Duration,
+    pub(crate) idle: Duration,
     /// Connections open at once; the oldest idle one makes room.
-    pub max_connections: usize,
+    pub(crate) max_connections: usize,
 }
 
 impl Limits {
     /// 10 s idle; connections: the file-descriptor limit (raised to its hard
     /// limit first) less 64 for the database, the listener and what a request
     /// opens, at least 16, at most 4 096.
-    pub fn from_fd_limit() -> Limits {
+    pub(crate) fn from_fd_limit() -> Limits {
         let fds = crate::sys::resource::raise_nofile();
         Limits { idle: Duration::from_secs(10), max_connections: fds.saturating_sub(64).clamp(16, 4096) }
     }
@@ -108,7 +108,7 @@ impl Table {
 
 /// Serve `router` on `listener` until `shutdown` resolves; requests in flight
 /// then finish (each connection closes after its current answer).
-pub async fn serve(listener: tokio::net::TcpListener, router: Router, limits: Limits, shutdown: impl Future<Output = ()>) {
+pub(crate) async fn serve(listener: tokio::net::TcpListener, router: Router, limits: Limits, shutdown: impl Future<Output = ()>) {
     let table = Arc::new(Table { start: Instant::now(), conns: Mutex::new(VecDeque::new()) });
     let stopping = Arc::new(Notify::new());
     let janitor = {

@@ -15,7 +15,7 @@ use axum::Router;
 use tokio::sync::Notify;
 
 /// The running server: its address, and how to stop it.
-pub struct MetricsServer {
+pub(crate) struct MetricsServer {
     addr: SocketAddr,
     stop: Arc<Notify>,
     thread: std::thread::JoinHandle<()>,
@@ -23,7 +23,7 @@ pub struct MetricsServer {
 
 impl MetricsServer {
     /// Serve `metrics` on `listener` (bound, non-blocking: `serve::bind`).
-    pub fn start(listener: TcpListener, metrics: Arc<Mutex<String>>) -> anyhow::Result<MetricsServer> {
+    pub(crate) fn start(listener: TcpListener, metrics: Arc<Mutex<String>>) -> anyhow::Result<MetricsServer> {
         let addr = listener.local_addr()?;
         let rt = tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build()?;
         let stop = Arc::new(Notify::new());
@@ -38,12 +38,12 @@ impl MetricsServer {
         Ok(MetricsServer { addr, stop, thread })
     }
 
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// Stop serving (answers in flight finish) and wait for the thread.
-    pub fn stop(self) {
+    pub(crate) fn stop(self) {
         self.stop.notify_one();
         let _ = self.thread.join();
     }

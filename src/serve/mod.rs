@@ -21,11 +21,11 @@
 //! - Idle and half-sent connections are closed, and connections are bounded
 //!   (`http`): hostile clients cannot make the server unavailable.
 
-pub mod http;
-pub mod metrics;
-pub mod pages;
-pub mod query;
-pub mod reply;
+pub(crate) mod http;
+pub(crate) mod metrics;
+pub(crate) mod pages;
+pub(crate) mod query;
+pub(crate) mod reply;
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
@@ -42,23 +42,23 @@ use axum::Router;
 use crate::error::BadInput;
 use crate::store::Store;
 
-pub use reply::{Face, Fail, Reply};
+pub(crate) use reply::{Face, Fail, Reply};
 
 /// The server's state: the history, and how pages name it.
-pub struct App {
+pub(crate) struct App {
     store: Mutex<Store>,
     shown: String,
 }
 
 impl App {
-    pub fn new(store: Store) -> App {
+    pub(crate) fn new(store: Store) -> App {
         let shown = store.shown();
         App { store: Mutex::new(store), shown }
     }
     /// The store, even after a handler panicked while holding it (every
     /// request is a read: no state to repair).
     /// How pages name the history (a URL without its password).
-    pub fn shown(&self) -> &str {
+    pub(crate) fn shown(&self) -> &str {
         &self.shown
     }
     /// A PostgreSQL connection that broke (the request that saw it break
@@ -73,7 +73,7 @@ impl App {
 }
 
 /// Bind `addr` now, so a bad or busy address is exit 2 before serving.
-pub fn bind(addr: SocketAddr) -> Result<TcpListener, BadInput> {
+pub(crate) fn bind(addr: SocketAddr) -> Result<TcpListener, BadInput> {
     let l = TcpListener::bind(addr).map_err(|e| {
         BadInput(format!("--listen {addr}: cannot listen there: {e}; pick another port (e.g. --listen 127.0.0.1:8081) or stop what holds it"))
     })?;
@@ -83,7 +83,7 @@ pub fn bind(addr: SocketAddr) -> Result<TcpListener, BadInput> {
 
 /// Serve until SIGINT or SIGTERM, then finish the requests in flight and
 /// return.
-pub fn run(app: App, listener: TcpListener) -> anyhow::Result<()> {
+pub(crate) fn run(app: App, listener: TcpListener) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build()?;
     let app = Arc::new(app);
     let served: anyhow::Result<()> = rt.block_on(async {
@@ -113,7 +113,7 @@ async fn stopped() {
 
 /// Every route (GET, and HEAD by axum's GET routing), the 404 fallback and
 /// the guard in front of them.
-pub fn router(app: Arc<App>) -> Router {
+pub(crate) fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/", get(list))
         .route("/runs/{id}", get(run_page))

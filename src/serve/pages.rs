@@ -30,7 +30,7 @@ fn nav(shown: &str) -> String {
 }
 
 /// An error page: what went wrong, and what to do.
-pub fn error_page(title: &str, msg: &str) -> String {
+pub(crate) fn error_page(title: &str, msg: &str) -> String {
     html::document(&format!("rtscope: {title}"), STYLE, &format!("<nav><strong>rtscope</strong><a href=\"/\">Runs</a></nav>\n<h1>{}</h1><p class=\"refused\">{}</p>\n", esc(title), esc(msg)))
 }
 
@@ -44,7 +44,7 @@ fn options(values: &[String], chosen: &str, any: &str) -> String {
 
 /// `/`: the filter form, the page of runs (a checkbox each, to compare),
 /// sortable headers, and the pager.
-pub fn list_page(shown: &str, q: &ListQuery, page: &Page, facets: &Facets) -> String {
+pub(crate) fn list_page(shown: &str, q: &ListQuery, page: &Page, facets: &Facets) -> String {
     let mut s = nav(shown);
     s.push_str("<h1>Runs</h1>\n");
     s.push_str(&filters(q, facets));
@@ -180,7 +180,7 @@ fn row(r: &RunRow) -> String {
 /// `/runs/{id}`: the run's report (host, plan, doctor findings, summary,
 /// statistical worst case, plots, worst samples with their trace
 /// attribution), a monitor run's windows over time, the bin tables.
-pub fn run_page(shown: &str, id: i64, run: Run, tags: &[String], windows: &[Window], deadline: Option<crate::model::Nanos>) -> anyhow::Result<String> {
+pub(crate) fn run_page(shown: &str, id: i64, run: Run, tags: &[String], windows: &[Window], deadline: Option<crate::model::Nanos>) -> anyhow::Result<String> {
     let label = format!("#{id}");
     let monitor = run.monitor.clone();
     let runs = vec![(label.clone(), run)];
@@ -227,7 +227,7 @@ pub fn run_page(shown: &str, id: i64, run: Run, tags: &[String], windows: &[Wind
 
 /// `/compare`: the runs side by side as `rtscope compare` shows them (notes
 /// on paired phases, the table, sentences, overlays), then the bin tables.
-pub fn compare_page(shown: &str, runs: Vec<(i64, Run)>, q: &crate::serve::query::CompareQuery) -> anyhow::Result<String> {
+pub(crate) fn compare_page(shown: &str, runs: Vec<(i64, Run)>, q: &crate::serve::query::CompareQuery) -> anyhow::Result<String> {
     let ids: Vec<i64> = runs.iter().map(|(i, _)| *i).collect();
     let runs: Vec<(String, Run)> = runs.into_iter().map(|(i, r)| (format!("#{i}"), r)).collect();
     // Paired as `rtscope compare --match/--phases` pairs them.

@@ -7,29 +7,29 @@ use crate::model::Nanos;
 use crate::store::{Filter, PageQuery, Sort};
 
 /// Default and largest page sizes.
-pub const PER_PAGE: u64 = 50;
-pub const MAX_PER_PAGE: u64 = 1000;
+pub(crate) const PER_PAGE: u64 = 50;
+pub(crate) const MAX_PER_PAGE: u64 = 1000;
 /// Runs one comparison shows side by side at most.
-pub const MAX_COMPARED: usize = 16;
+pub(crate) const MAX_COMPARED: usize = 16;
 
 /// The runs list's request, with the values as given (for the form).
 #[derive(Debug, Clone, Default)]
-pub struct ListQuery {
-    pub page: PageQuery,
+pub(crate) struct ListQuery {
+    pub(crate) page: PageQuery,
     /// 1-based page number and size (`offset` = (page − 1) × per).
-    pub number: u64,
-    pub per: u64,
+    pub(crate) number: u64,
+    pub(crate) per: u64,
     /// The filter fields as typed, echoed into the form.
-    pub given: Vec<(String, String)>,
+    pub(crate) given: Vec<(String, String)>,
 }
 
 impl ListQuery {
     /// The value of a filter field as given, or "".
-    pub fn given(&self, key: &str) -> &str {
+    pub(crate) fn given(&self, key: &str) -> &str {
         self.given.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str()).unwrap_or("")
     }
     /// A query string with these filters (not the page), and `extra`.
-    pub fn with(&self, extra: &[(&str, String)]) -> String {
+    pub(crate) fn with(&self, extra: &[(&str, String)]) -> String {
         let mut s = form_urlencoded::Serializer::new(String::new());
         for (k, v) in &self.given {
             if !extra.iter().any(|(e, _)| e == k) {
@@ -47,7 +47,7 @@ const FILTERS: [&str; 6] = ["host", "kernel", "preempt", "tag", "since", "until"
 
 /// Parse the list's query string. Empty values are "no filter" (a form
 /// sends blank fields).
-pub fn list_query(q: &str) -> Result<ListQuery, String> {
+pub(crate) fn list_query(q: &str) -> Result<ListQuery, String> {
     let mut lq = ListQuery { number: 1, per: PER_PAGE, ..ListQuery::default() };
     let mut f = Filter::default();
     let (mut sort, mut order, mut offset, mut limit) = (None, None, None, None);
@@ -117,7 +117,7 @@ fn bad_date(k: &str, v: &str) -> String {
 
 /// One run named in `/compare?runs=`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Input {
+pub(crate) enum Input {
     Id(i64),
     Tag(String),
 }
@@ -125,21 +125,21 @@ pub enum Input {
 /// `runs=1,2,@tag` (repeatable: the list's checkboxes send `runs=1&runs=2`),
 /// in order, each id once.
 #[cfg(test)]
-pub fn compare_inputs(q: &str) -> Result<Vec<Input>, String> {
+pub(crate) fn compare_inputs(q: &str) -> Result<Vec<Input>, String> {
     Ok(compare_query(q)?.runs)
 }
 
 /// What `/compare` was asked for: the runs, how they pair (`match=`,
 /// `phases=`, as `rtscope compare --match/--phases`) and a deadline.
 #[derive(Debug, Clone, Default)]
-pub struct CompareQuery {
-    pub runs: Vec<Input>,
-    pub pairing: Pairing,
-    pub deadline: Option<Nanos>,
+pub(crate) struct CompareQuery {
+    pub(crate) runs: Vec<Input>,
+    pub(crate) pairing: Pairing,
+    pub(crate) deadline: Option<Nanos>,
 }
 
 /// `deadline=200us` (a bare number is µs, as `--deadline`), empty = none.
-pub fn deadline(k: &str, v: &str) -> Result<Option<Nanos>, String> {
+pub(crate) fn deadline(k: &str, v: &str) -> Result<Option<Nanos>, String> {
     if v.trim().is_empty() {
         return Ok(None);
     }
@@ -147,7 +147,7 @@ pub fn deadline(k: &str, v: &str) -> Result<Option<Nanos>, String> {
 }
 
 /// The query of `/runs/ID`: an optional `deadline=` for the verdict.
-pub fn run_query(q: &str) -> Result<Option<Nanos>, String> {
+pub(crate) fn run_query(q: &str) -> Result<Option<Nanos>, String> {
     let mut out = None;
     for (k, v) in form_urlencoded::parse(q.as_bytes()) {
         match k.as_ref() {
@@ -159,7 +159,7 @@ pub fn run_query(q: &str) -> Result<Option<Nanos>, String> {
 }
 
 /// Parse `/compare`'s query (see [`CompareQuery`]).
-pub fn compare_query(q: &str) -> Result<CompareQuery, String> {
+pub(crate) fn compare_query(q: &str) -> Result<CompareQuery, String> {
     let mut query = CompareQuery::default();
     let out = &mut query.runs;
     for (k, v) in form_urlencoded::parse(q.as_bytes()) {

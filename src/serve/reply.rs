@@ -12,26 +12,26 @@ use crate::error::BadInput;
 use super::pages;
 
 /// What a handler answers, built on the blocking pool.
-pub struct Reply {
-    pub status: StatusCode,
-    pub content_type: &'static str,
-    pub body: String,
+pub(crate) struct Reply {
+    pub(crate) status: StatusCode,
+    pub(crate) content_type: &'static str,
+    pub(crate) body: String,
     /// `Content-Disposition` (downloads).
-    pub disposition: Option<String>,
+    pub(crate) disposition: Option<String>,
 }
 
 impl Reply {
-    pub fn html(body: String) -> Reply {
+    pub(crate) fn html(body: String) -> Reply {
         Reply { status: StatusCode::OK, content_type: "text/html; charset=utf-8", body, disposition: None }
     }
-    pub fn json(body: String) -> Reply {
+    pub(crate) fn json(body: String) -> Reply {
         Reply { status: StatusCode::OK, content_type: "application/json", body, disposition: None }
     }
     /// `{"error": msg}` with `status`: how the API answers what it cannot.
-    pub fn json_error(status: StatusCode, msg: &str) -> Reply {
+    pub(crate) fn json_error(status: StatusCode, msg: &str) -> Reply {
         Reply::json(serde_json::json!({ "error": msg }).to_string()).status(status)
     }
-    pub fn status(mut self, s: StatusCode) -> Reply {
+    pub(crate) fn status(mut self, s: StatusCode) -> Reply {
         self.status = s;
         self
     }
@@ -49,14 +49,14 @@ impl IntoResponse for Reply {
 
 /// Who reads an answer: a person (an HTML page) or a program (the JSON API).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Face {
+pub(crate) enum Face {
     Page,
     Api,
 }
 
 /// Why a handler could not answer.
 #[derive(Debug)]
-pub enum Fail {
+pub(crate) enum Fail {
     /// The request is wrong (a query value, too few or too many runs): 400,
     /// the message says what to change.
     BadRequest(String),
@@ -75,7 +75,7 @@ impl From<anyhow::Error> for Fail {
 
 impl Fail {
     /// The answer for `face`: an error page, or the API's JSON error.
-    pub fn reply(self, face: Face) -> Reply {
+    pub(crate) fn reply(self, face: Face) -> Reply {
         let (status, title, msg) = match self {
             Fail::BadRequest(m) => (StatusCode::BAD_REQUEST, "Bad request", m),
             Fail::NotFound(m) => (StatusCode::NOT_FOUND, "Not found", m),

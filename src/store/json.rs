@@ -29,7 +29,7 @@ pub fn write_run(path: &Path, run: &Run) -> anyhow::Result<()> {
 /// into a temp file beside the target, which is then fsynced and renamed
 /// over it. See [`write_output`] for what happens when the path is not a
 /// plain file.
-pub fn write_atomic(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>) -> anyhow::Result<()> {
+pub(crate) fn write_atomic(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>) -> anyhow::Result<()> {
     write_output(path, |w| {
         fill(w)?;
         w.write_all(b"\n")?;
@@ -39,7 +39,7 @@ pub fn write_atomic(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Re
 
 /// Where an output file's bytes go.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OutputTarget {
+pub(crate) enum OutputTarget {
     /// A regular file, or nothing yet, at this path (a symbolic link
     /// resolved): written to a temp file beside it and renamed over it.
     Replace(std::path::PathBuf),
@@ -59,7 +59,7 @@ fn is_fd_link(p: &Path) -> bool {
 /// Decide how `path` is written (see [`OutputTarget`]), without writing:
 /// a directory is refused, a symbolic link is followed (its target is
 /// replaced, never the link), a dangling link names the file to create.
-pub fn output_target(path: &Path) -> Result<OutputTarget, BadInput> {
+pub(crate) fn output_target(path: &Path) -> Result<OutputTarget, BadInput> {
     let shown = path.display();
     let mut p = path.to_path_buf();
     // Follow a chain of links by hand only while it dangles; a link that
@@ -119,7 +119,7 @@ fn open_through(p: &Path, shown: &Path) -> Result<std::fs::File, BadInput> {
 /// Check, before any work, that [`write_output`] could write `path`: a
 /// directory, a missing or unwritable directory (/proc), a FIFO with no
 /// reader are refused (exit 2) now rather than after the result exists.
-pub fn check_output(path: &Path) -> Result<(), BadInput> {
+pub(crate) fn check_output(path: &Path) -> Result<(), BadInput> {
     match output_target(path)? {
         OutputTarget::Through(p) => open_through(&p, path).map(drop),
         OutputTarget::Replace(p) => {
@@ -156,7 +156,7 @@ pub fn check_output(path: &Path) -> Result<(), BadInput> {
 /// directory, fsynced, renamed over it — and a symbolic link keeps
 /// pointing at it (its target is what gets replaced). Anything else (a
 /// device, FIFO, `/dev/stdout`) is written through, never replaced.
-pub fn write_output(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>) -> anyhow::Result<()> {
+pub(crate) fn write_output(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Result<()>) -> anyhow::Result<()> {
     let target = match output_target(path)? {
         OutputTarget::Through(p) => {
             let f = open_through(&p, path)?;
@@ -193,13 +193,13 @@ pub fn write_output(path: &Path, fill: impl FnOnce(&mut dyn Write) -> anyhow::Re
 /// The largest result file read (a result is histograms and bounded
 /// series: even a day-long run stays far below; imports have their own
 /// limit, `rtscope import --max-size`).
-pub const MAX_RESULT_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_RESULT_BYTES: u64 = 1 << 30;
 
 /// Open an input file for reading: a regular file only (a FIFO would
 /// block forever, a device like /dev/zero never end), at most `cap` bytes.
 /// Returns the file and its size. The error says what is wrong, without
 /// the path (the caller names it).
-pub fn open_input(path: &Path, cap: u64) -> Result<(std::fs::File, u64), String> {
+pub(crate) fn open_input(path: &Path, cap: u64) -> Result<(std::fs::File, u64), String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
     if !meta.is_file() {
         let kind = if meta.is_dir() { "a directory" } else { "not a regular file (a FIFO, socket or device)" };
@@ -221,7 +221,7 @@ fn too_big(n: u64, cap: u64) -> String {
 }
 
 /// Read a whole input file (see [`open_input`]) into memory.
-pub fn read_input(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
+pub(crate) fn read_input(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
     use std::io::Read;
     let (f, len) = open_input(path, cap)?;
     let mut bytes = Vec::with_capacity(len as usize);
@@ -239,7 +239,7 @@ pub fn read_run(path: &Path) -> Result<Run, BadInput> {
 }
 
 /// [`read_run`], also returning the file's exact text (what `import` stores).
-pub fn read_run_text(path: &Path) -> Result<(Run, String), BadInput> {
+pub(crate) fn read_run_text(path: &Path) -> Result<(Run, String), BadInput> {
     let bytes = read_input(path, MAX_RESULT_BYTES).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
     let text = String::from_utf8(bytes).map_err(|e| BadInput(format!("{}: not UTF-8 text ({e}); is it an rtscope result file?", path.display())))?;
     // Only the version is looked at first (the rest is skipped, not built as

@@ -25,9 +25,9 @@
 
 /// One schema change, in each dialect.
 #[derive(Debug, Clone, Copy)]
-pub struct Migration {
-    pub sqlite: &'static str,
-    pub postgres: &'static str,
+pub(crate) struct Migration {
+    pub(crate) sqlite: &'static str,
+    pub(crate) postgres: &'static str,
 }
 
 /// Migration 1: runs, per-probe summaries, histogram buckets, tags.
@@ -266,7 +266,7 @@ CREATE TABLE run_json (
 "#;
 
 /// Every migration, oldest first. Append only.
-pub const MIGRATIONS: &[Migration] = &[
+pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration { sqlite: V1, postgres: V1_POSTGRES },
     Migration { sqlite: V2, postgres: V2_POSTGRES },
     Migration { sqlite: V3, postgres: V3_POSTGRES },
@@ -306,7 +306,7 @@ fn tables(sql: &str) -> Vec<(String, Vec<String>)> {
 /// SQLite migrations up to it create them: what an rtscope database of that
 /// version holds (checked on open, so a file changed by another program or
 /// by hand is refused with advice instead of failing mid-query).
-pub fn columns_at(version: u32) -> Vec<(String, Vec<String>)> {
+pub(crate) fn columns_at(version: u32) -> Vec<(String, Vec<String>)> {
     let mut out: Vec<(String, Vec<String>)> = Vec::new();
     for m in MIGRATIONS.iter().take(version as usize) {
         for (name, cols) in tables(m.sqlite) {

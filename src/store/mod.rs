@@ -9,71 +9,70 @@
 
 pub mod json;
 pub mod migrations;
-pub mod pg;
-pub mod pgconn;
-pub mod sqlite;
-pub mod text;
+pub(crate) mod pg;
+pub(crate) mod pgconn;
+pub(crate) mod sqlite;
+pub(crate) mod text;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use sha2::{Digest, Sha256};
 
 use crate::error::BadInput;
 use crate::model::Run;
 
 /// One line of `rtscope history`.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct RunRow {
-    pub id: i64,
-    pub started_at: String,
-    pub host: String,
-    pub kernel: String,
-    pub realtime: bool,
+pub(crate) struct RunRow {
+    pub(crate) id: i64,
+    pub(crate) started_at: String,
+    pub(crate) host: String,
+    pub(crate) kernel: String,
+    pub(crate) realtime: bool,
     /// The host's preemption model (`host.preempt_model`: none, voluntary,
     /// full, rt, lazy; "" when the source did not say).
-    pub preempt: String,
-    pub probes: String,
-    pub phases: String,
-    pub preset: Option<String>,
-    pub interrupted: bool,
+    pub(crate) preempt: String,
+    pub(crate) probes: String,
+    pub(crate) phases: String,
+    pub(crate) preset: Option<String>,
+    pub(crate) interrupted: bool,
     /// "native", "rtscope-agent" (measured through the agent) or the importer format.
-    pub source: String,
-    pub system: String,
-    pub tags: Vec<String>,
+    pub(crate) source: String,
+    pub(crate) system: String,
+    pub(crate) tags: Vec<String>,
     /// Largest `max_ns` (and `p99_ns`) per phase, in the order the phases ran.
-    pub headline_max_ns: Vec<PhaseMax>,
+    pub(crate) headline_max_ns: Vec<PhaseMax>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct PhaseMax {
-    pub phase: String,
-    pub max_ns: u64,
+pub(crate) struct PhaseMax {
+    pub(crate) phase: String,
+    pub(crate) max_ns: u64,
     /// Largest p99 of the phase's entries; `None` when no entry has one
     /// (summary-only imports).
-    pub p99_ns: Option<u64>,
+    pub(crate) p99_ns: Option<u64>,
 }
 
 /// `history` filters; `None` = no filter.
 #[derive(Debug, Clone, Default)]
-pub struct Filter {
+pub(crate) struct Filter {
     /// Exact host name.
-    pub host: Option<String>,
+    pub(crate) host: Option<String>,
     /// Substring of the kernel release.
-    pub kernel: Option<String>,
-    pub tag: Option<String>,
+    pub(crate) kernel: Option<String>,
+    pub(crate) tag: Option<String>,
     /// RFC 3339 UTC lower bound on `started_at` (inclusive).
-    pub since: Option<String>,
+    pub(crate) since: Option<String>,
     /// RFC 3339 UTC upper bound on `started_at` (exclusive).
-    pub until: Option<String>,
+    pub(crate) until: Option<String>,
     /// Exact preemption model (`RunRow::preempt`).
-    pub preempt: Option<String>,
+    pub(crate) preempt: Option<String>,
 }
 
 /// The order of a [`Page`]; ties are broken by id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Sort {
+pub(crate) enum Sort {
     Id,
     #[default]
     Started,
@@ -85,12 +84,12 @@ pub enum Sort {
 }
 
 impl Sort {
-    pub const ALL: [(&'static str, Sort); 6] =
+    pub(crate) const ALL: [(&'static str, Sort); 6] =
         [("id", Sort::Id), ("started", Sort::Started), ("host", Sort::Host), ("kernel", Sort::Kernel), ("preempt", Sort::Preempt), ("max", Sort::Max)];
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         Sort::ALL.iter().find(|(_, s)| *s == self).map(|(n, _)| *n).unwrap_or("started")
     }
-    pub fn parse(s: &str) -> Option<Sort> {
+    pub(crate) fn parse(s: &str) -> Option<Sort> {
         Sort::ALL.iter().find(|(n, _)| *n == s).map(|(_, s)| *s)
     }
     /// The ORDER BY keys (both dialects), each followed by `dir`.
@@ -144,7 +143,7 @@ fn run_max(run: &Run) -> u64 {
 /// fit one (both backends; past 2^63 - 1 ns is 292 years, which no
 /// measurement gives). Checked before anything is stored, so a bad value
 /// is exit 2 naming the entry and field, with nothing written.
-pub fn check_storable(run: &Run) -> Result<(), String> {
+pub(crate) fn check_storable(run: &Run) -> Result<(), String> {
     const MAX: u64 = i64::MAX as u64;
     for r in &run.results {
         let mut fields: Vec<(String, u64)> = vec![
@@ -177,29 +176,29 @@ pub fn check_storable(run: &Run) -> Result<(), String> {
 
 /// One page of the runs matching a filter, in a [`Sort`] order.
 #[derive(Debug, Clone, Default)]
-pub struct PageQuery {
-    pub filter: Filter,
-    pub sort: Sort,
-    pub desc: bool,
-    pub offset: u64,
+pub(crate) struct PageQuery {
+    pub(crate) filter: Filter,
+    pub(crate) sort: Sort,
+    pub(crate) desc: bool,
+    pub(crate) offset: u64,
     /// `None`: every run from `offset` on.
-    pub limit: Option<u64>,
+    pub(crate) limit: Option<u64>,
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Page {
+pub(crate) struct Page {
     /// Runs matching the filter, on every page.
-    pub total: u64,
-    pub offset: u64,
-    pub runs: Vec<RunRow>,
+    pub(crate) total: u64,
+    pub(crate) offset: u64,
+    pub(crate) runs: Vec<RunRow>,
 }
 
 /// The values the runs list can be filtered by, each sorted.
 #[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct Facets {
-    pub hosts: Vec<String>,
-    pub preempt: Vec<String>,
-    pub tags: Vec<String>,
+pub(crate) struct Facets {
+    pub(crate) hosts: Vec<String>,
+    pub(crate) preempt: Vec<String>,
+    pub(crate) tags: Vec<String>,
 }
 
 /// Where the history database is.
@@ -235,7 +234,7 @@ impl Location {
         Ok(Location::File(p))
     }
     /// How messages name it (a URL without its password).
-    pub fn shown(&self) -> String {
+    pub(crate) fn shown(&self) -> String {
         match self {
             Location::File(p) => p.display().to_string(),
             Location::Postgres(t) => t.shown().to_string(),
@@ -271,7 +270,7 @@ impl Store {
     }
     /// Open for reading, never creating anything: `None` when there is no
     /// history there yet.
-    pub fn open_if_exists(loc: &Location) -> anyhow::Result<Option<Store>> {
+    pub(crate) fn open_if_exists(loc: &Location) -> anyhow::Result<Option<Store>> {
         Ok(match loc {
             Location::File(p) => sqlite::Store::open_read(p)?.map(Store::Sqlite),
             Location::Postgres(t) => pg::Store::open_if_exists(t)?.map(|s| Store::Postgres(Box::new(s))),
@@ -279,7 +278,7 @@ impl Store {
     }
     /// Open to change stored runs (`tag`, `rm`): exit 2 when there is no
     /// history there; an SQLite file must pass `PRAGMA quick_check` first.
-    pub fn open_existing_rw(loc: &Location) -> anyhow::Result<Store> {
+    pub(crate) fn open_existing_rw(loc: &Location) -> anyhow::Result<Store> {
         match loc {
             Location::File(p) => Ok(Store::Sqlite(sqlite::Store::open_existing_rw(p)?)),
             Location::Postgres(_) => Store::open_existing(loc),
@@ -303,14 +302,14 @@ impl Store {
     /// [`Store::open`] for a run about to measure: an SQLite file must also
     /// pass `PRAGMA quick_check` and have room on its filesystem, checked
     /// before anything is written (exit 2 otherwise).
-    pub fn open_for_run(loc: &Location) -> anyhow::Result<Store> {
+    pub(crate) fn open_for_run(loc: &Location) -> anyhow::Result<Store> {
         Ok(match loc {
             Location::File(p) => Store::Sqlite(sqlite::Store::open_for_run(p)?),
             Location::Postgres(t) => Store::Postgres(Box::new(pg::Store::open(t)?)),
         })
     }
     /// How messages name the database (a URL without its password).
-    pub fn shown(&self) -> String {
+    pub(crate) fn shown(&self) -> String {
         match self {
             Store::Sqlite(s) => s.path().display().to_string(),
             Store::Postgres(s) => s.shown().to_string(),
@@ -322,69 +321,69 @@ impl Store {
     /// Save runs as `runs` produces them (one in memory at a time, its
     /// text written by parts: `text`), each tagged `tag` if given, in one
     /// transaction: all or none. Returns the ids in order.
-    pub fn save_all(&mut self, runs: text::Runs<'_, '_>, tag: Option<&str>) -> anyhow::Result<Vec<i64>> {
+    pub(crate) fn save_all(&mut self, runs: text::Runs<'_, '_>, tag: Option<&str>) -> anyhow::Result<Vec<i64>> {
         each!(self, s => s.save_all(runs, tag))
     }
     /// Every run matching `f`, oldest first.
-    pub fn list(&mut self, f: &Filter) -> anyhow::Result<Vec<RunRow>> {
+    pub(crate) fn list(&mut self, f: &Filter) -> anyhow::Result<Vec<RunRow>> {
         Ok(self.page(&PageQuery { filter: f.clone(), ..PageQuery::default() })?.runs)
     }
     /// One page of the runs matching `q.filter`, with their count.
-    pub fn page(&mut self, q: &PageQuery) -> anyhow::Result<Page> {
+    pub(crate) fn page(&mut self, q: &PageQuery) -> anyhow::Result<Page> {
         each!(self, s => s.page(q))
     }
     /// A PostgreSQL connection that closed is opened again (SQLite: nothing
     /// to do); for long-lived readers such as `rtscope serve`.
-    pub fn reconnect_if_closed(&mut self) -> anyhow::Result<()> {
+    pub(crate) fn reconnect_if_closed(&mut self) -> anyhow::Result<()> {
         match self {
             Store::Sqlite(_) => Ok(()),
             Store::Postgres(s) => s.reconnect_if_closed(),
         }
     }
     /// The hosts, preemption models and tags in the history.
-    pub fn facets(&mut self) -> anyhow::Result<Facets> {
+    pub(crate) fn facets(&mut self) -> anyhow::Result<Facets> {
         each!(self, s => s.facets())
     }
     /// The stored JSON text of run `id`, exactly as saved.
-    pub fn json_text(&mut self, id: i64) -> anyhow::Result<String> {
+    pub(crate) fn json_text(&mut self, id: i64) -> anyhow::Result<String> {
         each!(self, s => s.json_text(id))
     }
     pub fn load(&mut self, id: i64) -> anyhow::Result<Run> {
         let text = self.json_text(id)?;
         serde_json::from_str(&text).with_context(|| format!("run {id} in {} does not parse as result schema v1", self.shown()))
     }
-    pub fn exists(&mut self, id: i64) -> anyhow::Result<bool> {
+    pub(crate) fn exists(&mut self, id: i64) -> anyhow::Result<bool> {
         each!(self, s => s.exists(id))
     }
-    pub fn tags(&mut self, id: i64) -> anyhow::Result<Vec<String>> {
+    pub(crate) fn tags(&mut self, id: i64) -> anyhow::Result<Vec<String>> {
         each!(self, s => s.tags(id))
     }
     /// Cap the client-side cache (SQLite's page cache) at `kib` KiB; the
     /// PostgreSQL client keeps no cache that grows with the database.
-    pub fn limit_cache(&self, kib: u32) -> anyhow::Result<()> {
+    pub(crate) fn limit_cache(&self, kib: u32) -> anyhow::Result<()> {
         match self {
             Store::Sqlite(s) => s.limit_cache(kib),
             Store::Postgres(_) => Ok(()),
         }
     }
     /// Append a monitor's closed windows.
-    pub fn append_windows(&mut self, monitor: &str, windows: &[crate::model::Window]) -> anyhow::Result<()> {
+    pub(crate) fn append_windows(&mut self, monitor: &str, windows: &[crate::model::Window]) -> anyhow::Result<()> {
         each!(self, s => s.append_windows(monitor, windows))
     }
     /// A monitor's windows, in order.
-    pub fn windows(&mut self, monitor: &str) -> anyhow::Result<Vec<crate::model::Window>> {
+    pub(crate) fn windows(&mut self, monitor: &str) -> anyhow::Result<Vec<crate::model::Window>> {
         each!(self, s => s.windows(monitor))
     }
-    pub fn tag(&mut self, id: i64, tag: &str) -> anyhow::Result<bool> {
+    pub(crate) fn tag(&mut self, id: i64, tag: &str) -> anyhow::Result<bool> {
         each!(self, s => s.tag(id, tag))
     }
-    pub fn untag(&mut self, id: i64, tag: &str) -> anyhow::Result<bool> {
+    pub(crate) fn untag(&mut self, id: i64, tag: &str) -> anyhow::Result<bool> {
         each!(self, s => s.untag(id, tag))
     }
-    pub fn remove(&mut self, id: i64) -> anyhow::Result<()> {
+    pub(crate) fn remove(&mut self, id: i64) -> anyhow::Result<()> {
         each!(self, s => s.remove(id))
     }
-    pub fn ids_with_tag(&mut self, tag: &str) -> anyhow::Result<Vec<i64>> {
+    pub(crate) fn ids_with_tag(&mut self, tag: &str) -> anyhow::Result<Vec<i64>> {
         each!(self, s => s.ids_with_tag(tag))
     }
     /// Histogram buckets `(lo, hi, count)` of result `idx` of run `id`.
@@ -395,7 +394,7 @@ impl Store {
 
 /// Lowercase hex SHA-256 of `bytes`.
 /// SHA-256 of everything `r` yields, read in 64 KiB pieces, as lowercase hex.
-pub fn sha256_reader(mut r: impl std::io::Read) -> std::io::Result<String> {
+pub(crate) fn sha256_reader(mut r: impl std::io::Read) -> std::io::Result<String> {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 64 << 10];
@@ -410,29 +409,31 @@ pub fn sha256_reader(mut r: impl std::io::Read) -> std::io::Result<String> {
     Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
-pub fn sha256_hex(bytes: &[u8]) -> String {
+#[cfg(test)]
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
     let d = Sha256::digest(bytes);
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Now, RFC 3339 in UTC.
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     crate::units::now_rfc3339_precise()
 }
 
 /// One run named on a command line, with the label to show for it.
 #[derive(Debug, Clone)]
-pub struct Input {
+pub(crate) struct Input {
     /// The file path, `#ID`, or `#ID (@tag)`.
-    pub label: String,
-    pub run: Run,
+    pub(crate) label: String,
+    pub(crate) run: Run,
 }
 
 /// Resolve command-line inputs in order: `@TAG` = every stored run with that
 /// tag (oldest first); an existing path = a result file; a bare number that is
 /// not an existing path = a stored run id. The database (`db_flag`, else
 /// RTSCOPE_DB / XDG default) is opened only when an id or tag is used.
-pub fn resolve_inputs(args: &[String], db_flag: Option<&Path>) -> anyhow::Result<Vec<Input>> {
+pub(crate) fn resolve_inputs(args: &[String], db_flag: Option<&Path>) -> anyhow::Result<Vec<Input>> {
     let mut store: Option<Store> = None;
     let open = |store: &mut Option<Store>| -> anyhow::Result<()> {
         if store.is_none() {

@@ -41,7 +41,7 @@ use crate::model::Run;
 use crate::stats::PERCENTILES;
 
 /// The PostgreSQL schema holding rtscope's tables.
-pub const SCHEMA: &str = "rtscope";
+pub(crate) const SCHEMA: &str = "rtscope";
 
 /// Key of the advisory lock serialising migrations ("rtscope" in ASCII).
 const MIGRATION_LOCK: i64 = 0x0072_7473_636f_7065;
@@ -107,7 +107,7 @@ impl Store {
     /// Open for storing runs: connect, then create the schema or bring it up
     /// to date. Exit 2 for a database that is down, refuses us, or was made
     /// by a newer rtscope.
-    pub fn open(target: &Target) -> anyhow::Result<Store> {
+    pub(crate) fn open(target: &Target) -> anyhow::Result<Store> {
         let mut store = Store::connect(target)?;
         let v = version(&mut store.client).map_err(|e| pg_err(target, e))?;
         if let Some(v) = v {
@@ -122,7 +122,7 @@ impl Store {
     /// Open for reading: `None` when the server is reachable but holds no
     /// rtscope history yet (nothing is created). Exit 2 for a database that
     /// is down, refuses us, or was made by a newer rtscope.
-    pub fn open_if_exists(target: &Target) -> anyhow::Result<Option<Store>> {
+    pub(crate) fn open_if_exists(target: &Target) -> anyhow::Result<Option<Store>> {
         let mut store = Store::connect(target)?;
         match version(&mut store.client).map_err(|e| pg_err(target, e))? {
             None => Ok(None),
@@ -143,7 +143,7 @@ impl Store {
 
     /// Connect again when the connection has closed (server restart,
     /// network): a long-lived reader (`rtscope serve`) then survives it.
-    pub fn reconnect_if_closed(&mut self) -> anyhow::Result<()> {
+    pub(crate) fn reconnect_if_closed(&mut self) -> anyhow::Result<()> {
         if self.client.is_closed() {
             *self = Store::connect(&self.target.clone())?;
         }
@@ -151,7 +151,7 @@ impl Store {
     }
 
     /// The URL, password redacted: how messages name this database.
-    pub fn shown(&self) -> &str {
+    pub(crate) fn shown(&self) -> &str {
         self.target.shown()
     }
 
@@ -205,7 +205,7 @@ impl Store {
 
     /// Save `run`, whose JSON text is `json` (for a native run: the file's
     /// exact bytes). `source` is "native" or an importer format. Returns the id.
-    pub fn save(&mut self, run: &Run, json: &str, source: &str) -> anyhow::Result<i64> {
+    pub(crate) fn save(&mut self, run: &Run, json: &str, source: &str) -> anyhow::Result<i64> {
         let one = Saving { run: std::borrow::Cow::Borrowed(run), text: Some(json.into()), source: source.to_string() };
         Ok(self.save_all(&mut std::iter::once(Ok(one)), None)?[0])
     }
@@ -213,7 +213,7 @@ impl Store {
     /// Save runs as `runs` produces them (one in memory at a time, its text
     /// by parts), each tagged `tag` if given, in one transaction: all are
     /// stored or none. Returns the ids in order.
-    pub fn save_all(&mut self, runs: Runs<'_, '_>, tag: Option<&str>) -> anyhow::Result<Vec<i64>> {
+    pub(crate) fn save_all(&mut self, runs: Runs<'_, '_>, tag: Option<&str>) -> anyhow::Result<Vec<i64>> {
         if self.client.is_closed() {
             // The server or the network dropped us during a long run.
             *self = Store::open(&self.target.clone())?;
@@ -238,7 +238,7 @@ impl Store {
     /// queries in one snapshot (the count, the page, its tags, its largest
     /// max and p99 per phase), not one per run — over a network each round
     /// trip counts.
-    pub fn page(&mut self, q: &PageQuery) -> anyhow::Result<Page> {
+    pub(crate) fn page(&mut self, q: &PageQuery) -> anyhow::Result<Page> {
         let target = self.target.clone();
         let e = |e| pg_err(&target, e);
         let (cond, values) = q.filter.sql(|n| format!("${n}"), |col, p| format!("strpos({col}, {p}) > 0"));
@@ -308,7 +308,7 @@ impl Store {
     }
 
     /// The distinct hosts, preemption models and tags.
-    pub fn facets(&mut self) -> anyhow::Result<Facets> {
+    pub(crate) fn facets(&mut self) -> anyhow::Result<Facets> {
         let target = self.target.clone();
         let e = |e| pg_err(&target, e);
         let mut tx = read_tx(&mut self.client).map_err(e)?;
@@ -325,7 +325,7 @@ impl Store {
     /// The stored JSON text of run `id` (exit 2 when there is no such run).
     /// Runs saved before schema version 4 keep it in `runs.json`, later
     /// ones in parts (`run_json`, `store::text`), leaving `runs.json` empty.
-    pub fn json_text(&mut self, id: i64) -> anyhow::Result<String> {
+    pub(crate) fn json_text(&mut self, id: i64) -> anyhow::Result<String> {
         let target = self.target.clone();
         let e = |e| pg_err(&target, e);
         let row = self.client.query_opt("SELECT json FROM runs WHERE id = $1", &[&id]).map_err(e)?;
@@ -345,18 +345,18 @@ impl Store {
         BadInput(format!("no run with id {id} in {}; `rtscope history` lists the ids", self.shown())).into()
     }
 
-    pub fn exists(&mut self, id: i64) -> anyhow::Result<bool> {
+    pub(crate) fn exists(&mut self, id: i64) -> anyhow::Result<bool> {
         let row = self.client.query_opt("SELECT 1 FROM runs WHERE id = $1", &[&id]).map_err(|e| pg_err(&self.target, e))?;
         Ok(row.is_some())
     }
 
-    pub fn tags(&mut self, id: i64) -> anyhow::Result<Vec<String>> {
+    pub(crate) fn tags(&mut self, id: i64) -> anyhow::Result<Vec<String>> {
         let rows = self.client.query("SELECT tag FROM tags WHERE run_id = $1 ORDER BY tag", &[&id]).map_err(|e| pg_err(&self.target, e))?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
     /// Append a monitor's closed windows (one transaction).
-    pub fn append_windows(&mut self, monitor: &str, windows: &[crate::model::Window]) -> anyhow::Result<()> {
+    pub(crate) fn append_windows(&mut self, monitor: &str, windows: &[crate::model::Window]) -> anyhow::Result<()> {
         if self.client.is_closed() {
             *self = Store::open(&self.target.clone())?;
         }
@@ -400,7 +400,7 @@ impl Store {
     }
 
     /// A monitor's windows, in order.
-    pub fn windows(&mut self, monitor: &str) -> anyhow::Result<Vec<crate::model::Window>> {
+    pub(crate) fn windows(&mut self, monitor: &str) -> anyhow::Result<Vec<crate::model::Window>> {
         let rows = self
             .client
             .query(
@@ -435,7 +435,7 @@ impl Store {
     }
 
     /// Tag run `id`; `Ok(false)` when it already had the tag.
-    pub fn tag(&mut self, id: i64, tag: &str) -> anyhow::Result<bool> {
+    pub(crate) fn tag(&mut self, id: i64, tag: &str) -> anyhow::Result<bool> {
         if !self.exists(id)? {
             return Err(self.no_such_run(id));
         }
@@ -447,7 +447,7 @@ impl Store {
     }
 
     /// Remove `tag` from run `id`; `Ok(false)` when it did not have it.
-    pub fn untag(&mut self, id: i64, tag: &str) -> anyhow::Result<bool> {
+    pub(crate) fn untag(&mut self, id: i64, tag: &str) -> anyhow::Result<bool> {
         if !self.exists(id)? {
             return Err(self.no_such_run(id));
         }
@@ -459,7 +459,7 @@ impl Store {
     }
 
     /// Delete run `id` with its results, buckets and tags.
-    pub fn remove(&mut self, id: i64) -> anyhow::Result<()> {
+    pub(crate) fn remove(&mut self, id: i64) -> anyhow::Result<()> {
         let n = self.client.execute("DELETE FROM runs WHERE id = $1", &[&id]).map_err(|e| pg_err(&self.target, e))?;
         if n == 0 {
             return Err(self.no_such_run(id));
@@ -468,7 +468,7 @@ impl Store {
     }
 
     /// Ids of the runs carrying `tag`, oldest first.
-    pub fn ids_with_tag(&mut self, tag: &str) -> anyhow::Result<Vec<i64>> {
+    pub(crate) fn ids_with_tag(&mut self, tag: &str) -> anyhow::Result<Vec<i64>> {
         let rows = self
             .client
             .query("SELECT r.id FROM runs r JOIN tags t ON t.run_id = r.id WHERE t.tag = $1 ORDER BY r.started_at, r.id", &[&tag])
@@ -477,7 +477,7 @@ impl Store {
     }
 
     /// Histogram buckets of result `idx` of run `id`, as stored.
-    pub fn buckets(&mut self, id: i64, idx: usize) -> anyhow::Result<Vec<(u64, u64, u64)>> {
+    pub(crate) fn buckets(&mut self, id: i64, idx: usize) -> anyhow::Result<Vec<(u64, u64, u64)>> {
         let rows = self
             .client
             .query(

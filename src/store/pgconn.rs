@@ -32,7 +32,7 @@ use std::time::Duration;
 use crate::error::BadInput;
 
 /// The URL schemes that select the PostgreSQL backend.
-pub const SCHEMES: [&str; 2] = ["postgresql://", "postgres://"];
+pub(crate) const SCHEMES: [&str; 2] = ["postgresql://", "postgres://"];
 
 /// How long a connection attempt may take before the database counts as down
 /// (unless the URL sets `connect_timeout`).
@@ -40,13 +40,13 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Does this `--db` / `RTSCOPE_DB` value name a PostgreSQL database?
 /// The scheme is matched without regard to case, as RFC 3986 says.
-pub fn is_url(s: &str) -> bool {
+pub(crate) fn is_url(s: &str) -> bool {
     url_scheme(s).is_some_and(|sc| SCHEMES.iter().any(|p| p.strip_suffix("://").is_some_and(|p| p.eq_ignore_ascii_case(sc))))
 }
 
 /// The scheme of `SCHEME://…` (RFC 3986: a letter, then letters, digits,
 /// `+ - .`), or `None` when `s` does not start like a URL.
-pub fn url_scheme(s: &str) -> Option<&str> {
+pub(crate) fn url_scheme(s: &str) -> Option<&str> {
     let (scheme, _) = s.split_once("://")?;
     let mut cs = scheme.chars();
     let ok = cs.next().is_some_and(|c| c.is_ascii_alphabetic()) && cs.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
@@ -70,7 +70,7 @@ impl std::fmt::Debug for Target {
 impl Target {
     /// Parse `url` (which [`is_url`]) and find its password. Warnings about
     /// the password file go to standard error.
-    pub fn parse(url: &str) -> Result<Target, BadInput> {
+    pub(crate) fn parse(url: &str) -> Result<Target, BadInput> {
         Target::parse_with(url, &Env::from_process())
     }
 
@@ -120,7 +120,7 @@ impl Target {
     }
 
     /// The URL with its password replaced by `***`: what every message shows.
-    pub fn shown(&self) -> &str {
+    pub(crate) fn shown(&self) -> &str {
         &self.shown
     }
 
@@ -133,7 +133,7 @@ impl Target {
     /// that accepts and never answers would hang every command. The attempt
     /// runs on a thread of its own; one that times out is left to end when
     /// the server closes the socket (or with the process).
-    pub fn connect(&self) -> Result<postgres::Client, BadInput> {
+    pub(crate) fn connect(&self) -> Result<postgres::Client, BadInput> {
         let limit = self.config.get_connect_timeout().copied().unwrap_or(CONNECT_TIMEOUT);
         let config = self.config.clone();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -164,7 +164,7 @@ impl Target {
 /// The reason in a postgres error: the server's message for a database
 /// error, else the chain of causes ("error connecting to server: Connection
 /// refused (os error 111)").
-pub fn reason(e: &postgres::Error) -> String {
+pub(crate) fn reason(e: &postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         return format!("{} ({}: {})", db.message(), db.severity(), db.code().code());
     }
@@ -182,7 +182,7 @@ pub fn reason(e: &postgres::Error) -> String {
 /// user name in the user-info part (up to the last `@` before the path, so
 /// an unescaped `@` or `/` in a password cannot leak part of it) and in a
 /// `password=` query parameter.
-pub fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };

@@ -44,7 +44,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Where the history database is: `--db` if given, else `$RTSCOPE_DB`, else
 /// `$XDG_DATA_HOME/rtscope/results.db`, else `~/.local/share/rtscope/results.db`
 /// (the XDG base-directory default).
-pub fn resolve_path(flag: Option<&Path>) -> Result<PathBuf, BadInput> {
+pub(crate) fn resolve_path(flag: Option<&Path>) -> Result<PathBuf, BadInput> {
     if let Some(p) = flag {
         return Ok(p.to_path_buf());
     }
@@ -112,7 +112,7 @@ fn opt_int(v: Option<usize>) -> rusqlite::Result<Option<i64>> {
     v.map(|x| int(x as u64)).transpose()
 }
 
-pub use super::{Facets, Page, PageQuery, PhaseMax, RunRow};
+pub(crate) use super::{Facets, Page, PageQuery, PhaseMax, RunRow};
 
 pub struct Store {
     conn: Connection,
@@ -125,12 +125,12 @@ pub struct Store {
 /// runs before it; above it only the header, the schema and the version
 /// are read before measuring, and a damaged page is found when the run is
 /// saved (the result file is written first and says how to import it).
-pub const FULL_CHECK_MAX_BYTES: u64 = 16 << 20;
+pub(crate) const FULL_CHECK_MAX_BYTES: u64 = 16 << 20;
 
 /// rtscope's mark in the SQLite header (`PRAGMA application_id`, "rtsc"):
 /// set when rtscope creates or migrates a database, so another program's
 /// SQLite file is told apart before anything is written to it.
-pub const APPLICATION_ID: i64 = 0x7274_7363;
+pub(crate) const APPLICATION_ID: i64 = 0x7274_7363;
 
 /// What an SQLite file at the history path holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -207,14 +207,14 @@ impl Store {
     /// export, serve, ids and tags in report/compare): read-only, never
     /// creating or changing the file (not even the switch to WAL); a
     /// missing database is bad input (exit 2).
-    pub fn open_existing(path: &Path) -> anyhow::Result<Store> {
+    pub(crate) fn open_existing(path: &Path) -> anyhow::Result<Store> {
         Store::open_read(path)?.ok_or_else(|| no_history(path))
     }
 
     /// Open an existing database to change what is stored (`tag`, `rm`):
     /// a missing one is bad input, never created; the whole file must pass
     /// `PRAGMA quick_check` first (exit 2 otherwise, nothing written).
-    pub fn open_existing_rw(path: &Path) -> anyhow::Result<Store> {
+    pub(crate) fn open_existing_rw(path: &Path) -> anyhow::Result<Store> {
         if std::fs::metadata(path).map(|m| m.len() == 0).unwrap_or(true) {
             check_header(path)?;
             return Err(no_history(path));
@@ -226,7 +226,7 @@ impl Store {
     /// empty file, an empty database), nothing created. An rtscope history
     /// from an older schema is upgraded when this process may write it
     /// (checked first like any write), else refused with advice.
-    pub fn open_read(path: &Path) -> anyhow::Result<Option<Store>> {
+    pub(crate) fn open_read(path: &Path) -> anyhow::Result<Option<Store>> {
         match std::fs::metadata(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Ok(m) if m.is_file() && m.len() == 0 => return Ok(None),
@@ -353,7 +353,7 @@ impl Store {
     /// directory) when missing, bringing its schema up to date. Exit 2,
     /// with nothing written, for: a non-SQLite, foreign, corrupt (`PRAGMA
     /// quick_check`) or hand-changed file, a database from a newer rtscope.
-    pub fn open(path: &Path) -> anyhow::Result<Store> {
+    pub(crate) fn open(path: &Path) -> anyhow::Result<Store> {
         Store::open_with(path, Check::Full)
     }
 
@@ -361,7 +361,7 @@ impl Store {
     /// written (not even the WAL switch), `PRAGMA quick_check` must pass
     /// (files up to [`FULL_CHECK_MAX_BYTES`]) and the filesystem must have
     /// room.
-    pub fn open_for_run(path: &Path) -> anyhow::Result<Store> {
+    pub(crate) fn open_for_run(path: &Path) -> anyhow::Result<Store> {
         Store::open_with(path, Check::Run)
     }
 
@@ -402,7 +402,7 @@ impl Store {
         Ok(store)
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
@@ -465,7 +465,7 @@ impl Store {
     /// Cap SQLite's page cache at `kib` KiB for this connection. A monitor
     /// appends for days: its memory must not grow with the database (the
     /// default cache, 2 MB, fills as the file grows).
-    pub fn limit_cache(&self, kib: u32) -> anyhow::Result<()> {
+    pub(crate) fn limit_cache(&self, kib: u32) -> anyhow::Result<()> {
         self.conn.pragma_update(None, "cache_size", -(kib as i64)).map_err(|e| sql_err(&self.path, e))?;
         Ok(())
     }

@@ -17,22 +17,22 @@ use sha2::{Digest, Sha256};
 use crate::model::Run;
 
 /// The largest part, in bytes.
-pub const PART_BYTES: usize = 1 << 20;
+pub(crate) const PART_BYTES: usize = 1 << 20;
 
 /// One run to save: the run, the text to keep for it, its source label.
-pub struct Saving<'a> {
-    pub run: std::borrow::Cow<'a, Run>,
+pub(crate) struct Saving<'a> {
+    pub(crate) run: std::borrow::Cow<'a, Run>,
     /// These exact bytes (a native run: its result file, so `export` gives
     /// it back byte for byte); `None`: the run's pretty JSON and a newline,
     /// the text `import --dry-run` prints, written as it is stored.
-    pub text: Option<std::borrow::Cow<'a, str>>,
+    pub(crate) text: Option<std::borrow::Cow<'a, str>>,
     /// "native", "rtscope-agent" or the importer format.
-    pub source: String,
+    pub(crate) source: String,
 }
 
 /// Runs to save, produced one at a time (a failure stops the save and
 /// nothing is stored).
-pub type Runs<'a, 'b> = &'b mut dyn Iterator<Item = anyhow::Result<Saving<'a>>>;
+pub(crate) type Runs<'a, 'b> = &'b mut dyn Iterator<Item = anyhow::Result<Saving<'a>>>;
 
 /// A [`Write`] that hands `sink` each full part (numbered from 0) and
 /// hashes everything written.
@@ -89,7 +89,7 @@ fn char_boundary(b: &[u8], mut at: usize) -> usize {
 
 /// Write `s`'s text (see [`Saving::text`]) to `sink` part by part; returns
 /// the text's SHA-256 as lowercase hex.
-pub fn write_parts(s: &Saving<'_>, sink: &mut dyn FnMut(i64, &str) -> anyhow::Result<()>) -> anyhow::Result<String> {
+pub(crate) fn write_parts(s: &Saving<'_>, sink: &mut dyn FnMut(i64, &str) -> anyhow::Result<()>) -> anyhow::Result<String> {
     let mut w = Parts { buf: Vec::with_capacity(PART_BYTES + 4096), seq: 0, sha: Sha256::new(), sink, failed: None };
     let written = match &s.text {
         Some(t) => w.write_all(t.as_bytes()),
@@ -104,7 +104,7 @@ pub fn write_parts(s: &Saving<'_>, sink: &mut dyn FnMut(i64, &str) -> anyhow::Re
 }
 
 /// The text of parts read in order.
-pub fn join(parts: impl Iterator<Item = anyhow::Result<String>>) -> anyhow::Result<String> {
+pub(crate) fn join(parts: impl Iterator<Item = anyhow::Result<String>>) -> anyhow::Result<String> {
     let mut out = String::new();
     for p in parts {
         out.push_str(&p?);

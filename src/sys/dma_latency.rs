@@ -8,15 +8,15 @@ use std::io::Write;
 /// Holds /dev/cpu_dma_latency open at the requested value; dropping it
 /// releases the request.
 #[derive(Debug)]
-pub struct DmaLatencyGuard {
+pub(crate) struct DmaLatencyGuard {
     _file: File,
 }
 
-pub const PATH: &str = "/dev/cpu_dma_latency";
+pub(crate) const PATH: &str = "/dev/cpu_dma_latency";
 
 impl DmaLatencyGuard {
     /// Open the device and write `us` as a binary 32-bit value.
-    pub fn hold(us: i32) -> std::io::Result<DmaLatencyGuard> {
+    pub(crate) fn hold(us: i32) -> std::io::Result<DmaLatencyGuard> {
         let mut f = OpenOptions::new().write(true).open(PATH)?;
         f.write_all(&us.to_ne_bytes())?;
         Ok(DmaLatencyGuard { _file: f })

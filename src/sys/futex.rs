@@ -16,7 +16,7 @@ use nix::errno::Errno;
 /// on a signal (EINTR) or at once when the word already differs (EAGAIN);
 /// callers re-check the word in a loop, so those are not errors here.
 #[inline]
-pub fn wait(word: &AtomicU32, expected: u32) {
+pub(crate) fn wait(word: &AtomicU32, expected: u32) {
     // SAFETY: `word` is a valid, aligned u32 that outlives the call; a null
     // timeout means no timeout; the extra arguments are unused by FUTEX_WAIT.
     unsafe {
@@ -32,7 +32,7 @@ pub fn wait(word: &AtomicU32, expected: u32) {
 
 /// FUTEX_WAKE_PRIVATE: wake up to `n` threads sleeping on `word`.
 #[inline]
-pub fn wake(word: &AtomicU32, n: i32) -> nix::Result<()> {
+pub(crate) fn wake(word: &AtomicU32, n: i32) -> nix::Result<()> {
     // SAFETY: `word` is a valid, aligned u32; FUTEX_WAKE only reads its address.
     let rc = unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, n) };
     Errno::result(rc).map(drop)
@@ -41,25 +41,25 @@ pub fn wake(word: &AtomicU32, n: i32) -> nix::Result<()> {
 /// A binary event for strictly alternating threads: one thread `post`s, the
 /// other `wait`s until it has been posted and consumes it.
 #[derive(Debug, Default)]
-pub struct Event {
+pub(crate) struct Event {
     word: AtomicU32,
 }
 
 impl Event {
-    pub const fn new() -> Event {
+    pub(crate) const fn new() -> Event {
         Event { word: AtomicU32::new(0) }
     }
 
     /// Mark the event and wake its waiter (if any).
     #[inline]
-    pub fn post(&self) -> nix::Result<()> {
+    pub(crate) fn post(&self) -> nix::Result<()> {
         self.word.store(1, Ordering::Release);
         wake(&self.word, 1)
     }
 
     /// Block until the event is posted, then consume it.
     #[inline]
-    pub fn wait(&self) {
+    pub(crate) fn wait(&self) {
         while self.word.swap(0, Ordering::Acquire) == 0 {
             wait(&self.word, 0);
         }

@@ -10,7 +10,7 @@ use nix::sys::mman::{mlockall, munlockall, MlockAllFlags};
 /// pages never touched are never made resident. Where the kernel refuses
 /// MCL_ONFAULT (EINVAL), everything is locked as before
 /// (MCL_CURRENT | MCL_FUTURE). Returns the flags that took.
-pub fn lock_all() -> nix::Result<&'static str> {
+pub(crate) fn lock_all() -> nix::Result<&'static str> {
     // SAFETY: mlockall takes flags only and touches no memory of ours.
     let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE | libc::MCL_ONFAULT) };
     match nix::errno::Errno::result(rc) {
@@ -23,7 +23,7 @@ pub fn lock_all() -> nix::Result<&'static str> {
 }
 
 /// munlockall(): the pages stay where they are, they can be reclaimed again.
-pub fn unlock_all() -> nix::Result<()> {
+pub(crate) fn unlock_all() -> nix::Result<()> {
     munlockall()
 }
 
@@ -35,7 +35,7 @@ pub fn unlock_all() -> nix::Result<()> {
 /// database) touches far more code than a probe's loop; without this the
 /// locked resident set is all of it. Call it unlocked (madvise refuses
 /// locked mappings). Returns the KiB unmapped.
-pub fn drop_clean_file_pages() -> usize {
+pub(crate) fn drop_clean_file_pages() -> usize {
     let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else { return 0 };
     let mut dropped_kib = 0usize;
     // (start, end, read-only file mapping, rss KiB, anonymous KiB) of the mapping being read.
@@ -86,7 +86,7 @@ pub fn drop_clean_file_pages() -> usize {
 /// Touch `bytes` of stack so its pages are mapped (and locked) before the
 /// start barrier, as cyclictest does.
 #[inline(never)]
-pub fn prefault_stack(bytes: usize) {
+pub(crate) fn prefault_stack(bytes: usize) {
     const CHUNK: usize = 4096;
     fn touch(left: usize) {
         let mut page = [0u8; CHUNK];
@@ -102,7 +102,7 @@ pub fn prefault_stack(bytes: usize) {
 /// madvise(MADV_DONTNEED) on the whole pages inside `buf`: the kernel drops
 /// them, so the next touch of each one is a page fault (the memory load's
 /// page-fault generator). Returns how many pages were dropped.
-pub fn drop_pages(buf: &mut [u8]) -> nix::Result<usize> {
+pub(crate) fn drop_pages(buf: &mut [u8]) -> nix::Result<usize> {
     const PAGE: usize = 4096;
     let start = buf.as_mut_ptr() as usize;
     let aligned = (start + PAGE - 1) & !(PAGE - 1);
@@ -120,7 +120,7 @@ pub fn drop_pages(buf: &mut [u8]) -> nix::Result<usize> {
 /// without CAP_IPC_LOCK, mlockall(MCL_FUTURE) succeeds but every later
 /// mapping then counts against RLIMIT_MEMLOCK (often 8 MiB), and the
 /// allocations of a multi-probe run fail (abort) once it is used up.
-pub fn lock_all_would_exhaust() -> Option<String> {
+pub(crate) fn lock_all_would_exhaust() -> Option<String> {
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: `lim` is valid, writable storage for one rlimit.
     if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) } != 0 || lim.rlim_cur == libc::RLIM_INFINITY {

@@ -2,15 +2,15 @@
 //! they wrap (nix style). Each `unsafe` block holds the one libc call and a
 //! `SAFETY:` comment; results come back as `nix::Result` / `std::io::Result`.
 
-pub mod dma_latency;
-pub mod futex;
-pub mod mman;
-pub mod resource;
-pub mod sched;
-pub mod semaphore;
-pub mod stat;
-pub mod time;
-pub mod prctl;
-pub mod pthread;
-pub mod wait;
-pub mod tracefs;
+pub(crate) mod dma_latency;
+pub(crate) mod futex;
+pub(crate) mod mman;
+pub(crate) mod resource;
+pub(crate) mod sched;
+pub(crate) mod semaphore;
+pub(crate) mod stat;
+pub(crate) mod time;
+pub(crate) mod prctl;
+pub(crate) mod pthread;
+pub(crate) mod wait;
+pub(crate) mod tracefs;

@@ -14,7 +14,7 @@ use nix::errno::Errno;
 
 /// The priority protocol of a [`Mutex`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
+pub(crate) enum Protocol {
     None,
     Inherit,
     /// Priority ceiling: the owner runs at this priority.
@@ -27,7 +27,7 @@ extern "C" {
 }
 
 /// A pthread mutex that never moves (boxed), destroyed on drop.
-pub struct Mutex {
+pub(crate) struct Mutex {
     m: Box<UnsafeCell<libc::pthread_mutex_t>>,
 }
 
@@ -40,16 +40,16 @@ unsafe impl Send for Mutex {}
 impl Mutex {
     /// A default mutex (no priority protocol, PTHREAD_MUTEX_INITIALIZER):
     /// cannot fail.
-    pub fn plain() -> Mutex {
+    pub(crate) fn plain() -> Mutex {
         Mutex { m: Box::new(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER)) }
     }
 
     /// The pthread_mutex_t, for pthread_cond_wait (valid while self lives).
-    pub fn as_ptr(&self) -> *mut libc::pthread_mutex_t {
+    pub(crate) fn as_ptr(&self) -> *mut libc::pthread_mutex_t {
         self.m.get()
     }
 
-    pub fn new(protocol: Protocol) -> Result<Mutex, String> {
+    pub(crate) fn new(protocol: Protocol) -> Result<Mutex, String> {
         // SAFETY: all-zero storage is valid for pthread_mutexattr_init to fill.
         let mut attr: libc::pthread_mutexattr_t = unsafe { std::mem::zeroed() };
         // SAFETY: `attr` is writable storage for an attribute object.
@@ -89,13 +89,13 @@ impl Mutex {
     /// Lock; an error (e.g. EINVAL: the caller's priority is above a ceiling)
     /// is returned, never ignored.
     #[inline]
-    pub fn lock(&self) -> Result<(), String> {
+    pub(crate) fn lock(&self) -> Result<(), String> {
         // SAFETY: the mutex was initialised in new() and does not move.
         checked("pthread_mutex_lock", unsafe { libc::pthread_mutex_lock(self.m.get()) })
     }
 
     #[inline]
-    pub fn unlock(&self) -> Result<(), String> {
+    pub(crate) fn unlock(&self) -> Result<(), String> {
         // SAFETY: as for lock; only the owner calls unlock.
         checked("pthread_mutex_unlock", unsafe { libc::pthread_mutex_unlock(self.m.get()) })
     }

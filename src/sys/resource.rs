@@ -5,7 +5,7 @@
 /// getrusage(RUSAGE_THREAD), the same counters as fields 10 and 12 of
 /// /proc/PID/task/TID/stat, read without opening a file (no allocation, no
 /// I/O: a measuring thread may call it around its loop).
-pub fn thread_faults() -> (u64, u64) {
+pub(crate) fn thread_faults() -> (u64, u64) {
     // SAFETY: rusage is plain old data; all-zero is a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `ru` is valid, writable storage for one rusage.
@@ -19,7 +19,7 @@ pub fn thread_faults() -> (u64, u64) {
 /// Raise this process's soft RLIMIT_NOFILE to its hard limit (as a server
 /// that holds many connections should) and return the soft limit now in
 /// force; 1024 when it cannot be read.
-pub fn raise_nofile() -> usize {
+pub(crate) fn raise_nofile() -> usize {
     // SAFETY: rlimit is plain old data; all-zero is a valid value.
     let mut rl: libc::rlimit = unsafe { std::mem::zeroed() };
     // SAFETY: `rl` is valid, writable storage for one rlimit.

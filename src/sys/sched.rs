@@ -7,7 +7,7 @@ use nix::unistd::Pid;
 
 /// The scheduling policies a measuring thread can run under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Policy {
+pub(crate) enum Policy {
     Fifo,
     RoundRobin,
     Other,
@@ -17,7 +17,7 @@ pub enum Policy {
 }
 
 impl Policy {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Policy::Fifo => "fifo",
             Policy::RoundRobin => "rr",
@@ -38,14 +38,14 @@ impl Policy {
 /// Would this process get `policy` at `priority`? Tried for real on a
 /// throwaway thread (so capabilities, RLIMIT_RTPRIO and cgroup limits all
 /// answer), which exits at once.
-pub fn policy_permitted(policy: Policy, priority: u8) -> nix::Result<()> {
+pub(crate) fn policy_permitted(policy: Policy, priority: u8) -> nix::Result<()> {
     std::thread::spawn(move || set_current_policy(policy, priority)).join().unwrap_or(Err(nix::errno::Errno::EINVAL))
 }
 
 /// Set the calling thread's policy and priority (priority is ignored, i.e.
 /// 0, for SCHED_OTHER). SCHED_DEADLINE needs its reservation: EINVAL here,
 /// use [`set_current_deadline`].
-pub fn set_current_policy(policy: Policy, priority: u8) -> nix::Result<()> {
+pub(crate) fn set_current_policy(policy: Policy, priority: u8) -> nix::Result<()> {
     if policy == Policy::Deadline {
         return Err(nix::errno::Errno::EINVAL);
     }
@@ -58,7 +58,7 @@ pub fn set_current_policy(policy: Policy, priority: u8) -> nix::Result<()> {
 
 /// Set the scheduling policy of another task (a kernel thread, e.g. the
 /// timerlat tracer's `timerlat/N`), as `chrt -p`.
-pub fn set_policy_of(pid: i32, policy: Policy, priority: u8) -> nix::Result<()> {
+pub(crate) fn set_policy_of(pid: i32, policy: Policy, priority: u8) -> nix::Result<()> {
     if policy == Policy::Deadline {
         return Err(nix::errno::Errno::EINVAL);
     }
@@ -70,7 +70,7 @@ pub fn set_policy_of(pid: i32, policy: Policy, priority: u8) -> nix::Result<()> 
 }
 
 /// Pin the calling thread to the given CPUs.
-pub fn set_current_affinity(cpus: &[usize]) -> nix::Result<()> {
+pub(crate) fn set_current_affinity(cpus: &[usize]) -> nix::Result<()> {
     let mut set = CpuSet::new();
     for &c in cpus {
         set.set(c)?;
@@ -80,7 +80,7 @@ pub fn set_current_affinity(cpus: &[usize]) -> nix::Result<()> {
 
 /// Pin the thread `tid` (a kernel thread id of this process, from
 /// [`current_tid`]) to the given CPUs, as `taskset -p`.
-pub fn set_affinity_of(tid: i32, cpus: &[usize]) -> nix::Result<()> {
+pub(crate) fn set_affinity_of(tid: i32, cpus: &[usize]) -> nix::Result<()> {
     let mut set = CpuSet::new();
     for &c in cpus {
         set.set(c)?;
@@ -89,20 +89,20 @@ pub fn set_affinity_of(tid: i32, cpus: &[usize]) -> nix::Result<()> {
 }
 
 /// The CPUs the calling thread may run on (its affinity mask).
-pub fn current_affinity() -> nix::Result<Vec<usize>> {
+pub(crate) fn current_affinity() -> nix::Result<Vec<usize>> {
     let set = nix::sched::sched_getaffinity(Pid::from_raw(0))?;
     Ok((0..CpuSet::count()).filter(|&c| set.is_set(c).unwrap_or(false)).collect())
 }
 
 /// The calling thread's kernel thread id (gettid(2)).
-pub fn current_tid() -> i32 {
+pub(crate) fn current_tid() -> i32 {
     // SAFETY: gettid takes no arguments and cannot fail.
     unsafe { libc::gettid() }
 }
 
 /// Renames the calling thread (its `comm`, what ps, top and tracefs show; at most 15
 /// bytes are kept). A failure leaves the old name, which is harmless.
-pub fn set_thread_name(name: &str) {
+pub(crate) fn set_thread_name(name: &str) {
     if let Ok(c) = std::ffi::CString::new(name) {
         let _ = nix::sys::prctl::set_name(&c);
     }
@@ -110,7 +110,7 @@ pub fn set_thread_name(name: &str) {
 
 /// The CPU the calling thread runs on now (vDSO getcpu; no system call).
 #[inline]
-pub fn current_cpu() -> Option<usize> {
+pub(crate) fn current_cpu() -> Option<usize> {
     // SAFETY: sched_getcpu takes no arguments and only reads.
     let c = unsafe { libc::sched_getcpu() };
     (c >= 0).then_some(c as usize)
@@ -118,7 +118,7 @@ pub fn current_cpu() -> Option<usize> {
 
 /// CPUs online now, from /sys/devices/system/cpu/online (falls back to
 /// 0..available_parallelism).
-pub fn online_cpus() -> Vec<usize> {
+pub(crate) fn online_cpus() -> Vec<usize> {
     std::fs::read_to_string("/sys/devices/system/cpu/online")
         .ok()
         .and_then(|s| crate::units::parse_cpu_list(s.trim()).ok())
@@ -130,21 +130,21 @@ pub fn online_cpus() -> Vec<usize> {
 }
 
 /// `SCHED_DEADLINE` (include/uapi/linux/sched.h); not in every libc.
-pub const SCHED_DEADLINE: libc::c_int = 6;
+pub(crate) const SCHED_DEADLINE: libc::c_int = 6;
 /// `SCHED_FLAG_DL_OVERRUN`: the kernel sends SIGXCPU when the task uses up its
 /// runtime before the period ends.
-pub const SCHED_FLAG_DL_OVERRUN: u64 = 0x04;
+pub(crate) const SCHED_FLAG_DL_OVERRUN: u64 = 0x04;
 /// Smallest runtime the kernel accepts (2^10 ns: `__checkparam_dl`).
-pub const DL_MIN_NS: u64 = 1 << 10;
+pub(crate) const DL_MIN_NS: u64 = 1 << 10;
 
 /// A SCHED_DEADLINE reservation: `runtime` of CPU time within `deadline` of
 /// the start of every `period` (the kernel's rule: 1024 ns <= runtime <=
 /// deadline <= period).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DlParams {
-    pub runtime_ns: u64,
-    pub deadline_ns: u64,
-    pub period_ns: u64,
+pub(crate) struct DlParams {
+    pub(crate) runtime_ns: u64,
+    pub(crate) deadline_ns: u64,
+    pub(crate) period_ns: u64,
 }
 
 /// `struct sched_attr` as of SCHED_ATTR_SIZE_VER0 (48 bytes), see sched_setattr(2).
@@ -170,7 +170,7 @@ struct SchedAttr {
 /// CPU of the root domain, is used up); EPERM, no CAP_SYS_NICE or the
 /// thread's affinity does not span its root domain; EINVAL, parameters
 /// outside the kernel's rule or its `sched_deadline_period_{min,max}_us`.
-pub fn set_current_deadline(p: DlParams, overrun_signal: bool) -> nix::Result<()> {
+pub(crate) fn set_current_deadline(p: DlParams, overrun_signal: bool) -> nix::Result<()> {
     let attr = SchedAttr {
         size: std::mem::size_of::<SchedAttr>() as u32,
         sched_policy: SCHED_DEADLINE as u32,
@@ -190,7 +190,7 @@ pub fn set_current_deadline(p: DlParams, overrun_signal: bool) -> nix::Result<()
 /// together? Tried for real (so the kernel's admission test, capabilities
 /// and root-domain rules all answer) on throwaway threads that hold their
 /// reservations at once, then return to SCHED_OTHER and exit.
-pub fn deadline_admitted(p: DlParams, threads: usize) -> nix::Result<()> {
+pub(crate) fn deadline_admitted(p: DlParams, threads: usize) -> nix::Result<()> {
     let n = threads.max(1);
     let barrier = std::sync::Barrier::new(n);
     let cpus = online_cpus();
@@ -215,7 +215,7 @@ pub fn deadline_admitted(p: DlParams, threads: usize) -> nix::Result<()> {
 /// Give up the rest of this period's runtime (SCHED_DEADLINE: sleep until
 /// the next period's replenishment; sched_yield(2)).
 #[inline]
-pub fn yield_now() {
+pub(crate) fn yield_now() {
     // SAFETY: sched_yield takes no arguments.
     unsafe { libc::sched_yield() };
 }

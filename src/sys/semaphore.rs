@@ -8,7 +8,7 @@ use std::cell::UnsafeCell;
 use nix::errno::Errno;
 
 /// An unnamed POSIX semaphore that never moves (boxed), destroyed on drop.
-pub struct Semaphore(Box<UnsafeCell<libc::sem_t>>);
+pub(crate) struct Semaphore(Box<UnsafeCell<libc::sem_t>>);
 
 // SAFETY: a sem_t is made to be used from several threads at once (and from
 // signal handlers); it is only touched through the sem_* calls and never
@@ -19,7 +19,7 @@ unsafe impl Send for Semaphore {}
 
 impl Semaphore {
     /// A semaphore of this process's threads with the count `value`.
-    pub fn new(value: u32) -> anyhow::Result<Semaphore> {
+    pub(crate) fn new(value: u32) -> anyhow::Result<Semaphore> {
         // SAFETY: all-zero storage is valid for sem_init to fill.
         let s = Semaphore(Box::new(UnsafeCell::new(unsafe { std::mem::zeroed::<libc::sem_t>() })));
         // SAFETY: `s.0` is writable storage that lives as long as the Semaphore.
@@ -30,7 +30,7 @@ impl Semaphore {
 
     /// Add one to the count, waking a waiter.
     #[inline]
-    pub fn post(&self) -> Result<(), String> {
+    pub(crate) fn post(&self) -> Result<(), String> {
         // SAFETY: initialised in new().
         let rc = unsafe { libc::sem_post(self.0.get()) };
         Errno::result(rc).map(drop).map_err(|e| format!("sem_post: {e}"))
@@ -39,7 +39,7 @@ impl Semaphore {
     /// Take one from the count, blocking while it is 0; a signal's
     /// interruption (EINTR) waits again.
     #[inline]
-    pub fn wait(&self) -> Result<(), String> {
+    pub(crate) fn wait(&self) -> Result<(), String> {
         loop {
             // SAFETY: initialised in new().
             let rc = unsafe { libc::sem_wait(self.0.get()) };
@@ -52,7 +52,7 @@ impl Semaphore {
     }
 
     /// The sem_t, for a signal handler's sem_post (valid while self lives).
-    pub fn as_ptr(&self) -> *mut libc::sem_t {
+    pub(crate) fn as_ptr(&self) -> *mut libc::sem_t {
         self.0.get()
     }
 }

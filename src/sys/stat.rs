@@ -8,29 +8,29 @@ use std::path::Path;
 /// Room a result needs, at least: a short run's file is 50–500 KB, its
 /// history row as much again; below this a run would measure for nothing
 /// and end in the fallback directory, so outputs are refused before it.
-pub const MIN_FREE_BYTES: u64 = 1 << 20;
+pub(crate) const MIN_FREE_BYTES: u64 = 1 << 20;
 
 /// Bytes an unprivileged writer can still use on the filesystem holding
 /// `path` (statvfs: available blocks × fragment size).
-pub fn free_bytes(path: &Path) -> std::io::Result<u64> {
+pub(crate) fn free_bytes(path: &Path) -> std::io::Result<u64> {
     let st = nix::sys::statvfs::statvfs(path).map_err(std::io::Error::from)?;
     Ok((st.blocks_available() as u64).saturating_mul(st.fragment_size() as u64))
 }
 
 /// Can this process create and remove files in directory `dir` (access(2)
 /// with W_OK|X_OK: permissions and read-only mounts)?
-pub fn dir_writable(dir: &Path) -> bool {
+pub(crate) fn dir_writable(dir: &Path) -> bool {
     nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK | nix::unistd::AccessFlags::X_OK).is_ok()
 }
 
 /// Can this process write to the existing file `path`?
-pub fn file_writable(path: &Path) -> bool {
+pub(crate) fn file_writable(path: &Path) -> bool {
     nix::unistd::access(path, nix::unistd::AccessFlags::W_OK).is_ok()
 }
 
 /// `mkdir -p DIR` with mode 0755 for every directory it creates (existing
 /// ones are left as they are).
-pub fn create_dirs(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn create_dirs(dir: &Path) -> std::io::Result<()> {
     if dir.is_dir() {
         return Ok(());
     }

@@ -9,7 +9,7 @@ use nix::errno::Errno;
 
 /// CLOCK_MONOTONIC now, in nanoseconds. See clock_gettime(2).
 #[inline(always)]
-pub fn now_ns() -> u64 {
+pub(crate) fn now_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
@@ -19,7 +19,7 @@ pub fn now_ns() -> u64 {
 /// Sleep until CLOCK_MONOTONIC reaches `deadline_ns`. Retries on EINTR; any
 /// other error is returned.
 #[inline]
-pub fn sleep_until_ns(deadline_ns: u64) -> nix::Result<()> {
+pub(crate) fn sleep_until_ns(deadline_ns: u64) -> nix::Result<()> {
     let ts = libc::timespec {
         tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
@@ -40,7 +40,7 @@ pub fn sleep_until_ns(deadline_ns: u64) -> nix::Result<()> {
 
 /// Cost of one [`now_ns`] call: (median, min) over `rounds` batches of 1000
 /// back-to-back reads (rule 7).
-pub fn calibrate_clock_read(rounds: usize) -> (u64, u64) {
+pub(crate) fn calibrate_clock_read(rounds: usize) -> (u64, u64) {
     let mut per_read: Vec<u64> = Vec::with_capacity(rounds);
     for _ in 0..rounds {
         let t0 = now_ns();

@@ -14,7 +14,7 @@ const MOUNT_POINTS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/traci
 
 /// Finds a mounted tracefs (a directory with `instances/`), mounting it on
 /// `/sys/kernel/tracing` when it is not. Returns the path and whether rtscope mounted it.
-pub fn find_or_mount() -> io::Result<(PathBuf, bool)> {
+pub(crate) fn find_or_mount() -> io::Result<(PathBuf, bool)> {
     for p in MOUNT_POINTS {
         if Path::new(p).join("instances").is_dir() {
             return Ok((PathBuf::from(p), false));
@@ -30,7 +30,7 @@ pub fn find_or_mount() -> io::Result<(PathBuf, bool)> {
 }
 
 /// The mounted tracefs, if any (never mounts).
-pub fn find_mounted() -> Option<PathBuf> {
+pub(crate) fn find_mounted() -> Option<PathBuf> {
     MOUNT_POINTS.iter().map(PathBuf::from).find(|p| p.join("instances").is_dir())
 }
 
@@ -38,7 +38,7 @@ pub fn find_mounted() -> Option<PathBuf> {
 /// (SIGKILL, a second Ctrl-C, a crash): tracing stopped, events off, the
 /// directory removed. Instances of live processes and of other tools are
 /// left alone. Returns the names removed.
-pub fn remove_stale_instances(tracefs: &Path) -> Vec<String> {
+pub(crate) fn remove_stale_instances(tracefs: &Path) -> Vec<String> {
     let mut removed = Vec::new();
     let Ok(rd) = std::fs::read_dir(tracefs.join("instances")) else { return removed };
     for e in rd.flatten() {
@@ -53,12 +53,12 @@ pub fn remove_stale_instances(tracefs: &Path) -> Vec<String> {
 
 /// The pid in an rtscope instance's name: `rtscope-<pid>` (threshold
 /// tracing) or `rtscope-<pid>-<tracer>` (a tracer probe); None for others'.
-pub fn instance_pid(name: &str) -> Option<u32> {
+pub(crate) fn instance_pid(name: &str) -> Option<u32> {
     name.strip_prefix("rtscope-")?.split('-').next()?.parse().ok()
 }
 
 /// True while process `pid` is an rtscope.
-pub fn rtscope_alive(pid: u32) -> bool {
+pub(crate) fn rtscope_alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "rtscope")
 }
 
@@ -79,14 +79,14 @@ fn mount_tracefs(target: &str) -> io::Result<()> {
 
 /// A tracing instance directory (`<tracefs>/instances/<name>`).
 #[derive(Debug)]
-pub struct Instance {
+pub(crate) struct Instance {
     dir: PathBuf,
 }
 
 impl Instance {
     /// Creates `instances/<name>`; an existing one of that name (left by a crashed run with
     /// the same pid) is removed first.
-    pub fn create(tracefs: &Path, name: &str) -> io::Result<Instance> {
+    pub(crate) fn create(tracefs: &Path, name: &str) -> io::Result<Instance> {
         let dir = tracefs.join("instances").join(name);
         if dir.exists() {
             let _ = std::fs::remove_dir(&dir);
@@ -95,30 +95,30 @@ impl Instance {
         Ok(Instance { dir })
     }
 
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
     /// Writes `value` to a control file of the instance (`tracing_on`, `trace_clock`, ...).
-    pub fn write(&self, file: &str, value: &str) -> io::Result<()> {
+    pub(crate) fn write(&self, file: &str, value: &str) -> io::Result<()> {
         std::fs::write(self.dir.join(file), value)
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", self.dir.join(file).display())))
     }
 
     /// Reads a file of the instance as text (invalid UTF-8 replaced).
-    pub fn read(&self, file: &str) -> io::Result<String> {
+    pub(crate) fn read(&self, file: &str) -> io::Result<String> {
         let bytes = std::fs::read(self.dir.join(file))?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     /// Enables event `group/name` if this kernel has it; returns whether it is on.
-    pub fn enable_event(&self, event: &str) -> bool {
+    pub(crate) fn enable_event(&self, event: &str) -> bool {
         let f = format!("events/{event}/enable");
         self.dir.join(&f).exists() && self.write(&f, "1").is_ok()
     }
 
     /// Event names (`name`, not `group/name`) of a group, for groups like `irq_vectors`.
-    pub fn group_events(&self, group: &str) -> Vec<String> {
+    pub(crate) fn group_events(&self, group: &str) -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(self.dir.join("events").join(group))
             .map(|rd| {
                 rd.filter_map(|e| e.ok())
@@ -133,7 +133,7 @@ impl Instance {
 
     /// Stops tracing, disables every event and removes the directory. Retries briefly while
     /// the kernel reports it busy (a reader still has a file open).
-    pub fn remove(&self) -> io::Result<()> {
+    pub(crate) fn remove(&self) -> io::Result<()> {
         let _ = self.write("tracing_on", "0");
         // An instance with a tracer (timerlat, osnoise) set cannot be removed.
         let _ = self.write("current_tracer", "nop");
@@ -154,7 +154,7 @@ impl Instance {
 /// Reads a control file with one large buffer per read: some (osnoise's
 /// `cpus`) refuse a read smaller than their whole text with EINVAL, which
 /// `std::fs::read_to_string`'s first small read is.
-pub fn read_ctl(path: &Path) -> io::Result<String> {
+pub(crate) fn read_ctl(path: &Path) -> io::Result<String> {
     use std::io::Read;
     let mut f = std::fs::File::open(path)?;
     let mut out = Vec::new();
@@ -173,17 +173,17 @@ pub fn read_ctl(path: &Path) -> io::Result<String> {
 /// A non-blocking reader of a `trace_pipe` (consuming: each event is read
 /// once). The kernel's `CPU:N [LOST M EVENTS]` notes are counted per CPU,
 /// not handed on.
-pub struct Pipe {
+pub(crate) struct Pipe {
     file: std::fs::File,
     buf: Vec<u8>,
     carry: Vec<u8>,
     /// Events the ring buffer dropped before they were read, by CPU.
-    pub lost: std::collections::BTreeMap<usize, u64>,
+    pub(crate) lost: std::collections::BTreeMap<usize, u64>,
 }
 
 impl Pipe {
     /// Opens `<dir>/trace_pipe` (an instance's or the top level's).
-    pub fn open(dir: &Path) -> io::Result<Pipe> {
+    pub(crate) fn open(dir: &Path) -> io::Result<Pipe> {
         use std::os::unix::fs::OpenOptionsExt;
         let path = dir.join("trace_pipe");
         let file = std::fs::OpenOptions::new()
@@ -199,7 +199,7 @@ impl Pipe {
     /// on the CPU that wrote, after every event — work done on the measured
     /// CPU right when the tracer's thread should run). Returns the number
     /// of lines; 0 when none came.
-    pub fn read_lines(&mut self, f: &mut dyn FnMut(&str)) -> io::Result<usize> {
+    pub(crate) fn read_lines(&mut self, f: &mut dyn FnMut(&str)) -> io::Result<usize> {
         use std::io::Read;
         let mut lines = 0;
         loop {
@@ -236,17 +236,17 @@ fn lost_note(line: &str) -> Option<(usize, u64)> {
 /// One text line of a tracer's output, split into what every line has:
 /// `TASK-PID [CPU] FLAGS TIMESTAMP: BODY`.
 #[derive(Debug, PartialEq)]
-pub struct Line<'a> {
+pub(crate) struct Line<'a> {
     /// `comm-pid` of the task the event interrupted or ran in (`<idle>-0`).
-    pub task: &'a str,
-    pub cpu: usize,
+    pub(crate) task: &'a str,
+    pub(crate) cpu: usize,
     /// The timestamp in ns of the instance's trace clock (`mono`: CLOCK_MONOTONIC).
-    pub ts_ns: u64,
-    pub body: &'a str,
+    pub(crate) ts_ns: u64,
+    pub(crate) body: &'a str,
 }
 
 /// Splits a trace line; None for comments, notes and anything else.
-pub fn split_line(line: &str) -> Option<Line<'_>> {
+pub(crate) fn split_line(line: &str) -> Option<Line<'_>> {
     // The CPU is the first `[digits]` (a task name may hold spaces, not this).
     let mut from = 0;
     let (task, cpu, after) = loop {
@@ -265,7 +265,7 @@ pub fn split_line(line: &str) -> Option<Line<'_>> {
 }
 
 /// `12.345678` (seconds, up to 9 decimals) → ns.
-pub fn parse_ts(ts: &str) -> Option<u64> {
+pub(crate) fn parse_ts(ts: &str) -> Option<u64> {
     let (s, frac) = ts.split_once('.').unwrap_or((ts, ""));
     if frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -277,7 +277,7 @@ pub fn parse_ts(ts: &str) -> Option<u64> {
 
 /// The ring buffer's own counters of one CPU (`per_cpu/cpuN/stats`):
 /// events overwritten before they were read plus events dropped.
-pub fn cpu_overrun(dir: &Path, cpu: usize) -> u64 {
+pub(crate) fn cpu_overrun(dir: &Path, cpu: usize) -> u64 {
     let text = std::fs::read_to_string(dir.join(format!("per_cpu/cpu{cpu}/stats"))).unwrap_or_default();
     text.lines()
         .filter_map(|l| l.split_once(':'))

@@ -6,21 +6,21 @@ use nix::errno::Errno;
 
 /// What the kernel accounted to a reaped child (and the children it reaped).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Usage {
-    pub user_s: f64,
-    pub system_s: f64,
-    pub voluntary_ctxt_switches: u64,
-    pub involuntary_ctxt_switches: u64,
-    pub minor_faults: u64,
-    pub major_faults: u64,
+pub(crate) struct Usage {
+    pub(crate) user_s: f64,
+    pub(crate) system_s: f64,
+    pub(crate) voluntary_ctxt_switches: u64,
+    pub(crate) involuntary_ctxt_switches: u64,
+    pub(crate) minor_faults: u64,
+    pub(crate) major_faults: u64,
     /// Blocks (512 bytes) the child wrote to storage.
-    pub blocks_out: u64,
-    pub blocks_in: u64,
+    pub(crate) blocks_out: u64,
+    pub(crate) blocks_in: u64,
 }
 
 /// How a child ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
+pub(crate) enum Exit {
     Code(i32),
     Signal(i32),
 }
@@ -39,7 +39,7 @@ fn tv_s(tv: libc::timeval) -> f64 {
 }
 
 /// Blocking wait4(pid): reap the child and return how it ended and its usage.
-pub fn wait4(pid: i32) -> nix::Result<(Exit, Usage)> {
+pub(crate) fn wait4(pid: i32) -> nix::Result<(Exit, Usage)> {
     let mut status: libc::c_int = 0;
     // SAFETY: an all-zero rusage is a valid value of this plain C struct.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -68,7 +68,7 @@ pub fn wait4(pid: i32) -> nix::Result<(Exit, Usage)> {
 
 /// True when child `pid` has exited (it stays a zombie: not reaped, so its
 /// process-group id stays reserved until [`wait4`]).
-pub fn has_exited(pid: i32) -> nix::Result<bool> {
+pub(crate) fn has_exited(pid: i32) -> nix::Result<bool> {
     // SAFETY: an all-zero siginfo_t is a valid value of this plain C struct.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     // SAFETY: `info` is valid and writable; WNOWAIT leaves the child waitable.
@@ -80,7 +80,7 @@ pub fn has_exited(pid: i32) -> nix::Result<bool> {
 
 /// Send `signal` to every process in process group `pgid`. ESRCH (the group
 /// is empty) is not an error.
-pub fn kill_group(pgid: i32, signal: libc::c_int) -> nix::Result<()> {
+pub(crate) fn kill_group(pgid: i32, signal: libc::c_int) -> nix::Result<()> {
     // SAFETY: killpg takes two integers; no memory is passed.
     let rc = unsafe { libc::killpg(pgid, signal) };
     match Errno::result(rc) {
@@ -90,7 +90,7 @@ pub fn kill_group(pgid: i32, signal: libc::c_int) -> nix::Result<()> {
 }
 
 /// Send `signal` to one process. ESRCH (already gone) is not an error.
-pub fn kill(pid: i32, signal: libc::c_int) -> nix::Result<()> {
+pub(crate) fn kill(pid: i32, signal: libc::c_int) -> nix::Result<()> {
     // SAFETY: kill takes two integers; no memory is passed.
     let rc = unsafe { libc::kill(pid, signal) };
     match Errno::result(rc) {

@@ -21,33 +21,33 @@ use super::proto::{tuples, Line};
 
 /// A result block of one thread (or, merged, of a variant).
 #[derive(Debug, Clone)]
-pub struct Block {
-    pub n: u64,
-    pub probe: String,
-    pub variant: Option<String>,
-    pub thread: Option<usize>,
-    pub cpu: Option<usize>,
-    pub interval_ns: u64,
-    pub samples: u64,
-    pub overruns: u64,
-    pub min_ns: u64,
-    pub max_ns: u64,
-    pub sum: u128,
-    pub sumsq: u128,
-    pub hist: Vec<Bucket>,
+pub(crate) struct Block {
+    pub(crate) n: u64,
+    pub(crate) probe: String,
+    pub(crate) variant: Option<String>,
+    pub(crate) thread: Option<usize>,
+    pub(crate) cpu: Option<usize>,
+    pub(crate) interval_ns: u64,
+    pub(crate) samples: u64,
+    pub(crate) overruns: u64,
+    pub(crate) min_ns: u64,
+    pub(crate) max_ns: u64,
+    pub(crate) sum: u128,
+    pub(crate) sumsq: u128,
+    pub(crate) hist: Vec<Bucket>,
     /// (latency, at, seq, thread, cpu), largest first.
-    pub tail: Vec<TailSample>,
-    pub tail_k: usize,
-    pub worst: usize,
+    pub(crate) tail: Vec<TailSample>,
+    pub(crate) tail_k: usize,
+    pub(crate) worst: usize,
     /// Start → (count, min, max, sum).
-    pub sec: BTreeMap<u64, (u64, u64, u64, u128)>,
-    pub width_s: u64,
-    pub setup: Vec<SetupStep>,
-    pub stopped: bool,
-    pub error: Option<String>,
-    pub signed: Option<SignedStats>,
+    pub(crate) sec: BTreeMap<u64, (u64, u64, u64, u128)>,
+    pub(crate) width_s: u64,
+    pub(crate) setup: Vec<SetupStep>,
+    pub(crate) stopped: bool,
+    pub(crate) error: Option<String>,
+    pub(crate) signed: Option<SignedStats>,
     /// The native entry's `note` (a `note` line).
-    pub note: Option<String>,
+    pub(crate) note: Option<String>,
     // What the header announced, checked at `end`.
     want_hist: u64,
     want_tail: u64,
@@ -58,7 +58,7 @@ pub struct Block {
 
 impl Block {
     /// From a `result` line.
-    pub fn start(l: &Line) -> Result<Block, String> {
+    pub(crate) fn start(l: &Line) -> Result<Block, String> {
         let variant = match l.req("variant")? {
             "-" => None,
             v => Some(v.to_string()),
@@ -116,7 +116,7 @@ impl Block {
     }
 
     /// Take one `setup`, `hist`, `tail` or `sec` line of this block.
-    pub fn add(&mut self, l: &Line) -> Result<(), String> {
+    pub(crate) fn add(&mut self, l: &Line) -> Result<(), String> {
         match l.kind.as_str() {
             "setup" => {
                 let outcome = match l.req("outcome")? {
@@ -169,7 +169,7 @@ impl Block {
     }
 
     /// At `end`: every announced line arrived and the parts agree.
-    pub fn finish(&self) -> Result<(), String> {
+    pub(crate) fn finish(&self) -> Result<(), String> {
         let got = [
             ("hist", self.hist.len() as u64, self.want_hist),
             ("tail", self.tail.len() as u64, self.want_tail),
@@ -200,7 +200,7 @@ impl Block {
     }
 
     /// Fold another thread's block of the same variant in (the merged entry).
-    pub fn merge(&mut self, o: &Block) {
+    pub(crate) fn merge(&mut self, o: &Block) {
         self.thread = None;
         self.cpu = None;
         self.min_ns = match (self.samples, o.samples) {
@@ -234,7 +234,7 @@ impl Block {
     }
 
     /// The result entry, through the model's constructor.
-    pub fn to_result(&self, phase: &str) -> ProbeResult {
+    pub(crate) fn to_result(&self, phase: &str) -> ProbeResult {
         let mut r = ProbeResult::new(&self.probe, phase, self.variant.clone(), self.thread, self.cpu, Nanos(self.interval_ns));
         let n = self.samples;
         let m = Moments::from_sums(n, self.sum as f64, self.sumsq as f64);
@@ -278,7 +278,7 @@ fn small(v: Option<u128>) -> Result<u64, String> {
 
 /// Per-thread entries plus one merged entry per variant, in arrival order
 /// (as the native runner's `results_from`).
-pub fn results_of(blocks: &[Block], phase: &str) -> Vec<ProbeResult> {
+pub(crate) fn results_of(blocks: &[Block], phase: &str) -> Vec<ProbeResult> {
     let mut out = Vec::new();
     let variants: Vec<(&str, Option<&String>)> = crate::units::first_seen(blocks.iter().map(|b| (b.probe.as_str(), b.variant.as_ref())));
     for (probe, v) in variants {

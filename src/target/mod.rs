@@ -13,12 +13,12 @@
 //! It sits on the runner's layer: it is the runner for a plan measured
 //! elsewhere, and shares the runner's final write.
 
-pub mod block;
-pub mod proto;
+pub(crate) mod block;
+pub(crate) mod proto;
 mod reader;
 mod replies;
-pub mod session;
-pub mod transport;
+pub(crate) mod session;
+pub(crate) mod transport;
 
-pub use session::{execute, TargetPlan};
-pub use transport::TargetSpec;
+pub(crate) use session::{execute, TargetPlan};
+pub(crate) use transport::TargetSpec;

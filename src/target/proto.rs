@@ -11,67 +11,67 @@
 //! never taken for protocol.
 
 /// The protocol this build speaks.
-pub const PROTOCOL: u32 = 1;
+pub(crate) const PROTOCOL: u32 = 1;
 const MAGIC: &str = "RTS1";
 /// Longest protocol line, from `R` to the last checksum digit.
-pub const MAX_PROTOCOL_LINE: usize = 1024;
+pub(crate) const MAX_PROTOCOL_LINE: usize = 1024;
 
 /// Kinds the agent sends.
-pub const AGENT_KINDS: &[&str] =
+pub(crate) const AGENT_KINDS: &[&str] =
     &["hello", "probe", "ready", "ack", "setup", "begin", "progress", "result", "hist", "tail", "sec", "note", "end", "done", "error", "bye"];
 /// Kinds the host sends (a serial console with echo on returns them: ignored).
-pub const HOST_KINDS: &[&str] = &["hi", "plan", "stop", "bye"];
+pub(crate) const HOST_KINDS: &[&str] = &["hi", "plan", "stop", "bye"];
 
 /// One checked protocol line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Line {
-    pub kind: String,
+pub(crate) struct Line {
+    pub(crate) kind: String,
     /// In the order sent, values unescaped.
-    pub fields: Vec<(String, String)>,
+    pub(crate) fields: Vec<(String, String)>,
 }
 
 /// What one received line is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Parsed {
+pub(crate) enum Parsed {
     Line(Line),
     /// Not protocol (does not start with `RTS`).
     Noise,
 }
 
 impl Line {
-    pub fn new(kind: &str) -> Line {
+    pub(crate) fn new(kind: &str) -> Line {
         Line { kind: kind.to_string(), fields: Vec::new() }
     }
 
     /// Add a field (builder style, for the host's lines).
-    pub fn with(mut self, key: &str, value: impl ToString) -> Line {
+    pub(crate) fn with(mut self, key: &str, value: impl ToString) -> Line {
         self.fields.push((key.to_string(), value.to_string()));
         self
     }
 
-    pub fn get(&self, key: &str) -> Option<&str> {
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
         self.fields.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
     /// A required field.
-    pub fn req(&self, key: &str) -> Result<&str, String> {
+    pub(crate) fn req(&self, key: &str) -> Result<&str, String> {
         self.get(key).ok_or_else(|| format!("no {key}= field"))
     }
 
     /// A required unsigned number.
-    pub fn num(&self, key: &str) -> Result<u64, String> {
+    pub(crate) fn num(&self, key: &str) -> Result<u64, String> {
         let v = self.req(key)?;
         v.parse().map_err(|_| format!("{key}={v} is not an unsigned number"))
     }
 
     /// A required unsigned number up to 128 bits (`sum`, `sumsq`).
-    pub fn num128(&self, key: &str) -> Result<u128, String> {
+    pub(crate) fn num128(&self, key: &str) -> Result<u128, String> {
         let v = self.req(key)?;
         v.parse().map_err(|_| format!("{key}={v} is not an unsigned number"))
     }
 
     /// `-` or an unsigned number.
-    pub fn opt_num(&self, key: &str) -> Result<Option<u64>, String> {
+    pub(crate) fn opt_num(&self, key: &str) -> Result<Option<u64>, String> {
         match self.req(key)? {
             "-" => Ok(None),
             v => v.parse().map(Some).map_err(|_| format!("{key}={v} is neither - nor an unsigned number")),
@@ -79,7 +79,7 @@ impl Line {
     }
 
     /// The line as sent: fields escaped, checksum appended (no newline).
-    pub fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         let mut s = format!("{MAGIC} {}", self.kind);
         for (k, v) in &self.fields {
             s.push(' ');
@@ -127,7 +127,7 @@ fn unescape(v: &str) -> Result<String, String> {
 
 /// Check and split one received line (without its line end). `Err` says
 /// what is wrong with it; the caller names the line.
-pub fn parse(text: &str) -> Result<Parsed, String> {
+pub(crate) fn parse(text: &str) -> Result<Parsed, String> {
     if !text.starts_with("RTS") {
         return Ok(Parsed::Noise);
     }
@@ -173,7 +173,7 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
 }
 
 /// Split a comma-separated list (`cpus=0,1`); empty → no items.
-pub fn list(v: &str) -> Vec<&str> {
+pub(crate) fn list(v: &str) -> Vec<&str> {
     if v.is_empty() {
         Vec::new()
     } else {
@@ -183,7 +183,7 @@ pub fn list(v: &str) -> Vec<&str> {
 
 /// Items of a list whose parts are `:`-separated numbers, each of exactly
 /// `parts` parts (`-` allowed where `dash` says, read as `None`).
-pub fn tuples(key: &str, v: &str, parts: usize, dash: &[usize]) -> Result<Vec<Vec<Option<u128>>>, String> {
+pub(crate) fn tuples(key: &str, v: &str, parts: usize, dash: &[usize]) -> Result<Vec<Vec<Option<u128>>>, String> {
     let mut out = Vec::new();
     for item in list(v) {
         let xs: Vec<&str> = item.split(':').collect();

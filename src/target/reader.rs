@@ -15,7 +15,7 @@ use super::transport::{Incoming, Link};
 /// takes a while: lab/kernel-lab's arm64 guest under `--icount` with a guest
 /// load, on a host at load average 15, took over 60 s to its agent's hello;
 /// a serial agent answers `hi` at once).
-pub const HELLO_TIMEOUT: Duration = Duration::from_secs(180);
+pub(crate) const HELLO_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// What the agent announced.
 #[derive(Debug)]

@@ -44,23 +44,23 @@ const WARM_UP_NS: u64 = crate::runner::WARM_UP_MIN_NS;
 /// it from the flags; CPUs are checked against the target once it has said
 /// how many it has).
 #[derive(Debug, Clone)]
-pub struct TargetPlan {
+pub(crate) struct TargetPlan {
     /// `--probe` as given: `timer`, `sem:mutex`, ...
-    pub probes: Vec<String>,
-    pub duration_ns: u64,
-    pub interval_ns: u64,
-    pub priority: u8,
-    pub policy: Policy,
-    pub threads: Option<usize>,
-    pub affinity: Option<Vec<usize>>,
-    pub periods_ns: Vec<u64>,
-    pub worst_k: usize,
-    pub iterations: Option<u64>,
-    pub msg_size: Option<usize>,
+    pub(crate) probes: Vec<String>,
+    pub(crate) duration_ns: u64,
+    pub(crate) interval_ns: u64,
+    pub(crate) priority: u8,
+    pub(crate) policy: Policy,
+    pub(crate) threads: Option<usize>,
+    pub(crate) affinity: Option<Vec<usize>>,
+    pub(crate) periods_ns: Vec<u64>,
+    pub(crate) worst_k: usize,
+    pub(crate) iterations: Option<u64>,
+    pub(crate) msg_size: Option<usize>,
     /// (phase name, the agent's built-in load: none, cpu, mem, cpu+mem).
-    pub phases: Vec<(String, String)>,
+    pub(crate) phases: Vec<(String, String)>,
     /// `--target-silence`: how long the agent may say nothing past a plan's time.
-    pub silence_ns: u64,
+    pub(crate) silence_ns: u64,
 }
 
 /// The target's fingerprint from `hello`.
@@ -166,7 +166,7 @@ fn place_host_threads(reader_tid: Option<i32>, h: &Line, cpus: &[usize]) -> Setu
 
 /// Run the plan on the agent `spec` names. `warnings` words what the reader
 /// must know (the face passes `analysis::warnings`, as to the runner).
-pub fn execute(
+pub(crate) fn execute(
     spec: &TargetSpec,
     tp: &TargetPlan,
     output: &Output,

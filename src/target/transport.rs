@@ -28,14 +28,14 @@ use crate::error::BadInput;
 /// The longest line the host accepts from an agent, in bytes (without the
 /// newline); a longer one is malformed (an agent never sends one: its
 /// longest, a histogram chunk, stays far below).
-pub const MAX_LINE: usize = super::proto::MAX_PROTOCOL_LINE;
+pub(crate) const MAX_LINE: usize = super::proto::MAX_PROTOCOL_LINE;
 
 /// How long `tcp:` waits for the connection.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Where the agent is, as given to `--target`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TargetSpec {
+pub(crate) enum TargetSpec {
     /// A shell command whose stdin/stdout are the agent's.
     Exec(String),
     /// HOST:PORT of an agent in listen mode.
@@ -45,14 +45,14 @@ pub enum TargetSpec {
 }
 
 /// Baud rates a serial line may be given (termios' standard speeds).
-pub const BAUDS: &[u32] = &[
+pub(crate) const BAUDS: &[u32] = &[
     1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 500000, 576000, 921600, 1000000, 1152000, 1500000,
     2000000, 3000000, 4000000,
 ];
 
 impl TargetSpec {
     /// `exec:CMD`, `tcp:HOST:PORT` or `serial:PATH[:BAUD]`.
-    pub fn parse(s: &str) -> Result<TargetSpec, BadInput> {
+    pub(crate) fn parse(s: &str) -> Result<TargetSpec, BadInput> {
         let usage = "give exec:'CMD' (e.g. exec:'ssh board rtscope-agent'), tcp:HOST:PORT (an agent started with --listen PORT) or serial:/dev/ttyUSB0[:BAUD]";
         let (kind, rest) = s.split_once(':').ok_or_else(|| BadInput(format!("--target {s:?}: no transport; {usage}")))?;
         match kind {
@@ -87,7 +87,7 @@ impl TargetSpec {
     }
 
     /// The transport's name as the result records it: exec, tcp, serial.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             TargetSpec::Exec(_) => "exec",
             TargetSpec::Tcp(_) => "tcp",
@@ -108,7 +108,7 @@ impl std::fmt::Display for TargetSpec {
 
 /// What the reader thread hands over.
 #[derive(Debug)]
-pub enum Incoming {
+pub(crate) enum Incoming {
     /// One line, without its line ending (`\n`, `\r\n`); `Err` holds the
     /// first bytes of a line longer than [`MAX_LINE`] (the rest is skipped).
     Line(Result<String, String>),
@@ -119,7 +119,7 @@ pub enum Incoming {
 }
 
 /// An open connection to an agent.
-pub struct Link {
+pub(crate) struct Link {
     lines: Receiver<Incoming>,
     /// The reader thread's kernel thread id (0 until it runs; it stores
     /// it before its first read, so before any line arrives).
@@ -127,13 +127,13 @@ pub struct Link {
     out: Option<Box<dyn Write + Send>>,
     child: Option<Child>,
     /// What the link is, for messages: `exec:./agent`, ...
-    pub spec: TargetSpec,
+    pub(crate) spec: TargetSpec,
 }
 
 impl Link {
     /// Open the transport `spec` names. An unreachable target is bad input
     /// (exit 2): nothing was measured.
-    pub fn open(spec: &TargetSpec) -> Result<Link, BadInput> {
+    pub(crate) fn open(spec: &TargetSpec) -> Result<Link, BadInput> {
         match spec {
             TargetSpec::Exec(cmd) => {
                 use std::os::unix::process::CommandExt;
@@ -184,7 +184,7 @@ impl Link {
     }
 
     /// Send one line (the newline is added).
-    pub fn send(&mut self, line: &str) -> std::io::Result<()> {
+    pub(crate) fn send(&mut self, line: &str) -> std::io::Result<()> {
         let out = self.out.as_mut().ok_or_else(|| std::io::Error::other("the link is closed"))?;
         out.write_all(line.as_bytes())?;
         out.write_all(b"\n")?;
@@ -193,7 +193,7 @@ impl Link {
 
     /// The next thing from the agent, waiting at most `wait`; `None` when
     /// nothing came in that time.
-    pub fn next(&self, wait: Duration) -> Option<Incoming> {
+    pub(crate) fn next(&self, wait: Duration) -> Option<Incoming> {
         match self.lines.recv_timeout(wait) {
             Ok(x) => Some(x),
             Err(mpsc::RecvTimeoutError::Timeout) => None,
@@ -204,12 +204,12 @@ impl Link {
 
     /// The reader thread's kernel thread id, once it runs (it has by the
     /// time the first line arrives).
-    pub fn reader_tid(&self) -> Option<i32> {
+    pub(crate) fn reader_tid(&self) -> Option<i32> {
         Some(self.reader_tid.load(Ordering::Acquire)).filter(|t| *t != 0)
     }
 
     /// The agent process's exit, if the link spawned one and it ended.
-    pub fn exit_status(&mut self) -> Option<String> {
+    pub(crate) fn exit_status(&mut self) -> Option<String> {
         let c = self.child.as_mut()?;
         match c.try_wait() {
             Ok(Some(st)) => Some(describe_exit(st)),

@@ -12,13 +12,13 @@
 
 use super::parse::{Event, EventKind};
 use crate::model::Nanos;
-pub use crate::model::trace::{Culprit, TraceWindow};
+pub(crate) use crate::model::trace::{Culprit, TraceWindow};
 
 /// Name of the culprit that stands for time no traced event explains.
-pub const UNEXPLAINED: &str = "unexplained: hypervisor / SMI / hardware";
+pub(crate) const UNEXPLAINED: &str = "unexplained: hypervisor / SMI / hardware";
 
 /// Name of the culprit that stands for the part of a window the trace does not cover.
-pub const UNTRACED: &str = "not traced (tracing was off or the buffer had wrapped)";
+pub(crate) const UNTRACED: &str = "not traced (tracing was off or the buffer had wrapped)";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Owner {
@@ -33,7 +33,7 @@ enum Owner {
 /// order (earlier ones set the state at `start_ns`); `self_pid` is the measuring thread;
 /// `traced_since` is when tracing was last switched on — the window before it, or before
 /// the oldest event in the buffer, is charged to `untraced`, never guessed.
-pub fn attribute(
+pub(crate) fn attribute(
     events: &[Event],
     cpu: usize,
     start_ns: u64,

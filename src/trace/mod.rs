@@ -26,9 +26,9 @@
 //! - Dropping the session stops tracing and removes the instance; a second Ctrl-C (which
 //!   exits at once) removes it from the signal handler ([`register_signal_cleanup`]).
 
-pub mod attribute;
-pub mod parse;
-pub mod report;
+pub(crate) mod attribute;
+pub(crate) mod parse;
+pub(crate) mod report;
 
 use std::ffi::CString;
 use std::path::PathBuf;
@@ -40,7 +40,7 @@ use std::time::Duration;
 use crate::model::ProbeResult;
 use crate::sys::time::now_ns;
 use crate::sys::tracefs::{self, Instance};
-pub use crate::model::trace::{TracePlan, TraceSummary, TraceWindow};
+pub(crate) use crate::model::trace::{TracePlan, TraceSummary, TraceWindow};
 
 /// The kernel filter that keeps a measuring thread's own events out of the
 /// trace: every `rtscope-m*` thread is one (see `measure::spawn_measuring`).
@@ -53,10 +53,10 @@ const NOT_A_MEASURING_THREAD: &str = "!(comm ~ \"rtscope-m*\")";
 
 /// One event of a set, with the kernel filter it is enabled with.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EventSpec {
+pub(crate) struct EventSpec {
     /// `group/name`, or `group/*` for the group's `*_entry` and `*_exit` events.
-    pub name: String,
-    pub filter: Option<&'static str>,
+    pub(crate) name: String,
+    pub(crate) filter: Option<&'static str>,
 }
 
 /// `--trace-events default`: the cheapest set that still names the culprit
@@ -64,7 +64,7 @@ pub struct EventSpec {
 /// sched_switch; a hard IRQ; a softirq), measured with bench/trace-cost (see
 /// docs/trace.md). Time inside the local timer interrupt itself is not told
 /// apart from what it interrupted (`full` does that).
-pub const DEFAULT_EVENTS: &[(&str, Option<&str>)] = &[
+pub(crate) const DEFAULT_EVENTS: &[(&str, Option<&str>)] = &[
     ("sched/sched_switch", Some(NOT_INTO_MEASURING)),
     ("sched/sched_wakeup", Some(NOT_A_MEASURING_THREAD)),
     ("irq/irq_handler_entry", None),
@@ -78,7 +78,7 @@ pub const DEFAULT_EVENTS: &[(&str, Option<&str>)] = &[
 /// wake-up, i.e. when in the window it was woken) and these: hrtimer expiry,
 /// workqueue items and the x86 vectors (local timer, IPIs). It raised the
 /// median latency by about a third here.
-pub const FULL_EXTRA_EVENTS: &[&str] = &[
+pub(crate) const FULL_EXTRA_EVENTS: &[&str] = &[
     "timer/hrtimer_expire_entry",
     "timer/hrtimer_expire_exit",
     "workqueue/workqueue_execute_start",
@@ -92,7 +92,7 @@ pub const FULL_EXTRA_EVENTS: &[&str] = &[
 /// that an unfiltered mention wins (`default,sched/sched_wakeup` records
 /// every wake-up). `sched/sched_switch` is always there: the attribution
 /// cannot tell who held the CPU without it.
-pub fn expand_events(names: &[String]) -> Vec<EventSpec> {
+pub(crate) fn expand_events(names: &[String]) -> Vec<EventSpec> {
     let mut out: Vec<EventSpec> = Vec::new();
     let default = ["default".to_string()];
     let names = if names.is_empty() { &default[..] } else { names };
@@ -119,7 +119,7 @@ pub fn expand_events(names: &[String]) -> Vec<EventSpec> {
 /// One measuring thread's mailbox to the collector. Written only by its thread (hot path:
 /// plain atomic stores), read by the collector after `pending` is seen set.
 #[derive(Debug)]
-pub struct TraceTrigger {
+pub(crate) struct TraceTrigger {
     threshold_ns: u64,
     /// Raised by the collector once the run's snapshots are all taken: then only a sample
     /// worse than the mildest one kept is handed over (and replaces it).
@@ -149,12 +149,12 @@ impl TraceTrigger {
     }
 
     /// Samples later than this fire the trigger.
-    pub fn threshold_ns(&self) -> u64 {
+    pub(crate) fn threshold_ns(&self) -> u64 {
         self.threshold_ns
     }
 
     /// Called by the measuring thread before the start barrier: who and where it is.
-    pub fn arm(&self, cpu: usize) {
+    pub(crate) fn arm(&self, cpu: usize) {
         // SAFETY: gettid takes no arguments and cannot fail.
         let tid = unsafe { libc::gettid() };
         self.tid.store(tid as u32, Ordering::Relaxed);
@@ -165,7 +165,7 @@ impl TraceTrigger {
     /// the window `[now − latency, now]`, `now` read here (tens of ns after the wake-up,
     /// far below the trace's µs resolution; the window keeps the sample's exact length).
     #[inline]
-    pub fn fire_late(&self, latency_ns: u64, seq: u64) {
+    pub(crate) fn fire_late(&self, latency_ns: u64, seq: u64) {
         let wake = now_ns();
         self.fire(wake.saturating_sub(latency_ns), wake, seq);
     }
@@ -174,7 +174,7 @@ impl TraceTrigger {
     /// unless the previous one is still being read, or the snapshots are all taken and this
     /// sample is no worse than the mildest one kept.
     #[inline]
-    pub fn fire(&self, due_ns: u64, wake_ns: u64, seq: u64) {
+    pub(crate) fn fire(&self, due_ns: u64, wake_ns: u64, seq: u64) {
         self.over.fetch_add(1, Ordering::Relaxed);
         if wake_ns.saturating_sub(due_ns) > self.handover_ns.load(Ordering::Relaxed) && !self.pending.load(Ordering::Relaxed) {
             self.due_ns.store(due_ns, Ordering::Relaxed);
@@ -188,7 +188,7 @@ impl TraceTrigger {
 /// A measuring thread's side of threshold tracing: its trigger, armed for the thread, and
 /// the threshold; with no session, every check is one comparison with `u64::MAX`.
 #[derive(Debug, Clone, Copy)]
-pub struct LateSamples<'a> {
+pub(crate) struct LateSamples<'a> {
     trigger: Option<&'a TraceTrigger>,
     threshold_ns: u64,
 }
@@ -196,7 +196,7 @@ pub struct LateSamples<'a> {
 impl<'a> LateSamples<'a> {
     /// Arms trigger `index` of `session` for the calling thread, which runs on `cpu` (or
     /// wherever it is now when not pinned). Call before the start barrier.
-    pub fn arm(session: Option<&'a TraceSession>, index: usize, cpu: Option<usize>) -> LateSamples<'a> {
+    pub(crate) fn arm(session: Option<&'a TraceSession>, index: usize, cpu: Option<usize>) -> LateSamples<'a> {
         let trigger = session.and_then(|s| s.trigger(index));
         if let Some(t) = trigger {
             t.arm(cpu.or_else(crate::sys::sched::current_cpu).unwrap_or(0));
@@ -206,7 +206,7 @@ impl<'a> LateSamples<'a> {
 
     /// Hot path, after recording a sample `latency_ns` late (its window ends now).
     #[inline]
-    pub fn after(&self, latency_ns: u64, seq: u64) {
+    pub(crate) fn after(&self, latency_ns: u64, seq: u64) {
         if latency_ns > self.threshold_ns {
             if let Some(t) = self.trigger {
                 t.fire_late(latency_ns, seq);
@@ -216,7 +216,7 @@ impl<'a> LateSamples<'a> {
 
     /// Hot path, after recording a sample that spans `[start_ns, end_ns]`.
     #[inline]
-    pub fn window(&self, start_ns: u64, end_ns: u64, seq: u64) {
+    pub(crate) fn window(&self, start_ns: u64, end_ns: u64, seq: u64) {
         if end_ns.saturating_sub(start_ns) > self.threshold_ns {
             if let Some(t) = self.trigger {
                 t.fire(start_ns, end_ns, seq);
@@ -227,17 +227,17 @@ impl<'a> LateSamples<'a> {
 
 /// A snapshot waiting to be attached to its worst sample.
 #[derive(Debug, Clone)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     /// The probe variant that was running (`None` for probes without variants).
-    pub variant: Option<String>,
-    pub thread: usize,
-    pub seq: u64,
-    pub latency_ns: u64,
-    pub window: TraceWindow,
+    pub(crate) variant: Option<String>,
+    pub(crate) thread: usize,
+    pub(crate) seq: u64,
+    pub(crate) latency_ns: u64,
+    pub(crate) window: TraceWindow,
 }
 
 /// rtscope's tracing instance for one run. Dropping it removes the instance.
-pub struct TraceSession {
+pub(crate) struct TraceSession {
     instance: Instance,
     plan: TracePlan,
     cpus: Vec<usize>,
@@ -246,7 +246,7 @@ pub struct TraceSession {
     filters: std::collections::BTreeMap<String, String>,
     triggers: Vec<TraceTrigger>,
     /// rtscope mounted tracefs itself (it stays mounted: other tools may now use it).
-    pub mounted_tracefs: bool,
+    pub(crate) mounted_tracefs: bool,
     /// Serialises reading the buffer between the collector and the runner's flush.
     state: Mutex<State>,
 }
@@ -267,7 +267,7 @@ struct State {
 impl TraceSession {
     /// Sets up the instance for `cpus` and `threads` measuring threads. The error says why
     /// tracing is unavailable (not root, no tracefs) and that the run goes on without it.
-    pub fn start(plan: &TracePlan, cpus: &[usize], threads: usize) -> Result<TraceSession, String> {
+    pub(crate) fn start(plan: &TracePlan, cpus: &[usize], threads: usize) -> Result<TraceSession, String> {
         // SAFETY: geteuid takes no arguments and cannot fail.
         if unsafe { libc::geteuid() } != 0 {
             return Err("tracing needs root (tracefs instances are root-only): running without --trace-threshold snapshots; rerun as root to get them".into());
@@ -345,22 +345,22 @@ impl TraceSession {
     }
 
     /// The trigger of measuring thread `index`.
-    pub fn trigger(&self, index: usize) -> Option<&TraceTrigger> {
+    pub(crate) fn trigger(&self, index: usize) -> Option<&TraceTrigger> {
         self.triggers.get(index)
     }
 
-    pub fn instance_dir(&self) -> PathBuf {
+    pub(crate) fn instance_dir(&self) -> PathBuf {
         self.instance.dir().to_path_buf()
     }
 
-    pub fn events(&self) -> &[String] {
+    pub(crate) fn events(&self) -> &[String] {
         &self.events
     }
 
     /// The collector thread's loop: handle raised triggers every millisecond until `done`.
     /// It stays SCHED_OTHER (never competes with real-time work) but asks for nice -10, so
     /// that on a loaded host it still reads a late sample's buffer before it is overwritten.
-    pub fn collect(&self, done: &AtomicBool) {
+    pub(crate) fn collect(&self, done: &AtomicBool) {
         // SAFETY: gettid cannot fail; setpriority on our own thread id only changes its nice
         // value, and failure (no CAP_SYS_NICE) just leaves it at 0.
         unsafe {
@@ -375,7 +375,7 @@ impl TraceSession {
 
     /// Takes a snapshot for every raised trigger (tracing is off while the buffers are read).
     /// Once `max_snapshots` are kept, a worse sample replaces the mildest one kept.
-    pub fn handle_pending(&self) {
+    pub(crate) fn handle_pending(&self) {
         let mut st = self.state();
         let raised: Vec<usize> = (0..self.triggers.len())
             .filter(|&i| self.triggers[i].pending.load(Ordering::Acquire))
@@ -424,7 +424,7 @@ impl TraceSession {
     /// A new variant's threads are about to start: the windows still pending are the
     /// previous variant's (its threads have ended), so they are taken first; later ones are
     /// labelled `variant`. Not on a measuring thread's hot path.
-    pub fn begin_variant(&self, variant: Option<&str>) {
+    pub(crate) fn begin_variant(&self, variant: Option<&str>) {
         self.handle_pending();
         self.state().variant = variant.map(str::to_string);
     }
@@ -446,7 +446,7 @@ impl TraceSession {
 
     /// Attaches the snapshots of the probe that just ran to the matching `worst[]` samples
     /// of `results` (same variant, thread and sequence number). Call after each probe has run.
-    pub fn attach(&self, results: &mut [ProbeResult]) {
+    pub(crate) fn attach(&self, results: &mut [ProbeResult]) {
         self.handle_pending();
         let mut st = self.state();
         let mut placed = vec![false; st.snapshots.len()];
@@ -469,7 +469,7 @@ impl TraceSession {
         }
     }
 
-    pub fn summary(&self) -> TraceSummary {
+    pub(crate) fn summary(&self) -> TraceSummary {
         let st = self.state();
         TraceSummary {
             instance: self.instance.dir().display().to_string(),
@@ -521,7 +521,7 @@ fn unregister_instance_path() {
 /// Registers, for SIGINT and SIGTERM, removal of the live instance when `stop` is already
 /// raised — i.e. on the second signal, which exits the process at once without running
 /// destructors. Must be registered before that exit action so it runs first.
-pub fn register_signal_cleanup(stop: Arc<AtomicBool>) -> std::io::Result<()> {
+pub(crate) fn register_signal_cleanup(stop: Arc<AtomicBool>) -> std::io::Result<()> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         let stop = Arc::clone(&stop);
         let action = move || {

@@ -9,18 +9,18 @@
 
 /// One decoded trace line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Event {
+pub(crate) struct Event {
     /// Timestamp in ns (trace clock; `mono` = CLOCK_MONOTONIC).
-    pub ts_ns: u64,
-    pub cpu: usize,
+    pub(crate) ts_ns: u64,
+    pub(crate) cpu: usize,
     /// The task current on the CPU when the event fired (also inside interrupts).
-    pub comm: String,
-    pub pid: u32,
-    pub kind: EventKind,
+    pub(crate) comm: String,
+    pub(crate) pid: u32,
+    pub(crate) kind: EventKind,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EventKind {
+pub(crate) enum EventKind {
     Switch { prev_comm: String, prev_pid: u32, prev_prio: i32, next_comm: String, next_pid: u32, next_prio: i32 },
     /// `target_cpu`: the CPU the woken task is queued on (None when the line lacks it).
     Wakeup { comm: String, pid: u32, prio: i32, target_cpu: Option<u32> },
@@ -35,12 +35,12 @@ pub enum EventKind {
 }
 
 /// Parses every event line of a trace text; headers and odd lines are skipped.
-pub fn parse_trace(text: &str) -> Vec<Event> {
+pub(crate) fn parse_trace(text: &str) -> Vec<Event> {
     text.lines().filter_map(parse_line).collect()
 }
 
 /// Parses one line, `None` when it is not an event line.
-pub fn parse_line(line: &str) -> Option<Event> {
+pub(crate) fn parse_line(line: &str) -> Option<Event> {
     if line.trim_start().starts_with('#') {
         return None;
     }

@@ -7,7 +7,7 @@ use super::attribute::Culprit;
 
 /// Up to `max_samples` traced worst samples per probe result (merged entries, or a one-thread run's entries), each
 /// with its three longest culprits. Empty when the run has no trace snapshots.
-pub fn culprits_text(run: &Run, max_samples: usize) -> String {
+pub(crate) fn culprits_text(run: &Run, max_samples: usize) -> String {
     let mut out = String::new();
     let threshold = run.plan.trace.as_ref().map(|t| t.threshold_ns.0).unwrap_or(0);
     match &run.trace {
@@ -59,7 +59,7 @@ pub fn culprits_text(run: &Run, max_samples: usize) -> String {
 }
 
 /// One culprit in words: who (pid and priority, IRQ number) and for how long.
-pub fn culprit(c: &Culprit) -> String {
+pub(crate) fn culprit(c: &Culprit) -> String {
     let who = match (c.kind.as_str(), c.pid, c.prio, c.irq) {
         ("task" | "self", Some(pid), Some(prio), _) if prio < 100 => format!("{} (pid {pid}, rt prio {})", c.name, 99 - prio),
         ("task" | "self", Some(pid), Some(prio), _) => format!("{} (pid {pid}, prio {prio})", c.name),

@@ -21,80 +21,80 @@ use crate::model::{Bucket, Nanos, ProbeResult};
 use crate::stats;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Ratios {
+pub(crate) struct Ratios {
     /// Percentile ratios are `None` where either side has no known
     /// distribution (a summary-only import: see `ProbeResult::distribution_known`).
-    pub p50: Option<f64>,
-    pub p99: Option<f64>,
-    pub p99_9: Option<f64>,
-    pub max: f64,
-    pub mean: f64,
+    pub(crate) p50: Option<f64>,
+    pub(crate) p99: Option<f64>,
+    pub(crate) p99_9: Option<f64>,
+    pub(crate) max: f64,
+    pub(crate) mean: f64,
     /// Ops per second, this system / the first (`throughput` entries).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ops: Option<f64>,
+    pub(crate) ops: Option<f64>,
     /// The percentile ratios where either side is a bound: the range the
     /// two ranges allow, by label ("p99"); the plain ratio above is then
     /// only the ratio of the ranges' tops and must not be shown alone.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub ranges: Vec<RatioRange>,
+    pub(crate) ranges: Vec<RatioRange>,
 }
 
 /// A ratio of bounds: this system's percentile over the first's lies in
 /// `[lo, hi]`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct RatioRange {
-    pub label: &'static str,
-    pub lo: f64,
-    pub hi: f64,
+pub(crate) struct RatioRange {
+    pub(crate) label: &'static str,
+    pub(crate) lo: f64,
+    pub(crate) hi: f64,
 }
 
 impl Ratios {
     /// The range of the ratio of percentile `label`, when either side is a bound.
-    pub fn range(&self, label: &str) -> Option<&RatioRange> {
+    pub(crate) fn range(&self, label: &str) -> Option<&RatioRange> {
         self.ranges.iter().find(|r| r.label == label)
     }
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct KsTest {
-    pub d: f64,
-    pub p: f64,
+pub(crate) struct KsTest {
+    pub(crate) d: f64,
+    pub(crate) p: f64,
     /// p < [`ALPHA`]: the two distributions differ.
-    pub distinguishable: bool,
+    pub(crate) distinguishable: bool,
 }
 
 impl KsTest {
     /// Distinguishable and at least [`MATERIAL_D`] apart: a difference
     /// large enough to matter.
-    pub fn material(&self) -> bool {
+    pub(crate) fn material(&self) -> bool {
         self.distinguishable && self.d >= MATERIAL_D
     }
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Cell {
-    pub samples: u64,
-    pub overruns: u64,
+pub(crate) struct Cell {
+    pub(crate) samples: u64,
+    pub(crate) overruns: u64,
     /// False when the source cannot count missed periods: `overruns` is unknown.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub overruns_unknown: bool,
+    pub(crate) overruns_unknown: bool,
     /// p50, p99, p99.9 that are bounds (wide buckets), with their range:
     /// show these with `Percentile::shown`, not the plain `*_ns` value.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub bounds: Vec<Percentile>,
+    pub(crate) bounds: Vec<Percentile>,
     /// `None` for a summary-only import, whose percentiles are unknown.
-    pub p50_ns: Option<Nanos>,
-    pub p99_ns: Option<Nanos>,
-    pub p99_9_ns: Option<Nanos>,
-    pub max_ns: Nanos,
-    pub mean_ns: f64,
-    pub stddev_ns: f64,
+    pub(crate) p50_ns: Option<Nanos>,
+    pub(crate) p99_ns: Option<Nanos>,
+    pub(crate) p99_9_ns: Option<Nanos>,
+    pub(crate) max_ns: Nanos,
+    pub(crate) mean_ns: f64,
+    pub(crate) stddev_ns: f64,
     /// `throughput` entries: ops per second over the whole intervals.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ops_per_s: Option<f64>,
+    pub(crate) ops_per_s: Option<f64>,
     /// This system / the first (absent for the first, or when it lacks the entry).
-    pub ratio_to_first: Option<Ratios>,
-    pub ks_vs_first: Option<KsTest>,
+    pub(crate) ratio_to_first: Option<Ratios>,
+    pub(crate) ks_vs_first: Option<KsTest>,
 }
 
 /// Percentile `q` of an entry; `None` when its distribution is unknown (a
@@ -123,7 +123,7 @@ fn ratio(a: f64, b: f64) -> f64 {
 }
 
 /// Two-sample KS between two histograms (see the module docs).
-pub fn ks_histograms(a: &[Bucket], b: &[Bucket]) -> KsTest {
+pub(crate) fn ks_histograms(a: &[Bucket], b: &[Bucket]) -> KsTest {
     let na: u64 = a.iter().map(|x| x.count).sum();
     let nb: u64 = b.iter().map(|x| x.count).sum();
     if na == 0 || nb == 0 {
@@ -222,7 +222,7 @@ pub(super) fn cell(r: &ProbeResult, first: Option<&ProbeResult>) -> Cell {
 
 /// Ops per second of a `throughput` entry (intervals of different lengths
 /// compare: a published 30 s count against a 2 s one).
-pub fn ops_per_s(r: &ProbeResult) -> Option<f64> {
+pub(crate) fn ops_per_s(r: &ProbeResult) -> Option<f64> {
     r.throughput.as_ref()?.ops_per_s()
 }
 

@@ -35,17 +35,17 @@ mod names;
 mod pairing;
 mod text;
 
-pub use cell::Cell;
-pub use names::system_names;
-pub use pairing::{MatchBy, Pairing};
-pub use text::{fmt_ratio, fmt_ratio_shown};
+pub(crate) use cell::Cell;
+pub(crate) use names::system_names;
+pub(crate) use pairing::{MatchBy, Pairing};
+pub(crate) use text::{fmt_ratio, fmt_ratio_shown};
 
 use cell::cell;
 use names::same_system_note;
 use pairing::pair;
 
 /// Level of the two-sample test.
-pub const ALPHA: f64 = 0.01;
+pub(crate) const ALPHA: f64 = 0.01;
 
 /// Smallest KS distance called a material difference. With tens of
 /// thousands of samples a KS test finds any difference "significant"
@@ -54,22 +54,22 @@ pub const ALPHA: f64 = 0.01;
 /// CDFs, i.e. the share of samples that moved across some latency: 0.2
 /// means a fifth of them. Below it a distinguishable difference is
 /// "small". The tails are judged by the percentile ratios, not by D.
-pub const MATERIAL_D: f64 = 0.2;
+pub(crate) const MATERIAL_D: f64 = 0.2;
 
 /// probe / phase / variant.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct EntryKey {
-    pub probe: String,
-    pub phase: String,
-    pub variant: Option<String>,
+pub(crate) struct EntryKey {
+    pub(crate) probe: String,
+    pub(crate) phase: String,
+    pub(crate) variant: Option<String>,
 }
 
 impl EntryKey {
-    pub fn of(r: &ProbeResult) -> EntryKey {
+    pub(crate) fn of(r: &ProbeResult) -> EntryKey {
         EntryKey { probe: r.probe.clone(), phase: r.phase.clone(), variant: r.variant.clone() }
     }
     /// `timer/idle` or `timer[250us]/idle`.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match &self.variant {
             Some(v) => format!("{}[{}]/{}", self.probe, v, self.phase),
             None => format!("{}/{}", self.probe, self.phase),
@@ -78,51 +78,51 @@ impl EntryKey {
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Row {
-    pub key: EntryKey,
+pub(crate) struct Row {
+    pub(crate) key: EntryKey,
     /// One per system, in input order; `None` where the system lacks the entry.
-    pub cells: Vec<Option<Cell>>,
+    pub(crate) cells: Vec<Option<Cell>>,
     /// The phase of each system's entry (rows may pair different phases):
     /// what the overlay plots draw. Not in the JSON (the key says it).
     #[serde(skip)]
-    pub phases: Vec<Option<String>>,
+    pub(crate) phases: Vec<Option<String>>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct BinRow {
-    pub lo_ns: Nanos,
+pub(crate) struct BinRow {
+    pub(crate) lo_ns: Nanos,
     /// Exclusive upper edge.
-    pub hi_ns: Nanos,
-    pub counts: Vec<Option<u64>>,
+    pub(crate) hi_ns: Nanos,
+    pub(crate) counts: Vec<Option<u64>>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct BinTable {
-    pub key: EntryKey,
-    pub width_ns: Nanos,
+pub(crate) struct BinTable {
+    pub(crate) key: EntryKey,
+    pub(crate) width_ns: Nanos,
     /// Bins where at least one system has a sample, ascending.
-    pub rows: Vec<BinRow>,
+    pub(crate) rows: Vec<BinRow>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Comparison {
-    pub systems: Vec<String>,
+pub(crate) struct Comparison {
+    pub(crate) systems: Vec<String>,
     /// How the inputs are named and which rows pair different phases.
-    pub notes: Vec<String>,
-    pub rows: Vec<Row>,
+    pub(crate) notes: Vec<String>,
+    pub(crate) rows: Vec<Row>,
     /// One per entry and further system, seed-000 style.
-    pub sentences: Vec<String>,
-    pub bin_tables: Vec<BinTable>,
+    pub(crate) sentences: Vec<String>,
+    pub(crate) bin_tables: Vec<BinTable>,
     /// Entries present in every input.
-    pub matched: Vec<EntryKey>,
+    pub(crate) matched: Vec<EntryKey>,
     /// Entries missing from some input, with the systems that have them.
-    pub unmatched: Vec<(EntryKey, Vec<String>)>,
+    pub(crate) unmatched: Vec<(EntryKey, Vec<String>)>,
 }
 
 impl Comparison {
     /// The rows of `throughput` entries (Thread-Metric): those with ops per
     /// second in some cell.
-    pub fn throughput_rows(&self) -> Vec<&Row> {
+    pub(crate) fn throughput_rows(&self) -> Vec<&Row> {
         self.rows.iter().filter(|r| r.cells.iter().flatten().any(|x| x.ops_per_s.is_some())).collect()
     }
 }
@@ -130,12 +130,12 @@ impl Comparison {
 /// The merged entry of every probe/phase/variant, in the run's order. A run
 /// with one thread per entry and no merged entry (imported files) uses the
 /// thread entry.
-pub fn merged_entries(run: &Run) -> Vec<&ProbeResult> {
+pub(crate) fn merged_entries(run: &Run) -> Vec<&ProbeResult> {
     crate::model::merged_or_sole(&run.results, |r| r)
 }
 
 /// A bin's range `(lo, hi)` (hi exclusive) and its count.
-pub type BinCount = ((u64, u64), u64);
+pub(crate) type BinCount = ((u64, u64), u64);
 
 /// The bins of a histogram at `width`, half-open `[lo, hi)`: a bucket
 /// narrower than a bin is counted in the bin holding its top clamped to the
@@ -144,7 +144,7 @@ pub type BinCount = ((u64, u64), u64);
 /// bin or wider (an imported summary, an overflow bucket, a coarse source
 /// histogram) keeps its own range, so its count is never shown in a bin it
 /// may not be in. Ascending by `lo` within each kind.
-pub fn bins_of(hist: &[Bucket], width: Nanos, max: Nanos) -> Vec<BinCount> {
+pub(crate) fn bins_of(hist: &[Bucket], width: Nanos, max: Nanos) -> Vec<BinCount> {
     let w = width.0.max(1);
     let mut out: Vec<BinCount> = Vec::new();
     for b in hist {
@@ -161,7 +161,7 @@ pub fn bins_of(hist: &[Bucket], width: Nanos, max: Nanos) -> Vec<BinCount> {
 
 /// Compare `runs` (named `systems`), with bin tables of `bin_width`,
 /// pairing entries as `pairing` says.
-pub fn compare(runs: &[&Run], systems: &[String], bin_width: Nanos, pairing: &Pairing) -> Result<Comparison, BadInput> {
+pub(crate) fn compare(runs: &[&Run], systems: &[String], bin_width: Nanos, pairing: &Pairing) -> Result<Comparison, BadInput> {
     let per_run: Vec<Vec<&ProbeResult>> = runs.iter().map(|r| merged_entries(r)).collect();
     let (slotted, mut notes) = pair(&per_run, systems, pairing)?;
     if let Some(n) = same_system_note(runs, systems) {

@@ -34,7 +34,7 @@ fn short_source(s: &str) -> String {
 /// Where several inputs would get the same name, they are told apart by
 /// their source (file name, stored run id), else their start time; when
 /// every input has the same host and kernel, the source alone names them.
-pub fn system_names(runs: &[&Run], sources: &[String], given: &[String]) -> Vec<String> {
+pub(crate) fn system_names(runs: &[&Run], sources: &[String], given: &[String]) -> Vec<String> {
     let base: Vec<String> = runs.iter().enumerate().map(|(i, r)| given.get(i).cloned().unwrap_or_else(|| default_name(r))).collect();
     let all_same = given.is_empty() && base.len() >= 2 && base.iter().all(|b| *b == base[0]);
     let mut out = base.clone();

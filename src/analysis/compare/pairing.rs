@@ -17,7 +17,7 @@ use crate::model::ProbeResult;
 /// How entries of different runs are put in one row.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum MatchBy {
+pub(crate) enum MatchBy {
     /// By probe, variant and phase; then, per probe, the one loaded
     /// (non-idle) phase each run has and the others lack are paired.
     #[default]
@@ -31,17 +31,17 @@ pub enum MatchBy {
 /// `--match` and `--phases A=B,...` (phase A of the first input is compared
 /// with phase B of the others).
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Pairing {
-    pub by: MatchBy,
-    pub phases: Vec<(String, String)>,
+pub(crate) struct Pairing {
+    pub(crate) by: MatchBy,
+    pub(crate) phases: Vec<(String, String)>,
 }
 
 /// One row of the comparison: which entry of each run (an index into
 /// that run's merged entries) it holds.
 pub(super) struct Slotted {
     /// Probe, variant and slot.
-    pub key: (String, Option<String>, String),
-    pub cells: Vec<Option<usize>>,
+    pub(crate) key: (String, Option<String>, String),
+    pub(crate) cells: Vec<Option<usize>>,
 }
 
 /// The slot name of entry `j` of run `i`, for every entry of every run.

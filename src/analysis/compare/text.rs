@@ -5,7 +5,7 @@ use super::cell::{Cell, KsTest, RatioRange, Ratios};
 use super::{EntryKey, MATERIAL_D};
 
 /// A ratio as shown: `1.10`, or for a ratio of bounds `0.02–50.3`.
-pub fn fmt_ratio_shown(r: f64, range: Option<&RatioRange>) -> String {
+pub(crate) fn fmt_ratio_shown(r: f64, range: Option<&RatioRange>) -> String {
     match range {
         Some(g) => format!("{}–{}", fmt_ratio(g.lo), fmt_ratio(g.hi)),
         None => fmt_ratio(r),
@@ -13,7 +13,7 @@ pub fn fmt_ratio_shown(r: f64, range: Option<&RatioRange>) -> String {
 }
 
 /// "= 0.012", "= 3.1e-7", "< 1e-300" (a p-value below what f64 holds).
-pub fn fmt_p(p: f64) -> String {
+pub(crate) fn fmt_p(p: f64) -> String {
     if p <= 1e-300 {
         "< 1e-300".into()
     } else if p < 0.001 {
@@ -24,7 +24,7 @@ pub fn fmt_p(p: f64) -> String {
 }
 
 /// "3.2× higher", "3.2× lower", "the same".
-pub fn ratio_words(r: f64) -> String {
+pub(crate) fn ratio_words(r: f64) -> String {
     if !r.is_finite() {
         "infinitely higher (the first is 0)".into()
     } else if (r - 1.0).abs() < 0.005 {
@@ -39,7 +39,7 @@ pub fn ratio_words(r: f64) -> String {
 }
 
 /// Two significant digits below 100, whole numbers above ("320000").
-pub fn fmt_ratio(r: f64) -> String {
+pub(crate) fn fmt_ratio(r: f64) -> String {
     if r >= 100.0 {
         format!("{:.0}", r)
     } else if r >= 10.0 {

@@ -25,7 +25,7 @@ fn ratio_cell(r: Option<f64>) -> Cell {
 
 /// The comparison table: rows entry × metric, one column per system and a
 /// "X/first" ratio column after every system but the first.
-pub fn compare_table(a: &Analysis, u: Unit) -> Table {
+pub(crate) fn compare_table(a: &Analysis, u: Unit) -> Table {
     let c = &a.comparison;
     let mut header = vec!["entry".to_string(), "metric".to_string()];
     for (i, s) in c.systems.iter().enumerate() {
@@ -112,7 +112,7 @@ fn ratio_header(systems: &[String], i: usize) -> String {
 }
 
 /// One bin table (seed 001): one row per bin, one count column per system.
-pub fn bin_table(a: &Analysis, index: usize, u: Unit) -> Table {
+pub(crate) fn bin_table(a: &Analysis, index: usize, u: Unit) -> Table {
     let t = &a.comparison.bin_tables[index];
     let mut header = vec![format!("bin({})", u.name())];
     header.extend(a.comparison.systems.iter().cloned());
@@ -133,7 +133,7 @@ pub fn bin_table(a: &Analysis, index: usize, u: Unit) -> Table {
 
 /// The comparison's throughput rows (Thread-Metric): ops per second per
 /// system and each system's ratio to the first; `None` without any.
-pub fn throughput_compare_table(a: &Analysis) -> Option<Table> {
+pub(crate) fn throughput_compare_table(a: &Analysis) -> Option<Table> {
     let c = &a.comparison;
     let rows = c.throughput_rows();
     if rows.is_empty() || c.systems.len() < 2 {

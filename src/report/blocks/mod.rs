@@ -15,48 +15,48 @@ mod suites;
 use crate::analysis::summary::{Analysis, RunAnalysis};
 use crate::model::Nanos;
 
-pub use compare_tables::{bin_table, compare_table, throughput_compare_table};
-pub use monitor::monitor_windows;
-pub use run_tables::{
+pub(crate) use compare_tables::{bin_table, compare_table, throughput_compare_table};
+pub(crate) use monitor::monitor_windows;
+pub(crate) use run_tables::{
     deadline_verdict, deadline_verdicts, doctor_table, fmt_prob, pwcet_refusals, pwcet_table, split_deadline, summary_table, trace_blocks, worst_table,
 };
 use run_tables::verdict_blocks;
-pub use suites::{fmt_count, rhealstone_table, thread_metric_table};
+pub(crate) use suites::{fmt_count, rhealstone_table, thread_metric_table};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unit {
+pub(crate) enum Unit {
     Us,
     Ns,
 }
 
 impl Unit {
     /// The unit `--ns` asks for: ns when given, else µs.
-    pub fn of_ns_flag(ns: bool) -> Unit {
+    pub(crate) fn of_ns_flag(ns: bool) -> Unit {
         if ns {
             Unit::Ns
         } else {
             Unit::Us
         }
     }
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Unit::Us => "us",
             Unit::Ns => "ns",
         }
     }
-    pub fn fmt(self, ns: f64) -> String {
+    pub(crate) fn fmt(self, ns: f64) -> String {
         match self {
             Unit::Us => format!("{:.1}", ns / 1000.0),
             Unit::Ns => format!("{:.0}", ns),
         }
     }
-    pub fn fmt_n(self, ns: Nanos) -> String {
+    pub(crate) fn fmt_n(self, ns: Nanos) -> String {
         self.fmt(ns.0 as f64)
     }
 }
 
 /// How a cell should stand out where the renderer can show it (colour).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tone {
+pub(crate) enum Tone {
     Plain,
     /// Better than the first system / a passed check.
     Good,
@@ -66,52 +66,52 @@ pub enum Tone {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Cell {
-    pub text: String,
-    pub tone: Tone,
+pub(crate) struct Cell {
+    pub(crate) text: String,
+    pub(crate) tone: Tone,
 }
 
 impl Cell {
-    pub fn plain(s: impl Into<String>) -> Cell {
+    pub(crate) fn plain(s: impl Into<String>) -> Cell {
         Cell { text: s.into(), tone: Tone::Plain }
     }
-    pub fn tone(s: impl Into<String>, tone: Tone) -> Cell {
+    pub(crate) fn tone(s: impl Into<String>, tone: Tone) -> Cell {
         Cell { text: s.into(), tone }
     }
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Table {
-    pub header: Vec<String>,
+pub(crate) struct Table {
+    pub(crate) header: Vec<String>,
     /// Columns before this index are left-aligned (labels), the rest right-aligned.
-    pub label_cols: usize,
-    pub rows: Vec<Vec<Cell>>,
+    pub(crate) label_cols: usize,
+    pub(crate) rows: Vec<Vec<Cell>>,
     /// Columns a narrow layout (an 80-column terminal) may leave out, the
     /// first first; the others are always shown.
-    pub optional: Vec<usize>,
+    pub(crate) optional: Vec<usize>,
     /// Columns of long text a page may break over lines (the others keep
     /// one line).
-    pub wrap: Vec<usize>,
+    pub(crate) wrap: Vec<usize>,
 }
 
 impl Table {
     /// A table of plain cells: `header`, then `rows`; the first `label_cols`
     /// columns left-aligned.
-    pub fn plain(header: Vec<String>, label_cols: usize, rows: Vec<Vec<String>>) -> Table {
+    pub(crate) fn plain(header: Vec<String>, label_cols: usize, rows: Vec<Vec<String>>) -> Table {
         Table::new(header, label_cols, rows.into_iter().map(|r| r.into_iter().map(Cell::plain).collect()).collect())
     }
     /// A table of which every column is always shown.
-    pub fn new(header: Vec<String>, label_cols: usize, rows: Vec<Vec<Cell>>) -> Table {
+    pub(crate) fn new(header: Vec<String>, label_cols: usize, rows: Vec<Vec<Cell>>) -> Table {
         Table { header, label_cols, rows, optional: Vec::new(), wrap: Vec::new() }
     }
     /// Columns `cols` may break over lines on a page.
-    pub fn wrapping(mut self, cols: &[usize]) -> Table {
+    pub(crate) fn wrapping(mut self, cols: &[usize]) -> Table {
         self.wrap = cols.to_vec();
         self
     }
     /// The columns named `names` (header text without a trailing "(unit)") may be left out
     /// in a narrow layout, in that order.
-    pub fn optional(mut self, names: &[&str]) -> Table {
+    pub(crate) fn optional(mut self, names: &[&str]) -> Table {
         let base = |h: &str| h.strip_suffix(')').and_then(|x| x.rsplit_once('(')).map(|(b, _)| b).unwrap_or(h).to_string();
         self.optional = names.iter().filter_map(|n| self.header.iter().position(|h| base(h) == *n)).collect();
         self
@@ -120,17 +120,17 @@ impl Table {
 
 /// What every table shows for a value it does not have (a percentile an
 /// imported summary-only result lacks, a phase a run did not have).
-pub const UNKNOWN: &str = "-";
+pub(crate) const UNKNOWN: &str = "-";
 
 /// What every table shows where a value has no meaning: the variant of a
 /// probe without variants, the CPU of a row merged over threads, the fix of
 /// a finding that needs none, the trace of a sample not traced, the
 /// estimate columns of a refused fit. The same dash as [`UNKNOWN`] on the
 /// page; a different fact in the code.
-pub const NOT_APPLICABLE: &str = "-";
+pub(crate) const NOT_APPLICABLE: &str = "-";
 
 #[derive(Debug, Clone)]
-pub enum Block {
+pub(crate) enum Block {
     /// Level 1 (report), 2 (run / comparison), 3 (section).
     Heading(u8, String),
     Text(String),
@@ -149,7 +149,7 @@ pub enum Block {
 /// `blocks` as the text formats lay them out: folded blocks unfolded under
 /// their summary as a level-3 heading, fields as "name: value" lines, plots
 /// left out. What remains is headings, text, lists and tables.
-pub fn for_text(blocks: &[Block]) -> Vec<Block> {
+pub(crate) fn for_text(blocks: &[Block]) -> Vec<Block> {
     let mut out = Vec::new();
     for b in blocks {
         match b {
@@ -166,7 +166,7 @@ pub fn for_text(blocks: &[Block]) -> Vec<Block> {
 }
 
 /// What a miss is, said once for every format that shows a deadline.
-pub const DEADLINE_NOTE: &str = "A sample over the deadline or a missed period is a miss (shown late+missed when periods were missed); miss ratio = misses / periods (samples + missed periods); P(miss)/h is the probability of at least one miss in an hour at the measured rate (≤: no miss seen, 95 % upper bound; ≥: missed periods unknown).";
+pub(crate) const DEADLINE_NOTE: &str = "A sample over the deadline or a missed period is a miss (shown late+missed when periods were missed); miss ratio = misses / periods (samples + missed periods); P(miss)/h is the probability of at least one miss in an hour at the measured rate (≤: no miss seen, 95 % upper bound; ≥: missed periods unknown).";
 
 fn host_line(r: &RunAnalysis) -> String {
     let h = &r.host;
@@ -186,7 +186,7 @@ fn host_line(r: &RunAnalysis) -> String {
 }
 
 /// All blocks of the report, in order.
-pub fn blocks(a: &Analysis, u: Unit, bins: bool) -> Vec<Block> {
+pub(crate) fn blocks(a: &Analysis, u: Unit, bins: bool) -> Vec<Block> {
     let mut out = Vec::new();
     let with_deadline = a.options.deadline.is_some();
     for r in &a.runs {
@@ -237,7 +237,7 @@ pub fn blocks(a: &Analysis, u: Unit, bins: bool) -> Vec<Block> {
 
 /// The comparison (with two or more systems) and, with `bins`, the bin
 /// tables.
-pub fn compare_blocks(a: &Analysis, u: Unit, bins: bool) -> Vec<Block> {
+pub(crate) fn compare_blocks(a: &Analysis, u: Unit, bins: bool) -> Vec<Block> {
     let mut out = Vec::new();
     let c = &a.comparison;
     if c.systems.len() >= 2 {
@@ -268,7 +268,7 @@ pub fn compare_blocks(a: &Analysis, u: Unit, bins: bool) -> Vec<Block> {
 
 /// Each bin table under its heading (seed 001's tables: counts per bin and
 /// system).
-pub fn bin_blocks(a: &Analysis, u: Unit) -> Vec<Block> {
+pub(crate) fn bin_blocks(a: &Analysis, u: Unit) -> Vec<Block> {
     let mut out = Vec::new();
     for (i, t) in a.comparison.bin_tables.iter().enumerate() {
         out.push(Block::Heading(3, format!("Bins of {} {}: {}", u.fmt_n(t.width_ns), u.name(), t.key.label())));

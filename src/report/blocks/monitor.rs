@@ -7,7 +7,7 @@ use super::{Block, Table, Unit};
 /// many windows, the worst window's max (and when), the median window max,
 /// samples and overruns; then the last few windows. The full series is
 /// `rtscope history --windows ID`.
-pub fn monitor_windows(label: &str, m: &crate::model::MonitorRecord, windows: &[crate::model::Window], u: Unit) -> Vec<Block> {
+pub(crate) fn monitor_windows(label: &str, m: &crate::model::MonitorRecord, windows: &[crate::model::Window], u: Unit) -> Vec<Block> {
     let un = u.name();
     let merged: Vec<&crate::model::Window> = windows.iter().filter(|w| w.thread.is_none()).collect();
     let mut out = vec![

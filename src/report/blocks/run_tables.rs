@@ -21,7 +21,7 @@ fn p(e: &EntryAnalysis, label: &str, u: Unit) -> String {
 }
 
 /// The summary table of one run.
-pub fn summary_table(run: &RunAnalysis, u: Unit, with_deadline: bool) -> Table {
+pub(crate) fn summary_table(run: &RunAnalysis, u: Unit, with_deadline: bool) -> Table {
     let un = u.name();
     let mut header: Vec<String> = ["probe", "variant", "phase", "thread", "cpu", "samples", "overruns"]
         .iter()
@@ -93,7 +93,7 @@ const SUMMARY_OPTIONAL: [&str; 5] = ["variant", "cpu", "p99.99", "min", "meanÂ±Ï
 /// samples, overruns and every column after `max` (what `--deadline` asked
 /// for), of which only `variant` and `cpu` may be left out. Each fits an
 /// 80-column terminal and a 1280 px page; no asked-for column is dropped.
-pub fn split_deadline(t: &Table) -> (Table, Table) {
+pub(crate) fn split_deadline(t: &Table) -> (Table, Table) {
     let max = t.header.iter().position(|h| h.starts_with("max(")).unwrap_or(t.header.len() - 1);
     let take = |cols: &[usize]| -> (Vec<String>, Vec<Vec<Cell>>) {
         (cols.iter().map(|&c| t.header[c].clone()).collect(), t.rows.iter().map(|r| cols.iter().filter_map(|&c| r.get(c).cloned()).collect()).collect())
@@ -112,7 +112,7 @@ pub fn split_deadline(t: &Table) -> (Table, Table) {
 /// --deadline` print it: PASS when no sample was over the deadline and no
 /// period was missed (a missed period is a miss), else FAIL and why.
 /// Returns (passed, line).
-pub fn deadline_verdict(label: &str, m: &crate::analysis::deadline::DeadlineMisses, u: Unit) -> (bool, String) {
+pub(crate) fn deadline_verdict(label: &str, m: &crate::analysis::deadline::DeadlineMisses, u: Unit) -> (bool, String) {
     let dl = format!("{} {}", u.fmt_n(m.deadline_ns), u.name());
     match m.missed_periods {
         Some(0) if m.late_samples_upper == 0 => {
@@ -129,7 +129,7 @@ pub fn deadline_verdict(label: &str, m: &crate::analysis::deadline::DeadlineMiss
 
 /// The verdict of every merged entry of a run with a deadline, worst
 /// first line: "verdict: FAIL (1 of 2 entries)", then one line per entry.
-pub fn deadline_verdicts(run: &RunAnalysis, u: Unit) -> Vec<(bool, String)> {
+pub(crate) fn deadline_verdicts(run: &RunAnalysis, u: Unit) -> Vec<(bool, String)> {
     crate::report::plots::merged_of(&run.entries)
         .into_iter()
         .filter_map(|e| e.deadline.as_ref().map(|d| deadline_verdict(&e.key().label(), d, u)))
@@ -156,7 +156,7 @@ pub(super) fn verdict_blocks(run: &RunAnalysis, u: Unit) -> Vec<Block> {
 
 /// "What held the CPU": the trace attribution of the worst samples, the
 /// same block `run` prints at its end and the terminal report shows.
-pub fn trace_blocks(run: &crate::model::Run, max_samples: usize) -> Vec<Block> {
+pub(crate) fn trace_blocks(run: &crate::model::Run, max_samples: usize) -> Vec<Block> {
     let text = crate::trace::report::culprits_text(run, max_samples);
     let mut lines = text.lines();
     let Some(first) = lines.next() else { return Vec::new() };
@@ -169,7 +169,7 @@ pub fn trace_blocks(run: &crate::model::Run, max_samples: usize) -> Vec<Block> {
 }
 
 /// A probability for tables: "1", "0.63", "2.1e-5".
-pub fn fmt_prob(p: f64) -> String {
+pub(crate) fn fmt_prob(p: f64) -> String {
     if p >= 0.9995 {
         "1".into()
     } else if p >= 0.01 {
@@ -182,7 +182,7 @@ pub fn fmt_prob(p: f64) -> String {
 }
 
 /// Why the statistical worst case was refused, one line per refused entry.
-pub fn pwcet_refusals(run: &RunAnalysis) -> Vec<String> {
+pub(crate) fn pwcet_refusals(run: &RunAnalysis) -> Vec<String> {
     run.entries
         .iter()
         .filter_map(|e| match &e.pwcet {
@@ -200,7 +200,7 @@ pub fn pwcet_refusals(run: &RunAnalysis) -> Vec<String> {
 /// own worst are among them; a one-thread entry is its own merge), up to
 /// `per_entry` each: when, where, and
 /// with `--trace-threshold` what held the CPU (longest culprits first).
-pub fn worst_table(run: &RunAnalysis, u: Unit, per_entry: usize) -> Option<Table> {
+pub(crate) fn worst_table(run: &RunAnalysis, u: Unit, per_entry: usize) -> Option<Table> {
     let un = u.name();
     let header: Vec<String> = ["probe", "variant", "phase", "thread", "cpu", "seq", "at(s)"]
         .iter()
@@ -239,7 +239,7 @@ pub fn worst_table(run: &RunAnalysis, u: Unit, per_entry: usize) -> Option<Table
 
 /// The doctor findings stored with the run (the audit of the measured
 /// CPUs before it started), worst first.
-pub fn doctor_table(run: &RunAnalysis) -> Option<Table> {
+pub(crate) fn doctor_table(run: &RunAnalysis) -> Option<Table> {
     let mut f: Vec<&crate::model::Finding> = run.host.doctor.iter().collect();
     if f.is_empty() {
         return None;
@@ -265,7 +265,7 @@ pub fn doctor_table(run: &RunAnalysis) -> Option<Table> {
 }
 
 /// The statistical worst case of every entry of one run.
-pub fn pwcet_table(run: &RunAnalysis, u: Unit) -> Option<Table> {
+pub(crate) fn pwcet_table(run: &RunAnalysis, u: Unit) -> Option<Table> {
     let un = u.name();
     let rows: Vec<Vec<Cell>> = run
         .entries

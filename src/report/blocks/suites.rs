@@ -4,7 +4,7 @@
 use super::{Table, Unit, UNKNOWN};
 
 /// "12 345 678" (thousands apart, as published Thread-Metric tables).
-pub fn fmt_count(x: f64) -> String {
+pub(crate) fn fmt_count(x: f64) -> String {
     let s = format!("{:.0}", x.max(0.0));
     let mut out = String::new();
     for (i, ch) in s.chars().enumerate() {
@@ -20,7 +20,7 @@ pub fn fmt_count(x: f64) -> String {
 /// component (the paper's order), one column per phase with the mean time,
 /// then the composite figure (Rhealstones per second) per phase; the entry
 /// each component was measured with is named.
-pub fn rhealstone_table(phases: &[crate::analysis::suites::RhealstonePhase], u: Unit) -> Option<Table> {
+pub(crate) fn rhealstone_table(phases: &[crate::analysis::suites::RhealstonePhase], u: Unit) -> Option<Table> {
     use crate::model::suites::RHEALSTONE;
     if phases.is_empty() {
         return None;
@@ -45,7 +45,7 @@ pub fn rhealstone_table(phases: &[crate::analysis::suites::RhealstonePhase], u: 
 
 /// The Thread-Metric table of a run: one row per test (the suite's order)
 /// and phase: ops per interval (mean), intervals, spread, ops per second.
-pub fn thread_metric_table(rows: &[crate::analysis::suites::ThreadMetricRow]) -> Option<Table> {
+pub(crate) fn thread_metric_table(rows: &[crate::analysis::suites::ThreadMetricRow]) -> Option<Table> {
     if rows.is_empty() {
         return None;
     }

@@ -108,7 +108,7 @@ pub(super) fn draw_look<DB: DrawingBackend, X: Ranged<ValueType = f64>, Y: Range
     Ok(())
 }
 
-pub fn slug(s: &str) -> String {
+pub(crate) fn slug(s: &str) -> String {
     let mut out = String::new();
     for c in s.chars() {
         if c.is_ascii_alphanumeric() || c == '.' {

@@ -35,22 +35,22 @@ use crate::analysis::summary::{Analysis, EntryAnalysis, RunAnalysis};
 use crate::model::Bucket;
 
 use charts::{exceedance_chart, histogram_chart, pwcet_chart, timeline_chart};
-pub use draw::slug;
+pub(crate) use draw::slug;
 use draw::us;
-pub use throughput::thread_metric_plots;
-pub use windows::windows_plot;
+pub(crate) use throughput::thread_metric_plots;
+pub(crate) use windows::windows_plot;
 
 /// One plot.
 #[derive(Debug, Clone)]
-pub struct Plot {
+pub(crate) struct Plot {
     /// File-name-safe id, unique in the report (`run1-timer-idle-exceedance`).
-    pub id: String,
+    pub(crate) id: String,
     /// `timeline`, `histogram`, `exceedance`, `phases`, `systems`, `systems-histogram`, `pwcet`.
-    pub kind: &'static str,
-    pub title: String,
+    pub(crate) kind: &'static str,
+    pub(crate) title: String,
     /// Which run it belongs to (index), or `None` for comparison plots.
-    pub run: Option<usize>,
-    pub svg: String,
+    pub(crate) run: Option<usize>,
+    pub(crate) svg: String,
 }
 
 fn who(e: &EntryAnalysis) -> String {
@@ -64,7 +64,7 @@ fn who(e: &EntryAnalysis) -> String {
 /// Every plot of the report, in display order: per run, each entry's
 /// plots and the per-phase overlays; the Thread-Metric bars; with two or
 /// more runs, each compared entry on every system.
-pub fn plots(a: &Analysis) -> Vec<Plot> {
+pub(crate) fn plots(a: &Analysis) -> Vec<Plot> {
     let mut out = Vec::new();
     // With --deadline every latency plot draws it.
     let dl = a.options.deadline.map(|d| us(d.0 as f64));
@@ -178,6 +178,6 @@ fn system_plots(a: &Analysis, row: &CompareRow, dl: Option<f64>) -> Vec<Plot> {
 }
 
 /// The merged entry of each probe/phase/variant (or the only entry).
-pub fn merged_of<'a, 'r>(entries: &'a [EntryAnalysis<'r>]) -> Vec<&'a EntryAnalysis<'r>> {
+pub(crate) fn merged_of<'a, 'r>(entries: &'a [EntryAnalysis<'r>]) -> Vec<&'a EntryAnalysis<'r>> {
     crate::model::merged_or_sole(entries, |e| e.result)
 }

@@ -9,7 +9,7 @@ use crate::analysis::summary::Analysis;
 
 /// Thread-Metric's result as bars: ops per second per test (log scale), one
 /// bar per series (phases of a run, or systems), grouped by test.
-pub fn throughput_bars(title: &str, tests: &[String], series: &[(String, Vec<Option<f64>>)]) -> String {
+pub(crate) fn throughput_bars(title: &str, tests: &[String], series: &[(String, Vec<Option<f64>>)]) -> String {
     let looks: Vec<Look> = series.iter().enumerate().map(|(i, (n, _))| Look::line(n.clone(), colour(i), 8)).collect();
     let vals = || series.iter().flat_map(|(_, v)| v.iter().flatten().copied()).filter(|v| *v > 0.0);
     let ymax = vals().fold(1.0f64, f64::max) * 2.0;
@@ -61,7 +61,7 @@ fn fmt_short(v: f64) -> String {
 /// The Thread-Metric bar charts: one per run with `throughput` entries
 /// (series = phases), and with two or more runs one comparing them (series
 /// = systems, phase by phase as the comparison pairs them).
-pub fn thread_metric_plots(a: &Analysis) -> Vec<Plot> {
+pub(crate) fn thread_metric_plots(a: &Analysis) -> Vec<Plot> {
     use crate::model::suites::THREAD_METRIC;
     let mut out = Vec::new();
     for (ri, r) in a.runs.iter().enumerate() {

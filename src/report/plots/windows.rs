@@ -9,7 +9,7 @@ use super::Plot;
 /// variant and phase, the max and the p99 of each window merged over
 /// threads, log latency axis; time in minutes, hours or days since the
 /// first window. `None` when no merged window has samples.
-pub fn windows_plot(id: &str, label: &str, windows: &[crate::model::Window]) -> Option<Plot> {
+pub(crate) fn windows_plot(id: &str, label: &str, windows: &[crate::model::Window]) -> Option<Plot> {
     use time::format_description::well_known::Rfc3339;
     let at = |w: &crate::model::Window| time::OffsetDateTime::parse(&w.started_at, &Rfc3339).ok().map(|t| t.unix_timestamp() as f64);
     let merged: Vec<(&crate::model::Window, f64)> =

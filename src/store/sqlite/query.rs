@@ -11,7 +11,7 @@ impl Store {
     /// One page of the runs matching `q.filter`, with their count: one
     /// query for the count, one for the page, then the tags and the
     /// per-phase headline of each run on it.
-    pub fn page(&self, q: &PageQuery) -> anyhow::Result<Page> {
+    pub(crate) fn page(&self, q: &PageQuery) -> anyhow::Result<Page> {
         use rusqlite::types::Value;
         let e = |e| sql_err(&self.path, e);
         let (cond, values) = q.filter.sql(|n| format!("?{n}"), |col, p| format!("instr({col}, {p}) > 0"));
@@ -84,7 +84,7 @@ impl Store {
     }
 
     /// The distinct hosts, preemption models and tags (each from an index).
-    pub fn facets(&self) -> anyhow::Result<Facets> {
+    pub(crate) fn facets(&self) -> anyhow::Result<Facets> {
         let e = |e| sql_err(&self.path, e);
         let col = |sql: &str| -> anyhow::Result<Vec<String>> {
             let mut st = self.conn.prepare(sql).map_err(e)?;
@@ -101,7 +101,7 @@ impl Store {
     /// The stored JSON text of run `id` (exit 2 when there is no such run).
     /// Runs saved before schema version 4 keep it in `runs.json`, later
     /// ones in parts (`run_json`, `store::text`), leaving `runs.json` empty.
-    pub fn json_text(&self, id: i64) -> anyhow::Result<String> {
+    pub(crate) fn json_text(&self, id: i64) -> anyhow::Result<String> {
         let e = |e| sql_err(&self.path, e);
         let t: Option<String> =
             self.conn.query_row("SELECT json FROM runs WHERE id = ?1", [id], |r| r.get(0)).optional().map_err(e)?;
@@ -118,7 +118,7 @@ impl Store {
         BadInput(format!("no run with id {id} in {}; `rtscope history` lists the ids", self.path.display())).into()
     }
 
-    pub fn exists(&self, id: i64) -> anyhow::Result<bool> {
+    pub(crate) fn exists(&self, id: i64) -> anyhow::Result<bool> {
         let n: i64 = self
             .conn
             .query_row("SELECT COUNT(*) FROM runs WHERE id = ?1", [id], |r| r.get(0))
@@ -126,7 +126,7 @@ impl Store {
         Ok(n > 0)
     }
 
-    pub fn tags(&self, id: i64) -> anyhow::Result<Vec<String>> {
+    pub(crate) fn tags(&self, id: i64) -> anyhow::Result<Vec<String>> {
         let e = |e| sql_err(&self.path, e);
         let mut stmt = self.conn.prepare_cached("SELECT tag FROM tags WHERE run_id = ?1 ORDER BY tag").map_err(e)?;
         let tags = stmt.query_map([id], |r| r.get(0)).map_err(e)?.collect::<rusqlite::Result<Vec<String>>>().map_err(e)?;
@@ -134,7 +134,7 @@ impl Store {
     }
 
     /// A monitor's windows, in order.
-    pub fn windows(&self, monitor: &str) -> anyhow::Result<Vec<crate::model::Window>> {
+    pub(crate) fn windows(&self, monitor: &str) -> anyhow::Result<Vec<crate::model::Window>> {
         let e = |e| sql_err(&self.path, e);
         let mut st = self
             .conn
@@ -172,7 +172,7 @@ impl Store {
     }
 
     /// Ids of the runs carrying `tag`, oldest first.
-    pub fn ids_with_tag(&self, tag: &str) -> anyhow::Result<Vec<i64>> {
+    pub(crate) fn ids_with_tag(&self, tag: &str) -> anyhow::Result<Vec<i64>> {
         let e = |e| sql_err(&self.path, e);
         let mut stmt = self
             .conn
@@ -184,7 +184,7 @@ impl Store {
 
     /// Histogram buckets of result `idx` of run `id`, as stored in the
     /// `buckets` table (used by tests to check the columns match the JSON).
-    pub fn buckets(&self, id: i64, idx: usize) -> anyhow::Result<Vec<(u64, u64, u64)>> {
+    pub(crate) fn buckets(&self, id: i64, idx: usize) -> anyhow::Result<Vec<(u64, u64, u64)>> {
         let e = |e| sql_err(&self.path, e);
         let mut stmt = self
             .conn

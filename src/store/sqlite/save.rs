@@ -15,7 +15,7 @@ use crate::store::text::{self, Runs, Saving};
 impl Store {
     /// Save `run`, whose JSON text is `json` (for a native run: the file's
     /// exact bytes). `source` is "native" or an importer format. Returns the id.
-    pub fn save(&mut self, run: &Run, json: &str, source: &str) -> anyhow::Result<i64> {
+    pub(crate) fn save(&mut self, run: &Run, json: &str, source: &str) -> anyhow::Result<i64> {
         let one = Saving { run: std::borrow::Cow::Borrowed(run), text: Some(json.into()), source: source.to_string() };
         Ok(self.save_all(&mut std::iter::once(Ok(one)), None)?[0])
     }
@@ -25,7 +25,7 @@ impl Store {
     /// file with many columns, stopped or failing at any point, leaves
     /// nothing half-imported). One run is in memory at a time, and its text
     /// goes in by parts. Returns the ids in order.
-    pub fn save_all(&mut self, runs: Runs<'_, '_>, tag: Option<&str>) -> anyhow::Result<Vec<i64>> {
+    pub(crate) fn save_all(&mut self, runs: Runs<'_, '_>, tag: Option<&str>) -> anyhow::Result<Vec<i64>> {
         let path = self.path.clone();
         let saved_at = crate::store::now_rfc3339();
         let tx = self
@@ -46,7 +46,7 @@ impl Store {
     }
 
     /// Append a monitor's closed windows (one transaction).
-    pub fn append_windows(&mut self, monitor: &str, windows: &[crate::model::Window]) -> anyhow::Result<()> {
+    pub(crate) fn append_windows(&mut self, monitor: &str, windows: &[crate::model::Window]) -> anyhow::Result<()> {
         let path = self.path.clone();
         let e = |e| sql_err(&path, e);
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(e)?;
@@ -85,7 +85,7 @@ impl Store {
     }
 
     /// Tag run `id`; `Ok(false)` when it already had the tag.
-    pub fn tag(&self, id: i64, tag: &str) -> anyhow::Result<bool> {
+    pub(crate) fn tag(&self, id: i64, tag: &str) -> anyhow::Result<bool> {
         if !self.exists(id)? {
             return Err(self.no_such_run(id));
         }
@@ -97,7 +97,7 @@ impl Store {
     }
 
     /// Remove `tag` from run `id`; `Ok(false)` when it did not have it.
-    pub fn untag(&self, id: i64, tag: &str) -> anyhow::Result<bool> {
+    pub(crate) fn untag(&self, id: i64, tag: &str) -> anyhow::Result<bool> {
         if !self.exists(id)? {
             return Err(self.no_such_run(id));
         }
@@ -109,7 +109,7 @@ impl Store {
     }
 
     /// Delete run `id` with its results, buckets and tags.
-    pub fn remove(&mut self, id: i64) -> anyhow::Result<()> {
+    pub(crate) fn remove(&mut self, id: i64) -> anyhow::Result<()> {
         let path = self.path.clone();
         let n = self.conn.execute("DELETE FROM runs WHERE id = ?1", [id]).map_err(|e| sql_err(&path, e))?;
         if n == 0 {
