@@ -6,7 +6,7 @@
 
 pub(crate) mod analysis;
 pub(crate) mod cli;
-pub(crate) mod commands;
+pub mod commands;
 pub(crate) mod error;
 pub mod import;
 pub(crate) mod live;
@@ -27,4 +27,3 @@ pub(crate) mod target;
 pub(crate) mod trace;
 pub mod units;
 pub(crate) mod doctor;
-pub mod entry;

@@ -4,5 +4,5 @@
 //! 3 a failed gate (`check`), 130 interrupted, 1 any other failure.
 
 fn main() -> std::process::ExitCode {
-    rtscope::entry::main()
+    rtscope::commands::entry::main()
 }

@@ -1,4 +1,4 @@
-//! The program's entry: `main.rs` calls [`main`].
+//! The program's entry, the face's top: `main.rs` calls [`main`].
 
 use std::process::ExitCode;
 
