@@ -220,7 +220,7 @@ pub(crate) fn render_blocks(blocks: &[Block], colour: bool, width: Option<usize>
     let mut out = String::new();
     for b in &crate::report::blocks::for_text(blocks) {
         match b {
-            Block::Fields(_) | Block::Folded { .. } | Block::Plot(_) => {}
+            Block::Fields(_) | Block::Folded { .. } | Block::Marked { .. } | Block::Plot(_) => {}
             Block::Heading(level, s) => {
                 if !out.is_empty() {
                     out.push('\n');

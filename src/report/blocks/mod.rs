@@ -135,6 +135,10 @@ pub(crate) enum Block {
     Heading(u8, String),
     Text(String),
     List(Vec<String>),
+    /// A list a page marks with `class` (the statistical worst case's
+    /// refusals: `"refused"`, in red); the text formats show it as a plain
+    /// [`Block::List`].
+    Marked { class: &'static str, items: Vec<String> },
     Table(Table),
     /// Name–value pairs (the host fingerprint and plan).
     Fields(Vec<(String, String)>),
@@ -148,7 +152,7 @@ pub(crate) enum Block {
 
 /// `blocks` as the text formats lay them out: folded blocks unfolded under
 /// their summary as a level-3 heading, fields as "name: value" lines, plots
-/// left out. What remains is headings, text, lists and tables.
+/// left out, marked lists plain. What remains is headings, text, lists and tables.
 pub(crate) fn for_text(blocks: &[Block]) -> Vec<Block> {
     let mut out = Vec::new();
     for b in blocks {
@@ -159,6 +163,7 @@ pub(crate) fn for_text(blocks: &[Block]) -> Vec<Block> {
             }
             Block::Fields(f) => out.push(Block::Text(f.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("\n"))),
             Block::Plot(_) => {}
+            Block::Marked { items, .. } => out.push(Block::List(items.clone())),
             b => out.push(b.clone()),
         }
     }
@@ -225,10 +230,7 @@ pub(crate) fn blocks(a: &Analysis, u: Unit, bins: bool) -> Vec<Block> {
                 "Latency exceeded with probability p per sample, 95 % bootstrap interval; given only when the tail is long enough, independent (Ljung–Box) and stationary (halves of the run agree). The observed max is always shown.".into(),
             ));
             out.push(Block::Table(t));
-            let refused = pwcet_refusals(r);
-            if !refused.is_empty() {
-                out.push(Block::List(refused));
-            }
+            out.extend(pwcet_refusals(r));
         }
     }
     out.extend(compare_blocks(a, u, bins));

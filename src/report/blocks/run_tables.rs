@@ -181,9 +181,12 @@ pub(crate) fn fmt_prob(p: f64) -> String {
     }
 }
 
-/// Why the statistical worst case was refused, one line per refused entry.
-pub(crate) fn pwcet_refusals(run: &RunAnalysis) -> Vec<String> {
-    run.entries
+/// Why the statistical worst case was refused, one line per refused entry,
+/// as a list a page shows in red (`class="refused"`); none when every entry
+/// has an estimate.
+pub(crate) fn pwcet_refusals(run: &RunAnalysis) -> Option<Block> {
+    let items: Vec<String> = run
+        .entries
         .iter()
         .filter_map(|e| match &e.pwcet {
             Some(Pwcet::Refused { reason, .. }) => Some(format!(
@@ -193,7 +196,8 @@ pub(crate) fn pwcet_refusals(run: &RunAnalysis) -> Vec<String> {
             )),
             _ => None,
         })
-        .collect()
+        .collect();
+    (!items.is_empty()).then_some(Block::Marked { class: "refused", items })
 }
 
 /// The worst samples of each entry merged over threads (every thread's
