@@ -103,7 +103,7 @@ pub(crate) fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
         .results
         .iter()
         .filter(|r| r.thread.is_none())
-        .filter_map(|r| r.violations.as_ref().filter(|v| v.count > 0).map(|v| format!("{} ({}): {} of {} periods", r.probe, r.phase, v.count, v.periods)))
+        .filter_map(|r| r.extras.violations.as_ref().filter(|v| v.count > 0).map(|v| format!("{} ({}): {} of {} periods", r.probe, r.phase, v.count, v.periods)))
         .collect();
     if !violated.is_empty() && !run.interrupted {
         eprintln!(

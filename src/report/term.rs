@@ -38,7 +38,7 @@ pub(crate) fn summary_table(run: &Run, u: Unit) -> String {
     let rows = run
         .results
         .iter()
-        .filter(|r| r.throughput.is_none())
+        .filter(|r| r.extras.throughput.is_none())
         .map(|r| {
             vec![
                 r.probe.clone(),
@@ -46,7 +46,7 @@ pub(crate) fn summary_table(run: &Run, u: Unit) -> String {
                 r.phase.clone(),
                 r.thread.map(|t| t.to_string()).unwrap_or_else(|| "all".into()),
                 r.cpu.map(|c| c.to_string()).unwrap_or_else(|| NOT_APPLICABLE.into()),
-                if r.samples_unknown { format!("unknown (≥{})", r.samples) } else { r.samples.to_string() },
+                if r.extras.samples_unknown { format!("unknown (≥{})", r.samples) } else { r.samples.to_string() },
                 r.overruns.to_string(),
                 u.fmt(r.shown_min_ns()),
                 format!("{}±{}", u.fmt(r.shown_mean_ns()), u.fmt(r.stddev_ns)),

@@ -262,8 +262,8 @@ impl Block {
             .collect();
         r.per_second_width_s = self.s.per_second_width_s;
         r.tail = Tail { k: self.tail_k, samples: self.tail.clone() };
-        r.signed = self.s.signed;
-        r.note = self.note.clone();
+        r.extras.signed = self.s.signed;
+        r.extras.note = self.note.clone();
         r
     }
 }

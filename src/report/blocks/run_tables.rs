@@ -35,7 +35,7 @@ pub(crate) fn summary_table(run: &RunAnalysis, u: Unit, with_deadline: bool) -> 
     let rows = run
         .entries
         .iter()
-        .filter(|e| e.throughput.is_none())
+        .filter(|e| e.extras.throughput.is_none())
         .map(|e| {
             let mut row = entry_label(e);
             row.push(Cell::plain(e.samples.to_string()));
