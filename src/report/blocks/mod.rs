@@ -18,7 +18,8 @@ use crate::model::Nanos;
 pub(crate) use compare_tables::{bin_table, compare_table, throughput_compare_table};
 pub(crate) use monitor::monitor_windows;
 pub(crate) use run_tables::{
-    deadline_verdict, deadline_verdicts, doctor_table, fmt_prob, pwcet_refusals, pwcet_table, split_deadline, summary_table, trace_blocks, worst_table,
+    deadline_verdict, deadline_verdicts, doctor_table, fmt_prob, pwcet_refusals, pwcet_table, split_deadline, summary_of, summary_table, trace_blocks,
+    worst_table, SummaryColumns,
 };
 use run_tables::verdict_blocks;
 pub(crate) use suites::{fmt_count, rhealstone_table, thread_metric_table};
