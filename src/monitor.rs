@@ -239,7 +239,7 @@ fn results_of(overall: BTreeMap<(String, String, Option<String>, usize), ThreadO
     for ((probe, phase), outcomes) in groups {
         for mut r in results_from(&probe, &phase, &outcomes) {
             r.per_second.clear();
-            r.note = Some(match r.note.take() {
+            r.extras.note = Some(match r.extras.note.take() {
                 Some(n) => format!("{n}; {note}"),
                 None => note.to_string(),
             });

@@ -512,24 +512,35 @@ fn rt_guest_runs_rtla_through_a_guest_script() {
         .collect();
     let cols: Vec<&str> = text.lines().find(|l| l.starts_with("Index")).unwrap().split_whitespace().skip(1).collect();
     assert_eq!(cols, ["IRQ-000", "Thr-000"]);
+    let run = imported_rtla(&out_dir);
+    assert_eq!(run["imported_from"]["format"], "rtla-timerlat-hist");
+    for (k, variant) in ["irq", "thread"].iter().enumerate() {
+        let r = merged_entry(&run, variant);
+        assert!(count[k] > 0, "{variant}: rtla counted no sample: {text}");
+        assert_eq!(r["samples"].as_u64(), Some(count[k]), "{variant}");
+    }
+}
+
+/// The `rtla timerlat hist` table a guest script left in `out_dir`
+/// (rtla.txt), imported with `rtscope import --dry-run`: the run it becomes.
+fn imported_rtla(out_dir: &Path) -> serde_json::Value {
     let o = Command::new(rtscope())
         .env_remove("RTSCOPE_DB")
         .args(["import", out_dir.join("rtla.txt").to_str().unwrap(), "--dry-run"])
         .output()
         .unwrap();
     assert!(o.status.success(), "rtscope import: {}", String::from_utf8_lossy(&o.stderr));
-    let run: serde_json::Value = serde_json::Deserializer::from_slice(&o.stdout).into_iter().next().unwrap().unwrap();
-    assert_eq!(run["imported_from"]["format"], "rtla-timerlat-hist");
-    for (k, variant) in ["irq", "thread"].iter().enumerate() {
-        let r = run["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["variant"] == *variant && r["thread"].is_null())
-            .unwrap_or_else(|| panic!("no merged {variant} entry: {run}"));
-        assert!(count[k] > 0, "{variant}: rtla counted no sample: {text}");
-        assert_eq!(r["samples"].as_u64(), Some(count[k]), "{variant}");
-    }
+    serde_json::Deserializer::from_slice(&o.stdout).into_iter().next().unwrap().unwrap()
+}
+
+/// The entry of `variant` merged over threads in `run` (rtla's `irq` or `thread`).
+fn merged_entry<'r>(run: &'r serde_json::Value, variant: &str) -> &'r serde_json::Value {
+    run["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["variant"] == variant && r["thread"].is_null())
+        .unwrap_or_else(|| panic!("no merged {variant} entry: {run}"))
 }
 
 #[test]
@@ -874,28 +885,13 @@ fn arm64_rt_guest_runs_rtla_and_compares_with_the_agent() {
     eprintln!("kernel_lab: rtla:arm64 timerlat hist in the rt guest:\n{text}");
 
     let imported = dir.path().join("rtla.json");
-    let o = Command::new(rtscope())
-        .env_remove("RTSCOPE_DB")
-        .args(["import", out_dir.join("rtla.txt").to_str().unwrap(), "--dry-run"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "rtscope import: {}", String::from_utf8_lossy(&o.stderr));
-    let run: serde_json::Value = serde_json::Deserializer::from_slice(&o.stdout).into_iter().next().unwrap().unwrap();
+    let run = imported_rtla(&out_dir);
     std::fs::write(&imported, serde_json::to_vec(&run).unwrap()).unwrap();
-    let merged = |variant: &str| -> serde_json::Value {
-        run["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["variant"] == variant && r["thread"].is_null())
-            .unwrap_or_else(|| panic!("no merged {variant} entry: {run}"))
-            .clone()
-    };
-    let (irq, thread) = (merged("irq"), merged("thread"));
+    let (irq, thread) = (merged_entry(&run, "irq"), merged_entry(&run, "thread"));
     let n = |r: &serde_json::Value, k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k}: {r}"));
-    assert!(n(&irq, "samples") > 0.0 && n(&thread, "samples") > 0.0, "{irq} {thread}");
+    assert!(n(irq, "samples") > 0.0 && n(thread, "samples") > 0.0, "{irq} {thread}");
     for k in ["min_ns", "mean_ns", "max_ns"] {
-        assert!(n(&irq, k) <= n(&thread, k), "IRQ {k} {} > thread {k} {}", n(&irq, k), n(&thread, k));
+        assert!(n(irq, k) <= n(thread, k), "IRQ {k} {} > thread {k} {}", n(irq, k), n(thread, k));
     }
 
     let o = Command::new(rtscope())

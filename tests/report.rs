@@ -145,6 +145,28 @@ fn html_is_self_contained_and_plots_go_to_a_directory() {
     }
 }
 
+/// The statistical worst case's refusals stand out on the page: one red
+/// `<ul class="refused">` per run, an item per refused entry with its reason
+/// (the crafted results carry no tail samples, so every entry is refused).
+#[test]
+fn html_marks_pwcet_refusals_in_red() {
+    let dir = tempfile::tempdir().unwrap();
+    crafted(dir.path());
+    let html = report(dir.path(), &["a.json", "b.json", "--format", "html"]);
+    assert!(html.contains(".refused{color:#b01c1c}"), "the page styles the class");
+    let lists: Vec<&str> = html.split("<ul class=\"refused\">").skip(1).map(|l| &l[..l.find("</ul>").unwrap()]).collect();
+    assert_eq!(lists.len(), 2, "one list per run: {html}");
+    for (list, phases) in lists.iter().zip([["idle", "mixed"], ["idle", "mixed"]]) {
+        assert_eq!(count(list, "<li>"), 2, "{list}");
+        for p in phases {
+            assert!(list.contains(&format!("<li>timer/{p} thread all: no estimate: no tail samples")), "{list}");
+        }
+    }
+    // The text formats keep a plain list (the Markdown snapshot).
+    let md = report(dir.path(), &["a.json", "--format", "md"]);
+    assert!(md.contains("\n- timer/idle thread all: no estimate:"), "{md}");
+}
+
 fn chromium() -> Option<PathBuf> {
     for name in ["chromium", "chromium-browser", "google-chrome"] {
         if let Ok(out) = std::process::Command::new("which").arg(name).output() {

@@ -96,6 +96,15 @@ fn history(db: &impl AsRef<OsStr>, extra: &[&str]) -> Vec<Value> {
     serde_json::from_slice::<Value>(&o.stdout).expect("history --json").as_array().expect("array").clone()
 }
 
+/// The database at `db` with the fixtures `files` imported into it, each
+/// import checked (the set-up of the tests that damage or lock a database).
+fn imported(db: &Path, files: &[&str]) {
+    for f in files {
+        let o = rtscope(&db, &["import", fixture(f).to_str().unwrap()]);
+        assert!(o.status.success(), "{f}: {}", stderr(&o));
+    }
+}
+
 /// A short native run: 300 ms of the timer probe on one thread.
 fn short_run(db: &impl AsRef<OsStr>, json: &Path) -> Output {
     bin()
@@ -219,10 +228,8 @@ fn corrupt_sqlite_file_is_refused_and_never_overwritten() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("results.db");
     // Make a real database, then damage everything after the header.
-    let o = rtscope(&db, &["import", fixture("ptsematest.txt").to_str().unwrap()]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    // Checkpointed copy: make sure the WAL is folded in before damaging.
-    drop(o);
+    imported(&db, &["ptsematest.txt"]);
+    // Checkpointed copy: the import has exited, so its WAL is folded in before damaging.
     let mut bytes = std::fs::read(&db).unwrap();
     for b in bytes.iter_mut().skip(100) {
         *b = 0xA5;
@@ -247,10 +254,7 @@ fn corrupt_sqlite_file_is_refused_and_never_overwritten() {
 fn partly_corrupt_database_is_refused_before_measuring() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("results.db");
-    for f in ["ptsematest.txt", "pmqtest.txt", "cyclictest-hist.txt", "cyclictest.json"] {
-        let o = rtscope(&db, &["import", fixture(f).to_str().unwrap()]);
-        assert!(o.status.success(), "{f}: {}", stderr(&o));
-    }
+    imported(&db, &["ptsematest.txt", "pmqtest.txt", "cyclictest-hist.txt", "cyclictest.json"]);
     let page_size = {
         let c = rusqlite::Connection::open(&db).unwrap();
         c.pragma_update(None, "journal_mode", "DELETE").unwrap();
@@ -284,8 +288,7 @@ fn database_in_a_read_only_directory_can_still_be_read() {
     let ro = dir.path().join("ro");
     std::fs::create_dir(&ro).unwrap();
     let db = ro.join("results.db");
-    let o = rtscope(&db, &["import", fixture("ptsematest.txt").to_str().unwrap()]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    imported(&db, &["ptsematest.txt"]);
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -323,8 +326,7 @@ fn common_is_root() -> bool {
 fn database_from_a_newer_rtscope_is_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("results.db");
-    let o = rtscope(&db, &["import", fixture("ptsematest.txt").to_str().unwrap()]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    imported(&db, &["ptsematest.txt"]);
     {
         let c = rusqlite::Connection::open(&db).unwrap();
         let v: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
@@ -776,10 +778,7 @@ fn damaged_history_is_never_written_and_reading_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
     for _ in 0..6 {
-        for f in ["ptsematest.txt", "cyclictest-hist.txt", "cyclictest.json"] {
-            let o = rtscope(&db, &["import", fixture(f).to_str().unwrap()]);
-            assert!(o.status.success(), "{f}: {}", stderr(&o));
-        }
+        imported(&db, &["ptsematest.txt", "cyclictest-hist.txt", "cyclictest.json"]);
     }
     // Reading a database in rollback-journal mode leaves it byte for byte.
     let page_size = {

@@ -91,7 +91,7 @@ impl Metric {
                 Some(o) => Ok(Measured::exact(o as f64)),
                 None => Err("overruns unknown: the input's source does not count missed periods".into()),
             },
-            Metric::Violations => r.violations.as_ref().map(|v| Measured::exact(v.count as f64)).ok_or_else(|| "violations unknown: the entry has no violation count".into()),
+            Metric::Violations => r.extras.violations.as_ref().map(|v| Measured::exact(v.count as f64)).ok_or_else(|| "violations unknown: the entry has no violation count".into()),
             Metric::Complete => Err("complete is a property of the run, not of an entry".into()),
             Metric::MissRatio => {
                 let d = deadline.ok_or("miss-ratio needs --deadline")?;

@@ -129,7 +129,7 @@ pub(crate) fn thread_metric(run: &Run) -> Vec<ThreadMetricRow> {
             let Some(r) = es.iter().find(|r| crate::measure::is(&r.probe, |i| i.counts_operations) && r.phase == phase && r.variant.as_deref() == Some(variant)) else {
                 continue;
             };
-            let Some(t) = &r.throughput else { continue };
+            let Some(t) = &r.extras.throughput else { continue };
             out.push(ThreadMetricRow {
                 test,
                 phase: phase.clone(),

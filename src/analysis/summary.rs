@@ -152,7 +152,7 @@ pub(crate) fn entry<'r>(r: &'r ProbeResult, opts: &Options, imported_from: Optio
         },
         deadline: opts.deadline.map(|d| deadline::misses(r, d)),
         // A throughput entry's samples are intervals, not events: no tail to fit.
-        pwcet: if opts.pwcet && r.samples > 0 && r.throughput.is_none() { Some(evt::pwcet(r, imported_from)) } else { None },
+        pwcet: if opts.pwcet && r.samples > 0 && r.extras.throughput.is_none() { Some(evt::pwcet(r, imported_from)) } else { None },
     }
 }
 

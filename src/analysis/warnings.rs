@@ -150,7 +150,7 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
     }
     // A throughput entry's samples are its intervals (Thread-Metric counts
     // ops): its tail percentiles are not what it reports.
-    for r in run.results.iter().filter(|r| r.thread.is_none() && r.samples > 0 && r.throughput.is_none()) {
+    for r in run.results.iter().filter(|r| r.thread.is_none() && r.samples > 0 && r.extras.throughput.is_none()) {
         let rate = crate::analysis::deadline::measured_rate_hz(r);
         let needed = samples_needed(99.99);
         if r.samples < needed {

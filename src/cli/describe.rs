@@ -38,34 +38,34 @@ pub(crate) fn describe(plan: &RunPlan, exp: &Experiment, output: &Output, dry_ru
 
 /// The measuring threads: how many, where, at which policy and priority.
 fn measuring(plan: &RunPlan) -> String {
-    if plan.policy == Policy::Deadline {
-        let dl = plan.probe.dl_params(plan.interval_ns);
+    if plan.measuring.policy == Policy::Deadline {
+        let dl = plan.measuring.probe.dl_params(plan.measuring.interval_ns);
         return format!(
             "measuring: {} thread(s), SCHED_DEADLINE runtime {} deadline {} per period (-i, or each --periods), not pinned (a deadline task spans its root domain)\n",
-            plan.threads,
-            plan.probe.dl_runtime_ns.map(units::fmt_ns).unwrap_or_else(|| format!("{} (60% of the deadline)", units::fmt_ns(dl.runtime_ns))),
-            plan.probe.dl_deadline_ns.map(units::fmt_ns).unwrap_or_else(|| "= period".into()),
+            plan.measuring.threads,
+            plan.measuring.probe.dl_runtime_ns.map(units::fmt_ns).unwrap_or_else(|| format!("{} (60% of the deadline)", units::fmt_ns(dl.runtime_ns))),
+            plan.measuring.probe.dl_deadline_ns.map(units::fmt_ns).unwrap_or_else(|| "= period".into()),
         );
     }
     // Said now, not discovered in the result: a policy this user may not
     // have falls back to SCHED_OTHER at set-up.
-    let fallback = match plan.policy {
+    let fallback = match plan.measuring.policy {
         Policy::Other => String::new(),
-        p => match crate::sys::sched::policy_permitted(p, plan.priority) {
+        p => match crate::sys::sched::policy_permitted(p, plan.measuring.priority) {
             Ok(()) => String::new(),
             Err(e) => format!(
                 " — not permitted here ({e}: needs root, CAP_SYS_NICE or RLIMIT_RTPRIO ≥ {}): the threads will run SCHED_OTHER",
-                plan.priority
+                plan.measuring.priority
             ),
         },
     };
     format!(
         "measuring: {} thread(s) on CPUs {}, SCHED_{} priority {}{fallback}\n",
-        plan.threads,
+        plan.measuring.threads,
         // The CPUs the threads are pinned to (`-t 1` on 0-1 is CPU 0), not the whole set.
         units::cpu_list_str(&plan.measured_cpus()),
-        plan.policy.name().to_uppercase(),
-        plan.priority
+        plan.measuring.policy.name().to_uppercase(),
+        plan.measuring.priority
     )
 }
 
@@ -120,13 +120,13 @@ fn phase(plan: &RunPlan, exp: &Experiment, i: usize, p: &load::PhaseSpec) -> Str
     for e in &exp.entries {
         let warm = if e.warmup_ns > 0 { format!(" after {} warm-up", units::fmt_ns(e.warmup_ns)) } else { String::new() };
         let every = if crate::measure::is(&e.probe, |i| i.counts_operations) {
-            format!("counting per {} interval (--tm-interval)", units::fmt_ns(plan.probe.tm_interval_ns))
+            format!("counting per {} interval (--tm-interval)", units::fmt_ns(plan.measuring.probe.tm_interval_ns))
         } else if e.periods_ns.is_empty() {
             format!("every {}", units::fmt_ns(e.interval_ns))
         } else {
             format!("every {}", e.periods_ns.iter().map(|p| units::fmt_ns(*p)).collect::<Vec<_>>().join(", "))
         };
-        let sel = plan.probe.variants.get(&e.probe).map(|v| format!(" ({})", v.join(", "))).unwrap_or_default();
+        let sel = plan.measuring.probe.variants.get(&e.probe).map(|v| format!(" ({})", v.join(", "))).unwrap_or_default();
         s.push_str(&format!("  probe {}{sel} {every} for {}{warm}\n", e.probe, units::fmt_ns(e.duration_ns)));
     }
     s

@@ -136,8 +136,8 @@ pub(crate) fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output, E
     let (plan, _, exp) = &built;
     let shape = super::applies::RunShape {
         probes: exp.entries.iter().map(|e| e.probe.as_str()).collect(),
-        policy: plan.policy,
-        noise_policy: plan.probe.noise_policy.into(),
+        policy: plan.measuring.policy,
+        noise_policy: plan.measuring.probe.noise_policy.into(),
         target: false,
     };
     super::applies::check_flags(&args.given, &shape)?;
@@ -148,7 +148,7 @@ fn from_flags(args: &RunArgs, started: &str) -> Result<(RunPlan, Output, Experim
     let (mut plan, output) = plan::build(args, started)?;
     let phases = phases_from_flags(&args.load)?;
     let entries =
-        plan.probes.iter().map(|p| ProbeEntry { probe: p.clone(), interval_ns: plan.interval_ns, periods_ns: Vec::new(), duration_ns: plan.duration_ns, warmup_ns: 0 }).collect();
+        plan.probes.iter().map(|p| ProbeEntry { probe: p.clone(), interval_ns: plan.measuring.interval_ns, periods_ns: Vec::new(), duration_ns: plan.measuring.duration_ns, warmup_ns: 0 }).collect();
     let exp = finish(args, &mut plan, phases, entries, None)?;
     Ok((plan, output, exp))
 }
@@ -338,8 +338,8 @@ fn entries_of(s: &Scenario, kept: &[&ProbeFileEntry], plan: &RunPlan, duration_g
         let own_periods = crate::measure::is(base, crate::measure::ProbeInfo::multi_period);
         let periods: Vec<u64> = p.periods.as_ref().map(|v| v.iter().map(|d| d.0).collect()).unwrap_or_default();
         let intervals: Vec<u64> =
-            if periods.is_empty() || own_periods { vec![p.interval.map(|d| d.0).unwrap_or(plan.interval_ns)] } else { periods.clone() };
-        let duration_ns = if duration_given { plan.duration_ns } else { p.duration.map(|d| d.0).unwrap_or(plan.duration_ns) };
+            if periods.is_empty() || own_periods { vec![p.interval.map(|d| d.0).unwrap_or(plan.measuring.interval_ns)] } else { periods.clone() };
+        let duration_ns = if duration_given { plan.measuring.duration_ns } else { p.duration.map(|d| d.0).unwrap_or(plan.measuring.duration_ns) };
         let warmup_ns = p.warmup.or(s.file.warmup).map(|d| d.0).unwrap_or(0);
         for interval_ns in intervals {
             let longest = periods.iter().copied().max().unwrap_or(0).max(interval_ns);
@@ -469,11 +469,11 @@ fn check_starvation(plan: &RunPlan, exp: &Experiment, online: &[usize], force: b
     // and noise with --noise-policy fifo. Both use one CPU unless -a/-t
     // spread them over the plan's CPUs.
     let busy = |p: &str| match crate::measure::info(p).map(|i| i.busy) {
-        Some(crate::measure::Busy::UnderRunPolicy) => plan.policy != Policy::Other,
-        Some(crate::measure::Busy::UnderNoisePolicy) => Policy::from(plan.probe.noise_policy) != Policy::Other,
+        Some(crate::measure::Busy::UnderRunPolicy) => plan.measuring.policy != Policy::Other,
+        Some(crate::measure::Busy::UnderNoisePolicy) => Policy::from(plan.measuring.probe.noise_policy) != Policy::Other,
         _ => false,
     };
-    if force || !plan.probe.cpus_explicit {
+    if force || !plan.measuring.probe.cpus_explicit {
         return Ok(());
     }
     let Some(probe) = exp.entries.iter().map(|e| e.probe.as_str()).find(|p| busy(p)) else { return Ok(()) };

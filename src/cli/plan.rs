@@ -10,6 +10,7 @@ use crate::error::BadInput;
 use crate::measure::{probe_by_name, split_spec, Traced};
 use crate::model::Nanos;
 use crate::plan::probes::{check_against_system, VariantSelection};
+use crate::measure::ProbeRun;
 use crate::plan::{Output, RunPlan};
 use crate::sys::sched::online_cpus;
 
@@ -37,21 +38,24 @@ pub(crate) fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), 
     let plan = RunPlan {
         probes,
         phases: vec!["idle".to_string()],
-        duration_ns: args.duration,
-        interval_ns: args.interval,
-        priority: args.priority,
-        policy: args.policy.into(),
-        threads,
-        cpus,
+        measuring: ProbeRun {
+            duration_ns: args.duration,
+            interval_ns: args.interval,
+            priority: args.priority,
+            policy: args.policy.into(),
+            threads,
+            cpus,
+            worst_k: args.worst as usize,
+            probe: probe_settings,
+            trace_threshold_ns: None,
+        },
         dma_latency: !args.no_dma_latency,
-        worst_k: args.worst as usize,
         trace: args.trace_threshold.map(|t| crate::trace::TracePlan {
             threshold_ns: Nanos(t),
             buffer_kb: args.trace_buffer,
             max_snapshots: args.trace_max,
             events: if args.trace_events.0 == ["default"] { Vec::new() } else { args.trace_events.0.clone() },
         }),
-        probe: probe_settings,
     };
     Ok((plan, Output { path, quiet: args.quiet, ns: args.ns }))
 }

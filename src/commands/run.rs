@@ -75,7 +75,7 @@ pub(crate) fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
             eprintln!("note: {n}");
         }
     }
-    let run = runner::execute(&plan, &exp, &output, command_line, started, &stop, warnings)?;
+    let run = runner::execute(&plan, &exp, runner::Invocation { output: &output, command_line, started, stop: &stop, warnings })?;
 
     if !output.quiet {
         // Host strings and traced process names are the machine's, not
@@ -103,7 +103,7 @@ pub(crate) fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
         .results
         .iter()
         .filter(|r| r.thread.is_none())
-        .filter_map(|r| r.violations.as_ref().filter(|v| v.count > 0).map(|v| format!("{} ({}): {} of {} periods", r.probe, r.phase, v.count, v.periods)))
+        .filter_map(|r| r.extras.violations.as_ref().filter(|v| v.count > 0).map(|v| format!("{} ({}): {} of {} periods", r.probe, r.phase, v.count, v.periods)))
         .collect();
     if !violated.is_empty() && !run.interrupted {
         eprintln!(
@@ -124,7 +124,7 @@ fn target(args: &RunArgs, spec: &str, started: OffsetDateTime) -> anyhow::Result
     if !output.quiet {
         eprintln!("target: {spec}; probes {} for {} each", tp.probes.join(","), crate::units::fmt_ns(tp.duration_ns));
     }
-    let run = crate::target::execute(&spec, &tp, &output, args.command_line.clone(), started, &stop, warnings)?;
+    let run = crate::target::execute(&spec, &tp, runner::Invocation { output: &output, command_line: args.command_line.clone(), started, stop: &stop, warnings })?;
     if !output.quiet {
         print!("{}", report::term::summary_table(&run, report::blocks::Unit::of_ns_flag(output.ns)));
         if let Some(d) = args.analysis.deadline {

@@ -224,9 +224,9 @@ fn finish_series(s: Series, probe: &str, phase: &str) -> Result<ProbeResult, Par
     r.histogram = buckets;
     r.per_second = s.per_second;
     r.per_second_width_s = s.per_second_width_s.max(1);
-    r.signed = s.signed;
-    r.throughput = s.throughput;
-    r.samples_unknown = s.samples_unknown;
+    r.extras.signed = s.signed;
+    r.extras.throughput = s.throughput;
+    r.extras.samples_unknown = s.samples_unknown;
     Ok(r)
 }
 
@@ -267,14 +267,14 @@ pub(crate) fn merge_results(parts: &[&ProbeResult]) -> ProbeResult {
     r.stddev_ns = pooled.sd;
     r.percentiles_ns = percentiles_ns;
     r.histogram = histogram;
-    r.samples_unknown = parts.iter().any(|p| p.samples_unknown);
+    r.extras.samples_unknown = parts.iter().any(|p| p.extras.samples_unknown);
     // Signed summaries merge when any part has one; a part without one had
     // no negative value, so its unsigned min/mean/max are its signed ones.
-    if parts.iter().any(|p| p.signed.is_some()) {
-        r.signed = parts
+    if parts.iter().any(|p| p.extras.signed.is_some()) {
+        r.extras.signed = parts
             .iter()
             .map(|p| {
-                p.signed.unwrap_or(SignedStats {
+                p.extras.signed.unwrap_or(SignedStats {
                     samples: p.samples,
                     min_ns: p.min_ns.0 as i64,
                     max_ns: p.max_ns.0 as i64,

@@ -154,6 +154,7 @@ pub(crate) fn run(ctx: &ProbeCtx<'_>, share: u64) -> anyhow::Result<Vec<ThreadOu
             setup: Vec::new(),
             error: None,
             extra: Default::default(),
+            windows: Vec::new(),
         };
         o.extra.note = Some(format!("a signal passed along {n} threads and back to the first (signaltest's method); chain/hop: each of the {n} hops"));
         out.push(o);

@@ -18,7 +18,8 @@
 
 use super::tracer::{self, Kind, Series, TracerRun};
 use super::registry::ProbeInfo;
-use super::{Extra, Probe, ProbeCtx, ThreadOutcome};
+use super::{Probe, ProbeCtx, ThreadOutcome};
+use crate::model::Extras;
 
 pub(crate) struct HwlatProbe;
 
@@ -80,7 +81,7 @@ impl Probe for HwlatProbe {
             WINDOW_US / 1000,
             crate::units::cpu_list_str(&cpus)
         );
-        Ok(series.into_outcomes(&run, &pipe, interval_ns, Vec::new(), &|_, _| Extra { note: Some(note.clone()), ..Extra::default() }))
+        Ok(series.into_outcomes(&run, &pipe, interval_ns, Vec::new(), &|_, _| Extras { note: Some(note.clone()), ..Extras::default() }))
     }
 }
 

@@ -41,7 +41,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
-use crate::model::SetupStep;
+use crate::model::{Extras, SetupStep};
 use crate::sys::sched::{self, Policy};
 use recorder::{Live, Recorder};
 pub use registry::{info, infos, names, probe_by_name, ProbeInfo};
@@ -96,80 +96,14 @@ pub struct ThreadOutcome {
     pub(crate) setup: Vec<SetupStep>,
     /// Set when the thread's loop ended on an error (e.g. clock_nanosleep).
     pub(crate) error: Option<String>,
-    /// Probe-specific summaries carried into the result entry.
-    pub(crate) extra: Extra,
-}
-
-/// Probe-specific parts of a result entry (see `model::ProbeResult`).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Extra {
-    pub(crate) signed: Option<crate::model::SignedStats>,
-    pub(crate) noise: Option<crate::model::NoiseStats>,
-    pub(crate) throughput: Option<crate::model::Throughput>,
-    pub(crate) note: Option<String>,
-    /// Page faults of the thread(s) from the start barrier to their end.
-    pub(crate) faults: Option<crate::model::Faults>,
-    pub(crate) tracer: Option<crate::model::TracerStats>,
-    pub(crate) interference: Option<crate::model::Interference>,
-    /// Late samples a probe analysed itself (`timerlat` with
+    /// What the probe adds to the result entry (`model::Extras`: noise,
+    /// signed error, operations, a note, ...); merged over threads by
+    /// `Extras::merge`.
+    pub(crate) extra: Extras,
+    /// Late samples the probe analysed itself (`timerlat` with
     /// `--trace-threshold`), by the sample's `seq`: attached to the entry's
     /// worst samples of the same CPU and seq.
     pub(crate) windows: Vec<(u64, crate::model::TraceWindow)>,
-    /// SCHED_DEADLINE runtime overruns (SIGXCPU), under `--policy deadline`.
-    pub(crate) runtime_overruns: Option<u64>,
-    /// `migrate`'s priority-order violations.
-    pub(crate) violations: Option<crate::model::Violations>,
-}
-
-impl Extra {
-    /// Combine the extras of the threads of one variant for the merged entry.
-    pub(crate) fn merge(&self, o: &Extra) -> Extra {
-        fn both<T: Copy>(a: Option<T>, b: Option<T>, f: impl Fn(T, T) -> T) -> Option<T> {
-            match (a, b) {
-                (Some(x), Some(y)) => Some(f(x, y)),
-                (x, y) => x.or(y),
-            }
-        }
-        Extra {
-            signed: both(self.signed, o.signed, |a, b| a.merge(b)),
-            noise: both(self.noise, o.noise, |a, b| a.merge(b)),
-            throughput: match (&self.throughput, &o.throughput) {
-                (Some(a), Some(b)) => Some(a.merge(b)),
-                (a, b) => a.clone().or_else(|| b.clone()),
-            },
-            note: self.note.clone().or_else(|| o.note.clone()),
-            faults: crate::model::Faults::sum(self.faults, o.faults),
-            tracer: match (&self.tracer, &o.tracer) {
-                (Some(a), Some(b)) => Some(a.merge(b)),
-                (a, b) => a.clone().or_else(|| b.clone()),
-            },
-            interference: both(self.interference, o.interference, |a, b| a.merge(b)),
-            windows: self.windows.iter().chain(&o.windows).cloned().collect(),
-            runtime_overruns: both(self.runtime_overruns, o.runtime_overruns, |a, b| a + b),
-            violations: match (&self.violations, &o.violations) {
-                (Some(a), Some(b)) => Some(a.merge(b)),
-                (a, b) => a.clone().or_else(|| b.clone()),
-            },
-        }
-    }
-
-    /// Copy into a result entry.
-    pub(crate) fn apply(&self, r: &mut crate::model::ProbeResult) {
-        r.signed = self.signed;
-        r.noise = self.noise;
-        r.throughput = self.throughput.clone();
-        r.note = self.note.clone();
-        r.faults = self.faults;
-        r.tracer = self.tracer.clone();
-        r.interference = self.interference;
-        r.runtime_overruns = self.runtime_overruns;
-        r.violations = self.violations.clone();
-        for w in r.worst.iter_mut() {
-            if let Some((_, t)) = self.windows.iter().find(|(seq, t)| *seq == w.seq && t.cpu == w.cpu) {
-                w.trace = Some(t.clone());
-            }
-        }
-    }
 }
 
 thread_local! {
@@ -406,7 +340,8 @@ where
                             recorder,
                             setup,
                             error,
-                            extra: Extra { faults, ..Extra::default() },
+                            extra: Extras { faults, ..Extras::default() },
+                            windows: Vec::new(),
                         }
                     })
             })

@@ -20,7 +20,8 @@
 
 use super::tracer::{self, Kind, Series, TracerRun};
 use super::registry::ProbeInfo;
-use super::{Extra, Probe, ProbeCtx, ThreadOutcome};
+use super::{Probe, ProbeCtx, ThreadOutcome};
+use crate::model::Extras;
 use crate::model::{Interference, NoiseStats};
 use crate::sys::sched::Policy;
 
@@ -101,11 +102,11 @@ impl Probe for OsnoiseProbe {
         let threshold_ns = threshold_us * 1000;
         Ok(series.into_outcomes(&run, &pipe, interval_ns, setup, &|i, _| {
             let (runtime, noise, interference) = totals[i];
-            Extra {
+            Extras {
                 noise: Some(NoiseStats::new(threshold_ns, runtime, noise)),
                 interference: Some(interference),
                 note: Some(note.clone()),
-                ..Extra::default()
+                ..Extras::default()
             }
         }))
     }

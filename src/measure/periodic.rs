@@ -139,6 +139,7 @@ impl Probe for PeriodicProbe {
                     setup: Vec::new(),
                     error: None,
                     extra: Default::default(),
+                    windows: Vec::new(),
                 };
                 eo.extra.signed = Some(signed.stats());
                 extra_outs.push(eo);

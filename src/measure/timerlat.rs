@@ -23,7 +23,8 @@ use std::collections::VecDeque;
 
 use super::tracer::{self, Kind, Series, TracerRun};
 use super::registry::ProbeInfo;
-use super::{Extra, Probe, ProbeCtx, ThreadOutcome};
+use super::{Probe, ProbeCtx, ThreadOutcome};
+use crate::model::Extras;
 use crate::model::{Culprit, Nanos, TraceWindow};
 
 pub(crate) struct TimerlatProbe;
@@ -150,12 +151,12 @@ impl Probe for TimerlatProbe {
             ctx.run.policy.name(),
             ctx.run.priority
         );
-        let thread_v = variants.iter().position(|&v| v == "thread");
-        Ok(series.into_outcomes(&run, &pipe, interval_ns, setup, &|i, v| Extra {
-            note: Some(note.clone()),
-            windows: if Some(v) == thread_v { windows[i].clone() } else { Vec::new() },
-            ..Extra::default()
-        }))
+        let mut out = series.into_outcomes(&run, &pipe, interval_ns, setup, &|_, _| Extras { note: Some(note.clone()), ..Extras::default() });
+        // The late samples analysed here belong to the thread variant's entries.
+        for o in out.iter_mut().filter(|o| o.variant.as_deref() == Some("thread")) {
+            o.windows = windows[o.thread].clone();
+        }
+        Ok(out)
     }
 }
 

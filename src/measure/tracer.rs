@@ -583,7 +583,7 @@ impl Series {
         pipe: &Pipe,
         interval_ns: u64,
         setup: Vec<SetupStep>,
-        extra: &dyn Fn(usize, usize) -> super::Extra,
+        extra: &dyn Fn(usize, usize) -> crate::model::Extras,
     ) -> Vec<super::ThreadOutcome> {
         let mut setup = Some(setup);
         let mut out = Vec::new();
@@ -603,6 +603,7 @@ impl Series {
                     setup: setup.take().unwrap_or_default(),
                     error: None,
                     extra: e,
+                    windows: Vec::new(),
                 });
             }
         }

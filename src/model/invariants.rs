@@ -22,7 +22,7 @@ impl Run {
                     return Err(format!("{} is {v}, beyond the largest value a result holds ({MAX_STORED})", at(f)));
                 }
             }
-            if let Some(t) = &r.throughput {
+            if let Some(t) = &r.extras.throughput {
                 let most = t.per_interval.iter().copied().max().unwrap_or(0);
                 for (f, v) in [("throughput.ops", t.ops), ("throughput.interval_ns", t.interval_ns.0), ("throughput.per_interval[]", most)] {
                     if v > MAX_STORED {

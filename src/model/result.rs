@@ -72,6 +72,22 @@ pub struct ProbeResult {
     /// absent in files written before it existed.
     #[serde(default, skip_serializing_if = "Tail::is_empty")]
     pub tail: Tail,
+    /// What a probe (or a source) adds beyond the distribution, serialised
+    /// in place: its keys follow `tail` in this order, as they always have.
+    #[serde(flatten)]
+    pub extras: Extras,
+}
+
+/// The optional parts of a result entry: the statistics some probes add
+/// (signed error, noise, operations, kernel tracer counts, interference,
+/// runtime overruns, violations), page faults, a note, and whether the
+/// source could count its samples. A probe fills them on its thread's
+/// outcome, [`Extras::merge`] combines the threads' for the merged entry,
+/// and the entry owns them ([`ProbeResult::extras`]): a new statistic is a
+/// field here and its line in `merge`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Extras {
     /// For samples that are |x| of a signed quantity (the `periodic` probe's
     /// "PERIOD/period-error" entries): the signed min, max and mean.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -113,6 +129,37 @@ pub struct ProbeResult {
     /// waited while a lower-priority one ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub violations: Option<Violations>,
+}
+
+impl Extras {
+    /// The extras of one variant's threads combined for its merged entry:
+    /// statistics merge by their own rules, counts add, the first note is kept.
+    pub fn merge(&self, o: &Extras) -> Extras {
+        fn both<T: Copy>(a: Option<T>, b: Option<T>, f: impl Fn(T, T) -> T) -> Option<T> {
+            match (a, b) {
+                (Some(x), Some(y)) => Some(f(x, y)),
+                (x, y) => x.or(y),
+            }
+        }
+        fn both_ref<T: Clone>(a: &Option<T>, b: &Option<T>, f: impl Fn(&T, &T) -> T) -> Option<T> {
+            match (a, b) {
+                (Some(x), Some(y)) => Some(f(x, y)),
+                (x, y) => x.clone().or_else(|| y.clone()),
+            }
+        }
+        Extras {
+            signed: both(self.signed, o.signed, |a, b| a.merge(b)),
+            noise: both(self.noise, o.noise, |a, b| a.merge(b)),
+            throughput: both_ref(&self.throughput, &o.throughput, Throughput::merge),
+            note: self.note.clone().or_else(|| o.note.clone()),
+            faults: Faults::sum(self.faults, o.faults),
+            tracer: both_ref(&self.tracer, &o.tracer, TracerStats::merge),
+            interference: both(self.interference, o.interference, |a, b| a.merge(b)),
+            samples_unknown: self.samples_unknown || o.samples_unknown,
+            runtime_overruns: both(self.runtime_overruns, o.runtime_overruns, |a, b| a + b),
+            violations: both_ref(&self.violations, &o.violations, Violations::merge),
+        }
+    }
 }
 
 /// The `migrate` probe's priority-order violations (rt-migrate-test's
@@ -229,16 +276,7 @@ impl ProbeResult {
             per_second: Vec::new(),
             per_second_width_s: 1,
             tail: Tail::default(),
-            signed: None,
-            noise: None,
-            throughput: None,
-            note: None,
-            faults: None,
-            tracer: None,
-            interference: None,
-            samples_unknown: false,
-            runtime_overruns: None,
-            violations: None,
+            extras: Extras::default(),
         }
     }
 
@@ -265,7 +303,7 @@ impl ProbeResult {
     /// The signed summary of an entry whose unsigned min/mean/max clamp
     /// negative latencies to 0 (see [`SignedStats::clamped`]).
     pub fn clamped(&self) -> Option<&SignedStats> {
-        self.signed.as_ref().filter(|s| s.clamped)
+        self.extras.signed.as_ref().filter(|s| s.clamped)
     }
 
     /// The min a reader should see, in ns: signed where the source had

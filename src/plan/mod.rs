@@ -14,8 +14,7 @@ pub(crate) mod probes;
 use std::path::PathBuf;
 
 use crate::measure::ProbeRun;
-use crate::model::{Nanos, Plan, ProbeOptions};
-use crate::sys::sched::Policy;
+use crate::model::{Nanos, Plan};
 
 pub(crate) use experiment::{Experiment, ProbeEntry, Table};
 
@@ -24,17 +23,14 @@ pub(crate) use experiment::{Experiment, ProbeEntry, Table};
 pub(crate) struct RunPlan {
     pub(crate) probes: Vec<String>,
     pub(crate) phases: Vec<String>,
-    pub(crate) duration_ns: u64,
-    pub(crate) interval_ns: u64,
-    pub(crate) priority: u8,
-    pub(crate) policy: Policy,
-    pub(crate) threads: usize,
-    pub(crate) cpus: Vec<usize>,
+    /// The probe run every entry starts from: the plan's default duration
+    /// and period, its threads, CPUs, policy and priority, worst K and
+    /// probe options (variant selection included). [`RunPlan::probe_run`]
+    /// gives each entry a copy with its own duration and period; the trace
+    /// threshold is taken from `trace` there (None here).
+    pub(crate) measuring: ProbeRun,
     pub(crate) dma_latency: bool,
-    pub(crate) worst_k: usize,
     pub(crate) trace: Option<crate::trace::TracePlan>,
-    /// Probe-specific options and variant selection (`--probe NAME:VARIANT`).
-    pub(crate) probe: ProbeOptions,
 }
 
 /// Where and how to report.
@@ -50,40 +46,34 @@ impl RunPlan {
     /// The CPUs measuring threads actually run on (threads take `cpus`
     /// round-robin, so fewer threads than CPUs use only the first ones).
     pub(crate) fn measured_cpus(&self) -> Vec<usize> {
-        self.cpus.iter().take(self.threads.max(1)).copied().collect()
+        self.measuring.cpus.iter().take(self.measuring.threads.max(1)).copied().collect()
     }
 
     /// What the probe of `entry` is told: this plan's threads, CPUs and
     /// priority, at the entry's duration (or its warm-up's) and period.
     pub(crate) fn probe_run(&self, entry: &ProbeEntry, warmup: bool) -> ProbeRun {
-        let mut probe = self.probe.clone();
+        let mut run = self.measuring.clone();
         if !entry.periods_ns.is_empty() {
-            probe.periods_ns = entry.periods_ns.clone();
+            run.probe.periods_ns = entry.periods_ns.clone();
         }
-        ProbeRun {
-            duration_ns: if warmup { entry.warmup_ns } else { entry.duration_ns },
-            interval_ns: entry.interval_ns,
-            priority: self.priority,
-            policy: self.policy,
-            threads: self.threads,
-            cpus: self.cpus.clone(),
-            worst_k: self.worst_k,
-            probe,
-            trace_threshold_ns: if warmup { None } else { self.trace.as_ref().map(|t| t.threshold_ns.0) },
-        }
+        run.duration_ns = if warmup { entry.warmup_ns } else { entry.duration_ns };
+        run.interval_ns = entry.interval_ns;
+        run.trace_threshold_ns = if warmup { None } else { self.trace.as_ref().map(|t| t.threshold_ns.0) };
+        run
     }
 
     pub(crate) fn to_model(&self) -> Plan {
-        let mut p = Plan::new(self.probes.clone(), self.phases.clone(), Nanos(self.duration_ns), Nanos(self.interval_ns));
-        p.priority = self.priority;
-        p.policy = self.policy.name().to_string();
-        p.threads = self.threads;
-        p.cpus = self.cpus.clone();
+        let m = &self.measuring;
+        let mut p = Plan::new(self.probes.clone(), self.phases.clone(), Nanos(m.duration_ns), Nanos(m.interval_ns));
+        p.priority = m.priority;
+        p.policy = m.policy.name().to_string();
+        p.threads = m.threads;
+        p.cpus = m.cpus.clone();
         p.dma_latency = self.dma_latency;
-        p.worst_k = self.worst_k;
+        p.worst_k = m.worst_k;
         p.trace = self.trace.clone();
         // The one type: the plan records the options its probes were given.
-        p.probe_options = self.probe.clone();
+        p.probe_options = m.probe.clone();
         p
     }
 }

@@ -99,7 +99,7 @@ pub(crate) fn check_against_system(probes: &[String], s: &ProbeOptions, cpus: &[
 /// duration holds at least one whole `--tm-interval`.
 pub(crate) fn check_suites(plan: &crate::plan::RunPlan, entries: &[crate::plan::ProbeEntry]) -> Result<(), BadInput> {
     use crate::sys::sched::Policy;
-    let rt = plan.policy != Policy::Other;
+    let rt = plan.measuring.policy != Policy::Other;
     for e in entries {
         let Some(info) = crate::measure::info(&e.probe) else { continue };
         if let Some(why) = info.kernel_tracer.and_then(crate::measure::tracer::check) {
@@ -109,18 +109,18 @@ pub(crate) fn check_suites(plan: &crate::plan::RunPlan, entries: &[crate::plan::
         if need == 0 {
             continue;
         }
-        if rt && plan.priority < need {
+        if rt && plan.measuring.priority < need {
             return Err(BadInput(format!(
                 "-p/--priority {}: the {} probe runs threads at -p down to -p - {}, so it needs -p {need} or more; raise -p (e.g. -p 80)",
-                plan.priority,
+                plan.measuring.priority,
                 e.probe,
                 need - 1
             )));
         }
         if info.counts_operations {
-            let n = info.variants.iter().filter(|v| plan.probe.wants(info.name, v)).count().max(1) as u64;
+            let n = info.variants.iter().filter(|v| plan.measuring.probe.wants(info.name, v)).count().max(1) as u64;
             let share = e.duration_ns / n;
-            let interval = plan.probe.tm_interval_ns;
+            let interval = plan.measuring.probe.tm_interval_ns;
             if share < interval {
                 return Err(BadInput(format!(
                     "--tm-interval {}: each of the {n} throughput test(s) gets {} of the probe's duration {}, less than one interval; give -D {} or more, or a shorter --tm-interval",
@@ -164,8 +164,8 @@ pub(crate) fn deadline_probes() -> Vec<&'static str> {
 pub(crate) fn check_deadline(plan: &crate::plan::RunPlan, entries: &[crate::plan::ProbeEntry]) -> Result<(), BadInput> {
     use crate::sys::sched::{self, Policy};
     check_migrate(plan, entries)?;
-    if plan.policy != Policy::Deadline {
-        if plan.probe.dl_runtime_ns.is_some() || plan.probe.dl_deadline_ns.is_some() {
+    if plan.measuring.policy != Policy::Deadline {
+        if plan.measuring.probe.dl_runtime_ns.is_some() || plan.measuring.probe.dl_deadline_ns.is_some() {
             return Err(BadInput("--dl-runtime/--dl-deadline: only with --policy deadline; add --policy deadline or drop them".into()));
         }
         return Ok(());
@@ -178,10 +178,10 @@ pub(crate) fn check_deadline(plan: &crate::plan::RunPlan, entries: &[crate::plan
         )));
     }
     let online = sched::online_cpus();
-    if plan.probe.cpus_explicit && !online.iter().all(|c| plan.cpus.contains(c)) {
+    if plan.measuring.probe.cpus_explicit && !online.iter().all(|c| plan.measuring.cpus.contains(c)) {
         return Err(BadInput(format!(
             "-a/--affinity {}: a SCHED_DEADLINE thread cannot be pinned (the kernel wants its affinity to span the root domain, here CPUs {}); drop -a (give -t for the thread count), or run rtscope inside an exclusive cpuset partition of those CPUs",
-            crate::units::cpu_list_str(&plan.cpus),
+            crate::units::cpu_list_str(&plan.measuring.cpus),
             crate::units::cpu_list_str(&online)
         )));
     }
@@ -201,28 +201,28 @@ fn check_migrate(plan: &crate::plan::RunPlan, entries: &[crate::plan::ProbeEntry
     use crate::sys::sched::Policy;
     use crate::units::fmt_ns;
     for e in entries.iter().filter(|e| e.probe == "migrate") {
-        if !matches!(plan.policy, Policy::Fifo | Policy::RoundRobin) {
+        if !matches!(plan.measuring.policy, Policy::Fifo | Policy::RoundRobin) {
             return Err(BadInput(format!(
                 "--policy {}: the migrate probe measures real-time priority order (rt-migrate-test's method) and needs --policy fifo or rr",
-                plan.policy.name()
+                plan.measuring.policy.name()
             )));
         }
-        let n = plan.cpus.len() + 1;
-        if (plan.priority as usize) < n + 1 {
+        let n = plan.measuring.cpus.len() + 1;
+        if (plan.measuring.priority as usize) < n + 1 {
             return Err(BadInput(format!(
                 "-p/--priority {}: migrate runs {n} threads at -p - {n} to -p - 1 (one more than the {} CPUs of -a), so it needs -p {} or more; raise -p (e.g. -p 95)",
-                plan.priority,
-                plan.cpus.len(),
+                plan.measuring.priority,
+                plan.measuring.cpus.len(),
                 n + 1
             )));
         }
-        let period = plan.probe.migrate_run_ns + plan.probe.migrate_sleep_ns;
+        let period = plan.measuring.probe.migrate_run_ns + plan.measuring.probe.migrate_sleep_ns;
         if period > e.duration_ns {
             return Err(BadInput(format!(
                 "-D/--duration {}: shorter than one migrate period (--migrate-run {} + --migrate-sleep {}); give -D {} or more",
                 fmt_ns(e.duration_ns),
-                fmt_ns(plan.probe.migrate_run_ns),
-                fmt_ns(plan.probe.migrate_sleep_ns),
+                fmt_ns(plan.measuring.probe.migrate_run_ns),
+                fmt_ns(plan.measuring.probe.migrate_sleep_ns),
                 fmt_ns(2 * period)
             )));
         }
@@ -237,7 +237,7 @@ fn deadline_periods(plan: &crate::plan::RunPlan, entries: &[crate::plan::ProbeEn
     for e in entries {
         match crate::measure::info(&e.probe) {
             Some(i) if i.multi_period() => {
-                let ps = if !e.periods_ns.is_empty() { e.periods_ns.clone() } else { plan.probe.periods_or(i.default_periods) };
+                let ps = if !e.periods_ns.is_empty() { e.periods_ns.clone() } else { plan.measuring.probe.periods_or(i.default_periods) };
                 periods.extend(ps);
             }
             _ => periods.push(e.interval_ns),
@@ -254,7 +254,7 @@ fn deadline_periods(plan: &crate::plan::RunPlan, entries: &[crate::plan::ProbeEn
 fn check_reservation(plan: &crate::plan::RunPlan, period: u64, (min_us, max_us): (u64, u64)) -> Result<(), BadInput> {
     use crate::sys::sched;
     use crate::units::fmt_ns;
-    let dl = plan.probe.dl_params(period);
+    let dl = plan.measuring.probe.dl_params(period);
     let what = format!("runtime {} deadline {} period {}", fmt_ns(dl.runtime_ns), fmt_ns(dl.deadline_ns), fmt_ns(dl.period_ns));
     if period < min_us * 1000 || period > max_us * 1000 {
         return Err(BadInput(format!(
@@ -289,10 +289,10 @@ fn check_reservation(plan: &crate::plan::RunPlan, period: u64, (min_us, max_us):
             SCHED_FEATURES_PATHS[0]
         )));
     }
-    if let Err(err) = sched::deadline_admitted(dl, plan.threads) {
+    if let Err(err) = sched::deadline_admitted(dl, plan.measuring.threads) {
         return Err(BadInput(format!(
             "--policy deadline: {} thread(s) with {what} were not admitted: {}",
-            plan.threads,
+            plan.measuring.threads,
             crate::measure::dl::why(err)
         )));
     }

@@ -267,10 +267,7 @@ fn suite_blocks(r: &RunAnalysis, unit: Unit) -> Vec<Block> {
         out.push(Block::Heading(2, "Statistical worst case".into()));
         out.push(Block::Text("Peaks over threshold with a generalized Pareto fit (Grimshaw 1993 MLE); the latency exceeded with probability p per sample and its 95 % bootstrap interval. Given only when the tail is long enough, independent (Ljung–Box) and stationary (the halves of the run agree); otherwise the reason is shown. The observed maximum is always shown beside it.".into()));
         out.push(Block::Table(t));
-        let refused = blocks::pwcet_refusals(r);
-        if !refused.is_empty() {
-            out.push(Block::List(refused));
-        }
+        out.extend(blocks::pwcet_refusals(r));
     }
     out
 }
@@ -323,6 +320,15 @@ pub(crate) fn render_blocks(blocks: &[blocks::Block]) -> String {
     render_blocks_at(blocks, 1)
 }
 
+/// A list opened by `open` (`<ul>` or `<ul class="…">`), one `<li>` an item.
+fn list(s: &mut String, open: &str, items: &[String]) {
+    s.push_str(open);
+    for x in items {
+        let _ = write!(s, "<li>{}</li>", esc(x));
+    }
+    s.push_str("</ul>\n");
+}
+
 /// Layout-free blocks as HTML, a level-`n` heading as `<h{n+shift}>`:
 /// headings, paragraphs, lists, tables, name–value tables, folded blocks
 /// (`<details>`) and plots.
@@ -337,13 +343,8 @@ fn render_blocks_at(blocks: &[blocks::Block], shift: u8) -> String {
             blocks::Block::Text(t) => {
                 let _ = writeln!(s, "<p>{}</p>", esc(t));
             }
-            blocks::Block::List(items) => {
-                s.push_str("<ul>");
-                for x in items {
-                    let _ = write!(s, "<li>{}</li>", esc(x));
-                }
-                s.push_str("</ul>\n");
-            }
+            blocks::Block::List(items) => list(&mut s, "<ul>", items),
+            blocks::Block::Marked { class, items } => list(&mut s, &format!("<ul class=\"{class}\">"), items),
             blocks::Block::Table(t) => s.push_str(&table(t)),
             blocks::Block::Fields(f) => {
                 s.push_str("<table>");

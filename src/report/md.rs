@@ -34,7 +34,7 @@ pub(crate) fn render_blocks(title: &str, blocks: &[Block]) -> String {
     for b in &crate::report::blocks::for_text(blocks) {
         out.push('\n');
         match b {
-            Block::Fields(_) | Block::Folded { .. } | Block::Plot(_) => {}
+            Block::Fields(_) | Block::Folded { .. } | Block::Marked { .. } | Block::Plot(_) => {}
             Block::Heading(level, s) => {
                 out.push_str(&"#".repeat(*level as usize));
                 out.push(' ');

@@ -9,7 +9,7 @@ use crate::model::Run;
 pub fn lines(run: &Run) -> String {
     let mut out = String::new();
     for r in run.results.iter().filter(|r| r.probe == "noise" && r.thread.is_none()) {
-        let Some(n) = &r.noise else { continue };
+        let Some(n) = &r.extras.noise else { continue };
         out.push_str(&format!(
             "\nnoise ({}, {}): {} gaps above {} in {:.3} s, total {:.3} ms, {:.3} % of the CPU left to the loop, longest {:.1} us\n",
             r.phase,
@@ -21,7 +21,7 @@ pub fn lines(run: &Run) -> String {
             n.available_pct,
             r.max_ns.as_micros_f64(),
         ));
-        if let Some(note) = &r.note {
+        if let Some(note) = &r.extras.note {
             out.push_str(&format!("  {note}\n"));
         }
     }

@@ -2,7 +2,7 @@
 //! row per probe/phase/variant, latencies in µs with one decimal (or ns).
 
 use crate::model::{Nanos, ProbeResult, Run};
-use crate::report::blocks::{Block, Table, Tone, Unit, NOT_APPLICABLE, UNKNOWN};
+use crate::report::blocks::{summary_of, Block, SummaryColumns, Table, Tone, Unit, NOT_APPLICABLE, UNKNOWN};
 
 /// Format a latency for a table: µs with one decimal, or whole ns. Kept for
 /// callers that still hold `--ns` as a bool (commands/monitor.rs); the rest
@@ -25,39 +25,13 @@ pub(crate) fn pct(r: &ProbeResult, key: &str, u: Unit) -> String {
     }
 }
 
-/// The summary table as text (no colour, fixed-width columns).
+/// The end-of-run summary table as text (no colour, fixed-width columns):
+/// the table `report` shows, with the columns of the end of a run
+/// ([`SummaryColumns::RUN_END`]). No statistical worst case is fitted.
 pub(crate) fn summary_table(run: &Run, u: Unit) -> String {
-    let unit = u.name();
-    let header: Vec<String> = ["probe", "variant", "phase", "thread", "cpu", "samples", "overruns"]
-        .iter()
-        .map(|s| s.to_string())
-        // The words and columns of `report`'s summary (mean±σ, not avg).
-        .chain(["min", "mean±σ", "p50", "p99", "p99.9", "max"].iter().map(|s| format!("{s}({unit})")))
-        .collect();
-    // Throughput entries (Thread-Metric) have their own table: ops, not latencies.
-    let rows = run
-        .results
-        .iter()
-        .filter(|r| r.throughput.is_none())
-        .map(|r| {
-            vec![
-                r.probe.clone(),
-                r.variant.clone().unwrap_or_else(|| NOT_APPLICABLE.into()),
-                r.phase.clone(),
-                r.thread.map(|t| t.to_string()).unwrap_or_else(|| "all".into()),
-                r.cpu.map(|c| c.to_string()).unwrap_or_else(|| NOT_APPLICABLE.into()),
-                if r.samples_unknown { format!("unknown (≥{})", r.samples) } else { r.samples.to_string() },
-                r.overruns.to_string(),
-                u.fmt(r.shown_min_ns()),
-                format!("{}±{}", u.fmt(r.shown_mean_ns()), u.fmt(r.stddev_ns)),
-                pct(r, "50", u),
-                pct(r, "99", u),
-                pct(r, "99.9", u),
-                u.fmt(r.max_ns.0 as f64),
-            ]
-        })
-        .collect();
-    table_text(&Table::plain(header, 3, rows))
+    let opts = crate::analysis::summary::Options { pwcet: false, ..Default::default() };
+    let entries: Vec<_> = run.results.iter().map(|r| crate::analysis::summary::entry(r, &opts, None)).collect();
+    table_text(&summary_of(&entries, u, SummaryColumns::RUN_END))
 }
 
 /// One table as terminal text without colour.
@@ -220,7 +194,7 @@ pub(crate) fn render_blocks(blocks: &[Block], colour: bool, width: Option<usize>
     let mut out = String::new();
     for b in &crate::report::blocks::for_text(blocks) {
         match b {
-            Block::Fields(_) | Block::Folded { .. } | Block::Plot(_) => {}
+            Block::Fields(_) | Block::Folded { .. } | Block::Marked { .. } | Block::Plot(_) => {}
             Block::Heading(level, s) => {
                 if !out.is_empty() {
                     out.push('\n');

@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 
 use crate::measure::recorder::Recorder;
 use crate::measure::{LiveBoard, Probe, ProbeCtx, ProbeRun, ThreadOutcome};
-use crate::model::{ProbeResult, SetupStep};
+use crate::model::{Extras, ProbeResult, SetupStep, TraceWindow};
 use crate::trace::TraceSession;
 
 /// How long every probe run warms up at least (its samples discarded): one
@@ -72,6 +72,18 @@ pub(crate) fn add_step(steps: &mut Vec<SetupStep>, step: &SetupStep) {
     }
 }
 
+/// Copy a thread's (or the merged) extras into its result entry, and
+/// attach the late samples the probe analysed itself to the entry's worst
+/// samples of the same CPU and seq.
+fn apply_extras(extra: &Extras, windows: &[(u64, TraceWindow)], r: &mut ProbeResult) {
+    r.extras = extra.clone();
+    for w in r.worst.iter_mut() {
+        if let Some((_, t)) = windows.iter().find(|(seq, t)| *seq == w.seq && t.cpu == w.cpu) {
+            w.trace = Some(t.clone());
+        }
+    }
+}
+
 /// Per-thread results plus one merged entry per variant, from a probe's outcomes.
 pub(crate) fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec<ProbeResult> {
     let mut out = Vec::new();
@@ -80,16 +92,18 @@ pub(crate) fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome])
         let group: Vec<&ThreadOutcome> = outcomes.iter().filter(|o| o.variant == v).collect();
         let first = group[0];
         let mut merged = Recorder::with_tail(usize::MAX, 0, first.recorder.worst_k(), first.recorder.tail_k());
-        let mut extra = crate::measure::Extra::default();
+        let mut extra = crate::model::Extras::default();
+        let mut windows = Vec::new();
         for o in &group {
             let mut r = o.recorder.to_result(probe, phase, v.clone(), Some(o.thread), o.cpu, o.interval_ns);
-            o.extra.apply(&mut r);
+            apply_extras(&o.extra, &o.windows, &mut r);
             extra = extra.merge(&o.extra);
+            windows.extend(o.windows.iter().cloned());
             out.push(r);
             merged.merge(&o.recorder);
         }
         let mut r = merged.to_result(probe, phase, v.clone(), None, None, first.interval_ns);
-        extra.apply(&mut r);
+        apply_extras(&extra, &windows, &mut r);
         out.push(r);
     }
     out

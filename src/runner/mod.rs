@@ -29,12 +29,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::Scope;
 use std::time::{Duration, Instant};
 
-use time::OffsetDateTime;
-
 use crate::load::{PhaseLoads, PhaseSpec};
 use crate::measure::{probe_by_name, LiveBoard};
 use crate::model::{ProbeResult, Run};
-use crate::plan::{Experiment, Output, ProbeEntry, RunPlan};
+use crate::plan::{Experiment, ProbeEntry, RunPlan};
 use crate::trace::TraceSession;
 use crate::units::fmt_ns;
 
@@ -43,7 +41,7 @@ pub(crate) use entry::{add_step, warm_up, Measuring};
 pub(crate) use memory::MemoryLock;
 pub(crate) use session::sleep_unless;
 pub(crate) use session::{remove_leftovers, spawn_live, start_tracing, Session};
-pub(crate) use write::{write_final, Warnings};
+pub(crate) use write::{write_final, Invocation, Warnings};
 pub(crate) use write::{finish, Checkpoint};
 
 /// Run the plan. `stop` is raised by SIGINT/SIGTERM.
@@ -52,15 +50,8 @@ pub(crate) use write::{finish, Checkpoint};
 /// `warnings` reads the run as it stands and says what its reader must know
 /// (the face passes `analysis::warnings`, a layer above this one); they are
 /// on file with every write.
-pub(crate) fn execute(
-    plan: &RunPlan,
-    exp: &Experiment,
-    output: &Output,
-    command_line: Vec<String>,
-    started: OffsetDateTime,
-    stop: &AtomicBool,
-    warnings: Warnings,
-) -> anyhow::Result<Run> {
+pub(crate) fn execute(plan: &RunPlan, exp: &Experiment, call: Invocation) -> anyhow::Result<Run> {
+    let Invocation { output, command_line, started, stop, warnings } = call;
     let mut session = Session::begin(plan, exp, command_line, started)?;
     for what in session.removed.iter().filter(|_| !output.quiet) {
         eprintln!("removed {what}");

@@ -168,7 +168,7 @@ pub(crate) fn remove_leftovers(load_dir: &std::path::Path, steps: &mut Vec<Setup
 pub(crate) fn start_tracing(plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option<TraceSession> {
     let traced = plan.probes.iter().any(|p| crate::measure::is(p, crate::measure::ProbeInfo::traced_by_session));
     let tp: &TracePlan = plan.trace.as_ref().filter(|_| traced)?;
-    match TraceSession::start(tp, &plan.measured_cpus(), plan.threads) {
+    match TraceSession::start(tp, &plan.measured_cpus(), plan.measuring.threads) {
         Ok(t) => {
             steps.push(SetupStep::ok(
                 "tracing",

@@ -6,15 +6,30 @@
 //! last write says `complete: true`, or falls back to another place.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 
 use time::OffsetDateTime;
 
 use crate::model::{RealtimeSetup, Run, SetupStep};
+use crate::plan::Output;
 use crate::units::rfc3339;
 
 /// How the face words what the reader of a run must know
 /// (`analysis::warnings`, a layer above the runner).
 pub(crate) type Warnings = fn(&Run) -> Vec<String>;
+
+/// What a run is given besides its plan, the same for a native run
+/// (`runner::execute`) and one on an agent (`target::execute`): where the
+/// result goes, the command line and start time it records, the flag that
+/// SIGINT/SIGTERM raise, and how the face words the warnings (written with
+/// every checkpoint and the last write).
+pub(crate) struct Invocation<'a> {
+    pub(crate) output: &'a Output,
+    pub(crate) command_line: Vec<String>,
+    pub(crate) started: OffsetDateTime,
+    pub(crate) stop: &'a AtomicBool,
+    pub(crate) warnings: Warnings,
+}
 
 /// The "write after each probe" checkpoint. A step that changes the run
 /// (loads started, a probe run's results, loads stopped) marks it

@@ -18,34 +18,29 @@ use crate::model::{Bucket, Nanos, ProbeResult, SecondStats, SetupStep, SignedSta
 use crate::stats::{bucket_percentile, Moments, PERCENTILES};
 
 use super::proto::{tuples, Line};
+use crate::import::Series;
 
 /// A result block of one thread (or, merged, of a variant).
 #[derive(Debug, Clone)]
 pub(crate) struct Block {
     pub(crate) n: u64,
-    pub(crate) probe: String,
-    pub(crate) variant: Option<String>,
-    pub(crate) thread: Option<usize>,
-    pub(crate) cpu: Option<usize>,
-    pub(crate) interval_ns: u64,
-    pub(crate) samples: u64,
-    pub(crate) overruns: u64,
-    pub(crate) min_ns: u64,
-    pub(crate) max_ns: u64,
+    /// What the block states of its series, in the type every importer
+    /// reads into: probe, variant, thread, CPU, interval, the exact counts,
+    /// min and max, the buckets, the signed stats and the per-second width.
+    /// The fields an importer estimates (mean, σ) stay unset: the agent
+    /// sends exact sums instead.
+    pub(crate) s: Series,
     pub(crate) sum: u128,
     pub(crate) sumsq: u128,
-    pub(crate) hist: Vec<Bucket>,
     /// (latency, at, seq, thread, cpu), largest first.
     pub(crate) tail: Vec<TailSample>,
     pub(crate) tail_k: usize,
     pub(crate) worst: usize,
     /// Start → (count, min, max, sum).
     pub(crate) sec: BTreeMap<u64, (u64, u64, u64, u128)>,
-    pub(crate) width_s: u64,
     pub(crate) setup: Vec<SetupStep>,
     pub(crate) stopped: bool,
     pub(crate) error: Option<String>,
-    pub(crate) signed: Option<SignedStats>,
     /// The native entry's `note` (a `note` line).
     pub(crate) note: Option<String>,
     // What the header announced, checked at `end`.
@@ -79,8 +74,7 @@ impl Block {
                 Some(SignedStats { samples: count, min_ns: min, max_ns: max, mean_ns, clamped: false })
             }
         };
-        let b = Block {
-            n: l.num("n")?,
+        let s = Series {
             probe: l.req("probe")?.to_string(),
             variant,
             thread: Some(l.num("thread")? as usize),
@@ -90,18 +84,22 @@ impl Block {
             overruns: l.num("overruns")?,
             min_ns: l.num("min_ns")?,
             max_ns: l.num("max_ns")?,
+            per_second_width_s: l.num("width_s")?.max(1),
+            signed,
+            ..Series::default()
+        };
+        let b = Block {
+            n: l.num("n")?,
+            s,
             sum: l.num128("sum")?,
             sumsq: l.num128("sumsq")?,
-            hist: Vec::new(),
             tail: Vec::new(),
             tail_k: l.num("tail_k")? as usize,
             worst: l.num("worst")? as usize,
             sec: BTreeMap::new(),
-            width_s: l.num("width_s")?.max(1),
             setup: Vec::new(),
             stopped: l.get("stopped") == Some("1"),
             error: l.get("error").map(str::to_string),
-            signed,
             note: None,
             want_notes: l.get("notes").map_or(Ok(0), |_| l.num("notes"))?,
             want_hist: l.num("hist")?,
@@ -109,8 +107,8 @@ impl Block {
             want_sec: l.num("sec")?,
             want_setup: l.num("setup")?,
         };
-        if b.samples > 0 && b.min_ns > b.max_ns {
-            return Err(format!("min_ns {} is above max_ns {}", b.min_ns, b.max_ns));
+        if b.s.samples > 0 && b.s.min_ns > b.s.max_ns {
+            return Err(format!("min_ns {} is above max_ns {}", b.s.min_ns, b.s.max_ns));
         }
         Ok(b)
     }
@@ -133,18 +131,18 @@ impl Block {
                     if lo > hi {
                         return Err(format!("bucket {lo}:{hi} is reversed"));
                     }
-                    if self.hist.last().is_some_and(|p| p.hi_ns.0 >= lo) {
+                    if self.s.buckets.last().is_some_and(|p| p.hi_ns.0 >= lo) {
                         return Err(format!("bucket {lo}:{hi} does not follow the one before it (buckets ascend, without overlap)"));
                     }
-                    self.hist.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count });
+                    self.s.buckets.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count });
                 }
             }
             "tail" => {
-                let thread = self.thread.unwrap_or(0);
+                let thread = self.s.thread.unwrap_or(0);
                 for t in tuples("s", l.req("s")?, 4, &[3])? {
                     let cpu = match t[3] {
                         Some(c) => small(Some(c))? as usize,
-                        None => self.cpu.unwrap_or(0),
+                        None => self.s.cpu.unwrap_or(0),
                     };
                     self.tail.push(TailSample(Nanos(small(t[0])?), Nanos(small(t[1])?), small(t[2])?, thread, cpu));
                 }
@@ -171,7 +169,7 @@ impl Block {
     /// At `end`: every announced line arrived and the parts agree.
     pub(crate) fn finish(&self) -> Result<(), String> {
         let got = [
-            ("hist", self.hist.len() as u64, self.want_hist),
+            ("hist", self.s.buckets.len() as u64, self.want_hist),
             ("tail", self.tail.len() as u64, self.want_tail),
             ("sec", self.sec.len() as u64, self.want_sec),
             ("setup", self.setup.len() as u64, self.want_setup),
@@ -182,42 +180,42 @@ impl Block {
                 return Err(format!("result n={} announced {what}={want} but {have} arrived", self.n));
             }
         }
-        let total = self.hist.iter().fold(0u64, |a, b| a.saturating_add(b.count));
-        if total != self.samples {
-            return Err(format!("result n={}: histogram counts sum to {total}, samples={}", self.n, self.samples));
+        let total = self.s.buckets.iter().fold(0u64, |a, b| a.saturating_add(b.count));
+        if total != self.s.samples {
+            return Err(format!("result n={}: histogram counts sum to {total}, samples={}", self.n, self.s.samples));
         }
         let sec_total = self.sec.values().fold(0u64, |a, s| a.saturating_add(s.0));
-        if !self.sec.is_empty() && sec_total != self.samples {
-            return Err(format!("result n={}: per-second counts sum to {sec_total}, samples={}", self.n, self.samples));
+        if !self.sec.is_empty() && sec_total != self.s.samples {
+            return Err(format!("result n={}: per-second counts sum to {sec_total}, samples={}", self.n, self.s.samples));
         }
-        if self.samples > 0 && self.hist.first().is_some_and(|b| b.lo_ns.0 > self.min_ns) {
-            return Err(format!("result n={}: min_ns {} lies below the lowest bucket", self.n, self.min_ns));
+        if self.s.samples > 0 && self.s.buckets.first().is_some_and(|b| b.lo_ns.0 > self.s.min_ns) {
+            return Err(format!("result n={}: min_ns {} lies below the lowest bucket", self.n, self.s.min_ns));
         }
-        if self.samples > 0 && self.hist.last().is_some_and(|b| b.hi_ns.0 < self.max_ns) {
-            return Err(format!("result n={}: max_ns {} lies above the highest bucket", self.n, self.max_ns));
+        if self.s.samples > 0 && self.s.buckets.last().is_some_and(|b| b.hi_ns.0 < self.s.max_ns) {
+            return Err(format!("result n={}: max_ns {} lies above the highest bucket", self.n, self.s.max_ns));
         }
         Ok(())
     }
 
     /// Fold another thread's block of the same variant in (the merged entry).
     pub(crate) fn merge(&mut self, o: &Block) {
-        self.thread = None;
-        self.cpu = None;
-        self.min_ns = match (self.samples, o.samples) {
-            (0, _) => o.min_ns,
-            (_, 0) => self.min_ns,
-            _ => self.min_ns.min(o.min_ns),
+        self.s.thread = None;
+        self.s.cpu = None;
+        self.s.min_ns = match (self.s.samples, o.s.samples) {
+            (0, _) => o.s.min_ns,
+            (_, 0) => self.s.min_ns,
+            _ => self.s.min_ns.min(o.s.min_ns),
         };
-        self.samples += o.samples;
-        self.overruns += o.overruns;
-        self.max_ns = self.max_ns.max(o.max_ns);
+        self.s.samples += o.s.samples;
+        self.s.overruns += o.s.overruns;
+        self.s.max_ns = self.s.max_ns.max(o.s.max_ns);
         self.sum += o.sum;
         self.sumsq = self.sumsq.saturating_add(o.sumsq);
-        let mut by: BTreeMap<(u64, u64), u64> = self.hist.iter().map(|b| ((b.lo_ns.0, b.hi_ns.0), b.count)).collect();
-        for b in &o.hist {
+        let mut by: BTreeMap<(u64, u64), u64> = self.s.buckets.iter().map(|b| ((b.lo_ns.0, b.hi_ns.0), b.count)).collect();
+        for b in &o.s.buckets {
             *by.entry((b.lo_ns.0, b.hi_ns.0)).or_default() += b.count;
         }
-        self.hist = by.into_iter().map(|((lo, hi), count)| Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count }).collect();
+        self.s.buckets = by.into_iter().map(|((lo, hi), count)| Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count }).collect();
         self.tail_k = self.tail_k.min(o.tail_k);
         self.tail.extend(o.tail.iter().copied());
         self.tail.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -227,7 +225,7 @@ impl Block {
             *e = (e.0 + s.0, e.1.min(s.1), e.2.max(s.2), e.3 + s.3);
         }
         self.stopped |= o.stopped;
-        self.signed = match (self.signed, o.signed) {
+        self.s.signed = match (self.s.signed, o.s.signed) {
             (Some(a), Some(b)) => Some(a.merge(b)),
             (a, b) => a.or(b),
         };
@@ -235,12 +233,12 @@ impl Block {
 
     /// The result entry, through the model's constructor.
     pub(crate) fn to_result(&self, phase: &str) -> ProbeResult {
-        let mut r = ProbeResult::new(&self.probe, phase, self.variant.clone(), self.thread, self.cpu, Nanos(self.interval_ns));
-        let n = self.samples;
+        let mut r = ProbeResult::new(&self.s.probe, phase, self.s.variant.clone(), self.s.thread, self.s.cpu, Nanos(self.s.interval_ns));
+        let n = self.s.samples;
         let m = Moments::from_sums(n, self.sum as f64, self.sumsq as f64);
-        let (min, max) = (Nanos(if n == 0 { 0 } else { self.min_ns }), Nanos(self.max_ns));
+        let (min, max) = (Nanos(if n == 0 { 0 } else { self.s.min_ns }), Nanos(self.s.max_ns));
         r.samples = n;
-        r.overruns = self.overruns;
+        r.overruns = self.s.overruns;
         r.min_ns = min;
         r.max_ns = max;
         r.mean_ns = m.mean;
@@ -248,9 +246,9 @@ impl Block {
         r.percentiles_ns = if n == 0 {
             BTreeMap::new()
         } else {
-            PERCENTILES.iter().filter_map(|p| bucket_percentile(&self.hist, p.q, min, max).map(|v| (p.key.to_string(), v))).collect()
+            PERCENTILES.iter().filter_map(|p| bucket_percentile(&self.s.buckets, p.q, min, max).map(|v| (p.key.to_string(), v))).collect()
         };
-        r.histogram = self.hist.clone();
+        r.histogram = self.s.buckets.clone();
         r.worst = self
             .tail
             .iter()
@@ -262,10 +260,10 @@ impl Block {
             .iter()
             .map(|(t, s)| SecondStats { t_s: *t, count: s.0, min_ns: Nanos(s.1), mean_ns: s.3 as f64 / s.0.max(1) as f64, max_ns: Nanos(s.2) })
             .collect();
-        r.per_second_width_s = self.width_s;
+        r.per_second_width_s = self.s.per_second_width_s;
         r.tail = Tail { k: self.tail_k, samples: self.tail.clone() };
-        r.signed = self.signed;
-        r.note = self.note.clone();
+        r.extras.signed = self.s.signed;
+        r.extras.note = self.note.clone();
         r
     }
 }
@@ -280,17 +278,17 @@ fn small(v: Option<u128>) -> Result<u64, String> {
 /// (as the native runner's `results_from`).
 pub(crate) fn results_of(blocks: &[Block], phase: &str) -> Vec<ProbeResult> {
     let mut out = Vec::new();
-    let variants: Vec<(&str, Option<&String>)> = crate::units::first_seen(blocks.iter().map(|b| (b.probe.as_str(), b.variant.as_ref())));
+    let variants: Vec<(&str, Option<&String>)> = crate::units::first_seen(blocks.iter().map(|b| (b.s.probe.as_str(), b.s.variant.as_ref())));
     for (probe, v) in variants {
-        let group: Vec<&Block> = blocks.iter().filter(|b| b.probe == probe && b.variant.as_ref() == v).collect();
+        let group: Vec<&Block> = blocks.iter().filter(|b| b.s.probe == probe && b.s.variant.as_ref() == v).collect();
         let mut merged: Option<Block> = None;
         for b in &group {
             out.push(b.to_result(phase));
             match merged.as_mut() {
                 None => {
                     let mut m = (*b).clone();
-                    m.thread = None;
-                    m.cpu = None;
+                    m.s.thread = None;
+                    m.s.cpu = None;
                     merged = Some(m);
                 }
                 Some(m) => m.merge(b),
@@ -359,7 +357,7 @@ mod tests {
     #[test]
     fn a_block_that_disagrees_with_its_header_is_refused() {
         let mut b = block(0, &[10, 20]);
-        b.samples = 3;
+        b.s.samples = 3;
         assert!(b.finish().unwrap_err().contains("sum to 2"));
         let mut b = block(0, &[10, 20]);
         assert!(b.add(&Line::new("hist").with("b", "5:5:1")).unwrap_err().contains("does not follow"));

@@ -125,7 +125,7 @@ impl<'a> Replies<'a> {
                 }
                 b.finish().map_err(bad)?;
                 if let Some(e) = &b.error {
-                    anyhow::bail!("probe {}, thread {} on the target: {e}", b.probe, b.thread.unwrap_or(0));
+                    anyhow::bail!("probe {}, thread {} on the target: {e}", b.s.probe, b.s.thread.unwrap_or(0));
                 }
                 for st in &b.setup {
                     add_step(steps, st);

@@ -28,8 +28,7 @@ use crate::error::BadInput;
 use crate::measure::recorder::Live;
 use crate::measure::{selects, split_spec, LiveBoard};
 use crate::model::{AgentRecord, Calibration, Host, Nanos, Plan, Run, SetupStep};
-use crate::plan::Output;
-use crate::runner::{finish, spawn_live, write_final, Warnings};
+use crate::runner::{finish, spawn_live, write_final, Invocation};
 use crate::sys::sched::Policy;
 use crate::units::rfc3339;
 
@@ -166,15 +165,8 @@ fn place_host_threads(reader_tid: Option<i32>, h: &Line, cpus: &[usize]) -> Setu
 
 /// Run the plan on the agent `spec` names. `warnings` words what the reader
 /// must know (the face passes `analysis::warnings`, as to the runner).
-pub(crate) fn execute(
-    spec: &TargetSpec,
-    tp: &TargetPlan,
-    output: &Output,
-    command_line: Vec<String>,
-    started: OffsetDateTime,
-    stop: &AtomicBool,
-    warnings: Warnings,
-) -> anyhow::Result<Run> {
+pub(crate) fn execute(spec: &TargetSpec, tp: &TargetPlan, call: Invocation) -> anyhow::Result<Run> {
+    let Invocation { output, command_line, started, stop, warnings } = call;
     let mut link = Link::open(spec)?;
     if matches!(spec, TargetSpec::Serial { .. }) {
         // The agent on a serial line may have announced itself long ago.

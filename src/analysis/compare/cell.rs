@@ -223,7 +223,7 @@ pub(super) fn cell(r: &ProbeResult, first: Option<&ProbeResult>) -> Cell {
 /// Ops per second of a `throughput` entry (intervals of different lengths
 /// compare: a published 30 s count against a 2 s one).
 pub(crate) fn ops_per_s(r: &ProbeResult) -> Option<f64> {
-    r.throughput.as_ref()?.ops_per_s()
+    r.extras.throughput.as_ref()?.ops_per_s()
 }
 
 #[cfg(test)]

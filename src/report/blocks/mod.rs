@@ -18,7 +18,8 @@ use crate::model::Nanos;
 pub(crate) use compare_tables::{bin_table, compare_table, throughput_compare_table};
 pub(crate) use monitor::monitor_windows;
 pub(crate) use run_tables::{
-    deadline_verdict, deadline_verdicts, doctor_table, fmt_prob, pwcet_refusals, pwcet_table, split_deadline, summary_table, trace_blocks, worst_table,
+    deadline_verdict, deadline_verdicts, doctor_table, fmt_prob, pwcet_refusals, pwcet_table, split_deadline, summary_of, summary_table, trace_blocks,
+    worst_table, SummaryColumns,
 };
 use run_tables::verdict_blocks;
 pub(crate) use suites::{fmt_count, rhealstone_table, thread_metric_table};
@@ -135,6 +136,10 @@ pub(crate) enum Block {
     Heading(u8, String),
     Text(String),
     List(Vec<String>),
+    /// A list a page marks with `class` (the statistical worst case's
+    /// refusals: `"refused"`, in red); the text formats show it as a plain
+    /// [`Block::List`].
+    Marked { class: &'static str, items: Vec<String> },
     Table(Table),
     /// Name–value pairs (the host fingerprint and plan).
     Fields(Vec<(String, String)>),
@@ -148,7 +153,7 @@ pub(crate) enum Block {
 
 /// `blocks` as the text formats lay them out: folded blocks unfolded under
 /// their summary as a level-3 heading, fields as "name: value" lines, plots
-/// left out. What remains is headings, text, lists and tables.
+/// left out, marked lists plain. What remains is headings, text, lists and tables.
 pub(crate) fn for_text(blocks: &[Block]) -> Vec<Block> {
     let mut out = Vec::new();
     for b in blocks {
@@ -159,6 +164,7 @@ pub(crate) fn for_text(blocks: &[Block]) -> Vec<Block> {
             }
             Block::Fields(f) => out.push(Block::Text(f.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("\n"))),
             Block::Plot(_) => {}
+            Block::Marked { items, .. } => out.push(Block::List(items.clone())),
             b => out.push(b.clone()),
         }
     }
@@ -225,10 +231,7 @@ pub(crate) fn blocks(a: &Analysis, u: Unit, bins: bool) -> Vec<Block> {
                 "Latency exceeded with probability p per sample, 95 % bootstrap interval; given only when the tail is long enough, independent (Ljung–Box) and stationary (halves of the run agree). The observed max is always shown.".into(),
             ));
             out.push(Block::Table(t));
-            let refused = pwcet_refusals(r);
-            if !refused.is_empty() {
-                out.push(Block::List(refused));
-            }
+            out.extend(pwcet_refusals(r));
         }
     }
     out.extend(compare_blocks(a, u, bins));

@@ -20,36 +20,77 @@ fn p(e: &EntryAnalysis, label: &str, u: Unit) -> String {
     e.percentile_bound(label).map(|p| p.shown(|v| u.fmt_n(v))).unwrap_or_else(|| UNKNOWN.into())
 }
 
-/// The summary table of one run.
+/// The columns a summary table shows: always probe, variant, phase,
+/// thread, cpu, samples, overruns, min, mean±σ, p50, p99, p99.9 and max; the
+/// rest, and how a count the source could not know is worded, differ by view.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SummaryColumns {
+    /// p99.99 between p99.9 and max.
+    pub(crate) p99_99: bool,
+    /// The deadline's misses, miss ratio and P(miss)/h.
+    pub(crate) deadline: bool,
+    /// Overruns a source could not count shown "unknown" (else as stored).
+    pub(crate) unknown_overruns: bool,
+    /// Samples a source could not count shown "unknown (≥N)" (else N).
+    pub(crate) unknown_samples: bool,
+    /// Columns before this one are left-aligned.
+    pub(crate) label_cols: usize,
+}
+
+impl SummaryColumns {
+    /// `rtscope report` and its pages: p99.99, unknown overruns marked, the
+    /// deadline columns with `--deadline`; labels through cpu.
+    pub(crate) fn report(deadline: bool) -> SummaryColumns {
+        SummaryColumns { p99_99: true, deadline, unknown_overruns: true, unknown_samples: false, label_cols: 5 }
+    }
+
+    /// The end of `rtscope run`: up to p99.9, samples a source could not
+    /// count marked (the deadline has lines of its own); labels through phase.
+    pub(crate) const RUN_END: SummaryColumns =
+        SummaryColumns { p99_99: false, deadline: false, unknown_overruns: false, unknown_samples: true, label_cols: 3 };
+}
+
+/// The summary table of one run, as `report` shows it.
 pub(crate) fn summary_table(run: &RunAnalysis, u: Unit, with_deadline: bool) -> Table {
+    summary_of(&run.entries, u, SummaryColumns::report(with_deadline))
+}
+
+/// The summary table of `entries` with the columns `cols`. Throughput
+/// entries (Thread-Metric) are left out: they have their own table (ops,
+/// not latencies).
+pub(crate) fn summary_of(entries: &[EntryAnalysis], u: Unit, cols: SummaryColumns) -> Table {
     let un = u.name();
     let mut header: Vec<String> = ["probe", "variant", "phase", "thread", "cpu", "samples", "overruns"]
         .iter()
         .map(|s| s.to_string())
         .collect();
-    header.extend(["min", "mean±σ", "p50", "p99", "p99.9", "p99.99", "max"].iter().map(|s| format!("{s}({un})")));
-    if with_deadline {
+    let percentiles: &[&str] = if cols.p99_99 { &["p50", "p99", "p99.9", "p99.99"] } else { &["p50", "p99", "p99.9"] };
+    header.extend(["min", "mean±σ"].iter().chain(percentiles).chain(&["max"]).map(|s| format!("{s}({un})")));
+    if cols.deadline {
         header.extend(["misses", "miss ratio", "P(miss)/h"].iter().map(|s| s.to_string()));
     }
-    // Throughput entries (Thread-Metric) have their own table: ops, not latencies.
-    let rows = run
-        .entries
+    let rows = entries
         .iter()
-        .filter(|e| e.throughput.is_none())
+        .filter(|e| e.extras.throughput.is_none())
         .map(|e| {
             let mut row = entry_label(e);
-            row.push(Cell::plain(e.samples.to_string()));
+            row.push(Cell::plain(if cols.unknown_samples && e.extras.samples_unknown {
+                format!("unknown (≥{})", e.samples)
+            } else {
+                e.samples.to_string()
+            }));
             row.push(match e.known_overruns() {
                 Some(o) => Cell::tone(o.to_string(), if o > 0 { Tone::Bad } else { Tone::Plain }),
-                None => Cell::tone("unknown", Tone::Dim),
+                None if cols.unknown_overruns => Cell::tone("unknown", Tone::Dim),
+                None => Cell::plain(e.overruns.to_string()),
             });
             row.push(Cell::plain(u.fmt(e.shown_min_ns())));
             row.push(Cell::plain(format!("{}±{}", u.fmt(e.shown_mean_ns()), u.fmt(e.stddev_ns))));
-            for l in ["p50", "p99", "p99.9", "p99.99"] {
+            for l in percentiles {
                 row.push(Cell::plain(p(e, l, u)));
             }
             row.push(Cell::plain(u.fmt_n(e.max_ns)));
-            if with_deadline {
+            if cols.deadline {
                 match &e.deadline {
                     Some(d) => {
                         let bad = if d.misses_upper > 0 {
@@ -82,7 +123,7 @@ pub(crate) fn summary_table(run: &RunAnalysis, u: Unit, with_deadline: bool) -> 
     // Narrow: the cyclictest columns stay (probe, phase, thread, samples,
     // overruns, p50, p99, p99.9, max). The deadline columns are never left
     // out: [`split_deadline`] puts them in a table of their own.
-    Table::new(header, 5, rows).optional(&SUMMARY_OPTIONAL)
+    Table::new(header, cols.label_cols, rows).optional(&SUMMARY_OPTIONAL)
 }
 
 /// The summary's columns a narrow layout may leave out, in that order.
@@ -181,9 +222,12 @@ pub(crate) fn fmt_prob(p: f64) -> String {
     }
 }
 
-/// Why the statistical worst case was refused, one line per refused entry.
-pub(crate) fn pwcet_refusals(run: &RunAnalysis) -> Vec<String> {
-    run.entries
+/// Why the statistical worst case was refused, one line per refused entry,
+/// as a list a page shows in red (`class="refused"`); none when every entry
+/// has an estimate.
+pub(crate) fn pwcet_refusals(run: &RunAnalysis) -> Option<Block> {
+    let items: Vec<String> = run
+        .entries
         .iter()
         .filter_map(|e| match &e.pwcet {
             Some(Pwcet::Refused { reason, .. }) => Some(format!(
@@ -193,7 +237,8 @@ pub(crate) fn pwcet_refusals(run: &RunAnalysis) -> Vec<String> {
             )),
             _ => None,
         })
-        .collect()
+        .collect();
+    (!items.is_empty()).then_some(Block::Marked { class: "refused", items })
 }
 
 /// The worst samples of each entry merged over threads (every thread's
