@@ -8,6 +8,8 @@
 //! exit 2 with the file, line and expectation, and nothing is stored. The
 //! runs of a file (one per column of a multi-system CSV) are then stored in
 //! one transaction: all or none, also when the import is killed midway.
+//! A run is checked, and later stored or printed, entry by entry as it is
+//! built ([`import::Building`]): built twice, held never.
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -15,15 +17,16 @@ use std::path::Path;
 use crate::cli::store_opts::{FormatArg, ImportArgs};
 use crate::commands::tag::check_tag;
 use crate::error::{BadInput, EXIT_OK};
-use crate::import::{self, build_run, format_list, Context, Format, Parsed};
+use crate::import::{self, format_list, Building, Context, Format, Parsed};
 use crate::model::Run;
-use crate::store::text::Saving;
+use crate::store::text::{self, Saving};
 use crate::store::{Location, Store};
 
 /// What a file becomes: an rtscope result, stored as it is, or the systems
-/// another tool's file holds, each built into a run when it is checked and
-/// again when it is printed or stored (one run in memory at a time: a file
-/// with 100 000 columns is 100 000 runs).
+/// another tool's file holds, each built into a run entry by entry when it
+/// is checked and again when it is printed or stored (one entry in memory
+/// at a time: a file with 100 000 columns is 100 000 runs, a log of 1.5 M
+/// pairs one run of 1.5 M entries).
 enum Converted {
     AsIs { run: Box<Run>, text: String },
     Foreign { parsed: Vec<Parsed>, ctx: Context, checked: Vec<Checked> },
@@ -33,8 +36,6 @@ enum Converted {
 struct Checked {
     system: String,
     fidelity: Vec<String>,
-    /// The run itself, kept when the file holds one system (built once).
-    run: Option<Run>,
 }
 
 fn mtime_rfc3339(path: &Path) -> String {
@@ -146,27 +147,38 @@ fn foreign(args: &ImportArgs, format: Format) -> Result<Converted, BadInput> {
         // For bins-csv, --name selected a column above; the column is the name.
         name: if format.per_column() { None } else { args.name.clone() },
     };
-    let checked = if parsed.len() == 1 {
-        let run = build_checked(parsed.pop().expect("one"), &ctx)?;
-        vec![Checked { system: system_of(&run).to_string(), fidelity: run.fidelity.clone(), run: Some(run) }]
-    } else {
-        let each = |p: &Parsed| build_checked(p.clone(), &ctx).map(|r| Checked { system: system_of(&r).to_string(), fidelity: r.fidelity, run: None });
-        parsed.iter().map(each).collect::<Result<_, _>>()?
-    };
+    let checked = parsed.iter().map(|p| check(p, &ctx)).collect::<Result<_, _>>()?;
     Ok(Converted::Foreign { parsed, ctx, checked })
 }
 
-/// Build one system's run and check it: before anything is stored (and in
-/// --dry-run too) every column is checked, so a bad value in the last one
-/// stores nothing.
-fn build_checked(p: Parsed, ctx: &Context) -> Result<Run, BadInput> {
+/// Build one system's run entry by entry and check it: before anything is
+/// stored (and in --dry-run too) every column is checked, so a bad value
+/// in the last one stores nothing. The errors come in the order a whole
+/// run's checks give them: the first entry that cannot be built, else the
+/// first value the history cannot keep, else the first broken invariant.
+fn check(p: &Parsed, ctx: &Context) -> Result<Checked, BadInput> {
     let (file, format) = (&ctx.file, ctx.format);
-    let run = build_run(p, ctx).map_err(|e| BadInput(format!("{file}: {format}: {e}")))?;
-    crate::store::check_storable(&run)
-        .map_err(|e| BadInput(format!("{file}: {format}: system {}: {e}; nothing was stored", system_of(&run))))?;
-    // What every reader checks is checked before anything is stored.
-    run.check_invariants().map_err(|e| BadInput(format!("{file}: {format}: {e}: the converted run would break result schema v1")))?;
-    Ok(run)
+    let built = |e: import::ParseError| BadInput(format!("{file}: {format}: {e}"));
+    let (header, entries) = Building::borrowed(p, ctx).map_err(built)?;
+    let system = system_of(&header).to_string();
+    let (mut storable, mut invariant) = (None, None);
+    for (i, r) in entries.enumerate() {
+        let r = r.map_err(built)?;
+        if storable.is_none() {
+            storable = crate::store::check_storable_entry(&r).err();
+        }
+        if invariant.is_none() {
+            invariant = crate::model::check_entry(i, &r, true).err();
+        }
+    }
+    if let Some(e) = storable {
+        return Err(BadInput(format!("{file}: {format}: system {system}: {e}; nothing was stored")));
+    }
+    if let Some(e) = invariant {
+        // What every reader checks is checked before anything is stored.
+        return Err(BadInput(format!("{file}: {format}: {e}: the converted run would break result schema v1")));
+    }
+    Ok(Checked { system, fidelity: header.fidelity })
 }
 
 fn system_of(run: &Run) -> &str {
@@ -183,23 +195,23 @@ fn convert(args: &ImportArgs) -> Result<Converted, BadInput> {
 }
 
 impl Converted {
-    /// The runs to store (or print), built one at a time.
+    /// The runs to store (or print), built one at a time, each entry by entry.
     fn runs(self) -> Box<dyn Iterator<Item = anyhow::Result<Saving<'static>>>> {
         match self {
             Converted::AsIs { run, text } => {
                 let source = run.source().to_string();
                 // The text is the file's exact bytes.
-                Box::new(std::iter::once(Ok(Saving { run: Cow::Owned(*run), text: Some(Cow::Owned(text)), source })))
+                Box::new(std::iter::once(Ok(Saving { run: Cow::Owned(*run), text: Some(Cow::Owned(text)), source, entries: None })))
             }
-            Converted::Foreign { parsed, ctx, mut checked } => {
+            Converted::Foreign { parsed, ctx, .. } => {
                 let source = ctx.format.name().to_string();
-                match checked.first_mut().and_then(|c| c.run.take()) {
-                    Some(run) => Box::new(std::iter::once(Ok(Saving { run: Cow::Owned(run), text: None, source }))),
-                    None => Box::new(parsed.into_iter().map(move |p| {
-                        let run = build_checked(p, &ctx)?;
-                        Ok(Saving { run: Cow::Owned(run), text: None, source: source.clone() })
-                    })),
-                }
+                Box::new(parsed.into_iter().map(move |p| {
+                    let (file, format) = (ctx.file.clone(), ctx.format);
+                    let built = move |e: import::ParseError| anyhow::Error::from(BadInput(format!("{file}: {format}: {e}")));
+                    let (header, entries) = Building::new(p, &ctx).map_err(built.clone())?;
+                    let entries = entries.map(move |r| r.map_err(built.clone()));
+                    Ok(Saving { run: Cow::Owned(header), text: None, source: source.clone(), entries: Some(Box::new(entries)) })
+                }))
             }
         }
     }
@@ -247,19 +259,23 @@ pub(crate) fn cmd(args: &ImportArgs) -> anyhow::Result<u8> {
 
 /// `--dry-run`: each run's text as it would be stored, written as it is made.
 fn print_runs(converted: Converted) -> anyhow::Result<u8> {
-    use std::io::Write;
     let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = Printed(std::io::BufWriter::new(stdout.lock()));
     for s in converted.runs() {
-        let s = s?;
-        match &s.text {
-            Some(t) => out.write_all(t.as_bytes())?,
-            None => {
-                serde_json::to_writer_pretty(&mut out, s.run.as_ref()).map_err(|e| anyhow::anyhow!("cannot serialise the converted run: {e}"))?;
-                out.write_all(b"\n")?;
-            }
-        }
+        text::write_run(&mut s?, &mut out)?;
     }
-    out.flush()?;
+    std::io::Write::flush(&mut out.0)?;
     Ok(EXIT_OK)
+}
+
+/// The text of runs to standard output, part by part.
+struct Printed<W: std::io::Write>(W);
+
+impl<W: std::io::Write> text::Sink for Printed<W> {
+    fn part(&mut self, _seq: i64, text: &str) -> anyhow::Result<()> {
+        Ok(self.0.write_all(text.as_bytes())?)
+    }
+    fn entry(&mut self, _idx: usize, _r: &crate::model::ProbeResult) -> anyhow::Result<()> {
+        Ok(())
+    }
 }

@@ -28,6 +28,7 @@ pub use crate::units::Nanos;
 pub use doctor::{Evidence, Finding, Severity};
 pub use trace::{Culprit, TracePlan, TraceSummary, TraceWindow};
 pub use host::*;
+pub(crate) use invariants::check_entry;
 pub use invariants::MAX_STORED;
 pub use monitor::*;
 pub use phases::*;
