@@ -28,7 +28,8 @@ use crate::store::{Location, Store};
 /// at a time: a file with 100 000 columns is 100 000 runs, a log of 1.5 M
 /// pairs one run of 1.5 M entries).
 enum Converted {
-    AsIs { run: Box<Run>, text: String },
+    /// `run` without its entries, read again from `path` when stored.
+    AsIs { run: Box<Run>, path: std::path::PathBuf },
     Foreign { parsed: Vec<Parsed>, ctx: Context, checked: Vec<Checked> },
 }
 
@@ -87,20 +88,20 @@ fn open_input(args: &ImportArgs) -> Result<(std::fs::File, u64), BadInput> {
     crate::store::json::open_input(&args.file, args.max_size).map_err(|e| BadInput(format!("{}: {e}", args.file.display())))
 }
 
-/// An rtscope result file: read and checked, stored as it is.
+/// An rtscope result file: read and checked entry by entry, stored as it is.
 fn as_is(args: &ImportArgs) -> Result<Converted, BadInput> {
     let file = args.file.display().to_string();
-    let (run, text) = crate::store::json::read_run_text(&args.file)?;
+    let (run, entries) = crate::store::json::read_run_entries(&args.file, Box::new(|_, _| Ok(())))?;
     if !run.complete {
         eprintln!("warning: {}: {}", args.file.display(), crate::analysis::warnings::Warning::Unfinished);
     }
-    if run.results.is_empty() {
+    if entries == 0 {
         return Err(BadInput(format!("{file}: its results list is empty: nothing measured to import (report, compare and check could not use it)")));
     }
     if args.name.is_some() || args.probe.is_some() || args.phase != "unspecified" {
         return Err(BadInput(format!("{file}: an rtscope result is stored as it is; --name, --probe and --phase apply only to foreign formats")));
     }
-    Ok(Converted::AsIs { run: Box::new(run), text })
+    Ok(Converted::AsIs { run: Box::new(run), path: args.file.clone() })
 }
 
 /// The flags that apply to some formats only.
@@ -198,10 +199,11 @@ impl Converted {
     /// The runs to store (or print), built one at a time, each entry by entry.
     fn runs(self) -> Box<dyn Iterator<Item = anyhow::Result<Saving<'static>>>> {
         match self {
-            Converted::AsIs { run, text } => {
+            Converted::AsIs { run, path } => {
                 let source = run.source().to_string();
+                let entries = entries_of(path.clone(), run.imported_from.is_some());
                 // The text is the file's exact bytes.
-                Box::new(std::iter::once(Ok(Saving { run: Cow::Owned(*run), text: Some(Cow::Owned(text)), source, entries: None })))
+                Box::new(std::iter::once(Ok(Saving { run: Cow::Owned(*run), text: None, source, entries: Some(entries), text_file: Some(path) })))
             }
             Converted::Foreign { parsed, ctx, .. } => {
                 let source = ctx.format.name().to_string();
@@ -210,11 +212,31 @@ impl Converted {
                     let built = move |e: import::ParseError| anyhow::Error::from(BadInput(format!("{file}: {format}: {e}")));
                     let (header, entries) = Building::new(p, &ctx).map_err(built.clone())?;
                     let entries = entries.map(move |r| r.map_err(built.clone()));
-                    Ok(Saving { run: Cow::Owned(header), text: None, source: source.clone(), entries: Some(Box::new(entries)) })
+                    Ok(Saving { run: Cow::Owned(header), text: None, source: source.clone(), entries: Some(Box::new(entries)), text_file: None })
                 }))
             }
         }
     }
+}
+
+/// The entries of a result file, read again as they are stored: the
+/// file is parsed on a thread of its own that hands each entry over as it
+/// is read (at most one waits), checked again in case the file changed
+/// since it was checked; any error ends the list with that error, so the
+/// transaction is rolled back.
+fn entries_of(path: std::path::PathBuf, imported: bool) -> text::Entries<'static> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<anyhow::Result<crate::model::ProbeResult>>(1);
+    std::thread::spawn(move || {
+        let sent = tx.clone();
+        let each = Box::new(move |i, r: crate::model::ProbeResult| {
+            crate::model::check_entry(i, &r, imported)?;
+            sent.send(Ok(r)).map_err(|_| "the import stopped".to_string())
+        });
+        if let Err(e) = crate::store::json::read_run_entries(&path, each) {
+            let _ = tx.send(Err(e.into()));
+        }
+    });
+    Box::new(rx.into_iter())
 }
 
 fn check_word(flag: &str, v: &str) -> Result<(), BadInput> {

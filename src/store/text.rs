@@ -37,6 +37,9 @@ pub(crate) struct Saving<'a> {
     /// When set, the run's entries, built one at a time (`run.results` is
     /// then empty and `text` `None`).
     pub(crate) entries: Option<Entries<'a>>,
+    /// With `entries`: the text is this file's exact bytes (a native run
+    /// read entry by entry from its result file), copied part by part.
+    pub(crate) text_file: Option<std::path::PathBuf>,
 }
 
 /// A run's entries in order, each built when asked for.
@@ -119,7 +122,17 @@ pub(crate) fn write_run(s: &mut Saving<'_>, sink: &mut dyn Sink) -> anyhow::Resu
     let mut w = Parts { buf: Vec::with_capacity(PART_BYTES + 4096), seq: 0, sha: Sha256::new(), sink, failed: None };
     let mut max_ns = 0;
     let written = match (&s.text, s.entries.take()) {
-        (_, Some(entries)) => write_streamed(&mut w, s.run.as_ref(), entries, &mut max_ns),
+        (_, Some(entries)) => match &s.text_file {
+            Some(file) => copy_file(&mut w, file).and_then(|_| {
+                for (idx, r) in entries.enumerate() {
+                    let r = r?;
+                    max_ns = max_ns.max(r.max_ns.0);
+                    w.sink.entry(idx, &r)?;
+                }
+                Ok(())
+            }),
+            None => write_streamed(&mut w, s.run.as_ref(), entries, &mut max_ns),
+        },
         (text, None) => {
             let written = match text {
                 Some(t) => w.write_all(t.as_bytes()).map_err(anyhow::Error::from),
@@ -140,6 +153,13 @@ pub(crate) fn write_run(s: &mut Saving<'_>, sink: &mut dyn Sink) -> anyhow::Resu
     }
     written?;
     Ok(Written { sha256: w.sha.finalize().iter().map(|b| format!("{b:02x}")).collect(), max_ns })
+}
+
+/// `file`'s bytes into the parts (read again: not held).
+fn copy_file(w: &mut Parts<'_>, file: &std::path::Path) -> anyhow::Result<()> {
+    let f = std::fs::File::open(file).map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", file.display()))?;
+    std::io::copy(&mut std::io::BufReader::with_capacity(1 << 20, f), w)?;
+    Ok(())
 }
 
 fn write_pretty(w: &mut impl Write, v: &impl serde::Serialize) -> anyhow::Result<()> {
@@ -236,7 +256,7 @@ mod tests {
     }
 
     fn parts_of(text: &str) -> (Vec<String>, String) {
-        let s = Saving { run: std::borrow::Cow::Owned(golden()), text: Some(text.into()), source: "native".into(), entries: None };
+        let s = Saving { run: std::borrow::Cow::Owned(golden()), text: Some(text.into()), source: "native".into(), entries: None, text_file: None };
         let (got, w) = write(s);
         (got.parts, w.sha256)
     }
@@ -256,7 +276,7 @@ mod tests {
     fn a_rendered_run_is_its_pretty_json_and_a_newline() {
         let run = golden();
         let want = serde_json::to_string_pretty(&run).unwrap() + "\n";
-        let s = Saving { run: std::borrow::Cow::Borrowed(&run), text: None, source: "x".into(), entries: None };
+        let s = Saving { run: std::borrow::Cow::Borrowed(&run), text: None, source: "x".into(), entries: None, text_file: None };
         let (got, w) = write(s);
         assert_eq!(got.parts.concat(), want);
         assert_eq!(w.sha256, crate::store::sha256_hex(want.as_bytes()));
@@ -277,6 +297,7 @@ mod tests {
                 text: None,
                 source: "x".into(),
                 entries: Some(Box::new(entries.into_iter().map(Ok))),
+                text_file: None,
             };
             let (got, w) = write(s);
             assert_eq!(got.parts.concat(), want, "{n} entries");

@@ -16,7 +16,7 @@ impl Store {
     /// Save `run`, whose JSON text is `json` (for a native run: the file's
     /// exact bytes). `source` is "native" or an importer format. Returns the id.
     pub(crate) fn save(&mut self, run: &Run, json: &str, source: &str) -> anyhow::Result<i64> {
-        let one = Saving { run: std::borrow::Cow::Borrowed(run), text: Some(json.into()), source: source.to_string(), entries: None };
+        let one = Saving { run: std::borrow::Cow::Borrowed(run), text: Some(json.into()), source: source.to_string(), entries: None, text_file: None };
         Ok(self.save_all(&mut std::iter::once(Ok(one)), None)?[0])
     }
 
