@@ -12,6 +12,7 @@
 //! built ([`import::Building`]): built twice, held never.
 
 use std::borrow::Cow;
+use std::rc::Rc;
 use std::path::Path;
 
 use crate::cli::store_opts::{FormatArg, ImportArgs};
@@ -36,7 +37,9 @@ enum Converted {
 /// What is printed of a checked run once it is stored.
 struct Checked {
     system: String,
-    fidelity: Vec<String>,
+    /// Shared with the system before when the same (100 000 columns of
+    /// one file mostly have the same notes).
+    fidelity: Rc<Vec<String>>,
 }
 
 fn mtime_rfc3339(path: &Path) -> String {
@@ -148,7 +151,14 @@ fn foreign(args: &ImportArgs, format: Format) -> Result<Converted, BadInput> {
         // For bins-csv, --name selected a column above; the column is the name.
         name: if format.per_column() { None } else { args.name.clone() },
     };
-    let checked = parsed.iter().map(|p| check(p, &ctx)).collect::<Result<_, _>>()?;
+    let mut checked: Vec<Checked> = Vec::with_capacity(parsed.len());
+    for p in &parsed {
+        let mut c = check(p, &ctx)?;
+        if let Some(before) = checked.last().filter(|b| b.fidelity == c.fidelity) {
+            c.fidelity = Rc::clone(&before.fidelity);
+        }
+        checked.push(c);
+    }
     Ok(Converted::Foreign { parsed, ctx, checked })
 }
 
@@ -179,7 +189,7 @@ fn check(p: &Parsed, ctx: &Context) -> Result<Checked, BadInput> {
         // What every reader checks is checked before anything is stored.
         return Err(BadInput(format!("{file}: {format}: {e}: the converted run would break result schema v1")));
     }
-    Ok(Checked { system, fidelity: header.fidelity })
+    Ok(Checked { system, fidelity: Rc::new(header.fidelity) })
 }
 
 fn system_of(run: &Run) -> &str {
@@ -261,10 +271,11 @@ pub(crate) fn cmd(args: &ImportArgs) -> anyhow::Result<u8> {
     if args.dry_run {
         return print_runs(converted);
     }
-    let shown: Vec<(String, String, Vec<String>)> = match &converted {
-        Converted::AsIs { run, .. } => vec![(system_of(run).to_string(), run.source().to_string(), run.fidelity.clone())],
+    let mut converted = converted;
+    let shown: Vec<(String, String, Rc<Vec<String>>)> = match &mut converted {
+        Converted::AsIs { run, .. } => vec![(system_of(run).to_string(), run.source().to_string(), Rc::new(run.fidelity.clone()))],
         Converted::Foreign { ctx, checked, .. } => {
-            checked.iter().map(|c| (c.system.clone(), ctx.format.name().to_string(), c.fidelity.clone())).collect()
+            std::mem::take(checked).into_iter().map(|c| (c.system, ctx.format.name().to_string(), c.fidelity)).collect()
         }
     };
     let mut store = Store::open(&Location::resolve(args.db.db.as_deref())?)?;
@@ -272,7 +283,7 @@ pub(crate) fn cmd(args: &ImportArgs) -> anyhow::Result<u8> {
     let ids = store.save_all(&mut converted.runs(), args.tag.as_deref())?;
     for ((system, source, fidelity), id) in shown.into_iter().zip(ids) {
         println!("imported {system} ({source}) as run #{id}");
-        for f in &fidelity {
+        for f in fidelity.iter() {
             println!("  fidelity: {f}");
         }
     }
