@@ -8,33 +8,38 @@
 //! exit 2 with the file, line and expectation, and nothing is stored. The
 //! runs of a file (one per column of a multi-system CSV) are then stored in
 //! one transaction: all or none, also when the import is killed midway.
+//! A run is checked, and later stored or printed, entry by entry as it is
+//! built ([`import::Building`]): built twice, held never.
 
 use std::borrow::Cow;
+use std::rc::Rc;
 use std::path::Path;
 
 use crate::cli::store_opts::{FormatArg, ImportArgs};
 use crate::commands::tag::check_tag;
 use crate::error::{BadInput, EXIT_OK};
-use crate::import::{self, build_run, format_list, Context, Format, Parsed};
+use crate::import::{self, format_list, Building, Context, Format, Parsed};
 use crate::model::Run;
-use crate::store::text::Saving;
+use crate::store::text::{self, Saving};
 use crate::store::{Location, Store};
 
 /// What a file becomes: an rtscope result, stored as it is, or the systems
-/// another tool's file holds, each built into a run when it is checked and
-/// again when it is printed or stored (one run in memory at a time: a file
-/// with 100 000 columns is 100 000 runs).
+/// another tool's file holds, each built into a run entry by entry when it
+/// is checked and again when it is printed or stored (one entry in memory
+/// at a time: a file with 100 000 columns is 100 000 runs, a log of 1.5 M
+/// pairs one run of 1.5 M entries).
 enum Converted {
-    AsIs { run: Box<Run>, text: String },
+    /// `run` without its entries, read again from `path` when stored.
+    AsIs { run: Box<Run>, path: std::path::PathBuf },
     Foreign { parsed: Vec<Parsed>, ctx: Context, checked: Vec<Checked> },
 }
 
 /// What is printed of a checked run once it is stored.
 struct Checked {
     system: String,
-    fidelity: Vec<String>,
-    /// The run itself, kept when the file holds one system (built once).
-    run: Option<Run>,
+    /// Shared with the system before when the same (100 000 columns of
+    /// one file mostly have the same notes).
+    fidelity: Rc<Vec<String>>,
 }
 
 fn mtime_rfc3339(path: &Path) -> String {
@@ -86,20 +91,20 @@ fn open_input(args: &ImportArgs) -> Result<(std::fs::File, u64), BadInput> {
     crate::store::json::open_input(&args.file, args.max_size).map_err(|e| BadInput(format!("{}: {e}", args.file.display())))
 }
 
-/// An rtscope result file: read and checked, stored as it is.
+/// An rtscope result file: read and checked entry by entry, stored as it is.
 fn as_is(args: &ImportArgs) -> Result<Converted, BadInput> {
     let file = args.file.display().to_string();
-    let (run, text) = crate::store::json::read_run_text(&args.file)?;
+    let (run, entries) = crate::store::json::read_run_entries(&args.file, Box::new(|_, _| Ok(())))?;
     if !run.complete {
         eprintln!("warning: {}: {}", args.file.display(), crate::analysis::warnings::Warning::Unfinished);
     }
-    if run.results.is_empty() {
+    if entries == 0 {
         return Err(BadInput(format!("{file}: its results list is empty: nothing measured to import (report, compare and check could not use it)")));
     }
     if args.name.is_some() || args.probe.is_some() || args.phase != "unspecified" {
         return Err(BadInput(format!("{file}: an rtscope result is stored as it is; --name, --probe and --phase apply only to foreign formats")));
     }
-    Ok(Converted::AsIs { run: Box::new(run), text })
+    Ok(Converted::AsIs { run: Box::new(run), path: args.file.clone() })
 }
 
 /// The flags that apply to some formats only.
@@ -146,27 +151,45 @@ fn foreign(args: &ImportArgs, format: Format) -> Result<Converted, BadInput> {
         // For bins-csv, --name selected a column above; the column is the name.
         name: if format.per_column() { None } else { args.name.clone() },
     };
-    let checked = if parsed.len() == 1 {
-        let run = build_checked(parsed.pop().expect("one"), &ctx)?;
-        vec![Checked { system: system_of(&run).to_string(), fidelity: run.fidelity.clone(), run: Some(run) }]
-    } else {
-        let each = |p: &Parsed| build_checked(p.clone(), &ctx).map(|r| Checked { system: system_of(&r).to_string(), fidelity: r.fidelity, run: None });
-        parsed.iter().map(each).collect::<Result<_, _>>()?
-    };
+    let mut checked: Vec<Checked> = Vec::with_capacity(parsed.len());
+    for p in &parsed {
+        let mut c = check(p, &ctx)?;
+        if let Some(before) = checked.last().filter(|b| b.fidelity == c.fidelity) {
+            c.fidelity = Rc::clone(&before.fidelity);
+        }
+        checked.push(c);
+    }
     Ok(Converted::Foreign { parsed, ctx, checked })
 }
 
-/// Build one system's run and check it: before anything is stored (and in
-/// --dry-run too) every column is checked, so a bad value in the last one
-/// stores nothing.
-fn build_checked(p: Parsed, ctx: &Context) -> Result<Run, BadInput> {
+/// Build one system's run entry by entry and check it: before anything is
+/// stored (and in --dry-run too) every column is checked, so a bad value
+/// in the last one stores nothing. The errors come in the order a whole
+/// run's checks give them: the first entry that cannot be built, else the
+/// first value the history cannot keep, else the first broken invariant.
+fn check(p: &Parsed, ctx: &Context) -> Result<Checked, BadInput> {
     let (file, format) = (&ctx.file, ctx.format);
-    let run = build_run(p, ctx).map_err(|e| BadInput(format!("{file}: {format}: {e}")))?;
-    crate::store::check_storable(&run)
-        .map_err(|e| BadInput(format!("{file}: {format}: system {}: {e}; nothing was stored", system_of(&run))))?;
-    // What every reader checks is checked before anything is stored.
-    run.check_invariants().map_err(|e| BadInput(format!("{file}: {format}: {e}: the converted run would break result schema v1")))?;
-    Ok(run)
+    let built = |e: import::ParseError| BadInput(format!("{file}: {format}: {e}"));
+    let (header, entries) = Building::borrowed(p, ctx).map_err(built)?;
+    let system = system_of(&header).to_string();
+    let (mut storable, mut invariant) = (None, None);
+    for (i, r) in entries.enumerate() {
+        let r = r.map_err(built)?;
+        if storable.is_none() {
+            storable = crate::store::check_storable_entry(&r).err();
+        }
+        if invariant.is_none() {
+            invariant = crate::model::check_entry(i, &r, true).err();
+        }
+    }
+    if let Some(e) = storable {
+        return Err(BadInput(format!("{file}: {format}: system {system}: {e}; nothing was stored")));
+    }
+    if let Some(e) = invariant {
+        // What every reader checks is checked before anything is stored.
+        return Err(BadInput(format!("{file}: {format}: {e}: the converted run would break result schema v1")));
+    }
+    Ok(Checked { system, fidelity: Rc::new(header.fidelity) })
 }
 
 fn system_of(run: &Run) -> &str {
@@ -183,26 +206,47 @@ fn convert(args: &ImportArgs) -> Result<Converted, BadInput> {
 }
 
 impl Converted {
-    /// The runs to store (or print), built one at a time.
+    /// The runs to store (or print), built one at a time, each entry by entry.
     fn runs(self) -> Box<dyn Iterator<Item = anyhow::Result<Saving<'static>>>> {
         match self {
-            Converted::AsIs { run, text } => {
+            Converted::AsIs { run, path } => {
                 let source = run.source().to_string();
+                let entries = entries_of(path.clone(), run.imported_from.is_some());
                 // The text is the file's exact bytes.
-                Box::new(std::iter::once(Ok(Saving { run: Cow::Owned(*run), text: Some(Cow::Owned(text)), source })))
+                Box::new(std::iter::once(Ok(Saving { run: Cow::Owned(*run), text: None, source, entries: Some(entries), text_file: Some(path) })))
             }
-            Converted::Foreign { parsed, ctx, mut checked } => {
+            Converted::Foreign { parsed, ctx, .. } => {
                 let source = ctx.format.name().to_string();
-                match checked.first_mut().and_then(|c| c.run.take()) {
-                    Some(run) => Box::new(std::iter::once(Ok(Saving { run: Cow::Owned(run), text: None, source }))),
-                    None => Box::new(parsed.into_iter().map(move |p| {
-                        let run = build_checked(p, &ctx)?;
-                        Ok(Saving { run: Cow::Owned(run), text: None, source: source.clone() })
-                    })),
-                }
+                Box::new(parsed.into_iter().map(move |p| {
+                    let (file, format) = (ctx.file.clone(), ctx.format);
+                    let built = move |e: import::ParseError| anyhow::Error::from(BadInput(format!("{file}: {format}: {e}")));
+                    let (header, entries) = Building::new(p, &ctx).map_err(built.clone())?;
+                    let entries = entries.map(move |r| r.map_err(built.clone()));
+                    Ok(Saving { run: Cow::Owned(header), text: None, source: source.clone(), entries: Some(Box::new(entries)), text_file: None })
+                }))
             }
         }
     }
+}
+
+/// The entries of a result file, read again as they are stored: the
+/// file is parsed on a thread of its own that hands each entry over as it
+/// is read (at most one waits), checked again in case the file changed
+/// since it was checked; any error ends the list with that error, so the
+/// transaction is rolled back.
+fn entries_of(path: std::path::PathBuf, imported: bool) -> text::Entries<'static> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<anyhow::Result<crate::model::ProbeResult>>(1);
+    std::thread::spawn(move || {
+        let sent = tx.clone();
+        let each = Box::new(move |i, r: crate::model::ProbeResult| {
+            crate::model::check_entry(i, &r, imported)?;
+            sent.send(Ok(r)).map_err(|_| "the import stopped".to_string())
+        });
+        if let Err(e) = crate::store::json::read_run_entries(&path, each) {
+            let _ = tx.send(Err(e.into()));
+        }
+    });
+    Box::new(rx.into_iter())
 }
 
 fn check_word(flag: &str, v: &str) -> Result<(), BadInput> {
@@ -227,10 +271,11 @@ pub(crate) fn cmd(args: &ImportArgs) -> anyhow::Result<u8> {
     if args.dry_run {
         return print_runs(converted);
     }
-    let shown: Vec<(String, String, Vec<String>)> = match &converted {
-        Converted::AsIs { run, .. } => vec![(system_of(run).to_string(), run.source().to_string(), run.fidelity.clone())],
+    let mut converted = converted;
+    let shown: Vec<(String, String, Rc<Vec<String>>)> = match &mut converted {
+        Converted::AsIs { run, .. } => vec![(system_of(run).to_string(), run.source().to_string(), Rc::new(run.fidelity.clone()))],
         Converted::Foreign { ctx, checked, .. } => {
-            checked.iter().map(|c| (c.system.clone(), ctx.format.name().to_string(), c.fidelity.clone())).collect()
+            std::mem::take(checked).into_iter().map(|c| (c.system, ctx.format.name().to_string(), c.fidelity)).collect()
         }
     };
     let mut store = Store::open(&Location::resolve(args.db.db.as_deref())?)?;
@@ -238,7 +283,7 @@ pub(crate) fn cmd(args: &ImportArgs) -> anyhow::Result<u8> {
     let ids = store.save_all(&mut converted.runs(), args.tag.as_deref())?;
     for ((system, source, fidelity), id) in shown.into_iter().zip(ids) {
         println!("imported {system} ({source}) as run #{id}");
-        for f in &fidelity {
+        for f in fidelity.iter() {
             println!("  fidelity: {f}");
         }
     }
@@ -247,19 +292,23 @@ pub(crate) fn cmd(args: &ImportArgs) -> anyhow::Result<u8> {
 
 /// `--dry-run`: each run's text as it would be stored, written as it is made.
 fn print_runs(converted: Converted) -> anyhow::Result<u8> {
-    use std::io::Write;
     let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = Printed(std::io::BufWriter::new(stdout.lock()));
     for s in converted.runs() {
-        let s = s?;
-        match &s.text {
-            Some(t) => out.write_all(t.as_bytes())?,
-            None => {
-                serde_json::to_writer_pretty(&mut out, s.run.as_ref()).map_err(|e| anyhow::anyhow!("cannot serialise the converted run: {e}"))?;
-                out.write_all(b"\n")?;
-            }
-        }
+        text::write_run(&mut s?, &mut out)?;
     }
-    out.flush()?;
+    std::io::Write::flush(&mut out.0)?;
     Ok(EXIT_OK)
+}
+
+/// The text of runs to standard output, part by part.
+struct Printed<W: std::io::Write>(W);
+
+impl<W: std::io::Write> text::Sink for Printed<W> {
+    fn part(&mut self, _seq: i64, text: &str) -> anyhow::Result<()> {
+        Ok(self.0.write_all(text.as_bytes())?)
+    }
+    fn entry(&mut self, _idx: usize, _r: &crate::model::ProbeResult) -> anyhow::Result<()> {
+        Ok(())
+    }
 }

@@ -2,9 +2,10 @@
 //! (one system) and [`Series`] (one thread, CPU column or task pair) every
 //! format produces, and [`build_run`], which checks each series, turns it
 //! into a [`ProbeResult`], adds one merged entry per probe/variant
-//! ([`merge_results`]) and wraps them in a schema v1 [`Run`] with
-//! `imported_from` and `fidelity` notes (the rules in the module doc of
-//! `crate::import`).
+//! ([`Merge`]) and wraps them in a schema v1 [`Run`] with `imported_from`
+//! and `fidelity` notes (the rules in the module doc of `crate::import`).
+//! [`Building`] gives the same run entry by entry, for saving and printing
+//! in memory that does not grow with the number of entries.
 
 use std::collections::BTreeMap;
 
@@ -84,12 +85,83 @@ pub struct Context {
     pub name: Option<String>,
 }
 
-/// Build the schema v1 run for one parsed system. Each series becomes its
-/// entry as it is taken from `p` (its buckets move, never copied).
-pub fn build_run(mut p: Parsed, ctx: &Context) -> Result<Run, ParseError> {
+/// Build the schema v1 run for one parsed system, whole (see [`Building`]
+/// for the same run entry by entry).
+pub fn build_run(p: Parsed, ctx: &Context) -> Result<Run, ParseError> {
+    let (mut run, entries) = Building::new(p, ctx)?;
+    run.results = entries.collect::<Result<_, _>>()?;
+    Ok(run)
+}
+
+/// One system's entries built one by one, so memory does not grow with
+/// their number: one per series as it is taken from the parsed file, then
+/// one merged entry (thread = null) per probe/variant, as native runs have,
+/// each accumulated by [`Merge`] as its members go by. The constructors
+/// give the run without its entries (`results` empty) beside it; the whole
+/// run is that with these as `results` ([`build_run`]).
+pub(crate) struct Building<'p> {
+    series: Box<dyn Iterator<Item = Series> + 'p>,
+    probe: Option<String>,
+    phase: String,
+    /// Per probe/variant, in the order first seen: the merge so far.
+    groups: Vec<((String, Option<String>), Merge)>,
+    /// The merged entries, once every series is built.
+    merged: Option<std::vec::IntoIter<ProbeResult>>,
+}
+
+impl<'p> Building<'p> {
+    /// Take the series of `p` (their buckets move, never copied).
+    pub(crate) fn new(mut p: Parsed, ctx: &Context) -> Result<(Run, Building<'p>), ParseError> {
+        let series = std::mem::take(&mut p.series);
+        let header = header(&p, &series, ctx)?;
+        Ok((header, Building::with(Box::new(series.into_iter()), ctx)))
+    }
+
+    /// Build from a borrowed `p`, each series copied as it is built (a
+    /// check pass before the run is stored or printed).
+    pub(crate) fn borrowed(p: &'p Parsed, ctx: &Context) -> Result<(Run, Building<'p>), ParseError> {
+        let header = header(p, &p.series, ctx)?;
+        Ok((header, Building::with(Box::new(p.series.iter().cloned()), ctx)))
+    }
+
+    fn with(series: Box<dyn Iterator<Item = Series> + 'p>, ctx: &Context) -> Building<'p> {
+        Building { series, probe: ctx.probe.clone(), phase: ctx.phase.clone(), groups: Vec::new(), merged: None }
+    }
+}
+
+impl Iterator for Building<'_> {
+    type Item = Result<ProbeResult, ParseError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(m) = &mut self.merged {
+            return m.next().map(Ok);
+        }
+        let Some(s) = self.series.next() else {
+            let merged: Vec<ProbeResult> =
+                std::mem::take(&mut self.groups).into_iter().filter(|(_, m)| m.wanted()).map(|(_, m)| m.finish()).collect();
+            self.merged = Some(merged.into_iter());
+            return self.next();
+        };
+        let probe = self.probe.clone().unwrap_or_else(|| s.probe.clone());
+        let group = (probe, s.variant.clone());
+        let r = match finish_series(s, &group.0, &self.phase) {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        match self.groups.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, m)) => m.add(&r),
+            None => self.groups.push((group, Merge::of(&r))),
+        }
+        Some(Ok(r))
+    }
+}
+
+/// The run of `p` without its entries: host, plan, `imported_from` and
+/// `fidelity` notes, from what the file says and the series' CPUs,
+/// periods and probe/variant groups.
+fn header(p: &Parsed, series: &[Series], ctx: &Context) -> Result<Run, ParseError> {
     let system = ctx.name.clone().or(p.system.clone()).unwrap_or_else(|| ctx.file_stem.clone());
     let mut fidelity = p.fidelity.clone();
-    if p.series.iter().any(|s| s.overruns_unknown) {
+    if series.iter().any(|s| s.overruns_unknown) {
         fidelity.push(format!(
             "missed periods (overruns) unknown: {} does not count them; a deadline verdict sees only the late samples",
             if p.tool.is_empty() { "the source" } else { p.tool.as_str() }
@@ -103,36 +175,21 @@ pub fn build_run(mut p: Parsed, ctx: &Context) -> Result<Run, ParseError> {
         }
     };
     let finished_at = p.finished_at.clone().unwrap_or_else(|| started_at.clone());
-    if p.series.is_empty() {
+    if series.is_empty() {
         return Err(ParseError::file("the file holds no measurements"));
     }
-    let mut cpus: Vec<usize> = p.series.iter().filter_map(|s| s.cpu).collect();
+    let mut cpus: Vec<usize> = series.iter().filter_map(|s| s.cpu).collect();
     cpus.sort_unstable();
     cpus.dedup();
-    let interval = p.series.iter().map(|s| s.interval_ns).find(|&i| i > 0).unwrap_or(0);
-    let threads = p.series.len();
-    let mut results = Vec::with_capacity(threads + 1);
-    let mut groups: Vec<(String, Option<String>)> = Vec::new();
-    for s in std::mem::take(&mut p.series) {
-        let probe = ctx.probe.clone().unwrap_or_else(|| s.probe.clone());
-        let group = (probe, s.variant.clone());
-        let r = finish_series(s, &group.0, &ctx.phase)?;
+    let interval = series.iter().map(|s| s.interval_ns).find(|&i| i > 0).unwrap_or(0);
+    let mut groups: Vec<(&str, Option<&str>)> = Vec::new();
+    for s in series {
+        let group = (ctx.probe.as_deref().unwrap_or(&s.probe), s.variant.as_deref());
         if !groups.contains(&group) {
             groups.push(group);
         }
-        results.push(r);
     }
-    // One merged entry (thread = null) per probe/variant, as native runs have.
-    let mut merged = Vec::new();
-    for (probe, variant) in &groups {
-        let members: Vec<&ProbeResult> = results.iter().filter(|r| &r.probe == probe && &r.variant == variant).collect();
-        if members.len() > 1 || members.iter().any(|r| r.thread.is_some()) {
-            merged.push(merge_results(&members));
-        }
-    }
-    results.extend(merged);
-
-    let mut probes: Vec<String> = groups.iter().map(|g| g.0.clone()).collect();
+    let mut probes: Vec<String> = groups.iter().map(|g| g.0.to_string()).collect();
     probes.dedup();
     let tool_named = if p.tool_version.is_empty() { p.tool.clone() } else { format!("{} {}", p.tool, p.tool_version) };
     let host = Host {
@@ -146,7 +203,7 @@ pub fn build_run(mut p: Parsed, ctx: &Context) -> Result<Run, ParseError> {
         ..Host::default()
     };
     let mut plan = Plan::new(probes, vec![ctx.phase.clone()], Nanos(p.duration_ns.unwrap_or(0)), Nanos(interval));
-    plan.threads = threads;
+    plan.threads = series.len();
     plan.cpus = cpus;
     let from = ImportedFrom {
         format: ctx.format.name().into(),
@@ -155,8 +212,7 @@ pub fn build_run(mut p: Parsed, ctx: &Context) -> Result<Run, ParseError> {
         file: ctx.file.clone(),
         system,
     };
-    let mut run =
-        Run::imported(Tool::new(p.tool.clone(), p.tool_version.clone()), from, host, plan, results, (started_at, finished_at));
+    let mut run = Run::imported(Tool::new(p.tool.clone(), p.tool_version.clone()), from, host, plan, Vec::new(), (started_at, finished_at));
     run.command_line = p.command_line.clone();
     run.fidelity = fidelity;
     Ok(run)
@@ -241,50 +297,120 @@ fn series_name(s: &Series) -> String {
     n
 }
 
-/// Merge per-thread results into one entry with `thread`/`cpu` null.
-pub(crate) fn merge_results(parts: &[&ProbeResult]) -> ProbeResult {
-    let first = parts[0];
-    let samples: u64 = parts.iter().map(|r| r.samples).fold(0u64, |a, b| a.saturating_add(b));
-    let min = parts.iter().map(|r| r.min_ns.0).min().unwrap_or(0);
-    let max = parts.iter().map(|r| r.max_ns.0).max().unwrap_or(0);
-    let pooled = stats::Moments::pooled(
-        &parts.iter().map(|r| stats::Moments { n: r.samples, mean: r.mean_ns, sd: r.stddev_ns }).collect::<Vec<_>>(),
-    );
-    let summary_only = parts.iter().any(|r| r.percentiles_ns.is_empty());
-    let histogram = if summary_only {
-        vec![Bucket { lo_ns: Nanos(min), hi_ns: Nanos(max), count: samples }]
-    } else {
-        normalise_buckets(parts.iter().flat_map(|r| r.histogram.iter().copied()).collect())
-    };
-    let percentiles_ns = if summary_only { BTreeMap::new() } else { percentiles(&histogram, samples, min, max) };
-    let mut r = ProbeResult::new(first.probe.clone(), first.phase.clone(), first.variant.clone(), None, None, first.interval_ns);
-    r.samples = samples;
-    r.overruns = parts.iter().map(|r| r.overruns).fold(0u64, |a, b| a.saturating_add(b));
-    r.overruns_known = parts.iter().all(|r| r.overruns_known);
-    r.min_ns = Nanos(min);
-    r.max_ns = Nanos(max);
-    r.mean_ns = pooled.mean;
-    r.stddev_ns = pooled.sd;
-    r.percentiles_ns = percentiles_ns;
-    r.histogram = histogram;
-    r.extras.samples_unknown = parts.iter().any(|p| p.extras.samples_unknown);
-    // Signed summaries merge when any part has one; a part without one had
-    // no negative value, so its unsigned min/mean/max are its signed ones.
-    if parts.iter().any(|p| p.extras.signed.is_some()) {
-        r.extras.signed = parts
-            .iter()
-            .map(|p| {
-                p.extras.signed.unwrap_or(SignedStats {
-                    samples: p.samples,
-                    min_ns: p.min_ns.0 as i64,
-                    max_ns: p.max_ns.0 as i64,
-                    mean_ns: p.mean_ns,
-                    clamped: false,
-                })
-            })
-            .reduce(SignedStats::merge);
+/// The merged entry of one probe/variant, accumulated member by member:
+/// what the merge needs of each member is kept (its moments, its buckets
+/// folded in as they come), never the member itself.
+pub(crate) struct Merge {
+    first: ProbeResult,
+    members: usize,
+    any_thread: bool,
+    samples: u64,
+    overruns: u64,
+    overruns_known: bool,
+    min: u64,
+    max: u64,
+    moments: Vec<stats::Moments>,
+    summary_only: bool,
+    /// Every member's buckets, normalised whenever they double (merging
+    /// overlapping ranges gives the same buckets in any grouping).
+    buckets: Vec<Bucket>,
+    normalised: usize,
+    samples_unknown: bool,
+    signed: Option<SignedStats>,
+    any_signed: bool,
+}
+
+impl Merge {
+    /// A merge whose first member is `r` (its probe, phase, variant and
+    /// period name the merged entry).
+    pub(crate) fn of(r: &ProbeResult) -> Merge {
+        let first = ProbeResult::new(r.probe.clone(), r.phase.clone(), r.variant.clone(), None, None, r.interval_ns);
+        let mut m = Merge {
+            first,
+            members: 0,
+            any_thread: false,
+            samples: 0,
+            overruns: 0,
+            overruns_known: true,
+            min: u64::MAX,
+            max: 0,
+            moments: Vec::new(),
+            summary_only: false,
+            buckets: Vec::new(),
+            normalised: 0,
+            samples_unknown: false,
+            signed: None,
+            any_signed: false,
+        };
+        m.add(r);
+        m
     }
-    r
+
+    pub(crate) fn add(&mut self, r: &ProbeResult) {
+        self.members += 1;
+        self.any_thread |= r.thread.is_some();
+        self.samples = self.samples.saturating_add(r.samples);
+        self.overruns = self.overruns.saturating_add(r.overruns);
+        self.overruns_known &= r.overruns_known;
+        self.min = self.min.min(r.min_ns.0);
+        self.max = self.max.max(r.max_ns.0);
+        self.moments.push(stats::Moments { n: r.samples, mean: r.mean_ns, sd: r.stddev_ns });
+        self.samples_unknown |= r.extras.samples_unknown;
+        self.summary_only |= r.percentiles_ns.is_empty();
+        if self.summary_only {
+            self.buckets = Vec::new();
+        } else {
+            self.buckets.extend_from_slice(&r.histogram);
+            if self.buckets.len() > 2 * self.normalised + 4096 {
+                self.buckets = normalise_buckets(std::mem::take(&mut self.buckets));
+                self.normalised = self.buckets.len();
+            }
+        }
+        // Signed summaries merge when any part has one; a part without one
+        // had no negative value, so its unsigned min/mean/max are its signed ones.
+        self.any_signed |= r.extras.signed.is_some();
+        let signed = r.extras.signed.unwrap_or(SignedStats {
+            samples: r.samples,
+            min_ns: r.min_ns.0 as i64,
+            max_ns: r.max_ns.0 as i64,
+            mean_ns: r.mean_ns,
+            clamped: false,
+        });
+        self.signed = Some(match self.signed {
+            Some(acc) => SignedStats::merge(acc, signed),
+            None => signed,
+        });
+    }
+
+    /// A probe/variant has a merged entry when it has several members or
+    /// its member is a thread's.
+    fn wanted(&self) -> bool {
+        self.members > 1 || self.any_thread
+    }
+
+    pub(crate) fn finish(self) -> ProbeResult {
+        let (samples, min, max) = (self.samples, self.min, self.max);
+        let pooled = stats::Moments::pooled(&self.moments);
+        let histogram = if self.summary_only {
+            vec![Bucket { lo_ns: Nanos(min), hi_ns: Nanos(max), count: samples }]
+        } else {
+            normalise_buckets(self.buckets)
+        };
+        let percentiles_ns = if self.summary_only { BTreeMap::new() } else { percentiles(&histogram, samples, min, max) };
+        let mut r = self.first;
+        r.samples = samples;
+        r.overruns = self.overruns;
+        r.overruns_known = self.overruns_known;
+        r.min_ns = Nanos(min);
+        r.max_ns = Nanos(max);
+        r.mean_ns = pooled.mean;
+        r.stddev_ns = pooled.sd;
+        r.percentiles_ns = percentiles_ns;
+        r.histogram = histogram;
+        r.extras.samples_unknown = self.samples_unknown;
+        r.extras.signed = if self.any_signed { self.signed } else { None };
+        r
+    }
 }
 
 #[cfg(test)]

@@ -54,6 +54,7 @@ pub(crate) mod suites_csv;
 pub(crate) mod xenomai;
 
 pub use build::{build_run, Context, Parsed};
+pub(crate) use build::Building;
 pub(crate) use build::Series;
 pub(crate) use fold::{folded_note, Hist, Seconds};
 pub use format::{detect, detect_head, parse, Format, FORMATS};

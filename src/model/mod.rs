@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 pub const SCHEMA_VERSION: u32 = 1;
 
 pub mod doctor;
+pub(crate) mod entries;
 pub mod host;
 pub mod invariants;
 pub mod monitor;
@@ -28,6 +29,7 @@ pub use crate::units::Nanos;
 pub use doctor::{Evidence, Finding, Severity};
 pub use trace::{Culprit, TracePlan, TraceSummary, TraceWindow};
 pub use host::*;
+pub(crate) use invariants::check_entry;
 pub use invariants::MAX_STORED;
 pub use monitor::*;
 pub use phases::*;
@@ -63,6 +65,8 @@ pub struct Run {
     pub calibration: Calibration,
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// Read whole, or entry by entry inside [`entries::read_entries`].
+    #[serde(deserialize_with = "entries::results")]
     pub results: Vec<ProbeResult>,
     /// What threshold tracing did (absent when it was not asked for or not available).
     #[serde(default, skip_serializing_if = "Option::is_none")]

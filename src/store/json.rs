@@ -245,36 +245,122 @@ pub(crate) fn read_run_text(path: &Path) -> Result<(Run, String), BadInput> {
     // Only the version is looked at first (the rest is skipped, not built as
     // a JSON tree: a tree of a 200 MB result took gigabytes), then the run
     // is read straight from the text.
-    #[derive(serde::Deserialize)]
-    struct Version {
-        schema_version: Option<serde_json::Value>,
-    }
-    let version = match serde_json::from_str::<Version>(&text) {
+    check_version(path, serde_json::from_str::<Version>(&text))?;
+    let run: Run = serde_json::from_str(&text).map_err(|e| not_schema(path, e))?;
+    run.check_invariants().map_err(|e| broken(path, e))?;
+    Ok((run, text))
+}
+
+/// The one field looked at before a result file is read.
+#[derive(serde::Deserialize)]
+struct Version {
+    schema_version: Option<serde_json::Value>,
+}
+
+/// A result file's `schema_version` must be this rtscope's.
+fn check_version(path: &Path, read: serde_json::Result<Version>) -> Result<(), BadInput> {
+    let version = match read {
         Ok(v) => v.schema_version.and_then(|s| s.as_u64()),
         Err(e) if e.is_data() => None,
         Err(e) => return Err(BadInput(format!("{}: not valid JSON ({e}); is it an rtscope result file?", path.display()))),
     };
     match version {
-        Some(n) if n == SCHEMA_VERSION as u64 => {}
-        Some(n) => {
-            return Err(BadInput(format!(
-                "{}: schema_version {n} is not supported by this rtscope (it reads version {SCHEMA_VERSION}); use a matching rtscope release",
-                path.display()
-            )))
-        }
-        None => {
-            return Err(BadInput(format!(
-                "{}: no schema_version field; this is not an rtscope result file",
-                path.display()
-            )))
-        }
-    }
-    let run: Run = serde_json::from_str(&text).map_err(|e| BadInput(format!("{}: does not match result schema v{SCHEMA_VERSION}: {e}", path.display())))?;
-    run.check_invariants().map_err(|e| {
-        BadInput(format!(
-            "{}: {e}: the file breaks result schema v{SCHEMA_VERSION} (docs/schema.md); it was not written by rtscope, or was edited",
+        Some(n) if n == SCHEMA_VERSION as u64 => Ok(()),
+        Some(n) => Err(BadInput(format!(
+            "{}: schema_version {n} is not supported by this rtscope (it reads version {SCHEMA_VERSION}); use a matching rtscope release",
             path.display()
-        ))
-    })?;
-    Ok((run, text))
+        ))),
+        None => Err(BadInput(format!("{}: no schema_version field; this is not an rtscope result file", path.display()))),
+    }
+}
+
+fn not_schema(path: &Path, e: serde_json::Error) -> BadInput {
+    BadInput(format!("{}: does not match result schema v{SCHEMA_VERSION}: {e}", path.display()))
+}
+
+fn broken(path: &Path, e: String) -> BadInput {
+    BadInput(format!(
+        "{}: {e}: the file breaks result schema v{SCHEMA_VERSION} (docs/schema.md); it was not written by rtscope, or was edited",
+        path.display()
+    ))
+}
+
+/// [`read_run_text`] without holding the text or the entries: the file is
+/// read from disk three times (UTF-8, the version, the run), the run comes
+/// back with `results` empty and each entry goes to `each` as it is read,
+/// checked against the schema's invariants first. The errors are
+/// [`read_run_text`]'s, in its order (an invariant broken by an early entry
+/// is reported only once the whole file has read).
+pub(crate) fn read_run_entries(path: &Path, mut each: crate::model::entries::Each) -> Result<(Run, usize), BadInput> {
+    use std::cell::RefCell;
+    use std::io::BufReader;
+    use std::rc::Rc;
+    let open = || -> Result<BufReader<std::io::Take<std::fs::File>>, BadInput> {
+        let (f, _) = open_input(path, MAX_RESULT_BYTES).map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+        Ok(BufReader::with_capacity(1 << 20, std::io::Read::take(f, MAX_RESULT_BYTES + 1)))
+    };
+    check_utf8(path, open()?)?;
+    check_version(path, serde_json::from_reader::<_, Version>(open()?))?;
+    // The first broken invariant of an entry, as for a native run and as
+    // for an imported one (whether the run is imported is known at its end).
+    #[derive(Default)]
+    struct Seen {
+        entries: usize,
+        native: Option<String>,
+        imported: Option<String>,
+    }
+    let seen = Rc::new(RefCell::new(Seen::default()));
+    let s = Rc::clone(&seen);
+    let check: crate::model::entries::Each = Box::new(move |i, r| {
+        let mut s = s.borrow_mut();
+        s.entries += 1;
+        if s.native.is_none() {
+            s.native = crate::model::check_entry(i, &r, false).err();
+        }
+        if s.imported.is_none() {
+            s.imported = crate::model::check_entry(i, &r, true).err();
+        }
+        drop(s);
+        each(i, r)
+    });
+    let run: Run = crate::model::entries::read_entries(check, || serde_json::from_reader(open()?).map_err(|e| not_schema(path, e)))?;
+    let seen = std::mem::take(&mut *seen.borrow_mut());
+    let first = if run.imported_from.is_some() { seen.imported } else { seen.native };
+    if let Some(e) = first {
+        return Err(broken(path, e));
+    }
+    Ok((run, seen.entries))
+}
+
+/// A result file must be UTF-8 text: checked as it streams by, with
+/// [`read_run_text`]'s message (the offset counted from the file's start).
+fn check_utf8(path: &Path, mut r: impl std::io::Read) -> Result<(), BadInput> {
+    let mut buf = vec![0u8; 1 << 20];
+    let (mut keep, mut at) = (0usize, 0u64);
+    loop {
+        let n = r.read(&mut buf[keep..]).map_err(|e| BadInput(format!("{}: cannot read: {e}", path.display())))?;
+        let end = keep + n;
+        match std::str::from_utf8(&buf[..end]) {
+            Ok(_) => keep = 0,
+            // A character cut at the end of the buffer: its start is kept for the next read.
+            Err(e) if e.error_len().is_none() && n > 0 => {
+                let v = e.valid_up_to();
+                buf.copy_within(v..end, 0);
+                keep = end - v;
+                at += v as u64;
+                continue;
+            }
+            Err(e) => {
+                let what = match e.error_len() {
+                    Some(len) => format!("invalid utf-8 sequence of {len} bytes from index {}", at + e.valid_up_to() as u64),
+                    None => format!("incomplete utf-8 byte sequence from index {}", at + e.valid_up_to() as u64),
+                };
+                return Err(BadInput(format!("{}: not UTF-8 text ({what}); is it an rtscope result file?", path.display())));
+            }
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        at += end as u64;
+    }
 }

@@ -134,42 +134,36 @@ impl Filter {
     }
 }
 
-/// The largest `max_ns` of a run's entries (the `runs.max_ns` column).
-fn run_max(run: &Run) -> u64 {
-    run.results.iter().map(|r| r.max_ns.0).max().unwrap_or(0)
-}
-
 /// Every number a history database keeps as a signed 64-bit integer must
 /// fit one (both backends; past 2^63 - 1 ns is 292 years, which no
 /// measurement gives). Checked before anything is stored, so a bad value
-/// is exit 2 naming the entry and field, with nothing written.
-pub(crate) fn check_storable(run: &Run) -> Result<(), String> {
+/// is exit 2 naming the entry and field, with nothing written (a run is
+/// checked entry by entry as it is built).
+pub(crate) fn check_storable_entry(r: &crate::model::ProbeResult) -> Result<(), String> {
     const MAX: u64 = i64::MAX as u64;
-    for r in &run.results {
-        let mut fields: Vec<(String, u64)> = vec![
-            ("interval_ns".into(), r.interval_ns.0),
-            ("samples".into(), r.samples),
-            ("overruns".into(), r.overruns),
-            ("min_ns".into(), r.min_ns.0),
-            ("max_ns".into(), r.max_ns.0),
-        ];
-        fields.extend(r.percentiles_ns.iter().map(|(k, v)| (format!("percentiles_ns.{k}"), v.0)));
-        for b in &r.histogram {
-            fields.extend([("histogram lo_ns".into(), b.lo_ns.0), ("histogram hi_ns".into(), b.hi_ns.0), ("histogram count".into(), b.count)]);
+    let mut fields: Vec<(String, u64)> = vec![
+        ("interval_ns".into(), r.interval_ns.0),
+        ("samples".into(), r.samples),
+        ("overruns".into(), r.overruns),
+        ("min_ns".into(), r.min_ns.0),
+        ("max_ns".into(), r.max_ns.0),
+    ];
+    fields.extend(r.percentiles_ns.iter().map(|(k, v)| (format!("percentiles_ns.{k}"), v.0)));
+    for b in &r.histogram {
+        fields.extend([("histogram lo_ns".into(), b.lo_ns.0), ("histogram hi_ns".into(), b.hi_ns.0), ("histogram count".into(), b.count)]);
+    }
+    if let Some((name, v)) = fields.into_iter().find(|(_, v)| *v > MAX) {
+        let mut entry = format!("{}/{}", r.phase, r.probe);
+        if let Some(v) = &r.variant {
+            entry.push_str(&format!(" ({v})"));
         }
-        if let Some((name, v)) = fields.into_iter().find(|(_, v)| *v > MAX) {
-            let mut entry = format!("{}/{}", r.phase, r.probe);
-            if let Some(v) = &r.variant {
-                entry.push_str(&format!(" ({v})"));
-            }
-            if let Some(t) = r.thread {
-                entry.push_str(&format!(", thread {t}"));
-            }
-            return Err(format!(
-                "entry {entry}: {name} = {v} is past the largest value the history keeps ({MAX}, 292 years in ns); \
-                 check the value in the file"
-            ));
+        if let Some(t) = r.thread {
+            entry.push_str(&format!(", thread {t}"));
         }
+        return Err(format!(
+            "entry {entry}: {name} = {v} is past the largest value the history keeps ({MAX}, 292 years in ns); \
+             check the value in the file"
+        ));
     }
     Ok(())
 }

@@ -37,7 +37,7 @@ use super::pgconn::{reason, Target};
 use super::text::{self, Runs, Saving};
 use super::{Facets, Page, PageQuery, PhaseMax, RunRow};
 use crate::error::BadInput;
-use crate::model::Run;
+use crate::model::{ProbeResult, Run};
 use crate::stats::PERCENTILES;
 
 /// The PostgreSQL schema holding rtscope's tables.
@@ -206,7 +206,7 @@ impl Store {
     /// Save `run`, whose JSON text is `json` (for a native run: the file's
     /// exact bytes). `source` is "native" or an importer format. Returns the id.
     pub(crate) fn save(&mut self, run: &Run, json: &str, source: &str) -> anyhow::Result<i64> {
-        let one = Saving { run: std::borrow::Cow::Borrowed(run), text: Some(json.into()), source: source.to_string() };
+        let one = Saving { run: std::borrow::Cow::Borrowed(run), text: Some(json.into()), source: source.to_string(), entries: None, text_file: None };
         Ok(self.save_all(&mut std::iter::once(Ok(one)), None)?[0])
     }
 
@@ -224,7 +224,7 @@ impl Store {
         let mut tx = self.client.transaction().map_err(e)?;
         let mut ids = Vec::new();
         for s in runs {
-            let id = insert_run(&mut tx, &target, &s?, &saved_at)?;
+            let id = insert_run(&mut tx, &target, &mut s?, &saved_at)?;
             if let Some(t) = tag {
                 tx.execute("INSERT INTO tags (run_id, tag) VALUES ($1, $2) ON CONFLICT DO NOTHING", &[&id, &t]).map_err(e)?;
             }
@@ -491,18 +491,14 @@ impl Store {
 }
 
 
-/// Insert one run: its `runs` row, its text by parts (then the text's hash
-/// into the row), its results and buckets.
-fn insert_run(tx: &mut Transaction<'_>, target: &Target, s: &Saving<'_>, saved_at: &str) -> anyhow::Result<i64> {
+/// Insert one run: its `runs` row, its text by parts and its results and
+/// buckets as they are written (then the text's hash and the largest
+/// `max_ns` into the row).
+fn insert_run(tx: &mut Transaction<'_>, target: &Target, s: &mut Saving<'_>, saved_at: &str) -> anyhow::Result<i64> {
     let e = |e| pg_err(target, e);
     let id = insert_row(tx, target, s, saved_at)?;
     let part = tx.prepare("INSERT INTO run_json (run_id, seq, part) VALUES ($1, $2, $3)").map_err(e)?;
-    let sha = text::write_parts(s, &mut |seq, p| {
-        tx.execute(&part, &[&id, &seq, &p]).map_err(e)?;
-        Ok(())
-    })?;
-    tx.execute("UPDATE runs SET file_sha256 = $1 WHERE id = $2", &[&sha, &id]).map_err(e)?;
-    let res = tx
+    let result = tx
         .prepare(
             "INSERT INTO results (run_id, idx, probe, phase, variant, thread, cpu, interval_ns, samples, overruns,
                 min_ns, max_ns, mean_ns, stddev_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, p99_99_ns, p99_999_ns)
@@ -515,31 +511,54 @@ fn insert_run(tx: &mut Transaction<'_>, target: &Target, s: &Saving<'_>, saved_a
              SELECT $1, $2, lo, hi, n FROM unnest($3::BIGINT[], $4::BIGINT[], $5::BIGINT[]) AS b(lo, hi, n)",
         )
         .map_err(e)?;
-    for (idx, r) in s.run.results.iter().enumerate() {
-        let idx = idx as i64;
+    let mut rows = Rows { tx: &mut *tx, target, id, part, result, buckets };
+    let w = text::write_run(s, &mut rows)?;
+    tx.execute("UPDATE runs SET file_sha256 = $1, max_ns = $2 WHERE id = $3", &[&w.sha256, &int(w.max_ns)?, &id]).map_err(e)?;
+    Ok(id)
+}
+
+/// The statements that write one run's rows as [`text::write_run`] goes.
+struct Rows<'t, 'c> {
+    tx: &'t mut Transaction<'c>,
+    target: &'t Target,
+    id: i64,
+    part: postgres::Statement,
+    result: postgres::Statement,
+    buckets: postgres::Statement,
+}
+
+impl text::Sink for Rows<'_, '_> {
+    fn part(&mut self, seq: i64, text: &str) -> anyhow::Result<()> {
+        self.tx.execute(&self.part, &[&self.id, &seq, &text]).map_err(|e| pg_err(self.target, e))?;
+        Ok(())
+    }
+    fn entry(&mut self, idx: usize, r: &ProbeResult) -> anyhow::Result<()> {
+        let (id, idx) = (self.id, idx as i64);
         let pct: Vec<Option<i64>> =
             PERCENTILES.iter().map(|q| r.percentiles_ns.get(q.key).map(|n| int(n.0)).transpose()).collect::<anyhow::Result<_>>()?;
         let (thread, cpu) = (opt_int(r.thread)?, opt_int(r.cpu)?);
         let nums = [int(r.interval_ns.0)?, int(r.samples)?, int(r.overruns)?, int(r.min_ns.0)?, int(r.max_ns.0)?];
-        tx.execute(
-            &res,
-            &[
-                &id, &idx, &r.probe, &r.phase, &r.variant, &thread, &cpu, &nums[0], &nums[1], &nums[2], &nums[3], &nums[4],
-                &r.mean_ns, &r.stddev_ns, &pct[0], &pct[1], &pct[2], &pct[3], &pct[4], &pct[5],
-            ],
-        )
-        .map_err(e)?;
+        self.tx
+            .execute(
+                &self.result,
+                &[
+                    &id, &idx, &r.probe, &r.phase, &r.variant, &thread, &cpu, &nums[0], &nums[1], &nums[2], &nums[3], &nums[4],
+                    &r.mean_ns, &r.stddev_ns, &pct[0], &pct[1], &pct[2], &pct[3], &pct[4], &pct[5],
+                ],
+            )
+            .map_err(|e| pg_err(self.target, e))?;
         if !r.histogram.is_empty() {
             let lo = r.histogram.iter().map(|b| int(b.lo_ns.0)).collect::<anyhow::Result<Vec<_>>>()?;
             let hi = r.histogram.iter().map(|b| int(b.hi_ns.0)).collect::<anyhow::Result<Vec<_>>>()?;
             let n = r.histogram.iter().map(|b| int(b.count)).collect::<anyhow::Result<Vec<_>>>()?;
-            tx.execute(&buckets, &[&id, &idx, &lo, &hi, &n]).map_err(e)?;
+            self.tx.execute(&self.buckets, &[&id, &idx, &lo, &hi, &n]).map_err(|e| pg_err(self.target, e))?;
         }
+        Ok(())
     }
-    Ok(id)
 }
 
-/// The `runs` row of `s` (its text and hash follow), returning its id.
+/// The `runs` row of `s` (its text, hash and largest `max_ns` follow),
+/// returning its id.
 fn insert_row(tx: &mut Transaction<'_>, target: &Target, s: &Saving<'_>, saved_at: &str) -> anyhow::Result<i64> {
     let run = s.run.as_ref();
     let system = run.imported_from.as_ref().map(|i| i.system.clone()).unwrap_or_else(|| run.host.hostname.clone());
@@ -549,7 +568,7 @@ fn insert_row(tx: &mut Transaction<'_>, target: &Target, s: &Saving<'_>, saved_a
         .query_one(
             "INSERT INTO runs (started_at, finished_at, host, kernel, realtime, probes, phases, preset, interrupted,
                                source, system, file_sha256, host_json, json, saved_at, preempt, max_ns)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8, $9, $10, '', $11, '', $12, $13, $14)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8, $9, $10, '', $11, '', $12, $13, 0)
              RETURNING id",
             &[
                 &run.started_at,
@@ -565,7 +584,6 @@ fn insert_row(tx: &mut Transaction<'_>, target: &Target, s: &Saving<'_>, saved_a
                 &host_json,
                 &saved_at,
                 &run.host.preempt_model,
-                &int(super::run_max(run))?,
             ],
         )
         .map_err(|e| pg_err(target, e))?;

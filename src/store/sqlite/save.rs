@@ -16,7 +16,7 @@ impl Store {
     /// Save `run`, whose JSON text is `json` (for a native run: the file's
     /// exact bytes). `source` is "native" or an importer format. Returns the id.
     pub(crate) fn save(&mut self, run: &Run, json: &str, source: &str) -> anyhow::Result<i64> {
-        let one = Saving { run: std::borrow::Cow::Borrowed(run), text: Some(json.into()), source: source.to_string() };
+        let one = Saving { run: std::borrow::Cow::Borrowed(run), text: Some(json.into()), source: source.to_string(), entries: None, text_file: None };
         Ok(self.save_all(&mut std::iter::once(Ok(one)), None)?[0])
     }
 
@@ -34,7 +34,7 @@ impl Store {
             .map_err(|e| sql_err(&path, e))?;
         let mut ids = Vec::new();
         for s in runs {
-            let id = insert_run(&tx, &path, &s?, &saved_at).map_err(|e| exhausted_or(&tx, &path, e))?;
+            let id = insert_run(&tx, &path, &mut s?, &saved_at).map_err(|e| exhausted_or(&tx, &path, e))?;
             if let Some(t) = tag {
                 tx.execute("INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?1, ?2)", params![id, t])
                     .map_err(|e| sql_err(&path, e))?;
@@ -120,38 +120,59 @@ impl Store {
 
 }
 
-/// Insert one run: its `runs` row, its text by parts (then the text's
-/// hash into the row), its results and buckets.
-fn insert_run(tx: &rusqlite::Transaction<'_>, path: &Path, s: &Saving<'_>, saved_at: &str) -> anyhow::Result<i64> {
+/// Insert one run: its `runs` row, its text by parts and its results and
+/// buckets as they are written (then the text's hash and the largest
+/// `max_ns` into the row).
+fn insert_run(tx: &rusqlite::Transaction<'_>, path: &Path, s: &mut Saving<'_>, saved_at: &str) -> anyhow::Result<i64> {
     let id = insert_row(tx, path, s, saved_at)?;
     let e = |e| sql_err(path, e);
-    let sha = {
-        let mut part = tx.prepare_cached("INSERT INTO run_json (run_id, seq, part) VALUES (?1, ?2, ?3)").map_err(e)?;
-        text::write_parts(s, &mut |seq, p| {
-            part.execute(params![id, seq, p]).map_err(e)?;
-            Ok(())
-        })?
+    let mut rows = Rows {
+        id,
+        path,
+        part: tx.prepare_cached("INSERT INTO run_json (run_id, seq, part) VALUES (?1, ?2, ?3)").map_err(e)?,
+        result: tx
+            .prepare_cached(
+                "INSERT INTO results (run_id, idx, probe, phase, variant, thread, cpu, interval_ns, samples, overruns,
+                    min_ns, max_ns, mean_ns, stddev_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, p99_99_ns, p99_999_ns)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+            )
+            .map_err(e)?,
+        bucket: tx.prepare_cached("INSERT INTO buckets (run_id, result_idx, lo_ns, hi_ns, count) VALUES (?1, ?2, ?3, ?4, ?5)").map_err(e)?,
     };
-    tx.execute("UPDATE runs SET file_sha256 = ?1 WHERE id = ?2", params![sha, id]).map_err(e)?;
-    let mut res = tx
-        .prepare_cached(
-            "INSERT INTO results (run_id, idx, probe, phase, variant, thread, cpu, interval_ns, samples, overruns,
-                min_ns, max_ns, mean_ns, stddev_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, p99_99_ns, p99_999_ns)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
-        )
+    let w = text::write_run(s, &mut rows)?;
+    tx.execute("UPDATE runs SET file_sha256 = ?1, max_ns = ?2 WHERE id = ?3", params![w.sha256, int(w.max_ns).map_err(e)?, id])
         .map_err(e)?;
-    let mut bucket =
-        tx.prepare_cached("INSERT INTO buckets (run_id, result_idx, lo_ns, hi_ns, count) VALUES (?1, ?2, ?3, ?4, ?5)").map_err(e)?;
-    for (idx, r) in s.run.results.iter().enumerate() {
-        insert_result(&mut res, id, idx as i64, r).map_err(e)?;
-        for b in &r.histogram {
-            bucket.execute(params![id, idx as i64, int(b.lo_ns.0).map_err(e)?, int(b.hi_ns.0).map_err(e)?, int(b.count).map_err(e)?]).map_err(e)?;
-        }
-    }
     Ok(id)
 }
 
-/// The `runs` row of `s` (its text and hash follow), returning its id.
+/// The statements that write one run's rows as [`text::write_run`] goes.
+struct Rows<'t> {
+    id: i64,
+    path: &'t Path,
+    part: rusqlite::CachedStatement<'t>,
+    result: rusqlite::CachedStatement<'t>,
+    bucket: rusqlite::CachedStatement<'t>,
+}
+
+impl text::Sink for Rows<'_> {
+    fn part(&mut self, seq: i64, text: &str) -> anyhow::Result<()> {
+        self.part.execute(params![self.id, seq, text]).map_err(|e| sql_err(self.path, e))?;
+        Ok(())
+    }
+    fn entry(&mut self, idx: usize, r: &ProbeResult) -> anyhow::Result<()> {
+        let e = |e| sql_err(self.path, e);
+        insert_result(&mut self.result, self.id, idx as i64, r).map_err(e)?;
+        for b in &r.histogram {
+            self.bucket
+                .execute(params![self.id, idx as i64, int(b.lo_ns.0).map_err(e)?, int(b.hi_ns.0).map_err(e)?, int(b.count).map_err(e)?])
+                .map_err(e)?;
+        }
+        Ok(())
+    }
+}
+
+/// The `runs` row of `s` (its text, hash and largest `max_ns` follow),
+/// returning its id.
 fn insert_row(tx: &rusqlite::Transaction<'_>, path: &Path, s: &Saving<'_>, saved_at: &str) -> anyhow::Result<i64> {
     let run = s.run.as_ref();
     let system = run.imported_from.as_ref().map(|i| i.system.clone()).unwrap_or_else(|| run.host.hostname.clone());
@@ -159,7 +180,7 @@ fn insert_row(tx: &rusqlite::Transaction<'_>, path: &Path, s: &Saving<'_>, saved
     tx.execute(
         "INSERT INTO runs (started_at, finished_at, host, kernel, realtime, probes, phases, preset, interrupted,
                            source, system, file_sha256, host_json, json, saved_at, preempt, max_ns)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8, ?9, ?10, '', ?11, '', ?12, ?13, ?14)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8, ?9, ?10, '', ?11, '', ?12, ?13, 0)",
         params![
             run.started_at,
             run.finished_at,
@@ -174,7 +195,6 @@ fn insert_row(tx: &rusqlite::Transaction<'_>, path: &Path, s: &Saving<'_>, saved
             host_json,
             saved_at,
             run.host.preempt_model,
-            int(crate::store::run_max(run)).map_err(|e| sql_err(path, e))?
         ],
     )
     .map_err(|e| sql_err(path, e))?;
