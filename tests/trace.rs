@@ -210,11 +210,24 @@ fn names_the_fifo_99_hog_as_top_culprit_of_late_samples() {
             assert_eq!(top["pid"].as_i64(), Some(hog_tid as i64), "the hog's tid");
             assert_eq!(top["prio"].as_i64(), Some(0), "FIFO 99 is kernel prio 0");
             let d = u(&top["duration_ns"]);
-            // The hog spins 2 ms of wall time; on a VM the host may stop the vCPU inside
-            // the burst, which the guest sees as the hog holding the CPU longer (2.785 ms
-            // once on this 2-vCPU VM under a parallel build). Upper bound: a tenth of the
-            // hog's 200 ms cycle, far below anything but its own burst.
-            assert!((1_500_000..=20_000_000).contains(&d), "hog held the CPU {d} ns, expected a 2 ms burst: {t:#}");
+            // The hog spins 2 ms of wall time; the late sample was due within one 200 µs
+            // period of the burst's start and woke at its end, so the window holds at
+            // least 1.8 ms of the burst. Interrupts and softirqs run inside a FIFO 99
+            // thread's burst and are theirs, not the hog's (0.41 ms of BLOCK softirq and
+            // virtio IRQ once, with stress-ng --io beside the suite): the hog's share is
+            // at least 1.5 ms less the interrupt time of the window. On a VM the host may
+            // stop the vCPU inside the burst, which the guest sees as the hog holding the
+            // CPU longer (2.785 ms once under a parallel build). Upper bound: a tenth of
+            // the hog's 200 ms cycle, far below anything but its own burst.
+            let interrupts: u64 = t["culprits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| ["irq", "softirq", "nmi"].contains(&c["kind"].as_str().unwrap_or("")))
+                .map(|c| u(&c["duration_ns"]))
+                .sum();
+            let least = 1_500_000u64.saturating_sub(interrupts);
+            assert!((least..=20_000_000).contains(&d), "hog held the CPU {d} ns (interrupts {interrupts} ns), expected a 2 ms burst: {t:#}");
             // The hog is not asked to explain a fixed share of the window: with stress-ng or
             // another test's load on CPU 1, the time before the burst began (the sample was
             // already late) and after it ended (an interrupt, a kworker) belongs to others,
