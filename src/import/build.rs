@@ -182,13 +182,8 @@ fn header(p: &Parsed, series: &[Series], ctx: &Context) -> Result<Run, ParseErro
     cpus.sort_unstable();
     cpus.dedup();
     let interval = series.iter().map(|s| s.interval_ns).find(|&i| i > 0).unwrap_or(0);
-    let mut groups: Vec<(&str, Option<&str>)> = Vec::new();
-    for s in series {
-        let group = (ctx.probe.as_deref().unwrap_or(&s.probe), s.variant.as_deref());
-        if !groups.contains(&group) {
-            groups.push(group);
-        }
-    }
+    let groups: Vec<(&str, Option<&str>)> =
+        crate::units::first_seen(series.iter().map(|s| (ctx.probe.as_deref().unwrap_or(&s.probe), s.variant.as_deref())));
     let mut probes: Vec<String> = groups.iter().map(|g| g.0.to_string()).collect();
     probes.dedup();
     let tool_named = if p.tool_version.is_empty() { p.tool.clone() } else { format!("{} {}", p.tool, p.tool_version) };
