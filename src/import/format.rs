@@ -49,11 +49,22 @@ pub(crate) struct ParseOptions {
 }
 
 /// What a parser is given besides the text: the file's name (a hint for
-/// formats that do not name their tool) and the command line's options.
+/// formats that do not name their tool), the command line's options and a
+/// way to read the input again from its start.
 pub(crate) struct Source<'a> {
     pub(crate) file_name: &'a str,
     pub(crate) opts: &'a ParseOptions,
+    /// The input again from its first byte, for a format read in two
+    /// passes (a first that counts or remembers offsets, a second that
+    /// builds entry by entry). A parser that uses it must check that the
+    /// second read sees what the first one saw (a file rewritten in
+    /// between is an error, never a mix of two versions).
+    #[allow(dead_code)] // until the first two-pass format uses it (issue 36 item 9)
+    pub(crate) reopen: Reopen<'a>,
 }
+
+/// Opens the input again from its start (see [`Source::reopen`]).
+pub(crate) type Reopen<'a> = &'a dyn Fn() -> std::io::Result<Box<dyn BufRead>>;
 
 /// The input's lines; a format read by a parser of its own (JSON, CSV) takes
 /// [`Lines::reader`].
@@ -254,22 +265,21 @@ pub fn detect_head(head: &str, complete: bool) -> Option<Format> {
 /// Parse `text` as `format` into one [`Parsed`] per system.
 /// `file_name` is a hint for formats that do not name their tool.
 pub fn parse(format: Format, text: &str, file_name: &str) -> Result<Vec<Parsed>, ParseError> {
-    parse_reader(format, text.as_bytes(), file_name)
+    // A text in memory is read again from a copy (tests and small inputs).
+    let reopen = || -> std::io::Result<Box<dyn BufRead>> { Ok(Box::new(std::io::Cursor::new(text.as_bytes().to_vec()))) };
+    parse_reader_with(format, text.as_bytes(), file_name, &ParseOptions::default(), &reopen)
 }
 
-/// [`parse`] reading from `r` as it goes: memory stays bounded whatever the
-/// input's size (lines are read one at a time; histograms of more than
-/// [`super::Hist::RAW_LIMIT`] buckets are kept at 3 significant digits, JSON
-/// histograms are folded in while the file is read).
-pub(crate) fn parse_reader(format: Format, r: impl BufRead, file_name: &str) -> Result<Vec<Parsed>, ParseError> {
-    parse_reader_with(format, r, file_name, &ParseOptions::default())
-}
-
-/// [`parse_reader`] with the command line's [`ParseOptions`].
-pub(crate) fn parse_reader_with(format: Format, mut r: impl BufRead, file_name: &str, opts: &ParseOptions) -> Result<Vec<Parsed>, ParseError> {
+/// [`parse`] reading from `r` as it goes, with the command line's
+/// [`ParseOptions`]: memory stays bounded whatever the input's size (lines
+/// are read one at a time; histograms of more than [`super::Hist::RAW_LIMIT`]
+/// buckets are kept at 3 significant digits, JSON histograms are folded in
+/// while the file is read). `reopen` reads the same input again from its
+/// start ([`Source::reopen`]).
+pub(crate) fn parse_reader_with(format: Format, mut r: impl BufRead, file_name: &str, opts: &ParseOptions, reopen: Reopen<'_>) -> Result<Vec<Parsed>, ParseError> {
     let parse = format.0.parse.ok_or_else(|| ParseError::file("internal: parse() takes a concrete foreign format"))?;
     let mut lines: Input<'_> = Lines::new(&mut r as &mut dyn BufRead);
-    parse(&mut lines, &Source { file_name, opts })
+    parse(&mut lines, &Source { file_name, opts, reopen })
 }
 
 #[cfg(test)]
