@@ -42,6 +42,37 @@ struct Checked {
     fidelity: Rc<Vec<String>>,
 }
 
+/// What tells one version of a file from another without reading it: the
+/// inode (a file replaced by a rename is another one), its length and its
+/// modification and change times (ctime cannot be set back by a writer).
+/// Taken before the first read of an import and compared after the last:
+/// the file is read several times (hashed, checked, stored), and a file
+/// rewritten in between must not store a text and entries of two versions.
+#[derive(PartialEq, Eq, Debug)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some(Stamp { dev: m.dev(), ino: m.ino(), len: m.len(), mtime: (m.mtime(), m.mtime_nsec()), ctime: (m.ctime(), m.ctime_nsec()) })
+}
+
+/// An error when `path` is no longer the file `before` stamped.
+fn changed_since(path: &Path, before: &Option<Stamp>) -> Option<BadInput> {
+    (stamp(path) != *before).then(|| {
+        BadInput(format!(
+            "{}: the file changed while it was imported (it is read more than once); nothing was stored: import it again once it is complete",
+            path.display()
+        ))
+    })
+}
+
 fn mtime_rfc3339(path: &Path) -> String {
     std::fs::metadata(path)
         .and_then(|m| m.modified())
@@ -271,9 +302,15 @@ pub(crate) fn cmd(args: &ImportArgs) -> anyhow::Result<u8> {
     if let Some(t) = &args.tag {
         check_tag(t)?;
     }
+    let before = stamp(&args.file);
     let converted = convert(args)?;
     if args.dry_run {
-        return print_runs(converted);
+        print_runs(converted)?;
+        // What was printed may mix two versions: said, and exit 2.
+        return match changed_since(&args.file, &before) {
+            Some(e) => Err(e.into()),
+            None => Ok(EXIT_OK),
+        };
     }
     let mut converted = converted;
     let shown: Vec<(String, String, Rc<Vec<String>>)> = match &mut converted {
@@ -283,8 +320,11 @@ pub(crate) fn cmd(args: &ImportArgs) -> anyhow::Result<u8> {
         }
     };
     let mut store = Store::open(&Location::resolve(args.db.db.as_deref())?)?;
-    // One transaction for every run of the file: all stored or none.
-    let ids = store.save_all(&mut converted.runs(), args.tag.as_deref())?;
+    // One transaction for every run of the file: all stored or none; the
+    // file checked unchanged after its last read, before the commit.
+    let path = args.file.clone();
+    let last = std::iter::once_with(move || changed_since(&path, &before)).flatten().map(|e| Err(e.into()));
+    let ids = store.save_all(&mut converted.runs().chain(last), args.tag.as_deref())?;
     for ((system, source, fidelity), id) in shown.into_iter().zip(ids) {
         println!("imported {system} ({source}) as run #{id}");
         for f in fidelity.iter() {
@@ -295,14 +335,14 @@ pub(crate) fn cmd(args: &ImportArgs) -> anyhow::Result<u8> {
 }
 
 /// `--dry-run`: each run's text as it would be stored, written as it is made.
-fn print_runs(converted: Converted) -> anyhow::Result<u8> {
+fn print_runs(converted: Converted) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut out = Printed(std::io::BufWriter::new(stdout.lock()));
     for s in converted.runs() {
         text::write_run(&mut s?, &mut out)?;
     }
     std::io::Write::flush(&mut out.0)?;
-    Ok(EXIT_OK)
+    Ok(())
 }
 
 /// The text of runs to standard output, part by part.
