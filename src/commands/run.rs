@@ -81,7 +81,7 @@ pub(crate) fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
         // Host strings and traced process names are the machine's, not
         // ours: printed through `report::escape`.
         let end = report::blocks::EndOfRun {
-            unit: report::blocks::Unit::of_ns_flag(output.ns),
+            unit: output.unit,
             deadline: args.analysis.deadline.map(crate::model::Nanos),
             preset: Some((exp.table, exp.bin_ns)),
         };
@@ -125,7 +125,7 @@ fn target(args: &RunArgs, spec: &str, started: OffsetDateTime) -> anyhow::Result
     if !output.quiet {
         // The summary and deadline lines alone: the agent's probes have no
         // max-rate, noise, load or trace parts.
-        let end = report::blocks::EndOfRun { unit: report::blocks::Unit::of_ns_flag(output.ns), deadline: args.analysis.deadline.map(crate::model::Nanos), preset: None };
+        let end = report::blocks::EndOfRun { unit: output.unit, deadline: args.analysis.deadline.map(crate::model::Nanos), preset: None };
         print!("{}", report::term::render_blocks(&report::blocks::end_of_run(&run, &end), false, None));
         println!("result: {}", output.path.display());
     }

@@ -5,13 +5,6 @@
 use crate::model::{Nanos, ProbeResult};
 use crate::report::blocks::{Block, Table, Tone, Unit, NOT_APPLICABLE, UNKNOWN};
 
-/// Format a latency for a table: µs with one decimal, or whole ns. Kept for
-/// callers that still hold `--ns` as a bool (commands/monitor.rs); the rest
-/// use [`Unit::fmt`].
-pub(crate) fn fmt_latency(ns: f64, in_ns: bool) -> String {
-    Unit::of_ns_flag(in_ns).fmt(ns)
-}
-
 /// A percentile cell; [`UNKNOWN`] when the result has none (imported
 /// summary-only results: percentiles unknown, see docs/schema.md); a bound
 /// (`≥ X`, `X–Y`) when it lies in a wide bucket (`percentiles::bounded`).

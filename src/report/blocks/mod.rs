@@ -14,7 +14,6 @@ mod run_tables;
 mod suites;
 
 use crate::analysis::summary::{Analysis, RunAnalysis};
-use crate::model::Nanos;
 
 pub(crate) use compare_tables::{bin_table, compare_table, throughput_compare_table};
 pub(crate) use monitor::monitor_windows;
@@ -25,37 +24,9 @@ pub(crate) use run_tables::{
 };
 use run_tables::verdict_blocks;
 pub(crate) use suites::{fmt_count, rhealstone_table, thread_metric_table};
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Unit {
-    Us,
-    Ns,
-}
-
-impl Unit {
-    /// The unit `--ns` asks for: ns when given, else µs.
-    pub(crate) fn of_ns_flag(ns: bool) -> Unit {
-        if ns {
-            Unit::Ns
-        } else {
-            Unit::Us
-        }
-    }
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Unit::Us => "us",
-            Unit::Ns => "ns",
-        }
-    }
-    pub(crate) fn fmt(self, ns: f64) -> String {
-        match self {
-            Unit::Us => format!("{:.1}", ns / 1000.0),
-            Unit::Ns => format!("{:.0}", ns),
-        }
-    }
-    pub(crate) fn fmt_n(self, ns: Nanos) -> String {
-        self.fmt(ns.0 as f64)
-    }
-}
+/// The unit of every latency a report shows (in `units`, the leaf, so the
+/// plan's output choice holds it too).
+pub(crate) use crate::units::Unit;
 
 /// How a cell should stand out where the renderer can show it (colour).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
