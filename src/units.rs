@@ -1,8 +1,9 @@
 //! Units, the leaf of rtscope's layers: [`Nanos`] (every latency and
-//! duration), the parsers and formatters of durations (`30s`, `5m`) and
-//! intervals (a bare number is µs, as in cyclictest), [`CpuSet`] with its one
-//! parser ([`parse_cpu_list`]) and one formatter ([`cpu_list_str`]), and
-//! RFC 3339 timestamps. It imports nothing from the crate.
+//! duration), [`Unit`] (µs or ns: the unit latencies are shown in), the
+//! parsers and formatters of durations (`30s`, `5m`) and intervals (a bare
+//! number is µs, as in cyclictest), [`CpuSet`] with its one parser
+//! ([`parse_cpu_list`]) and one formatter ([`cpu_list_str`]), and RFC 3339
+//! timestamps. It imports nothing from the crate.
 //!
 //! The parsers return a message that says what is allowed, for clap to print.
 
@@ -19,6 +20,41 @@ impl Nanos {
     }
     pub(crate) fn as_micros_f64(self) -> f64 {
         self.0 as f64 / 1e3
+    }
+}
+
+/// The unit latencies are shown in: µs with one decimal, or whole ns
+/// (`--ns`). Decided once at the face (cli, commands) from the flag; the
+/// report and everything below take a `Unit`, never the flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unit {
+    Us,
+    Ns,
+}
+
+impl Unit {
+    /// The unit `--ns` asks for: ns when given, else µs.
+    pub(crate) fn of_ns_flag(ns: bool) -> Unit {
+        if ns {
+            Unit::Ns
+        } else {
+            Unit::Us
+        }
+    }
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Unit::Us => "us",
+            Unit::Ns => "ns",
+        }
+    }
+    pub(crate) fn fmt(self, ns: f64) -> String {
+        match self {
+            Unit::Us => format!("{:.1}", ns / 1000.0),
+            Unit::Ns => format!("{:.0}", ns),
+        }
+    }
+    pub(crate) fn fmt_n(self, ns: Nanos) -> String {
+        self.fmt(ns.0 as f64)
     }
 }
 

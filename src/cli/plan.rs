@@ -57,7 +57,7 @@ pub(crate) fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), 
             events: if args.trace_events.0 == ["default"] { Vec::new() } else { args.trace_events.0.clone() },
         }),
     };
-    Ok((plan, Output { path, quiet: args.quiet, ns: args.ns }))
+    Ok((plan, Output { path, quiet: args.quiet, unit: crate::units::Unit::of_ns_flag(args.ns) }))
 }
 
 /// `-a` (every CPU of it online), else every online CPU.

@@ -66,5 +66,5 @@ pub(crate) fn build(args: &RunArgs, target: &str, started: &str) -> Result<(Targ
         silence_ns: args.target_silence,
     };
     let path = super::plan::output_path(args, started)?;
-    Ok((spec, tp, Output { path, quiet: args.quiet, ns: args.ns }))
+    Ok((spec, tp, Output { path, quiet: args.quiet, unit: crate::units::Unit::of_ns_flag(args.ns) }))
 }

@@ -87,7 +87,7 @@ pub(crate) fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
         shared,
         textfile: args.textfile.clone(),
         quiet: output.quiet,
-        ns: output.ns,
+        unit: output.unit,
     };
     let result = monitor::execute(&mp, &id, args.run.command_line.clone(), started, &stop, &mut |w| sinks.window(w), crate::commands::run::warnings);
     if let Some(s) = server {
@@ -184,7 +184,7 @@ struct Sinks {
     shared: Arc<Mutex<String>>,
     textfile: Option<PathBuf>,
     quiet: bool,
-    ns: bool,
+    unit: crate::units::Unit,
 }
 
 impl Sinks {
@@ -212,7 +212,7 @@ impl Sinks {
 
     /// One unit per line, the tables' (µs, or ns with --ns).
     fn window_line(&self, x: &Window) -> String {
-        let un = if self.ns { "ns" } else { "us" };
+        let (u, un) = (self.unit, self.unit.name());
         format!(
             "window {} {} {}{}: {} samples, max {} {un}, p99 {} {un}, overruns {}",
             x.index,
@@ -220,8 +220,8 @@ impl Sinks {
             x.probe,
             x.variant.as_ref().map(|v| format!(" {v}")).unwrap_or_default(),
             x.samples,
-            crate::report::term::fmt_latency(x.max_ns.0 as f64, self.ns),
-            crate::report::term::fmt_latency(x.p99_ns.0 as f64, self.ns),
+            u.fmt_n(x.max_ns),
+            u.fmt_n(x.p99_ns),
             x.overruns
         )
     }

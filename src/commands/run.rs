@@ -80,15 +80,12 @@ pub(crate) fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     if !output.quiet {
         // Host strings and traced process names are the machine's, not
         // ours: printed through `report::escape`.
-        let mut end = report::term::summary_table(&run, report::blocks::Unit::of_ns_flag(output.ns));
-        end += &report::maxrate::table(&run, report::blocks::Unit::of_ns_flag(output.ns));
-        end += &report::noise::lines(&run);
-        end += &report::presets::render(&run, exp.table, exp.bin_ns, report::blocks::Unit::of_ns_flag(output.ns), args.analysis.deadline.map(crate::model::Nanos));
-        if let Some(d) = args.analysis.deadline {
-            end += &report::term::deadline_lines(&run, crate::model::Nanos(d), report::blocks::Unit::of_ns_flag(output.ns));
-        }
-        // The block `report` shows too.
-        end += &report::term::render_blocks(&report::blocks::trace_blocks(&run, 5), false, None);
+        let end = report::blocks::EndOfRun {
+            unit: output.unit,
+            deadline: args.analysis.deadline.map(crate::model::Nanos),
+            preset: Some((exp.table, exp.bin_ns)),
+        };
+        let end = report::term::render_blocks(&report::blocks::end_of_run(&run, &end), false, None);
         print!("{}", report::escape::terminal_safe(&end));
         println!("result: {}", output.path.display());
     }
@@ -126,10 +123,10 @@ fn target(args: &RunArgs, spec: &str, started: OffsetDateTime) -> anyhow::Result
     }
     let run = crate::target::execute(&spec, &tp, runner::Invocation { output: &output, command_line: args.command_line.clone(), started, stop: &stop, warnings })?;
     if !output.quiet {
-        print!("{}", report::term::summary_table(&run, report::blocks::Unit::of_ns_flag(output.ns)));
-        if let Some(d) = args.analysis.deadline {
-            print!("{}", report::term::deadline_lines(&run, crate::model::Nanos(d), report::blocks::Unit::of_ns_flag(output.ns)));
-        }
+        // The summary and deadline lines alone: the agent's probes have no
+        // max-rate, noise, load or trace parts.
+        let end = report::blocks::EndOfRun { unit: output.unit, deadline: args.analysis.deadline.map(crate::model::Nanos), preset: None };
+        print!("{}", report::term::render_blocks(&report::blocks::end_of_run(&run, &end), false, None));
         println!("result: {}", output.path.display());
     }
     for w in &run.warnings {

@@ -6,7 +6,6 @@ use std::fmt::Write as _;
 
 use crate::cli::store_opts::ShowArgs;
 use crate::error::EXIT_OK;
-use crate::report::term::summary_table;
 use crate::store::{Location, Store};
 
 pub(crate) fn cmd(args: &ShowArgs) -> anyhow::Result<u8> {
@@ -34,7 +33,8 @@ pub(crate) fn cmd(args: &ShowArgs) -> anyhow::Result<u8> {
             writeln!(o, "  fidelity: {f}")?;
         }
     }
-    o.push_str(&summary_table(&run, crate::report::blocks::Unit::of_ns_flag(args.ns)));
+    let end = crate::report::blocks::EndOfRun { unit: crate::report::blocks::Unit::of_ns_flag(args.ns), deadline: None, preset: None };
+    o.push_str(&crate::report::term::render_blocks(&crate::report::blocks::end_of_run(&run, &end), false, None));
     for w in &run.warnings {
         writeln!(o, "warning: {w}")?;
     }

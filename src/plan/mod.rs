@@ -39,7 +39,8 @@ pub(crate) struct Output {
     /// The result file (decided before the run starts).
     pub(crate) path: PathBuf,
     pub(crate) quiet: bool,
-    pub(crate) ns: bool,
+    /// The unit the end of the run shows latencies in (`--ns`).
+    pub(crate) unit: crate::units::Unit,
 }
 
 impl RunPlan {

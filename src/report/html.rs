@@ -331,7 +331,8 @@ fn list(s: &mut String, open: &str, items: &[String]) {
 
 /// Layout-free blocks as HTML, a level-`n` heading as `<h{n+shift}>`:
 /// headings, paragraphs, lists, tables, name–value tables, folded blocks
-/// (`<details>`) and plots.
+/// (`<details>`), plots, captions (`<p class="caption">`), preformatted
+/// lines (`<pre>`) and parts (in line).
 fn render_blocks_at(blocks: &[blocks::Block], shift: u8) -> String {
     let mut s = String::new();
     for b in blocks {
@@ -359,6 +360,13 @@ fn render_blocks_at(blocks: &[blocks::Block], shift: u8) -> String {
                 s.push_str("</details>\n");
             }
             blocks::Block::Plot(p) => s.push_str(&figure(p)),
+            blocks::Block::Caption(t) => {
+                let _ = writeln!(s, "<p class=\"caption\">{}</p>", esc(t));
+            }
+            blocks::Block::Pre(t) => {
+                let _ = writeln!(s, "<pre>{}</pre>", esc(t.trim_matches('\n')));
+            }
+            blocks::Block::Part(blocks) => s.push_str(&render_blocks_at(blocks, shift)),
         }
     }
     s

@@ -5,12 +5,13 @@
 //! not a deadline miss ratio — that needs a deadline, see `--deadline`), p99,
 //! max.
 
-use super::blocks::{Table, Unit};
-use super::term::{pct, table_text};
+use super::blocks::{Block, Table, Unit};
+use super::term::pct;
 use crate::model::Run;
 
-/// The table as text, or "" when no `maxrate` result is in the run.
-pub(crate) fn table(run: &Run, u: Unit) -> String {
+/// The table under its caption, or nothing when no `maxrate` result is in
+/// the run.
+pub(crate) fn blocks(run: &Run, u: Unit) -> Vec<Block> {
     let unit = u.name();
     let rows: Vec<Vec<String>> = run
         .results
@@ -30,12 +31,12 @@ pub(crate) fn table(run: &Run, u: Unit) -> String {
         })
         .collect();
     if rows.is_empty() {
-        return String::new();
+        return Vec::new();
     }
     let header: Vec<String> = ["phase", "period", "rate(Hz)", "samples", "overruns", "missed periods"]
         .iter()
         .map(|s| s.to_string())
         .chain([format!("p99({unit})"), format!("max({unit})")])
         .collect();
-    format!("\nmax sustainable rate (maxrate):\n{}", table_text(&Table::plain(header, 2, rows)))
+    vec![Block::Caption("max sustainable rate (maxrate)".into()), Block::Table(Table::plain(header, 2, rows))]
 }

@@ -31,10 +31,21 @@ impl crate::report::Renderer for Markdown {
 /// Lay out report blocks as Markdown under a level-1 `title`.
 pub(crate) fn render_blocks(title: &str, blocks: &[Block]) -> String {
     let mut out = format!("# {title}\n");
-    for b in &crate::report::blocks::for_text(blocks) {
+    blocks_into(&mut out, &crate::report::blocks::for_text(blocks));
+    out
+}
+
+/// Text blocks (see [`crate::report::blocks::for_text`]) as Markdown: a
+/// caption in bold, preformatted lines as a code block, a part in line.
+fn blocks_into(out: &mut String, blocks: &[Block]) {
+    for b in blocks {
+        if let Block::Part(blocks) = b {
+            blocks_into(out, blocks);
+            continue;
+        }
         out.push('\n');
         match b {
-            Block::Fields(_) | Block::Folded { .. } | Block::Marked { .. } | Block::Plot(_) => {}
+            Block::Fields(_) | Block::Folded { .. } | Block::Marked { .. } | Block::Plot(_) | Block::Part(_) => {}
             Block::Heading(level, s) => {
                 out.push_str(&"#".repeat(*level as usize));
                 out.push(' ');
@@ -44,6 +55,12 @@ pub(crate) fn render_blocks(title: &str, blocks: &[Block]) -> String {
             Block::Text(s) => {
                 out.push_str(s);
                 out.push('\n');
+            }
+            Block::Caption(s) => {
+                out.push_str(&format!("**{s}**\n"));
+            }
+            Block::Pre(s) => {
+                out.push_str(&format!("```\n{}\n```\n", s.trim_matches('\n')));
             }
             Block::List(items) => {
                 for i in items {
@@ -68,5 +85,4 @@ pub(crate) fn render_blocks(title: &str, blocks: &[Block]) -> String {
             }
         }
     }
-    out
 }

@@ -1,6 +1,7 @@
 //! Tables in the shape of the source experiments, printed after the summary
 //! when a scenario or preset asks for one (`table = ...`), plus the load
-//! evidence of each phase. Pure functions of the result model.
+//! evidence of each phase, as report blocks (tables, and lines laid out in
+//! advance as [`Block::Pre`]). Pure functions of the result model.
 //!
 //! - `verdict` (preset quick): one line per phase: max, p99.9, overruns.
 //! - `bins` (seed 001): sample counts per fixed-width latency bin (5 000 ns
@@ -17,19 +18,19 @@
 
 use crate::units::fmt_ns;
 use crate::model::{Nanos, ProbeResult, Run};
-use crate::report::blocks::{Table as BlockTable, Unit, UNKNOWN};
-use crate::report::term::{pct, table_text};
+use crate::report::blocks::{Block, Table as BlockTable, Unit, UNKNOWN};
+use crate::report::term::pct;
 use crate::plan::Table;
 
-/// The table `table` asks for, then the load evidence (empty when the run
+/// The table `table` asks for, then the load evidence (none when the run
 /// had no loads and the table is the plain summary).
-pub(crate) fn render(run: &Run, table: Table, bin_ns: u64, u: Unit, deadline: Option<Nanos>) -> String {
+pub(crate) fn blocks(run: &Run, table: Table, bin_ns: u64, u: Unit, deadline: Option<Nanos>) -> Vec<Block> {
     let mut s = match table {
-        Table::Summary => String::new(),
-        Table::Verdict => verdict(run, u, deadline),
+        Table::Summary => Vec::new(),
+        Table::Verdict => verdict(run, u, deadline).into_iter().collect(),
         Table::Bins => bins(run, bin_ns),
-        Table::MaxAvgSd => max_avg_sd(run, u),
-        Table::PerPeriod => per_period(run, u),
+        Table::MaxAvgSd => max_avg_sd(run, u).into_iter().collect(),
+        Table::PerPeriod => per_period(run, u).into_iter().collect(),
         Table::IdleVsLoad => idle_vs_load(run, u),
         Table::Rhealstone => suite(
             "Rhealstone (Kar & Porter 1989)",
@@ -37,15 +38,15 @@ pub(crate) fn render(run: &Run, table: Table, bin_ns: u64, u: Unit, deadline: Op
         ),
         Table::ThreadMetric => suite("Thread-Metric", crate::report::blocks::thread_metric_table(&crate::analysis::suites::thread_metric(run))),
     };
-    s.push_str(&load_evidence(run));
+    s.extend(load_evidence(run));
     s
 }
 
 /// A suite's table under its title, or a line saying the run has none of it.
-fn suite(title: &str, t: Option<BlockTable>) -> String {
+fn suite(title: &str, t: Option<BlockTable>) -> Vec<Block> {
     match t {
-        Some(t) => format!("\n{title}:\n{}", table_text(&t)),
-        None => format!("\n{title}: no entry of the suite in this run\n"),
+        Some(t) => vec![Block::Caption(title.into()), Block::Table(t)],
+        None => vec![Block::Pre(format!("\n{title}: no entry of the suite in this run\n"))],
     }
 }
 
@@ -75,13 +76,15 @@ fn p999(r: &ProbeResult, u: Unit) -> String {
     pct(r, "99.9", u)
 }
 
-/// A `Blocks` table from a header row and rows: first column left-aligned,
-/// the others right-aligned.
-fn grid(rows: &[Vec<String>]) -> String {
-    match rows.split_first() {
-        Some((header, rest)) => table_text(&BlockTable::plain(header.clone(), 1, rest.to_vec())),
-        None => String::new(),
-    }
+/// A table from a header row and rows: first column left-aligned, the
+/// others right-aligned; none without a header row.
+fn grid(rows: &[Vec<String>]) -> Option<Block> {
+    rows.split_first().map(|(header, rest)| Block::Table(BlockTable::plain(header.clone(), 1, rest.to_vec())))
+}
+
+/// Lines as a preformatted block; none when there are none.
+fn pre(lines: String) -> Option<Block> {
+    (!lines.is_empty()).then_some(Block::Pre(lines))
 }
 
 /// One line per phase and probe run: max, p99.9, overruns. With a deadline
@@ -89,7 +92,7 @@ fn grid(rows: &[Vec<String>]) -> String {
 /// missed, FAIL when a period missed it (a late sample or a missed period,
 /// both counted), NO VERDICT when the source cannot count missed periods. Without one there is no bound to judge by: the
 /// lines are a summary and say how to get a verdict.
-pub(crate) fn verdict(run: &Run, u: Unit, deadline: Option<Nanos>) -> String {
+pub(crate) fn verdict(run: &Run, u: Unit, deadline: Option<Nanos>) -> Option<Block> {
     let un = u.name();
     let mut out = String::new();
     for phase in &run.plan.phases {
@@ -122,16 +125,16 @@ pub(crate) fn verdict(run: &Run, u: Unit, deadline: Option<Nanos>) -> String {
     if deadline.is_none() && !out.is_empty() {
         out.push_str("no verdict without a bound: give --deadline (e.g. --deadline 100us) for PASS/FAIL per phase\n");
     }
-    out
+    pre(out)
 }
 
 /// Most bins a table shows; the last row then holds everything above.
 const MAX_BIN_ROWS: u64 = 20;
 
 /// Seed 001's table: counts per `bin_ns`-wide latency bin, a column per phase.
-pub(crate) fn bins(run: &Run, bin_ns: u64) -> String {
+pub(crate) fn bins(run: &Run, bin_ns: u64) -> Vec<Block> {
     let bin_ns = bin_ns.max(1);
-    let mut out = String::new();
+    let mut out = Vec::new();
     // As in the source, the bin table is the timer's (interrupt latency);
     // other probes are in the summary. Without timer results, every probe's.
     let mut gs = groups(run);
@@ -173,13 +176,13 @@ pub(crate) fn bins(run: &Run, bin_ns: u64) -> String {
         let mut over = vec!["overruns".to_string()];
         over.extend(cols.iter().map(|(_, r)| r.overruns.to_string()));
         rows.push(over);
-        out.push_str(&grid(&rows));
+        out.extend(grid(&rows));
     }
     out
 }
 
 /// Seed 004's table: max and avg ± σ per probe run, phases side by side.
-pub(crate) fn max_avg_sd(run: &Run, u: Unit) -> String {
+pub(crate) fn max_avg_sd(run: &Run, u: Unit) -> Option<Block> {
     let un = u.name();
     let mut head = vec![format!("({un})")];
     for p in &run.plan.phases {
@@ -201,13 +204,13 @@ pub(crate) fn max_avg_sd(run: &Run, u: Unit) -> String {
         rows.push(row);
     }
     if rows.len() == 1 {
-        return String::new();
+        return None;
     }
     grid(&rows)
 }
 
 /// Seed 002's table: a row per period (and probe and phase).
-pub(crate) fn per_period(run: &Run, u: Unit) -> String {
+pub(crate) fn per_period(run: &Run, u: Unit) -> Option<Block> {
     let un = u.name();
     let mut rows = vec![["period", "probe", "phase", "samples", "overruns"]
         .iter()
@@ -238,16 +241,16 @@ pub(crate) fn per_period(run: &Run, u: Unit) -> String {
         }
     }
     if rows.len() == 1 {
-        return String::new();
+        return None;
     }
     grid(&rows)
 }
 
 /// Seed 000's table: per probe run, a row per phase, worst case first, with
 /// the ratio of each phase's max to the idle phase's.
-pub(crate) fn idle_vs_load(run: &Run, u: Unit) -> String {
+pub(crate) fn idle_vs_load(run: &Run, u: Unit) -> Vec<Block> {
     let un = u.name();
-    let mut out = String::new();
+    let mut out = Vec::new();
     for g in groups(run) {
         let mut rs: Vec<&ProbeResult> = run.plan.phases.iter().filter_map(|p| find(run, &g, p)).collect();
         if rs.is_empty() {
@@ -278,18 +281,18 @@ pub(crate) fn idle_vs_load(run: &Run, u: Unit) -> String {
                 r.overruns.to_string(),
             ]);
         }
-        out.push_str(&grid(&rows));
+        out.extend(grid(&rows));
     }
     out
 }
 
 /// One line per load (the evidence that it ran) and one per phase (the
 /// system-wide counters; idle's are the baseline).
-pub(crate) fn load_evidence(run: &Run) -> String {
+pub(crate) fn load_evidence(run: &Run) -> Option<Block> {
     let mut out = String::new();
     // Nothing to compare without a loaded phase.
     if run.phases.iter().all(|p| p.loads.is_empty()) {
-        return out;
+        return None;
     }
     for p in &run.phases {
         for l in &p.loads {
@@ -326,5 +329,5 @@ pub(crate) fn load_evidence(run: &Run) -> String {
             p.system.duration_ns.as_secs_f64()
         ));
     }
-    out
+    pre(out)
 }

@@ -1,15 +1,9 @@
-//! The end-of-run summary table: one row per measuring thread and one merged
-//! row per probe/phase/variant, latencies in µs with one decimal (or ns).
+//! The terminal layout of report blocks: the report, the comparison and the
+//! end of a run ([`crate::report::blocks::end_of_run`]) as fixed-width text,
+//! latencies in µs with one decimal (or ns).
 
-use crate::model::{Nanos, ProbeResult, Run};
-use crate::report::blocks::{summary_of, Block, SummaryColumns, Table, Tone, Unit, NOT_APPLICABLE, UNKNOWN};
-
-/// Format a latency for a table: µs with one decimal, or whole ns. Kept for
-/// callers that still hold `--ns` as a bool (commands/monitor.rs); the rest
-/// use [`Unit::fmt`].
-pub(crate) fn fmt_latency(ns: f64, in_ns: bool) -> String {
-    Unit::of_ns_flag(in_ns).fmt(ns)
-}
+use crate::model::{Nanos, ProbeResult};
+use crate::report::blocks::{Block, Table, Tone, Unit, NOT_APPLICABLE, UNKNOWN};
 
 /// A percentile cell; [`UNKNOWN`] when the result has none (imported
 /// summary-only results: percentiles unknown, see docs/schema.md); a bound
@@ -23,15 +17,6 @@ pub(crate) fn pct(r: &ProbeResult, key: &str, u: Unit) -> String {
         Some(p) => p.shown(|v: Nanos| u.fmt(v.0 as f64)),
         None => UNKNOWN.into(),
     }
-}
-
-/// The end-of-run summary table as text (no colour, fixed-width columns):
-/// the table `report` shows, with the columns of the end of a run
-/// ([`SummaryColumns::RUN_END`]). No statistical worst case is fitted.
-pub(crate) fn summary_table(run: &Run, u: Unit) -> String {
-    let opts = crate::analysis::summary::Options { pwcet: false, ..Default::default() };
-    let entries: Vec<_> = run.results.iter().map(|r| crate::analysis::summary::entry(r, &opts, None)).collect();
-    table_text(&summary_of(&entries, u, SummaryColumns::RUN_END))
 }
 
 /// One table as terminal text without colour.
@@ -156,7 +141,27 @@ fn fit(t: &Table, width: usize) -> (Table, Vec<String>, Option<String>) {
     (cur, dropped, stripped)
 }
 
-/// Lay out report blocks as terminal text (see [`render`]).
+/// `s` filled to `width` columns, its first line after `first`, the others
+/// after `rest`; one line after `first` without a width (`--wide`).
+fn wrap(s: &str, first: &str, rest: &str, width: Option<usize>) -> String {
+    match width {
+        Some(w) => {
+            let opts = textwrap::Options::new(w)
+                .initial_indent(first)
+                .subsequent_indent(rest)
+                .break_words(true)
+                // Never at a hyphen: dates and numbers like 1.8e-76 stay whole.
+                .word_splitter(textwrap::WordSplitter::NoHyphenation);
+            textwrap::fill(s, opts)
+        }
+        None => format!("{first}{s}"),
+    }
+}
+
+/// Lay out report blocks as terminal text (see [`render`]); also the end
+/// of a run ([`crate::report::blocks::end_of_run`]): captions as "title:"
+/// after a blank line, preformatted lines as they are, a part laid out on
+/// its own.
 pub(crate) fn render_blocks(blocks: &[Block], colour: bool, width: Option<usize>) -> String {
     let style = |s: &str, tone: Tone| -> String {
         if !colour {
@@ -177,20 +182,7 @@ pub(crate) fn render_blocks(blocks: &[Block], colour: bool, width: Option<usize>
             s.to_string()
         }
     };
-    let wrap = |s: &str, first: &str, rest: &str| -> String {
-        match width {
-            Some(w) => {
-                let opts = textwrap::Options::new(w)
-                    .initial_indent(first)
-                    .subsequent_indent(rest)
-                    .break_words(true)
-                    // Never at a hyphen: dates and numbers like 1.8e-76 stay whole.
-                    .word_splitter(textwrap::WordSplitter::NoHyphenation);
-                textwrap::fill(s, opts)
-            }
-            None => format!("{first}{s}"),
-        }
-    };
+    let wrap = |s: &str, first: &str, rest: &str| wrap(s, first, rest, width);
     let mut out = String::new();
     for b in &crate::report::blocks::for_text(blocks) {
         match b {
@@ -207,6 +199,13 @@ pub(crate) fn render_blocks(blocks: &[Block], colour: bool, width: Option<usize>
                 out.push_str(&wrap(s, "", ""));
                 out.push('\n');
             }
+            Block::Caption(s) => {
+                out.push('\n');
+                out.push_str(&bold(&format!("{s}:")));
+                out.push('\n');
+            }
+            Block::Pre(s) => out.push_str(s),
+            Block::Part(blocks) => out.push_str(&render_blocks(blocks, colour, width)),
             Block::List(items) => {
                 for i in items {
                     out.push_str(&wrap(i, "  * ", "    "));
@@ -231,41 +230,10 @@ pub(crate) fn render_blocks(blocks: &[Block], colour: bool, width: Option<usize>
     out
 }
 
-/// The end-of-run deadline summary (`rtscope run --deadline`): one line per
-/// merged entry with the misses (late samples and missed periods), their
-/// ratio per period and the per-hour probability, in the table's unit; then
-/// the verdict lines `report --deadline` gives.
-pub(crate) fn deadline_lines(run: &Run, deadline: Nanos, u: Unit) -> String {
-    let mut out = String::new();
-    let mut verdicts = Vec::new();
-    let dl = format!("{} {}", u.fmt(deadline.0 as f64), u.name());
-    for r in crate::model::merged_or_sole(&run.results, |r| r) {
-        let m = crate::analysis::deadline::misses(r, deadline);
-        let label = crate::analysis::compare::EntryKey::of(r).label();
-        verdicts.push(crate::report::blocks::deadline_verdict(&label, &m, u));
-        let per_hour = crate::report::blocks::fmt_prob(m.per_hour_probability);
-        out.push_str(&format!(
-            "deadline {dl}, {}{} ({}): {} (miss ratio {}); P(at least one miss per hour) {}{per_hour} at {:.0} periods/s\n",
-            r.probe,
-            r.variant.as_ref().map(|v| format!("[{v}]")).unwrap_or_default(),
-            r.phase,
-            m.sentence(&dl),
-            m.ratio_shown(),
-            if m.zero_observed { "≤ " } else { "" },
-            m.rate_hz
-        ));
-    }
-    for (_, line) in verdicts {
-        out.push_str(&line);
-        out.push('\n');
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Bucket, Calibration, Host, Plan};
+    use crate::model::{Bucket, Calibration, Host, Plan, Run};
     use crate::plan::Table as Preset;
 
     /// A run of one summary-only entry (percentiles unknown, as imported from
@@ -291,17 +259,18 @@ mod tests {
     #[test]
     fn every_table_prints_an_unknown_percentile_as_a_dash() {
         let run = run();
-        let summary = summary_table(&run, Unit::Us);
+        let end = crate::report::blocks::EndOfRun { unit: Unit::Us, deadline: None, preset: None };
+        let summary = render_blocks(&crate::report::blocks::end_of_run(&run, &end), false, None);
         // p50, p99 and p99.9 columns: "-", never a made-up 0.
         for line in summary.lines().skip(1) {
             let cells: Vec<&str> = line.split_whitespace().collect();
             assert_eq!(&cells[cells.len() - 4..cells.len() - 1], &["-", "-", "-"], "{summary}");
         }
-        let maxrate = crate::report::maxrate::table(&run, Unit::Us);
+        let maxrate = render_blocks(&crate::report::maxrate::blocks(&run, Unit::Us), false, None);
         let row = maxrate.lines().find(|l| l.starts_with("idle")).unwrap();
         assert_eq!(row.split_whitespace().rev().nth(1), Some("-"), "p99 of maxrate: {maxrate}");
         for preset in [Preset::Verdict, Preset::IdleVsLoad] {
-            let text = crate::report::presets::render(&run, preset, 5_000, Unit::Us, None);
+            let text = render_blocks(&crate::report::presets::blocks(&run, preset, 5_000, Unit::Us, None), false, None);
             assert!(text.contains("p99.9 - us") || text.lines().any(|l| l.split_whitespace().nth(3) == Some("-")), "{preset:?}: {text}");
             assert!(!text.contains(" 0.0 "), "{preset:?} prints an unknown as 0: {text}");
         }

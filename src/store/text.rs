@@ -64,7 +64,7 @@ pub(crate) struct Written {
 }
 
 /// A [`Write`] that hands `sink` each full part (numbered from 0) and
-/// hashes everything written.
+/// hashes everything written; [`Parts::entry`] hands it each entry.
 struct Parts<'s> {
     buf: Vec<u8>,
     seq: i64,
@@ -72,9 +72,17 @@ struct Parts<'s> {
     sink: &'s mut dyn Sink,
     /// The sink's error, kept whole (io::Error would lose its kind).
     failed: Option<anyhow::Error>,
+    /// The largest `max_ns` of the entries handed so far.
+    max_ns: u64,
 }
 
 impl Parts<'_> {
+    /// Entry `idx` to the sink, its max taken into the run's.
+    fn entry(&mut self, idx: usize, r: &ProbeResult) -> anyhow::Result<()> {
+        self.max_ns = self.max_ns.max(r.max_ns.0);
+        self.sink.entry(idx, r)
+    }
+
     /// Hand the sink the longest whole-character prefix of the buffer
     /// (all of it when `all`); keep the rest.
     fn flush_part(&mut self, all: bool) -> std::io::Result<()> {
@@ -119,19 +127,16 @@ fn char_boundary(b: &[u8], mut at: usize) -> usize {
 /// Write `s` to `sink`: its text (see [`Saving::text`]) part by part and
 /// its entries, in order (entry by entry when [`Saving::entries`] is set).
 pub(crate) fn write_run(s: &mut Saving<'_>, sink: &mut dyn Sink) -> anyhow::Result<Written> {
-    let mut w = Parts { buf: Vec::with_capacity(PART_BYTES + 4096), seq: 0, sha: Sha256::new(), sink, failed: None };
-    let mut max_ns = 0;
+    let mut w = Parts { buf: Vec::with_capacity(PART_BYTES + 4096), seq: 0, sha: Sha256::new(), sink, failed: None, max_ns: 0 };
     let written = match (&s.text, s.entries.take()) {
         (_, Some(entries)) => match &s.text_file {
             Some(file) => copy_file(&mut w, file).and_then(|_| {
                 for (idx, r) in entries.enumerate() {
-                    let r = r?;
-                    max_ns = max_ns.max(r.max_ns.0);
-                    w.sink.entry(idx, &r)?;
+                    w.entry(idx, &r?)?;
                 }
                 Ok(())
             }),
-            None => write_streamed(&mut w, s.run.as_ref(), entries, &mut max_ns),
+            None => write_streamed(&mut w, s.run.as_ref(), entries),
         },
         (text, None) => {
             let written = match text {
@@ -140,8 +145,7 @@ pub(crate) fn write_run(s: &mut Saving<'_>, sink: &mut dyn Sink) -> anyhow::Resu
             };
             written.and_then(|_| {
                 for (idx, r) in s.run.results.iter().enumerate() {
-                    max_ns = max_ns.max(r.max_ns.0);
-                    w.sink.entry(idx, r)?;
+                    w.entry(idx, r)?;
                 }
                 Ok(())
             })
@@ -152,7 +156,7 @@ pub(crate) fn write_run(s: &mut Saving<'_>, sink: &mut dyn Sink) -> anyhow::Resu
         return Err(e);
     }
     written?;
-    Ok(Written { sha256: w.sha.finalize().iter().map(|b| format!("{b:02x}")).collect(), max_ns })
+    Ok(Written { sha256: w.sha.finalize().iter().map(|b| format!("{b:02x}")).collect(), max_ns: w.max_ns })
 }
 
 /// `file`'s bytes into the parts (read again: not held).
@@ -174,7 +178,7 @@ const RESULTS_EMPTY: &str = "\n  \"results\": []";
 /// `results` one by one, as serde_json's pretty printer writes them at that
 /// depth: each element on a new line indented four spaces, its own lines
 /// four spaces deeper, commas between, the closing bracket at two.
-fn write_streamed(w: &mut Parts<'_>, header: &Run, entries: Entries<'_>, max_ns: &mut u64) -> anyhow::Result<()> {
+fn write_streamed(w: &mut Parts<'_>, header: &Run, entries: Entries<'_>) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(header).map_err(|e| anyhow::anyhow!("cannot serialise the run: {e}"))?;
     let at = text.find(RESULTS_EMPTY).ok_or_else(|| anyhow::anyhow!("the run's JSON has no results list"))? + RESULTS_EMPTY.len() - 1;
     w.write_all(&text.as_bytes()[..at])?;
@@ -183,8 +187,7 @@ fn write_streamed(w: &mut Parts<'_>, header: &Run, entries: Entries<'_>, max_ns:
         let r = r?;
         w.write_all(if n == 0 { b"\n    " } else { b",\n    " })?;
         write_pretty(&mut Indent(&mut *w), &r)?;
-        *max_ns = (*max_ns).max(r.max_ns.0);
-        w.sink.entry(n, &r)?;
+        w.entry(n, &r)?;
         n += 1;
     }
     if n > 0 {

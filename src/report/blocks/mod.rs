@@ -9,51 +9,24 @@
 
 mod compare_tables;
 mod monitor;
+mod run_end;
 mod run_tables;
 mod suites;
 
 use crate::analysis::summary::{Analysis, RunAnalysis};
-use crate::model::Nanos;
 
 pub(crate) use compare_tables::{bin_table, compare_table, throughput_compare_table};
 pub(crate) use monitor::monitor_windows;
+pub(crate) use run_end::{end_of_run, EndOfRun};
 pub(crate) use run_tables::{
     deadline_verdict, deadline_verdicts, doctor_table, fmt_prob, pwcet_refusals, pwcet_table, split_deadline, summary_of, summary_table, trace_blocks,
     worst_table, SummaryColumns,
 };
 use run_tables::verdict_blocks;
 pub(crate) use suites::{fmt_count, rhealstone_table, thread_metric_table};
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Unit {
-    Us,
-    Ns,
-}
-
-impl Unit {
-    /// The unit `--ns` asks for: ns when given, else µs.
-    pub(crate) fn of_ns_flag(ns: bool) -> Unit {
-        if ns {
-            Unit::Ns
-        } else {
-            Unit::Us
-        }
-    }
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Unit::Us => "us",
-            Unit::Ns => "ns",
-        }
-    }
-    pub(crate) fn fmt(self, ns: f64) -> String {
-        match self {
-            Unit::Us => format!("{:.1}", ns / 1000.0),
-            Unit::Ns => format!("{:.0}", ns),
-        }
-    }
-    pub(crate) fn fmt_n(self, ns: Nanos) -> String {
-        self.fmt(ns.0 as f64)
-    }
-}
+/// The unit of every latency a report shows (in `units`, the leaf, so the
+/// plan's output choice holds it too).
+pub(crate) use crate::units::Unit;
 
 /// How a cell should stand out where the renderer can show it (colour).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,11 +122,27 @@ pub(crate) enum Block {
     Folded { summary: String, class: &'static str, open: bool, blocks: Vec<Block> },
     /// A chart: only a page shows it; the text formats leave it out.
     Plot(crate::report::plots::Plot),
+    /// The title of the table after it at the end of a run ("max
+    /// sustainable rate (maxrate)"): a terminal shows it as "title:" after
+    /// a blank line, Markdown in bold, a page as a caption paragraph.
+    Caption(String),
+    /// Lines laid out in advance, one record a line (the deadline, noise,
+    /// verdict and load-evidence lines at the end of a run), with the blank
+    /// lines they carry: a terminal prints them as they are, never wrapped;
+    /// Markdown as a code block, a page as `<pre>`.
+    Pre(String),
+    /// Blocks a terminal lays out on their own, as if they began the output
+    /// (no blank line before their first heading): the end of a run joins
+    /// parts laid out apart, as the trace block `report` shows too. The
+    /// other formats show the blocks in line.
+    Part(Vec<Block>),
 }
 
 /// `blocks` as the text formats lay them out: folded blocks unfolded under
 /// their summary as a level-3 heading, fields as "name: value" lines, plots
-/// left out, marked lists plain. What remains is headings, text, lists and tables.
+/// left out, marked lists plain, parts kept (their blocks laid out so).
+/// What remains is headings, text, lists, tables, captions, preformatted
+/// lines and parts.
 pub(crate) fn for_text(blocks: &[Block]) -> Vec<Block> {
     let mut out = Vec::new();
     for b in blocks {
@@ -165,6 +154,7 @@ pub(crate) fn for_text(blocks: &[Block]) -> Vec<Block> {
             Block::Fields(f) => out.push(Block::Text(f.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("\n"))),
             Block::Plot(_) => {}
             Block::Marked { items, .. } => out.push(Block::List(items.clone())),
+            Block::Part(blocks) => out.push(Block::Part(for_text(blocks))),
             b => out.push(b.clone()),
         }
     }
