@@ -126,11 +126,13 @@ fn target(args: &RunArgs, spec: &str, started: OffsetDateTime) -> anyhow::Result
         // The summary and deadline lines alone: the agent's probes have no
         // max-rate, noise, load or trace parts.
         let end = report::blocks::EndOfRun { unit: output.unit, deadline: args.analysis.deadline.map(crate::model::Nanos), preset: None };
-        print!("{}", report::term::render_blocks(&report::blocks::end_of_run(&run, &end), false, None));
+        // The agent's strings (host, phases, warnings) come from another
+        // system: printed through `report::escape`, as a native run's.
+        print!("{}", report::escape::terminal_safe(&report::term::render_blocks(&report::blocks::end_of_run(&run, &end), false, None)));
         println!("result: {}", output.path.display());
     }
     for w in &run.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", report::escape::terminal_safe(w));
     }
     if let Some(store) = store.as_mut() {
         crate::commands::history::save_native(store, &run, &output.path, output.quiet)?;
