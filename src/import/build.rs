@@ -380,7 +380,9 @@ pub(crate) struct Merge {
     overruns_known: bool,
     min: u64,
     max: u64,
-    moments: Vec<stats::Moments>,
+    /// Runs of equal moments, each with its count (1.5 M pairs of one
+    /// IPC log mostly have the same ones).
+    moments: Vec<(stats::Moments, u64)>,
     summary_only: bool,
     /// Every member's buckets, normalised whenever they double (merging
     /// overlapping ranges gives the same buckets in any grouping).
@@ -425,7 +427,11 @@ impl Merge {
         self.overruns_known &= r.overruns_known;
         self.min = self.min.min(r.min_ns.0);
         self.max = self.max.max(r.max_ns.0);
-        self.moments.push(stats::Moments { n: r.samples, mean: r.mean_ns, sd: r.stddev_ns });
+        let m = stats::Moments { n: r.samples, mean: r.mean_ns, sd: r.stddev_ns };
+        match self.moments.last_mut() {
+            Some((last, k)) if last.n == m.n && last.mean.to_bits() == m.mean.to_bits() && last.sd.to_bits() == m.sd.to_bits() => *k += 1,
+            _ => self.moments.push((m, 1)),
+        }
         self.samples_unknown |= r.extras.samples_unknown;
         self.summary_only |= r.percentiles_ns.is_empty();
         if self.summary_only {

@@ -250,6 +250,15 @@ struct Table {
     tool: &'static str,
 }
 
+/// `l` without ANSI escapes, copied only when it has some.
+fn without_ansi(l: &str) -> std::borrow::Cow<'_, str> {
+    if l.contains('\u{1b}') {
+        strip_ansi(l).into()
+    } else {
+        l.into()
+    }
+}
+
 /// A line number as the tables keep it.
 fn line32(n: usize) -> Result<u32, ParseError> {
     u32::try_from(n).map_err(|_| ParseError::at(n, "more lines than an rt-tests IPC log can have (2^32)"))
@@ -268,7 +277,7 @@ fn scan(lines: &mut Input<'_>) -> Result<(Threads, Pairs, Marks, bool), ParseErr
         let raw = raw?;
         n += 1;
         marks.note(n, offset);
-        let l = strip_ansi(&raw);
+        let l = without_ansi(&raw);
         let l = l.trim();
         if is_pair_line(l) {
             let (key, _) = pair_line(l, n)?;
@@ -376,7 +385,8 @@ impl Table {
         want.dedup();
         let mut text: Vec<(u32, String)> = Vec::with_capacity(want.len());
         for m in want {
-            text.push((m, strip_ansi(&read.line(m as usize)?)));
+            let l = read.line(m as usize)?;
+            text.push((m, without_ansi(&l).into_owned()));
         }
         let at = |m: u32| text.iter().find(|(x, _)| *x == m).map_or("", |(_, t)| t.trim());
         let recv = recv_line.map(|m| status_at(at(m), a, m)).transpose()?;
@@ -454,4 +464,67 @@ fn notes(tool: &str, skipped: usize, cut: Option<usize>, any_timeouts: bool) -> 
         out.push("pmqtest timeouts (TO) are reported as overruns".into());
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::format::ParseOptions;
+    use crate::import::read::{Lines, ReadSeek};
+
+    /// Parse `text`, reading `again` when the file is read again, and
+    /// build every series.
+    fn parse_with(text: &str, again: &str) -> Result<Vec<Series>, ParseError> {
+        let again: Rc<[u8]> = again.as_bytes().into();
+        let reopen: Reopen = Rc::new(move || Ok(Box::new(std::io::Cursor::new(again.clone())) as Box<dyn ReadSeek>));
+        let opts = ParseOptions::default();
+        let mut r: &[u8] = text.as_bytes();
+        let mut lines: Input<'_> = Lines::new(&mut r as &mut dyn std::io::BufRead);
+        let p = parse_lines(&mut lines, &Source { file_name: "ptsematest.txt", opts: &opts, reopen: &reopen })?;
+        let rows = p.rows.expect("built on demand");
+        assert_eq!(rows.shape.count(), (rows.open)().count(), "the shape counts the series");
+        (rows.open)().collect()
+    }
+
+    fn status(a: u64, b: u64, cycles: u64) -> String {
+        format!("#{a}: ID1, P80, CPU0, I1000; #{b}: ID2, P80, CPU1, Cycles {cycles}\n")
+    }
+
+    fn pair(a: u64, b: u64, max: u64) -> String {
+        format!("#{a} -> #{b}, Min    1, Cur    2, Avg    3, Max {max:4}\n")
+    }
+
+    #[test]
+    fn pairs_out_of_order_and_far_apart_come_in_pair_order() {
+        // A far thread number (the table becomes a map) and one past 32 bits (so do the pairs).
+        let (far, huge) = (10_000_000u64, 1u64 << 40);
+        let text = [
+            status(far, far + 1, 10),
+            pair(far + 1, far, 11),
+            status(0, 1, 20),
+            pair(1, 0, 21),
+            status(huge, huge + 1, 30),
+            pair(huge + 1, huge, 31),
+            status(2, 3, 40),
+            pair(3, 2, 41),
+            status(0, 1, 50), // a later refresh of #1 -> #0
+            pair(1, 0, 51),
+        ]
+        .concat();
+        let got: Vec<(usize, u64, u64)> =
+            parse_with(&text, &text).unwrap().iter().map(|s| (s.thread.unwrap(), s.samples, s.max_ns)).collect();
+        assert_eq!(got, [(0, 50, 51_000), (1, 40, 41_000), (2, 10, 11_000), (3, 30, 31_000)]);
+    }
+
+    #[test]
+    fn a_file_that_changed_between_its_reads_is_refused() {
+        let text = [status(0, 1, 10), pair(1, 0, 11), status(2, 3, 20), pair(3, 2, 21)].concat();
+        let shorter = [status(0, 1, 10), pair(1, 0, 11)].concat();
+        let moved = [status(2, 3, 20), pair(3, 2, 21), status(0, 1, 10), pair(1, 0, 11)].concat();
+        assert_eq!(parse_with(&text, &text).unwrap().len(), 2);
+        for again in [shorter, moved] {
+            let e = parse_with(&text, &again).unwrap_err();
+            assert!(e.msg.contains("the file changed while it was read"), "{e}");
+        }
+    }
 }

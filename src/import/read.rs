@@ -224,6 +224,9 @@ impl Reread {
 /// Drop ANSI cursor-movement escapes (`ESC [ 4 A`), which the rt-tests tools
 /// print when refreshing their status lines in a terminal.
 pub(crate) fn strip_ansi(line: &str) -> String {
+    if !line.contains('\u{1b}') {
+        return line.to_string();
+    }
     let mut out = String::with_capacity(line.len());
     let mut chars = line.chars().peekable();
     while let Some(c) = chars.next() {
