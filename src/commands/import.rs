@@ -135,7 +135,8 @@ fn foreign(args: &ImportArgs, format: Format) -> Result<Converted, BadInput> {
     let (path, cap) = (args.file.clone(), args.max_size);
     let reopen: import::Reopen = Rc::new(move || -> std::io::Result<Box<dyn import::ReadSeek>> {
         let (f, _) = crate::store::json::open_input(&path, cap).map_err(std::io::Error::other)?;
-        Ok(Box::new(BufReader::with_capacity(64 << 10, f)))
+        // Small: a parser reading pairs out of file order seeks back often.
+        Ok(Box::new(BufReader::with_capacity(8 << 10, f)))
     });
     let mut parsed = import::parse_reader_with(format, reader, &file_name, &opts, &reopen).map_err(|e| BadInput(format!("{file}: {format}: {e}")))?;
     if let (true, Some(name)) = (format.per_column(), &args.name) {
