@@ -177,8 +177,13 @@ fn ipc_expect(text: &str) -> Vec<(u64, u64, u64, u64)> {
     let mut pairs = std::collections::BTreeMap::new();
     let mut cycles = std::collections::BTreeMap::new();
     for l in text.lines() {
-        let l = l.rsplit('A').next().unwrap_or(l); // drop "ESC[4A"
-        let l = if l.starts_with('#') { l } else { continue };
+        // Drop the redraws' cursor movements ("ESC[4A"); splitting at the
+        // 'A' would cut every pair line at its "Avg".
+        let l = l.replace("\u{1b}[4A", "");
+        let l = l.trim();
+        if !l.starts_with('#') {
+            continue;
+        }
         if l.contains("->") {
             let nums: Vec<i64> =
                 l.split(',').skip(1).map(|f| f.split_whitespace().last().unwrap().parse().unwrap()).collect();
@@ -207,6 +212,8 @@ fn rt_tests_ipc_pairs_are_summary_only() {
     ] {
         let run = &convert(&fixture(f), &[])[0];
         let want = ipc_expect(&read(f));
+        let threads = run["results"].as_array().unwrap().iter().filter(|r| !r["thread"].is_null()).count();
+        assert!(!want.is_empty() && threads == want.len(), "{f}: {} pairs read by the test, {threads} imported", want.len());
         assert_eq!(run["tool"]["name"], if f.starts_with("pmq") { "pmqtest" } else { f.split(['.', '-']).next().unwrap() });
         for (k, (cycles, min, avg, max)) in want.iter().enumerate() {
             let r = thread(run, k as u64);

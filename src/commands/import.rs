@@ -163,10 +163,12 @@ fn foreign(args: &ImportArgs, format: Format) -> Result<Converted, BadInput> {
     let file_name = args.file.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
     let opts = import::ParseOptions { period_ns: args.period };
     let reader = BufReader::with_capacity(256 << 10, open_input(args)?.0.take(args.max_size));
-    let reopen = || -> std::io::Result<Box<dyn std::io::BufRead>> {
-        let (f, _) = open_input(args).map_err(|e| std::io::Error::other(e.0))?;
-        Ok(Box::new(BufReader::with_capacity(256 << 10, f.take(args.max_size))))
-    };
+    let (path, cap) = (args.file.clone(), args.max_size);
+    let reopen: import::Reopen = Rc::new(move || -> std::io::Result<Box<dyn import::ReadSeek>> {
+        let (f, _) = crate::store::json::open_input(&path, cap).map_err(std::io::Error::other)?;
+        // Small: a parser reading pairs out of file order seeks back often.
+        Ok(Box::new(BufReader::with_capacity(8 << 10, f)))
+    });
     let mut parsed = import::parse_reader_with(format, reader, &file_name, &opts, &reopen).map_err(|e| BadInput(format!("{file}: {format}: {e}")))?;
     if let (true, Some(name)) = (format.per_column(), &args.name) {
         let all: Vec<String> = parsed.iter().filter_map(|p| p.system.clone()).collect();

@@ -66,7 +66,72 @@ pub struct Parsed {
     pub(crate) duration_ns: Option<u64>,
     pub(crate) command_line: Vec<String>,
     pub(crate) series: Vec<Series>,
+    /// In place of `series`: series built when they are asked for, by a
+    /// parser that reads its file again (an IPC log of millions of pairs).
+    pub(crate) rows: Option<Rows>,
     pub(crate) fidelity: Vec<String>,
+}
+
+/// Series built on demand, each time `open` is called, in the same order
+/// every time, with what the run's header needs of them (`shape`) known
+/// beforehand: memory for one series at a time, not for all of them.
+#[derive(Clone)]
+pub(crate) struct Rows {
+    pub(crate) shape: Shape,
+    pub(crate) open: std::rc::Rc<dyn Fn() -> SeriesIter>,
+}
+
+/// Series as they are built, or why one could not be.
+pub(crate) type SeriesIter = Box<dyn Iterator<Item = Result<Series, ParseError>>>;
+
+impl std::fmt::Debug for Rows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rows").field("shape", &self.shape).finish_non_exhaustive()
+    }
+}
+
+/// What the run's header needs of the series: their number, CPUs
+/// (ascending), first non-zero period, probe/variant groups (in the order
+/// first seen, each series' own probe) and whether any cannot count its
+/// overruns.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Shape {
+    count: usize,
+    cpus: std::collections::BTreeSet<usize>,
+    interval_ns: u64,
+    groups: Vec<(String, Option<String>)>,
+    overruns_unknown: bool,
+}
+
+impl Shape {
+    /// One more series.
+    pub(crate) fn add(&mut self, s: &Series) {
+        self.count += 1;
+        self.cpus.extend(s.cpu);
+        if self.interval_ns == 0 {
+            self.interval_ns = s.interval_ns;
+        }
+        if !self.groups.iter().any(|(p, v)| *p == s.probe && *v == s.variant) {
+            self.groups.push((s.probe.clone(), s.variant.clone()));
+        }
+        self.overruns_unknown |= s.overruns_unknown;
+    }
+
+    /// The count of series added.
+    pub(crate) fn count(&self) -> usize {
+        self.count
+    }
+
+    fn of(series: &[Series]) -> Shape {
+        let groups = crate::units::first_seen(series.iter().map(|s| (s.probe.as_str(), s.variant.as_deref())));
+        Shape {
+            count: series.len(),
+            cpus: series.iter().filter_map(|s| s.cpu).collect(),
+            interval_ns: series.iter().map(|s| s.interval_ns).find(|&i| i > 0).unwrap_or(0),
+            groups: groups.into_iter().map(|(p, v)| (p.to_string(), v.map(str::to_string))).collect(),
+            overruns_unknown: series.iter().any(|s| s.overruns_unknown),
+        }
+    }
 }
 
 /// How the command wants the runs labelled.
@@ -100,7 +165,7 @@ pub fn build_run(p: Parsed, ctx: &Context) -> Result<Run, ParseError> {
 /// give the run without its entries (`results` empty) beside it; the whole
 /// run is that with these as `results` ([`build_run`]).
 pub(crate) struct Building<'p> {
-    series: Box<dyn Iterator<Item = Series> + 'p>,
+    series: Box<dyn Iterator<Item = Result<Series, ParseError>> + 'p>,
     probe: Option<String>,
     phase: String,
     /// Per probe/variant, in the order first seen: the merge so far.
@@ -111,20 +176,29 @@ pub(crate) struct Building<'p> {
 
 impl<'p> Building<'p> {
     /// Take the series of `p` (their buckets move, never copied).
+    /// (Or of its [`Rows`], built as they are taken.)
     pub(crate) fn new(mut p: Parsed, ctx: &Context) -> Result<(Run, Building<'p>), ParseError> {
+        if let Some(rows) = p.rows.take() {
+            let header = header(&p, &rows.shape, ctx)?;
+            return Ok((header, Building::with((rows.open)(), ctx)));
+        }
         let series = std::mem::take(&mut p.series);
-        let header = header(&p, &series, ctx)?;
-        Ok((header, Building::with(Box::new(series.into_iter()), ctx)))
+        let header = header(&p, &Shape::of(&series), ctx)?;
+        Ok((header, Building::with(Box::new(series.into_iter().map(Ok)), ctx)))
     }
 
     /// Build from a borrowed `p`, each series copied as it is built (a
     /// check pass before the run is stored or printed).
     pub(crate) fn borrowed(p: &'p Parsed, ctx: &Context) -> Result<(Run, Building<'p>), ParseError> {
-        let header = header(p, &p.series, ctx)?;
-        Ok((header, Building::with(Box::new(p.series.iter().cloned()), ctx)))
+        if let Some(rows) = &p.rows {
+            let header = header(p, &rows.shape, ctx)?;
+            return Ok((header, Building::with((rows.open)(), ctx)));
+        }
+        let header = header(p, &Shape::of(&p.series), ctx)?;
+        Ok((header, Building::with(Box::new(p.series.iter().cloned().map(Ok)), ctx)))
     }
 
-    fn with(series: Box<dyn Iterator<Item = Series> + 'p>, ctx: &Context) -> Building<'p> {
+    fn with(series: Box<dyn Iterator<Item = Result<Series, ParseError>> + 'p>, ctx: &Context) -> Building<'p> {
         Building { series, probe: ctx.probe.clone(), phase: ctx.phase.clone(), groups: Vec::new(), merged: None }
     }
 }
@@ -140,6 +214,10 @@ impl Iterator for Building<'_> {
                 std::mem::take(&mut self.groups).into_iter().filter(|(_, m)| m.wanted()).map(|(_, m)| m.finish()).collect();
             self.merged = Some(merged.into_iter());
             return self.next();
+        };
+        let s = match s {
+            Ok(s) => s,
+            Err(e) => return Some(Err(e)),
         };
         let probe = self.probe.clone().unwrap_or_else(|| s.probe.clone());
         let group = (probe, s.variant.clone());
@@ -158,10 +236,10 @@ impl Iterator for Building<'_> {
 /// The run of `p` without its entries: host, plan, `imported_from` and
 /// `fidelity` notes, from what the file says and the series' CPUs,
 /// periods and probe/variant groups.
-fn header(p: &Parsed, series: &[Series], ctx: &Context) -> Result<Run, ParseError> {
+fn header(p: &Parsed, series: &Shape, ctx: &Context) -> Result<Run, ParseError> {
     let system = ctx.name.clone().or(p.system.clone()).unwrap_or_else(|| ctx.file_stem.clone());
     let mut fidelity = p.fidelity.clone();
-    if series.iter().any(|s| s.overruns_unknown) {
+    if series.overruns_unknown {
         fidelity.push(format!(
             "missed periods (overruns) unknown: {} does not count them; a deadline verdict sees only the late samples",
             if p.tool.is_empty() { "the source" } else { p.tool.as_str() }
@@ -175,15 +253,13 @@ fn header(p: &Parsed, series: &[Series], ctx: &Context) -> Result<Run, ParseErro
         }
     };
     let finished_at = p.finished_at.clone().unwrap_or_else(|| started_at.clone());
-    if series.is_empty() {
+    if series.count == 0 {
         return Err(ParseError::file("the file holds no measurements"));
     }
-    let mut cpus: Vec<usize> = series.iter().filter_map(|s| s.cpu).collect();
-    cpus.sort_unstable();
-    cpus.dedup();
-    let interval = series.iter().map(|s| s.interval_ns).find(|&i| i > 0).unwrap_or(0);
+    let cpus: Vec<usize> = series.cpus.iter().copied().collect();
+    let interval = series.interval_ns;
     let groups: Vec<(&str, Option<&str>)> =
-        crate::units::first_seen(series.iter().map(|s| (ctx.probe.as_deref().unwrap_or(&s.probe), s.variant.as_deref())));
+        crate::units::first_seen(series.groups.iter().map(|(p, v)| (ctx.probe.as_deref().unwrap_or(p), v.as_deref())));
     let mut probes: Vec<String> = groups.iter().map(|g| g.0.to_string()).collect();
     probes.dedup();
     let tool_named = if p.tool_version.is_empty() { p.tool.clone() } else { format!("{} {}", p.tool, p.tool_version) };
@@ -198,7 +274,7 @@ fn header(p: &Parsed, series: &[Series], ctx: &Context) -> Result<Run, ParseErro
         ..Host::default()
     };
     let mut plan = Plan::new(probes, vec![ctx.phase.clone()], Nanos(p.duration_ns.unwrap_or(0)), Nanos(interval));
-    plan.threads = series.len();
+    plan.threads = series.count;
     plan.cpus = cpus;
     let from = ImportedFrom {
         format: ctx.format.name().into(),
@@ -304,7 +380,9 @@ pub(crate) struct Merge {
     overruns_known: bool,
     min: u64,
     max: u64,
-    moments: Vec<stats::Moments>,
+    /// Runs of equal moments, each with its count (1.5 M pairs of one
+    /// IPC log mostly have the same ones).
+    moments: Vec<(stats::Moments, u64)>,
     summary_only: bool,
     /// Every member's buckets, normalised whenever they double (merging
     /// overlapping ranges gives the same buckets in any grouping).
@@ -349,7 +427,11 @@ impl Merge {
         self.overruns_known &= r.overruns_known;
         self.min = self.min.min(r.min_ns.0);
         self.max = self.max.max(r.max_ns.0);
-        self.moments.push(stats::Moments { n: r.samples, mean: r.mean_ns, sd: r.stddev_ns });
+        let m = stats::Moments { n: r.samples, mean: r.mean_ns, sd: r.stddev_ns };
+        match self.moments.last_mut() {
+            Some((last, k)) if last.n == m.n && last.mean.to_bits() == m.mean.to_bits() && last.sd.to_bits() == m.sd.to_bits() => *k += 1,
+            _ => self.moments.push((m, 1)),
+        }
         self.samples_unknown |= r.extras.samples_unknown;
         self.summary_only |= r.percentiles_ns.is_empty();
         if self.summary_only {

@@ -21,7 +21,7 @@ use std::fmt;
 use std::io::BufRead;
 
 use super::build::Parsed;
-use super::read::{strip_ansi, Lines, ParseError};
+use super::read::{strip_ansi, Lines, ParseError, ReadSeek};
 use super::{bins_csv, cyclictest_hist, cyclictest_json, ipc, oslat_json, rtai, rtla, suites_csv, xenomai};
 
 /// Every format, in the order detection tries them (and error messages
@@ -58,13 +58,13 @@ pub(crate) struct Source<'a> {
     /// passes (a first that counts or remembers offsets, a second that
     /// builds entry by entry). A parser that uses it must check that the
     /// second read sees what the first one saw (a file rewritten in
-    /// between is an error, never a mix of two versions).
-    #[allow(dead_code)] // until the first two-pass format uses it (issue 36 item 9)
-    pub(crate) reopen: Reopen<'a>,
+    /// between is an error, never a mix of two versions: [`super::read::Reread`]).
+    pub(crate) reopen: &'a Reopen,
 }
 
-/// Opens the input again from its start (see [`Source::reopen`]).
-pub(crate) type Reopen<'a> = &'a dyn Fn() -> std::io::Result<Box<dyn BufRead>>;
+/// Opens the input again from its start (see [`Source::reopen`]); shared,
+/// so a parser can keep it to build its entries when they are asked for.
+pub(crate) type Reopen = std::rc::Rc<dyn Fn() -> std::io::Result<Box<dyn ReadSeek>>>;
 
 /// The input's lines; a format read by a parser of its own (JSON, CSV) takes
 /// [`Lines::reader`].
@@ -266,7 +266,8 @@ pub fn detect_head(head: &str, complete: bool) -> Option<Format> {
 /// `file_name` is a hint for formats that do not name their tool.
 pub fn parse(format: Format, text: &str, file_name: &str) -> Result<Vec<Parsed>, ParseError> {
     // A text in memory is read again from a copy (tests and small inputs).
-    let reopen = || -> std::io::Result<Box<dyn BufRead>> { Ok(Box::new(std::io::Cursor::new(text.as_bytes().to_vec()))) };
+    let copy: std::rc::Rc<[u8]> = text.as_bytes().into();
+    let reopen: Reopen = std::rc::Rc::new(move || -> std::io::Result<Box<dyn ReadSeek>> { Ok(Box::new(std::io::Cursor::new(copy.clone()))) });
     parse_reader_with(format, text.as_bytes(), file_name, &ParseOptions::default(), &reopen)
 }
 
@@ -276,7 +277,7 @@ pub fn parse(format: Format, text: &str, file_name: &str) -> Result<Vec<Parsed>,
 /// buckets are kept at 3 significant digits, JSON histograms are folded in
 /// while the file is read). `reopen` reads the same input again from its
 /// start ([`Source::reopen`]).
-pub(crate) fn parse_reader_with(format: Format, mut r: impl BufRead, file_name: &str, opts: &ParseOptions, reopen: Reopen<'_>) -> Result<Vec<Parsed>, ParseError> {
+pub(crate) fn parse_reader_with(format: Format, mut r: impl BufRead, file_name: &str, opts: &ParseOptions, reopen: &Reopen) -> Result<Vec<Parsed>, ParseError> {
     let parse = format.0.parse.ok_or_else(|| ParseError::file("internal: parse() takes a concrete foreign format"))?;
     let mut lines: Input<'_> = Lines::new(&mut r as &mut dyn BufRead);
     parse(&mut lines, &Source { file_name, opts, reopen })

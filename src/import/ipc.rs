@@ -17,16 +17,20 @@
 //! by row.
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::rc::Rc;
 
-use super::format::{Format, Spec};
-use super::{int, uint, us_to_ns, ParseError, Parsed, Series};
+use super::format::{Format, Input, Reopen, Source, Spec};
+use super::read::{Marks, Reread};
+use super::build::SeriesIter;
+use super::{int, strip_ansi, uint, us_to_ns, ParseError, Parsed, Rows, Series, Shape};
 
 /// The rt-tests IPC tools' pair lines.
 pub const FORMAT: Format = Format(&Spec::text(
     "rt-tests-ipc",
     "The `#1 -> #0, Min .., Cur .., Avg .., Max ..` lines of ptsematest, svsematest, pmqtest, sigwaittest",
     |s| s.lines().any(|l| is_pair_line(&l)),
-    |input, src| parse_lines(input, src.file_name).map(|p| vec![p]),
+    |input, src| parse_lines(input, src).map(|p| vec![p]),
 ));
 
 /// `#1 -> #0, Min ...`
@@ -35,26 +39,27 @@ pub(crate) fn is_pair_line(l: &str) -> bool {
     l.starts_with('#') && l.contains(" -> #") && l.contains("Min") && l.contains("Max")
 }
 
+fn is_status_line(l: &str) -> bool {
+    l.starts_with('#') && l.contains(": ID")
+}
+
 struct Status {
-    /// The line it was read from.
-    line: usize,
     cpu: Option<usize>,
     interval_us: Option<u64>,
     cycles: Option<u64>,
     timeouts: Option<u64>,
 }
 
-/// `#0: ID18902, P80, CPU0, I1000; #1: ID18903, P80, CPU0, Cycles 1000`
-/// Each thread keeps its latest status and the one before (a file cut in
-/// the middle of a refresh pairs the older one with the last pair line).
+/// `#0: ID18902, P80, CPU0, I1000; #1: ID18903, P80, CPU0, Cycles 1000`:
+/// each thread's status, given to `each` in the order of the line.
 /// Returns whether the line has a `TO` (timeouts) field.
-fn parse_status(l: &str, n: usize, status: &mut BTreeMap<u64, [Option<Status>; 2]>) -> Result<bool, ParseError> {
+fn parse_status(l: &str, n: usize, each: &mut dyn FnMut(u64, Status)) -> Result<bool, ParseError> {
     let mut timeouts = false;
     for part in l.split(';') {
         let part = part.trim();
         let Some((id, fields)) = part.split_once(':') else { continue };
         let id = uint(id.trim_start_matches('#'), n, "thread number after #")?;
-        let mut s = Status { line: n, cpu: None, interval_us: None, cycles: None, timeouts: None };
+        let mut s = Status { cpu: None, interval_us: None, cycles: None, timeouts: None };
         for f in fields.split(',') {
             let f = f.trim();
             if f.starts_with("ID") {
@@ -70,11 +75,106 @@ fn parse_status(l: &str, n: usize, status: &mut BTreeMap<u64, [Option<Status>; 2
             }
         }
         timeouts |= s.timeouts.is_some();
-        let slot = status.entry(id).or_insert([None, None]);
-        slot[1] = slot[0].take();
-        slot[0] = Some(s);
+        each(id, s);
     }
     Ok(timeouts)
+}
+
+/// The line numbers of each thread's latest status and the one before
+/// (0: none; a file cut in the middle of a refresh pairs the older one
+/// with the last pair line), by thread number: a Vec while the numbers
+/// are dense, as the tools number their threads, a map otherwise.
+enum Threads {
+    Dense(Vec<[u32; 2]>),
+    Sparse(BTreeMap<u64, [u32; 2]>),
+}
+
+impl Threads {
+    /// Thread `id` has a status at line `n`.
+    fn note(&mut self, id: u64, n: u32) {
+        if let Threads::Dense(v) = self {
+            let len = v.len() as u64;
+            if id >= len && id <= 2 * len + 4096 {
+                v.resize(id as usize + 1, [0, 0]);
+            } else if id >= len {
+                *self = Threads::Sparse(v.iter().enumerate().filter(|(_, s)| s[0] != 0).map(|(i, s)| (i as u64, *s)).collect());
+            }
+        }
+        let slot = match self {
+            Threads::Dense(v) => &mut v[id as usize],
+            Threads::Sparse(m) => m.entry(id).or_insert([0, 0]),
+        };
+        *slot = [n, slot[0]];
+    }
+
+    fn get(&self, id: u64) -> [u32; 2] {
+        let slot = match self {
+            Threads::Dense(v) => usize::try_from(id).ok().and_then(|i| v.get(i)),
+            Threads::Sparse(m) => m.get(&id),
+        };
+        slot.copied().unwrap_or([0, 0])
+    }
+
+    /// The line of thread `id`'s status as of pair line `n`: the latest one
+    /// read before it (a later one belongs to a refresh the file lost the end of).
+    fn as_of(&self, id: u64, n: u32) -> Option<u32> {
+        self.get(id).into_iter().find(|&l| l != 0 && l < n)
+    }
+}
+
+/// The line of each pair's last pair line, in pair order: a Vec while new
+/// pairs come in order (a refresh repeats them), a map once one does not.
+enum Pairs {
+    Ordered(Vec<([u32; 2], u32)>),
+    Map(BTreeMap<(u64, u64), u32>),
+}
+
+impl Pairs {
+    fn note(&mut self, (a, b): (u64, u64), n: u32) {
+        if let Pairs::Ordered(v) = self {
+            if let (Ok(a), Ok(b)) = (u32::try_from(a), u32::try_from(b)) {
+                let key = [a, b];
+                if v.last().is_none_or(|(last, _)| *last < key) {
+                    v.push((key, n));
+                    return;
+                }
+                if let Ok(i) = v.binary_search_by(|(k, _)| k.cmp(&key)) {
+                    v[i].1 = n;
+                    return;
+                }
+            }
+            *self = Pairs::Map(v.iter().map(|([a, b], n)| ((u64::from(*a), u64::from(*b)), *n)).collect());
+        }
+        if let Pairs::Map(m) = self {
+            m.insert((a, b), n);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Pairs::Ordered(v) => v.is_empty(),
+            Pairs::Map(m) => m.is_empty(),
+        }
+    }
+
+    fn iter(&self) -> Box<dyn Iterator<Item = ((u64, u64), u32)> + '_> {
+        match self {
+            Pairs::Ordered(v) => Box::new(v.iter().map(|([a, b], n)| ((u64::from(*a), u64::from(*b)), *n))),
+            Pairs::Map(m) => Box::new(m.iter().map(|(k, n)| (*k, *n))),
+        }
+    }
+
+    /// Pair `i`, which comes after pair `after` (`None` for the first).
+    fn get(&self, i: usize, after: Option<(u64, u64)>) -> Option<((u64, u64), u32)> {
+        match self {
+            Pairs::Ordered(v) => v.get(i).map(|([a, b], n)| ((u64::from(*a), u64::from(*b)), *n)),
+            Pairs::Map(m) => match after {
+                None => m.iter().next(),
+                Some(k) => m.range((Bound::Excluded(k), Bound::Unbounded)).next(),
+            }
+            .map(|(k, n)| (*k, *n)),
+        }
+    }
 }
 
 pub(crate) fn tool_from_file_name(name: &str) -> Option<&'static str> {
@@ -139,57 +239,177 @@ fn pair_line(l: &str, n: usize) -> Result<PairLine, ParseError> {
     }
 }
 
-/// Read line by line; only the latest status and pair line of each thread
-/// is kept, so a long live log costs no more than a short one.
-pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = super::Line>, file_name: &str) -> Result<Parsed, ParseError> {
-    let mut status: BTreeMap<u64, [Option<Status>; 2]> = BTreeMap::new();
-    // (receiver, sender) -> (line, min, avg, max)
-    let mut pairs: BTreeMap<(u64, u64), (usize, i64, i64, i64)> = BTreeMap::new();
+/// What the first read of a file keeps: per thread and per pair, where
+/// their last lines are (a few bytes each); the values are read again
+/// when a pair's series is built ([`Table::series`]).
+struct Table {
+    threads: Threads,
+    pairs: Pairs,
+    marks: Rc<Marks>,
+    reopen: Reopen,
+    tool: &'static str,
+}
+
+/// `l` without ANSI escapes, copied only when it has some.
+fn without_ansi(l: &str) -> std::borrow::Cow<'_, str> {
+    if l.contains('\u{1b}') {
+        strip_ansi(l).into()
+    } else {
+        l.into()
+    }
+}
+
+/// A line number as the tables keep it.
+fn line32(n: usize) -> Result<u32, ParseError> {
+    u32::try_from(n).map_err(|_| ParseError::at(n, "more lines than an rt-tests IPC log can have (2^32)"))
+}
+
+/// The first read: every line checked, the lines of each thread's two
+/// latest statuses and each pair's last line noted, and whether any
+/// status has pmqtest's `TO` field.
+fn scan(lines: &mut Input<'_>) -> Result<(Threads, Pairs, Marks, bool), ParseError> {
+    let (mut threads, mut pairs, mut marks) = (Threads::Dense(Vec::new()), Pairs::Ordered(Vec::new()), Marks::default());
     let mut any_timeouts = false;
-    for (i, raw) in lines.enumerate() {
+    let mut n = 0;
+    loop {
+        let offset = lines.offset();
+        let Some(raw) = lines.next() else { break };
         let raw = raw?;
-        let n = i + 1;
-        let l = super::strip_ansi(&raw);
+        n += 1;
+        marks.note(n, offset);
+        let l = without_ansi(&raw);
         let l = l.trim();
         if is_pair_line(l) {
-            let (key, value) = pair_line(l, n)?;
-            pairs.insert(key, value);
-        } else if l.starts_with('#') && l.contains(": ID") {
+            let (key, _) = pair_line(l, n)?;
+            pairs.note(key, line32(n)?);
+        } else if is_status_line(l) {
+            let n32 = line32(n)?;
             // Only this line's threads can add timeouts: looking at every
             // thread's status here made a log of many pairs quadratic.
-            any_timeouts |= parse_status(l, n, &mut status)?;
+            any_timeouts |= parse_status(l, n, &mut |id, _| threads.note(id, n32))?;
         }
     }
+    marks.end(lines.offset());
+    if let Pairs::Ordered(v) = &mut pairs {
+        v.shrink_to_fit();
+    }
+    Ok((threads, pairs, marks, any_timeouts))
+}
+
+/// Read line by line, keeping only where each thread's latest status and
+/// each pair's last line are, then read again pair by pair (once to check
+/// every pair and count what the run's header needs, then each time the
+/// run is built): a long live log or a log of millions of pairs costs a
+/// few bytes per pair.
+pub(crate) fn parse_lines(lines: &mut Input<'_>, src: &Source<'_>) -> Result<Parsed, ParseError> {
+    let (threads, pairs, marks, any_timeouts) = scan(lines)?;
     if pairs.is_empty() {
         return Err(ParseError::file("no \"#1 -> #0, Min .., Cur .., Avg .., Max ..\" line; expected ptsematest/svsematest/pmqtest/sigwaittest output"));
     }
-    let tool = if any_timeouts { "pmqtest" } else { tool_from_file_name(file_name).unwrap_or("rt-tests IPC test") };
-    // Sized once: a Vec grown by doubling holds the old and the new block
-    // while it moves (1.5 M pairs: ~0.5 GB beside ~1 GB).
-    let mut p = Parsed { tool: tool.into(), series: Vec::with_capacity(pairs.len()), ..Parsed::default() };
-    let mut skipped = 0;
-    let mut cut: Option<usize> = None;
-    // The status of thread `id` as of pair line `n`: the latest one read
-    // before it (a later one belongs to a refresh the file lost the end of).
-    let as_of = |id: u64, n: usize| status.get(&id).and_then(|s| s.iter().flatten().find(|st| st.line < n));
-    for (k, ((a, b), (n, min, avg, max))) in pairs.into_iter().enumerate() {
-        if let Some(latest) = status.get(&a).and_then(|s| s[0].as_ref()).filter(|st| st.line > n) {
-            cut = Some(cut.unwrap_or(0).max(latest.line));
+    let tool = if any_timeouts { "pmqtest" } else { tool_from_file_name(src.file_name).unwrap_or("rt-tests IPC test") };
+    let table = Rc::new(Table { threads, pairs, marks: Rc::new(marks), reopen: src.reopen.clone(), tool });
+    let (mut shape, mut skipped) = (Shape::default(), 0);
+    for s in PairRows::new(Rc::clone(&table)) {
+        match s? {
+            Some(s) => shape.add(&s),
+            None => skipped += 1, // the pair had not run yet (its Avg is garbage then)
         }
-        let recv = as_of(a, n);
-        let send = as_of(b, n);
-        let cycles = recv.and_then(|s| s.cycles).ok_or_else(|| {
+    }
+    if shape.count() == 0 {
+        return Err(ParseError::file("every pair has Cycles 0; nothing was measured"));
+    }
+    // A thread's status after its pair's last line: the file ends inside a refresh.
+    let mut cut: Option<usize> = None;
+    for ((a, _), n) in table.pairs.iter() {
+        let latest = table.threads.get(a)[0];
+        if latest > n {
+            cut = Some(cut.unwrap_or(0).max(latest as usize));
+        }
+    }
+    let open = move || -> SeriesIter {
+        Box::new(PairRows::new(Rc::clone(&table)).filter_map(Result::transpose))
+    };
+    let fidelity = notes(tool, skipped, cut, any_timeouts);
+    Ok(Parsed { tool: tool.into(), rows: Some(Rows { shape, open: Rc::new(open) }), fidelity, ..Parsed::default() })
+}
+
+/// Every pair's series in pair order (`None`: 0 cycles, skipped), read
+/// from the file again; the first error ends them.
+struct PairRows {
+    table: Rc<Table>,
+    read: Option<Reread>,
+    i: usize,
+    after: Option<(u64, u64)>,
+    failed: bool,
+}
+
+impl PairRows {
+    fn new(table: Rc<Table>) -> PairRows {
+        PairRows { table, read: None, i: 0, after: None, failed: false }
+    }
+
+    fn build(&mut self, k: usize, key: (u64, u64), n: u32) -> Result<Option<Series>, ParseError> {
+        if self.read.is_none() {
+            let r = (self.table.reopen)().map_err(|e| ParseError::file(format!("cannot read the file again: {e}")))?;
+            self.read = Some(Reread::open(r, Rc::clone(&self.table.marks))?);
+        }
+        let read = self.read.as_mut().expect("opened above");
+        self.table.series(read, k, key, n)
+    }
+}
+
+impl Iterator for PairRows {
+    type Item = Result<Option<Series>, ParseError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let (key, n) = self.table.pairs.get(self.i, self.after)?;
+        let k = self.i;
+        (self.i, self.after) = (self.i + 1, Some(key));
+        let s = self.build(k, key, n);
+        self.failed = s.is_err();
+        Some(s)
+    }
+}
+
+impl Table {
+    /// Pair `k` (receiver `a`, sender `b`), whose last pair line is `n`,
+    /// with the statuses of its threads as of that line: `None` when it
+    /// has 0 cycles.
+    fn series(&self, read: &mut Reread, k: usize, (a, b): (u64, u64), n: u32) -> Result<Option<Series>, ParseError> {
+        let (recv_line, send_line) = (self.threads.as_of(a, n), self.threads.as_of(b, n));
+        // Each line once, in file order: a file read in order is read once.
+        let mut want: Vec<u32> = [recv_line, send_line, Some(n)].into_iter().flatten().collect();
+        want.sort_unstable();
+        want.dedup();
+        let mut text: Vec<(u32, String)> = Vec::with_capacity(want.len());
+        for m in want {
+            let l = read.line(m as usize)?;
+            text.push((m, without_ansi(&l).into_owned()));
+        }
+        let at = |m: u32| text.iter().find(|(x, _)| *x == m).map_or("", |(_, t)| t.trim());
+        let recv = recv_line.map(|m| status_at(at(m), a, m)).transpose()?;
+        let send = send_line.map(|m| status_at(at(m), b, m)).transpose()?;
+        let n = n as usize;
+        let l = at(n as u32);
+        let (key, (_, min, avg, max)) = if is_pair_line(l) { pair_line(l, n)? } else { ((u64::MAX, 0), (n, 0, 0, 0)) };
+        if key != (a, b) {
+            return Err(Reread::changed(&format!("line {n} is no longer the pair line of #{a} -> #{b}")));
+        }
+        let cycles = recv.as_ref().and_then(|s| s.cycles).ok_or_else(|| {
             ParseError::at(n, format!("no \"#{a}: ..., Cycles N\" status line before this pair; expected the tool's full output"))
         })?;
         if cycles == 0 {
-            skipped += 1; // the pair had not run yet (its Avg is garbage then)
-            continue;
+            return Ok(None);
         }
         if min < 0 || avg < 0 || max < 0 || min > max {
             return Err(ParseError::at(n, format!("Min {min}, Avg {avg}, Max {max}: expected 0 ≤ Min ≤ Max")));
         }
+        let tool = self.tool;
+        let (recv, send) = (recv.as_ref(), send.as_ref());
         let (recv_cpu, send_cpu) = (recv.and_then(|s| s.cpu), send.and_then(|s| s.cpu));
-        p.series.push(Series {
+        Ok(Some(Series {
             probe: probe_of(tool).0.into(),
             variant: variant_of(tool, recv_cpu, send_cpu),
             thread: Some(k),
@@ -203,13 +423,22 @@ pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = super::Line>, file_nam
             max_ns: us_to_ns(max as u64, n, "Max")?,
             mean_ns: Some(avg as f64 * 1000.0),
             ..Series::default()
-        });
+        }))
     }
-    if p.series.is_empty() {
-        return Err(ParseError::file("every pair has Cycles 0; nothing was measured"));
+}
+
+/// Thread `id`'s status on status line `n` (`l`, read again): its last
+/// one there, as the first read kept it.
+fn status_at(l: &str, id: u64, n: u32) -> Result<Status, ParseError> {
+    let mut found = None;
+    if is_status_line(l) {
+        parse_status(l, n as usize, &mut |t, s| {
+            if t == id {
+                found = Some(s);
+            }
+        })?;
     }
-    p.fidelity.extend(notes(tool, skipped, cut, any_timeouts));
-    Ok(p)
+    found.ok_or_else(|| Reread::changed(&format!("line {n} is no longer a status line of #{id}")))
 }
 
 /// The fidelity notes of an import: summary only, µs, and what the file
@@ -235,4 +464,67 @@ fn notes(tool: &str, skipped: usize, cut: Option<usize>, any_timeouts: bool) -> 
         out.push("pmqtest timeouts (TO) are reported as overruns".into());
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::format::ParseOptions;
+    use crate::import::read::{Lines, ReadSeek};
+
+    /// Parse `text`, reading `again` when the file is read again, and
+    /// build every series.
+    fn parse_with(text: &str, again: &str) -> Result<Vec<Series>, ParseError> {
+        let again: Rc<[u8]> = again.as_bytes().into();
+        let reopen: Reopen = Rc::new(move || Ok(Box::new(std::io::Cursor::new(again.clone())) as Box<dyn ReadSeek>));
+        let opts = ParseOptions::default();
+        let mut r: &[u8] = text.as_bytes();
+        let mut lines: Input<'_> = Lines::new(&mut r as &mut dyn std::io::BufRead);
+        let p = parse_lines(&mut lines, &Source { file_name: "ptsematest.txt", opts: &opts, reopen: &reopen })?;
+        let rows = p.rows.expect("built on demand");
+        assert_eq!(rows.shape.count(), (rows.open)().count(), "the shape counts the series");
+        (rows.open)().collect()
+    }
+
+    fn status(a: u64, b: u64, cycles: u64) -> String {
+        format!("#{a}: ID1, P80, CPU0, I1000; #{b}: ID2, P80, CPU1, Cycles {cycles}\n")
+    }
+
+    fn pair(a: u64, b: u64, max: u64) -> String {
+        format!("#{a} -> #{b}, Min    1, Cur    2, Avg    3, Max {max:4}\n")
+    }
+
+    #[test]
+    fn pairs_out_of_order_and_far_apart_come_in_pair_order() {
+        // A far thread number (the table becomes a map) and one past 32 bits (so do the pairs).
+        let (far, huge) = (10_000_000u64, 1u64 << 40);
+        let text = [
+            status(far, far + 1, 10),
+            pair(far + 1, far, 11),
+            status(0, 1, 20),
+            pair(1, 0, 21),
+            status(huge, huge + 1, 30),
+            pair(huge + 1, huge, 31),
+            status(2, 3, 40),
+            pair(3, 2, 41),
+            status(0, 1, 50), // a later refresh of #1 -> #0
+            pair(1, 0, 51),
+        ]
+        .concat();
+        let got: Vec<(usize, u64, u64)> =
+            parse_with(&text, &text).unwrap().iter().map(|s| (s.thread.unwrap(), s.samples, s.max_ns)).collect();
+        assert_eq!(got, [(0, 50, 51_000), (1, 40, 41_000), (2, 10, 11_000), (3, 30, 31_000)]);
+    }
+
+    #[test]
+    fn a_file_that_changed_between_its_reads_is_refused() {
+        let text = [status(0, 1, 10), pair(1, 0, 11), status(2, 3, 20), pair(3, 2, 21)].concat();
+        let shorter = [status(0, 1, 10), pair(1, 0, 11)].concat();
+        let moved = [status(2, 3, 20), pair(3, 2, 21), status(0, 1, 10), pair(1, 0, 11)].concat();
+        assert_eq!(parse_with(&text, &text).unwrap().len(), 2);
+        for again in [shorter, moved] {
+            let e = parse_with(&text, &again).unwrap_err();
+            assert!(e.msg.contains("the file changed while it was read"), "{e}");
+        }
+    }
 }

@@ -80,11 +80,17 @@ pub(crate) struct Lines<R> {
     r: R,
     n: usize,
     buf: Vec<u8>,
+    /// Bytes read so far: where the next line starts.
+    offset: u64,
 }
 
 impl<R: std::io::BufRead> Lines<R> {
     pub(crate) fn new(r: R) -> Lines<R> {
-        Lines { r, n: 0, buf: Vec::new() }
+        Lines { r, n: 0, buf: Vec::new(), offset: 0 }
+    }
+    /// The byte offset of the next line (the bytes read so far).
+    pub(crate) fn offset(&self) -> u64 {
+        self.offset
     }
     /// The reader, for formats read by a parser of their own (JSON, CSV),
     /// with the byte-order mark skipped if nothing was read yet.
@@ -106,30 +112,121 @@ impl<R: std::io::BufRead> Iterator for Lines<R> {
         self.buf.clear();
         match self.r.read_until(b'\n', &mut self.buf) {
             Ok(0) => return None,
-            Ok(_) => {}
+            Ok(k) => self.offset += k as u64,
             Err(e) => return Some(Err(ParseError::at(self.n + 1, format!("cannot read: {e}")))),
         }
         self.n += 1;
-        if self.buf.last() == Some(&b'\n') {
-            self.buf.pop();
-            if self.buf.last() == Some(&b'\r') {
-                self.buf.pop();
+        Some(text_of(&mut self.buf, self.n))
+    }
+}
+
+/// Line `n` as read with its end of line into `buf`: the end of line (and
+/// line 1's byte-order mark) dropped, checked to be UTF-8.
+fn text_of(buf: &mut Vec<u8>, n: usize) -> Line {
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+    }
+    let start = if n == 1 && buf.starts_with("\u{feff}".as_bytes()) { 3 } else { 0 };
+    match std::str::from_utf8(&buf[start..]) {
+        Ok(t) => Ok(t.to_string()),
+        Err(e) => Err(ParseError::at(
+            n,
+            format!("not UTF-8 text (invalid byte at column {}); expected the text output of one of: {}", e.valid_up_to() + 1, format_list()),
+        )),
+    }
+}
+
+/// Where lines start, every [`Marks::EVERY`]th one, noted while a file is
+/// read (a few bytes per thousand lines), so a second read can go back to
+/// any line ([`Reread`]).
+#[derive(Debug, Default)]
+pub(crate) struct Marks {
+    offsets: Vec<u64>,
+    /// The file's length as the first read saw it.
+    len: u64,
+}
+
+impl Marks {
+    const EVERY: usize = 16;
+
+    /// Line `n` (1-based) starts at byte `offset`.
+    pub(crate) fn note(&mut self, n: usize, offset: u64) {
+        if (n - 1).is_multiple_of(Self::EVERY) {
+            self.offsets.push(offset);
+        }
+    }
+
+    /// The whole file was read: it is `len` bytes long.
+    pub(crate) fn end(&mut self, len: u64) {
+        self.len = len;
+    }
+}
+
+/// A reader that can be rewound to its first byte and sought in.
+pub(crate) trait ReadSeek: std::io::BufRead + std::io::Seek {}
+impl<T: std::io::BufRead + std::io::Seek> ReadSeek for T {}
+
+/// The input read again, line by line number, for a format read in two
+/// passes: forward as long as the lines asked for come in order, from the
+/// nearest mark before a line otherwise. The file must be the one the
+/// first pass read: the same length, and each line what its parser
+/// expects there (it says so with [`Reread::changed`]).
+pub(crate) struct Reread {
+    r: Box<dyn ReadSeek>,
+    marks: std::rc::Rc<Marks>,
+    /// The number of the line the reader is at.
+    next: usize,
+    buf: Vec<u8>,
+}
+
+impl Reread {
+    pub(crate) fn open(mut r: Box<dyn ReadSeek>, marks: std::rc::Rc<Marks>) -> Result<Reread, ParseError> {
+        let cannot = |e: std::io::Error| ParseError::file(format!("cannot read the file again: {e}"));
+        let len = r.seek(std::io::SeekFrom::End(0)).map_err(cannot)?;
+        if len != marks.len {
+            return Err(Reread::changed(&format!("{} bytes long, then {len}", marks.len)));
+        }
+        r.rewind().map_err(cannot)?;
+        Ok(Reread { r, marks, next: 1, buf: Vec::new() })
+    }
+
+    /// Line `n` (1-based), as [`Lines`] gives it.
+    pub(crate) fn line(&mut self, n: usize) -> Line {
+        if n < self.next || n - self.next > 2 * Marks::EVERY {
+            let k = (n - 1) / Marks::EVERY;
+            let at = *self.marks.offsets.get(k).ok_or_else(|| Reread::changed(&format!("no line {n}")))?;
+            self.r.seek(std::io::SeekFrom::Start(at)).map_err(|e| ParseError::at(n, format!("cannot read the file again: {e}")))?;
+            self.next = k * Marks::EVERY + 1;
+        }
+        loop {
+            self.buf.clear();
+            match self.r.read_until(b'\n', &mut self.buf) {
+                Ok(0) => return Err(Reread::changed(&format!("no line {n}"))),
+                Ok(_) => {}
+                Err(e) => return Err(ParseError::at(self.next, format!("cannot read the file again: {e}"))),
+            }
+            self.next += 1;
+            if self.next > n {
+                return text_of(&mut self.buf, n);
             }
         }
-        let start = if self.n == 1 && self.buf.starts_with("\u{feff}".as_bytes()) { 3 } else { 0 };
-        Some(match std::str::from_utf8(&self.buf[start..]) {
-            Ok(t) => Ok(t.to_string()),
-            Err(e) => Err(ParseError::at(
-                self.n,
-                format!("not UTF-8 text (invalid byte at column {}); expected the text output of one of: {}", e.valid_up_to() + 1, format_list()),
-            )),
-        })
+    }
+
+    /// The error of a file that is not what the first read saw.
+    pub(crate) fn changed(what: &str) -> ParseError {
+        ParseError::file(format!("the file changed while it was read ({what}); import it again once it is complete"))
     }
 }
 
 /// Drop ANSI cursor-movement escapes (`ESC [ 4 A`), which the rt-tests tools
 /// print when refreshing their status lines in a terminal.
 pub(crate) fn strip_ansi(line: &str) -> String {
+    if !line.contains('\u{1b}') {
+        return line.to_string();
+    }
     let mut out = String::with_capacity(line.len());
     let mut chars = line.chars().peekable();
     while let Some(c) = chars.next() {
