@@ -132,10 +132,11 @@ fn foreign(args: &ImportArgs, format: Format) -> Result<Converted, BadInput> {
     let file_name = args.file.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
     let opts = import::ParseOptions { period_ns: args.period };
     let reader = BufReader::with_capacity(256 << 10, open_input(args)?.0.take(args.max_size));
-    let reopen = || -> std::io::Result<Box<dyn std::io::BufRead>> {
-        let (f, _) = open_input(args).map_err(|e| std::io::Error::other(e.0))?;
-        Ok(Box::new(BufReader::with_capacity(256 << 10, f.take(args.max_size))))
-    };
+    let (path, max_size) = (args.file.clone(), args.max_size);
+    let reopen: Rc<dyn Fn() -> std::io::Result<Box<dyn std::io::BufRead + Send>>> = Rc::new(move || {
+        let (f, _) = crate::store::json::open_input(&path, max_size).map_err(|e| std::io::Error::other(format!("{}: {e}", path.display())))?;
+        Ok(Box::new(BufReader::with_capacity(256 << 10, f.take(max_size))))
+    });
     let mut parsed = import::parse_reader_with(format, reader, &file_name, &opts, &reopen).map_err(|e| BadInput(format!("{file}: {format}: {e}")))?;
     if let (true, Some(name)) = (format.per_column(), &args.name) {
         let all: Vec<String> = parsed.iter().filter_map(|p| p.system.clone()).collect();
@@ -193,7 +194,9 @@ fn check(p: &Parsed, ctx: &Context) -> Result<Checked, BadInput> {
         // What every reader checks is checked before anything is stored.
         return Err(BadInput(format!("{file}: {format}: {e}: the converted run would break result schema v1")));
     }
-    Ok(Checked { system, fidelity: Rc::new(header.fidelity) })
+    // A streamed run's notes are whole once its series have all gone by.
+    let fidelity = if p.stream.is_some() { Building::borrowed(p, ctx).map_err(built)?.0.fidelity } else { header.fidelity };
+    Ok(Checked { system, fidelity: Rc::new(fidelity) })
 }
 
 fn system_of(run: &Run) -> &str {

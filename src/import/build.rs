@@ -7,7 +7,9 @@
 //! [`Building`] gives the same run entry by entry, for saving and printing
 //! in memory that does not grow with the number of entries.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use super::fold::{normalise_buckets, percentiles};
 use super::format::Format;
@@ -67,6 +69,62 @@ pub struct Parsed {
     pub(crate) command_line: Vec<String>,
     pub(crate) series: Vec<Series>,
     pub(crate) fidelity: Vec<String>,
+    /// The series read again from the file each time the run is built,
+    /// instead of `series` (a file of many threads: see [`Stream`]).
+    pub(crate) stream: Option<Stream>,
+}
+
+/// What the run's header needs of its series, without them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Shape {
+    pub(crate) count: usize,
+    pub(crate) overruns_unknown: bool,
+    /// Sorted, once each.
+    pub(crate) cpus: Vec<usize>,
+    /// The first non-zero period.
+    pub(crate) interval_ns: u64,
+    /// Probe and variant, in the order first seen.
+    pub(crate) groups: Vec<(String, Option<String>)>,
+}
+
+impl Shape {
+    fn of(series: &[Series]) -> Shape {
+        let mut cpus: Vec<usize> = series.iter().filter_map(|s| s.cpu).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        let groups = crate::units::first_seen(series.iter().map(|s| (s.probe.as_str(), s.variant.as_deref())));
+        Shape {
+            count: series.len(),
+            overruns_unknown: series.iter().any(|s| s.overruns_unknown),
+            cpus,
+            interval_ns: series.iter().map(|s| s.interval_ns).find(|&i| i > 0).unwrap_or(0),
+            groups: groups.into_iter().map(|(p, v)| (p.to_string(), v.map(String::from))).collect(),
+        }
+    }
+}
+
+/// The series of a file too large to hold, produced again on each
+/// building (the check, then the store or print) by reading the file again
+/// ([`super::format::Source::reopen`]); `shape` is what the parser learnt
+/// of them, and the `fidelity` notes that only the whole series give are
+/// set once a building has seen them all (the check, before anything is
+/// stored or printed).
+#[derive(Clone)]
+pub(crate) struct Stream {
+    pub(crate) shape: Shape,
+    /// Starts a reading: the series in order, an error ending them.
+    pub(crate) series: Rc<dyn Fn() -> SeriesIter>,
+    /// The run's notes once known (else the parsed ones).
+    pub(crate) fidelity: Rc<RefCell<Option<Vec<String>>>>,
+}
+
+/// Series as they are read (an error ends them).
+pub(crate) type SeriesIter = Box<dyn Iterator<Item = Result<Series, ParseError>>>;
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Stream({:?})", self.shape)
+    }
 }
 
 /// How the command wants the runs labelled.
@@ -88,6 +146,10 @@ pub struct Context {
 /// Build the schema v1 run for one parsed system, whole (see [`Building`]
 /// for the same run entry by entry).
 pub fn build_run(p: Parsed, ctx: &Context) -> Result<Run, ParseError> {
+    if p.stream.is_some() {
+        // A first building gives the notes only the whole series give.
+        Building::borrowed(&p, ctx)?.1.try_for_each(|r| r.map(drop))?;
+    }
     let (mut run, entries) = Building::new(p, ctx)?;
     run.results = entries.collect::<Result<_, _>>()?;
     Ok(run)
@@ -100,7 +162,7 @@ pub fn build_run(p: Parsed, ctx: &Context) -> Result<Run, ParseError> {
 /// give the run without its entries (`results` empty) beside it; the whole
 /// run is that with these as `results` ([`build_run`]).
 pub(crate) struct Building<'p> {
-    series: Box<dyn Iterator<Item = Series> + 'p>,
+    series: Box<dyn Iterator<Item = Result<Series, ParseError>> + 'p>,
     probe: Option<String>,
     phase: String,
     /// Per probe/variant, in the order first seen: the merge so far.
@@ -112,19 +174,27 @@ pub(crate) struct Building<'p> {
 impl<'p> Building<'p> {
     /// Take the series of `p` (their buckets move, never copied).
     pub(crate) fn new(mut p: Parsed, ctx: &Context) -> Result<(Run, Building<'p>), ParseError> {
+        if let Some(st) = &p.stream {
+            let header = header(&p, &st.shape, ctx)?;
+            return Ok((header, Building::with((st.series)(), ctx)));
+        }
         let series = std::mem::take(&mut p.series);
-        let header = header(&p, &series, ctx)?;
-        Ok((header, Building::with(Box::new(series.into_iter()), ctx)))
+        let header = header(&p, &Shape::of(&series), ctx)?;
+        Ok((header, Building::with(Box::new(series.into_iter().map(Ok)), ctx)))
     }
 
     /// Build from a borrowed `p`, each series copied as it is built (a
     /// check pass before the run is stored or printed).
     pub(crate) fn borrowed(p: &'p Parsed, ctx: &Context) -> Result<(Run, Building<'p>), ParseError> {
-        let header = header(p, &p.series, ctx)?;
-        Ok((header, Building::with(Box::new(p.series.iter().cloned()), ctx)))
+        if let Some(st) = &p.stream {
+            let header = header(p, &st.shape, ctx)?;
+            return Ok((header, Building::with((st.series)(), ctx)));
+        }
+        let header = header(p, &Shape::of(&p.series), ctx)?;
+        Ok((header, Building::with(Box::new(p.series.iter().cloned().map(Ok)), ctx)))
     }
 
-    fn with(series: Box<dyn Iterator<Item = Series> + 'p>, ctx: &Context) -> Building<'p> {
+    fn with(series: Box<dyn Iterator<Item = Result<Series, ParseError>> + 'p>, ctx: &Context) -> Building<'p> {
         Building { series, probe: ctx.probe.clone(), phase: ctx.phase.clone(), groups: Vec::new(), merged: None }
     }
 }
@@ -135,7 +205,12 @@ impl Iterator for Building<'_> {
         if let Some(m) = &mut self.merged {
             return m.next().map(Ok);
         }
-        let Some(s) = self.series.next() else {
+        let s = match self.series.next() {
+            Some(Ok(s)) => Some(s),
+            Some(Err(e)) => return Some(Err(e)),
+            None => None,
+        };
+        let Some(s) = s else {
             let merged: Vec<ProbeResult> =
                 std::mem::take(&mut self.groups).into_iter().filter(|(_, m)| m.wanted()).map(|(_, m)| m.finish()).collect();
             self.merged = Some(merged.into_iter());
@@ -158,10 +233,11 @@ impl Iterator for Building<'_> {
 /// The run of `p` without its entries: host, plan, `imported_from` and
 /// `fidelity` notes, from what the file says and the series' CPUs,
 /// periods and probe/variant groups.
-fn header(p: &Parsed, series: &[Series], ctx: &Context) -> Result<Run, ParseError> {
+fn header(p: &Parsed, series: &Shape, ctx: &Context) -> Result<Run, ParseError> {
     let system = ctx.name.clone().or(p.system.clone()).unwrap_or_else(|| ctx.file_stem.clone());
-    let mut fidelity = p.fidelity.clone();
-    if series.iter().any(|s| s.overruns_unknown) {
+    let known = p.stream.as_ref().and_then(|s| s.fidelity.borrow().clone());
+    let mut fidelity = known.unwrap_or_else(|| p.fidelity.clone());
+    if series.overruns_unknown {
         fidelity.push(format!(
             "missed periods (overruns) unknown: {} does not count them; a deadline verdict sees only the late samples",
             if p.tool.is_empty() { "the source" } else { p.tool.as_str() }
@@ -175,15 +251,13 @@ fn header(p: &Parsed, series: &[Series], ctx: &Context) -> Result<Run, ParseErro
         }
     };
     let finished_at = p.finished_at.clone().unwrap_or_else(|| started_at.clone());
-    if series.is_empty() {
+    if series.count == 0 {
         return Err(ParseError::file("the file holds no measurements"));
     }
-    let mut cpus: Vec<usize> = series.iter().filter_map(|s| s.cpu).collect();
-    cpus.sort_unstable();
-    cpus.dedup();
-    let interval = series.iter().map(|s| s.interval_ns).find(|&i| i > 0).unwrap_or(0);
+    let cpus = series.cpus.clone();
+    let interval = series.interval_ns;
     let groups: Vec<(&str, Option<&str>)> =
-        crate::units::first_seen(series.iter().map(|s| (ctx.probe.as_deref().unwrap_or(&s.probe), s.variant.as_deref())));
+        crate::units::first_seen(series.groups.iter().map(|(p, v)| (ctx.probe.as_deref().unwrap_or(p), v.as_deref())));
     let mut probes: Vec<String> = groups.iter().map(|g| g.0.to_string()).collect();
     probes.dedup();
     let tool_named = if p.tool_version.is_empty() { p.tool.clone() } else { format!("{} {}", p.tool, p.tool_version) };
@@ -198,7 +272,7 @@ fn header(p: &Parsed, series: &[Series], ctx: &Context) -> Result<Run, ParseErro
         ..Host::default()
     };
     let mut plan = Plan::new(probes, vec![ctx.phase.clone()], Nanos(p.duration_ns.unwrap_or(0)), Nanos(interval));
-    plan.threads = series.len();
+    plan.threads = series.count;
     plan.cpus = cpus;
     let from = ImportedFrom {
         format: ctx.format.name().into(),

@@ -59,12 +59,13 @@ pub(crate) struct Source<'a> {
     /// builds entry by entry). A parser that uses it must check that the
     /// second read sees what the first one saw (a file rewritten in
     /// between is an error, never a mix of two versions).
-    #[allow(dead_code)] // until the first two-pass format uses it (issue 36 item 9)
     pub(crate) reopen: Reopen<'a>,
 }
 
-/// Opens the input again from its start (see [`Source::reopen`]).
-pub(crate) type Reopen<'a> = &'a dyn Fn() -> std::io::Result<Box<dyn BufRead>>;
+/// Opens the input again from its start (see [`Source::reopen`]); shared,
+/// so that a parser can keep it for readings after it returns, and
+/// `Send`, so that a reading can run on a thread of its own.
+pub(crate) type Reopen<'a> = &'a std::rc::Rc<dyn Fn() -> std::io::Result<Box<dyn BufRead + Send>>>;
 
 /// The input's lines; a format read by a parser of its own (JSON, CSV) takes
 /// [`Lines::reader`].
@@ -266,7 +267,9 @@ pub fn detect_head(head: &str, complete: bool) -> Option<Format> {
 /// `file_name` is a hint for formats that do not name their tool.
 pub fn parse(format: Format, text: &str, file_name: &str) -> Result<Vec<Parsed>, ParseError> {
     // A text in memory is read again from a copy (tests and small inputs).
-    let reopen = || -> std::io::Result<Box<dyn BufRead>> { Ok(Box::new(std::io::Cursor::new(text.as_bytes().to_vec()))) };
+    let copy = text.as_bytes().to_vec();
+    let reopen: std::rc::Rc<dyn Fn() -> std::io::Result<Box<dyn BufRead + Send>>> =
+        std::rc::Rc::new(move || Ok(Box::new(std::io::Cursor::new(copy.clone()))));
     parse_reader_with(format, text.as_bytes(), file_name, &ParseOptions::default(), &reopen)
 }
 
