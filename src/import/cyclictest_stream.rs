@@ -344,3 +344,66 @@ impl Sink for Later {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::{build_run, format, Context};
+
+    /// `threads` threads of `keys` latencies each, in file order.
+    fn file(threads: usize, keys: usize) -> String {
+        let th: Vec<String> = (0..threads)
+            .map(|t| {
+                let hist: Vec<String> = (0..keys).map(|v| format!("\"{}\": {}", v * 3, 1 + (v * t) % 3)).collect();
+                let n: usize = (0..keys).map(|v| 1 + (v * t) % 3).sum();
+                format!("\"{t}\": {{\"histogram\": {{{}}}, \"cycles\": {n}, \"min\": 0, \"max\": {}, \"avg\": 9.5, \"cpu\": {}}}", hist.join(","), 3 * (keys - 1), t % 3)
+            })
+            .collect();
+        format!("{{\"cmdline:\": \"cyclictest -h 90000 --json=x\", \"resolution_in_ns\": 0, \"thread\": {{{}}}}}", th.join(","))
+    }
+
+    fn ctx() -> Context {
+        Context {
+            format: cj::FORMAT,
+            file: "f".into(),
+            file_sha256: "0".repeat(64),
+            file_stem: "f".into(),
+            file_mtime: "2026-01-01T00:00:00Z".into(),
+            phase: "idle".into(),
+            probe: None,
+            name: None,
+        }
+    }
+
+    #[test]
+    fn streamed_threads_give_the_run_a_whole_reading_gives() {
+        // 120 threads of 3 000 latencies: their share of the file's buckets
+        // shrinks three times as they are read, and they end folded coarser.
+        let text = file(120, 3000);
+        let mut p = format::parse(cj::FORMAT, &text, "f.json").unwrap();
+        assert!(p[0].stream.is_some() && p[0].series.is_empty(), "read as a stream, no series held");
+        let streamed = build_run(p.remove(0), &ctx()).unwrap();
+        let whole = build_run(cj::parse_reader(text.as_bytes()).unwrap(), &ctx()).unwrap();
+        assert_eq!(streamed.results.len(), 121);
+        assert!(streamed.fidelity.iter().any(|f| f.contains("sharing")), "{:?}", streamed.fidelity);
+        assert_eq!(serde_json::to_string(&streamed).unwrap(), serde_json::to_string(&whole).unwrap());
+    }
+
+    #[test]
+    fn a_file_that_changes_between_readings_is_refused() {
+        let (a, b) = (file(3, 10), file(3, 10).replace("\"avg\": 9.5", "\"avg\": 9.25"));
+        let again: Rc<dyn Fn() -> std::io::Result<Box<dyn BufRead + Send>>> =
+            Rc::new(move || Ok(Box::new(std::io::Cursor::new(b.clone().into_bytes()))));
+        let p = format::parse_reader_with(cj::FORMAT, a.as_bytes(), "f.json", &Default::default(), &again).unwrap();
+        let e = build_run(p.into_iter().next().unwrap(), &ctx()).unwrap_err();
+        assert!(e.msg.contains("the file changed while it was read"), "{}", e.msg);
+    }
+
+    #[test]
+    fn threads_out_of_order_are_read_whole_and_sorted() {
+        let text = file(3, 10).replacen("\"0\": {", "\"7\": {", 1);
+        let p = format::parse(cj::FORMAT, &text, "f.json").unwrap();
+        assert!(p[0].stream.is_none());
+        assert_eq!(p[0].series.iter().map(|s| s.thread).collect::<Vec<_>>(), [Some(1), Some(2), Some(7)]);
+    }
+}
