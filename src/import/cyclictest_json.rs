@@ -61,7 +61,9 @@ impl Doc {
 /// Read the JSON from `r`, each thread handed to `sink` as it is read:
 /// the fields but `thread`, and whether there was a `thread`.
 pub(crate) fn read_with(r: impl std::io::Read, sink: &mut dyn Sink) -> Result<(Value, bool), ParseError> {
-    let mut de = serde_json::Deserializer::from_reader(r);
+    // serde reads a byte at a time: from a buffer of a known type, each
+    // byte is an inlined copy rather than a call through `r`.
+    let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(64 << 10, r));
     (TopSeed { sink }).deserialize(&mut de).and_then(|d| de.end().map(|_| d)).map_err(json_err)
 }
 
@@ -237,18 +239,40 @@ impl<'de> Visitor<'de> for HistSeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Hist, A::Error> {
         use serde::de::Error;
         let mut h = Hist::sharing(self.series);
-        while let Some(k) = map.next_key::<String>()? {
-            let v: u64 = k
-                .trim()
-                .parse()
-                .map_err(|_| A::Error::custom(format!("{}: key {k:?} is not a non-negative integer latency", self.path)))?;
+        while let Some((v, text)) = map.next_key_seed(KeySeed)? {
+            let k = || text.clone().unwrap_or_else(|| v.unwrap_or(0).to_string());
+            let v = v.ok_or_else(|| A::Error::custom(format!("{}: key {:?} is not a non-negative integer latency", self.path, k())))?;
             let c: Value = map.next_value()?;
             let count = c
                 .as_u64()
-                .ok_or_else(|| A::Error::custom(format!("{}.\"{k}\" is {c}; expected a non-negative count", self.path)))?;
+                .ok_or_else(|| A::Error::custom(format!("{}.\"{}\" is {c}; expected a non-negative count", self.path, k())))?;
             h.add(v, v, count);
         }
         Ok(h)
+    }
+}
+
+/// A histogram key read without copying it: its latency (`None`: not a
+/// non-negative integer) and its text when that is not the latency's
+/// plain decimal (for messages).
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = (Option<u64>, Option<String>);
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = (Option<u64>, Option<String>);
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a latency as a key")
+    }
+    fn visit_str<E: serde::de::Error>(self, k: &str) -> Result<Self::Value, E> {
+        let plain = k.bytes().all(|b| b.is_ascii_digit()) && (k.len() == 1 || !k.starts_with('0'));
+        let v = k.trim().parse().ok();
+        Ok((v, (v.is_none() || !plain).then(|| k.to_string())))
     }
 }
 
