@@ -71,7 +71,7 @@ pub struct Parsed {
     pub(crate) fidelity: Vec<String>,
     /// The series read again from the file each time the run is built,
     /// instead of `series` (a file of many threads: see [`Stream`]).
-    pub(crate) stream: Option<Stream>,
+    pub(crate) stream: Option<Box<Stream>>,
 }
 
 /// What the run's header needs of its series, without them.
@@ -85,22 +85,6 @@ pub(crate) struct Shape {
     pub(crate) interval_ns: u64,
     /// Probe and variant, in the order first seen.
     pub(crate) groups: Vec<(String, Option<String>)>,
-}
-
-impl Shape {
-    fn of(series: &[Series]) -> Shape {
-        let mut cpus: Vec<usize> = series.iter().filter_map(|s| s.cpu).collect();
-        cpus.sort_unstable();
-        cpus.dedup();
-        let groups = crate::units::first_seen(series.iter().map(|s| (s.probe.as_str(), s.variant.as_deref())));
-        Shape {
-            count: series.len(),
-            overruns_unknown: series.iter().any(|s| s.overruns_unknown),
-            cpus,
-            interval_ns: series.iter().map(|s| s.interval_ns).find(|&i| i > 0).unwrap_or(0),
-            groups: groups.into_iter().map(|(p, v)| (p.to_string(), v.map(String::from))).collect(),
-        }
-    }
 }
 
 /// The series of a file too large to hold, produced again on each
@@ -175,11 +159,11 @@ impl<'p> Building<'p> {
     /// Take the series of `p` (their buckets move, never copied).
     pub(crate) fn new(mut p: Parsed, ctx: &Context) -> Result<(Run, Building<'p>), ParseError> {
         if let Some(st) = &p.stream {
-            let header = header(&p, &st.shape, ctx)?;
+            let header = header(&p, &[], ctx)?;
             return Ok((header, Building::with((st.series)(), ctx)));
         }
         let series = std::mem::take(&mut p.series);
-        let header = header(&p, &Shape::of(&series), ctx)?;
+        let header = header(&p, &series, ctx)?;
         Ok((header, Building::with(Box::new(series.into_iter().map(Ok)), ctx)))
     }
 
@@ -187,10 +171,10 @@ impl<'p> Building<'p> {
     /// check pass before the run is stored or printed).
     pub(crate) fn borrowed(p: &'p Parsed, ctx: &Context) -> Result<(Run, Building<'p>), ParseError> {
         if let Some(st) = &p.stream {
-            let header = header(p, &st.shape, ctx)?;
+            let header = header(p, &[], ctx)?;
             return Ok((header, Building::with((st.series)(), ctx)));
         }
-        let header = header(p, &Shape::of(&p.series), ctx)?;
+        let header = header(p, &p.series, ctx)?;
         Ok((header, Building::with(Box::new(p.series.iter().cloned().map(Ok)), ctx)))
     }
 
@@ -233,11 +217,29 @@ impl Iterator for Building<'_> {
 /// The run of `p` without its entries: host, plan, `imported_from` and
 /// `fidelity` notes, from what the file says and the series' CPUs,
 /// periods and probe/variant groups.
-fn header(p: &Parsed, series: &Shape, ctx: &Context) -> Result<Run, ParseError> {
+fn header(p: &Parsed, series: &[Series], ctx: &Context) -> Result<Run, ParseError> {
     let system = ctx.name.clone().or(p.system.clone()).unwrap_or_else(|| ctx.file_stem.clone());
     let known = p.stream.as_ref().and_then(|s| s.fidelity.borrow().clone());
     let mut fidelity = known.unwrap_or_else(|| p.fidelity.clone());
-    if series.overruns_unknown {
+    // What the header needs of the series: from them, or from a stream's shape.
+    let (count, overruns_unknown, cpus, interval, probes) = match &p.stream {
+        Some(st) => {
+            let sh = &st.shape;
+            let groups = crate::units::first_seen(sh.groups.iter().map(|(p, v)| (ctx.probe.as_deref().unwrap_or(p), v.as_deref())));
+            (sh.count, sh.overruns_unknown, sh.cpus.clone(), sh.interval_ns, groups.iter().map(|g| g.0.to_string()).collect())
+        }
+        None => {
+            let mut cpus: Vec<usize> = series.iter().filter_map(|s| s.cpu).collect();
+            cpus.sort_unstable();
+            cpus.dedup();
+            let interval = series.iter().map(|s| s.interval_ns).find(|&i| i > 0).unwrap_or(0);
+            let groups: Vec<(&str, Option<&str>)> =
+                crate::units::first_seen(series.iter().map(|s| (ctx.probe.as_deref().unwrap_or(&s.probe), s.variant.as_deref())));
+            let probes: Vec<String> = groups.iter().map(|g| g.0.to_string()).collect();
+            (series.len(), series.iter().any(|s| s.overruns_unknown), cpus, interval, probes)
+        }
+    };
+    if overruns_unknown {
         fidelity.push(format!(
             "missed periods (overruns) unknown: {} does not count them; a deadline verdict sees only the late samples",
             if p.tool.is_empty() { "the source" } else { p.tool.as_str() }
@@ -251,14 +253,10 @@ fn header(p: &Parsed, series: &Shape, ctx: &Context) -> Result<Run, ParseError> 
         }
     };
     let finished_at = p.finished_at.clone().unwrap_or_else(|| started_at.clone());
-    if series.count == 0 {
+    if count == 0 {
         return Err(ParseError::file("the file holds no measurements"));
     }
-    let cpus = series.cpus.clone();
-    let interval = series.interval_ns;
-    let groups: Vec<(&str, Option<&str>)> =
-        crate::units::first_seen(series.groups.iter().map(|(p, v)| (ctx.probe.as_deref().unwrap_or(p), v.as_deref())));
-    let mut probes: Vec<String> = groups.iter().map(|g| g.0.to_string()).collect();
+    let mut probes = probes;
     probes.dedup();
     let tool_named = if p.tool_version.is_empty() { p.tool.clone() } else { format!("{} {}", p.tool, p.tool_version) };
     let host = Host {
@@ -272,7 +270,7 @@ fn header(p: &Parsed, series: &Shape, ctx: &Context) -> Result<Run, ParseError> 
         ..Host::default()
     };
     let mut plan = Plan::new(probes, vec![ctx.phase.clone()], Nanos(p.duration_ns.unwrap_or(0)), Nanos(interval));
-    plan.threads = series.count;
+    plan.threads = count;
     plan.cpus = cpus;
     let from = ImportedFrom {
         format: ctx.format.name().into(),

@@ -80,7 +80,7 @@ pub(crate) fn parse(input: &mut Input<'_>, src: &Source<'_>) -> Result<Vec<Parse
     let series = Rc::new(move || -> SeriesIter {
         Box::new(Reading { reopen: Rc::clone(&reopen), expect: Rc::clone(&expect), cell: Rc::clone(&cell), rx: None, done: false })
     });
-    p.stream = Some(Stream { shape, series, fidelity });
+    p.stream = Some(Box::new(Stream { shape, series, fidelity }));
     Ok(vec![p])
 }
 
