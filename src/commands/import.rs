@@ -164,7 +164,7 @@ fn foreign(args: &ImportArgs, format: Format) -> Result<Converted, BadInput> {
     let opts = import::ParseOptions { period_ns: args.period };
     let reader = BufReader::with_capacity(256 << 10, open_input(args)?.0.take(args.max_size));
     let (path, cap) = (args.file.clone(), args.max_size);
-    let reopen: import::Reopen = Rc::new(move || -> std::io::Result<Box<dyn import::ReadSeek>> {
+    let reopen: import::Reopen = Rc::new(move || -> std::io::Result<Box<dyn import::ReadSeek + Send>> {
         let (f, _) = crate::store::json::open_input(&path, cap).map_err(std::io::Error::other)?;
         // Small: a parser reading pairs out of file order seeks back often.
         Ok(Box::new(BufReader::with_capacity(8 << 10, f)))
@@ -226,7 +226,9 @@ fn check(p: &Parsed, ctx: &Context) -> Result<Checked, BadInput> {
         // What every reader checks is checked before anything is stored.
         return Err(BadInput(format!("{file}: {format}: {e}: the converted run would break result schema v1")));
     }
-    Ok(Checked { system, fidelity: Rc::new(header.fidelity) })
+    // A streamed run's notes are whole once its series have all gone by.
+    let fidelity = if p.rows.as_ref().is_some_and(|r| r.notes.is_some()) { Building::borrowed(p, ctx).map_err(built)?.0.fidelity } else { header.fidelity };
+    Ok(Checked { system, fidelity: Rc::new(fidelity) })
 }
 
 fn system_of(run: &Run) -> &str {

@@ -7,7 +7,9 @@
 //! [`Building`] gives the same run entry by entry, for saving and printing
 //! in memory that does not grow with the number of entries.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use super::fold::{normalise_buckets, percentiles};
 use super::format::Format;
@@ -67,7 +69,8 @@ pub struct Parsed {
     pub(crate) command_line: Vec<String>,
     pub(crate) series: Vec<Series>,
     /// In place of `series`: series built when they are asked for, by a
-    /// parser that reads its file again (an IPC log of millions of pairs).
+    /// parser that reads its file again (an IPC log of millions of pairs,
+    /// a cyclictest JSON file of 100 000 threads).
     pub(crate) rows: Option<Rows>,
     pub(crate) fidelity: Vec<String>,
 }
@@ -79,6 +82,11 @@ pub struct Parsed {
 pub(crate) struct Rows {
     pub(crate) shape: Shape,
     pub(crate) open: std::rc::Rc<dyn Fn() -> SeriesIter>,
+    /// The run's notes, when only the whole series give them (a folding
+    /// that depends on every thread): set by the parser's series once a
+    /// building has seen them all (the check, before anything is stored
+    /// or printed); until then the parsed notes.
+    pub(crate) notes: Option<Rc<RefCell<Option<Vec<String>>>>>,
 }
 
 /// Series as they are built, or why one could not be.
@@ -96,11 +104,11 @@ impl std::fmt::Debug for Rows {
 /// overruns.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Shape {
-    count: usize,
-    cpus: std::collections::BTreeSet<usize>,
-    interval_ns: u64,
-    groups: Vec<(String, Option<String>)>,
-    overruns_unknown: bool,
+    pub(crate) count: usize,
+    pub(crate) cpus: std::collections::BTreeSet<usize>,
+    pub(crate) interval_ns: u64,
+    pub(crate) groups: Vec<(String, Option<String>)>,
+    pub(crate) overruns_unknown: bool,
 }
 
 impl Shape {
@@ -153,6 +161,10 @@ pub struct Context {
 /// Build the schema v1 run for one parsed system, whole (see [`Building`]
 /// for the same run entry by entry).
 pub fn build_run(p: Parsed, ctx: &Context) -> Result<Run, ParseError> {
+    if p.rows.as_ref().is_some_and(|r| r.notes.is_some()) {
+        // A first building gives the notes only the whole series give.
+        Building::borrowed(&p, ctx)?.1.try_for_each(|r| r.map(drop))?;
+    }
     let (mut run, entries) = Building::new(p, ctx)?;
     run.results = entries.collect::<Result<_, _>>()?;
     Ok(run)
@@ -178,7 +190,8 @@ impl<'p> Building<'p> {
     /// Take the series of `p` (their buckets move, never copied).
     /// (Or of its [`Rows`], built as they are taken.)
     pub(crate) fn new(mut p: Parsed, ctx: &Context) -> Result<(Run, Building<'p>), ParseError> {
-        if let Some(rows) = p.rows.take() {
+        if let Some(rows) = p.rows.clone() {
+            // The header before the rows leave `p`: it reads their notes.
             let header = header(&p, &rows.shape, ctx)?;
             return Ok((header, Building::with((rows.open)(), ctx)));
         }
@@ -209,15 +222,16 @@ impl Iterator for Building<'_> {
         if let Some(m) = &mut self.merged {
             return m.next().map(Ok);
         }
-        let Some(s) = self.series.next() else {
+        let s = match self.series.next() {
+            Some(Ok(s)) => Some(s),
+            Some(Err(e)) => return Some(Err(e)),
+            None => None,
+        };
+        let Some(s) = s else {
             let merged: Vec<ProbeResult> =
                 std::mem::take(&mut self.groups).into_iter().filter(|(_, m)| m.wanted()).map(|(_, m)| m.finish()).collect();
             self.merged = Some(merged.into_iter());
             return self.next();
-        };
-        let s = match s {
-            Ok(s) => s,
-            Err(e) => return Some(Err(e)),
         };
         let probe = self.probe.clone().unwrap_or_else(|| s.probe.clone());
         let group = (probe, s.variant.clone());
@@ -238,7 +252,8 @@ impl Iterator for Building<'_> {
 /// periods and probe/variant groups.
 fn header(p: &Parsed, series: &Shape, ctx: &Context) -> Result<Run, ParseError> {
     let system = ctx.name.clone().or(p.system.clone()).unwrap_or_else(|| ctx.file_stem.clone());
-    let mut fidelity = p.fidelity.clone();
+    let known = p.rows.as_ref().and_then(|r| r.notes.as_ref()).and_then(|n| n.borrow().clone());
+    let mut fidelity = known.unwrap_or_else(|| p.fidelity.clone());
     if series.overruns_unknown {
         fidelity.push(format!(
             "missed periods (overruns) unknown: {} does not count them; a deadline verdict sees only the late samples",

@@ -26,7 +26,7 @@ pub(crate) const FORMAT: Format = Format(&Spec {
     json: true,
     sniff: |s| s.json_tool().as_deref() == Some("cyclictest"),
     fallback: never,
-    parse: Some(|input, _| parse_reader(input.reader()).map(|p| vec![p])),
+    parse: Some(super::cyclictest_stream::parse),
     per_column: false,
     takes_period: false,
     probe_per_row: false,
@@ -52,10 +52,63 @@ impl Doc {
     /// Read and check the JSON from `r`: syntax errors and bad histogram
     /// entries are a [`ParseError`] with serde's line.
     pub(crate) fn read(r: impl std::io::Read) -> Result<Doc, ParseError> {
-        let mut de = serde_json::Deserializer::from_reader(r);
-        let doc = (TopSeed).deserialize(&mut de).and_then(|d| de.end().map(|_| d)).map_err(json_err)?;
-        Ok(doc)
+        let mut keep = Keep { out: Vec::new(), series: Hist::FILE_BUCKETS / Hist::RAW_LIMIT };
+        let (top, threads) = read_with(r, &mut keep)?;
+        Ok(Doc { top, threads: threads.then_some(keep.out) })
     }
+}
+
+/// Read the JSON from `r`, each thread handed to `sink` as it is read:
+/// the fields but `thread`, and whether there was a `thread`.
+pub(crate) fn read_with(r: impl std::io::Read, sink: &mut dyn Sink) -> Result<(Value, bool), ParseError> {
+    // serde reads a byte at a time: from a buffer of a known type, each
+    // byte is an inlined copy rather than a call through `r`.
+    let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(64 << 10, r));
+    (TopSeed { sink }).deserialize(&mut de).and_then(|d| de.end().map(|_| d)).map_err(json_err)
+}
+
+/// What is done with each thread as it is read.
+pub(crate) trait Sink {
+    /// Called when `thread` begins, with the fields before it.
+    fn begin(&mut self, _top: &Map<String, Value>) {}
+    /// The histograms the next thread shares the file's buckets with
+    /// (`Hist::sharing`).
+    fn series(&self) -> usize;
+    /// The thread `id` (as written), read; an error stops the reading.
+    fn thread(&mut self, id: String, t: Thread) -> Result<(), String>;
+}
+
+/// Every thread kept, each histogram sharing the file's buckets with twice
+/// the threads read so far once past what full histograms allow (so the
+/// folding is redone only when the count doubles).
+struct Keep {
+    out: Vec<(String, Thread)>,
+    series: usize,
+}
+
+impl Sink for Keep {
+    fn begin(&mut self, _top: &Map<String, Value>) {
+        // A second `thread` object replaces the first.
+        self.out.clear();
+        self.series = Hist::FILE_BUCKETS / Hist::RAW_LIMIT;
+    }
+    fn series(&self) -> usize {
+        self.series
+    }
+    fn thread(&mut self, id: String, t: Thread) -> Result<(), String> {
+        self.out.push((id, t));
+        if let Some(s) = next_sharing(self.out.len(), self.series) {
+            self.series = s;
+            self.out.iter_mut().filter_map(|(_, t)| t.hist.as_mut()).for_each(|h| h.set_sharing(s));
+        }
+        Ok(())
+    }
+}
+
+/// The sharing once `read` threads are read with `series` so far, when it
+/// changes (see [`Keep`]).
+pub(crate) fn next_sharing(read: usize, series: usize) -> Option<usize> {
+    (read > series).then_some(read * 2)
 }
 
 fn json_err(e: serde_json::Error) -> ParseError {
@@ -67,77 +120,74 @@ fn json_err(e: serde_json::Error) -> ParseError {
     }
 }
 
-struct TopSeed;
+struct TopSeed<'s> {
+    sink: &'s mut dyn Sink,
+}
 
-impl<'de> DeserializeSeed<'de> for TopSeed {
-    type Value = Doc;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Doc, D::Error> {
-        d.deserialize_any(TopSeed)
+impl<'de> DeserializeSeed<'de> for TopSeed<'_> {
+    type Value = (Value, bool);
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for TopSeed {
-    type Value = Doc;
+impl<'de> Visitor<'de> for TopSeed<'_> {
+    type Value = (Value, bool);
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON object (rt-tests --json output)")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Doc, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut top = Map::new();
-        let mut threads = None;
+        let mut threads = false;
         while let Some(key) = map.next_key::<String>()? {
             if key == "thread" {
-                threads = Some(map.next_value_seed(ThreadsSeed)?);
+                self.sink.begin(&top);
+                map.next_value_seed(ThreadsSeed { sink: &mut *self.sink })?;
+                threads = true;
             } else {
                 let v: Value = map.next_value()?;
                 top.insert(key, v);
             }
         }
-        Ok(Doc { top: Value::Object(top), threads })
+        Ok((Value::Object(top), threads))
     }
 }
 
-struct ThreadsSeed;
+struct ThreadsSeed<'s> {
+    sink: &'s mut dyn Sink,
+}
 
-impl<'de> DeserializeSeed<'de> for ThreadsSeed {
-    type Value = Vec<(String, Thread)>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(ThreadsSeed)
+impl<'de> DeserializeSeed<'de> for ThreadsSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for ThreadsSeed {
-    type Value = Vec<(String, Thread)>;
+impl<'de> Visitor<'de> for ThreadsSeed<'_> {
+    type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("\"thread\" as an object of \"N\": {...}")
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         use serde::de::Error;
-        let mut out: Vec<(String, Thread)> = Vec::new();
         let mut seen = std::collections::HashSet::new();
-        // The threads the histograms share the file's buckets among, twice
-        // the number read so far once past what full histograms allow (so
-        // the folding is redone only when the count doubles).
-        let mut series = Hist::FILE_BUCKETS / Hist::RAW_LIMIT;
         while let Some(id) = map.next_key::<String>()? {
             // "0" and "00" are the same thread: one entry each, never two.
-            let key = id.trim().parse::<u64>().map(|n| n.to_string()).unwrap_or_else(|_| id.clone());
+            let key = id.trim().parse::<u64>().map_err(|_| id.clone());
             if !seen.insert(key) {
                 return Err(A::Error::custom(format!("thread.\"{id}\" appears twice; expected one entry per thread (an edited or concatenated file?)")));
             }
-            let t = map.next_value_seed(ThreadSeed { id: id.clone(), series })?;
-            out.push((id, t));
-            if out.len() > series {
-                series = out.len() * 2;
-                out.iter_mut().filter_map(|(_, t)| t.hist.as_mut()).for_each(|h| h.set_sharing(series));
-            }
+            let t = map.next_value_seed(ThreadSeed { id: id.clone(), series: self.sink.series() })?;
+            self.sink.thread(id, t).map_err(A::Error::custom)?;
         }
-        Ok(out)
+        Ok(())
     }
 }
 
 struct ThreadSeed {
     id: String,
-    /// See `ThreadsSeed::visit_map`.
+    /// See [`Sink::series`].
     series: usize,
 }
 
@@ -189,18 +239,40 @@ impl<'de> Visitor<'de> for HistSeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Hist, A::Error> {
         use serde::de::Error;
         let mut h = Hist::sharing(self.series);
-        while let Some(k) = map.next_key::<String>()? {
-            let v: u64 = k
-                .trim()
-                .parse()
-                .map_err(|_| A::Error::custom(format!("{}: key {k:?} is not a non-negative integer latency", self.path)))?;
+        while let Some((v, text)) = map.next_key_seed(KeySeed)? {
+            let k = || text.clone().unwrap_or_else(|| v.unwrap_or(0).to_string());
+            let v = v.ok_or_else(|| A::Error::custom(format!("{}: key {:?} is not a non-negative integer latency", self.path, k())))?;
             let c: Value = map.next_value()?;
             let count = c
                 .as_u64()
-                .ok_or_else(|| A::Error::custom(format!("{}.\"{k}\" is {c}; expected a non-negative count", self.path)))?;
+                .ok_or_else(|| A::Error::custom(format!("{}.\"{}\" is {c}; expected a non-negative count", self.path, k())))?;
             h.add(v, v, count);
         }
         Ok(h)
+    }
+}
+
+/// A histogram key read without copying it: its latency (`None`: not a
+/// non-negative integer) and its text when that is not the latency's
+/// plain decimal (for messages).
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = (Option<u64>, Option<String>);
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = (Option<u64>, Option<String>);
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a latency as a key")
+    }
+    fn visit_str<E: serde::de::Error>(self, k: &str) -> Result<Self::Value, E> {
+        let plain = k.bytes().all(|b| b.is_ascii_digit()) && (k.len() == 1 || !k.starts_with('0'));
+        let v = k.trim().parse().ok();
+        Ok((v, (v.is_none() || !plain).then(|| k.to_string())))
     }
 }
 
@@ -361,7 +433,38 @@ pub(crate) fn parse(text: &str) -> Result<Parsed, ParseError> {
 
 pub(crate) fn parse_reader(r: impl std::io::Read) -> Result<Parsed, ParseError> {
     let doc = Doc::read(r)?;
-    let v = &doc.top;
+    let (mut p, unit_ns, interval_ns, limit) = head(&doc.top)?;
+    let threads = doc
+        .threads
+        .ok_or_else(|| ParseError::file("no \"thread\" object; expected cyclictest --json output (truncated file?)"))?;
+    let mut ids: Vec<(usize, Thread)> = Vec::new();
+    for (k, t) in threads {
+        let id: usize = k.parse().map_err(|_| not_a_thread_number(&k))?;
+        ids.push((id, t));
+    }
+    ids.sort_by_key(|x| x.0);
+    let mut notes = Notes::default();
+    for (id, th) in ids {
+        p.series.push(thread_series(id, th, unit_ns, interval_ns, limit, &mut notes)?);
+    }
+    if notes.summary_only {
+        p.series.iter_mut().for_each(|s| s.buckets.clear());
+    }
+    let (before, after) = notes_around_folding(&notes, limit, unit_ns);
+    p.fidelity.extend(before);
+    p.fidelity.extend(super::fold::distinct(notes.folded));
+    p.fidelity.extend(after);
+    Ok(p)
+}
+
+pub(crate) fn not_a_thread_number(k: &str) -> ParseError {
+    ParseError::file(format!("thread key {k:?} is not a thread number"))
+}
+
+/// The run without its series from the fields but `thread`, and what
+/// reading the threads takes from them: the file's unit in ns, the period
+/// in ns and the `-h` limit.
+pub(crate) fn head(v: &Value) -> Result<(Parsed, u64, u64, Option<u64>), ParseError> {
     expect_tool(v, "cyclictest")?;
     let mut p = common(v, "cyclictest");
     let unit_ns = match v.get("resolution_in_ns").and_then(|x| x.as_u64()) {
@@ -376,45 +479,35 @@ pub(crate) fn parse_reader(r: impl std::io::Read) -> Result<Parsed, ParseError> 
     };
     let interval_ns = to_ns(interval_us(&p.command_line), 1000, "cmdline -i")?;
     let limit = hist_limit(&p.command_line);
-    let threads = doc
-        .threads
-        .ok_or_else(|| ParseError::file("no \"thread\" object; expected cyclictest --json output (truncated file?)"))?;
-    let mut ids: Vec<(usize, Thread)> = Vec::new();
-    for (k, t) in threads {
-        let id: usize = k.parse().map_err(|_| ParseError::file(format!("thread key {k:?} is not a thread number")))?;
-        ids.push((id, t));
-    }
-    ids.sort_by_key(|x| x.0);
-    let mut notes = Notes::default();
-    for (id, th) in ids {
-        p.series.push(thread_series(id, th, unit_ns, interval_ns, limit, &mut notes)?);
-    }
+    Ok((p, unit_ns, interval_ns, limit))
+}
+
+/// The notes the threads give before their folding notes and after them.
+pub(crate) fn notes_around_folding(notes: &Notes, limit: Option<u64>, unit_ns: u64) -> (Vec<String>, Vec<String>) {
+    let mut before = Vec::new();
     if notes.summary_only {
-        p.series.iter_mut().for_each(|s| s.buckets.clear());
-        p.fidelity.push("summary only (run without -h): percentiles unknown; histogram is one bucket [min, max]".into());
+        before.push("summary only (run without -h): percentiles unknown; histogram is one bucket [min, max]".into());
     } else if notes.overflow_total > 0 {
         let lim = limit.map(|l| format!("{l} {}", if unit_ns == 1 { "ns" } else { "µs" })).unwrap_or_else(|| "its last bucket".into());
-        p.fidelity.push(format!(
+        before.push(format!(
             "histogram truncated at {lim}, {} overflows: they are one bucket from the limit up to the max",
             notes.overflow_total
         ));
     }
-    p.fidelity.extend(super::fold::distinct(notes.folded));
-    p.fidelity.push("no per-second series; no worst-sample timestamps".into());
-    Ok(p)
+    (before, vec!["no per-second series; no worst-sample timestamps".into()])
 }
 
 /// What the threads give the fidelity notes.
 #[derive(Default)]
-struct Notes {
-    overflow_total: u64,
-    summary_only: bool,
-    folded: Vec<String>,
+pub(crate) struct Notes {
+    pub(crate) overflow_total: u64,
+    pub(crate) summary_only: bool,
+    pub(crate) folded: Vec<String>,
 }
 
 /// One thread's series: its summary, its histogram in ns, and the samples
 /// past the histogram's limit (`-h`) as one bucket from there to the max.
-fn thread_series(id: usize, th: Thread, unit_ns: u64, interval_ns: u64, limit: Option<u64>, notes: &mut Notes) -> Result<Series, ParseError> {
+pub(crate) fn thread_series(id: usize, th: Thread, unit_ns: u64, interval_ns: u64, limit: Option<u64>, notes: &mut Notes) -> Result<Series, ParseError> {
     let t = &th.fields;
     let path = format!("thread.\"{id}\"");
     let cycles = json_uint(t, "cycles", &path)?;

@@ -152,6 +152,14 @@ impl Hist {
         }
     }
 
+    /// The top of the highest bucket kept (`None` when empty).
+    pub(crate) fn top(&self) -> Option<u64> {
+        match &self.folded {
+            Some(map) => map.keys().map(|k| k.1).max(),
+            None => self.raw.iter().map(|b| b.hi_ns.0).max(),
+        }
+    }
+
     pub(crate) fn into_buckets(self) -> Vec<Bucket> {
         match self.folded {
             Some(map) => map.into_iter().map(|((lo, hi), count)| Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count }).collect(),

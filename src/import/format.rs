@@ -63,8 +63,9 @@ pub(crate) struct Source<'a> {
 }
 
 /// Opens the input again from its start (see [`Source::reopen`]); shared,
-/// so a parser can keep it to build its entries when they are asked for.
-pub(crate) type Reopen = std::rc::Rc<dyn Fn() -> std::io::Result<Box<dyn ReadSeek>>>;
+/// so a parser can keep it to build its entries when they are asked for,
+/// and `Send`, so that a reading can run on a thread of its own.
+pub(crate) type Reopen = std::rc::Rc<dyn Fn() -> std::io::Result<Box<dyn ReadSeek + Send>>>;
 
 /// The input's lines; a format read by a parser of its own (JSON, CSV) takes
 /// [`Lines::reader`].
@@ -266,8 +267,8 @@ pub fn detect_head(head: &str, complete: bool) -> Option<Format> {
 /// `file_name` is a hint for formats that do not name their tool.
 pub fn parse(format: Format, text: &str, file_name: &str) -> Result<Vec<Parsed>, ParseError> {
     // A text in memory is read again from a copy (tests and small inputs).
-    let copy: std::rc::Rc<[u8]> = text.as_bytes().into();
-    let reopen: Reopen = std::rc::Rc::new(move || -> std::io::Result<Box<dyn ReadSeek>> { Ok(Box::new(std::io::Cursor::new(copy.clone()))) });
+    let copy: std::sync::Arc<[u8]> = text.as_bytes().into();
+    let reopen: Reopen = std::rc::Rc::new(move || -> std::io::Result<Box<dyn ReadSeek + Send>> { Ok(Box::new(std::io::Cursor::new(copy.clone()))) });
     parse_reader_with(format, text.as_bytes(), file_name, &ParseOptions::default(), &reopen)
 }
 

@@ -330,7 +330,7 @@ pub(crate) fn parse_lines(lines: &mut Input<'_>, src: &Source<'_>) -> Result<Par
         Box::new(PairRows::new(Rc::clone(&table)).filter_map(Result::transpose))
     };
     let fidelity = notes(tool, skipped, cut, any_timeouts);
-    Ok(Parsed { tool: tool.into(), rows: Some(Rows { shape, open: Rc::new(open) }), fidelity, ..Parsed::default() })
+    Ok(Parsed { tool: tool.into(), rows: Some(Rows { shape, open: Rc::new(open), notes: None }), fidelity, ..Parsed::default() })
 }
 
 /// Every pair's series in pair order (`None`: 0 cycles, skipped), read
@@ -475,8 +475,8 @@ mod tests {
     /// Parse `text`, reading `again` when the file is read again, and
     /// build every series.
     fn parse_with(text: &str, again: &str) -> Result<Vec<Series>, ParseError> {
-        let again: Rc<[u8]> = again.as_bytes().into();
-        let reopen: Reopen = Rc::new(move || Ok(Box::new(std::io::Cursor::new(again.clone())) as Box<dyn ReadSeek>));
+        let again: std::sync::Arc<[u8]> = again.as_bytes().into();
+        let reopen: Reopen = Rc::new(move || Ok(Box::new(std::io::Cursor::new(again.clone())) as Box<dyn ReadSeek + Send>));
         let opts = ParseOptions::default();
         let mut r: &[u8] = text.as_bytes();
         let mut lines: Input<'_> = Lines::new(&mut r as &mut dyn std::io::BufRead);

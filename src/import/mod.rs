@@ -46,6 +46,7 @@ pub(crate) mod read;
 pub(crate) mod bins_csv;
 pub(crate) mod cyclictest_hist;
 pub(crate) mod cyclictest_json;
+pub(crate) mod cyclictest_stream;
 pub mod ipc;
 pub(crate) mod oslat_json;
 pub(crate) mod rtai;
