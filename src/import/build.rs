@@ -71,7 +71,7 @@ pub struct Parsed {
     /// In place of `series`: series built when they are asked for, by a
     /// parser that reads its file again (an IPC log of millions of pairs,
     /// a cyclictest JSON file of 100 000 threads).
-    pub(crate) rows: Option<Rows>,
+    pub(crate) rows: Option<Box<Rows>>,
     pub(crate) fidelity: Vec<String>,
 }
 

@@ -80,7 +80,7 @@ pub(crate) fn parse(input: &mut Input<'_>, src: &Source<'_>) -> Result<Vec<Parse
     let series = Rc::new(move || -> SeriesIter {
         Box::new(Reading { reopen: Rc::clone(&reopen), expect: Rc::clone(&expect), cell: Rc::clone(&cell), rx: None, done: false })
     });
-    p.rows = Some(Rows { shape, open: series, notes: Some(fidelity) });
+    p.rows = Some(Box::new(Rows { shape, open: series, notes: Some(fidelity) }));
     Ok(vec![p])
 }
 

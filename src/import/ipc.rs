@@ -330,7 +330,7 @@ pub(crate) fn parse_lines(lines: &mut Input<'_>, src: &Source<'_>) -> Result<Par
         Box::new(PairRows::new(Rc::clone(&table)).filter_map(Result::transpose))
     };
     let fidelity = notes(tool, skipped, cut, any_timeouts);
-    Ok(Parsed { tool: tool.into(), rows: Some(Rows { shape, open: Rc::new(open), notes: None }), fidelity, ..Parsed::default() })
+    Ok(Parsed { tool: tool.into(), rows: Some(Box::new(Rows { shape, open: Rc::new(open), notes: None })), fidelity, ..Parsed::default() })
 }
 
 /// Every pair's series in pair order (`None`: 0 cycles, skipped), read
