@@ -1027,6 +1027,18 @@ fn wide_histogram(cols: usize, rows: u64) -> (String, Vec<u64>) {
     (s, totals)
 }
 
+/// `rtscope import FILE --dry-run` of a file whose series share the file's
+/// 500 000 buckets: the run (invariants checked), its printed bytes and
+/// its "sharing" note.
+fn dry_run_shared(file: &Path) -> (Value, Vec<u8>, Option<String>) {
+    let dry = bin().arg("import").arg(file).arg("--dry-run").output().unwrap();
+    assert!(dry.status.success(), "{}", String::from_utf8_lossy(&dry.stderr));
+    let run: Value = serde_json::from_slice(&dry.stdout).unwrap();
+    check_invariants(&run);
+    let note = run["fidelity"].as_array().unwrap().iter().filter_map(|f| f.as_str()).find(|f| f.contains("sharing 500000")).map(str::to_string);
+    (run, dry.stdout, note)
+}
+
 /// Issue 36 item 9: 400 threads × 2 000 rows (800 000 buckets) share the
 /// file's 500 000: each thread is folded coarser than 3 significant digits
 /// into at most 1 250 buckets, no sample lost, and the note says so. Its
@@ -1037,11 +1049,7 @@ fn a_wide_histogram_shares_the_files_buckets_and_is_stored_by_parts() {
     let (text, totals) = wide_histogram(400, 2000);
     let file = dir.path().join("wide.txt");
     std::fs::write(&file, text).unwrap();
-    let dry = bin().arg("import").arg(&file).arg("--dry-run").output().unwrap();
-    assert!(dry.status.success(), "{}", String::from_utf8_lossy(&dry.stderr));
-    let run: Value = serde_json::from_slice(&dry.stdout).unwrap();
-    check_invariants(&run);
-    let note = run["fidelity"].as_array().unwrap().iter().filter_map(|f| f.as_str()).find(|f| f.contains("sharing 500000"));
+    let (run, dry, note) = dry_run_shared(&file);
     assert!(note.is_some_and(|n| n.contains("at most 1250 buckets")), "{}", run["fidelity"]);
     for (t, want) in totals.iter().enumerate() {
         let r = thread(&run, t as u64);
@@ -1056,10 +1064,10 @@ fn a_wide_histogram_shares_the_files_buckets_and_is_stored_by_parts() {
     let o = bin().arg("import").arg(&file).arg("--db").arg(&db).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let parts: i64 = rusqlite::Connection::open(&db).unwrap().query_row("SELECT COUNT(*) FROM run_json", [], |r| r.get(0)).unwrap();
-    assert!(parts as usize > dry.stdout.len() >> 20, "{parts} parts for {} bytes", dry.stdout.len());
+    assert!(parts as usize > dry.len() >> 20, "{parts} parts for {} bytes", dry.len());
     let export = bin().args(["export", "--db"]).arg(&db).arg("1").output().unwrap();
     assert!(export.status.success(), "{}", String::from_utf8_lossy(&export.stderr));
-    assert!(export.stdout == dry.stdout, "the stored text is what --dry-run printed, byte for byte");
+    assert!(export.stdout == dry, "the stored text is what --dry-run printed, byte for byte");
 }
 
 /// The same for cyclictest's JSON, whose threads are read again from the
@@ -1080,12 +1088,9 @@ fn cyclictest_json_threads_read_again_keep_the_files_folding_note() {
     text += "  }\n}\n";
     let file = dir.path().join("wide.json");
     std::fs::write(&file, text).unwrap();
-    let dry = bin().arg("import").arg(&file).arg("--dry-run").output().unwrap();
-    assert!(dry.status.success(), "{}", String::from_utf8_lossy(&dry.stderr));
-    let run: Value = serde_json::from_slice(&dry.stdout).unwrap();
-    check_invariants(&run);
-    let note = run["fidelity"].as_array().unwrap().iter().filter_map(|f| f.as_str()).find(|f| f.contains("sharing 500000"));
+    let (run, dry, note) = dry_run_shared(&file);
     let at_most: usize = note
+        .as_deref()
         .and_then(|n| n.split("at most ").nth(1))
         .and_then(|n| n.split(' ').next())
         .and_then(|n| n.parse().ok())
@@ -1100,5 +1105,5 @@ fn cyclictest_json_threads_read_again_keep_the_files_folding_note() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).contains("sharing 500000"), "the stored run's notes are printed");
     let export = bin().args(["export", "--db"]).arg(&db).arg("1").output().unwrap();
-    assert!(export.stdout == dry.stdout, "the stored text is what --dry-run printed, byte for byte");
+    assert!(export.stdout == dry, "the stored text is what --dry-run printed, byte for byte");
 }
