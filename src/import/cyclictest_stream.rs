@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 use super::build::{Rows, SeriesIter, Shape};
 use super::cyclictest_json::{self as cj, json_f64, json_uint, next_sharing, to_ns, Notes, Sink, Thread};
 use super::format::{Input, Reopen, Source};
-use super::read::ReadSeek;
+use super::read::{ReadSeek, Reread};
 use super::{Hist, ParseError, Parsed, Series};
 
 /// What reading the threads takes from the other fields.
@@ -57,7 +57,7 @@ pub(crate) fn parse(input: &mut Input<'_>, src: &Source<'_>) -> Result<Vec<Parse
     }
     let pm = Params { unit_ns, interval_ns, limit };
     if !first.simple || first.params != Some(pm) {
-        let again = (src.reopen)().map_err(reread_failed)?;
+        let again = (src.reopen)().map_err(Reread::cannot)?;
         return cj::parse_reader(again).map(|p| vec![p]);
     }
     if let Some((_, e)) = first.error {
@@ -84,12 +84,8 @@ pub(crate) fn parse(input: &mut Input<'_>, src: &Source<'_>) -> Result<Vec<Parse
     Ok(vec![p])
 }
 
-fn reread_failed(e: std::io::Error) -> ParseError {
-    ParseError::file(format!("cannot read the file again: {e}"))
-}
-
 fn changed() -> ParseError {
-    ParseError::file("the file changed while it was read (a later reading saw other threads); import it again")
+    Reread::changed("a later reading saw other threads")
 }
 
 /// The first reading: the file checked, its threads summed up, none kept.
@@ -231,7 +227,7 @@ impl Iterator for Reading {
                 Ok(r) => self.rx = Some(spawn(r, &self.expect)),
                 Err(e) => {
                     self.done = true;
-                    return Some(Err(reread_failed(e)));
+                    return Some(Err(Reread::cannot(e)));
                 }
             }
         }

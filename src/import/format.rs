@@ -219,7 +219,7 @@ impl<'a> Sample<'a> {
     }
     /// The lines, right-trimmed and without ANSI escapes.
     pub(crate) fn lines(&self) -> impl Iterator<Item = String> + 'a {
-        self.text.lines().map(|l| strip_ansi(l.trim_end()))
+        self.text.lines().map(|l| strip_ansi(l.trim_end()).into_owned())
     }
     /// The first cell of the first line that is neither blank nor a `#`
     /// comment (a CSV header).

@@ -250,15 +250,6 @@ struct Table {
     tool: &'static str,
 }
 
-/// `l` without ANSI escapes, copied only when it has some.
-fn without_ansi(l: &str) -> std::borrow::Cow<'_, str> {
-    if l.contains('\u{1b}') {
-        strip_ansi(l).into()
-    } else {
-        l.into()
-    }
-}
-
 /// A line number as the tables keep it.
 fn line32(n: usize) -> Result<u32, ParseError> {
     u32::try_from(n).map_err(|_| ParseError::at(n, "more lines than an rt-tests IPC log can have (2^32)"))
@@ -277,7 +268,7 @@ fn scan(lines: &mut Input<'_>) -> Result<(Threads, Pairs, Marks, bool), ParseErr
         let raw = raw?;
         n += 1;
         marks.note(n, offset);
-        let l = without_ansi(&raw);
+        let l = strip_ansi(&raw);
         let l = l.trim();
         if is_pair_line(l) {
             let (key, _) = pair_line(l, n)?;
@@ -386,7 +377,7 @@ impl Table {
         let mut text: Vec<(u32, String)> = Vec::with_capacity(want.len());
         for m in want {
             let l = read.line(m as usize)?;
-            text.push((m, without_ansi(&l).into_owned()));
+            text.push((m, strip_ansi(&l).into_owned()));
         }
         let at = |m: u32| text.iter().find(|(x, _)| *x == m).map_or("", |(_, t)| t.trim());
         let recv = recv_line.map(|m| status_at(at(m), a, m)).transpose()?;

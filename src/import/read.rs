@@ -184,12 +184,11 @@ pub(crate) struct Reread {
 
 impl Reread {
     pub(crate) fn open(mut r: Box<dyn ReadSeek>, marks: std::rc::Rc<Marks>) -> Result<Reread, ParseError> {
-        let cannot = |e: std::io::Error| ParseError::file(format!("cannot read the file again: {e}"));
-        let len = r.seek(std::io::SeekFrom::End(0)).map_err(cannot)?;
+        let len = r.seek(std::io::SeekFrom::End(0)).map_err(Reread::cannot)?;
         if len != marks.len {
             return Err(Reread::changed(&format!("{} bytes long, then {len}", marks.len)));
         }
-        r.rewind().map_err(cannot)?;
+        r.rewind().map_err(Reread::cannot)?;
         Ok(Reread { r, marks, next: 1, buf: Vec::new() })
     }
 
@@ -215,6 +214,11 @@ impl Reread {
         }
     }
 
+    /// The error of a file that cannot be opened or read again.
+    pub(crate) fn cannot(e: std::io::Error) -> ParseError {
+        ParseError::file(format!("cannot read the file again: {e}"))
+    }
+
     /// The error of a file that is not what the first read saw.
     pub(crate) fn changed(what: &str) -> ParseError {
         ParseError::file(format!("the file changed while it was read ({what}); import it again once it is complete"))
@@ -223,9 +227,10 @@ impl Reread {
 
 /// Drop ANSI cursor-movement escapes (`ESC [ 4 A`), which the rt-tests tools
 /// print when refreshing their status lines in a terminal.
-pub(crate) fn strip_ansi(line: &str) -> String {
+/// A line without escapes is returned as it is, not copied.
+pub(crate) fn strip_ansi(line: &str) -> std::borrow::Cow<'_, str> {
     if !line.contains('\u{1b}') {
-        return line.to_string();
+        return line.into();
     }
     let mut out = String::with_capacity(line.len());
     let mut chars = line.chars().peekable();
@@ -244,7 +249,7 @@ pub(crate) fn strip_ansi(line: &str) -> String {
         }
         out.push(c);
     }
-    out
+    out.into()
 }
 
 /// The system names of a header line `line`, each with its column number:
