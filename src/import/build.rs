@@ -190,10 +190,8 @@ impl<'p> Building<'p> {
     /// Take the series of `p` (their buckets move, never copied).
     /// (Or of its [`Rows`], built as they are taken.)
     pub(crate) fn new(mut p: Parsed, ctx: &Context) -> Result<(Run, Building<'p>), ParseError> {
-        if let Some(rows) = p.rows.clone() {
-            // The header before the rows leave `p`: it reads their notes.
-            let header = header(&p, &rows.shape, ctx)?;
-            return Ok((header, Building::with((rows.open)(), ctx)));
+        if let Some(rows) = &p.rows {
+            return Building::of_rows(&p, rows, ctx);
         }
         let series = std::mem::take(&mut p.series);
         let header = header(&p, &Shape::of(&series), ctx)?;
@@ -204,11 +202,16 @@ impl<'p> Building<'p> {
     /// check pass before the run is stored or printed).
     pub(crate) fn borrowed(p: &'p Parsed, ctx: &Context) -> Result<(Run, Building<'p>), ParseError> {
         if let Some(rows) = &p.rows {
-            let header = header(p, &rows.shape, ctx)?;
-            return Ok((header, Building::with((rows.open)(), ctx)));
+            return Building::of_rows(p, rows, ctx);
         }
         let header = header(p, &Shape::of(&p.series), ctx)?;
         Ok((header, Building::with(Box::new(p.series.iter().cloned().map(Ok)), ctx)))
+    }
+
+    /// The run of `p` whose series are its `rows`, built as they are
+    /// taken (they borrow nothing of `p`; its header reads their notes).
+    fn of_rows(p: &Parsed, rows: &Rows, ctx: &Context) -> Result<(Run, Building<'p>), ParseError> {
+        Ok((header(p, &rows.shape, ctx)?, Building::with((rows.open)(), ctx)))
     }
 
     fn with(series: Box<dyn Iterator<Item = Result<Series, ParseError>> + 'p>, ctx: &Context) -> Building<'p> {
