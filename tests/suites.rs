@@ -223,3 +223,81 @@ fn thread_metric_import_compares_ops_per_second() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("drop --probe"));
 }
+
+/// A Thread-Metric CSV of `cols` systems, each with its own interval and
+/// counts (so a column read for another shows): system c has interval
+/// 1 + c % 7 s, basic-processing 1000 + c ops and memory-allocation
+/// 50 + c ops for odd c only (an empty cell for even c).
+fn thread_metric_columns(cols: usize) -> String {
+    let mut t = String::from("thread_metric");
+    (0..cols).for_each(|c| t.push_str(&format!(",sys-{c}")));
+    t.push_str("\ninterval_s");
+    (0..cols).for_each(|c| t.push_str(&format!(",{}", 1 + c % 7)));
+    t.push_str("\nbasic-processing");
+    (0..cols).for_each(|c| t.push_str(&format!(",{}", 1000 + c)));
+    t.push_str("\nmemory-allocation");
+    (0..cols).for_each(|c| t.push_str(&if c % 2 == 1 { format!(",{}", 50 + c) } else { ",".to_string() }));
+    t.push('\n');
+    t
+}
+
+/// The (variant, ops, interval ns) of each throughput entry of a run.
+fn counts(run: &Value) -> Vec<(String, u64, u64)> {
+    run["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["variant"].as_str().unwrap().to_string(), u(&r["throughput"]["ops"]), u(&r["throughput"]["interval_ns"])))
+        .collect()
+}
+
+fn expected_counts(c: usize) -> Vec<(String, u64, u64)> {
+    let interval = (1 + c as u64 % 7) * 1_000_000_000;
+    let mut v = vec![("basic".to_string(), 1000 + c as u64, interval)];
+    if c % 2 == 1 {
+        v.push(("memory".to_string(), 50 + c as u64, interval));
+    }
+    v
+}
+
+#[test]
+fn thread_metric_columns_each_become_their_own_system() {
+    // Each system is built from its column when it is checked, printed or
+    // stored; every one must come out with its own column's figures.
+    let sb = Sandbox::new();
+    let f = sb.path("tm.csv");
+    std::fs::write(&f, thread_metric_columns(3000)).unwrap();
+    let o = sb.run(&["import", f.to_str().unwrap(), "--dry-run"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let runs: Vec<Value> = serde_json::Deserializer::from_slice(&o.stdout).into_iter::<Value>().map(Result::unwrap).collect();
+    assert_eq!(runs.len(), 3000);
+    for (c, run) in runs.iter().enumerate() {
+        assert_eq!(run["imported_from"]["system"], format!("sys-{c}"));
+        assert_eq!(counts(run), expected_counts(c), "system {c}");
+        let interval = 1 + c % 7;
+        assert!(run["fidelity"].to_string().contains(&format!("one interval of {interval} s per test")), "{}", run["fidelity"]);
+    }
+}
+
+#[test]
+fn thread_metric_files_hold_at_most_100_000_systems() {
+    let sb = Sandbox::new();
+    // At the cap: one column picked with --name is that column's figures.
+    let f = sb.path("cap.csv");
+    std::fs::write(&f, thread_metric_columns(100_000)).unwrap();
+    let o = sb.run(&["import", f.to_str().unwrap(), "--name", "sys-99999"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = sb.run(&["export", "1"]);
+    let run: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(counts(&run), expected_counts(99_999));
+    // Past it: refused at the header, with the way out, nothing stored.
+    let past = sb.path("past.csv");
+    std::fs::write(&past, thread_metric_columns(100_001)).unwrap();
+    let db = sb.path("past.db");
+    let o = sb.run(&["import", past.to_str().unwrap(), "--db", db.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("line 1: the header names more than 100000 systems; rtscope imports at most 100000 from one file"), "{err}");
+    assert!(err.contains("cut -d, -f1-100001"), "{err}");
+    assert!(!db.exists(), "nothing is written for a refused file");
+}

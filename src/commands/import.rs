@@ -18,7 +18,7 @@ use std::path::Path;
 use crate::cli::store_opts::{FormatArg, ImportArgs};
 use crate::commands::tag::check_tag;
 use crate::error::{BadInput, EXIT_OK};
-use crate::import::{self, format_list, Building, Context, Format, Parsed};
+use crate::import::{self, format_list, Building, Context, Format, Parsed, Systems};
 use crate::model::Run;
 use crate::store::text::{self, Saving};
 use crate::store::{Location, Store};
@@ -26,12 +26,13 @@ use crate::store::{Location, Store};
 /// What a file becomes: an rtscope result, stored as it is, or the systems
 /// another tool's file holds, each built into a run entry by entry when it
 /// is checked and again when it is printed or stored (one entry in memory
-/// at a time: a file with 100 000 columns is 100 000 runs, a log of 1.5 M
-/// pairs one run of 1.5 M entries).
+/// at a time: a file with 100 000 columns is 100 000 runs, each built from
+/// its column when it is needed; a log of 1.5 M pairs one run of 1.5 M
+/// entries).
 enum Converted {
     /// `run` without its entries, read again from `path` when stored.
     AsIs { run: Box<Run>, path: std::path::PathBuf },
-    Foreign { parsed: Vec<Parsed>, ctx: Context, checked: Vec<Checked> },
+    Foreign { systems: Systems, ctx: Context, checked: Vec<Checked> },
 }
 
 /// What is printed of a checked run once it is stored.
@@ -169,13 +170,12 @@ fn foreign(args: &ImportArgs, format: Format) -> Result<Converted, BadInput> {
         // Small: a parser reading pairs out of file order seeks back often.
         Ok(Box::new(BufReader::with_capacity(8 << 10, f)))
     });
-    let mut parsed = import::parse_reader_with(format, reader, &file_name, &opts, &reopen).map_err(|e| BadInput(format!("{file}: {format}: {e}")))?;
+    let mut systems = import::parse_reader_with(format, reader, &file_name, &opts, &reopen).map_err(|e| BadInput(format!("{file}: {format}: {e}")))?;
     if let (true, Some(name)) = (format.per_column(), &args.name) {
-        let all: Vec<String> = parsed.iter().filter_map(|p| p.system.clone()).collect();
-        parsed.retain(|p| p.system.as_deref() == Some(name.as_str()));
-        if parsed.is_empty() {
-            return Err(BadInput(format!("{file}: --name {name:?}: no such column; the systems in this file are: {}", all.join(", "))));
-        }
+        let all = systems.names();
+        systems = systems
+            .pick(name)
+            .ok_or_else(|| BadInput(format!("{file}: --name {name:?}: no such column; the systems in this file are: {}", all.join(", "))))?;
     }
     let ctx = Context {
         format,
@@ -188,15 +188,15 @@ fn foreign(args: &ImportArgs, format: Format) -> Result<Converted, BadInput> {
         // For bins-csv, --name selected a column above; the column is the name.
         name: if format.per_column() { None } else { args.name.clone() },
     };
-    let mut checked: Vec<Checked> = Vec::with_capacity(parsed.len());
-    for p in &parsed {
-        let mut c = check(p, &ctx)?;
+    let mut checked: Vec<Checked> = Vec::with_capacity(systems.len());
+    for i in 0..systems.len() {
+        let mut c = check(&systems.get(i), &ctx)?;
         if let Some(before) = checked.last().filter(|b| b.fidelity == c.fidelity) {
             c.fidelity = Rc::clone(&before.fidelity);
         }
         checked.push(c);
     }
-    Ok(Converted::Foreign { parsed, ctx, checked })
+    Ok(Converted::Foreign { systems, ctx, checked })
 }
 
 /// Build one system's run entry by entry and check it: before anything is
@@ -254,9 +254,9 @@ impl Converted {
                 // The text is the file's exact bytes.
                 Box::new(std::iter::once(Ok(Saving { run: Cow::Owned(*run), text: None, source, entries: Some(entries), text_file: Some(path) })))
             }
-            Converted::Foreign { parsed, ctx, .. } => {
+            Converted::Foreign { systems, ctx, .. } => {
                 let source = ctx.format.name().to_string();
-                Box::new(parsed.into_iter().map(move |p| {
+                Box::new(systems.into_iter().map(move |p| {
                     let (file, format) = (ctx.file.clone(), ctx.format);
                     let built = move |e: import::ParseError| anyhow::Error::from(BadInput(format!("{file}: {format}: {e}")));
                     let (header, entries) = Building::new(p, &ctx).map_err(built.clone())?;

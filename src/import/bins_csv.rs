@@ -16,7 +16,7 @@
 //! bin, max the upper edge (hi − 1) of the highest; the mean is estimated
 //! from bin midpoints.
 
-use super::format::{Format, Spec};
+use super::format::{Format, Spec, Systems};
 use super::{uint, Hist, ParseError, Parsed, Series};
 
 /// CSV: bin_lo_ns,bin_hi_ns, then one count column per system.
@@ -26,7 +26,7 @@ pub(crate) const FORMAT: Format = Format(&Spec {
         "bins-csv",
         "CSV: bin_lo_ns,bin_hi_ns, then one count column per system",
         |s| s.first_cell() == "bin_lo_ns",
-        |input, _| parse_reader(input.reader()),
+        |input, _| parse_reader(input.reader()).map(Systems::from),
     )
 });
 

@@ -19,7 +19,7 @@
 //! ignored, but the footer must be complete: a missing `# Max Latencies`
 //! line means a truncated file.
 
-use super::format::{Format, Spec};
+use super::format::{Format, Spec, Systems};
 use super::{uint, us_to_ns, Hist, Line, ParseError, Parsed, Series};
 use crate::model::{Bucket, Nanos};
 
@@ -31,7 +31,7 @@ pub(crate) const FORMAT: Format = Format(&Spec {
         "cyclictest-hist",
         "cyclictest -h/--histogram (or --histfile) text",
         |s| s.lines().any(|l| l.starts_with("# Histogram")) && s.lines().any(|l| l.starts_with("# Max Latencies")),
-        |input, _| parse_lines(input).map(|p| vec![p]),
+        |input, _| parse_lines(input).map(Systems::one),
     )
 });
 

@@ -15,7 +15,7 @@ use std::fmt;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::format::{never, Format, Spec};
+use super::format::{never, Format, Spec, Systems};
 use super::{Hist, ParseError, Parsed, Series};
 use crate::model::{Bucket, Nanos};
 
@@ -26,7 +26,7 @@ pub(crate) const FORMAT: Format = Format(&Spec {
     json: true,
     sniff: |s| s.json_tool().as_deref() == Some("cyclictest"),
     fallback: never,
-    parse: Some(super::cyclictest_stream::parse),
+    parse: Some(|input, src| super::cyclictest_stream::parse(input, src).map(Systems::from)),
     per_column: false,
     takes_period: false,
     probe_per_row: false,

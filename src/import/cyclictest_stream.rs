@@ -389,7 +389,7 @@ mod tests {
     fn a_file_that_changes_between_readings_is_refused() {
         let (a, b) = (file(3, 10), file(3, 10).replace("\"avg\": 9.5", "\"avg\": 9.25"));
         let again: Reopen = Rc::new(move || Ok(Box::new(std::io::Cursor::new(b.clone().into_bytes()))));
-        let p = format::parse_reader_with(cj::FORMAT, a.as_bytes(), "f.json", &Default::default(), &again).unwrap();
+        let p = format::parse_reader_with(cj::FORMAT, a.as_bytes(), "f.json", &Default::default(), &again).unwrap().into_vec();
         let e = build_run(p.into_iter().next().unwrap(), &ctx()).unwrap_err();
         assert!(e.msg.contains("the file changed while it was read"), "{}", e.msg);
     }

@@ -72,7 +72,78 @@ pub(crate) type Reopen = std::rc::Rc<dyn Fn() -> std::io::Result<Box<dyn ReadSee
 pub(crate) type Input<'a> = Lines<&'a mut dyn BufRead>;
 
 /// A parser: the input into one [`Parsed`] per system.
-pub(crate) type ParseFn = fn(&mut Input<'_>, &Source<'_>) -> Result<Vec<Parsed>, ParseError>;
+pub(crate) type ParseFn = fn(&mut Input<'_>, &Source<'_>) -> Result<Systems, ParseError>;
+
+/// What a parser gives: one [`Parsed`] per system, held, or built when asked
+/// for from what the parser kept of the file ([`Columns`]: a CSV of 100 000
+/// columns keeps a few numbers per column, not 100 000 runs' series).
+pub(crate) enum Systems {
+    Held(Vec<Parsed>),
+    Columns(Box<dyn Columns>),
+}
+
+/// Systems built when asked for, each the same every time it is asked.
+pub(crate) trait Columns {
+    fn len(&self) -> usize;
+    /// The name of system `i` (< `len()`).
+    fn system(&self, i: usize) -> &str;
+    /// System `i` (< `len()`).
+    fn parsed(&self, i: usize) -> Parsed;
+}
+
+impl From<Vec<Parsed>> for Systems {
+    fn from(v: Vec<Parsed>) -> Systems {
+        Systems::Held(v)
+    }
+}
+
+impl Systems {
+    /// A file of one system.
+    pub(crate) fn one(p: Parsed) -> Systems {
+        Systems::Held(vec![p])
+    }
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Systems::Held(v) => v.len(),
+            Systems::Columns(c) => c.len(),
+        }
+    }
+    /// The systems' names, in order (a system without one is left out).
+    pub(crate) fn names(&self) -> Vec<String> {
+        match self {
+            Systems::Held(v) => v.iter().filter_map(|p| p.system.clone()).collect(),
+            Systems::Columns(c) => (0..c.len()).map(|i| c.system(i).to_string()).collect(),
+        }
+    }
+    /// Only the system named `name` (`None`: no such system).
+    pub(crate) fn pick(self, name: &str) -> Option<Systems> {
+        match self {
+            Systems::Held(mut v) => {
+                v.retain(|p| p.system.as_deref() == Some(name));
+                (!v.is_empty()).then_some(Systems::Held(v))
+            }
+            Systems::Columns(c) => (0..c.len()).find(|&i| c.system(i) == name).map(|i| Systems::one(c.parsed(i))),
+        }
+    }
+    /// System `i` (< `len()`), borrowed when held.
+    pub(crate) fn get(&self, i: usize) -> std::borrow::Cow<'_, Parsed> {
+        match self {
+            Systems::Held(v) => std::borrow::Cow::Borrowed(&v[i]),
+            Systems::Columns(c) => std::borrow::Cow::Owned(c.parsed(i)),
+        }
+    }
+    /// The systems in order, each built as it is taken.
+    pub(crate) fn into_iter(self) -> Box<dyn Iterator<Item = Parsed>> {
+        match self {
+            Systems::Held(v) => Box::new(v.into_iter()),
+            Systems::Columns(c) => Box::new((0..c.len()).map(move |i| c.parsed(i))),
+        }
+    }
+    /// Every system, built (tests and small inputs).
+    pub(crate) fn into_vec(self) -> Vec<Parsed> {
+        self.into_iter().collect()
+    }
+}
 
 /// One format's facts, said once in its own file.
 pub(crate) struct Spec {
@@ -269,7 +340,7 @@ pub fn parse(format: Format, text: &str, file_name: &str) -> Result<Vec<Parsed>,
     // A text in memory is read again from a copy (tests and small inputs).
     let copy: std::sync::Arc<[u8]> = text.as_bytes().into();
     let reopen: Reopen = std::rc::Rc::new(move || -> std::io::Result<Box<dyn ReadSeek + Send>> { Ok(Box::new(std::io::Cursor::new(copy.clone()))) });
-    parse_reader_with(format, text.as_bytes(), file_name, &ParseOptions::default(), &reopen)
+    parse_reader_with(format, text.as_bytes(), file_name, &ParseOptions::default(), &reopen).map(Systems::into_vec)
 }
 
 /// [`parse`] reading from `r` as it goes, with the command line's
@@ -278,7 +349,7 @@ pub fn parse(format: Format, text: &str, file_name: &str) -> Result<Vec<Parsed>,
 /// buckets are kept at 3 significant digits, JSON histograms are folded in
 /// while the file is read). `reopen` reads the same input again from its
 /// start ([`Source::reopen`]).
-pub(crate) fn parse_reader_with(format: Format, mut r: impl BufRead, file_name: &str, opts: &ParseOptions, reopen: &Reopen) -> Result<Vec<Parsed>, ParseError> {
+pub(crate) fn parse_reader_with(format: Format, mut r: impl BufRead, file_name: &str, opts: &ParseOptions, reopen: &Reopen) -> Result<Systems, ParseError> {
     let parse = format.0.parse.ok_or_else(|| ParseError::file("internal: parse() takes a concrete foreign format"))?;
     let mut lines: Input<'_> = Lines::new(&mut r as &mut dyn BufRead);
     parse(&mut lines, &Source { file_name, opts, reopen })

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::rc::Rc;
 
-use super::format::{Format, Input, Reopen, Source, Spec};
+use super::format::{Format, Input, Reopen, Source, Spec, Systems};
 use super::read::{Marks, Reread};
 use super::build::SeriesIter;
 use super::{int, strip_ansi, uint, us_to_ns, ParseError, Parsed, Rows, Series, Shape};
@@ -30,7 +30,7 @@ pub const FORMAT: Format = Format(&Spec::text(
     "rt-tests-ipc",
     "The `#1 -> #0, Min .., Cur .., Avg .., Max ..` lines of ptsematest, svsematest, pmqtest, sigwaittest",
     |s| s.lines().any(|l| is_pair_line(&l)),
-    |input, src| parse_lines(input, src).map(|p| vec![p]),
+    |input, src| parse_lines(input, src).map(Systems::one),
 ));
 
 /// `#1 -> #0, Min ...`

@@ -8,7 +8,7 @@
 //! has no period, so `interval_ns` is 0.
 
 use super::cyclictest_json::{common, json_f64, json_uint, scale_hist, to_ns, Doc};
-use super::format::{never, Format, Spec};
+use super::format::{never, Format, Spec, Systems};
 use super::{ParseError, Parsed, Series};
 use crate::model::Nanos;
 
@@ -19,7 +19,7 @@ pub(crate) const FORMAT: Format = Format(&Spec {
     json: true,
     sniff: |s| s.json_tool().as_deref() == Some("oslat"),
     fallback: never,
-    parse: Some(|input, _| parse_reader(input.reader()).map(|p| vec![p])),
+    parse: Some(|input, _| parse_reader(input.reader()).map(Systems::one)),
     per_column: false,
     takes_period: false,
     probe_per_row: false,

@@ -120,6 +120,67 @@ impl<R: std::io::BufRead> Iterator for Lines<R> {
     }
 }
 
+/// A CSV file read one cell at a time (`#` comments, quotes, cells trimmed
+/// as `csv`'s `Trim::All` trims them): memory for one cell of at most
+/// [`CsvCells::MAX_CELL`] bytes, never for a whole record, so a header of
+/// 10 M cells can be refused at its 100 001st one rather than after it is
+/// held (a record of `csv` holds its text and 8 bytes per cell).
+pub(crate) struct CsvCells<R> {
+    r: R,
+    core: csv_core::Reader,
+    cell: Vec<u8>,
+    /// The line a record is named by (`csv`'s record position: the line
+    /// after the record before it, comments and blank lines included).
+    line: u64,
+    record_ended: bool,
+}
+
+impl<R: std::io::BufRead> CsvCells<R> {
+    /// The longest cell (unquoted, before trimming): a system name or a
+    /// number is shorter; a longer one is an error, not memory.
+    pub(crate) const MAX_CELL: usize = 256;
+
+    pub(crate) fn new(r: R) -> CsvCells<R> {
+        let core = csv_core::ReaderBuilder::new().comment(Some(b'#')).build();
+        CsvCells { r, core, cell: vec![0; 64], line: 1, record_ended: false }
+    }
+
+    /// The next cell, trimmed, whether it ends its record and the line its
+    /// record is named by; `None` at the end of the file.
+    pub(crate) fn next_cell(&mut self) -> Result<Option<(&str, bool, usize)>, ParseError> {
+        use csv_core::ReadFieldResult::*;
+        if self.record_ended {
+            self.line = self.core.line();
+            self.record_ended = false;
+        }
+        let (mut len, line) = (0, self.line as usize);
+        loop {
+            let input = self.r.fill_buf().map_err(|e| ParseError::at(line, format!("cannot read: {e}")))?;
+            let (res, nin, nout) = self.core.read_field(input, &mut self.cell[len..]);
+            self.r.consume(nin);
+            len += nout;
+            match res {
+                InputEmpty => {}
+                OutputFull if self.cell.len() > Self::MAX_CELL => {
+                    // The buffer held MAX_CELL + 1 bytes and the cell goes on.
+                    return Err(ParseError::at(
+                        line,
+                        format!("a cell longer than {} bytes: no system name or number is that long; check the file", Self::MAX_CELL),
+                    ));
+                }
+                OutputFull => self.cell.resize((self.cell.len() * 2).min(Self::MAX_CELL + 1), 0),
+                Field { record_end } => {
+                    self.record_ended = record_end;
+                    let text = std::str::from_utf8(&self.cell[..len])
+                        .map_err(|e| ParseError::at(line, format!("not valid CSV: not UTF-8 (invalid byte {} bytes into a cell)", e.valid_up_to())))?;
+                    return Ok(Some((text.trim(), record_end, line)));
+                }
+                End => return Ok(None),
+            }
+        }
+    }
+}
+
 /// Line `n` as read with its end of line into `buf`: the end of line (and
 /// line 1's byte-order mark) dropped, checked to be UTF-8.
 fn text_of(buf: &mut Vec<u8>, n: usize) -> Line {

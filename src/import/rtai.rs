@@ -34,7 +34,7 @@
 //! the printed switch count as samples and the mean switch time as min,
 //! mean and max (the test prints no min or max).
 
-use super::format::{Format, Spec};
+use super::format::{Format, Spec, Systems};
 use super::{clamp_negative, int, uint, Line, ParseError, ParseOptions, Parsed, Seconds, Series};
 use crate::model::SignedStats;
 
@@ -49,7 +49,7 @@ pub(crate) const FORMAT: Format = Format(&Spec {
                 || s.text().contains("RTAI Testsuite")
                 || s.text().contains("RTAI testsuite")
         },
-        |input, src| parse_lines(input, src.opts).map(|p| vec![p]),
+        |input, src| parse_lines(input, src.opts).map(Systems::one),
     )
 });
 

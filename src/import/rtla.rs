@@ -30,7 +30,7 @@
 //! bucket starts, summary rows without labels) and `--no-header`/
 //! `--no-summary` output cannot be read back unambiguously and are refused.
 
-use super::format::{Format, Spec};
+use super::format::{Format, Spec, Systems};
 use super::{float, uint, Hist, Line, ParseError, Parsed, Series};
 use crate::model::{Bucket, Nanos};
 
@@ -44,7 +44,7 @@ pub(crate) const FORMAT: Format = Format(&Spec::text(
             l.starts_with("# RTLA timerlat hist") || (l.starts_with("Index") && (l.contains("IRQ-") || l.contains("Thr-") || l.contains("Usr-")))
         })
     },
-    |input, _| parse_lines(input).map(|p| vec![p]),
+    |input, _| parse_lines(input).map(Systems::one),
 ));
 
 struct Column {

@@ -33,7 +33,8 @@
 //! Each becomes a `throughput` entry of one interval: `throughput.ops` the
 //! published count, the sample the mean time per op.
 
-use super::format::{Format, Spec};
+use super::format::{Columns, Format, Spec, Systems};
+use super::read::CsvCells;
 use super::{ParseError, Parsed, Series};
 use crate::model::suites::{RHEALSTONE, THREAD_METRIC};
 use crate::model::{Nanos, Throughput};
@@ -67,43 +68,139 @@ pub(crate) const RHEALSTONE_US: &str = "rhealstone_us";
 pub(crate) const RHEALSTONE_NS: &str = "rhealstone_ns";
 pub(crate) const THREAD_METRIC_HEAD: &str = "thread_metric";
 
-/// Rows of a one-column-per-system CSV: the header's cells, then
-/// (line, label, cells) per data row.
-type Grid = (Vec<String>, Vec<(usize, String, Vec<String>)>);
+/// The most systems one file may name. Each becomes a run of its own,
+/// checked, stored and listed one by one (~60 µs each stored): 100 000 take
+/// seconds; the ~10 M columns a 200 MB file can hold would take minutes and
+/// a history of gigabytes, so such a file is refused before it is read on.
+pub(crate) const MAX_SYSTEMS: usize = 100_000;
 
-fn grid(r: impl std::io::Read, first: &[&str]) -> Result<Grid, ParseError> {
-    let mut rdr = csv::ReaderBuilder::new().has_headers(false).comment(Some(b'#')).flexible(true).trim(csv::Trim::All).from_reader(r);
-    let mut header: Option<Vec<String>> = None;
-    let mut rows = Vec::new();
-    for rec in rdr.records() {
-        let rec = rec.map_err(|e| ParseError::at(e.position().map(|p| p.line() as usize).unwrap_or(0), format!("not valid CSV: {e}")))?;
-        let n = rec.position().map(|p| p.line() as usize).unwrap_or(0);
-        if rec.iter().all(|c| c.is_empty()) {
+/// A one-column-per-system CSV read row by row, each cell converted as its
+/// row is read: per system a few numbers are kept, never the cells' text
+/// (a file of 100 000 columns would hold 100 000 strings per row).
+struct Grid {
+    /// The header's first cell (which says the unit) and the systems.
+    head: String,
+    systems: Vec<String>,
+    rows: Vec<Row>,
+}
+
+/// One data row: its label and a value per system, 0 for an empty cell
+/// (a value is positive; the parser says what it encodes).
+struct Row {
+    label: String,
+    values: Vec<u64>,
+}
+
+/// What a row's cell is read as: `(head, line, label, what, text)` into its
+/// value, where `what` names the cell ("task-switch of X (column 3)").
+type Cell<'a> = &'a dyn Fn(&str, usize, &str, &str, &str) -> Result<u64, ParseError>;
+
+fn grid(r: impl std::io::BufRead, first: &[&str], label: &dyn Fn(usize, &str) -> Result<(), ParseError>, cell: Cell<'_>) -> Result<Grid, ParseError> {
+    let expected = || format!("expected the header {},SYSTEM[,SYSTEM...]", first.join(" or "));
+    let mut cells = CsvCells::new(r);
+    let mut g: Option<Grid> = None;
+    while let Some((text, end, n)) = cells.next_cell()? {
+        if text.is_empty() {
+            // A record of empty cells is skipped; an empty first cell of
+            // any other is a header or a row label that cannot be.
+            let (mut count, mut empty, mut end) = (1, true, end);
+            while !end {
+                let (t, e, _) = cells.next_cell()?.unwrap_or(("", true, n));
+                (count, empty, end) = (count + 1, empty && t.is_empty(), e);
+            }
+            match &g {
+                _ if empty => continue,
+                None => return Err(ParseError::at(n, expected())),
+                Some(g) if count > g.systems.len() + 1 => return Err(too_many_cells(n, count, g)),
+                Some(_) => label(n, "")?,
+            }
             continue;
         }
-        match &header {
-            None => {
-                if !rec.get(0).is_some_and(|h| first.contains(&h)) || rec.len() < 2 {
-                    return Err(ParseError::at(n, format!("expected the header {},SYSTEM[,SYSTEM...]", first.join(" or "))));
-                }
-                let names: Vec<String> = rec.iter().map(String::from).collect();
-                super::read::check_system_names(names.iter().enumerate().skip(1).map(|(k, s)| (k + 1, s.as_str())), n)?;
-                header = Some(names);
+        let Some(g) = &mut g else {
+            if !first.contains(&text) || end {
+                return Err(ParseError::at(n, expected()));
             }
-            Some(h) => {
-                if rec.len() > h.len() {
-                    return Err(ParseError::at(n, format!("{} cells, but the header names {} systems", rec.len() - 1, h.len() - 1)));
+            let head = text.to_string();
+            let mut systems = Vec::new();
+            let mut end = false;
+            while !end {
+                let (t, e, _) = cells.next_cell()?.unwrap_or(("", true, n));
+                if systems.len() == MAX_SYSTEMS {
+                    return Err(ParseError::at(
+                        n,
+                        format!(
+                            "the header names more than {MAX_SYSTEMS} systems; rtscope imports at most {MAX_SYSTEMS} from one file (each becomes a run of its own): split the file by columns (with no comma inside a name: cut -d, -f1-{})",
+                            MAX_SYSTEMS + 1
+                        ),
+                    ));
                 }
-                let label = rec.get(0).unwrap_or("").to_string();
-                if rows.iter().any(|(_, l, _): &(usize, String, Vec<String>)| *l == label) {
-                    return Err(ParseError::at(n, format!("row {label:?} appears twice")));
-                }
-                rows.push((n, label, rec.iter().skip(1).map(String::from).collect()));
+                systems.push(t.to_string());
+                end = e;
             }
+            super::read::check_system_names(systems.iter().enumerate().map(|(k, s)| (k + 2, s.as_str())), n)?;
+            g = Some(Grid { head, systems, rows: Vec::new() });
+            continue;
+        };
+        let name = text.to_string();
+        if g.rows.iter().any(|r| r.label == name) {
+            return Err(ParseError::at(n, format!("row {name:?} appears twice")));
+        }
+        label(n, &name)?;
+        let mut values = vec![0; g.systems.len()];
+        let (mut k, mut end) = (0, end);
+        while !end {
+            let (t, e, _) = cells.next_cell()?.unwrap_or(("", true, n));
+            end = e;
+            if k == values.len() {
+                // Counted to the record's end for the message.
+                let mut count = k + 2;
+                while !end {
+                    end = cells.next_cell()?.is_none_or(|(_, e, _)| e);
+                    count += 1;
+                }
+                return Err(too_many_cells(n, count, g));
+            }
+            if !t.is_empty() {
+                values[k] = cell(&g.head, n, &name, &format!("{name} of {} (column {})", g.systems[k], k + 2), t)?;
+            }
+            k += 1;
+        }
+        g.rows.push(Row { label: name, values });
+    }
+    g.ok_or_else(|| ParseError::file(format!("empty file: {}", expected())))
+}
+
+fn too_many_cells(line: usize, count: usize, g: &Grid) -> ParseError {
+    ParseError::at(line, format!("{} cells, but the header names {} systems", count - 1, g.systems.len()))
+}
+
+impl Grid {
+    /// The first system with no value in the rows `counted`, as an error.
+    fn every_system_has_a_value(&self, counted: impl Fn(&Row) -> bool, what: &str) -> Result<(), ParseError> {
+        let rows: Vec<&Row> = self.rows.iter().filter(|r| counted(r)).collect();
+        match (0..self.systems.len()).find(|&k| rows.iter().all(|r| r.values[k] == 0)) {
+            Some(k) => Err(ParseError::file(format!("system {:?} has no {what} in any row", self.systems[k]))),
+            None => Ok(()),
         }
     }
-    let header = header.ok_or_else(|| ParseError::file(format!("empty file: expected the header {},SYSTEM[,SYSTEM...]", first.join(" or "))))?;
-    Ok((header, rows))
+}
+
+/// A grid's systems, each built when asked for by `build`.
+struct Suite {
+    grid: Grid,
+    build: fn(&Grid, usize) -> Parsed,
+}
+
+impl Columns for Suite {
+    fn len(&self) -> usize {
+        self.grid.systems.len()
+    }
+    fn system(&self, i: usize) -> &str {
+        &self.grid.systems[i]
+    }
+    fn parsed(&self, i: usize) -> Parsed {
+        (self.build)(&self.grid, i)
+    }
 }
 
 fn number(line: usize, cell: &str, what: &str) -> Result<Option<f64>, ParseError> {
@@ -126,10 +223,7 @@ fn too_large(line: usize, what: &str, cell: &str, unit: &str) -> ParseError {
     )
 }
 
-fn parsed(tool: &str, system: &str, mut series: Vec<Series>, fidelity: Vec<String>) -> Parsed {
-    // A file holds a Parsed per column (100 000 columns are 100 000): a
-    // Vec grown by push keeps room for four series, ~1 KB per column.
-    series.shrink_to_fit();
+fn parsed(tool: &str, system: &str, series: Vec<Series>, fidelity: Vec<String>) -> Parsed {
     Parsed { tool: tool.into(), system: Some(system.to_string()), series, fidelity, ..Parsed::default() }
 }
 
@@ -148,90 +242,103 @@ fn one_value(probe: &str, variant: Option<&str>, ns: u64, interval_ns: u64) -> S
     }
 }
 
-pub(crate) fn parse_rhealstone(r: impl std::io::Read) -> Result<Vec<Parsed>, ParseError> {
-    let (header, rows) = grid(r, &[RHEALSTONE_US, RHEALSTONE_NS])?;
-    let scale = if header[0] == RHEALSTONE_US { 1000.0 } else { 1.0 };
-    let mut out = Vec::new();
-    for (k, system) in header.iter().enumerate().skip(1) {
-        let mut series = Vec::new();
-        for (line, label, cells) in &rows {
-            let Some(c) = RHEALSTONE.iter().find(|c| c.metric == label.as_str()) else {
-                let names: Vec<&str> = RHEALSTONE.iter().map(|c| c.metric).collect();
-                return Err(ParseError::at(*line, format!("unknown Rhealstone component {label:?}; expected one of {}", names.join(", "))));
-            };
-            let what = format!("{label} of {system} (column {})", k + 1);
-            let cell = cells.get(k - 1).map(String::as_str).unwrap_or("");
-            let Some(v) = number(*line, cell, &what)? else { continue };
-            if (v * scale).round() > CAP {
-                return Err(too_large(*line, &what, cell, if scale > 1.0 { "µs" } else { "ns" }));
-            }
-            let ns = (v * scale).round().max(1.0) as u64;
-            series.push(one_value(c.probe, c.variants.first().copied(), ns, 0));
-        }
-        if series.is_empty() {
-            return Err(ParseError::file(format!("system {system:?} has no value in any row")));
-        }
-        let fidelity = vec![format!(
-            "mean only: each component is the published average time{}; the sample count is unknown and counted as 1, so percentiles are unknown",
-            if scale > 1.0 { " in µs (exact to the digits given)" } else { "" }
-        )];
-        out.push(parsed("rhealstone", system, series, fidelity));
-    }
-    Ok(out)
+fn rhealstone_component(label: &str) -> Option<&'static crate::model::suites::Component> {
+    RHEALSTONE.iter().find(|c| c.metric == label)
 }
 
-pub(crate) fn parse_thread_metric(r: impl std::io::Read) -> Result<Vec<Parsed>, ParseError> {
-    let (header, rows) = grid(r, &[THREAD_METRIC_HEAD])?;
-    let mut out = Vec::with_capacity(header.len() - 1);
-    for (k, system) in header.iter().enumerate().skip(1) {
-        let cell = |cells: &Vec<String>| cells.get(k - 1).cloned().unwrap_or_default();
-        let interval_s = match rows.iter().find(|(_, l, _)| l == "interval_s") {
-            Some((line, _, cells)) => {
-                let what = format!("interval_s of {system} (column {})", k + 1);
-                let v = number(*line, &cell(cells), &what)?.unwrap_or(30.0);
-                if (v * 1e9).round() > CAP {
-                    return Err(too_large(*line, &what, &cell(cells), "s"));
-                }
-                v
-            }
-            None => 30.0,
-        };
-        let interval_ns = (interval_s * 1e9).round() as u64;
-        let mut series = Vec::new();
-        for (line, label, cells) in rows.iter().filter(|(_, l, _)| l != "interval_s") {
-            let Some((_, variant)) = THREAD_METRIC.iter().find(|(name, v)| name == label || v == label) else {
-                let names: Vec<&str> = THREAD_METRIC.iter().map(|(n, _)| *n).collect();
-                return Err(ParseError::at(*line, format!("unknown Thread-Metric test {label:?}; expected interval_s or one of {}", names.join(", "))));
-            };
-            let text = cell(cells);
-            let what = format!("{label} of {system} (column {})", k + 1);
-            let Some(ops_f) = number(*line, &text, &what)? else { continue };
-            if ops_f.fract() != 0.0 {
-                return Err(ParseError::at(*line, format!("{what}: {ops_f} is not a whole number of operations")));
-            }
-            if text.trim().parse::<u64>().map_or(ops_f >= CAP, |ops| ops > i64::MAX as u64) {
-                return Err(ParseError::at(
-                    *line,
-                    format!("{what}: {text} operations is past the largest count the history keeps ({}); check the value in the file", i64::MAX),
-                ));
-            }
-            // An integer cell is read exactly (through f64 counts past 2^53
-            // were rounded: 2^63 − 1 became 2^63, past the schema's cap).
-            let ops = text.trim().parse::<u64>().unwrap_or(ops_f as u64);
-            let ns_per_op = ((interval_ns as f64 / ops as f64).round() as u64).max(1);
-            let mut s = one_value("throughput", Some(variant), ns_per_op, interval_ns);
-            s.throughput = Some(Throughput { ops, interval_ns: Nanos(interval_ns), per_interval: vec![ops] });
-            series.push(s);
+pub(crate) fn parse_rhealstone(r: impl std::io::BufRead) -> Result<Systems, ParseError> {
+    let label = |line: usize, label: &str| match rhealstone_component(label) {
+        Some(_) => Ok(()),
+        None => {
+            let names: Vec<&str> = RHEALSTONE.iter().map(|c| c.metric).collect();
+            Err(ParseError::at(line, format!("unknown Rhealstone component {label:?}; expected one of {}", names.join(", "))))
         }
-        if series.is_empty() {
-            return Err(ParseError::file(format!("system {system:?} has no count in any row")));
+    };
+    // A value is its time in ns (≥ 1).
+    let cell = |head: &str, line: usize, _: &str, what: &str, text: &str| {
+        let scale = if head == RHEALSTONE_US { 1000.0 } else { 1.0 };
+        let v = number(line, text, what)?.unwrap_or(0.0);
+        if (v * scale).round() > CAP {
+            return Err(too_large(line, what, text, if scale > 1.0 { "µs" } else { "ns" }));
         }
-        let fidelity = vec![format!(
-            "published counts: one interval of {interval_s} s per test; the sample is the mean time per operation (interval / ops), not a measured distribution"
-        )];
-        out.push(parsed("thread-metric", system, series, fidelity));
+        Ok((v * scale).round().max(1.0) as u64)
+    };
+    let grid = grid(r, &[RHEALSTONE_US, RHEALSTONE_NS], &label, &cell)?;
+    grid.every_system_has_a_value(|_| true, "value")?;
+    Ok(Systems::Columns(Box::new(Suite { grid, build: rhealstone_system })))
+}
+
+fn rhealstone_system(g: &Grid, k: usize) -> Parsed {
+    let series = g
+        .rows
+        .iter()
+        .filter(|r| r.values[k] != 0)
+        .filter_map(|r| rhealstone_component(&r.label).map(|c| one_value(c.probe, c.variants.first().copied(), r.values[k], 0)))
+        .collect();
+    let fidelity = vec![format!(
+        "mean only: each component is the published average time{}; the sample count is unknown and counted as 1, so percentiles are unknown",
+        if g.head == RHEALSTONE_US { " in µs (exact to the digits given)" } else { "" }
+    )];
+    parsed("rhealstone", &g.systems[k], series, fidelity)
+}
+
+const INTERVAL: &str = "interval_s";
+
+fn thread_metric_variant(label: &str) -> Option<&'static str> {
+    THREAD_METRIC.iter().find(|(name, v)| *name == label || *v == label).map(|(_, v)| *v)
+}
+
+pub(crate) fn parse_thread_metric(r: impl std::io::BufRead) -> Result<Systems, ParseError> {
+    let label = |line: usize, label: &str| {
+        if label == INTERVAL || thread_metric_variant(label).is_some() {
+            return Ok(());
+        }
+        let names: Vec<&str> = THREAD_METRIC.iter().map(|(n, _)| *n).collect();
+        Err(ParseError::at(line, format!("unknown Thread-Metric test {label:?}; expected interval_s or one of {}", names.join(", "))))
+    };
+    // interval_s: the interval in s as f64 bits; a test: its count (≥ 1).
+    let cell = |_: &str, line: usize, label: &str, what: &str, text: &str| {
+        let v = number(line, text, what)?.unwrap_or(0.0);
+        if label == INTERVAL {
+            if (v * 1e9).round() > CAP {
+                return Err(too_large(line, what, text, "s"));
+            }
+            return Ok(v.to_bits());
+        }
+        if v.fract() != 0.0 {
+            return Err(ParseError::at(line, format!("{what}: {v} is not a whole number of operations")));
+        }
+        if text.trim().parse::<u64>().map_or(v >= CAP, |ops| ops > i64::MAX as u64) {
+            return Err(ParseError::at(
+                line,
+                format!("{what}: {text} operations is past the largest count the history keeps ({}); check the value in the file", i64::MAX),
+            ));
+        }
+        // An integer cell is read exactly (through f64 counts past 2^53
+        // were rounded: 2^63 − 1 became 2^63, past the schema's cap).
+        Ok(text.trim().parse::<u64>().unwrap_or(v as u64))
+    };
+    let grid = grid(r, &[THREAD_METRIC_HEAD], &label, &cell)?;
+    grid.every_system_has_a_value(|r| r.label != INTERVAL, "count")?;
+    Ok(Systems::Columns(Box::new(Suite { grid, build: thread_metric_system })))
+}
+
+fn thread_metric_system(g: &Grid, k: usize) -> Parsed {
+    let interval_s = g.rows.iter().find(|r| r.label == INTERVAL).map(|r| r.values[k]).filter(|&b| b != 0).map_or(30.0, f64::from_bits);
+    let interval_ns = (interval_s * 1e9).round() as u64;
+    let mut series = Vec::new();
+    for r in g.rows.iter().filter(|r| r.label != INTERVAL && r.values[k] != 0) {
+        let Some(variant) = thread_metric_variant(&r.label) else { continue };
+        let ops = r.values[k];
+        let ns_per_op = ((interval_ns as f64 / ops as f64).round() as u64).max(1);
+        let mut s = one_value("throughput", Some(variant), ns_per_op, interval_ns);
+        s.throughput = Some(Throughput { ops, interval_ns: Nanos(interval_ns), per_interval: vec![ops] });
+        series.push(s);
     }
-    Ok(out)
+    let fidelity = vec![format!(
+        "published counts: one interval of {interval_s} s per test; the sample is the mean time per operation (interval / ops), not a measured distribution"
+    )];
+    parsed("thread-metric", &g.systems[k], series, fidelity)
 }
 
 #[cfg(test)]
@@ -241,19 +348,19 @@ mod tests {
     #[test]
     fn rhealstone_columns_become_systems() {
         let t = "# c\nrhealstone_us,A,B\ntask-switch,1.5,2\ndeadlock-break,3,\n";
-        let p = parse_rhealstone(t.as_bytes()).unwrap();
+        let p = parse_rhealstone(t.as_bytes()).unwrap().into_vec();
         assert_eq!(p.len(), 2);
         assert_eq!(p[0].series.len(), 2);
         assert_eq!((p[0].series[0].probe.as_str(), p[0].series[0].variant.as_deref(), p[0].series[0].max_ns), ("switch", Some("yield"), 1500));
         assert_eq!(p[1].series.len(), 1, "an empty cell is no value");
-        assert!(parse_rhealstone("rhealstone_us,A\nbogus,1\n".as_bytes()).unwrap_err().msg.contains("unknown Rhealstone component"));
+        assert!(parse_rhealstone("rhealstone_us,A\nbogus,1\n".as_bytes()).err().unwrap().msg.contains("unknown Rhealstone component"));
         assert!(parse_rhealstone("rhealstone_us,A\ntask-switch,-1\n".as_bytes()).is_err());
     }
 
     #[test]
     fn thread_metric_counts_and_interval() {
         let t = "thread_metric,X\ninterval_s,10\nbasic,1000\nmemory-allocation,5000\n";
-        let p = parse_thread_metric(t.as_bytes()).unwrap();
+        let p = parse_thread_metric(t.as_bytes()).unwrap().into_vec();
         let s = &p[0].series;
         assert_eq!(s[0].throughput.as_ref().unwrap().ops, 1000);
         assert_eq!(s[0].throughput.as_ref().unwrap().interval_ns, Nanos(10_000_000_000));

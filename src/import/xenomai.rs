@@ -17,7 +17,7 @@
 //! second and are not imported. Without `-h` the run is summary-only and
 //! its sample count is derived from the duration and the period.
 
-use super::format::{Format, Spec};
+use super::format::{Format, Spec, Systems};
 use super::{clamp_negative, decimal_us_to_ns, float, uint, Hist, Line, ParseError, Parsed, Seconds, Series};
 use crate::model::{Nanos, SignedStats};
 
@@ -26,7 +26,7 @@ pub(crate) const FORMAT: Format = Format(&Spec::text(
     "xenomai-latency",
     "Xenomai's `latency` tool output (RTD|, RTS|, and -h HSD|/HSS| lines)",
     |s| s.lines().any(|l| l.starts_with("RTS|") || l.starts_with("HSS|") || l.starts_with("RTT|")),
-    |input, _| parse_lines(input).map(|p| vec![p]),
+    |input, _| parse_lines(input).map(Systems::one),
 ));
 
 /// The test mode as a variant: the user-mode periodic task is what the
