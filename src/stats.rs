@@ -171,9 +171,11 @@ impl Moments {
     /// Σ nᵢ(σᵢ² + (μᵢ − μ)²) / N, exact for population σ.
     /// The groups are given as runs of equal ones, each with its count
     /// (1.5 M pairs of an IPC log mostly have the same moments): the sums
-    /// are those of every group, added in their order.
-    pub(crate) fn pooled(runs: &[(Moments, u64)]) -> Moments {
-        let parts = || runs.iter().flat_map(|(p, k)| std::iter::repeat_n(p, *k as usize));
+    /// are those of every group, added in their order. Two passes (the
+    /// mean, then the variance around it), so the runs come as an iterator
+    /// that is cloned for each; the caller may keep them in any form.
+    pub(crate) fn pooled(runs: impl Iterator<Item = (Moments, u64)> + Clone) -> Moments {
+        let parts = || runs.clone().flat_map(|(p, k)| std::iter::repeat_n(p, k as usize));
         let n = parts().fold(0u64, |a, p| a.saturating_add(p.n));
         let w = n.max(1) as f64;
         let mean = parts().map(|p| p.mean * p.n as f64).sum::<f64>() / w;
@@ -377,13 +379,13 @@ mod tests {
         let h = Moments::from_buckets(&[b(1, 1, 1), b(2, 2, 1), b(3, 3, 1), b(4, 4, 1), b(10, 10, 1)]);
         assert!((h.sd - m.sd).abs() < 1e-12, "buckets and sums agree");
         let part = |v: &[f64]| Moments::from_sums(v.len() as u64, v.iter().sum(), v.iter().map(|x| x * x).sum());
-        let p = Moments::pooled(&[(part(&xs[..2]), 1), (part(&xs[2..]), 1)]);
+        let p = Moments::pooled([(part(&xs[..2]), 1), (part(&xs[2..]), 1)].into_iter());
         assert_eq!(p.n, 5);
         assert!((p.mean - m.mean).abs() < 1e-12 && (p.sd - m.sd).abs() < 1e-9);
         // A run of k equal groups is those k groups, to the bit.
         let (a, c) = (part(&xs[..1]), part(&xs[1..]));
-        let runs = Moments::pooled(&[(a, 3), (c, 1), (a, 2)]);
-        let each = Moments::pooled(&[(a, 1), (a, 1), (a, 1), (c, 1), (a, 1), (a, 1)]);
+        let runs = Moments::pooled([(a, 3), (c, 1), (a, 2)].into_iter());
+        let each = Moments::pooled([(a, 1), (a, 1), (a, 1), (c, 1), (a, 1), (a, 1)].into_iter());
         assert_eq!((runs.n, runs.mean.to_bits(), runs.sd.to_bits()), (each.n, each.mean.to_bits(), each.sd.to_bits()));
         assert_eq!(runs.n, 3 + 4 + 2);
     }
