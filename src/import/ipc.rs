@@ -43,6 +43,7 @@ fn is_status_line(l: &str) -> bool {
     l.starts_with('#') && l.contains(": ID")
 }
 
+#[derive(Clone, Copy)]
 struct Status {
     cpu: Option<usize>,
     interval_us: Option<u64>,
@@ -377,11 +378,25 @@ impl Table {
         let mut text: Vec<(u32, String)> = Vec::with_capacity(want.len());
         for m in want {
             let l = read.line(m as usize)?;
-            text.push((m, strip_ansi(&l).into_owned()));
+            // Copied only when it had escapes to drop.
+            let l = match strip_ansi(&l) {
+                std::borrow::Cow::Borrowed(_) => l,
+                std::borrow::Cow::Owned(o) => o,
+            };
+            text.push((m, l));
         }
         let at = |m: u32| text.iter().find(|(x, _)| *x == m).map_or("", |(_, t)| t.trim());
-        let recv = recv_line.map(|m| status_at(at(m), a, m)).transpose()?;
-        let send = send_line.map(|m| status_at(at(m), b, m)).transpose()?;
+        let (recv, send) = match (recv_line, send_line) {
+            // Both threads' statuses on one line (as the tools print them): read once.
+            (Some(r), Some(s)) if r == s => {
+                let [x, y] = statuses_at(at(r), [a, b], r)?;
+                (Some(x), Some(y))
+            }
+            _ => (
+                recv_line.map(|m| statuses_at(at(m), [a, a], m).map(|[x, _]| x)).transpose()?,
+                send_line.map(|m| statuses_at(at(m), [b, b], m).map(|[x, _]| x)).transpose()?,
+            ),
+        };
         let n = n as usize;
         let l = at(n as u32);
         let (key, (_, min, avg, max)) = if is_pair_line(l) { pair_line(l, n)? } else { ((u64::MAX, 0), (n, 0, 0, 0)) };
@@ -418,18 +433,21 @@ impl Table {
     }
 }
 
-/// Thread `id`'s status on status line `n` (`l`, read again): its last
-/// one there, as the first read kept it.
-fn status_at(l: &str, id: u64, n: u32) -> Result<Status, ParseError> {
-    let mut found = None;
+/// Threads `ids`' statuses on status line `n` (`l`, read again): each
+/// one's last there, as the first read kept them.
+fn statuses_at(l: &str, ids: [u64; 2], n: u32) -> Result<[Status; 2], ParseError> {
+    let mut found = [None, None];
     if is_status_line(l) {
         parse_status(l, n as usize, &mut |t, s| {
-            if t == id {
-                found = Some(s);
+            for (id, f) in ids.iter().zip(found.iter_mut()) {
+                if t == *id {
+                    *f = Some(s);
+                }
             }
         })?;
     }
-    found.ok_or_else(|| Reread::changed(&format!("line {n} is no longer a status line of #{id}")))
+    let missing = |id: u64| Reread::changed(&format!("line {n} is no longer a status line of #{id}"));
+    Ok([found[0].ok_or_else(|| missing(ids[0]))?, found[1].ok_or_else(|| missing(ids[1]))?])
 }
 
 /// The fidelity notes of an import: summary only, µs, and what the file

@@ -182,11 +182,10 @@ fn write_streamed(w: &mut Parts<'_>, header: &Run, entries: Entries<'_>) -> anyh
     let text = serde_json::to_string_pretty(header).map_err(|e| anyhow::anyhow!("cannot serialise the run: {e}"))?;
     let at = text.find(RESULTS_EMPTY).ok_or_else(|| anyhow::anyhow!("the run's JSON has no results list"))? + RESULTS_EMPTY.len() - 1;
     w.write_all(&text.as_bytes()[..at])?;
-    let mut n = 0;
+    let (mut n, mut json, mut out) = (0, Vec::new(), Vec::new());
     for r in entries {
         let r = r?;
-        w.write_all(if n == 0 { b"\n    " } else { b",\n    " })?;
-        write_pretty(&mut Indent(&mut *w), &r)?;
+        write_entry(w, n == 0, &r, &mut json, &mut out)?;
         w.entry(n, &r)?;
         n += 1;
     }
@@ -198,22 +197,24 @@ fn write_streamed(w: &mut Parts<'_>, header: &Run, entries: Entries<'_>) -> anyh
     Ok(())
 }
 
-/// A [`Write`] that indents every line after the first by four spaces.
-struct Indent<'w, W: Write>(&'w mut W);
-
-impl<W: Write> Write for Indent<'_, W> {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
-        for (k, line) in data.split(|&b| b == b'\n').enumerate() {
-            if k > 0 {
-                self.0.write_all(b"\n    ")?;
-            }
-            self.0.write_all(line)?;
+/// One entry of `results` as serde_json's pretty printer writes it at that
+/// depth (after a comma unless `first`, on a new line indented four spaces,
+/// each of its own lines four spaces deeper), made in `json` and `out`
+/// (kept from one entry to the next) and written to `w` in one piece: a
+/// log of 1.5 M pairs is 1.5 M entries, and small writes cost more than
+/// the text.
+fn write_entry(w: &mut impl Write, first: bool, r: &crate::model::ProbeResult, json: &mut Vec<u8>, out: &mut Vec<u8>) -> anyhow::Result<()> {
+    json.clear();
+    write_pretty(json, r)?;
+    out.clear();
+    out.extend_from_slice(if first { b"\n    " } else { b",\n    " });
+    for (k, line) in json.split(|&b| b == b'\n').enumerate() {
+        if k > 0 {
+            out.extend_from_slice(b"\n    ");
         }
-        Ok(data.len())
+        out.extend_from_slice(line);
     }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    Ok(w.write_all(out)?)
 }
 
 /// The text of parts read in order.
