@@ -1107,3 +1107,39 @@ fn cyclictest_json_threads_read_again_keep_the_files_folding_note() {
     let export = bin().args(["export", "--db"]).arg(&db).arg("1").output().unwrap();
     assert!(export.stdout == dry, "the stored text is what --dry-run printed, byte for byte");
 }
+
+/// Issue 36 item 9: a file of more histogram columns than one file's
+/// buckets can serve (7 812, each at least 64 of 500 000) is refused at
+/// its header or first row, and a line past 1 MiB is refused as it is
+/// read: exit 2 and the way out, not gigabytes. At the limit, the file
+/// imports, its last column its own.
+#[test]
+fn files_too_wide_to_hold_are_refused_as_they_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: String| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let bins = |cols: usize| {
+        let names: Vec<String> = (0..cols).map(|c| format!("b{c}")).collect();
+        let counts: Vec<String> = (0..cols).map(|c| (c + 1).to_string()).collect();
+        format!("bin_lo_ns,bin_hi_ns,{}\n0,1000,{}\n", names.join(","), counts.join(","))
+    };
+    let at = write("at.csv", bins(7812));
+    let runs = convert(&at, &["--name", "b7811"]);
+    assert_eq!(runs.len(), 1);
+    assert_eq!(u(&results(&runs[0])[0]["samples"]), 7812, "the last column's count");
+    let err = import_err(&write("past.csv", bins(7813)), &[]);
+    assert!(err.contains("line 1: more than 7812 systems: rtscope keeps at most 7812 histograms of one file"), "{err}");
+    let hist = format!("# Histogram\n000000{}\n", " 000001".repeat(7813));
+    let err = import_err(&write("h.txt", hist), &["--format", "cyclictest-hist"]);
+    assert!(err.contains("line 2: more than 7812 counts on a row"), "{err}");
+    let cols: String = (0..7813).map(|c| format!(" {}-{:03}", if c % 2 == 0 { "IRQ" } else { "Thr" }, c / 2)).collect();
+    let rtla = format!("# RTLA timerlat histogram\n# Time unit is microseconds (us)\nIndex{cols}\n");
+    let err = import_err(&write("r.txt", rtla), &["--format", "rtla-timerlat-hist"]);
+    assert!(err.contains("line 3: more than 7812 columns"), "{err}");
+    let long = format!("# Histogram\n000000{}\n", " 1".repeat(600_000));
+    let err = import_err(&write("l.txt", long), &["--format", "cyclictest-hist"]);
+    assert!(err.contains("line 2: a line longer than 1048576 bytes"), "{err}");
+}

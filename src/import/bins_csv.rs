@@ -17,6 +17,7 @@
 //! from bin midpoints.
 
 use super::format::{Format, Spec, Systems};
+use super::read::CsvCells;
 use super::{uint, Hist, ParseError, Parsed, Series};
 
 /// CSV: bin_lo_ns,bin_hi_ns, then one count column per system.
@@ -35,59 +36,92 @@ pub(crate) const FORMAT: Format = Format(&Spec {
 /// non-empty bin's lo, the highest's hi − 1.
 type Column = (Hist, Option<u64>, u64);
 
-/// Read record by record into one [`Hist`] per column (bounded memory
-/// whatever the number of bins); each column's min and max edges are
+const HEADER: &str = "expected the header bin_lo_ns,bin_hi_ns,SYSTEM[,SYSTEM...]";
+
+/// Read cell by cell into one [`Hist`] per column (bounded memory
+/// whatever the number of bins; a header of more than [`Hist::MAX_SERIES`]
+/// columns is refused as it is read); each column's min and max edges are
 /// tracked as the bins go by.
-pub(crate) fn parse_reader(r: impl std::io::Read) -> Result<Vec<Parsed>, ParseError> {
-    let mut rdr = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .comment(Some(b'#'))
-        .flexible(true)
-        .trim(csv::Trim::All)
-        .from_reader(r);
+pub(crate) fn parse_reader(r: impl std::io::BufRead) -> Result<Vec<Parsed>, ParseError> {
+    let mut cells = CsvCells::new(r);
     let mut header: Option<Vec<String>> = None;
     let mut cols: Vec<Column> = Vec::new();
     let mut prev_hi: Option<(u64, usize)> = None;
-    for rec in rdr.records() {
-        let rec = rec.map_err(|e| {
-            let line = e.position().map(|p| p.line() as usize).unwrap_or(0);
-            ParseError::at(line, format!("not valid CSV: {e}"))
-        })?;
-        let n = rec.position().map(|p| p.line() as usize).unwrap_or(0);
-        if rec.iter().all(|c| c.is_empty()) {
-            continue;
-        }
+    while let Some((text, end, n)) = cells.next_cell()? {
+        let first = text.to_string();
         match &header {
             None => {
-                let names = header_names(&rec, n)?;
+                let Some(names) = header_names(&first, end, &mut cells, n)? else { continue };
                 cols = names.iter().map(|_| (Hist::sharing(names.len()), None, 0)).collect();
                 header = Some(names);
             }
-            Some(names) => add_bin(&rec, n, names, &mut cols, &mut prev_hi)?,
+            Some(names) => add_bin(&first, end, &mut cells, n, names, &mut cols, &mut prev_hi)?,
         }
     }
     let names = header.ok_or_else(|| ParseError::file("no header line; expected bin_lo_ns,bin_hi_ns,SYSTEM[,SYSTEM...]"))?;
     names.into_iter().zip(cols).map(|(name, col)| column_system(name, col)).collect()
 }
 
-/// The system names of the header line `n`.
-fn header_names(rec: &csv::StringRecord, n: usize) -> Result<Vec<String>, ParseError> {
-    if rec.get(0) != Some("bin_lo_ns") || rec.get(1) != Some("bin_hi_ns") || rec.len() < 3 {
-        return Err(ParseError::at(n, "expected the header bin_lo_ns,bin_hi_ns,SYSTEM[,SYSTEM...]"));
+/// The rest of a record whose first cell was `first` and empty: `None`
+/// when every cell is empty (the record is skipped), else its cell count.
+fn rest_of_empty<R: std::io::BufRead>(mut end: bool, cells: &mut CsvCells<R>) -> Result<Option<usize>, ParseError> {
+    let (mut count, mut empty) = (1, true);
+    while !end {
+        let (t, e, _) = cells.next_cell()?.unwrap_or(("", true, 0));
+        (count, empty, end) = (count + 1, empty && t.is_empty(), e);
     }
-    let names: Vec<String> = rec.iter().skip(2).map(String::from).collect();
-    super::read::check_system_names(names.iter().enumerate().map(|(k, s)| (k + 3, s.as_str())), n)?;
-    Ok(names)
+    Ok((!empty).then_some(count))
 }
 
-/// Bin line `n` into every column; bins must ascend without overlapping
-/// (`prev_hi`: the previous bin's hi and line).
-fn add_bin(rec: &csv::StringRecord, n: usize, names: &[String], cols: &mut [Column], prev_hi: &mut Option<(u64, usize)>) -> Result<(), ParseError> {
-    if rec.len() > names.len() + 2 {
-        return Err(ParseError::at(n, format!("{} fields; the header has {}", rec.len(), names.len() + 2)));
+/// The system names of the header line `n` (its first cell `first`);
+/// `None` for a record of empty cells.
+fn header_names<R: std::io::BufRead>(first: &str, end: bool, cells: &mut CsvCells<R>, n: usize) -> Result<Option<Vec<String>>, ParseError> {
+    if first.is_empty() {
+        return match rest_of_empty(end, cells)? {
+            None => Ok(None),
+            Some(_) => Err(ParseError::at(n, HEADER)),
+        };
     }
-    let lo = uint(rec.get(0).unwrap_or(""), n, "bin_lo_ns")?;
-    let hi = uint(rec.get(1).unwrap_or(""), n, "bin_hi_ns")?;
+    let second = if end { None } else { cells.next_cell()? };
+    if first != "bin_lo_ns" || !matches!(second, Some(("bin_hi_ns", false, _))) {
+        return Err(ParseError::at(n, HEADER));
+    }
+    let mut names = Vec::new();
+    let mut end = false;
+    while !end {
+        let (t, e, _) = cells.next_cell()?.unwrap_or(("", true, n));
+        Hist::check_series(names.len() + 1, n, "systems")?;
+        names.push(t.to_string());
+        end = e;
+    }
+    super::read::check_system_names(names.iter().enumerate().map(|(k, s)| (k + 3, s.as_str())), n)?;
+    Ok(Some(names))
+}
+
+/// Bin line `n` (its first cell `first`) into every column; bins must
+/// ascend without overlapping (`prev_hi`: the previous bin's hi and line).
+fn add_bin<R: std::io::BufRead>(
+    first: &str,
+    end: bool,
+    cells: &mut CsvCells<R>,
+    n: usize,
+    names: &[String],
+    cols: &mut [Column],
+    prev_hi: &mut Option<(u64, usize)>,
+) -> Result<(), ParseError> {
+    let too_many = |count: usize| ParseError::at(n, format!("{count} fields; the header has {}", names.len() + 2));
+    if first.is_empty() {
+        match rest_of_empty(end, cells)? {
+            None => return Ok(()),
+            Some(count) if count > names.len() + 2 => return Err(too_many(count)),
+            Some(_) => {}
+        }
+    }
+    let lo = uint(first, n, "bin_lo_ns")?;
+    let (hi, mut end) = match if end { None } else { cells.next_cell()? } {
+        Some((t, e, _)) => (uint(t, n, "bin_hi_ns")?, e),
+        None => (uint("", n, "bin_hi_ns")?, true),
+    };
     if hi <= lo {
         return Err(ParseError::at(n, format!("bin {lo}..{hi}: expected bin_lo_ns < bin_hi_ns")));
     }
@@ -100,14 +134,30 @@ fn add_bin(rec: &csv::StringRecord, n: usize, names: &[String], cols: &mut [Colu
         }
     }
     *prev_hi = Some((hi, n));
-    for (k, col) in cols.iter_mut().enumerate() {
-        let cell = rec.get(k + 2).unwrap_or("");
-        let count = if cell.is_empty() { 0 } else { uint(cell, n, &format!("count for {} (column {})", names[k], k + 3))? };
+    let mut k = 0;
+    while !end {
+        let (cell, e, _) = cells.next_cell()?.unwrap_or(("", true, n));
+        end = e;
+        let Some(col) = cols.get_mut(k) else {
+            let mut count = k + 3;
+            while !end {
+                end = cells.next_cell()?.is_none_or(|(_, e, _)| e);
+                count += 1;
+            }
+            return Err(too_many(count));
+        };
+        // The cell's name is made only for an error message.
+        let count = match cell.parse::<u64>() {
+            Ok(c) => c,
+            Err(_) if cell.is_empty() => 0,
+            Err(_) => uint(cell, n, &format!("count for {} (column {})", names[k], k + 3))?,
+        };
         if count > 0 {
             col.0.add(lo, hi - 1, count);
             col.1.get_or_insert(lo);
             col.2 = hi - 1;
         }
+        k += 1;
     }
     Ok(())
 }

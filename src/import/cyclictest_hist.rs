@@ -146,6 +146,7 @@ fn add_row(l: &str, n: usize, cols: &mut Vec<Hist>, first_row: Option<usize>) ->
     for t in toks {
         let c = uint(t, n, "histogram count")?;
         if first_row.is_none() {
+            Hist::check_series(cols.len() + 1, n, "counts on a row")?;
             cols.push(Hist::new());
         }
         match cols.get_mut(k) {

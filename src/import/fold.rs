@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use super::read::ParseError;
 use crate::model::{Bucket, Nanos, SecondStats};
 use crate::stats;
 
@@ -53,6 +54,28 @@ impl Hist {
     /// Fewest buckets a series keeps however many share the file (folding
     /// to `value` wide gives about one per power of two: 64 at most).
     pub(crate) const MIN_BUCKETS: usize = 64;
+
+    /// The most histograms one file may hold at once (7 812): each keeps
+    /// up to [`Hist::MIN_BUCKETS`] of the file's [`Hist::FILE_BUCKETS`].
+    pub(crate) const MAX_SERIES: usize = Hist::FILE_BUCKETS / Hist::MIN_BUCKETS;
+
+    /// An error on line `line` when a file has more than
+    /// [`Hist::MAX_SERIES`] histogram columns (`what`: "columns").
+    pub(crate) fn check_series(series: usize, line: usize, what: &str) -> Result<(), ParseError> {
+        if series <= Hist::MAX_SERIES {
+            return Ok(());
+        }
+        Err(ParseError::at(
+            line,
+            format!(
+                "more than {} {what}: rtscope keeps at most {} histograms of one file (each keeps at least {} of the file's {} buckets); split the file by columns",
+                Hist::MAX_SERIES,
+                Hist::MAX_SERIES,
+                Hist::MIN_BUCKETS,
+                Hist::FILE_BUCKETS
+            ),
+        ))
+    }
 
     pub(crate) fn new() -> Hist {
         Hist::default()

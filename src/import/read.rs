@@ -106,16 +106,24 @@ impl<R: std::io::BufRead> Lines<R> {
     }
 }
 
+/// The longest line a text format may have (1 MiB): the widest tables
+/// these tools print ([`super::Hist::MAX_SERIES`] columns of counts) are a
+/// few hundred KB; a longer line is an error, not memory.
+pub(crate) const MAX_LINE: usize = 1 << 20;
+
 impl<R: std::io::BufRead> Iterator for Lines<R> {
     type Item = Line;
     fn next(&mut self) -> Option<Line> {
         self.buf.clear();
-        match self.r.read_until(b'\n', &mut self.buf) {
+        match std::io::BufRead::read_until(&mut std::io::Read::take(&mut self.r, MAX_LINE as u64 + 1), b'\n', &mut self.buf) {
             Ok(0) => return None,
             Ok(k) => self.offset += k as u64,
             Err(e) => return Some(Err(ParseError::at(self.n + 1, format!("cannot read: {e}")))),
         }
         self.n += 1;
+        if self.buf.len() > MAX_LINE {
+            return Some(Err(ParseError::at(self.n, format!("a line longer than {MAX_LINE} bytes: no output of these tools has one; check the file"))));
+        }
         Some(text_of(&mut self.buf, self.n))
     }
 }

@@ -66,13 +66,19 @@ pub(crate) fn parse(text: &str) -> Result<Parsed, ParseError> {
 /// Read line by line. A row's bucket width is the smallest step between
 /// Index values seen so far. rtla leaves out rows whose columns are all 0,
 /// so the first rows (the sparse low end of the distribution) are often
-/// apart by more than one bucket: the first [`FIRST_ROWS`] rows are held
-/// until the smallest step is known from the rows after them; from then on
-/// each row is added to its column's [`Hist`] when the next one arrives.
-/// Only a table with no two adjacent rows among its first [`FIRST_ROWS`]
-/// gets wider (still enclosing) buckets there.
+/// apart by more than one bucket: the first [`FIRST_ROWS`] rows (fewer in
+/// a table of many columns: [`FIRST_CELLS`] counts) are held until the
+/// smallest step is known from the rows after them; from then on each row
+/// is added to its column's [`Hist`] when the next one arrives. Only a
+/// table with no two adjacent rows among the rows held gets wider (still
+/// enclosing) buckets there.
 /// Rows held before the first ones are added (a bound on memory).
 const FIRST_ROWS: usize = 4096;
+
+/// Counts held before the first rows are added: a table of more than 256
+/// columns (128 CPUs) holds fewer than [`FIRST_ROWS`] rows, so 8 000
+/// columns cost 8 MB here, not 262 MB.
+const FIRST_CELLS: usize = 1 << 20;
 
 pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, ParseError> {
     let mut unit_ns = 1000u64;
@@ -144,7 +150,7 @@ pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parse
                     width = Some(width.map_or(idx - pidx, |w| w.min(idx - pidx)));
                 }
                 pending.push((n, idx, counts));
-                if flushed || pending.len() > FIRST_ROWS {
+                if flushed || pending.len() > FIRST_ROWS.min(FIRST_CELLS / cols.len()).max(1) {
                     flushed = true;
                     let keep = pending.pop();
                     for (pn, pidx, pcounts) in pending.drain(..) {
@@ -243,6 +249,7 @@ fn header_columns<'a>(toks: impl Iterator<Item = &'a str>, n: usize) -> Result<V
             _ => return Err(ParseError::at(n, format!("column {name:?}: expected IRQ-NNN, Thr-NNN or Usr-NNN"))),
         };
         let cpu = uint(cpu, n, "CPU number in column header")? as usize;
+        Hist::check_series(cols.len() + 1, n, "columns")?;
         cols.push(Column { variant, cpu, hist: Hist::new(), over: None, count: None, min: None, avg: None, max: None });
     }
     Ok(cols)
