@@ -182,13 +182,17 @@ fn write_streamed(w: &mut Parts<'_>, header: &Run, entries: Entries<'_>) -> anyh
     let text = serde_json::to_string_pretty(header).map_err(|e| anyhow::anyhow!("cannot serialise the run: {e}"))?;
     let at = text.find(RESULTS_EMPTY).ok_or_else(|| anyhow::anyhow!("the run's JSON has no results list"))? + RESULTS_EMPTY.len() - 1;
     w.write_all(&text.as_bytes()[..at])?;
-    let (mut n, mut json, mut out) = (0, Vec::new(), Vec::new());
+    let mut ind = Indent { w, buf: Vec::with_capacity(PIECE + 4096) };
+    let mut n = 0;
     for r in entries {
         let r = r?;
-        write_entry(w, n == 0, &r, &mut json, &mut out)?;
-        w.entry(n, &r)?;
+        ind.buf.extend_from_slice(if n == 0 { b"\n    " } else { b",\n    " });
+        write_pretty(&mut ind, &r)?;
+        ind.w.entry(n, &r)?;
         n += 1;
     }
+    ind.flush()?;
+    let w = ind.w;
     if n > 0 {
         w.write_all(b"\n  ")?;
     }
@@ -197,24 +201,37 @@ fn write_streamed(w: &mut Parts<'_>, header: &Run, entries: Entries<'_>) -> anyh
     Ok(())
 }
 
-/// One entry of `results` as serde_json's pretty printer writes it at that
-/// depth (after a comma unless `first`, on a new line indented four spaces,
-/// each of its own lines four spaces deeper), made in `json` and `out`
-/// (kept from one entry to the next) and written to `w` in one piece: a
-/// log of 1.5 M pairs is 1.5 M entries, and small writes cost more than
-/// the text.
-fn write_entry(w: &mut impl Write, first: bool, r: &crate::model::ProbeResult, json: &mut Vec<u8>, out: &mut Vec<u8>) -> anyhow::Result<()> {
-    json.clear();
-    write_pretty(json, r)?;
-    out.clear();
-    out.extend_from_slice(if first { b"\n    " } else { b",\n    " });
-    for (k, line) in json.split(|&b| b == b'\n').enumerate() {
-        if k > 0 {
-            out.extend_from_slice(b"\n    ");
+/// A [`Write`] that indents every line after the first by four spaces
+/// (an entry of `results` at its depth), gathering the text into pieces of
+/// about [`PIECE`] before it goes on: a log of 1.5 M pairs is
+/// 1.5 M entries of many small writes, each piece hashed and stored once;
+/// an entry of long per-second series is not held whole.
+struct Indent<'w, W: Write> {
+    w: &'w mut W,
+    buf: Vec<u8>,
+}
+
+/// What [`Indent`] gathers before writing it on.
+const PIECE: usize = 64 << 10;
+
+impl<W: Write> Write for Indent<'_, W> {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        for (k, line) in data.split(|&b| b == b'\n').enumerate() {
+            if k > 0 {
+                self.buf.extend_from_slice(b"\n    ");
+            }
+            self.buf.extend_from_slice(line);
         }
-        out.extend_from_slice(line);
+        if self.buf.len() >= PIECE {
+            self.flush()?;
+        }
+        Ok(data.len())
     }
-    Ok(w.write_all(out)?)
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.w.write_all(&self.buf)?;
+        self.buf.clear();
+        Ok(())
+    }
 }
 
 /// The text of parts read in order.
