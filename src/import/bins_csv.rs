@@ -62,40 +62,20 @@ pub(crate) fn parse_reader(r: impl std::io::BufRead) -> Result<Vec<Parsed>, Pars
     names.into_iter().zip(cols).map(|(name, col)| column_system(name, col)).collect()
 }
 
-/// The rest of a record whose first cell was `first` and empty: `None`
-/// when every cell is empty (the record is skipped), else its cell count.
-fn rest_of_empty<R: std::io::BufRead>(mut end: bool, cells: &mut CsvCells<R>) -> Result<Option<usize>, ParseError> {
-    let (mut count, mut empty) = (1, true);
-    while !end {
-        let (t, e, _) = cells.next_cell()?.unwrap_or(("", true, 0));
-        (count, empty, end) = (count + 1, empty && t.is_empty(), e);
-    }
-    Ok((!empty).then_some(count))
-}
-
 /// The system names of the header line `n` (its first cell `first`);
 /// `None` for a record of empty cells.
 fn header_names<R: std::io::BufRead>(first: &str, end: bool, cells: &mut CsvCells<R>, n: usize) -> Result<Option<Vec<String>>, ParseError> {
     if first.is_empty() {
-        return match rest_of_empty(end, cells)? {
-            None => Ok(None),
-            Some(_) => Err(ParseError::at(n, HEADER)),
+        return match cells.rest_of_record(end)? {
+            (_, true) => Ok(None),
+            _ => Err(ParseError::at(n, HEADER)),
         };
     }
     let second = if end { None } else { cells.next_cell()? };
     if first != "bin_lo_ns" || !matches!(second, Some(("bin_hi_ns", false, _))) {
         return Err(ParseError::at(n, HEADER));
     }
-    let mut names = Vec::new();
-    let mut end = false;
-    while !end {
-        let (t, e, _) = cells.next_cell()?.unwrap_or(("", true, n));
-        Hist::check_series(names.len() + 1, n, "systems")?;
-        names.push(t.to_string());
-        end = e;
-    }
-    super::read::check_system_names(names.iter().enumerate().map(|(k, s)| (k + 3, s.as_str())), n)?;
-    Ok(Some(names))
+    cells.names(n, 3, |k| Hist::check_series(k, n, "systems")).map(Some)
 }
 
 /// Bin line `n` (its first cell `first`) into every column; bins must
@@ -111,10 +91,10 @@ fn add_bin<R: std::io::BufRead>(
 ) -> Result<(), ParseError> {
     let too_many = |count: usize| ParseError::at(n, format!("{count} fields; the header has {}", names.len() + 2));
     if first.is_empty() {
-        match rest_of_empty(end, cells)? {
-            None => return Ok(()),
-            Some(count) if count > names.len() + 2 => return Err(too_many(count)),
-            Some(_) => {}
+        match cells.rest_of_record(end)? {
+            (_, true) => return Ok(()),
+            (more, _) if 1 + more > names.len() + 2 => return Err(too_many(1 + more)),
+            _ => {}
         }
     }
     let lo = uint(first, n, "bin_lo_ns")?;
@@ -139,12 +119,7 @@ fn add_bin<R: std::io::BufRead>(
         let (cell, e, _) = cells.next_cell()?.unwrap_or(("", true, n));
         end = e;
         let Some(col) = cols.get_mut(k) else {
-            let mut count = k + 3;
-            while !end {
-                end = cells.next_cell()?.is_none_or(|(_, e, _)| e);
-                count += 1;
-            }
-            return Err(too_many(count));
+            return Err(too_many(k + 3 + cells.rest_of_record(end)?.0));
         };
         // The cell's name is made only for an error message.
         let count = match cell.parse::<u64>() {

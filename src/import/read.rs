@@ -187,6 +187,35 @@ impl<R: std::io::BufRead> CsvCells<R> {
             }
         }
     }
+
+    /// The rest of the record whose last cell read was `end`-ing it or not:
+    /// how many cells it still had and whether they were all empty (a
+    /// record to skip, or to count for a "too many cells" message).
+    pub(crate) fn rest_of_record(&mut self, mut end: bool) -> Result<(usize, bool), ParseError> {
+        let (mut count, mut empty) = (0, true);
+        while !end {
+            let (t, e, _) = self.next_cell()?.unwrap_or(("", true, 0));
+            (count, empty, end) = (count + 1, empty && t.is_empty(), e);
+        }
+        Ok((count, empty))
+    }
+
+    /// The rest of header line `line`: one system name per cell, the first
+    /// in column `first_column`; `room(k)` is asked before the `k`th is
+    /// kept (a cap refused as the header is read), and the names are
+    /// checked (none empty, none twice).
+    pub(crate) fn names(&mut self, line: usize, first_column: usize, room: impl Fn(usize) -> Result<(), ParseError>) -> Result<Vec<String>, ParseError> {
+        let mut names = Vec::new();
+        let mut end = false;
+        while !end {
+            let (t, e, _) = self.next_cell()?.unwrap_or(("", true, line));
+            room(names.len() + 1)?;
+            names.push(t.to_string());
+            end = e;
+        }
+        check_system_names(names.iter().enumerate().map(|(k, s)| (k + first_column, s.as_str())), line)?;
+        Ok(names)
+    }
 }
 
 /// Line `n` as read with its end of line into `buf`: the end of line (and
@@ -324,7 +353,7 @@ pub(crate) fn strip_ansi(line: &str) -> std::borrow::Cow<'_, str> {
 /// The system names of a header line `line`, each with its column number:
 /// none empty, none twice (a set: a header of 100 000 columns is checked
 /// in linear time).
-pub(crate) fn check_system_names<'a>(names: impl IntoIterator<Item = (usize, &'a str)>, line: usize) -> Result<(), ParseError> {
+fn check_system_names<'a>(names: impl IntoIterator<Item = (usize, &'a str)>, line: usize) -> Result<(), ParseError> {
     let mut seen = std::collections::HashSet::new();
     for (col, name) in names {
         if name.is_empty() {

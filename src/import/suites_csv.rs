@@ -93,7 +93,21 @@ struct Row {
 
 /// What a row's cell is read as: `(head, line, label, what, text)` into its
 /// value, where `what` names the cell ("task-switch of X (column 3)").
-type Cell<'a> = &'a dyn Fn(&str, usize, &str, &str, &str) -> Result<u64, ParseError>;
+type Cell<'a> = &'a dyn Fn(&str, usize, &str, &What<'_>, &str) -> Result<u64, ParseError>;
+
+/// A cell's name in a message ("task-switch of X (column 3)"), written
+/// only when a message is (not for each of a file's 900 000 cells).
+struct What<'a> {
+    label: &'a str,
+    system: &'a str,
+    column: usize,
+}
+
+impl std::fmt::Display for What<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} of {} (column {})", self.label, self.system, self.column)
+    }
+}
 
 fn grid(r: impl std::io::BufRead, first: &[&str], label: &dyn Fn(usize, &str) -> Result<(), ParseError>, cell: Cell<'_>) -> Result<Grid, ParseError> {
     let expected = || format!("expected the header {},SYSTEM[,SYSTEM...]", first.join(" or "));
@@ -103,15 +117,11 @@ fn grid(r: impl std::io::BufRead, first: &[&str], label: &dyn Fn(usize, &str) ->
         if text.is_empty() {
             // A record of empty cells is skipped; an empty first cell of
             // any other is a header or a row label that cannot be.
-            let (mut count, mut empty, mut end) = (1, true, end);
-            while !end {
-                let (t, e, _) = cells.next_cell()?.unwrap_or(("", true, n));
-                (count, empty, end) = (count + 1, empty && t.is_empty(), e);
-            }
+            let (more, empty) = cells.rest_of_record(end)?;
             match &g {
                 _ if empty => continue,
                 None => return Err(ParseError::at(n, expected())),
-                Some(g) if count > g.systems.len() + 1 => return Err(too_many_cells(n, count, g)),
+                Some(g) if 1 + more > g.systems.len() + 1 => return Err(too_many_cells(n, 1 + more, g)),
                 Some(_) => label(n, "")?,
             }
             continue;
@@ -121,23 +131,19 @@ fn grid(r: impl std::io::BufRead, first: &[&str], label: &dyn Fn(usize, &str) ->
                 return Err(ParseError::at(n, expected()));
             }
             let head = text.to_string();
-            let mut systems = Vec::new();
-            let mut end = false;
-            while !end {
-                let (t, e, _) = cells.next_cell()?.unwrap_or(("", true, n));
-                if systems.len() == MAX_SYSTEMS {
-                    return Err(ParseError::at(
-                        n,
-                        format!(
-                            "the header names more than {MAX_SYSTEMS} systems; rtscope imports at most {MAX_SYSTEMS} from one file (each becomes a run of its own): split the file by columns (with no comma inside a name: cut -d, -f1-{})",
-                            MAX_SYSTEMS + 1
-                        ),
-                    ));
+            let room = |k: usize| {
+                if k <= MAX_SYSTEMS {
+                    return Ok(());
                 }
-                systems.push(t.to_string());
-                end = e;
-            }
-            super::read::check_system_names(systems.iter().enumerate().map(|(k, s)| (k + 2, s.as_str())), n)?;
+                Err(ParseError::at(
+                    n,
+                    format!(
+                        "the header names more than {MAX_SYSTEMS} systems; rtscope imports at most {MAX_SYSTEMS} from one file (each becomes a run of its own): split the file by columns (with no comma inside a name: cut -d, -f1-{})",
+                        MAX_SYSTEMS + 1
+                    ),
+                ))
+            };
+            let systems = cells.names(n, 2, room)?;
             g = Some(Grid { head, systems, rows: Vec::new() });
             continue;
         };
@@ -153,15 +159,10 @@ fn grid(r: impl std::io::BufRead, first: &[&str], label: &dyn Fn(usize, &str) ->
             end = e;
             if k == values.len() {
                 // Counted to the record's end for the message.
-                let mut count = k + 2;
-                while !end {
-                    end = cells.next_cell()?.is_none_or(|(_, e, _)| e);
-                    count += 1;
-                }
-                return Err(too_many_cells(n, count, g));
+                return Err(too_many_cells(n, k + 2 + cells.rest_of_record(end)?.0, g));
             }
             if !t.is_empty() {
-                values[k] = cell(&g.head, n, &name, &format!("{name} of {} (column {})", g.systems[k], k + 2), t)?;
+                values[k] = cell(&g.head, n, &name, &What { label: &name, system: &g.systems[k], column: k + 2 }, t)?;
             }
             k += 1;
         }
@@ -203,7 +204,7 @@ impl Columns for Suite {
     }
 }
 
-fn number(line: usize, cell: &str, what: &str) -> Result<Option<f64>, ParseError> {
+fn number(line: usize, cell: &str, what: &What<'_>) -> Result<Option<f64>, ParseError> {
     if cell.is_empty() {
         return Ok(None);
     }
@@ -216,7 +217,7 @@ fn number(line: usize, cell: &str, what: &str) -> Result<Option<f64>, ParseError
 /// The largest value the history keeps (a signed 64-bit column).
 const CAP: f64 = i64::MAX as f64;
 
-fn too_large(line: usize, what: &str, cell: &str, unit: &str) -> ParseError {
+fn too_large(line: usize, what: &What<'_>, cell: &str, unit: &str) -> ParseError {
     ParseError::at(
         line,
         format!("{what}: {cell} {unit} is past the largest value the history keeps ({} ns, 292 years); check the value in the file", i64::MAX),
@@ -255,7 +256,7 @@ pub(crate) fn parse_rhealstone(r: impl std::io::BufRead) -> Result<Systems, Pars
         }
     };
     // A value is its time in ns (≥ 1).
-    let cell = |head: &str, line: usize, _: &str, what: &str, text: &str| {
+    let cell = |head: &str, line: usize, _: &str, what: &What<'_>, text: &str| {
         let scale = if head == RHEALSTONE_US { 1000.0 } else { 1.0 };
         let v = number(line, text, what)?.unwrap_or(0.0);
         if (v * scale).round() > CAP {
@@ -297,7 +298,7 @@ pub(crate) fn parse_thread_metric(r: impl std::io::BufRead) -> Result<Systems, P
         Err(ParseError::at(line, format!("unknown Thread-Metric test {label:?}; expected interval_s or one of {}", names.join(", "))))
     };
     // interval_s: the interval in s as f64 bits; a test: its count (≥ 1).
-    let cell = |_: &str, line: usize, label: &str, what: &str, text: &str| {
+    let cell = |_: &str, line: usize, label: &str, what: &What<'_>, text: &str| {
         let v = number(line, text, what)?.unwrap_or(0.0);
         if label == INTERVAL {
             if (v * 1e9).round() > CAP {
