@@ -1,14 +1,19 @@
 /*
  * rtscope-agent: declarations shared by the agent's files.
  *
- * Layout (one concern per file): main.c (arguments, start-up, the session:
- * reading host lines, the runner and reporter threads), proto.c (line
- * format: CRC, escaping, parsing, the locked writer), crc32.c, recorder.c
- * (the per-thread sample store), pool.c (worker threads made at start-up,
- * the start gate, per-job real-time set-up), pair.c (the two-thread hand-off
- * pattern of sem/pipe/mq/signal/preempt), probe_NAME.c (one per probe),
- * port_linux.c / port_posix.c (everything outside POSIX.1-2008, one file per
- * system family, chosen by #ifdef).
+ * Layout (one concern per file): main.c (start-up: memory, recorders,
+ * threads; stdio or TCP), args.c (the command line), session.c (reading the
+ * host's lines: a kind -> handler table), announce.c (the probe table and
+ * hello/probe/ready), plan.c (a plan line -> a checked plan), runner.c (the
+ * runner and reporter threads, the live view), result.c (result blocks and
+ * error lines), load.c (the built-in load), tcp.c (--listen; left out of a
+ * build with RTSCOPE_TCP=0), proto.c (line format: CRC, escaping, parsing,
+ * the locked writer), crc32.c, recorder.c (the per-thread sample store),
+ * pool.c (worker threads made at start-up, the start gate, per-job
+ * real-time set-up), pair.c (the two-thread hand-off pattern of
+ * sem/pipe/mq/signal/preempt), probe_NAME.c (one per probe), port_OS.c
+ * (everything outside POSIX.1-2008: one file per system family, chosen by
+ * the build, see sources.mk).
  *
  * The protocol is docs/agent.md; nothing here may contradict it.
  */
@@ -249,7 +254,10 @@ enum { POL_OTHER, POL_FIFO, POL_RR };
 void rt_setup(recorder *rec, int index, int cpu, int policy, int prio);
 void rt_reset(void);
 
-/* ---- the run (main.c) ---- */
+/* ---- the run ---- */
+/* Measuring threads per plan, at most (--max-threads); every per-thread
+ * table of the agent is sized from it. */
+#define MAX_THREADS 64
 #define MAX_CPUS 256
 #define MAX_VARIANTS 16
 #define MAX_PERIODS 8
@@ -326,5 +334,45 @@ typedef struct {
 typedef void (*sample_cb)(void *ctx, uint64_t lat, uint64_t at, uint64_t seq);
 int timer_loop(recorder *rec, uint64_t interval, uint64_t duration, uint64_t max_samples,
                sample_cb cb, void *ctx);
+
+/* ---- the agent's start-up state (main.c), read-only once hello is sent ---- */
+typedef struct {
+    int max_threads;
+    size_t max_seconds, load_bytes;
+    port_info info;
+    char mlock_text[32], dma_text[32];
+    uint64_t clock_res_ns, clock_read_med, clock_read_min;
+    recorder **recs;          /* 2 * max_threads, preallocated */
+    int n_recs;
+    unsigned char **load_buf; /* max_threads buffers of load_bytes, or NULL */
+    pthread_t own[3];         /* the agent's own threads: session, runner, reporter */
+} agent_state;
+extern agent_state g_agent;
+
+/* announce.c */
+const probe_desc *probe_named(const char *name); /* NULL: not offered here */
+void send_hello(void);
+/* plan.c */
+int parse_u64(const char *s, uint64_t *v);
+int parse_plan(const line_in *l, plan *p, char *err, size_t errn, int *unsupported);
+/* result.c */
+void send_error(long id, const char *code, long line, const char *msg);
+void send_result(long id, int n, const char *probe, recorder *r, size_t worst, int stopped);
+/* load.c: the built-in load's threads, on the pool workers from first. */
+int load_start(const plan *p, int first);
+void load_stop(int n, int first);
+/* runner.c */
+void *runner_main(void *unused);
+void *reporter_main(void *unused);
+int run_active(void);      /* a plan is measuring or about to */
+int run_busy_for_plan(void);
+void run_wait_idle(void);
+/* Start p; announce(p) is called first, under the runner's lock, so its
+ * lines come before any of the runner's. */
+void run_submit(const plan *p, void (*announce)(const plan *p));
+/* session.c: one session on fds in/out, until bye or the end of input. */
+void session(int in, int out);
+/* tcp.c: serve sessions on a TCP port (0: ephemeral); an exit status. */
+int tcp_serve(int port, int once);
 
 #endif

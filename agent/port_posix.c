@@ -3,9 +3,10 @@
  * macOS): only what POSIX.1-2008 gives. No CPU pinning (reported as
  * "skipped" set-up steps, never silently), the current CPU unknown (-1), no
  * DMA-latency request, preemption model "unknown". A system family with
- * its own affinity call gets its own port file beside this one.
+ * its own affinity call gets its own port file beside this one, chosen by
+ * the build (sources.mk, make PORT=...); docs/porting.md says what each
+ * function must do.
  */
-#ifndef __linux__
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <string.h>
@@ -116,7 +117,3 @@ int port_event_wait(uint32_t *word)
     (void)word;
     return ENOSYS;
 }
-#else
-/* Linux: see port_linux.c. ISO C wants a declaration in every file. */
-typedef int port_posix_unused;
-#endif

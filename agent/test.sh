@@ -82,7 +82,7 @@ run_plans() { # AGENT_CMD LABEL EXTRA_CHECK_ARGS WAIT_S
 # 1. compilers
 for cc in gcc clang; do
     if command -v $cc >/dev/null 2>&1; then
-        if make -s CC=$cc OUT="$TMP/agent.$cc" >"$TMP/cc.$cc" 2>&1; then pass "builds warning-free with $cc"
+        if make -s CC=$cc WERROR=-Werror OUT="$TMP/agent.$cc" >"$TMP/cc.$cc" 2>&1; then pass "builds warning-free with $cc"
         else fail "build with $cc"; tail -5 "$TMP/cc.$cc"; fi
     else
         skip "$cc not installed"
@@ -185,7 +185,7 @@ done
 
 # 6. the generic POSIX port (port_posix.c): built here by hiding __linux__,
 #    it must compile warning-free, offer no Linux-only variant, and measure.
-if make -s CFLAGS="-O2 -U__linux__" OUT="$TMP/agent.posix" >"$TMP/posix.build" 2>&1; then
+if make -s PORT=posix WERROR=-Werror CFLAGS="-O2 -U__linux__" OUT="$TMP/agent.posix" >"$TMP/posix.build" 2>&1; then
     session "$TMP/agent.posix" "$TMP/posix" 30 \
         "plan id=1 probe=timer interval_ns=1000000 duration_ns=$D cpus=0 threads=1 $PLAN_COMMON" \
         "plan id=2 probe=sem variants=posix/same-cpu,mutex/cross-cpu interval_ns=1000000 duration_ns=$D cpus=$CPULIST threads=1 $PLAN_COMMON"
@@ -202,7 +202,7 @@ else
 fi
 
 # 7. hostile input (fuzz_lines.py), under ASan + UBSan where gcc has them
-if make -s CC=gcc CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" OUT="$TMP/agent.asan" >"$TMP/asan.build" 2>&1; then
+if make -s CC=gcc WERROR=-Werror CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" OUT="$TMP/agent.asan" >"$TMP/asan.build" 2>&1; then
     fz="$TMP/agent.asan"; what="ASan+UBSan build"
 else
     fz=./rtscope-agent; what="plain build (no sanitizer runtime)"

@@ -550,10 +550,10 @@ fn agent_builds_warning_free_with_gcc_and_clang() {
             eprintln!("SKIP: {cc} not installed (Debian package {cc}; test.sh installs it)");
             continue;
         }
-        // The Makefile's flags are -std=c99 -Wall -Wextra -pedantic -Werror:
-        // a warning fails the build.
+        // Our check build: -std=c99 -Wall -Wextra -pedantic -Werror (a
+        // warning fails it; a user's build leaves -Werror out).
         let out = dir.path().join(format!("rtscope-agent.{cc}"));
-        if let Err(e) = make_agent(&out, &[format!("CC={cc}")]) {
+        if let Err(e) = make_agent(&out, &[format!("CC={cc}"), "WERROR=-Werror".into()]) {
             panic!("make -C agent CC={cc} (warnings are errors):\n{e}");
         }
         let v = Command::new(&out).arg("--version").output().unwrap();
@@ -614,4 +614,64 @@ fn agent_test_sh_passes() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The probes and variants `rtscope probes` lists (measure::REGISTRY):
+/// name -> variants (empty for a probe without selectable variants).
+fn registry(sb: &Sandbox) -> std::collections::BTreeMap<String, Vec<String>> {
+    let out = run_ok(sb, &["probes"]);
+    let mut probes = std::collections::BTreeMap::new();
+    let mut last = String::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if !line.starts_with(' ') {
+            last = line.split_whitespace().next().unwrap_or_default().to_string();
+            probes.insert(last.clone(), Vec::new());
+        } else if let Some((_, list)) = line.trim().split_once("): ").filter(|(h, _)| h.starts_with("variants (")) {
+            probes.get_mut(&last).unwrap().extend(list.split(", ").map(str::to_string));
+        }
+    }
+    probes
+}
+
+/// What an agent announces: its probe lines' name -> variants.
+fn announced(agent: &Path) -> Vec<(String, Vec<String>)> {
+    let mut child = Command::new(agent).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(signed("bye").as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("RTS1 probe "))
+        .map(|l| {
+            let get = |k: &str| l.split(' ').find_map(|f| f.strip_prefix(k)).unwrap_or_default().to_string();
+            let variants = get("variants=");
+            let variants = variants.split(',').filter(|v| !v.is_empty()).map(str::to_string).collect();
+            (get("name="), variants)
+        })
+        .collect()
+}
+
+/// The agent's probe and variant names are the registry's, for the Linux
+/// port and the generic POSIX one: every name an agent announces is one
+/// `rtscope probes` lists, every variant one of that probe's (an agent may
+/// offer a subset, never another name).
+#[test]
+fn the_agents_probe_and_variant_names_are_the_registrys() {
+    let Some(linux) = agent() else { return };
+    let sb = Sandbox::new();
+    let native = registry(&sb);
+    assert!(native.get("sem").is_some_and(|v| v.contains(&"posix/same-cpu".to_string())), "rtscope probes parsed: {native:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let posix = dir.path().join("rtscope-agent.posix");
+    make_agent(&posix, &["PORT=posix".into(), "CFLAGS=-O2 -U__linux__".into()]).expect("the generic POSIX port builds");
+    for (bin, at_least) in [(linux, 9), (posix.as_path(), 7)] {
+        let probes = announced(bin);
+        assert!(probes.len() >= at_least, "{}: {probes:?}", bin.display());
+        for (name, variants) in &probes {
+            let known = native.get(name).unwrap_or_else(|| panic!("{} announces probe {name}, not in `rtscope probes`", bin.display()));
+            for v in variants {
+                assert!(known.contains(v), "{} announces {name}:{v}; `rtscope probes` has {known:?}", bin.display());
+            }
+        }
+    }
 }
