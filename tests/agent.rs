@@ -476,6 +476,37 @@ fn flags_that_do_not_apply_on_a_target_are_refused() {
     }
 }
 
+/// A PostgreSQL password on the command line is never stored or printed:
+/// native, `--target` and `monitor` keep `alice:***` (redacted once, where
+/// the command line is captured). `--no-store`: no server is needed.
+#[test]
+fn no_path_keeps_a_database_password() {
+    let sb = Sandbox::new();
+    // Both forms of the flag: its value as the next argument, and after `=`.
+    let db = |what: &str| if what == "monitor" { vec!["--no-store", "--db=postgresql://alice:s3cret@localhost/rt"] } else { vec!["--no-store", "--db", "postgres://alice:s3cret@localhost/rt"] };
+    let mut runs: Vec<(&str, Vec<String>)> = vec![
+        ("native", vec!["run", "--probe", "timer", "-D", "200ms", "-t", "1", "-a", "0", "--json", "n.json"].into_iter().map(String::from).collect()),
+        ("monitor", vec!["monitor", "--window", "300ms", "-D", "700ms", "-t", "1", "-a", "0", "--json", "m.json"].into_iter().map(String::from).collect()),
+    ];
+    if let Some(agent) = agent() {
+        let target = format!("exec:{}", agent.display());
+        runs.push(("target", ["run", "--target", &target, "--probe", "timer", "-D", "200ms", "-i", "1ms", "-t", "1", "-a", "0", "--json", "t.json"].into_iter().map(String::from).collect()));
+    }
+    for (what, mut args) in runs {
+        args.extend(db(what).into_iter().map(String::from));
+        let out = sb.cmd().args(&args).output().unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{what}: {:?}\n{stdout}\n{stderr}", out.status);
+        let json = std::fs::read_to_string(sb.path(&format!("{}.json", &what[..1]))).unwrap();
+        for text in [&json, &stdout.to_string(), &stderr.to_string()] {
+            assert!(!text.contains("s3cret"), "{what}: a password in\n{text}");
+        }
+        let run: Value = serde_json::from_str(&json).unwrap();
+        let line: Vec<&str> = run["command_line"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+        assert!(line.iter().any(|a| a.ends_with("://alice:***@localhost/rt")), "{what}: {line:?}");
+    }
+}
+
 #[test]
 fn an_agent_that_never_answers_is_exit_2() {
     let sb = Sandbox::new();
