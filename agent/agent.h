@@ -63,7 +63,7 @@ uint32_t crc32_bytes(const char *p, size_t n);
 #define HIST_TOP_BIT 47                    /* 2^47 ns: the top of the range */
 #define HIST_LEN (2048u + 37u * 1024u)     /* buckets 0 .. index(2^47) */
 #define TAIL_K_DEFAULT 1088u
-#define MAX_SETUP 6
+#define MAX_SETUP 8
 #define SETUP_TEXT 48
 
 typedef struct {
@@ -203,6 +203,11 @@ int port_unpin_self(void);
  * "cpus 0,2"; ENOENT: no such CPU (detail says so; they stay where they
  * are); ENOSYS: no affinity on this system; else the errno of the call. */
 int port_place_outside(const pthread_t *ts, int n, const unsigned char *measured, char *detail, size_t dn);
+/* Put the calling thread below every measuring thread, before the agent
+ * makes its others (they inherit it): Linux: SCHED_OTHER; the generic port:
+ * the lowest priority of the policy the system started it with (an RTOS's
+ * first task is often SCHED_FIFO at a middle priority). 0 or an errno. */
+int port_lower_self(void);
 /* CPU the caller runs on, -1 if unknown. */
 int port_current_cpu(void);
 /* Hold the lowest C-state latency (Linux: /dev/cpu_dma_latency 0); text for hello. */
@@ -233,6 +238,12 @@ int pool_init(int workers, size_t stack);
 void pool_run(int w, job_fn fn, void *arg);
 void pool_join(int w);
 int pool_size(void);
+/* The stall watch gives up on the running jobs: every pool_join returns,
+ * marking its worker lost while its job still runs. */
+void pool_abandon(void);
+/* Workers whose job was given up on and still runs (0: the pool is whole
+ * again, and joins wait as usual). */
+int pool_lost(void);
 
 typedef struct {
     pthread_mutex_t m;
@@ -252,7 +263,11 @@ enum { POL_OTHER, POL_FIFO, POL_RR };
 /* Real-time set-up of the calling thread, steps recorded into rec (may be
  * NULL: steps dropped); cpu -1: not pinned. */
 void rt_setup(recorder *rec, int index, int cpu, int policy, int prio);
+/* Back to the agent's own scheduling (own_sched_init's) and CPUs. */
 void rt_reset(void);
+/* Lower the calling thread (port_lower_self) and remember where it runs,
+ * for rt_reset; its real-time priority, 0 when not at a real-time policy. */
+int own_sched_init(void);
 
 /* ---- the run ---- */
 /* Measuring threads per plan, at most (--max-threads); every per-thread
@@ -301,6 +316,10 @@ typedef struct {
     const char *name;
     const char *const *variants;  /* NULL-terminated, or NULL */
     int uses_periods;
+    /* Its lowest thread runs this far below the plan's priority (pair
+     * probes: the lower thread, 1; pi: low, 2): the plan's priority minus
+     * this must stay above the agent's own threads. */
+    int prio_below;
     /* Threads (workers) it needs for a plan. */
     int (*workers)(const plan *p);
     /* Recorders it needs for a plan. */
@@ -342,6 +361,8 @@ typedef struct {
     port_info info;
     char mlock_text[32], dma_text[32];
     uint64_t clock_res_ns, clock_read_med, clock_read_min;
+    int prio_min, prio_max;   /* sched_get_priority_min/max(SCHED_FIFO) */
+    int own_prio;             /* the agent's own threads' RT priority; 0: not RT */
     recorder **recs;          /* 2 * max_threads, preallocated */
     int n_recs;
     unsigned char **load_buf; /* max_threads buffers of load_bytes, or NULL */

@@ -14,6 +14,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,11 @@ static void probe_system(void)
     sigaddset(&set, probe_signal_signo());
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     port_fingerprint(&a->info);
+    /* Below every measuring thread, before any other thread is made (they
+     * inherit it): the session, runner, reporter and idle workers. */
+    a->own_prio = own_sched_init();
+    a->prio_min = sched_get_priority_min(SCHED_FIFO);
+    a->prio_max = sched_get_priority_max(SCHED_FIFO);
     if (a->max_threads == 0)
         a->max_threads = a->info.cpus > 2 ? (a->info.cpus > MAX_THREADS ? MAX_THREADS : a->info.cpus) : 2;
     if (clock_getres(CLOCK_MONOTONIC, &res) == 0)

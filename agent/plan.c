@@ -88,7 +88,7 @@ static int bad(char *err, size_t n, const char *key, const char *what)
 /* CPU list key into cpus (each online and < MAX_CPUS); count, 0 if absent, -1 bad. */
 static int cpu_list(const line_in *l, const char *key, int *cpus, const char *not_list, char *err, size_t errn)
 {
-    uint64_t list[MAX_CPUS];
+    static uint64_t list[MAX_CPUS]; /* 2 KiB: off the session's stack (plans are parsed there only) */
     int i, n = parse_list(field(l, key), list, MAX_CPUS);
     if (n < 0)
         return bad(err, errn, key, not_list);
@@ -100,7 +100,21 @@ static int cpu_list(const line_in *l, const char *key, int *cpus, const char *no
     return n;
 }
 
-/* id, interval, duration, priority, policy, cpus, threads. */
+/* -p: within the system's SCHED_FIFO range as announced (prio_min,
+ * prio_max in hello), and 1..99 as rtscope's -p is. */
+static int plan_priority(const line_in *l, uint64_t *x, char *err, size_t errn)
+{
+    int lo = g_agent.prio_min > 1 ? g_agent.prio_min : 1;
+    int hi = g_agent.prio_max < 99 ? g_agent.prio_max : 99;
+    if (parse_u64(field(l, "priority"), x) < 0 || *x < (uint64_t)lo || *x > (uint64_t)hi) {
+        snprintf(err, errn, "priority: missing or not %d..%d%s", lo, hi,
+                 lo == 1 && hi == 99 ? "" : " (this system's SCHED_FIFO range, as rtscope's -p)");
+        return -1;
+    }
+    return 0;
+}
+
+/* interval, duration, priority, policy, cpus, threads. */
 static int plan_pacing(const line_in *l, const probe_desc *pd, plan *p, char *err, size_t errn)
 {
     const char *v;
@@ -113,8 +127,8 @@ static int plan_pacing(const line_in *l, const probe_desc *pd, plan *p, char *er
     }
     if (parse_u64(field(l, "duration_ns"), &p->duration_ns) < 0 || p->duration_ns == 0)
         return bad(err, errn, "duration_ns", "missing or not a positive number");
-    if (parse_u64(field(l, "priority"), &x) < 0 || x < 1 || x > 99)
-        return bad(err, errn, "priority", "missing or not 1..99");
+    if (plan_priority(l, &x, err, errn) < 0)
+        return -1;
     p->priority = (int)x;
     v = field(l, "policy");
     if (!v)
@@ -127,6 +141,14 @@ static int plan_pacing(const line_in *l, const probe_desc *pd, plan *p, char *er
         p->policy = POL_OTHER;
     else
         return bad(err, errn, "policy", "not fifo, rr or other");
+    if (g_agent.own_prio > 0 && p->policy != POL_OTHER && p->priority - pd->prio_below <= g_agent.own_prio) {
+        snprintf(err, errn,
+                 "priority: %d puts the probe's lowest thread (%d) at or below the agent's own threads (priority %d, "
+                 "the lowest this system allows): use %d..%d",
+                 p->priority, p->priority - pd->prio_below, g_agent.own_prio, g_agent.own_prio + 1 + pd->prio_below,
+                 g_agent.prio_max < 99 ? g_agent.prio_max : 99);
+        return -1;
+    }
     p->n_cpus = cpu_list(l, "cpus", p->cpus, "missing or not a list of CPU numbers", err, errn);
     if (p->n_cpus < 0)
         return -1;

@@ -242,6 +242,14 @@ int port_thread_faults(uint64_t *minor, uint64_t *major)
     return 0;
 }
 
+/* SCHED_OTHER is below every real-time thread; dropping needs no privilege. */
+int port_lower_self(void)
+{
+    struct sched_param sp;
+    memset(&sp, 0, sizeof sp);
+    return pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+}
+
 int port_current_cpu(void)
 {
     return sched_getcpu();

@@ -9,6 +9,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -62,6 +63,22 @@ int port_thread_faults(uint64_t *minor, uint64_t *major)
 {
     (void)minor, (void)major;
     return -1;
+}
+
+/* POSIX says nothing of how SCHED_OTHER ranks against SCHED_FIFO (on
+ * NuttX it is a FIFO priority like the others): the lowest priority of
+ * the real-time policy the agent was started with is the one rule that
+ * holds everywhere. Started at SCHED_OTHER: left there. */
+int port_lower_self(void)
+{
+    struct sched_param sp;
+    int pol, rc = pthread_getschedparam(pthread_self(), &pol, &sp);
+    if (rc != 0)
+        return rc;
+    if (pol != SCHED_FIFO && pol != SCHED_RR)
+        return 0;
+    sp.sched_priority = sched_get_priority_min(pol);
+    return pthread_setschedparam(pthread_self(), pol, &sp);
 }
 
 int port_current_cpu(void)

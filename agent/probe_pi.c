@@ -274,6 +274,7 @@ static int run(vrun *v, char *err, size_t errn)
 const probe_desc probe_pi = {
     .name = "pi",
     .variants = variants,
+    .prio_below = 2,
     .workers = workers,
     .recorders = recorders,
     .run = run,

@@ -56,6 +56,7 @@ static int run(vrun *v, char *err, size_t errn)
 const probe_desc probe_preempt = {
     .name = "preempt",
     .variants = variants,
+    .prio_below = 1,
     .workers = pair_workers,
     .recorders = pair_recorders,
     .run = run,

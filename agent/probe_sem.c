@@ -152,6 +152,7 @@ static int run(vrun *v, char *err, size_t errn)
 const probe_desc probe_sem = {
     .name = "sem",
     .variants = variants,
+    .prio_below = 1,
     .workers = pair_workers,
     .recorders = pair_recorders,
     .run = run,

@@ -20,7 +20,7 @@ extern volatile long alloc_count_after_start;
 
 volatile int g_stop;
 
-/* ---- live view for the reporter ---- */
+/* ---- live view for the reporter, and the stall watch ---- */
 static pthread_mutex_t live_m = PTHREAD_MUTEX_INITIALIZER;
 static recorder *live_recs[2 * MAX_THREADS];
 static int live_n;
@@ -28,6 +28,25 @@ static long live_id = -1;
 static char live_variant[40];
 static uint64_t live_start;
 static int live_progress_ms = 250;
+
+/*
+ * The stall watch. A variant whose threads stop counting (samples +
+ * overruns unchanged) for STALL_MIN_NS or 50 of its intervals, whichever is
+ * longer, is stalled: a wake-up the system lost (NuttX's sigwaitinfo missing
+ * a pending signal), a thread starved by a higher-priority one. Progress
+ * lines alone would keep the host waiting forever, so the watch raises stop
+ * (the loops that can end do), gives the stuck threads STALL_GRACE_NS, then
+ * abandons them (pool_abandon): the variant's results go out with what was
+ * measured, stopped=1 and a failed set-up step "stall watch" that says so,
+ * and the plan ends with done status=stopped. A plan while a stuck thread
+ * still runs is refused (error code=internal).
+ */
+#define STALL_MIN_NS 5000000000ull
+#define STALL_GRACE_NS 1000000000ull
+static int watch_on;
+static uint64_t watch_count, watch_change, watch_limit;
+static volatile int stalled;     /* set by the reporter, read by the runner */
+static uint64_t stall_gap, stall_count, stalled_at;
 
 void live_register(recorder *r)
 {
@@ -37,7 +56,7 @@ void live_register(recorder *r)
     pthread_mutex_unlock(&live_m);
 }
 
-static void live_begin(long id, const char *variant, int progress_ms)
+static void live_begin(long id, const char *variant, int progress_ms, uint64_t interval)
 {
     pthread_mutex_lock(&live_m);
     live_n = 0;
@@ -45,6 +64,10 @@ static void live_begin(long id, const char *variant, int progress_ms)
     snprintf(live_variant, sizeof live_variant, "%s", variant ? variant : "-");
     live_start = now_ns();
     live_progress_ms = progress_ms;
+    watch_on = 1;
+    watch_count = UINT64_MAX;
+    watch_change = live_start;
+    watch_limit = interval > STALL_MIN_NS / 50u ? 50u * interval : STALL_MIN_NS;
     pthread_mutex_unlock(&live_m);
 }
 
@@ -53,7 +76,27 @@ static void live_end(void)
     pthread_mutex_lock(&live_m);
     live_n = 0;
     live_id = -1;
+    watch_on = 0;
     pthread_mutex_unlock(&live_m);
+}
+
+/* Under live_m, every reporter tick: the counts moved, or for how long not.
+ * 1: the grace after a stall is over, abandon the stuck threads. */
+static int watch(uint64_t count, uint64_t now)
+{
+    if (!watch_on)
+        return 0;
+    if (count != watch_count) {
+        watch_count = count;
+        watch_change = now;
+    } else if (!AT_LOAD(&stalled) && now - watch_change > watch_limit) {
+        stall_gap = now - watch_change;
+        stall_count = count;
+        stalled_at = now;
+        AT_STORE(&stalled, 1);
+        AT_STORE(&g_stop, 1);
+    }
+    return AT_LOAD(&stalled) && now - stalled_at > STALL_GRACE_NS;
 }
 
 void *reporter_main(void *unused)
@@ -62,28 +105,30 @@ void *reporter_main(void *unused)
     uint64_t next = now_ns(), last = 0;
     (void)unused;
     for (;;) {
-        uint64_t s = 0, o = 0, m = 0, now, start = 0;
-        int i, due = 0;
+        uint64_t s = 0, o = 0, m = 0, now, start = live_start;
+        int i, due = 0, give_up;
         next += 50000000u; /* wake every 50 ms; send at progress_ms */
         sleep_until_ns(next);
         pthread_mutex_lock(&live_m);
         now = now_ns();
+        for (i = 0; i < live_n; i++) {
+            uint64_t x = AT_LOAD_RELAXED(&live_recs[i]->live_max);
+            s += AT_LOAD_RELAXED(&live_recs[i]->live_samples);
+            o += AT_LOAD_RELAXED(&live_recs[i]->live_overruns);
+            if (x > m)
+                m = x;
+        }
+        give_up = watch(s + o, now);
         if (live_id >= 0 && live_n > 0 && live_progress_ms > 0 && now - last >= (uint64_t)live_progress_ms * 1000000u) {
             due = 1;
             last = now;
-            start = live_start;
-            for (i = 0; i < live_n; i++) {
-                uint64_t x = AT_LOAD_RELAXED(&live_recs[i]->live_max);
-                s += AT_LOAD_RELAXED(&live_recs[i]->live_samples);
-                o += AT_LOAD_RELAXED(&live_recs[i]->live_overruns);
-                if (x > m)
-                    m = x;
-            }
             out_begin(&l, "progress");
             out_id(&l, live_id);
             out_str(&l, "variant", live_variant);
         }
         pthread_mutex_unlock(&live_m);
+        if (give_up)
+            pool_abandon();
         if (!due)
             continue;
         out_u64(&l, "samples", s);
@@ -135,6 +180,15 @@ static void send_begin(const plan *p, const probe_desc *pd, const char *name, ui
     out_send(&l);
 }
 
+/* The stall, as a failed set-up step of each of the variant's results. */
+static void note_stall(recorder *r)
+{
+    char detail[SETUP_TEXT];
+    snprintf(detail, sizeof detail, "no event for %llu ms after %llu; stopped",
+             (unsigned long long)(stall_gap / 1000000u), (unsigned long long)stall_count);
+    recorder_add_setup(r, "stall watch", "failed", detail);
+}
+
 static int run_pass(const plan *p, const probe_desc *pd, int warm, int *results, int *stopped, char *err, size_t errn)
 {
     int v, i, nv = p->n_variants ? p->n_variants : 1;
@@ -155,19 +209,24 @@ static int run_pass(const plan *p, const probe_desc *pd, int warm, int *results,
         vr.recs = g_agent.recs;
         vr.max_recs = g_agent.n_recs;
         reset_recorders(p, pd, v, total);
-        if (!warm) {
+        if (!warm)
             send_begin(p, pd, name, vr.duration_ns);
-            live_begin(p->id, name, p->progress_ms);
-        } else {
-            live_begin(-1, name, 0);
-        }
+        live_begin(warm ? -1 : p->id, name, warm ? 0 : p->progress_ms, pd->uses_periods ? p->periods[v] : p->interval_ns);
         if (pd->run(&vr, err, errn) < 0) {
             live_end();
             return -1;
         }
         live_end();
+        if (AT_LOAD(&stalled) && warm) {
+            snprintf(err, errn, "stalled in the warm-up: no sample for %llu ms (a wake-up lost by the system?)",
+                     (unsigned long long)(stall_gap / 1000000u));
+            return -1;
+        }
         if (warm)
             continue;
+        if (AT_LOAD(&stalled))
+            for (i = 0; i < vr.n_out; i++)
+                note_stall(vr.recs[i]);
         if (AT_LOAD(&g_stop))
             *stopped = 1;
         for (i = 0; i < vr.n_out; i++)
@@ -217,6 +276,7 @@ void *runner_main(void *unused)
         pthread_mutex_unlock(&run_m);
         pd = probe_named(p->probe);
         err[0] = 0;
+        AT_STORE(&stalled, 0);
         hogs = load_start(p, first_load);
         if (p->warmup_ns > 0)
             rc = run_pass(p, pd, 1, &results, &stopped, err, sizeof err);

@@ -18,16 +18,20 @@
 
 /* ---- plan-wide set-up steps, sent right after ack ---- */
 
+/* The session thread's lines are formatted in static buffers (it is the
+ * only writer of these): a small RTOS task's stack holds the session. */
+static line_out sl;
+
 static void setup_line(long id, const char *step, const char *outcome, const char *detail)
 {
-    line_out l;
-    out_begin(&l, "setup");
-    out_id(&l, id);
-    out_str(&l, "n", "-");
-    out_str(&l, "step", step);
-    out_str(&l, "outcome", outcome);
-    out_str(&l, "detail", detail);
-    out_send(&l);
+    line_out *l = &sl;
+    out_begin(l, "setup");
+    out_id(l, id);
+    out_str(l, "n", "-");
+    out_str(l, "step", step);
+    out_str(l, "outcome", outcome);
+    out_str(l, "detail", detail);
+    out_send(l);
 }
 
 /* The agent's own threads (session, runner, reporter): placed off the
@@ -35,8 +39,8 @@ static void setup_line(long id, const char *step, const char *outcome, const cha
  * thread placement" (the native step's name). */
 static void send_placement(const plan *p)
 {
-    unsigned char measured[MAX_CPUS];
-    char detail[SETUP_TEXT * 2];
+    static unsigned char measured[MAX_CPUS];
+    static char detail[SETUP_TEXT * 2];
     int i, rc;
     memset(measured, 0, sizeof measured);
     for (i = 0; i < p->n_cpus; i++)
@@ -51,10 +55,10 @@ static void send_placement(const plan *p)
 static void announce_plan(const plan *p)
 {
     const char *mlock = g_agent.mlock_text, *dma = g_agent.dma_text;
-    char vl[MAX_VARIANTS * 33];
+    static char vl[MAX_VARIANTS * 33];
     size_t k = 0;
     int i;
-    line_out l;
+    line_out *l = &sl;
     vl[0] = 0;
     for (i = 0; i < p->n_variants; i++) {
         size_t m = strlen(p->variants[i]);
@@ -64,11 +68,11 @@ static void announce_plan(const plan *p)
         k += m;
         vl[k] = 0;
     }
-    out_begin(&l, "ack");
-    out_id(&l, p->id);
-    out_str(&l, "variants", vl);
-    out_u64(&l, "threads", (uint64_t)p->threads);
-    out_send(&l);
+    out_begin(l, "ack");
+    out_id(l, p->id);
+    out_str(l, "variants", vl);
+    out_u64(l, "threads", (uint64_t)p->threads);
+    out_send(l);
     setup_line(p->id, "mlockall", strcmp(mlock, "ok") == 0 ? "ok" : "failed", mlock);
     setup_line(p->id, "cpu_dma_latency",
                strcmp(dma, "ok") == 0 ? "ok" : strcmp(dma, "unavailable") == 0 ? "skipped" : "failed", dma);
@@ -110,6 +114,9 @@ static void on_plan(session_state *s, const line_in *li, long lineno)
     (void)s;
     if (run_busy_for_plan())
         send_error(id, "busy", lineno, "a plan is running; send stop first");
+    else if (pool_lost() > 0)
+        send_error(id, "internal", lineno,
+                   "a measuring thread of the last plan stalled and is still stuck in the system: restart the agent");
     else if (parse_plan(li, &np, err, sizeof err, &unsup) < 0)
         send_error(id, unsup ? "unsupported" : "plan", lineno, err);
     else
@@ -207,8 +214,7 @@ void session(int in, int out)
         AT_STORE(&g_stop, 1);
     run_wait_idle();
     if (s.bye) {
-        line_out l;
-        out_begin(&l, "bye");
-        out_send(&l);
+        out_begin(&sl, "bye");
+        out_send(&sl);
     }
 }

@@ -675,3 +675,84 @@ fn the_agents_probe_and_variant_names_are_the_registrys() {
         }
     }
 }
+
+/// A console that ends every line with `\r\n` (NuttX's, many serial
+/// ones): the run is the same (issue 48, item 1; the 1 024-byte case is
+/// transport.rs's unit test).
+#[test]
+fn a_console_that_adds_cr_to_every_line_changes_nothing() {
+    let Some(agent) = agent() else { return };
+    let sb = Sandbox::new();
+    let target = format!("exec:{} | sed -u 's/$/\\r/'", agent.display());
+    let json = sb.path("r.json");
+    run_ok(&sb, &["run", "--target", &target, "--probe", "timer", "-i", "1ms", "-D", "1s", "-t", "1", "--no-store", "--json", json.to_str().unwrap()]);
+    check_timer(&read_json(&json), 1000, 1);
+}
+
+/// A scripted agent that announces another OS (NuttX, no host name, a
+/// 10 ms tick) and answers a timer plan with one result block: 1 µs
+/// latencies, 10 missed periods, and the stall watch's failed step.
+const FOREIGN_AGENT: &str = r#"
+import sys, zlib
+def send(body):
+    line = "RTS1 " + body
+    sys.stdout.write(f"{line} *{zlib.crc32(line.encode()):08x}\r\n"); sys.stdout.flush()
+def hello():
+    send("hello proto=1 agent=0.1.0 os=NuttX release=12.4.0 version=a1b2c3 arch=sim host= cpus=1 clock=CLOCK_MONOTONIC "
+         "res_ns=10000000 clock_read_ns=40 clock_read_min_ns=38 preempt=unknown mlock=ok max_threads=2 max_seconds=3600 "
+         "load_bytes=0 max_line=1024 alloc_check=0 affinity=0 prio_min=1 prio_max=255 own_prio=1")
+    send("probe name=timer variants=")
+    send("ready probes=1")
+hello()
+for raw in sys.stdin:
+    w = raw.split()
+    f = dict(kv.split("=", 1) for kv in w[2:-1] if "=" in kv)
+    kind = w[1] if len(w) > 1 else ""
+    if kind == "hi": hello()
+    elif kind == "bye": send("bye"); break
+    elif kind == "plan":
+        i, iv, d = f["id"], int(f["interval_ns"]), int(f["duration_ns"])
+        n = d // iv - 10
+        send(f"ack id={i} variants= threads=1")
+        send(f"begin id={i} variant=- threads=1 duration_ns={d}")
+        send(f"result id={i} n=0 probe=timer variant=- thread=0 cpu=- interval_ns={iv} samples={n} overruns=10 min_ns=1000 "
+             f"max_ns=1000 sum={1000*n} sumsq={1000000*n} hist=1 tail=1 tail_k=64 worst=5 sec=1 width_s=1 setup=1 stopped=1 notes=0")
+        send(f"setup id={i} n=0 step=stall%20watch outcome=failed detail=no%20event%20for%205000%20ms%20after%20{n+10};%20stopped")
+        send(f"hist id={i} n=0 b=1000:1000:{n}")
+        send(f"tail id={i} n=0 s=1000:{iv}:0:-")
+        send(f"sec id={i} n=0 s=0:{n}:1000:1000:{1000*n}")
+        send(f"end id={i} n=0")
+        send(f"done id={i} status=stopped results=1")
+"#;
+
+/// What the host shows for a target that is not Linux (issue 48, items 5, 7,
+/// 8): the OS and its version as the system's name, "RTOS" instead of "not
+/// RT", `-` for the host name it did not give, no `rtscope doctor` advice
+/// (doctor audits this host, not the target), a warning naming the clock
+/// resolution an interval and latencies fall below, and the stall.
+#[test]
+fn a_target_that_is_not_linux_is_shown_as_what_it_is() {
+    if !have("python3") {
+        eprintln!("SKIP: python3 (the scripted agent)");
+        return;
+    }
+    let sb = Sandbox::new();
+    std::fs::write(sb.path("agent.py"), FOREIGN_AGENT).unwrap();
+    let json = sb.path("r.json");
+    let target = format!("exec:python3 {}", sb.path("agent.py").display());
+    let out = sb.run(&["run", "--target", &target, "--probe", "timer", "-i", "1ms", "-D", "1s", "--no-store", "--json", json.to_str().unwrap()]);
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let run = read_json(&json);
+    assert_eq!(run["host"]["kernel_release"], "NuttX 12.4.0", "{said}");
+    let report = run_ok(&sb, &["report", json.to_str().unwrap(), "--wide"]);
+    let report = String::from_utf8_lossy(&report.stdout).into_owned();
+    let all = format!("{said}\n{report}");
+    assert!(report.contains("== NuttX 12.4.0 =="), "{report}");
+    assert!(report.contains("- · NuttX 12.4.0 (RTOS) · sim"), "{report}");
+    assert!(!all.contains("not RT"), "{all}");
+    assert!(!all.contains("rtscope doctor"), "{all}");
+    assert!(all.contains("10 periods missed"), "{all}");
+    assert!(all.contains("the target's clock resolution is 10ms (clock_getres), coarser than its interval 1ms"), "{all}");
+    assert!(all.contains("a probe on the target stalled (no event for 5000 ms after 1000; stopped)"), "{all}");
+    assert!(!all.contains("not real-time: stall watch"), "{all}");
+}
