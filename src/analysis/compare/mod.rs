@@ -37,12 +37,11 @@ mod text;
 
 pub(crate) use cell::Cell;
 pub(crate) use names::system_names;
-pub(crate) use pairing::{MatchBy, Pairing};
+pub(crate) use pairing::{pair, MatchBy, Pairing};
 pub(crate) use text::{fmt_ratio, fmt_ratio_shown};
 
 use cell::cell;
 use names::same_system_note;
-use pairing::pair;
 
 /// Level of the two-sample test.
 pub(crate) const ALPHA: f64 = 0.01;
