@@ -198,6 +198,16 @@ impl Comparison {
             self.unmatched.push((k.clone(), have));
         }
         for (i, c) in cells.iter().enumerate().skip(1) {
+            if let Some(at) = c.as_ref().and_then(|c| c.ks_vs_first.as_ref()).and_then(|t| t.at_ns) {
+                let note = format!(
+                    "{}: {} and {} have different resolutions; the KS test compares them at the coarser one, {}",
+                    k.label(),
+                    self.systems[0],
+                    self.systems[i],
+                    format!("{} us", at.as_micros_f64())
+                );
+                self.notes.push(note);
+            }
             if let Some(line) = c.as_ref().and_then(|c| text::sentence(&k, c, &self.systems[i], &self.systems[0])) {
                 self.sentences.push(line);
             }
