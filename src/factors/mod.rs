@@ -30,6 +30,10 @@ use effects::{Estimate, Scale, Verdict};
 /// Version of the `rtscope factors --format json` document (docs/factors.md).
 pub(crate) const SCHEMA_VERSION: u32 = 1;
 
+/// The bootstrap's seed: fixed, so a stored experiment analysed again
+/// (`--analyse`) gives the same intervals as when it ran.
+const BOOTSTRAP_SEED: u64 = 0x5EED_F00D;
+
 /// The metrics an effect is estimated on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub(crate) enum Metric {
@@ -103,6 +107,7 @@ pub(crate) struct Analysis {
     pub(crate) rounds: usize,
     pub(crate) runs: usize,
     pub(crate) run_ids: Vec<i64>,
+    /// The run order's seed (`--seed`; 0 when analysed from the history).
     pub(crate) seed: u64,
     /// Every effect, ranked: material first, then by size.
     pub(crate) effects: Vec<Row>,
@@ -198,7 +203,7 @@ pub(crate) fn analyse(
             for (f, factor) in design.factors.iter().enumerate() {
                 for l in 1..factor.levels.len() {
                     let (d, base, other) = effects::main_rounds(&design.cells, &values, f, l, m.scale());
-                    let seed = seed ^ (rows.len() as u64).wrapping_mul(0x9E37_79B9);
+                    let seed = BOOTSTRAP_SEED ^ (rows.len() as u64).wrapping_mul(0x9E37_79B9);
                     if let Some(e) = effects::estimate(&d, m.scale(), base, other, seed) {
                         rows.push(Row {
                             entry: key.clone(),
@@ -219,7 +224,7 @@ pub(crate) fn analyse(
                 for f in 0..design.factors.len() {
                     for g in f + 1..design.factors.len() {
                         let d = effects::interaction_rounds(&design.cells, &values, f, g, m.scale());
-                        let seed = seed ^ (rows.len() as u64).wrapping_mul(0x9E37_79B9);
+                        let seed = BOOTSTRAP_SEED ^ (rows.len() as u64).wrapping_mul(0x9E37_79B9);
                         let (a, b) = (&design.factors[f], &design.factors[g]);
                         if let Some(e) = effects::estimate(&d, m.scale(), 1.0, 1.0, seed) {
                             rows.push(Row {
