@@ -6,6 +6,7 @@
 pub(crate) mod analysis_opts;
 pub(crate) mod applies;
 pub(crate) mod describe;
+pub(crate) mod factors;
 pub(crate) mod given;
 pub(crate) mod load;
 pub(crate) mod plan;
@@ -76,6 +77,8 @@ pub(crate) enum Command {
     Check(analysis_opts::CheckArgs),
     /// List the built-in presets `rtscope run --preset NAME` accepts.
     Presets,
+    /// Which setting matters here: vary knobs over randomised rounds, measure each one's effect with an interval, restore everything.
+    Factors(factors::FactorsArgs),
     /// A load process (started by `rtscope run` for each load; not for people).
     #[command(name = "__load", hide = true)]
     LoadWorker(load::LoadWorkerArgs),
@@ -92,6 +95,7 @@ pub(crate) fn parse_or_exit(argv: Vec<std::ffi::OsString>) -> Cli {
     let run = match &mut cli.command {
         Command::Run(r) => Some(r),
         Command::Monitor(m) => Some(&mut m.run),
+        Command::Factors(f) => Some(&mut f.run),
         _ => None,
     };
     if let (Some(run), Some((_, m))) = (run, matches.subcommand()) {
