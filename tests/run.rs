@@ -558,3 +558,41 @@ fn measuring_threads_take_no_page_fault() {
         assert_eq!(r["faults"], serde_json::json!({"minor": 0, "major": 0}), "cpu {cpu}, entry {}", r["thread"]);
     }
 }
+
+/// A measuring thread that cannot be started (user nobody under `prlimit
+/// --nproc=8`, 16 threads asked) is a clear error, exit 1, at once: the
+/// threads started end, none waits at the start gate for one that never
+/// came (it hung until killed: issue 46).
+#[test]
+fn a_thread_limit_is_a_clear_error_not_a_hang() {
+    if !is_root() || std::process::Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("SKIP: needs root and setpriv to run as user nobody under a process limit");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let start = Instant::now();
+    let mut child = std::process::Command::new("prlimit")
+        .args(["--nproc=8:8", "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_rtscope"))
+        .args(["run", "-t", "16", "-D", "60s", "-q", "--no-store", "--json"])
+        .arg(dir.path().join("r.json"))
+        .env("HOME", dir.path())
+        .env("XDG_DATA_HOME", dir.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Ended well before its 60 s: killed at 30 s it hung.
+    while child.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let took = start.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "after {took:?}: {stderr}");
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    let line = stderr.lines().find(|l| l.contains("could not start thread")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.contains(" of 16: Resource temporarily unavailable (RLIMIT_NPROC?)"), "{line}");
+    eprintln!("{line} (after {took:?})");
+}

@@ -87,7 +87,8 @@ pub(crate) enum Command {
 /// The command line, parsed once from `argv` (read once, in `main`); on a
 /// usage error clap prints it and exits 2 (`--help`/`--version` print and
 /// exit 0). A `run` or `monitor` keeps which flags were given
-/// ([`given::Given`], from clap's value sources) and the command line.
+/// ([`given::Given`], from clap's value sources) and the command line
+/// (a PostgreSQL password in it redacted).
 pub(crate) fn parse_or_exit(argv: Vec<std::ffi::OsString>) -> Cli {
     let matches = Cli::command().try_get_matches_from(&argv).unwrap_or_else(|e| e.exit());
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
@@ -99,7 +100,9 @@ pub(crate) fn parse_or_exit(argv: Vec<std::ffi::OsString>) -> Cli {
     };
     if let (Some(run), Some((_, m))) = (run, matches.subcommand()) {
         run.given = given::Given::from_matches(m);
-        run.command_line = argv.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        // Captured once, here, with a database URL's password redacted: every
+        // path that keeps or prints it (run, run --target, monitor) gets it so.
+        run.command_line = argv.iter().map(|a| crate::store::pgconn::redact_arg(&a.to_string_lossy())).collect();
     }
     cli
 }

@@ -58,16 +58,6 @@ pub(crate) fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     // (exit 2, nothing measured or written), not a surprise after an hour.
     let mut store = crate::commands::history::open_for_run(&args.store)?;
     let stop = stop_on_signals()?;
-    // Kept in the result: a database URL in it loses its password.
-    let command_line: Vec<String> = args
-        .command_line
-        .iter()
-        .cloned()
-        .map(|a| match a.find("postgres") {
-            Some(i) if crate::store::pgconn::is_url(&a[i..]) => format!("{}{}", &a[..i], crate::store::pgconn::redact(&a[i..])),
-            _ => a,
-        })
-        .collect();
     if !output.quiet {
         eprint!("{}", cli::load::describe(&plan, &exp, &output, false));
     } else {
@@ -76,7 +66,7 @@ pub(crate) fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
             eprintln!("note: {n}");
         }
     }
-    let run = runner::execute(&plan, &exp, runner::Invocation { output: &output, command_line, started, stop: &stop, warnings })?;
+    let run = runner::execute(&plan, &exp, runner::Invocation { output: &output, command_line: args.command_line.clone(), started, stop: &stop, warnings })?;
 
     if !output.quiet {
         // Host strings and traced process names are the machine's, not

@@ -39,7 +39,7 @@ pub(crate) mod tracer;
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Barrier, Condvar, Mutex};
 
 use crate::model::{Extras, SetupStep};
 use crate::sys::sched::{self, Policy};
@@ -299,6 +299,13 @@ pub(crate) fn first_with_all_steps(mut outs: Vec<ThreadOutcome>) -> anyhow::Resu
 /// `body(spec, recorder, stop, start_ns)` is the probe's hot loop; it returns
 /// the recorder and an optional error text. The thread's recorder is
 /// allocated (and prefaulted) before the barrier, sized for `duration_ns`.
+///
+/// Every thread exists before any runs `body` (see [`Launch`]): the start
+/// [`Gate`] counts on all of them, and the probes publish partner state
+/// (thread ids, pipe ends) before it, so a gate that opened with a thread
+/// missing would hang the others or hand them a dead partner. A spawn that
+/// fails (`ulimit -u`, a container's pids limit) stops the threads started
+/// before they run, and is an error naming the thread and the limit.
 pub(crate) fn spawn_measuring<F>(
     ctx: &ProbeCtx<'_>,
     specs: &[ThreadSpec],
@@ -313,44 +320,96 @@ where
         t.begin_variant(variant.as_deref());
     }
     let barrier = Gate::new(specs.len());
-    let body = &body;
-    let barrier = &barrier;
-    let outcomes = std::thread::scope(|s| {
-        let handles: Vec<_> = specs
-            .iter()
-            .map(|spec| {
-                let variant = variant.clone();
-                std::thread::Builder::new()
-                    .name(format!("rtscope-m{}", spec.index))
-                    .stack_size(MEASURING_STACK)
-                    .spawn_scoped(s, move || {
-                        let setup = setup_current_thread(spec);
-                        let tail_k = crate::measure::recorder::tail_capacity(ctx.run.duration_ns, interval_ns);
-                        let mut recorder = Recorder::with_tail(spec.index, ctx.run.duration_ns, ctx.run.worst_k, tail_k);
-                        ctx.board.register(recorder.live());
-                        ctx.board.running.fetch_add(1, Ordering::SeqCst);
-                        let error = body(spec, &mut recorder, ctx.stop, barrier);
-                        let faults = faults_since_gate();
-                        ctx.board.running.fetch_sub(1, Ordering::SeqCst);
-                        ThreadOutcome {
-                            thread: spec.index,
-                            cpu: spec.cpu,
-                            variant,
-                            interval_ns,
-                            recorder,
-                            setup,
-                            error,
-                            extra: Extras { faults, ..Extras::default() },
-                            windows: Vec::new(),
-                        }
-                    })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut out = Vec::new();
-        for h in handles {
-            out.push(h.join().map_err(|_| anyhow::anyhow!("a measuring thread panicked"))?);
+    let launch = Launch::default();
+    let (body, barrier, launch) = (&body, &barrier, &launch);
+    std::thread::scope(|s| {
+        let mut handles = Vec::with_capacity(specs.len());
+        for (k, spec) in specs.iter().enumerate() {
+            let variant = variant.clone();
+            let spawned = std::thread::Builder::new().name(format!("rtscope-m{}", spec.index)).stack_size(MEASURING_STACK).spawn_scoped(s, move || {
+                if !launch.go() {
+                    return None;
+                }
+                let setup = setup_current_thread(spec);
+                let tail_k = crate::measure::recorder::tail_capacity(ctx.run.duration_ns, interval_ns);
+                let mut recorder = Recorder::with_tail(spec.index, ctx.run.duration_ns, ctx.run.worst_k, tail_k);
+                ctx.board.register(recorder.live());
+                ctx.board.running.fetch_add(1, Ordering::SeqCst);
+                let error = body(spec, &mut recorder, ctx.stop, barrier);
+                let faults = faults_since_gate();
+                ctx.board.running.fetch_sub(1, Ordering::SeqCst);
+                Some(ThreadOutcome {
+                    thread: spec.index,
+                    cpu: spec.cpu,
+                    variant,
+                    interval_ns,
+                    recorder,
+                    setup,
+                    error,
+                    extra: Extras { faults, ..Extras::default() },
+                    windows: Vec::new(),
+                })
+            });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    launch.decide(false);
+                    for h in handles {
+                        let _ = h.join();
+                    }
+                    return Err(spawn_error(k, specs.len(), &e));
+                }
+            }
         }
-        anyhow::Ok(out)
-    })?;
-    Ok(outcomes)
+        launch.decide(true);
+        let mut out = Vec::with_capacity(handles.len());
+        for h in handles {
+            match h.join() {
+                // A go launch runs every thread: each hands back an outcome.
+                Ok(o) => out.extend(o),
+                Err(_) => anyhow::bail!("a measuring thread panicked"),
+            }
+        }
+        Ok(out)
+    })
+}
+
+/// "could not start thread 9 of 16: Resource temporarily unavailable
+/// (RLIMIT_NPROC?)": the `k`-th spawn of `n` failed.
+fn spawn_error(k: usize, n: usize, e: &std::io::Error) -> anyhow::Error {
+    let errno = e.raw_os_error().map(nix::errno::Errno::from_raw);
+    // strerror's words, without std's " (os error 11)".
+    let text = e.to_string();
+    let what = text.split(" (os error").next().unwrap_or(&text);
+    // EAGAIN from clone(2): the user's process/thread limit (ulimit -u, a
+    // container's pids.max) or the system's threads-max.
+    let hint = if errno == Some(nix::errno::Errno::EAGAIN) { " (RLIMIT_NPROC?)" } else { "" };
+    anyhow::anyhow!("could not start thread {} of {n}: {what}{hint}", k + 1)
+}
+
+/// The go/no-go of a probe run's threads, said once all are spawned: each
+/// waits for it before its set-up, so a failed spawn lets the ones started
+/// end without running the probe. (A stop raised meanwhile is the probes':
+/// every thread then reaches the gate, and every loop checks `stop` first.)
+#[derive(Default)]
+struct Launch {
+    decided: Mutex<Option<bool>>,
+    said: Condvar,
+}
+
+impl Launch {
+    fn decide(&self, go: bool) {
+        *self.decided.lock().unwrap_or_else(|e| e.into_inner()) = Some(go);
+        self.said.notify_all();
+    }
+    /// Wait for the decision (it follows the last spawn at once).
+    fn go(&self) -> bool {
+        let mut d = self.decided.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            match *d {
+                Some(go) => return go,
+                None => d = self.said.wait(d).unwrap_or_else(|e| e.into_inner()),
+            }
+        }
+    }
 }

@@ -178,6 +178,18 @@ pub(crate) fn reason(e: &postgres::Error) -> String {
     s
 }
 
+/// One command-line argument as a result keeps it: a PostgreSQL URL in it
+/// (`--db=postgres://…`, `postgresql://…`, any case) loses its password.
+/// The face applies it once, where the command line is captured, so no path
+/// (native, `--target`, `monitor`) stores or prints a password.
+pub(crate) fn redact_arg(arg: &str) -> String {
+    // ASCII lowering keeps byte offsets, so `i` indexes `arg` too.
+    match arg.to_ascii_lowercase().find("postgres") {
+        Some(i) if is_url(&arg[i..]) => format!("{}{}", &arg[..i], redact(&arg[i..])),
+        _ => arg.to_string(),
+    }
+}
+
 /// `url` with the password replaced by `***`, wherever it may be: after the
 /// user name in the user-info part (up to the last `@` before the path, so
 /// an unescaped `@` or `/` in a password cannot leak part of it) and in a
@@ -405,6 +417,9 @@ mod tests {
 
     #[test]
     fn redaction_hides_every_form_of_password() {
+        assert_eq!(redact_arg("--db=postgres://alice:s3cret@localhost/rt"), "--db=postgres://alice:***@localhost/rt");
+        assert_eq!(redact_arg("POSTGRESQL://alice:s3cret@h/rt"), "POSTGRESQL://alice:***@h/rt");
+        assert_eq!(redact_arg("postgres-notes.txt"), "postgres-notes.txt");
         assert_eq!(redact("postgresql://lab:s3cret@db:5432/rt"), "postgresql://lab:***@db:5432/rt");
         assert_eq!(redact("postgres://lab@db/rt?sslmode=require"), "postgres://lab@db/rt?sslmode=require");
         assert_eq!(
