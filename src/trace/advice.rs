@@ -16,6 +16,9 @@
 use crate::doctor::{console::FIX_CONSOLE_LOGLEVEL, cpuidle::FIX_DMA_LATENCY, irq::fix_irq_affinity};
 use crate::model::{Run, TraceWindow};
 
+/// A culprit that held a window: name, IRQ number, exit latency (ns), kernel priority.
+type Held = (String, Option<u32>, Option<u64>, Option<i32>);
+
 /// A culprit holding at least this share of a window is said to have held it.
 pub(crate) const HELD_SHARE: f64 = 0.2;
 
@@ -62,7 +65,7 @@ pub(crate) fn advice(run: &Run) -> Vec<String> {
         ));
     }
 
-    let held = |w: &TraceWindow, kind: &str| -> Vec<(String, Option<u32>, Option<u64>, Option<i32>)> {
+    let held = |w: &TraceWindow, kind: &str| -> Vec<Held> {
         let span = w.end_ns.0.saturating_sub(w.start_ns.0).max(1) as f64;
         w.culprits
             .iter()
