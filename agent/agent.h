@@ -1,14 +1,19 @@
 /*
  * rtscope-agent: declarations shared by the agent's files.
  *
- * Layout (one concern per file): main.c (arguments, start-up, the session:
- * reading host lines, the runner and reporter threads), proto.c (line
- * format: CRC, escaping, parsing, the locked writer), crc32.c, recorder.c
- * (the per-thread sample store), pool.c (worker threads made at start-up,
- * the start gate, per-job real-time set-up), pair.c (the two-thread hand-off
- * pattern of sem/pipe/mq/signal/preempt), probe_NAME.c (one per probe),
- * port_linux.c / port_posix.c (everything outside POSIX.1-2008, one file per
- * system family, chosen by #ifdef).
+ * Layout (one concern per file): main.c (start-up: memory, recorders,
+ * threads; stdio or TCP), args.c (the command line), session.c (reading the
+ * host's lines: a kind -> handler table), announce.c (the probe table and
+ * hello/probe/ready), plan.c (a plan line -> a checked plan), runner.c (the
+ * runner and reporter threads, the live view), result.c (result blocks and
+ * error lines), load.c (the built-in load), tcp.c (--listen; left out of a
+ * build with RTSCOPE_TCP=0), proto.c (line format: CRC, escaping, parsing,
+ * the locked writer), crc32.c, recorder.c (the per-thread sample store),
+ * pool.c (worker threads made at start-up, the start gate, per-job
+ * real-time set-up), pair.c (the two-thread hand-off pattern of
+ * sem/pipe/mq/signal/preempt), probe_NAME.c (one per probe), port_OS.c
+ * (everything outside POSIX.1-2008: one file per system family, chosen by
+ * the build, see sources.mk).
  *
  * The protocol is docs/agent.md; nothing here may contradict it.
  */
@@ -58,7 +63,7 @@ uint32_t crc32_bytes(const char *p, size_t n);
 #define HIST_TOP_BIT 47                    /* 2^47 ns: the top of the range */
 #define HIST_LEN (2048u + 37u * 1024u)     /* buckets 0 .. index(2^47) */
 #define TAIL_K_DEFAULT 1088u
-#define MAX_SETUP 6
+#define MAX_SETUP 8
 #define SETUP_TEXT 48
 
 typedef struct {
@@ -198,6 +203,11 @@ int port_unpin_self(void);
  * "cpus 0,2"; ENOENT: no such CPU (detail says so; they stay where they
  * are); ENOSYS: no affinity on this system; else the errno of the call. */
 int port_place_outside(const pthread_t *ts, int n, const unsigned char *measured, char *detail, size_t dn);
+/* Put the calling thread below every measuring thread, before the agent
+ * makes its others (they inherit it): Linux: SCHED_OTHER; the generic port:
+ * the lowest priority of the policy the system started it with (an RTOS's
+ * first task is often SCHED_FIFO at a middle priority). 0 or an errno. */
+int port_lower_self(void);
 /* CPU the caller runs on, -1 if unknown. */
 int port_current_cpu(void);
 /* Hold the lowest C-state latency (Linux: /dev/cpu_dma_latency 0); text for hello. */
@@ -228,6 +238,12 @@ int pool_init(int workers, size_t stack);
 void pool_run(int w, job_fn fn, void *arg);
 void pool_join(int w);
 int pool_size(void);
+/* The stall watch gives up on the running jobs: every pool_join returns,
+ * marking its worker lost while its job still runs. */
+void pool_abandon(void);
+/* Workers whose job was given up on and still runs (0: the pool is whole
+ * again, and joins wait as usual). */
+int pool_lost(void);
 
 typedef struct {
     pthread_mutex_t m;
@@ -247,9 +263,16 @@ enum { POL_OTHER, POL_FIFO, POL_RR };
 /* Real-time set-up of the calling thread, steps recorded into rec (may be
  * NULL: steps dropped); cpu -1: not pinned. */
 void rt_setup(recorder *rec, int index, int cpu, int policy, int prio);
+/* Back to the agent's own scheduling (own_sched_init's) and CPUs. */
 void rt_reset(void);
+/* Lower the calling thread (port_lower_self) and remember where it runs,
+ * for rt_reset; its real-time priority, 0 when not at a real-time policy. */
+int own_sched_init(void);
 
-/* ---- the run (main.c) ---- */
+/* ---- the run ---- */
+/* Measuring threads per plan, at most (--max-threads); every per-thread
+ * table of the agent is sized from it. */
+#define MAX_THREADS 64
 #define MAX_CPUS 256
 #define MAX_VARIANTS 16
 #define MAX_PERIODS 8
@@ -293,6 +316,10 @@ typedef struct {
     const char *name;
     const char *const *variants;  /* NULL-terminated, or NULL */
     int uses_periods;
+    /* Its lowest thread runs this far below the plan's priority (pair
+     * probes: the lower thread, 1; pi: low, 2): the plan's priority minus
+     * this must stay above the agent's own threads. */
+    int prio_below;
     /* Threads (workers) it needs for a plan. */
     int (*workers)(const plan *p);
     /* Recorders it needs for a plan. */
@@ -326,5 +353,47 @@ typedef struct {
 typedef void (*sample_cb)(void *ctx, uint64_t lat, uint64_t at, uint64_t seq);
 int timer_loop(recorder *rec, uint64_t interval, uint64_t duration, uint64_t max_samples,
                sample_cb cb, void *ctx);
+
+/* ---- the agent's start-up state (main.c), read-only once hello is sent ---- */
+typedef struct {
+    int max_threads;
+    size_t max_seconds, load_bytes;
+    port_info info;
+    char mlock_text[32], dma_text[32];
+    uint64_t clock_res_ns, clock_read_med, clock_read_min;
+    int prio_min, prio_max;   /* sched_get_priority_min/max(SCHED_FIFO) */
+    int own_prio;             /* the agent's own threads' RT priority; 0: not RT */
+    recorder **recs;          /* 2 * max_threads, preallocated */
+    int n_recs;
+    unsigned char **load_buf; /* max_threads buffers of load_bytes, or NULL */
+    pthread_t own[3];         /* the agent's own threads: session, runner, reporter */
+} agent_state;
+extern agent_state g_agent;
+
+/* announce.c */
+const probe_desc *probe_named(const char *name); /* NULL: not offered here */
+void send_hello(void);
+/* plan.c */
+int parse_u64(const char *s, uint64_t *v);
+int parse_plan(const line_in *l, plan *p, char *err, size_t errn, int *unsupported);
+/* result.c */
+void send_error(long id, const char *code, long line, const char *msg);
+void send_result(long id, int n, const char *probe, recorder *r, size_t worst, int stopped);
+/* load.c: the built-in load's threads, on the pool workers from first. */
+int load_start(const plan *p, int first);
+void load_stop(int n, int first);
+/* runner.c */
+void *runner_main(void *unused);
+void *reporter_main(void *unused);
+int run_active(void);      /* a plan is measuring or about to */
+int run_busy_for_plan(void);
+void run_wait_idle(void);
+/* Start p; announce(p) is called first, under the runner's lock, so its
+ * lines come before any of the runner's. */
+void run_submit(const plan *p, void (*announce)(const plan *p));
+/* session.c: one session on fds in/out, until bye or the end of input. */
+void session(int in, int out);
+/* tcp.c: serve sessions on a TCP port (0: ephemeral); an exit status. */
+int tcp_serve(int port, int once);
 
 #endif

@@ -45,6 +45,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include "pair.h"
 
@@ -313,6 +314,7 @@ static void prepare(vrun *v, int rcpu, int scpu, int swap_prio, size_t msg)
     memset(bufs, 0, sizeof bufs);
     gate_arm(&S.g, 2);
     sender_steps.n_setup = 0;
+    sender_steps.cpu = scpu;
     T[0].s = T[1].s = &S;
     T[0].rec = v->recs[0];
     T[1].rec = &sender_steps;
@@ -346,6 +348,14 @@ static int run_both(vrun *v, job_fn job)
     for (i = 0; i < 2; i++)
         if (T[i].err)
             recorder_set_error(r, T[i].err_what ? T[i].err_what : "hand-off", T[i].err);
+    if (T[0].cpu != T[1].cpu && (r->cpu < 0 || sender_steps.cpu < 0)) {
+        snprintf(r->note_buf, sizeof r->note_buf,
+                 "cross-CPU not placed: the two threads were meant for CPUs %d and %d, but %s (see the affinity "
+                 "set-up steps); they ran wherever the scheduler put them, possibly on one CPU",
+                 T[0].cpu, T[1].cpu,
+                 g_agent.info.affinity ? "pinning failed" : "this system has no CPU affinity call");
+        r->note = r->note_buf;
+    }
     v->n_out = 1;
     return 0;
 }

@@ -25,7 +25,11 @@ typedef struct {
     job_fn fn;
     void *arg;
     int busy;   /* job assigned, not finished */
+    int lost;   /* given up on by pool_join after a stall: busy past its plan */
 } worker;
+
+/* Raised by pool_abandon (the stall watch): joins stop waiting. */
+static volatile int abandon;
 
 static worker *workers;
 static int n_workers;
@@ -141,9 +145,40 @@ void pool_join(int i)
 {
     worker *w = &workers[i];
     pthread_mutex_lock(&w->m);
-    while (w->busy)
+    while (w->busy) {
+        if (AT_LOAD(&abandon)) {
+            w->lost = 1;
+            break;
+        }
         pthread_cond_wait(&w->c, &w->m);
+    }
     pthread_mutex_unlock(&w->m);
+}
+
+void pool_abandon(void)
+{
+    int i;
+    AT_STORE(&abandon, 1);
+    for (i = 0; i < n_workers; i++) {
+        pthread_mutex_lock(&workers[i].m);
+        pthread_cond_broadcast(&workers[i].c);
+        pthread_mutex_unlock(&workers[i].m);
+    }
+}
+
+int pool_lost(void)
+{
+    int i, n = 0;
+    for (i = 0; i < n_workers; i++) {
+        pthread_mutex_lock(&workers[i].m);
+        if (workers[i].lost && !workers[i].busy)
+            workers[i].lost = 0; /* it came back */
+        n += workers[i].lost;
+        pthread_mutex_unlock(&workers[i].m);
+    }
+    if (n == 0)
+        AT_STORE(&abandon, 0);
+    return n;
 }
 
 /* ---- gate: the start barrier of a run's threads (reusable) ---- */
@@ -221,6 +256,8 @@ void rt_setup(recorder *rec, int index, int cpu, int policy, int prio)
         } else {
             snprintf(detail, sizeof detail, "cpu %d: %s", cpu, rc == ENOSYS ? "not available on this system" : errno_name(rc));
             recorder_add_setup(rec, step, rc == ENOSYS ? "skipped" : "failed", detail);
+            if (rec)
+                rec->cpu = -1; /* not pinned: the result says cpu=- */
         }
     }
     memset(&sp, 0, sizeof sp);
@@ -239,10 +276,22 @@ void rt_setup(recorder *rec, int index, int cpu, int policy, int prio)
     }
 }
 
+/* The agent's own scheduling, for rt_reset (a worker back from a job). */
+static int own_policy = SCHED_OTHER;
+static struct sched_param own_param;
+
+int own_sched_init(void)
+{
+    port_lower_self();
+    if (pthread_getschedparam(pthread_self(), &own_policy, &own_param) != 0) {
+        own_policy = SCHED_OTHER;
+        memset(&own_param, 0, sizeof own_param);
+    }
+    return own_policy == SCHED_FIFO || own_policy == SCHED_RR ? own_param.sched_priority : 0;
+}
+
 void rt_reset(void)
 {
-    struct sched_param sp;
-    memset(&sp, 0, sizeof sp);
-    pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+    pthread_setschedparam(pthread_self(), own_policy, &own_param);
     port_unpin_self();
 }

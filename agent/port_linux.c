@@ -9,8 +9,8 @@
  * PREEMPT word, voluntary or none from /boot/config-RELEASE, as rtscope's
  * own fingerprint reads it). Everything
  * else of the agent is POSIX.1-2008; port_posix.c covers other systems.
+ * Chosen by the build (sources.mk: PORT=linux, the default on Linux).
  */
-#ifdef __linux__
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -242,6 +242,14 @@ int port_thread_faults(uint64_t *minor, uint64_t *major)
     return 0;
 }
 
+/* SCHED_OTHER is below every real-time thread; dropping needs no privilege. */
+int port_lower_self(void)
+{
+    struct sched_param sp;
+    memset(&sp, 0, sizeof sp);
+    return pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+}
+
 int port_current_cpu(void)
 {
     return sched_getcpu();
@@ -324,7 +332,3 @@ int port_event_wait(uint32_t *word)
     }
     return 0;
 }
-#else
-/* Not Linux: see port_posix.c. ISO C wants a declaration in every file. */
-typedef int port_linux_unused;
-#endif

@@ -3,11 +3,13 @@
  * macOS): only what POSIX.1-2008 gives. No CPU pinning (reported as
  * "skipped" set-up steps, never silently), the current CPU unknown (-1), no
  * DMA-latency request, preemption model "unknown". A system family with
- * its own affinity call gets its own port file beside this one.
+ * its own affinity call gets its own port file beside this one, chosen by
+ * the build (sources.mk, make PORT=...); docs/porting.md says what each
+ * function must do.
  */
-#ifndef __linux__
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -63,6 +65,22 @@ int port_thread_faults(uint64_t *minor, uint64_t *major)
     return -1;
 }
 
+/* POSIX says nothing of how SCHED_OTHER ranks against SCHED_FIFO (on
+ * NuttX it is a FIFO priority like the others): the lowest priority of
+ * the real-time policy the agent was started with is the one rule that
+ * holds everywhere. Started at SCHED_OTHER: left there. */
+int port_lower_self(void)
+{
+    struct sched_param sp;
+    int pol, rc = pthread_getschedparam(pthread_self(), &pol, &sp);
+    if (rc != 0)
+        return rc;
+    if (pol != SCHED_FIFO && pol != SCHED_RR)
+        return 0;
+    sp.sched_priority = sched_get_priority_min(pol);
+    return pthread_setschedparam(pthread_self(), pol, &sp);
+}
+
 int port_current_cpu(void)
 {
     return -1;
@@ -116,7 +134,3 @@ int port_event_wait(uint32_t *word)
     (void)word;
     return ENOSYS;
 }
-#else
-/* Linux: see port_linux.c. ISO C wants a declaration in every file. */
-typedef int port_posix_unused;
-#endif

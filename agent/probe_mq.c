@@ -89,4 +89,11 @@ static int run(vrun *v, char *err, size_t errn)
     return rc;
 }
 
-const probe_desc probe_mq = {"mq", variants, 0, pair_workers, pair_recorders, run, NULL};
+const probe_desc probe_mq = {
+    .name = "mq",
+    .variants = variants,
+    .prio_below = 1,
+    .workers = pair_workers,
+    .recorders = pair_recorders,
+    .run = run,
+};

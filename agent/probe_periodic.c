@@ -29,7 +29,7 @@ typedef struct {
 } periodic_arg;
 
 static gate g;
-static periodic_arg args[64];
+static periodic_arg args[MAX_THREADS];
 
 static void on_sample(void *c, uint64_t lat, uint64_t at, uint64_t seq)
 {
@@ -115,4 +115,10 @@ static int run(vrun *v, char *err, size_t errn)
     return 0;
 }
 
-const probe_desc probe_periodic = {"periodic", NULL, 1, workers, recorders, run, NULL};
+const probe_desc probe_periodic = {
+    .name = "periodic",
+    .uses_periods = 1,
+    .workers = workers,
+    .recorders = recorders,
+    .run = run,
+};

@@ -167,13 +167,66 @@ static void fmt_ns(uint64_t ns, char *b, size_t n)
         snprintf(b, n, "%lluns", (unsigned long long)ns);
 }
 
+/* The note: the protocol, the threads, the burst and the pace. */
+static void pi_note(recorder *r, const plan *p, const char *variant, int prio)
+{
+    const char *what;
+    char b1[24], b2[24], b3[24];
+    what = strcmp(variant, "none") == 0
+               ? "no priority protocol (PTHREAD_PRIO_NONE): the medium thread's burst runs while high waits, so every sample includes it"
+           : strcmp(variant, "inherit") == 0
+               ? "priority inheritance (PTHREAD_PRIO_INHERIT): low runs at high's priority while high waits"
+           : strcmp(variant, "protect") == 0
+               ? "priority ceiling (PTHREAD_PRIO_PROTECT, ceiling = high's priority): low runs at the ceiling while it holds the mutex"
+               : "Rhealstone deadlock-break: priority inheritance with no critical section left after the wake, so a sample is the system's work to resolve the conflict";
+    fmt_ns(burst, b1, sizeof b1);
+    fmt_ns(hold, b2, sizeof b2);
+    fmt_ns(pace, b3, sizeof b3);
+    snprintf(r->note_buf, sizeof r->note_buf,
+             "%s. Sample = high's blocking time, from being made ready while low holds the mutex to holding it. "
+             "Threads high/medium/low at SCHED_%s %d/%d/%d on one CPU; medium burst %s, low's remaining critical section %s, one event every %s.%s",
+             what, p->policy == POL_FIFO ? "FIFO" : p->policy == POL_RR ? "RR" : "OTHER", prio, prio - 1, prio - 2, b1, b2, b3,
+             p->policy == POL_OTHER ? " The threads ran as SCHED_OTHER: without real-time priorities there is no inversion to measure." : "");
+    r->note = r->note_buf;
+}
+
+/* The mutex with the variant's protocol (ceiling: high's priority). */
+static int pi_mutex(const char *variant, int prio, char *err, size_t errn)
+{
+    pthread_mutexattr_t ma;
+    int rc, proto = strcmp(variant, "none") == 0      ? PTHREAD_PRIO_NONE
+                    : strcmp(variant, "protect") == 0 ? PTHREAD_PRIO_PROTECT
+                                                      : PTHREAD_PRIO_INHERIT;
+    pthread_mutexattr_init(&ma);
+    rc = pthread_mutexattr_setprotocol(&ma, proto);
+    if (rc == 0 && proto == PTHREAD_PRIO_PROTECT)
+        rc = pthread_mutexattr_setprioceiling(&ma, prio);
+    if (rc == 0)
+        rc = pthread_mutex_init(&mtx, &ma);
+    pthread_mutexattr_destroy(&ma);
+    if (rc != 0) {
+        snprintf(err, errn, "pi %s: mutex with the protocol: %s", variant, errno_name(rc));
+        return -1;
+    }
+    return 0;
+}
+
+/* The three threads' set-up steps and errors, into the one result. */
+static void pi_collect(recorder *r)
+{
+    int i, k;
+    for (i = 0; i < 2; i++)
+        for (k = 0; k < scratch[i].n_setup; k++)
+            recorder_add_setup(r, scratch[i].setup[k].step, scratch[i].setup[k].outcome, scratch[i].setup[k].detail);
+    for (i = 0; i < 3; i++)
+        if (A[i].err)
+            recorder_set_error(r, A[i].what, A[i].err);
+}
+
 static int run(vrun *v, char *err, size_t errn)
 {
     const plan *p = v->p;
-    pthread_mutexattr_t ma;
-    int prio = p->priority < 3 ? 3 : p->priority, rc, i, proto;
-    const char *what;
-    char b1[24], b2[24], b3[24];
+    int prio = p->priority < 3 ? 3 : p->priority, i;
     static int inited;
     recorder *r = v->recs[0];
     if (!inited) {
@@ -184,20 +237,8 @@ static int run(vrun *v, char *err, size_t errn)
     hold = strcmp(v->variant, "deadlock-break") == 0 ? 0 : HOLD_NS;
     pace = p->interval_ns > 2 * (burst + hold) ? p->interval_ns : 2 * (burst + hold);
     share = v->duration_ns;
-    proto = strcmp(v->variant, "none") == 0      ? PTHREAD_PRIO_NONE
-            : strcmp(v->variant, "protect") == 0 ? PTHREAD_PRIO_PROTECT
-                                                 : PTHREAD_PRIO_INHERIT;
-    pthread_mutexattr_init(&ma);
-    rc = pthread_mutexattr_setprotocol(&ma, proto);
-    if (rc == 0 && proto == PTHREAD_PRIO_PROTECT)
-        rc = pthread_mutexattr_setprioceiling(&ma, prio);
-    if (rc == 0)
-        rc = pthread_mutex_init(&mtx, &ma);
-    pthread_mutexattr_destroy(&ma);
-    if (rc != 0) {
-        snprintf(err, errn, "pi %s: mutex with the protocol: %s", v->variant, errno_name(rc));
+    if (pi_mutex(v->variant, prio, err, errn) < 0)
         return -1;
-    }
     sem_init(&h_go, 0, 0);
     sem_init(&m_go, 0, 0);
     done = 0;
@@ -221,35 +262,20 @@ static int run(vrun *v, char *err, size_t errn)
         pool_run(i, job, &A[i]);
     for (i = 0; i < 3; i++)
         pool_join(i);
-    for (i = 0; i < 2; i++) {
-        int k;
-        for (k = 0; k < scratch[i].n_setup; k++)
-            recorder_add_setup(r, scratch[i].setup[k].step, scratch[i].setup[k].outcome, scratch[i].setup[k].detail);
-    }
-    for (i = 0; i < 3; i++)
-        if (A[i].err)
-            recorder_set_error(r, A[i].what, A[i].err);
+    pi_collect(r);
     sem_destroy(&h_go);
     sem_destroy(&m_go);
     pthread_mutex_destroy(&mtx);
-    what = strcmp(v->variant, "none") == 0
-               ? "no priority protocol (PTHREAD_PRIO_NONE): the medium thread's burst runs while high waits, so every sample includes it"
-           : strcmp(v->variant, "inherit") == 0
-               ? "priority inheritance (PTHREAD_PRIO_INHERIT): low runs at high's priority while high waits"
-           : strcmp(v->variant, "protect") == 0
-               ? "priority ceiling (PTHREAD_PRIO_PROTECT, ceiling = high's priority): low runs at the ceiling while it holds the mutex"
-               : "Rhealstone deadlock-break: priority inheritance with no critical section left after the wake, so a sample is the system's work to resolve the conflict";
-    fmt_ns(burst, b1, sizeof b1);
-    fmt_ns(hold, b2, sizeof b2);
-    fmt_ns(pace, b3, sizeof b3);
-    snprintf(r->note_buf, sizeof r->note_buf,
-             "%s. Sample = high's blocking time, from being made ready while low holds the mutex to holding it. "
-             "Threads high/medium/low at SCHED_%s %d/%d/%d on one CPU; medium burst %s, low's remaining critical section %s, one event every %s.%s",
-             what, p->policy == POL_FIFO ? "FIFO" : p->policy == POL_RR ? "RR" : "OTHER", prio, prio - 1, prio - 2, b1, b2, b3,
-             p->policy == POL_OTHER ? " The threads ran as SCHED_OTHER: without real-time priorities there is no inversion to measure." : "");
-    r->note = r->note_buf;
+    pi_note(r, p, v->variant, prio);
     v->n_out = 1;
     return 0;
 }
 
-const probe_desc probe_pi = {"pi", variants, 0, workers, recorders, run, NULL};
+const probe_desc probe_pi = {
+    .name = "pi",
+    .variants = variants,
+    .prio_below = 2,
+    .workers = workers,
+    .recorders = recorders,
+    .run = run,
+};

@@ -53,4 +53,12 @@ static int run(vrun *v, char *err, size_t errn)
     return pair_one_way(v, &h, p->cpus[0], p->cpus[0], spin, 1);
 }
 
-const probe_desc probe_preempt = {"preempt", variants, 0, pair_workers, pair_recorders, run, available};
+const probe_desc probe_preempt = {
+    .name = "preempt",
+    .variants = variants,
+    .prio_below = 1,
+    .workers = pair_workers,
+    .recorders = pair_recorders,
+    .run = run,
+    .available = available,
+};

@@ -103,4 +103,12 @@ static int run(vrun *v, char *err, size_t errn)
     return pair_one_way(v, &h, p->cpus[0], p->cpus[p->n_cpus - 1], 0, 1);
 }
 
-const probe_desc probe_signal = {"signal", variants, 0, pair_workers, pair_recorders, run, available};
+const probe_desc probe_signal = {
+    .name = "signal",
+    .variants = variants,
+    .prio_below = 1,
+    .workers = pair_workers,
+    .recorders = pair_recorders,
+    .run = run,
+    .available = available,
+};

@@ -139,4 +139,11 @@ static int run(vrun *v, char *err, size_t errn)
     return 0;
 }
 
-const probe_desc probe_switch = {"switch", variants, 0, workers, workers, run, available};
+const probe_desc probe_switch = {
+    .name = "switch",
+    .variants = variants,
+    .workers = workers,
+    .recorders = workers,
+    .run = run,
+    .available = available,
+};

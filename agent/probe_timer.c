@@ -57,7 +57,7 @@ typedef struct {
 } timer_arg;
 
 static gate g;
-static timer_arg args[64];
+static timer_arg args[MAX_THREADS];
 
 static void timer_job(void *a)
 {
@@ -108,4 +108,9 @@ static int run(vrun *v, char *err, size_t errn)
     return 0;
 }
 
-const probe_desc probe_timer = {"timer", NULL, 0, workers, workers, run, NULL};
+const probe_desc probe_timer = {
+    .name = "timer",
+    .workers = workers,
+    .recorders = workers,
+    .run = run,
+};

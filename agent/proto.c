@@ -228,21 +228,12 @@ static int unescape(char *s)
     return 0;
 }
 
-int parse_line(char *s, size_t len, line_in *out, const char **why)
+/* The checksum at the end of s[0..len): 0 and *body (the bytes it covers),
+ * or -1 with *why. */
+static int check_crc(const char *s, size_t len, size_t *body, const char **why)
 {
-    size_t body, i;
-    uint32_t want = 0, got;
-    char *p, *tok;
-    out->n = 0;
-    out->kind[0] = 0;
-    if (len > 0 && s[len - 1] == '\r')
-        s[--len] = 0;
-    if (len < 3 || strncmp(s, "RTS", 3) != 0)
-        return 1;
-    if (len < 5 || strncmp(s, "RTS1 ", 5) != 0) {
-        *why = "not protocol version 1";
-        return 2;
-    }
+    uint32_t want = 0;
+    size_t i;
     if (len < 5 + 1 + 10 || s[len - 10] != ' ' || s[len - 9] != '*') {
         *why = "no checksum at the end (' *' and 8 hex digits)";
         return -1;
@@ -255,37 +246,94 @@ int parse_line(char *s, size_t len, line_in *out, const char **why)
         }
         want = (want << 4) | (uint32_t)h;
     }
-    body = len - 10;
-    got = crc32_bytes(s, body);
-    if (got != want) {
+    *body = len - 10;
+    if (crc32_bytes(s, *body) != want) {
         *why = "checksum mismatch";
         return -1;
     }
-    s[body] = 0;
-    p = s + 5;
-    tok = p;
+    return 0;
+}
+
+/* The kind at p into out->kind; the position after it, or NULL with *why. */
+static char *parse_kind(char *p, line_in *out, const char **why)
+{
+    char *tok = p;
     while (*p && *p != ' ')
         p++;
     if ((size_t)(p - tok) == 0 || (size_t)(p - tok) >= sizeof out->kind) {
         *why = "missing or overlong kind";
-        return -1;
+        return NULL;
     }
     memcpy(out->kind, tok, (size_t)(p - tok));
     out->kind[p - tok] = 0;
     for (tok = out->kind; *tok; tok++)
         if (!((*tok >= 'a' && *tok <= 'z') || *tok == '-')) {
             *why = "kind is not [a-z-]+";
-            return -1;
+            return NULL;
         }
     if (*p == ' ') {
         p++;
         if (*p == 0) {
             *why = "trailing space before the checksum";
-            return -1;
+            return NULL;
         }
     }
+    return p;
+}
+
+/* One key=value field k (terminated) into out; 0 or -1 with *why. */
+static int add_field(char *k, line_in *out, const char **why)
+{
+    char *eq = strchr(k, '='), *c;
+    if (!eq || eq == k) {
+        *why = "field is not key=value";
+        return -1;
+    }
+    *eq = 0;
+    for (c = k; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '.')) {
+            *why = "key is not [a-z0-9_.]+";
+            return -1;
+        }
+    if (unescape(eq + 1) < 0) {
+        *why = "broken %XX escape";
+        return -1;
+    }
+    if (field(out, k)) {
+        *why = "key given twice";
+        return -1;
+    }
+    if (out->n >= MAX_FIELDS) {
+        *why = "too many fields";
+        return -1;
+    }
+    out->key[out->n] = k;
+    out->val[out->n] = eq + 1;
+    out->n++;
+    return 0;
+}
+
+int parse_line(char *s, size_t len, line_in *out, const char **why)
+{
+    size_t body;
+    char *p;
+    out->n = 0;
+    out->kind[0] = 0;
+    if (len > 0 && s[len - 1] == '\r')
+        s[--len] = 0;
+    if (len < 3 || strncmp(s, "RTS", 3) != 0)
+        return 1;
+    if (len < 5 || strncmp(s, "RTS1 ", 5) != 0) {
+        *why = "not protocol version 1";
+        return 2;
+    }
+    if (check_crc(s, len, &body, why) < 0)
+        return -1;
+    s[body] = 0;
+    if ((p = parse_kind(s + 5, out, why)) == NULL)
+        return -1;
     while (*p) {
-        char *k, *eq;
+        char *k;
         if (*p == ' ') {
             *why = "fields must be separated by exactly one space";
             return -1;
@@ -300,32 +348,8 @@ int parse_line(char *s, size_t len, line_in *out, const char **why)
                 return -1;
             }
         }
-        eq = strchr(k, '=');
-        if (!eq || eq == k) {
-            *why = "field is not key=value";
+        if (add_field(k, out, why) < 0)
             return -1;
-        }
-        *eq = 0;
-        for (tok = k; *tok; tok++)
-            if (!((*tok >= 'a' && *tok <= 'z') || (*tok >= '0' && *tok <= '9') || *tok == '_' || *tok == '.')) {
-                *why = "key is not [a-z0-9_.]+";
-                return -1;
-            }
-        if (unescape(eq + 1) < 0) {
-            *why = "broken %XX escape";
-            return -1;
-        }
-        if (field(out, k)) {
-            *why = "key given twice";
-            return -1;
-        }
-        if (out->n >= MAX_FIELDS) {
-            *why = "too many fields";
-            return -1;
-        }
-        out->key[out->n] = k;
-        out->val[out->n] = eq + 1;
-        out->n++;
     }
     return 0;
 }

@@ -13,6 +13,10 @@
 #      latencies mean nothing there; the results must come back and parse)
 #   6. the generic POSIX port (port_posix.c) builds and measures
 #   7. hostile input: 3000 random/mutated/truncated/oversized lines per seed
+#   8. build options: TCP left out (RTSCOPE_TCP=0), a user's build whose
+#      system headers warn (no -Werror there), the main path's stack
+#   9. the agent's own threads below every measuring thread (chrt -f 50)
+#  10. a measuring thread that stops counting is reported as stalled
 # Usage: agent/test.sh [--quick]   (--quick: shorter plans)
 set -u
 cd "$(dirname "$0")" || exit 2
@@ -82,7 +86,7 @@ run_plans() { # AGENT_CMD LABEL EXTRA_CHECK_ARGS WAIT_S
 # 1. compilers
 for cc in gcc clang; do
     if command -v $cc >/dev/null 2>&1; then
-        if make -s CC=$cc OUT="$TMP/agent.$cc" >"$TMP/cc.$cc" 2>&1; then pass "builds warning-free with $cc"
+        if make -s CC=$cc WERROR=-Werror OUT="$TMP/agent.$cc" >"$TMP/cc.$cc" 2>&1; then pass "builds warning-free with $cc"
         else fail "build with $cc"; tail -5 "$TMP/cc.$cc"; fi
     else
         skip "$cc not installed"
@@ -185,24 +189,110 @@ done
 
 # 6. the generic POSIX port (port_posix.c): built here by hiding __linux__,
 #    it must compile warning-free, offer no Linux-only variant, and measure.
-if make -s CFLAGS="-O2 -U__linux__" OUT="$TMP/agent.posix" >"$TMP/posix.build" 2>&1; then
+if make -s PORT=posix WERROR=-Werror CFLAGS="-O2 -U__linux__" OUT="$TMP/agent.posix" >"$TMP/posix.build" 2>&1; then
     session "$TMP/agent.posix" "$TMP/posix" 30 \
         "plan id=1 probe=timer interval_ns=1000000 duration_ns=$D cpus=0 threads=1 $PLAN_COMMON" \
         "plan id=2 probe=sem variants=posix/same-cpu,mutex/cross-cpu interval_ns=1000000 duration_ns=$D cpus=$CPULIST threads=1 $PLAN_COMMON"
     if python3 check_output.py "$TMP/posix" --expect-status complete --min-results 2 >/dev/null 2>"$TMP/posix.check" &&
        ! grep -q '^RTS1 probe name=preempt' "$TMP/posix" && grep -q '^RTS1 probe name=signal variants=pthread_kill ' "$TMP/posix" &&
        grep -q 'step=affinity\[thread%200\] outcome=skipped' "$TMP/posix" &&
-       grep -q 'step=main%20thread%20placement outcome=skipped detail=no%20CPU%20affinity' "$TMP/posix"; then
-        pass "generic POSIX port: no futex/sigqueue variants, pinning and placement reported as skipped, results parse"
+       grep -q 'step=main%20thread%20placement outcome=skipped detail=no%20CPU%20affinity' "$TMP/posix" &&
+       ! grep -q '^RTS1 result .* cpu=[0-9]' "$TMP/posix" && [ "$(grep -c '^RTS1 result .* cpu=- ' "$TMP/posix")" = "$(grep -c '^RTS1 result ' "$TMP/posix")" ] &&
+       { [ "$CPULIST" = 0 ] || grep -q '^RTS1 note id=2 n=1 text=cross-CPU%20not%20placed' "$TMP/posix"; }; then
+        pass "generic POSIX port: no futex/sigqueue variants, pinning and placement reported as skipped, unpinned threads cpu=-, an unplaced cross-cpu variant says so, results parse"
     else
-        fail "generic POSIX port"; cat "$TMP/posix.check"
+        fail "generic POSIX port"; cat "$TMP/posix.check"; grep '^RTS1 \(result\|note\|probe\)' "$TMP/posix" | cut -c1-160
     fi
 else
     fail "generic POSIX port build"; tail -5 "$TMP/posix.build"
 fi
 
+# 8. build options and what a small RTOS needs (issue 48: items 2, 3, 9)
+#    TCP left out (RTSCOPE_TCP=0): no socket call linked, --listen says so.
+if make -s RTSCOPE_TCP=0 WERROR=-Werror OUT="$TMP/agent.notcp" >"$TMP/notcp.build" 2>&1; then
+    "$TMP/agent.notcp" --listen 0 >/dev/null 2>"$TMP/notcp.err"; nrc=$?
+    if [ $nrc = 2 ] && grep -q 'built without TCP (RTSCOPE_TCP=0)' "$TMP/notcp.err" &&
+       ! nm -u "$TMP/agent.notcp" | grep -qw 'socket\|socket@.*\|accept\|bind'; then
+        pass "RTSCOPE_TCP=0: no socket/bind/accept linked; --listen is exit 2 saying TCP was left out"
+    else
+        fail "RTSCOPE_TCP=0 (exit $nrc)"; cat "$TMP/notcp.err"; nm -u "$TMP/agent.notcp" | grep -w 'socket\|bind\|accept'
+    fi
+else
+    fail "build with RTSCOPE_TCP=0"; tail -5 "$TMP/notcp.build"
+fi
+#    A user's build with system headers that are not warning-free (NuttX's
+#    PTHREAD_MUTEX_INITIALIZER leaves a field out): warnings, not errors.
+printf 'struct rtos_mutex { int a, b; };\nstatic inline int rtos_init(void) { struct rtos_mutex m = {1}; return m.a; }\n' > "$TMP/rtos.h"
+if make -s CFLAGS="-O2 -include $TMP/rtos.h" OUT="$TMP/agent.userbuild" >"$TMP/userbuild.out" 2>&1 &&
+   grep -q 'missing-field-initializers' "$TMP/userbuild.out"; then
+    pass "a user's build: a header's -Wmissing-field-initializers is a warning, not an error (-Werror only in check builds)"
+else
+    fail "a user's build with a warning in a system header"; tail -5 "$TMP/userbuild.out"
+fi
+#    Stack: the session's deepest chain from main, gcc's own frame sizes.
+if gcc -fcallgraph-info=su -x c -c /dev/null -o /dev/null 2>/dev/null; then
+    mkdir -p "$TMP/su"
+    for f in $(make -s PORT=posix sources); do
+        gcc -std=c99 -O2 -U__linux__ -fstack-usage -fcallgraph-info=su -c "$f" -o "$TMP/su/${f%.c}.o" 2>>"$TMP/su.err"
+    done
+    if python3 stack_usage.py "$TMP/su" main --max 3072 \
+        --indirect session=on_hi,on_bye,on_stop,on_plan,on_own --indirect dispatch=on_hi,on_bye,on_stop,on_plan,on_own \
+        --indirect run_submit=announce_plan > "$TMP/su.out" 2>&1; then
+        pass "stack: main's deepest chain $(tail -1 "$TMP/su.out" | awk '{print $1}') bytes + libc (limit 3072; docs/porting.md)"
+    else
+        fail "stack of the main path"; cat "$TMP/su.out" "$TMP/su.err" | tail -12
+    fi
+else
+    skip "stack check (gcc without -fcallgraph-info)"
+fi
+
+# 9. the agent's own threads run below every measuring thread (issue 48,
+#    item 4): started at SCHED_FIFO 50 (as an RTOS starts its first task),
+#    a timer plan at priority 40 must find no thread of the agent above it.
+#    Linux port: its threads at SCHED_OTHER; generic port: at the lowest
+#    FIFO priority, and a plan that cannot be above them is refused.
+own_prio_check() { # AGENT PRIO -> "policy rt_priority" of every thread while measuring, then hello/error
+    a=$1; o="$TMP/prio.$$"; : > "$o"
+    ( "$a" --sign "plan id=1 probe=timer interval_ns=1000000 duration_ns=1000000000 priority=$2 policy=fifo cpus=0 threads=1 worst=5"
+      i=0; until grep -q '^RTS1 \(progress\|error\) ' "$o" || [ $i -ge 50 ]; do sleep 0.1; i=$((i + 1)); done
+      pid=$(cat "$o.pid" 2>/dev/null)
+      for t in /proc/$pid/task/*; do sed 's/.*) //' "$t/stat" | awk '{print "thread", $39, $38}'; done > "$o.threads"
+      i=0; until grep -q '^RTS1 \(done\|error\) ' "$o" || [ $i -ge 50 ]; do sleep 0.1; i=$((i + 1)); done
+      "$a" --sign bye ) | chrt -f 50 sh -c 'echo $$ > "$1.pid"; exec "$2"' sh "$o" "$a" > "$o"
+    cat "$o.threads"; grep '^RTS1 \(hello\|error\)' "$o"; rm -f "$o" "$o.pid" "$o.threads"
+}
+if chrt -f 50 true 2>/dev/null; then
+    own_prio_check ./rtscope-agent 40 > "$TMP/prio.linux"
+    own_prio_check "$TMP/agent.posix" 40 > "$TMP/prio.posix"
+    own_prio_check "$TMP/agent.posix" 1 > "$TMP/prio.posix1"
+    if [ "$(grep -c '^thread 1 40$' "$TMP/prio.linux")" = 1 ] && [ "$(grep -c '^thread 0 0$' "$TMP/prio.linux")" -ge 4 ] &&
+       ! grep '^thread' "$TMP/prio.linux" | grep -v '^thread 0 0$' | grep -qv '^thread 1 40$' &&
+       grep -q ' own_prio=0 ' "$TMP/prio.linux"; then
+        pass "Linux port started at FIFO 50: measuring thread FIFO 40, $(grep -c '^thread 0 0$' "$TMP/prio.linux") own threads SCHED_OTHER"
+    else
+        fail "Linux port: the agent's own threads vs the measuring thread"; cat "$TMP/prio.linux"
+    fi
+    if [ "$(grep -c '^thread 1 40$' "$TMP/prio.posix")" = 1 ] && [ "$(grep -c '^thread 1 1$' "$TMP/prio.posix")" -ge 4 ] &&
+       ! grep '^thread' "$TMP/prio.posix" | grep -v '^thread 1 1$' | grep -qv '^thread 1 40$' &&
+       grep -q ' prio_min=1 prio_max=99 own_prio=1 ' "$TMP/prio.posix" &&
+       grep -q '^RTS1 error id=1 code=plan line=1 msg=priority:%201%20puts' "$TMP/prio.posix1"; then
+        pass "generic port started at FIFO 50: own threads at FIFO 1 (announced own_prio=1), measuring FIFO 40; -p 1 refused"
+    else
+        fail "generic port: the agent's own threads vs the measuring thread"; cat "$TMP/prio.posix" "$TMP/prio.posix1"
+    fi
+else
+    skip "own thread priorities (chrt -f needs root or CAP_SYS_NICE)"
+fi
+
+# 10. a measuring thread that stops counting (a wake-up the system lost) is
+#     reported as stalled instead of hanging the plan (issue 48, item 8).
+python3 stall_check.py ./rtscope-agent > "$TMP/stall" 2>&1; src=$?
+if [ $src = 0 ]; then pass "stall: $(cat "$TMP/stall")"
+elif [ $src = 77 ]; then skip "stall check: $(cat "$TMP/stall")"
+else fail "stall"; cat "$TMP/stall"; fi
+
 # 7. hostile input (fuzz_lines.py), under ASan + UBSan where gcc has them
-if make -s CC=gcc CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" OUT="$TMP/agent.asan" >"$TMP/asan.build" 2>&1; then
+if make -s CC=gcc WERROR=-Werror CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" OUT="$TMP/agent.asan" >"$TMP/asan.build" 2>&1; then
     fz="$TMP/agent.asan"; what="ASan+UBSan build"
 else
     fz=./rtscope-agent; what="plain build (no sanitizer runtime)"

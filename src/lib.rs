@@ -8,6 +8,7 @@ pub(crate) mod analysis;
 pub(crate) mod cli;
 pub mod commands;
 pub(crate) mod error;
+pub(crate) mod factors;
 pub mod import;
 pub(crate) mod live;
 pub(crate) mod load;

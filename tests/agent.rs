@@ -550,10 +550,10 @@ fn agent_builds_warning_free_with_gcc_and_clang() {
             eprintln!("SKIP: {cc} not installed (Debian package {cc}; test.sh installs it)");
             continue;
         }
-        // The Makefile's flags are -std=c99 -Wall -Wextra -pedantic -Werror:
-        // a warning fails the build.
+        // Our check build: -std=c99 -Wall -Wextra -pedantic -Werror (a
+        // warning fails it; a user's build leaves -Werror out).
         let out = dir.path().join(format!("rtscope-agent.{cc}"));
-        if let Err(e) = make_agent(&out, &[format!("CC={cc}")]) {
+        if let Err(e) = make_agent(&out, &[format!("CC={cc}"), "WERROR=-Werror".into()]) {
             panic!("make -C agent CC={cc} (warnings are errors):\n{e}");
         }
         let v = Command::new(&out).arg("--version").output().unwrap();
@@ -614,4 +614,145 @@ fn agent_test_sh_passes() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The probes and variants `rtscope probes` lists (measure::REGISTRY):
+/// name -> variants (empty for a probe without selectable variants).
+fn registry(sb: &Sandbox) -> std::collections::BTreeMap<String, Vec<String>> {
+    let out = run_ok(sb, &["probes"]);
+    let mut probes = std::collections::BTreeMap::new();
+    let mut last = String::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if !line.starts_with(' ') {
+            last = line.split_whitespace().next().unwrap_or_default().to_string();
+            probes.insert(last.clone(), Vec::new());
+        } else if let Some((_, list)) = line.trim().split_once("): ").filter(|(h, _)| h.starts_with("variants (")) {
+            probes.get_mut(&last).unwrap().extend(list.split(", ").map(str::to_string));
+        }
+    }
+    probes
+}
+
+/// What an agent announces: its probe lines' name -> variants.
+fn announced(agent: &Path) -> Vec<(String, Vec<String>)> {
+    let mut child = Command::new(agent).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(signed("bye").as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("RTS1 probe "))
+        .map(|l| {
+            let get = |k: &str| l.split(' ').find_map(|f| f.strip_prefix(k)).unwrap_or_default().to_string();
+            let variants = get("variants=");
+            let variants = variants.split(',').filter(|v| !v.is_empty()).map(str::to_string).collect();
+            (get("name="), variants)
+        })
+        .collect()
+}
+
+/// The agent's probe and variant names are the registry's, for the Linux
+/// port and the generic POSIX one: every name an agent announces is one
+/// `rtscope probes` lists, every variant one of that probe's (an agent may
+/// offer a subset, never another name).
+#[test]
+fn the_agents_probe_and_variant_names_are_the_registrys() {
+    let Some(linux) = agent() else { return };
+    let sb = Sandbox::new();
+    let native = registry(&sb);
+    assert!(native.get("sem").is_some_and(|v| v.contains(&"posix/same-cpu".to_string())), "rtscope probes parsed: {native:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let posix = dir.path().join("rtscope-agent.posix");
+    make_agent(&posix, &["PORT=posix".into(), "CFLAGS=-O2 -U__linux__".into()]).expect("the generic POSIX port builds");
+    for (bin, at_least) in [(linux, 9), (posix.as_path(), 7)] {
+        let probes = announced(bin);
+        assert!(probes.len() >= at_least, "{}: {probes:?}", bin.display());
+        for (name, variants) in &probes {
+            let known = native.get(name).unwrap_or_else(|| panic!("{} announces probe {name}, not in `rtscope probes`", bin.display()));
+            for v in variants {
+                assert!(known.contains(v), "{} announces {name}:{v}; `rtscope probes` has {known:?}", bin.display());
+            }
+        }
+    }
+}
+
+/// A console that ends every line with `\r\n` (NuttX's, many serial
+/// ones): the run is the same (issue 48, item 1; the 1 024-byte case is
+/// transport.rs's unit test).
+#[test]
+fn a_console_that_adds_cr_to_every_line_changes_nothing() {
+    let Some(agent) = agent() else { return };
+    let sb = Sandbox::new();
+    let target = format!("exec:{} | sed -u 's/$/\\r/'", agent.display());
+    let json = sb.path("r.json");
+    run_ok(&sb, &["run", "--target", &target, "--probe", "timer", "-i", "1ms", "-D", "1s", "-t", "1", "--no-store", "--json", json.to_str().unwrap()]);
+    check_timer(&read_json(&json), 1000, 1);
+}
+
+/// A scripted agent that announces another OS (NuttX, no host name, a
+/// 10 ms tick) and answers a timer plan with one result block: 1 µs
+/// latencies, 10 missed periods, and the stall watch's failed step.
+const FOREIGN_AGENT: &str = r#"
+import sys, zlib
+def send(body):
+    line = "RTS1 " + body
+    sys.stdout.write(f"{line} *{zlib.crc32(line.encode()):08x}\r\n"); sys.stdout.flush()
+def hello():
+    send("hello proto=1 agent=0.1.0 os=NuttX release=12.4.0 version=a1b2c3 arch=sim host= cpus=1 clock=CLOCK_MONOTONIC "
+         "res_ns=10000000 clock_read_ns=40 clock_read_min_ns=38 preempt=unknown mlock=ok max_threads=2 max_seconds=3600 "
+         "load_bytes=0 max_line=1024 alloc_check=0 affinity=0 prio_min=1 prio_max=255 own_prio=1")
+    send("probe name=timer variants=")
+    send("ready probes=1")
+hello()
+for raw in sys.stdin:
+    w = raw.split()
+    f = dict(kv.split("=", 1) for kv in w[2:-1] if "=" in kv)
+    kind = w[1] if len(w) > 1 else ""
+    if kind == "hi": hello()
+    elif kind == "bye": send("bye"); break
+    elif kind == "plan":
+        i, iv, d = f["id"], int(f["interval_ns"]), int(f["duration_ns"])
+        n = d // iv - 10
+        send(f"ack id={i} variants= threads=1")
+        send(f"begin id={i} variant=- threads=1 duration_ns={d}")
+        send(f"result id={i} n=0 probe=timer variant=- thread=0 cpu=- interval_ns={iv} samples={n} overruns=10 min_ns=1000 "
+             f"max_ns=1000 sum={1000*n} sumsq={1000000*n} hist=1 tail=1 tail_k=64 worst=5 sec=1 width_s=1 setup=1 stopped=1 notes=0")
+        send(f"setup id={i} n=0 step=stall%20watch outcome=failed detail=no%20event%20for%205000%20ms%20after%20{n+10};%20stopped")
+        send(f"hist id={i} n=0 b=1000:1000:{n}")
+        send(f"tail id={i} n=0 s=1000:{iv}:0:-")
+        send(f"sec id={i} n=0 s=0:{n}:1000:1000:{1000*n}")
+        send(f"end id={i} n=0")
+        send(f"done id={i} status=stopped results=1")
+"#;
+
+/// What the host shows for a target that is not Linux (issue 48, items 5, 7,
+/// 8): the OS and its version as the system's name, "RTOS" instead of "not
+/// RT", `-` for the host name it did not give, no `rtscope doctor` advice
+/// (doctor audits this host, not the target), a warning naming the clock
+/// resolution an interval and latencies fall below, and the stall.
+#[test]
+fn a_target_that_is_not_linux_is_shown_as_what_it_is() {
+    if !have("python3") {
+        eprintln!("SKIP: python3 (the scripted agent)");
+        return;
+    }
+    let sb = Sandbox::new();
+    std::fs::write(sb.path("agent.py"), FOREIGN_AGENT).unwrap();
+    let json = sb.path("r.json");
+    let target = format!("exec:python3 {}", sb.path("agent.py").display());
+    let out = sb.run(&["run", "--target", &target, "--probe", "timer", "-i", "1ms", "-D", "1s", "--no-store", "--json", json.to_str().unwrap()]);
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let run = read_json(&json);
+    assert_eq!(run["host"]["kernel_release"], "NuttX 12.4.0", "{said}");
+    let report = run_ok(&sb, &["report", json.to_str().unwrap(), "--wide"]);
+    let report = String::from_utf8_lossy(&report.stdout).into_owned();
+    let all = format!("{said}\n{report}");
+    assert!(report.contains("== NuttX 12.4.0 =="), "{report}");
+    assert!(report.contains("- · NuttX 12.4.0 (RTOS) · sim"), "{report}");
+    assert!(!all.contains("not RT"), "{all}");
+    assert!(!all.contains("rtscope doctor"), "{all}");
+    assert!(all.contains("10 periods missed"), "{all}");
+    assert!(all.contains("the target's clock resolution is 10ms (clock_getres), coarser than its interval 1ms"), "{all}");
+    assert!(all.contains("a probe on the target stalled (no event for 5000 ms after 1000; stopped)"), "{all}");
+    assert!(!all.contains("not real-time: stall watch"), "{all}");
 }

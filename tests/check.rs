@@ -405,15 +405,42 @@ fn imported_bounds_and_unknown_missed_periods_never_pass() {
 }
 
 /// Issue 31, item 6: an entry missing from one input is said plainly.
+/// Issue 49 item 4: inputs of one phase each pair by probe, as `compare`
+/// pairs them, and the check says so above the verdict; `--match phase`
+/// keeps them apart; a baseline of another phase pairs the same way.
 #[test]
-fn a_missing_entry_is_worded_plainly() {
+fn one_phase_inputs_pair_by_probe_and_a_missing_entry_is_worded_plainly() {
     let dir = tempfile::tempdir().unwrap();
     let a = write(dir.path(), "idle.json", &run(host("h", "6.1.0-rt"), entries("timer", "idle", &[vec![5_000; 100]], 1_000_000)));
-    let b = write(dir.path(), "cpu.json", &run(host("h", "6.1.0-rt"), entries("timer", "cpu", &[vec![5_000; 100]], 1_000_000)));
-    let (code, out, _) = check(&[a.to_str().unwrap(), b.to_str().unwrap(), "--max", "1ms"]);
+    let b = write(dir.path(), "cpu.json", &run(host("h", "6.1.0-rt"), entries("timer", "guest:cpu:1,fork:1", &[vec![9_000; 100]], 1_000_000)));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    // Before: "FAIL ... cpu.json: no entry timer/idle in this input".
+    let (code, out, _) = check(&[a, b, "--max", "1ms"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("PASS timer/idle vs guest:cpu:1,fork:1 max ≤ 1000.0 us: ") && out.contains("cpu.json: 9.0 us"), "{out}");
+    let note = out.lines().position(|l| l.starts_with("note: paired by probe: idle ↔ guest:cpu:1,fork:1")).unwrap_or_else(|| panic!("{out}"));
+    assert!(note < out.lines().position(|l| l.starts_with("result: PASS")).unwrap(), "{out}");
+    // The pairing decides, not the bound: 9.0 us is over 8 us.
+    let (code, out, _) = check(&[a, b, "--max", "8us"]);
     assert_eq!(code, 3, "{out}");
-    assert!(out.contains("cpu.json: no entry timer/idle in this input (it has: timer/cpu)"), "{out}");
+    assert!(out.contains("cpu.json: 9.0 us") && out.contains("(1 of 2 runs fail)"), "{out}");
+    // --match phase keeps them apart, and the missing entry is said plainly.
+    let (code, out, _) = check(&[a, b, "--max", "1ms", "--match", "phase"]);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("cpu.json: no entry timer/idle in this input (it has: timer/guest:cpu:1,fork:1)"), "{out}");
     assert!(out.contains("(1 of 2 runs fail)") && !out.contains("cpu.json has no entry"), "{out}");
+    // A baseline of another phase: before, "the baseline has no max for timer/idle".
+    let (code, out, _) = check(&[a, "--baseline", b, "--ratio", "1.0"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("PASS timer/idle max ≤ 9.0 us (1 × baseline)"), "{out}");
+    assert!(out.contains("note: paired by probe: idle ↔ guest:cpu:1,fork:1"), "{out}");
+    let (code, out, _) = check(&[b, "--baseline", a, "--ratio", "1.5"]);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("FAIL timer/guest:cpu:1,fork:1 max ≤ 7.5 us (1.5 × baseline)"), "{out}");
+    // Under --match phase the baseline's entries are named.
+    let (code, out, _) = check(&[b, "--baseline", a, "--ratio", "1.5", "--match", "phase"]);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("the baseline has no max for timer/guest:cpu:1,fork:1 (it has: timer/idle;"), "{out}");
 }
 
 /// Issue 36 item 16: `check` on a result with `interrupted: true` said PASS,

@@ -306,3 +306,27 @@ fn a_small_significant_difference_is_not_called_material() {
         assert!(text.contains(&format!("KS D={d:.3} {word}")), "{text}");
     }
 }
+
+/// Issue 49 item 7: the agent (ns) against cyclictest (whole µs) in the same
+/// guest read "KS D=0.641 differ" though their percentiles agreed: the test
+/// saw the rounding. It compares at the coarser resolution, and says so.
+#[test]
+fn ks_compares_at_the_coarser_resolution_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    // 20 000 samples over 20.000–29.999 µs, one per ns value step of 10 ns (×20).
+    let fine: Vec<(u64, u64)> = (0..1000u64).map(|k| (20_000 + 10 * k, 20)).collect();
+    let a = from_histogram("timer", "idle", &fine);
+    // The same samples as cyclictest stores them: truncated to whole µs.
+    let mut b = from_histogram("timer", "idle", &fine);
+    b.histogram = (20..30u64).map(|u| rtscope::model::Bucket { lo_ns: rtscope::model::Nanos(u * 1000), hi_ns: rtscope::model::Nanos(u * 1000 + 999), count: 2000 }).collect();
+    let fa = write(dir.path(), "agent.json", &run(host("g", "6.1.0-rt"), vec![a]));
+    let fb = write(dir.path(), "cyclictest.json", &run(host("g", "6.1.0-rt"), vec![b]));
+    let v = json_out(rtscope().arg("compare").arg(&fa).arg(&fb).args(["--format", "json"]));
+    let ks = &v["rows"][0]["cells"][1]["ks_vs_first"];
+    assert!(ks["d"].as_f64().unwrap() < 1e-9, "{ks}");
+    assert_eq!(ks["distinguishable"], false, "{ks}");
+    assert_eq!(ks["at_ns"], 1000, "{ks}");
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("different resolutions; the KS test compares them at the coarser one, 1 us"), "{notes}");
+    assert!(v["sentences"][0].as_str().unwrap().contains("at the coarser resolution of 1 us"), "{}", v["sentences"]);
+}

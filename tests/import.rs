@@ -1143,3 +1143,19 @@ fn files_too_wide_to_hold_are_refused_as_they_are_read() {
     let err = import_err(&write("l.txt", long), &["--format", "cyclictest-hist"]);
     assert!(err.contains("line 2: a line longer than 1048576 bytes"), "{err}");
 }
+
+/// Issue 49: the phase names the kernel lab makes (`guest:SPEC`, with
+/// commas) import as they are; a name `run --phase-name` refuses is refused here too.
+#[test]
+fn lab_phase_names_import_as_they_are() {
+    let name = "guest:cpu:1,fork:1,io:1,net:1";
+    let runs = convert(&fixture("cyclictest.json"), &["--phase", name]);
+    assert!(!runs.is_empty());
+    for run in &runs {
+        for r in results(run) {
+            assert_eq!(r["phase"], name);
+        }
+    }
+    let err = import_err(&fixture("cyclictest.json"), &["--phase", "two words"]);
+    assert!(err.contains("--phase \"two words\"") && err.contains("-_.:,+="), "{err}");
+}

@@ -33,7 +33,7 @@ const LAYERS: &[&[&str]] = &[
     &["monitor"],
     &["analysis"],
     &["report"],
-    &["serve"],
+    &["serve", "factors"],
     &["cli"],
     &["commands"],
 ];

@@ -21,13 +21,21 @@
 //! range. A baseline's value that is a bound counts at its lower end (the
 //! tightest limit it allows).
 //!
+//! Entries pair as `compare` pairs them ([`crate::analysis::compare::pair`]):
+//! by phase name, and inputs of one phase each (a run of `idle` against a
+//! baseline of `guest:cpu:1`) by probe; `--match` and `--phases` choose.
+//! The baseline takes part in the pairing as a further input, so its entry
+//! for a case is the one compare would put beside it. Rows that pair
+//! different phases are said in the notes, above the verdict.
+//!
 //! `--miss-ratio` is misses per period: a miss is a sample over `--deadline`
 //! or a missed period (an overrun); `--deadline` alone means no miss is
 //! allowed (`--miss-ratio 0`).
 
 use serde::Serialize;
 
-use crate::analysis::compare::{merged_entries, EntryKey};
+use crate::analysis::compare::{merged_entries, pair, EntryKey, Pairing};
+use crate::error::BadInput;
 use crate::analysis::{deadline, percentiles};
 use crate::model::{Nanos, ProbeResult, Run};
 
@@ -150,6 +158,8 @@ pub(crate) struct Gate {
     pub(crate) baseline: Option<(Vec<Run>, f64)>,
     pub(crate) majority: bool,
     pub(crate) deadline: Option<Nanos>,
+    /// How entries of the inputs (and the baseline) are paired, as `compare`.
+    pub(crate) pairing: Pairing,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -228,38 +238,59 @@ fn entry_list(entries: &[&ProbeResult]) -> String {
     entries.iter().map(|r| EntryKey::of(r).label()).collect::<Vec<_>>().join(", ")
 }
 
-/// The merged entry `k` among a run's merged entries.
-fn find<'r>(entries: &[&'r ProbeResult], k: &EntryKey) -> Option<&'r ProbeResult> {
-    entries.iter().find(|r| &EntryKey::of(r) == k).copied()
-}
-
 /// One bound to check on an entry: the metric, `"bound"` or `"baseline"`,
 /// and the bound (absolute) or the ratio X (baseline).
 type Spec = (Metric, &'static str, f64);
 
-/// The inputs of a check, each run's merged entries found once.
+/// One entry checked: its key (the phases of the checked runs, "A vs B"
+/// when it pairs different ones), each run's entry and each baseline run's.
+struct Row<'a> {
+    key: EntryKey,
+    runs: Vec<Option<&'a ProbeResult>>,
+    base: Vec<Option<&'a ProbeResult>>,
+}
+
+/// The inputs of a check, each run's merged entries found and paired once.
 struct Inputs<'a> {
     runs: &'a [(String, Run)],
     gate: &'a Gate,
     merged: Vec<Vec<&'a ProbeResult>>,
-    base_merged: Vec<Vec<&'a ProbeResult>>,
+    rows: Vec<Row<'a>>,
+    /// What the pairing said (rows of different phases and why).
+    pairing_notes: Vec<String>,
 }
 
-/// Check `runs` (each with its source label) against `gate`.
-pub(crate) fn check(runs: &[(String, Run)], gate: &Gate) -> CheckReport {
-    let inputs = Inputs {
-        runs,
-        gate,
-        merged: runs.iter().map(|(_, run)| merged_entries(run)).collect(),
-        base_merged: gate.baseline.iter().flat_map(|(base, _)| base.iter().map(merged_entries)).collect(),
-    };
-    // Entries in order of first appearance over the runs.
-    let keys: Vec<EntryKey> = crate::units::first_seen(inputs.merged.iter().flatten().map(|r| EntryKey::of(r)));
-    let mut cases: Vec<Case> = keys.iter().flat_map(|k| inputs.specs(k).into_iter().map(|spec| inputs.case(k, spec))).collect();
+/// Check `runs` (each with its source label) against `gate`. Bad input: a
+/// `--phases` pair naming a phase no input has, `--match probe` over
+/// inputs with different numbers of phases.
+pub(crate) fn check(runs: &[(String, Run)], gate: &Gate) -> Result<CheckReport, BadInput> {
+    let merged: Vec<Vec<&ProbeResult>> = runs.iter().map(|(_, run)| merged_entries(run)).collect();
+    let base_runs: &[Run] = gate.baseline.as_ref().map(|(b, _)| b.as_slice()).unwrap_or(&[]);
+    let n = runs.len();
+    let mut all = merged.clone();
+    all.extend(base_runs.iter().map(merged_entries));
+    let mut names: Vec<String> = runs.iter().map(|(s, _)| s.clone()).collect();
+    names.extend((0..base_runs.len()).map(|i| if base_runs.len() == 1 { "the baseline".to_string() } else { format!("baseline run {}", i + 1) }));
+    let (slotted, pairing_notes) = pair(&all, &names, &gate.pairing)?;
+    let rows = slotted
+        .iter()
+        .filter(|s| s.cells[..n].iter().any(Option::is_some))
+        .map(|s| {
+            let at = |i: usize| s.cells[i].map(|j| all[i][j]);
+            let phases = crate::units::first_seen((0..n).filter_map(at).map(|r| r.phase.as_str()));
+            Row {
+                key: EntryKey { probe: s.key.0.clone(), phase: phases.join(" vs "), variant: s.key.1.clone() },
+                runs: (0..n).map(at).collect(),
+                base: (n..all.len()).map(at).collect(),
+            }
+        })
+        .collect();
+    let inputs = Inputs { runs, gate, merged, rows, pairing_notes };
+    let mut cases: Vec<Case> = inputs.rows.iter().flat_map(|row| inputs.specs(&row.key).into_iter().map(|spec| inputs.case(row, spec))).collect();
     cases.extend(interrupted_cases(runs));
     let notes = inputs.notes(cases.is_empty());
     let passed = !cases.is_empty() && cases.iter().all(|c| c.passed);
-    CheckReport { schema_version: 1, passed, rule: if gate.majority { "majority" } else { "any" }, cases, notes }
+    Ok(CheckReport { schema_version: 1, passed, rule: if gate.majority { "majority" } else { "any" }, cases, notes })
 }
 
 impl Inputs<'_> {
@@ -277,28 +308,37 @@ impl Inputs<'_> {
     }
 
     /// The limit of a case: the bound, or X × the baseline's median value.
-    fn limit(&self, k: &EntryKey, (metric, kind, bound): Spec) -> Result<f64, String> {
+    fn limit(&self, row: &Row, (metric, kind, bound): Spec) -> Result<f64, String> {
         match (kind, &self.gate.baseline) {
             ("baseline", Some((_, x))) => {
                 // A baseline bound counts at its lower end: the tightest limit.
-                let vals: Vec<f64> =
-                    self.base_merged.iter().filter_map(|b| find(b, k)).filter_map(|r| metric.value(r, self.gate.deadline).ok()).map(|m| m.lower).collect();
-                median(vals).map(|v| v * x).ok_or_else(|| format!("the baseline has no {} for {}", metric.name(), k.label()))
+                let vals: Vec<f64> = row.base.iter().flatten().filter_map(|r| metric.value(r, self.gate.deadline).ok()).map(|m| m.lower).collect();
+                median(vals).map(|v| v * x).ok_or_else(|| {
+                    let has: Vec<String> = self.gate.baseline.iter().flat_map(|(b, _)| b.iter()).flat_map(merged_entries).map(|r| EntryKey::of(r).label()).collect();
+                    format!(
+                        "the baseline has no {} for {} (it has: {}; pair them with --match probe or --phases)",
+                        metric.name(),
+                        row.key.label(),
+                        if has.is_empty() { "none".into() } else { crate::units::first_seen(has.into_iter()).join(", ") }
+                    )
+                })
             }
             _ => Ok(bound),
         }
     }
 
     /// The case of entry `k` and `spec`: every run's value against the limit.
-    fn case(&self, k: &EntryKey, spec: Spec) -> Case {
+    fn case(&self, row: &Row, spec: Spec) -> Case {
         let (metric, kind, bound) = spec;
-        let limit = self.limit(k, spec);
+        let k = &row.key;
+        let limit = self.limit(row, spec);
         let values: Vec<RunValue> = self
             .runs
             .iter()
             .zip(&self.merged)
-            .map(|((source, _), entries)| {
-                let v = match find(entries, k) {
+            .zip(&row.runs)
+            .map(|(((source, _), entries), entry)| {
+                let v = match entry {
                     Some(r) => metric.value(r, self.gate.deadline),
                     None => Err(format!("no entry {} in this input (it has: {})", k.label(), entry_list(entries))),
                 };
@@ -319,7 +359,7 @@ impl Inputs<'_> {
     /// Notes: no case checked, runs without PREEMPT_RT under a latency bound, the baseline used.
     fn notes(&self, no_case: bool) -> Vec<String> {
         let gate = self.gate;
-        let mut notes = Vec::new();
+        let mut notes = self.pairing_notes.clone();
         if no_case {
             notes.push(format!(
                 "no case was checked: the inputs have no entry the given bounds apply to (entries: {})",

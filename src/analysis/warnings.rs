@@ -10,8 +10,14 @@ use crate::model::Run;
 pub(crate) enum Warning {
     /// The real-time set-up failed in at least one step.
     NotRealtime { reasons: Vec<String> },
-    /// Periods were missed.
-    Overruns { probe: String, phase: String, overruns: u64, samples: u64 },
+    /// Periods were missed. `here`: measured on this host (`rtscope doctor`
+    /// audits it); false for a run on a target (an agent).
+    Overruns { probe: String, phase: String, overruns: u64, samples: u64, here: bool },
+    /// A target's clock is coarser than what was measured with it: an
+    /// interval or the latencies below its resolution (`hello res_ns`).
+    CoarseClock { probe: String, phase: String, resolution_ns: u64, what: String },
+    /// A probe on the target stopped counting; the agent stopped the variant.
+    Stalled { detail: String },
     /// Run ended by a signal.
     Interrupted { phase: Option<String> },
     /// The file was last written while the run still measured: it was killed.
@@ -25,6 +31,9 @@ pub(crate) enum Warning {
     /// A one-way hand-off probe ran under threshold tracing: the events on its
     /// own measured path (the receiver's wake-up and switch-in) cost time.
     TracedHandoff { probe: String },
+    /// Call-chain sampling ran beside threshold tracing (`--trace-stacks`), or
+    /// was asked for and could not run (`unavailable`).
+    StackSampled { hz: u32, unavailable: Option<String> },
     /// Fewer samples than a percentile in the tables needs (10 beyond it).
     TooFewSamples { probe: String, phase: String, percentile: String, samples: u64, needed: u64, rate_hz: f64 },
     /// Enough samples for the tables, but the run is shorter than the
@@ -58,13 +67,24 @@ impl fmt::Display for Warning {
                 "not real-time: {}. Latencies include ordinary scheduling delays; run as root or with CAP_SYS_NICE and CAP_IPC_LOCK for a real-time measurement.",
                 reasons.join("; ")
             ),
-            Warning::Overruns { probe, phase, overruns, samples } => {
+            Warning::Overruns { probe, phase, overruns, samples, here } => {
                 let pct = 100.0 * crate::stats::miss_ratio(*overruns, overruns.saturating_add(*samples));
                 write!(
                     f,
-                    "{probe} ({phase}): {overruns} periods missed ({pct:.2} % of all periods). The system could not keep this interval; the worst case is at least one full period late. Use a longer interval or find the cause (rtscope doctor)."
+                    "{probe} ({phase}): {overruns} periods missed ({pct:.2} % of all periods). The system could not keep this interval; the worst case is at least one full period late. Use a longer interval or find the cause {}.",
+                    if *here { "(rtscope doctor)" } else { "on the target (its clock, its load, what runs above the probe)" }
                 )
             }
+            Warning::CoarseClock { probe, phase, resolution_ns, what } => write!(
+                f,
+                "{probe} ({phase}): the target's clock resolution is {} (clock_getres), coarser than {what}: periods and wake-ups come in its ticks, so latencies and missed periods reflect the tick, not the system. Use a tickless or high-resolution clock on the target (docs/porting.md) or an interval of at least {}.",
+                crate::units::fmt_ns(*resolution_ns),
+                crate::units::fmt_ns(*resolution_ns)
+            ),
+            Warning::Stalled { detail } => write!(
+                f,
+                "a probe on the target stalled ({detail}): it stopped counting, so the agent stopped it and kept what it had measured. A wake-up lost by the target's system, or a thread starved by a higher-priority one; the results end there."
+            ),
             Warning::Interrupted { phase } => write!(
                 f,
                 "the run was interrupted{}; the results hold only the samples taken before that.",
@@ -83,6 +103,11 @@ impl fmt::Display for Warning {
                 "could not hold /dev/cpu_dma_latency at 0 ({detail}); deep CPU idle states may add wake-up latency."
             ),
             Warning::NoTracing { detail } => write!(f, "no trace snapshots: {detail}."),
+            Warning::StackSampled { hz, unavailable: None } => write!(
+                f,
+                "measured with kernel call-chain sampling at {hz} Hz on the measured CPUs (--trace-stacks): each sample is a timer interrupt there; compare only with runs sampled the same way (bench/stack-cost measures the difference; --trace-stacks 0 turns it off)."
+            ),
+            Warning::StackSampled { unavailable: Some(why), .. } => write!(f, "no code paths in the trace snapshots: {why}."),
             Warning::TracedHandoff { probe } => write!(
                 f,
                 "{probe}: measured under threshold tracing, whose scheduler events lie on a hand-off's own path (the receiver's wake-up and switch-in: dropped by the kernel's filters, but each still costs), so its samples are longer than untraced ones; compare it only with runs traced the same way (bench/trace-cost --probe {probe} measures the difference)."
@@ -114,7 +139,7 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
         .realtime_setup
         .steps
         .iter()
-        .filter(|s| s.outcome == crate::model::Outcome::Failed && s.step != "cpu_dma_latency" && s.step != "tracing")
+        .filter(|s| s.outcome == crate::model::Outcome::Failed && !["cpu_dma_latency", "tracing", "stall watch"].contains(&s.step.as_str()))
         .map(|s| format!("{} failed ({})", s.step, s.detail))
         .collect();
     if !failed.is_empty() {
@@ -134,10 +159,19 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
             phase: r.phase.clone(),
             overruns: r.overruns,
             samples: r.samples,
+            here: run.agent.is_none(),
         });
+    }
+    out.extend(target_clock(run));
+    let mut stalls = run.realtime_setup.steps.iter().filter(|s| s.step == "stall watch" && s.outcome == crate::model::Outcome::Failed);
+    if let Some(s) = stalls.next() {
+        out.push(Warning::Stalled { detail: s.detail.clone() });
     }
     if let Some(s) = run.realtime_setup.steps.iter().find(|s| s.step == "tracing" && s.outcome == crate::model::Outcome::Failed) {
         out.push(Warning::NoTracing { detail: s.detail.clone() });
+    }
+    if let (Some(hz), Some(t)) = (run.plan.trace.as_ref().and_then(|p| p.stack_hz), run.trace.as_ref()) {
+        out.push(Warning::StackSampled { hz, unavailable: t.stacks.as_ref().and_then(|s| s.unavailable.clone()) });
     }
     if run.trace.is_some() {
         let mut seen: Vec<&str> = Vec::new();
@@ -182,6 +216,30 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
         out.push(Warning::Unfinished);
     }
     out
+}
+
+/// A target whose clock is coarser than 1 µs (an RTOS's tick, 10 ms on a
+/// default NuttX build): every merged entry whose interval or largest
+/// latency is below the resolution is named (issue 48).
+fn target_clock(run: &Run) -> Vec<Warning> {
+    let Some(res) = run.agent.as_ref().map(|a| a.clock_resolution_ns.0).filter(|r| *r > 1_000) else {
+        return Vec::new();
+    };
+    let fmt = crate::units::fmt_ns;
+    run.results
+        .iter()
+        .filter(|r| r.thread.is_none())
+        .filter_map(|r| {
+            let what = if r.interval_ns.0 > 0 && r.interval_ns.0 < res {
+                format!("its interval {}", fmt(r.interval_ns.0))
+            } else if r.samples > 0 && r.max_ns.0 < res {
+                format!("every latency it measured (max {})", fmt(r.max_ns.0))
+            } else {
+                return None;
+            };
+            Some(Warning::CoarseClock { probe: r.probe.clone(), phase: r.phase.clone(), resolution_ns: res, what })
+        })
+        .collect()
 }
 
 #[cfg(test)]

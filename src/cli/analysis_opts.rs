@@ -68,6 +68,19 @@ pub(crate) enum MatchArg {
     Probe,
 }
 
+impl MatchArg {
+    /// With `--phases`, as the analysis takes them.
+    pub(crate) fn pairing(self, phases: &[(String, String)]) -> crate::analysis::compare::Pairing {
+        use crate::analysis::compare::MatchBy;
+        let by = match self {
+            MatchArg::Auto => MatchBy::Auto,
+            MatchArg::Phase => MatchBy::Phase,
+            MatchArg::Probe => MatchBy::Probe,
+        };
+        crate::analysis::compare::Pairing { by, phases: phases.to_vec() }
+    }
+}
+
 impl CommonReportOpts {
     /// The bin width (`--bins`, else the default 5 µs).
     pub(crate) fn bin_width(&self) -> u64 {
@@ -75,13 +88,7 @@ impl CommonReportOpts {
     }
     /// `--match` and `--phases` as the analysis takes them.
     pub(crate) fn pairing(&self) -> crate::analysis::compare::Pairing {
-        use crate::analysis::compare::MatchBy;
-        let by = match self.match_by {
-            MatchArg::Auto => MatchBy::Auto,
-            MatchArg::Phase => MatchBy::Phase,
-            MatchArg::Probe => MatchBy::Probe,
-        };
-        crate::analysis::compare::Pairing { by, phases: self.phases.clone() }
+        self.match_by.pairing(&self.phases)
     }
 }
 
@@ -216,6 +223,15 @@ pub(crate) struct CheckArgs {
     /// With several runs, a case fails only when at least half of the runs fail it (else any run failing fails it).
     #[arg(long)]
     pub(crate) majority: bool,
+
+    /// How entries of the inputs and the baseline are paired, as in compare: phase, probe, auto
+    /// (by phase name; inputs of one phase each pair by probe).
+    #[arg(long = "match", value_enum, value_name = "BY", default_value_t = MatchArg::Auto)]
+    pub(crate) match_by: MatchArg,
+
+    /// Check phase A of the first input against phase B of the others and the baseline (A=B pairs).
+    #[arg(long, value_name = "A=B", value_delimiter = ',', value_parser = parse_phase_pair)]
+    pub(crate) phases: Vec<(String, String)>,
 
     /// Also write the cases as JUnit XML (one testcase per entry and bound) to FILE.
     #[arg(long, value_name = "FILE")]

@@ -6,6 +6,7 @@
 pub(crate) mod analysis_opts;
 pub(crate) mod applies;
 pub(crate) mod describe;
+pub(crate) mod factors;
 pub(crate) mod given;
 pub(crate) mod load;
 pub(crate) mod plan;
@@ -76,6 +77,8 @@ pub(crate) enum Command {
     Check(analysis_opts::CheckArgs),
     /// List the built-in presets `rtscope run --preset NAME` accepts.
     Presets,
+    /// Which setting matters here: vary knobs over randomised rounds, measure each one's effect with an interval, restore everything.
+    Factors(factors::FactorsArgs),
     /// A load process (started by `rtscope run` for each load; not for people).
     #[command(name = "__load", hide = true)]
     LoadWorker(load::LoadWorkerArgs),
@@ -92,6 +95,7 @@ pub(crate) fn parse_or_exit(argv: Vec<std::ffi::OsString>) -> Cli {
     let run = match &mut cli.command {
         Command::Run(r) => Some(r),
         Command::Monitor(m) => Some(&mut m.run),
+        Command::Factors(f) => Some(&mut f.run),
         _ => None,
     };
     if let (Some(run), Some((_, m))) = (run, matches.subcommand()) {
@@ -244,6 +248,13 @@ pub(crate) struct RunArgs {
     /// entries, comma-separated (`default,timer/hrtimer_expire_entry`).
     #[arg(long, value_name = "LIST", default_value = "default", value_parser = parse_trace_events)]
     pub(crate) trace_events: TraceEvents,
+
+    /// Call-chain samples per second on each measured CPU while tracing (with
+    /// --trace-threshold): perf_event_open's software clock, kernel frames symbolised
+    /// from /proc/kallsyms; each traced late sample then names the code paths that ran,
+    /// and gaps in the samples show interrupts-off stretches. 0 turns sampling off.
+    #[arg(long, value_name = "HZ", default_value_t = 4000, value_parser = clap::value_parser!(u32).range(0..=50_000))]
+    pub(crate) trace_stacks: u32,
 
     /// Measure another system with rtscope-agent: exec:'CMD' (its stdin/stdout, e.g.
     /// exec:'ssh board rtscope-agent'), tcp:HOST:PORT (an agent started with --listen PORT)

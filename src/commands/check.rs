@@ -68,8 +68,8 @@ pub(crate) fn cmd(args: &CheckArgs) -> anyhow::Result<u8> {
         (Some(b), Some(x)) => Some((inputs::load_inputs(std::slice::from_ref(b), db)?.into_iter().map(|(_, r)| r).collect(), x)),
         _ => None,
     };
-    let gate = Gate { bounds, baseline, majority: args.majority, deadline: args.deadline.map(Nanos) };
-    let r = check::check(&runs, &gate);
+    let gate = Gate { bounds, baseline, majority: args.majority, deadline: args.deadline.map(Nanos), pairing: args.match_by.pairing(&args.phases) };
+    let r = check::check(&runs, &gate)?;
     if let Some(path) = &args.junit {
         let xml = report::check::junit(&r)?;
         crate::store::json::write_atomic(path, |w| Ok(w.write_all(xml.as_bytes())?))?;

@@ -17,6 +17,7 @@ pub fn main() -> ExitCode {
         Command::Probes => commands::probes::cmd(),
         Command::Doctor(args) => commands::doctor::cmd(&args),
         Command::Presets => commands::presets::cmd(),
+        Command::Factors(args) => commands::factors::cmd(&args),
         Command::LoadWorker(args) => crate::load::worker::LoadWorkerArgs::from_args(&args.args).and_then(|w| crate::load::worker::main(&w)),
         Command::History(args) => commands::history::cmd(&args),
         Command::Show(args) => commands::show::cmd(&args),

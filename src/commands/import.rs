@@ -299,8 +299,19 @@ fn check_word(flag: &str, v: &str) -> Result<(), BadInput> {
     Ok(())
 }
 
+/// `--phase`: the same names `run --phase-name` takes (1-64 letters, digits
+/// or `-_.:,+=`), so the phase names the lab makes (`guest:cpu:1,fork:1`)
+/// import as they are (issue 49: they were refused for their commas).
+fn check_phase(v: &str) -> Result<(), BadInput> {
+    let ok = |c: char| c.is_ascii_alphanumeric() || "-_.:,+=".contains(c);
+    if v.is_empty() || v.len() > 64 || !v.chars().all(ok) {
+        return Err(BadInput(format!("--phase {v:?}: use 1-64 letters, digits or -_.:,+= (as run --phase-name; e.g. guest:cpu:1,fork:1)")));
+    }
+    Ok(())
+}
+
 pub(crate) fn cmd(args: &ImportArgs) -> anyhow::Result<u8> {
-    check_word("--phase", &args.phase)?;
+    check_phase(&args.phase)?;
     if let Some(p) = &args.probe {
         check_word("--probe", p)?;
     }

@@ -5,6 +5,7 @@ pub(crate) mod check;
 pub(crate) mod compare;
 pub(crate) mod doctor;
 pub mod entry;
+pub(crate) mod factors;
 pub(crate) mod inputs;
 pub(crate) mod monitor;
 pub(crate) mod presets;

@@ -59,6 +59,7 @@ pub(crate) fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
         cli::plan::check_writable(dir, "--textfile")?;
     }
     let (mp, output) = monitor_plan(args, cycle.as_deref(), started)?;
+    crate::factors::journal::recover_and_say();
     // Bind before measuring: a port in use is bad input, not a surprise later.
     let server = match listen {
         Some(addr) => Some(crate::serve::bind(addr)?),

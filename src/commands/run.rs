@@ -53,6 +53,7 @@ pub(crate) fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
         print!("{}", cli::load::describe(&plan, &exp, &output, true));
         return Ok(EXIT_OK);
     }
+    crate::factors::journal::recover_and_say();
     // Open the history database before measuring: a bad --db is bad input
     // (exit 2, nothing measured or written), not a surprise after an hour.
     let mut store = crate::commands::history::open_for_run(&args.store)?;

@@ -74,9 +74,14 @@ fn host_of(h: &Line) -> Host {
         _ => "unknown",
     };
     let cpus = h.get("cpus").and_then(|c| c.parse::<usize>().ok()).unwrap_or(0);
+    // Another OS than Linux: its name and version are the system's name
+    // ("NuttX 12.4.0"), a bare version says nothing (issue 48).
+    let os = h.get("os").unwrap_or("");
+    let release = h.get("release").unwrap_or("");
+    let release = if os.is_empty() || os == "Linux" { release.to_string() } else { format!("{os} {release}").trim().to_string() };
     Host {
         hostname: h.get("host").unwrap_or("").to_string(),
-        kernel_release: h.get("release").unwrap_or("").to_string(),
+        kernel_release: release,
         kernel_version: h.get("version").unwrap_or("").to_string(),
         realtime: preempt == "PREEMPT_RT",
         preempt_model: model.to_string(),
@@ -145,7 +150,13 @@ fn place_host_threads(reader_tid: Option<i32>, h: &Line, cpus: &[usize]) -> Setu
     let here = |f: &str| std::fs::read_to_string(format!("/proc/sys/kernel/{f}")).map(|s| s.trim().to_string()).unwrap_or_default();
     let (host, release) = (h.get("host").unwrap_or(""), h.get("release").unwrap_or(""));
     if host.is_empty() || host != here("hostname") || release != here("osrelease") {
-        return SetupStep::skipped(STEP, format!("the agent runs on another system ({host}, {release}): it shares no CPU with this rtscope"));
+        // Names alone cannot tell: a simulator (NuttX's sim, an RTOS on
+        // qemu-user) runs here under another name.
+        let host = if host.is_empty() { "-" } else { host };
+        return SetupStep::skipped(
+            STEP,
+            format!("the agent names another system ({host}, {release}); if it runs on this machine (a simulator), it may share CPUs with rtscope's session and reader threads"),
+        );
     }
     let allowed = match crate::sys::sched::current_affinity() {
         Ok(a) => a,

@@ -259,7 +259,7 @@ fn reader<R: Read + Send + 'static>(mut r: R) -> (Receiver<Incoming>, Arc<Atomic
         .spawn(move || {
             tid_w.store(crate::sys::sched::current_tid(), Ordering::Release);
             let mut buf = [0u8; 4096];
-            let mut line: Vec<u8> = Vec::with_capacity(MAX_LINE);
+            let mut line: Vec<u8> = Vec::with_capacity(MAX_LINE + 1);
             let mut oversized = false;
             loop {
                 let n = match r.read(&mut buf) {
@@ -288,6 +288,7 @@ fn reader<R: Read + Send + 'static>(mut r: R) -> (Receiver<Incoming>, Arc<Atomic
                         if line.last() == Some(&b'\r') {
                             line.pop();
                         }
+                        line.truncate(MAX_LINE);
                         let text = String::from_utf8_lossy(&line).into_owned();
                         let item = if oversized { Err(text) } else { Ok(text) };
                         if tx.send(Incoming::Line(item)).is_err() {
@@ -295,7 +296,10 @@ fn reader<R: Read + Send + 'static>(mut r: R) -> (Receiver<Incoming>, Arc<Atomic
                         }
                         line.clear();
                         oversized = false;
-                    } else if line.len() < MAX_LINE {
+                    } else if line.len() < MAX_LINE || (line.len() == MAX_LINE && b == b'\r') {
+                        // The limit is without the line end: a `\r` after
+                        // MAX_LINE bytes (a console's `\r\n`) is kept to be
+                        // dropped at the `\n`, not counted.
                         line.push(b);
                     } else {
                         oversized = true;
@@ -386,6 +390,21 @@ mod tests {
         drop(l);
         // Reaped: the pid no longer exists as our child.
         assert!(nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), Some(nix::sys::wait::WaitPidFlag::WNOHANG)).is_err());
+    }
+
+    #[test]
+    fn a_full_length_line_ending_crlf_is_legal() {
+        // A console that turns \n into \r\n (NuttX's, many serial ones):
+        // the limit counts the line without its end (issue 48, item 1).
+        let spec = TargetSpec::Exec(format!(
+            "head -c {n} /dev/zero | tr '\\0' x; printf '\\r\\n'; head -c {n} /dev/zero | tr '\\0' y; printf '\\rz\\r\\n'",
+            n = MAX_LINE
+        ));
+        let l = Link::open(&spec).unwrap();
+        assert!(matches!(l.next(Duration::from_secs(20)), Some(Incoming::Line(Ok(s))) if s.len() == MAX_LINE && s.bytes().all(|b| b == b'x')));
+        // A \r inside a line is a byte of it: 1024 + "\rz" is too long.
+        assert!(matches!(l.next(Duration::from_secs(20)), Some(Incoming::Line(Err(s))) if s.len() == MAX_LINE && s.bytes().all(|b| b == b'y')));
+        assert!(matches!(l.next(Duration::from_secs(20)), Some(Incoming::Eof)));
     }
 
     #[test]

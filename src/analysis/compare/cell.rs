@@ -9,6 +9,13 @@
 //! samples even a tiny difference is "distinguishable"; D itself (the
 //! largest gap between the CDFs, 0–1) says how large it is.
 //!
+//! Histograms of different resolutions (cyclictest's whole microseconds
+//! against the agent's nanoseconds) are compared at the coarser one: the
+//! CDFs are evaluated only at the coarser histogram's bucket tops, where
+//! both have counted the same samples. Evaluated at the fine tops too, the
+//! test sees the rounding: two runs whose percentiles agree within 1–5 %
+//! read D = 0.64 (issue 49). `KsTest::at_ns` says when this was done.
+//!
 //! Bounds stay bounds: a percentile in a wide bucket (an import's overflow
 //! bucket) is kept in the cell's `bounds` with its range, and its ratio to
 //! the first is the range the two ranges allow (`Ratios::ranges`).
@@ -61,6 +68,10 @@ pub(crate) struct KsTest {
     pub(crate) p: f64,
     /// p < [`ALPHA`]: the two distributions differ.
     pub(crate) distinguishable: bool,
+    /// Set when the two histograms' resolutions differ (2× or more): the
+    /// coarser one's, at which the test compared them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) at_ns: Option<Nanos>,
 }
 
 impl KsTest {
@@ -127,15 +138,28 @@ pub(crate) fn ks_histograms(a: &[Bucket], b: &[Bucket]) -> KsTest {
     let na: u64 = a.iter().map(|x| x.count).sum();
     let nb: u64 = b.iter().map(|x| x.count).sum();
     if na == 0 || nb == 0 {
-        return KsTest { d: 0.0, p: 1.0, distinguishable: false };
+        return KsTest { d: 0.0, p: 1.0, distinguishable: false, at_ns: None };
     }
+    let (ra, rb) = (resolution(a), resolution(b));
+    // The coarser histogram's tops are the only points where both CDFs
+    // have counted the same samples.
+    let (coarse, at_ns) = match (ra, rb) {
+        (x, y) if x >= 2 * y.max(1) => (Some(a), Some(Nanos(x))),
+        (x, y) if y >= 2 * x.max(1) => (Some(b), Some(Nanos(y))),
+        _ => (None, None),
+    };
     let (mut i, mut j, mut ca, mut cb, mut d) = (0usize, 0usize, 0u64, 0u64, 0.0f64);
+    let mut tops = coarse.map(|c| c.iter().map(|b| b.hi_ns));
     while i < a.len() || j < b.len() {
-        let x = match (a.get(i), b.get(j)) {
-            (Some(p), Some(q)) => p.hi_ns.min(q.hi_ns),
-            (Some(p), None) => p.hi_ns,
-            (None, Some(q)) => q.hi_ns,
-            (None, None) => break,
+        let x = match (&mut tops, a.get(i), b.get(j)) {
+            (Some(t), _, _) => match t.next() {
+                Some(x) => x,
+                None => break,
+            },
+            (None, Some(p), Some(q)) => p.hi_ns.min(q.hi_ns),
+            (None, Some(p), None) => p.hi_ns,
+            (None, None, Some(q)) => q.hi_ns,
+            (None, None, None) => break,
         };
         while i < a.len() && a[i].hi_ns <= x {
             ca += a[i].count;
@@ -148,7 +172,21 @@ pub(crate) fn ks_histograms(a: &[Bucket], b: &[Bucket]) -> KsTest {
         d = d.max((ca as f64 / na as f64 - cb as f64 / nb as f64).abs());
     }
     let pv = stats::ks_pvalue(d, na as f64, nb as f64);
-    KsTest { d, p: pv, distinguishable: pv < ALPHA }
+    KsTest { d, p: pv, distinguishable: pv < ALPHA, at_ns }
+}
+
+/// A histogram's resolution: the width of the bucket holding the median
+/// sample (`hi_ns` is inclusive, so a whole-µs bucket is 1000 ns wide).
+fn resolution(h: &[Bucket]) -> u64 {
+    let n: u64 = h.iter().map(|b| b.count).sum();
+    let mut seen = 0;
+    for b in h {
+        seen += b.count;
+        if seen * 2 >= n {
+            return b.hi_ns.0.saturating_sub(b.lo_ns.0) + 1;
+        }
+    }
+    1
 }
 
 /// Percentile `q` of an entry with its bound; `None` as for [`p`].
@@ -247,5 +285,24 @@ mod tests {
         // Half shifted: after 10 F_a = .5, F_d = 0; after 20: 1 vs .5; D = .5.
         let d = [b(20, 50), b(30, 50)];
         assert!((ks_histograms(&a, &d).d - 0.5).abs() < 1e-12);
+    }
+
+    /// Issue 49 item 7: whole-µs samples against the same values in ns
+    /// read D = 0.64 when the CDFs were evaluated at the fine tops too.
+    #[test]
+    fn ks_at_the_coarser_resolution() {
+        // The fine one: 1000 samples spread over 20.000–29.999 µs in 10 ns buckets.
+        let fine: Vec<Bucket> = (0..1000u64).map(|k| Bucket { lo_ns: Nanos(20_000 + 10 * k), hi_ns: Nanos(20_009 + 10 * k), count: 1 }).collect();
+        // The same samples truncated to whole µs: [20 µs, 21 µs) ... 100 each.
+        let coarse: Vec<Bucket> = (20..30u64).map(|u| Bucket { lo_ns: Nanos(u * 1000), hi_ns: Nanos(u * 1000 + 999), count: 100 }).collect();
+        let t = ks_histograms(&coarse, &fine);
+        assert!(t.d < 1e-12, "{t:?}");
+        assert_eq!(t.at_ns, Some(Nanos(1000)));
+        assert_eq!(ks_histograms(&fine, &coarse).at_ns, Some(Nanos(1000)));
+        // Shifted by 2 µs it still differs (D = 0.2).
+        let shifted: Vec<Bucket> = coarse.iter().map(|b| Bucket { lo_ns: Nanos(b.lo_ns.0 + 2000), hi_ns: Nanos(b.hi_ns.0 + 2000), count: b.count }).collect();
+        assert!((ks_histograms(&shifted, &fine).d - 0.2).abs() < 1e-9);
+        // Same resolutions: no at_ns.
+        assert_eq!(ks_histograms(&fine, &fine).at_ns, None);
     }
 }

@@ -37,12 +37,11 @@ mod text;
 
 pub(crate) use cell::Cell;
 pub(crate) use names::system_names;
-pub(crate) use pairing::{MatchBy, Pairing};
+pub(crate) use pairing::{pair, MatchBy, Pairing};
 pub(crate) use text::{fmt_ratio, fmt_ratio_shown};
 
 use cell::cell;
 use names::same_system_note;
-use pairing::pair;
 
 /// Level of the two-sample test.
 pub(crate) const ALPHA: f64 = 0.01;
@@ -199,6 +198,16 @@ impl Comparison {
             self.unmatched.push((k.clone(), have));
         }
         for (i, c) in cells.iter().enumerate().skip(1) {
+            if let Some(at) = c.as_ref().and_then(|c| c.ks_vs_first.as_ref()).and_then(|t| t.at_ns) {
+                let note = format!(
+                    "{}: {} and {} have different resolutions; the KS test compares them at the coarser one, {}",
+                    k.label(),
+                    self.systems[0],
+                    self.systems[i],
+                    format!("{} us", at.as_micros_f64())
+                );
+                self.notes.push(note);
+            }
             if let Some(line) = c.as_ref().and_then(|c| text::sentence(&k, c, &self.systems[i], &self.systems[0])) {
                 self.sentences.push(line);
             }

@@ -38,7 +38,7 @@ pub(crate) struct Pairing {
 
 /// One row of the comparison: which entry of each run (an index into
 /// that run's merged entries) it holds.
-pub(super) struct Slotted {
+pub(crate) struct Slotted {
     /// Probe, variant and slot.
     pub(crate) key: (String, Option<String>, String),
     pub(crate) cells: Vec<Option<usize>>,
@@ -53,7 +53,7 @@ const PAIRED: &str = "\u{0}paired";
 
 /// Put the merged entries of every run into rows, as `pairing` says; the
 /// notes say which rows hold entries of different phases and why.
-pub(super) fn pair(per_run: &[Vec<&ProbeResult>], systems: &[String], pairing: &Pairing) -> Result<(Vec<Slotted>, Vec<String>), BadInput> {
+pub(crate) fn pair(per_run: &[Vec<&ProbeResult>], systems: &[String], pairing: &Pairing) -> Result<(Vec<Slotted>, Vec<String>), BadInput> {
     check_phase_names(per_run, systems, pairing)?;
     let mut slot = slots_by_phase(per_run, pairing);
     let (by, head) = effective_match(per_run, pairing);

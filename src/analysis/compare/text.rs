@@ -88,12 +88,13 @@ fn p99_words(rt: &Ratios, first: &str) -> String {
 
 /// "; the distributions differ (KS D = …, p …)" and its milder forms, or "".
 fn ks_words(ks: Option<&KsTest>) -> String {
+    let at = |t: &KsTest| t.at_ns.map(|r| format!(", at the coarser resolution of {}", format!("{} us", r.as_micros_f64()))).unwrap_or_default();
     match ks {
-        Some(t) if t.material() => format!("; the distributions differ (KS D = {:.3}, p {})", t.d, fmt_p(t.p)),
+        Some(t) if t.material() => format!("; the distributions differ (KS D = {:.3}, p {}{})", t.d, fmt_p(t.p), at(t)),
         Some(t) if t.distinguishable => {
-            format!("; the distributions differ only a little (KS D = {:.3} < {MATERIAL_D}, p {})", t.d, fmt_p(t.p))
+            format!("; the distributions differ only a little (KS D = {:.3} < {MATERIAL_D}, p {}{})", t.d, fmt_p(t.p), at(t))
         }
-        Some(t) => format!("; the distributions are not distinguishable (KS D = {:.3}, p = {:.2})", t.d, t.p),
+        Some(t) => format!("; the distributions are not distinguishable (KS D = {:.3}, p = {:.2}{})", t.d, t.p, at(t)),
         None => String::new(),
     }
 }
@@ -129,7 +130,7 @@ mod tests {
         let k = EntryKey { probe: "timer".into(), phase: "mixed".into(), variant: None };
         // The first system's own cell has no ratio: no sentence.
         assert_eq!(sentence(&k, &cell_with(None, None), "A", "A"), None);
-        let ks = KsTest { d: 0.25, p: 1e-5, distinguishable: true };
+        let ks = KsTest { d: 0.25, p: 1e-5, distinguishable: true, at_ns: None };
         let c = cell_with(Some(ratios(3.2, Some(2.0), None, vec![])), Some(ks));
         assert_eq!(
             sentence(&k, &c, "B", "A").unwrap(),
@@ -137,7 +138,7 @@ mod tests {
         );
         // A p99 that is a bound is said as the range of its ratio; a KS test that cannot tell says so.
         let bound = vec![RatioRange { label: "p99", lo: 0.5, hi: 20.0 }];
-        let ks = KsTest { d: 0.01, p: 0.5, distinguishable: false };
+        let ks = KsTest { d: 0.01, p: 0.5, distinguishable: false, at_ns: None };
         let k = EntryKey { variant: Some("posix/same-cpu".into()), probe: "sem".into(), ..k };
         let c = cell_with(Some(ratios(0.5, Some(20.0), None, bound)), Some(ks));
         assert_eq!(
@@ -145,7 +146,7 @@ mod tests {
             "max under `mixed` (sem posix/same-cpu): B is 2.00× lower than A (p99: a bound, 0.50× to 20.0× A's); the distributions are not distinguishable (KS D = 0.010, p = 0.50)."
         );
         // A small but distinguishable difference; no p99 and no KS test.
-        let ks = KsTest { d: 0.1, p: 1e-9, distinguishable: true };
+        let ks = KsTest { d: 0.1, p: 1e-9, distinguishable: true, at_ns: None };
         let c = cell_with(Some(ratios(1.0, None, None, vec![])), Some(ks));
         assert!(sentence(&k, &c, "B", "A").unwrap().ends_with(&format!("B is the same as A; the distributions differ only a little (KS D = 0.100 < {MATERIAL_D}, p = 1.0e-9).")));
         let c = cell_with(Some(ratios(1.0, None, None, vec![])), None);

@@ -1,0 +1,492 @@
+//! The knobs a factor experiment can turn, one descriptor each (as rtla's
+//! `struct tool_ops`): its name, what it is, the kernel files it touches, how
+//! a level is checked and written, how the original is read back for the
+//! restore journal, whether it needs root, and which `rtscope doctor`
+//! finding speaks about it. The experiment asks the descriptor, never a name.
+//!
+//! Two kinds of factor:
+//! - **host knobs** ([`HostKnob`]): a kernel setting rtscope writes. Every
+//!   file's original text is journaled (`journal`) before the first write
+//!   and written back on every exit path.
+//! - **run settings** ([`RunSetting`]): what `rtscope run` itself sets for
+//!   the length of one run — holding `/dev/cpu_dma_latency`, the load
+//!   phase, the measuring threads' priority and policy. They end with the
+//!   run (a held file descriptor closes, loads stop), so nothing is journaled.
+//!
+//! Files are read and written under `RTSCOPE_KNOB_ROOT` when set (the tests'
+//! fake `/proc` and `/sys` trees), else under `/`.
+
+use std::path::PathBuf;
+
+use crate::error::BadInput;
+
+/// Where the knobs' kernel files are: `/`, or a test tree.
+#[derive(Debug, Clone)]
+pub(crate) struct KnobRoot(PathBuf);
+
+impl KnobRoot {
+    /// `RTSCOPE_KNOB_ROOT` (tests), else `/`.
+    pub(crate) fn from_env() -> KnobRoot {
+        KnobRoot(std::env::var_os("RTSCOPE_KNOB_ROOT").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/")))
+    }
+    pub(crate) fn new(base: PathBuf) -> KnobRoot {
+        KnobRoot(base)
+    }
+    pub(crate) fn base(&self) -> PathBuf {
+        self.0.clone()
+    }
+    /// A test tree: knobs need no root there.
+    pub(crate) fn is_fake(&self) -> bool {
+        self.0 != std::path::Path::new("/")
+    }
+    pub(crate) fn path(&self, kernel_path: &str) -> PathBuf {
+        self.0.join(kernel_path.trim_start_matches('/'))
+    }
+    pub(crate) fn read(&self, kernel_path: &str) -> Option<String> {
+        std::fs::read_to_string(self.path(kernel_path)).ok().map(|s| s.trim().to_string())
+    }
+    pub(crate) fn exists(&self, kernel_path: &str) -> bool {
+        self.path(kernel_path).exists()
+    }
+}
+
+/// One write a level asks for: the kernel file and the text to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Write {
+    pub(crate) path: String,
+    pub(crate) text: String,
+}
+
+/// The host's facts a level may depend on.
+#[derive(Debug, Clone)]
+pub(crate) struct HostCtx {
+    pub(crate) online: Vec<usize>,
+    /// The CPUs the experiment measures on.
+    pub(crate) measured: Vec<usize>,
+}
+
+impl HostCtx {
+    fn off_measured(&self, knob: &str) -> Result<Vec<usize>, BadInput> {
+        let rest: Vec<usize> = self.online.iter().copied().filter(|c| !self.measured.contains(c)).collect();
+        if rest.is_empty() {
+            return Err(BadInput(format!(
+                "--factor {knob}=off-measured: every online CPU ({}) is measured, so nothing is left to move onto; \
+                 name the measured CPUs with -a/--affinity (e.g. -a {})",
+                crate::units::cpu_list_str(&self.online),
+                self.online.last().copied().unwrap_or(0)
+            )));
+        }
+        Ok(rest)
+    }
+}
+
+/// How a host knob reads, checks and writes its levels.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Access {
+    /// One file holding one word or number; the level is written as given
+    /// (after `check`), the original restored as read.
+    Word { path: &'static str, check: fn(&str) -> Result<String, String> },
+    /// `/proc/sys/kernel/printk`: the level is the first field (console log
+    /// level); the whole four-field line is restored.
+    Printk,
+    /// transparent_hugepage/enabled: `always [madvise] never`; the chosen
+    /// word is the level and what is restored.
+    Bracketed { path: &'static str, words: &'static [&'static str] },
+    /// Every `/proc/irq/N/smp_affinity_list`: `all` or `off-measured`.
+    IrqAffinity,
+    /// `/sys/devices/virtual/workqueue/cpumask` (a hex mask): `all`,
+    /// `off-measured` or a CPU list.
+    CpuMask { path: &'static str },
+}
+
+/// A kernel setting rtscope writes for a factor level.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct HostKnob {
+    pub(crate) name: &'static str,
+    pub(crate) what: &'static str,
+    /// The levels it takes, for messages and `docs/factors.md`.
+    pub(crate) levels: &'static str,
+    /// The `rtscope doctor` finding that speaks about this setting.
+    pub(crate) doctor: &'static str,
+    pub(crate) access: Access,
+}
+
+/// What `rtscope run` sets for the length of one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunSetting {
+    /// held: `/dev/cpu_dma_latency` held at 0 (run's default); released: `--no-dma-latency`.
+    DmaLatency,
+    /// The load phase (a `--load` name; `idle` is none).
+    Load,
+    /// The measuring threads' priority (1-99).
+    Priority,
+    /// The measuring threads' policy (fifo, rr, other, deadline).
+    Policy,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Kind {
+    Host(HostKnob),
+    Run(RunSetting),
+}
+
+/// One knob: a name on the command line and what it is.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Knob {
+    pub(crate) name: &'static str,
+    pub(crate) kind: Kind,
+}
+
+impl Knob {
+    pub(crate) fn what(&self) -> &'static str {
+        match self.kind {
+            Kind::Host(h) => h.what,
+            Kind::Run(RunSetting::DmaLatency) => "/dev/cpu_dma_latency held at 0 by rtscope during each run (held) or not (released)",
+            Kind::Run(RunSetting::Load) => "rtscope's load phase during each run (a --load name; idle is none)",
+            Kind::Run(RunSetting::Priority) => "the measuring threads' real-time priority",
+            Kind::Run(RunSetting::Policy) => "the measuring threads' scheduling policy",
+        }
+    }
+    pub(crate) fn levels_help(&self) -> &'static str {
+        match self.kind {
+            Kind::Host(h) => h.levels,
+            Kind::Run(RunSetting::DmaLatency) => "held, released",
+            Kind::Run(RunSetting::Load) => "idle, cpu, memory, io, net, irq, sched, mixed",
+            Kind::Run(RunSetting::Priority) => "1-99",
+            Kind::Run(RunSetting::Policy) => "fifo, rr, other, deadline",
+        }
+    }
+    pub(crate) fn doctor(&self) -> Option<&'static str> {
+        match self.kind {
+            Kind::Host(h) => Some(h.doctor),
+            Kind::Run(RunSetting::DmaLatency) => Some("cpuidle.pm_qos"),
+            Kind::Run(_) => None,
+        }
+    }
+}
+
+fn bool01(s: &str) -> Result<String, String> {
+    match s {
+        "0" | "off" => Ok("0".into()),
+        "1" | "on" => Ok("1".into()),
+        _ => Err("expected 0/off or 1/on".into()),
+    }
+}
+
+fn ksm_run(s: &str) -> Result<String, String> {
+    // 2 (unmerge every page) is an action, not a setting to compare.
+    bool01(s)
+}
+
+fn rt_runtime(s: &str) -> Result<String, String> {
+    // -1 turns RT throttling off: a FIFO busy loop then owns its CPU for
+    // good. On a shared host that is how a machine is lost; it is refused
+    // here and belongs in a kernel-lab guest.
+    if s.trim() == "-1" {
+        return Err("-1 (RT throttling off) is refused: a runaway SCHED_FIFO thread would own its CPU; \
+                    compare e.g. 950000 with 990000, or run the -1 level in a kernel-lab guest"
+            .into());
+    }
+    match s.parse::<u32>() {
+        Ok(v) if v <= 1_000_000 => Ok(v.to_string()),
+        _ => Err("expected microseconds 0..=sched_rt_period_us (e.g. 950000)".into()),
+    }
+}
+
+/// Every host knob, in the order `docs/factors.md` lists them.
+pub(crate) const HOST_KNOBS: &[HostKnob] = &[
+    HostKnob {
+        name: "printk",
+        what: "console log level: messages below it are printed on the console (first field of /proc/sys/kernel/printk)",
+        levels: "0-8, e.g. printk=7,1",
+        doctor: "console.loglevel",
+        access: Access::Printk,
+    },
+    HostKnob {
+        name: "irq-affinity",
+        what: "device interrupts' CPUs (/proc/irq/N/smp_affinity_list): every online CPU, or off the measured CPUs",
+        levels: "all, off-measured",
+        doctor: "irq.affinity",
+        access: Access::IrqAffinity,
+    },
+    HostKnob {
+        name: "rt-runtime",
+        what: "RT throttling: the µs per sched_rt_period_us that real-time threads may use (/proc/sys/kernel/sched_rt_runtime_us)",
+        levels: "microseconds, e.g. 950000,990000 (-1 is refused on a shared host)",
+        doctor: "sched.rt_throttling",
+        access: Access::Word { path: "/proc/sys/kernel/sched_rt_runtime_us", check: rt_runtime },
+    },
+    HostKnob {
+        name: "timer-migration",
+        what: "timers may migrate to a busy CPU (/proc/sys/kernel/timer_migration)",
+        levels: "0/off, 1/on",
+        doctor: "sched.timer_migration",
+        access: Access::Word { path: "/proc/sys/kernel/timer_migration", check: bool01 },
+    },
+    HostKnob {
+        name: "thp",
+        what: "transparent huge pages (/sys/kernel/mm/transparent_hugepage/enabled)",
+        levels: "always, madvise, never",
+        doctor: "mm.thp",
+        access: Access::Bracketed { path: "/sys/kernel/mm/transparent_hugepage/enabled", words: &["always", "madvise", "never"] },
+    },
+    HostKnob {
+        name: "ksm",
+        what: "kernel same-page merging scanner (/sys/kernel/mm/ksm/run)",
+        levels: "0/off, 1/on",
+        doctor: "mm.ksm",
+        access: Access::Word { path: "/sys/kernel/mm/ksm/run", check: ksm_run },
+    },
+    HostKnob {
+        name: "watchdog",
+        what: "the soft and NMI lockup detectors together (/proc/sys/kernel/watchdog)",
+        levels: "0/off, 1/on",
+        doctor: "watchdog.soft",
+        access: Access::Word { path: "/proc/sys/kernel/watchdog", check: bool01 },
+    },
+    HostKnob {
+        name: "soft-watchdog",
+        what: "the soft lockup detector (/proc/sys/kernel/soft_watchdog)",
+        levels: "0/off, 1/on",
+        doctor: "watchdog.soft",
+        access: Access::Word { path: "/proc/sys/kernel/soft_watchdog", check: bool01 },
+    },
+    HostKnob {
+        name: "nmi-watchdog",
+        what: "the hard lockup (NMI) detector (/proc/sys/kernel/nmi_watchdog)",
+        levels: "0/off, 1/on",
+        doctor: "watchdog.nmi",
+        access: Access::Word { path: "/proc/sys/kernel/nmi_watchdog", check: bool01 },
+    },
+    HostKnob {
+        name: "workqueue-cpumask",
+        what: "CPUs unbound workqueue workers run on (/sys/devices/virtual/workqueue/cpumask)",
+        levels: "all, off-measured, or a CPU list such as 0",
+        doctor: "isolation.isolcpus",
+        access: Access::CpuMask { path: "/sys/devices/virtual/workqueue/cpumask" },
+    },
+];
+
+const RUN_SETTINGS: &[(&str, RunSetting)] =
+    &[("dma-latency", RunSetting::DmaLatency), ("load", RunSetting::Load), ("priority", RunSetting::Priority), ("policy", RunSetting::Policy)];
+
+/// Every knob's name, for messages.
+pub(crate) fn names() -> Vec<&'static str> {
+    RUN_SETTINGS.iter().map(|(n, _)| *n).chain(HOST_KNOBS.iter().map(|k| k.name)).collect()
+}
+
+/// The knob called `name`; exit 2 naming the knobs there are.
+pub(crate) fn find(name: &str) -> Result<Knob, BadInput> {
+    if let Some((n, s)) = RUN_SETTINGS.iter().find(|(n, _)| *n == name) {
+        return Ok(Knob { name: n, kind: Kind::Run(*s) });
+    }
+    if let Some(h) = HOST_KNOBS.iter().find(|k| k.name == name) {
+        return Ok(Knob { name: h.name, kind: Kind::Host(*h) });
+    }
+    Err(BadInput(format!("--factor {name}: no such knob; the knobs are {} (docs/factors.md)", names().join(", "))))
+}
+
+/// Kernel CPU-list text (`0-1`) as a hex mask (`3`).
+fn hex_mask(cpus: &[usize]) -> String {
+    let mut words: Vec<u32> = vec![0; cpus.iter().max().map_or(1, |m| m / 32 + 1)];
+    for &c in cpus {
+        words[c / 32] |= 1 << (c % 32);
+    }
+    let mut s = String::new();
+    for (i, w) in words.iter().rev().enumerate() {
+        if i == 0 {
+            s.push_str(&format!("{w:x}"));
+        } else {
+            s.push_str(&format!(",{w:08x}"));
+        }
+    }
+    s
+}
+
+/// The numbered IRQs under /proc/irq, in order.
+pub(crate) fn irqs(root: &KnobRoot) -> Vec<u32> {
+    let mut v: Vec<u32> = std::fs::read_dir(root.path("/proc/irq"))
+        .map(|rd| rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
+        .unwrap_or_default();
+    v.sort_unstable();
+    v
+}
+
+impl HostKnob {
+    /// The files this knob touches on this host; exit 2 when the host
+    /// lacks them (a knob this system does not have is not a silent level).
+    pub(crate) fn files(&self, root: &KnobRoot) -> Result<Vec<String>, BadInput> {
+        let files: Vec<String> = match self.access {
+            Access::Word { path, .. } | Access::Bracketed { path, .. } | Access::CpuMask { path } => vec![path.to_string()],
+            Access::Printk => vec!["/proc/sys/kernel/printk".to_string()],
+            Access::IrqAffinity => irqs(root).into_iter().map(|n| format!("/proc/irq/{n}/smp_affinity_list")).collect(),
+        };
+        let missing: Vec<&String> = files.iter().filter(|f| !root.exists(f)).collect();
+        if files.is_empty() || !missing.is_empty() {
+            let shown = missing.first().map(|s| s.as_str()).unwrap_or("/proc/irq/N/smp_affinity_list");
+            return Err(BadInput(format!(
+                "--factor {}: this system does not have this knob ({shown} does not exist: the kernel lacks the feature or it is not built in); drop the factor",
+                self.name
+            )));
+        }
+        Ok(files)
+    }
+
+    /// The text to write back to `path` to restore what was read there.
+    pub(crate) fn restorable(&self, raw: &str) -> String {
+        match self.access {
+            Access::Bracketed { .. } => bracketed(raw).unwrap_or(raw).to_string(),
+            // printk's four fields, tab-separated when read, are written back
+            // space-separated.
+            Access::Printk => raw.split_whitespace().collect::<Vec<_>>().join(" "),
+            _ => raw.trim().to_string(),
+        }
+    }
+
+    /// The level this knob is at now, in the words levels are given in.
+    pub(crate) fn current(&self, root: &KnobRoot, host: &HostCtx) -> Option<String> {
+        match self.access {
+            Access::Word { path, .. } => root.read(path),
+            Access::Printk => root.read("/proc/sys/kernel/printk").and_then(|s| s.split_whitespace().next().map(str::to_string)),
+            Access::Bracketed { path, .. } => root.read(path).and_then(|s| bracketed(&s).map(str::to_string)),
+            Access::IrqAffinity => {
+                let all = crate::units::cpu_list_str(&host.online);
+                let lists: Vec<String> = irqs(root).iter().filter_map(|n| root.read(&format!("/proc/irq/{n}/smp_affinity_list"))).collect();
+                Some(if lists.iter().all(|l| *l == all) { "all".into() } else { "mixed".into() })
+            }
+            Access::CpuMask { path } => root.read(path),
+        }
+    }
+
+    /// Check a level now (before anything is measured or changed).
+    pub(crate) fn check_level(&self, level: &str, host: &HostCtx) -> Result<(), BadInput> {
+        let bad = |why: String| BadInput(format!("--factor {}={level}: {why}; levels: {}", self.name, self.levels));
+        match self.access {
+            Access::Word { check, .. } => check(level).map(|_| ()).map_err(bad),
+            Access::Printk => match level.parse::<u8>() {
+                Ok(v) if v <= 8 => Ok(()),
+                _ => Err(bad("expected a console log level 0-8".into())),
+            },
+            Access::Bracketed { words, .. } => {
+                if words.contains(&level) {
+                    Ok(())
+                } else {
+                    Err(bad(format!("expected one of {}", words.join(", "))))
+                }
+            }
+            Access::IrqAffinity => match level {
+                "all" => Ok(()),
+                "off-measured" => host.off_measured(self.name).map(|_| ()),
+                _ => Err(bad("expected all or off-measured".into())),
+            },
+            Access::CpuMask { .. } => match level {
+                "all" => Ok(()),
+                "off-measured" => host.off_measured(self.name).map(|_| ()),
+                l => match crate::units::parse_cpu_list(l) {
+                    Ok(c) if !c.is_empty() && c.iter().all(|x| host.online.contains(x)) => Ok(()),
+                    _ => Err(bad("expected all, off-measured or a list of online CPUs".into())),
+                },
+            },
+        }
+    }
+
+    /// The writes that put this knob at `level` (checked by [`Self::check_level`]).
+    pub(crate) fn writes(&self, level: &str, root: &KnobRoot, host: &HostCtx) -> Result<Vec<Write>, BadInput> {
+        self.check_level(level, host)?;
+        let one = |path: &str, text: String| vec![Write { path: path.to_string(), text }];
+        Ok(match self.access {
+            Access::Word { path, check } => one(path, check(level).map_err(BadInput)?),
+            Access::Printk => one("/proc/sys/kernel/printk", level.to_string()),
+            Access::Bracketed { path, .. } => one(path, level.to_string()),
+            Access::IrqAffinity => {
+                let cpus = if level == "all" { host.online.clone() } else { host.off_measured(self.name)? };
+                let text = crate::units::cpu_list_str(&cpus);
+                self.files(root)?.into_iter().map(|path| Write { path, text: text.clone() }).collect()
+            }
+            Access::CpuMask { path } => {
+                let cpus = match level {
+                    "all" => host.online.clone(),
+                    "off-measured" => host.off_measured(self.name)?,
+                    l => crate::units::parse_cpu_list(l).map_err(BadInput)?,
+                };
+                one(path, hex_mask(&cpus))
+            }
+        })
+    }
+
+    /// Whether a failed write to `path` may be skipped: an interrupt the
+    /// kernel does not let move (per-CPU timers, IPIs) refuses with EIO;
+    /// it stays where it is and the experiment says so.
+    pub(crate) fn may_refuse(&self, _path: &str) -> bool {
+        matches!(self.access, Access::IrqAffinity)
+    }
+}
+
+/// `always [madvise] never` → `madvise`.
+fn bracketed(s: &str) -> Option<&str> {
+    let a = s.find('[')?;
+    let b = s[a..].find(']')? + a;
+    Some(&s[a + 1..b])
+}
+
+/// Check a run setting's level now.
+pub(crate) fn check_run_level(knob: &str, s: RunSetting, level: &str) -> Result<(), BadInput> {
+    let bad = |why: &str| BadInput(format!("--factor {knob}={level}: {why}"));
+    match s {
+        RunSetting::DmaLatency => match level {
+            "held" | "released" => Ok(()),
+            _ => Err(bad("expected held or released")),
+        },
+        RunSetting::Load => {
+            if level == "idle" {
+                return Ok(());
+            }
+            crate::load::split_load_list(level).map(|_| ()).map_err(|e| bad(&e.to_string()))
+        }
+        RunSetting::Priority => match level.parse::<u8>() {
+            Ok(1..=99) => Ok(()),
+            _ => Err(bad("expected a real-time priority 1-99")),
+        },
+        RunSetting::Policy => match level {
+            "fifo" | "rr" | "other" | "deadline" => Ok(()),
+            _ => Err(bad("expected fifo, rr, other or deadline")),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_and_brackets() {
+        assert_eq!(hex_mask(&[0, 1]), "3");
+        assert_eq!(hex_mask(&[0]), "1");
+        assert_eq!(hex_mask(&[33]), "2,00000000");
+        assert_eq!(bracketed("always [madvise] never"), Some("madvise"));
+    }
+
+    #[test]
+    fn every_knob_has_a_name_and_a_doctor_finding() {
+        for n in names() {
+            let k = find(n).unwrap();
+            assert!(!k.what().is_empty() && !k.levels_help().is_empty());
+        }
+        assert!(find("nosuch").unwrap_err().0.contains("printk"));
+    }
+
+    #[test]
+    fn levels_are_checked() {
+        let host = HostCtx { online: vec![0, 1], measured: vec![1] };
+        let rt = HOST_KNOBS.iter().find(|k| k.name == "rt-runtime").unwrap();
+        assert!(rt.check_level("-1", &host).unwrap_err().0.contains("refused"));
+        assert!(rt.check_level("950000", &host).is_ok());
+        let irq = HOST_KNOBS.iter().find(|k| k.name == "irq-affinity").unwrap();
+        assert!(irq.check_level("off-measured", &host).is_ok());
+        let all = HostCtx { online: vec![0, 1], measured: vec![0, 1] };
+        assert!(irq.check_level("off-measured", &all).unwrap_err().0.contains("-a"));
+        let p = HOST_KNOBS.iter().find(|k| k.name == "printk").unwrap();
+        assert!(p.check_level("9", &host).is_err());
+        assert_eq!(p.restorable("4\t4\t1\t7"), "4 4 1 7");
+    }
+}

@@ -1,0 +1,328 @@
+//! Factor experiments: which setting matters on this system, with an error
+//! bar — and nothing left changed.
+//!
+//! - [`knobs`]: one descriptor per knob (read, set, restore, needs, doctor's finding);
+//! - [`journal`]: the originals written to a file before the first change,
+//!   restored on every exit path and, after a crash, by the next rtscope;
+//! - [`design`]: the cells (full factorial, or one factor at a time past
+//!   16 cells) and the randomised interleaved rounds;
+//! - [`effects`]: pure statistics — main effects and two-factor
+//!   interactions with bootstrap intervals over rounds, "material" by
+//!   compare's rule;
+//! - this module: from runs to an [`Analysis`] (per metric and entry, each
+//!   factor level's effect, ranked); [`render`] prints it.
+//!
+//! `commands::factors` drives an experiment: it builds every cell's plan
+//! with `run`'s machinery, journals and sets the knobs, runs, stores.
+
+pub(crate) mod design;
+pub(crate) mod effects;
+pub(crate) mod journal;
+pub(crate) mod knobs;
+pub(crate) mod render;
+
+use serde::Serialize;
+
+use crate::model::{Nanos, Run};
+use design::{Design, Shape};
+use effects::{Estimate, Scale, Verdict};
+
+/// Version of the `rtscope factors --format json` document (docs/factors.md).
+pub(crate) const SCHEMA_VERSION: u32 = 1;
+
+/// The bootstrap's seed: fixed, so a stored experiment analysed again
+/// (`--analyse`) gives the same intervals as when it ran.
+const BOOTSTRAP_SEED: u64 = 0x5EED_F00D;
+
+/// The metrics an effect is estimated on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub(crate) enum Metric {
+    #[serde(rename = "p50")]
+    P50,
+    #[serde(rename = "p99")]
+    P99,
+    #[serde(rename = "p99.9")]
+    P999,
+    #[serde(rename = "max")]
+    Max,
+    /// With `--deadline`: misses / periods.
+    #[serde(rename = "miss_ratio")]
+    MissRatio,
+}
+
+impl Metric {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Metric::P50 => "p50",
+            Metric::P99 => "p99",
+            Metric::P999 => "p99.9",
+            Metric::Max => "max",
+            Metric::MissRatio => "miss ratio",
+        }
+    }
+    fn scale(self) -> Scale {
+        if self == Metric::MissRatio {
+            Scale::Linear
+        } else {
+            Scale::Log
+        }
+    }
+}
+
+/// One measured run of the experiment.
+#[derive(Debug, Clone)]
+pub(crate) struct Observation {
+    pub(crate) round: usize,
+    pub(crate) cell: usize,
+    pub(crate) run_id: Option<i64>,
+    pub(crate) run: Run,
+}
+
+/// One effect in the table.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Row {
+    /// `timer/idle`, or `timer` when the load is a factor.
+    pub(crate) entry: String,
+    pub(crate) metric: Metric,
+    /// `dma-latency=released` (vs its baseline), or `printk×thp` for an interaction.
+    pub(crate) factor: String,
+    pub(crate) level: String,
+    pub(crate) baseline: String,
+    /// The metric's mean over the runs of each side (ns, or a ratio).
+    pub(crate) baseline_value: f64,
+    pub(crate) level_value: f64,
+    pub(crate) scale: Scale,
+    #[serde(flatten)]
+    pub(crate) estimate: Estimate,
+    pub(crate) interaction: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Analysis {
+    pub(crate) schema_version: u32,
+    pub(crate) experiment: String,
+    pub(crate) host: String,
+    pub(crate) design: Shape,
+    pub(crate) factors: Vec<FactorOut>,
+    pub(crate) rounds: usize,
+    pub(crate) runs: usize,
+    pub(crate) run_ids: Vec<i64>,
+    /// The run order's seed (`--seed`; 0 when analysed from the history).
+    pub(crate) seed: u64,
+    /// Every effect, ranked: material first, then by size.
+    pub(crate) effects: Vec<Row>,
+    pub(crate) notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct FactorOut {
+    pub(crate) name: String,
+    pub(crate) levels: Vec<String>,
+    pub(crate) what: String,
+}
+
+/// The key of an entry across cells: its phase is dropped when the load
+/// is a factor (each level is its own phase).
+fn entry_key(r: &crate::model::ProbeResult, load_is_factor: bool) -> String {
+    let probe = match &r.variant {
+        Some(v) => format!("{}[{v}]", r.probe),
+        None => r.probe.clone(),
+    };
+    if load_is_factor {
+        probe
+    } else {
+        format!("{probe}/{}", r.phase)
+    }
+}
+
+/// A metric's value in one entry; `None` where it is unknown (a summary-only
+/// entry's percentiles) or empty.
+fn value(r: &crate::model::ProbeResult, m: Metric, deadline: Option<Nanos>) -> Option<f64> {
+    let pct = |q: f64| {
+        if !r.distribution_known() || r.samples == 0 {
+            return None;
+        }
+        crate::analysis::percentiles::from_histogram(&r.histogram, q, r.min_ns, r.max_ns).map(|n| n.0 as f64)
+    };
+    match m {
+        Metric::P50 => pct(50.0),
+        Metric::P99 => pct(99.0),
+        Metric::P999 => pct(99.9),
+        Metric::Max => (r.samples > 0).then_some(r.max_ns.0 as f64),
+        Metric::MissRatio => {
+            let d = crate::analysis::deadline::misses(r, deadline?);
+            (d.periods > 0 && d.exact).then_some(d.misses as f64 / d.periods as f64)
+        }
+    }
+}
+
+/// Analyse the runs of an experiment. `interactions`: estimate every pair
+/// of factors' interaction (full factorial only).
+pub(crate) fn analyse(
+    experiment: &str,
+    design: &Design,
+    obs: &[Observation],
+    rounds: usize,
+    seed: u64,
+    deadline: Option<Nanos>,
+    interactions: bool,
+) -> Analysis {
+    let load_is_factor = design.factors.iter().any(|f| matches!(f.knob.kind, knobs::Kind::Run(knobs::RunSetting::Load)));
+    let mut notes = Vec::new();
+    // Entry keys in first-seen order, over the merged (or sole) entries.
+    let mut keys: Vec<String> = Vec::new();
+    for o in obs {
+        for r in crate::model::merged_or_sole(&o.run.results, |r| r) {
+            let k = entry_key(r, load_is_factor);
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+    }
+    let mut metrics = vec![Metric::P50, Metric::P99, Metric::P999, Metric::Max];
+    if deadline.is_some() {
+        metrics.push(Metric::MissRatio);
+    }
+    let interrupted = obs.iter().filter(|o| o.run.interrupted).count();
+    if interrupted > 0 {
+        notes.push(format!("{interrupted} run(s) were interrupted: their cells count with what they measured"));
+    }
+    let mut rows = Vec::new();
+    for key in &keys {
+        for &m in &metrics {
+            let mut values: Vec<Vec<Option<f64>>> = vec![vec![None; design.cells.len()]; rounds];
+            for o in obs {
+                let v = crate::model::merged_or_sole(&o.run.results, |r| r)
+                    .into_iter()
+                    .find(|r| entry_key(r, load_is_factor) == *key)
+                    .and_then(|r| value(r, m, deadline));
+                if let Some(slot) = values.get_mut(o.round).and_then(|r| r.get_mut(o.cell)) {
+                    *slot = v;
+                }
+            }
+            for (f, factor) in design.factors.iter().enumerate() {
+                for l in 1..factor.levels.len() {
+                    let (d, base, other) = effects::main_rounds(&design.cells, &values, f, l, m.scale());
+                    let seed = BOOTSTRAP_SEED ^ (rows.len() as u64).wrapping_mul(0x9E37_79B9);
+                    if let Some(e) = effects::estimate(&d, m.scale(), base, other, seed) {
+                        rows.push(Row {
+                            entry: key.clone(),
+                            metric: m,
+                            factor: factor.knob.name.to_string(),
+                            level: factor.levels[l].clone(),
+                            baseline: factor.levels[0].clone(),
+                            baseline_value: base,
+                            level_value: other,
+                            scale: m.scale(),
+                            estimate: e,
+                            interaction: false,
+                        });
+                    }
+                }
+            }
+            if interactions && design.shape == Shape::FullFactorial {
+                for f in 0..design.factors.len() {
+                    for g in f + 1..design.factors.len() {
+                        let d = effects::interaction_rounds(&design.cells, &values, f, g, m.scale());
+                        let seed = BOOTSTRAP_SEED ^ (rows.len() as u64).wrapping_mul(0x9E37_79B9);
+                        let (a, b) = (&design.factors[f], &design.factors[g]);
+                        if let Some(e) = effects::estimate(&d, m.scale(), 1.0, 1.0, seed) {
+                            rows.push(Row {
+                                entry: key.clone(),
+                                metric: m,
+                                factor: format!("{}×{}", a.knob.name, b.knob.name),
+                                level: format!("{}={} with {}={}", a.knob.name, a.levels[1], b.knob.name, b.levels[1]),
+                                baseline: format!("{}={} with {}={}", a.knob.name, a.levels[1], b.knob.name, b.levels[0]),
+                                baseline_value: f64::NAN,
+                                level_value: f64::NAN,
+                                scale: m.scale(),
+                                estimate: e,
+                                interaction: true,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if interactions && design.shape == Shape::OneFactorAtATime {
+        notes.push("interactions need a full factorial design (at most 16 cells): not estimated".into());
+    }
+    // Ranked: material first, then small, then none; within, by size.
+    let rank = |v: Verdict| match v {
+        Verdict::Material => 0,
+        Verdict::Small => 1,
+        Verdict::NoneSeen => 2,
+    };
+    let size = |r: &Row| match r.scale {
+        Scale::Log => (1.0 + r.estimate.effect).max(1e-12).ln().abs(),
+        Scale::Linear => r.estimate.effect.abs() * 1e3,
+    };
+    rows.sort_by(|a, b| rank(a.estimate.verdict).cmp(&rank(b.estimate.verdict)).then(size(b).total_cmp(&size(a))));
+    let host = obs.first().map(|o| format!("{} {}", o.run.host.hostname, o.run.host.kernel_release)).unwrap_or_default();
+    Analysis {
+        schema_version: SCHEMA_VERSION,
+        experiment: experiment.to_string(),
+        host,
+        design: design.shape,
+        factors: design.factors.iter().map(|f| FactorOut { name: f.knob.name.into(), levels: f.levels.clone(), what: f.knob.what().into() }).collect(),
+        rounds,
+        runs: obs.len(),
+        run_ids: obs.iter().filter_map(|o| o.run_id).collect(),
+        seed,
+        effects: rows,
+        notes,
+    }
+}
+
+/// `−40 %` / `+3.1 %` for a log-scale effect; `+0.12 pp` for a miss ratio.
+pub(crate) fn fmt_effect(x: f64, scale: Scale) -> String {
+    match scale {
+        Scale::Log => {
+            let p = x * 100.0;
+            let digits = if p.abs() >= 10.0 { 0 } else { 1 };
+            format!("{}{:.*} %", if p < 0.0 { "−" } else { "+" }, digits, p.abs())
+        }
+        Scale::Linear => format!("{}{:.3} pp", if x < 0.0 { "−" } else { "+" }, (x * 100.0).abs()),
+    }
+}
+
+/// `[−52, −31]` (percent) or `[−0.100, +0.020] pp`.
+pub(crate) fn fmt_interval(lo: f64, hi: f64, scale: Scale) -> String {
+    let one = |x: f64| {
+        let s = fmt_effect(x, scale);
+        s.trim_end_matches(" %").trim_end_matches(" pp").to_string()
+    };
+    match scale {
+        Scale::Log => format!("[{}, {}]", one(lo), one(hi)),
+        Scale::Linear => format!("[{}, {}] pp", one(lo), one(hi)),
+    }
+}
+
+/// The sentence doctor cites: `measured: −40 % p99.9 [−52, −31], experiment fx-…`.
+pub(crate) fn citation(r: &Row, experiment: &str) -> String {
+    format!(
+        "measured: {} {} [{}] of {} for {}={} vs {} ({}), experiment {experiment}",
+        fmt_effect(r.estimate.effect, r.scale),
+        r.metric.name(),
+        fmt_interval(r.estimate.lo, r.estimate.hi, r.scale).trim_start_matches('[').trim_end_matches(']').trim_end_matches("] pp"),
+        r.entry,
+        r.factor,
+        r.level,
+        r.baseline,
+        r.estimate.verdict.word()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn effects_are_formatted_as_percentages() {
+        assert_eq!(fmt_effect(-0.4, Scale::Log), "−40 %");
+        assert_eq!(fmt_effect(0.031, Scale::Log), "+3.1 %");
+        assert_eq!(fmt_interval(-0.52, -0.31, Scale::Log), "[−52, −31]");
+        assert_eq!(fmt_effect(0.0012, Scale::Linear), "+0.120 pp");
+    }
+}

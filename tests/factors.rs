@@ -1,0 +1,333 @@
+//! `rtscope factors`: nothing left changed (every knob's original back after
+//! SIGINT, SIGTERM, a double Ctrl-C and SIGKILL + the next rtscope), two
+//! experiments refuse to share a knob, a knob the system lacks is exit 2,
+//! and an experiment's runs are stored tagged and analysed again the same.
+//!
+//! Most tests point the knobs at a fake `/proc` + `/sys` tree
+//! (`RTSCOPE_KNOB_ROOT`) so every knob — IRQ affinity and RT throttling
+//! too — can be changed and killed mid-change without touching this host;
+//! `real_safe_knobs_are_restored_after_a_kill` does it on the real kernel
+//! with the knobs that are safe here (timer_migration, THP, KSM, printk's
+//! level: changing the level writes no message).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{is_root, serial, Sandbox};
+
+/// The fake tree's files: kernel path → original text.
+const TREE: &[(&str, &str)] = &[
+    ("proc/sys/kernel/printk", "4\t4\t1\t7"),
+    ("proc/irq/24/smp_affinity_list", "1"),
+    ("proc/irq/25/smp_affinity_list", "0-1"),
+    ("proc/sys/kernel/sched_rt_runtime_us", "950000"),
+    ("proc/sys/kernel/timer_migration", "1"),
+    ("sys/kernel/mm/transparent_hugepage/enabled", "always [madvise] never"),
+    ("sys/kernel/mm/ksm/run", "0"),
+    ("proc/sys/kernel/watchdog", "1"),
+    ("proc/sys/kernel/soft_watchdog", "1"),
+    ("proc/sys/kernel/nmi_watchdog", "0"),
+    ("sys/devices/virtual/workqueue/cpumask", "3"),
+];
+
+/// Each knob, its levels, and the fake files it writes.
+const KNOBS: &[(&str, &str, &[&str])] = &[
+    ("printk", "7,1", &["proc/sys/kernel/printk"]),
+    ("irq-affinity", "all,off-measured", &["proc/irq/24/smp_affinity_list", "proc/irq/25/smp_affinity_list"]),
+    ("rt-runtime", "900000,990000", &["proc/sys/kernel/sched_rt_runtime_us"]),
+    ("timer-migration", "1,0", &["proc/sys/kernel/timer_migration"]),
+    ("thp", "never,always", &["sys/kernel/mm/transparent_hugepage/enabled"]),
+    ("ksm", "0,1", &["sys/kernel/mm/ksm/run"]),
+    ("watchdog", "1,0", &["proc/sys/kernel/watchdog"]),
+    ("soft-watchdog", "1,0", &["proc/sys/kernel/soft_watchdog"]),
+    ("nmi-watchdog", "0,1", &["proc/sys/kernel/nmi_watchdog"]),
+    ("workqueue-cpumask", "all,off-measured", &["sys/devices/virtual/workqueue/cpumask"]),
+];
+
+/// What a restored file holds: the original, as the journal writes it back
+/// (THP's chosen word; printk's fields space-separated).
+fn restored_text(orig: &str) -> String {
+    match (orig.find('['), orig.find(']')) {
+        (Some(a), Some(b)) => orig[a + 1..b].to_string(),
+        _ => orig.split_whitespace().collect::<Vec<_>>().join(" "),
+    }
+}
+
+fn fake_tree(sb: &Sandbox) -> PathBuf {
+    let root = sb.path("tree");
+    for (p, text) in TREE {
+        let f = root.join(p);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(&f, text).unwrap();
+    }
+    root
+}
+
+fn read(root: &Path, p: &str) -> String {
+    std::fs::read_to_string(root.join(p)).unwrap().trim().to_string()
+}
+
+fn factors_cmd(sb: &Sandbox, root: &Path) -> Command {
+    let mut c = sb.cmd();
+    c.env("RTSCOPE_KNOB_ROOT", root).env("RTSCOPE_STATE_DIR", sb.path("state"));
+    c
+}
+
+fn start(sb: &Sandbox, root: &Path, factor: &str, out: &str) -> Child {
+    factors_cmd(sb, root)
+        .args(["factors", "--factor", factor, "--rounds", "3", "-D", "400ms", "-a", "0", "--no-store", "--out", out])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rtscope factors")
+}
+
+/// Wait until one of `files` differs from the tree's original (the knob is
+/// in its changed state); false if the experiment ended first.
+fn wait_changed(child: &mut Child, root: &Path, files: &[&str]) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(120) {
+        let changed = files.iter().any(|f| {
+            let orig = TREE.iter().find(|(p, _)| p == f).unwrap().1;
+            read(root, f) != orig && read(root, f) != restored_text(orig)
+        });
+        if changed {
+            return true;
+        }
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, sig) };
+}
+
+fn assert_restored(root: &Path, files: &[&str], what: &str) {
+    for f in files {
+        let orig = TREE.iter().find(|(p, _)| p == f).unwrap().1;
+        assert_eq!(read(root, f), restored_text(orig), "{what}: {f} not restored");
+    }
+}
+
+fn journals(sb: &Sandbox) -> Vec<PathBuf> {
+    std::fs::read_dir(sb.path("state/journal"))
+        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with("journal-")).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn sigint_and_sigterm_restore_every_knob() {
+    let _s = serial();
+    for (name, levels, files) in KNOBS {
+        for (sig, sig_name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
+            let sb = Sandbox::new();
+            let root = fake_tree(&sb);
+            let mut child = start(&sb, &root, &format!("{name}={levels}"), "out");
+            assert!(wait_changed(&mut child, &root, files), "{name}: never saw the knob changed");
+            signal(&child, sig);
+            let out = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(130), "{name} {sig_name}: {stderr}");
+            assert_restored(&root, files, &format!("{name} after {sig_name}"));
+            assert!(stderr.contains("restored:"), "{name} {sig_name}: {stderr}");
+            assert!(journals(&sb).is_empty(), "{name} {sig_name}: the journal is removed once restored");
+        }
+    }
+}
+
+#[test]
+fn a_second_ctrl_c_restores_before_exiting_at_once() {
+    let _s = serial();
+    let sb = Sandbox::new();
+    let root = fake_tree(&sb);
+    let files = ["proc/sys/kernel/printk"];
+    let mut child = factors_cmd(&sb, &root)
+        .args(["factors", "--factor", "printk=7,1", "--rounds", "3", "-D", "30s", "-a", "0", "--no-store", "--out", "out"])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_changed(&mut child, &root, &files));
+    signal(&child, libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(50));
+    signal(&child, libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_restored(&root, &files, "after two SIGINTs");
+}
+
+#[test]
+fn after_sigkill_the_next_rtscope_restores_and_says_so() {
+    let _s = serial();
+    for (name, levels, files) in KNOBS {
+        let sb = Sandbox::new();
+        let root = fake_tree(&sb);
+        let mut child = start(&sb, &root, &format!("{name}={levels}"), "out");
+        assert!(wait_changed(&mut child, &root, files), "{name}: never saw the knob changed");
+        signal(&child, libc::SIGKILL);
+        child.wait().unwrap();
+        assert_eq!(journals(&sb).len(), 1, "{name}: the dead run's journal stays");
+        // The next command that measures (here: doctor, and a run for the first knob).
+        let next: &[&str] = if *name == "printk" { &["run", "-D", "100ms", "--no-store", "--json", "r.json"] } else { &["doctor"] };
+        let out = factors_cmd(&sb, &root).args(next).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_restored(&root, files, &format!("{name} after SIGKILL and `rtscope {}`", next[0]));
+        assert!(stderr.contains("left changed by a dead rtscope experiment") && stderr.contains(name), "{name}: {stderr}");
+        assert!(journals(&sb).is_empty(), "{name}: journal removed after the restore");
+    }
+}
+
+#[test]
+fn two_experiments_refuse_to_change_the_same_knob() {
+    let _s = serial();
+    let sb = Sandbox::new();
+    let root = fake_tree(&sb);
+    let mut first = start(&sb, &root, "thp=never,always", "out1");
+    assert!(wait_changed(&mut first, &root, &["sys/kernel/mm/transparent_hugepage/enabled"]));
+    let second = factors_cmd(&sb, &root)
+        .args(["factors", "--factor", "ksm=1,0", "--factor", "thp=always,never", "--rounds", "3", "-D", "200ms", "-a", "0", "--no-store", "--out", "out2"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("knob thp") && stderr.contains("another rtscope experiment"), "{stderr}");
+    // Refused before changing anything: ksm untouched, the first run's journal alone.
+    assert_eq!(read(&root, "sys/kernel/mm/ksm/run"), "0");
+    assert_eq!(journals(&sb).len(), 1);
+    signal(&first, libc::SIGTERM);
+    first.wait().unwrap();
+    assert_restored(&root, &["sys/kernel/mm/transparent_hugepage/enabled"], "first experiment");
+}
+
+#[test]
+fn a_knob_this_system_lacks_is_exit_2_naming_it() {
+    let sb = Sandbox::new();
+    let root = fake_tree(&sb);
+    std::fs::remove_file(root.join("sys/kernel/mm/ksm/run")).unwrap();
+    let out = factors_cmd(&sb, &root).args(["factors", "--factor", "ksm=0,1", "-D", "100ms", "--no-store"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("ksm") && stderr.contains("does not have this knob"), "{stderr}");
+    for (bad, says) in [
+        ("nosuch=1,2", "no such knob"),
+        ("rt-runtime=950000,-1", "refused"),
+        ("irq-affinity=all,off-measured", "every online CPU"),
+    ] {
+        let mut c = factors_cmd(&sb, &root);
+        c.args(["factors", "--factor", bad, "-D", "100ms", "--no-store"]);
+        let out = c.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {stderr}");
+        assert!(stderr.contains(says), "{bad}: {stderr}");
+    }
+    assert!(journals(&sb).is_empty() && !sb.path("rtscope-results").exists(), "nothing journaled or written");
+}
+
+#[test]
+fn an_experiment_is_stored_tagged_and_analysed_again_the_same() {
+    let _s = serial();
+    let sb = Sandbox::new();
+    let root = fake_tree(&sb);
+    let out = factors_cmd(&sb, &root)
+        .args(["factors", "--factor", "dma-latency=held,released", "--factor", "printk=7,1", "--rounds", "3", "-D", "300ms", "-a", "0", "--format", "json", "--interactions", "--seed", "7"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_restored(&root, &["proc/sys/kernel/printk"], "after the experiment");
+    let a: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(a["schema_version"], 1);
+    assert_eq!(a["design"], "full-factorial");
+    assert_eq!(a["runs"], 12);
+    assert_eq!(a["run_ids"].as_array().unwrap().len(), 12);
+    let effects = a["effects"].as_array().unwrap();
+    // timer/idle × 4 metrics × (2 main effects + 1 interaction).
+    assert_eq!(effects.len(), 12, "{effects:?}");
+    for e in effects {
+        let (x, lo, hi) = (e["effect"].as_f64().unwrap(), e["lo"].as_f64().unwrap(), e["hi"].as_f64().unwrap());
+        assert!(lo <= x && x <= hi, "{e}");
+        assert!(e["test_lo"].as_f64().unwrap() <= lo && hi <= e["test_hi"].as_f64().unwrap(), "the 99 % interval holds the 95 %: {e}");
+        assert_eq!(e["rounds"], 3);
+        let v = e["verdict"].as_str().unwrap();
+        assert!(["material", "small", "none_seen"].contains(&v));
+    }
+    let exp = a["experiment"].as_str().unwrap().to_string();
+    // Every run is tagged with the experiment, its round and its levels.
+    let hist = sb.run(&["history", "--tag", &format!("{exp}/printk:1")]);
+    let listed = String::from_utf8_lossy(&hist.stdout);
+    assert_eq!(listed.lines().filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit() || c == '#')).count(), 6, "{listed}");
+    // Analysed again from the history: the same effects.
+    let again = factors_cmd(&sb, &root).args(["factors", "--analyse", &exp, "--format", "json", "--interactions"]).output().unwrap();
+    assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
+    let b: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(a["effects"], b["effects"]);
+    // Doctor's findings on these knobs cite the measurement.
+    let doc = factors_cmd(&sb, &root).args(["doctor", "--json"]).output().unwrap();
+    let d: serde_json::Value = serde_json::from_slice(&doc.stdout).unwrap();
+    let console = d["findings"].as_array().unwrap().iter().find(|f| f["id"] == "console.loglevel").unwrap();
+    let why = console["why"].as_str().unwrap();
+    assert!(why.contains("measured: ") && why.contains("printk=1 vs 7") && why.contains(&format!("experiment {exp}")), "{why}");
+    // The HTML report has the effect plot.
+    let html = factors_cmd(&sb, &root).args(["factors", "--analyse", &exp, "--format", "html", "--report", "r.html", "--interactions"]).output().unwrap();
+    assert_eq!(html.status.code(), Some(0));
+    let page = std::fs::read_to_string(sb.path("r.html")).unwrap();
+    assert!(page.contains("data-kind=\"effects\"") && page.matches("<circle").count() == 12, "one point per effect");
+}
+
+/// The real kernel's safe knobs, killed mid-change and restored.
+#[test]
+fn real_safe_knobs_are_restored_after_a_kill() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let _s = serial();
+    let knobs = [
+        ("timer-migration", "/proc/sys/kernel/timer_migration"),
+        ("thp", "/sys/kernel/mm/transparent_hugepage/enabled"),
+        ("ksm", "/sys/kernel/mm/ksm/run"),
+        ("printk", "/proc/sys/kernel/printk"),
+    ];
+    let before: Vec<String> = knobs.iter().map(|(_, p)| std::fs::read_to_string(p).unwrap()).collect();
+    // Levels that differ from what this host has now.
+    let other = |name: &str, now: &str| -> String {
+        match name {
+            "timer-migration" | "ksm" => if now.trim() == "0" { "0,1" } else { "1,0" }.into(),
+            "thp" => if now.contains("[never]") { "never,madvise" } else { "never,always" }.into(),
+            _ => format!("{},{}", now.split_whitespace().next().unwrap(), if now.starts_with('1') { 2 } else { 1 }),
+        }
+    };
+    for (sig, i) in [(libc::SIGTERM, 0usize), (libc::SIGKILL, 1), (libc::SIGINT, 2), (libc::SIGKILL, 3)] {
+        let (name, path) = knobs[i];
+        let sb = Sandbox::new();
+        let mut c = sb.cmd();
+        c.env("RTSCOPE_STATE_DIR", sb.path("state")).env_remove("RTSCOPE_KNOB_ROOT");
+        let mut child = c
+            .args(["factors", "--factor", &format!("{name}={}", other(name, &before[i])), "--rounds", "3", "-D", "400ms", "-a", "0", "--no-store"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while std::fs::read_to_string(path).unwrap() == before[i] && t0.elapsed() < Duration::from_secs(60) && child.try_wait().unwrap().is_none() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_ne!(std::fs::read_to_string(path).unwrap(), before[i], "{name} never changed");
+        signal(&child, sig);
+        child.wait().unwrap();
+        if sig == libc::SIGKILL {
+            let mut d = sb.cmd();
+            let out = d.env("RTSCOPE_STATE_DIR", sb.path("state")).args(["doctor"]).output().unwrap();
+            assert!(String::from_utf8_lossy(&out.stderr).contains("left changed by a dead rtscope experiment"));
+        }
+        assert_eq!(std::fs::read_to_string(path).unwrap(), before[i], "{name} after signal {sig}");
+    }
+}
