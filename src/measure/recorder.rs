@@ -28,7 +28,6 @@ use hdrhistogram::Histogram;
 
 use super::distribution::{rank, Distribution, Second};
 use crate::model::{Bucket, Nanos, ProbeResult, TailSample};
-use crate::stats::nearest_rank;
 
 /// Top of the histogram's exact range: 2^47 ns, about 39 hours.
 ///
@@ -304,7 +303,7 @@ impl Recorder {
         if self.count == 0 {
             return 0;
         }
-        let rank = nearest_rank(q, self.count);
+        let rank = crate::stats::nearest_rank(q, self.count);
         let mut seen = 0u64;
         for v in self.hist.iter_recorded() {
             seen += v.count_at_value();
