@@ -42,11 +42,8 @@ pub(crate) struct MonitorPlan {
 }
 
 /// Summaries of one closed window: one per thread and one merged per variant.
-fn windows_of(index: u64, started: OffsetDateTime, duration_ns: u64, probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec<Window> {
-    results_from(probe, phase, outcomes)
-        .into_iter()
-        .map(|r| window_of(index, started, duration_ns, &r))
-        .collect()
+fn windows_of(index: u64, started: OffsetDateTime, duration_ns: u64, probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> anyhow::Result<Vec<Window>> {
+    Ok(results_from(probe, phase, outcomes)?.into_iter().map(|r| window_of(index, started, duration_ns, &r)).collect())
 }
 
 fn window_of(index: u64, started: OffsetDateTime, duration_ns: u64, r: &ProbeResult) -> Window {
@@ -105,7 +102,7 @@ pub(crate) fn execute(
     let cycled = monitor.cycle(&mut session);
     session.end_loads();
     cycled?;
-    session.run.results = monitor.overall.results();
+    session.run.results = monitor.overall.results()?;
     let interrupted = stop.load(Ordering::Relaxed);
     if interrupted {
         session.run.interrupted_in = session.run.phases.last().map(|p| p.name.clone());
@@ -185,7 +182,7 @@ impl Monitor<'_> {
             sub.duration_ns = self.window_ns();
             let at = OffsetDateTime::now_utc();
             let outcomes = self.measuring.measure(probe, &sub, &mut session.steps)?;
-            closed.extend(windows_of(self.windows, at, sub.duration_ns, name, &spec.name, &outcomes));
+            closed.extend(windows_of(self.windows, at, sub.duration_ns, name, &spec.name, &outcomes)?);
             self.overall.add(name, &spec.name, outcomes);
         }
         Ok(closed)
@@ -220,7 +217,7 @@ impl Overall {
         }
     }
 
-    fn results(self) -> Vec<ProbeResult> {
+    fn results(self) -> anyhow::Result<Vec<ProbeResult>> {
         results_of(self.0)
     }
 }
@@ -229,7 +226,7 @@ impl Overall {
 /// the overall outcomes (as `run` makes them, `runner::results_from`).
 /// Their per-second series are cleared: each window's recorder counts time
 /// from its own start (the time series of a monitor run is its windows).
-fn results_of(overall: BTreeMap<(String, String, Option<String>, usize), ThreadOutcome>) -> Vec<ProbeResult> {
+fn results_of(overall: BTreeMap<(String, String, Option<String>, usize), ThreadOutcome>) -> anyhow::Result<Vec<ProbeResult>> {
     let mut groups: BTreeMap<(String, String), Vec<ThreadOutcome>> = BTreeMap::new();
     for ((probe, phase, _, _), o) in overall {
         groups.entry((probe, phase)).or_default().push(o);
@@ -237,7 +234,7 @@ fn results_of(overall: BTreeMap<(String, String, Option<String>, usize), ThreadO
     let note = "monitor run: per-second series are not kept and worst-sample times count from the start of their window; the windows (history: `rtscope history --windows ID`) are the time series";
     let mut out = Vec::new();
     for ((probe, phase), outcomes) in groups {
-        for mut r in results_from(&probe, &phase, &outcomes) {
+        for mut r in results_from(&probe, &phase, &outcomes)? {
             r.per_second.clear();
             r.extras.note = Some(match r.extras.note.take() {
                 Some(n) => format!("{n}; {note}"),
@@ -246,5 +243,5 @@ fn results_of(overall: BTreeMap<(String, String, Option<String>, usize), ThreadO
             out.push(r);
         }
     }
-    out
+    Ok(out)
 }

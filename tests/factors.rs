@@ -269,6 +269,12 @@ fn an_experiment_is_stored_tagged_and_analysed_again_the_same() {
     assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
     let b: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(a["effects"], b["effects"]);
+    // Doctor's findings on these knobs cite the measurement.
+    let doc = factors_cmd(&sb, &root).args(["doctor", "--json"]).output().unwrap();
+    let d: serde_json::Value = serde_json::from_slice(&doc.stdout).unwrap();
+    let console = d["findings"].as_array().unwrap().iter().find(|f| f["id"] == "console.loglevel").unwrap();
+    let why = console["why"].as_str().unwrap();
+    assert!(why.contains("measured: ") && why.contains("printk=1 vs 7") && why.contains(&format!("experiment {exp}")), "{why}");
     // The HTML report has the effect plot.
     let html = factors_cmd(&sb, &root).args(["factors", "--analyse", &exp, "--format", "html", "--report", "r.html", "--interactions"]).output().unwrap();
     assert_eq!(html.status.code(), Some(0));

@@ -28,6 +28,12 @@
 //! probability of at least one is 1 − (1 − p)^(r·3600). With no miss
 //! observed, p is reported as its 95 % upper bound 3/n ("rule of three",
 //! Hanley & Lippman-Hand 1983, JAMA 249:1743) instead of 0.
+//!
+//! What a run with no miss supports ([`DeadlineMisses::supports`]): a miss
+//! probability per period below ≈ 3/N at 95 % — and, since a short run's
+//! per-hour bound is a true but useless "≤ 1", how long a run without a
+//! miss must be to support fewer than one miss per hour on average
+//! (p < 1/(r·3600), so N ≥ 3·r·3600 periods: three hours at any rate).
 
 use serde::Serialize;
 
@@ -122,6 +128,31 @@ impl DeadlineMisses {
             Some(u) if u > self.ratio => format!("{v}–{}", crate::stats::fmt_ratio_value(u)),
             Some(_) => v,
         }
+    }
+
+    /// With no miss in N periods (and missed periods counted): what the run
+    /// supports and the run a claim per hour needs, e.g. "0 misses in 60000
+    /// periods: the miss probability per period is below ≈ 3/N = 5.0e-5 (95
+    /// %); fewer than one miss per hour on average needs ≥ 10800000 periods
+    /// without a miss (3.0 h at 1000 periods/s)". `None` otherwise.
+    pub(crate) fn supports(&self) -> Option<String> {
+        if !self.zero_observed || !self.complete || self.periods == 0 {
+            return None;
+        }
+        let n = self.periods;
+        let mut s = format!(
+            "0 misses in {n} periods: the miss probability per period is below ≈ 3/N = {} (95 %)",
+            crate::stats::fmt_ratio_value(3.0 / n as f64)
+        );
+        if self.rate_hz > 0.0 {
+            let need = (3.0 * self.rate_hz * 3600.0).ceil() as u64;
+            if need > n {
+                s.push_str(&format!("; fewer than one miss per hour on average needs ≥ {need} periods without a miss (3.0 h at {:.0} periods/s)", self.rate_hz));
+            } else {
+                s.push_str("; this is fewer than one miss per hour on average at the measured rate");
+            }
+        }
+        Some(s)
     }
 
     /// One sentence: `3 of 200000 periods missed the 200 µs deadline (2 late
@@ -307,5 +338,17 @@ mod tests {
         // p ≤ 3/3000 = 1e-3 per sample, 3.6e6 samples per hour → ≈ 1.
         assert!(m.per_hour_probability > 0.99);
         assert_eq!(m.per_hour_expected, 0.0);
+        // Issue 49 item 8: "≤ 1" is true and useless; say what the run
+        // supports and how long a run the claim per hour needs.
+        let s = m.supports().unwrap();
+        assert!(s.starts_with("0 misses in 3000 periods: the miss probability per period is below ≈ 3/N = 0.001 (95 %)"), "{s}");
+        assert!(s.ends_with("needs ≥ 10800000 periods without a miss (3.0 h at 1000 periods/s)"), "{s}");
+        // A miss seen, or missed periods unknown: nothing to say.
+        let mut r = result(&v, 1_000_000);
+        r.overruns = 1;
+        assert_eq!(misses(&r, Nanos(100_000)).supports(), None);
+        r.overruns = 0;
+        r.overruns_known = false;
+        assert_eq!(misses(&r, Nanos(100_000)).supports(), None);
     }
 }

@@ -34,6 +34,9 @@ pub(crate) enum Warning {
     /// A one-way hand-off probe ran under threshold tracing: the events on its
     /// own measured path (the receiver's wake-up and switch-in) cost time.
     TracedHandoff { probe: String },
+    /// Call-chain sampling ran beside threshold tracing (`--trace-stacks`), or
+    /// was asked for and could not run (`unavailable`).
+    StackSampled { hz: u32, unavailable: Option<String> },
     /// Fewer samples than a percentile in the tables needs (10 beyond it).
     TooFewSamples { probe: String, phase: String, percentile: String, samples: u64, needed: u64, rate_hz: f64 },
     /// Enough samples for the tables, but the run is shorter than the
@@ -109,6 +112,11 @@ impl fmt::Display for Warning {
                 "could not hold /dev/cpu_dma_latency at 0 ({detail}); deep CPU idle states may add wake-up latency."
             ),
             Warning::NoTracing { detail } => write!(f, "no trace snapshots: {detail}."),
+            Warning::StackSampled { hz, unavailable: None } => write!(
+                f,
+                "measured with kernel call-chain sampling at {hz} Hz on the measured CPUs (--trace-stacks): each sample is a timer interrupt there; compare only with runs sampled the same way (bench/stack-cost measures the difference; --trace-stacks 0 turns it off)."
+            ),
+            Warning::StackSampled { unavailable: Some(why), .. } => write!(f, "no code paths in the trace snapshots: {why}."),
             Warning::TracedHandoff { probe } => write!(
                 f,
                 "{probe}: measured under threshold tracing, whose scheduler events lie on a hand-off's own path (the receiver's wake-up and switch-in: dropped by the kernel's filters, but each still costs), so its samples are longer than untraced ones; compare it only with runs traced the same way (bench/trace-cost --probe {probe} measures the difference)."
@@ -183,6 +191,9 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
     }
     if let Some(s) = run.realtime_setup.steps.iter().find(|s| s.step == "tracing" && s.outcome == crate::model::Outcome::Failed) {
         out.push(Warning::NoTracing { detail: s.detail.clone() });
+    }
+    if let (Some(hz), Some(t)) = (run.plan.trace.as_ref().and_then(|p| p.stack_hz), run.trace.as_ref()) {
+        out.push(Warning::StackSampled { hz, unavailable: t.stacks.as_ref().and_then(|s| s.unavailable.clone()) });
     }
     if run.trace.is_some() {
         let mut seen: Vec<&str> = Vec::new();

@@ -249,6 +249,13 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "LIST", default_value = "default", value_parser = parse_trace_events)]
     pub(crate) trace_events: TraceEvents,
 
+    /// Call-chain samples per second on each measured CPU while tracing (with
+    /// --trace-threshold): perf_event_open's software clock, kernel frames symbolised
+    /// from /proc/kallsyms; each traced late sample then names the code paths that ran,
+    /// and gaps in the samples show interrupts-off stretches. 0 turns sampling off.
+    #[arg(long, value_name = "HZ", default_value_t = 4000, value_parser = clap::value_parser!(u32).range(0..=50_000))]
+    pub(crate) trace_stacks: u32,
+
     /// Measure another system with rtscope-agent: exec:'CMD' (its stdin/stdout, e.g.
     /// exec:'ssh board rtscope-agent'), tcp:HOST:PORT (an agent started with --listen PORT)
     /// or serial:/dev/ttyUSB0[:BAUD]. See README "Measuring another system" and docs/agent.md.

@@ -55,6 +55,7 @@ pub(crate) fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), 
             buffer_kb: args.trace_buffer,
             max_snapshots: args.trace_max,
             events: if args.trace_events.0 == ["default"] { Vec::new() } else { args.trace_events.0.clone() },
+            stack_hz: (args.trace_stacks > 0).then_some(args.trace_stacks),
         }),
     };
     Ok((plan, Output { path, quiet: args.quiet, unit: crate::units::Unit::of_ns_flag(args.ns) }))

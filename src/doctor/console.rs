@@ -6,6 +6,10 @@
 
 use super::{Ctx, Finding, Severity};
 
+/// The fix for a chatty console (also the advice of a traced window whose code path is
+/// the console write: `trace::advice`).
+pub(crate) const FIX_CONSOLE_LOGLEVEL: &str = "`sysctl -w kernel.printk=\"3 4 1 3\"` (or `dmesg -n 3`), or boot with `quiet` / `loglevel=3`.";
+
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let (pk_ev, pk) = ctx.read("/proc/sys/kernel/printk");
     let level: Option<u32> = pk.as_deref().and_then(|v| v.split_whitespace().next()?.parse().ok());
@@ -29,7 +33,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
              on a serial console each line takes about 1 ms, and outside PREEMPT_RT that happens \
              with preemption disabled — printk is a classic latency killer.",
         )
-        .fix("`sysctl -w kernel.printk=\"3 4 1 3\"` (or `dmesg -n 3`), or boot with `quiet` / `loglevel=3`."),
+        .fix(FIX_CONSOLE_LOGLEVEL),
         Some(l) => Finding::new("console.loglevel", Severity::Ok, format!("Console log level is {l}: only errors and worse reach the console"))
             .why("Routine kernel messages are kept in the log buffer and not printed to the console synchronously."),
         None => Finding::new("console.loglevel", Severity::Info, "Console log level is not exposed by this kernel")

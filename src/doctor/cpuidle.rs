@@ -6,6 +6,12 @@
 
 use super::{fmt_cpus, evidence, shell_set, Ctx, Evidence, Finding, Severity};
 
+/// The first fix for deep idle states (also the advice of a traced window whose CPU was
+/// in an idle state with an exit latency: `trace::advice`).
+pub(crate) const FIX_DMA_LATENCY: &str = "Keep /dev/cpu_dma_latency open with 0 written (rtscope run does)";
+/// The boot-time fix for deep idle states.
+pub(crate) const FIX_MAX_CSTATE: &str = "`processor.max_cstate=1 intel_idle.max_cstate=0`";
+
 /// Exit latencies at or below this are harmless for a real-time host (C1/POLL class).
 const SHALLOW_US: u64 = 10;
 
@@ -119,11 +125,7 @@ fn deep_states(deep: &[&State]) -> Finding {
          writes 0 to /dev/cpu_dma_latency for the whole run, which makes the governor \
          avoid these states — other real-time applications must do the same."
     ))
-    .fix(format!(
-        "Keep /dev/cpu_dma_latency open with 0 written (rtscope run does), or disable the \
-         states: {}; or boot with `processor.max_cstate=1 intel_idle.max_cstate=0`.",
-        per_state.join("; ")
-    ))
+    .fix(format!("{FIX_DMA_LATENCY}, or disable the states: {}; or boot with {FIX_MAX_CSTATE}.", per_state.join("; ")))
 }
 
 /// Whether `/dev/cpu_dma_latency` (the PM QoS device) exists.

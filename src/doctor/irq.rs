@@ -156,6 +156,17 @@ fn affinity(ctx: &Ctx) -> Finding {
     f.evidence(ev)
 }
 
+/// The fix for device IRQs on the measured CPUs `cpus`: steer `irqs` to the housekeeping
+/// CPUs `hk` (also the advice of a traced window an IRQ held: `trace::advice`).
+pub(crate) fn fix_irq_affinity(irqs: &[String], hk: &str, cpus: &str) -> String {
+    format!(
+        "`for i in {}; do echo {hk} > /proc/irq/$i/smp_affinity_list; done` (managed IRQs \
+         of multi-queue devices refuse this: use `isolcpus=managed_irq,{cpus}`), and boot \
+         with `irqaffinity={hk}` so new IRQs start there.",
+        irqs.join(" ")
+    )
+}
+
 /// The warning for busy IRQs that may fire on measured CPUs (`hits` not empty), with the
 /// commands that steer them to the housekeeping CPUs.
 fn busy_irqs(ctx: &Ctx, hits: &[Hit]) -> Finding {
@@ -168,13 +179,7 @@ fn busy_irqs(ctx: &Ctx, hits: &[Hit]) -> Finding {
          CPU (e.g. 0) out of --cpus for housekeeping and steer IRQs there."
             .to_string()
     } else {
-        let h = fmt_cpus(&hk);
-        format!(
-            "`for i in {}; do echo {h} > /proc/irq/$i/smp_affinity_list; done` (managed IRQs \
-             of multi-queue devices refuse this: use `isolcpus=managed_irq,{cpus}`), and boot \
-             with `irqaffinity={h}` so new IRQs start there.",
-            irqs.join(" ")
-        )
+        fix_irq_affinity(&irqs, &fmt_cpus(&hk), &cpus)
     };
     Finding::new(
         "irq.affinity",

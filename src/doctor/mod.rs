@@ -12,16 +12,16 @@
 //! `tracing` (other active kernel tracing), `mitigations`, `vm`. Rendering (terminal and JSON) lives in `render`.
 
 mod clock;
-mod console;
+pub(crate) mod console;
 mod cpufreq;
-mod cpuidle;
-mod irq;
+pub(crate) mod cpuidle;
+pub(crate) mod irq;
 mod isolation;
 mod mitigations;
 mod mm;
 mod preempt;
 mod render;
-mod sched;
+pub(crate) mod sched;
 mod tracing;
 mod vm;
 mod watchdog;

@@ -9,6 +9,9 @@
 use super::{Ctx, Finding, Severity};
 use super::Evidence;
 
+/// The fix for RT throttling (also the advice of a traced window that shows it: `trace::advice`).
+pub(crate) const FIX_RT_THROTTLING: &str = "Only if all real-time tasks on the host are trusted: `sysctl -w kernel.sched_rt_runtime_us=-1` (persist in /etc/sysctl.d/).";
+
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
     let (rt_ev, runtime) = ctx.read("/proc/sys/kernel/sched_rt_runtime_us");
@@ -36,7 +39,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                  shows a latency spike of that size.",
                 p - r
             ))
-            .fix("Only if all real-time tasks on the host are trusted: `sysctl -w kernel.sched_rt_runtime_us=-1` (persist in /etc/sysctl.d/).")
+            .fix(FIX_RT_THROTTLING)
         }
         _ => Finding::new("sched.rt_throttling", Severity::Info, "RT throttling settings are not exposed or unreadable")
             .why("rtscope cannot tell whether real-time tasks are throttled (needs /proc/sys/kernel/sched_rt_runtime_us)."),

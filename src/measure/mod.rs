@@ -13,6 +13,7 @@
 //! lists them and [`info`] answers for a name (see [`registry`]).
 
 pub(crate) mod chain;
+pub(crate) mod distribution;
 pub(crate) mod dl;
 pub(crate) mod hwlat;
 pub(crate) mod maxrate;

@@ -20,14 +20,15 @@
 //! re-ranked, per-second slots add.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use hdrhistogram::Histogram;
 
-use crate::model::{Bucket, Nanos, ProbeResult, SecondStats, Tail, TailSample, WorstSample};
-use crate::stats::{nearest_rank, Moments, PERCENTILES};
+use super::distribution::{rank, Distribution, Second};
+use crate::model::{Bucket, Nanos, ProbeResult, TailSample};
+use crate::stats::nearest_rank;
 
 /// Top of the histogram's exact range: 2^47 ns, about 39 hours.
 ///
@@ -254,10 +255,6 @@ impl Recorder {
     pub fn max(&self) -> u64 {
         self.max
     }
-    /// How many of the largest samples this recorder keeps.
-    pub(crate) fn tail_k(&self) -> usize {
-        self.tail_k
-    }
 
     /// Fold another recorder into this one (for the merged entry).
     pub fn merge(&mut self, other: &Recorder) {
@@ -299,8 +296,10 @@ impl Recorder {
 
     /// Percentile `q` (0–100) in ns by the nearest-rank definition: the
     /// smallest recorded value such that at least q % of the samples are at or
-    /// below it (rank ⌈q·n/100⌉). Reported as the top of its histogram bucket
+    /// below it (rank ⌈q·n/100⌉). (Results take theirs from the buckets,
+    /// [`Distribution::to_result`]; this checks them in the tests.) Reported as the top of its histogram bucket
     /// (exact below 2048 ns, within 0.1 % above), clamped to the exact [min, max].
+    #[cfg(test)]
     pub(crate) fn percentile(&self, q: f64) -> u64 {
         if self.count == 0 {
             return 0;
@@ -332,7 +331,40 @@ impl Recorder {
         out
     }
 
-    /// The summary entry of the result model.
+    /// What this recorder measured, as the one distribution type every
+    /// source merges and reports through ([`Distribution`]).
+    pub(crate) fn distribution(&self) -> Distribution {
+        let mut tail: Vec<TailSample> = self
+            .tail
+            .iter()
+            .map(|r| TailSample(Nanos(r.0.latency), Nanos(r.0.at), r.0.seq_rev.0, r.0.thread as usize, r.0.cpu as usize))
+            .collect();
+        tail.sort_by(rank);
+        let width_s = self.slot_width_ns / 1_000_000_000;
+        let seconds = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.count > 0)
+            .map(|(i, s)| (i as u64 * width_s, Second { count: s.count, min: s.min, max: s.max, sum: s.sum }))
+            .collect();
+        Distribution {
+            samples: self.count,
+            overruns: self.overruns,
+            min_ns: if self.count == 0 { 0 } else { self.min },
+            max_ns: self.max,
+            sum: self.sum,
+            sumsq: self.sum_sq,
+            buckets: self.buckets(),
+            tail,
+            tail_k: self.tail_k,
+            worst: self.worst_k,
+            seconds,
+            width_s,
+        }
+    }
+
+    /// The summary entry of the result model ([`Distribution::to_result`]).
     pub fn to_result(
         &self,
         probe: &str,
@@ -342,55 +374,7 @@ impl Recorder {
         cpu: Option<usize>,
         interval_ns: u64,
     ) -> ProbeResult {
-        let n = self.count;
-        let m = Moments::from_sums(n, self.sum as f64, self.sum_sq as f64);
-        let (min, mean, stddev) = (if n == 0 { 0 } else { self.min }, m.mean, m.sd);
-        let percentiles_ns: BTreeMap<String, Nanos> = if n == 0 {
-            BTreeMap::new()
-        } else {
-            PERCENTILES.iter().map(|p| (p.key.to_string(), Nanos(self.percentile(p.q)))).collect()
-        };
-        // One copy of the tail, sorted largest first (earlier first among
-        // equals, as the heap ranks them); `worst` is its prefix.
-        let mut tail: Vec<TailSample> = self
-            .tail
-            .iter()
-            .map(|r| TailSample(Nanos(r.0.latency), Nanos(r.0.at), r.0.seq_rev.0, r.0.thread as usize, r.0.cpu as usize))
-            .collect();
-        tail.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
-        let worst = tail
-            .iter()
-            .take(self.worst_k)
-            .map(|w| WorstSample { latency_ns: w.0, at_ns: w.1, cpu: w.4, seq: w.2, thread: w.3, trace: None })
-            .collect();
-        let width_s = self.slot_width_ns / 1_000_000_000;
-        let per_second = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.count > 0)
-            .map(|(i, s)| SecondStats {
-                t_s: i as u64 * width_s,
-                count: s.count,
-                min_ns: Nanos(s.min),
-                mean_ns: s.sum as f64 / s.count as f64,
-                max_ns: Nanos(s.max),
-            })
-            .collect();
-        let mut r = ProbeResult::new(probe, phase, variant, thread, cpu, Nanos(interval_ns));
-        r.samples = n;
-        r.overruns = self.overruns;
-        r.min_ns = Nanos(min);
-        r.max_ns = Nanos(self.max);
-        r.mean_ns = mean;
-        r.stddev_ns = stddev;
-        r.percentiles_ns = percentiles_ns;
-        r.histogram = self.buckets();
-        r.worst = worst;
-        r.per_second = per_second;
-        r.per_second_width_s = width_s;
-        r.tail = Tail { k: self.tail_k, samples: tail };
-        r
+        self.distribution().to_result(probe, phase, variant, thread, cpu, interval_ns)
     }
 }
 

@@ -290,6 +290,7 @@ pub(crate) fn window(cpu: usize, start_ns: u64, end_ns: u64, noise: &[Noise], ir
                 irq: n.irq,
                 duration_ns: Nanos(d),
                 count: 1,
+                ..Default::default()
             }),
         }
     }
@@ -317,6 +318,7 @@ pub(crate) fn window(cpu: usize, start_ns: u64, end_ns: u64, noise: &[Noise], ir
             irq: None,
             duration_ns: Nanos(span - held),
             count: 1,
+            ..Default::default()
         });
     }
     let mut w = TraceWindow::new(cpu, (start_ns, end_ns), inside, true, irq.map(|i| Nanos(i.latency_ns)), culprits);

@@ -19,6 +19,11 @@ pub struct TracePlan {
     /// entries); empty (files from before it existed) = `default`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<String>,
+    /// `--trace-stacks`: call-chain samples per second on each measured CPU
+    /// (perf_event_open, software clock); absent = no sampling (0, or a file
+    /// from before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack_hz: Option<u32>,
 }
 
 /// What tracing did during a run (`trace` at the top level of a result).
@@ -39,6 +44,24 @@ pub struct TraceSummary {
     /// Snapshots whose sample is among the worst K kept, i.e. found in `worst[].trace`
     /// (a snapshot of a sample outside the worst K is dropped).
     pub on_worst: u32,
+    /// Call-chain sampling during the run (`--trace-stacks`); absent when not asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stacks: Option<SamplingSummary>,
+}
+
+/// What call-chain sampling did during a run (`trace.stacks`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SamplingSummary {
+    /// One sample every this much CPU time on each measured CPU.
+    pub period_ns: Nanos,
+    /// Samples read from the per-CPU rings.
+    pub samples: u64,
+    /// Samples the kernel dropped because a ring was full.
+    pub lost: u64,
+    /// Why there was no sampling (perf_event_open refused: `perf_event_paranoid`, no
+    /// PERF_EVENTS in the kernel, ...); absent when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
 }
 
 /// What held the CPU during one late sample (stored as `worst[].trace`).
@@ -84,6 +107,11 @@ pub struct TraceWindow {
     /// (`lost: …` when the trace dropped the activation's IRQ sample).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub irq_latency_unknown: Option<String>,
+    /// Call-chain sampling of the window (`--trace-stacks`): how many samples
+    /// fell in it, and the gaps where none did; each sample's code path is
+    /// under its culprit (`culprits[].paths`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stacks: Option<WindowStacks>,
 }
 
 impl TraceWindow {
@@ -103,12 +131,53 @@ impl TraceWindow {
             irq_handler_delay_ns: None,
             irq_duration_ns: None,
             irq_latency_unknown: None,
+            stacks: None,
         }
     }
 }
 
+/// Call-chain samples of one traced window (`worst[].trace.stacks`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WindowStacks {
+    /// The sampling period (one sample per this much CPU time).
+    pub period_ns: Nanos,
+    /// Samples whose time falls in the window.
+    pub samples: u32,
+    /// Stretches of the window longer than the gap threshold with no sample:
+    /// the sampling clock (an hrtimer) could not fire, i.e. interrupts were
+    /// off on the CPU (or, in a VM, the host was not running the vCPU).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gaps: Vec<SampleGap>,
+}
+
+/// A stretch with no call-chain sample (`worst[].trace.stacks.gaps[]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampleGap {
+    /// Where the sample that ended the gap was due: the previous sample plus
+    /// one period, ns after the window start (negative values are clamped to 0).
+    pub start_after_ns: Nanos,
+    /// From that due time to the sample that came: how long the sampling
+    /// clock was held off.
+    pub length_ns: Nanos,
+    /// The code path of the sample that ended the gap, leaf first: where
+    /// interrupts came back on.
+    pub ended_by: Vec<String>,
+}
+
+/// One code path seen while a culprit held the CPU (`culprits[].paths[]`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CodePath {
+    /// Kernel functions leaf first (from /proc/kallsyms), then `[user] COMM`
+    /// when the sample interrupted user code (user frames are not walked).
+    pub frames: Vec<String>,
+    /// Samples with this path.
+    pub samples: u32,
+    /// Those samples' share of all the window's samples (0–1).
+    pub share: f64,
+}
+
 /// One thing that held the CPU.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Culprit {
     /// `task`, `irq` (device interrupt handler), `vector` (x86 system vector: local_timer,
     /// reschedule, call_function...), `softirq`, `self` (the measuring thread itself, from
@@ -128,4 +197,12 @@ pub struct Culprit {
     pub duration_ns: Nanos,
     /// How many separate stretches it held the CPU in the window.
     pub count: u32,
+    /// Kind `idle`: the exit latency the kernel gives the idle state (sysfs
+    /// `cpuidle/stateN/latency`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_latency_ns: Option<Nanos>,
+    /// The code paths sampled while it held the CPU, most samples first
+    /// (`--trace-stacks`); absent without sampling.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<CodePath>,
 }

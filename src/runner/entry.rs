@@ -6,7 +6,7 @@
 
 use std::sync::atomic::AtomicBool;
 
-use crate::measure::recorder::Recorder;
+use crate::measure::distribution::{self, Member};
 use crate::measure::{LiveBoard, Probe, ProbeCtx, ProbeRun, ThreadOutcome};
 use crate::model::{Extras, ProbeResult, SetupStep, TraceWindow};
 use crate::trace::TraceSession;
@@ -84,27 +84,34 @@ fn apply_extras(extra: &Extras, windows: &[(u64, TraceWindow)], r: &mut ProbeRes
     }
 }
 
-/// Per-thread results plus one merged entry per variant, from a probe's outcomes.
-pub(crate) fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> Vec<ProbeResult> {
-    let mut out = Vec::new();
-    let variants: Vec<Option<String>> = crate::units::first_seen(outcomes.iter().map(|o| o.variant.clone()));
-    for v in variants {
-        let group: Vec<&ThreadOutcome> = outcomes.iter().filter(|o| o.variant == v).collect();
-        let first = group[0];
-        let mut merged = Recorder::with_tail(usize::MAX, 0, first.recorder.worst_k(), first.recorder.tail_k());
-        let mut extra = crate::model::Extras::default();
-        let mut windows = Vec::new();
-        for o in &group {
-            let mut r = o.recorder.to_result(probe, phase, v.clone(), Some(o.thread), o.cpu, o.interval_ns);
-            apply_extras(&o.extra, &o.windows, &mut r);
-            extra = extra.merge(&o.extra);
-            windows.extend(o.windows.iter().cloned());
-            out.push(r);
-            merged.merge(&o.recorder);
-        }
-        let mut r = merged.to_result(probe, phase, v.clone(), None, None, first.interval_ns);
-        apply_extras(&extra, &windows, &mut r);
-        out.push(r);
-    }
-    out
+/// Per-thread results plus one merged entry per variant, from a probe's
+/// outcomes: through the one distribution type and grouping
+/// ([`distribution::per_thread_and_merged`], as an agent's blocks), each
+/// entry given its thread's extras (the merged one, every thread's merged).
+pub(crate) fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> anyhow::Result<Vec<ProbeResult>> {
+    let members: Vec<Member> = outcomes
+        .iter()
+        .map(|o| Member {
+            variant: o.variant.as_deref(),
+            thread: o.thread,
+            cpu: o.cpu,
+            interval_ns: o.interval_ns,
+            dist: o.recorder.distribution(),
+            source: format!("probe {probe}, thread {}", o.thread),
+        })
+        .collect();
+    let grouped = distribution::per_thread_and_merged(probe, phase, &members).map_err(|e| anyhow::anyhow!(e))?;
+    Ok(grouped
+        .into_iter()
+        .map(|g| {
+            let mut r = g.result;
+            let extra = match (r.thread, g.members.as_slice()) {
+                (Some(_), [i]) => outcomes[*i].extra.clone(),
+                _ => g.members.iter().fold(Extras::default(), |e, &i| e.merge(&outcomes[i].extra)),
+            };
+            let windows: Vec<(u64, TraceWindow)> = g.members.iter().flat_map(|&i| outcomes[i].windows.iter().cloned()).collect();
+            apply_extras(&extra, &windows, &mut r);
+            r
+        })
+        .collect())
 }

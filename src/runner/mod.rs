@@ -202,7 +202,7 @@ impl Phases<'_> {
         self.measuring.board.reset(&format!("{tag}: {name}"));
         let outcomes = self.measuring.measure(probe, &self.plan.probe_run(entry, false), &mut session.steps)?;
         drop(memory);
-        let mut results = results_from(name, phase, &outcomes);
+        let mut results = results_from(name, phase, &outcomes)?;
         if let Some(t) = self.measuring.trace {
             t.attach(&mut results);
             session.run.trace = Some(t.summary());

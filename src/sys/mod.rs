@@ -5,6 +5,7 @@
 pub(crate) mod dma_latency;
 pub(crate) mod futex;
 pub(crate) mod mman;
+pub(crate) mod perf_event;
 pub(crate) mod resource;
 pub(crate) mod sched;
 pub(crate) mod semaphore;

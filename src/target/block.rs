@@ -14,8 +14,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{Bucket, Nanos, ProbeResult, SecondStats, SetupStep, SignedStats, Tail, TailSample, WorstSample};
-use crate::stats::{bucket_percentile, Moments, PERCENTILES};
+use crate::measure::distribution::{per_thread_and_merged, rank, Distribution, Member, Second};
+use crate::model::{Bucket, Nanos, ProbeResult, SetupStep, SignedStats, TailSample};
 
 use super::proto::{tuples, Line};
 use crate::import::Series;
@@ -39,7 +39,6 @@ pub(crate) struct Block {
     /// Start → (count, min, max, sum).
     pub(crate) sec: BTreeMap<u64, (u64, u64, u64, u128)>,
     pub(crate) setup: Vec<SetupStep>,
-    pub(crate) stopped: bool,
     pub(crate) error: Option<String>,
     /// The native entry's `note` (a `note` line).
     pub(crate) note: Option<String>,
@@ -98,7 +97,6 @@ impl Block {
             worst: l.num("worst")? as usize,
             sec: BTreeMap::new(),
             setup: Vec::new(),
-            stopped: l.get("stopped") == Some("1"),
             error: l.get("error").map(str::to_string),
             note: None,
             want_notes: l.get("notes").map_or(Ok(0), |_| l.num("notes"))?,
@@ -166,7 +164,8 @@ impl Block {
         Ok(())
     }
 
-    /// At `end`: every announced line arrived and the parts agree.
+    /// At `end`: every announced line arrived, and the block holds what
+    /// every result entry holds ([`Distribution::check`]).
     pub(crate) fn finish(&self) -> Result<(), String> {
         let got = [
             ("hist", self.s.buckets.len() as u64, self.want_hist),
@@ -180,91 +179,28 @@ impl Block {
                 return Err(format!("result n={} announced {what}={want} but {have} arrived", self.n));
             }
         }
-        let total = self.s.buckets.iter().fold(0u64, |a, b| a.saturating_add(b.count));
-        if total != self.s.samples {
-            return Err(format!("result n={}: histogram counts sum to {total}, samples={}", self.n, self.s.samples));
-        }
-        let sec_total = self.sec.values().fold(0u64, |a, s| a.saturating_add(s.0));
-        if !self.sec.is_empty() && sec_total != self.s.samples {
-            return Err(format!("result n={}: per-second counts sum to {sec_total}, samples={}", self.n, self.s.samples));
-        }
-        if self.s.samples > 0 && self.s.buckets.first().is_some_and(|b| b.lo_ns.0 > self.s.min_ns) {
-            return Err(format!("result n={}: min_ns {} lies below the lowest bucket", self.n, self.s.min_ns));
-        }
-        if self.s.samples > 0 && self.s.buckets.last().is_some_and(|b| b.hi_ns.0 < self.s.max_ns) {
-            return Err(format!("result n={}: max_ns {} lies above the highest bucket", self.n, self.s.max_ns));
-        }
-        Ok(())
+        self.distribution().check(&format!("result n={}", self.n))
     }
 
-    /// Fold another thread's block of the same variant in (the merged entry).
-    pub(crate) fn merge(&mut self, o: &Block) {
-        self.s.thread = None;
-        self.s.cpu = None;
-        self.s.min_ns = match (self.s.samples, o.s.samples) {
-            (0, _) => o.s.min_ns,
-            (_, 0) => self.s.min_ns,
-            _ => self.s.min_ns.min(o.s.min_ns),
-        };
-        self.s.samples += o.s.samples;
-        self.s.overruns += o.s.overruns;
-        self.s.max_ns = self.s.max_ns.max(o.s.max_ns);
-        self.sum += o.sum;
-        self.sumsq = self.sumsq.saturating_add(o.sumsq);
-        let mut by: BTreeMap<(u64, u64), u64> = self.s.buckets.iter().map(|b| ((b.lo_ns.0, b.hi_ns.0), b.count)).collect();
-        for b in &o.s.buckets {
-            *by.entry((b.lo_ns.0, b.hi_ns.0)).or_default() += b.count;
+    /// What the block measured, as the one distribution type (merged and
+    /// made into entries as a native thread's recorder is).
+    pub(crate) fn distribution(&self) -> Distribution {
+        let mut tail = self.tail.clone();
+        tail.sort_by(rank);
+        Distribution {
+            samples: self.s.samples,
+            overruns: self.s.overruns,
+            min_ns: if self.s.samples == 0 { 0 } else { self.s.min_ns },
+            max_ns: self.s.max_ns,
+            sum: self.sum,
+            sumsq: self.sumsq,
+            buckets: self.s.buckets.clone(),
+            tail,
+            tail_k: self.tail_k,
+            worst: self.worst,
+            seconds: self.sec.iter().map(|(t, s)| (*t, Second { count: s.0, min: s.1, max: s.2, sum: s.3 })).collect(),
+            width_s: self.s.per_second_width_s,
         }
-        self.s.buckets = by.into_iter().map(|((lo, hi), count)| Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count }).collect();
-        self.tail_k = self.tail_k.min(o.tail_k);
-        self.tail.extend(o.tail.iter().copied());
-        self.tail.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        self.tail.truncate(self.tail_k);
-        for (t, s) in &o.sec {
-            let e = self.sec.entry(*t).or_insert((0, u64::MAX, 0, 0));
-            *e = (e.0 + s.0, e.1.min(s.1), e.2.max(s.2), e.3 + s.3);
-        }
-        self.stopped |= o.stopped;
-        self.s.signed = match (self.s.signed, o.s.signed) {
-            (Some(a), Some(b)) => Some(a.merge(b)),
-            (a, b) => a.or(b),
-        };
-    }
-
-    /// The result entry, through the model's constructor.
-    pub(crate) fn to_result(&self, phase: &str) -> ProbeResult {
-        let mut r = ProbeResult::new(&self.s.probe, phase, self.s.variant.clone(), self.s.thread, self.s.cpu, Nanos(self.s.interval_ns));
-        let n = self.s.samples;
-        let m = Moments::from_sums(n, self.sum as f64, self.sumsq as f64);
-        let (min, max) = (Nanos(if n == 0 { 0 } else { self.s.min_ns }), Nanos(self.s.max_ns));
-        r.samples = n;
-        r.overruns = self.s.overruns;
-        r.min_ns = min;
-        r.max_ns = max;
-        r.mean_ns = m.mean;
-        r.stddev_ns = m.sd;
-        r.percentiles_ns = if n == 0 {
-            BTreeMap::new()
-        } else {
-            PERCENTILES.iter().filter_map(|p| bucket_percentile(&self.s.buckets, p.q, min, max).map(|v| (p.key.to_string(), v))).collect()
-        };
-        r.histogram = self.s.buckets.clone();
-        r.worst = self
-            .tail
-            .iter()
-            .take(self.worst)
-            .map(|t| WorstSample { latency_ns: t.0, at_ns: t.1, cpu: t.4, seq: t.2, thread: t.3, trace: None })
-            .collect();
-        r.per_second = self
-            .sec
-            .iter()
-            .map(|(t, s)| SecondStats { t_s: *t, count: s.0, min_ns: Nanos(s.1), mean_ns: s.3 as f64 / s.0.max(1) as f64, max_ns: Nanos(s.2) })
-            .collect();
-        r.per_second_width_s = self.s.per_second_width_s;
-        r.tail = Tail { k: self.tail_k, samples: self.tail.clone() };
-        r.extras.signed = self.s.signed;
-        r.extras.note = self.note.clone();
-        r
     }
 }
 
@@ -274,31 +210,35 @@ fn small(v: Option<u128>) -> Result<u64, String> {
     u64::try_from(v).ok().filter(|x| *x <= crate::model::MAX_STORED).ok_or_else(|| format!("{v} is beyond the largest value a result holds"))
 }
 
-/// Per-thread entries plus one merged entry per variant, in arrival order
-/// (as the native runner's `results_from`).
-pub(crate) fn results_of(blocks: &[Block], phase: &str) -> Vec<ProbeResult> {
+/// Per-thread entries plus one merged entry per variant, in arrival order,
+/// through the grouping native runs use ([`per_thread_and_merged`]); a
+/// block that breaks the invariants, or blocks whose merge overflows, are
+/// refused (the error names the block).
+pub(crate) fn results_of(blocks: &[Block], phase: &str) -> Result<Vec<ProbeResult>, String> {
     let mut out = Vec::new();
-    let variants: Vec<(&str, Option<&String>)> = crate::units::first_seen(blocks.iter().map(|b| (b.s.probe.as_str(), b.s.variant.as_ref())));
-    for (probe, v) in variants {
-        let group: Vec<&Block> = blocks.iter().filter(|b| b.s.probe == probe && b.s.variant.as_ref() == v).collect();
-        let mut merged: Option<Block> = None;
-        for b in &group {
-            out.push(b.to_result(phase));
-            match merged.as_mut() {
-                None => {
-                    let mut m = (*b).clone();
-                    m.s.thread = None;
-                    m.s.cpu = None;
-                    merged = Some(m);
-                }
-                Some(m) => m.merge(b),
-            }
-        }
-        if let Some(m) = merged {
-            out.push(m.to_result(phase));
+    for probe in crate::units::first_seen(blocks.iter().map(|b| b.s.probe.as_str())) {
+        let of: Vec<&Block> = blocks.iter().filter(|b| b.s.probe == probe).collect();
+        let members: Vec<Member> = of
+            .iter()
+            .map(|b| Member {
+                variant: b.s.variant.as_deref(),
+                thread: b.s.thread.unwrap_or(0),
+                cpu: b.s.cpu,
+                interval_ns: b.s.interval_ns,
+                dist: b.distribution(),
+                source: format!("result n={}", b.n),
+            })
+            .collect();
+        for g in per_thread_and_merged(probe, phase, &members)? {
+            let mut r = g.result;
+            // The signed summaries merge as before; a block's note is its
+            // entry's, and the merged entry takes its first block's.
+            r.extras.signed = g.members.iter().filter_map(|&i| of[i].s.signed).reduce(|a, b| a.merge(b));
+            r.extras.note = of[g.members[0]].note.clone();
+            out.push(r);
         }
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -342,7 +282,7 @@ mod tests {
 
     #[test]
     fn entries_per_thread_and_merged() {
-        let rs = results_of(&[block(0, &[10, 30, 20]), block(1, &[5, 40])], "idle");
+        let rs = results_of(&[block(0, &[10, 30, 20]), block(1, &[5, 40])], "idle").unwrap();
         assert_eq!(rs.len(), 3);
         let m = &rs[2];
         assert_eq!((m.thread, m.samples, m.overruns, m.min_ns.0, m.max_ns.0), (None, 5, 2, 5, 40));
@@ -352,6 +292,43 @@ mod tests {
         assert_eq!(m.worst.iter().map(|w| w.latency_ns.0).collect::<Vec<_>>(), [40, 30]);
         assert_eq!((m.per_second[0].count, m.per_second[0].min_ns.0, m.per_second[0].max_ns.0), (5, 5, 40));
         assert_eq!(rs[0].percentiles_ns["99"], Nanos(30));
+    }
+
+    /// Three blocks of 2^63−1 samples of 100 ns merged (unchecked `+=`) to
+    /// fewer samples than one, with a mean of 300 ns: refused, naming the block.
+    #[test]
+    fn blocks_whose_merge_overflows_are_refused() {
+        let n = crate::model::MAX_STORED;
+        let big = |t: u64| {
+            let l = Line::new("result")
+                .with("n", t)
+                .with("probe", "timer")
+                .with("variant", "-")
+                .with("thread", t)
+                .with("cpu", 0)
+                .with("interval_ns", 1000)
+                .with("samples", n)
+                .with("overruns", 0)
+                .with("min_ns", 100)
+                .with("max_ns", 100)
+                .with("sum", 100 * n as u128)
+                .with("sumsq", 10_000 * n as u128)
+                .with("hist", 1)
+                .with("tail", 1)
+                .with("tail_k", 1)
+                .with("worst", 1)
+                .with("sec", 0)
+                .with("width_s", 1)
+                .with("setup", 0);
+            let mut b = Block::start(&l).unwrap();
+            b.add(&Line::new("hist").with("b", format!("100:100:{n}"))).unwrap();
+            b.add(&Line::new("tail").with("s", "100:0:0:0")).unwrap();
+            b.finish().unwrap();
+            b
+        };
+        let e = results_of(&[big(0), big(1), big(2)], "idle").unwrap_err();
+        assert!(e.starts_with("result n=1: samples"), "{e}");
+        assert_eq!(results_of(&[big(0)], "idle").unwrap()[1].samples, n, "one block alone is whole");
     }
 
     #[test]

@@ -55,13 +55,13 @@ impl<'a> Replies<'a> {
             let l = match r.next(Duration::from_millis(100))? {
                 Got::Line(l) => l,
                 Got::Quiet if Instant::now() > silent_until => {
-                    return Ok(self.gone(format!("the agent said nothing for {}", crate::units::fmt_ns(silence.as_nanos() as u64))))
+                    return self.gone(format!("the agent said nothing for {}", crate::units::fmt_ns(silence.as_nanos() as u64)))
                 }
                 Got::Quiet => continue,
-                Got::Gone(why) => return Ok(self.gone(why)),
+                Got::Gone(why) => return self.gone(why),
             };
             if l.kind == "bye" {
-                return Ok(self.gone("the agent ended the session".into()));
+                return self.gone("the agent ended the session".into());
             }
             self.check_id(r, &l)?;
             silent_until = silent_until.max(Instant::now() + silence);
@@ -71,8 +71,11 @@ impl<'a> Replies<'a> {
         }
     }
 
-    fn gone(self, why: String) -> PlanEnd {
-        PlanEnd::Gone(results_of(&self.blocks, self.phase), why)
+    /// The complete blocks that arrived (refused as a whole if they break
+    /// the result invariants: see [`results_of`]).
+    fn gone(self, why: String) -> anyhow::Result<PlanEnd> {
+        let results = results_of(&self.blocks, self.phase).map_err(|e| BadInput(format!("the agent's result blocks cannot be stored: {e}")))?;
+        Ok(PlanEnd::Gone(results, why))
     }
 
     /// Every line but the announcement again names this plan (or none, `-`).
@@ -163,7 +166,7 @@ impl<'a> Replies<'a> {
         if l.get("status") == Some("failed") {
             anyhow::bail!("the agent failed the plan: {}", l.get("msg").unwrap_or("no message"));
         }
-        Ok(PlanEnd::Done(results_of(&self.blocks, self.phase)))
+        Ok(PlanEnd::Done(results_of(&self.blocks, self.phase).map_err(|e| bad(format!("the result blocks cannot be stored: {e}")))?))
     }
 }
 

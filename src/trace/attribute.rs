@@ -12,7 +12,7 @@
 
 use super::parse::{Event, EventKind};
 use crate::model::Nanos;
-pub(crate) use crate::model::trace::{Culprit, TraceWindow};
+pub(crate) use crate::model::trace::{CodePath, Culprit, TraceWindow, WindowStacks};
 
 /// Name of the culprit that stands for time no traced event explains.
 pub(crate) const UNEXPLAINED: &str = "unexplained: hypervisor / SMI / hardware";
@@ -26,13 +26,35 @@ enum Owner {
     Irq { irq: u32, name: String },
     Vector { name: String },
     Softirq { vec: u32, name: String },
+    /// The idle task in idle state `state` (power/cpu_idle).
+    Idle { state: u32 },
     Untraced,
+}
+
+/// One cpuidle state of the CPU, from sysfs (`cpuidle/stateN/name` and `latency`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IdleState {
+    pub(crate) name: String,
+    pub(crate) exit_latency_ns: u64,
+}
+
+/// What the attribution knows besides the events: the measuring thread, when
+/// tracing was switched on, the CPU's idle states and the call-chain samples.
+#[derive(Debug, Default)]
+pub(crate) struct Context<'a> {
+    pub(crate) self_pid: Option<u32>,
+    pub(crate) traced_since: u64,
+    /// Idle states by index (`power/cpu_idle`'s `state=`); empty: idle is unexplained.
+    pub(crate) idle_states: &'a [IdleState],
+    /// Samples of the CPU in time order (from one period before the window) and the period.
+    pub(crate) stacks: Option<(&'a [super::stacks::Sample], u64)>,
 }
 
 /// Attributes `[start_ns, end_ns]` on one CPU. `events` are that CPU's events in time
 /// order (earlier ones set the state at `start_ns`); `self_pid` is the measuring thread;
 /// `traced_since` is when tracing was last switched on — the window before it, or before
 /// the oldest event in the buffer, is charged to `untraced`, never guessed.
+#[cfg(test)]
 pub(crate) fn attribute(
     events: &[Event],
     cpu: usize,
@@ -41,61 +63,123 @@ pub(crate) fn attribute(
     self_pid: Option<u32>,
     traced_since: u64,
 ) -> TraceWindow {
+    attribute_in(events, cpu, start_ns, end_ns, &Context { self_pid, traced_since, ..Default::default() })
+}
+
+/// [`attribute`] with idle states (the idle task's time in a known state is
+/// charged to that state) and call-chain samples (each sample's code path goes
+/// under the culprit that held the CPU at its time; gaps are listed).
+pub(crate) fn attribute_in(events: &[Event], cpu: usize, start_ns: u64, end_ns: u64, ctx: &Context) -> TraceWindow {
+    let self_pid = ctx.self_pid;
     let end_ns = end_ns.max(start_ns);
-    let traced_from = events.first().map_or(u64::MAX, |e| e.ts_ns.max(traced_since));
+    let traced_from = events.first().map_or(u64::MAX, |e| e.ts_ns.max(ctx.traced_since));
     let complete = traced_from <= start_ns;
     let t0 = traced_from.clamp(start_ns, end_ns);
-    let mut stack: Vec<Owner> = Vec::new();
-    let mut current: Option<(String, u32)> = None;
-    let mut prio_of: Vec<(u32, i32)> = Vec::new();
+    let mut st = CpuState::default();
 
     // State where the traced part of the window starts.
     let first_in = events.partition_point(|e| e.ts_ns < t0);
     for e in &events[..first_in] {
-        apply(e, cpu, self_pid, &mut stack, &mut current, &mut prio_of);
+        apply(e, cpu, self_pid, &mut st);
     }
 
     let mut charges = Charges::default();
-    charges.add(Owner::Untraced, t0 - start_ns);
+    charges.add(Owner::Untraced, start_ns, t0);
     let mut t = t0;
     let mut inside = 0u32;
     let mut wakeup_after_ns = None;
+    let idle_known = |state: Option<u32>| state.filter(|s| (*s as usize) < ctx.idle_states.len());
     for e in events[first_in..].iter().take_while(|e| e.ts_ns <= end_ns) {
         inside += 1;
         // Between the previous cut and this event, the task on the CPU is this line's task.
-        let task = (e.comm.clone(), e.pid);
-        let owner = stack.last().cloned().unwrap_or(Owner::Task { comm: task.0, pid: task.1 });
-        charges.add(owner, e.ts_ns.saturating_sub(t));
+        let owner = match (st.stack.last(), idle_known(st.idle)) {
+            (Some(o), _) => o.clone(),
+            (None, Some(state)) if e.pid == 0 => Owner::Idle { state },
+            (None, _) => Owner::Task { comm: e.comm.clone(), pid: e.pid },
+        };
+        charges.add(owner, t, e.ts_ns);
         t = e.ts_ns.max(t);
         if let EventKind::Wakeup { pid, .. } = &e.kind {
             if Some(*pid) == self_pid && wakeup_after_ns.is_none() {
                 wakeup_after_ns = Some(Nanos(e.ts_ns.saturating_sub(start_ns)));
             }
         }
-        apply(e, cpu, self_pid, &mut stack, &mut current, &mut prio_of);
+        apply(e, cpu, self_pid, &mut st);
     }
-    let tail_owner = stack.last().cloned().or_else(|| current.clone().map(|(comm, pid)| Owner::Task { comm, pid }));
-    charges.add(tail_owner.unwrap_or(Owner::Untraced), end_ns.saturating_sub(t));
+    let tail_owner = st.stack.last().cloned().or_else(|| {
+        st.current.clone().map(|(comm, pid)| match idle_known(st.idle) {
+            Some(state) if pid == 0 => Owner::Idle { state },
+            _ => Owner::Task { comm, pid },
+        })
+    });
+    charges.add(tail_owner.unwrap_or(Owner::Untraced), t, end_ns);
 
-    let tasks = Tasks { comm_of: task_names(events), prio_of, self_pid };
-    let culprits = culprits(charges.acc, &tasks);
-    TraceWindow::new(cpu, (start_ns, end_ns), inside, complete, wakeup_after_ns, culprits)
+    let tasks = Tasks { comm_of: task_names(events), prio_of: st.prio_of, self_pid, idle_states: ctx.idle_states };
+    let mut culprits = culprits(&charges.acc, &tasks);
+    let mut stacks = None;
+    if let Some((samples, period_ns)) = ctx.stacks {
+        stacks = Some(add_paths(&mut culprits, &charges, &tasks, samples, period_ns, (start_ns, end_ns)));
+    }
+    let mut w = TraceWindow::new(cpu, (start_ns, end_ns), inside, complete, wakeup_after_ns, culprits);
+    w.stacks = stacks;
+    w
+}
+
+/// Puts each sample inside the window under the culprit that held the CPU at
+/// its time (the sampling tick's own `local_timer` vector stands for what it
+/// interrupted), groups them by code path, and lists the gaps.
+fn add_paths(culprits: &mut [Culprit], charges: &Charges, tasks: &Tasks, samples: &[super::stacks::Sample], period_ns: u64, (start_ns, end_ns): (u64, u64)) -> WindowStacks {
+    let inside: Vec<&super::stacks::Sample> = samples.iter().filter(|s| s.time_ns >= start_ns && s.time_ns <= end_ns).collect();
+    let total = inside.len() as u32;
+    for s in &inside {
+        let k = charges.pieces.partition_point(|p| p.0 <= s.time_ns).saturating_sub(1);
+        let mut owner = charges.pieces.get(k).map(|p| &p.2);
+        if matches!(owner, Some(Owner::Vector { name }) if name == "local_timer") && k > 0 {
+            owner = charges.pieces.get(k - 1).map(|p| &p.2);
+        }
+        let Some(owner) = owner else { continue };
+        let key = culprit(owner.clone(), Nanos(0), 0, tasks);
+        let Some(c) = culprits.iter_mut().find(|x| same_culprit(x, &key)) else { continue };
+        let mut frames = s.frames.clone();
+        if frames.is_empty() {
+            frames.push(format!("[user] {}", c.name));
+        }
+        match c.paths.iter_mut().find(|p| p.frames == frames) {
+            Some(p) => p.samples += 1,
+            None => c.paths.push(CodePath { frames, samples: 1, share: 0.0 }),
+        }
+    }
+    for c in culprits.iter_mut() {
+        for p in c.paths.iter_mut() {
+            p.share = f64::from(p.samples) / f64::from(total.max(1));
+        }
+        c.paths.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.frames.cmp(&b.frames)));
+    }
+    WindowStacks { period_ns: Nanos(period_ns), samples: total, gaps: super::stacks::gaps(samples, period_ns, start_ns, end_ns) }
+}
+
+fn same_culprit(a: &Culprit, b: &Culprit) -> bool {
+    a.kind == b.kind && a.name == b.name && a.pid == b.pid && a.irq == b.irq
 }
 
 /// The time charged to each owner, in first-charged order, with the number
-/// of separate stretches it held the CPU.
+/// of separate stretches it held the CPU, and the stretches in time order.
 #[derive(Default)]
 struct Charges {
     acc: Vec<(Owner, u64, u32)>,
     last_owner: Option<Owner>,
+    /// (from, to, owner) of every charge, in time order.
+    pieces: Vec<(u64, u64, Owner)>,
 }
 
 impl Charges {
-    /// Charges `dur` ns to `owner`; a stretch is new when the previous charge was another owner's.
-    fn add(&mut self, owner: Owner, dur: u64) {
+    /// Charges `[from, to)` to `owner`; a stretch is new when the previous charge was another owner's.
+    fn add(&mut self, owner: Owner, from: u64, to: u64) {
+        let dur = to.saturating_sub(from);
         if dur == 0 {
             return;
         }
+        self.pieces.push((from, to, owner.clone()));
         let new_stretch = self.last_owner.as_ref() != Some(&owner);
         match self.acc.iter_mut().find(|(o, _, _)| *o == owner) {
             Some(entry) => {
@@ -112,10 +196,11 @@ impl Charges {
 
 /// What the events say of the tasks: names by pid (the first real name seen,
 /// for lines that show `<...>`), priorities, and which one is the measuring thread.
-struct Tasks {
+struct Tasks<'a> {
     comm_of: Vec<(u32, String)>,
     prio_of: Vec<(u32, i32)>,
     self_pid: Option<u32>,
+    idle_states: &'a [IdleState],
 }
 
 /// The first real name (not `<...>`) of every pid in `events`, from switch
@@ -139,11 +224,11 @@ fn task_names(events: &[Event]) -> Vec<(u32, String)> {
 
 /// The culprits of the charged time, in first-charged order; idle stretches
 /// of different idle tasks merge into one "unexplained".
-fn culprits(acc: Vec<(Owner, u64, u32)>, tasks: &Tasks) -> Vec<Culprit> {
+fn culprits(acc: &[(Owner, u64, u32)], tasks: &Tasks) -> Vec<Culprit> {
     let mut culprits: Vec<Culprit> = Vec::new();
     for (owner, dur, count) in acc {
-        let c = culprit(owner, Nanos(dur), count, tasks);
-        match culprits.iter_mut().find(|x| x.kind == c.kind && x.name == c.name && x.pid == c.pid && x.irq == c.irq) {
+        let c = culprit(owner.clone(), Nanos(*dur), *count, tasks);
+        match culprits.iter_mut().find(|x| same_culprit(x, &c)) {
             Some(x) => {
                 x.duration_ns.0 += c.duration_ns.0;
                 x.count += c.count;
@@ -158,7 +243,7 @@ fn culprits(acc: Vec<(Owner, u64, u32)>, tasks: &Tasks) -> Vec<Culprit> {
 /// a task is `self` or `task` with its name and priority, an interrupt
 /// context is `irq`, `vector` or `softirq`.
 fn culprit(owner: Owner, duration_ns: Nanos, count: u32, tasks: &Tasks) -> Culprit {
-    let other = |kind: &str, name: String, irq: Option<u32>| Culprit { kind: kind.into(), name, pid: None, prio: None, irq, duration_ns, count };
+    let other = |kind: &str, name: String, irq: Option<u32>| Culprit { kind: kind.into(), name, irq, duration_ns, count, ..Default::default() };
     match owner {
         Owner::Task { pid: 0, .. } => other("unexplained", UNEXPLAINED.into(), None),
         Owner::Task { comm, pid } => {
@@ -172,14 +257,18 @@ fn culprit(owner: Owner, duration_ns: Nanos, count: u32, tasks: &Tasks) -> Culpr
                 name: comm,
                 pid: Some(pid),
                 prio: tasks.prio_of.iter().find(|(p, _)| *p == pid).map(|(_, pr)| *pr),
-                irq: None,
                 duration_ns,
                 count,
+                ..Default::default()
             }
         }
         Owner::Irq { irq, name } => other("irq", name, Some(irq)),
         Owner::Vector { name } => other("vector", name, None),
         Owner::Softirq { vec, name } => other("softirq", name, Some(vec)),
+        Owner::Idle { state } => {
+            let st = &tasks.idle_states[state as usize];
+            Culprit { exit_latency_ns: Some(Nanos(st.exit_latency_ns)), ..other("idle", st.name.clone(), None) }
+        }
         Owner::Untraced => other("untraced", UNTRACED.into(), None),
     }
 }
@@ -191,14 +280,8 @@ fn culprit(owner: Owner, duration_ns: Nanos, count: u32, tasks: &Tasks) -> Culpr
 /// event's line was on the CPU at that instant, and a task woken onto this
 /// CPU while it idles is the one that runs next (the measuring thread's own
 /// wake-up excepted: that time is the sample's, not a culprit's).
-fn apply(
-    e: &Event,
-    cpu: usize,
-    self_pid: Option<u32>,
-    stack: &mut Vec<Owner>,
-    current: &mut Option<(String, u32)>,
-    prio_of: &mut Vec<(u32, i32)>,
-) {
+fn apply(e: &Event, cpu: usize, self_pid: Option<u32>, st: &mut CpuState) {
+    let CpuState { stack, current, prio_of, idle } = st;
     if !matches!(e.kind, EventKind::Switch { .. }) {
         *current = Some((e.comm.clone(), e.pid));
     }
@@ -213,11 +296,12 @@ fn apply(
             *current = Some((next_comm.clone(), *next_pid));
             // A context switch happens outside interrupt context: anything open is stale.
             stack.clear();
+            *idle = None;
         }
         EventKind::Wakeup { comm, pid, prio, target_cpu } => {
             set_prio(*pid, *prio);
-            let idle = current.as_ref().is_none_or(|c| c.1 == 0);
-            if idle && *target_cpu == Some(cpu as u32) && Some(*pid) != self_pid {
+            let is_idle = current.as_ref().is_none_or(|c| c.1 == 0);
+            if is_idle && *target_cpu == Some(cpu as u32) && Some(*pid) != self_pid {
                 *current = Some((comm.clone(), *pid));
             }
         }
@@ -227,11 +311,23 @@ fn apply(
         EventKind::IrqExit { irq } => pop_until(stack, |o| matches!(o, Owner::Irq { irq: i, .. } if i == irq)),
         EventKind::VectorExit { name } => pop_until(stack, |o| matches!(o, Owner::Vector { name: n } if n == name)),
         EventKind::SoftirqExit { vec } => pop_until(stack, |o| matches!(o, Owner::Softirq { vec: v, .. } if v == vec)),
-        EventKind::Other { .. } => {}
+        EventKind::CpuIdle { state, cpu_id } if *cpu_id as usize == cpu => *idle = *state,
+        EventKind::CpuIdle { .. } | EventKind::Other { .. } => {}
     }
     if current.is_none() {
         *current = Some((e.comm.clone(), e.pid));
     }
+}
+
+/// The CPU's state while walking its events: the open interrupt contexts,
+/// the task on the CPU, the priorities seen and the idle state it is in.
+#[derive(Default)]
+struct CpuState {
+    stack: Vec<Owner>,
+    current: Option<(String, u32)>,
+    prio_of: Vec<(u32, i32)>,
+    /// The idle state entered and not yet left (`power/cpu_idle`).
+    idle: Option<u32>,
 }
 
 /// Pops up to and including the innermost context matching `is`; an exit with no
@@ -245,6 +341,7 @@ fn pop_until(stack: &mut Vec<Owner>, is: impl Fn(&Owner) -> bool) {
 #[cfg(test)]
 mod tests {
     use super::super::parse::parse_trace;
+    use super::super::report;
     use super::*;
 
     /// Captured shape of the test's latency killer: the probe thread (pid 500, FIFO 50) is
@@ -347,6 +444,69 @@ mod tests {
         let tick = format!("{other}         rtscope-hog-400     [001] d.h..    70.000150: local_timer_entry: vector=236\n         rtscope-hog-400     [001] d.h..    70.000152: local_timer_exit: vector=236\n");
         let w = attribute(&parse_trace(&tick), 1, 70_000_200_000, 70_002_000_000, Some(500), 0);
         assert_eq!((w.culprits[0].name.as_str(), w.culprits[0].pid), ("rtscope-hog", Some(400)));
+    }
+
+    #[test]
+    fn idle_time_in_a_traced_state_is_named_by_it() {
+        let t = "\
+          <idle>-0       [001] d..2.    50.000000: sched_switch: prev_comm=rtscope-m0 prev_pid=500 prev_prio=49 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+          <idle>-0       [001] d..1.    50.000050: cpu_idle: state=1 cpu_id=1
+          <idle>-0       [001] d..1.    50.000900: cpu_idle: state=4294967295 cpu_id=1
+          <idle>-0       [001] d.h..    50.000901: local_timer_entry: vector=236
+          <idle>-0       [001] d.h2.    50.000902: sched_wakeup: comm=rtscope-m0 pid=500 prio=49 target_cpu=001
+          <idle>-0       [001] d.h..    50.000905: local_timer_exit: vector=236
+          <idle>-0       [001] d..2.    50.000907: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=rtscope-m0 next_pid=500 next_prio=49
+";
+        let ev = parse_trace(t);
+        let states = [IdleState { name: "POLL".into(), exit_latency_ns: 0 }, IdleState { name: "haltpoll".into(), exit_latency_ns: 1_000 }];
+        let ctx = Context { self_pid: Some(500), idle_states: &states, ..Default::default() };
+        let w = attribute_in(&ev, 1, 50_000_100_000, 50_000_910_000, &ctx);
+        let top = &w.culprits[0];
+        assert_eq!((top.kind.as_str(), top.name.as_str(), top.duration_ns, top.exit_latency_ns), ("idle", "haltpoll", Nanos(800_000), Some(Nanos(1_000))));
+        // Only the idle time outside the state stays unexplained: 900 → 901 and 905 → 907.
+        let u = w.culprits.iter().find(|c| c.kind == "unexplained").expect("unexplained rest");
+        assert_eq!(u.duration_ns, Nanos(3_000));
+        // Without the states (no sysfs cpuidle) or with the entry before the trace, the idle time is unexplained.
+        let w = attribute_in(&ev, 1, 50_000_100_000, 50_000_910_000, &Context { self_pid: Some(500), ..Default::default() });
+        assert_eq!((w.culprits[0].kind.as_str(), w.culprits[0].duration_ns), ("unexplained", Nanos(803_000)));
+        let w = attribute_in(&ev[2..], 1, 50_000_100_000, 50_000_910_000, &ctx);
+        assert!(w.culprits.iter().all(|c| c.kind != "idle"), "{w:#?}");
+        // Another CPU's idle event changes nothing here.
+        let other = parse_trace(&t.replace("cpu_id=1", "cpu_id=0"));
+        let w = attribute_in(&other, 1, 50_000_100_000, 50_000_910_000, &ctx);
+        assert!(w.culprits.iter().all(|c| c.kind != "idle"), "{w:#?}");
+    }
+
+    #[test]
+    fn samples_go_under_the_culprit_of_their_time_grouped_by_path() {
+        use super::super::stacks::Sample;
+        let ev = parse_trace(HOG);
+        let s = |t: u64, tid: u32, f: &[&str]| Sample { time_ns: t, tid, frames: f.iter().map(|x| x.to_string()).collect() };
+        let read = ["read_zero", "vfs_read", "ksys_read"];
+        let samples = [
+            s(99_999_900_000, 400, &read),
+            s(100_000_500_000, 400, &read),
+            s(100_001_005_000, 400, &["vring_interrupt", "vp_vring_interrupt"]),
+            s(100_001_500_000, 400, &read),
+            s(100_001_800_000, 400, &[]),
+        ];
+        let ctx = Context { self_pid: Some(500), stacks: Some((&samples, 500_000)), ..Default::default() };
+        let w = attribute_in(&ev, 1, 100_000_100_000, 100_002_004_000, &ctx);
+        let st = w.stacks.as_ref().expect("stacks");
+        assert_eq!((st.samples, st.period_ns), (4, Nanos(500_000)));
+        let hog = &w.culprits[0];
+        assert_eq!(hog.name, "rtscope-hog");
+        assert_eq!(hog.paths.len(), 2, "{hog:#?}");
+        assert_eq!((hog.paths[0].frames.as_slice(), hog.paths[0].samples, hog.paths[0].share), (&read.map(String::from)[..], 2, 0.5));
+        assert_eq!((hog.paths[1].frames.as_slice(), hog.paths[1].share), (&["[user] rtscope-hog".to_string()][..], 0.25));
+        let irq = w.culprits.iter().find(|c| c.kind == "irq").unwrap();
+        assert_eq!(irq.paths[0].frames[0], "vring_interrupt");
+        // The 99.9999 s sample is before the window, for gaps only: the next was due 500 µs
+        // after it and came 100 µs later (a gap); the others came within the period.
+        assert_eq!(st.gaps.len(), 1, "{st:#?}");
+        assert_eq!((st.gaps[0].start_after_ns, st.gaps[0].length_ns), (Nanos(300_000), Nanos(100_000)));
+        assert_eq!(st.gaps[0].ended_by, read.map(String::from).to_vec());
+        assert_eq!(report::culprit(hog), "rtscope-hog (pid 400, rt prio 99) 1864.0us: read_zero ← vfs_read ← ksys_read");
     }
 
     #[test]

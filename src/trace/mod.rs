@@ -26,9 +26,11 @@
 //! - Dropping the session stops tracing and removes the instance; a second Ctrl-C (which
 //!   exits at once) removes it from the signal handler ([`register_signal_cleanup`]).
 
+pub(crate) mod advice;
 pub(crate) mod attribute;
 pub(crate) mod parse;
 pub(crate) mod report;
+pub(crate) mod stacks;
 
 use std::ffi::CString;
 use std::path::PathBuf;
@@ -249,6 +251,12 @@ pub(crate) struct TraceSession {
     pub(crate) mounted_tracefs: bool,
     /// Serialises reading the buffer between the collector and the runner's flush.
     state: Mutex<State>,
+    /// Call-chain sampling (`--trace-stacks`), drained by the collector thread.
+    sampling: Mutex<Option<stacks::Sampling>>,
+    /// Why sampling was asked for and is not running.
+    sampling_error: Option<String>,
+    /// Each measured CPU's idle states (sysfs cpuidle), for `power/cpu_idle`.
+    idle_states: Vec<(usize, Vec<attribute::IdleState>)>,
 }
 
 struct State {
@@ -262,6 +270,9 @@ struct State {
     on_worst: u32,
     /// CLOCK_MONOTONIC when tracing was last switched on: earlier windows are incomplete.
     tracing_since: u64,
+    /// Per CPU read: the `power/cpu_idle` entry it was idle in when its buffer was last
+    /// read and cleared, put back in front of its next read (see [`idle_carry`]).
+    idle_carry: Vec<(usize, parse::Event)>,
 }
 
 impl TraceSession {
@@ -286,13 +297,22 @@ impl TraceSession {
             filters: Default::default(),
             triggers: (0..threads.max(1)).map(|_| TraceTrigger::new(plan.threshold_ns.0)).collect(),
             mounted_tracefs: false,
-            state: Mutex::new(State { variant: None, snapshots: Vec::new(), done: 0, on_worst: 0, tracing_since: 0 }),
+            state: Mutex::new(State { variant: None, snapshots: Vec::new(), done: 0, on_worst: 0, tracing_since: 0, idle_carry: Vec::new() }),
+            sampling: Mutex::new(None),
+            sampling_error: None,
+            idle_states: cpus.iter().map(|&c| (c, idle_states(c))).collect(),
         };
         // From here on, errors drop `session`, which removes the instance; so does a second
         // Ctrl-C, through the signal handler.
         register_instance_path(session.instance.dir());
         session.configure().map_err(|e| format!("tracing set-up failed: {e}; running without tracing"))?;
         session.mounted_tracefs = mounted;
+        if let Some(hz) = plan.stack_hz {
+            match stacks::Sampling::start(cpus, hz) {
+                Ok(s) => *session.sampling.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(s),
+                Err(e) => session.sampling_error = Some(e),
+            }
+        }
         let _ = session.instance.write("trace", "");
         session.instance.write("tracing_on", "1").map_err(|e| format!("cannot start tracing: {e}; running without tracing"))?;
         session.state().tracing_since = now_ns();
@@ -332,6 +352,11 @@ impl TraceSession {
                 self.events.push(ev.name);
             }
         }
+        // Idle states: the idle task's time is charged to the state it was in (cheap: two
+        // events per idle period, none while the CPU is busy).
+        if i.dir().join("events/power/cpu_idle").exists() && !self.events.iter().any(|e| e == "power/cpu_idle") && i.enable_event("power/cpu_idle") {
+            self.events.push("power/cpu_idle".into());
+        }
         if !self.events.iter().any(|e| e == "sched/sched_switch") {
             return Err(std::io::Error::new(std::io::ErrorKind::NotFound, "this kernel has no sched/sched_switch event"));
         }
@@ -367,7 +392,16 @@ impl TraceSession {
             let tid = libc::gettid();
             libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, -10);
         }
+        if self.plan.stack_hz.is_some() && self.sampling_error.is_none() {
+            let loaded = stacks::Kallsyms::load();
+            if let Some(s) = self.sampling.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+                if let Some(e) = s.set_symbols(loaded) {
+                    eprintln!("warning: {e}");
+                }
+            }
+        }
         while !done.load(Ordering::Relaxed) {
+            self.drain_stacks();
             self.handle_pending();
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -385,7 +419,10 @@ impl TraceSession {
         }
         let room = (self.plan.max_snapshots.saturating_sub(st.done)) as usize;
         let _ = self.instance.write("tracing_on", "0");
+        self.drain_stacks();
+        let sampling = self.sampling.lock().unwrap_or_else(|p| p.into_inner());
         let mut read_cpus: Vec<usize> = Vec::new();
+        let mut new_carry: Vec<(usize, Option<parse::Event>)> = Vec::new();
         for i in raised {
             let t = &self.triggers[i];
             let (due, wake, seq) =
@@ -403,8 +440,19 @@ impl TraceSession {
             let (cpu, tid) = (t.cpu.load(Ordering::Relaxed), t.tid.load(Ordering::Relaxed));
             let text = self.instance.read(&format!("per_cpu/cpu{cpu}/trace")).unwrap_or_default();
             read_cpus.push(cpu);
-            let events = parse::parse_trace(&text);
-            let window = attribute::attribute(&events, cpu, due, wake, (tid != 0).then_some(tid), st.tracing_since);
+            let mut events: Vec<parse::Event> = st.idle_carry.iter().filter(|(c, _)| *c == cpu).map(|(_, e)| e.clone()).collect();
+            events.extend(parse::parse_trace(&text));
+            if !new_carry.iter().any(|(c, _)| *c == cpu) {
+                new_carry.push((cpu, idle_carry(&events, cpu)));
+            }
+            let samples = sampling.as_ref().map(|s| (s.window_samples(cpu, due, wake), s.period_ns));
+            let ctx = attribute::Context {
+                self_pid: (tid != 0).then_some(tid),
+                traced_since: st.tracing_since,
+                idle_states: self.idle_states.iter().find(|(c, _)| *c == cpu).map_or(&[][..], |(_, v)| &v[..]),
+                stacks: samples.as_ref().map(|(v, p)| (&v[..], *p)),
+            };
+            let window = attribute::attribute_in(&events, cpu, due, wake, &ctx);
             let snap = Snapshot { variant: st.variant.clone(), thread: i, seq, latency_ns, window };
             match replace {
                 Some(k) => st.snapshots[k] = snap,
@@ -412,13 +460,25 @@ impl TraceSession {
             }
             t.pending.store(false, Ordering::Release);
         }
+        drop(sampling);
         self.raise_handover(&st, room);
         // Only the buffers read are cleared; every window is cut by time anyway.
+        for (cpu, carry) in new_carry {
+            st.idle_carry.retain(|(c, _)| *c != cpu);
+            st.idle_carry.extend(carry.map(|e| (cpu, e)));
+        }
         for cpu in read_cpus {
             let _ = self.instance.write(&format!("per_cpu/cpu{cpu}/trace"), "");
         }
         let _ = self.instance.write("tracing_on", "1");
         st.tracing_since = now_ns();
+    }
+
+    /// Moves the sampled call chains from the rings to the histories.
+    fn drain_stacks(&self) {
+        if let Some(s) = self.sampling.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            s.drain();
+        }
     }
 
     /// A new variant's threads are about to start: the windows still pending are the
@@ -478,6 +538,15 @@ impl TraceSession {
             over_threshold: self.triggers.iter().map(|t| t.over.load(Ordering::Relaxed)).sum(),
             snapshots: st.done + st.snapshots.len() as u32,
             on_worst: st.on_worst,
+            stacks: self.plan.stack_hz.map(|hz| {
+                let sampling = self.sampling.lock().unwrap_or_else(|p| p.into_inner());
+                crate::model::trace::SamplingSummary {
+                    period_ns: crate::model::Nanos(1_000_000_000 / u64::from(hz.max(1))),
+                    samples: sampling.as_ref().map_or(0, |s| s.samples),
+                    lost: sampling.as_ref().map_or(0, |s| s.lost),
+                    unavailable: self.sampling_error.clone(),
+                }
+            }),
         }
     }
 }
@@ -492,6 +561,34 @@ impl Drop for TraceSession {
         }
         unregister_instance_path();
     }
+}
+
+/// The `power/cpu_idle` entry `cpu` was still in at the end of `events` (none after it, no
+/// switch after it). Its buffer is cleared after the read, and an idle CPU writes no event
+/// until it wakes, so without this the next window on a CPU that stayed idle would have
+/// nothing before it (all "not traced"), and the idle time in it no state. Put in front of
+/// the next read, it gives the state; any event of the next read that shows the CPU busy
+/// (a switch, an exit from idle, a task's line) overrides it.
+fn idle_carry(events: &[parse::Event], cpu: usize) -> Option<parse::Event> {
+    let last = events.iter().rev().find(|e| match &e.kind {
+        parse::EventKind::CpuIdle { cpu_id, .. } => *cpu_id as usize == cpu,
+        parse::EventKind::Switch { .. } => true,
+        _ => e.pid != 0,
+    })?;
+    matches!(last.kind, parse::EventKind::CpuIdle { state: Some(_), .. }).then(|| last.clone())
+}
+
+/// The cpuidle states of `cpu` from sysfs (`cpuidle/stateN/name`, `latency` in µs), by
+/// index; empty without cpuidle.
+fn idle_states(cpu: usize) -> Vec<attribute::IdleState> {
+    let dir = PathBuf::from(format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle"));
+    let mut out = Vec::new();
+    for k in 0.. {
+        let d = dir.join(format!("state{k}"));
+        let (Ok(name), Ok(lat)) = (std::fs::read_to_string(d.join("name")), std::fs::read_to_string(d.join("latency"))) else { break };
+        out.push(attribute::IdleState { name: name.trim().to_string(), exit_latency_ns: lat.trim().parse::<u64>().unwrap_or(0) * 1000 });
+    }
+    out
 }
 
 /// `tracing_cpumask` wants a hex mask, 32-bit groups separated by commas.

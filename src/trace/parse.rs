@@ -31,6 +31,9 @@ pub(crate) enum EventKind {
     /// x86 `irq_vectors` entries: `local_timer`, `reschedule`, `call_function`, ...
     VectorEntry { name: String },
     VectorExit { name: String },
+    /// `power/cpu_idle`: CPU `cpu_id` enters idle state `state`, or leaves idle (`None`: the
+    /// kernel's `PWR_EVENT_EXIT`, state 4294967295).
+    CpuIdle { state: Option<u32>, cpu_id: u32 },
     Other { name: String },
 }
 
@@ -82,6 +85,10 @@ pub(crate) fn parse_line(line: &str) -> Option<Event> {
         "irq_handler_exit" => EventKind::IrqExit { irq: f.num("irq")? },
         "softirq_entry" => EventKind::SoftirqEntry { vec: f.num("vec")?, name: softirq_name(&payload) },
         "softirq_exit" => EventKind::SoftirqExit { vec: f.num("vec")? },
+        "cpu_idle" => {
+            let state: u32 = f.num("state")?;
+            EventKind::CpuIdle { state: (state != u32::MAX).then_some(state), cpu_id: f.num("cpu_id")? }
+        }
         n if n.ends_with("_entry") && !n.starts_with("hrtimer") && !n.starts_with("timer") => {
             EventKind::VectorEntry { name: n.trim_end_matches("_entry").to_string() }
         }
@@ -203,6 +210,9 @@ mod tests {
         assert_eq!(ev[3].kind, EventKind::VectorEntry { name: "local_timer".into() });
         assert_eq!(ev[4].kind, EventKind::Other { name: "hrtimer_expire_entry".into() });
         assert_eq!(ev[5].kind, EventKind::Wakeup { comm: "bash".into(), pid: 30699, prio: 120, target_cpu: Some(0) });
+        let idle = parse_trace("          <idle>-0       [001] d..1.    50.000100: cpu_idle: state=1 cpu_id=1\n          <idle>-0       [001] d..1.    50.000300: cpu_idle: state=4294967295 cpu_id=1\n");
+        assert_eq!(idle[0].kind, EventKind::CpuIdle { state: Some(1), cpu_id: 1 });
+        assert_eq!(idle[1].kind, EventKind::CpuIdle { state: None, cpu_id: 1 });
     }
 
     #[test]

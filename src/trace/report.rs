@@ -30,7 +30,7 @@ pub(crate) fn culprits_text(run: &Run, max_samples: usize) -> String {
             let t = w.trace.as_ref().expect("filtered");
             let top: Vec<String> = t.culprits.iter().take(3).map(culprit).collect();
             out.push_str(&format!(
-                "  {}{} {} thread {} cpu {} seq {}{}: {}\n",
+                "  {}{} {} thread {} cpu {} seq {}{}: {}{}\n",
                 r.probe,
                 r.variant.as_deref().map(|v| format!(" {v}")).unwrap_or_default(),
                 us(w.latency_ns.0),
@@ -51,9 +51,13 @@ pub(crate) fn culprits_text(run: &Run, max_samples: usize) -> String {
                     _ if t.irq_latency_unknown.is_some() => " (irq latency unknown: its IRQ sample was lost)".to_string(),
                     _ => String::new(),
                 },
-                if top.is_empty() { "no events".to_string() } else { top.join(", ") }
+                if top.is_empty() { "no events".to_string() } else { top.join(", ") },
+                gaps_text(t, run.host.virtualized)
             ));
         }
+    }
+    for a in super::advice::advice(run) {
+        out.push_str(&format!("  advice: {a}\n"));
     }
     out
 }
@@ -67,9 +71,36 @@ pub(crate) fn culprit(c: &Culprit) -> String {
         ("irq", _, _, Some(n)) => format!("irq {n} {}", c.name),
         ("softirq", _, _, _) => format!("softirq {}", c.name),
         ("vector", _, _, _) => format!("vector {}", c.name),
+        ("idle", _, _, _) => match c.exit_latency_ns {
+            Some(l) => format!("idle in {} (exit latency {})", c.name, us(l.0)),
+            None => format!("idle in {}", c.name),
+        },
         _ => c.name.clone(),
     };
-    format!("{who} {}", us(c.duration_ns.0))
+    match c.paths.first() {
+        Some(p) => format!("{who} {}: {}", us(c.duration_ns.0), top_frames(&p.frames)),
+        None => format!("{who} {}", us(c.duration_ns.0)),
+    }
+}
+
+/// A code path in a line: its three innermost frames, leaf first.
+pub(crate) fn top_frames(frames: &[String]) -> String {
+    frames.iter().take(3).map(String::as_str).collect::<Vec<_>>().join(" ← ")
+}
+
+/// The interrupts-off gaps of a window in words (empty when none): the longest, with the
+/// path that ended it; in a VM a gap may also be the host not running the vCPU.
+pub(crate) fn gaps_text(t: &crate::model::TraceWindow, virtualized: bool) -> String {
+    let Some(g) = t.stacks.as_ref().and_then(|s| s.gaps.iter().max_by_key(|g| g.length_ns)) else { return String::new() };
+    let n = t.stacks.as_ref().map_or(0, |s| s.gaps.len());
+    format!(
+        "; {} no-sample gap{} (interrupts off{}), longest {} ended at {}",
+        n,
+        if n == 1 { "" } else { "s" },
+        if virtualized { ", or the host not running this vCPU" } else { "" },
+        us(g.length_ns.0),
+        if g.ended_by.is_empty() { "user code".to_string() } else { top_frames(&g.ended_by) }
+    )
 }
 
 fn us(ns: u64) -> String {

@@ -66,7 +66,11 @@ fn deadline_lines(run: &Run, deadline: Nanos, u: Unit) -> Option<Block> {
         let m = crate::analysis::deadline::misses(r, deadline);
         let label = crate::analysis::compare::EntryKey::of(r).label();
         verdicts.push(deadline_verdict(&label, &m, u));
-        let per_hour = fmt_prob(m.per_hour_probability);
+        let mut per_hour = fmt_prob(m.per_hour_probability);
+        if m.zero_observed && m.per_hour_probability >= 0.5 {
+            // True and useless: say why (the verdict line says how long a run needs).
+            per_hour.push_str(" (the run is too short to bound it)");
+        }
         out.push_str(&format!(
             "deadline {dl}, {}{} ({}): {} (miss ratio {}); P(at least one miss per hour) {}{per_hour} at {:.0} periods/s\n",
             r.probe,

@@ -157,7 +157,8 @@ pub(crate) fn deadline_verdict(label: &str, m: &crate::analysis::deadline::Deadl
     let dl = format!("{} {}", u.fmt_n(m.deadline_ns), u.name());
     match m.missed_periods {
         Some(0) if m.late_samples_upper == 0 => {
-            (true, format!("PASS {label}: no sample over the {dl} deadline and no period missed ({} periods)", m.periods))
+            let supports = m.supports().map(|x| format!("; {x}")).unwrap_or_default();
+            (true, format!("PASS {label}: no sample over the {dl} deadline and no period missed ({} periods){supports}", m.periods))
         }
         // A count the source cannot know: never a PASS.
         None if m.late_samples_upper == 0 => (

@@ -1,0 +1,219 @@
+//! Call-chain sampling while threshold tracing runs (`--trace-stacks HZ`).
+//!
+//! - [`Sampling::start`] opens one perf software-clock event per measured CPU
+//!   (`sys::perf_event::CpuSampler`) and loads the kernel's text symbols from
+//!   /proc/kallsyms ([`Kallsyms`]).
+//! - The trace collector thread — never a measuring thread — drains the rings
+//!   every millisecond ([`Sampling::drain`]) into a per-CPU history of the last
+//!   [`HISTORY_NS`]; when a late sample is handed over, the history's samples
+//!   around its window are symbolised ([`Sampling::window_samples`]) and go to
+//!   the attribution, which puts each under the culprit that held the CPU at
+//!   its time (`attribute::attribute_in`), and finds the gaps ([`gaps`]).
+//!
+//! What it can see: the kernel code path running at each sample (the
+//! interrupted instruction and its callers), one sample every `1/HZ` of CPU
+//! time, on every task of the CPU, the idle task included. What it cannot: a
+//! user task's own frames (only its name: `[user] COMM`), anything shorter than
+//! the period between two samples (a path is seen with a probability of its
+//! share of the time), and code that runs with interrupts off — the sample
+//! waits until they are back on, and lands on the path that re-enabled them
+//! (which is what a gap reports).
+
+use std::collections::VecDeque;
+
+use crate::sys::perf_event::{CpuSampler, StackSample};
+
+/// How far back the history of each CPU reaches: longer than any window
+/// rtscope traces in practice (a 2 ms hog, a 600 µs console write).
+pub(crate) const HISTORY_NS: u64 = 1_000_000_000;
+
+/// At most this many samples per CPU in the history, whatever the rate.
+const HISTORY_MAX: usize = 50_000;
+
+/// Kernel frames kept per sample.
+const MAX_STACK: u16 = 48;
+
+/// Ring pages per CPU (256 KiB: at 4 kHz and ~200 bytes a sample, 300 ms).
+const RING_PAGES: usize = 64;
+
+/// A gap in the samples shorter than this past one period is sampling jitter.
+pub(crate) const GAP_MIN_NS: u64 = 50_000;
+
+/// The kernel's text symbols, sorted by address, names in one string.
+pub(crate) struct Kallsyms {
+    addrs: Vec<(u64, u32)>,
+    names: String,
+}
+
+impl Kallsyms {
+    /// Reads /proc/kallsyms; an error when it cannot be read or shows no
+    /// addresses (`kptr_restrict`, not root).
+    pub(crate) fn load() -> Result<Kallsyms, String> {
+        let text = std::fs::read_to_string("/proc/kallsyms").map_err(|e| format!("/proc/kallsyms: {e}"))?;
+        let k = Kallsyms::parse(&text);
+        if k.addrs.is_empty() {
+            return Err("/proc/kallsyms shows no addresses (kernel.kptr_restrict; run as root)".into());
+        }
+        Ok(k)
+    }
+
+    /// `ADDR TYPE NAME [MODULE]` lines; text symbols (`t`, `T`, `w`, `W`) with a non-zero address.
+    pub(crate) fn parse(text: &str) -> Kallsyms {
+        let mut addrs = Vec::new();
+        let mut names = String::new();
+        for line in text.lines() {
+            let mut f = line.split_whitespace();
+            let (Some(a), Some(ty), Some(name)) = (f.next(), f.next(), f.next()) else { continue };
+            if !matches!(ty, "t" | "T" | "w" | "W") {
+                continue;
+            }
+            let Ok(addr) = u64::from_str_radix(a, 16) else { continue };
+            if addr == 0 {
+                continue;
+            }
+            addrs.push((addr, names.len() as u32));
+            names.push_str(name);
+            names.push('\n');
+        }
+        addrs.sort_by_key(|(a, _)| *a);
+        Kallsyms { addrs, names }
+    }
+
+    /// The function holding `ip` (the closest symbol at or below it), or the address in hex.
+    pub(crate) fn name(&self, ip: u64) -> String {
+        let i = self.addrs.partition_point(|(a, _)| *a <= ip);
+        match i.checked_sub(1).map(|k| self.addrs[k].1 as usize) {
+            Some(off) => self.names[off..].split('\n').next().unwrap_or("?").to_string(),
+            None => format!("{ip:#x}"),
+        }
+    }
+}
+
+/// A sample ready for attribution: its time, task and symbolised kernel
+/// frames, leaf first (empty: the CPU was in user code).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Sample {
+    pub(crate) time_ns: u64,
+    pub(crate) tid: u32,
+    pub(crate) frames: Vec<String>,
+}
+
+/// The sampling of a run: one sampler and one history per measured CPU.
+pub(crate) struct Sampling {
+    pub(crate) period_ns: u64,
+    cpus: Vec<(usize, CpuSampler, VecDeque<StackSample>)>,
+    symbols: Kallsyms,
+    pub(crate) samples: u64,
+    pub(crate) lost: u64,
+}
+
+impl Sampling {
+    /// Starts sampling `cpus` at `hz`; the error says why it cannot (and the run goes on
+    /// without). The symbols are loaded later, by the collector:
+    /// reading /proc/kallsyms takes a few hundred ms on a loaded machine ([`Sampling::set_symbols`]).
+    pub(crate) fn start(cpus: &[usize], hz: u32) -> Result<Sampling, String> {
+        let period_ns = 1_000_000_000 / u64::from(hz.max(1));
+        let symbols = Kallsyms { addrs: Vec::new(), names: String::new() };
+        let mut out = Vec::new();
+        for &cpu in cpus {
+            let s = CpuSampler::open(cpu, period_ns, MAX_STACK, RING_PAGES).map_err(|e| {
+                format!("perf_event_open (software clock, cpu {cpu}): {e}; needs root or kernel.perf_event_paranoid <= 0, and a kernel with PERF_EVENTS")
+            })?;
+            out.push((cpu, s, VecDeque::new()));
+        }
+        Ok(Sampling { period_ns, cpus: out, symbols, samples: 0, lost: 0 })
+    }
+
+    /// Takes the kernel's symbols ([`Kallsyms::load`], read without holding the sampling);
+    /// until then (or when they cannot be read) frames are addresses. Returns why they
+    /// cannot be read.
+    pub(crate) fn set_symbols(&mut self, loaded: Result<Kallsyms, String>) -> Option<String> {
+        match loaded {
+            Ok(k) => {
+                self.symbols = k;
+                None
+            }
+            Err(e) => Some(format!("{e}: frames are kernel addresses")),
+        }
+    }
+
+    /// Moves what the rings hold into the histories and forgets what is older than [`HISTORY_NS`].
+    pub(crate) fn drain(&mut self) {
+        for (_, sampler, hist) in self.cpus.iter_mut() {
+            let d = sampler.drain();
+            self.samples += d.samples.len() as u64;
+            self.lost += d.lost;
+            hist.extend(d.samples);
+            let newest = hist.back().map_or(0, |s| s.time_ns);
+            while hist.front().is_some_and(|s| s.time_ns + HISTORY_NS < newest) || hist.len() > HISTORY_MAX {
+                hist.pop_front();
+            }
+        }
+    }
+
+    /// The samples of `cpu` from one period before `start_ns` (so a gap at the window's
+    /// start is seen) to `end_ns`, symbolised, in time order.
+    pub(crate) fn window_samples(&self, cpu: usize, start_ns: u64, end_ns: u64) -> Vec<Sample> {
+        let Some((_, _, hist)) = self.cpus.iter().find(|(c, _, _)| *c == cpu) else { return Vec::new() };
+        let from = start_ns.saturating_sub(2 * self.period_ns + GAP_MIN_NS);
+        let mut v: Vec<&StackSample> = hist.iter().filter(|s| s.time_ns >= from && s.time_ns <= end_ns).collect();
+        v.sort_by_key(|s| s.time_ns);
+        v.into_iter()
+            .map(|s| Sample { time_ns: s.time_ns, tid: s.tid, frames: s.kernel_ips.iter().map(|ip| self.symbols.name(*ip)).collect() })
+            .collect()
+    }
+}
+
+/// The stretches with no sample that end inside `[start_ns, end_ns]`: between
+/// two samples `a`, `b` (in time order), the clock was due at `a + period` and
+/// fired at `b`; a delay of at least [`GAP_MIN_NS`] is a gap.
+pub(crate) fn gaps(samples: &[Sample], period_ns: u64, start_ns: u64, end_ns: u64) -> Vec<crate::model::trace::SampleGap> {
+    samples
+        .windows(2)
+        .filter_map(|w| {
+            let due = w[0].time_ns + period_ns;
+            let late = w[1].time_ns.checked_sub(due)?;
+            (late >= GAP_MIN_NS && w[1].time_ns > start_ns && w[1].time_ns <= end_ns).then(|| crate::model::trace::SampleGap {
+                start_after_ns: crate::units::Nanos(due.saturating_sub(start_ns)),
+                length_ns: crate::units::Nanos(late),
+                ended_by: w[1].frames.clone(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kallsyms_names_the_function_holding_an_address() {
+        let k = Kallsyms::parse(
+            "ffffffff81000000 T _stext\nffffffff81d35f00 t read_zero\nffffffff81d36000 T vfs_read\nffffffff82000000 D some_data\n0000000000000000 t hidden\nffffffff81d35000 t write_null [null]\n",
+        );
+        assert_eq!(k.name(0xffff_ffff_81d3_5f77), "read_zero");
+        assert_eq!(k.name(0xffff_ffff_81d3_6000), "vfs_read");
+        assert_eq!(k.name(0xffff_ffff_81d3_5001), "write_null");
+        // Data symbols are not functions: the last text symbol below holds the address.
+        assert_eq!(k.name(0xffff_ffff_8200_0010), "vfs_read");
+        assert_eq!(k.name(0x10), "0x10");
+    }
+
+    fn s(t: u64, f: &str) -> Sample {
+        Sample { time_ns: t, tid: 1, frames: vec![f.to_string()] }
+    }
+
+    #[test]
+    fn a_held_off_sample_makes_a_gap_ending_where_it_landed() {
+        // 250 µs period; the sample due at 1250 µs came at 1700 µs.
+        let v = [s(750_000, "a"), s(1_000_000, "b"), s(1_700_000, "_raw_spin_unlock_irqrestore"), s(1_950_000, "c")];
+        let g = gaps(&v, 250_000, 900_000, 2_000_000);
+        assert_eq!(g.len(), 1, "{g:?}");
+        assert_eq!(g[0].start_after_ns.0, 350_000);
+        assert_eq!(g[0].length_ns.0, 450_000);
+        assert_eq!(g[0].ended_by, vec!["_raw_spin_unlock_irqrestore".to_string()]);
+        // Jitter under the minimum is no gap; a gap ending before the window is not its.
+        assert!(gaps(&v[..2], 250_000, 0, 2_000_000).is_empty());
+        assert!(gaps(&v, 250_000, 1_800_000, 2_000_000).is_empty());
+    }
+}
