@@ -699,7 +699,7 @@ def send(body):
     sys.stdout.write(f"{line} *{zlib.crc32(line.encode()):08x}\r\n"); sys.stdout.flush()
 def hello():
     send("hello proto=1 agent=0.1.0 os=NuttX release=12.4.0 version=a1b2c3 arch=sim host= cpus=1 clock=CLOCK_MONOTONIC "
-         "res_ns=10000000 clock_read_ns=40 clock_read_min_ns=38 preempt=unknown mlock=ok max_threads=2 max_seconds=3600 "
+         "res_ns=10000000 clock_read_ns=40 clock_read_min_ns=38 preempt=unknown mlock=ENOSYS max_threads=2 max_seconds=3600 "
          "load_bytes=0 max_line=1024 alloc_check=0 affinity=0 prio_min=1 prio_max=255 own_prio=1")
     send("probe name=timer variants=")
     send("ready probes=1")
@@ -755,4 +755,159 @@ fn a_target_that_is_not_linux_is_shown_as_what_it_is() {
     assert!(all.contains("the target's clock resolution is 10ms (clock_getres), coarser than its interval 1ms"), "{all}");
     assert!(all.contains("a probe on the target stalled (no event for 5000 ms after 1000; stopped)"), "{all}");
     assert!(!all.contains("not real-time: stall watch"), "{all}");
+    // Said before measuring too, on stderr (issue 48, item 5).
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("announces a clock resolution of 10ms (hello res_ns, clock_getres); the interval 1ms is below it"), "{err}");
+    // No Linux-only advice for the target (item 7): its failed memory lock
+    // is not real-time, but root / CAP_SYS_NICE are this host's words.
+    assert!(all.contains("not real-time: mlockall failed (on the target: ENOSYS)"), "{all}");
+    assert!(!all.contains("CAP_SYS_NICE"), "{all}");
+    // The HTML page names the system as the terminal does.
+    let html = sb.path("r.html");
+    run_ok(&sb, &["report", json.to_str().unwrap(), "--format", "html", "-o", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("NuttX 12.4.0"), "html");
+    assert!(page.contains("RTOS"), "html");
+    assert!(!page.contains("rtscope doctor") && !page.contains("CAP_SYS_NICE"), "html");
+}
+
+/// `-p` is the priority on the target's scale (issue 48, item 4): the scripted
+/// NuttX agent runs its own threads at 1 (prio_min), so `-p 1` would put the
+/// measuring thread level with them; refused with exit 2 naming the range
+/// before a plan is sent (the old host sent it, and this agent, which checks
+/// nothing, measured). `-p 2` measures.
+#[test]
+fn a_priority_the_target_cannot_honour_is_refused_before_measuring() {
+    if !have("python3") {
+        eprintln!("SKIP: python3 (the scripted agent)");
+        return;
+    }
+    let sb = Sandbox::new();
+    std::fs::write(sb.path("agent.py"), FOREIGN_AGENT).unwrap();
+    let json = sb.path("r.json");
+    let target = format!("exec:python3 {}", sb.path("agent.py").display());
+    let args = |p: &'static str| vec!["run", "--target", &target, "--probe", "timer", "-i", "10ms", "-D", "1s", "-p", p, "--no-store", "--json", json.to_str().unwrap()];
+    let out = sb.run(&args("1"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("-p/--priority 1"), "{err}");
+    assert!(err.contains("(NuttX) schedules at 1..255, the agent's own threads at 1"), "{err}");
+    assert!(err.contains("use -p 2..99"), "{err}");
+    assert!(!json.exists(), "nothing written");
+    let out = sb.run(&args("2"));
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(read_json(&json)["plan"]["priority"], 2);
+}
+
+/// Holds the agent's measuring thread (the one at a real-time priority) in a
+/// ptrace stop, alone, as a wake-up lost by an RTOS would (issue 48, item 8):
+/// `freeze.py AGENT_PID`. Prints `stopped TID`, holds the thread until the
+/// agent's main thread has ended (the tracer's exit then releases it), exit
+/// 77 when ptrace is not allowed here.
+const FREEZE: &str = r#"
+import ctypes, os, sys, time
+pid = int(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+def rt(t):
+    s = open(f"/proc/{pid}/task/{t}/stat").read()
+    return int(s[s.rindex(")") + 2:].split()[37])
+def leader():
+    try:
+        s = open(f"/proc/{pid}/stat").read()
+        return s[s.rindex(")") + 2]
+    except OSError:
+        return "X"
+tid, end = None, time.monotonic() + 60
+while tid is None and time.monotonic() < end:
+    try:
+        tid = next((int(t) for t in os.listdir(f"/proc/{pid}/task") if rt(t) > 0), None)
+    except (OSError, ValueError):
+        pass
+    time.sleep(0.05)
+if tid is None:
+    print("no measuring thread", flush=True); sys.exit(1)
+if libc.ptrace(0x4206, tid, None, None) != 0:
+    print("ptrace not allowed", flush=True); sys.exit(77)
+libc.ptrace(0x4207, tid, None, None)
+os.waitpid(tid, 0x40000000)
+print(f"stopped {tid}", flush=True)
+end = time.monotonic() + 90
+while time.monotonic() < end and leader() not in "ZX":
+    time.sleep(0.05)
+libc.ptrace(17, tid, None, None)
+"#;
+
+/// A probe on the target that stops counting ends the run (issue 48, item 8),
+/// end to end: the real agent and rtscope, the measuring thread frozen
+/// after the run began. The agent's stall watch stops the variant and sends
+/// what it measured; rtscope keeps it and warns. Before the stall watch, the
+/// agent kept sending progress with frozen counts and rtscope waited for the
+/// whole 60 s plan and more (the frozen thread never ends it).
+#[test]
+fn a_stalled_probe_on_the_target_ends_the_run_and_is_shown() {
+    let Some(agent) = agent() else { return };
+    if !have("python3") {
+        eprintln!("SKIP: python3 (ptrace helper)");
+        return;
+    }
+    let sb = Sandbox::new();
+    std::fs::write(sb.path("freeze.py"), FREEZE).unwrap();
+    let mut child = spawn_logged(&sb, agent, "timer", "60s");
+    assert!(wait_for(Duration::from_secs(60), || log_has(&sb, "RTS1 begin id=1")), "the timer plan never began");
+    let pid = std::fs::read_to_string(sb.path("pid")).unwrap().trim().to_string();
+    let freeze = Command::new("python3").arg(sb.path("freeze.py")).arg(&pid).stdout(Stdio::piped()).spawn().unwrap();
+    let started = Instant::now();
+    // The plan is 60 s; the stall watch (5 s without a count) ends it long before.
+    let ended = wait_for(Duration::from_secs(45), || child.try_wait().unwrap().is_some());
+    if !ended {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().unwrap();
+    let helper = freeze.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&helper.stdout).into_owned();
+    if helper.status.code() == Some(77) {
+        eprintln!("SKIP: {said}");
+        return;
+    }
+    assert!(said.starts_with("stopped "), "{said}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(ended, "rtscope still waited {:?} after the stall: {stderr}", started.elapsed());
+    let run = read_json(&sb.path("k.json"));
+    let warnings: Vec<&str> = run["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();
+    assert!(warnings.iter().any(|w| w.starts_with("a probe on the target stalled (no event for ")), "{warnings:?}");
+    let steps = run["realtime_setup"]["steps"].as_array().unwrap();
+    assert!(steps.iter().any(|s| s["step"] == "stall watch" && s["outcome"] == "failed"), "{steps:?}");
+    // What was measured before the stall is kept, and less than the plan.
+    let m = merged(&run);
+    assert_eq!(m.len(), 1);
+    let (samples, overruns) = (u(&m[0]["samples"]), u(&m[0]["overruns"]));
+    assert!(samples > 0 && samples + overruns < 60_000, "{samples} + {overruns}");
+    let report = run_ok(&sb, &["report", "k.json"]);
+    assert!(String::from_utf8_lossy(&report.stdout).contains("a probe on the target stalled"));
+}
+
+/// A cross-CPU variant the agent could not place (the generic port has no
+/// affinity call) is said where the reader looks (issue 48, item 6): the
+/// agent's note reached the JSON before but no table, warning or report
+/// showed it; now it is a warning at the end of the run and in the report.
+#[test]
+fn an_unplaced_cross_cpu_variant_is_shown() {
+    if agent().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let posix = dir.path().join("rtscope-agent.posix");
+    make_agent(&posix, &["PORT=posix".into(), "CFLAGS=-O2 -U__linux__".into()]).expect("the generic POSIX port builds");
+    let sb = Sandbox::new();
+    let target = format!("exec:{}", posix.display());
+    let out = run_ok(&sb, &["run", "--target", &target, "--probe", "sem:mutex/cross-cpu", "-D", "1s", "-i", "1ms", "--no-store", "--json", "x.json"]);
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let want = "sem:mutex/cross-cpu (idle): cross-CPU not placed: the two threads were meant for CPUs 0 and 1, but this system has no CPU affinity call";
+    assert!(said.contains(want), "{said}");
+    let run = read_json(&sb.path("x.json"));
+    let placed = run["warnings"].as_array().unwrap().iter().filter(|w| w.as_str().unwrap().contains("cross-CPU not placed")).count();
+    assert_eq!(placed, 1, "once per variant, not per thread entry: {:?}", run["warnings"]);
+    let report = run_ok(&sb, &["report", "x.json"]);
+    assert!(String::from_utf8_lossy(&report.stdout).contains(want));
 }

@@ -741,7 +741,7 @@ fn arm64_dir() -> PathBuf {
     d
 }
 
-/// Every probe the agent has (agent/main.c), each measured in the arm64 guest.
+/// Every probe the agent has (agent/announce.c), each measured in the arm64 guest.
 const AGENT_PROBES: [&str; 9] = ["timer", "periodic", "sem", "pipe", "mq", "signal", "switch", "preempt", "pi"];
 
 /// The rt guest's agent result (every agent probe, 2 s each at 1 ms, one

@@ -284,9 +284,10 @@ pub(crate) fn return_level(u: f64, fit: &GpdFit, zeta: f64, p: f64) -> f64 {
 }
 
 /// The pWCET of one result entry (see the module docs for the method);
-/// `imported_from` is the run's source tool when it was imported.
-pub(crate) fn pwcet(r: &ProbeResult, imported_from: Option<&str>) -> Pwcet {
-    estimate(r, imported_from).map_or_else(|reason| Pwcet::Refused { reason, observed_max_ns: r.max_ns }, Pwcet::Estimate)
+/// `imported_from` is the run's source tool when it was imported; `here`:
+/// measured on this host (`rtscope doctor` audits it), false for a target's.
+pub(crate) fn pwcet(r: &ProbeResult, imported_from: Option<&str>, here: bool) -> Pwcet {
+    estimate(r, imported_from, here).map_or_else(|reason| Pwcet::Refused { reason, observed_max_ns: r.max_ns }, Pwcet::Estimate)
 }
 
 /// One excess over the threshold: when it was taken (ns since the probe
@@ -295,7 +296,7 @@ type Excess = (u64, usize, f64);
 
 /// The steps of [`pwcet`], each refusing with its reason: threshold and
 /// excesses, stationarity, independence, fit, bootstrap.
-fn estimate(r: &ProbeResult, imported_from: Option<&str>) -> Result<PwcetEstimate, String> {
+fn estimate(r: &ProbeResult, imported_from: Option<&str>, here: bool) -> Result<PwcetEstimate, String> {
     let n = r.samples;
     let (u, exc) = excesses(r, imported_from)?;
     let y: Vec<f64> = exc.iter().map(|e| e.2).collect();
@@ -303,7 +304,7 @@ fn estimate(r: &ProbeResult, imported_from: Option<&str>) -> Result<PwcetEstimat
     // Stationarity first: a drift also correlates the series, and "drifts" is the better advice.
     let halves = stationarity(r, &exc)?;
     let (lb_q, lags, lb_p) = independence(&y)?;
-    let fit = checked_fit(&y, u as f64, zeta, r.max_ns)?;
+    let fit = checked_fit(&y, u as f64, zeta, r.max_ns, here)?;
     let levels = bootstrap_levels(&fit, y.len(), u, zeta, n)?;
     Ok(PwcetEstimate {
         threshold_ns: Nanos(u),
@@ -427,15 +428,17 @@ fn independence(y: &[f64]) -> Result<(f64, usize, f64), String> {
 /// The GPD fit of the excesses `y`, refused when it fails, when the tail is
 /// heavy, or when the furthest return level is over [`MAX_EXTRAPOLATION`]
 /// × the observed `max`.
-fn checked_fit(y: &[f64], u: f64, zeta: f64, max: Nanos) -> Result<GpdFit, String> {
+fn checked_fit(y: &[f64], u: f64, zeta: f64, max: Nanos, here: bool) -> Result<GpdFit, String> {
     let Some(fit) = fit_gpd(y) else {
         return Err("the generalized Pareto fit did not converge (degenerate tail)".into());
     };
     if fit.xi >= HEAVY_XI {
         return Err(format!(
             "heavy tail: the fitted shape ξ = {:.2} is at least {HEAVY_XI} (infinite variance), so no bounded worst case can be \
-             estimated; measure longer, on an isolated CPU (rtscope doctor), and look at what causes the spikes (--trace-threshold)",
-            fit.xi
+             estimated; measure longer, on an isolated CPU{}, and look at what causes the spikes{}",
+            fit.xi,
+            if here { " (rtscope doctor)" } else { "" },
+            if here { " (--trace-threshold)" } else { " on the target" }
         ));
     }
     let furthest = return_level(u, &fit, zeta, PROBABILITIES[PROBABILITIES.len() - 1]);
@@ -510,6 +513,17 @@ mod tests {
     fn gpd_sample(xi: f64, sigma: f64, n: usize, seed: u64) -> Vec<f64> {
         let mut r = SplitMix64(seed);
         (0..n).map(|_| gpd_draw(xi, sigma, r.uniform())).collect()
+    }
+
+    #[test]
+    fn heavy_tail_advice_names_doctor_only_for_this_host() {
+        // rtscope doctor audits the local host; a target's run gets no such advice (issue 48).
+        let y = gpd_sample(0.9, 1000.0, 2000, 7);
+        let max = Nanos(y.iter().fold(0.0_f64, |a, b| a.max(*b)) as u64 + 1);
+        let here = checked_fit(&y, 0.0, 0.1, max, true).unwrap_err();
+        let there = checked_fit(&y, 0.0, 0.1, max, false).unwrap_err();
+        assert!(here.starts_with("heavy tail") && here.contains("(rtscope doctor)"), "{here}");
+        assert!(there.starts_with("heavy tail") && !there.contains("doctor") && there.contains("on the target"), "{there}");
     }
 
     #[test]

@@ -139,8 +139,14 @@ pub(crate) struct Analysis<'r> {
     pub(crate) comparison: Comparison,
 }
 
-/// Analyse one entry.
+/// Analyse one entry of a run measured on this host.
 pub(crate) fn entry<'r>(r: &'r ProbeResult, opts: &Options, imported_from: Option<&str>) -> EntryAnalysis<'r> {
+    entry_at(r, opts, imported_from, true)
+}
+
+/// Analyse one entry; `here`: measured on this host, not on a target (no
+/// advice that audits this host for another system).
+fn entry_at<'r>(r: &'r ProbeResult, opts: &Options, imported_from: Option<&str>, here: bool) -> EntryAnalysis<'r> {
     EntryAnalysis {
         result: r,
         // A summary-only import's one [min, max] bucket is not a distribution:
@@ -152,7 +158,7 @@ pub(crate) fn entry<'r>(r: &'r ProbeResult, opts: &Options, imported_from: Optio
         },
         deadline: opts.deadline.map(|d| deadline::misses(r, d)),
         // A throughput entry's samples are intervals, not events: no tail to fit.
-        pwcet: if opts.pwcet && r.samples > 0 && r.extras.throughput.is_none() { Some(evt::pwcet(r, imported_from)) } else { None },
+        pwcet: if opts.pwcet && r.samples > 0 && r.extras.throughput.is_none() { Some(evt::pwcet(r, imported_from, here)) } else { None },
     }
 }
 
@@ -192,7 +198,7 @@ pub(crate) fn analyse<'r>(runs: &'r [(String, Run)], names: &[String], opts: &Op
             plan: &run.plan,
             realtime_ok: run.realtime_setup.ok,
             warnings: warnings::for_run(run).iter().map(|w| w.to_string()).collect(),
-            entries: par_map(&run.results, |r| entry(r, opts, run.imported_from.as_ref().map(|i| i.tool.as_str()))),
+            entries: par_map(&run.results, |r| entry_at(r, opts, run.imported_from.as_ref().map(|i| i.tool.as_str()), run.agent.is_none())),
             run,
             rhealstone: crate::analysis::suites::rhealstone(run),
             thread_metric: crate::analysis::suites::thread_metric(run),

@@ -9,7 +9,7 @@ use crate::model::Run;
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Warning {
     /// The real-time set-up failed in at least one step.
-    NotRealtime { reasons: Vec<String> },
+    NotRealtime { reasons: Vec<String>, here: bool },
     /// Periods were missed. `here`: measured on this host (`rtscope doctor`
     /// audits it); false for a run on a target (an agent).
     Overruns { probe: String, phase: String, overruns: u64, samples: u64, here: bool },
@@ -18,6 +18,9 @@ pub(crate) enum Warning {
     CoarseClock { probe: String, phase: String, resolution_ns: u64, what: String },
     /// A probe on the target stopped counting; the agent stopped the variant.
     Stalled { detail: String },
+    /// A cross-CPU variant whose threads could not be placed on their CPUs
+    /// (the agent's result note): its numbers may be a same-CPU hand-off.
+    NotPlaced { what: String, note: String },
     /// Run ended by a signal.
     Interrupted { phase: Option<String> },
     /// The file was last written while the run still measured: it was killed.
@@ -62,10 +65,15 @@ fn human_seconds(s: f64) -> String {
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Warning::NotRealtime { reasons } => write!(
+            Warning::NotRealtime { reasons, here } => write!(
                 f,
-                "not real-time: {}. Latencies include ordinary scheduling delays; run as root or with CAP_SYS_NICE and CAP_IPC_LOCK for a real-time measurement.",
-                reasons.join("; ")
+                "not real-time: {}. Latencies include ordinary scheduling delays; {}",
+                reasons.join("; "),
+                if *here {
+                    "run as root or with CAP_SYS_NICE and CAP_IPC_LOCK for a real-time measurement."
+                } else {
+                    "give the agent on the target what its real-time priority and memory lock need (docs/porting.md)."
+                }
             ),
             Warning::Overruns { probe, phase, overruns, samples, here } => {
                 let pct = 100.0 * crate::stats::miss_ratio(*overruns, overruns.saturating_add(*samples));
@@ -85,6 +93,7 @@ impl fmt::Display for Warning {
                 f,
                 "a probe on the target stalled ({detail}): it stopped counting, so the agent stopped it and kept what it had measured. A wake-up lost by the target's system, or a thread starved by a higher-priority one; the results end there."
             ),
+            Warning::NotPlaced { what, note } => write!(f, "{what}: {note}; its results are not a cross-CPU measurement."),
             Warning::Interrupted { phase } => write!(
                 f,
                 "the run was interrupted{}; the results hold only the samples taken before that.",
@@ -143,9 +152,9 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
         .map(|s| format!("{} failed ({})", s.step, s.detail))
         .collect();
     if !failed.is_empty() {
-        out.push(Warning::NotRealtime { reasons: failed });
+        out.push(Warning::NotRealtime { reasons: failed, here: run.agent.is_none() });
     } else if run.plan.policy == "other" {
-        out.push(Warning::NotRealtime { reasons: vec!["running as SCHED_OTHER because --policy other was asked".into()] });
+        out.push(Warning::NotRealtime { reasons: vec!["running as SCHED_OTHER because --policy other was asked".into()], here: run.agent.is_none() });
     }
     if let Some(s) = run.realtime_setup.steps.iter().find(|s| s.step == "cpu_dma_latency" && s.outcome == crate::model::Outcome::Failed) {
         out.push(Warning::NoDmaLatency { detail: s.detail.clone() });
@@ -163,6 +172,19 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
         });
     }
     out.extend(target_clock(run));
+    // The agent's note on a cross-CPU variant it could not place (issue 48,
+    // item 6): once per probe, phase and variant, from its merged or first
+    // thread's entry.
+    let mut placed: Vec<(String, String, String)> = Vec::new();
+    for r in run.results.iter().filter(|r| r.extras.note.as_deref().is_some_and(|n| n.starts_with("cross-CPU not placed"))) {
+        let key = (r.probe.clone(), r.phase.clone(), r.variant.clone().unwrap_or_default());
+        if placed.contains(&key) {
+            continue;
+        }
+        let what = format!("{}{} ({})", key.0, if key.2.is_empty() { String::new() } else { format!(":{}", key.2) }, key.1);
+        out.push(Warning::NotPlaced { what, note: r.extras.note.clone().unwrap_or_default() });
+        placed.push(key);
+    }
     let mut stalls = run.realtime_setup.steps.iter().filter(|s| s.step == "stall watch" && s.outcome == crate::model::Outcome::Failed);
     if let Some(s) = stalls.next() {
         out.push(Warning::Stalled { detail: s.detail.clone() });

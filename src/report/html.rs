@@ -86,20 +86,24 @@ fn host_block(r: &RunAnalysis) -> Block {
         .map(|s| format!("{} ({} µs{})", s.name, s.exit_latency_us, if s.disabled { ", disabled" } else { "" }))
         .collect();
     let p = &r.plan;
+    // A target that is not Linux: its OS and version, its model as the
+    // terminal says it, `-` for what its agent cannot know (issue 48).
+    let other = super::blocks::other_os(r);
+    let linux = |v: String| if other.is_some() { "-".to_string() } else { v };
     let rows: Vec<(&str, String)> = vec![
-        ("hostname", h.hostname.clone()),
-        ("kernel", format!("{} {}", h.kernel_release, h.kernel_version)),
-        ("PREEMPT_RT", h.realtime.to_string()),
-        ("preemption model", format!("{} ({})", h.preempt_model, h.preempt_model_source)),
-        ("CPU", h.cpu_model.clone()),
+        ("hostname", if h.hostname.is_empty() { "-".into() } else { h.hostname.clone() }),
+        (if other.is_some() { "system" } else { "kernel" }, format!("{} {}", h.kernel_release, h.kernel_version).trim().to_string()),
+        ("PREEMPT_RT", linux(h.realtime.to_string())),
+        ("preemption model", other.clone().unwrap_or_else(|| format!("{} ({})", h.preempt_model, h.preempt_model_source))),
+        ("CPU", if h.cpu_model.is_empty() { "-".into() } else { h.cpu_model.clone() }),
         ("CPUs online", format!("{:?}", h.cpus_online)),
-        ("isolcpus / nohz_full", format!("{} / {}", h.isolcpus, h.nohz_full)),
-        ("clocksource", h.clocksource.clone()),
-        ("governors", gov.join(", ")),
-        ("cpuidle states", idle.join(", ")),
-        ("SMT", h.smt.clone()),
-        ("virtualized", h.virtualized.to_string()),
-        ("kernel command line", h.cmdline.clone()),
+        ("isolcpus / nohz_full", linux(format!("{} / {}", h.isolcpus, h.nohz_full))),
+        ("clocksource", linux(h.clocksource.clone())),
+        ("governors", linux(gov.join(", "))),
+        ("cpuidle states", linux(idle.join(", "))),
+        ("SMT", linux(h.smt.clone())),
+        ("virtualized", linux(h.virtualized.to_string())),
+        ("kernel command line", linux(h.cmdline.clone())),
         ("real-time set-up", if r.realtime_ok { "ok".into() } else { "incomplete (see warnings)".into() }),
         (
             "plan",

@@ -187,6 +187,9 @@ pub(crate) fn execute(spec: &TargetSpec, tp: &TargetPlan, call: Invocation) -> a
     let hello = announcement(&mut r, stop)?;
     let host = host_of(&hello.line);
     let agreed = agree(tp, &hello, host.cpus_online.len(), spec)?;
+    if let Some(w) = coarse_clock_before(tp, &hello.line, spec) {
+        eprintln!("{w}");
+    }
     let mut steps = agent_steps(&hello.line, &agreed.cpus, r.link.reader_tid());
     let mut run = run_of(tp, &hello.line, &agreed, spec, host, command_line, started);
     let plans = Plans { tp, agreed: &agreed, stop };
@@ -222,6 +225,7 @@ struct Agreed {
 /// (`ncpus`: the CPUs it has; it preallocated `max_threads`).
 fn agree(tp: &TargetPlan, hello: &Hello, ncpus: usize, spec: &TargetSpec) -> Result<Agreed, BadInput> {
     let probes = resolve_probes(tp, hello, spec)?;
+    target_priority(tp, &hello.line, &probes, spec)?;
     let (cpus, threads) = cpus_threads(tp, ncpus, spec)?;
     if let Some(max) = hello.line.get("max_threads").and_then(|m| m.parse::<usize>().ok()) {
         if threads > max {
@@ -229,6 +233,63 @@ fn agree(tp: &TargetPlan, hello: &Hello, ncpus: usize, spec: &TargetSpec) -> Res
         }
     }
     Ok(Agreed { probes, cpus, threads })
+}
+
+/// How far below `-p` a probe's lowest thread runs (the agent's probe
+/// descriptors' `prio_below`): the pair probes' lower thread −1, `pi`'s
+/// low thread −2, the others none.
+fn prio_below(probe: &str) -> i64 {
+    match probe {
+        "pi" => 2,
+        "sem" | "pipe" | "mq" | "signal" | "preempt" => 1,
+        _ => 0,
+    }
+}
+
+/// `-p` on the target's scale (issue 48): it is the priority the measuring
+/// threads get on the target, as given. It must be within the system's
+/// range (`hello prio_min..prio_max`, and 1..99 as `-p`) and, when the
+/// agent's own threads run at a real-time priority (`own_prio` > 0, an
+/// RTOS's first task), put every probe's lowest thread above them. Checked
+/// here, before any plan is sent: exit 2 naming the range (the agent checks
+/// the same, for hosts that do not).
+fn target_priority(tp: &TargetPlan, h: &Line, probes: &[(String, Vec<String>)], spec: &TargetSpec) -> Result<(), BadInput> {
+    let num = |k: &str| h.get(k).and_then(|v| v.parse::<i64>().ok());
+    let (lo, hi) = (num("prio_min").unwrap_or(1).max(1), num("prio_max").unwrap_or(99).min(99));
+    let own = if tp.policy == Policy::Other { 0 } else { num("own_prio").unwrap_or(0).max(0) };
+    let (worst, below) = probes.iter().map(|(p, _)| (p.as_str(), prio_below(p))).max_by_key(|(_, b)| *b).unwrap_or(("", 0));
+    let low = if own > 0 { lo.max(own + 1 + below) } else { lo };
+    let p = i64::from(tp.priority);
+    if p >= low && p <= hi {
+        return Ok(());
+    }
+    let os = h.get("os").filter(|o| !o.is_empty()).unwrap_or("its system");
+    let own_said = if own > 0 {
+        format!(", the agent's own threads at {own} (the lowest it allows){}", if below > 0 { format!(", and {worst}'s lowest thread runs at -p − {below}") } else { String::new() })
+    } else {
+        String::new()
+    };
+    let range = if low <= hi { format!("use -p {low}..{hi}") } else { "no -p can measure there; lower the agent's own priority on the target (docs/porting.md)".to_string() };
+    Err(BadInput(format!(
+        "-p/--priority {p}: -p is the priority on the target's scale; the target {spec} ({os}) schedules at {}..{}{own_said}: {range}",
+        num("prio_min").unwrap_or(1),
+        num("prio_max").unwrap_or(99),
+    )))
+}
+
+/// The target's clock resolution (`hello res_ns`) against the intervals of
+/// the plan, said before measuring (the end of the run says it again with
+/// the latencies): a period below a tick measures the tick (issue 48).
+fn coarse_clock_before(tp: &TargetPlan, h: &Line, spec: &TargetSpec) -> Option<String> {
+    let res = h.get("res_ns").and_then(|v| v.parse::<u64>().ok()).filter(|r| *r > 1_000)?;
+    let fmt = crate::units::fmt_ns;
+    let below: Vec<String> = std::iter::once(tp.interval_ns).chain(tp.periods_ns.iter().copied()).filter(|i| *i > 0 && *i < res).map(fmt).collect();
+    let what = if below.is_empty() { format!("latencies under {} cannot be told apart", fmt(res)) } else { format!("the interval {} is below it: periods and wake-ups come in its ticks", below.join(", ")) };
+    Some(format!(
+        "warning: the target {spec} announces a clock resolution of {} (hello res_ns, clock_getres); {what}. Use a tickless or high-resolution clock on the target (docs/porting.md) or an interval of at least {}.",
+        fmt(res),
+        fmt(res)
+    ))
 }
 
 /// The run every result block goes into: the plan as agreed, the agent's

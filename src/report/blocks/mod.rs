@@ -164,19 +164,27 @@ pub(crate) fn for_text(blocks: &[Block]) -> Vec<Block> {
 /// What a miss is, said once for every format that shows a deadline.
 pub(crate) const DEADLINE_NOTE: &str = "A sample over the deadline or a missed period is a miss (shown late+missed when periods were missed); miss ratio = misses / periods (samples + missed periods); P(miss)/h is the probability of at least one miss in an hour at the measured rate (≤: no miss seen, 95 % upper bound; ≥: missed periods unknown).";
 
+/// The scheduling model of a target that is not Linux (its agent names
+/// the OS): "RTOS" for a known RTOS, "OS, preempt -" for another; `None`
+/// for Linux and for runs measured here. Every format says the same.
+pub(crate) fn other_os(r: &RunAnalysis) -> Option<String> {
+    const RTOS: [&str; 8] = ["NuttX", "RTEMS", "Zephyr", "QNX", "VxWorks", "FreeRTOS", "ThreadX", "PikeOS"];
+    let os = r.run.agent.as_ref().map(|a| a.os.as_str()).filter(|os| !os.is_empty() && *os != "Linux")?;
+    Some(if RTOS.iter().any(|k| os.starts_with(k)) { "RTOS".to_string() } else { format!("{os}, preempt -") })
+}
+
 /// A run's system in one line. A target that is not Linux (its agent says
 /// which OS) is named by its OS and version and shown as an RTOS or by its
 /// OS, with `-` for what the agent cannot know; "not RT" is PREEMPT_RT's
 /// absence, a Linux word.
 fn host_line(r: &RunAnalysis) -> String {
     let h = &r.host;
-    if let Some(os) = r.run.agent.as_ref().map(|a| a.os.as_str()).filter(|os| !os.is_empty() && *os != "Linux") {
-        const RTOS: [&str; 8] = ["NuttX", "RTEMS", "Zephyr", "QNX", "VxWorks", "FreeRTOS", "ThreadX", "PikeOS"];
+    if let Some(model) = other_os(r) {
         return format!(
             "{} · {} ({}) · {} · {} CPUs online · {}{}",
             if h.hostname.is_empty() { "-" } else { &h.hostname },
             h.kernel_release,
-            if RTOS.iter().any(|k| os.starts_with(k)) { "RTOS".to_string() } else { format!("{os}, preempt -") },
+            model,
             if h.cpu_model.is_empty() { "-" } else { &h.cpu_model },
             h.cpus_online.len(),
             r.started_at,
