@@ -148,7 +148,7 @@ pub(crate) fn cmd(args: &HistoryArgs) -> anyhow::Result<u8> {
                 date,
                 r.host.clone(),
                 r.kernel.clone(),
-                if r.realtime { "yes".into() } else { "no".into() },
+                rt_shown(r).into(),
                 what,
                 r.tags.join(","),
                 format!("{maxes}{}", if r.interrupted { " (interrupted)" } else { "" }),
@@ -176,5 +176,23 @@ mod tests {
         assert_eq!(parse_since("2026-11-22T10:30:00+02:00").unwrap(), "2026-11-22T08:30:00Z");
         assert!(parse_since("22/11/2026").is_err());
         assert!(parse_since("2026-13-01").is_err());
+    }
+}
+
+/// The RT column: `yes`/`no` where the host said (a native or agent run,
+/// an import whose tool reports the kernel's preemption model); `co-kernel`
+/// for RTAI and Xenomai results (real-time by construction, whatever the
+/// Linux kernel beside them); `unknown` for an import whose tool does not
+/// say (issue 49: NuttX, RTAI and Xenomai results showed `no`).
+fn rt_shown(r: &crate::store::RunRow) -> &'static str {
+    let imported = r.source != "native" && r.source != "rtscope-agent";
+    if r.realtime {
+        "yes"
+    } else if imported && (r.source.contains("xenomai") || r.source.contains("rtai")) {
+        "co-kernel"
+    } else if imported && r.preempt.is_empty() {
+        "unknown"
+    } else {
+        "no"
     }
 }
