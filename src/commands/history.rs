@@ -166,19 +166,6 @@ fn filter_is_set(f: &Filter) -> bool {
     f.host.is_some() || f.kernel.is_some() || f.tag.is_some() || f.since.is_some() || f.until.is_some() || f.preempt.is_some()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn since_accepts_dates_and_rfc3339_and_normalises_to_utc() {
-        assert_eq!(parse_since("2026-11-22").unwrap(), "2026-11-22T00:00:00Z");
-        assert_eq!(parse_since("2026-11-22T10:30:00+02:00").unwrap(), "2026-11-22T08:30:00Z");
-        assert!(parse_since("22/11/2026").is_err());
-        assert!(parse_since("2026-13-01").is_err());
-    }
-}
-
 /// The RT column: `yes`/`no` where the host said (a native or agent run,
 /// an import whose tool reports the kernel's preemption model); `co-kernel`
 /// for RTAI and Xenomai results (real-time by construction, whatever the
@@ -196,3 +183,17 @@ fn rt_shown(r: &crate::store::RunRow) -> &'static str {
         "no"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_accepts_dates_and_rfc3339_and_normalises_to_utc() {
+        assert_eq!(parse_since("2026-11-22").unwrap(), "2026-11-22T00:00:00Z");
+        assert_eq!(parse_since("2026-11-22T10:30:00+02:00").unwrap(), "2026-11-22T08:30:00Z");
+        assert!(parse_since("22/11/2026").is_err());
+        assert!(parse_since("2026-13-01").is_err());
+    }
+}
+
