@@ -1159,3 +1159,25 @@ fn lab_phase_names_import_as_they_are() {
     let err = import_err(&fixture("cyclictest.json"), &["--phase", "two words"]);
     assert!(err.contains("--phase \"two words\"") && err.contains("-_.:,+="), "{err}");
 }
+
+/// Issue 49 item 11: `history` showed `RT: no` for imports whose tools do
+/// not say (NuttX, RTAI, Xenomai): unknown, or a co-kernel for RTAI/Xenomai.
+#[test]
+fn history_rt_is_unknown_where_the_tool_does_not_say() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    for f in ["xenomai-latency.txt", "rtai-latency.txt"] {
+        let o = bin().args(["import", "--db"]).arg(&db).arg(fixture(f)).output().unwrap();
+        assert!(o.status.success(), "{f}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    let o = bin().args(["history", "--db"]).arg(&db).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{out}");
+    let rt_of = |needle: &str| {
+        let l = out.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("{needle}: {out}"));
+        assert!(!l.split_whitespace().any(|w| w == "no"), "{l}");
+        l.to_string()
+    };
+    assert!(rt_of("xenomai").contains("co-kernel"), "{out}");
+    assert!(rt_of("rtai").contains("co-kernel"), "{out}");
+}

@@ -148,7 +148,7 @@ pub(crate) fn cmd(args: &HistoryArgs) -> anyhow::Result<u8> {
                 date,
                 r.host.clone(),
                 r.kernel.clone(),
-                if r.realtime { "yes".into() } else { "no".into() },
+                rt_shown(r).into(),
                 what,
                 r.tags.join(","),
                 format!("{maxes}{}", if r.interrupted { " (interrupted)" } else { "" }),
@@ -166,6 +166,24 @@ fn filter_is_set(f: &Filter) -> bool {
     f.host.is_some() || f.kernel.is_some() || f.tag.is_some() || f.since.is_some() || f.until.is_some() || f.preempt.is_some()
 }
 
+/// The RT column: `yes`/`no` where the host said (a native or agent run,
+/// an import whose tool reports the kernel's preemption model); `co-kernel`
+/// for RTAI and Xenomai results (real-time by construction, whatever the
+/// Linux kernel beside them); `unknown` for an import whose tool does not
+/// say (issue 49: NuttX, RTAI and Xenomai results showed `no`).
+fn rt_shown(r: &crate::store::RunRow) -> &'static str {
+    let imported = r.source != "native" && r.source != "rtscope-agent";
+    if r.realtime {
+        "yes"
+    } else if imported && (r.source.contains("xenomai") || r.source.contains("rtai")) {
+        "co-kernel"
+    } else if imported && r.preempt.is_empty() {
+        "unknown"
+    } else {
+        "no"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,3 +196,4 @@ mod tests {
         assert!(parse_since("2026-13-01").is_err());
     }
 }
+

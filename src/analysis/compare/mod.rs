@@ -200,11 +200,11 @@ impl Comparison {
         for (i, c) in cells.iter().enumerate().skip(1) {
             if let Some(at) = c.as_ref().and_then(|c| c.ks_vs_first.as_ref()).and_then(|t| t.at_ns) {
                 let note = format!(
-                    "{}: {} and {} have different resolutions; the KS test compares them at the coarser one, {}",
+                    "{}: {} and {} have different resolutions; the KS test compares them at the coarser one, {} us",
                     k.label(),
                     self.systems[0],
                     self.systems[i],
-                    format!("{} us", at.as_micros_f64())
+                    at.as_micros_f64()
                 );
                 self.notes.push(note);
             }

@@ -88,7 +88,7 @@ fn p99_words(rt: &Ratios, first: &str) -> String {
 
 /// "; the distributions differ (KS D = …, p …)" and its milder forms, or "".
 fn ks_words(ks: Option<&KsTest>) -> String {
-    let at = |t: &KsTest| t.at_ns.map(|r| format!(", at the coarser resolution of {}", format!("{} us", r.as_micros_f64()))).unwrap_or_default();
+    let at = |t: &KsTest| t.at_ns.map(|r| format!(", at the coarser resolution of {} us", r.as_micros_f64())).unwrap_or_default();
     match ks {
         Some(t) if t.material() => format!("; the distributions differ (KS D = {:.3}, p {}{})", t.d, fmt_p(t.p), at(t)),
         Some(t) if t.distinguishable => {
