@@ -206,7 +206,9 @@ fn summarise(entries: &[&Entry]) -> String {
 /// the rights to restore (not root), says so instead of failing the command.
 pub(crate) fn recover() -> Vec<String> {
     let dir = dir();
-    if !dir.is_dir() {
+    // No journal, nothing to do (and no lock to take: a user who may not
+    // write the directory is not bothered when there is nothing to restore).
+    if journals(&dir).is_empty() {
         return Vec::new();
     }
     match recover_in(&dir) {
