@@ -11,6 +11,7 @@
 //! nohz_full, rcu_nocbs, SMT), `irq`, `sched`, `mm`, `clock`, `console`, `watchdog`,
 //! `tracing` (other active kernel tracing), `mitigations`, `vm`. Rendering (terminal and JSON) lives in `render`.
 
+pub(crate) mod advice;
 mod clock;
 pub(crate) mod console;
 mod cpufreq;

@@ -26,7 +26,6 @@
 //! - Dropping the session stops tracing and removes the instance; a second Ctrl-C (which
 //!   exits at once) removes it from the signal handler ([`register_signal_cleanup`]).
 
-pub(crate) mod advice;
 pub(crate) mod attribute;
 pub(crate) mod parse;
 pub(crate) mod report;

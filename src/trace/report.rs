@@ -56,9 +56,6 @@ pub(crate) fn culprits_text(run: &Run, max_samples: usize) -> String {
             ));
         }
     }
-    for a in super::advice::advice(run) {
-        out.push_str(&format!("  advice: {a}\n"));
-    }
     out
 }
 

@@ -203,7 +203,9 @@ pub(crate) fn trace_blocks(run: &crate::model::Run, max_samples: usize) -> Vec<B
     let mut lines = text.lines();
     let Some(first) = lines.next() else { return Vec::new() };
     let mut out = vec![Block::Heading(3, "What held the CPU (trace)".into()), Block::Text(first.trim_start_matches("trace: ").to_string())];
-    let items: Vec<String> = lines.map(|l| l.trim().to_string()).collect();
+    let mut items: Vec<String> = lines.map(|l| l.trim().to_string()).collect();
+    // What the evidence supports doing about it (doctor's fix texts).
+    items.extend(crate::doctor::advice::advice(run).into_iter().map(|a| format!("advice: {a}")));
     if !items.is_empty() {
         out.push(Block::List(items));
     }
