@@ -47,7 +47,22 @@ pub(crate) fn check_flags(given: &Given, run: &RunShape<'_>) -> Result<(), BadIn
         ));
     }
     check_probe_flags(given, run.probes.iter().copied())?;
+    check_threads(given, run)?;
     check_priority(given, run)
+}
+
+/// `-t` given where no probe of the run runs `-t` threads (the pair
+/// probes run one recording thread, `migrate` CPUs + 1, ...).
+fn check_threads(given: &Given, run: &RunShape<'_>) -> Result<(), BadInput> {
+    if !given.threads || run.probes.iter().any(|p| crate::measure::is(p, |i| i.reads_threads)) {
+        return Ok(());
+    }
+    let readers: Vec<&str> = crate::measure::infos().filter(|i| i.reads_threads).map(|i| i.name).collect();
+    Err(BadInput(format!(
+        "-t/--threads: only the probes {} run -t measuring threads, and this run measures {} (each sizes its own threads): the flag would do nothing; drop -t or measure one of them too",
+        readers.join(", "),
+        crate::units::first_seen(run.probes.iter().copied()).join(", ")
+    )))
 }
 
 /// Run flags (clap ids) that apply on a target.
@@ -82,6 +97,11 @@ fn check_target_flags(given: &Given) -> Result<(), BadInput> {
 /// `-p` given with SCHED_OTHER measuring threads: refused unless a probe of
 /// the run runs its threads at `--noise-policy fifo`, where -p is read.
 fn check_priority(given: &Given, run: &RunShape<'_>) -> Result<(), BadInput> {
+    if run.policy == Policy::Deadline && given.priority {
+        return Err(BadInput(
+            "-p/--priority: --policy deadline runs the measuring threads under SCHED_DEADLINE, which has no priority (its runtime, deadline and period order them): the flag would do nothing; drop -p or give --policy fifo".into(),
+        ));
+    }
     if run.policy != Policy::Other || !given.priority {
         return Ok(());
     }

@@ -31,6 +31,7 @@ pub(crate) static INFO: ProbeInfo = ProbeInfo {
     busy: super::registry::Busy::UnderRunPolicy,
     rate_search: true,
     flags: &["--periods"],
+    reads_threads: true,
     ..ProbeInfo::PLAIN
 };
 

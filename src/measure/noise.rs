@@ -40,6 +40,7 @@ pub(crate) static INFO: ProbeInfo = ProbeInfo {
     about: "OS noise: gaps above --noise-threshold in a busy loop reading the clock (as oslat)",
     busy: super::registry::Busy::UnderNoisePolicy,
     flags: &["--noise-threshold", "--noise-policy"],
+    reads_threads: true,
     ..ProbeInfo::PLAIN
 };
 

@@ -73,6 +73,7 @@ pub(crate) static INFO: ProbeInfo = ProbeInfo {
     default_periods: &DEFAULT_PERIODS,
     runs_under_deadline: true,
     flags: &["--periods", "--iterations"],
+    reads_threads: true,
     ..ProbeInfo::PLAIN
 };
 

@@ -87,8 +87,11 @@ pub struct ProbeInfo {
     /// (shown in its own table), not a defect of the run.
     pub(crate) rate_search: bool,
     /// The probe-specific `rtscope run` flags it reads (besides -i, -D, -p,
-    /// --policy, -a, -t, which every probe reads).
+    /// --policy, -a, which every probe reads).
     pub flags: &'static [&'static str],
+    /// It runs `-t` measuring threads (the pair probes, `migrate`, `pi`,
+    /// `throughput` and the tracers size their threads themselves).
+    pub(crate) reads_threads: bool,
 }
 
 impl ProbeInfo {
@@ -108,6 +111,7 @@ impl ProbeInfo {
         counts_violations: false,
         rate_search: false,
         flags: &[],
+        reads_threads: false,
     };
 
     /// Whether it runs several periods itself (`--periods`).

@@ -30,6 +30,7 @@ pub(crate) static INFO: ProbeInfo = ProbeInfo {
     about: "timer wake-up latency (cyclictest's method, overruns counted)",
     traced: super::registry::Traced::TimerMethod,
     runs_under_deadline: true,
+    reads_threads: true,
     ..ProbeInfo::PLAIN
 };
 

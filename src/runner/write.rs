@@ -125,12 +125,31 @@ fn write_fallback(path: &Path, run: &Run) -> anyhow::Result<PathBuf> {
     let mut last = anyhow::anyhow!("no fallback place");
     for d in dirs {
         let p = d.join(&name);
-        match crate::sys::stat::create_dirs(&d).map_err(anyhow::Error::from).and_then(|_| crate::store::json::write_run(&p, run)) {
-            Ok(()) => return Ok(p),
+        match crate::sys::stat::create_dirs(&d).map_err(anyhow::Error::from).and_then(|_| write_new(&p, run)) {
+            Ok(saved) => return Ok(saved),
             Err(e) => last = e.context(format!("writing {}", p.display())),
         }
     }
     Err(last)
+}
+
+/// Write `run` under `path`'s name, or `NAME.1`, `NAME.2`, ... — the
+/// first that does not exist: a rescued run may be another run's only copy
+/// (it is in no history), so it is never replaced. The file is written
+/// whole beside it and then linked to its name, which fails if the name
+/// was taken meanwhile.
+fn write_new(path: &Path, run: &Run) -> anyhow::Result<PathBuf> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.rescue", std::process::id()));
+    crate::store::json::write_run(&tmp, run)?;
+    let linked = (0..10_000).map(|i| if i == 0 { path.to_path_buf() } else { dir.join(format!("{name}.{i}")) }).find_map(|p| match std::fs::hard_link(&tmp, &p) {
+        Ok(()) => Some(Ok(p)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
+        Err(e) => Some(Err(anyhow::Error::from(e).context(format!("linking {}", p.display())))),
+    });
+    let _ = std::fs::remove_file(&tmp);
+    linked.unwrap_or_else(|| Err(anyhow::anyhow!("{} and 9 999 numbered names beside it are taken", path.display())))
 }
 
 #[cfg(test)]

@@ -20,6 +20,34 @@ use crate::model::{Bucket, Nanos, ProbeResult, SetupStep, SignedStats, TailSampl
 use super::proto::{tuples, Line};
 use crate::import::Series;
 
+/// Histogram buckets a recorder can have: the native geometry (lowest 1,
+/// highest 2^47 ns, 3 significant digits, docs/agent.md) has 2 048 exact
+/// buckets below 2 048 ns and 1 024 per power of two from 2^11 to 2^47.
+pub(crate) const MAX_BUCKETS: u64 = 2048 + 37 * 1024;
+
+/// Set-up lines one block may hold (the agent sends at most 6 per thread).
+pub(crate) const MAX_SETUP: u64 = 16;
+
+/// What the plan allows one result block to announce, checked at its
+/// `result` line before any of its lines is kept: the host's memory for a
+/// block is then bounded by the plan, whatever the agent sends.
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    /// The `tail` the plan asked (`tail_k` at most this).
+    pub(crate) tail: u64,
+    /// The plan's `worst`.
+    pub(crate) worst: u64,
+    /// The plan's duration: per-second slots at most duration / width + 2.
+    pub(crate) duration_ns: u64,
+}
+
+impl Limits {
+    /// The per-second slots a block of `width_s`-second slots may hold.
+    fn seconds(&self, width_s: u64) -> u64 {
+        (self.duration_ns / 1_000_000_000) / width_s.max(1) + 2
+    }
+}
+
 /// A result block of one thread (or, merged, of a variant).
 #[derive(Debug, Clone)]
 pub(crate) struct Block {
@@ -51,8 +79,9 @@ pub(crate) struct Block {
 }
 
 impl Block {
-    /// From a `result` line.
-    pub(crate) fn start(l: &Line) -> Result<Block, String> {
+    /// From a `result` line: what it announces bounded by `lim` and by its
+    /// own sample count.
+    pub(crate) fn start(l: &Line, lim: &Limits) -> Result<Block, String> {
         let variant = match l.req("variant")? {
             "-" => None,
             v => Some(v.to_string()),
@@ -69,6 +98,14 @@ impl Block {
                 let min: i64 = xs[1].parse().map_err(|_| bad())?;
                 let max: i64 = xs[2].parse().map_err(|_| bad())?;
                 let sum: i128 = xs[3].parse().map_err(|_| bad())?;
+                if min > max && count > 0 {
+                    return Err(format!("signed={s}: its minimum is above its maximum"));
+                }
+                let lo = i128::from(min).checked_mul(i128::from(count));
+                let hi = i128::from(max).checked_mul(i128::from(count));
+                if count > 0 && !(lo.is_some_and(|lo| sum >= lo) && hi.is_some_and(|hi| sum <= hi)) {
+                    return Err(format!("signed={s}: a sum its count, minimum and maximum cannot make"));
+                }
                 let mean_ns = if count == 0 { 0.0 } else { sum as f64 / count as f64 };
                 Some(SignedStats { samples: count, min_ns: min, max_ns: max, mean_ns, clamped: false })
             }
@@ -97,7 +134,7 @@ impl Block {
             worst: l.num("worst")? as usize,
             sec: BTreeMap::new(),
             setup: Vec::new(),
-            error: l.get("error").map(str::to_string),
+            error: l.get("error").map(foreign),
             note: None,
             want_notes: l.get("notes").map_or(Ok(0), |_| l.num("notes"))?,
             want_hist: l.num("hist")?,
@@ -108,23 +145,55 @@ impl Block {
         if b.s.samples > 0 && b.s.min_ns > b.s.max_ns {
             return Err(format!("min_ns {} is above max_ns {}", b.s.min_ns, b.s.max_ns));
         }
+        b.within(lim)?;
+        moments_hold(b.s.samples, b.sum, b.sumsq, b.s.min_ns, b.s.max_ns)?;
         Ok(b)
+    }
+
+    /// The counts the `result` line announces, within what the plan and
+    /// the block's own samples allow (before any memory is spent on them).
+    fn within(&self, lim: &Limits) -> Result<(), String> {
+        let n = self.s.samples;
+        let most = [
+            ("tail_k", self.tail_k as u64, lim.tail, "the plan's tail"),
+            ("worst", self.worst as u64, lim.worst, "the plan's worst"),
+            ("tail", self.want_tail, (self.tail_k as u64).min(n), "tail_k and samples"),
+            ("hist", self.want_hist, MAX_BUCKETS.min(n), "the recorder's buckets and samples"),
+            ("sec", self.want_sec, lim.seconds(self.s.per_second_width_s).min(n), "the plan's seconds and samples"),
+            ("setup", self.want_setup, MAX_SETUP, "the set-up steps of a thread"),
+            ("notes", self.want_notes, 1, "one note"),
+        ];
+        for (key, v, max, what) in most {
+            if v > max {
+                return Err(format!("result n={}: {key}={v} is more than {what} allow ({max})", self.n));
+            }
+        }
+        if let Some(sg) = self.s.signed.filter(|sg| sg.samples > n) {
+            return Err(format!("result n={}: signed counts {} samples of {n}", self.n, sg.samples));
+        }
+        Ok(())
     }
 
     /// Take one `setup`, `hist`, `tail` or `sec` line of this block.
     pub(crate) fn add(&mut self, l: &Line) -> Result<(), String> {
         match l.kind.as_str() {
             "setup" => {
+                if self.setup.len() as u64 >= self.want_setup {
+                    return Err(format!("more setup lines than setup={} announced", self.want_setup));
+                }
                 let outcome = match l.req("outcome")? {
                     "ok" => crate::model::Outcome::Ok,
                     "failed" => crate::model::Outcome::Failed,
                     "skipped" => crate::model::Outcome::Skipped,
                     o => return Err(format!("outcome={o} is not ok, failed or skipped")),
                 };
-                self.setup.push(SetupStep::new(l.req("step")?, outcome, l.get("detail").unwrap_or("")));
+                self.setup.push(SetupStep::new(&foreign(l.req("step")?), outcome, &foreign(l.get("detail").unwrap_or(""))));
             }
             "hist" => {
                 for t in tuples("b", l.req("b")?, 3, &[])? {
+                    if self.s.buckets.len() as u64 >= self.want_hist {
+                        return Err(format!("more buckets than hist={} announced", self.want_hist));
+                    }
                     let (lo, hi, count) = (small(t[0])?, small(t[1])?, small(t[2])?);
                     if lo > hi {
                         return Err(format!("bucket {lo}:{hi} is reversed"));
@@ -138,6 +207,9 @@ impl Block {
             "tail" => {
                 let thread = self.s.thread.unwrap_or(0);
                 for t in tuples("s", l.req("s")?, 4, &[3])? {
+                    if self.tail.len() as u64 >= self.want_tail {
+                        return Err(format!("more tail samples than tail={} announced", self.want_tail));
+                    }
                     let cpu = match t[3] {
                         Some(c) => small(Some(c))? as usize,
                         None => self.s.cpu.unwrap_or(0),
@@ -147,6 +219,9 @@ impl Block {
             }
             "sec" => {
                 for t in tuples("s", l.req("s")?, 5, &[])? {
+                    if self.sec.len() as u64 >= self.want_sec {
+                        return Err(format!("more per-second slots than sec={} announced", self.want_sec));
+                    }
                     let at = small(t[0])?;
                     if self.sec.insert(at, (small(t[1])?, small(t[2])?, small(t[3])?, t[4].unwrap_or(0))).is_some() {
                         return Err(format!("per-second slot {at} is sent twice"));
@@ -157,7 +232,7 @@ impl Block {
                 if self.note.is_some() {
                     return Err("a second note line in one block".into());
                 }
-                self.note = Some(l.req("text")?.to_string());
+                self.note = Some(foreign(l.req("text")?));
             }
             k => return Err(format!("a {k} line inside result block n={}", self.n)),
         }
@@ -179,8 +254,46 @@ impl Block {
                 return Err(format!("result n={} announced {what}={want} but {have} arrived", self.n));
             }
         }
+        let total = self.s.buckets.iter().fold(0u64, |a, b| a.saturating_add(b.count));
+        if total != self.s.samples {
+            return Err(format!("result n={}: histogram counts sum to {total}, samples={}", self.n, self.s.samples));
+        }
+        let sec_total = self.sec.values().fold(0u64, |a, s| a.saturating_add(s.0));
+        if !self.sec.is_empty() && sec_total != self.s.samples {
+            return Err(format!("result n={}: per-second counts sum to {sec_total}, samples={}", self.n, self.s.samples));
+        }
+        if self.s.samples > 0 && self.s.buckets.first().is_some_and(|b| b.lo_ns.0 > self.s.min_ns) {
+            return Err(format!("result n={}: min_ns {} lies below the lowest bucket", self.n, self.s.min_ns));
+        }
+        if self.s.samples > 0 && self.s.buckets.last().is_some_and(|b| b.hi_ns.0 < self.s.max_ns) {
+            return Err(format!("result n={}: max_ns {} lies above the highest bucket", self.n, self.s.max_ns));
+        }
+        self.tail_holds().map_err(|e| format!("result n={}: {e}", self.n))?;
+        for (t, &(count, min, max, sum)) in &self.sec {
+            let inside = count > 0 && min <= max && min >= self.s.min_ns && max <= self.s.max_ns;
+            if !inside || moments_hold(count, sum, 0, min, max).is_err() {
+                return Err(format!("result n={}: per-second slot {t} ({count}:{min}:{max}:{sum}) does not fit the block's samples", self.n));
+            }
+        }
         self.distribution().check(&format!("result n={}", self.n))
     }
+
+    /// The tail is the block's largest samples: at most `tail_k` of them,
+    /// largest first (earlier sequence first among equals), each within
+    /// [min_ns, max_ns].
+    fn tail_holds(&self) -> Result<(), String> {
+        if self.tail.len() > self.tail_k {
+            return Err(format!("{} tail samples, more than tail_k={}", self.tail.len(), self.tail_k));
+        }
+        if let Some(t) = self.tail.iter().find(|t| t.0 .0 > self.s.max_ns || t.0 .0 < self.s.min_ns) {
+            return Err(format!("tail sample {} ns lies outside min_ns {} .. max_ns {}", t.0 .0, self.s.min_ns, self.s.max_ns));
+        }
+        if self.tail.windows(2).any(|w| (w[1].0, std::cmp::Reverse(w[1].2)) > (w[0].0, std::cmp::Reverse(w[0].2))) {
+            return Err("the tail is not largest first (earlier sequence first among equal latencies)".into());
+        }
+        Ok(())
+    }
+
 
     /// What the block measured, as the one distribution type (merged and
     /// made into entries as a native thread's recorder is).
@@ -202,6 +315,40 @@ impl Block {
             width_s: self.s.per_second_width_s,
         }
     }
+}
+
+/// The sums of `n` samples within [`min`, `max`] can be what they say:
+/// `n·min ≤ sum ≤ n·max` (so min ≤ mean ≤ max), and, unless `sumsq` is 0
+/// (not given) or saturated at 2^128−1 (as the recorder saturates it),
+/// `n·min² ≤ sumsq ≤ n·max²`. The one check of a distribution's moments
+/// against its extremes (exact integers, no rounding), for whatever
+/// distribution type merges agent blocks.
+pub(crate) fn moments_hold(n: u64, sum: u128, sumsq: u128, min: u64, max: u64) -> Result<(), String> {
+    let n128 = u128::from(n);
+    if n == 0 {
+        return if sum == 0 && sumsq == 0 { Ok(()) } else { Err(format!("sum={sum} sumsq={sumsq} with no samples")) };
+    }
+    let (lo, hi) = (n128 * u128::from(min), n128 * u128::from(max));
+    if sum < lo || sum > hi {
+        return Err(format!("sum={sum} of {n} samples in {min}..{max} ns: a mean outside [min, max]"));
+    }
+    if sumsq != 0 && sumsq != u128::MAX {
+        let sq = |v: u64| u128::from(v).checked_mul(u128::from(v)).and_then(|x| x.checked_mul(n128));
+        let below = sq(min).is_none_or(|lo| sumsq < lo);
+        let above = sq(max).is_some_and(|hi| sumsq > hi);
+        if below || above {
+            return Err(format!("sumsq={sumsq} of {n} samples in {min}..{max} ns: a mean square outside [min², max²]"));
+        }
+    }
+    Ok(())
+}
+
+/// Text from the agent as foreign text: control characters (ANSI colour
+/// sequences, line breaks, a terminal's other commands) are shown escaped
+/// (`\u{1b}`), never passed to the terminal or a report, so a target cannot
+/// forge lines of rtscope's own output.
+pub(crate) fn foreign(text: &str) -> String {
+    text.chars().flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] }).collect()
 }
 
 /// A number that must fit the history's 64-bit integers.
@@ -267,7 +414,7 @@ mod tests {
             .with("width_s", 1)
             .with("setup", 0)
             .with("stopped", 0);
-        let mut b = Block::start(&l).unwrap();
+        let mut b = Block::start(&l, &Limits { tail: 8, worst: 2, duration_ns: 1_000_000_000 }).unwrap();
         let mut sorted = values.to_vec();
         sorted.sort();
         let hist: Vec<String> = sorted.iter().map(|v| format!("{v}:{v}:1")).collect();
@@ -337,6 +484,8 @@ mod tests {
         b.s.samples = 3;
         assert!(b.finish().unwrap_err().contains("sum to 2"));
         let mut b = block(0, &[10, 20]);
+        assert!(b.add(&Line::new("hist").with("b", "30:30:1")).unwrap_err().contains("more buckets than hist=2"));
+        (b.want_hist, b.want_sec) = (10, 10);
         assert!(b.add(&Line::new("hist").with("b", "5:5:1")).unwrap_err().contains("does not follow"));
         assert!(b.add(&Line::new("sec").with("s", "0:1:1:1:1")).unwrap_err().contains("twice"));
         assert!(b.add(&Line::new("hist").with("b", "90:80:1")).unwrap_err().contains("reversed"));

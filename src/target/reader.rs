@@ -17,6 +17,13 @@ use super::transport::{Incoming, Link};
 /// a serial agent answers `hi` at once).
 pub(crate) const HELLO_TIMEOUT: Duration = Duration::from_secs(180);
 
+/// The most CPUs a target may announce: Linux's largest `NR_CPUS`. A
+/// `hello` beyond it is malformed, refused before anything is sized by it.
+pub(crate) const MAX_TARGET_CPUS: u64 = 8192;
+
+/// The most `probe` lines an announcement may hold (rtscope has 17 probes).
+pub(crate) const MAX_PROBES: usize = 64;
+
 /// What the agent announced.
 #[derive(Debug)]
 pub(super) struct Hello {
@@ -88,8 +95,8 @@ impl Reader<'_> {
                                     "{}: the agent refused (line {} {text:?}): {} [{}]",
                                     self.link.spec,
                                     self.number,
-                                    l.get("msg").unwrap_or("no message"),
-                                    l.get("code").unwrap_or("?")
+                                    super::block::foreign(l.get("msg").unwrap_or("no message")),
+                                    super::block::foreign(l.get("code").unwrap_or("?"))
                                 )));
                             }
                             return Ok(Got::Line(l));
@@ -130,11 +137,24 @@ pub(super) fn announcement(r: &mut Reader, stop: &AtomicBool) -> anyhow::Result<
                 if v != u64::from(proto::PROTOCOL) {
                     return Err(BadInput(format!("{}: the agent speaks protocol {v}, this rtscope {}", r.link.spec, proto::PROTOCOL)).into());
                 }
+                for key in ["cpus", "max_threads"] {
+                    if let Some(v) = l.get(key) {
+                        let n: u64 = v.parse().map_err(|_| r.malformed(&l.encode(), &format!("{key}={v} is not an unsigned number")))?;
+                        if n > MAX_TARGET_CPUS {
+                            let why = format!("{key}={n}: more than {MAX_TARGET_CPUS}, the most CPUs or threads a target may have");
+                            return Err(r.malformed(&l.encode(), &why).into());
+                        }
+                    }
+                }
                 hello = Some(Hello { line: l, probes: Vec::new() });
             }
             "probe" => {
                 let h = hello.as_mut().ok_or_else(|| r.malformed(&l.encode(), "a probe line before hello"))?;
                 let name = l.req("name").map_err(|e| r.malformed(&l.encode(), &e))?.to_string();
+                if h.probes.len() >= MAX_PROBES || h.probes.iter().any(|(n, _)| *n == name) {
+                    let why = format!("probe {name} announced twice, or more than {MAX_PROBES} probes");
+                    return Err(r.malformed(&l.encode(), &why).into());
+                }
                 let variants = proto::list(l.get("variants").unwrap_or("")).into_iter().map(str::to_string).collect();
                 h.probes.push((name, variants));
             }

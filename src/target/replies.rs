@@ -12,7 +12,7 @@ use crate::measure::LiveBoard;
 use crate::model::{ProbeResult, SetupStep};
 use crate::runner::add_step;
 
-use super::block::{results_of, Block};
+use super::block::{foreign, results_of, Block, Limits};
 use super::proto::Line;
 use super::reader::{Got, Reader};
 
@@ -22,19 +22,38 @@ pub(super) enum PlanEnd {
     Gone(Vec<ProbeResult>, String),
 }
 
+/// What a plan lets its replies hold: its probe, threads and the counts a
+/// block may announce. With the variants the agent acknowledged, it bounds
+/// the blocks (one per variant and thread: at most threads × variants) and
+/// so the host's memory for the plan.
+#[derive(Debug, Clone)]
+pub(super) struct PlanBounds {
+    pub(super) probe: String,
+    /// The plan's `threads`; a pair probe records on one thread, `switch` on two.
+    pub(super) threads: usize,
+    pub(super) limits: Limits,
+}
+
+/// Plan-wide `setup n=-` lines one plan may send.
+const MAX_PLAN_SETUP: usize = 16;
+
 /// The replies to plan `id` (in `phase`) as they arrive.
 pub(super) struct Replies<'a> {
     id: u64,
     phase: &'a str,
     live: &'a Live,
     board: &'a LiveBoard,
+    bounds: PlanBounds,
+    /// The variants the agent's `ack` named (`-`: a probe without variants).
+    acked: Option<Vec<String>>,
+    plan_setup: usize,
     blocks: Vec<Block>,
     open: Option<Block>,
 }
 
 impl<'a> Replies<'a> {
-    pub(super) fn new(id: u64, phase: &'a str, live: &'a Live, board: &'a LiveBoard) -> Replies<'a> {
-        Replies { id, phase, live, board, blocks: Vec::new(), open: None }
+    pub(super) fn new(id: u64, phase: &'a str, live: &'a Live, board: &'a LiveBoard, bounds: PlanBounds) -> Replies<'a> {
+        Replies { id, phase, live, board, bounds, acked: None, plan_setup: 0, blocks: Vec::new(), open: None }
     }
 
     /// Read up to `done`. `stop` raised: the agent is asked to stop (it
@@ -42,21 +61,34 @@ impl<'a> Replies<'a> {
     /// line, past `planned`, counts as the agent gone. Progress lines come
     /// every 250 ms while it measures, but a probe busy at real-time
     /// priority can hold the agent's reporter off until its variant ends.
+    ///
+    /// A plan has a hard end: its time and then `silence`, or `silence`
+    /// after `stop` was sent. Only the lines that bring its end nearer (a
+    /// result block's lines, `begin`, `done`) move that end on, each by
+    /// `silence`; `progress` never does (an agent that reports forever and
+    /// never ends, or ignores `stop`, is counted gone, keeping what
+    /// arrived). A block's lines are bounded by the plan, so the end is too.
     pub(super) fn read(mut self, r: &mut Reader, planned: Duration, silence: Duration, stop: &AtomicBool, steps: &mut Vec<SetupStep>) -> anyhow::Result<PlanEnd> {
         let mut stop_sent = false;
-        let mut silent_until = Instant::now() + planned + silence;
+        let mut end = Instant::now() + planned + silence;
+        let said = crate::units::fmt_ns(silence.as_nanos() as u64);
         loop {
             if stop.load(Ordering::Relaxed) && !stop_sent {
                 stop_sent = true;
                 // A failed write means the agent is gone: the read below says so.
                 let _ = r.link.send(&Line::new("stop").with("id", self.id).encode());
-                silent_until = Instant::now() + silence;
+                end = Instant::now() + silence;
+            }
+            if Instant::now() > end {
+                let why = if stop_sent {
+                    format!("the agent did not end the plan within {said} of being asked to stop")
+                } else {
+                    format!("the agent did not end the plan within its time and {said} (--target-silence)")
+                };
+                return self.gone(why);
             }
             let l = match r.next(Duration::from_millis(100))? {
                 Got::Line(l) => l,
-                Got::Quiet if Instant::now() > silent_until => {
-                    return self.gone(format!("the agent said nothing for {}", crate::units::fmt_ns(silence.as_nanos() as u64)))
-                }
                 Got::Quiet => continue,
                 Got::Gone(why) => return self.gone(why),
             };
@@ -64,7 +96,9 @@ impl<'a> Replies<'a> {
                 return self.gone("the agent ended the session".into());
             }
             self.check_id(r, &l)?;
-            silent_until = silent_until.max(Instant::now() + silence);
+            if l.kind != "progress" {
+                end = end.max(Instant::now() + silence);
+            }
             if let Some(end) = self.take(r, &l, steps)? {
                 return Ok(end);
             }
@@ -93,10 +127,17 @@ impl<'a> Replies<'a> {
         let at = r.number;
         let bad = |e: String| r.malformed(&l.encode(), &e);
         match (l.kind.as_str(), self.open.as_mut()) {
-            ("ack", None) => {}
+            ("ack", None) => {
+                let vs: Vec<String> = super::proto::list(l.get("variants").unwrap_or("-")).into_iter().map(str::to_string).collect();
+                self.acked = Some(if vs.is_empty() { vec!["-".to_string()] } else { vs });
+            }
             // The announcement again (a serial agent answering `hi` after it had announced itself).
             ("hello" | "probe" | "ready", None) => {}
             ("setup", None) => {
+                self.plan_setup += 1;
+                if self.plan_setup > MAX_PLAN_SETUP {
+                    return Err(bad(format!("more than {MAX_PLAN_SETUP} plan-wide setup lines")).into());
+                }
                 let mut b = empty_block();
                 b.add(l).map_err(bad)?;
                 for st in &b.setup {
@@ -110,10 +151,11 @@ impl<'a> Replies<'a> {
                 self.live.max_ns.fetch_max(l.num("max_ns").map_err(bad)?, Ordering::Relaxed);
             }
             ("result", None) => {
-                let b = Block::start(l).map_err(bad)?;
+                let b = Block::start(l, &self.bounds.limits).map_err(&bad)?;
                 if b.n != self.blocks.len() as u64 {
                     return Err(bad(format!("result n={} where n={} was next", b.n, self.blocks.len())).into());
                 }
+                self.belongs(&b).map_err(bad)?;
                 self.open = Some(b);
             }
             ("setup" | "hist" | "tail" | "sec" | "note", Some(b)) => {
@@ -128,7 +170,7 @@ impl<'a> Replies<'a> {
                 }
                 b.finish().map_err(bad)?;
                 if let Some(e) = &b.error {
-                    anyhow::bail!("probe {}, thread {} on the target: {e}", b.s.probe, b.s.thread.unwrap_or(0));
+                    anyhow::bail!("{}", failed_on_target(&format!("probe {}, thread {}: {e}", b.s.probe, b.s.thread.unwrap_or(0))));
                 }
                 for st in &b.setup {
                     add_step(steps, st);
@@ -140,6 +182,32 @@ impl<'a> Replies<'a> {
             (k, None) => return Err(bad(format!("a {k} line outside a result block")).into()),
         }
         Ok(None)
+    }
+
+    /// A block is of the plan's probe, a variant the agent acknowledged and
+    /// a thread of the plan, and the first of that variant and thread: at
+    /// most threads × variants blocks.
+    fn belongs(&self, b: &Block) -> Result<(), String> {
+        let probe = &self.bounds.probe;
+        if b.s.probe != *probe {
+            return Err(format!("probe={} in a plan of {probe}", foreign(&b.s.probe)));
+        }
+        let Some(acked) = &self.acked else {
+            return Err("a result before the agent acknowledged the plan".into());
+        };
+        let v = b.s.variant.as_deref().unwrap_or("-");
+        if !acked.iter().any(|a| a == v) {
+            return Err(format!("variant={} is not one the agent acknowledged ({})", foreign(v), acked.join(",")));
+        }
+        let thread = b.s.thread.unwrap_or(0);
+        let threads = self.bounds.threads.max(2);
+        if thread >= threads {
+            return Err(format!("thread {thread} in a plan of {threads} threads"));
+        }
+        if self.blocks.iter().any(|o| o.s.variant == b.s.variant && o.s.thread == b.s.thread) {
+            return Err(format!("a second block of variant {v}, thread {thread} (one per variant and thread: the first came twice)"));
+        }
+        Ok(())
     }
 
     /// A variant begins: the live bar names it, its counters start at 0.
@@ -164,9 +232,16 @@ impl<'a> Replies<'a> {
             steps.push(SetupStep::failed("no allocation after start-up", format!("the agent counted {a} heap allocations while measuring")));
         }
         if l.get("status") == Some("failed") {
-            anyhow::bail!("the agent failed the plan: {}", l.get("msg").unwrap_or("no message"));
+            anyhow::bail!("{}", failed_on_target(&format!("the agent failed the plan: {}", foreign(l.get("msg").unwrap_or("no message")))));
         }
-        Ok(PlanEnd::Done(results_of(&self.blocks, self.phase).map_err(|e| bad(format!("the result blocks cannot be stored: {e}")))?))
+        if l.get("status") == Some("complete") {
+            let acked = self.acked.clone().unwrap_or_else(|| vec!["-".to_string()]);
+            if let Some(v) = acked.iter().find(|v| !self.blocks.iter().any(|b| b.s.variant.as_deref().unwrap_or("-") == v.as_str())) {
+                return Err(bad(format!("status=complete but no result block of variant {v} arrived: a plan with no result was not measured")).into());
+            }
+        }
+        let results = results_of(&self.blocks, self.phase).map_err(|e| bad(format!("the result blocks cannot be stored: {e}")))?;
+        Ok(PlanEnd::Done(results))
     }
 }
 
@@ -191,6 +266,13 @@ fn empty_block() -> Block {
         .with("worst", 0)
         .with("sec", 0)
         .with("width_s", 1)
-        .with("setup", 0);
-    Block::start(&l).expect("a well-formed empty block")
+        .with("setup", 1);
+    Block::start(&l, &Limits { tail: 0, worst: 0, duration_ns: 0 }).expect("a well-formed empty block")
+}
+
+/// A failure the target reports (`done status=failed`, a block's `error=`,
+/// `error code=internal`): the system measured failed, not the input, so
+/// exit 1, as a native probe's failure (docs/agent.md, "Exit codes").
+pub(super) fn failed_on_target(what: &str) -> String {
+    format!("on the target: {what}")
 }

@@ -34,7 +34,8 @@ use crate::units::rfc3339;
 
 use super::proto::{self, Line};
 use super::reader::{announcement, Hello, Reader};
-use super::replies::{PlanEnd, Replies};
+use super::block::{foreign, Limits};
+use super::replies::{PlanBounds, PlanEnd, Replies};
 use super::transport::{Link, TargetSpec};
 /// The native runner's warm-up (`runner::WARM_UP_MIN_NS`), asked of the agent too.
 const WARM_UP_NS: u64 = crate::runner::WARM_UP_MIN_NS;
@@ -80,13 +81,13 @@ fn host_of(h: &Line) -> Host {
     let release = h.get("release").unwrap_or("");
     let release = if os.is_empty() || os == "Linux" { release.to_string() } else { format!("{os} {release}").trim().to_string() };
     Host {
-        hostname: h.get("host").unwrap_or("").to_string(),
-        kernel_release: release,
-        kernel_version: h.get("version").unwrap_or("").to_string(),
+        hostname: foreign(h.get("host").unwrap_or("")),
+        kernel_release: foreign(&release),
+        kernel_version: foreign(h.get("version").unwrap_or("")),
         realtime: preempt == "PREEMPT_RT",
         preempt_model: model.to_string(),
-        preempt_model_source: format!("rtscope-agent hello: preempt={preempt}"),
-        cpu_model: h.get("arch").unwrap_or("").to_string(),
+        preempt_model_source: format!("rtscope-agent hello: preempt={}", foreign(preempt)),
+        cpu_model: foreign(h.get("arch").unwrap_or("")),
         cpus_online: (0..cpus).collect(),
         smt: "unknown".into(),
         ..Host::default()
@@ -131,7 +132,15 @@ fn cpus_threads(tp: &TargetPlan, ncpus: usize, spec: &TargetSpec) -> Result<(Vec
             }
             set.clone()
         }
-        None => (0..ncpus.max(1)).collect(),
+        // Without -a the threads go round-robin over the target's CPUs from
+        // 0: thread i on CPU i, the cross-cpu variants on 0 and 1. The plan
+        // names those CPUs only (a 256-CPU target's full list would not fit
+        // the protocol's 1 024 bytes, and the agent's own threads keep the
+        // CPUs no thread measures on).
+        None => match tp.threads {
+            Some(t) => (0..ncpus.max(1).min(t.max(2))).collect(),
+            None => (0..ncpus.max(1)).collect(),
+        },
     };
     let threads = tp.threads.unwrap_or(cpus.len());
     Ok((cpus, threads))
@@ -178,6 +187,7 @@ fn place_host_threads(reader_tid: Option<i32>, h: &Line, cpus: &[usize]) -> Setu
 /// must know (the face passes `analysis::warnings`, as to the runner).
 pub(crate) fn execute(spec: &TargetSpec, tp: &TargetPlan, call: Invocation) -> anyhow::Result<Run> {
     let Invocation { output, command_line, started, stop, warnings } = call;
+    check_plan_lines(tp)?;
     let mut link = Link::open(spec)?;
     if matches!(spec, TargetSpec::Serial { .. }) {
         // The agent on a serial line may have announced itself long ago.
@@ -296,15 +306,15 @@ fn coarse_clock_before(tp: &TargetPlan, h: &Line, spec: &TargetSpec) -> Option<S
 /// record and clock, the target's fingerprint.
 fn run_of(tp: &TargetPlan, h: &Line, agreed: &Agreed, spec: &TargetSpec, host: Host, command_line: Vec<String>, started: OffsetDateTime) -> Run {
     let agent = AgentRecord {
-        version: h.get("agent").unwrap_or("").to_string(),
+        version: foreign(h.get("agent").unwrap_or("")),
         protocol: proto::PROTOCOL,
         transport: spec.kind().to_string(),
         target: spec.to_string(),
-        os: h.get("os").unwrap_or("").to_string(),
-        arch: h.get("arch").unwrap_or("").to_string(),
-        clock: h.get("clock").unwrap_or("").to_string(),
+        os: foreign(h.get("os").unwrap_or("")),
+        arch: foreign(h.get("arch").unwrap_or("")),
+        clock: foreign(h.get("clock").unwrap_or("")),
         clock_resolution_ns: Nanos(h.get("res_ns").and_then(|v| v.parse().ok()).unwrap_or(0)),
-        mlock: h.get("mlock").unwrap_or("").to_string(),
+        mlock: foreign(h.get("mlock").unwrap_or("")),
     };
     let calibration = calibration_of(h, &agent.clock);
     Run::by_agent(command_line, host, plan_of(tp, agreed), calibration, rfc3339(started), agent)
@@ -351,7 +361,7 @@ fn calibration_of(h: &Line, clock: &str) -> Calibration {
 fn agent_steps(h: &Line, cpus: &[usize], reader_tid: Option<i32>) -> Vec<SetupStep> {
     let mut steps = Vec::new();
     if let Some(m) = h.get("mlock").filter(|m| *m != "ok") {
-        steps.push(SetupStep::failed("mlockall", format!("on the target: {m}")));
+        steps.push(SetupStep::failed("mlockall", format!("on the target: {}", foreign(m))));
     }
     steps.push(place_host_threads(reader_tid, h, cpus));
     steps
@@ -389,12 +399,26 @@ impl Plans<'_> {
                 }
                 id += 1;
                 let line = self.plan_line(id, probe, variants, load);
-                r.link.send(&line.encode()).map_err(|e| anyhow::anyhow!("{}: cannot send the plan: {e}", r.link.spec))?;
+                fits(&line, probe)?;
+                if let Err(e) = r.link.send(&line.encode()) {
+                    // The link dropped between two plans: what arrived is kept.
+                    run.interrupted_in = Some(phase.clone());
+                    return Ok(Some(format!("the link failed when the plan for {probe} was sent ({e})")));
+                }
                 board.reset(&format!("{phase}: {probe} (agent)"));
                 board.register(Arc::clone(live));
                 let planned = Duration::from_nanos(self.tp.duration_ns + WARM_UP_NS);
                 let silence = Duration::from_nanos(self.tp.silence_ns);
-                match Replies::new(id, phase, live, board).read(r, planned, silence, self.stop, steps)? {
+                let bounds = PlanBounds {
+                    probe: probe.clone(),
+                    threads: self.agreed.threads,
+                    limits: Limits {
+                        tail: plan_tail(self.tp) as u64,
+                        worst: self.tp.worst_k as u64,
+                        duration_ns: self.tp.duration_ns,
+                    },
+                };
+                match Replies::new(id, phase, live, board, bounds).read(r, planned, silence, self.stop, steps)? {
                     PlanEnd::Done(results) => run.results.extend(results),
                     PlanEnd::Gone(results, why) => {
                         run.results.extend(results);
@@ -413,37 +437,74 @@ impl Plans<'_> {
 
     /// The `plan` line of one probe (its `variants`) under the agent's built-in `load`.
     fn plan_line(&self, id: u64, probe: &str, variants: &[String], load: &str) -> Line {
-        let tp = self.tp;
-        let mut l = Line::new("plan")
-            .with("id", id)
-            .with("probe", probe)
-            .with("interval_ns", tp.interval_ns)
-            .with("duration_ns", tp.duration_ns)
-            .with("priority", tp.priority)
-            .with("policy", tp.policy.name())
-            .with("cpus", self.agreed.cpus.iter().map(usize::to_string).collect::<Vec<_>>().join(","))
-            .with("threads", self.agreed.threads)
-            .with("worst", tp.worst_k)
-            .with("tail", crate::measure::recorder::tail_capacity(tp.duration_ns, tp.interval_ns).max(tp.worst_k))
-            .with("warmup_ns", WARM_UP_NS)
-            .with("progress_ms", 250);
-        if !variants.is_empty() {
-            l = l.with("variants", variants.join(","));
-        }
-        if !tp.periods_ns.is_empty() {
-            l = l.with("periods_ns", tp.periods_ns.iter().map(u64::to_string).collect::<Vec<_>>().join(","));
-        }
-        if let Some(n) = tp.iterations {
-            l = l.with("iterations", n);
-        }
-        if let Some(m) = tp.msg_size {
-            l = l.with("msg_size", m);
-        }
-        if load != "none" {
-            l = l.with("load", load);
-        }
-        l
+        plan_line(self.tp, &self.agreed.cpus, self.agreed.threads, id, probe, variants, load)
     }
+}
+
+/// Every line the host sends fits the protocol's [`proto::MAX_PROTOCOL_LINE`]
+/// bytes (an agent answers a longer one `too-long`): `Err` names the plan and
+/// what shortens it.
+fn fits(line: &Line, probe: &str) -> Result<(), BadInput> {
+    let n = line.encode().len();
+    if n > proto::MAX_PROTOCOL_LINE {
+        return Err(BadInput(format!(
+            "the plan for {probe} would be a protocol line of {n} bytes, more than the {} an agent takes: name fewer CPUs with -a/--affinity (e.g. -a 0-63), or give fewer --periods or variants",
+            proto::MAX_PROTOCOL_LINE
+        )));
+    }
+    Ok(())
+}
+
+/// Before connecting: the plan lines with what is known (the CPUs of `-a`,
+/// every variant of a probe left to the agent) fit the protocol.
+pub(crate) fn check_plan_lines(tp: &TargetPlan) -> Result<(), BadInput> {
+    let cpus = tp.affinity.clone().unwrap_or_else(|| vec![0]);
+    for s in &tp.probes {
+        let (probe, _) = split_spec(s);
+        for (_, load) in &tp.phases {
+            fits(&plan_line(tp, &cpus, tp.threads.unwrap_or(1), 1, probe, &[], load), probe)?;
+        }
+    }
+    Ok(())
+}
+
+/// The tail capacity a plan asks of every thread (the native recorder's).
+fn plan_tail(tp: &TargetPlan) -> usize {
+    crate::measure::recorder::tail_capacity(tp.duration_ns, tp.interval_ns).max(tp.worst_k)
+}
+
+/// The `plan` line of one probe (its `variants`) on `cpus` with `threads`
+/// under the agent's built-in `load`.
+fn plan_line(tp: &TargetPlan, cpus: &[usize], threads: usize, id: u64, probe: &str, variants: &[String], load: &str) -> Line {
+    let mut l = Line::new("plan")
+        .with("id", id)
+        .with("probe", probe)
+        .with("interval_ns", tp.interval_ns)
+        .with("duration_ns", tp.duration_ns)
+        .with("priority", tp.priority)
+        .with("policy", tp.policy.name())
+        .with("cpus", cpus.iter().map(usize::to_string).collect::<Vec<_>>().join(","))
+        .with("threads", threads)
+        .with("worst", tp.worst_k)
+        .with("tail", crate::measure::recorder::tail_capacity(tp.duration_ns, tp.interval_ns).max(tp.worst_k))
+        .with("warmup_ns", WARM_UP_NS)
+        .with("progress_ms", 250);
+    if !variants.is_empty() {
+        l = l.with("variants", variants.join(","));
+    }
+    if !tp.periods_ns.is_empty() {
+        l = l.with("periods_ns", tp.periods_ns.iter().map(u64::to_string).collect::<Vec<_>>().join(","));
+    }
+    if let Some(n) = tp.iterations {
+        l = l.with("iterations", n);
+    }
+    if let Some(m) = tp.msg_size {
+        l = l.with("msg_size", m);
+    }
+    if load != "none" {
+        l = l.with("load", load);
+    }
+    l
 }
 
 #[cfg(test)]

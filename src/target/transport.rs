@@ -14,7 +14,11 @@
 //!
 //! Reading happens on a reader thread that cuts the stream into lines of at
 //! most [`MAX_LINE`] bytes and hands them over a channel, so the session can
-//! wait for a line and still notice Ctrl-C (and then send `stop`).
+//! wait for a line and still notice Ctrl-C (and then send `stop`). The
+//! channel holds at most [`QUEUED_LINES`]: when the session falls behind, the
+//! reader stops reading and the link itself holds the agent back (a pipe, a
+//! TCP window, a tty's buffer), so a flood of lines costs the host at most
+//! that many lines of memory, never what the agent sent.
 
 use std::io::{Read, Write};
 use std::process::{Child, Command, Stdio};
@@ -29,6 +33,10 @@ use crate::error::BadInput;
 /// newline); a longer one is malformed (an agent never sends one: its
 /// longest, a histogram chunk, stays far below).
 pub(crate) const MAX_LINE: usize = super::proto::MAX_PROTOCOL_LINE;
+
+/// Lines the reader thread may hold for the session (at most
+/// [`MAX_LINE`] bytes each: 256 KiB with their buffers).
+pub(crate) const QUEUED_LINES: usize = 256;
 
 /// How long `tcp:` waits for the connection.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -250,7 +258,7 @@ impl Drop for Link {
 
 /// The reader thread: bytes → lines of at most [`MAX_LINE`] bytes.
 fn reader<R: Read + Send + 'static>(mut r: R) -> (Receiver<Incoming>, Arc<AtomicI32>) {
-    let (tx, rx) = mpsc::channel();
+    let (tx, rx) = mpsc::sync_channel(QUEUED_LINES);
     let tid = Arc::new(AtomicI32::new(0));
     let tid_w = Arc::clone(&tid);
     std::thread::Builder::new()
@@ -264,10 +272,9 @@ fn reader<R: Read + Send + 'static>(mut r: R) -> (Receiver<Incoming>, Arc<Atomic
             loop {
                 let n = match r.read(&mut buf) {
                     Ok(0) => {
-                        if !line.is_empty() && !oversized {
-                            // A last line without its newline: truncated.
-                            let _ = tx.send(Incoming::Line(Ok(String::from_utf8_lossy(&line).into_owned())));
-                        }
+                        // A last line without its newline is the link
+                        // dropping mid-line (docs/agent.md, "Session"): not
+                        // a line; the end of the stream says what happened.
                         let _ = tx.send(Incoming::Eof);
                         return;
                     }

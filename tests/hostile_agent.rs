@@ -1,0 +1,290 @@
+//! A host that trusts no agent (issue 47): tests/fake_agent.py, a scripted
+//! agent that speaks protocol 1 with valid checksums, sends what a buggy or
+//! hostile target could, and each test checks what the host does with it:
+//! a clear refusal (exit 2, nothing stored) for what no agent may send,
+//! every whole block kept (exit 130) when the link drops, memory bounded by
+//! the plan, an end to every plan.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{per_thread, read_json, u, Sandbox};
+
+/// The fake agent with this script, as a `--target`.
+fn fake(sb: &Sandbox, script: &str) -> String {
+    let path = sb.path("agent.script");
+    std::fs::write(&path, script).unwrap();
+    let py = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agent.py");
+    format!("exec:exec python3 {} {} {}", py.display(), path.display(), sb.path("host.log").display())
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// What an exit-2 refusal must be: the message, nothing written or stored.
+fn refused(sb: &Sandbox, o: &Output, words: &[&str]) {
+    let e = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    for w in words {
+        assert!(e.contains(w), "{w:?} not in: {e}");
+    }
+    assert!(!e.contains('\x1b'), "agent text reaches the terminal with escapes: {e:?}");
+    assert!(!sb.path("r.json").exists(), "nothing written");
+}
+
+const TIMER: &str = "--probe timer -D 1s -i 1ms --json r.json --no-store";
+
+fn run(sb: &Sandbox, target: &str, args: &str) -> Output {
+    let mut a = vec!["run", "--target", target];
+    a.extend(args.split_whitespace());
+    sb.run(&a)
+}
+
+/// A plan accepted and begun (`variant`: `-` for timer).
+fn begun(variant: &str, threads: u32) -> String {
+    format!("plan\nsay ack id={{id}} variants={variant} threads={threads}\nsay begin id={{id}} variant={variant} threads={threads} duration_ns=1000000000\n")
+}
+
+#[test]
+fn hello_counts_are_bounded_before_anything_is_allocated() {
+    let sb = Sandbox::new();
+    for (hello, what) in [("cpus=18446744073709551615", "cpus=18446744073709551615"), ("cpus=100000 max_threads=1000000000", "cpus=100000")] {
+        let t = fake(&sb, &format!("hello {hello}\nplan\nsleep 5\n"));
+        let started = Instant::now();
+        let o = run(&sb, &t, TIMER);
+        refused(&sb, &o, &[what, "8192"]);
+        assert!(started.elapsed() < Duration::from_secs(30));
+    }
+}
+
+#[test]
+fn every_plan_line_fits_the_protocol() {
+    let sb = Sandbox::new();
+    // A 256-CPU target, -t 2 without -a: the plan names the CPUs the threads use.
+    let t = fake(&sb, &format!("hello cpus=256 max_threads=64\n{}block 0 timer - 0 100,200\nblock 1 timer - 1 100\nsay done id={{id}} status=complete results=2\nsleep 3\n", begun("-", 2)));
+    let o = run(&sb, &t, "--probe timer -D 1s -i 1ms -t 2 --json r.json --no-store");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = std::fs::read_to_string(sb.path("host.log")).unwrap();
+    let plan = log.lines().find(|l| l.starts_with("RTS1 plan")).unwrap();
+    assert!(plan.len() <= 1024 && plan.contains(" cpus=0,1 "), "{plan}");
+    let r = read_json(&sb.path("r.json"));
+    assert_eq!(r["plan"]["cpus"], serde_json::json!([0, 1]));
+    // -a naming 256 CPUs cannot fit: refused before connecting, with the advice.
+    std::fs::remove_file(sb.path("host.log")).unwrap();
+    std::fs::remove_file(sb.path("r.json")).unwrap();
+    let o = run(&sb, &t, "--probe timer -D 1s -i 1ms -t 2 -a 0-255 --json r.json --no-store");
+    refused(&sb, &o, &["-a/--affinity", "1024"]);
+    assert!(!sb.path("host.log").exists(), "the agent was started");
+}
+
+#[test]
+fn counts_announced_in_a_result_are_bounded_by_the_plan() {
+    let sb = Sandbox::new();
+    let head = "result id={id} n=0 probe=timer variant=- thread=0 cpu=0 interval_ns=1000000 samples=1 overruns=0 min_ns=100 max_ns=100 sum=100 sumsq=10000 width_s=1 setup=0 stopped=0 worst=2";
+    for (counts, what) in [
+        ("hist=1 tail=18446744073709551615 tail_k=5 sec=1", "tail=18446744073709551615"),
+        ("hist=1 tail=1 tail_k=100000 sec=1", "tail_k=100000"),
+        ("hist=1000000 tail=1 tail_k=5 sec=1", "hist=1000000"),
+        ("hist=1 tail=1 tail_k=5 sec=100000", "sec=100000"),
+    ] {
+        let t = fake(&sb, &format!("hello\n{}say {head} {counts}\nflood 100000 tail id={{id}} n=0 s=100:1:0:0\nsleep 5\n", begun("-", 1)));
+        let o = run(&sb, &t, TIMER);
+        refused(&sb, &o, &[what]);
+    }
+}
+
+/// The peak RSS of a child while it runs (VmHWM, read until it exits).
+fn peak_rss_kb(child: &mut std::process::Child) -> u64 {
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    while child.try_wait().unwrap().is_none() {
+        if let Ok(s) = std::fs::read_to_string(&status) {
+            if let Some(l) = s.lines().find(|l| l.starts_with("VmHWM:")) {
+                peak = peak.max(l.split_whitespace().nth(1).unwrap().parse().unwrap());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    peak
+}
+
+#[test]
+fn a_flood_of_lines_keeps_the_host_bounded() {
+    // 2.2 M lines (~200 MB) of progress and noise, far faster than the host
+    // parses them: the link holds them back (a bounded hand-over), the host
+    // stays small and takes every line.
+    let sb = Sandbox::new();
+    let t = fake(
+        &sb,
+        &format!("hello\n{}noise 1000000\nflood 1200000 progress id={{id}} variant=- samples=1 overruns=0 max_ns=100 elapsed_ns=1\nblock 0 timer - 0 100\nsay done id={{id}} status=complete results=1\nsleep 3\n", begun("-", 1)),
+    );
+    let mut a = vec!["run", "--target", &t, "--target-silence", "300s"];
+    a.extend(TIMER.split_whitespace());
+    let mut child = sb.cmd().args(&a).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let peak = peak_rss_kb(&mut child);
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(u(&per_thread(&read_json(&sb.path("r.json")))[0]["samples"]), 1);
+    assert!(peak < 64 * 1024, "peak RSS {peak} kB while flooded");
+}
+
+#[test]
+fn blocks_beyond_threads_times_variants_are_refused() {
+    let sb = Sandbox::new();
+    let t = fake(&sb, &format!("hello\n{}block 0 timer - 0 100\nblock 1 timer - 0 100\nblock 2 timer - 0 100\nsay done id={{id}} status=complete results=3\n", begun("-", 1)));
+    let o = run(&sb, &t, &format!("{TIMER} -t 1 -a 0"));
+    refused(&sb, &o, &["thread 0", "twice"]);
+}
+
+#[test]
+fn merges_that_overflow_and_sums_beyond_max_are_refused() {
+    let sb = Sandbox::new();
+    let big = i64::MAX;
+    let huge = |n: u32| {
+        format!(
+            "say result id={{id}} n={n} probe=timer variant=- thread={n} cpu={n} interval_ns=1000000 samples={big} overruns=0 min_ns=100 max_ns=100 sum={} sumsq={} hist=1 tail=1 tail_k=5 worst=2 sec=0 width_s=1 setup=0 stopped=0\nsay hist id={{id}} n={n} b=100:100:{big}\nsay tail id={{id}} n={n} s=100:0:0:{n}\nsay end id={{id}} n={n}\n",
+            100u128 * big as u128,
+            10000u128 * big as u128
+        )
+    };
+    let t = fake(&sb, &format!("hello cpus=4 max_threads=4\n{}{}{}{}say done id={{id}} status=complete results=3\n", begun("-", 3), huge(0), huge(1), huge(2)));
+    let o = run(&sb, &t, &format!("{TIMER} -t 3 -a 0-2"));
+    refused(&sb, &o, &["samples", "pass the largest value a result holds"]);
+    // One sample of 100 ns whose sums say a mean of 3.4e38.
+    let max = u128::MAX;
+    let t = fake(&sb, &format!("hello\n{}say result id={{id}} n=0 probe=timer variant=- thread=0 cpu=0 interval_ns=1000000 samples=1 overruns=0 min_ns=100 max_ns=100 sum={max} sumsq={max} hist=1 tail=1 tail_k=5 worst=2 sec=0 width_s=1 setup=0 stopped=0\nsay hist id={{id}} n=0 b=100:100:1\nsay tail id={{id}} n=0 s=100:0:0:0\nsay end id={{id}} n=0\nsay done id={{id}} status=complete results=1\n", begun("-", 1)));
+    let o = run(&sb, &t, TIMER);
+    refused(&sb, &o, &["sum=", "mean"]);
+}
+
+#[test]
+fn a_block_names_the_plans_probe_and_an_acknowledged_variant() {
+    let sb = Sandbox::new();
+    let t = fake(&sb, &format!("hello\n{}block 0 %1B[31mbogus%1B[0m ../../etc 0 100\nsay done id={{id}} status=complete results=1\n", begun("-", 1)));
+    let o = run(&sb, &t, TIMER);
+    refused(&sb, &o, &["probe=", "timer"]);
+    let t = fake(&sb, &format!("hello\n{}block 0 sem ../../etc 0 100\nsay done id={{id}} status=complete results=1\n", begun("posix/same-cpu", 1)));
+    let o = run(&sb, &t, "--probe sem:posix -D 1s -i 1ms --json r.json --no-store");
+    refused(&sb, &o, &["variant=../../etc", "posix/same-cpu"]);
+}
+
+#[test]
+fn a_tail_that_is_not_the_largest_samples_is_refused() {
+    let sb = Sandbox::new();
+    let t = fake(&sb, &format!("hello\n{}say result id={{id}} n=0 probe=timer variant=- thread=0 cpu=0 interval_ns=1000000 samples=6 overruns=0 min_ns=100 max_ns=300 sum=1000 sumsq=200000 hist=2 tail=6 tail_k=1 worst=1 sec=0 width_s=1 setup=0 stopped=0\nsay hist id={{id}} n=0 b=100:100:4,300:300:2\nsay tail id={{id}} n=0 s=100:0:0:0,300:1:1:0,99999:2:2:0,100:3:3:0,100:4:4:0,300:5:5:0\nsay end id={{id}} n=0\nsay done id={{id}} status=complete results=1\n", begun("-", 1)));
+    let o = run(&sb, &t, TIMER);
+    refused(&sb, &o, &["tail"]);
+}
+
+#[test]
+fn done_before_any_result_is_not_a_complete_run() {
+    let sb = Sandbox::new();
+    let t = fake(&sb, &format!("hello\n{}say done id={{id}} status=complete results=0\n", begun("-", 1)));
+    let o = run(&sb, &t, TIMER);
+    refused(&sb, &o, &["complete", "no result"]);
+}
+
+#[test]
+fn a_link_that_dies_mid_line_keeps_the_whole_blocks() {
+    let sb = Sandbox::new();
+    let t = fake(&sb, &format!("hello\n{}block 0 timer - 0 100,200\npartial RTS1 result id=1 n=1 probe=ti\nexit 0\n", begun("-", 1)));
+    let o = run(&sb, &t, TIMER);
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let r = read_json(&sb.path("r.json"));
+    assert!(r["interrupted"].as_bool().unwrap());
+    assert_eq!(u(&per_thread(&r)[0]["samples"]), 2);
+}
+
+#[test]
+fn a_link_that_drops_between_plans_keeps_plan_1() {
+    let sb = Sandbox::new();
+    let t = fake(&sb, &format!("hello\n{}block 0 timer - 0 100,200\nsay done id={{id}} status=complete results=1\nclose-in\nsleep 2\nexit 0\n", begun("-", 1)));
+    let o = run(&sb, &t, "--probe timer,sem -D 1s -i 1ms --json r.json --no-store");
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let r = read_json(&sb.path("r.json"));
+    assert!(r["interrupted"].as_bool().unwrap());
+    assert_eq!(u(&per_thread(&r)[0]["samples"]), 2);
+}
+
+#[test]
+fn a_plan_has_a_hard_end_and_the_first_ctrl_c_ends_it() {
+    let sb = Sandbox::new();
+    // Progress forever, never done: the plan's time (1 s + warm-up) + the silence limit.
+    let t = fake(&sb, &format!("hello\n{}forever progress id={{id}} variant=- samples=1 overruns=0 max_ns=100 elapsed_ns=1\n", begun("-", 1)));
+    let started = Instant::now();
+    let o = run(&sb, &t, &format!("{TIMER} --target-silence 2s"));
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(started.elapsed() < Duration::from_secs(25), "took {:?}", started.elapsed());
+    assert!(read_json(&sb.path("r.json"))["interrupted"].as_bool().unwrap());
+    // An agent that ignores stop: one SIGINT, the blocks that arrived kept.
+    std::fs::remove_file(sb.path("r.json")).unwrap();
+    std::fs::remove_file(sb.path("host.log")).unwrap();
+    let t = fake(&sb, &format!("hello\n{}block 0 timer - 0 100\nforever progress id={{id}} variant=- samples=1 overruns=0 max_ns=100 elapsed_ns=1\n", begun("-", 1)));
+    let mut a = vec!["run", "--target", &t, "--target-silence", "2s", "-D", "600s"];
+    a.extend(TIMER.split_whitespace().filter(|w| *w != "1s" && *w != "-D"));
+    let child = sb.cmd().args(&a).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let log = sb.path("host.log");
+    let limit = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&log).unwrap_or_default().contains("RTS1 plan") {
+        assert!(Instant::now() < limit, "no plan sent");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let signalled = Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(signalled.elapsed() < Duration::from_secs(20), "took {:?}", signalled.elapsed());
+    assert_eq!(u(&per_thread(&read_json(&sb.path("r.json")))[0]["samples"]), 1);
+}
+
+#[test]
+fn agent_text_is_shown_as_foreign_text() {
+    let sb = Sandbox::new();
+    let t = fake(&sb, "hello\nplan\nsay error id={id} code=plan line=1 msg=%1B[31mred%0Aerror:%20forged%20line\nsleep 3\n");
+    let o = run(&sb, &t, TIMER);
+    refused(&sb, &o, &["red", "forged line"]);
+    assert!(!stderr(&o).contains("\nerror: forged"), "{}", stderr(&o));
+    // A failure the target reports (a result with error=, done status=failed) is exit 1.
+    let t = fake(&sb, &format!("hello\n{}say done id={{id}} status=failed results=0 msg=clock%20broke\n", begun("-", 1)));
+    let o = run(&sb, &t, TIMER);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("clock broke"));
+}
+
+#[test]
+fn flags_that_nothing_reads_are_refused() {
+    let sb = Sandbox::new();
+    for args in ["--probe timer --policy deadline -i 4ms -p 50 -D 100ms", "--probe migrate -t 100 -D 1s", "--probe sem:posix/same-cpu -t 100 -D 1s"] {
+        let o = sb.run(&["run"].into_iter().chain(args.split_whitespace()).collect::<Vec<_>>());
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args}: {e}");
+        let flag = if args.contains("-p ") { "-p/--priority" } else { "-t/--threads" };
+        assert!(e.contains(flag) && e.contains("would do nothing"), "{args}: {e}");
+    }
+    let t = fake(&sb, "hello\nsleep 3\n");
+    let o = run(&sb, &t, "--probe sem -t 100 -D 1s --json r.json");
+    refused(&sb, &o, &["-t/--threads"]);
+}
+
+#[test]
+fn a_rescue_file_never_replaces_another() {
+    let sb = Sandbox::new();
+    let mut saved = Vec::new();
+    for _ in 0..2 {
+        let t = fake(&sb, &format!("hello\n{}block 0 timer - 0 100\nsay done id={{id}} status=complete results=1\nsleep 3\n", begun("-", 1)));
+        let o = sb.cmd().env("XDG_STATE_HOME", sb.path("state")).args(["run", "--target", &t, "--probe", "timer", "-D", "1s", "--no-store", "--json", "/dev/full"]).output().unwrap();
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{e}");
+        let at = e.split("saved in ").nth(1).and_then(|s| s.split(" instead").next()).unwrap_or_else(|| panic!("{e}"));
+        saved.push(at.to_string());
+    }
+    assert_ne!(saved[0], saved[1]);
+    for s in &saved {
+        assert_eq!(u(&per_thread(&read_json(std::path::Path::new(s)))[0]["samples"]), 1);
+    }
+}
