@@ -187,7 +187,7 @@ impl Block {
                     "skipped" => crate::model::Outcome::Skipped,
                     o => return Err(format!("outcome={o} is not ok, failed or skipped")),
                 };
-                self.setup.push(SetupStep::new(&foreign(l.req("step")?), outcome, &foreign(l.get("detail").unwrap_or(""))));
+                self.setup.push(SetupStep::new(foreign(l.req("step")?), outcome, foreign(l.get("detail").unwrap_or(""))));
             }
             "hist" => {
                 for t in tuples("b", l.req("b")?, 3, &[])? {
@@ -467,7 +467,7 @@ mod tests {
                 .with("sec", 0)
                 .with("width_s", 1)
                 .with("setup", 0);
-            let mut b = Block::start(&l).unwrap();
+            let mut b = Block::start(&l, &Limits { tail: 8, worst: 2, duration_ns: 1_000_000_000 }).unwrap();
             b.add(&Line::new("hist").with("b", format!("100:100:{n}"))).unwrap();
             b.add(&Line::new("tail").with("s", "100:0:0:0")).unwrap();
             b.finish().unwrap();
