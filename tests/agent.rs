@@ -155,6 +155,28 @@ fn exec_target_pair_probes_and_variants() {
     }
 }
 
+#[test]
+fn exec_target_every_probe_of_the_agent_is_stored() {
+    // The periodic probe sends two series per variant (latency and
+    // PERIOD/period-error): a host that checks each block's variant against
+    // the acknowledged ones must take both (a merge of the hostile-agent
+    // checks refused the second and stored nothing).
+    let Some(agent) = agent() else { return };
+    let sb = Sandbox::new();
+    let target = format!("exec:{}", agent.display());
+    let probes = "timer,periodic,sem,pipe,mq,signal,switch,preempt,pi";
+    run_ok(&sb, &["run", "--target", &target, "--probe", probes, "--periods", "1ms", "-D", "1s", "-i", "1ms", "--no-store", "--json", "all.json", "-q"]);
+    let run = read_json(&sb.path("all.json"));
+    let results = run["results"].as_array().unwrap();
+    for probe in probes.split(',') {
+        assert!(results.iter().any(|r| r["probe"] == probe && u(&r["samples"]) > 0), "no {probe} entry: {run}");
+    }
+    assert!(results.iter().any(|r| r["probe"] == "periodic" && r["variant"] == "1ms/period-error"), "no period-error series");
+    for r in results {
+        assert_eq!(hist_sum(r), u(&r["samples"]), "{r}");
+    }
+}
+
 /// A free TCP port on 127.0.0.1 (bound and released; the agent takes it next).
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()

@@ -196,7 +196,10 @@ impl<'a> Replies<'a> {
             return Err("a result before the agent acknowledged the plan".into());
         };
         let v = b.s.variant.as_deref().unwrap_or("-");
-        if !acked.iter().any(|a| a == v) {
+        // The periodic probe sends a second series per variant, its period
+        // error (`PERIOD/period-error`, as the native probe names it).
+        let of_acked = |a: &String| a == v || (probe == "periodic" && v.strip_suffix("/period-error") == Some(a.as_str()));
+        if !acked.iter().any(of_acked) {
             return Err(format!("variant={} is not one the agent acknowledged ({})", foreign(v), acked.join(",")));
         }
         let thread = b.s.thread.unwrap_or(0);
