@@ -373,6 +373,12 @@ const PROBE_NAME_ALLOWED: &[(&str, &str, &str)] = &[
     ("plan/probes.rs", "mq", "mq's message size is bounded by this system's mqueue limit, read at plan time"),
     ("plan/probes.rs", "migrate", "migrate's priority and period rules, checked against the plan (measure cannot see it)"),
     ("report/noise.rs", "noise", "the noise probe's own gap table"),
+    ("target/session.rs", "pi", "the agent's probe descriptors' prio_below (pi's low thread -2), which hello does not announce yet"),
+    ("target/session.rs", "sem", "the agent's pair probes' prio_below (-1), which hello does not announce yet"),
+    ("target/session.rs", "pipe", "the agent's pair probes' prio_below (-1), which hello does not announce yet"),
+    ("target/session.rs", "mq", "the agent's pair probes' prio_below (-1), which hello does not announce yet"),
+    ("target/session.rs", "signal", "the agent's pair probes' prio_below (-1), which hello does not announce yet"),
+    ("target/session.rs", "preempt", "the agent's pair probes' prio_below (-1), which hello does not announce yet"),
     ("report/presets.rs", "timer", "seed 001's bin table is the timer's by the seed's definition"),
 ];
 

@@ -66,6 +66,9 @@ impl Signed {
 }
 
 /// This probe's facts (see [`super::registry`]).
+/// The suffix of a variant's period-error series.
+const PERIOD_ERROR: &str = "/period-error";
+
 pub(crate) static INFO: ProbeInfo = ProbeInfo {
     name: "periodic",
     about: "periodic tasks at each --periods: wake-up latency and signed period error",
@@ -74,6 +77,7 @@ pub(crate) static INFO: ProbeInfo = ProbeInfo {
     runs_under_deadline: true,
     flags: &["--periods", "--iterations"],
     reads_threads: true,
+    series_suffix: Some(PERIOD_ERROR),
     ..ProbeInfo::PLAIN
 };
 
@@ -134,7 +138,7 @@ impl Probe for PeriodicProbe {
                 let mut eo = ThreadOutcome {
                     thread: o.thread,
                     cpu: o.cpu,
-                    variant: Some(format!("{variant}/period-error")),
+                    variant: Some(format!("{variant}{PERIOD_ERROR}")),
                     interval_ns: period,
                     recorder: abs,
                     setup: Vec::new(),

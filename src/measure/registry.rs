@@ -92,6 +92,9 @@ pub struct ProbeInfo {
     /// It runs `-t` measuring threads (the pair probes, `migrate`, `pi`,
     /// `throughput` and the tracers size their threads themselves).
     pub(crate) reads_threads: bool,
+    /// The second series each variant's threads carry besides their
+    /// latency, as a suffix of the variant (`periodic`: `/period-error`).
+    pub(crate) series_suffix: Option<&'static str>,
 }
 
 impl ProbeInfo {
@@ -112,6 +115,7 @@ impl ProbeInfo {
         rate_search: false,
         flags: &[],
         reads_threads: false,
+        series_suffix: None,
     };
 
     /// Whether it runs several periods itself (`--periods`).

@@ -196,9 +196,10 @@ impl<'a> Replies<'a> {
             return Err("a result before the agent acknowledged the plan".into());
         };
         let v = b.s.variant.as_deref().unwrap_or("-");
-        // The periodic probe sends a second series per variant, its period
-        // error (`PERIOD/period-error`, as the native probe names it).
-        let of_acked = |a: &String| a == v || (probe == "periodic" && v.strip_suffix("/period-error") == Some(a.as_str()));
+        // A probe with a second series per variant (periodic's period error,
+        // `PERIOD/period-error`) sends a block of it too.
+        let suffix = crate::measure::info(probe).and_then(|i| i.series_suffix);
+        let of_acked = |a: &String| a == v || suffix.is_some_and(|s| v.strip_suffix(s) == Some(a.as_str()));
         if !acked.iter().any(of_acked) {
             return Err(format!("variant={} is not one the agent acknowledged ({})", foreign(v), acked.join(",")));
         }
