@@ -95,18 +95,15 @@ pub(crate) struct Estimate {
 /// A small, fast, seedable generator (SplitMix64, Steele et al. 2014): for
 /// the bootstrap and the run order, where only reproducibility matters.
 #[derive(Debug, Clone)]
-pub(crate) struct Rng(u64);
+pub(crate) struct Rng(crate::stats::SplitMix64);
 
 impl Rng {
     pub(crate) fn new(seed: u64) -> Rng {
-        Rng(seed)
+        Rng(crate::stats::SplitMix64(seed))
     }
+    /// The next number of stats' SplitMix64 (the one generator).
     pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
     /// Uniform in `0..n` (n > 0); the modulo bias is below 2^-40 for small n.
     pub(crate) fn below(&mut self, n: usize) -> usize {
