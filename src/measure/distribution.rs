@@ -252,7 +252,10 @@ mod tests {
     use proptest::prelude::*;
 
     fn recorded(thread: usize, values: &[u64]) -> Recorder {
-        let mut r = Recorder::with_tail(thread, 3_000_000_000, 4, 16);
+        // Pinned to a CPU of its own: a recorder otherwise stamps each sample
+        // with the CPU the test thread is on, which migrates between the two
+        // recordings of the same values under load.
+        let mut r = Recorder::with_tail(thread, 3_000_000_000, 4, 16).of_cpu(thread);
         for (i, v) in values.iter().enumerate() {
             r.record(*v, i as u64 * 7_000_000, i as u64);
         }
