@@ -996,3 +996,161 @@ fn arm64_bad_arguments_exit_2_before_booting() {
         assert!(o.stdout.is_empty(), "{args:?}: nothing on stdout (the protocol's channel)");
     }
 }
+
+/// A directory holding stand-ins for apt-get, apt-cache and dpkg that
+/// record every call into `calls` (and fail), put first on PATH: a lab
+/// that fetches or asks apt anything leaves a trace.
+fn apt_recorder(dir: &Path) -> (std::ffi::OsString, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let calls = dir.join("calls");
+    for tool in ["apt-get", "apt-cache", "dpkg", "dpkg-deb"] {
+        let f = bin.join(tool);
+        std::fs::write(&f, format!("#!/bin/sh\necho \"{tool} $*\" >>'{}'\nexit 1\n", calls.display())).unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut path = bin.into_os_string();
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    (path, calls)
+}
+
+/// Issue 47 item 18: every option of lab/kernel-lab, and the rtscope run
+/// arguments after '--', is checked before anything is fetched or booted:
+/// exit 2 naming the option, apt never asked, the cache empty, no output
+/// file. Before, `--smp 99999`, `--memory 1`, `--guest-package 'bad;name'`,
+/// `--console-log`/`--out` in a missing directory, `-- -D notaduration` and
+/// a 20-digit `--timeout` reached `apt-get update` and the downloads.
+#[test]
+fn lab_options_are_checked_before_any_fetch_or_boot() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, calls) = apt_recorder(dir.path());
+    let cache = dir.path().join("cache");
+    let out = dir.path().join("r.json");
+    let o = out.to_str().unwrap();
+    let mut cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--arch", "arm64", "--smp", "99999"], "--smp '99999'"),
+        (vec!["--smp", "0"], "--smp '0'"),
+        (vec!["--arch", "arm64", "--memory", "99999999999"], "--memory '99999999999'"),
+        (vec!["--memory", "1"], "--memory '1'"),
+        (vec!["--arch", "arm64", "--guest-package", "bad;name"], "--guest-package 'bad;name'"),
+        (vec!["--arch", "arm64", "--console-log", "/nonexistent/dir/log"], "--console-log '/nonexistent/dir/log'"),
+        (vec!["--out", "/nonexistent/dir/x.json"], "--out '/nonexistent/dir/x.json'"),
+        (vec!["--arch", "arm64", "--timeout", "99999999999999999999"], "--timeout '99999999999999999999'"),
+        (vec!["--boot-timeout", "99999999999999999999"], "--boot-timeout"),
+        (vec!["--arch", "arm64", "--kernel", "bogus"], "--kernel 'bogus'"),
+        (vec!["--guest-load-cmd", "if then ("], "--guest-load-cmd"),
+        (vec!["--rtscope", "/nonexistent/rtscope"], "--rtscope '/nonexistent/rtscope'"),
+    ];
+    // The run arguments are parsed by the host's rtscope, after the
+    // tools check: only where the lab's tools are installed.
+    let tools = lab_available() && arm64_available();
+    if tools {
+        cases.push((vec!["--arch", "arm64", "--out", o, "--", "-D", "notaduration"], "notaduration"));
+        cases.push((vec!["--out", o, "--", "--no-such-flag"], "--no-such-flag"));
+    }
+    for (args, want) in &cases {
+        let mut cmd = Command::new(kernel_lab());
+        cmd.env("PATH", &path).env("RTSCOPE_LAB_CACHE", &cache);
+        if !args.contains(&"--kernel") {
+            cmd.args(["--kernel", "rt"]);
+        }
+        if !args.contains(&"--rtscope") {
+            cmd.arg("--rtscope").arg(rtscope());
+        }
+        cmd.args(args);
+        if !args.contains(&"--") {
+            cmd.args(["--", "-D", "2s"]);
+        }
+        let r = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: expected {want:?} in: {err}");
+        for word in ["fetching", "booting", "apt-get update", "building"] {
+            assert!(!err.contains(word), "{args:?}: {word:?} before the options were checked: {err}");
+        }
+        assert!(!calls.exists(), "{args:?}: apt was asked: {}", std::fs::read_to_string(&calls).unwrap_or_default());
+        assert!(!cache.exists(), "{args:?}: the cache was made");
+        assert!(!out.exists(), "{args:?}: an output file was written");
+    }
+    // The same options, valid, pass the check (--check-only: nothing
+    // fetched or booted either).
+    if tools {
+        for args in [&["--arch", "arm64", "--smp", "8", "--memory", "256", "--icount", "1"][..], &["--smp", "2", "--timeout", "604800"][..]] {
+            let r = Command::new(kernel_lab())
+                .env("PATH", &path)
+                .env("RTSCOPE_LAB_CACHE", &cache)
+                .args(["--kernel", "rt", "--check-only", "--rtscope"])
+                .arg(rtscope())
+                .args(args)
+                .args(["--out", o, "--", "-D", "2s"])
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&r.stderr);
+            // --icount with --smp 8 is refused (--icount needs --smp 1): that too is a check.
+            if args.contains(&"--icount") {
+                assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+                assert!(err.contains("--icount needs --smp 1"), "{err}");
+            } else {
+                assert_eq!(r.status.code(), Some(0), "{args:?}: {err}");
+                assert!(err.contains("nothing fetched or booted"), "{err}");
+            }
+            assert!(!calls.exists() && !cache.exists() && !out.exists(), "{args:?}: {err}");
+        }
+    }
+}
+
+/// Issue 49 item 9: the default --timeout comes from the plan: a boot
+/// budget (180 s x86_64, 300 s arm64) plus the plan's total duration as
+/// `rtscope run --dry-run` gives it (every phase and settle time) times an
+/// emulation factor (3 in real-time TCG, 30 under --icount), and the lab
+/// says how it got it. Before: 120 s + 2 x -D (180 s + 15 x under
+/// --icount), which a 60 s plan on a busy host (774 s) came close to.
+#[test]
+fn lab_default_timeout_is_derived_from_the_plan() {
+    if !lab_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The plan's total, from the host's rtscope (a preset's phases and settle times).
+    let plan = Command::new(rtscope())
+        .args(["run", "--preset", "sched-latency", "-D", "3s", "--load-engine", "builtin", "--json", "/dev/null", "--dry-run"])
+        .output()
+        .unwrap();
+    let plan = String::from_utf8_lossy(&plan.stdout);
+    let total: u64 = plan
+        .lines()
+        .find_map(|l| l.strip_prefix("total: ")?.split_whitespace().next()?.strip_suffix('s')?.parse().ok())
+        .unwrap_or_else(|| panic!("no total in the dry run: {plan}"));
+    assert!(total > 3 * 6, "six phases of 3 s and settle times: {total}");
+    let total_s = total.to_string();
+    let cases: Vec<(Vec<&str>, Vec<&str>, u64)> = vec![
+        (vec![], vec!["-D", "7s"], 180 + 3 * 7),
+        (vec!["--icount", "1"], vec!["-D", "7s"], 180 + 30 * 7),
+        (vec!["--icount", "1"], vec!["-D", "2m"], 180 + 30 * 120),
+        (vec![], vec!["--preset", "sched-latency", "-D", "3s", "--load-engine", "builtin"], 180 + 3 * total),
+    ];
+    let arm = arm64_available();
+    let mut cases = cases;
+    if arm {
+        cases.push((vec!["--arch", "arm64", "--icount", "1"], vec!["-D", "7s"], 300 + 30 * 7));
+    }
+    for (lab, run, want) in cases {
+        let o = Command::new(kernel_lab())
+            .env("RTSCOPE_LAB_CACHE", dir.path().join("cache"))
+            .args(["--kernel", "stock", "--check-only", "--rtscope"])
+            .arg(rtscope())
+            .args(&lab)
+            .arg("--")
+            .args(&run)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{lab:?} {run:?}: {err}");
+        assert!(err.contains(&format!("timeout {want} s = ")), "{lab:?} {run:?}: expected a timeout of {want} s: {err}");
+        let plan_secs = if run.contains(&"--preset") { total_s.as_str() } else if run.contains(&"2m") { "120" } else { "7" };
+        assert!(err.contains(&format!("x {plan_secs} s (the plan")), "{lab:?} {run:?}: the derivation is said: {err}");
+        assert!(!dir.path().join("cache").exists(), "--check-only fetched nothing");
+    }
+}
