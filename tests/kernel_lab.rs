@@ -1102,7 +1102,7 @@ fn lab_options_are_checked_before_any_fetch_or_boot() {
 }
 
 /// Issue 49 item 9: the default --timeout comes from the plan: a boot
-/// budget (180 s x86_64, 300 s arm64) plus the plan's total duration as
+/// budget (300 s x86_64, 480 s arm64) plus the plan's total duration as
 /// `rtscope run --dry-run` gives it (every phase and settle time) times an
 /// emulation factor (3 in real-time TCG, 30 under --icount), and the lab
 /// says how it got it. Before: 120 s + 2 x -D (180 s + 15 x under
@@ -1126,15 +1126,15 @@ fn lab_default_timeout_is_derived_from_the_plan() {
     assert!(total > 3 * 6, "six phases of 3 s and settle times: {total}");
     let total_s = total.to_string();
     let cases: Vec<(Vec<&str>, Vec<&str>, u64)> = vec![
-        (vec![], vec!["-D", "7s"], 180 + 3 * 7),
-        (vec!["--icount", "1"], vec!["-D", "7s"], 180 + 30 * 7),
-        (vec!["--icount", "1"], vec!["-D", "2m"], 180 + 30 * 120),
-        (vec![], vec!["--preset", "sched-latency", "-D", "3s", "--load-engine", "builtin"], 180 + 3 * total),
+        (vec![], vec!["-D", "7s"], 300 + 3 * 7),
+        (vec!["--icount", "1"], vec!["-D", "7s"], 300 + 30 * 7),
+        (vec!["--icount", "1"], vec!["-D", "2m"], 300 + 30 * 120),
+        (vec![], vec!["--preset", "sched-latency", "-D", "3s", "--load-engine", "builtin"], 300 + 3 * total),
     ];
     let arm = arm64_available();
     let mut cases = cases;
     if arm {
-        cases.push((vec!["--arch", "arm64", "--icount", "1"], vec!["-D", "7s"], 300 + 30 * 7));
+        cases.push((vec!["--arch", "arm64", "--icount", "1"], vec!["-D", "7s"], 480 + 30 * 7));
     }
     for (lab, run, want) in cases {
         let o = Command::new(kernel_lab())
@@ -1153,4 +1153,116 @@ fn lab_default_timeout_is_derived_from_the_plan() {
         assert!(err.contains(&format!("x {plan_secs} s (the plan")), "{lab:?} {run:?}: the derivation is said: {err}");
         assert!(!dir.path().join("cache").exists(), "--check-only fetched nothing");
     }
+}
+
+/// The merged entries (thread null) of a result.
+fn merged_entries(run: &serde_json::Value) -> Vec<&serde_json::Value> {
+    run["results"].as_array().unwrap().iter().filter(|r| r["thread"].is_null()).collect()
+}
+
+/// Issue 49 item 3: kernels x loads against a deadline in one command.
+/// `compare-kernels --kernels rt --loads idle,fork:1 --deadline 1us`: two
+/// guests; at 1 µs every sample is late (the guest's minimum latency is
+/// microseconds), so both cells FAIL and the exit is 3; the verdict
+/// table's periods, late and missed counts are each result's own
+/// samples + overruns, samples and overruns; each cell's verdict is
+/// `rtscope check`'s on that file; one JUnit file per cell, one HTML page
+/// naming every cell; the loaded cell's phase is `guest:fork:1`; the
+/// table says the figures are emulated; progress came on stderr.
+#[test]
+fn compare_kernels_answers_kernels_by_loads_against_a_deadline() {
+    let Some(_guard) = lab_guest() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("lab");
+    let o = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/compare-kernels"))
+        .env_remove("RTSCOPE_DB")
+        // A generous --timeout: the default (300 s boot + 30 x 2 s) is for
+        // a host that is not also building and testing.
+        .args(["--icount", "1", "--timeout", "1200", "--kernels", "rt", "--loads", "idle,fork:1", "--deadline", "1us", "--rtscope"])
+        .arg(rtscope())
+        .arg("--out-dir")
+        .arg(&out_dir)
+        .args(["--", "-D", "2s", "-i", "1000", "--no-store"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    eprintln!("compare-kernels:\n{stdout}\n{stderr}");
+    assert_eq!(o.status.code(), Some(3), "every cell fails a 1 µs deadline: {stderr}");
+    for word in ["guest booted", "measuring: rtscope run", "timeout "] {
+        assert!(stderr.contains(word), "progress {word:?} on stderr: {stderr}");
+    }
+    assert!(stdout.contains("QEMU TCG emulation"), "{stdout}");
+    assert!(stdout.contains("result: FAIL (2 of 2 kernel x load cells failed)"), "{stdout}");
+    assert_eq!(std::fs::read_to_string(out_dir.join("verdicts.txt")).unwrap(), stdout.lines().skip_while(|l| !l.starts_with("== verdict")).map(|l| format!("{l}\n")).collect::<String>());
+    for (load, file, phase) in [("idle", "rt.idle", "idle"), ("fork:1", "rt.fork-1", "guest:fork:1")] {
+        let json = out_dir.join(format!("{file}.json"));
+        let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let merged = merged_entries(&run);
+        assert!(!merged.is_empty() && merged.iter().all(|e| e["phase"] == phase), "{file}: phase {phase}: {run}");
+        let u = |e: &serde_json::Value, k: &str| e[k].as_u64().unwrap_or_else(|| panic!("{k}: {e}"));
+        let samples: u64 = merged.iter().map(|e| u(e, "samples")).sum();
+        let overruns: u64 = merged.iter().map(|e| u(e, "overruns")).sum();
+        assert!(samples > 0 && merged.iter().all(|e| u(e, "min_ns") > 1000), "{file}: every sample is over 1 µs: {run}");
+        let row = stdout
+            .lines()
+            .find(|l| l.split_whitespace().take(2).eq(["rt", load]))
+            .unwrap_or_else(|| panic!("no row for rt {load}: {stdout}"));
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cols[2], "FAIL", "{row}");
+        assert_eq!(cols[3], (samples + overruns).to_string(), "periods = samples + overruns: {row}");
+        assert_eq!(cols[4], samples.to_string(), "late = every sample: {row}");
+        assert_eq!(cols[5], overruns.to_string(), "missed = overruns: {row}");
+        let check = Command::new(rtscope()).env_remove("RTSCOPE_DB").arg("check").arg(&json).args(["--deadline", "1us"]).output().unwrap();
+        assert_eq!(check.status.code(), Some(3), "the cell's verdict is rtscope check's");
+        let junit = std::fs::read_to_string(out_dir.join(format!("{file}.junit.xml"))).unwrap();
+        assert!(junit.contains("<testcase") && junit.contains("<failure"), "{junit}");
+    }
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    for name in ["rt/idle", "rt/fork:1"] {
+        assert!(html.contains(name), "report.html names {name}");
+    }
+}
+
+/// Issue 49 item 3: the CI recipe of docs/kernel-lab.md runs as written
+/// (the block after its `ci-recipe` marker, `-D 60s` shortened to 2 s):
+/// the arm64 rt guest under the guest load, then `rtscope check
+/// --deadline 150us --junit`. The gate's exit (0 or 3) agrees with the
+/// result's own misses (late samples + missed periods from `rtscope
+/// report --deadline`), and the JUnit file says the same.
+#[test]
+fn lab_ci_recipe_runs_as_written() {
+    let Some(_guard) = arm64_guest() else { return };
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/kernel-lab.md")).unwrap();
+    let after = doc.split("<!-- ci-recipe:").nth(1).expect("no ci-recipe marker in docs/kernel-lab.md");
+    let block = after.split("```sh\n").nth(1).unwrap().split("```").next().unwrap();
+    let commands: Vec<String> = block.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')).map(|l| l.replace("-D 60s", "-D 2s")).collect();
+    assert_eq!(commands.len(), 2, "{block}");
+    assert!(commands[0].starts_with("lab/kernel-lab ") && commands[1].starts_with("rtscope check "), "{commands:?}");
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(Path::new(env!("CARGO_MANIFEST_DIR")).join("lab"), dir.path().join("lab")).unwrap();
+    let bin = rtscope().parent().unwrap().to_path_buf();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let mut codes = vec![];
+    for c in &commands {
+        let o = Command::new("sh").arg("-c").arg(c).current_dir(dir.path()).env("PATH", &path).env_remove("RTSCOPE_DB").output().unwrap();
+        eprintln!("$ {c}\n{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        codes.push(o.status.code());
+        if o.status.code() != Some(0) {
+            break;
+        }
+    }
+    assert_eq!(codes[0], Some(0), "the lab step of the recipe failed");
+    let gate = codes.get(1).copied().flatten();
+    assert!(gate == Some(0) || gate == Some(3), "rtscope check exits 0 or 3: {gate:?}");
+    let json = dir.path().join("rt-loaded.json");
+    let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(run["host"]["realtime"], serde_json::json!(true), "{}", run["host"]);
+    assert!(merged_entries(&run).iter().all(|e| e["phase"] == "guest:cpu:1,fork:1,io:1,net:1"), "{run}");
+    let rep = Command::new(rtscope()).env_remove("RTSCOPE_DB").arg("report").arg(&json).args(["--deadline", "150us", "--no-pwcet", "--format", "json"]).output().unwrap();
+    let rep: serde_json::Value = serde_json::from_slice(&rep.stdout).expect("report JSON");
+    let misses: u64 = rep["runs"][0]["entries"].as_array().unwrap().iter().filter(|e| e["thread"].is_null()).map(|e| e["deadline"]["misses_upper"].as_u64().unwrap()).sum();
+    assert_eq!(gate == Some(3), misses > 0, "the gate fails exactly when a period missed the deadline ({misses} misses)");
+    let junit = std::fs::read_to_string(dir.path().join("rtscope-junit.xml")).unwrap();
+    assert!(junit.contains("<testcase"), "{junit}");
+    assert_eq!(junit.contains("<failure"), misses > 0, "{junit}");
 }
