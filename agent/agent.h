@@ -46,6 +46,15 @@
 uint64_t now_ns(void);
 /* Absolute sleep on CLOCK_MONOTONIC; 0 or an errno value. */
 int sleep_until_ns(uint64_t t);
+/* The same, but it sees the stop flag (g_stop) within STOP_SLICE_NS: 0 at
+ * t, -1 when stop came first, or an errno value. Every sleep a plan starts
+ * uses it, so no wait outlives stop. */
+#define STOP_SLICE_NS 100000000u
+int sleep_until_or_stop(uint64_t t);
+/* Bounds of a plan's times (plan.c; docs/agent.md "plan"): every deadline
+ * now + duration, + interval, 50 intervals (the stall watch) fits in 64 bits. */
+#define PLAN_MAX_INTERVAL_NS 3600000000000ull     /* 1 h */
+#define PLAN_MAX_DURATION_NS 31536000000000000ull /* 365 days */
 /* Busy-loop for ns nanoseconds (reading the clock). */
 void spin_for(uint64_t ns);
 

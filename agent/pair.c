@@ -41,7 +41,11 @@
  * none lost or invented: the closing release is never recorded.
  * Shutdown: the sender (task1 for round trips) ends the loop (duration share
  * over, iterations reached, or the stop flag) and wakes the other thread,
- * which sees `done` before blocking again. No thread is left waiting.
+ * which sees `done` before blocking again. The receiver's pause ends the
+ * pair as well when its next tick is past the variant's end or stop comes
+ * while it sleeps (it sleeps in slices that see stop: an interval of an
+ * hour ends at stop, not an hour later). Every other wait is on the other
+ * thread, which ends by one of these; no thread is left waiting.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -117,12 +121,17 @@ static void wait_sem(sem_t *s)
         ;
 }
 
-/* Pause to the tick *next (absolute), then move *next on. */
-static int pause_tick(uint64_t *next, uint64_t interval)
+/* Pause to the tick *next (absolute), then move *next on. -1: no tick
+ * left (the tick is past end, the variant's share) or stop came during the
+ * pause; 0; or an errno value. The pause sees stop (sleep_until_or_stop), so
+ * a long interval never holds a plan past stop or its end. */
+static int pause_tick(uint64_t *next, uint64_t interval, uint64_t end)
 {
-    int rc = sleep_until_ns(*next);
+    int rc;
     uint64_t now;
-    if (rc)
+    if (*next > end)
+        return -1;
+    if ((rc = sleep_until_or_stop(*next)) != 0)
         return rc;
     now = now_ns();
     *next += interval;
@@ -131,7 +140,7 @@ static int pause_tick(uint64_t *next, uint64_t interval)
     return 0;
 }
 
-/* The receiver failed: end both threads. */
+/* The receiver failed or reached the variant's end: end both threads. */
 static void fail_receiver(pair_sync *s)
 {
     AT_STORE(&s->done, 1);
@@ -151,7 +160,7 @@ static void receiver(pair_thread *t)
     pair_sync *s = t->s;
     handoff *h = s->h;
     int two_step = h->go != NULL;
-    uint64_t start = now_ns(), next = start + s->p->interval_ns, seq = 0;
+    uint64_t start = now_ns(), end = start + s->duration, next = start + s->p->interval_ns, seq = 0;
     int rc;
     for (;;) {
         uint64_t t1, t0;
@@ -159,7 +168,11 @@ static void receiver(pair_thread *t)
             wait_sem(&s->armed);
         if (AT_LOAD(&s->done))
             return;
-        if ((rc = pause_tick(&next, s->p->interval_ns)) != 0) {
+        if ((rc = pause_tick(&next, s->p->interval_ns, end)) < 0) {
+            fail_receiver(s); /* no tick left, or stop: the sender ends too */
+            return;
+        }
+        if (rc != 0) {
             t->err = rc, t->err_what = "clock_nanosleep failed";
             fail_receiver(s);
             return;
@@ -382,9 +395,11 @@ static void round_trip_job(void *x)
         uint64_t next = start + s->p->interval_ns, seq = 0;
         for (;;) {
             uint64_t sent, back;
-            if (seq >= s->p->iterations || AT_LOAD_RELAXED(&g_stop) || now_ns() >= end || next > end)
+            if (seq >= s->p->iterations || AT_LOAD_RELAXED(&g_stop) || now_ns() >= end)
                 break;
-            if ((rc = pause_tick(&next, s->p->interval_ns)) != 0) {
+            if ((rc = pause_tick(&next, s->p->interval_ns, end)) < 0)
+                break;
+            if (rc != 0) {
                 t->err = rc, t->err_what = "clock_nanosleep failed";
                 break;
             }

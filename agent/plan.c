@@ -119,14 +119,16 @@ static int plan_pacing(const line_in *l, const probe_desc *pd, plan *p, char *er
 {
     const char *v;
     uint64_t x;
-    if (parse_u64(field(l, "interval_ns"), &p->interval_ns) < 0 || p->interval_ns == 0) {
+    if (parse_u64(field(l, "interval_ns"), &p->interval_ns) < 0 || p->interval_ns == 0 ||
+        p->interval_ns > PLAN_MAX_INTERVAL_NS) {
         if (pd->uses_periods && !field(l, "interval_ns"))
             p->interval_ns = 1000000u; /* unused: periods_ns pace it */
         else
-            return bad(err, errn, "interval_ns", "missing or not a positive number");
+            return bad(err, errn, "interval_ns", "missing or not 1..3600000000000 (1 ns to 1 h)");
     }
-    if (parse_u64(field(l, "duration_ns"), &p->duration_ns) < 0 || p->duration_ns == 0)
-        return bad(err, errn, "duration_ns", "missing or not a positive number");
+    if (parse_u64(field(l, "duration_ns"), &p->duration_ns) < 0 || p->duration_ns == 0 ||
+        p->duration_ns > PLAN_MAX_DURATION_NS)
+        return bad(err, errn, "duration_ns", "missing or not 1..31536000000000000 (1 ns to 365 days)");
     if (plan_priority(l, &x, err, errn) < 0)
         return -1;
     p->priority = (int)x;
@@ -185,8 +187,8 @@ static int plan_options(const line_in *l, plan *p, char *err, size_t errn)
             return bad(err, errn, "msg_size", "not 16..4096 (bytes; the agent carries the send time in the message)");
         p->msg_size = (size_t)x;
     }
-    if ((v = field(l, "warmup_ns")) != NULL && parse_u64(v, &p->warmup_ns) < 0)
-        return bad(err, errn, "warmup_ns", "not a number");
+    if ((v = field(l, "warmup_ns")) != NULL && (parse_u64(v, &p->warmup_ns) < 0 || p->warmup_ns > PLAN_MAX_DURATION_NS))
+        return bad(err, errn, "warmup_ns", "not 0..31536000000000000 (at most 365 days)");
     p->pi_burst_ns = 1000000u;
     if ((v = field(l, "pi_burst_ns")) != NULL && (parse_u64(v, &p->pi_burst_ns) < 0 || p->pi_burst_ns > 100000000u))
         return bad(err, errn, "pi_burst_ns", "not 0..100000000 (at most 100 ms)");
@@ -201,8 +203,8 @@ static int plan_options(const line_in *l, plan *p, char *err, size_t errn)
         if (n < 0)
             return bad(err, errn, "periods_ns", "not a list of at most 8 periods in ns");
         for (i = 0; i < n; i++)
-            if (p->periods[i] == 0)
-                return bad(err, errn, "periods_ns", "a period of 0");
+            if (p->periods[i] == 0 || p->periods[i] > PLAN_MAX_INTERVAL_NS)
+                return bad(err, errn, "periods_ns", "a period not 1..3600000000000 (1 ns to 1 h)");
         p->n_periods = n;
     }
     return 0;

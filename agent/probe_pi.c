@@ -105,7 +105,11 @@ static void low(pi_arg *a)
             end_all();
             return;
         }
-        if ((rc = sleep_until_ns(next)) != 0) {
+        if ((rc = sleep_until_or_stop(next)) < 0) {
+            end_all();
+            return;
+        }
+        if (rc != 0) {
             a->err = rc, a->what = "clock_nanosleep failed";
             end_all();
             return;

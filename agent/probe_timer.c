@@ -23,7 +23,9 @@ int timer_loop(recorder *rec, uint64_t interval, uint64_t duration, uint64_t max
     uint64_t seq = 0;
     while (due <= end && seq < max_samples && !AT_LOAD_RELAXED(&g_stop)) {
         uint64_t now, lat;
-        int rc = sleep_until_ns(due);
+        int rc = sleep_until_or_stop(due);
+        if (rc < 0)
+            break; /* stop during a long interval */
         if (rc != 0)
             return rc;
         now = now_ns();

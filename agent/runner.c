@@ -105,12 +105,13 @@ void *reporter_main(void *unused)
     uint64_t next = now_ns(), last = 0;
     (void)unused;
     for (;;) {
-        uint64_t s = 0, o = 0, m = 0, now, start = live_start;
+        uint64_t s = 0, o = 0, m = 0, now, start;
         int i, due = 0, give_up;
         next += 50000000u; /* wake every 50 ms; send at progress_ms */
         sleep_until_ns(next);
         pthread_mutex_lock(&live_m);
         now = now_ns();
+        start = live_start; /* under the lock: live_begin sets it */
         for (i = 0; i < live_n; i++) {
             uint64_t x = AT_LOAD_RELAXED(&live_recs[i]->live_max);
             s += AT_LOAD_RELAXED(&live_recs[i]->live_samples);

@@ -17,6 +17,7 @@
 #      system headers warn (no -Werror there), the main path's stack
 #   9. the agent's own threads below every measuring thread (chrt -f 50)
 #  10. a measuring thread that stops counting is reported as stalled
+#  11. a plan's waits (a 60 s interval) end at stop, its end, EOF
 # Usage: agent/test.sh [--quick]   (--quick: shorter plans)
 set -u
 cd "$(dirname "$0")" || exit 2
@@ -290,6 +291,12 @@ python3 stall_check.py ./rtscope-agent > "$TMP/stall" 2>&1; src=$?
 if [ $src = 0 ]; then pass "stall: $(cat "$TMP/stall")"
 elif [ $src = 77 ]; then skip "stall check: $(cat "$TMP/stall")"
 else fail "stall"; cat "$TMP/stall"; fi
+
+# 11. every wait a plan starts sees stop and the plan's end (issue 47, item
+#     15): a 60 s interval ends at stop / its 50 ms end / the end of input;
+#     2^63 ns values are error code=plan naming the key and range.
+if python3 long_wait_check.py ./rtscope-agent > "$TMP/longwait" 2>&1; then pass "long waits: $(cat "$TMP/longwait")"
+else fail "long waits"; cat "$TMP/longwait"; fi
 
 # 7. hostile input (fuzz_lines.py), under ASan + UBSan where gcc has them
 if make -s CC=gcc WERROR=-Werror CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" OUT="$TMP/agent.asan" >"$TMP/asan.build" 2>&1; then

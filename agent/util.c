@@ -28,6 +28,27 @@ int sleep_until_ns(uint64_t t)
     return rc;
 }
 
+/* Slices of at most STOP_SLICE_NS, so a long sleep sees the stop flag: the
+ * last slice is still one absolute sleep to t (a timed wake-up's latency is
+ * that call's), and an interval up to STOP_SLICE_NS is one call as before. */
+int sleep_until_or_stop(uint64_t t)
+{
+    for (;;) {
+        uint64_t now = now_ns(), to = t;
+        int rc;
+        if (AT_LOAD_RELAXED(&g_stop))
+            return -1;
+        if (now >= t)
+            return 0;
+        if (t - now > STOP_SLICE_NS)
+            to = now + STOP_SLICE_NS;
+        if ((rc = sleep_until_ns(to)) != 0)
+            return rc;
+        if (to == t)
+            return 0;
+    }
+}
+
 void spin_for(uint64_t ns)
 {
     uint64_t end;

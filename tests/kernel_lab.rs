@@ -217,11 +217,15 @@ fn failures_are_reported_with_the_console_tail() {
     let out_file = dir.path().join("bad.json");
     let out_path = out_file.to_str().unwrap();
 
-    // A bogus rtscope argument: rtscope fails inside the guest with its
-    // bad-input code, and kernel-lab passes the code on with the console tail.
+    // An rtscope argument the guest refuses (CPU 7 of a 2-CPU guest):
+    // rtscope fails inside the guest with its bad-input code, and
+    // kernel-lab passes the code on with the console tail. (A usage error
+    // such as an unknown flag no longer boots: the host's rtscope refuses
+    // it first, see lab_options_are_checked_before_any_fetch_or_boot; a
+    // refusal that depends on the machine is left to the guest.)
     let out = run_lab(
         &["--kernel", "stock", "--out", out_path],
-        &["-D", "1s", "--no-such-rtscope-flag"],
+        &["-D", "1s", "-a", "7"],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
@@ -234,7 +238,7 @@ fn failures_are_reported_with_the_console_tail() {
         "no guest exit line: {stderr}"
     );
     assert!(
-        stderr.contains("no-such-rtscope-flag"),
+        stderr.contains("CPU 7 is not online"),
         "no rtscope message: {stderr}"
     );
     assert!(!out_file.exists(), "a failed run must not leave a result");
@@ -995,4 +999,274 @@ fn arm64_bad_arguments_exit_2_before_booting() {
         assert!(!err.contains("booting") && !err.contains("fetching"), "{args:?}: {err}");
         assert!(o.stdout.is_empty(), "{args:?}: nothing on stdout (the protocol's channel)");
     }
+}
+
+/// A directory holding stand-ins for apt-get, apt-cache and dpkg that
+/// record every call into `calls` (and fail), put first on PATH: a lab
+/// that fetches or asks apt anything leaves a trace.
+fn apt_recorder(dir: &Path) -> (std::ffi::OsString, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let calls = dir.join("calls");
+    for tool in ["apt-get", "apt-cache", "dpkg", "dpkg-deb"] {
+        let f = bin.join(tool);
+        std::fs::write(&f, format!("#!/bin/sh\necho \"{tool} $*\" >>'{}'\nexit 1\n", calls.display())).unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut path = bin.into_os_string();
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    (path, calls)
+}
+
+/// Issue 47 item 18: every option of lab/kernel-lab, and the rtscope run
+/// arguments after '--', is checked before anything is fetched or booted:
+/// exit 2 naming the option, apt never asked, the cache empty, no output
+/// file. Before, `--smp 99999`, `--memory 1`, `--guest-package 'bad;name'`,
+/// `--console-log`/`--out` in a missing directory, `-- -D notaduration` and
+/// a 20-digit `--timeout` reached `apt-get update` and the downloads.
+#[test]
+fn lab_options_are_checked_before_any_fetch_or_boot() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, calls) = apt_recorder(dir.path());
+    let cache = dir.path().join("cache");
+    let out = dir.path().join("r.json");
+    let o = out.to_str().unwrap();
+    let mut cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--arch", "arm64", "--smp", "99999"], "--smp '99999'"),
+        (vec!["--smp", "0"], "--smp '0'"),
+        (vec!["--arch", "arm64", "--memory", "99999999999"], "--memory '99999999999'"),
+        (vec!["--memory", "1"], "--memory '1'"),
+        (vec!["--arch", "arm64", "--guest-package", "bad;name"], "--guest-package 'bad;name'"),
+        (vec!["--arch", "arm64", "--console-log", "/nonexistent/dir/log"], "--console-log '/nonexistent/dir/log'"),
+        (vec!["--out", "/nonexistent/dir/x.json"], "--out '/nonexistent/dir/x.json'"),
+        (vec!["--arch", "arm64", "--timeout", "99999999999999999999"], "--timeout '99999999999999999999'"),
+        (vec!["--boot-timeout", "99999999999999999999"], "--boot-timeout"),
+        (vec!["--arch", "arm64", "--kernel", "bogus"], "--kernel 'bogus'"),
+        (vec!["--guest-load-cmd", "if then ("], "--guest-load-cmd"),
+        (vec!["--rtscope", "/nonexistent/rtscope"], "--rtscope '/nonexistent/rtscope'"),
+    ];
+    // The run arguments are parsed by the host's rtscope, after the
+    // tools check: only where the lab's tools are installed.
+    let tools = lab_available() && arm64_available();
+    if tools {
+        cases.push((vec!["--arch", "arm64", "--out", o, "--", "-D", "notaduration"], "notaduration"));
+        cases.push((vec!["--out", o, "--", "--no-such-flag"], "--no-such-flag"));
+    }
+    for (args, want) in &cases {
+        let mut cmd = Command::new(kernel_lab());
+        cmd.env("PATH", &path).env("RTSCOPE_LAB_CACHE", &cache);
+        if !args.contains(&"--kernel") {
+            cmd.args(["--kernel", "rt"]);
+        }
+        if !args.contains(&"--rtscope") {
+            cmd.arg("--rtscope").arg(rtscope());
+        }
+        cmd.args(args);
+        if !args.contains(&"--") {
+            cmd.args(["--", "-D", "2s"]);
+        }
+        let r = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: expected {want:?} in: {err}");
+        for word in ["fetching", "booting", "apt-get update", "building"] {
+            assert!(!err.contains(word), "{args:?}: {word:?} before the options were checked: {err}");
+        }
+        assert!(!calls.exists(), "{args:?}: apt was asked: {}", std::fs::read_to_string(&calls).unwrap_or_default());
+        assert!(!cache.exists(), "{args:?}: the cache was made");
+        assert!(!out.exists(), "{args:?}: an output file was written");
+    }
+    // The same options, valid, pass the check (--check-only: nothing
+    // fetched or booted either).
+    if tools {
+        for args in [&["--arch", "arm64", "--smp", "8", "--memory", "256", "--icount", "1"][..], &["--smp", "2", "--timeout", "604800"][..]] {
+            let r = Command::new(kernel_lab())
+                .env("PATH", &path)
+                .env("RTSCOPE_LAB_CACHE", &cache)
+                .args(["--kernel", "rt", "--check-only", "--rtscope"])
+                .arg(rtscope())
+                .args(args)
+                .args(["--out", o, "--", "-D", "2s"])
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&r.stderr);
+            // --icount with --smp 8 is refused (--icount needs --smp 1): that too is a check.
+            if args.contains(&"--icount") {
+                assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+                assert!(err.contains("--icount needs --smp 1"), "{err}");
+            } else {
+                assert_eq!(r.status.code(), Some(0), "{args:?}: {err}");
+                assert!(err.contains("nothing fetched or booted"), "{err}");
+            }
+            assert!(!calls.exists() && !cache.exists() && !out.exists(), "{args:?}: {err}");
+        }
+    }
+}
+
+/// Issue 49 item 9: the default --timeout comes from the plan: a boot
+/// budget (300 s x86_64, 480 s arm64) plus the plan's total duration as
+/// `rtscope run --dry-run` gives it (every phase and settle time) times an
+/// emulation factor (3 in real-time TCG, 30 under --icount), and the lab
+/// says how it got it. Before: 120 s + 2 x -D (180 s + 15 x under
+/// --icount), which a 60 s plan on a busy host (774 s) came close to.
+#[test]
+fn lab_default_timeout_is_derived_from_the_plan() {
+    if !lab_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The plan's total, from the host's rtscope (a preset's phases and settle times).
+    let plan = Command::new(rtscope())
+        .args(["run", "--preset", "sched-latency", "-D", "3s", "--load-engine", "builtin", "--json", "/dev/null", "--dry-run"])
+        .output()
+        .unwrap();
+    let plan = String::from_utf8_lossy(&plan.stdout);
+    let total: u64 = plan
+        .lines()
+        .find_map(|l| l.strip_prefix("total: ")?.split_whitespace().next()?.strip_suffix('s')?.parse().ok())
+        .unwrap_or_else(|| panic!("no total in the dry run: {plan}"));
+    assert!(total > 3 * 6, "six phases of 3 s and settle times: {total}");
+    let total_s = total.to_string();
+    let cases: Vec<(Vec<&str>, Vec<&str>, u64)> = vec![
+        (vec![], vec!["-D", "7s"], 300 + 3 * 7),
+        (vec!["--icount", "1"], vec!["-D", "7s"], 300 + 30 * 7),
+        (vec!["--icount", "1"], vec!["-D", "2m"], 300 + 30 * 120),
+        (vec![], vec!["--preset", "sched-latency", "-D", "3s", "--load-engine", "builtin"], 300 + 3 * total),
+    ];
+    let arm = arm64_available();
+    let mut cases = cases;
+    if arm {
+        cases.push((vec!["--arch", "arm64", "--icount", "1"], vec!["-D", "7s"], 480 + 30 * 7));
+    }
+    for (lab, run, want) in cases {
+        let o = Command::new(kernel_lab())
+            .env("RTSCOPE_LAB_CACHE", dir.path().join("cache"))
+            .args(["--kernel", "stock", "--check-only", "--rtscope"])
+            .arg(rtscope())
+            .args(&lab)
+            .arg("--")
+            .args(&run)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{lab:?} {run:?}: {err}");
+        assert!(err.contains(&format!("timeout {want} s = ")), "{lab:?} {run:?}: expected a timeout of {want} s: {err}");
+        let plan_secs = if run.contains(&"--preset") { total_s.as_str() } else if run.contains(&"2m") { "120" } else { "7" };
+        assert!(err.contains(&format!("x {plan_secs} s (the plan")), "{lab:?} {run:?}: the derivation is said: {err}");
+        assert!(!dir.path().join("cache").exists(), "--check-only fetched nothing");
+    }
+}
+
+/// The merged entries (thread null) of a result.
+fn merged_entries(run: &serde_json::Value) -> Vec<&serde_json::Value> {
+    run["results"].as_array().unwrap().iter().filter(|r| r["thread"].is_null()).collect()
+}
+
+/// Issue 49 item 3: kernels x loads against a deadline in one command.
+/// `compare-kernels --kernels rt --loads idle,fork:1 --deadline 1us`: two
+/// guests; at 1 µs every sample is late (the guest's minimum latency is
+/// microseconds), so both cells FAIL and the exit is 3; the verdict
+/// table's periods, late and missed counts are each result's own
+/// samples + overruns, samples and overruns; each cell's verdict is
+/// `rtscope check`'s on that file; one JUnit file per cell, one HTML page
+/// naming every cell; the loaded cell's phase is `guest:fork:1`; the
+/// table says the figures are emulated; progress came on stderr.
+#[test]
+fn compare_kernels_answers_kernels_by_loads_against_a_deadline() {
+    let Some(_guard) = lab_guest() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("lab");
+    let o = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("lab/compare-kernels"))
+        .env_remove("RTSCOPE_DB")
+        // A generous --timeout: the default (300 s boot + 30 x 2 s) is for
+        // a host that is not also building and testing.
+        .args(["--icount", "1", "--timeout", "1200", "--kernels", "rt", "--loads", "idle,fork:1", "--deadline", "1us", "--rtscope"])
+        .arg(rtscope())
+        .arg("--out-dir")
+        .arg(&out_dir)
+        .args(["--", "-D", "2s", "-i", "1000", "--no-store"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    eprintln!("compare-kernels:\n{stdout}\n{stderr}");
+    assert_eq!(o.status.code(), Some(3), "every cell fails a 1 µs deadline: {stderr}");
+    for word in ["guest booted", "measuring: rtscope run", "timeout "] {
+        assert!(stderr.contains(word), "progress {word:?} on stderr: {stderr}");
+    }
+    assert!(stdout.contains("QEMU TCG emulation"), "{stdout}");
+    assert!(stdout.contains("result: FAIL (2 of 2 kernel x load cells failed)"), "{stdout}");
+    assert_eq!(std::fs::read_to_string(out_dir.join("verdicts.txt")).unwrap(), stdout.lines().skip_while(|l| !l.starts_with("== verdict")).map(|l| format!("{l}\n")).collect::<String>());
+    for (load, file, phase) in [("idle", "rt.idle", "idle"), ("fork:1", "rt.fork-1", "guest:fork:1")] {
+        let json = out_dir.join(format!("{file}.json"));
+        let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let merged = merged_entries(&run);
+        assert!(!merged.is_empty() && merged.iter().all(|e| e["phase"] == phase), "{file}: phase {phase}: {run}");
+        let u = |e: &serde_json::Value, k: &str| e[k].as_u64().unwrap_or_else(|| panic!("{k}: {e}"));
+        let samples: u64 = merged.iter().map(|e| u(e, "samples")).sum();
+        let overruns: u64 = merged.iter().map(|e| u(e, "overruns")).sum();
+        assert!(samples > 0 && merged.iter().all(|e| u(e, "min_ns") > 1000), "{file}: every sample is over 1 µs: {run}");
+        let row = stdout
+            .lines()
+            .find(|l| l.split_whitespace().take(2).eq(["rt", load]))
+            .unwrap_or_else(|| panic!("no row for rt {load}: {stdout}"));
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cols[2], "FAIL", "{row}");
+        assert_eq!(cols[3], (samples + overruns).to_string(), "periods = samples + overruns: {row}");
+        assert_eq!(cols[4], samples.to_string(), "late = every sample: {row}");
+        assert_eq!(cols[5], overruns.to_string(), "missed = overruns: {row}");
+        let check = Command::new(rtscope()).env_remove("RTSCOPE_DB").arg("check").arg(&json).args(["--deadline", "1us"]).output().unwrap();
+        assert_eq!(check.status.code(), Some(3), "the cell's verdict is rtscope check's");
+        let junit = std::fs::read_to_string(out_dir.join(format!("{file}.junit.xml"))).unwrap();
+        assert!(junit.contains("<testcase") && junit.contains("<failure"), "{junit}");
+    }
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    for name in ["rt/idle", "rt/fork:1"] {
+        assert!(html.contains(name), "report.html names {name}");
+    }
+}
+
+/// Issue 49 item 3: the CI recipe of docs/kernel-lab.md runs as written
+/// (the block after its `ci-recipe` marker, `-D 60s` shortened to 2 s):
+/// the arm64 rt guest under the guest load, then `rtscope check
+/// --deadline 150us --junit`. The gate's exit (0 or 3) agrees with the
+/// result's own misses (late samples + missed periods from `rtscope
+/// report --deadline`), and the JUnit file says the same.
+#[test]
+fn lab_ci_recipe_runs_as_written() {
+    let Some(_guard) = arm64_guest() else { return };
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/kernel-lab.md")).unwrap();
+    let after = doc.split("<!-- ci-recipe:").nth(1).expect("no ci-recipe marker in docs/kernel-lab.md");
+    let block = after.split("```sh\n").nth(1).unwrap().split("```").next().unwrap();
+    let commands: Vec<String> = block.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')).map(|l| l.replace("-D 60s", "-D 2s")).collect();
+    assert_eq!(commands.len(), 2, "{block}");
+    assert!(commands[0].starts_with("lab/kernel-lab ") && commands[1].starts_with("rtscope check "), "{commands:?}");
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(Path::new(env!("CARGO_MANIFEST_DIR")).join("lab"), dir.path().join("lab")).unwrap();
+    let bin = rtscope().parent().unwrap().to_path_buf();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let mut codes = vec![];
+    for c in &commands {
+        let o = Command::new("sh").arg("-c").arg(c).current_dir(dir.path()).env("PATH", &path).env_remove("RTSCOPE_DB").output().unwrap();
+        eprintln!("$ {c}\n{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        codes.push(o.status.code());
+        if o.status.code() != Some(0) {
+            break;
+        }
+    }
+    assert_eq!(codes[0], Some(0), "the lab step of the recipe failed");
+    let gate = codes.get(1).copied().flatten();
+    assert!(gate == Some(0) || gate == Some(3), "rtscope check exits 0 or 3: {gate:?}");
+    let json = dir.path().join("rt-loaded.json");
+    let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(run["host"]["realtime"], serde_json::json!(true), "{}", run["host"]);
+    assert!(merged_entries(&run).iter().all(|e| e["phase"] == "guest:cpu:1,fork:1,io:1,net:1"), "{run}");
+    let rep = Command::new(rtscope()).env_remove("RTSCOPE_DB").arg("report").arg(&json).args(["--deadline", "150us", "--no-pwcet", "--format", "json"]).output().unwrap();
+    let rep: serde_json::Value = serde_json::from_slice(&rep.stdout).expect("report JSON");
+    let misses: u64 = rep["runs"][0]["entries"].as_array().unwrap().iter().filter(|e| e["thread"].is_null()).map(|e| e["deadline"]["misses_upper"].as_u64().unwrap()).sum();
+    assert_eq!(gate == Some(3), misses > 0, "the gate fails exactly when a period missed the deadline ({misses} misses)");
+    let junit = std::fs::read_to_string(dir.path().join("rtscope-junit.xml")).unwrap();
+    assert!(junit.contains("<testcase"), "{junit}");
+    assert_eq!(junit.contains("<failure"), misses > 0, "{junit}");
 }

@@ -275,37 +275,87 @@ pub(crate) fn analyse(
     }
 }
 
-/// `−40 %` / `+3.1 %` for a log-scale effect; `+0.12 pp` for a miss ratio.
+/// A latency effect is shown as a ratio (`×144.5`) rather than a percentage
+/// (`+14350 %`) once the ratio reaches this factor either way (×2 or ×0.5:
+/// +100 % / −50 %); below it, as a percentage (docs/factors.md).
+pub(crate) const RATIO_FROM: f64 = 2.0;
+
+/// Whether a log-scale row (its effect and interval ends, as ratio − 1) is
+/// shown as ratios: any of them at or beyond [`RATIO_FROM`] either way.
+pub(crate) fn as_ratio(xs: &[f64]) -> bool {
+    xs.iter().any(|x| {
+        let r = 1.0 + x;
+        r >= RATIO_FROM || r <= 1.0 / RATIO_FROM
+    })
+}
+
+/// `×144.5`, `×3.11`, `×0.42`, `×0.0069` for a log-scale effect (ratio − 1).
+pub(crate) fn fmt_ratio(x: f64) -> String {
+    let r = (1.0 + x).max(0.0);
+    let digits = if r >= 10.0 {
+        1
+    } else if r >= 0.1 || r == 0.0 {
+        2
+    } else {
+        // Two significant digits.
+        (1.0 - r.log10().floor()) as usize
+    };
+    format!("×{r:.digits$}")
+}
+
+/// `−40 %` / `+3.1 %` for a log-scale effect, `×144.5` past [`RATIO_FROM`];
+/// `+0.12 pp` for a miss ratio.
 pub(crate) fn fmt_effect(x: f64, scale: Scale) -> String {
     match scale {
-        Scale::Log => {
-            let p = x * 100.0;
-            let digits = if p.abs() >= 10.0 { 0 } else { 1 };
-            format!("{}{:.*} %", if p < 0.0 { "−" } else { "+" }, digits, p.abs())
-        }
+        Scale::Log if as_ratio(&[x]) => fmt_ratio(x),
+        Scale::Log => fmt_percent(x),
         Scale::Linear => format!("{}{:.3} pp", if x < 0.0 { "−" } else { "+" }, (x * 100.0).abs()),
     }
 }
 
-/// `[−52, −31]` (percent) or `[−0.100, +0.020] pp`.
-pub(crate) fn fmt_interval(lo: f64, hi: f64, scale: Scale) -> String {
-    let one = |x: f64| {
-        let s = fmt_effect(x, scale);
-        s.trim_end_matches(" %").trim_end_matches(" pp").to_string()
-    };
+fn fmt_percent(x: f64) -> String {
+    let p = x * 100.0;
+    let digits = if p.abs() >= 10.0 { 0 } else { 1 };
+    format!("{}{:.*} %", if p < 0.0 { "−" } else { "+" }, digits, p.abs())
+}
+
+/// `[−52, −31]` (percent) or `[−0.100, +0.020] pp`; with `ratio`, `[×102.6, ×203.6]`.
+fn fmt_interval_as(lo: f64, hi: f64, scale: Scale, ratio: bool) -> String {
     match scale {
-        Scale::Log => format!("[{}, {}]", one(lo), one(hi)),
-        Scale::Linear => format!("[{}, {}] pp", one(lo), one(hi)),
+        Scale::Log if ratio => format!("[{}, {}]", fmt_ratio(lo), fmt_ratio(hi)),
+        Scale::Log => format!("[{}, {}]", fmt_percent(lo).trim_end_matches(" %"), fmt_percent(hi).trim_end_matches(" %")),
+        Scale::Linear => {
+            let one = |x: f64| fmt_effect(x, scale).trim_end_matches(" pp").to_string();
+            format!("[{}, {}] pp", one(lo), one(hi))
+        }
     }
+}
+
+/// `[−52, −31]` (percent), `[×102.6, ×203.6]` past [`RATIO_FROM`], or `[−0.100, +0.020] pp`.
+pub(crate) fn fmt_interval(lo: f64, hi: f64, scale: Scale) -> String {
+    fmt_interval_as(lo, hi, scale, as_ratio(&[lo, hi]))
+}
+
+/// An estimate's effect and 95 % interval as shown in one row: all three
+/// as ratios when any of them is at or past [`RATIO_FROM`] either way
+/// (`×144.5 [×102.6, ×203.6]`), else as percentages (`+37 % [−51, +81]`).
+pub(crate) fn fmt_estimate(e: &Estimate, scale: Scale) -> (String, String) {
+    let ratio = scale == Scale::Log && as_ratio(&[e.effect, e.lo, e.hi]);
+    let effect = match scale {
+        Scale::Log if ratio => fmt_ratio(e.effect),
+        Scale::Log => fmt_percent(e.effect),
+        Scale::Linear => fmt_effect(e.effect, scale),
+    };
+    (effect, fmt_interval_as(e.lo, e.hi, scale, ratio))
 }
 
 /// The sentence doctor cites: `measured: −40 % p99.9 [−52, −31], experiment fx-…`.
 pub(crate) fn citation(r: &Row, experiment: &str) -> String {
+    let (effect, interval) = fmt_estimate(&r.estimate, r.scale);
     format!(
-        "measured: {} {} [{}] of {} for {}={} vs {} ({}), experiment {experiment}",
-        fmt_effect(r.estimate.effect, r.scale),
+        "measured: {effect} {} [{}] of {} for {}={} vs {} ({}), experiment {experiment}",
         r.metric.name(),
-        fmt_interval(r.estimate.lo, r.estimate.hi, r.scale).trim_start_matches('[').trim_end_matches(']').trim_end_matches("] pp"),
+        interval.trim_end_matches(" pp").trim_start_matches('[').trim_end_matches(']'),
         r.entry,
         r.factor,
         r.level,
@@ -318,11 +368,50 @@ pub(crate) fn citation(r: &Row, experiment: &str) -> String {
 mod tests {
     use super::*;
 
+    fn est(effect: f64, lo: f64, hi: f64) -> Estimate {
+        Estimate { effect, lo, hi, test_lo: lo, test_hi: hi, rounds: 5, verdict: Verdict::Material }
+    }
+
     #[test]
     fn effects_are_formatted_as_percentages() {
         assert_eq!(fmt_effect(-0.4, Scale::Log), "−40 %");
         assert_eq!(fmt_effect(0.031, Scale::Log), "+3.1 %");
-        assert_eq!(fmt_interval(-0.52, -0.31, Scale::Log), "[−52, −31]");
+        assert_eq!(fmt_interval(-0.45, -0.31, Scale::Log), "[−45, −31]");
+        assert_eq!(fmt_interval(-0.52, -0.31, Scale::Log), "[×0.48, ×0.69]");
         assert_eq!(fmt_effect(0.0012, Scale::Linear), "+0.120 pp");
+        assert_eq!(fmt_estimate(&est(0.37, -0.49, 0.81), Scale::Log), ("+37 %".into(), "[−49, +81]".into()));
+        // A miss ratio stays in percentage points however large.
+        assert_eq!(fmt_estimate(&est(0.5, 0.2, 0.9), Scale::Linear), ("+50.000 pp".into(), "[+20.000, +90.000] pp".into()));
+    }
+
+    /// README's `+14350 % [+10158, +20257]` reads ×144.5 [×102.6, ×203.6];
+    /// the bound is a factor of 2 either way, and a row is one form throughout.
+    #[test]
+    fn large_effects_are_formatted_as_ratios() {
+        assert_eq!(fmt_estimate(&est(143.5, 101.58, 202.57), Scale::Log), ("×144.5".into(), "[×102.6, ×203.6]".into()));
+        assert_eq!(fmt_estimate(&est(2.11, 0.88, 4.38), Scale::Log), ("×3.11".into(), "[×1.88, ×5.38]".into()));
+        // Just under the bound either way: percentages.
+        assert_eq!(fmt_estimate(&est(0.99, 0.5, 0.999), Scale::Log).0, "+99 %");
+        assert_eq!(fmt_estimate(&est(-0.49, -0.499, -0.3), Scale::Log).0, "−49 %");
+        // At the bound: ratios, also when only an interval end reaches it.
+        assert_eq!(fmt_effect(1.0, Scale::Log), "×2.00");
+        assert_eq!(fmt_effect(-0.5, Scale::Log), "×0.50");
+        assert_eq!(fmt_estimate(&est(0.37, -0.51, 2.81), Scale::Log), ("×1.37".into(), "[×0.49, ×3.81]".into()));
+        // Large reductions keep two significant digits instead of −99 %.
+        assert_eq!(fmt_effect(-0.9931, Scale::Log), "×0.0069");
+        assert_eq!(fmt_effect(-0.95, Scale::Log), "×0.050");
+        let r = Row {
+            entry: "timer/cpu".into(),
+            metric: Metric::P99,
+            factor: "policy".into(),
+            level: "other".into(),
+            baseline: "fifo".into(),
+            baseline_value: 1.0,
+            level_value: 144.5,
+            scale: Scale::Log,
+            estimate: est(143.5, 101.58, 202.57),
+            interaction: false,
+        };
+        assert_eq!(citation(&r, "fx-1"), "measured: ×144.5 p99 [×102.6, ×203.6] of timer/cpu for policy=other vs fifo (material), experiment fx-1");
     }
 }

@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 
 use super::effects::{Scale, Verdict, MATERIAL_RATIO};
-use super::{fmt_effect, fmt_interval, Analysis, Row};
+use super::{fmt_estimate, Analysis, Row};
 use crate::report::escape::terminal_safe;
 
 fn header(a: &Analysis) -> Vec<String> {
@@ -32,12 +32,13 @@ fn header(a: &Analysis) -> Vec<String> {
 }
 
 fn cells(r: &Row) -> [String; 6] {
+    let (effect, interval) = fmt_estimate(&r.estimate, r.scale);
     [
         r.entry.clone(),
         r.metric.name().to_string(),
         if r.interaction { r.level.clone() } else { format!("{}={} vs {}", r.factor, r.level, r.baseline) },
-        fmt_effect(r.estimate.effect, r.scale),
-        fmt_interval(r.estimate.lo, r.estimate.hi, r.scale),
+        effect,
+        interval,
         r.estimate.verdict.word().to_string(),
     ]
 }
@@ -148,7 +149,7 @@ fn effect_plot(rows: &[&Row]) -> String {
     let band = (x(1.0 / MATERIAL_RATIO - 1.0), x(MATERIAL_RATIO - 1.0));
     let _ = write!(s, "<rect x=\"{:.1}\" y=\"{top}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#eee\"/>", band.0, band.1 - band.0, row_h * rows.len() as f64);
     let _ = write!(s, "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{1}\" y2=\"{2:.1}\" stroke=\"#888\"/>", x(0.0), top - 5.0, top + row_h * rows.len() as f64);
-    for t in [-0.9, -0.5, -0.2, 0.0, 0.25, 1.0, 4.0, 9.0] {
+    for t in [-0.99, -0.9, -0.5, -0.2, 0.0, 0.25, 1.0, 4.0, 9.0, 99.0] {
         if ln(t).abs() <= lim {
             let _ = write!(s, "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>", x(t), top - 10.0, super::fmt_effect(t, Scale::Log));
         }
@@ -163,7 +164,8 @@ fn effect_plot(rows: &[&Row]) -> String {
         let label = format!("{} {} {}", r.entry, r.metric.name(), if r.interaction { r.level.clone() } else { format!("{}={}", r.factor, r.level) });
         let _ = write!(s, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", left - 8.0, y + 4.0, crate::report::html::esc(&label));
         let _ = write!(s, "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"{colour}\" stroke-width=\"2\"/>", x(r.estimate.lo), x(r.estimate.hi));
-        let _ = write!(s, "<circle cx=\"{:.1}\" cy=\"{y:.1}\" r=\"4\" fill=\"{colour}\"><title>{} {}</title></circle>", x(r.estimate.effect), fmt_effect(r.estimate.effect, r.scale), fmt_interval(r.estimate.lo, r.estimate.hi, r.scale));
+        let (effect, interval) = fmt_estimate(&r.estimate, r.scale);
+        let _ = write!(s, "<circle cx=\"{:.1}\" cy=\"{y:.1}\" r=\"4\" fill=\"{colour}\"><title>{effect} {interval}</title></circle>", x(r.estimate.effect));
     }
     let _ = write!(s, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">effect vs the baseline level (log axis); grey band: too small to be material</text>", (left + w - right) / 2.0, h - 8.0);
     s.push_str("</svg>");
