@@ -292,6 +292,101 @@ fn names_the_fifo_99_hog_as_top_culprit_of_late_samples() {
     }
 }
 
+/// A thread named `name` spinning in user space on `cpu` (SCHED_FIFO `fifo` if given, else
+/// SCHED_OTHER) until the guard is dropped.
+struct Spinner(Arc<AtomicBool>, Option<std::thread::JoinHandle<()>>);
+
+impl Spinner {
+    fn start(name: &str, cpu: usize, fifo: Option<i32>) -> Spinner {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (flag, cname) = (Arc::clone(&stop), std::ffi::CString::new(name).unwrap());
+        let h = std::thread::spawn(move || {
+            // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes; an
+            // all-zero cpu_set_t is valid and CPU_SET writes inside it; pid 0 = this thread.
+            let ok = unsafe {
+                libc::prctl(libc::PR_SET_NAME, cname.as_ptr() as libc::c_ulong, 0, 0, 0);
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(cpu, &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+                    && fifo.is_none_or(|prio| libc::sched_setscheduler(0, libc::SCHED_FIFO, &libc::sched_param { sched_priority: prio }) == 0)
+            };
+            tx.send(ok).unwrap();
+            while ok && !flag.load(Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        });
+        assert!(rx.recv_timeout(Duration::from_secs(5)).expect("spinner started"), "spinner {name:?}: pin / SCHED_FIFO failed");
+        Spinner(stop, Some(h))
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+        if let Some(h) = self.1.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// RT throttling, seen and advised: a SCHED_FIFO 1 thread spinning on the measured CPU
+/// (below the probe's 95, so it never delays it by itself) uses up the real-time budget
+/// (`sched_rt_runtime_us` of every `sched_rt_period_us`); the kernel then stops every
+/// real-time task of the CPU, the measuring thread included, for the rest of the period
+/// and runs ordinary tasks: an ordinary spinner on that CPU (`rtscope-cfs`) takes the
+/// window. The traced windows show ordinary tasks holding the real-time thread's CPU for
+/// about the throttled stretch, and the advice names RT throttling with doctor's fix.
+/// Runs only with throttling on (never starts a FIFO busy loop without it).
+#[test]
+fn rt_throttling_is_named_by_the_advice() {
+    skip_unless_tracing!();
+    let _lock = shared();
+    let rt = |f: &str| std::fs::read_to_string(format!("/proc/sys/kernel/{f}")).ok().and_then(|v| v.trim().parse::<i64>().ok());
+    let (Some(runtime), Some(period)) = (rt("sched_rt_runtime_us"), rt("sched_rt_period_us")) else {
+        eprintln!("skipped: RT throttling settings unreadable");
+        return;
+    };
+    if runtime < 0 || runtime >= period || period - runtime < 10_000 || period > 2_000_000 {
+        eprintln!("skipped: RT throttling is off or its stretch is not 10 ms..2 s ({runtime} of {period} us)");
+        return;
+    }
+    let stretch_ns = ((period - runtime) * 1000) as u64;
+    let sb = Sandbox::new();
+    let out = {
+        let _cfs = Spinner::start("rtscope-cfs", CPU, None);
+        let _fifo = Spinner::start("rtscope-rt1", CPU, Some(1));
+        // Three periods at least: each one throttles once.
+        let secs = (3 * period as u64).div_ceil(1_000_000).max(3);
+        let d = format!("{secs}s");
+        let args = ["-p", "95", "-a", "1", "-t", "1", "-i", "1000", "-D", &d, "--trace-threshold", "5ms", "--trace-max", "20"];
+        sb.cmd().arg("run").args(args).arg("--json").arg(sb.path("r.json")).output().unwrap()
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{:?}\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    let run = read_json(&sb.path("r.json"));
+    let merged = merged(&run);
+    let traced: Vec<&Value> = merged[0]["worst"].as_array().unwrap().iter().filter_map(|w| w.get("trace")).collect();
+    // A throttled window: ordinary tasks (prio >= 100) hold most of it, about the stretch
+    // long (a window is due at most one 1 ms period after the throttle began).
+    let throttled = traced
+        .iter()
+        .filter(|t| {
+            let ordinary: u64 = t["culprits"].as_array().unwrap().iter().filter(|c| c["kind"] == "task" && c["prio"].as_i64().is_some_and(|p| p >= 100)).map(|c| u(&c["duration_ns"])).sum();
+            ordinary >= stretch_ns / 10 && ordinary <= stretch_ns + stretch_ns / 10
+        })
+        .count();
+    assert!(throttled >= 1, "no traced window with ordinary tasks for the throttled stretch ({stretch_ns} ns):\n{stdout}");
+    let names_cfs = traced.iter().any(|t| t["culprits"].as_array().unwrap().iter().any(|c| c["name"] == "rtscope-cfs" && c["prio"].as_i64().is_some_and(|p| p >= 100)));
+    assert!(names_cfs, "the ordinary spinner is named in no window:\n{stdout}");
+    // An item may be wrapped onto indented lines: join them.
+    let joined = stdout.replace("\n    ", " ");
+    let advice = joined.lines().find(|l| l.contains("advice: RT throttling")).unwrap_or_else(|| panic!("no RT throttling advice:\n{stdout}"));
+    assert!(advice.contains(&format!("{runtime} of every {period} us")) && advice.contains("sched_rt_runtime_us=-1"), "{advice}");
+    // The spinner ran because of the throttling: it is not advised against as a task.
+    assert!(!joined.lines().any(|l| l.contains("advice: ") && l.contains("rtscope-cfs")), "{stdout}");
+}
+
 /// Call-chain sampling (`--trace-stacks`, on by default): a FIFO 99 hog that spends its
 /// bursts reading /dev/zero. Every traced late sample whose window the hog tops (and that
 /// caught a sample of it) has the kernel's read path as the hog's top code path; the paths'

@@ -11,9 +11,19 @@
 //!   idle state limits;
 //! - a device IRQ held a window → its affinity;
 //! - a `kworker/` task held a window → the workqueue cpumask;
-//! - another real-time task held a window → its placement or priority.
+//! - another real-time task held a window → its placement or priority;
+//! - RT throttling: the measuring threads are real-time, throttling is on (the run's
+//!   `sched.rt_throttling` doctor evidence: `sched_rt_runtime_us` < `sched_rt_period_us`),
+//!   and in a window ordinary tasks (kernel priority ≥ 100) that the kernel could preempt
+//!   held the CPU for at least [`HELD_SHARE`] of it, at least a tenth of the throttled
+//!   stretch (`period − runtime`, and 1 ms) and at most that stretch: a runnable real-time
+//!   thread loses the CPU to an ordinary task only while its class is throttled. "Could
+//!   preempt": the kernel is preemptible (full, lazy, rt), or the task was sampled in user
+//!   mode; an ordinary task inside a non-preemptible kernel section is not throttling.
+//!   Idle time is no evidence (in a VM a halted vCPU's timer can come late). The
+//!   ordinary tasks of such a window are not blamed by the other rules.
 
-use crate::doctor::{console::FIX_CONSOLE_LOGLEVEL, cpuidle::FIX_DMA_LATENCY, irq::fix_irq_affinity};
+use crate::doctor::{console::FIX_CONSOLE_LOGLEVEL, cpuidle::FIX_DMA_LATENCY, irq::fix_irq_affinity, sched::FIX_RT_THROTTLING};
 use crate::model::{Run, TraceWindow};
 
 /// A culprit that held a window: name, IRQ number, exit latency (ns), kernel priority.
@@ -34,7 +44,8 @@ const CONSOLE_FRAMES: &[&str] = &[
 ];
 
 /// One piece of advice per cause seen in the run's traced windows, in the order: console,
-/// idle states, IRQs, workqueues, real-time tasks. Empty when nothing traced shows a cause.
+/// idle states, IRQs, workqueues, real-time tasks, RT throttling. Empty when nothing traced
+/// shows a cause.
 pub(crate) fn advice(run: &Run) -> Vec<String> {
     let windows: Vec<&TraceWindow> =
         crate::model::merged_or_sole(&run.results, |r| r).into_iter().flat_map(|r| r.worst.iter().filter_map(|w| w.trace.as_ref())).collect();
@@ -77,7 +88,13 @@ pub(crate) fn advice(run: &Run) -> Vec<String> {
     let mut irqs: Vec<(u32, String)> = Vec::new();
     let mut kworkers: Vec<String> = Vec::new();
     let mut rt: Vec<(String, i32)> = Vec::new();
+    let throttle = rt_throttle(run);
+    let mut throttled: Vec<(u64, u64)> = Vec::new();
     for w in &windows {
+        let throttled_here = throttle.and_then(|t| throttled_ns(run, w, t));
+        if let Some(ns) = throttled_here {
+            throttled.push((ns, w.end_ns.0.saturating_sub(w.start_ns.0)));
+        }
         for (name, _, lat, _) in held(w, "idle") {
             if let Some(l) = lat.filter(|l| *l > 0) {
                 if !idle.iter().any(|(n, _)| *n == name) {
@@ -91,6 +108,10 @@ pub(crate) fn advice(run: &Run) -> Vec<String> {
             }
         }
         for (name, _, _, prio) in held(w, "task") {
+            if throttled_here.is_some() && prio.is_some_and(|p| p >= 100) {
+                // Ran because the real-time class was throttled: not its fault.
+                continue;
+            }
             if name.starts_with("kworker/") {
                 if !kworkers.contains(&name) {
                     kworkers.push(name);
@@ -138,7 +159,47 @@ pub(crate) fn advice(run: &Run) -> Vec<String> {
             if rt.len() == 1 { "it" } else { "them" }
         ));
     }
+    if let (Some((runtime, period)), Some((ns, span))) = (throttle, throttled.iter().max_by_key(|(ns, _)| *ns)) {
+        out.push(format!(
+            "RT throttling ({} traced sample(s): the real-time measuring thread was due while ordinary tasks ran, {:.1}ms of a {:.1}ms window; real-time tasks may use {runtime} of every {period} us here, so they are stopped for up to {} us when they use more): {FIX_RT_THROTTLING} Better: find the real-time task that uses {:.0}% of the CPU (the windows before the throttled one name it).",
+            throttled.len(),
+            *ns as f64 / 1e6,
+            *span as f64 / 1e6,
+            period - runtime,
+            runtime as f64 * 100.0 / period as f64,
+        ));
+    }
     out
+}
+
+/// `(sched_rt_runtime_us, sched_rt_period_us)` from the run's doctor evidence, when RT
+/// throttling was on (a runtime below the period; -1 is off).
+fn rt_throttle(run: &Run) -> Option<(u64, u64)> {
+    let f = run.host.doctor.iter().find(|f| f.id == "sched.rt_throttling")?;
+    let value = |file: &str| f.evidence.iter().find(|e| e.path.ends_with(file)).and_then(|e| e.value.trim().parse::<i64>().ok());
+    let (runtime, period) = (value("sched_rt_runtime_us")?, value("sched_rt_period_us")?);
+    (runtime >= 0 && period > 0 && runtime < period).then_some((runtime as u64, period as u64))
+}
+
+/// The time ordinary tasks held window `w` of a real-time measuring thread when it has
+/// the RT throttling signature (the module's rules), else `None`.
+fn throttled_ns(run: &Run, w: &TraceWindow, (runtime, period): (u64, u64)) -> Option<u64> {
+    let realtime = matches!(run.plan.policy.as_str(), "fifo" | "rr") && run.plan.priority > 0;
+    if !realtime {
+        return None;
+    }
+    let preemptible = matches!(run.host.preempt_model.as_str(), "full" | "lazy" | "rt") || run.host.realtime;
+    let ns: u64 = w
+        .culprits
+        .iter()
+        .filter(|c| c.kind == "task" && c.prio.is_some_and(|p| p >= 100))
+        .filter(|c| preemptible || c.paths.iter().any(|p| p.frames.first().is_some_and(|f| f.starts_with("[user]"))))
+        .map(|c| c.duration_ns.0)
+        .sum();
+    let span = w.end_ns.0.saturating_sub(w.start_ns.0).max(1);
+    let stretch = (period - runtime) * 1_000;
+    let least = (stretch / 10).max(1_000_000);
+    (ns as f64 / span as f64 >= HELD_SHARE && ns >= least && ns <= stretch + stretch / 10).then_some(ns)
 }
 
 /// A CPU list as the hex mask sysfs cpumask files take.
@@ -200,6 +261,73 @@ mod tests {
         assert!(a[2].contains("25 (virtio0-input.0)") && a[2].contains(&format!("echo {hk} > /proc/irq/$i/smp_affinity_list")), "{}", a[2]);
         assert!(a[3].contains("kworker/1:2") && a[3].contains(&format!("echo {} > /sys/devices/virtual/workqueue/cpumask", if cpu == 0 { "2" } else { "1" })), "{}", a[3]);
         assert!(a[4].contains("dd (rt prio 99)"), "{}", a[4]);
+    }
+
+    #[test]
+    fn rt_throttling_only_with_its_signature() {
+        use crate::model::{Evidence, Finding, Severity};
+        let mut run = golden();
+        run.host.cpus_online = vec![0, 1];
+        run.plan.policy = "fifo".into();
+        run.plan.priority = 95;
+        run.host.preempt_model = "voluntary".into();
+        run.host.realtime = false;
+        let throttling = |runtime: &str| {
+            let ev = |path: &str, value: &str| Evidence { path: path.into(), value: value.into() };
+            let mut f = Finding::new("sched.rt_throttling", Severity::Info, "RT throttling");
+            f.evidence = vec![ev("/proc/sys/kernel/sched_rt_runtime_us", runtime), ev("/proc/sys/kernel/sched_rt_period_us", "1000000")];
+            vec![f]
+        };
+        let window = |run: &mut Run, span: u64, culprits: Vec<Culprit>| {
+            for w in run.results.iter_mut().flat_map(|r| r.worst.iter_mut()).filter_map(|w| w.trace.as_mut()) {
+                (w.start_ns, w.end_ns, w.culprits, w.stacks) = (Nanos(0), Nanos(span), culprits.clone(), None);
+            }
+        };
+        let task = |name: &str, prio: i32, ns: u64, frame: &str| {
+            let mut t = c("task", name, ns);
+            t.prio = Some(prio);
+            t.paths = vec![CodePath { frames: vec![frame.into()], samples: 4, share: 1.0 }];
+            t
+        };
+        let throttled = |a: &[String]| a.iter().any(|l| l.starts_with("RT throttling") && l.contains(FIX_RT_THROTTLING));
+        run.host.doctor = throttling("950000");
+        // An ordinary task in user mode held 45 ms of a 48 ms window: throttled (50 ms stretch).
+        let cfs = || vec![task("make", 120, 45_000_000, "[user] make"), task("kworker/1:1", 120, 2_000_000, "[user] kworker/1:1")];
+        window(&mut run, 48_000_000, cfs());
+        let a = advice(&run);
+        assert!(throttled(&a) && a.len() == 1, "the kworker of a throttled window is not blamed: {a:#?}");
+        assert!(a[0].contains("47.0ms of a 48.0ms window") && a[0].contains("950000 of every 1000000 us") && a[0].contains("up to 50000 us"), "{}", a[0]);
+        // Throttling off (-1), or its settings unknown: no such advice.
+        run.host.doctor = throttling("-1");
+        assert!(!throttled(&advice(&run)));
+        run.host.doctor.clear();
+        assert!(!throttled(&advice(&run)));
+        run.host.doctor = throttling("950000");
+        // Measuring threads not real-time: an ordinary task may run before them.
+        run.plan.policy = "other".into();
+        assert!(!throttled(&advice(&run)));
+        run.plan.policy = "fifo".into();
+        // Too short for the 50 ms stretch (under a tenth of it): not the signature.
+        window(&mut run, 4_000_000, vec![task("make", 120, 3_000_000, "[user] make")]);
+        assert!(!throttled(&advice(&run)));
+        // Longer than the stretch can be: not throttling either.
+        window(&mut run, 90_000_000, vec![task("make", 120, 80_000_000, "[user] make")]);
+        assert!(!throttled(&advice(&run)));
+        // In the kernel on a non-preemptible kernel: a long kernel section, not throttling...
+        window(&mut run, 48_000_000, vec![task("make", 120, 45_000_000, "clear_page_erms")]);
+        assert!(!throttled(&advice(&run)));
+        // ...which a preemptible kernel would have preempted.
+        run.host.preempt_model = "full".into();
+        assert!(throttled(&advice(&run)));
+        // A real-time task holding the window is no throttling (its own rule names it).
+        window(&mut run, 48_000_000, vec![task("hog", 98, 45_000_000, "[user] hog")]);
+        let a = advice(&run);
+        assert!(!throttled(&a) && a.len() == 1 && a[0].contains("hog (rt prio 1)"), "{a:#?}");
+        // Idle time is no evidence.
+        let mut idle = c("idle", "haltpoll", 45_000_000);
+        idle.exit_latency_ns = Some(Nanos(0));
+        window(&mut run, 48_000_000, vec![idle, c("unexplained", "unexplained", 2_000_000)]);
+        assert!(!throttled(&advice(&run)));
     }
 
     #[test]

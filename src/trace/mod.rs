@@ -308,7 +308,17 @@ impl TraceSession {
         session.mounted_tracefs = mounted;
         if let Some(hz) = plan.stack_hz {
             match stacks::Sampling::start(cpus, hz) {
-                Ok(s) => *session.sampling.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(s),
+                Ok(mut s) => {
+                    // The symbols are read here, before anything is measured: reading
+                    // /proc/kallsyms is kernel work in long stretches (376 µs each in the
+                    // kernel lab's one-CPU stock guest, where the collector shares the
+                    // measured CPU), so read during the run it made the very latencies it was
+                    // to explain.
+                    if let Some(e) = s.set_symbols(stacks::Kallsyms::load()) {
+                        eprintln!("warning: {e}");
+                    }
+                    *session.sampling.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(s)
+                }
                 Err(e) => session.sampling_error = Some(e),
             }
         }
@@ -390,14 +400,6 @@ impl TraceSession {
         unsafe {
             let tid = libc::gettid();
             libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, -10);
-        }
-        if self.plan.stack_hz.is_some() && self.sampling_error.is_none() {
-            let loaded = stacks::Kallsyms::load();
-            if let Some(s) = self.sampling.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
-                if let Some(e) = s.set_symbols(loaded) {
-                    eprintln!("warning: {e}");
-                }
-            }
         }
         while !done.load(Ordering::Relaxed) {
             self.drain_stacks();

@@ -109,8 +109,8 @@ pub(crate) struct Sampling {
 
 impl Sampling {
     /// Starts sampling `cpus` at `hz`; the error says why it cannot (and the run goes on
-    /// without). The symbols are loaded later, by the collector:
-    /// reading /proc/kallsyms takes a few hundred ms on a loaded machine ([`Sampling::set_symbols`]).
+    /// without). The symbols come with [`Sampling::set_symbols`], read before the
+    /// measurement starts (reading /proc/kallsyms during it delays the measured CPU).
     pub(crate) fn start(cpus: &[usize], hz: u32) -> Result<Sampling, String> {
         let period_ns = 1_000_000_000 / u64::from(hz.max(1));
         let symbols = Kallsyms { addrs: Vec::new(), names: String::new() };
