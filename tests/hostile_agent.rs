@@ -288,3 +288,24 @@ fn a_rescue_file_never_replaces_another() {
         assert_eq!(u(&per_thread(&read_json(std::path::Path::new(s)))[0]["samples"]), 1);
     }
 }
+
+/// The advice follows the cause (issue 47): a well-formed block whose
+/// content breaks an invariant is the agent's build or port, named with the
+/// invariant; only a line that does not parse points at the link. Before,
+/// both said "malformed … Check the link (baud rate…)".
+#[test]
+fn a_refusal_advises_by_its_cause() {
+    let sb = Sandbox::new();
+    let head = "say result id={id} n=0 probe=timer variant=- thread=0 cpu=0 interval_ns=1000000 samples=2 overruns=0 min_ns=100 max_ns=200 sum=300 sumsq=50000 hist=2 tail=2 tail_k=5 worst=2 sec=1 width_s=1 setup=0 stopped=0";
+    // Every line parses and is signed; its per-second slot says 2 samples
+    // of 1..900 ns in a block of 100..200 ns: no measurement makes that.
+    let t = fake(&sb, &format!("hello\n{}{head}\nsay hist id={{id}} n=0 b=100:100:1,200:200:1\nsay tail id={{id}} n=0 s=200:1:1:0,100:0:0:0\nsay sec id={{id}} n=0 s=0:2:1:900:300\nsay end id={{id}} n=0\nsay done id={{id}} status=complete results=1\n", begun("-", 1)));
+    let o = run(&sb, &t, TIMER);
+    refused(&sb, &o, &["well-formed", "breaks an invariant", "per-second slot 0 s", "does not fit", "the agent's build or port is wrong", "line 12"]);
+    assert!(!stderr(&o).contains("Check the link") && !stderr(&o).contains("malformed"), "{}", stderr(&o));
+    // A `result` line without a number where one belongs: the link (or a protocol mismatch).
+    let t = fake(&sb, &format!("hello\n{}{}\nsay done id={{id}} status=complete results=1\n", begun("-", 1), head.replace("samples=2", "samples=two")));
+    let o = run(&sb, &t, TIMER);
+    refused(&sb, &o, &["is malformed", "samples", "Check the link"]);
+    assert!(!stderr(&o).contains("build or port"), "{}", stderr(&o));
+}

@@ -13,11 +13,18 @@
 //!
 //! - the histogram counts (and the per-second counts, when there are any)
 //!   sum to `samples`, which fits the history's integers;
-//! - min ≤ mean ≤ max (exactly: `min·n ≤ Σx ≤ max·n`), the buckets ascend
-//!   without overlap and reach min and max;
-//! - the tail is sorted largest first, holds at most `tail_k` samples, none
-//!   above max;
+//! - min ≤ mean ≤ max (exactly: `min·n ≤ Σx ≤ max·n`) and, unless Σx² is
+//!   absent or saturated, min² ≤ mean square ≤ max² ([`moments_hold`]); the
+//!   buckets ascend without overlap and reach min and max;
+//! - every per-second slot holds samples, its min ≤ max within [min, max],
+//!   its Σx a mean within its own min and max;
+//! - the tail is sorted largest first ([`rank`]), holds at most `tail_k`
+//!   samples, each within [min, max];
 //! - every percentile lies within [min, max].
+//!
+//! These are the only checks of a stored entry: native recorders, agent
+//! blocks (src/target/block.rs checks only that the lines its header
+//! announced arrived) and imported results are held to the same ones.
 //!
 //! [`per_thread_and_merged`] is the one grouping: one entry per member, then
 //! one merged entry per variant, in the order first seen.
@@ -151,24 +158,31 @@ impl Distribution {
             if self.buckets.last().is_some_and(|b| b.hi_ns.0 < max) {
                 return Err(format!("{what}: max_ns {max} lies above the highest bucket"));
             }
-            // min ≤ mean ≤ max, exactly: a u64 times a u64 fits a u128.
-            if self.sum < min as u128 * n as u128 || self.sum > max as u128 * n as u128 {
-                return Err(format!("{what}: the sum {} puts the mean outside [min_ns {min}, max_ns {max}]", self.sum));
-            }
             for p in PERCENTILES {
                 if let Some(v) = bucket_percentile(&self.buckets, p.q, Nanos(min), Nanos(max)).filter(|v| v.0 < min || v.0 > max) {
                     return Err(format!("{what}: p{} = {} lies outside [min_ns {min}, max_ns {max}]", p.key, v.0));
                 }
             }
         }
+        // min ≤ mean ≤ max and min² ≤ mean square ≤ max², exactly.
+        moments_hold(n, self.sum, self.sumsq, self.min_ns, self.max_ns).map_err(|e| format!("{what}: {e}"))?;
+        for (t, s) in &self.seconds {
+            let inside = s.count > 0 && s.min <= s.max && s.min >= self.min_ns && s.max <= self.max_ns;
+            if !inside || moments_hold(s.count, s.sum, 0, s.min, s.max).is_err() {
+                return Err(format!(
+                    "{what}: per-second slot {t} s (count {}, min {}, max {}, sum {}) does not fit the samples (min_ns {}, max_ns {})",
+                    s.count, s.min, s.max, s.sum, self.min_ns, self.max_ns
+                ));
+            }
+        }
         if self.tail.len() > self.tail_k {
             return Err(format!("{what}: {} tail samples where tail_k={}", self.tail.len(), self.tail_k));
         }
         if self.tail.windows(2).any(|w| rank(&w[0], &w[1]) == Ordering::Greater) {
-            return Err(format!("{what}: the tail samples are not largest first"));
+            return Err(format!("{what}: the tail samples are not largest first (earlier sequence first among equal latencies)"));
         }
-        if let Some(t) = self.tail.first().filter(|t| t.0 .0 > self.max_ns) {
-            return Err(format!("{what}: tail sample {} ns is above max_ns {}", t.0 .0, self.max_ns));
+        if let Some(t) = self.tail.iter().find(|t| t.0 .0 > self.max_ns || t.0 .0 < self.min_ns) {
+            return Err(format!("{what}: tail sample {} ns lies outside [min_ns {}, max_ns {}]", t.0 .0, self.min_ns, self.max_ns));
         }
         Ok(())
     }
@@ -203,6 +217,33 @@ impl Distribution {
         r.tail = Tail { k: self.tail_k, samples: self.tail.clone() };
         r
     }
+}
+
+/// The sums of `n` samples within [`min`, `max`] can be what they say:
+/// `n·min ≤ sum ≤ n·max` (so min ≤ mean ≤ max), and, unless `sumsq` is 0
+/// (not given) or saturated at 2^128−1 (as the recorder saturates it),
+/// `n·min² ≤ sumsq ≤ n·max²`. The one check of a distribution's moments
+/// against its extremes (exact integers, no rounding): a whole
+/// distribution's and each per-second slot's ([`Distribution::check`]), and
+/// an agent's `result` line before its block is read (src/target/block.rs).
+pub(crate) fn moments_hold(n: u64, sum: u128, sumsq: u128, min: u64, max: u64) -> Result<(), String> {
+    let n128 = u128::from(n);
+    if n == 0 {
+        return if sum == 0 && sumsq == 0 { Ok(()) } else { Err(format!("sum={sum} sumsq={sumsq} with no samples")) };
+    }
+    let (lo, hi) = (n128 * u128::from(min), n128 * u128::from(max));
+    if sum < lo || sum > hi {
+        return Err(format!("sum={sum} of {n} samples in {min}..{max} ns: a mean outside [min, max]"));
+    }
+    if sumsq != 0 && sumsq != u128::MAX {
+        let sq = |v: u64| u128::from(v).checked_mul(u128::from(v)).and_then(|x| x.checked_mul(n128));
+        let below = sq(min).is_none_or(|lo| sumsq < lo);
+        let above = sq(max).is_some_and(|hi| sumsq > hi);
+        if below || above {
+            return Err(format!("sumsq={sumsq} of {n} samples in {min}..{max} ns: a mean square outside [min², max²]"));
+        }
+    }
+    Ok(())
 }
 
 /// One member of a grouping: a thread's (or block's) distribution and what
@@ -334,7 +375,7 @@ mod tests {
         bad(&|d| d.sum = u128::MAX, "mean outside");
         bad(&|d| d.tail.reverse(), "not largest first");
         bad(&|d| d.tail_k = 1, "tail_k=1");
-        bad(&|d| d.tail[0].0 = Nanos(99_999), "above max_ns");
+        bad(&|d| d.tail[0].0 = Nanos(99_999), "lies outside [min_ns 10, max_ns 30]");
         bad(
             &|d| {
                 d.seconds.clear();
@@ -343,6 +384,24 @@ mod tests {
             "per-second counts",
         );
         bad(&|d| d.min_ns = 40, "above max_ns");
+        // Checks Block::finish ran on its own before (issue 47): now the
+        // one type's, so a native, an agent's or an imported result meets them.
+        bad(&|d| d.tail.last_mut().unwrap().0 = Nanos(5), "lies outside [min_ns 10");
+        bad(&|d| d.sumsq = 10, "mean square outside");
+        bad(
+            &|d| {
+                d.seconds.clear();
+                d.seconds.insert(0, Second { count: 3, min: 1, max: 30, sum: 60 });
+            },
+            "per-second slot 0 s",
+        );
+        bad(
+            &|d| {
+                d.seconds.clear();
+                d.seconds.insert(0, Second { count: 3, min: 10, max: 30, sum: 300 });
+            },
+            "does not fit",
+        );
     }
 
 }

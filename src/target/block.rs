@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::measure::distribution::{per_thread_and_merged, rank, Distribution, Member, Second};
+use crate::measure::distribution::{moments_hold, per_thread_and_merged, Distribution, Member, Second};
 use crate::model::{Bucket, Nanos, ProbeResult, SetupStep, SignedStats, TailSample};
 
 use super::proto::{tuples, Line};
@@ -46,6 +46,35 @@ impl Limits {
     fn seconds(&self, width_s: u64) -> u64 {
         (self.duration_ns / 1_000_000_000) / width_s.max(1) + 2
     }
+}
+
+/// Why a line of a block is refused, which decides the advice: a line that
+/// does not parse as its kind (`Malformed`: a key missing, not a number; a
+/// link that garbles lines, or a protocol mismatch) or well-formed lines
+/// whose content no measurement can have made (`Invariant`: the agent's
+/// build or port is wrong; the text names the invariant).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    Malformed(String),
+    Invariant(String),
+}
+
+impl From<String> for Refusal {
+    fn from(e: String) -> Self {
+        Refusal::Malformed(e)
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Malformed(e) | Refusal::Invariant(e) => f.write_str(e),
+        }
+    }
+}
+
+fn broken(e: String) -> Refusal {
+    Refusal::Invariant(e)
 }
 
 /// A result block of one thread (or, merged, of a variant).
@@ -81,7 +110,7 @@ pub(crate) struct Block {
 impl Block {
     /// From a `result` line: what it announces bounded by `lim` and by its
     /// own sample count.
-    pub(crate) fn start(l: &Line, lim: &Limits) -> Result<Block, String> {
+    pub(crate) fn start(l: &Line, lim: &Limits) -> Result<Block, Refusal> {
         let variant = match l.req("variant")? {
             "-" => None,
             v => Some(v.to_string()),
@@ -92,19 +121,19 @@ impl Block {
                 let xs: Vec<&str> = s.split(':').collect();
                 let bad = || format!("signed={s} is not COUNT:MIN:MAX:SUM");
                 if xs.len() != 4 {
-                    return Err(bad());
+                    return Err(bad().into());
                 }
                 let count: u64 = xs[0].parse().map_err(|_| bad())?;
                 let min: i64 = xs[1].parse().map_err(|_| bad())?;
                 let max: i64 = xs[2].parse().map_err(|_| bad())?;
                 let sum: i128 = xs[3].parse().map_err(|_| bad())?;
                 if min > max && count > 0 {
-                    return Err(format!("signed={s}: its minimum is above its maximum"));
+                    return Err(broken(format!("signed={s}: its minimum is above its maximum")));
                 }
                 let lo = i128::from(min).checked_mul(i128::from(count));
                 let hi = i128::from(max).checked_mul(i128::from(count));
                 if count > 0 && !(lo.is_some_and(|lo| sum >= lo) && hi.is_some_and(|hi| sum <= hi)) {
-                    return Err(format!("signed={s}: a sum its count, minimum and maximum cannot make"));
+                    return Err(broken(format!("signed={s}: a sum its count, minimum and maximum cannot make")));
                 }
                 let mean_ns = if count == 0 { 0.0 } else { sum as f64 / count as f64 };
                 Some(SignedStats { samples: count, min_ns: min, max_ns: max, mean_ns, clamped: false })
@@ -143,10 +172,10 @@ impl Block {
             want_setup: l.num("setup")?,
         };
         if b.s.samples > 0 && b.s.min_ns > b.s.max_ns {
-            return Err(format!("min_ns {} is above max_ns {}", b.s.min_ns, b.s.max_ns));
+            return Err(broken(format!("min_ns {} is above max_ns {}", b.s.min_ns, b.s.max_ns)));
         }
-        b.within(lim)?;
-        moments_hold(b.s.samples, b.sum, b.sumsq, b.s.min_ns, b.s.max_ns)?;
+        b.within(lim).map_err(broken)?;
+        moments_hold(b.s.samples, b.sum, b.sumsq, b.s.min_ns, b.s.max_ns).map_err(broken)?;
         Ok(b)
     }
 
@@ -175,31 +204,31 @@ impl Block {
     }
 
     /// Take one `setup`, `hist`, `tail` or `sec` line of this block.
-    pub(crate) fn add(&mut self, l: &Line) -> Result<(), String> {
+    pub(crate) fn add(&mut self, l: &Line) -> Result<(), Refusal> {
         match l.kind.as_str() {
             "setup" => {
                 if self.setup.len() as u64 >= self.want_setup {
-                    return Err(format!("more setup lines than setup={} announced", self.want_setup));
+                    return Err(broken(format!("more setup lines than setup={} announced", self.want_setup)));
                 }
                 let outcome = match l.req("outcome")? {
                     "ok" => crate::model::Outcome::Ok,
                     "failed" => crate::model::Outcome::Failed,
                     "skipped" => crate::model::Outcome::Skipped,
-                    o => return Err(format!("outcome={o} is not ok, failed or skipped")),
+                    o => return Err(format!("outcome={o} is not ok, failed or skipped").into()),
                 };
                 self.setup.push(SetupStep::new(foreign(l.req("step")?), outcome, foreign(l.get("detail").unwrap_or(""))));
             }
             "hist" => {
                 for t in tuples("b", l.req("b")?, 3, &[])? {
                     if self.s.buckets.len() as u64 >= self.want_hist {
-                        return Err(format!("more buckets than hist={} announced", self.want_hist));
+                        return Err(broken(format!("more buckets than hist={} announced", self.want_hist)));
                     }
                     let (lo, hi, count) = (small(t[0])?, small(t[1])?, small(t[2])?);
                     if lo > hi {
-                        return Err(format!("bucket {lo}:{hi} is reversed"));
+                        return Err(broken(format!("bucket {lo}:{hi} is reversed")));
                     }
                     if self.s.buckets.last().is_some_and(|p| p.hi_ns.0 >= lo) {
-                        return Err(format!("bucket {lo}:{hi} does not follow the one before it (buckets ascend, without overlap)"));
+                        return Err(broken(format!("bucket {lo}:{hi} does not follow the one before it (buckets ascend, without overlap)")));
                     }
                     self.s.buckets.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count });
                 }
@@ -208,7 +237,7 @@ impl Block {
                 let thread = self.s.thread.unwrap_or(0);
                 for t in tuples("s", l.req("s")?, 4, &[3])? {
                     if self.tail.len() as u64 >= self.want_tail {
-                        return Err(format!("more tail samples than tail={} announced", self.want_tail));
+                        return Err(broken(format!("more tail samples than tail={} announced", self.want_tail)));
                     }
                     let cpu = match t[3] {
                         Some(c) => small(Some(c))? as usize,
@@ -220,28 +249,29 @@ impl Block {
             "sec" => {
                 for t in tuples("s", l.req("s")?, 5, &[])? {
                     if self.sec.len() as u64 >= self.want_sec {
-                        return Err(format!("more per-second slots than sec={} announced", self.want_sec));
+                        return Err(broken(format!("more per-second slots than sec={} announced", self.want_sec)));
                     }
                     let at = small(t[0])?;
                     if self.sec.insert(at, (small(t[1])?, small(t[2])?, small(t[3])?, t[4].unwrap_or(0))).is_some() {
-                        return Err(format!("per-second slot {at} is sent twice"));
+                        return Err(broken(format!("per-second slot {at} is sent twice")));
                     }
                 }
             }
             "note" => {
                 if self.note.is_some() {
-                    return Err("a second note line in one block".into());
+                    return Err(broken("a second note line in one block".into()));
                 }
                 self.note = Some(foreign(l.req("text")?));
             }
-            k => return Err(format!("a {k} line inside result block n={}", self.n)),
+            k => return Err(format!("a {k} line inside result block n={}", self.n).into()),
         }
         Ok(())
     }
 
     /// At `end`: every announced line arrived, and the block holds what
-    /// every result entry holds ([`Distribution::check`]).
-    pub(crate) fn finish(&self) -> Result<(), String> {
+    /// every result entry holds: the checks are [`Distribution::check`]'s
+    /// alone, the one type's for native, agent and imported results.
+    pub(crate) fn finish(&self) -> Result<(), Refusal> {
         let got = [
             ("hist", self.s.buckets.len() as u64, self.want_hist),
             ("tail", self.tail.len() as u64, self.want_tail),
@@ -251,55 +281,17 @@ impl Block {
         ];
         for (what, have, want) in got {
             if have != want {
-                return Err(format!("result n={} announced {what}={want} but {have} arrived", self.n));
+                return Err(broken(format!("result n={} announced {what}={want} but {have} arrived", self.n)));
             }
         }
-        let total = self.s.buckets.iter().fold(0u64, |a, b| a.saturating_add(b.count));
-        if total != self.s.samples {
-            return Err(format!("result n={}: histogram counts sum to {total}, samples={}", self.n, self.s.samples));
-        }
-        let sec_total = self.sec.values().fold(0u64, |a, s| a.saturating_add(s.0));
-        if !self.sec.is_empty() && sec_total != self.s.samples {
-            return Err(format!("result n={}: per-second counts sum to {sec_total}, samples={}", self.n, self.s.samples));
-        }
-        if self.s.samples > 0 && self.s.buckets.first().is_some_and(|b| b.lo_ns.0 > self.s.min_ns) {
-            return Err(format!("result n={}: min_ns {} lies below the lowest bucket", self.n, self.s.min_ns));
-        }
-        if self.s.samples > 0 && self.s.buckets.last().is_some_and(|b| b.hi_ns.0 < self.s.max_ns) {
-            return Err(format!("result n={}: max_ns {} lies above the highest bucket", self.n, self.s.max_ns));
-        }
-        self.tail_holds().map_err(|e| format!("result n={}: {e}", self.n))?;
-        for (t, &(count, min, max, sum)) in &self.sec {
-            let inside = count > 0 && min <= max && min >= self.s.min_ns && max <= self.s.max_ns;
-            if !inside || moments_hold(count, sum, 0, min, max).is_err() {
-                return Err(format!("result n={}: per-second slot {t} ({count}:{min}:{max}:{sum}) does not fit the block's samples", self.n));
-            }
-        }
-        self.distribution().check(&format!("result n={}", self.n))
+        self.distribution().check(&format!("result n={}", self.n)).map_err(broken)
     }
-
-    /// The tail is the block's largest samples: at most `tail_k` of them,
-    /// largest first (earlier sequence first among equals), each within
-    /// [min_ns, max_ns].
-    fn tail_holds(&self) -> Result<(), String> {
-        if self.tail.len() > self.tail_k {
-            return Err(format!("{} tail samples, more than tail_k={}", self.tail.len(), self.tail_k));
-        }
-        if let Some(t) = self.tail.iter().find(|t| t.0 .0 > self.s.max_ns || t.0 .0 < self.s.min_ns) {
-            return Err(format!("tail sample {} ns lies outside min_ns {} .. max_ns {}", t.0 .0, self.s.min_ns, self.s.max_ns));
-        }
-        if self.tail.windows(2).any(|w| (w[1].0, std::cmp::Reverse(w[1].2)) > (w[0].0, std::cmp::Reverse(w[0].2))) {
-            return Err("the tail is not largest first (earlier sequence first among equal latencies)".into());
-        }
-        Ok(())
-    }
-
 
     /// What the block measured, as the one distribution type (merged and
-    /// made into entries as a native thread's recorder is).
+    /// made into entries as a native thread's recorder is). The tail as
+    /// sent: [`Distribution::check`] refuses one that is not in rank order.
     pub(crate) fn distribution(&self) -> Distribution {
-        let mut tail = self.tail.clone();
-        tail.sort_by(rank);
+        let tail = self.tail.clone();
         Distribution {
             samples: self.s.samples,
             overruns: self.s.overruns,
@@ -315,32 +307,6 @@ impl Block {
             width_s: self.s.per_second_width_s,
         }
     }
-}
-
-/// The sums of `n` samples within [`min`, `max`] can be what they say:
-/// `n·min ≤ sum ≤ n·max` (so min ≤ mean ≤ max), and, unless `sumsq` is 0
-/// (not given) or saturated at 2^128−1 (as the recorder saturates it),
-/// `n·min² ≤ sumsq ≤ n·max²`. The one check of a distribution's moments
-/// against its extremes (exact integers, no rounding), for whatever
-/// distribution type merges agent blocks.
-pub(crate) fn moments_hold(n: u64, sum: u128, sumsq: u128, min: u64, max: u64) -> Result<(), String> {
-    let n128 = u128::from(n);
-    if n == 0 {
-        return if sum == 0 && sumsq == 0 { Ok(()) } else { Err(format!("sum={sum} sumsq={sumsq} with no samples")) };
-    }
-    let (lo, hi) = (n128 * u128::from(min), n128 * u128::from(max));
-    if sum < lo || sum > hi {
-        return Err(format!("sum={sum} of {n} samples in {min}..{max} ns: a mean outside [min, max]"));
-    }
-    if sumsq != 0 && sumsq != u128::MAX {
-        let sq = |v: u64| u128::from(v).checked_mul(u128::from(v)).and_then(|x| x.checked_mul(n128));
-        let below = sq(min).is_none_or(|lo| sumsq < lo);
-        let above = sq(max).is_some_and(|hi| sumsq > hi);
-        if below || above {
-            return Err(format!("sumsq={sumsq} of {n} samples in {min}..{max} ns: a mean square outside [min², max²]"));
-        }
-    }
-    Ok(())
 }
 
 /// Text from the agent as foreign text: control characters (ANSI colour
@@ -482,12 +448,12 @@ mod tests {
     fn a_block_that_disagrees_with_its_header_is_refused() {
         let mut b = block(0, &[10, 20]);
         b.s.samples = 3;
-        assert!(b.finish().unwrap_err().contains("sum to 2"));
+        assert!(b.finish().unwrap_err().to_string().contains("sum to 2"));
         let mut b = block(0, &[10, 20]);
-        assert!(b.add(&Line::new("hist").with("b", "30:30:1")).unwrap_err().contains("more buckets than hist=2"));
+        assert!(b.add(&Line::new("hist").with("b", "30:30:1")).unwrap_err().to_string().contains("more buckets than hist=2"));
         (b.want_hist, b.want_sec) = (10, 10);
-        assert!(b.add(&Line::new("hist").with("b", "5:5:1")).unwrap_err().contains("does not follow"));
-        assert!(b.add(&Line::new("sec").with("s", "0:1:1:1:1")).unwrap_err().contains("twice"));
-        assert!(b.add(&Line::new("hist").with("b", "90:80:1")).unwrap_err().contains("reversed"));
+        assert!(b.add(&Line::new("hist").with("b", "5:5:1")).unwrap_err().to_string().contains("does not follow"));
+        assert!(b.add(&Line::new("sec").with("s", "0:1:1:1:1")).unwrap_err().to_string().contains("twice"));
+        assert!(b.add(&Line::new("hist").with("b", "90:80:1")).unwrap_err().to_string().contains("reversed"));
     }
 }

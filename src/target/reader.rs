@@ -57,6 +57,17 @@ impl Reader<'_> {
         ))
     }
 
+    /// A well-formed line whose content breaks an invariant of a result
+    /// (`why` names it): not the link (its checksum held), the agent.
+    pub(super) fn broken(&self, text: &str, why: &str) -> BadInput {
+        let shown: String = text.chars().take(200).collect();
+        let more = if text.chars().count() > 200 { "..." } else { "" };
+        BadInput(format!(
+            "{}: line {} from the agent is well-formed, but what it states breaks an invariant of a result ({why}): {shown:?}{more}; nothing was stored. No measurement makes this: the agent's build or port is wrong. Rebuild the agent from this rtscope's agent/ (agent/test.sh checks a build), check its port file (docs/porting.md), and report the line if it persists",
+            self.link.spec, self.number
+        ))
+    }
+
     /// The next protocol line from the agent within `wait`: noise and the
     /// host's own echoed lines are skipped.
     pub(super) fn next(&mut self, wait: Duration) -> Result<Got, BadInput> {

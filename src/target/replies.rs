@@ -12,7 +12,7 @@ use crate::measure::LiveBoard;
 use crate::model::{ProbeResult, SetupStep};
 use crate::runner::add_step;
 
-use super::block::{foreign, results_of, Block, Limits};
+use super::block::{foreign, results_of, Block, Limits, Refusal};
 use super::proto::Line;
 use super::reader::{Got, Reader};
 
@@ -126,6 +126,10 @@ impl<'a> Replies<'a> {
     fn take(&mut self, r: &Reader, l: &Line, steps: &mut Vec<SetupStep>) -> anyhow::Result<Option<PlanEnd>> {
         let at = r.number;
         let bad = |e: String| r.malformed(&l.encode(), &e);
+        let refuse = |e: Refusal| match e {
+            Refusal::Malformed(e) => r.malformed(&l.encode(), &e),
+            Refusal::Invariant(e) => r.broken(&l.encode(), &e),
+        };
         match (l.kind.as_str(), self.open.as_mut()) {
             ("ack", None) => {
                 let vs: Vec<String> = super::proto::list(l.get("variants").unwrap_or("-")).into_iter().map(str::to_string).collect();
@@ -139,7 +143,7 @@ impl<'a> Replies<'a> {
                     return Err(bad(format!("more than {MAX_PLAN_SETUP} plan-wide setup lines")).into());
                 }
                 let mut b = empty_block();
-                b.add(l).map_err(bad)?;
+                b.add(l).map_err(refuse)?;
                 for st in &b.setup {
                     add_step(steps, st);
                 }
@@ -151,24 +155,24 @@ impl<'a> Replies<'a> {
                 self.live.max_ns.fetch_max(l.num("max_ns").map_err(bad)?, Ordering::Relaxed);
             }
             ("result", None) => {
-                let b = Block::start(l, &self.bounds.limits).map_err(&bad)?;
+                let b = Block::start(l, &self.bounds.limits).map_err(refuse)?;
                 if b.n != self.blocks.len() as u64 {
                     return Err(bad(format!("result n={} where n={} was next", b.n, self.blocks.len())).into());
                 }
-                self.belongs(&b).map_err(bad)?;
+                self.belongs(&b).map_err(|e| r.broken(&l.encode(), &e))?;
                 self.open = Some(b);
             }
             ("setup" | "hist" | "tail" | "sec" | "note", Some(b)) => {
                 if l.num("n").map_err(bad)? != b.n {
                     return Err(bad(format!("a line of result n={} inside block n={}", l.get("n").unwrap_or("?"), b.n)).into());
                 }
-                b.add(l).map_err(bad)?;
+                b.add(l).map_err(refuse)?;
             }
             ("end", Some(b)) => {
                 if l.num("n").map_err(bad)? != b.n {
                     return Err(bad(format!("end of n={} closes block n={}", l.get("n").unwrap_or("?"), b.n)).into());
                 }
-                b.finish().map_err(bad)?;
+                b.finish().map_err(refuse)?;
                 if let Some(e) = &b.error {
                     anyhow::bail!("{}", failed_on_target(&format!("probe {}, thread {}: {e}", b.s.probe, b.s.thread.unwrap_or(0))));
                 }
