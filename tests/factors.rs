@@ -331,3 +331,49 @@ fn real_safe_knobs_are_restored_after_a_kill() {
         assert_eq!(std::fs::read_to_string(path).unwrap(), before[i], "{name} after signal {sig}");
     }
 }
+
+/// Without root, host knobs are exit 2 naming them and saying what to do,
+/// before anything is journaled, written, stored or changed. The tests run
+/// as root, so the binary is run as `nobody` (setpriv drops uid, gid and
+/// groups) against the real kernel files, which `nobody` can read but not write.
+#[test]
+fn without_root_host_knobs_are_exit_2_naming_them_and_nothing_changes() {
+    if !is_root() || !Path::new("/usr/bin/setpriv").exists() {
+        eprintln!("skipped: needs root and setpriv to run as nobody");
+        return;
+    }
+    let sb = Sandbox::new();
+    // nobody must reach the sandbox (cwd, state dir, database) to show it
+    // writes nothing there.
+    std::fs::set_permissions(sb.dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let files = ["/proc/sys/kernel/printk", "/proc/sys/kernel/timer_migration", "/sys/kernel/mm/transparent_hugepage/enabled"];
+    let before: Vec<String> = files.iter().map(|p| std::fs::read_to_string(p).unwrap()).collect();
+    let inner = sb.cmd();
+    let mut c = Command::new("/usr/bin/setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(inner.get_program()).current_dir(sb.dir.path());
+    for (k, v) in inner.get_envs() {
+        if let Some(v) = v {
+            c.env(k, v);
+        }
+    }
+    c.env("RTSCOPE_STATE_DIR", sb.path("state")).env("HOME", sb.path("home")).env_remove("RTSCOPE_KNOB_ROOT");
+    let out = c
+        .args(["factors", "--factor", "printk=7,1", "--factor", "load=idle,cpu", "--factor", "timer-migration=1,0", "--factor", "thp=never,always"])
+        .args(["--rounds", "3", "-D", "200ms", "-a", "0", "--out", "res"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    for knob in ["printk", "timer-migration", "thp"] {
+        assert!(stderr.contains(knob), "names {knob}: {stderr}");
+    }
+    assert!(stderr.contains("needs root") && stderr.contains("as root"), "says what to do: {stderr}");
+    // load is a run setting: not among the knobs that need root.
+    let named = stderr.split("needs root").next().unwrap();
+    assert!(!named.contains("load"), "load needs no root: {stderr}");
+    assert!(!sb.path("state").exists(), "nothing journaled");
+    assert!(!sb.path("res").exists() && !sb.path("results.db").exists(), "nothing written or stored");
+    for (p, b) in files.iter().zip(&before) {
+        assert_eq!(&std::fs::read_to_string(p).unwrap(), b, "{p} unchanged");
+    }
+}

@@ -331,11 +331,6 @@ fn fmt_interval_as(lo: f64, hi: f64, scale: Scale, ratio: bool) -> String {
     }
 }
 
-/// `[−52, −31]` (percent), `[×102.6, ×203.6]` past [`RATIO_FROM`], or `[−0.100, +0.020] pp`.
-pub(crate) fn fmt_interval(lo: f64, hi: f64, scale: Scale) -> String {
-    fmt_interval_as(lo, hi, scale, as_ratio(&[lo, hi]))
-}
-
 /// An estimate's effect and 95 % interval as shown in one row: all three
 /// as ratios when any of them is at or past [`RATIO_FROM`] either way
 /// (`×144.5 [×102.6, ×203.6]`), else as percentages (`+37 % [−51, +81]`).
@@ -376,8 +371,8 @@ mod tests {
     fn effects_are_formatted_as_percentages() {
         assert_eq!(fmt_effect(-0.4, Scale::Log), "−40 %");
         assert_eq!(fmt_effect(0.031, Scale::Log), "+3.1 %");
-        assert_eq!(fmt_interval(-0.45, -0.31, Scale::Log), "[−45, −31]");
-        assert_eq!(fmt_interval(-0.52, -0.31, Scale::Log), "[×0.48, ×0.69]");
+        assert_eq!(fmt_estimate(&est(-0.4, -0.45, -0.31), Scale::Log).1, "[−45, −31]");
+        assert_eq!(fmt_estimate(&est(-0.4, -0.52, -0.31), Scale::Log), ("×0.60".into(), "[×0.48, ×0.69]".into()));
         assert_eq!(fmt_effect(0.0012, Scale::Linear), "+0.120 pp");
         assert_eq!(fmt_estimate(&est(0.37, -0.49, 0.81), Scale::Log), ("+37 %".into(), "[−49, +81]".into()));
         // A miss ratio stays in percentage points however large.
