@@ -60,7 +60,7 @@ pub(crate) fn fingerprint(root: &SysRoot) -> Host {
         })
         .collect();
     let virtualized = cpu_flags(&cpuinfo).any(|f| f == "hypervisor");
-    Host {
+    let mut host = Host {
         hostname: root.read_or_empty("proc/sys/kernel/hostname"),
         kernel_release,
         kernel_version,
@@ -79,7 +79,27 @@ pub(crate) fn fingerprint(root: &SysRoot) -> Host {
         virtualized,
         // Judged against the measured CPUs, so the runner fills it in (doctor::audit).
         doctor: Vec::new(),
+        ..Host::default()
+    };
+    host.set_emulated(emulation(root, &cpuinfo));
+    host
+}
+
+/// QEMU without KVM (TCG, an instruction-set emulator), from inside the
+/// guest: QEMU's own CPU model name (`QEMU Virtual CPU version 2.5+`, what
+/// TCG's default CPU shows) with no trace of an accelerator (KVM gives its
+/// guests the `kvm-clock` clocksource). Returns the evidence, or None: a
+/// board, another hypervisor, or a guest whose CPU model is a real one's
+/// name (`-cpu host` under KVM; a named model under TCG is not told).
+pub(crate) fn emulation(root: &SysRoot, cpuinfo: &str) -> Option<String> {
+    let model = cpuinfo_field(cpuinfo, "model name").filter(|m| m.starts_with("QEMU "))?;
+    let clocks = root.read_or_empty("sys/devices/system/clocksource/clocksource0/available_clocksource");
+    if clocks.split_whitespace().any(|c| c == "kvm-clock") {
+        return None;
     }
+    let vendor = root.read_or_empty("sys/class/dmi/id/sys_vendor");
+    let dmi = if vendor.is_empty() { String::new() } else { format!(", DMI vendor '{vendor}'") };
+    Some(format!("CPU '{model}'{dmi} and no kvm-clock clocksource: QEMU without KVM (TCG emulation)"))
 }
 
 /// First value of `key` in /proc/cpuinfo text.
@@ -280,6 +300,46 @@ mod tests {
         assert!(h.cpuidle_states[1].disabled);
         assert_eq!(h.cpu_model, "Fake CPU @ 2GHz");
         assert!(h.virtualized);
+        assert!(!h.emulated);
         assert_eq!(h.smt, "unknown");
+    }
+
+    /// Files as read in a kernel-lab x86_64 guest under QEMU 7.2 TCG, and
+    /// the same guest under KVM (kvm-clock offered).
+    #[test]
+    fn qemu_tcg_is_emulated_kvm_is_not() {
+        let cpuinfo = "processor\t: 0\nmodel name\t: QEMU Virtual CPU version 2.5+\nflags\t\t: fpu tsc hypervisor lahf_lm svm\n";
+        let tcg = tree(&[
+            ("proc/cpuinfo", cpuinfo),
+            ("sys/class/dmi/id/sys_vendor", "QEMU\n"),
+            ("sys/devices/system/clocksource/clocksource0/available_clocksource", "tsc hpet acpi_pm \n"),
+        ]);
+        let h = fingerprint(&SysRoot::new(tcg.path()));
+        assert!(h.emulated && h.virtualized, "{h:?}");
+        assert!(h.emulated_by.contains("QEMU Virtual CPU") && h.emulated_by.contains("TCG"), "{}", h.emulated_by);
+        let kvm = tree(&[
+            ("proc/cpuinfo", cpuinfo),
+            ("sys/class/dmi/id/sys_vendor", "QEMU\n"),
+            ("sys/devices/system/clocksource/clocksource0/available_clocksource", "kvm-clock tsc hpet acpi_pm \n"),
+        ]);
+        let h = fingerprint(&SysRoot::new(kvm.path()));
+        assert!(!h.emulated && h.emulated_by.is_empty(), "{h:?}");
+        // A board: nothing says QEMU.
+        let board = tree(&[("proc/cpuinfo", "processor\t: 0\nmodel name\t: ARMv8 Processor rev 4 (v8l)\n")]);
+        assert!(!fingerprint(&SysRoot::new(board.path())).emulated);
+    }
+
+    #[test]
+    fn exec_targets_running_qemu_without_kvm_are_emulated() {
+        use crate::model::exec_emulation;
+        assert!(exec_emulation("lab/kernel-lab --arch arm64 --kernel rt --agent --icount 1").unwrap().contains("kernel-lab"));
+        assert!(exec_emulation("/usr/bin/qemu-system-aarch64 -M virt -cpu cortex-a53 -kernel x").unwrap().contains("qemu-system-aarch64"));
+        assert_eq!(exec_emulation("lab/kernel-lab --accel kvm --agent"), None);
+        assert_eq!(exec_emulation("qemu-system-x86_64 -enable-kvm -cpu host"), None);
+        assert_eq!(exec_emulation("qemu-system-x86_64 -machine q35,accel=kvm"), None);
+        assert_eq!(exec_emulation("qemu-system-x86_64 -accel hvf"), None);
+        assert!(exec_emulation("qemu-system-x86_64 -accel tcg").is_some());
+        assert_eq!(exec_emulation("ssh board ./rtscope-agent"), None);
+        assert_eq!(exec_emulation("./rtscope-agent --max-threads 4"), None);
     }
 }

@@ -473,3 +473,76 @@ fn an_interrupted_run_never_passes_and_an_empty_gate_says_why() {
     assert_eq!(code, 3, "{out}{err}");
     assert!(out.contains("no case was checked") && out.contains("timer/idle"), "{out}");
 }
+
+/// A target behind `exec:` whose command is a QEMU without KVM (a wrapper
+/// named `qemu-system-aarch64` in front of tests/fake_agent.py): the run
+/// stores `host.emulated` with the evidence and warns; `check` says a PASS on
+/// emulated figures ranks kernels; `compare` against a native run says the
+/// ratio is emulator against hardware. The same wrapper with `-enable-kvm`
+/// and a result written before rtscope knew the field: not emulated, no word.
+#[test]
+fn emulated_results_say_so_in_run_check_and_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("agent.script");
+    std::fs::write(
+        &script,
+        "hello\nplan\nsay ack id={id} variants=- threads=1\nsay begin id={id} variant=- threads=1 duration_ns=1000000000\nblock 0 timer - 0 100,200\nsay done id={id} status=complete results=1\nsleep 3\n",
+    )
+    .unwrap();
+    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agent.py");
+    let qemu = dir.path().join("qemu-system-aarch64");
+    std::fs::write(&qemu, format!("#!/bin/sh\nexec python3 {} {}\n", py.display(), script.display())).unwrap();
+    std::fs::set_permissions(&qemu, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let measure = |extra: &str, out: &str| {
+        let target = format!("exec:{} -M virt -cpu cortex-a53{extra}", qemu.display());
+        let o = rtscope()
+            .args(["run", "--target", &target, "--probe", "timer", "-D", "1s", "-i", "1ms", "--no-store", "--json"])
+            .arg(dir.path().join(out))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let said = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        let v: Value = serde_json::from_slice(&std::fs::read(dir.path().join(out)).unwrap()).unwrap();
+        (v, said)
+    };
+    let (v, said) = measure("", "tcg.json");
+    assert_eq!(v["host"]["emulated"], true, "{}", v["host"]);
+    assert_eq!(v["host"]["virtualized"], true);
+    assert!(v["host"]["emulated_by"].as_str().unwrap().contains("qemu-system-aarch64"), "{}", v["host"]);
+    assert!(said.contains("emulated (") && said.contains("not the latencies of a board"), "run warns:\n{said}");
+    let (kvm, said) = measure(" -enable-kvm", "kvm.json");
+    assert!(kvm["host"].get("emulated").is_none(), "{}", kvm["host"]);
+    assert!(!said.contains("emulated"), "{said}");
+
+    let tcg = dir.path().join("tcg.json");
+    let (code, out, err) = check(&[tcg.to_str().unwrap(), "--max", "1ms"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let verdict = out.lines().last().unwrap();
+    assert!(verdict.starts_with("result: PASS") && verdict.contains("emulated figures") && verdict.contains("not board latencies"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("note:") && l.contains("ran emulated") && l.contains("qemu-system-aarch64")), "{out}");
+    let (code, out, _) = check(&[dir.path().join("kvm.json").to_str().unwrap(), "--max", "1ms"]);
+    assert_eq!(code, 0);
+    assert!(!out.contains("emulated"), "{out}");
+
+    // A native result written before the field existed (no `emulated` key).
+    let native = write(dir.path(), "native.json", &run(host("x86", "6.1.0-rt"), entries("timer", "idle", &[vec![50_000, 60_000]], 1_000_000)));
+    assert!(!std::fs::read_to_string(&native).unwrap().contains("emulated"));
+    let o = rtscope().args(["compare", "--name", "arm64-tcg,x86"]).arg(&tcg).arg(&native).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("arm64-tcg ran emulated (QEMU TCG) and x86 did not"), "{out}");
+    let o = rtscope().args(["compare", "--format", "json"]).arg(&native).arg(&native).output().unwrap();
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("emulated"));
+
+    // Issue 49 item 10: an agent's result has no clocksource: "unknown",
+    // not an empty field (`clocksource  ·`).
+    let o = rtscope().args(["report", "--no-pwcet"]).arg(&tcg).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("clocksource unknown") && !text.contains("clocksource  "), "{text}");
+    assert!(text.contains("emulated (QEMU TCG)"), "{text}");
+    // A miss ratio of 0 is `--measurement 0` for LAVA, not Rust's `0e0`.
+    let (code, out, err) = check(&[native.to_str().unwrap(), "--deadline", "1ms", "--format", "lava"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let line = out.lines().find(|l| l.contains("--units ratio")).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("--measurement 0 --units ratio"), "{line}");
+}

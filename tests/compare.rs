@@ -5,6 +5,7 @@
 mod analysis_support;
 
 use analysis_support::*;
+use rtscope::model::SignedStats;
 
 
 /// Latencies of system A: 100..599 ns (exact single-ns buckets); B is 3×A.
@@ -329,4 +330,31 @@ fn ks_compares_at_the_coarser_resolution_and_says_so() {
     let notes = v["notes"].to_string();
     assert!(notes.contains("different resolutions; the KS test compares them at the coarser one, 1 us"), "{notes}");
     assert!(v["sentences"][0].as_str().unwrap().contains("at the coarser resolution of 1 us"), "{}", v["sentences"]);
+}
+
+/// Issue 49 item 11: two signed means below zero (a clock running ahead,
+/// -9.7 µs vs -0.2 µs) gave the ratio 0.03, which reads "30× better" and
+/// means nothing: no mean ratio where either mean is negative (`-`, null).
+#[test]
+fn no_ratio_of_negative_means() {
+    let dir = tempfile::tempdir().unwrap();
+    let signed = |mean: f64| {
+        let mut e = from_histogram("timer", "idle", &[(0, 900), (1_000, 100)]);
+        e.extras.signed = Some(SignedStats { samples: e.samples, min_ns: -20_000, max_ns: 1_000, mean_ns: mean, clamped: true });
+        e
+    };
+    let a = write(dir.path(), "a.json", &run(host("a", "6.1.0-rt"), vec![signed(-9_700.0)]));
+    let b = write(dir.path(), "b.json", &run(host("b", "6.1.0-rt"), vec![signed(-200.0)]));
+    let out = rtscope().arg("compare").arg(&a).arg(&b).args(["--name", "A,B", "--format", "json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &v["rows"][0]["cells"][1]["ratio_to_first"];
+    assert!(r["mean"].is_null(), "{r}");
+    assert!(r["max"].as_f64().is_some(), "{r}");
+    let out = rtscope().arg("compare").arg(&a).arg(&b).args(["--name", "A,B"]).output().unwrap();
+    let s = String::from_utf8(out.stdout).unwrap();
+    let mean = s.lines().find(|l| l.trim_start().starts_with("mean±σ")).unwrap_or_else(|| panic!("{s}"));
+    let cells: Vec<&str> = mean.split_whitespace().collect();
+    assert_eq!(cells.last(), Some(&"-"), "no ratio of -9.7 and -0.2: {mean}");
+    assert!(cells[1].starts_with("-9.7") && cells[2].starts_with("-0.2"), "{mean}");
 }

@@ -1166,7 +1166,7 @@ fn lab_phase_names_import_as_they_are() {
 fn history_rt_is_unknown_where_the_tool_does_not_say() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
-    for f in ["xenomai-latency.txt", "rtai-latency.txt"] {
+    for f in ["xenomai-latency.txt", "rtai-latency.txt", "pmqtest.txt"] {
         let o = bin().args(["import", "--db"]).arg(&db).arg(fixture(f)).output().unwrap();
         assert!(o.status.success(), "{f}: {}", String::from_utf8_lossy(&o.stderr));
     }
@@ -1180,4 +1180,27 @@ fn history_rt_is_unknown_where_the_tool_does_not_say() {
     };
     assert!(rt_of("xenomai").contains("co-kernel"), "{out}");
     assert!(rt_of("rtai").contains("co-kernel"), "{out}");
+    // pmqtest says nothing of the kernel: unknown (it showed `no`).
+    assert!(rt_of("pmqtest").contains("unknown"), "{out}");
+}
+
+/// Issue 49 item 11: a σ the tool does not print (pmqtest: min/avg/max)
+/// showed as `±0.0`; it is unknown (`-`), in the report and in compare.
+#[test]
+fn an_unknown_stddev_is_shown_unknown_not_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let o = bin().args(["import", "--db"]).arg(&db).arg(fixture("pmqtest.txt")).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = bin().args(["report", "--no-pwcet", "--wide", "1", "--db"]).arg(&db).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{text}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!text.contains("±0.0"), "an unknown σ reads ±0.0:\n{text}");
+    assert!(text.contains("±-"), "an unknown σ reads ±-:\n{text}");
+    let o = bin().args(["report", "--no-pwcet", "--format", "json", "1", "--db"]).arg(&db).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["runs"][0]["entries"].as_array().unwrap().iter().all(|e| e["stddev_ns"].is_null()), "{}", v["runs"][0]["entries"][0]);
+    let o = bin().args(["compare", "--format", "json", "1", "1", "--db"]).arg(&db).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["rows"][0]["cells"][0]["stddev_ns"].is_null(), "{}", v["rows"][0]["cells"][0]);
 }

@@ -368,6 +368,12 @@ impl Inputs<'_> {
         }
         let latency_bound = gate.baseline.is_some() || gate.bounds.iter().any(|(m, _)| m.unit() == "us" || *m == Metric::MissRatio);
         for (source, run) in self.runs {
+            if run.host.emulated {
+                notes.push(format!(
+                    "{source} ran emulated ({}): its figures rank kernels on the emulator, they are not board latencies; a pass says nothing about a board",
+                    run.host.emulated_by
+                ));
+            }
             if latency_bound && !run.host.realtime {
                 notes.push(format!(
                     "{source} ran on kernel {} without PREEMPT_RT (preempt {}): its latency has no bound in general; a pass holds for this run and its load only",

@@ -79,7 +79,7 @@ impl Serialize for EntryAnalysis<'_> {
         m.serialize_field("min_ns", &r.min_ns)?;
         m.serialize_field("max_ns", &r.max_ns)?;
         m.serialize_field("mean_ns", &r.mean_ns)?;
-        m.serialize_field("stddev_ns", &r.stddev_ns)?;
+        m.serialize_field("stddev_ns", &r.stddev())?;
         m.serialize_field("percentiles", &self.percentiles)?;
         m.serialize_field("deadline", &self.deadline)?;
         m.serialize_field("pwcet", &self.pwcet)?;

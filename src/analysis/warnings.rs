@@ -27,6 +27,8 @@ pub(crate) enum Warning {
     Unfinished,
     /// Running under a hypervisor.
     Virtualized,
+    /// Running under an instruction-set emulator (QEMU TCG); `by`: the evidence.
+    Emulated { by: String },
     /// /dev/cpu_dma_latency could not be held.
     NoDmaLatency { detail: String },
     /// --trace-threshold was asked for but tracing could not be set up.
@@ -106,6 +108,10 @@ impl fmt::Display for Warning {
             Warning::Virtualized => write!(
                 f,
                 "running under a hypervisor: latencies include the host's scheduling of this VM; compare only against results from the same VM."
+            ),
+            Warning::Emulated { by } => write!(
+                f,
+                "emulated ({by}): every instruction, timer and interrupt is the emulator's, so these figures rank kernels and settings on this emulator; they are not the latencies of a board. Compare only against results emulated the same way; measure a board with the agent on the board."
             ),
             Warning::NoDmaLatency { detail } => write!(
                 f,
@@ -228,7 +234,9 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
             });
         }
     }
-    if run.host.virtualized {
+    if run.host.emulated {
+        out.push(Warning::Emulated { by: run.host.emulated_by.clone() });
+    } else if run.host.virtualized {
         out.push(Warning::Virtualized);
     }
     if run.interrupted {

@@ -170,14 +170,15 @@ fn filter_is_set(f: &Filter) -> bool {
 /// an import whose tool reports the kernel's preemption model); `co-kernel`
 /// for RTAI and Xenomai results (real-time by construction, whatever the
 /// Linux kernel beside them); `unknown` for an import whose tool does not
-/// say (issue 49: NuttX, RTAI and Xenomai results showed `no`).
+/// say (issue 49: NuttX, RTAI, Xenomai and pmqtest results showed `no`;
+/// imports store the preemption model `unknown`).
 fn rt_shown(r: &crate::store::RunRow) -> &'static str {
     let imported = r.source != "native" && r.source != "rtscope-agent";
     if r.realtime {
         "yes"
     } else if imported && (r.source.contains("xenomai") || r.source.contains("rtai")) {
         "co-kernel"
-    } else if imported && r.preempt.is_empty() {
+    } else if imported && (r.preempt.is_empty() || r.preempt == "unknown") {
         "unknown"
     } else {
         "no"

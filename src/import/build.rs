@@ -407,6 +407,8 @@ pub(crate) struct Merge {
     buckets: Vec<Bucket>,
     normalised: usize,
     samples_unknown: bool,
+    /// A member whose σ is unknown (`ProbeResult::stddev`).
+    stddev_unknown: bool,
     signed: Option<SignedStats>,
     any_signed: bool,
 }
@@ -430,6 +432,7 @@ impl Merge {
             buckets: Vec::new(),
             normalised: 0,
             samples_unknown: false,
+            stddev_unknown: false,
             signed: None,
             any_signed: false,
         };
@@ -446,6 +449,7 @@ impl Merge {
         self.min = self.min.min(r.min_ns.0);
         self.max = self.max.max(r.max_ns.0);
         self.moments.push(stats::Moments { n: r.samples, mean: r.mean_ns, sd: r.stddev_ns });
+        self.stddev_unknown |= r.stddev().is_none();
         self.samples_unknown |= r.extras.samples_unknown;
         self.summary_only |= r.percentiles_ns.is_empty();
         if self.summary_only {
@@ -495,7 +499,8 @@ impl Merge {
         r.min_ns = Nanos(min);
         r.max_ns = Nanos(max);
         r.mean_ns = pooled.mean;
-        r.stddev_ns = pooled.sd;
+        // A part's unknown σ (0) would pool into a σ too small: unknown (0).
+        r.stddev_ns = if self.stddev_unknown { 0.0 } else { pooled.sd };
         r.percentiles_ns = percentiles_ns;
         r.histogram = histogram;
         r.extras.samples_unknown = self.samples_unknown;
@@ -616,7 +621,8 @@ mod tests {
         let member = |x: &stats::Moments| {
             let mut r = ProbeResult::new("pair", "idle", None, Some(0), None, Nanos(100_000));
             (r.samples, r.mean_ns, r.stddev_ns) = (x.n, x.mean, x.sd);
-            (r.min_ns, r.max_ns) = (Nanos(1), Nanos(9));
+            // A σ of 0 is a member whose samples are all equal (else its σ is unknown).
+            (r.min_ns, r.max_ns) = if x.sd > 0.0 { (Nanos(1), Nanos(9)) } else { (Nanos(5000), Nanos(5000)) };
             r
         };
         let mut merge = Merge::of(&member(&members[0]));
@@ -633,5 +639,23 @@ mod tests {
         assert_eq!(r.samples, 3 * 1000 + 1000 + 2 * 2000 + 2 * 1000 + 1000 + 3);
         assert_eq!((r.mean_ns.to_bits(), r.stddev_ns.to_bits()), (plain.mean.to_bits(), plain.sd.to_bits()));
         assert!(r.stddev_ns > 12.5 && r.stddev_ns.is_finite(), "σ pools the spread of the means too: {}", r.stddev_ns);
+    }
+
+    /// A member whose σ the tool did not give (0 beside min < max: pmqtest's
+    /// pairs) makes the merged σ unknown, not the spread of the means alone.
+    #[test]
+    fn an_unknown_member_sigma_leaves_the_merged_sigma_unknown() {
+        let member = |mean: f64, sd: f64| {
+            let mut r = ProbeResult::new("pair", "idle", None, Some(0), None, Nanos(100_000));
+            (r.samples, r.mean_ns, r.stddev_ns, r.min_ns, r.max_ns) = (100, mean, sd, Nanos(1_000), Nanos(9_000));
+            r
+        };
+        let mut merge = Merge::of(&member(4_000.0, 500.0));
+        merge.add(&member(6_000.0, 700.0));
+        assert!(merge.finish().stddev().is_some_and(|s| s > 700.0));
+        let mut merge = Merge::of(&member(4_000.0, 500.0));
+        merge.add(&member(6_000.0, 0.0));
+        let r = merge.finish();
+        assert_eq!((r.stddev_ns, r.stddev()), (0.0, None));
     }
 }

@@ -40,9 +40,49 @@ pub struct Host {
     pub smt: String,
     #[serde(default)]
     pub virtualized: bool,
+    /// Ran under an instruction-set emulator (QEMU TCG): the figures rank
+    /// kernels on the emulator, they are not the latencies of a board.
+    /// Absent (false) in results written before rtscope said it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub emulated: bool,
+    /// Why `emulated` is true (the evidence read), empty when it is false.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub emulated_by: String,
     /// `rtscope doctor` findings for the measured CPUs (docs/schema.md, "doctor").
     #[serde(default)]
     pub doctor: Vec<Finding>,
+}
+
+impl Host {
+    /// Mark the host as emulated, `by` saying how it is known.
+    pub fn set_emulated(&mut self, by: Option<String>) {
+        if let Some(by) = by {
+            self.emulated = true;
+            self.virtualized = true;
+            self.emulated_by = by;
+        }
+    }
+}
+
+/// A target reached by running `command` (`--target exec:COMMAND`) is
+/// emulated when the command boots QEMU without a hardware accelerator:
+/// `qemu-system-*` or the kernel lab (`lab/kernel-lab`, whose default is
+/// TCG) with no `-enable-kvm` / `-accel kvm|hvf|whpx` / `--accel kvm`.
+/// Returns the evidence, or None.
+pub fn exec_emulation(command: &str) -> Option<String> {
+    let words: Vec<&str> = command.split(|c: char| c.is_whitespace() || c == '\'' || c == '"').filter(|w| !w.is_empty()).collect();
+    let base = |w: &str| w.rsplit('/').next().unwrap_or(w).to_string();
+    let runner = words.iter().map(|w| base(w)).find(|b| b.starts_with("qemu-system-") || b == "kernel-lab")?;
+    let hw = ["kvm", "hvf", "whpx", "xen", "nvmm"];
+    let accel_hw = |v: &str| v.split([',', '=', ':']).any(|p| hw.contains(&p));
+    let accelerated = words.iter().enumerate().any(|(i, w)| {
+        *w == "-enable-kvm"
+            || *w == "--enable-kvm"
+            || (matches!(*w, "-accel" | "--accel" | "-machine" | "-M") && words.get(i + 1).is_some_and(|v| accel_hw(v)))
+            || w.strip_prefix("--accel=").is_some_and(accel_hw)
+            || (w.contains("accel=") && accel_hw(w))
+    });
+    (!accelerated).then(|| format!("the target command runs {runner} without a hardware accelerator (QEMU TCG)"))
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -160,7 +160,10 @@ impl Run {
     /// A run measured by rtscope-agent on another system: as [`Run::native`]
     /// (this rtscope drove it and keeps it), `host` the target's fingerprint,
     /// `agent` who measured and how it was reached.
-    pub fn by_agent(command_line: Vec<String>, host: Host, plan: Plan, calibration: Calibration, started_at: String, agent: AgentRecord) -> Run {
+    pub fn by_agent(command_line: Vec<String>, mut host: Host, plan: Plan, calibration: Calibration, started_at: String, agent: AgentRecord) -> Run {
+        if agent.transport == "exec" {
+            host.set_emulated(host::exec_emulation(agent.target.strip_prefix("exec:").unwrap_or(&agent.target)));
+        }
         Run { agent: Some(agent), ..Run::native(command_line, host, plan, calibration, started_at) }
     }
 

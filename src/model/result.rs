@@ -312,6 +312,14 @@ impl ProbeResult {
         self.clamped().map_or(self.min_ns.0 as f64, |s| s.min_ns as f64)
     }
 
+    /// The standard deviation, `None` where the source did not give it
+    /// (stored as 0, docs/schema.md "Imports"): a σ of 0 is only true when
+    /// every sample is the same (min = max), so 0 beside a wider range is
+    /// unknown, shown as unknown and never as `±0.0`.
+    pub fn stddev(&self) -> Option<f64> {
+        (self.stddev_ns > 0.0 || self.max_ns <= self.min_ns).then_some(self.stddev_ns)
+    }
+
     /// The mean a reader should see, in ns (signed, as [`Self::shown_min_ns`]).
     pub fn shown_mean_ns(&self) -> f64 {
         self.clamped().map_or(self.mean_ns, |s| s.mean_ns)

@@ -16,7 +16,10 @@ pub(crate) fn text(r: &CheckReport) -> String {
         out.push_str(&format!("note: {n}\n"));
     }
     let failed = r.cases.iter().filter(|c| !c.passed).count();
-    let rt = if r.notes.iter().any(|n| n.contains("without PREEMPT_RT")) { " on a kernel without PREEMPT_RT (see note)" } else { "" };
+    let mut rt = if r.notes.iter().any(|n| n.contains("without PREEMPT_RT")) { " on a kernel without PREEMPT_RT (see note)" } else { "" }.to_string();
+    if r.notes.iter().any(|n| n.contains("ran emulated (")) {
+        rt.push_str(" on emulated figures: they rank kernels, they are not board latencies (see note)");
+    }
     out.push_str(&format!(
         "result: {}{rt} ({failed} of {} checks failed)\n",
         if r.passed { "PASS" } else { "FAIL" },
@@ -42,6 +45,8 @@ pub(crate) fn lava(r: &CheckReport) -> String {
         if let Some(m) = c.measurement {
             let (v, units) = match c.unit {
                 "us" => (format!("{m:.1}"), "us"),
+                // 0, not Rust's `0e0`; a non-zero ratio in exponent form (1e-5).
+                _ if c.metric == crate::analysis::check::Metric::MissRatio && m == 0.0 => ("0".to_string(), "ratio"),
                 _ if c.metric == crate::analysis::check::Metric::MissRatio => (format!("{m:e}"), "ratio"),
                 _ => (format!("{m:.0}"), "count"),
             };

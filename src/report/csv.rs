@@ -36,7 +36,7 @@ pub(crate) fn render(a: &Analysis) -> anyhow::Result<Vec<u8>> {
             rec.push(e.known_overruns().map(|o| o.to_string()).unwrap_or_default());
             rec.push(e.min_ns.0.to_string());
             rec.push(format!("{:.1}", e.mean_ns));
-            rec.push(format!("{:.1}", e.stddev_ns));
+            rec.push(e.stddev().map(|s| format!("{s:.1}")).unwrap_or_default());
             for l in ["p50", "p90", "p99", "p99.9", "p99.99", "p99.999"] {
                 rec.push(e.percentile(l).map(|v| v.0.to_string()).unwrap_or_default());
             }

@@ -196,7 +196,7 @@ pub(crate) fn max_avg_sd(run: &Run, u: Unit) -> Option<Block> {
             match find(run, &g, p) {
                 Some(r) => {
                     row.push(u.fmt(r.max_ns.0 as f64));
-                    row.push(format!("{} ± {}", u.fmt(r.mean_ns), u.fmt(r.stddev_ns)));
+                    row.push(format!("{} ± {}", u.fmt(r.mean_ns), sd(r, u)));
                 }
                 None => row.extend([UNKNOWN.to_string(), UNKNOWN.to_string()]),
             }
@@ -234,7 +234,7 @@ pub(crate) fn per_period(run: &Run, u: Unit) -> Option<Block> {
                     u.fmt(r.min_ns.0 as f64),
                     u.fmt(r.mean_ns),
                     u.fmt(r.max_ns.0 as f64),
-                    u.fmt(r.stddev_ns),
+                    sd(r, u),
                     u.fmt(r.max_ns.0.saturating_sub(r.min_ns.0) as f64),
                 ]);
             }
@@ -277,7 +277,7 @@ pub(crate) fn idle_vs_load(run: &Run, u: Unit) -> Vec<Block> {
                 },
                 p999(r, u),
                 u.fmt(r.mean_ns),
-                u.fmt(r.stddev_ns),
+                sd(r, u),
                 r.overruns.to_string(),
             ]);
         }
@@ -330,4 +330,9 @@ pub(crate) fn load_evidence(run: &Run) -> Option<Block> {
         ));
     }
     pre(out)
+}
+
+/// σ, or [`UNKNOWN`] where the source did not give it (`ProbeResult::stddev`).
+fn sd(r: &crate::model::ProbeResult, u: Unit) -> String {
+    r.stddev().map_or_else(|| UNKNOWN.to_string(), |s| u.fmt(s))
 }

@@ -35,6 +35,8 @@ pub fn host(name: &str, kernel: &str) -> Host {
         cpuidle_states: vec![],
         smt: "off".into(),
         virtualized: false,
+        emulated: false,
+        emulated_by: String::new(),
         doctor: vec![],
     }
 }

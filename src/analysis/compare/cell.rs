@@ -35,7 +35,10 @@ pub(crate) struct Ratios {
     pub(crate) p99: Option<f64>,
     pub(crate) p99_9: Option<f64>,
     pub(crate) max: f64,
-    pub(crate) mean: f64,
+    /// `None` (null) where either mean is negative (a signed probe's): a
+    /// ratio of two negative means, or of a negative and a positive one,
+    /// says nothing about which system is later.
+    pub(crate) mean: Option<f64>,
     /// Ops per second, this system / the first (`throughput` entries).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) ops: Option<f64>,
@@ -99,7 +102,8 @@ pub(crate) struct Cell {
     pub(crate) p99_9_ns: Option<Nanos>,
     pub(crate) max_ns: Nanos,
     pub(crate) mean_ns: f64,
-    pub(crate) stddev_ns: f64,
+    /// `None` (null) where the source did not give it (`ProbeResult::stddev`).
+    pub(crate) stddev_ns: Option<f64>,
     /// `throughput` entries: ops per second over the whole intervals.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) ops_per_s: Option<f64>,
@@ -219,7 +223,7 @@ fn ratios(a: &ProbeResult, r: &ProbeResult, mine: &[Option<Percentile>]) -> Rati
         p99: ratio_of(p(a, 99.0), p(r, 99.0)),
         p99_9: ratio_of(p(a, 99.9), p(r, 99.9)),
         max: ratio(a.max_ns.0 as f64, r.max_ns.0 as f64),
-        mean: ratio(a.shown_mean_ns(), r.shown_mean_ns()),
+        mean: (a.shown_mean_ns() >= 0.0 && r.shown_mean_ns() >= 0.0).then(|| ratio(a.shown_mean_ns(), r.shown_mean_ns())),
         ops: match (ops_per_s(a), ops_per_s(r)) {
             (Some(x), Some(y)) => Some(ratio(x, y)),
             _ => None,
@@ -249,7 +253,7 @@ pub(super) fn cell(r: &ProbeResult, first: Option<&ProbeResult>) -> Cell {
         p99_9_ns: p(r, 99.9),
         max_ns: r.max_ns,
         mean_ns: r.shown_mean_ns(),
-        stddev_ns: r.stddev_ns,
+        stddev_ns: r.stddev(),
         ops_per_s: ops_per_s(r),
         ratio_to_first,
         ks_vs_first: first

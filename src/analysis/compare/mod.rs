@@ -166,6 +166,9 @@ pub(crate) fn compare(runs: &[&Run], systems: &[String], bin_width: Nanos, pairi
     if let Some(n) = same_system_note(runs, systems) {
         notes.insert(0, n);
     }
+    if let Some(n) = names::emulation_note(runs, systems) {
+        notes.insert(0, n);
+    }
     let mut comparison = Comparison {
         systems: systems.to_vec(),
         notes,

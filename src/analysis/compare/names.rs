@@ -14,6 +14,26 @@ pub(super) fn same_system_note(runs: &[&Run], systems: &[String]) -> Option<Stri
     }
 }
 
+/// Inputs of which some ran under an emulator (QEMU TCG) and some did not:
+/// a ratio between them compares an emulator with hardware (issue 49).
+/// Every input emulated: the ratios rank kernels on the emulator only.
+pub(super) fn emulation_note(runs: &[&Run], systems: &[String]) -> Option<String> {
+    let emulated: Vec<&str> = runs.iter().zip(systems).filter(|(r, _)| r.host.emulated).map(|(_, s)| s.as_str()).collect();
+    if emulated.is_empty() {
+        None
+    } else if emulated.len() == runs.len() {
+        Some("every input ran emulated (QEMU TCG): the ratios rank the kernels on the emulator; they are not board latencies".into())
+    } else {
+        let native: Vec<&str> = runs.iter().zip(systems).filter(|(r, _)| !r.host.emulated).map(|(_, s)| s.as_str()).collect();
+        Some(format!(
+            "{} ran emulated (QEMU TCG) and {} did not: the emulator's figures are not a board's latencies, so a ratio between them compares the emulator with {}, not the two systems",
+            emulated.join(", "),
+            native.join(", "),
+            if native.len() == 1 { "that system" } else { "those systems" }
+        ))
+    }
+}
+
 fn default_name(r: &Run) -> String {
     format!("{} {}", r.host.hostname, r.host.kernel_release).trim().to_string()
 }

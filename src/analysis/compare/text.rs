@@ -114,7 +114,7 @@ mod tests {
             p99_9_ns: None,
             max_ns: crate::model::Nanos(0),
             mean_ns: 0.0,
-            stddev_ns: 0.0,
+            stddev_ns: Some(0.0),
             ops_per_s: None,
             ratio_to_first,
             ks_vs_first,
@@ -122,7 +122,7 @@ mod tests {
     }
 
     fn ratios(max: f64, p99: Option<f64>, ops: Option<f64>, ranges: Vec<RatioRange>) -> Ratios {
-        Ratios { p50: None, p99, p99_9: None, max, mean: 1.0, ops, ranges }
+        Ratios { p50: None, p99, p99_9: None, max, mean: Some(1.0), ops, ranges }
     }
 
     #[test]

@@ -181,27 +181,34 @@ fn host_line(r: &RunAnalysis) -> String {
     let h = &r.host;
     if let Some(model) = other_os(r) {
         return format!(
-            "{} · {} ({}) · {} · {} CPUs online · {}{}",
+            "{} · {} ({}) · {} · {} CPUs online · {}{}{}",
             if h.hostname.is_empty() { "-" } else { &h.hostname },
             h.kernel_release,
             model,
             if h.cpu_model.is_empty() { "-" } else { &h.cpu_model },
             h.cpus_online.len(),
             r.started_at,
+            if h.emulated { " · emulated (QEMU TCG)" } else { "" },
             if r.interrupted { " · interrupted" } else { "" },
         );
     }
     format!(
         "{} · kernel {} ({}, preempt {}) · {} · {} CPUs online · clocksource {} · {}{}{}",
         h.hostname,
-        h.kernel_release,
+        if h.kernel_release.is_empty() { "unknown" } else { &h.kernel_release },
         if h.realtime { "PREEMPT_RT" } else { "not RT" },
         h.preempt_model,
         h.cpu_model,
         h.cpus_online.len(),
-        h.clocksource,
+        if h.clocksource.is_empty() { "unknown" } else { &h.clocksource },
         r.started_at,
-        if h.virtualized { " · virtualized" } else { "" },
+        if h.emulated {
+            " · emulated (QEMU TCG)"
+        } else if h.virtualized {
+            " · virtualized"
+        } else {
+            ""
+        },
         if r.interrupted { " · interrupted" } else { "" },
     )
 }

@@ -85,7 +85,7 @@ pub(crate) fn summary_of(entries: &[EntryAnalysis], u: Unit, cols: SummaryColumn
                 None => Cell::plain(e.overruns.to_string()),
             });
             row.push(Cell::plain(u.fmt(e.shown_min_ns())));
-            row.push(Cell::plain(format!("{}±{}", u.fmt(e.shown_mean_ns()), u.fmt(e.stddev_ns))));
+            row.push(Cell::plain(format!("{}±{}", u.fmt(e.shown_mean_ns()), e.stddev().map_or_else(|| UNKNOWN.to_string(), |s| u.fmt(s)))));
             for l in percentiles {
                 row.push(Cell::plain(p(e, l, u)));
             }
