@@ -77,12 +77,7 @@ impl Probe for TimerlatProbe {
             }) else {
                 if threshold.is_some() {
                     if let Some(n) = parse_noise(l.body, l.ts_ns) {
-                        let q = &mut recent[i];
-                        // Bounded when IRQ samples (which prune it) are lost.
-                        if q.len() >= MAX_NOISE_KEPT {
-                            q.pop_front();
-                        }
-                        q.push_back(n);
+                        push_bounded(&mut recent[i], n);
                     }
                 }
                 return;
@@ -117,28 +112,46 @@ impl Probe for TimerlatProbe {
                     // the run (`in_run`): the trace lost it.
                     w.irq_latency_unknown = Some(IRQ_SAMPLE_LOST.into());
                 }
-                let ws = &mut windows[i];
-                ws.push((s.id, w));
-                if ws.len() > 4 * keep {
-                    ws.sort_by_key(|(_, w)| std::cmp::Reverse(w.end_ns.0 - w.start_ns.0));
-                    ws.truncate(keep);
-                }
+                keep_longest(&mut windows[i], (s.id, w), keep);
             }
         });
         ctx.board.running.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
         read?;
         series.check_any(Kind::Timerlat, ctx)?;
-        let note = format!(
-            "kernel timerlat tracer, period {period_us} us, threads timerlat/N at {} {}: irq = timer due -> its interrupt handler ran (interrupt latency); thread = timer due -> the tracer's kernel thread ran (interrupt + dispatch latency)",
-            ctx.run.policy.name(),
-            ctx.run.priority
-        );
+        let note = note_of(ctx, period_us);
         let mut out = series.into_outcomes(&run, &pipe, interval_ns, setup, &|_, _| Extras { note: Some(note.clone()), ..Extras::default() });
         // The late samples analysed here belong to the thread variant's entries.
         for o in out.iter_mut().filter(|o| o.variant.as_deref() == Some("thread")) {
             o.windows = windows[o.thread].clone();
         }
         Ok(out)
+    }
+}
+
+/// The method of a run at `period_us`, recorded with each entry.
+fn note_of(ctx: &ProbeCtx<'_>, period_us: u64) -> String {
+    format!(
+        "kernel timerlat tracer, period {period_us} us, threads timerlat/N at {} {}: irq = timer due -> its interrupt handler ran (interrupt latency); thread = timer due -> the tracer's kernel thread ran (interrupt + dispatch latency)",
+        ctx.run.policy.name(),
+        ctx.run.priority
+    )
+}
+
+/// A CPU's interference since its current activation, bounded when IRQ
+/// samples (which prune it) are lost.
+fn push_bounded(q: &mut VecDeque<Noise>, n: Noise) {
+    if q.len() >= MAX_NOISE_KEPT {
+        q.pop_front();
+    }
+    q.push_back(n);
+}
+
+/// A CPU's analysed late samples: past 4 × `keep`, only the `keep` longest windows stay.
+fn keep_longest(ws: &mut Vec<(u64, TraceWindow)>, w: (u64, TraceWindow), keep: usize) {
+    ws.push(w);
+    if ws.len() > 4 * keep {
+        ws.sort_by_key(|(_, w)| std::cmp::Reverse(w.end_ns.0 - w.start_ns.0));
+        ws.truncate(keep);
     }
 }
 
