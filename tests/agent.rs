@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use common::{hist_sum, merged, per_thread, read_json, u, Sandbox};
+use common::{free_port, have, hist_sum, merged, per_thread, read_json, scripted_agent, u, wait_for, Sandbox};
 use serde_json::Value;
 
 fn repo() -> PathBuf {
@@ -177,11 +177,6 @@ fn exec_target_every_probe_of_the_agent_is_stored() {
     }
 }
 
-/// A free TCP port on 127.0.0.1 (bound and released; the agent takes it next).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// Kills and reaps a child when the test ends, however it ends.
 struct Reap(std::process::Child);
 impl Drop for Reap {
@@ -244,18 +239,6 @@ fn serial_target_through_a_pty() {
     let run = read_json(&sb.path("t.json"));
     check_timer(&run, 500, 1);
     assert_eq!(run["agent"]["transport"], "serial");
-}
-
-/// Poll `cond` every 20 ms for at most `limit`.
-fn wait_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
 }
 
 /// `rtscope run --target exec:...` whose agent writes its pid to `pid` and
@@ -491,6 +474,14 @@ fn flags_that_do_not_apply_on_a_target_are_refused() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(flag) && stderr.contains("would do nothing"), "{args:?}: {stderr}");
     }
+    // The one plan's checks hold on a target too: a phase name a table
+    // cannot show is refused as on a native run (the target's own parser
+    // took any name), and --ns is among the flags a target takes.
+    let out = sb.run(&["run", "--target", "exec:true", "--phase-name", "a b"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--phase-name 'a b': use 1-64 letters"), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = sb.run(&["run", "--target", "exec:true", "--no-dma-latency"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("-q, --ns, --target-silence. Drop --no-dma-latency"), "{}", String::from_utf8_lossy(&out.stderr));
     for bad in ["tcp:nowhere", "serial:ttyS0", "ftp:x"] {
         let out = sb.run(&["run", "--target", bad]);
         assert_eq!(out.status.code(), Some(2));
@@ -537,10 +528,6 @@ fn an_agent_that_never_answers_is_exit_2() {
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("before announcing itself"));
     assert!(!sb.path("x.json").exists());
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
 }
 
 /// `make -C agent` with `vars`, into `out`; the build's stderr on failure.
@@ -754,14 +741,9 @@ for raw in sys.stdin:
 /// resolution an interval and latencies fall below, and the stall.
 #[test]
 fn a_target_that_is_not_linux_is_shown_as_what_it_is() {
-    if !have("python3") {
-        eprintln!("SKIP: python3 (the scripted agent)");
-        return;
-    }
     let sb = Sandbox::new();
-    std::fs::write(sb.path("agent.py"), FOREIGN_AGENT).unwrap();
+    let Some(target) = scripted_agent(&sb, FOREIGN_AGENT) else { return };
     let json = sb.path("r.json");
-    let target = format!("exec:python3 {}", sb.path("agent.py").display());
     let out = sb.run(&["run", "--target", &target, "--probe", "timer", "-i", "1ms", "-D", "1s", "--no-store", "--json", json.to_str().unwrap()]);
     let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     let run = read_json(&json);
@@ -800,14 +782,9 @@ fn a_target_that_is_not_linux_is_shown_as_what_it_is() {
 /// nothing, measured). `-p 2` measures.
 #[test]
 fn a_priority_the_target_cannot_honour_is_refused_before_measuring() {
-    if !have("python3") {
-        eprintln!("SKIP: python3 (the scripted agent)");
-        return;
-    }
     let sb = Sandbox::new();
-    std::fs::write(sb.path("agent.py"), FOREIGN_AGENT).unwrap();
+    let Some(target) = scripted_agent(&sb, FOREIGN_AGENT) else { return };
     let json = sb.path("r.json");
-    let target = format!("exec:python3 {}", sb.path("agent.py").display());
     let args = |p: &'static str| vec!["run", "--target", &target, "--probe", "timer", "-i", "10ms", "-D", "1s", "-p", p, "--no-store", "--json", json.to_str().unwrap()];
     let out = sb.run(&args("1"));
     let err = String::from_utf8_lossy(&out.stderr);

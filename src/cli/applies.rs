@@ -65,11 +65,24 @@ fn check_threads(given: &Given, run: &RunShape<'_>) -> Result<(), BadInput> {
     )))
 }
 
-/// Run flags (clap ids) that apply on a target.
+/// Run flags (clap ids) that apply on a target, in the order the refusal
+/// lists them (its list is made from this one, as the user writes each).
 pub(crate) const TARGET_FLAGS: &[&str] = &[
-    "target", "duration", "interval", "priority", "policy", "threads", "affinity", "probes", "periods", "worst", "deadline", "json",
-    "out", "db", "no_store", "quiet", "ns", "iterations", "msg_size", "loads", "phase_name", "target_silence",
+    "probes", "interval", "duration", "priority", "policy", "affinity", "threads", "periods", "worst", "deadline", "iterations",
+    "msg_size", "loads", "phase_name", "json", "out", "db", "no_store", "quiet", "ns", "target_silence", "target",
 ];
+
+/// A flag of `rtscope run` as its short form when it has one (`-D`), else
+/// as [`flag_of`]; `--load` with the loads an agent runs.
+fn short_of(id: &str) -> String {
+    use clap::CommandFactory;
+    if id == "loads" {
+        return "--load cpu|memory".into();
+    }
+    let cli = super::Cli::command();
+    let short = cli.find_subcommand("run").and_then(|run| run.get_arguments().find(|a| a.get_id() == id)).and_then(|a| a.get_short());
+    short.map_or_else(|| flag_of(id), |c| format!("-{c}"))
+}
 
 /// The flag as a user writes it, from its clap id.
 pub(crate) fn flag_of(id: &str) -> String {
@@ -86,8 +99,9 @@ fn check_target_flags(given: &Given) -> Result<(), BadInput> {
     let is_group = |id: &str| id.starts_with(|c: char| c.is_ascii_uppercase());
     match given.ids().find(|&id| !is_group(id) && !TARGET_FLAGS.contains(&id)) {
         Some(bad) => Err(BadInput(format!(
-            "{} does not apply with --target (the agent measures on the target); flags that do: --probe, -i, -D, -p, --policy, -a, -t, --periods, --worst, --deadline, --iterations, --msg-size, --load cpu|memory, --phase-name, --json, --out, --db, --no-store, -q, --target-silence. Drop {}",
+            "{} does not apply with --target (the agent measures on the target); flags that do: {}. Drop {}",
             flag_of(bad),
+            TARGET_FLAGS.iter().filter(|id| **id != "target").map(|id| short_of(id)).collect::<Vec<_>>().join(", "),
             flag_of(bad)
         ))),
         None => Ok(()),
@@ -167,6 +181,14 @@ mod tests {
 
     fn ids(v: &[&str]) -> Given {
         Given::from_ids(v.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn the_target_refusal_lists_every_flag_a_target_takes() {
+        let e = check_target_flags(&ids(&["duration", "trace_threshold"])).unwrap_err().0;
+        // Made from TARGET_FLAGS: --ns was missing from the hand-written list.
+        let want = "flags that do: --probe, -i, -D, -p, --policy, -a, -t, --periods, --worst, --deadline, --iterations, --msg-size, --load cpu|memory, --phase-name, --json, --out, --db, --no-store, -q, --ns, --target-silence. Drop --trace-threshold";
+        assert!(e.starts_with("--trace-threshold does not apply with --target") && e.ends_with(want), "{e}");
     }
 
     #[test]

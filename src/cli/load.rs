@@ -155,7 +155,7 @@ fn from_flags(args: &RunArgs, started: &str) -> Result<(RunPlan, Output, Experim
 
 /// The load phases of `--load` (each load its own phase, `cmd` phases
 /// numbered), or the one phase `--phase-name` names, else `idle`.
-fn phases_from_flags(la: &LoadArgs) -> Result<Vec<PhaseSpec>, BadInput> {
+pub(crate) fn phases_from_flags(la: &LoadArgs) -> Result<Vec<PhaseSpec>, BadInput> {
     let mut phases: Vec<PhaseSpec> = Vec::new();
     for raw in &la.loads {
         let list = load::split_load_list(raw).map_err(|e| BadInput(format!("--load: {e}")))?;

@@ -25,30 +25,14 @@ pub(crate) fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), 
         return Err(BadInput("--probe: no probe given; try --probe timer".into()));
     }
     check_trace(args, &probes)?;
-    if args.interval > args.duration {
-        return Err(BadInput(format!(
-            "-i/--interval {} is longer than -D/--duration {}: no period would complete; shorten the interval or lengthen the run",
-            crate::units::fmt_ns(args.interval),
-            crate::units::fmt_ns(args.duration)
-        )));
-    }
+    check_interval(args)?;
 
     let path = output_path(args, started)?;
 
     let plan = RunPlan {
         probes,
         phases: vec!["idle".to_string()],
-        measuring: ProbeRun {
-            duration_ns: args.duration,
-            interval_ns: args.interval,
-            priority: args.priority,
-            policy: args.policy.into(),
-            threads,
-            cpus,
-            worst_k: args.worst as usize,
-            probe: probe_settings,
-            trace_threshold_ns: None,
-        },
+        measuring: measuring(args, threads, cpus, probe_settings),
         dma_latency: !args.no_dma_latency,
         trace: args.trace_threshold.map(|t| crate::trace::TracePlan {
             threshold_ns: Nanos(t),
@@ -59,6 +43,35 @@ pub(crate) fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), 
         }),
     };
     Ok((plan, Output { path, quiet: args.quiet, unit: crate::units::Unit::of_ns_flag(args.ns) }))
+}
+
+/// `-i` no longer than `-D`: whatever measures the run, a period must complete.
+pub(crate) fn check_interval(args: &RunArgs) -> Result<(), BadInput> {
+    if args.interval > args.duration {
+        return Err(BadInput(format!(
+            "-i/--interval {} is longer than -D/--duration {}: no period would complete; shorten the interval or lengthen the run",
+            crate::units::fmt_ns(args.interval),
+            crate::units::fmt_ns(args.duration)
+        )));
+    }
+    Ok(())
+}
+
+/// What every measuring thread is told from the flags (`-D`, `-i`, `-p`,
+/// `--policy`, `--worst`), whatever measures the run, on the `threads` and
+/// `cpus` decided for it, with the probes' `probe` options.
+pub(crate) fn measuring(args: &RunArgs, threads: usize, cpus: Vec<usize>, probe: crate::model::ProbeOptions) -> ProbeRun {
+    ProbeRun {
+        duration_ns: args.duration,
+        interval_ns: args.interval,
+        priority: args.priority,
+        policy: args.policy.into(),
+        threads,
+        cpus,
+        worst_k: args.worst as usize,
+        probe,
+        trace_threshold_ns: None,
+    }
 }
 
 /// `-a` (every CPU of it online), else every online CPU.

@@ -1,70 +1,62 @@
-//! `rtscope run --target SPEC`: the run flags that mean something on a
-//! target become a [`TargetPlan`]; any other run flag is refused (exit 2,
-//! naming it) rather than silently ignored. CPUs are checked later, against
-//! the CPUs the agent announces.
+//! `rtscope run --target SPEC`: a run whose probes happen on another system.
+//! The flags build the one plan ([`RunPlan`]) with the checks a native run
+//! makes of them (`-i`/`-D`, `--load`, the flags that apply); what only the
+//! agent's announcement can settle (its probes' variants, its CPUs for `-a`
+//! and `-t`) is kept as asked ([`OnTarget`]) and checked in the session. Any
+//! run flag a target does not take is refused (exit 2, naming it) rather
+//! than silently ignored.
 
 use super::RunArgs;
 use crate::error::BadInput;
-use crate::plan::Output;
-use crate::target::{TargetPlan, TargetSpec};
+use crate::plan::{Output, RunPlan};
+use crate::target::{OnTarget, TargetSpec};
 
 /// Check the flags given with `--target` and build what the session runs.
-pub(crate) fn build(args: &RunArgs, target: &str, started: &str) -> Result<(TargetSpec, TargetPlan, Output), BadInput> {
+pub(crate) fn build(args: &RunArgs, target: &str, started: &str) -> Result<(TargetSpec, RunPlan, OnTarget, Output), BadInput> {
     let spec = TargetSpec::parse(target)?;
+    let names = crate::units::first_seen(args.probes.iter().map(|p| crate::measure::split_spec(p).0));
     let shape = super::applies::RunShape {
-        probes: args.probes.iter().map(|p| crate::measure::split_spec(p).0).collect(),
+        probes: names.clone(),
         policy: args.policy.into(),
         noise_policy: crate::sys::sched::Policy::Other,
         target: true,
     };
     super::applies::check_flags(&args.given, &shape)?;
-    if args.interval > args.duration {
-        return Err(BadInput(format!(
-            "-i/--interval {} is longer than -D/--duration {}: no period would complete; shorten the interval or lengthen the run",
-            crate::units::fmt_ns(args.interval),
-            crate::units::fmt_ns(args.duration)
-        )));
+    super::plan::check_interval(args)?;
+    if args.load.phase_name.is_some() && !args.load.loads.is_empty() {
+        return Err(BadInput("--phase-name names the one phase of a load started outside rtscope; not with --load".into()));
     }
-    let mut phases: Vec<(String, String)> = Vec::new();
-    for raw in &args.load.loads {
-        for name in raw.split(',').map(str::trim) {
-            let (phase, load) = match name {
-                "idle" | "none" => ("idle", "none"),
-                "cpu" => ("cpu", "cpu"),
-                "memory" => ("memory", "mem"),
-                _ => {
-                    return Err(BadInput(format!(
-                        "--load {name}: on a target only the agent's built-in loads run: idle, cpu, memory. Start other loads on the target yourself and name the phase with --phase-name"
-                    )))
-                }
-            };
-            if phases.iter().any(|(p, _)| p == phase) {
-                return Err(BadInput(format!("--load: phase '{phase}' is listed twice; list each phase once")));
-            }
-            phases.push((phase.to_string(), load.to_string()));
-        }
+    let phases = super::load::phases_from_flags(&args.load)?;
+    let mut loads = Vec::new();
+    for p in &phases {
+        let Some(load) = crate::target::agent_load(&p.loads) else {
+            return Err(BadInput(format!(
+                "--load {}: on a target only the agent's built-in loads run: idle, cpu, memory. Start other loads on the target yourself and name the phase with --phase-name",
+                p.name
+            )));
+        };
+        loads.push(load);
     }
-    match (&args.load.phase_name, phases.is_empty()) {
-        (Some(_), false) => return Err(BadInput("--phase-name names the one phase of a load started outside rtscope; not with --load".into())),
-        (Some(n), true) => phases.push((n.clone(), "none".into())),
-        (None, true) => phases.push(("idle".into(), "none".into())),
-        (None, false) => {}
-    }
-    let tp = TargetPlan {
-        probes: args.probes.clone(),
-        duration_ns: args.duration,
-        interval_ns: args.interval,
-        priority: args.priority,
-        policy: args.policy.into(),
-        threads: args.threads.map(|t| t as usize),
-        affinity: args.affinity.as_ref().map(|c| c.0.clone()),
+    // The probe options an agent takes; a size not given is the agent's own (0).
+    let probe = crate::model::ProbeOptions {
         periods_ns: args.probe_opts.periods.clone().unwrap_or_default(),
-        worst_k: args.worst as usize,
         iterations: args.probe_opts.iterations,
-        msg_size: args.given.msg_size.then_some(args.probe_opts.msg_size),
-        phases,
-        silence_ns: args.target_silence,
+        msg_size: if args.given.msg_size { args.probe_opts.msg_size } else { 0 },
+        ..Default::default()
     };
+    let affinity = args.affinity.as_ref().map(|c| c.0.clone());
+    let threads = args.threads.map(|t| t as usize);
+    // CPUs and threads are the agent's to settle (`OnTarget`): the plan
+    // holds what was asked until then.
+    let measuring = super::plan::measuring(args, threads.unwrap_or(0), affinity.clone().unwrap_or_default(), probe);
+    let plan = RunPlan {
+        probes: names.iter().map(|n| n.to_string()).collect(),
+        phases: phases.into_iter().map(|p| p.name).collect(),
+        measuring,
+        dma_latency: false,
+        trace: None,
+    };
+    let on = OnTarget { probes: args.probes.clone(), threads, affinity, loads, silence_ns: args.target_silence };
     let path = super::plan::output_path(args, started)?;
-    Ok((spec, tp, Output { path, quiet: args.quiet, unit: crate::units::Unit::of_ns_flag(args.ns) }))
+    Ok((spec, plan, on, Output { path, quiet: args.quiet, unit: crate::units::Unit::of_ns_flag(args.ns) }))
 }

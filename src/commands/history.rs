@@ -1,49 +1,13 @@
 //! `rtscope history`: list the runs saved in the history database, with
-//! filters; plus the two helpers `rtscope run` uses to save into it
-//! ([`open_for_run`] before measuring, [`save_native`] after).
+//! filters. Saving a run is the end of run's (`commands::end`).
 
-use std::path::Path;
-
-use anyhow::Context;
-
-use crate::cli::store_opts::{HistoryArgs, StoreOpts};
+use crate::cli::store_opts::HistoryArgs;
 use crate::error::{BadInput, EXIT_OK};
-use crate::model::Run;
 use crate::report::blocks::Unit;
 use crate::store::{Filter, Location, Store};
 
-/// Open the store `rtscope run` will save into, or `None` with `--no-store`.
-pub(crate) fn open_for_run(opts: &StoreOpts) -> anyhow::Result<Option<Store>> {
-    if opts.no_store {
-        return Ok(None);
-    }
-    Ok(Some(Store::open_for_run(&Location::resolve(opts.db.db.as_deref())?)?))
-}
-
-/// Save a finished run this rtscope measured (natively or through the agent). The stored JSON is the result file's exact
-/// bytes, read back from disk, so `rtscope export` gives the same file.
-pub(crate) fn save_native(store: &mut Store, run: &Run, json_path: &Path, quiet: bool) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(json_path)
-        .with_context(|| format!("reading back {} to save it in the history database", json_path.display()))?;
-    let shown = store.shown();
-    let id = store.save(run, &text, run.source()).map_err(|e| {
-        let kept = format!(
-            "the result file {} is complete and kept: store it later with `rtscope import {} --db {shown}`",
-            json_path.display(),
-            json_path.display()
-        );
-        // A refusal (full filesystem, corrupt file) stays exit 2, and
-        // says where the measurement is.
-        match e.downcast::<BadInput>() {
-            Ok(b) => BadInput(format!("{}; {kept}", b.0)).into(),
-            Err(e) => e.context(format!("saving the run in {shown} failed; {kept}")),
-        }
-    })?;
-    if !quiet {
-        println!("saved: run #{id} in {}", store.shown());
-    }
-    Ok(())
-}
+// What `rtscope factors` opens before measuring is the end of run's (commands/end.rs).
+pub(crate) use super::end::open_for_run;
 
 /// `--since` (`end_of_day` false: a date is its midnight UTC) or `--until`
 /// (true: a date is the midnight after it, so the day is included):

@@ -4,6 +4,7 @@
 pub(crate) mod check;
 pub(crate) mod compare;
 pub(crate) mod doctor;
+pub(crate) mod end;
 pub mod entry;
 pub(crate) mod factors;
 pub(crate) mod inputs;

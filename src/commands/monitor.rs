@@ -65,7 +65,7 @@ pub(crate) fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
         Some(addr) => Some(crate::serve::bind(addr)?),
         None => None,
     };
-    let store = crate::commands::history::open_for_run(&args.run.store)?;
+    let store = crate::commands::end::open_for_run(&args.run.store)?;
     if let Some(s) = &store {
         // Bounded memory for days of windows (bench/monitor-cost).
         s.limit_cache(256)?;
@@ -248,7 +248,7 @@ impl Sinks {
                 .into());
             }
         }
-        crate::commands::history::save_native(s, run, &output.path, output.quiet)
+        crate::commands::end::save(s, run, &output.path, output.quiet)
     }
 }
 

@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use time::OffsetDateTime;
 
+use super::end;
 use crate::cli::{self, RunArgs};
 use crate::error::{EXIT_INTERRUPTED, EXIT_OK};
-use crate::{report, runner};
+use crate::runner;
 
 /// `20261122T090135Z`: names result files by their start time.
 pub(crate) fn stamp(t: OffsetDateTime) -> String {
@@ -56,7 +57,7 @@ pub(crate) fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     crate::factors::journal::recover_and_say();
     // Open the history database before measuring: a bad --db is bad input
     // (exit 2, nothing measured or written), not a surprise after an hour.
-    let mut store = crate::commands::history::open_for_run(&args.store)?;
+    let mut store = end::open_for_run(&args.store)?;
     let stop = stop_on_signals()?;
     if !output.quiet {
         eprint!("{}", cli::load::describe(&plan, &exp, &output, false));
@@ -67,66 +68,19 @@ pub(crate) fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
         }
     }
     let run = runner::execute(&plan, &exp, runner::Invocation { output: &output, command_line: args.command_line.clone(), started, stop: &stop, warnings })?;
-
-    if !output.quiet {
-        // Host strings and traced process names are the machine's, not
-        // ours: printed through `report::escape`.
-        let end = report::blocks::EndOfRun {
-            unit: output.unit,
-            deadline: args.analysis.deadline.map(crate::model::Nanos),
-            preset: Some((exp.table, exp.bin_ns)),
-        };
-        let end = report::term::render_blocks(&report::blocks::end_of_run(&run, &end), false, None);
-        print!("{}", report::escape::terminal_safe(&end));
-        println!("result: {}", output.path.display());
-    }
-    for w in &run.warnings {
-        eprintln!("warning: {}", report::escape::terminal_safe(w));
-    }
-    if let Some(store) = store.as_mut() {
-        crate::commands::history::save_native(store, &run, &output.path, output.quiet)?;
-    }
-    // A migrate run with priority-order violations fails, as rt-migrate-test.
-    let violated: Vec<String> = run
-        .results
-        .iter()
-        .filter(|r| r.thread.is_none())
-        .filter_map(|r| r.extras.violations.as_ref().filter(|v| v.count > 0).map(|v| format!("{} ({}): {} of {} periods", r.probe, r.phase, v.count, v.periods)))
-        .collect();
-    if !violated.is_empty() && !run.interrupted {
-        eprintln!(
-            "failed: a higher-priority thread waited while a lower-priority one ran in {} (see `violations` in the result; exit 3)",
-            violated.join(", ")
-        );
-        return Ok(crate::error::EXIT_GATE_FAILED);
-    }
-    Ok(if run.interrupted { EXIT_INTERRUPTED } else { EXIT_OK })
+    let ending = end::Ending { output: &output, deadline: args.analysis.deadline, preset: Some((exp.table, exp.bin_ns)) };
+    end::finish(&run, &ending, store.as_mut())
 }
 
 /// `rtscope run --target SPEC`: the same run, measured by rtscope-agent on
 /// another system (src/target); printed and stored as a native run.
 fn target(args: &RunArgs, spec: &str, started: OffsetDateTime) -> anyhow::Result<u8> {
-    let (spec, tp, output) = cli::target::build(args, spec, &stamp(started))?;
-    let mut store = crate::commands::history::open_for_run(&args.store)?;
+    let (spec, plan, on, output) = cli::target::build(args, spec, &stamp(started))?;
+    let mut store = end::open_for_run(&args.store)?;
     let stop = stop_on_signals()?;
     if !output.quiet {
-        eprintln!("target: {spec}; probes {} for {} each", tp.probes.join(","), crate::units::fmt_ns(tp.duration_ns));
+        eprintln!("target: {spec}; probes {} for {} each", on.probes.join(","), crate::units::fmt_ns(plan.measuring.duration_ns));
     }
-    let run = crate::target::execute(&spec, &tp, runner::Invocation { output: &output, command_line: args.command_line.clone(), started, stop: &stop, warnings })?;
-    if !output.quiet {
-        // The summary and deadline lines alone: the agent's probes have no
-        // max-rate, noise, load or trace parts.
-        let end = report::blocks::EndOfRun { unit: output.unit, deadline: args.analysis.deadline.map(crate::model::Nanos), preset: None };
-        // The agent's strings (host, phases, warnings) come from another
-        // system: printed through `report::escape`, as a native run's.
-        print!("{}", report::escape::terminal_safe(&report::term::render_blocks(&report::blocks::end_of_run(&run, &end), false, None)));
-        println!("result: {}", output.path.display());
-    }
-    for w in &run.warnings {
-        eprintln!("warning: {}", report::escape::terminal_safe(w));
-    }
-    if let Some(store) = store.as_mut() {
-        crate::commands::history::save_native(store, &run, &output.path, output.quiet)?;
-    }
-    Ok(if run.interrupted { EXIT_INTERRUPTED } else { EXIT_OK })
+    let run = crate::target::execute(&spec, &plan, &on, runner::Invocation { output: &output, command_line: args.command_line.clone(), started, stop: &stop, warnings })?;
+    end::finish(&run, &end::Ending { output: &output, deadline: args.analysis.deadline, preset: None }, store.as_mut())
 }

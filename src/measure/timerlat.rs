@@ -50,27 +50,9 @@ impl Probe for TimerlatProbe {
     fn run(&self, ctx: &ProbeCtx<'_>) -> anyhow::Result<Vec<ThreadOutcome>> {
         let (cpus, period_us) = tracer::cpus_and_period(ctx.run);
         let interval_ns = period_us * 1000;
-        let mut run = TracerRun::start(
-            Kind::Timerlat,
-            &[
-                ("osnoise/cpus", crate::units::cpu_list_str(&cpus)),
-                ("osnoise/timerlat_period_us", period_us.to_string()),
-                ("osnoise/stop_tracing_us", "0".into()),
-                ("osnoise/stop_tracing_total_us", "0".into()),
-                ("osnoise/print_stack", "0".into()),
-            ],
-        )?;
-        let setup = run.set_kthreads("timerlat", &cpus, ctx.run.policy, ctx.run.priority);
-        run.settings.insert("priority".into(), format!("{} {}", ctx.run.policy.name(), ctx.run.priority));
+        let (run, setup) = start_tracer(ctx, &cpus, period_us)?;
         let variants: Vec<&'static str> = VARIANTS.iter().copied().filter(|v| ctx.run.probe.wants("timerlat", v)).collect();
         let threshold = ctx.run.trace_threshold_ns;
-        if threshold.is_some() {
-            let lacking = run.enable_events(NOISE_EVENTS);
-            if !lacking.is_empty() {
-                anyhow::bail!("--trace-threshold: this kernel's timerlat instance lacks the events {}; drop --trace-threshold", lacking.join(", "));
-            }
-            run.settings.insert("events".into(), NOISE_EVENTS.join(" "));
-        }
         let mut series = Series::new(ctx, &cpus, &variants, interval_ns);
         let mut pipe = run.pipe()?;
         // Samples from here on: the kernel threads run at their priority.
@@ -95,12 +77,7 @@ impl Probe for TimerlatProbe {
             }) else {
                 if threshold.is_some() {
                     if let Some(n) = parse_noise(l.body, l.ts_ns) {
-                        let q = &mut recent[i];
-                        // Bounded when IRQ samples (which prune it) are lost.
-                        if q.len() >= MAX_NOISE_KEPT {
-                            q.pop_front();
-                        }
-                        q.push_back(n);
+                        push_bounded(&mut recent[i], n);
                     }
                 }
                 return;
@@ -135,22 +112,13 @@ impl Probe for TimerlatProbe {
                     // the run (`in_run`): the trace lost it.
                     w.irq_latency_unknown = Some(IRQ_SAMPLE_LOST.into());
                 }
-                let ws = &mut windows[i];
-                ws.push((s.id, w));
-                if ws.len() > 4 * keep {
-                    ws.sort_by_key(|(_, w)| std::cmp::Reverse(w.end_ns.0 - w.start_ns.0));
-                    ws.truncate(keep);
-                }
+                keep_longest(&mut windows[i], (s.id, w), keep);
             }
         });
         ctx.board.running.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
         read?;
         series.check_any(Kind::Timerlat, ctx)?;
-        let note = format!(
-            "kernel timerlat tracer, period {period_us} us, threads timerlat/N at {} {}: irq = timer due -> its interrupt handler ran (interrupt latency); thread = timer due -> the tracer's kernel thread ran (interrupt + dispatch latency)",
-            ctx.run.policy.name(),
-            ctx.run.priority
-        );
+        let note = note_of(ctx, period_us);
         let mut out = series.into_outcomes(&run, &pipe, interval_ns, setup, &|_, _| Extras { note: Some(note.clone()), ..Extras::default() });
         // The late samples analysed here belong to the thread variant's entries.
         for o in out.iter_mut().filter(|o| o.variant.as_deref() == Some("thread")) {
@@ -158,6 +126,59 @@ impl Probe for TimerlatProbe {
         }
         Ok(out)
     }
+}
+
+/// The method of a run at `period_us`, recorded with each entry.
+fn note_of(ctx: &ProbeCtx<'_>, period_us: u64) -> String {
+    format!(
+        "kernel timerlat tracer, period {period_us} us, threads timerlat/N at {} {}: irq = timer due -> its interrupt handler ran (interrupt latency); thread = timer due -> the tracer's kernel thread ran (interrupt + dispatch latency)",
+        ctx.run.policy.name(),
+        ctx.run.priority
+    )
+}
+
+/// A CPU's interference since its current activation, bounded when IRQ
+/// samples (which prune it) are lost.
+fn push_bounded(q: &mut VecDeque<Noise>, n: Noise) {
+    if q.len() >= MAX_NOISE_KEPT {
+        q.pop_front();
+    }
+    q.push_back(n);
+}
+
+/// A CPU's analysed late samples: past 4 × `keep`, only the `keep` longest windows stay.
+fn keep_longest(ws: &mut Vec<(u64, TraceWindow)>, w: (u64, TraceWindow), keep: usize) {
+    ws.push(w);
+    if ws.len() > 4 * keep {
+        ws.sort_by_key(|(_, w)| std::cmp::Reverse(w.end_ns.0 - w.start_ns.0));
+        ws.truncate(keep);
+    }
+}
+
+/// The timerlat instance on `cpus` at `period_us`, its kernel threads at the
+/// run's policy and priority (their set-up steps), with the interference
+/// events on when late samples are analysed (`--trace-threshold`).
+fn start_tracer(ctx: &ProbeCtx<'_>, cpus: &[usize], period_us: u64) -> anyhow::Result<(TracerRun, Vec<crate::model::SetupStep>)> {
+    let mut run = TracerRun::start(
+        Kind::Timerlat,
+        &[
+            ("osnoise/cpus", crate::units::cpu_list_str(cpus)),
+            ("osnoise/timerlat_period_us", period_us.to_string()),
+            ("osnoise/stop_tracing_us", "0".into()),
+            ("osnoise/stop_tracing_total_us", "0".into()),
+            ("osnoise/print_stack", "0".into()),
+        ],
+    )?;
+    let setup = run.set_kthreads("timerlat", cpus, ctx.run.policy, ctx.run.priority);
+    run.settings.insert("priority".into(), format!("{} {}", ctx.run.policy.name(), ctx.run.priority));
+    if ctx.run.trace_threshold_ns.is_some() {
+        let lacking = run.enable_events(NOISE_EVENTS);
+        if !lacking.is_empty() {
+            anyhow::bail!("--trace-threshold: this kernel's timerlat instance lacks the events {}; drop --trace-threshold", lacking.join(", "));
+        }
+        run.settings.insert("events".into(), NOISE_EVENTS.join(" "));
+    }
+    Ok((run, setup))
 }
 
 /// Whether an IRQ sample stamped `ts_ns` with `latency_ns` belongs to a run
@@ -272,6 +293,19 @@ pub(crate) fn parse_noise(body: &str, ts_ns: u64) -> Option<Noise> {
 /// own interrupt (the tracer takes that sample inside the handler), so its
 /// start − due is the handler delay and its length the IRQ duration.
 pub(crate) fn window(cpu: usize, start_ns: u64, end_ns: u64, noise: &[Noise], irq: Option<IrqSample>) -> TraceWindow {
+    let (culprits, inside) = culprits_in(start_ns, end_ns, noise);
+    let mut w = TraceWindow::new(cpu, (start_ns, end_ns), inside, true, irq.map(|i| Nanos(i.latency_ns)), culprits);
+    w.irq_latency_ns = irq.map(|i| Nanos(i.latency_ns));
+    w.from_idle = irq.map(|i| i.from_idle);
+    if let Some(i) = irq {
+        split_irq(&mut w, start_ns, noise, i);
+    }
+    w
+}
+
+/// The interference inside `start_ns..end_ns`, longest first, adding up to
+/// the window's span (the rest `unexplained`), and how many events fell in it.
+fn culprits_in(start_ns: u64, end_ns: u64, noise: &[Noise]) -> (Vec<Culprit>, u32) {
     let mut culprits: Vec<Culprit> = Vec::new();
     let mut inside = 0u32;
     for n in noise.iter().filter(|n| n.end_ns > start_ns && n.start_ns < end_ns) {
@@ -321,9 +355,12 @@ pub(crate) fn window(cpu: usize, start_ns: u64, end_ns: u64, noise: &[Noise], ir
             ..Default::default()
         });
     }
-    let mut w = TraceWindow::new(cpu, (start_ns, end_ns), inside, true, irq.map(|i| Nanos(i.latency_ns)), culprits);
-    w.irq_latency_ns = irq.map(|i| Nanos(i.latency_ns));
-    w.from_idle = irq.map(|i| i.from_idle);
+    (culprits, inside)
+}
+
+/// rtla's split of the IRQ latency `i` of window `w` (due at `start_ns`):
+/// the timer's own handler's delay and duration, where the clocks can place it.
+fn split_irq(w: &mut TraceWindow, start_ns: u64, noise: &[Noise], i: IrqSample) {
     // The handler's start: its `start` field, in the kernel's local clock,
     // moved into the trace clock by the smallest (line time − local end) of
     // the events written within 20 ms of it (the two clocks drift apart:
@@ -332,8 +369,8 @@ pub(crate) fn window(cpu: usize, start_ns: u64, end_ns: u64, noise: &[Noise], ir
     // event's write (3 µs and more under TCG).
     // Hard IRQs do not nest, so the candidate is the first IRQ event (they
     // are in the order written) that ends at or after the IRQ sample.
-    let Some((i, h)) = irq.and_then(|i| noise.iter().find(|n| n.kind == "irq" && n.end_ns >= i.ts_ns).map(|h| (i, h))) else {
-        return w;
+    let Some(h) = noise.iter().find(|n| n.kind == "irq" && n.end_ns >= i.ts_ns) else {
+        return;
     };
     let offset = noise
         .iter()
@@ -362,7 +399,6 @@ pub(crate) fn window(cpu: usize, start_ns: u64, end_ns: u64, noise: &[Noise], ir
         w.irq_handler_delay_ns = Some(Nanos(begin.saturating_sub(start_ns)));
         w.irq_duration_ns = Some(Nanos(duration));
     }
-    w
 }
 
 #[cfg(test)]

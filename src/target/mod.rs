@@ -20,5 +20,5 @@ mod replies;
 pub(crate) mod session;
 pub(crate) mod transport;
 
-pub(crate) use session::{execute, TargetPlan};
+pub(crate) use session::{agent_load, execute, OnTarget};
 pub(crate) use transport::TargetSpec;

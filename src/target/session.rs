@@ -26,8 +26,9 @@ use time::OffsetDateTime;
 
 use crate::error::BadInput;
 use crate::measure::recorder::Live;
-use crate::measure::{selects, split_spec, LiveBoard};
+use crate::measure::{selects, split_spec, LiveBoard, ProbeRun};
 use crate::model::{AgentRecord, Calibration, Host, Nanos, Plan, Run, SetupStep};
+use crate::plan::RunPlan;
 use crate::runner::{finish, spawn_live, write_final, Invocation};
 use crate::sys::sched::Policy;
 use crate::units::rfc3339;
@@ -40,27 +41,34 @@ use super::transport::{Link, TargetSpec};
 /// The native runner's warm-up (`runner::WARM_UP_MIN_NS`), asked of the agent too.
 const WARM_UP_NS: u64 = crate::runner::WARM_UP_MIN_NS;
 
-/// What `rtscope run --target` asks, in the target's terms (the face builds
-/// it from the flags; CPUs are checked against the target once it has said
-/// how many it has).
+/// What of a run on a target is resolved against the agent's announcement,
+/// as the command line asked it: the one plan ([`RunPlan`]) holds everything
+/// else. The probes as given (`sem:mutex`: the variants are the agent's to
+/// match), `-t` and `-a` (None: one thread per CPU the agent has), the
+/// agent's built-in load of each of the plan's phases, and how long the
+/// agent may be silent.
 #[derive(Debug, Clone)]
-pub(crate) struct TargetPlan {
+pub(crate) struct OnTarget {
     /// `--probe` as given: `timer`, `sem:mutex`, ...
     pub(crate) probes: Vec<String>,
-    pub(crate) duration_ns: u64,
-    pub(crate) interval_ns: u64,
-    pub(crate) priority: u8,
-    pub(crate) policy: Policy,
     pub(crate) threads: Option<usize>,
     pub(crate) affinity: Option<Vec<usize>>,
-    pub(crate) periods_ns: Vec<u64>,
-    pub(crate) worst_k: usize,
-    pub(crate) iterations: Option<u64>,
-    pub(crate) msg_size: Option<usize>,
-    /// (phase name, the agent's built-in load: none, cpu, mem, cpu+mem).
-    pub(crate) phases: Vec<(String, String)>,
+    /// The agent's built-in load of each phase of the plan, in its order: none, cpu, mem.
+    pub(crate) loads: Vec<&'static str>,
     /// `--target-silence`: how long the agent may say nothing past a plan's time.
     pub(crate) silence_ns: u64,
+}
+
+/// The agent's name of the built-in load that makes a phase of `loads`
+/// (the load layer's kinds), or None: the agent has no such load.
+pub(crate) fn agent_load(loads: &[crate::load::LoadKind]) -> Option<&'static str> {
+    use crate::load::LoadKind;
+    match loads {
+        [] => Some("none"),
+        [LoadKind::Cpu] => Some("cpu"),
+        [LoadKind::Memory] => Some("mem"),
+        _ => None,
+    }
 }
 
 /// The target's fingerprint from `hello`.
@@ -96,9 +104,9 @@ fn host_of(h: &Line) -> Host {
 
 /// Each probe to run with the agent's variants it selects (empty: the probe
 /// has none, or all of them).
-fn resolve_probes(tp: &TargetPlan, hello: &Hello, spec: &TargetSpec) -> Result<Vec<(String, Vec<String>)>, BadInput> {
+fn resolve_probes(on: &OnTarget, hello: &Hello, spec: &TargetSpec) -> Result<Vec<(String, Vec<String>)>, BadInput> {
     let mut out: Vec<(String, Vec<String>)> = Vec::new();
-    for s in &tp.probes {
+    for s in &on.probes {
         let (name, sel) = split_spec(s);
         let Some((_, have)) = hello.probes.iter().find(|(n, _)| n == name) else {
             let names: Vec<&str> = hello.probes.iter().map(|(n, _)| n.as_str()).collect();
@@ -124,8 +132,8 @@ fn resolve_probes(tp: &TargetPlan, hello: &Hello, spec: &TargetSpec) -> Result<V
 }
 
 /// CPUs and threads on the target: `-a` must name CPUs it has.
-fn cpus_threads(tp: &TargetPlan, ncpus: usize, spec: &TargetSpec) -> Result<(Vec<usize>, usize), BadInput> {
-    let cpus = match &tp.affinity {
+fn cpus_threads(on: &OnTarget, ncpus: usize, spec: &TargetSpec) -> Result<(Vec<usize>, usize), BadInput> {
+    let cpus = match &on.affinity {
         Some(set) => {
             if let Some(bad) = set.iter().find(|c| ncpus > 0 && **c >= ncpus) {
                 return Err(BadInput(format!("-a/--affinity: CPU {bad} is not on the target {spec}, which has CPUs 0-{}", ncpus - 1)));
@@ -137,12 +145,12 @@ fn cpus_threads(tp: &TargetPlan, ncpus: usize, spec: &TargetSpec) -> Result<(Vec
         // names those CPUs only (a 256-CPU target's full list would not fit
         // the protocol's 1 024 bytes, and the agent's own threads keep the
         // CPUs no thread measures on).
-        None => match tp.threads {
+        None => match on.threads {
             Some(t) => (0..ncpus.max(1).min(t.max(2))).collect(),
             None => (0..ncpus.max(1)).collect(),
         },
     };
-    let threads = tp.threads.unwrap_or(cpus.len());
+    let threads = on.threads.unwrap_or(cpus.len());
     Ok((cpus, threads))
 }
 
@@ -185,9 +193,9 @@ fn place_host_threads(reader_tid: Option<i32>, h: &Line, cpus: &[usize]) -> Setu
 
 /// Run the plan on the agent `spec` names. `warnings` words what the reader
 /// must know (the face passes `analysis::warnings`, as to the runner).
-pub(crate) fn execute(spec: &TargetSpec, tp: &TargetPlan, call: Invocation) -> anyhow::Result<Run> {
+pub(crate) fn execute(spec: &TargetSpec, plan: &RunPlan, on: &OnTarget, call: Invocation) -> anyhow::Result<Run> {
     let Invocation { output, command_line, started, stop, warnings } = call;
-    check_plan_lines(tp)?;
+    check_plan_lines(plan, on)?;
     let mut link = Link::open(spec)?;
     if matches!(spec, TargetSpec::Serial { .. }) {
         // The agent on a serial line may have announced itself long ago.
@@ -196,13 +204,13 @@ pub(crate) fn execute(spec: &TargetSpec, tp: &TargetPlan, call: Invocation) -> a
     let mut r = Reader { link: &mut link, number: 0 };
     let hello = announcement(&mut r, stop)?;
     let host = host_of(&hello.line);
-    let agreed = agree(tp, &hello, host.cpus_online.len(), spec)?;
-    if let Some(w) = coarse_clock_before(tp, &hello.line, spec) {
+    let agreed = agree(plan, on, &hello, host.cpus_online.len(), spec)?;
+    if let Some(w) = coarse_clock_before(plan, &hello.line, spec) {
         eprintln!("{w}");
     }
     let mut steps = agent_steps(&hello.line, &agreed.cpus, r.link.reader_tid());
-    let mut run = run_of(tp, &hello.line, &agreed, spec, host, command_line, started);
-    let plans = Plans { tp, agreed: &agreed, stop };
+    let mut run = run_of(plan, &hello.line, &agreed, spec, host, command_line, started);
+    let plans = Plans { plan, on, agreed: &agreed, stop };
     let gone = plans.measure(&mut r, &mut run, &mut steps, output.quiet)?;
     if gone.is_none() {
         let _ = r.link.send(&Line::new("bye").encode());
@@ -231,12 +239,12 @@ struct Agreed {
     threads: usize,
 }
 
-/// The probes, CPUs and threads of `tp` as the agent can run them
+/// The probes, CPUs and threads of `plan` and `on` as the agent can run them
 /// (`ncpus`: the CPUs it has; it preallocated `max_threads`).
-fn agree(tp: &TargetPlan, hello: &Hello, ncpus: usize, spec: &TargetSpec) -> Result<Agreed, BadInput> {
-    let probes = resolve_probes(tp, hello, spec)?;
-    target_priority(tp, &hello.line, &probes, spec)?;
-    let (cpus, threads) = cpus_threads(tp, ncpus, spec)?;
+fn agree(plan: &RunPlan, on: &OnTarget, hello: &Hello, ncpus: usize, spec: &TargetSpec) -> Result<Agreed, BadInput> {
+    let probes = resolve_probes(on, hello, spec)?;
+    target_priority(plan, &hello.line, &probes, spec)?;
+    let (cpus, threads) = cpus_threads(on, ncpus, spec)?;
     if let Some(max) = hello.line.get("max_threads").and_then(|m| m.parse::<usize>().ok()) {
         if threads > max {
             return Err(BadInput(format!("-t/--threads {threads}: the agent preallocated {max} threads; start it with --max-threads {threads} or measure with fewer")));
@@ -263,13 +271,13 @@ fn prio_below(probe: &str) -> i64 {
 /// RTOS's first task), put every probe's lowest thread above them. Checked
 /// here, before any plan is sent: exit 2 naming the range (the agent checks
 /// the same, for hosts that do not).
-fn target_priority(tp: &TargetPlan, h: &Line, probes: &[(String, Vec<String>)], spec: &TargetSpec) -> Result<(), BadInput> {
+fn target_priority(plan: &RunPlan, h: &Line, probes: &[(String, Vec<String>)], spec: &TargetSpec) -> Result<(), BadInput> {
     let num = |k: &str| h.get(k).and_then(|v| v.parse::<i64>().ok());
     let (lo, hi) = (num("prio_min").unwrap_or(1).max(1), num("prio_max").unwrap_or(99).min(99));
-    let own = if tp.policy == Policy::Other { 0 } else { num("own_prio").unwrap_or(0).max(0) };
+    let own = if plan.measuring.policy == Policy::Other { 0 } else { num("own_prio").unwrap_or(0).max(0) };
     let (worst, below) = probes.iter().map(|(p, _)| (p.as_str(), prio_below(p))).max_by_key(|(_, b)| *b).unwrap_or(("", 0));
     let low = if own > 0 { lo.max(own + 1 + below) } else { lo };
-    let p = i64::from(tp.priority);
+    let p = i64::from(plan.measuring.priority);
     if p >= low && p <= hi {
         return Ok(());
     }
@@ -290,10 +298,10 @@ fn target_priority(tp: &TargetPlan, h: &Line, probes: &[(String, Vec<String>)], 
 /// The target's clock resolution (`hello res_ns`) against the intervals of
 /// the plan, said before measuring (the end of the run says it again with
 /// the latencies): a period below a tick measures the tick (issue 48).
-fn coarse_clock_before(tp: &TargetPlan, h: &Line, spec: &TargetSpec) -> Option<String> {
+fn coarse_clock_before(plan: &RunPlan, h: &Line, spec: &TargetSpec) -> Option<String> {
     let res = h.get("res_ns").and_then(|v| v.parse::<u64>().ok()).filter(|r| *r > 1_000)?;
     let fmt = crate::units::fmt_ns;
-    let below: Vec<String> = std::iter::once(tp.interval_ns).chain(tp.periods_ns.iter().copied()).filter(|i| *i > 0 && *i < res).map(fmt).collect();
+    let below: Vec<String> = std::iter::once(plan.measuring.interval_ns).chain(plan.measuring.probe.periods_ns.iter().copied()).filter(|i| *i > 0 && *i < res).map(fmt).collect();
     let what = if below.is_empty() { format!("latencies under {} cannot be told apart", fmt(res)) } else { format!("the interval {} is below it: periods and wake-ups come in its ticks", below.join(", ")) };
     Some(format!(
         "warning: the target {spec} announces a clock resolution of {} (hello res_ns, clock_getres); {what}. Use a tickless or high-resolution clock on the target (docs/porting.md) or an interval of at least {}.",
@@ -304,7 +312,7 @@ fn coarse_clock_before(tp: &TargetPlan, h: &Line, spec: &TargetSpec) -> Option<S
 
 /// The run every result block goes into: the plan as agreed, the agent's
 /// record and clock, the target's fingerprint.
-fn run_of(tp: &TargetPlan, h: &Line, agreed: &Agreed, spec: &TargetSpec, host: Host, command_line: Vec<String>, started: OffsetDateTime) -> Run {
+fn run_of(plan: &RunPlan, h: &Line, agreed: &Agreed, spec: &TargetSpec, host: Host, command_line: Vec<String>, started: OffsetDateTime) -> Run {
     let agent = AgentRecord {
         version: foreign(h.get("agent").unwrap_or("")),
         protocol: proto::PROTOCOL,
@@ -317,30 +325,22 @@ fn run_of(tp: &TargetPlan, h: &Line, agreed: &Agreed, spec: &TargetSpec, host: H
         mlock: foreign(h.get("mlock").unwrap_or("")),
     };
     let calibration = calibration_of(h, &agent.clock);
-    Run::by_agent(command_line, host, plan_of(tp, agreed), calibration, rfc3339(started), agent)
+    Run::by_agent(command_line, host, plan_of(plan, agreed), calibration, rfc3339(started), agent)
 }
 
-fn plan_of(tp: &TargetPlan, agreed: &Agreed) -> Plan {
-    let mut plan = Plan::new(
-        agreed.probes.iter().map(|(p, _)| p.clone()).collect(),
-        tp.phases.iter().map(|(n, _)| n.clone()).collect(),
-        Nanos(tp.duration_ns),
-        Nanos(tp.interval_ns),
-    );
-    plan.priority = tp.priority;
-    plan.policy = tp.policy.name().to_string();
-    plan.threads = agreed.threads;
-    plan.cpus = agreed.cpus.clone();
-    plan.worst_k = tp.worst_k;
-    plan.probe_options.periods_ns = tp.periods_ns.clone();
-    plan.probe_options.iterations = tp.iterations;
-    plan.probe_options.msg_size = tp.msg_size.unwrap_or(0);
-    for (p, vs) in &agreed.probes {
+/// The one plan's model as the agent agreed it: its probes, variants,
+/// threads and CPUs.
+fn plan_of(plan: &RunPlan, agreed: &Agreed) -> Plan {
+    let mut p = plan.to_model();
+    p.probes = agreed.probes.iter().map(|(p, _)| p.clone()).collect();
+    p.threads = agreed.threads;
+    p.cpus = agreed.cpus.clone();
+    for (probe, vs) in &agreed.probes {
         if !vs.is_empty() {
-            plan.probe_options.variants.insert(p.clone(), vs.clone());
+            p.probe_options.variants.insert(probe.clone(), vs.clone());
         }
     }
-    plan
+    p
 }
 
 /// The agent does not measure the cost of a clock read (protocol 1): 0
@@ -369,7 +369,8 @@ fn agent_steps(h: &Line, cpus: &[usize], reader_tid: Option<i32>) -> Vec<SetupSt
 
 /// One plan per probe and phase, sent and read in turn.
 struct Plans<'a> {
-    tp: &'a TargetPlan,
+    plan: &'a RunPlan,
+    on: &'a OnTarget,
     agreed: &'a Agreed,
     stop: &'a AtomicBool,
 }
@@ -379,7 +380,7 @@ impl Plans<'_> {
     fn measure(&self, r: &mut Reader, run: &mut Run, steps: &mut Vec<SetupStep>, quiet: bool) -> anyhow::Result<Option<String>> {
         let board = LiveBoard::default();
         let live = Arc::new(Live::default());
-        let total_ns = (self.tp.duration_ns + WARM_UP_NS) * (self.agreed.probes.len() * self.tp.phases.len()) as u64;
+        let total_ns = (self.plan.measuring.duration_ns + WARM_UP_NS) * (self.agreed.probes.len() * self.plan.phases.len()) as u64;
         let finished = AtomicBool::new(false);
         std::thread::scope(|s| {
             spawn_live(s, quiet, &board, total_ns, &finished, self.stop)?;
@@ -391,7 +392,7 @@ impl Plans<'_> {
 
     fn each(&self, r: &mut Reader, run: &mut Run, steps: &mut Vec<SetupStep>, board: &LiveBoard, live: &Arc<Live>) -> anyhow::Result<Option<String>> {
         let mut id = 0u64;
-        for (phase, load) in &self.tp.phases {
+        for (phase, load) in self.plan.phases.iter().zip(&self.on.loads) {
             for (probe, variants) in &self.agreed.probes {
                 if self.stop.load(Ordering::Relaxed) {
                     run.interrupted_in = Some(phase.clone());
@@ -407,15 +408,15 @@ impl Plans<'_> {
                 }
                 board.reset(&format!("{phase}: {probe} (agent)"));
                 board.register(Arc::clone(live));
-                let planned = Duration::from_nanos(self.tp.duration_ns + WARM_UP_NS);
-                let silence = Duration::from_nanos(self.tp.silence_ns);
+                let planned = Duration::from_nanos(self.plan.measuring.duration_ns + WARM_UP_NS);
+                let silence = Duration::from_nanos(self.on.silence_ns);
                 let bounds = PlanBounds {
                     probe: probe.clone(),
                     threads: self.agreed.threads,
                     limits: Limits {
-                        tail: plan_tail(self.tp) as u64,
-                        worst: self.tp.worst_k as u64,
-                        duration_ns: self.tp.duration_ns,
+                        tail: plan_tail(&self.plan.measuring) as u64,
+                        worst: self.plan.measuring.worst_k as u64,
+                        duration_ns: self.plan.measuring.duration_ns,
                     },
                 };
                 match Replies::new(id, phase, live, board, bounds).read(r, planned, silence, self.stop, steps)? {
@@ -437,7 +438,7 @@ impl Plans<'_> {
 
     /// The `plan` line of one probe (its `variants`) under the agent's built-in `load`.
     fn plan_line(&self, id: u64, probe: &str, variants: &[String], load: &str) -> Line {
-        plan_line(self.tp, &self.agreed.cpus, self.agreed.threads, id, probe, variants, load)
+        plan_line(&self.plan.measuring, &self.agreed.cpus, self.agreed.threads, id, probe, variants, load)
     }
 }
 
@@ -457,49 +458,50 @@ fn fits(line: &Line, probe: &str) -> Result<(), BadInput> {
 
 /// Before connecting: the plan lines with what is known (the CPUs of `-a`,
 /// every variant of a probe left to the agent) fit the protocol.
-pub(crate) fn check_plan_lines(tp: &TargetPlan) -> Result<(), BadInput> {
-    let cpus = tp.affinity.clone().unwrap_or_else(|| vec![0]);
-    for s in &tp.probes {
+pub(crate) fn check_plan_lines(plan: &RunPlan, on: &OnTarget) -> Result<(), BadInput> {
+    let cpus = on.affinity.clone().unwrap_or_else(|| vec![0]);
+    for s in &on.probes {
         let (probe, _) = split_spec(s);
-        for (_, load) in &tp.phases {
-            fits(&plan_line(tp, &cpus, tp.threads.unwrap_or(1), 1, probe, &[], load), probe)?;
+        for load in &on.loads {
+            fits(&plan_line(&plan.measuring, &cpus, on.threads.unwrap_or(1), 1, probe, &[], load), probe)?;
         }
     }
     Ok(())
 }
 
 /// The tail capacity a plan asks of every thread (the native recorder's).
-fn plan_tail(tp: &TargetPlan) -> usize {
-    crate::measure::recorder::tail_capacity(tp.duration_ns, tp.interval_ns).max(tp.worst_k)
+fn plan_tail(m: &ProbeRun) -> usize {
+    crate::measure::recorder::tail_capacity(m.duration_ns, m.interval_ns).max(m.worst_k)
 }
 
 /// The `plan` line of one probe (its `variants`) on `cpus` with `threads`
 /// under the agent's built-in `load`.
-fn plan_line(tp: &TargetPlan, cpus: &[usize], threads: usize, id: u64, probe: &str, variants: &[String], load: &str) -> Line {
+fn plan_line(m: &ProbeRun, cpus: &[usize], threads: usize, id: u64, probe: &str, variants: &[String], load: &str) -> Line {
     let mut l = Line::new("plan")
         .with("id", id)
         .with("probe", probe)
-        .with("interval_ns", tp.interval_ns)
-        .with("duration_ns", tp.duration_ns)
-        .with("priority", tp.priority)
-        .with("policy", tp.policy.name())
+        .with("interval_ns", m.interval_ns)
+        .with("duration_ns", m.duration_ns)
+        .with("priority", m.priority)
+        .with("policy", m.policy.name())
         .with("cpus", cpus.iter().map(usize::to_string).collect::<Vec<_>>().join(","))
         .with("threads", threads)
-        .with("worst", tp.worst_k)
-        .with("tail", crate::measure::recorder::tail_capacity(tp.duration_ns, tp.interval_ns).max(tp.worst_k))
+        .with("worst", m.worst_k)
+        .with("tail", plan_tail(m))
         .with("warmup_ns", WARM_UP_NS)
         .with("progress_ms", 250);
     if !variants.is_empty() {
         l = l.with("variants", variants.join(","));
     }
-    if !tp.periods_ns.is_empty() {
-        l = l.with("periods_ns", tp.periods_ns.iter().map(u64::to_string).collect::<Vec<_>>().join(","));
+    if !m.probe.periods_ns.is_empty() {
+        l = l.with("periods_ns", m.probe.periods_ns.iter().map(u64::to_string).collect::<Vec<_>>().join(","));
     }
-    if let Some(n) = tp.iterations {
+    if let Some(n) = m.probe.iterations {
         l = l.with("iterations", n);
     }
-    if let Some(m) = tp.msg_size {
-        l = l.with("msg_size", m);
+    // 0: not given, the agent's own default (a given size is at least 1).
+    if m.probe.msg_size > 0 {
+        l = l.with("msg_size", m.probe.msg_size);
     }
     if load != "none" {
         l = l.with("load", load);

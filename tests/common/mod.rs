@@ -118,3 +118,36 @@ pub fn read_bins(name: &str) -> (Vec<String>, Vec<BinRow>) {
         .collect();
     (names, rows)
 }
+
+/// Is `tool` on PATH?
+pub fn have(tool: &str) -> bool {
+    std::process::Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
+}
+
+/// A free TCP port on 127.0.0.1 (bound and released; the server or agent takes it next).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Poll `cond` every 20 ms for at most `limit`.
+pub fn wait_for(limit: std::time::Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}
+
+/// A scripted agent (a Python `script` speaking the protocol) in `sb`, as
+/// the `--target` that runs it; None, saying SKIP, without python3.
+pub fn scripted_agent(sb: &Sandbox, script: &str) -> Option<String> {
+    if !have("python3") {
+        eprintln!("SKIP: python3 (the scripted agent)");
+        return None;
+    }
+    std::fs::write(sb.path("agent.py"), script).unwrap();
+    Some(format!("exec:python3 {}", sb.path("agent.py").display()))
+}
