@@ -482,6 +482,15 @@ fn flags_that_do_not_apply_on_a_target_are_refused() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--phase-name 'a b': use 1-64 letters"), "{}", String::from_utf8_lossy(&out.stderr));
     let out = sb.run(&["run", "--target", "exec:true", "--no-dma-latency"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("-q, --ns, --target-silence. Drop --no-dma-latency"), "{}", String::from_utf8_lossy(&out.stderr));
+    // The agent's limit on the interval (1 h) is checked before the target
+    // is started: the agent refused it with `code=plan` only after
+    // connecting (exit 1).
+    let started = sb.path("started");
+    let target = format!("exec:touch {}", started.display());
+    let out = sb.run(&["run", "--target", target.as_str(), "-i", "2h", "-D", "3h"]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("an agent takes intervals of up to 1 h"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!started.exists(), "the target was started");
     for bad in ["tcp:nowhere", "serial:ttyS0", "ftp:x"] {
         let out = sb.run(&["run", "--target", bad]);
         assert_eq!(out.status.code(), Some(2));

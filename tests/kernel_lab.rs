@@ -600,16 +600,27 @@ fn rt_kernel_tracer_settings_survive_a_sigkill() {
         &script,
         r#"T=/sys/kernel/tracing
 cat $T/osnoise/timerlat_period_us >before.txt
+# A watchdog on the console: should the guest stall (seen twice under a loaded
+# host, once before and once after the kill), the console shows the last step
+# reached and where every rtscope thread waits in the kernel.
+( while :; do sleep 30; echo "kill.sh: watchdog at uptime $(cut -d' ' -f1 /proc/uptime)"
+  for t in /proc/[0-9]*/task/*; do case "$(cat $t/comm 2>/dev/null)" in rtscope*|timerlat*)
+    echo "$t $(cat $t/comm) $(cut -d' ' -f3 $t/stat 2>/dev/null) $(cat $t/wchan 2>/dev/null)"; cat $t/stack 2>/dev/null;; esac; done
+done ) </dev/null >/dev/console 2>&1 &
+wd=$!
 rtscope run --probe timerlat -i 5000 -D 600s -q --json /tmp/killed.json >/dev/null 2>&1 &
 pid=$!
+echo "kill.sh: the first run started (pid $pid)" >&2
 n=0
 while [ $n -lt 3000 ] && [ "$(cat $T/osnoise/timerlat_period_us)" != 5000 ]; do sleep 0.1; n=$((n+1)); done
+echo "kill.sh: period $(cat $T/osnoise/timerlat_period_us) after $n polls; the second run starts" >&2
 cat $T/osnoise/timerlat_period_us >during.txt
 ls $T/instances >inst-during.txt
 ls /run/rtscope >state-during.txt
 echo $pid >first.pid
 rtscope run --probe timerlat -D 1s -q --json /tmp/second.json >second.out 2>&1
 echo $? >second.rc
+echo "kill.sh: the second run ended ($(cat second.rc)); SIGKILL to the first" >&2
 ls /tmp/second.json >second-file.txt 2>&1
 kill -9 $pid
 wait $pid
@@ -634,12 +645,22 @@ cat $T/osnoise/period_us >period-after.txt
 ls $T/instances >inst-after.txt
 ls /run/rtscope >state-after.txt
 cat $T/current_tracer >top.txt
+kill $wd
 "#,
     )
     .unwrap();
     let out_dir = dir.path().join("out");
-    let out = run_lab(&["--kernel", "rt", "--guest-script", script.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()], &[]);
-    assert!(out.status.success(), "kernel-lab failed: {}", String::from_utf8_lossy(&out.stderr));
+    let console = dir.path().join("console.log");
+    let out = run_lab(
+        &["--kernel", "rt", "--guest-script", script.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap(), "--console-log", console.to_str().unwrap()],
+        &[],
+    );
+    if !out.status.success() {
+        // The script's steps and the watchdog's stacks, from the whole console.
+        let log = std::fs::read_to_string(&console).unwrap_or_default();
+        let from = log.find("RTSCOPE-LAB-RUN").unwrap_or(0);
+        panic!("kernel-lab failed: {}\n---- the console from the script's start ----\n{}", String::from_utf8_lossy(&out.stderr), &log[from..]);
+    }
     let read = |f: &str| std::fs::read_to_string(out_dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}")).trim().to_string();
     assert_eq!(read("before.txt"), "1000", "the kernel's default period");
     assert_eq!(read("during.txt"), "5000", "the run's period while it ran");

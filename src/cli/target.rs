@@ -23,6 +23,7 @@ pub(crate) fn build(args: &RunArgs, target: &str, started: &str) -> Result<(Targ
     };
     super::applies::check_flags(&args.given, &shape)?;
     super::plan::check_interval(args)?;
+    check_agent_range(args)?;
     if args.load.phase_name.is_some() && !args.load.loads.is_empty() {
         return Err(BadInput("--phase-name names the one phase of a load started outside rtscope; not with --load".into()));
     }
@@ -59,4 +60,19 @@ pub(crate) fn build(args: &RunArgs, target: &str, started: &str) -> Result<(Targ
     let on = OnTarget { probes: args.probes.clone(), threads, affinity, loads, silence_ns: args.target_silence };
     let path = super::plan::output_path(args, started)?;
     Ok((spec, plan, on, Output { path, quiet: args.quiet, unit: crate::units::Unit::of_ns_flag(args.ns) }))
+}
+
+/// The agent's plan limit on the interval (agent/plan.c: 1 ns to 1 h),
+/// checked here so that a plan the agent would refuse is exit 2 before
+/// anything is started or connected (its 365-day limit on a run is every
+/// duration's: `units::parse_duration`).
+fn check_agent_range(args: &RunArgs) -> Result<(), BadInput> {
+    const MAX_INTERVAL_NS: u64 = 3_600_000_000_000;
+    if args.interval > MAX_INTERVAL_NS {
+        return Err(BadInput(format!(
+            "-i/--interval {}: an agent takes intervals of up to 1 h; shorten the interval",
+            crate::units::fmt_ns(args.interval)
+        )));
+    }
+    Ok(())
 }

@@ -64,7 +64,7 @@ pub(crate) fn cmd(args: &DoctorArgs) -> anyhow::Result<u8> {
 
 /// Doctor's advice, backed by measurement where there is one: a finding
 /// about a knob that a factor experiment in the history varied on this
-/// host gets the measured effect ("measured: −40 % p99.9 [−52, −31] …,
+/// host gets the measured effect ("measured: ×0.60 p99.9 [×0.48, ×0.69] …,
 /// experiment fx-…") appended to its reason. No history, no citation.
 fn cite_experiments(findings: &mut [crate::doctor::Finding], hostname: &str, db: Option<&std::path::Path>) {
     let Ok(loc) = crate::store::Location::resolve(db) else { return };
