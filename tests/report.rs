@@ -381,6 +381,8 @@ fn deadline_view_keeps_the_asked_columns_and_gives_the_verdict() {
     assert!(!dropped.contains("miss"), "an asked-for column was left out: {dropped}");
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(text.contains("verdict: FAIL (2 of 2 entries missed the deadline)"), "{text}");
+    // The report exits 0 on a FAIL, and says which command is the gate.
+    assert!(text.contains("this command exits 0 on a FAIL: the gate is `rtscope check --deadline` (exit 3)"), "{text}");
     assert!(text.contains("FAIL timer/idle: 50 of 1000 periods missed the 10.0 us deadline (50 late sample(s), 0 missed period(s))"), "{text}");
     assert!(text.contains("FAIL timer/mixed: 50 of 1000 periods missed the 10.0 us deadline"), "{text}");
     // Verdict lines wrap at 80 columns: read them with the wrapping undone.
