@@ -552,9 +552,8 @@ mod tests {
             Change::Tuple { line, nth, value } => {
                 let l = &mut lines[line % n];
                 if let Some((_, v)) = l.fields.iter_mut().find(|(k, _)| k == "b" || k == "s") {
-                    let mut count = 0;
                     let mut out = String::new();
-                    for part in v.split_inclusive([':', ',']) {
+                    for (count, part) in v.split_inclusive([':', ',']).enumerate() {
                         let (num, sep) = part.split_at(part.len() - usize::from(part.ends_with([':', ','])));
                         if count == nth {
                             out.push_str(&value.to_string());
@@ -562,7 +561,6 @@ mod tests {
                             out.push_str(num);
                         }
                         out.push_str(sep);
-                        count += 1;
                     }
                     *v = out;
                 }
