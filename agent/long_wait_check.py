@@ -20,64 +20,23 @@ LIMIT (20 s) separates "ends at stop" (well under a second) from the old
 held, 1 naming what did not.
 """
 import os
-import select
-import subprocess
 import sys
 import time
-import zlib
+
+from agent_pipe import Agent as AgentPipe
 
 LIMIT = 20.0
 IV = 60_000_000_000
 
 
-def sign(body):
-    line = "RTS1 " + body
-    return f"{line} *{zlib.crc32(line.encode()):08x}\n".encode()
-
-
-class Agent:
-    def __init__(self, path):
-        self.p = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        self.buf = b""
-        self.lines = []
-
-    def send(self, body):
-        self.p.stdin.write(sign(body))
-        self.p.stdin.flush()
+class Agent(AgentPipe):
+    """The pipe with this check's limit as its default."""
 
     def until(self, pred, limit=LIMIT):
-        end = time.monotonic() + limit
-        while True:
-            for i, l in enumerate(self.lines):
-                if pred(l):
-                    del self.lines[: i + 1]
-                    return l
-            self.lines.clear()
-            left = end - time.monotonic()
-            if left <= 0:
-                return None
-            r, _, _ = select.select([self.p.stdout], [], [], left)
-            if not r:
-                return None
-            d = os.read(self.p.stdout.fileno(), 65536)
-            if not d:
-                return None
-            self.buf += d
-            *done, self.buf = self.buf.split(b"\n")
-            self.lines += [x.decode(errors="replace") for x in done]
+        return super().until(pred, limit)
 
-    def close(self):
-        try:
-            self.p.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.p.wait(timeout=LIMIT)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
-            return False
-        return True
+    def close(self, limit=LIMIT):
+        return super().close(limit)
 
 
 def main():

@@ -16,55 +16,15 @@ here (a skip).
 """
 import ctypes
 import os
-import select
-import subprocess
 import sys
 import time
-import zlib
+
+from agent_pipe import Agent
 
 PTRACE_DETACH, PTRACE_SEIZE, PTRACE_INTERRUPT = 17, 0x4206, 0x4207
 WALL = 0x40000000
 libc = ctypes.CDLL(None, use_errno=True)
 libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
-
-
-def sign(body):
-    line = "RTS1 " + body
-    return f"{line} *{zlib.crc32(line.encode()):08x}\n".encode()
-
-
-class Agent:
-    def __init__(self, path):
-        self.p = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        self.buf = b""
-        self.lines = []
-
-    def send(self, body):
-        self.p.stdin.write(sign(body))
-        self.p.stdin.flush()
-
-    def until(self, pred, limit):
-        """Read lines until pred(line) holds (that line) or limit s pass (None)."""
-        end = time.monotonic() + limit
-        while True:
-            for i, l in enumerate(self.lines):
-                if pred(l):
-                    del self.lines[: i + 1]
-                    return l
-            self.lines.clear()
-            left = end - time.monotonic()
-            if left <= 0:
-                return None
-            r, _, _ = select.select([self.p.stdout], [], [], left)
-            if not r:
-                return None
-            d = os.read(self.p.stdout.fileno(), 65536)
-            if not d:
-                return None
-            self.buf += d
-            *done, self.buf = self.buf.split(b"\n")
-            self.lines += [x.decode(errors="replace") for x in done]
-            self.seen = getattr(self, "seen", []) + [x.decode(errors="replace") for x in done]
 
 
 def measuring_thread(pid, prio):
@@ -78,7 +38,7 @@ def measuring_thread(pid, prio):
 
 def fail(what, a):
     print(f"FAIL: {what}")
-    for l in getattr(a, "seen", [])[-12:]:
+    for l in a.seen[-12:]:
         print("    " + l[:160])
     a.p.kill()
     sys.exit(1)
