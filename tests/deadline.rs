@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::Value;
 
 mod common;
-use common::{is_root, rtscope, serial};
+use common::{is_root, merged_entry, rtscope, serial};
 
 /// `rtscope run ARGS --json FILE -q --no-store`: the output and the result (if written).
 fn run(args: &[&str]) -> (Output, Option<Value>) {
@@ -29,15 +29,6 @@ fn stderr(o: &Output) -> String {
 
 fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
-}
-
-fn merged<'a>(run: &'a Value, probe: &str, variant: Option<&str>) -> &'a Value {
-    run["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["probe"] == probe && r["thread"].is_null() && r["variant"].as_str() == variant)
-        .unwrap_or_else(|| panic!("no merged {probe} {variant:?} entry"))
 }
 
 /// A deadline run the kernel may refuse: None (and why) when it did.
@@ -74,7 +65,7 @@ fn deadline_tasks_are_admitted_and_every_period_is_a_sample_or_an_overrun() {
     let dl = steps.iter().find(|s| s["step"] == "sched_deadline[thread 0]").expect("a sched_deadline set-up step");
     assert_eq!(dl["outcome"], "ok", "{dl}");
     assert!(dl["detail"].as_str().unwrap().contains("runtime 2400us deadline 4ms period 4ms"), "{dl}");
-    let r = merged(&run, "timer", None);
+    let r = merged_entry(&run, "timer", None);
     assert_eq!(u(&r["samples"]) + u(&r["overruns"]), 250, "1 s of 4 ms periods: {r}");
     // Counted (never absent) beside the missed periods.
     assert!(r["runtime_overruns"].is_u64(), "{r}");
@@ -82,7 +73,7 @@ fn deadline_tasks_are_admitted_and_every_period_is_a_sample_or_an_overrun() {
     // periodic: each variant's reservation has the variant's period.
     let Some(run) = deadline_run(&["--probe", "periodic", "--periods", "4ms,8ms", "--policy", "deadline", "-t", "1", "-D", "2s"]) else { return };
     for (v, periods) in [("4ms", 250), ("8ms", 125)] {
-        let r = merged(&run, "periodic", Some(v));
+        let r = merged_entry(&run, "periodic", Some(v));
         assert_eq!(u(&r["samples"]) + u(&r["overruns"]), periods, "{v}: {r}");
         assert!(r["runtime_overruns"].is_u64());
     }
@@ -138,7 +129,7 @@ fn scenario_reservation_keys_set_the_deadline_tasks() {
     assert_eq!(dl["outcome"], "ok", "{dl}");
     assert!(dl["detail"].as_str().unwrap().contains("runtime 2ms deadline 3ms period 4ms"), "{dl}");
     assert!(run["results"].as_array().unwrap().iter().all(|r| r["probe"] == "timer"), "sem left out");
-    let r = merged(&run, "timer", None);
+    let r = merged_entry(&run, "timer", None);
     assert_eq!(u(&r["samples"]) + u(&r["overruns"]), 250, "1 s of 4 ms periods: {r}");
 }
 
@@ -218,7 +209,7 @@ fn migrate_reports_violations_under_a_fifo_hog_and_check_gates_on_them() {
     let args = ["run", "--probe", "migrate", "-a", "0,1", "-p", "99", "-D", "4s", "-q", "--no-store", "--json"];
     let out = rtscope().args(args).arg(&quiet).output().unwrap();
     let q: Value = serde_json::from_str(&std::fs::read_to_string(&quiet).unwrap()).unwrap();
-    let r = merged(&q, "migrate", None);
+    let r = merged_entry(&q, "migrate", None);
     let v = &r["violations"];
     // Releases at 60 ms + k × 120 ms while a whole period fits in 4 s: 32
     // (fewer only if a period ended after the next release was due).
@@ -237,7 +228,7 @@ fn migrate_reports_violations_under_a_fifo_hog_and_check_gates_on_them() {
     assert_eq!(out.status.code(), Some(3), "the hog's violations fail the run: {}", stderr(&out));
     assert!(stderr(&out).contains("waited while a lower-priority one ran"));
     let h: Value = serde_json::from_str(&std::fs::read_to_string(&hogged).unwrap()).unwrap();
-    let v = &merged(&h, "migrate", None)["violations"];
+    let v = &merged_entry(&h, "migrate", None)["violations"];
     assert!(u(&v["count"]) > 0, "{v}");
     let first = &v["list"][0];
     // The one that waited is higher than the one that ran, by more than max_err.
@@ -261,8 +252,8 @@ fn a_signal_chain_round_is_longer_than_one_hop() {
     assert!(out.status.success(), "{}", stderr(&out));
     let run = run.unwrap();
     assert_eq!(run["plan"]["probe_options"]["chain"], 3);
-    let round = merged(&run, "signal", Some("chain"));
-    let hop = merged(&run, "signal", Some("chain/hop"));
+    let round = merged_entry(&run, "signal", Some("chain"));
+    let hop = merged_entry(&run, "signal", Some("chain/hop"));
     assert_eq!(u(&round["samples"]), 2000);
     // Three hops per round, each recorded by its receiver.
     assert_eq!(u(&hop["samples"]), 3 * 2000);

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{fixture, read_bins};
+use common::{fixture, merged, read_bins, u};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -51,14 +51,6 @@ fn results(run: &Value) -> Vec<Value> {
 /// thread must not copy the whole list each time).
 fn thread(run: &Value, t: u64) -> Value {
     run["results"].as_array().unwrap().iter().find(|r| r["thread"].as_u64() == Some(t)).unwrap().clone()
-}
-
-fn merged(run: &Value) -> Vec<Value> {
-    run["results"].as_array().unwrap().iter().filter(|r| r["thread"].is_null()).cloned().collect()
-}
-
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
 }
 
 /// The invariants of schema v1 every imported result must keep.

@@ -1181,10 +1181,6 @@ fn lab_default_timeout_is_derived_from_the_plan() {
 }
 
 /// The merged entries (thread null) of a result.
-fn merged_entries(run: &serde_json::Value) -> Vec<&serde_json::Value> {
-    run["results"].as_array().unwrap().iter().filter(|r| r["thread"].is_null()).collect()
-}
-
 /// Issue 49 item 3: kernels x loads against a deadline in one command.
 /// `compare-kernels --kernels rt --loads idle,fork:1 --deadline 1us`: two
 /// guests; at 1 µs every sample is late (the guest's minimum latency is
@@ -1222,7 +1218,7 @@ fn compare_kernels_answers_kernels_by_loads_against_a_deadline() {
     for (load, file, phase) in [("idle", "rt.idle", "idle"), ("fork:1", "rt.fork-1", "guest:fork:1")] {
         let json = out_dir.join(format!("{file}.json"));
         let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-        let merged = merged_entries(&run);
+        let merged = common::merged(&run);
         assert!(!merged.is_empty() && merged.iter().all(|e| e["phase"] == phase), "{file}: phase {phase}: {run}");
         let u = |e: &serde_json::Value, k: &str| e[k].as_u64().unwrap_or_else(|| panic!("{k}: {e}"));
         let samples: u64 = merged.iter().map(|e| u(e, "samples")).sum();
@@ -1282,7 +1278,7 @@ fn lab_ci_recipe_runs_as_written() {
     let json = dir.path().join("rt-loaded.json");
     let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(run["host"]["realtime"], serde_json::json!(true), "{}", run["host"]);
-    assert!(merged_entries(&run).iter().all(|e| e["phase"] == "guest:cpu:1,fork:1,io:1,net:1"), "{run}");
+    assert!(common::merged(&run).iter().all(|e| e["phase"] == "guest:cpu:1,fork:1,io:1,net:1"), "{run}");
     let rep = Command::new(rtscope()).env_remove("RTSCOPE_DB").arg("report").arg(&json).args(["--deadline", "150us", "--no-pwcet", "--format", "json"]).output().unwrap();
     let rep: serde_json::Value = serde_json::from_slice(&rep.stdout).expect("report JSON");
     let misses: u64 = rep["runs"][0]["entries"].as_array().unwrap().iter().filter(|e| e["thread"].is_null()).map(|e| e["deadline"]["misses_upper"].as_u64().unwrap()).sum();

@@ -4,10 +4,13 @@
 //! and SIGKILL of rtscope takes every load process down within a second.
 //! Each run is short (2 s probes, 500 ms settle) and in its own temp dir.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::rtscope;
 use serde_json::Value;
 
 /// A private dir on the build's filesystem (target/tmp), not /tmp: /tmp may
@@ -18,13 +21,6 @@ fn scratch() -> tempfile::TempDir {
 
 /// Tests run rtscope in a scratch directory `dir` with `TMPDIR=dir`, so the
 /// loads' temp dirs (below $TMPDIR by default) are where the test looks.
-fn rtscope() -> Command {
-    // Runs are saved to a test database under target/, never the user's.
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rtscope"));
-    c.env("RTSCOPE_DB", concat!(env!("CARGO_TARGET_TMPDIR"), "/rtscope-tests.db"));
-    c
-}
-
 fn read(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }

@@ -7,17 +7,17 @@
 
 mod common;
 
-use std::io::Read;
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use serde_json::Value;
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+/// host:port of a loopback port.
+fn local(port: u16) -> String {
+    format!("127.0.0.1:{port}")
 }
 
 /// A child killed and reaped when dropped (every exit path, panics included).
@@ -27,27 +27,6 @@ impl Drop for Reaped {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
-    }
-}
-
-/// GET http://127.0.0.1:PORT/PATH with a plain TCP client: (status, body).
-fn http(port: u16, method: &str, path: &str) -> (u16, String) {
-    use std::io::Write;
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").unwrap();
-    let mut text = String::new();
-    let _ = s.read_to_string(&mut text);
-    let status = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
-    (status, body)
-}
-
-fn wait_until(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(secs);
-    while !ok() {
-        assert!(Instant::now() < end, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -83,7 +62,7 @@ fn prometheus_scrapes_the_window_maxima_rtscope_stored() {
             .spawn()
             .unwrap(),
     );
-    wait_until("prometheus to answer", 60, || std::net::TcpStream::connect(("127.0.0.1", pport)).is_ok() && http(pport, "GET", "/-/ready").0 == 200);
+    wait_until("prometheus to answer", Duration::from_secs(60), || std::net::TcpStream::connect(("127.0.0.1", pport)).is_ok() && http(&local(pport), "GET", "/-/ready").status == 200);
     // 1 s windows for 8 s, one thread on CPU 0: Prometheus scrapes every second.
     let out = sb
         .cmd()
@@ -100,7 +79,7 @@ fn prometheus_scrapes_the_window_maxima_rtscope_stored() {
     assert!(stored_max.len() >= 5, "{stored:?}");
     // Every scraped value of the gauge is one stored window's max, exactly.
     let end = time_now();
-    let (status, body) = http(pport, "GET", &format!("/api/v1/query_range?query=rtscope_latency_window_max_seconds&start={}&end={end}&step=1", end - 60));
+    let Answer { status, body, .. } = http(&local(pport), "GET", &format!("/api/v1/query_range?query=rtscope_latency_window_max_seconds&start={}&end={end}&step=1", end - 60));
     assert_eq!(status, 200, "{body}");
     let v: Value = serde_json::from_str(&body).unwrap();
     let series = v["data"]["result"].as_array().unwrap();
@@ -113,7 +92,7 @@ fn prometheus_scrapes_the_window_maxima_rtscope_stored() {
         assert!(stored_max.iter().any(|m| (m - s).abs() <= 1e-12), "scraped {s} is no stored window max: {stored_max:?}");
     }
     // The histogram's count never exceeds what was stored.
-    let (_, body) = http(pport, "GET", "/api/v1/query?query=max_over_time(rtscope_latency_seconds_count[5m])");
+    let Answer { body, .. } = http(&local(pport), "GET", "/api/v1/query?query=max_over_time(rtscope_latency_seconds_count[5m])");
     let v: Value = serde_json::from_str(&body).unwrap();
     let count: f64 = v["data"]["result"][0]["value"][1].as_str().unwrap().parse().unwrap();
     let total: u64 = stored.iter().filter(|w| !w["thread"].is_null()).map(|w| u(&w["samples"])).sum();
@@ -153,15 +132,15 @@ fn sigint_stores_every_closed_window_and_exits_130() {
     let mut child = Reaped(child);
     let prom = textdir.join("rtscope.prom");
     // At least 3 windows closed (the textfile counts them).
-    wait_until("3 windows", 60, || std::fs::read_to_string(&prom).is_ok_and(|t| t.lines().any(|l| l.starts_with("rtscope_windows_total ") && l[22..].trim().parse::<u64>().unwrap_or(0) >= 3)));
+    wait_until("3 windows", Duration::from_secs(60), || std::fs::read_to_string(&prom).is_ok_and(|t| t.lines().any(|l| l.starts_with("rtscope_windows_total ") && l[22..].trim().parse::<u64>().unwrap_or(0) >= 3)));
     // A bare port binds localhost; /metrics answers GET only.
-    let (status, body) = http(port, "GET", "/metrics");
+    let Answer { status, body, .. } = http(&local(port), "GET", "/metrics");
     assert_eq!(status, 200);
     assert!(body.contains("rtscope_latency_seconds_bucket{probe=\"timer\",phase=\"idle\",cpu=\"0\",le=\"0.00001\"}"), "{body}");
-    assert_eq!(http(port, "POST", "/metrics").0, 405);
-    assert_eq!(http(port, "DELETE", "/metrics").0, 405);
-    assert_eq!(http(port, "GET", "/").0, 404);
-    assert_eq!(http(port, "GET", "/../etc/passwd").0, 404);
+    assert_eq!(http(&local(port), "POST", "/metrics").status, 405);
+    assert_eq!(http(&local(port), "DELETE", "/metrics").status, 405);
+    assert_eq!(http(&local(port), "GET", "/").status, 404);
+    assert_eq!(http(&local(port), "GET", "/../etc/passwd").status, 404);
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.0.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
     let status = child.0.wait().unwrap();
     assert_eq!(status.code(), Some(130));

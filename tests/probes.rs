@@ -12,7 +12,7 @@ use std::process::Command;
 use serde_json::Value;
 
 mod common;
-use common::{is_root, rtscope, serial};
+use common::{is_root, merged_entry, rtscope, serial};
 
 /// Run `rtscope run ARGS --json FILE -q`, assert exit 0, return the result.
 fn run_ok(args: &[&str]) -> Value {
@@ -24,15 +24,6 @@ fn run_ok(args: &[&str]) -> Value {
 }
 
 /// The merged entry (thread null) of probe/variant.
-fn merged<'a>(run: &'a Value, probe: &str, variant: &str) -> &'a Value {
-    run["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["probe"] == probe && r["variant"] == variant && r["thread"].is_null())
-        .unwrap_or_else(|| panic!("no merged entry for {probe} {variant}"))
-}
-
 fn variants(run: &Value, probe: &str) -> Vec<String> {
     run["results"]
         .as_array()
@@ -95,7 +86,7 @@ fn event_probes_take_exactly_the_asked_events_in_every_variant() {
         let want: Vec<&str> = vs.iter().copied().filter(|v| two_cpus || !v.ends_with("cross-cpu")).collect();
         assert_eq!(variants(&run, probe), want, "{probe}");
         for v in want {
-            let r = merged(&run, probe, v);
+            let r = merged_entry(&run, probe, Some(v));
             if v == "chain/hop" {
                 // Every hop of every round: a whole multiple of the rounds.
                 assert!(u(&r["samples"]) >= n && u(&r["samples"]).is_multiple_of(n), "{probe} {v}: {} samples for {n} rounds", u(&r["samples"]));
@@ -110,8 +101,8 @@ fn event_probes_take_exactly_the_asked_events_in_every_variant() {
         }
     }
     for probe in ["pipe", "mq"] {
-        let one = p50(merged(&run, probe, "oneway"));
-        let rt = p50(merged(&run, probe, "roundtrip"));
+        let one = p50(merged_entry(&run, probe, Some("oneway")));
+        let rt = p50(merged_entry(&run, probe, Some("roundtrip")));
         assert!(rt >= one, "{probe}: round-trip median {rt} ns < one-way median {one} ns");
     }
     // The pair's setup is reported for both threads.
@@ -124,9 +115,9 @@ fn a_task_switch_is_shorter_than_a_pipe_round_trip() {
     let _serial = serial();
     let run = run_ok(&["--probe", "switch,pipe:roundtrip", "-a", "0", "-D", "2s", "--back-to-back"]);
     assert_eq!(variants(&run, "pipe"), vec!["roundtrip"]);
-    let pipe = p50(merged(&run, "pipe", "roundtrip"));
+    let pipe = p50(merged_entry(&run, "pipe", Some("roundtrip")));
     for v in ["futex", "yield"] {
-        let r = merged(&run, "switch", v);
+        let r = merged_entry(&run, "switch", Some(v));
         assert!(u(&r["samples"]) > 100, "switch {v}: {} samples", r["samples"]);
         assert!(u(&r["min_ns"]) > 0);
         let sw = p50(r);
@@ -141,11 +132,11 @@ fn periodic_counts_every_period_and_its_error_is_centred() {
     let run = run_ok(&["--probe", "periodic", "--periods", "5ms,10ms", "-D", "2s", "-a", "0"]);
     assert_eq!(variants(&run, "periodic"), vec!["5ms", "5ms/period-error", "10ms", "10ms/period-error"]);
     for (v, p) in [("5ms", period), ("10ms", 2 * period)] {
-        let lat = merged(&run, "periodic", v);
+        let lat = merged_entry(&run, "periodic", Some(v));
         // 1 s each: every period is a sample or an overrun.
         assert_eq!(u(&lat["samples"]) + u(&lat["overruns"]), 1_000_000_000 / p, "{v}");
         assert!(u(&lat["max_ns"]) < 2_000_000_000);
-        let err = merged(&run, "periodic", &format!("{v}/period-error"));
+        let err = merged_entry(&run, "periodic", Some(&format!("{v}/period-error")));
         assert_eq!(u(&err["samples"]), u(&lat["samples"]) - 1, "{v}: one error per pair of starts");
         let s = &err["signed"];
         let (min, max, mean) = (s["min_ns"].as_i64().unwrap(), s["max_ns"].as_i64().unwrap(), s["mean_ns"].as_f64().unwrap());
@@ -170,8 +161,8 @@ fn maxrate_overruns_grow_as_the_period_shrinks_and_the_table_is_printed() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("missed periods") && stdout.contains("200us") && stdout.contains("10us"), "{stdout}");
     let run: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    let slow = merged(&run, "maxrate", "200us");
-    let fast = merged(&run, "maxrate", "10us");
+    let slow = merged_entry(&run, "maxrate", Some("200us"));
+    let fast = merged_entry(&run, "maxrate", Some("10us"));
     // 500 ms each: every period is a sample or an overrun.
     assert_eq!(u(&slow["samples"]) + u(&slow["overruns"]), 2_500);
     assert_eq!(u(&fast["samples"]) + u(&fast["overruns"]), 50_000);
@@ -236,7 +227,7 @@ fn noise_sees_the_gap_a_higher_priority_thread_makes() {
     let parsed: rtscope::model::Run = serde_json::from_value(run.clone()).unwrap();
     let text = rtscope::report::noise::lines(&parsed);
     assert!(text.contains("% of the CPU left") && text.contains("SCHED_OTHER"), "{text}");
-    let r = merged(&run, "noise", "other");
+    let r = merged_entry(&run, "noise", Some("other"));
     assert_eq!(r["cpu"], Value::Null);
     let max = u(&r["max_ns"]);
     assert!(max >= 1_500_000, "noise max {max} ns: the 2 ms stall was not seen");
@@ -326,7 +317,7 @@ fn ctrl_c_ends_a_two_thread_probe_at_once_and_keeps_its_samples() {
     let run: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(run["interrupted"], true);
     // 1.5 s into a 60 s run: sem's first variant (6 s share) was running.
-    let first = merged(&run, "sem", "posix/same-cpu");
+    let first = merged_entry(&run, "sem", Some("posix/same-cpu"));
     assert!(u(&first["samples"]) > 100, "{}", first["samples"]);
     assert!(variants(&run, "switch").is_empty(), "switch must not start after the stop");
 }

@@ -4,15 +4,17 @@
 //! every preset's plan is valid (dry run); a bare `rtscope run` is `quick`;
 //! the preset tables print numbers that add up.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
 
+/// `rtscope` in `dir`, saving to the tests' database (tests/common).
 fn rtscope(dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rtscope"));
-    // Runs are saved to a test database under target/, never the user's.
-    c.current_dir(dir).env("RTSCOPE_DB", concat!(env!("CARGO_TARGET_TMPDIR"), "/rtscope-tests.db"));
+    let mut c = common::rtscope();
+    c.current_dir(dir);
     c
 }
 

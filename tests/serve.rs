@@ -7,13 +7,12 @@
 mod common;
 mod pg_support;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{read_json, u, Sandbox};
+use common::{http, read_json, u, Answer, Sandbox};
 use serde_json::Value;
 
 /// A running `rtscope serve`, stopped (SIGINT) when dropped.
@@ -61,38 +60,6 @@ impl Drop for Server {
 /// A fixture under tests/fixtures (`golden/…`, `import/…`).
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel)
-}
-
-struct Answer {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> Option<String> {
-        self.head.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
-        })
-    }
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", &self.body[..self.body.len().min(300)]))
-    }
-}
-
-/// One HTTP/1.1 request over a fresh connection, the path sent as written.
-fn http(addr: &str, method: &str, path: &str) -> Answer {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    write!(s, "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n").unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
-    let text = String::from_utf8_lossy(&raw).to_string();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no status in {head:?}"));
-    // Bodies are sent with content-length here (whole strings, no chunking).
-    Answer { status, head: head.to_string(), body: body.to_string() }
 }
 
 fn count(hay: &str, needle: &str) -> usize {

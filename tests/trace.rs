@@ -167,14 +167,6 @@ fn run_beside_hog_doing(work: Work, cpu: usize, every: Duration, args: &[&str]) 
     (out, run, hog_tid)
 }
 
-fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(60);
-    while !cond() {
-        assert!(Instant::now() < end, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn names_the_fifo_99_hog_as_top_culprit_of_late_samples() {
     skip_unless_tracing!();
@@ -599,7 +591,7 @@ fn instance_removed_after_sigint_and_two_runs_get_their_own() {
     // a second on a loaded machine: a SIGINT then ends the run before it has a trace).
     let on = |i: &Path, f: &str| std::fs::read_to_string(i.join(f)).is_ok_and(|v| v.trim() == "1");
     let ready = |i: &Path| on(i, "events/sched/sched_switch/enable") && on(i, "tracing_on");
-    wait_for("both instances", || ready(&ia) && ready(&ib));
+    wait_until("both instances", Duration::from_secs(60), || ready(&ia) && ready(&ib));
     assert!(std::fs::read_to_string(ia.join("trace_clock")).unwrap().contains("[mono]"));
     assert_eq!(std::fs::read_to_string(ia.join("tracing_cpumask")).unwrap().trim(), "1", "CPU 0 only");
     let kb = |cpu: usize| -> u64 {
@@ -632,14 +624,14 @@ fn instance_removed_after_double_sigint() {
         let name = format!("c{i}.json");
         let c = spawn_run(&sb, &name, &["-a", "0", "-t", "1", "-D", "60s", "-q", "--trace-threshold", "100us"]);
         let inst = instance_of(c.id());
-        wait_for("the instance", || inst.is_dir());
+        wait_until("the instance", Duration::from_secs(60), || inst.is_dir());
         std::thread::sleep(Duration::from_millis(50 * (i as u64 % 3)));
         c.sigint();
         std::thread::sleep(Duration::from_micros(gap_us));
         c.sigint();
         let out = c.wait();
         assert_eq!(out.status.code(), Some(130), "trial {i}");
-        wait_for("the instance to go", || !inst.exists());
+        wait_until("the instance to go", Duration::from_secs(60), || !inst.exists());
     }
 }
 
@@ -711,7 +703,7 @@ fn a_killed_runs_instance_is_removed_by_the_next_run() {
     let sb = Sandbox::new();
     let a = spawn_run(&sb, "a.json", &["-a", "0", "-t", "1", "-D", "60s", "-q", "--trace-threshold", "100us"]);
     let live = instance_of(a.id());
-    wait_for("the live run's instance", || live.is_dir());
+    wait_until("the live run's instance", Duration::from_secs(60), || live.is_dir());
     // A killed run's instance: a pid no process has, tracing on.
     let dead_pid = (4_000_000..4_100_000).find(|p| !Path::new(&format!("/proc/{p}")).exists()).unwrap();
     let dead = instance_of(dead_pid);
@@ -727,7 +719,7 @@ fn a_killed_runs_instance_is_removed_by_the_next_run() {
     a.sigint();
     let out = a.wait();
     assert_eq!(out.status.code(), Some(130));
-    wait_for("the live run's instance to go", || !live.exists());
+    wait_until("the live run's instance to go", Duration::from_secs(60), || !live.exists());
 }
 
 /// `doctor` names another tool's active tracing (an instance with events

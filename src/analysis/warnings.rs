@@ -178,9 +178,28 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
         });
     }
     out.extend(target_clock(run));
-    // The agent's note on a cross-CPU variant it could not place (issue 48,
-    // item 6): once per probe, phase and variant, from its merged or first
-    // thread's entry.
+    out.extend(not_placed(run));
+    out.extend(trace_warnings(run));
+    out.extend(sample_warnings(run));
+    if run.host.emulated {
+        out.push(Warning::Emulated { by: run.host.emulated_by.clone() });
+    } else if run.host.virtualized {
+        out.push(Warning::Virtualized);
+    }
+    if run.interrupted {
+        out.push(Warning::Interrupted { phase: run.interrupted_in.clone() });
+    }
+    if !run.complete {
+        out.push(Warning::Unfinished);
+    }
+    out
+}
+
+/// The agent's note on a cross-CPU variant it could not place (issue 48,
+/// item 6): once per probe, phase and variant, from its merged or first
+/// thread's entry.
+fn not_placed(run: &Run) -> Vec<Warning> {
+    let mut out = Vec::new();
     let mut placed: Vec<(String, String, String)> = Vec::new();
     for r in run.results.iter().filter(|r| r.extras.note.as_deref().is_some_and(|n| n.starts_with("cross-CPU not placed"))) {
         let key = (r.probe.clone(), r.phase.clone(), r.variant.clone().unwrap_or_default());
@@ -191,6 +210,13 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
         out.push(Warning::NotPlaced { what, note: r.extras.note.clone().unwrap_or_default() });
         placed.push(key);
     }
+    out
+}
+
+/// What tracing says of itself: a stall, tracing that failed, stack
+/// sampling's rate, and the hand-off probes whose windows it cannot split.
+fn trace_warnings(run: &Run) -> Vec<Warning> {
+    let mut out = Vec::new();
     let mut stalls = run.realtime_setup.steps.iter().filter(|s| s.step == "stall watch" && s.outcome == crate::model::Outcome::Failed);
     if let Some(s) = stalls.next() {
         out.push(Warning::Stalled { detail: s.detail.clone() });
@@ -210,8 +236,14 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
             }
         }
     }
-    // A throughput entry's samples are its intervals (Thread-Metric counts
-    // ops): its tail percentiles are not what it reports.
+    out
+}
+
+/// Too few samples for the tail percentiles, or too short a run for p99.999.
+/// A throughput entry's samples are its intervals (Thread-Metric counts
+/// ops): its tail percentiles are not what it reports, so it has neither.
+fn sample_warnings(run: &Run) -> Vec<Warning> {
+    let mut out = Vec::new();
     for r in run.results.iter().filter(|r| r.thread.is_none() && r.samples > 0 && r.extras.throughput.is_none()) {
         let rate = crate::analysis::deadline::measured_rate_hz(r);
         let needed = samples_needed(99.99);
@@ -233,17 +265,6 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
                 recommended_s: samples_needed(99.999) as f64 / rate,
             });
         }
-    }
-    if run.host.emulated {
-        out.push(Warning::Emulated { by: run.host.emulated_by.clone() });
-    } else if run.host.virtualized {
-        out.push(Warning::Virtualized);
-    }
-    if run.interrupted {
-        out.push(Warning::Interrupted { phase: run.interrupted_in.clone() });
-    }
-    if !run.complete {
-        out.push(Warning::Unfinished);
     }
     out
 }

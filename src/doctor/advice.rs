@@ -56,9 +56,26 @@ pub(crate) fn advice(run: &Run) -> Vec<String> {
         v
     };
     let housekeeping: Vec<usize> = run.host.cpus_online.iter().copied().filter(|c| !measured.contains(c)).collect();
-    let hk = crate::units::cpu_list_str(&housekeeping);
     let mut out = Vec::new();
+    out.extend(console_advice(run, &windows));
+    let throttle = rt_throttle(run);
+    let seen = Seen::of(run, &windows, throttle);
+    seen.advice(&housekeeping, &measured, &mut out);
+    if let (Some((runtime, period)), Some((ns, span))) = (throttle, seen.throttled.iter().max_by_key(|(ns, _)| *ns)) {
+        out.push(format!(
+            "RT throttling ({} traced sample(s): the real-time measuring thread was due while ordinary tasks ran, {:.1}ms of a {:.1}ms window; real-time tasks may use {runtime} of every {period} us here, so they are stopped for up to {} us when they use more): {FIX_RT_THROTTLING} Better: find the real-time task that uses {:.0}% of the CPU (the windows before the throttled one name it).",
+            seen.throttled.len(),
+            *ns as f64 / 1e6,
+            *span as f64 / 1e6,
+            period - runtime,
+            runtime as f64 * 100.0 / period as f64,
+        ));
+    }
+    out
+}
 
+/// The console rule: a console-write frame in a window's code paths or at a gap's end.
+fn console_advice(run: &Run, windows: &[&TraceWindow]) -> Option<String> {
     let console: Vec<&str> = windows
         .iter()
         .filter_map(|w| {
@@ -67,109 +84,117 @@ pub(crate) fn advice(run: &Run) -> Vec<String> {
             path_frames.chain(gap_frames).find_map(|f| CONSOLE_FRAMES.iter().find(|c| f == *c).copied())
         })
         .collect();
-    if let Some(frame) = console.first() {
-        let serial = run.host.cmdline.split_whitespace().any(|t| t.starts_with("console=ttyS") || t.starts_with("console=ttyAMA"));
-        out.push(format!(
-            "console printing ({frame} in {} traced sample(s)): {FIX_CONSOLE_LOGLEVEL}{}",
-            console.len(),
-            if serial { " Or move the console off the serial line (the boot line has a serial console=)." } else { "" }
-        ));
+    let frame = console.first()?;
+    let serial = run.host.cmdline.split_whitespace().any(|t| t.starts_with("console=ttyS") || t.starts_with("console=ttyAMA"));
+    Some(format!(
+        "console printing ({frame} in {} traced sample(s)): {FIX_CONSOLE_LOGLEVEL}{}",
+        console.len(),
+        if serial { " Or move the console off the serial line (the boot line has a serial console=)." } else { "" }
+    ))
+}
+
+/// The culprits that held windows, each once, by rule: idle states (with their exit
+/// latency), device IRQs, workqueue workers, real-time tasks (kernel priority), and
+/// the windows with the RT throttling signature (ordinary tasks' time, window span).
+#[derive(Default)]
+struct Seen {
+    idle: Vec<(String, u64)>,
+    irqs: Vec<(u32, String)>,
+    kworkers: Vec<String>,
+    rt: Vec<(String, i32)>,
+    throttled: Vec<(u64, u64)>,
+}
+
+impl Seen {
+    fn of(run: &Run, windows: &[&TraceWindow], throttle: Option<(u64, u64)>) -> Seen {
+        let mut s = Seen::default();
+        for w in windows {
+            let throttled_here = throttle.and_then(|t| throttled_ns(run, w, t));
+            if let Some(ns) = throttled_here {
+                s.throttled.push((ns, w.end_ns.0.saturating_sub(w.start_ns.0)));
+            }
+            for (name, _, lat, _) in held(w, "idle") {
+                if let Some(l) = lat.filter(|l| *l > 0) {
+                    if !s.idle.iter().any(|(n, _)| *n == name) {
+                        s.idle.push((name, l));
+                    }
+                }
+            }
+            for (name, irq, _, _) in held(w, "irq") {
+                if let Some(n) = irq.filter(|n| !s.irqs.iter().any(|(i, _)| i == n)) {
+                    s.irqs.push((n, name));
+                }
+            }
+            for (name, _, _, prio) in held(w, "task") {
+                if throttled_here.is_some() && prio.is_some_and(|p| p >= 100) {
+                    // Ran because the real-time class was throttled: not its fault.
+                    continue;
+                }
+                if name.starts_with("kworker/") {
+                    if !s.kworkers.contains(&name) {
+                        s.kworkers.push(name);
+                    }
+                } else if let Some(p) = prio.filter(|p| *p < 100) {
+                    if !s.rt.iter().any(|(n, _)| *n == name) {
+                        s.rt.push((name, p));
+                    }
+                }
+            }
+        }
+        s
     }
 
-    let held = |w: &TraceWindow, kind: &str| -> Vec<Held> {
-        let span = w.end_ns.0.saturating_sub(w.start_ns.0).max(1) as f64;
-        w.culprits
-            .iter()
-            .filter(|c| c.kind == kind && c.duration_ns.0 as f64 / span >= HELD_SHARE)
-            .map(|c| (c.name.clone(), c.irq, c.exit_latency_ns.map(|n| n.0), c.prio))
-            .collect()
-    };
-    let mut idle: Vec<(String, u64)> = Vec::new();
-    let mut irqs: Vec<(u32, String)> = Vec::new();
-    let mut kworkers: Vec<String> = Vec::new();
-    let mut rt: Vec<(String, i32)> = Vec::new();
-    let throttle = rt_throttle(run);
-    let mut throttled: Vec<(u64, u64)> = Vec::new();
-    for w in &windows {
-        let throttled_here = throttle.and_then(|t| throttled_ns(run, w, t));
-        if let Some(ns) = throttled_here {
-            throttled.push((ns, w.end_ns.0.saturating_sub(w.start_ns.0)));
+    /// The idle-state, IRQ, workqueue and real-time-task advice, in that order.
+    fn advice(&self, housekeeping: &[usize], measured: &[usize], out: &mut Vec<String>) {
+        let hk = crate::units::cpu_list_str(housekeeping);
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        if !self.idle.is_empty() {
+            let states: Vec<String> = self.idle.iter().map(|(n, l)| format!("{n} (exit latency {:.1}us)", *l as f64 / 1e3)).collect();
+            out.push(format!(
+                "idle state{} {} held late samples: {FIX_DMA_LATENCY}, or disable the state{}: `echo 1 > /sys/devices/system/cpu/cpuN/cpuidle/stateK/disable`.",
+                plural(self.idle.len()),
+                states.join(", "),
+                plural(self.idle.len())
+            ));
         }
-        for (name, _, lat, _) in held(w, "idle") {
-            if let Some(l) = lat.filter(|l| *l > 0) {
-                if !idle.iter().any(|(n, _)| *n == name) {
-                    idle.push((name, l));
-                }
-            }
+        if !self.irqs.is_empty() {
+            let names: Vec<String> = self.irqs.iter().map(|(n, d)| format!("{n} ({d})")).collect();
+            let fix = if housekeeping.is_empty() {
+                "every online CPU is measured: leave one out for housekeeping and steer the IRQs there.".to_string()
+            } else {
+                fix_irq_affinity(&self.irqs.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>(), &hk, &crate::units::cpu_list_str(measured))
+            };
+            out.push(format!("device IRQ{} {} held late samples: {fix}", plural(self.irqs.len()), names.join(", ")));
         }
-        for (name, irq, _, _) in held(w, "irq") {
-            if let Some(n) = irq.filter(|n| !irqs.iter().any(|(i, _)| i == n)) {
-                irqs.push((n, name));
-            }
+        if !self.kworkers.is_empty() {
+            out.push(format!(
+                "workqueue worker{} {} held late samples: keep unbound work off the measured CPUs with `echo {} > /sys/devices/virtual/workqueue/cpumask` (a hex mask of the housekeeping CPUs {}); work bound to a CPU stays: its code path names its source.",
+                plural(self.kworkers.len()),
+                self.kworkers.join(", "),
+                cpumask_hex(housekeeping),
+                if hk.is_empty() { "-".to_string() } else { hk.clone() }
+            ));
         }
-        for (name, _, _, prio) in held(w, "task") {
-            if throttled_here.is_some() && prio.is_some_and(|p| p >= 100) {
-                // Ran because the real-time class was throttled: not its fault.
-                continue;
-            }
-            if name.starts_with("kworker/") {
-                if !kworkers.contains(&name) {
-                    kworkers.push(name);
-                }
-            } else if let Some(p) = prio.filter(|p| *p < 100) {
-                if !rt.iter().any(|(n, _)| *n == name) {
-                    rt.push((name, p));
-                }
-            }
+        if !self.rt.is_empty() {
+            let names: Vec<String> = self.rt.iter().map(|(n, p)| format!("{n} (rt prio {})", 99 - p)).collect();
+            out.push(format!(
+                "real-time task{} {} held late samples: move {} off the measured CPUs (`taskset -p`), or below the measuring threads' priority (`chrt -p`).",
+                plural(self.rt.len()),
+                names.join(", "),
+                if self.rt.len() == 1 { "it" } else { "them" }
+            ));
         }
     }
-    if !idle.is_empty() {
-        let states: Vec<String> = idle.iter().map(|(n, l)| format!("{n} (exit latency {:.1}us)", *l as f64 / 1e3)).collect();
-        out.push(format!(
-            "idle state{} {} held late samples: {FIX_DMA_LATENCY}, or disable the state{}: `echo 1 > /sys/devices/system/cpu/cpuN/cpuidle/stateK/disable`.",
-            if idle.len() == 1 { "" } else { "s" },
-            states.join(", "),
-            if idle.len() == 1 { "" } else { "s" }
-        ));
-    }
-    if !irqs.is_empty() {
-        let names: Vec<String> = irqs.iter().map(|(n, d)| format!("{n} ({d})")).collect();
-        let fix = if housekeeping.is_empty() {
-            "every online CPU is measured: leave one out for housekeeping and steer the IRQs there.".to_string()
-        } else {
-            fix_irq_affinity(&irqs.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>(), &hk, &crate::units::cpu_list_str(&measured))
-        };
-        out.push(format!("device IRQ{} {} held late samples: {fix}", if irqs.len() == 1 { "" } else { "s" }, names.join(", ")));
-    }
-    if !kworkers.is_empty() {
-        out.push(format!(
-            "workqueue worker{} {} held late samples: keep unbound work off the measured CPUs with `echo {} > /sys/devices/virtual/workqueue/cpumask` (a hex mask of the housekeeping CPUs {}); work bound to a CPU stays: its code path names its source.",
-            if kworkers.len() == 1 { "" } else { "s" },
-            kworkers.join(", "),
-            cpumask_hex(&housekeeping),
-            if hk.is_empty() { "-".to_string() } else { hk.clone() }
-        ));
-    }
-    if !rt.is_empty() {
-        let names: Vec<String> = rt.iter().map(|(n, p)| format!("{n} (rt prio {})", 99 - p)).collect();
-        out.push(format!(
-            "real-time task{} {} held late samples: move {} off the measured CPUs (`taskset -p`), or below the measuring threads' priority (`chrt -p`).",
-            if rt.len() == 1 { "" } else { "s" },
-            names.join(", "),
-            if rt.len() == 1 { "it" } else { "them" }
-        ));
-    }
-    if let (Some((runtime, period)), Some((ns, span))) = (throttle, throttled.iter().max_by_key(|(ns, _)| *ns)) {
-        out.push(format!(
-            "RT throttling ({} traced sample(s): the real-time measuring thread was due while ordinary tasks ran, {:.1}ms of a {:.1}ms window; real-time tasks may use {runtime} of every {period} us here, so they are stopped for up to {} us when they use more): {FIX_RT_THROTTLING} Better: find the real-time task that uses {:.0}% of the CPU (the windows before the throttled one name it).",
-            throttled.len(),
-            *ns as f64 / 1e6,
-            *span as f64 / 1e6,
-            period - runtime,
-            runtime as f64 * 100.0 / period as f64,
-        ));
-    }
-    out
+}
+
+/// The culprits of `kind` that held window `w` (at least [`HELD_SHARE`] of it).
+fn held(w: &TraceWindow, kind: &str) -> Vec<Held> {
+    let span = w.end_ns.0.saturating_sub(w.start_ns.0).max(1) as f64;
+    w.culprits
+        .iter()
+        .filter(|c| c.kind == kind && c.duration_ns.0 as f64 / span >= HELD_SHARE)
+        .map(|c| (c.name.clone(), c.irq, c.exit_latency_ns.map(|n| n.0), c.prio))
+        .collect()
 }
 
 /// `(sched_rt_runtime_us, sched_rt_period_us)` from the run's doctor evidence, when RT

@@ -169,16 +169,6 @@ pub(crate) fn analyse(
 ) -> Analysis {
     let load_is_factor = design.factors.iter().any(|f| matches!(f.knob.kind, knobs::Kind::Run(knobs::RunSetting::Load)));
     let mut notes = Vec::new();
-    // Entry keys in first-seen order, over the merged (or sole) entries.
-    let mut keys: Vec<String> = Vec::new();
-    for o in obs {
-        for r in crate::model::merged_or_sole(&o.run.results, |r| r) {
-            let k = entry_key(r, load_is_factor);
-            if !keys.contains(&k) {
-                keys.push(k);
-            }
-        }
-    }
     let mut metrics = vec![Metric::P50, Metric::P99, Metric::P999, Metric::Max];
     if deadline.is_some() {
         metrics.push(Metric::MissRatio);
@@ -188,7 +178,7 @@ pub(crate) fn analyse(
         notes.push(format!("{interrupted} run(s) were interrupted: their cells count with what they measured"));
     }
     let mut rows = Vec::new();
-    for key in &keys {
+    for key in &entry_keys(obs, load_is_factor) {
         for &m in &metrics {
             let mut values: Vec<Vec<Option<f64>>> = vec![vec![None; design.cells.len()]; rounds];
             for o in obs {
@@ -200,65 +190,16 @@ pub(crate) fn analyse(
                     *slot = v;
                 }
             }
-            for (f, factor) in design.factors.iter().enumerate() {
-                for l in 1..factor.levels.len() {
-                    let (d, base, other) = effects::main_rounds(&design.cells, &values, f, l, m.scale());
-                    let seed = BOOTSTRAP_SEED ^ (rows.len() as u64).wrapping_mul(0x9E37_79B9);
-                    if let Some(e) = effects::estimate(&d, m.scale(), base, other, seed) {
-                        rows.push(Row {
-                            entry: key.clone(),
-                            metric: m,
-                            factor: factor.knob.name.to_string(),
-                            level: factor.levels[l].clone(),
-                            baseline: factor.levels[0].clone(),
-                            baseline_value: base,
-                            level_value: other,
-                            scale: m.scale(),
-                            estimate: e,
-                            interaction: false,
-                        });
-                    }
-                }
-            }
+            main_rows(design, key, m, &values, &mut rows);
             if interactions && design.shape == Shape::FullFactorial {
-                for f in 0..design.factors.len() {
-                    for g in f + 1..design.factors.len() {
-                        let d = effects::interaction_rounds(&design.cells, &values, f, g, m.scale());
-                        let seed = BOOTSTRAP_SEED ^ (rows.len() as u64).wrapping_mul(0x9E37_79B9);
-                        let (a, b) = (&design.factors[f], &design.factors[g]);
-                        if let Some(e) = effects::estimate(&d, m.scale(), 1.0, 1.0, seed) {
-                            rows.push(Row {
-                                entry: key.clone(),
-                                metric: m,
-                                factor: format!("{}×{}", a.knob.name, b.knob.name),
-                                level: format!("{}={} with {}={}", a.knob.name, a.levels[1], b.knob.name, b.levels[1]),
-                                baseline: format!("{}={} with {}={}", a.knob.name, a.levels[1], b.knob.name, b.levels[0]),
-                                baseline_value: f64::NAN,
-                                level_value: f64::NAN,
-                                scale: m.scale(),
-                                estimate: e,
-                                interaction: true,
-                            });
-                        }
-                    }
-                }
+                interaction_rows(design, key, m, &values, &mut rows);
             }
         }
     }
     if interactions && design.shape == Shape::OneFactorAtATime {
         notes.push("interactions need a full factorial design (at most 16 cells): not estimated".into());
     }
-    // Ranked: material first, then small, then none; within, by size.
-    let rank = |v: Verdict| match v {
-        Verdict::Material => 0,
-        Verdict::Small => 1,
-        Verdict::NoneSeen => 2,
-    };
-    let size = |r: &Row| match r.scale {
-        Scale::Log => (1.0 + r.estimate.effect).max(1e-12).ln().abs(),
-        Scale::Linear => r.estimate.effect.abs() * 1e3,
-    };
-    rows.sort_by(|a, b| rank(a.estimate.verdict).cmp(&rank(b.estimate.verdict)).then(size(b).total_cmp(&size(a))));
+    rank(&mut rows);
     let host = obs.first().map(|o| format!("{} {}", o.run.host.hostname, o.run.host.kernel_release)).unwrap_or_default();
     Analysis {
         schema_version: SCHEMA_VERSION,
@@ -273,6 +214,87 @@ pub(crate) fn analyse(
         effects: rows,
         notes,
     }
+}
+
+/// Entry keys in first-seen order, over the merged (or sole) entries.
+fn entry_keys(obs: &[Observation], load_is_factor: bool) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for o in obs {
+        for r in crate::model::merged_or_sole(&o.run.results, |r| r) {
+            let k = entry_key(r, load_is_factor);
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+    }
+    keys
+}
+
+/// The bootstrap seed of the next row: fixed by the rows before it.
+fn row_seed(rows: &[Row]) -> u64 {
+    BOOTSTRAP_SEED ^ (rows.len() as u64).wrapping_mul(0x9E37_79B9)
+}
+
+/// Each factor's main effect, level by level against its first level, on
+/// metric `m` of entry `key` (`values[round][cell]`).
+fn main_rows(design: &Design, key: &str, m: Metric, values: &[Vec<Option<f64>>], rows: &mut Vec<Row>) {
+    for (f, factor) in design.factors.iter().enumerate() {
+        for l in 1..factor.levels.len() {
+            let (d, base, other) = effects::main_rounds(&design.cells, values, f, l, m.scale());
+            if let Some(e) = effects::estimate(&d, m.scale(), base, other, row_seed(rows)) {
+                rows.push(Row {
+                    entry: key.to_string(),
+                    metric: m,
+                    factor: factor.knob.name.to_string(),
+                    level: factor.levels[l].clone(),
+                    baseline: factor.levels[0].clone(),
+                    baseline_value: base,
+                    level_value: other,
+                    scale: m.scale(),
+                    estimate: e,
+                    interaction: false,
+                });
+            }
+        }
+    }
+}
+
+/// Every pair of factors' interaction (full factorial designs).
+fn interaction_rows(design: &Design, key: &str, m: Metric, values: &[Vec<Option<f64>>], rows: &mut Vec<Row>) {
+    for f in 0..design.factors.len() {
+        for g in f + 1..design.factors.len() {
+            let d = effects::interaction_rounds(&design.cells, values, f, g, m.scale());
+            let (a, b) = (&design.factors[f], &design.factors[g]);
+            if let Some(e) = effects::estimate(&d, m.scale(), 1.0, 1.0, row_seed(rows)) {
+                rows.push(Row {
+                    entry: key.to_string(),
+                    metric: m,
+                    factor: format!("{}×{}", a.knob.name, b.knob.name),
+                    level: format!("{}={} with {}={}", a.knob.name, a.levels[1], b.knob.name, b.levels[1]),
+                    baseline: format!("{}={} with {}={}", a.knob.name, a.levels[1], b.knob.name, b.levels[0]),
+                    baseline_value: f64::NAN,
+                    level_value: f64::NAN,
+                    scale: m.scale(),
+                    estimate: e,
+                    interaction: true,
+                });
+            }
+        }
+    }
+}
+
+/// Ranked: material first, then small, then none; within, by size.
+fn rank(rows: &mut [Row]) {
+    let rank = |v: Verdict| match v {
+        Verdict::Material => 0,
+        Verdict::Small => 1,
+        Verdict::NoneSeen => 2,
+    };
+    let size = |r: &Row| match r.scale {
+        Scale::Log => (1.0 + r.estimate.effect).max(1e-12).ln().abs(),
+        Scale::Linear => r.estimate.effect.abs() * 1e3,
+    };
+    rows.sort_by(|a, b| rank(a.estimate.verdict).cmp(&rank(b.estimate.verdict)).then(size(b).total_cmp(&size(a))));
 }
 
 /// A latency effect is shown as a ratio (`×144.5`) rather than a percentage

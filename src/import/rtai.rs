@@ -75,6 +75,12 @@ struct Windows {
     seconds: Option<Seconds>,
 }
 
+impl Default for Windows {
+    fn default() -> Windows {
+        Windows::new()
+    }
+}
+
 impl Windows {
     fn new() -> Windows {
         Windows { min: i64::MAX, max: i64::MIN, avg_sum: 0.0, n: 0, seconds: None }
@@ -160,77 +166,111 @@ fn switch_line(l: &str, n: usize) -> Result<Switch, ParseError> {
     Ok(Switch { kind, switches, switch_ns, time_ms })
 }
 
-pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = Line>, opts: &ParseOptions) -> Result<Parsed, ParseError> {
-    let mut period_ns: Option<(usize, u64)> = None;
-    let mut window_s = None;
-    let mut header: Option<(Vec<String>, Test)> = None;
-    let (mut lat, mut pre, mut jit_fast, mut jit_slow) = (Windows::new(), Windows::new(), Windows::new(), Windows::new());
-    let mut overruns = 0u64;
-    let mut neg = 0i64;
-    let (mut ovl_max, mut ovl_min) = (i64::MIN, i64::MAX);
-    let mut switches: Vec<Switch> = Vec::new();
+/// What the lines say: the period and window lines, the latency/preempt
+/// windows under their RTH| header, and the switch lines.
+struct Scan {
+    period_ns: Option<(usize, u64)>,
+    window_s: Option<u64>,
+    header: Option<(Vec<String>, Test)>,
+    lat: Windows,
+    pre: Windows,
+    jit_fast: Windows,
+    jit_slow: Windows,
+    overruns: u64,
+    neg: i64,
+    ovl_max: i64,
+    ovl_min: i64,
+    switches: Vec<Switch>,
+}
+
+fn scan(lines: &mut dyn Iterator<Item = Line>) -> Result<Scan, ParseError> {
+    let mut s = Scan {
+        period_ns: None,
+        window_s: None,
+        header: None,
+        lat: Windows::new(),
+        pre: Windows::new(),
+        jit_fast: Windows::new(),
+        jit_slow: Windows::new(),
+        overruns: 0,
+        neg: 0,
+        ovl_max: i64::MIN,
+        ovl_min: i64::MAX,
+        switches: Vec::new(),
+    };
     for (i, raw) in lines.enumerate() {
         let raw = raw?;
         let n = i + 1;
         let l = raw.trim();
         if l.contains("period") && l.contains("(ns)") {
-            period_ns = number_after(l, "period").map(|p| (n, p));
+            s.period_ns = number_after(l, "period").map(|p| (n, p));
         } else if l.contains("average time") {
-            window_s = number_after(l, "average time");
+            s.window_s = number_after(l, "average time");
         } else if is_switch_line(l) {
-            switches.push(switch_line(l, n)?);
+            s.switches.push(switch_line(l, n)?);
         } else if l.starts_with("RTH|") {
             let h: Vec<String> = l.split('|').skip(1).map(|s| s.trim().to_string()).collect();
             let test = if h.iter().any(|x| x == "jit fast" || x == "jit slow") { Test::Preempt } else { Test::Latency };
-            header = Some((h, test));
+            s.header = Some((h, test));
         } else if l.starts_with("RTD|") {
-            let (h, test) = header.as_ref().ok_or_else(|| ParseError::at(n, "RTD| line before any RTH| header; expected the header first"))?;
-            let c: Vec<&str> = l.split('|').skip(1).map(str::trim).collect();
-            if c.len() != h.len() {
-                return Err(ParseError::at(n, format!("{} columns; the RTH| header has {}", c.len(), h.len())));
-            }
-            let col = |name: &str| h.iter().position(|x| x == name);
-            let get = |name: &str| -> Result<i64, ParseError> {
-                let k = col(name).ok_or_else(|| ParseError::at(n, format!("the RTH| header has no \"{name}\" column")))?;
-                int(c[k], n, name)
-            };
-            let (mi, av, ma) = (get("lat min")?, get("lat avg")?, get("lat max")?);
-            if mi > ma {
-                return Err(ParseError::at(n, format!("lat min {mi} is above lat max {ma}")));
-            }
-            let w = window_s.unwrap_or(1);
-            match test {
-                Test::Latency => {
-                    if let Ok(o) = get("ovl max") {
-                        ovl_max = ovl_max.max(o);
-                    }
-                    if let Ok(o) = get("ovl min") {
-                        ovl_min = ovl_min.min(o);
-                    }
-                    if let Some(k) = col("overruns") {
-                        overruns = overruns.max(uint(c[k], n, "overruns")?);
-                    }
-                    lat.push(mi, av, ma, w, &mut neg);
-                }
-                Test::Preempt => {
-                    pre.push(mi, av, ma, w, &mut neg);
-                    let (f, s) = (get("jit fast")?, get("jit slow")?);
-                    if f < 0 || s < 0 {
-                        return Err(ParseError::at(n, format!("jit fast {f} / jit slow {s}: a jitter is never negative")));
-                    }
-                    jit_fast.push(f, f, f, w, &mut neg);
-                    jit_slow.push(s, s, s, w, &mut neg);
-                }
-            }
+            rtd_line(&mut s, l, n)?;
         }
     }
-    if lat.n == 0 && pre.n == 0 && switches.is_empty() {
+    Ok(s)
+}
+
+/// One RTD| row, read by the columns of the RTH| header above it.
+fn rtd_line(s: &mut Scan, l: &str, n: usize) -> Result<(), ParseError> {
+    let (h, test) = s.header.as_ref().ok_or_else(|| ParseError::at(n, "RTD| line before any RTH| header; expected the header first"))?;
+    let c: Vec<&str> = l.split('|').skip(1).map(str::trim).collect();
+    if c.len() != h.len() {
+        return Err(ParseError::at(n, format!("{} columns; the RTH| header has {}", c.len(), h.len())));
+    }
+    let col = |name: &str| h.iter().position(|x| x == name);
+    let get = |name: &str| -> Result<i64, ParseError> {
+        let k = col(name).ok_or_else(|| ParseError::at(n, format!("the RTH| header has no \"{name}\" column")))?;
+        int(c[k], n, name)
+    };
+    let (mi, av, ma) = (get("lat min")?, get("lat avg")?, get("lat max")?);
+    if mi > ma {
+        return Err(ParseError::at(n, format!("lat min {mi} is above lat max {ma}")));
+    }
+    let w = s.window_s.unwrap_or(1);
+    match test {
+        Test::Latency => {
+            if let Ok(o) = get("ovl max") {
+                s.ovl_max = s.ovl_max.max(o);
+            }
+            if let Ok(o) = get("ovl min") {
+                s.ovl_min = s.ovl_min.min(o);
+            }
+            if let Some(k) = col("overruns") {
+                s.overruns = s.overruns.max(uint(c[k], n, "overruns")?);
+            }
+            s.lat.push(mi, av, ma, w, &mut s.neg);
+        }
+        Test::Preempt => {
+            s.pre.push(mi, av, ma, w, &mut s.neg);
+            let (f, sl) = (get("jit fast")?, get("jit slow")?);
+            if f < 0 || sl < 0 {
+                return Err(ParseError::at(n, format!("jit fast {f} / jit slow {sl}: a jitter is never negative")));
+            }
+            s.jit_fast.push(f, f, f, w, &mut s.neg);
+            s.jit_slow.push(sl, sl, sl, w, &mut s.neg);
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = Line>, opts: &ParseOptions) -> Result<Parsed, ParseError> {
+    let mut s = scan(lines)?;
+    if s.lat.n == 0 && s.pre.n == 0 && s.switches.is_empty() {
         return Err(ParseError::file(
             "no RTD| lines and no SWITCH TIME lines; expected RTAI testsuite output (latency or preempt: RTH| header and RTD| rows; switches: `... SWITCH TIME N (ns)`)",
         ));
     }
     // The period: from the file, else from --period; both must agree.
-    let period = match (period_ns, opts.period_ns) {
+    let period = match (s.period_ns, opts.period_ns) {
         (Some((n, 0)), _) => return Err(ParseError::at(n, "period 0 ns; expected a positive period")),
         (Some((n, f)), Some(o)) if f != o => {
             return Err(ParseError::at(n, format!("the file says period = {f} ns but --period says {o} ns; drop --period or fix it")))
@@ -238,83 +278,97 @@ pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = Line>, opts: &ParseOpt
         (Some((_, f)), _) => Some(f),
         (None, o) => o,
     };
-    let window = window_s.unwrap_or(1).max(1);
     let mut tools = Vec::new();
     let mut p = Parsed::default();
-    if lat.n + pre.n > 0 {
-        let per_window = match period {
-            Some(period) => {
-                let per = window.saturating_mul(1_000_000_000) / period;
-                if per == 0 {
-                    return Err(ParseError::file(format!("period {period} ns is longer than the {window} s window: no samples")));
-                }
-                Some(per)
-            }
-            None => None,
-        };
-        match per_window {
-            Some(per) => p.fidelity.push(format!(
-                "sample count derived: {per} samples per {window} s window (window / period {} ns{}), one per_second entry per window",
-                period.unwrap_or(0),
-                if period_ns.is_some() { "" } else { ", from --period" }
-            )),
-            None => p.fidelity.push(format!(
-                "sample count unknown: the file has no \"# period = N (ns)\" line (RTAI's `display` does not print it; the measuring process does) and no --period was given; each {window} s window counts as one sample (samples is a lower bound, samples_unknown is set); import again with --period to derive the count"
-            )),
-        }
-        let interval = period.unwrap_or(0);
-        let windows = lat.n.max(pre.n);
-        if lat.n > 0 {
-            tools.push("rtai latency");
-            lat.min = lat.min.min(ovl_min);
-            lat.max = lat.max.max(ovl_max);
-            let mut s = lat.series("timer", None, interval, per_window, &mut neg);
-            s.overruns = overruns;
-            p.series.push(s);
-        }
-        if pre.n > 0 {
-            tools.push("rtai preempt");
-            let (wf, ws) = (jit_fast.n, jit_slow.n);
-            p.series.push(pre.series("timer", Some("preempt"), interval, per_window, &mut neg));
-            p.series.push(jit_fast.series("jitter", Some("fast"), 0, Some(1), &mut neg));
-            p.series.push(jit_slow.series("jitter", Some("slow"), 0, Some(1), &mut neg));
-            p.fidelity.push(format!(
-                "preempt test: `jit fast` / `jit slow` are filed as `jitter` (variants fast, slow), one sample per {window} s window ({wf} and {ws} windows): the window's figure as printed; the fast task's latency is `timer` variant preempt"
-            ));
-        }
-        p.duration_ns = Some(windows.saturating_mul(window).saturating_mul(1_000_000_000));
-        p.fidelity.push("summary only: RTAI prints min/avg/max per window; percentiles unknown; histogram is one bucket [min, max]; stddev unknown (0)".into());
+    if s.lat.n + s.pre.n > 0 {
+        window_series(&mut s, period, &mut tools, &mut p)?;
     }
-    if !switches.is_empty() {
+    if !s.switches.is_empty() {
         tools.push("rtai switches");
-        let mut total_ms = 0u64;
-        for sw in &switches {
-            if p.series.iter().any(|s| s.probe == "switch" && s.variant.as_deref() == Some(sw.kind.as_str())) {
-                return Err(ParseError::file(format!("two `{}` switch lines; expected one line per kind of switch", sw.kind)));
-            }
-            total_ms = total_ms.saturating_add(sw.time_ms);
-            p.series.push(Series {
-                probe: "switch".into(),
-                variant: Some(sw.kind.clone()),
-                samples: sw.switches,
-                min_ns: sw.switch_ns,
-                max_ns: sw.switch_ns,
-                mean_ns: Some(sw.switch_ns as f64),
-                ..Series::default()
-            });
-        }
-        p.fidelity.push("switches test: mean only (TIME / SWITCHES as RTAI prints it); min and max are unknown and set to the mean; percentiles unknown".into());
-        if p.duration_ns.is_none() && total_ms > 0 {
-            p.duration_ns = Some(total_ms.saturating_mul(1_000_000));
-        }
+        switch_series(&s.switches, &mut p)?;
     }
-    if neg < 0 {
+    if s.neg < 0 {
         p.fidelity.push(format!(
-            "negative latencies (early wake-ups, down to {neg} ns): the signed min, mean and max are in `signed`; min_ns/mean_ns/max_ns and the per-second series clamp them to 0"
+            "negative latencies (early wake-ups, down to {} ns): the signed min, mean and max are in `signed`; min_ns/mean_ns/max_ns and the per-second series clamp them to 0",
+            s.neg
         ));
     }
     p.tool = tools.join(" + ");
     Ok(p)
+}
+
+/// The latency and preempt tests' series: one entry per averaging window,
+/// the sample count derived from the window and the period when known.
+fn window_series(s: &mut Scan, period: Option<u64>, tools: &mut Vec<&str>, p: &mut Parsed) -> Result<(), ParseError> {
+    let window = s.window_s.unwrap_or(1).max(1);
+    let per_window = match period {
+        Some(period) => {
+            let per = window.saturating_mul(1_000_000_000) / period;
+            if per == 0 {
+                return Err(ParseError::file(format!("period {period} ns is longer than the {window} s window: no samples")));
+            }
+            Some(per)
+        }
+        None => None,
+    };
+    match per_window {
+        Some(per) => p.fidelity.push(format!(
+            "sample count derived: {per} samples per {window} s window (window / period {} ns{}), one per_second entry per window",
+            period.unwrap_or(0),
+            if s.period_ns.is_some() { "" } else { ", from --period" }
+        )),
+        None => p.fidelity.push(format!(
+            "sample count unknown: the file has no \"# period = N (ns)\" line (RTAI's `display` does not print it; the measuring process does) and no --period was given; each {window} s window counts as one sample (samples is a lower bound, samples_unknown is set); import again with --period to derive the count"
+        )),
+    }
+    let interval = period.unwrap_or(0);
+    let windows = s.lat.n.max(s.pre.n);
+    if s.lat.n > 0 {
+        tools.push("rtai latency");
+        s.lat.min = s.lat.min.min(s.ovl_min);
+        s.lat.max = s.lat.max.max(s.ovl_max);
+        let mut series = std::mem::take(&mut s.lat).series("timer", None, interval, per_window, &mut s.neg);
+        series.overruns = s.overruns;
+        p.series.push(series);
+    }
+    if s.pre.n > 0 {
+        tools.push("rtai preempt");
+        let (wf, ws) = (s.jit_fast.n, s.jit_slow.n);
+        p.series.push(std::mem::take(&mut s.pre).series("timer", Some("preempt"), interval, per_window, &mut s.neg));
+        p.series.push(std::mem::take(&mut s.jit_fast).series("jitter", Some("fast"), 0, Some(1), &mut s.neg));
+        p.series.push(std::mem::take(&mut s.jit_slow).series("jitter", Some("slow"), 0, Some(1), &mut s.neg));
+        p.fidelity.push(format!(
+            "preempt test: `jit fast` / `jit slow` are filed as `jitter` (variants fast, slow), one sample per {window} s window ({wf} and {ws} windows): the window's figure as printed; the fast task's latency is `timer` variant preempt"
+        ));
+    }
+    p.duration_ns = Some(windows.saturating_mul(window).saturating_mul(1_000_000_000));
+    p.fidelity.push("summary only: RTAI prints min/avg/max per window; percentiles unknown; histogram is one bucket [min, max]; stddev unknown (0)".into());
+    Ok(())
+}
+
+/// The switches test: one series per kind of switch, mean only.
+fn switch_series(switches: &[Switch], p: &mut Parsed) -> Result<(), ParseError> {
+    let mut total_ms = 0u64;
+    for sw in switches {
+        if p.series.iter().any(|s| s.probe == "switch" && s.variant.as_deref() == Some(sw.kind.as_str())) {
+            return Err(ParseError::file(format!("two `{}` switch lines; expected one line per kind of switch", sw.kind)));
+        }
+        total_ms = total_ms.saturating_add(sw.time_ms);
+        p.series.push(Series {
+            probe: "switch".into(),
+            variant: Some(sw.kind.clone()),
+            samples: sw.switches,
+            min_ns: sw.switch_ns,
+            max_ns: sw.switch_ns,
+            mean_ns: Some(sw.switch_ns as f64),
+            ..Series::default()
+        });
+    }
+    p.fidelity.push("switches test: mean only (TIME / SWITCHES as RTAI prints it); min and max are unknown and set to the mean; percentiles unknown".into());
+    if p.duration_ns.is_none() && total_ms > 0 {
+        p.duration_ns = Some(total_ms.saturating_mul(1_000_000));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -80,16 +80,22 @@ const FIRST_ROWS: usize = 4096;
 /// columns cost 8 MB here, not 262 MB.
 const FIRST_CELLS: usize = 1 << 20;
 
-pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, ParseError> {
-    let mut unit_ns = 1000u64;
-    let mut duration_ns = None;
-    let mut cols: Vec<Column> = Vec::new();
-    let mut header_line = 0;
-    let mut width: Option<u64> = None;
-    // Rows read but not yet added: (line, Index, counts).
-    let mut pending: Vec<(usize, u64, Vec<u64>)> = Vec::new();
-    let mut flushed = false;
-    let mut last: Option<u64> = None;
+/// The table as read: its unit and duration, its columns, and the Index
+/// rows held until the bucket width is known.
+struct Table {
+    unit_ns: u64,
+    duration_ns: Option<u64>,
+    cols: Vec<Column>,
+    header_line: usize,
+    width: Option<u64>,
+    /// Rows read but not yet added: (line, Index, counts).
+    pending: Vec<(usize, u64, Vec<u64>)>,
+    flushed: bool,
+    last: Option<u64>,
+}
+
+fn scan(lines: &mut dyn Iterator<Item = Line>) -> Result<Table, ParseError> {
+    let mut t = Table { unit_ns: 1000, duration_ns: None, cols: Vec::new(), header_line: 0, width: None, pending: Vec::new(), flushed: false, last: None };
     for (i, raw) in lines.enumerate() {
         let raw = raw?;
         let n = i + 1;
@@ -100,23 +106,22 @@ pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parse
         if let Some(c) = l.strip_prefix('#') {
             let c = c.trim();
             if c.starts_with("Time unit is") {
-                unit_ns = if c.contains("nanoseconds") || c.contains("(ns)") { 1 } else { 1000 };
+                t.unit_ns = if c.contains("nanoseconds") || c.contains("(ns)") { 1 } else { 1000 };
             } else if let Some(d) = c.strip_prefix("Duration:") {
-                duration_ns = parse_duration(d);
+                t.duration_ns = parse_duration(d);
             }
             continue;
         }
         let mut toks = l.split_whitespace();
         let first = toks.next().unwrap_or("");
         if first == "Index" {
-            header_line = n;
-            cols.clear();
-            (width, last, flushed) = (None, None, false);
-            pending.clear();
-            cols = header_columns(toks, n)?;
-            let series = cols.len();
-            cols.iter_mut().for_each(|c| c.hist.set_sharing(series));
-            if cols.is_empty() {
+            t.header_line = n;
+            (t.width, t.last, t.flushed) = (None, None, false);
+            t.pending.clear();
+            t.cols = header_columns(toks, n)?;
+            let series = t.cols.len();
+            t.cols.iter_mut().for_each(|c| c.hist.set_sharing(series));
+            if t.cols.is_empty() {
                 return Err(ParseError::at(n, "Index header without columns; expected IRQ-NNN/Thr-NNN columns"));
             }
             continue;
@@ -124,97 +129,73 @@ pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parse
         if first == "ALL:" {
             break; // all-CPU summary of newer rtla: recomputed as the merged entry
         }
-        if header_line == 0 {
+        if t.header_line == 0 {
             if ["IRQ-", "Thr-", "Usr-"].iter().any(|p| first.starts_with(p)) {
                 return Err(ParseError::at(n, "column header without \"Index\": rtla --no-index output has no bucket starts and no summary labels; rerun rtla without --no-index"));
             }
             continue; // text before the table (rtla prints nothing else we need)
         }
         let vals: Vec<&str> = toks.collect();
-        if vals.len() != cols.len() {
-            return Err(ParseError::at(n, format!("{} values after {first:?}; expected {} (one per column of the Index line {header_line})", vals.len(), cols.len())));
+        if vals.len() != t.cols.len() {
+            return Err(ParseError::at(
+                n,
+                format!("{} values after {first:?}; expected {} (one per column of the Index line {})", vals.len(), t.cols.len(), t.header_line),
+            ));
         }
         match first {
             "over:" | "count:" | "min:" | "max:" | "avg:" => {
-                if summary_row(first, &vals, n, &mut cols)? {
+                if summary_row(first, &vals, n, &mut t.cols)? {
                     break; // the table's last row; rtla may print notes after it
                 }
             }
-            _ => {
-                let idx = uint(first, n, "Index (bucket start)")?;
-                let counts = vals.iter().map(|v| uint(v, n, "bucket count")).collect::<Result<Vec<_>, _>>()?;
-                if let Some((pn, pidx, _)) = pending.last() {
-                    if idx <= *pidx {
-                        return Err(ParseError::at(n, format!("Index {idx} does not follow {pidx} on line {pn}; expected increasing bucket starts")));
-                    }
-                    width = Some(width.map_or(idx - pidx, |w| w.min(idx - pidx)));
-                }
-                pending.push((n, idx, counts));
-                if flushed || pending.len() > FIRST_ROWS.min(FIRST_CELLS / cols.len()).max(1) {
-                    flushed = true;
-                    let keep = pending.pop();
-                    for (pn, pidx, pcounts) in pending.drain(..) {
-                        add_row(&mut cols, pn, pidx, &pcounts, width.unwrap_or(1), unit_ns)?;
-                    }
-                    pending.extend(keep);
-                }
-                last = Some(idx);
-            }
+            _ => index_row(&mut t, first, &vals, n)?,
         }
     }
-    if cols.is_empty() {
+    Ok(t)
+}
+
+/// One Index row of line `n`: held while the first rows set the bucket
+/// width, then added to the columns one row behind.
+fn index_row(t: &mut Table, first: &str, vals: &[&str], n: usize) -> Result<(), ParseError> {
+    let idx = uint(first, n, "Index (bucket start)")?;
+    let counts = vals.iter().map(|v| uint(v, n, "bucket count")).collect::<Result<Vec<_>, _>>()?;
+    if let Some((pn, pidx, _)) = t.pending.last() {
+        if idx <= *pidx {
+            return Err(ParseError::at(n, format!("Index {idx} does not follow {pidx} on line {pn}; expected increasing bucket starts")));
+        }
+        t.width = Some(t.width.map_or(idx - pidx, |w| w.min(idx - pidx)));
+    }
+    t.pending.push((n, idx, counts));
+    if t.flushed || t.pending.len() > FIRST_ROWS.min(FIRST_CELLS / t.cols.len()).max(1) {
+        t.flushed = true;
+        let keep = t.pending.pop();
+        for (pn, pidx, pcounts) in t.pending.drain(..) {
+            add_row(&mut t.cols, pn, pidx, &pcounts, t.width.unwrap_or(1), t.unit_ns)?;
+        }
+        t.pending.extend(keep);
+    }
+    t.last = Some(idx);
+    Ok(())
+}
+
+pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, ParseError> {
+    let mut t = scan(lines)?;
+    if t.cols.is_empty() {
         return Err(ParseError::file("no \"Index IRQ-000 Thr-000 ...\" header; expected rtla timerlat hist output (without --no-header)"));
     }
-    let width = width.unwrap_or(1).max(1);
-    for (pn, pidx, pcounts) in pending.drain(..) {
-        add_row(&mut cols, pn, pidx, &pcounts, width, unit_ns)?;
+    let width = t.width.unwrap_or(1).max(1);
+    for (pn, pidx, pcounts) in t.pending.drain(..) {
+        add_row(&mut t.cols, pn, pidx, &pcounts, width, t.unit_ns)?;
     }
-    let scale = |v: u64, what: &str| -> Result<u64, ParseError> {
-        v.checked_mul(unit_ns).filter(|&x| x <= i64::MAX as u64).ok_or_else(|| ParseError::file(format!("{what}: {v} is too large")))
-    };
     let mut folded = Vec::new();
-    let mut p = Parsed { tool: "rtla timerlat hist".into(), duration_ns, ..Parsed::default() };
+    let mut p = Parsed { tool: "rtla timerlat hist".into(), duration_ns: t.duration_ns, ..Parsed::default() };
     let mut overflows = 0;
-    for c in &mut cols {
-        let name = format!("{}-{:03}", c.variant, c.cpu);
-        let count = c.count.ok_or_else(|| ParseError::file("no \"count:\" row; expected the summary rows after the histogram (truncated file, or rtla --no-summary?)"))?;
-        if count == 0 {
-            continue;
+    for c in &mut t.cols {
+        if let Some(series) = column_series(c, t.unit_ns, t.last, width, &mut folded, &mut overflows)? {
+            p.series.push(series);
         }
-        let (min, max) = match (c.min, c.max) {
-            (Some(a), Some(b)) if a <= b => (scale(a, &name)?, scale(b, &name)?),
-            (Some(a), Some(b)) => return Err(ParseError::file(format!("{name}: min {a} is above max {b} with count {count}"))),
-            _ => return Err(ParseError::file(format!("{name}: no \"min:\"/\"max:\" value; expected the summary rows (truncated file?)"))),
-        };
-        folded.extend(c.hist.note("histogram"));
-        let mut buckets = std::mem::take(&mut c.hist).into_buckets();
-        let over = c.over.unwrap_or(0);
-        if over > 0 {
-            // Past the last row printed (rtla's end, -E x -b, is not printed
-            // and may be further), and at least the column's own min.
-            let end = scale(last.map_or(0, |l| l.saturating_add(width)), &name)?;
-            let lo = end.max(min);
-            if max < lo {
-                return Err(ParseError::file(format!("{name}: over: {over} but max is below the histogram's end")));
-            }
-            buckets.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(max), count: over });
-            overflows += over;
-        }
-        p.series.push(Series {
-            probe: "timerlat".into(),
-            variant: Some(c.variant.to_string()),
-            thread: Some(c.cpu),
-            cpu: Some(c.cpu),
-            samples: count,
-            min_ns: min,
-            max_ns: max,
-            mean_ns: c.avg.map(|a| a * unit_ns as f64),
-            buckets,
-            // rtla's histogram has no count of missed periods.
-            overruns_unknown: true,
-            ..Series::default()
-        });
     }
+    let (unit_ns, last) = (t.unit_ns, t.last);
     let unit = if unit_ns == 1 { "ns" } else { "µs" };
     if unit_ns == 1000 {
         p.fidelity.push(format!("µs resolution (rtla floors each latency to whole µs), {width} µs buckets; rtla prints min, avg and max as whole µs"));
@@ -233,6 +214,52 @@ pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parse
     p.fidelity.extend(super::fold::distinct(folded));
     p.fidelity.push("no host, date or period in this format; no per-second series".into());
     Ok(p)
+}
+
+/// One column's series (None when it has no samples): its histogram, and
+/// its `over:` count as one bucket past the last row printed.
+fn column_series(c: &mut Column, unit_ns: u64, last: Option<u64>, width: u64, folded: &mut Vec<String>, overflows: &mut u64) -> Result<Option<Series>, ParseError> {
+    let scale = |v: u64, what: &str| -> Result<u64, ParseError> {
+        v.checked_mul(unit_ns).filter(|&x| x <= i64::MAX as u64).ok_or_else(|| ParseError::file(format!("{what}: {v} is too large")))
+    };
+    let name = format!("{}-{:03}", c.variant, c.cpu);
+    let count = c.count.ok_or_else(|| ParseError::file("no \"count:\" row; expected the summary rows after the histogram (truncated file, or rtla --no-summary?)"))?;
+    if count == 0 {
+        return Ok(None);
+    }
+    let (min, max) = match (c.min, c.max) {
+        (Some(a), Some(b)) if a <= b => (scale(a, &name)?, scale(b, &name)?),
+        (Some(a), Some(b)) => return Err(ParseError::file(format!("{name}: min {a} is above max {b} with count {count}"))),
+        _ => return Err(ParseError::file(format!("{name}: no \"min:\"/\"max:\" value; expected the summary rows (truncated file?)"))),
+    };
+    folded.extend(c.hist.note("histogram"));
+    let mut buckets = std::mem::take(&mut c.hist).into_buckets();
+    let over = c.over.unwrap_or(0);
+    if over > 0 {
+        // Past the last row printed (rtla's end, -E x -b, is not printed
+        // and may be further), and at least the column's own min.
+        let end = scale(last.map_or(0, |l| l.saturating_add(width)), &name)?;
+        let lo = end.max(min);
+        if max < lo {
+            return Err(ParseError::file(format!("{name}: over: {over} but max is below the histogram's end")));
+        }
+        buckets.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(max), count: over });
+        *overflows += over;
+    }
+    Ok(Some(Series {
+        probe: "timerlat".into(),
+        variant: Some(c.variant.to_string()),
+        thread: Some(c.cpu),
+        cpu: Some(c.cpu),
+        samples: count,
+        min_ns: min,
+        max_ns: max,
+        mean_ns: c.avg.map(|a| a * unit_ns as f64),
+        buckets,
+        // rtla's histogram has no count of missed periods.
+        overruns_unknown: true,
+        ..Series::default()
+    }))
 }
 
 /// The columns of the Index line `n` (IRQ-NNN, Thr-NNN, Usr-NNN).

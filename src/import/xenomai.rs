@@ -63,29 +63,46 @@ pub(crate) fn parse(text: &str) -> Result<Parsed, ParseError> {
     parse_lines(&mut super::read::Lines::new(text.as_bytes()))
 }
 
-pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, ParseError> {
-    let mut period_us: Option<u64> = None;
-    let mut mode = None;
-    let mut hist = Hist::new();
-    let mut hist_top: Option<u64> = None;
-    let mut hss_avg: Option<(usize, u64, f64)> = None;
-    let mut rts = None;
-    // Signed per-second values; counts are 1 per line until the period is known.
-    let mut seconds = Seconds::new(1);
-    let mut neg = 0i64;
+/// The RTS| summary line: its line number, min/avg/max (signed ns),
+/// overruns, and the seconds run and planned.
+struct Rts {
+    line: usize,
+    min: i64,
+    avg: i64,
+    max: i64,
+    overruns: u64,
+    secs: Option<u64>,
+    planned: Option<u64>,
+}
+
+/// What the lines say, before any count is derived.
+struct Scan {
+    period_us: Option<u64>,
+    mode: Option<String>,
+    hist: Hist,
+    hist_top: Option<u64>,
+    hss_avg: Option<(usize, u64, f64)>,
+    rts: Option<Rts>,
+    /// Signed per-second values; counts are 1 per line until the period is known.
+    seconds: Seconds,
+    neg: i64,
+}
+
+fn scan(lines: &mut dyn Iterator<Item = Line>) -> Result<Scan, ParseError> {
+    let mut s = Scan { period_us: None, mode: None, hist: Hist::new(), hist_top: None, hss_avg: None, rts: None, seconds: Seconds::new(1), neg: 0 };
     for (i, raw) in lines.enumerate() {
         let raw = raw?;
         let n = i + 1;
         let l = raw.trim();
         if let Some(v) = l.strip_prefix("== Sampling period:") {
-            period_us = Some(uint(v.trim().trim_end_matches("us").trim(), n, "sampling period (µs)")?);
+            s.period_us = Some(uint(v.trim().trim_end_matches("us").trim(), n, "sampling period (µs)")?);
         } else if l.starts_with("RTT|") {
             // "(periodic user-mode task, 100 us period, priority 99)"
             if let Some(inner) = l.split_once('(').and_then(|(_, r)| r.split_once(')')).map(|(a, _)| a) {
                 let parts: Vec<&str> = inner.split(',').map(str::trim).collect();
-                mode = parts.first().and_then(|m| variant_of_mode(m));
+                s.mode = parts.first().and_then(|m| variant_of_mode(m));
                 if let Some(pp) = parts.iter().find(|p| p.ends_with("us period")) {
-                    period_us = Some(uint(pp.trim_end_matches("us period").trim(), n, "period (µs)")?);
+                    s.period_us = Some(uint(pp.trim_end_matches("us period").trim(), n, "period (µs)")?);
                 }
             }
         } else if l.starts_with("RTD|") {
@@ -96,121 +113,143 @@ pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parse
             let min = decimal_us_to_ns(c[0], n, "RTD lat min")?;
             let avg = decimal_us_to_ns(c[1], n, "RTD lat avg")?;
             let max = decimal_us_to_ns(c[2], n, "RTD lat max")?;
-            seconds.push(1, clamp_negative(min, &mut neg), avg.max(0) as f64, clamp_negative(max, &mut neg));
+            s.seconds.push(1, clamp_negative(min, &mut s.neg), avg.max(0) as f64, clamp_negative(max, &mut s.neg));
         } else if l.starts_with("HSD|") {
-            let c = cells(l);
-            if c.len() != 3 {
-                return Err(ParseError::at(n, "expected HSD| kind| lo - hi | samples"));
-            }
-            if c[0] != "avg" {
-                continue;
-            }
-            let (lo, _) = c[1].split_once('-').ok_or_else(|| ParseError::at(n, "expected a bucket range \"lo - hi\""))?;
-            let lo = uint(lo, n, "HSD bucket")?;
-            let count = uint(c[2], n, "HSD samples")?;
-            let lo_ns = super::us_to_ns(lo, n, "HSD bucket")?;
-            if count > 0 {
-                hist_top = Some(hist_top.unwrap_or(0).max(lo_ns));
-            }
-            hist.add(lo_ns, lo_ns + 999, count);
+            hsd_line(&mut s, l, n)?;
         } else if l.starts_with("HSS|") {
             let c = cells(l);
             if c.len() != 4 {
                 return Err(ParseError::at(n, "expected HSS| kind| samples| average| stddev"));
             }
             if c[0] == "avg" {
-                hss_avg = Some((n, uint(c[1], n, "HSS samples")?, float(c[3], n, "HSS stddev")?));
+                s.hss_avg = Some((n, uint(c[1], n, "HSS samples")?, float(c[3], n, "HSS stddev")?));
             }
         } else if l.starts_with("RTS|") {
             let c = cells(l);
             if c.len() < 6 {
                 return Err(ParseError::at(n, "expected RTS| min| avg| max| overruns| msw| duration"));
             }
-            rts = Some((
-                n,
-                decimal_us_to_ns(c[0], n, "RTS min")?,
-                decimal_us_to_ns(c[1], n, "RTS avg")?,
-                decimal_us_to_ns(c[2], n, "RTS max")?,
-                uint(c[3], n, "RTS overruns")?,
-                hms(c[5]),
-                hms_planned(c[5]),
-            ));
+            s.rts = Some(Rts {
+                line: n,
+                min: decimal_us_to_ns(c[0], n, "RTS min")?,
+                avg: decimal_us_to_ns(c[1], n, "RTS avg")?,
+                max: decimal_us_to_ns(c[2], n, "RTS max")?,
+                overruns: uint(c[3], n, "RTS overruns")?,
+                secs: hms(c[5]),
+                planned: hms_planned(c[5]),
+            });
         }
     }
-    let (rts_line, min, avg, max, overruns, secs, planned) =
-        rts.ok_or_else(|| ParseError::file("no RTS| summary line; expected the complete output of Xenomai's latency (truncated file?)"))?;
-    let period_ns = period_us.map(|p| p.saturating_mul(1000));
+    Ok(s)
+}
+
+/// One `HSD| kind| lo - hi | samples` row; only the `avg` histogram is kept.
+fn hsd_line(s: &mut Scan, l: &str, n: usize) -> Result<(), ParseError> {
+    let c = cells(l);
+    if c.len() != 3 {
+        return Err(ParseError::at(n, "expected HSD| kind| lo - hi | samples"));
+    }
+    if c[0] != "avg" {
+        return Ok(());
+    }
+    let (lo, _) = c[1].split_once('-').ok_or_else(|| ParseError::at(n, "expected a bucket range \"lo - hi\""))?;
+    let lo = uint(lo, n, "HSD bucket")?;
+    let count = uint(c[2], n, "HSD samples")?;
+    let lo_ns = super::us_to_ns(lo, n, "HSD bucket")?;
+    if count > 0 {
+        s.hist_top = Some(s.hist_top.unwrap_or(0).max(lo_ns));
+    }
+    s.hist.add(lo_ns, lo_ns + 999, count);
+    Ok(())
+}
+
+/// The sample count: the histogram's total (checked against HSS| avg),
+/// else derived from the RTD| lines or the duration and the period, saying so.
+fn sample_count(s: &Scan, rts: &Rts, per_sec: Option<u64>, rtd_lines: u64, fidelity: &mut Vec<String>) -> Result<u64, ParseError> {
+    if !s.hist.is_empty() {
+        let sum = s.hist.total().ok_or_else(|| ParseError::file("HSD counts overflow"))?;
+        if let Some((l, n, _)) = s.hss_avg {
+            if n != sum {
+                return Err(ParseError::at(l, format!("HSS avg says {n} samples but the HSD| avg rows sum to {sum}")));
+            }
+        }
+        return Ok(sum);
+    }
+    match per_sec {
+        // One RTD| line per second actually measured: the count comes
+        // from the lines present, never from the duration alone.
+        Some(ps) if rtd_lines > 0 => {
+            fidelity.push(format!("sample count derived: {rtd_lines} RTD| lines (one per second) × {ps} samples per second (1 s / period); no -h histogram"));
+            Ok(rtd_lines.saturating_mul(ps))
+        }
+        Some(ps) if rts.secs.is_some() => {
+            fidelity.push("sample count estimated as duration / period (no -h histogram, no RTD| lines)".into());
+            Ok(rts.secs.unwrap_or(0).saturating_mul(ps))
+        }
+        _ => Err(ParseError::at(
+            rts.line,
+            "no HSD| histogram and no period or duration to count samples; expected latency -h output, or the RTT| line and the RTS| duration",
+        )),
+    }
+}
+
+pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, ParseError> {
+    let mut s = scan(lines)?;
+    let rts = s.rts.take().ok_or_else(|| ParseError::file("no RTS| summary line; expected the complete output of Xenomai's latency (truncated file?)"))?;
+    let period_ns = s.period_us.map(|p| p.saturating_mul(1000));
     let per_sec = period_ns.filter(|&pn| pn > 0).map(|pn| 1_000_000_000 / pn);
     let mut p = Parsed { tool: "xenomai latency".into(), ..Parsed::default() };
-    let rtd_lines = seconds.entries();
-    let folded = hist.folded();
-    let samples = if !hist.is_empty() {
-        let sum = hist.total().ok_or_else(|| ParseError::file("HSD counts overflow"))?;
-        if let Some((l, s, _)) = hss_avg {
-            if s != sum {
-                return Err(ParseError::at(l, format!("HSS avg says {s} samples but the HSD| avg rows sum to {sum}")));
-            }
+    let rtd_lines = s.seconds.entries();
+    let folded = s.hist.folded();
+    let samples = sample_count(&s, &rts, per_sec, rtd_lines, &mut p.fidelity)?;
+    if let Some(secs) = rts.secs {
+        if rtd_lines > 0 && rtd_lines + 1 < secs {
+            p.fidelity.push(format!("truncated: {rtd_lines} of {secs} per-second RTD| lines (the RTS| line says {secs} s ran)"));
         }
-        sum
-    } else {
-        match per_sec {
-            // One RTD| line per second actually measured: the count comes
-            // from the lines present, never from the duration alone.
-            Some(ps) if rtd_lines > 0 => {
-                p.fidelity.push(format!("sample count derived: {rtd_lines} RTD| lines (one per second) × {ps} samples per second (1 s / period); no -h histogram"));
-                rtd_lines.saturating_mul(ps)
-            }
-            Some(ps) if secs.is_some() => {
-                p.fidelity.push("sample count estimated as duration / period (no -h histogram, no RTD| lines)".into());
-                secs.unwrap_or(0).saturating_mul(ps)
-            }
-            _ => {
-                return Err(ParseError::at(
-                    rts_line,
-                    "no HSD| histogram and no period or duration to count samples; expected latency -h output, or the RTT| line and the RTS| duration",
-                ))
-            }
-        }
-    };
-    if let Some(s) = secs {
-        if rtd_lines > 0 && rtd_lines + 1 < s {
-            p.fidelity.push(format!("truncated: {rtd_lines} of {s} per-second RTD| lines (the RTS| line says {s} s ran)"));
-        }
-        if let Some(plan) = planned.filter(|&pl| pl > s) {
-            p.fidelity.push(format!("stopped early: ran {s} of {plan} s (RTS| duration)"));
+        if let Some(plan) = rts.planned.filter(|&pl| pl > secs) {
+            p.fidelity.push(format!("stopped early: ran {secs} of {plan} s (RTS| duration)"));
         }
     }
-    let min_u = clamp_negative(min, &mut neg);
-    let max_u = clamp_negative(max, &mut neg);
-    let (mut secs_stats, width) = seconds.finish();
+    let mut neg = s.neg;
+    let min_u = clamp_negative(rts.min, &mut neg);
+    let max_u = clamp_negative(rts.max, &mut neg);
+    let (mut secs_stats, width) = s.seconds.finish();
     match per_sec {
         Some(ps) => secs_stats.iter_mut().for_each(|s| s.count = s.count.saturating_mul(ps)),
         None => secs_stats.clear(),
     }
-    let mut buckets = hist.into_buckets();
-    if let Some(last) = buckets.iter_mut().filter(|b| Some(b.lo_ns.0) <= hist_top).max_by_key(|b| b.lo_ns) {
+    let mut buckets = s.hist.into_buckets();
+    if let Some(last) = buckets.iter_mut().filter(|b| Some(b.lo_ns.0) <= s.hist_top).max_by_key(|b| b.lo_ns) {
         // The last bucket also holds every larger value.
         last.hi_ns = Nanos(last.hi_ns.0.max(max_u));
     }
     let summary_only = buckets.is_empty();
+    let (min, avg, max) = (rts.min, rts.avg, rts.max);
     p.series.push(Series {
         probe: "timer".into(),
-        variant: mode.clone(),
+        variant: s.mode.clone(),
         thread: None,
         interval_ns: period_ns.unwrap_or(0),
         samples,
-        overruns,
+        overruns: rts.overruns,
         min_ns: min_u,
         max_ns: max_u,
         mean_ns: Some(avg.max(0) as f64),
-        stddev_ns: hss_avg.map(|(_, _, sd)| sd * 1000.0),
+        stddev_ns: s.hss_avg.map(|(_, _, sd)| sd * 1000.0),
         buckets,
         per_second: secs_stats,
         per_second_width_s: width,
         signed: (min < 0 || avg < 0).then_some(SignedStats { samples, min_ns: min, max_ns: max, mean_ns: avg as f64, clamped: true }),
         ..Series::default()
     });
-    p.duration_ns = secs.map(|s| s.saturating_mul(1_000_000_000));
+    p.duration_ns = rts.secs.map(|s| s.saturating_mul(1_000_000_000));
+    fidelity_notes(&mut p, summary_only, folded, neg);
+    Ok(p)
+}
+
+/// The notes every import carries: histogram or summary, folding, clamped
+/// negatives, and where the per-second series comes from.
+fn fidelity_notes(p: &mut Parsed, summary_only: bool, folded: bool, neg: i64) {
     if summary_only {
         p.fidelity.push("summary only (run without -h): percentiles unknown; histogram is one bucket [min, max]".into());
     } else {
@@ -225,7 +264,6 @@ pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parse
         ));
     }
     p.fidelity.push("per-second series from the RTD| lines; counts per second derived from the period".into());
-    Ok(p)
 }
 
 /// "00:00:03/00:00:10" → the planned duration (after the slash), if any.

@@ -87,6 +87,15 @@ pub fn u(v: &Value) -> u64 {
 pub fn merged(run: &Value) -> Vec<&Value> {
     run["results"].as_array().unwrap().iter().filter(|r| r["thread"].is_null()).collect()
 }
+/// The merged entry of `probe` and `variant` (panics, naming them, when there is none).
+pub fn merged_entry<'a>(run: &'a Value, probe: &str, variant: Option<&str>) -> &'a Value {
+    run["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["probe"] == probe && r["thread"].is_null() && r["variant"].as_str() == variant)
+        .unwrap_or_else(|| panic!("no merged {probe} {variant:?} entry"))
+}
 pub fn per_thread(run: &Value) -> Vec<&Value> {
     run["results"].as_array().unwrap().iter().filter(|r| !r["thread"].is_null()).collect()
 }
@@ -139,6 +148,48 @@ pub fn wait_for(limit: std::time::Duration, mut cond: impl FnMut() -> bool) -> b
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     false
+}
+
+/// Poll `cond` every 20 ms; panic naming `what` after `limit`.
+pub fn wait_until(what: &str, limit: std::time::Duration, cond: impl FnMut() -> bool) {
+    assert!(wait_for(limit, cond), "timed out after {limit:?} waiting for {what}");
+}
+
+/// An HTTP answer: status, head (status line and headers) and body.
+pub struct Answer {
+    pub status: u16,
+    pub head: String,
+    pub body: String,
+}
+
+impl Answer {
+    /// The value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+        })
+    }
+    /// The body as JSON (panics, showing its start, when it is not).
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", &self.body[..self.body.len().min(300)]))
+    }
+}
+
+/// One HTTP/1.1 request to `addr` (host:port) over a fresh connection, the
+/// path sent as written; the body is read to the server's close (60 s at
+/// most). A reply without a status line has status 0.
+pub fn http(addr: &str, method: &str, path: &str) -> Answer {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap_or_else(|e| panic!("connecting to {addr}: {e}"));
+    s.set_read_timeout(Some(std::time::Duration::from_secs(60))).unwrap();
+    write!(s, "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n").unwrap();
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    Answer { status, head: head.to_string(), body: body.to_string() }
 }
 
 /// A scripted agent (a Python `script` speaking the protocol) in `sb`, as
