@@ -22,11 +22,10 @@
 //! `-D` or `--iterations` rounds.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
 
 use super::recorder::{tail_capacity, Recorder};
 use super::signal::{block_signal, signo, wait_signal};
-use super::{select, spawn_measuring, ProbeCtx, ThreadOutcome, ThreadSpec};
+use super::{select, spawn_measuring_with, ProbeCtx, ThreadOutcome, ThreadSpec};
 use crate::sys::time::{now_ns, sleep_until_ns};
 
 /// signaltest's default thread count.
@@ -65,14 +64,14 @@ pub(crate) fn run(ctx: &ProbeCtx<'_>, share: u64) -> anyhow::Result<Vec<ThreadOu
     let interval = ctx.run.interval_ns;
     let back_to_back = ctx.run.probe.back_to_back;
     let max = select::max_events(ctx);
-    let rounds: Mutex<Option<Recorder>> = Mutex::new(None);
-    let hops = spawn_measuring(ctx, &specs, Some("chain/hop".into()), interval, |spec, rec, stop, gate| {
+    // The first thread hands back its round-trip recorder beside its hops.
+    let measured = spawn_measuring_with(ctx, &specs, Some("chain/hop".into()), interval, |spec, rec, stop, gate| {
         let i = spec.index;
         match block_signal() {
             Ok(t) => tids[i].store(t, Ordering::Release),
             Err(e) => {
                 gate.wait();
-                return Some(e);
+                return (Some(e), None);
             }
         }
         let next = if i + 1 == n { 0 } else { i + 1 };
@@ -82,15 +81,15 @@ pub(crate) fn run(ctx: &ProbeCtx<'_>, share: u64) -> anyhow::Result<Vec<ThreadOu
             loop {
                 let t = match wait_signal() {
                     Ok(t) => t,
-                    Err(e) => return Some(e),
+                    Err(e) => return (Some(e), None),
                 };
                 if quit.load(Ordering::Acquire) {
-                    return None;
+                    return (None, None);
                 }
                 rec.record(t.saturating_sub(sent.load(Ordering::Acquire)), t.saturating_sub(origin.load(Ordering::Acquire)), rec.samples());
                 sent.store(now_ns(), Ordering::Release);
                 if let Err(e) = kill(to) {
-                    return Some(e);
+                    return (Some(e), None);
                 }
             }
         }
@@ -139,11 +138,16 @@ pub(crate) fn run(ctx: &ProbeCtx<'_>, share: u64) -> anyhow::Result<Vec<ThreadOu
         for t in tids.iter().skip(1) {
             let _ = kill(t.load(Ordering::Acquire));
         }
-        *rounds.lock().unwrap() = Some(round);
-        err
+        (err, Some(round))
     })?;
+    let mut rounds = None;
+    let mut hops = Vec::with_capacity(measured.len());
+    for (o, round) in measured {
+        rounds = rounds.or(round);
+        hops.push(o);
+    }
     let mut out = Vec::new();
-    if let Some(r) = rounds.into_inner().unwrap() {
+    if let Some(r) = rounds {
         let first = &hops[0];
         let mut o = ThreadOutcome {
             thread: 0,

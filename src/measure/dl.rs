@@ -48,7 +48,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Once;
+use std::sync::OnceLock;
 
 use super::recorder::Recorder;
 use crate::sys::sched::yield_now;
@@ -67,30 +67,29 @@ extern "C" fn on_sigxcpu(_: libc::c_int) {
     RUNTIME_OVERRUNS.with(|c| c.set(c.get() + 1));
 }
 
-static HANDLER: Once = Once::new();
-static HANDLER_ERR: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+/// Whether the SIGXCPU handler was installed (once per process).
+static HANDLER: OnceLock<Result<(), String>> = OnceLock::new();
 
 /// Install the SIGXCPU handler (once per process) before a thread asks for
 /// SCHED_FLAG_DL_OVERRUN: SIGXCPU's default action ends the process.
 pub(crate) fn install_overrun_handler() -> Result<(), String> {
-    HANDLER.call_once(|| {
-        // SAFETY: a zeroed sigaction is valid storage; the handler is an
-        // extern "C" fn(c_int) that only touches a thread-local Cell.
-        let rc = unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_sigxcpu as extern "C" fn(libc::c_int) as usize;
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(libc::SIGXCPU, &sa, std::ptr::null_mut())
-        };
-        if rc != 0 {
-            *HANDLER_ERR.lock().unwrap() = Some(format!("sigaction(SIGXCPU): {}", nix::errno::Errno::last()));
-        }
-    });
-    match HANDLER_ERR.lock().unwrap().clone() {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
+    HANDLER
+        .get_or_init(|| {
+            // SAFETY: a zeroed sigaction is valid storage; the handler is an
+            // extern "C" fn(c_int) that only touches a thread-local Cell.
+            let rc = unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = on_sigxcpu as extern "C" fn(libc::c_int) as usize;
+                sa.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut sa.sa_mask);
+                libc::sigaction(libc::SIGXCPU, &sa, std::ptr::null_mut())
+            };
+            if rc != 0 {
+                return Err(format!("sigaction(SIGXCPU): {}", nix::errno::Errno::last()));
+            }
+            Ok(())
+        })
+        .clone()
 }
 
 /// Runtime overruns the calling thread has taken so far.

@@ -28,10 +28,9 @@
 //! `samples` = periods × (N + 1), no overruns.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use super::registry::ProbeInfo;
-use super::{spawn_measuring, spin_for, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
+use super::{spawn_measuring_with, spin_for, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
 use crate::model::{Nanos, Violation, Violations};
 use crate::sys::futex;
 use crate::sys::sched::{current_cpu, set_current_affinity};
@@ -109,13 +108,12 @@ impl Probe for MigrateProbe {
             quit: AtomicBool::new(false),
             origin: AtomicU64::new(now_ns()),
         };
-        let found: Mutex<Option<Violations>> = Mutex::new(None);
-        let mut outs = spawn_measuring(ctx, &specs, None, period, |spec, rec, stop, gate| {
+        // The coordinator (the last spec) hands back the order violations it found.
+        let measured = spawn_measuring_with(ctx, &specs, None, period, |spec, rec, stop, gate| {
             let _ = set_current_affinity(&cpus);
             if spec.index == n {
                 gate.wait();
-                *found.lock().unwrap() = Some(coordinate(&sh, stop, n, &prios, period, duration, max_err));
-                return None;
+                return (None, Some(coordinate(&sh, stop, n, &prios, period, duration, max_err)));
             }
             let highest = spec.index == n - 1;
             gate.wait();
@@ -132,7 +130,7 @@ impl Probe for MigrateProbe {
                 }
                 seen = sh.gen.load(Ordering::Acquire);
                 if sh.quit.load(Ordering::Acquire) {
-                    return None;
+                    return (None, None);
                 }
                 let start = now_ns();
                 let rel = sh.release.load(Ordering::Acquire);
@@ -146,9 +144,15 @@ impl Probe for MigrateProbe {
                 }
             }
         })?;
+        let mut found = None;
+        let mut outs = Vec::with_capacity(measured.len());
+        for (o, v) in measured {
+            found = found.or(v);
+            outs.push(o);
+        }
         outs.truncate(n);
         if let Some(first) = outs.first_mut() {
-            first.extra.violations = found.into_inner().unwrap();
+            first.extra.violations = found;
             first.extra.note = Some(format!(
                 "{n} SCHED_FIFO threads (priorities {}-{}) on CPUs {}, released together every {}; the lowest waits {} for a CPU by design",
                 prios[0],

@@ -317,6 +317,25 @@ pub(crate) fn spawn_measuring<F>(
 where
     F: Fn(&ThreadSpec, &mut Recorder, &AtomicBool, &Gate) -> Option<String> + Sync,
 {
+    let outs = spawn_measuring_with(ctx, specs, variant, interval_ns, |spec, rec, stop, gate| (body(spec, rec, stop, gate), ()))?;
+    Ok(outs.into_iter().map(|(o, ())| o).collect())
+}
+
+/// [`spawn_measuring`] for a probe whose threads measure more than their
+/// recorder: `body` returns its error text and the thread's own value `X`
+/// (a second recorder, a count the kernel kept, what a coordinator found),
+/// handed back beside the thread's outcome, in spec order.
+pub(crate) fn spawn_measuring_with<F, X>(
+    ctx: &ProbeCtx<'_>,
+    specs: &[ThreadSpec],
+    variant: Option<String>,
+    interval_ns: u64,
+    body: F,
+) -> anyhow::Result<Vec<(ThreadOutcome, X)>>
+where
+    F: Fn(&ThreadSpec, &mut Recorder, &AtomicBool, &Gate) -> (Option<String>, X) + Sync,
+    X: Send,
+{
     if let Some(t) = ctx.trace {
         t.begin_variant(variant.as_deref());
     }
@@ -336,10 +355,10 @@ where
                 let mut recorder = Recorder::with_tail(spec.index, ctx.run.duration_ns, ctx.run.worst_k, tail_k);
                 ctx.board.register(recorder.live());
                 ctx.board.running.fetch_add(1, Ordering::SeqCst);
-                let error = body(spec, &mut recorder, ctx.stop, barrier);
+                let (error, own) = body(spec, &mut recorder, ctx.stop, barrier);
                 let faults = faults_since_gate();
                 ctx.board.running.fetch_sub(1, Ordering::SeqCst);
-                Some(ThreadOutcome {
+                let outcome = ThreadOutcome {
                     thread: spec.index,
                     cpu: spec.cpu,
                     variant,
@@ -349,7 +368,8 @@ where
                     error,
                     extra: Extras { faults, ..Extras::default() },
                     windows: Vec::new(),
-                })
+                };
+                Some((outcome, own))
             });
             match spawned {
                 Ok(h) => handles.push(h),

@@ -24,10 +24,9 @@
 //! Variant: the policy name (`other`, `fifo`).
 
 use std::sync::atomic::Ordering;
-use std::sync::Mutex;
 
 use super::registry::ProbeInfo;
-use super::{spawn_measuring, Probe, ProbeCtx, ThreadOutcome};
+use super::{spawn_measuring_with, Probe, ProbeCtx, ThreadOutcome};
 use crate::model::NoiseStats;
 use crate::sys::sched::Policy;
 use crate::sys::time::now_ns;
@@ -55,21 +54,17 @@ impl Probe for NoiseProbe {
         let specs = super::select::one_cpu_unless_told(ctx, policy);
         let threshold = settings.noise_threshold_ns;
         let duration = ctx.run.duration_ns;
-        let totals = Mutex::new(vec![(0u64, 0u64); specs.len()]);
-        let mut out = spawn_measuring(ctx, &specs, Some(policy.name().to_string()), 0, |spec, rec, stop, barrier| {
+        // Each thread hands back its loop and noise totals.
+        let measured = spawn_measuring_with(ctx, &specs, Some(policy.name().to_string()), 0, |_spec, rec, stop, barrier| {
             barrier.wait();
-            let (loop_ns, noise_ns) = busy_loop(rec, stop, threshold, duration);
-            // After the loop: the lock is outside the measurement.
-            if let Some(t) = totals.lock().unwrap().get_mut(spec.index) {
-                *t = (loop_ns, noise_ns);
-            }
-            None
+            (None, busy_loop(rec, stop, threshold, duration))
         })?;
-        let totals = totals.into_inner().unwrap();
         let note = note(policy, ctx.run.priority);
-        for (o, (loop_ns, noise_ns)) in out.iter_mut().zip(totals) {
+        let mut out = Vec::with_capacity(measured.len());
+        for (mut o, (loop_ns, noise_ns)) in measured {
             o.extra.noise = Some(NoiseStats::new(threshold, loop_ns, noise_ns));
             o.extra.note = Some(note.clone());
+            out.push(o);
         }
         Ok(out)
     }

@@ -22,12 +22,11 @@
 //! whose reservation period is the variant's period (see [`super::dl`]).
 
 use std::sync::atomic::Ordering;
-use std::sync::Mutex;
 
 use super::recorder::{tail_capacity, Recorder};
 use super::timer::timer_loop_with;
 use super::registry::ProbeInfo;
-use super::{select, spawn_measuring, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
+use super::{select, spawn_measuring_with, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
 use crate::trace::LateSamples;
 use crate::units::fmt_ns;
 use crate::model::SignedStats;
@@ -98,10 +97,10 @@ impl Probe for PeriodicProbe {
             }
             let variant = fmt_ns(period);
             ctx.board.reset(&format!("periodic {variant}"));
-            let errors: Mutex<Vec<Option<(Recorder, Signed)>>> = Mutex::new((0..specs.len()).map(|_| None).collect());
             let specs: Vec<ThreadSpec> = specs.iter().cloned().map(|s| s.with_period(ctx.run, period)).collect();
-            let dl_overruns: Mutex<Vec<Option<u64>>> = Mutex::new(vec![None; specs.len()]);
-            let mut outs = spawn_measuring(ctx, &specs, Some(variant.clone()), period, |spec, rec, stop, barrier| {
+            // Each thread hands back its period-error recorder and signed
+            // sums, and (SCHED_DEADLINE) the kernel's runtime overruns.
+            let measured = spawn_measuring_with(ctx, &specs, Some(variant.clone()), period, |spec, rec, stop, barrier| {
                 let mut abs = Recorder::with_tail(spec.index, share, ctx.run.worst_k, tail_capacity(share, period));
                 let mut signed = Signed::new();
                 let mut prev: Option<u64> = None;
@@ -117,24 +116,17 @@ impl Probe for PeriodicProbe {
                     }
                     prev = Some(latency);
                 };
-                let err = if let Some(dl) = dl {
-                    let n = super::dl::deadline_loop_with(rec, stop, period, dl.deadline_ns, share, max, on_sample);
-                    dl_overruns.lock().unwrap()[spec.index] = Some(n);
-                    None
+                let (err, dl_overruns) = if let Some(dl) = dl {
+                    (None, Some(super::dl::deadline_loop_with(rec, stop, period, dl.deadline_ns, share, max, on_sample)))
                 } else {
-                    timer_loop_with(rec, stop, period, share, max, on_sample)
+                    (timer_loop_with(rec, stop, period, share, max, on_sample), None)
                 };
-                errors.lock().unwrap()[spec.index] = Some((abs, signed));
-                err
+                (err, (abs, signed, dl_overruns))
             })?;
-            let errors = errors.into_inner().unwrap();
-            let dl_overruns = dl_overruns.into_inner().unwrap();
-            for o in outs.iter_mut() {
-                o.extra.runtime_overruns = dl_overruns.get(o.thread).copied().flatten();
-            }
+            let mut outs = Vec::with_capacity(measured.len());
             let mut extra_outs = Vec::new();
-            for (o, e) in outs.iter().zip(errors) {
-                let Some((abs, signed)) = e else { continue };
+            for (mut o, (abs, signed, dl_overruns)) in measured {
+                o.extra.runtime_overruns = dl_overruns;
                 let mut eo = ThreadOutcome {
                     thread: o.thread,
                     cpu: o.cpu,
@@ -148,6 +140,7 @@ impl Probe for PeriodicProbe {
                 };
                 eo.extra.signed = Some(signed.stats());
                 extra_outs.push(eo);
+                outs.push(o);
             }
             out.append(&mut outs);
             out.append(&mut extra_outs);

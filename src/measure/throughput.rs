@@ -35,7 +35,7 @@
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
 use super::registry::ProbeInfo;
-use super::{select, spawn_measuring, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
+use super::{select, spawn_measuring_with, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
 use crate::model::{Nanos, Throughput};
 use crate::sys::futex::Event;
 use crate::sys::semaphore::Semaphore;
@@ -156,19 +156,22 @@ fn run_test(ctx: &ProbeCtx<'_>, v: &str, cpu: Option<usize>, interval: u64, inte
         "interrupt" | "interrupt-preemption" => Some(Isr::install(test.sem.as_ref().expect("made above"))?),
         _ => None,
     };
-    let per: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
-    let outs = spawn_measuring(ctx, &specs, Some(v.to_string()), interval, |spec, rec, stop, barrier| {
+    // The reporting thread hands back its counts per interval.
+    let measured = spawn_measuring_with(ctx, &specs, Some(v.to_string()), interval, |spec, rec, stop, barrier| {
         barrier.wait();
         if spec.index == 0 {
-            let counts = report(&test, rec, stop, interval, intervals);
-            *per.lock().unwrap() = counts;
-            None
+            (None, Some(report(&test, rec, stop, interval, intervals)))
         } else {
-            worker(&test, spec.index - 1)
+            (worker(&test, spec.index - 1), None)
         }
     })?;
+    let mut per_interval = Vec::new();
+    let mut outs = Vec::with_capacity(measured.len());
+    for (o, counts) in measured {
+        per_interval = counts.unwrap_or(per_interval);
+        outs.push(o);
+    }
     let mut o = super::first_with_all_steps(outs)?;
-    let per_interval = per.into_inner().unwrap();
     let ops: u64 = per_interval.iter().sum();
     let thread_ops: u64 = test.counters.iter().map(Counter::get).sum();
     let isr = ISR_COUNT.swap(0, Ordering::Relaxed);

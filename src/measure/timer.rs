@@ -14,11 +14,10 @@
 //! invariant), and its runtime overruns are counted beside.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 
 use super::recorder::Recorder;
 use super::registry::ProbeInfo;
-use super::{spawn_measuring, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
+use super::{spawn_measuring_with, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
 use crate::sys::time::{now_ns, sleep_until_ns};
 use crate::trace::LateSamples;
 
@@ -43,23 +42,25 @@ impl Probe for TimerProbe {
         let specs: Vec<ThreadSpec> = (0..ctx.run.threads).map(|i| ThreadSpec::from_run(ctx.run, i)).collect();
         let interval = ctx.run.interval_ns;
         let duration = ctx.run.duration_ns;
-        let dl_overruns: Mutex<Vec<Option<u64>>> = Mutex::new(vec![None; specs.len()]);
-        let mut outs = spawn_measuring(ctx, &specs, None, interval, |spec, rec, stop, barrier| {
+        let outs = spawn_measuring_with(ctx, &specs, None, interval, |spec, rec, stop, barrier| {
             // Threshold tracing: one comparison per sample; a late one is handed over.
             let late = LateSamples::arm(ctx.trace, spec.index, spec.cpu);
             let dl = spec.dl.filter(|_| super::dl::current_is_deadline());
             barrier.wait();
             if let Some(dl) = dl {
                 let n = super::dl::deadline_loop_with(rec, stop, interval, dl.deadline_ns, duration, u64::MAX, |latency, _at, seq| late.after(latency, seq));
-                dl_overruns.lock().unwrap()[spec.index] = Some(n);
-                return None;
+                return (None, Some(n));
             }
-            timer_loop_with(rec, stop, interval, duration, u64::MAX, |latency, _at, seq| late.after(latency, seq))
+            (timer_loop_with(rec, stop, interval, duration, u64::MAX, |latency, _at, seq| late.after(latency, seq)), None)
         })?;
-        let dl_overruns = dl_overruns.into_inner().unwrap();
-        for o in outs.iter_mut() {
-            o.extra.runtime_overruns = dl_overruns.get(o.thread).copied().flatten();
-        }
+        // A SCHED_DEADLINE thread hands back the kernel's count of its runtime overruns.
+        let outs: Vec<ThreadOutcome> = outs
+            .into_iter()
+            .map(|(mut o, dl_overruns)| {
+                o.extra.runtime_overruns = dl_overruns;
+                o
+            })
+            .collect();
         Ok(outs)
     }
 }
