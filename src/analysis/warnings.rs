@@ -25,6 +25,9 @@ pub(crate) enum Warning {
     Interrupted { phase: Option<String> },
     /// The file was last written while the run still measured: it was killed.
     Unfinished,
+    /// A phase without loads (`idle`) during which other work kept the
+    /// measured CPUs busy: `share` of their time (a lower bound), `cpus`.
+    BusyIdle { phase: String, cpus: String, share: f64 },
     /// Running under a hypervisor.
     Virtualized,
     /// Running under an instruction-set emulator (QEMU TCG); `by`: the evidence.
@@ -105,6 +108,11 @@ impl fmt::Display for Warning {
                 f,
                 "the run did not finish: its result file was last written while it still measured (the process was killed or crashed), so it holds only the probe runs written before that. Rerun for a complete result."
             ),
+            Warning::BusyIdle { phase, cpus, share } => write!(
+                f,
+                "phase {phase} runs no load, but other work kept the measured CPUs ({cpus}) at least {:.0} % busy (per-CPU busy time, rtscope's own threads taken off): its figures are not idle figures. Stop the other work, or keep it off the measured CPUs, before comparing phases.",
+                share * 100.0
+            ),
             Warning::Virtualized => write!(
                 f,
                 "running under a hypervisor: latencies include the host's scheduling of this VM; compare only against results from the same VM."
@@ -181,6 +189,7 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
     out.extend(not_placed(run));
     out.extend(trace_warnings(run));
     out.extend(sample_warnings(run));
+    out.extend(busy_idle(run));
     if run.host.emulated {
         out.push(Warning::Emulated { by: run.host.emulated_by.clone() });
     } else if run.host.virtualized {
@@ -264,6 +273,33 @@ fn sample_warnings(run: &Run) -> Vec<Warning> {
                 seconds: r.samples as f64 / rate,
                 recommended_s: samples_needed(99.999) as f64 / rate,
             });
+        }
+    }
+    out
+}
+
+/// A share of the measured CPUs' time other work must take in a phase
+/// without loads before the phase is said not to be idle.
+pub(crate) const BUSY_IDLE_SHARE: f64 = 0.10;
+
+/// Phases without loads whose measured CPUs other work kept busy (issue 49,
+/// item 2). The measured CPUs: those the phase's per-thread entries ran on,
+/// else every CPU in the phase's busy times. Not for a target's run (the
+/// busy times are this host's).
+fn busy_idle(run: &Run) -> Vec<Warning> {
+    if run.agent.is_some() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for p in run.phases.iter().filter(|p| p.loads.is_empty() && p.complete) {
+        let mut cpus: Vec<usize> = run.results.iter().filter(|r| r.phase == p.name && r.thread.is_some()).filter_map(|r| r.cpu).collect();
+        if cpus.is_empty() {
+            cpus = p.system.cpu_busy.iter().map(|c| c.cpu).collect();
+        }
+        cpus.sort_unstable();
+        cpus.dedup();
+        if let Some(share) = p.system.others_busy_share(&cpus).filter(|s| *s >= BUSY_IDLE_SHARE) {
+            out.push(Warning::BusyIdle { phase: p.name.clone(), cpus: crate::units::cpu_list_str(&cpus), share });
         }
     }
     out

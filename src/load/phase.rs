@@ -24,7 +24,7 @@ use anyhow::Context;
 
 use super::worker::LoadWorkerArgs;
 use super::{cmd, shell_join, stress_ng, Engine, LoadKind, LoadOptions, PhaseSpec};
-use crate::model::{LoadEvidence, LoadRecord, Nanos, PhaseRecord, SystemEvidence};
+use crate::model::{CpuBusy, LoadEvidence, LoadRecord, Nanos, PhaseRecord, SystemEvidence};
 use crate::sys::{prctl, wait};
 
 /// Prefix of the per-run temp dirs under the load dir.
@@ -348,13 +348,17 @@ fn log_tail(path: &Path) -> String {
 }
 
 /// System-wide counters read at phase start and stop.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct SysCounters {
     pub(crate) interrupts: u64,
     pub(crate) context_switches: u64,
     pub(crate) page_faults: u64,
     pub(crate) lo_tx_packets: u64,
     pub(crate) lo_tx_bytes: u64,
+    /// (CPU, busy ns) per online CPU.
+    pub(crate) cpu_busy: Vec<(usize, u64)>,
+    /// CPU time of this process's threads (ns).
+    pub(crate) own_cpu_ns: u64,
 }
 
 impl SysCounters {
@@ -368,10 +372,20 @@ impl SysCounters {
             page_faults: field(&vmstat, "pgfault"),
             lo_tx_packets: num("/sys/class/net/lo/statistics/tx_packets"),
             lo_tx_bytes: num("/sys/class/net/lo/statistics/tx_bytes"),
+            cpu_busy: cpu_busy(&stat, crate::sys::resource::clock_ticks_per_s()),
+            own_cpu_ns: crate::sys::resource::own_cpu_ns(),
         }
     }
 
     pub(crate) fn since(&self, start: &SysCounters, dt: Duration) -> SystemEvidence {
+        let cpu_busy = self
+            .cpu_busy
+            .iter()
+            .filter_map(|&(cpu, busy)| {
+                let before = start.cpu_busy.iter().find(|(c, _)| *c == cpu)?.1;
+                Some(CpuBusy { cpu, busy_ns: Nanos(busy.saturating_sub(before)) })
+            })
+            .collect();
         SystemEvidence {
             duration_ns: Nanos(dt.as_nanos() as u64),
             interrupts: self.interrupts.saturating_sub(start.interrupts),
@@ -379,8 +393,27 @@ impl SysCounters {
             page_faults: self.page_faults.saturating_sub(start.page_faults),
             loopback_tx_packets: self.lo_tx_packets.saturating_sub(start.lo_tx_packets),
             loopback_tx_bytes: self.lo_tx_bytes.saturating_sub(start.lo_tx_bytes),
+            cpu_busy,
+            rtscope_cpu_ns: Some(Nanos(self.own_cpu_ns.saturating_sub(start.own_cpu_ns))),
         }
     }
+}
+
+/// Busy ns per CPU from /proc/stat's `cpuN user nice system idle iowait irq
+/// softirq steal ...` lines (ticks of `hz`): all but idle and iowait (guest
+/// time is inside user already).
+pub(crate) fn cpu_busy(stat: &str, hz: u64) -> Vec<(usize, u64)> {
+    let hz = hz.max(1);
+    stat.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let cpu: usize = it.next()?.strip_prefix("cpu")?.parse().ok()?;
+            let v: Vec<u64> = it.map(|x| x.parse().unwrap_or(0)).collect();
+            let at = |k: usize| v.get(k).copied().unwrap_or(0);
+            let ticks = at(0) + at(1) + at(2) + at(5) + at(6) + at(7);
+            Some((cpu, ticks.saturating_mul(1_000_000_000) / hz))
+        })
+        .collect()
 }
 
 /// The first number after `key` on the line that starts with it
@@ -408,11 +441,44 @@ mod tests {
 
     #[test]
     fn deltas() {
-        let a = SysCounters { interrupts: 10, context_switches: 5, page_faults: 1, lo_tx_packets: 3, lo_tx_bytes: 100 };
-        let b = SysCounters { interrupts: 25, context_switches: 9, page_faults: 4, lo_tx_packets: 13, lo_tx_bytes: 1100 };
+        let a = SysCounters {
+            interrupts: 10,
+            context_switches: 5,
+            page_faults: 1,
+            lo_tx_packets: 3,
+            lo_tx_bytes: 100,
+            cpu_busy: vec![(0, 1_000), (1, 5_000)],
+            own_cpu_ns: 700,
+        };
+        let b = SysCounters {
+            interrupts: 25,
+            context_switches: 9,
+            page_faults: 4,
+            lo_tx_packets: 13,
+            lo_tx_bytes: 1100,
+            // CPU 2 came online during the phase: no start, no delta.
+            cpu_busy: vec![(0, 1_500_000_000), (1, 5_000), (2, 9)],
+            own_cpu_ns: 100_000_700,
+        };
         let d = b.since(&a, Duration::from_secs(2));
         assert_eq!((d.interrupts, d.context_switches, d.page_faults, d.loopback_tx_packets, d.loopback_tx_bytes), (15, 4, 3, 10, 1000));
         assert_eq!(d.duration_ns, Nanos(2_000_000_000));
+        assert_eq!(d.cpu_busy, vec![CpuBusy { cpu: 0, busy_ns: Nanos(1_499_999_000) }, CpuBusy { cpu: 1, busy_ns: Nanos(0) }]);
+        assert_eq!(d.rtscope_cpu_ns, Some(Nanos(100_000_000)));
+        // CPU 0: 1.5 s busy of 2 s, 0.1 s of it rtscope's: (1.499999 - 0.1) / 2.
+        let share = d.others_busy_share(&[0]).unwrap();
+        assert!((share - 0.6999995).abs() < 1e-9, "{share}");
+        // Both CPUs: the same busy time over twice the capacity.
+        assert!((d.others_busy_share(&[0, 1]).unwrap() - 0.34999975).abs() < 1e-9);
+        assert_eq!(d.others_busy_share(&[7]), None, "a CPU the phase has no busy time of");
+    }
+
+    #[test]
+    fn busy_ticks_per_cpu() {
+        // user nice system idle iowait irq softirq steal guest guest_nice
+        let stat = "cpu  9 9 9 9 9 9 9 9 0 0\ncpu0 100 1 20 5000 70 3 4 2 50 0\ncpu1 0 0 0 100 0 0 0 0 0 0\nintr 1\n";
+        // cpu0: 100 + 1 + 20 + 3 + 4 + 2 = 130 ticks at 100 Hz = 1.3 s (idle, iowait and guest left out).
+        assert_eq!(cpu_busy(stat, 100), vec![(0, 1_300_000_000), (1, 0)]);
     }
 
     #[test]

@@ -79,4 +79,37 @@ pub struct SystemEvidence {
     pub page_faults: u64,
     pub loopback_tx_packets: u64,
     pub loopback_tx_bytes: u64,
+    /// Busy time of each online CPU over the phase (/proc/stat: everything
+    /// but idle and iowait). Empty in results written before it was kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_busy: Vec<CpuBusy>,
+    /// CPU time of rtscope's own threads over the phase (getrusage
+    /// RUSAGE_SELF): what of the busy time is the measurement's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtscope_cpu_ns: Option<Nanos>,
+}
+
+/// One CPU's busy time over a phase.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct CpuBusy {
+    pub cpu: usize,
+    pub busy_ns: Nanos,
+}
+
+impl SystemEvidence {
+    /// The share of `cpus`' time over the phase that other work (not
+    /// rtscope's threads) kept busy, from 0 to 1; None when the phase has no
+    /// per-CPU busy time or none of `cpus` is in it. rtscope's own time is
+    /// all taken off `cpus` (its threads may have run elsewhere): the share
+    /// is a lower bound.
+    pub fn others_busy_share(&self, cpus: &[usize]) -> Option<f64> {
+        let own = self.rtscope_cpu_ns?.0;
+        let measured: Vec<&CpuBusy> = self.cpu_busy.iter().filter(|c| cpus.contains(&c.cpu)).collect();
+        if measured.is_empty() || self.duration_ns.0 == 0 {
+            return None;
+        }
+        let busy: u64 = measured.iter().map(|c| c.busy_ns.0).fold(0u64, u64::saturating_add);
+        let capacity = self.duration_ns.0 as f64 * measured.len() as f64;
+        Some((busy.saturating_sub(own) as f64 / capacity).clamp(0.0, 1.0))
+    }
 }

@@ -1,5 +1,5 @@
-//! `<sys/resource.h>`: the calling thread's page-fault counters (see
-//! getrusage(2)) and the file-descriptor limit (see setrlimit(2)).
+//! `<sys/resource.h>`: the calling thread's page-fault counters and the
+//! process's CPU time (see getrusage(2)), USER_HZ (sysconf(3)) and the file-descriptor limit (see setrlimit(2)).
 
 /// (minor, major) page faults the calling thread has taken so far:
 /// getrusage(RUSAGE_THREAD), the same counters as fields 10 and 12 of
@@ -14,6 +14,30 @@ pub(crate) fn thread_faults() -> (u64, u64) {
         return (0, 0);
     }
     (ru.ru_minflt as u64, ru.ru_majflt as u64)
+}
+
+/// CPU time (user + system, ns) of this process's threads so far:
+/// getrusage(RUSAGE_SELF), which leaves out children (the load processes).
+pub(crate) fn own_cpu_ns() -> u64 {
+    // SAFETY: rusage is plain old data; all-zero is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is valid, writable storage for one rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0;
+    }
+    let ns = |t: libc::timeval| (t.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(t.tv_usec as u64 * 1000);
+    ns(ru.ru_utime).saturating_add(ns(ru.ru_stime))
+}
+
+/// The kernel's clock ticks per second (USER_HZ: /proc/stat's unit).
+pub(crate) fn clock_ticks_per_s() -> u64 {
+    // SAFETY: sysconf has no memory effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        hz as u64
+    } else {
+        100
+    }
 }
 
 /// Raise this process's soft RLIMIT_NOFILE to its hard limit (as a server
