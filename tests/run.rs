@@ -635,8 +635,14 @@ fn an_idle_phase_beside_a_busy_cpu_is_said_not_to_be_idle() {
     let cpu0 = system["cpu_busy"].as_array().unwrap().iter().find(|c| c["cpu"] == 0).unwrap_or_else(|| panic!("no busy time of CPU 0: {system}"));
     assert!(u(&cpu0["busy_ns"]) >= dur / 2, "CPU 0 busy {} of {dur} ns beside a spinning thread", cpu0["busy_ns"]);
     assert!(system["rtscope_cpu_ns"].is_u64(), "{system}");
-    assert!(
-        stdout.contains("phase idle runs no load, but other work kept the measured CPUs (0) at least"),
-        "no busy-idle warning:\n{stdout}"
-    );
+    // Said on stderr as the run ends, and kept in the result's warnings.
+    let said = "phase idle runs no load, but other work kept the measured CPUs (0) at least";
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("warning: {said}")), "no busy-idle warning:\n{stderr}");
+    assert!(run["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().starts_with(said)), "{}", run["warnings"]);
+    // `check` notes it above its verdict; `report` shows it with the result.
+    let check = sb.run(&["check", path.to_str().unwrap(), "--max", "1s"]);
+    assert!(String::from_utf8_lossy(&check.stdout).contains(&format!("r.json: {said}")), "{}", String::from_utf8_lossy(&check.stdout));
+    let report = sb.run(&["report", path.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&report.stdout).contains(said), "{}", String::from_utf8_lossy(&report.stdout));
 }

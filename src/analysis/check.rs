@@ -374,6 +374,9 @@ impl Inputs<'_> {
                     run.host.emulated_by
                 ));
             }
+            for w in crate::analysis::warnings::busy_idle(run) {
+                notes.push(format!("{source}: {w}"));
+            }
             if latency_bound && !run.host.realtime {
                 notes.push(format!(
                     "{source} ran on kernel {} without PREEMPT_RT (preempt {}): its latency has no bound in general; a pass holds for this run and its load only",

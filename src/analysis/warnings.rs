@@ -286,7 +286,7 @@ pub(crate) const BUSY_IDLE_SHARE: f64 = 0.10;
 /// item 2). The measured CPUs: those the phase's per-thread entries ran on,
 /// else every CPU in the phase's busy times. Not for a target's run (the
 /// busy times are this host's).
-fn busy_idle(run: &Run) -> Vec<Warning> {
+pub(crate) fn busy_idle(run: &Run) -> Vec<Warning> {
     if run.agent.is_some() {
         return Vec::new();
     }
