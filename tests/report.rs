@@ -427,3 +427,38 @@ fn term_report_shows_what_held_the_cpu() {
 fn fixture_path(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel)
 }
+
+/// Issue 49 item 6: a lab's names fit 80 columns. The report of a run
+/// whose phases are named as the lab names them (`guest:cpu:1,fork:1,io:1,net:1`,
+/// 89-94 columns before) and the comparison of three systems with long
+/// names (217 columns before) keep every line within 80 characters: each
+/// long name becomes a key (`P1`, `#2`) spelled out under its table.
+#[test]
+fn long_lab_names_fit_80_columns_as_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let (long_a, long_b) = ("guest:cpu:1,fork:1,io:1,net:1", "guest:memory:1,sched:1,irq:1");
+    let mut e = entries("timer", long_a, &[vec![5_000, 6_000, 7_000], vec![5_500, 6_500]], 100_000);
+    e.extend(entries("timer", long_b, &[vec![9_000, 9_500], vec![8_000]], 100_000));
+    let a = write(dir.path(), "a.json", &run(host("kernel-lab-stock-arm64-qemu-virt", "6.1.0-37-arm64"), e.clone()));
+    let text = report(dir.path(), &[a.to_str().unwrap(), "--color", "never"]);
+    for l in text.lines() {
+        assert!(l.chars().count() <= 80, "{} characters: {l}\n{text}", l.chars().count());
+    }
+    assert!(text.contains(&format!("P1 = {long_a}")) && text.contains(&format!("P2 = {long_b}")), "{text}");
+    let row = text.lines().find(|l| l.starts_with("timer  P1") && l.contains("all")).unwrap_or_else(|| panic!("no keyed row:\n{text}"));
+    assert!(row.contains("7.0"), "the merged max of {long_a}: {row}");
+    // --wide: the names as they are, no key.
+    let wide = report(dir.path(), &[a.to_str().unwrap(), "--wide", "--color", "never"]);
+    assert!(wide.contains(long_a) && !wide.contains("P1 ="), "{wide}");
+
+    let b = write(dir.path(), "b.json", &run(host("kernel-lab-rt-arm64-qemu-virt", "6.1.0-37-rt-arm64"), e.clone()));
+    let c = write(dir.path(), "c.json", &run(host("kernel-lab-stock-amd64-qemu-pc", "6.1.0-37-amd64"), e));
+    let out = rtscope().current_dir(dir.path()).args(["compare", "a.json", "b.json", "c.json"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    for l in text.lines() {
+        assert!(l.chars().count() <= 80, "{} characters: {l}\n{text}", l.chars().count());
+    }
+    assert!(text.contains("#1 = kernel-lab-stock-arm64-qemu-virt"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("entry") && l.contains("#2/#1") && l.contains("#3")), "{text}");
+}

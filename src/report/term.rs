@@ -98,9 +98,10 @@ pub(crate) fn width(wide: bool, to_file: bool) -> Option<usize> {
 /// The table laid out in `width` columns: optional columns left out, in
 /// their order, until it fits — first those with nothing to show (every
 /// cell [`UNKNOWN`], [`NOT_APPLICABLE`] or empty); if it is still too wide, the unit suffix of the
-/// headers. Returns the table, the headers left out and the unit taken out
-/// of the headers.
-fn fit(t: &Table, width: usize) -> (Table, Vec<String>, Option<String>) {
+/// headers; if still, long names become keys ([`keyed`]). Returns the
+/// table, the headers left out, the unit taken out of the headers and the
+/// keys' legend.
+fn fit(t: &Table, width: usize) -> (Table, Vec<String>, Option<String>, Vec<String>) {
     let line_width = |t: &Table| -> usize {
         let w: usize = (0..t.header.len())
             .map(|c| t.rows.iter().map(|r| r.get(c).map(|x| x.text.chars().count()).unwrap_or(0)).chain([t.header[c].chars().count()]).max().unwrap_or(0))
@@ -125,6 +126,7 @@ fn fit(t: &Table, width: usize) -> (Table, Vec<String>, Option<String>) {
             rows: t.rows.iter().map(|r| keep.iter().filter_map(|&k| r.get(k).cloned()).collect()).collect(),
             optional: Vec::new(),
             wrap: Vec::new(),
+            keys: t.keys.iter().filter_map(|(c, k)| keep.iter().position(|x| x == c).map(|i| (i, k.clone()))).collect(),
         };
     }
     // Still too wide: the unit once in the note instead of in every header.
@@ -138,7 +140,56 @@ fn fit(t: &Table, width: usize) -> (Table, Vec<String>, Option<String>) {
             }
         }
     }
-    (cur, dropped, stripped)
+    let mut legend = Vec::new();
+    if line_width(&cur) > width {
+        legend = keyed(&mut cur, |t| line_width(t) > width);
+    }
+    (cur, dropped, stripped, legend)
+}
+
+/// Names longer than this become keys in a table that does not fit.
+const KEY_FROM: usize = 12;
+
+/// Long names made short until `too_wide` is false, each key spelled out in
+/// the returned legend: first the headers the table gives a key
+/// ([`Table::keys`]: a comparison's systems, `#1`); then, widest label column
+/// first, every cell longer than [`KEY_FROM`] (a lab's phase names,
+/// `guest:cpu:1,fork:1,io:1,net:1`) becomes the column's initial and a
+/// number (`P1`), the same text the same key.
+fn keyed(t: &mut Table, too_wide: impl Fn(&Table) -> bool) -> Vec<String> {
+    let mut legend = Vec::new();
+    for (c, key) in t.keys.clone() {
+        if t.header.get(c).is_some_and(|h| h.chars().count() > KEY_FROM.max(key.chars().count())) {
+            legend.push(format!("{key} = {}", t.header[c]));
+            t.header[c] = key;
+        }
+    }
+    let width = |t: &Table, c: usize| t.rows.iter().filter_map(|r| r.get(c)).map(|x| x.text.chars().count()).max().unwrap_or(0);
+    let mut cols: Vec<usize> = (0..t.label_cols).collect();
+    cols.sort_by_key(|&c| std::cmp::Reverse(width(t, c)));
+    for c in cols {
+        if !too_wide(t) {
+            break;
+        }
+        let initial = t.header[c].chars().next().map(|x| x.to_ascii_uppercase()).unwrap_or('K');
+        let mut keys: Vec<String> = Vec::new();
+        for r in &mut t.rows {
+            let Some(cell) = r.get_mut(c) else { continue };
+            if cell.text.chars().count() <= KEY_FROM {
+                continue;
+            }
+            let k = match keys.iter().position(|x| *x == cell.text) {
+                Some(i) => i + 1,
+                None => {
+                    keys.push(cell.text.clone());
+                    keys.len()
+                }
+            };
+            cell.text = format!("{initial}{k}");
+        }
+        legend.extend(keys.iter().enumerate().map(|(i, text)| format!("{initial}{} = {text}", i + 1)));
+    }
+    legend
 }
 
 /// `s` filled to `width` columns, its first line after `first`, the others
@@ -214,8 +265,12 @@ pub(crate) fn render_blocks(blocks: &[Block], colour: bool, width: Option<usize>
             }
             Block::Table(t) => match width {
                 Some(w) => {
-                    let (t, dropped, unit) = fit(t, w);
+                    let (t, dropped, unit, legend) = fit(t, w);
                     table_into(&mut out, &t, &style, &bold);
+                    for l in &legend {
+                        out.push_str(&wrap(l, "  ", "       "));
+                        out.push('\n');
+                    }
                     if !dropped.is_empty() {
                         let unit = unit.map(|u| format!("latencies in {u}; ")).unwrap_or_default();
                         let note = format!("({unit}left out to fit {w} columns: {}; --wide shows them)", dropped.join(", "));

@@ -28,7 +28,9 @@ fn ratio_cell(r: Option<f64>) -> Cell {
 pub(crate) fn compare_table(a: &Analysis, u: Unit) -> Table {
     let c = &a.comparison;
     let mut header = vec!["entry".to_string(), "metric".to_string()];
+    let mut keys = Vec::new();
     for (i, s) in c.systems.iter().enumerate() {
+        keys.push((header.len(), format!("#{}", i + 1)));
         header.push(s.clone());
         if i > 0 {
             header.push(ratio_header(&c.systems, i));
@@ -83,7 +85,7 @@ pub(crate) fn compare_table(a: &Analysis, u: Unit) -> Table {
         }
         rows.push(cells);
     }
-    Table::new(header, 2, rows)
+    Table::new(header, 2, rows).with_keys(keys)
 }
 
 /// A percentile, or [`UNKNOWN`] where the source gave none (summary-only import);

@@ -66,6 +66,10 @@ pub(crate) struct Table {
     /// Columns of long text a page may break over lines (the others keep
     /// one line).
     pub(crate) wrap: Vec<usize>,
+    /// Columns whose long header a narrow layout may show as a key (a
+    /// comparison's systems as `#1`, `#2`: its ratio columns say `#2/#1`),
+    /// spelled out under the table.
+    pub(crate) keys: Vec<(usize, String)>,
 }
 
 impl Table {
@@ -76,7 +80,12 @@ impl Table {
     }
     /// A table of which every column is always shown.
     pub(crate) fn new(header: Vec<String>, label_cols: usize, rows: Vec<Vec<Cell>>) -> Table {
-        Table { header, label_cols, rows, optional: Vec::new(), wrap: Vec::new() }
+        Table { header, label_cols, rows, optional: Vec::new(), wrap: Vec::new(), keys: Vec::new() }
+    }
+    /// Column `c` may show as `key` in a narrow layout, for each (c, key).
+    pub(crate) fn with_keys(mut self, keys: Vec<(usize, String)>) -> Table {
+        self.keys = keys;
+        self
     }
     /// Columns `cols` may break over lines on a page.
     pub(crate) fn wrapping(mut self, cols: &[usize]) -> Table {

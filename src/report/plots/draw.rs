@@ -59,16 +59,45 @@ impl Look {
     }
 }
 
+/// Characters of legend text one line of the legend's column holds (16-unit
+/// sans-serif, about 8.5 units a character, after the 42-unit sample).
+pub(super) const LEGEND_CHARS: usize = 22;
+
+/// A legend label in lines of at most [`LEGEND_CHARS`] characters, broken
+/// after a space, `-`, `,`, `/` or `:` where one is near the end of the
+/// line, else where the line is full (a lab's result names —
+/// `kernel-lab-stock-arm64-qemu-virt 6` — are longer than the column).
+pub(super) fn legend_lines(label: &str) -> Vec<String> {
+    let chars: Vec<char> = label.chars().collect();
+    let mut lines = Vec::new();
+    let mut start = 0;
+    while chars.len() - start > LEGEND_CHARS {
+        let end = start + LEGEND_CHARS;
+        let cut = (start + LEGEND_CHARS / 2..end).rev().find(|&i| matches!(chars[i - 1], ' ' | '-' | ',' | '/' | ':')).unwrap_or(end);
+        lines.push(chars[start..cut].iter().collect::<String>().trim_end().to_string());
+        start = cut;
+        while start < chars.len() && chars[start] == ' ' {
+            start += 1;
+        }
+    }
+    lines.push(chars[start..].iter().collect());
+    lines
+}
+
 /// A plot with its legend in a column of its own at the right: the chart is
 /// drawn by `draw` into the left part, the legend entries `looks` (line or
-/// marker sample, then the label) into the right part.
+/// marker sample, then the label, over more lines when it is longer than
+/// the column holds) into the right part.
 pub(super) fn svg_with_legend(looks: &[Look], draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> DrawResult) -> String {
     svg(|root| {
         let (plot, side) = root.split_horizontally(W - LEGEND_W);
         draw(&plot)?;
-        let step = if looks.is_empty() { 24 } else { ((H as i32 - 70) / looks.len() as i32).clamp(12, 24) };
-        for (i, l) in looks.iter().enumerate() {
-            let y = 56 + i as i32 * step;
+        let lines: Vec<Vec<String>> = looks.iter().map(|l| legend_lines(&l.label)).collect();
+        let total: usize = lines.iter().map(Vec::len).sum();
+        // Lines 18 units apart, entries 6 more, fewer when many would not fit.
+        let line_step = if total == 0 { 18 } else { ((H as i32 - 70) / (total as i32 + looks.len() as i32 / 3)).clamp(12, 18) };
+        let mut y = 56;
+        for (l, text) in looks.iter().zip(&lines) {
             if l.marker {
                 side.draw(&Circle::new((20, y), 4, l.colour.stroke_width(2)))?;
             } else if l.dashed {
@@ -78,7 +107,10 @@ pub(super) fn svg_with_legend(looks: &[Look], draw: impl FnOnce(&DrawingArea<SVG
             } else {
                 side.draw(&PathElement::new(vec![(4, y), (35, y)], l.colour.stroke_width(l.width.max(2))))?;
             }
-            side.draw(&Text::new(l.label.clone(), (42, y - TEXT as i32 / 2 - 1), ("sans-serif", TEXT).into_font()))?;
+            for (k, t) in text.iter().enumerate() {
+                side.draw(&Text::new(t.clone(), (42, y + k as i32 * line_step - TEXT as i32 / 2 - 1), ("sans-serif", TEXT).into_font()))?;
+            }
+            y += text.len() as i32 * line_step + line_step / 3;
         }
         Ok(())
     })
@@ -167,6 +199,25 @@ pub(super) fn thin(pts: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_legend_label_is_broken_over_lines_that_fit_the_column() {
+        let label = "kernel-lab-stock-arm64-qemu-virt 6";
+        let lines = legend_lines(label);
+        assert_eq!(lines, vec!["kernel-lab-stock-", "arm64-qemu-virt 6"], "broken after a '-'");
+        assert_eq!(legend_lines("p99 (merged)"), vec!["p99 (merged)"]);
+        // A name with nowhere to break is cut where the line is full.
+        let long = "x".repeat(50);
+        let cut = legend_lines(&long);
+        assert_eq!(cut.iter().map(|l| l.chars().count()).collect::<Vec<_>>(), vec![22, 22, 6]);
+        assert_eq!(cut.concat(), long, "nothing lost");
+        // Every legend text of a plot fits the column.
+        let svg = svg_with_legend(&[Look::line(label, colour(0), 2), Look::line(long.clone(), colour(1), 2)], |_| Ok(()));
+        let texts: Vec<&str> = svg.split("<text").skip(1).filter_map(|t| t.split_once('>').map(|(_, r)| r.split('<').next().unwrap_or("").trim())).collect();
+        assert_eq!(texts.len(), 5, "{texts:?}");
+        assert!(texts.iter().all(|t| t.chars().count() <= LEGEND_CHARS), "{texts:?}");
+        assert!(texts.contains(&"arm64-qemu-virt 6"), "{texts:?}");
+    }
 
     #[test]
     fn slugs_are_file_names() {
