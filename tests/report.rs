@@ -453,7 +453,7 @@ fn long_lab_names_fit_80_columns_as_keys() {
 
     let b = write(dir.path(), "b.json", &run(host("kernel-lab-rt-arm64-qemu-virt", "6.1.0-37-rt-arm64"), e.clone()));
     let c = write(dir.path(), "c.json", &run(host("kernel-lab-stock-amd64-qemu-pc", "6.1.0-37-amd64"), e));
-    let out = rtscope().current_dir(dir.path()).args(["compare", "a.json", "b.json", "c.json"]).output().unwrap();
+    let out = rtscope().current_dir(dir.path()).arg("compare").args([&a, &b, &c]).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
     for l in text.lines() {
