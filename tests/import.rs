@@ -1174,6 +1174,12 @@ fn history_rt_is_unknown_where_the_tool_does_not_say() {
     assert!(rt_of("rtai").contains("co-kernel"), "{out}");
     // pmqtest says nothing of the kernel: unknown (it showed `no`).
     assert!(rt_of("pmqtest").contains("unknown"), "{out}");
+    // The report's host line says the same (it said "not RT" for all three).
+    for (id, said) in [("1", "(RTAI/Xenomai co-kernel, preempt unknown)"), ("2", "(RTAI/Xenomai co-kernel, preempt unknown)"), ("3", "(RT unknown, preempt unknown)")] {
+        let o = bin().args(["report", "--wide", "--db"]).arg(&db).arg(id).output().unwrap();
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(o.status.success() && text.contains(said) && !text.contains("not RT"), "run {id}: {text}");
+    }
 }
 
 /// Issue 49 item 11: a σ the tool does not print (pmqtest: min/avg/max)

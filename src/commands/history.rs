@@ -130,23 +130,11 @@ fn filter_is_set(f: &Filter) -> bool {
     f.host.is_some() || f.kernel.is_some() || f.tag.is_some() || f.since.is_some() || f.until.is_some() || f.preempt.is_some()
 }
 
-/// The RT column: `yes`/`no` where the host said (a native or agent run,
-/// an import whose tool reports the kernel's preemption model); `co-kernel`
-/// for RTAI and Xenomai results (real-time by construction, whatever the
-/// Linux kernel beside them); `unknown` for an import whose tool does not
-/// say (issue 49: NuttX, RTAI, Xenomai and pmqtest results showed `no`;
-/// imports store the preemption model `unknown`).
+/// The RT column ([`crate::model::realtime_word`]; issue 49: NuttX, RTAI,
+/// Xenomai and pmqtest results showed `no`).
 fn rt_shown(r: &crate::store::RunRow) -> &'static str {
     let imported = r.source != "native" && r.source != "rtscope-agent";
-    if r.realtime {
-        "yes"
-    } else if imported && (r.source.contains("xenomai") || r.source.contains("rtai")) {
-        "co-kernel"
-    } else if imported && (r.preempt.is_empty() || r.preempt == "unknown") {
-        "unknown"
-    } else {
-        "no"
-    }
+    crate::model::realtime_word(r.realtime, imported.then_some(r.source.as_str()), &r.preempt)
 }
 
 #[cfg(test)]

@@ -127,6 +127,22 @@ fn is_finished(complete: &bool) -> bool {
     *complete
 }
 
+/// A system's real-time kind in one word, as history's RT column and the
+/// report's host line say it: `yes` where the host said it runs PREEMPT_RT,
+/// `no` where it said not (a native or agent run, an import whose tool
+/// reports the kernel's preemption model); `co-kernel` for RTAI and Xenomai
+/// results (real-time by construction, whatever the Linux kernel beside
+/// them); `unknown` for an import whose tool does not say. `imported_by`:
+/// the import's format or tool name, None for rtscope's own runs.
+pub fn realtime_word(realtime: bool, imported_by: Option<&str>, preempt: &str) -> &'static str {
+    match imported_by {
+        _ if realtime => "yes",
+        Some(by) if by.contains("xenomai") || by.contains("rtai") => "co-kernel",
+        Some(_) if preempt.is_empty() || preempt == "unknown" => "unknown",
+        _ => "no",
+    }
+}
+
 impl Run {
     /// A run of this build of rtscope, started at `started_at` (RFC 3339):
     /// no results, phases or warnings yet, not interrupted, its set-up not

@@ -185,7 +185,9 @@ pub(crate) fn other_os(r: &RunAnalysis) -> Option<String> {
 /// A run's system in one line. A target that is not Linux (its agent says
 /// which OS) is named by its OS and version and shown as an RTOS or by its
 /// OS, with `-` for what the agent cannot know; "not RT" is PREEMPT_RT's
-/// absence, a Linux word.
+/// absence, a Linux word, said only where the host said it
+/// ([`crate::model::realtime_word`]: an import from RTAI or Xenomai is a
+/// co-kernel, one whose tool does not say is "RT unknown").
 fn host_line(r: &RunAnalysis) -> String {
     let h = &r.host;
     if let Some(model) = other_os(r) {
@@ -205,9 +207,14 @@ fn host_line(r: &RunAnalysis) -> String {
         "{} · kernel {} ({}, preempt {}) · {} · {} CPUs online · clocksource {} · {}{}{}",
         h.hostname,
         if h.kernel_release.is_empty() { "unknown" } else { &h.kernel_release },
-        if h.realtime { "PREEMPT_RT" } else { "not RT" },
+        match crate::model::realtime_word(h.realtime, r.run.imported_from.as_ref().map(|_| r.run.tool.name.as_str()), &h.preempt_model) {
+            "yes" => "PREEMPT_RT",
+            "no" => "not RT",
+            "co-kernel" => "RTAI/Xenomai co-kernel",
+            _ => "RT unknown",
+        },
         h.preempt_model,
-        h.cpu_model,
+        if h.cpu_model.is_empty() { "cpu unknown" } else { &h.cpu_model },
         h.cpus_online.len(),
         if h.clocksource.is_empty() { "unknown" } else { &h.clocksource },
         r.started_at,
