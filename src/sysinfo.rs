@@ -341,5 +341,10 @@ mod tests {
         assert!(exec_emulation("qemu-system-x86_64 -accel tcg").is_some());
         assert_eq!(exec_emulation("ssh board ./rtscope-agent"), None);
         assert_eq!(exec_emulation("./rtscope-agent --max-threads 4"), None);
+        use crate::model::exec_virtual_clock;
+        assert!(exec_virtual_clock("lab/kernel-lab --arch arm64 --kernel rt --agent --icount 1"));
+        assert!(exec_virtual_clock("qemu-system-aarch64 -M virt -icount shift=1,sleep=off"));
+        assert!(!exec_virtual_clock("lab/kernel-lab --arch arm64 --kernel rt --agent"));
+        assert!(!exec_virtual_clock("./rtscope-agent --icountdown"));
     }
 }

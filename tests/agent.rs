@@ -111,6 +111,13 @@ fn exec_target_measures_and_the_result_works_everywhere() {
     assert_eq!(run["agent"]["os"], "Linux");
     assert_eq!(run["agent"]["target"], target.as_str());
     assert_eq!(run["plan"]["threads"], 2);
+    // The agent runs on this host: the host beside it, for its one phase.
+    let beside = run["agent"]["host_beside"].as_array().unwrap_or_else(|| panic!("{}", run["agent"]));
+    assert_eq!(beside.len(), 1, "{beside:?}");
+    assert_eq!(beside[0]["phase"], "idle");
+    assert_eq!(u(&beside[0]["cpus"]) as usize, std::thread::available_parallelism().map_or(0, |n| n.get()).max(u(&beside[0]["cpus"]) as usize));
+    assert!(u(&beside[0]["duration_ns"]) >= 1_000_000_000, "the phase's wall time covers -D: {beside:?}");
+    assert!(u(&beside[0]["busy_ns"]) <= u(&beside[0]["duration_ns"]) * u(&beside[0]["cpus"]) + 50_000_000, "{beside:?}");
     let doc = common::schema::documented();
     let mut errors = Vec::new();
     common::schema::check(&doc, "/", &run, &mut errors);
@@ -213,6 +220,8 @@ fn tcp_target_on_loopback() {
     let run = read_json(&sb.path("t.json"));
     check_timer(&run, 500, 1);
     assert_eq!(run["agent"]["transport"], "tcp");
+    // A tcp target has no process here rtscope can account for.
+    assert!(run["agent"].get("host_beside").is_none(), "{}", run["agent"]);
 }
 
 #[test]

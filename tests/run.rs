@@ -645,4 +645,34 @@ fn an_idle_phase_beside_a_busy_cpu_is_said_not_to_be_idle() {
     assert!(String::from_utf8_lossy(&check.stdout).contains(&format!("r.json: {said}")), "{}", String::from_utf8_lossy(&check.stdout));
     let report = sb.run(&["report", path.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&report.stdout).contains(said), "{}", String::from_utf8_lossy(&report.stdout));
+    // Report JSON lists the check: the phase, its CPUs, the share, warned.
+    let json = sb.run(&["report", path.to_str().unwrap(), "--format", "json"]);
+    let doc: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let other = &doc["runs"][0]["other_work"];
+    assert_eq!(other.as_array().map(Vec::len), Some(1), "{other}");
+    assert_eq!((other[0]["phase"].as_str(), other[0]["of"].as_str(), other[0]["warned"].as_bool()), (Some("idle"), Some("cpus 0"), Some(true)), "{other}");
+    assert!(other[0]["share"].as_f64().unwrap() >= 0.1, "{other}");
+
+    // A phase named for a load started outside rtscope (--phase-name, the
+    // kernel lab's guest:SPEC) is not idle: the busy CPU is its load.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spin = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        })
+    };
+    let named = sb.path("named.json");
+    let out = sb.run(&["run", "-a", "0", "-i", "1ms", "-D", "1s", "--phase-name", "mine:spin", "--no-store", "--json", named.to_str().unwrap()]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    spin.join().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = read_json(&named);
+    assert_eq!(run["phases"][0]["outside_load"], true, "{}", run["phases"][0]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("runs no load"), "{}", String::from_utf8_lossy(&out.stderr));
+    let json = sb.run(&["report", named.to_str().unwrap(), "--format", "json"]);
+    let doc: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(doc["runs"][0]["other_work"].as_array().map(Vec::len), Some(0), "{}", doc["runs"][0]["other_work"]);
 }

@@ -117,6 +117,8 @@ pub(crate) struct RunAnalysis<'r> {
     pub(crate) plan: &'r Plan,
     pub(crate) realtime_ok: bool,
     pub(crate) warnings: Vec<String>,
+    /// The idle check of each phase it covers ([`warnings::other_work`]).
+    pub(crate) other_work: Vec<warnings::OtherWork>,
     pub(crate) entries: Vec<EntryAnalysis<'r>>,
     /// The run itself (the trace attribution is rendered from it).
     #[serde(skip)]
@@ -198,6 +200,7 @@ pub(crate) fn analyse<'r>(runs: &'r [(String, Run)], names: &[String], opts: &Op
             plan: &run.plan,
             realtime_ok: run.realtime_setup.ok,
             warnings: warnings::for_run(run).iter().map(|w| w.to_string()).collect(),
+            other_work: warnings::other_work(run),
             entries: par_map(&run.results, |r| entry_at(r, opts, run.imported_from.as_ref().map(|i| i.tool.as_str()), run.agent.is_none())),
             run,
             rhealstone: crate::analysis::suites::rhealstone(run),

@@ -28,6 +28,9 @@ pub(crate) enum Warning {
     /// A phase without loads (`idle`) during which other work kept the
     /// measured CPUs busy: `share` of their time (a lower bound), `cpus`.
     BusyIdle { phase: String, cpus: String, share: f64 },
+    /// A target that runs on this host (an emulator, an agent started here)
+    /// while other work kept the host's CPUs busy: `share` of their time.
+    BusyHost { phase: String, share: f64, emulated: bool },
     /// Running under a hypervisor.
     Virtualized,
     /// Running under an instruction-set emulator (QEMU TCG); `by`: the evidence.
@@ -112,6 +115,16 @@ impl fmt::Display for Warning {
                 f,
                 "phase {phase} runs no load, but other work kept the measured CPUs ({cpus}) at least {:.0} % busy (per-CPU busy time, rtscope's own threads taken off): its figures are not idle figures. Stop the other work, or keep it off the measured CPUs, before comparing phases.",
                 share * 100.0
+            ),
+            Warning::BusyHost { phase, share, emulated } => write!(
+                f,
+                "phase {phase}: the target runs on this host, and other work than rtscope and the target kept the host's CPUs about {:.0} % busy beside it (per-CPU busy time; rtscope's and the target's processes taken off): {} Stop the other work on the host before measuring, or compare only against runs beside the same work.",
+                share * 100.0,
+                if *emulated {
+                    "the emulated target's clock, timers and interrupts run in the CPU time the emulator gets, so its figures include that contention, and a phase it ran idle was not idle."
+                } else {
+                    "the agent's threads shared the CPUs with it, so a phase it ran idle was not idle."
+                }
             ),
             Warning::Virtualized => write!(
                 f,
@@ -282,27 +295,69 @@ fn sample_warnings(run: &Run) -> Vec<Warning> {
 /// without loads before the phase is said not to be idle.
 pub(crate) const BUSY_IDLE_SHARE: f64 = 0.10;
 
-/// Phases without loads whose measured CPUs other work kept busy (issue 49,
-/// item 2). The measured CPUs: those the phase's per-thread entries ran on,
-/// else every CPU in the phase's busy times. Not for a target's run (the
-/// busy times are this host's).
-pub(crate) fn busy_idle(run: &Run) -> Vec<Warning> {
-    if run.agent.is_some() {
-        return Vec::new();
+/// The idle check of one phase (issue 49, item 2): the share of the CPUs
+/// that matter which other work kept busy. In report JSON as a run's
+/// `other_work`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(crate) struct OtherWork {
+    pub(crate) phase: String,
+    /// From 0 to 1.
+    pub(crate) share: f64,
+    /// What was checked: `cpus 0-1` (a native phase without loads: the
+    /// measured CPUs) or `host` (this host beside a target that runs on it).
+    pub(crate) of: String,
+    /// Whether the share can move the figures and is at least
+    /// [`BUSY_IDLE_SHARE`]: the run warns. An emulator on a virtual clock
+    /// (`--icount`) is never warned about: the host's load stretches its
+    /// wall time, not its latencies.
+    pub(crate) warned: bool,
+}
+
+/// Every phase the idle check covers: a native run's phases without loads
+/// and without a load started outside rtscope (`--phase-name`) (their measured CPUs: those the phase's per-thread entries ran on, else
+/// every CPU in the phase's busy times), and every phase of a target that
+/// ran on this host (loaded or not: the host's other work is none of the
+/// target's loads). A target elsewhere, or a result written before the
+/// busy times were kept: none.
+pub(crate) fn other_work(run: &Run) -> Vec<OtherWork> {
+    if let Some(agent) = run.agent.as_ref() {
+        let virtual_clock = run.host.emulated && crate::model::exec_virtual_clock(&agent.target);
+        return agent
+            .host_beside
+            .iter()
+            .filter_map(|b| {
+                let share = b.others_share()?;
+                Some(OtherWork { phase: b.phase.clone(), share, of: "host".into(), warned: !virtual_clock && share >= BUSY_IDLE_SHARE })
+            })
+            .collect();
     }
     let mut out = Vec::new();
-    for p in run.phases.iter().filter(|p| p.loads.is_empty() && p.complete) {
+    for p in run.phases.iter().filter(|p| p.loads.is_empty() && !p.outside_load && p.complete) {
         let mut cpus: Vec<usize> = run.results.iter().filter(|r| r.phase == p.name && r.thread.is_some()).filter_map(|r| r.cpu).collect();
         if cpus.is_empty() {
             cpus = p.system.cpu_busy.iter().map(|c| c.cpu).collect();
         }
         cpus.sort_unstable();
         cpus.dedup();
-        if let Some(share) = p.system.others_busy_share(&cpus).filter(|s| *s >= BUSY_IDLE_SHARE) {
-            out.push(Warning::BusyIdle { phase: p.name.clone(), cpus: crate::units::cpu_list_str(&cpus), share });
+        if let Some(share) = p.system.others_busy_share(&cpus) {
+            out.push(OtherWork { phase: p.name.clone(), share, of: format!("cpus {}", crate::units::cpu_list_str(&cpus)), warned: share >= BUSY_IDLE_SHARE });
         }
     }
     out
+}
+
+/// The phases [`other_work`] warns about: a native phase without loads
+/// whose measured CPUs other work kept busy, a target's phase whose host
+/// other work kept busy beside it (stress-ng beside an emulated guest).
+pub(crate) fn busy_idle(run: &Run) -> Vec<Warning> {
+    other_work(run)
+        .into_iter()
+        .filter(|o| o.warned)
+        .map(|o| match o.of.strip_prefix("cpus ") {
+            Some(cpus) => Warning::BusyIdle { phase: o.phase, cpus: cpus.to_string(), share: o.share },
+            None => Warning::BusyHost { phase: o.phase, share: o.share, emulated: run.host.emulated },
+        })
+        .collect()
 }
 
 /// A target whose clock is coarser than 1 µs (an RTOS's tick, 10 ms on a

@@ -172,7 +172,7 @@ pub(crate) fn phases_from_flags(la: &LoadArgs) -> Result<Vec<PhaseSpec>, BadInpu
                 let n = phases.iter().filter(|p| p.name.starts_with("cmd")).count() + 1;
                 name = format!("cmd{n}");
             }
-            phases.push(PhaseSpec { name, loads });
+            phases.push(PhaseSpec { name, loads, outside: false });
         }
     }
     if let Some(name) = &la.phase_name {
@@ -182,10 +182,10 @@ pub(crate) fn phases_from_flags(la: &LoadArgs) -> Result<Vec<PhaseSpec>, BadInpu
             )));
         }
         check_phase_name(name)?;
-        phases = vec![PhaseSpec { name: name.clone(), loads: vec![] }];
+        phases = vec![PhaseSpec { name: name.clone(), loads: vec![], outside: name != "idle" }];
     }
     if phases.is_empty() {
-        phases.push(PhaseSpec { name: "idle".into(), loads: vec![] });
+        phases.push(PhaseSpec { name: "idle".into(), loads: vec![], outside: false });
     }
     Ok(phases)
 }

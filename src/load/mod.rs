@@ -204,6 +204,9 @@ pub(crate) fn split_load_list(s: &str) -> Result<Vec<String>, String> {
 pub(crate) struct PhaseSpec {
     pub(crate) name: String,
     pub(crate) loads: Vec<LoadKind>,
+    /// `--phase-name`: the run's load was started outside rtscope (a guest
+    /// load, the user's own), so a phase without rtscope's loads is not idle.
+    pub(crate) outside: bool,
 }
 
 /// Which generator makes the load.

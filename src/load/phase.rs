@@ -193,6 +193,7 @@ impl PhaseLoads {
                 name: phase.name.clone(),
                 started_at: crate::units::rfc3339(time::OffsetDateTime::now_utc()),
                 settle_ns: Nanos(settle_ns),
+                outside_load: phase.outside,
                 ..PhaseRecord::default()
             },
             procs: Vec::new(),

@@ -85,6 +85,16 @@ pub fn exec_emulation(command: &str) -> Option<String> {
     (!accelerated).then(|| format!("the target command runs {runner} without a hardware accelerator (QEMU TCG)"))
 }
 
+/// Whether the exec target's `command` runs its emulator on a virtual
+/// clock that counts instructions (QEMU `-icount`, the kernel lab's
+/// `--icount`): the guest's latencies are then its own code paths, whatever
+/// the host's load (docs/kernel-lab.md, "Two clocks").
+pub fn exec_virtual_clock(command: &str) -> bool {
+    command
+        .split(|c: char| c.is_whitespace() || c == '\'' || c == '"')
+        .any(|w| w == "--icount" || w == "-icount" || w.starts_with("--icount=") || w.starts_with("-icount="))
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CpuValue {
     pub cpu: usize,

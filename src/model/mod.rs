@@ -117,6 +117,46 @@ pub struct AgentRecord {
     /// `ok` or `failed:REASON`: whether the agent locked its memory.
     #[serde(default)]
     pub mlock: String,
+    /// This host beside a target that runs on it (an `exec:` emulator, an
+    /// agent started here): one record per phase. Empty for a target on
+    /// another machine and in results written before it was kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_beside: Vec<HostBeside>,
+}
+
+/// The host's CPUs over one phase of a target that runs on this host
+/// (issue 49, item 2): other work beside an emulator takes the time the
+/// emulated target's clock and interrupts run in, so a phase the target
+/// calls idle was not idle here.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct HostBeside {
+    pub phase: String,
+    /// Wall time from the phase's first plan sent to its last result read.
+    pub duration_ns: Nanos,
+    /// The host's online CPUs.
+    pub cpus: usize,
+    /// Their busy time summed (/proc/stat: all but idle and iowait).
+    pub busy_ns: Nanos,
+    /// rtscope's own threads (getrusage RUSAGE_SELF).
+    pub rtscope_cpu_ns: Nanos,
+    /// The target's processes: the exec command's process group (its
+    /// shell, the emulator, their helpers; /proc/PID/stat).
+    pub target_cpu_ns: Nanos,
+}
+
+impl HostBeside {
+    /// The share of the host's CPU time, from 0 to 1, that work other than
+    /// rtscope and the target took over the phase; None without a duration
+    /// or CPUs. Busy time counts in ticks of USER_HZ and the target's time
+    /// leaves out its processes that ended unreaped in the phase: an
+    /// estimate good to a few ticks, not a measurement.
+    pub fn others_share(&self) -> Option<f64> {
+        if self.duration_ns.0 == 0 || self.cpus == 0 {
+            return None;
+        }
+        let others = self.busy_ns.0.saturating_sub(self.rtscope_cpu_ns.0).saturating_sub(self.target_cpu_ns.0);
+        Some((others as f64 / (self.duration_ns.0 as f64 * self.cpus as f64)).clamp(0.0, 1.0))
+    }
 }
 
 fn finished() -> bool {

@@ -25,6 +25,11 @@ pub struct PhaseRecord {
     /// False until the loads were stopped and their evidence recorded.
     #[serde(default)]
     pub complete: bool,
+    /// The phase was named with `--phase-name` (not `idle`): its load was
+    /// started outside rtscope (a kernel-lab guest load, the user's own), so
+    /// no load of rtscope's does not make it idle.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outside_load: bool,
 }
 
 /// One load of a phase: what was started and the evidence that it ran.

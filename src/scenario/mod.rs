@@ -277,10 +277,10 @@ fn phases_of(file: &ScenarioFile, text: &str, label: &str) -> Result<Vec<PhaseSp
                 v
             }
         };
-        phases.push(PhaseSpec { name, loads });
+        phases.push(PhaseSpec { name, loads, outside: false });
     }
     if phases.is_empty() {
-        phases.push(PhaseSpec { name: "idle".into(), loads: vec![] });
+        phases.push(PhaseSpec { name: "idle".into(), loads: vec![], outside: false });
     }
     Ok(phases)
 }

@@ -8,11 +8,13 @@
 //! - [`block`]: a result block → result entries (per thread and merged);
 //! - [`reader`]: the lines from the agent, numbered and checked; its announcement;
 //! - [`replies`]: one plan's replies up to its `done`;
-//! - [`session`]: one plan per probe and phase, stop, the run.
+//! - [`session`]: one plan per probe and phase, stop, the run;
+//! - [`beside`]: this host's other work beside a target that runs on it.
 //!
 //! It sits on the runner's layer: it is the runner for a plan measured
 //! elsewhere, and shares the runner's final write.
 
+mod beside;
 pub(crate) mod block;
 pub(crate) mod proto;
 mod reader;

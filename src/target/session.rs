@@ -164,11 +164,8 @@ fn cpus_threads(on: &OnTarget, ncpus: usize, spec: &TargetSpec) -> Result<(Vec<u
 /// another machine shares nothing with them: skipped, saying so.
 fn place_host_threads(reader_tid: Option<i32>, h: &Line, cpus: &[usize]) -> SetupStep {
     const STEP: &str = "host reader placement";
-    let here = |f: &str| std::fs::read_to_string(format!("/proc/sys/kernel/{f}")).map(|s| s.trim().to_string()).unwrap_or_default();
     let (host, release) = (h.get("host").unwrap_or(""), h.get("release").unwrap_or(""));
-    if host.is_empty() || host != here("hostname") || release != here("osrelease") {
-        // Names alone cannot tell: a simulator (NuttX's sim, an RTOS on
-        // qemu-user) runs here under another name.
+    if !super::beside::names_this_host(host, release) {
         let host = if host.is_empty() { "-" } else { host };
         return SetupStep::skipped(
             STEP,
@@ -210,7 +207,12 @@ pub(crate) fn execute(spec: &TargetSpec, plan: &RunPlan, on: &OnTarget, call: In
     }
     let mut steps = agent_steps(&hello.line, &agreed.cpus, r.link.reader_tid());
     let mut run = run_of(plan, &hello.line, &agreed, spec, host, command_line, started);
-    let plans = Plans { plan, on, agreed: &agreed, stop };
+    let (host_name, release) = (hello.line.get("host").unwrap_or(""), hello.line.get("release").unwrap_or(""));
+    let beside = match spec {
+        TargetSpec::Exec(cmd) if super::beside::runs_here(cmd, host_name, release) => r.link.group(),
+        _ => None,
+    };
+    let plans = Plans { plan, on, agreed: &agreed, stop, beside };
     let gone = plans.measure(&mut r, &mut run, &mut steps, output.quiet)?;
     if gone.is_none() {
         let _ = r.link.send(&Line::new("bye").encode());
@@ -323,6 +325,7 @@ fn run_of(plan: &RunPlan, h: &Line, agreed: &Agreed, spec: &TargetSpec, host: Ho
         clock: foreign(h.get("clock").unwrap_or("")),
         clock_resolution_ns: Nanos(h.get("res_ns").and_then(|v| v.parse().ok()).unwrap_or(0)),
         mlock: foreign(h.get("mlock").unwrap_or("")),
+        host_beside: Vec::new(),
     };
     let calibration = calibration_of(h, &agent.clock);
     Run::by_agent(command_line, host, plan_of(plan, agreed), calibration, rfc3339(started), agent)
@@ -373,6 +376,9 @@ struct Plans<'a> {
     on: &'a OnTarget,
     agreed: &'a Agreed,
     stop: &'a AtomicBool,
+    /// The exec command's process group when the target runs on this host:
+    /// each phase then records the host beside it ([`super::beside`]).
+    beside: Option<u32>,
 }
 
 impl Plans<'_> {
@@ -393,44 +399,52 @@ impl Plans<'_> {
     fn each(&self, r: &mut Reader, run: &mut Run, steps: &mut Vec<SetupStep>, board: &LiveBoard, live: &Arc<Live>) -> anyhow::Result<Option<String>> {
         let mut id = 0u64;
         for (phase, load) in self.plan.phases.iter().zip(&self.on.loads) {
-            for (probe, variants) in &self.agreed.probes {
-                if self.stop.load(Ordering::Relaxed) {
-                    run.interrupted_in = Some(phase.clone());
-                    return Ok(None);
-                }
-                id += 1;
-                let line = self.plan_line(id, probe, variants, load);
-                fits(&line, probe)?;
-                if let Err(e) = r.link.send(&line.encode()) {
-                    // The link dropped between two plans: what arrived is kept.
-                    run.interrupted_in = Some(phase.clone());
-                    return Ok(Some(format!("the link failed when the plan for {probe} was sent ({e})")));
-                }
-                board.reset(&format!("{phase}: {probe} (agent)"));
-                board.register(Arc::clone(live));
-                let planned = Duration::from_nanos(self.plan.measuring.duration_ns + WARM_UP_NS);
-                let silence = Duration::from_nanos(self.on.silence_ns);
-                let bounds = PlanBounds {
-                    probe: probe.clone(),
-                    threads: self.agreed.threads,
-                    limits: Limits {
-                        tail: plan_tail(&self.plan.measuring) as u64,
-                        worst: self.plan.measuring.worst_k as u64,
-                        duration_ns: self.plan.measuring.duration_ns,
-                    },
-                };
-                match Replies::new(id, phase, live, board, bounds).read(r, planned, silence, self.stop, steps)? {
-                    PlanEnd::Done(results) => run.results.extend(results),
-                    PlanEnd::Gone(results, why) => {
-                        run.results.extend(results);
-                        run.interrupted_in = Some(phase.clone());
-                        return Ok(Some(why));
+            let beside = self.beside.map(super::beside::Sample::read);
+            // Some(why): the session ends in this phase (None: stopped).
+            let end: Option<Option<String>> = 'phase: {
+                for (probe, variants) in &self.agreed.probes {
+                    if self.stop.load(Ordering::Relaxed) {
+                        break 'phase Some(None);
+                    }
+                    id += 1;
+                    let line = self.plan_line(id, probe, variants, load);
+                    fits(&line, probe)?;
+                    if let Err(e) = r.link.send(&line.encode()) {
+                        // The link dropped between two plans: what arrived is kept.
+                        break 'phase Some(Some(format!("the link failed when the plan for {probe} was sent ({e})")));
+                    }
+                    board.reset(&format!("{phase}: {probe} (agent)"));
+                    board.register(Arc::clone(live));
+                    let planned = Duration::from_nanos(self.plan.measuring.duration_ns + WARM_UP_NS);
+                    let silence = Duration::from_nanos(self.on.silence_ns);
+                    let bounds = PlanBounds {
+                        probe: probe.clone(),
+                        threads: self.agreed.threads,
+                        limits: Limits {
+                            tail: plan_tail(&self.plan.measuring) as u64,
+                            worst: self.plan.measuring.worst_k as u64,
+                            duration_ns: self.plan.measuring.duration_ns,
+                        },
+                    };
+                    match Replies::new(id, phase, live, board, bounds).read(r, planned, silence, self.stop, steps)? {
+                        PlanEnd::Done(results) => run.results.extend(results),
+                        PlanEnd::Gone(results, why) => {
+                            run.results.extend(results);
+                            break 'phase Some(Some(why));
+                        }
+                    }
+                    if self.stop.load(Ordering::Relaxed) {
+                        break 'phase Some(None);
                     }
                 }
-                if self.stop.load(Ordering::Relaxed) {
-                    run.interrupted_in = Some(phase.clone());
-                    return Ok(None);
-                }
+                None
+            };
+            if let (Some(b), Some(agent)) = (beside, run.agent.as_mut()) {
+                agent.host_beside.push(b.since(phase));
+            }
+            if let Some(why) = end {
+                run.interrupted_in = Some(phase.clone());
+                return Ok(why);
             }
         }
         Ok(None)

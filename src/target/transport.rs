@@ -216,6 +216,12 @@ impl Link {
         Some(self.reader_tid.load(Ordering::Acquire)).filter(|t| *t != 0)
     }
 
+    /// The process group of the exec command (its shell, and whatever it
+    /// started unless that left the group); None for tcp and serial.
+    pub(crate) fn group(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// The agent process's exit, if the link spawned one and it ended.
     pub(crate) fn exit_status(&mut self) -> Option<String> {
         let c = self.child.as_mut()?;

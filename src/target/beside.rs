@@ -1,0 +1,69 @@
+//! This host beside a target that runs on it (issue 49, item 2): an
+//! `exec:` emulator (QEMU TCG through `lab/kernel-lab --agent`) or an agent
+//! started here. The target's clock, timers and interrupts get the host's
+//! CPU time; other work on the host (a build, stress-ng) takes it from
+//! them, so a phase the target runs idle was not idle. At each phase's
+//! start and end the session reads the host's per-CPU busy time
+//! (/proc/stat), its own CPU time and the exec command's process group's;
+//! what is left is the others' share ([`HostBeside::others_share`]).
+//! A target on another machine (tcp, serial, `exec:ssh board …`) shares
+//! nothing with this host: nothing is read.
+
+use std::time::Instant;
+
+use crate::model::{HostBeside, Nanos};
+
+/// The counters at one phase's start.
+pub(crate) struct Sample {
+    at: Instant,
+    group: u32,
+    cpus: usize,
+    busy_ns: u64,
+    own_ns: u64,
+    group_ns: u64,
+}
+
+impl Sample {
+    /// Read the host now, for the target whose exec command leads process
+    /// group `group`.
+    pub(crate) fn read(group: u32) -> Sample {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let busy = crate::load::phase::cpu_busy(&stat, crate::sys::resource::clock_ticks_per_s());
+        Sample {
+            at: Instant::now(),
+            group,
+            cpus: busy.len(),
+            busy_ns: busy.iter().map(|(_, b)| *b).fold(0u64, u64::saturating_add),
+            own_ns: crate::sys::resource::own_cpu_ns(),
+            group_ns: crate::sys::resource::group_cpu_ns(group),
+        }
+    }
+
+    /// The phase `phase` from this start to now.
+    pub(crate) fn since(&self, phase: &str) -> HostBeside {
+        let now = Sample::read(self.group);
+        HostBeside {
+            phase: phase.to_string(),
+            duration_ns: Nanos(now.at.duration_since(self.at).as_nanos() as u64),
+            cpus: now.cpus.max(self.cpus),
+            busy_ns: Nanos(now.busy_ns.saturating_sub(self.busy_ns)),
+            rtscope_cpu_ns: Nanos(now.own_ns.saturating_sub(self.own_ns)),
+            target_cpu_ns: Nanos(now.group_ns.saturating_sub(self.group_ns)),
+        }
+    }
+}
+
+/// Whether the target of the exec command `command`, whose announcement
+/// names `host` and `release`, runs on this host: an emulator started
+/// here, or the agent itself.
+pub(crate) fn runs_here(command: &str, host: &str, release: &str) -> bool {
+    crate::model::exec_emulation(command).is_some() || names_this_host(host, release)
+}
+
+/// Whether an agent's hello names this host's nodename and kernel release.
+/// Names alone cannot tell every case: a simulator (NuttX's sim, an RTOS
+/// on qemu-user) runs here under another name.
+pub(crate) fn names_this_host(host: &str, release: &str) -> bool {
+    let here = |f: &str| std::fs::read_to_string(format!("/proc/sys/kernel/{f}")).map(|s| s.trim().to_string()).unwrap_or_default();
+    !host.is_empty() && host == here("hostname") && release == here("osrelease")
+}
