@@ -8,14 +8,17 @@
 //! commit (`cargo insta review` for the snapshots; the result fixture only with
 //! a schema version change, docs/schema.md).
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
 const RESULT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/golden/result-v1.json");
 
-fn rtscope() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rtscope"));
-    c.current_dir(env!("CARGO_MANIFEST_DIR")).env("NO_COLOR", "1").env_remove("RTSCOPE_DB");
+/// rtscope in the repository, uncoloured, with no database set.
+fn golden_rtscope() -> Command {
+    let mut c = common::rtscope_with(common::Db::Unset);
+    c.current_dir(env!("CARGO_MANIFEST_DIR")).env("NO_COLOR", "1");
     c
 }
 
@@ -50,13 +53,13 @@ fn result_v1_reads_and_writes_back_byte_for_byte() {
 
 #[test]
 fn report_json_of_the_golden_result() {
-    let json = stdout_of(rtscope().args(["report", "--format", "json", "tests/fixtures/golden/result-v1.json"]));
+    let json = stdout_of(golden_rtscope().args(["report", "--format", "json", "tests/fixtures/golden/result-v1.json"]));
     insta::assert_snapshot!("golden_report_json", json);
 }
 
 #[test]
 fn imported_cyclictest_run() {
     assert!(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import/cyclictest.json").exists());
-    let json = stdout_of(rtscope().args(["import", "--dry-run", "tests/fixtures/import/cyclictest.json"]));
+    let json = stdout_of(golden_rtscope().args(["import", "--dry-run", "tests/fixtures/import/cyclictest.json"]));
     insta::assert_snapshot!("golden_import_cyclictest_json", json);
 }

@@ -8,7 +8,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::rtscope;
 use serde_json::Value;
@@ -60,19 +60,13 @@ fn processes_of(pgid: u32, ppid: u32) -> Vec<String> {
 
 /// Poll `path` until `ready(result)` holds (the runner rewrites it at each
 /// phase start and after each probe); panics after `limit`.
-fn wait_for(path: &Path, limit: Duration, ready: impl Fn(&Value) -> bool) -> Value {
-    let t0 = Instant::now();
-    loop {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            if let Ok(v) = serde_json::from_str::<Value>(&text) {
-                if ready(&v) {
-                    return v;
-                }
-            }
-        }
-        assert!(t0.elapsed() < limit, "{} never reached the expected state", path.display());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn wait_for_result(path: &Path, limit: Duration, ready: impl Fn(&Value) -> bool) -> Value {
+    let mut got = None;
+    common::wait_until(&format!("{} to reach the expected state", path.display()), limit, || {
+        got = std::fs::read_to_string(path).ok().and_then(|t| serde_json::from_str::<Value>(&t).ok()).filter(|v| ready(v));
+        got.is_some()
+    });
+    got.expect("wait_until returned: the state was reached")
 }
 
 fn run_all_loads(engine: &str) -> (Value, tempfile::TempDir) {
@@ -291,7 +285,7 @@ fn start_and_signal_in_second_phase(dir: &Path, json: &Path, engine: &str, sig: 
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let v = wait_for(json, Duration::from_secs(60), |v| v["phases"].as_array().map(|a| a.len() >= 2).unwrap_or(false));
+    let v = wait_for_result(json, Duration::from_secs(60), |v| v["phases"].as_array().map(|a| a.len() >= 2).unwrap_or(false));
     // Let the second phase's loads get going (and the probe start).
     std::thread::sleep(Duration::from_millis(800));
     // SAFETY: kill with a valid pid and signal number.

@@ -21,11 +21,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// rtscope with no database set: each test names its own (`with_db`, `--db`).
 fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rtscope"));
-    // A stray RTSCOPE_DB from the environment must not leak into tests.
-    c.env_remove("RTSCOPE_DB");
-    c
+    common::rtscope_with(common::Db::Unset)
 }
 
 /// A history database: an SQLite file or a PostgreSQL URL (the value of
@@ -77,8 +75,8 @@ macro_rules! both {
     };
 }
 
-fn rtscope(db: &impl AsRef<OsStr>, args: &[&str]) -> Output {
-    bin().env("RTSCOPE_DB", db).args(args).output().expect("run rtscope")
+fn with_db(db: &impl AsRef<OsStr>, args: &[&str]) -> Output {
+    common::rtscope_with(common::Db::At(db.as_ref())).args(args).output().expect("run rtscope")
 }
 
 fn stdout(o: &Output) -> String {
@@ -91,7 +89,7 @@ fn stderr(o: &Output) -> String {
 fn history(db: &impl AsRef<OsStr>, extra: &[&str]) -> Vec<Value> {
     let mut args = vec!["history", "--json"];
     args.extend_from_slice(extra);
-    let o = rtscope(db, &args);
+    let o = with_db(db, &args);
     assert!(o.status.success(), "history failed: {}", stderr(&o));
     serde_json::from_slice::<Value>(&o.stdout).expect("history --json").as_array().expect("array").clone()
 }
@@ -100,7 +98,7 @@ fn history(db: &impl AsRef<OsStr>, extra: &[&str]) -> Vec<Value> {
 /// import checked (the set-up of the tests that damage or lock a database).
 fn imported(db: &Path, files: &[&str]) {
     for f in files {
-        let o = rtscope(&db, &["import", fixture(f).to_str().unwrap()]);
+        let o = with_db(&db, &["import", fixture(f).to_str().unwrap()]);
         assert!(o.status.success(), "{f}: {}", stderr(&o));
     }
 }
@@ -134,11 +132,11 @@ fn run_saves_and_export_is_byte_identical(db: &Db, dir: &Path) {
 
     let id = rows[0]["id"].as_i64().unwrap().to_string();
     let out = dir.join("export/again.json");
-    let o = rtscope(&db, &["export", &id, "-o", out.to_str().unwrap()]);
+    let o = with_db(&db, &["export", &id, "-o", out.to_str().unwrap()]);
     assert!(o.status.success(), "export failed: {}", stderr(&o));
     assert!(std::fs::read(&out).unwrap() == original, "export must give back the exact file");
     // And to stdout.
-    let o = rtscope(&db, &["export", &id]);
+    let o = with_db(&db, &["export", &id]);
     assert_eq!(o.stdout, original);
 }
 
@@ -213,7 +211,7 @@ fn non_sqlite_file_is_refused_and_never_overwritten() {
         vec!["tag", "1", "x"],
         vec!["export", "1"],
     ] {
-        let o = rtscope(&db, &args);
+        let o = with_db(&db, &args);
         assert_refused_untouched(&db, &text, &o, "not an SQLite database");
     }
     // `run` checks the database before measuring: exit 2, no result written.
@@ -240,7 +238,7 @@ fn corrupt_sqlite_file_is_refused_and_never_overwritten() {
     std::fs::write(&db, &bytes).unwrap();
     let _ = std::fs::remove_file(dir.path().join("results.db-wal"));
     let _ = std::fs::remove_file(dir.path().join("results.db-shm"));
-    let o = rtscope(&db, &["history"]);
+    let o = with_db(&db, &["history"]);
     assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains("results.db") && (err.contains("corrupt") || err.contains("not an SQLite database")), "{err}");
@@ -336,7 +334,7 @@ fn database_from_a_newer_rtscope_is_refused_untouched() {
     }
     let before = std::fs::read(&db).unwrap();
     for args in [vec!["history"], vec!["import", fixture("pmqtest.txt").to_str().unwrap()], vec!["rm", "1"]] {
-        let o = rtscope(&db, &args);
+        let o = with_db(&db, &args);
         assert_refused_untouched(&db, &before, &o, "newer rtscope");
     }
 }
@@ -410,7 +408,7 @@ fn history_filters_tags_and_rm(db: &Db, _dir: &Path) {
         let p = fixture(f);
         args.push(p.to_str().unwrap());
         args.extend(extra);
-        let o = rtscope(&db, &args);
+        let o = with_db(&db, &args);
         assert!(o.status.success(), "{}", stderr(&o));
     }
     assert_eq!(history(&db, &[]).len(), 3);
@@ -422,7 +420,7 @@ fn history_filters_tags_and_rm(db: &Db, _dir: &Path) {
     assert!(by_kernel.iter().all(|r| r["host"] == node));
     assert_eq!(history(&db, &["--since", "2999-01-01"]).len(), 0);
     assert_eq!(history(&db, &["--since", "2000-01-01"]).len(), 3);
-    let o = rtscope(&db, &["history", "--since", "yesterday"]);
+    let o = with_db(&db, &["history", "--since", "yesterday"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--since"));
 
@@ -430,36 +428,36 @@ fn history_filters_tags_and_rm(db: &Db, _dir: &Path) {
     assert_eq!(tagged.len(), 1);
     assert_eq!(tagged[0]["probes"], "noise");
     let sem_id = by_host[0]["id"].as_i64().unwrap().to_string();
-    assert!(rtscope(&db, &["tag", &sem_id, "baseline"]).status.success());
+    assert!(with_db(&db, &["tag", &sem_id, "baseline"]).status.success());
     assert_eq!(history(&db, &["--tag", "baseline"])[0]["id"].as_i64().unwrap().to_string(), sem_id);
-    let o = rtscope(&db, &["tag", &sem_id, "bad tag"]);
+    let o = with_db(&db, &["tag", &sem_id, "bad tag"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(rtscope(&db, &["tag", &sem_id, "baseline", "--remove"]).status.success());
+    assert!(with_db(&db, &["tag", &sem_id, "baseline", "--remove"]).status.success());
     assert!(history(&db, &["--tag", "baseline"]).is_empty());
 
     // show names the import and its fidelity notes.
-    let o = rtscope(&db, &["show", &sem_id]);
+    let o = with_db(&db, &["show", &sem_id]);
     assert!(o.status.success());
     let s = stdout(&o);
     assert!(s.contains("rt-tests-ipc") && s.contains("summary only"), "{s}");
 
     // rm with one unknown id deletes nothing.
-    let o = rtscope(&db, &["rm", &sem_id, "999"]);
+    let o = with_db(&db, &["rm", &sem_id, "999"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("999"));
     assert_eq!(history(&db, &[]).len(), 3);
-    assert!(rtscope(&db, &["rm", &sem_id]).status.success());
+    assert!(with_db(&db, &["rm", &sem_id]).status.success());
     let left = history(&db, &[]);
     assert_eq!(left.len(), 2);
     assert!(left.iter().all(|r| r["id"].as_i64().unwrap().to_string() != sem_id));
-    let o = rtscope(&db, &["show", &sem_id]);
+    let o = with_db(&db, &["show", &sem_id]);
     assert_eq!(o.status.code(), Some(2));
 }
 
 both!(stored_columns_match_the_json, "results.db");
 fn stored_columns_match_the_json(db: &Db, _dir: &Path) {
     let db = db.clone();
-    let o = rtscope(&db, &["import", fixture("rtla-timerlat-hist.txt").to_str().unwrap()]);
+    let o = with_db(&db, &["import", fixture("rtla-timerlat-hist.txt").to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let loc = rtscope::store::Location::resolve(Some(Path::new(db.as_ref()))).unwrap();
     let mut store = rtscope::store::Store::open_existing(&loc).unwrap();
@@ -477,10 +475,10 @@ fn seed001_tables_come_out_of_compare_with_the_same_counts_per_bin(db: &Db, dir:
     for table in ["idle", "disk", "network", "compute", "combined"] {
         let f = format!("seed001-{table}.csv");
         let tag = format!("seed001-{table}");
-        let o = rtscope(&db, &["import", fixture(&f).to_str().unwrap(), "--phase", table, "--probe", "irq", "--tag", &tag]);
+        let o = with_db(&db, &["import", fixture(&f).to_str().unwrap(), "--phase", table, "--probe", "irq", "--tag", &tag]);
         assert!(o.status.success(), "{}", stderr(&o));
         // The seed's bins are 5 µs (some wider, all multiples of 5 µs): compare's 5 µs bins.
-        let o = rtscope(&db, &["compare", &format!("@{tag}"), "--bins", "5us", "--format", "json"]);
+        let o = with_db(&db, &["compare", &format!("@{tag}"), "--bins", "5us", "--format", "json"]);
         assert!(o.status.success(), "compare @{tag}: {}", stderr(&o));
         let c: Value = serde_json::from_slice(&o.stdout).unwrap();
         let (names, rows) = read_bins(&f);
@@ -503,20 +501,20 @@ fn seed001_tables_come_out_of_compare_with_the_same_counts_per_bin(db: &Db, dir:
     let one = history(&db, &["--tag", "seed001-idle"]);
     let id = one[0]["id"].as_i64().unwrap().to_string();
     let exported = dir.join("x.json");
-    assert!(rtscope(&db, &["export", &one[1]["id"].as_i64().unwrap().to_string(), "-o", exported.to_str().unwrap()]).status.success());
-    let o = rtscope(&db, &["compare", &id, exported.to_str().unwrap(), "--format", "json"]);
+    assert!(with_db(&db, &["export", &one[1]["id"].as_i64().unwrap().to_string(), "-o", exported.to_str().unwrap()]).status.success());
+    let o = with_db(&db, &["compare", &id, exported.to_str().unwrap(), "--format", "json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let c: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(c["systems"].as_array().unwrap().len(), 2);
-    let o = rtscope(&db, &["compare", "@no-such-tag", &id]);
+    let o = with_db(&db, &["compare", "@no-such-tag", &id]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("no-such-tag"));
-    let o = rtscope(&db, &["compare", &id, "424242"]);
+    let o = with_db(&db, &["compare", &id, "424242"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("424242"));
-    let o = rtscope(&db, &["compare", &id]);
+    let o = with_db(&db, &["compare", &id]);
     assert_eq!(o.status.code(), Some(2), "one result is not a comparison");
-    let o = rtscope(&db, &["report", "@seed001-disk", "--format", "md"]);
+    let o = with_db(&db, &["report", "@seed001-disk", "--format", "md"]);
     assert!(o.status.success(), "report @tag: {}", stderr(&o));
 }
 
@@ -542,7 +540,7 @@ fn an_interrupted_run_is_saved_with_the_samples_taken(db: &Db, dir: &Path) {
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["interrupted"], true);
     let id = rows[0]["id"].as_i64().unwrap().to_string();
-    let o = rtscope(&db, &["export", &id]);
+    let o = with_db(&db, &["export", &id]);
     assert_eq!(o.stdout, std::fs::read(&json).unwrap());
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["results"][0]["samples"].as_u64().unwrap() > 0, "the samples taken are kept");
@@ -555,12 +553,12 @@ fn an_interrupted_run_is_saved_with_the_samples_taken(db: &Db, dir: &Path) {
 fn reading_commands_do_not_create_the_database() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("none/results.db");
-    let o = rtscope(&db, &["history"]);
+    let o = with_db(&db, &["history"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).contains("no runs in") && stdout(&o).contains("no database there yet"), "{}", stdout(&o));
     assert_eq!(history(&db, &[]).len(), 0);
     for args in [vec!["show", "1"], vec!["export", "1"], vec!["tag", "1", "x"], vec!["rm", "1"], vec!["report", "1"], vec!["report", "@x"]] {
-        let o = rtscope(&db, &args);
+        let o = with_db(&db, &args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         let err = stderr(&o);
         assert!(err.contains("results.db") && err.contains("no history database there"), "{args:?}: {err}");
@@ -597,17 +595,17 @@ fn postgres_refusals_and_the_password() {
 
     // A wrong password.
     let bad = url.replace(pw, "wrong-pass-77");
-    let o = rtscope(&bad, &["history"]);
+    let o = with_db(&bad, &["history"]);
     assert_eq!(o.status.code(), Some(2), "{}", all_output(&o));
     assert!(!all_output(&o).contains("wrong-pass-77"), "{}", all_output(&o));
     assert!(stderr(&o).contains("password"), "says why: {}", stderr(&o));
 
     // Reading commands create nothing: no schema appears.
-    let o = rtscope(&url, &["history"]);
+    let o = with_db(&url, &["history"]);
     assert_eq!(o.status.code(), Some(0), "{}", all_output(&o));
     assert!(stdout(&o).contains("no runs in") && !stdout(&o).contains(pw), "{}", stdout(&o));
     for args in [vec!["show", "1"], vec!["export", "1"], vec!["tag", "1", "x"], vec!["rm", "1"], vec!["report", "1"]] {
-        let o = rtscope(&url, &args);
+        let o = with_db(&url, &args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", all_output(&o));
         assert!(stderr(&o).contains("no rtscope history yet") && !all_output(&o).contains(pw), "{args:?}: {}", stderr(&o));
     }
@@ -635,7 +633,7 @@ fn postgres_refusals_and_the_password() {
     // A newer schema: refused, nothing changed.
     c.batch_execute("UPDATE rtscope.schema_version SET version = 99").unwrap();
     for args in [vec!["history"], vec!["import", fixture("ptsematest.txt").to_str().unwrap()]] {
-        let o = rtscope(&url, &args);
+        let o = with_db(&url, &args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", all_output(&o));
         assert!(stderr(&o).contains("newer rtscope"), "{}", stderr(&o));
     }
@@ -665,7 +663,7 @@ fn postgres_gone_at_the_end_keeps_the_result() {
     assert!(v["results"][0]["samples"].as_u64().unwrap() > 0);
     // And it imports.
     let db = dir.path().join("later.db");
-    let o = rtscope(&db, &["import", json.to_str().unwrap()]);
+    let o = with_db(&db, &["import", json.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
@@ -676,10 +674,10 @@ fn postgres_gone_at_the_end_keeps_the_result() {
 fn postgres_over_tls_when_the_url_asks() {
     let Some(Db::Pg(url)) = pg_db() else { return };
     let tls_url = url.replacen(&format!("{}:", pg_support::USER), &format!("{}:", pg_support::TLS_USER), 1);
-    let o = rtscope(&format!("{tls_url}?sslmode=require"), &["import", fixture("ptsematest.txt").to_str().unwrap()]);
+    let o = with_db(&format!("{tls_url}?sslmode=require"), &["import", fixture("ptsematest.txt").to_str().unwrap()]);
     assert!(o.status.success(), "over TLS: {}", all_output(&o));
     assert_eq!(history(&format!("{tls_url}?sslmode=require"), &[]).len(), 1);
-    let o = rtscope(&format!("{tls_url}?sslmode=disable"), &["history"]);
+    let o = with_db(&format!("{tls_url}?sslmode=disable"), &["history"]);
     assert_eq!(o.status.code(), Some(2), "{}", all_output(&o));
     assert!(stderr(&o).contains("no encryption") || stderr(&o).contains("pg_hba.conf"), "{}", stderr(&o));
     assert!(!all_output(&o).contains(pg_support::PASSWORD));
@@ -688,7 +686,7 @@ fn postgres_over_tls_when_the_url_asks() {
 both!(monitor_windows_land_in_the_history, "results.db");
 fn monitor_windows_land_in_the_history(db: &Db, dir: &Path) {
     let json = dir.join("m.json");
-    let o = rtscope(db, &["monitor", "--window", "200ms", "-D", "1s", "-t", "1", "-q", "--json", json.to_str().unwrap()]);
+    let o = with_db(db, &["monitor", "--window", "200ms", "-D", "1s", "-t", "1", "-q", "--json", json.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let run: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let n = run["monitor"]["windows"].as_u64().unwrap();
@@ -696,7 +694,7 @@ fn monitor_windows_land_in_the_history(db: &Db, dir: &Path) {
     let rows = history(db, &[]);
     assert_eq!(rows.len(), 1, "the monitor run is stored: {rows:?}");
     let id = rows[0]["id"].as_i64().unwrap().to_string();
-    let o = rtscope(db, &["history", "--json", "--windows", &id]);
+    let o = with_db(db, &["history", "--json", "--windows", &id]);
     assert!(o.status.success(), "{}", stderr(&o));
     let w: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
     let merged: Vec<&Value> = w.iter().filter(|x| x["thread"].is_null()).collect();
@@ -709,7 +707,7 @@ fn monitor_windows_land_in_the_history(db: &Db, dir: &Path) {
     // A run that is not a monitor's has no windows: exit 2.
     let plain = dir.join("r.json");
     assert!(short_run(db, &plain).status.success());
-    let o = rtscope(db, &["history", "--windows", "2"]);
+    let o = with_db(db, &["history", "--windows", "2"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("not a monitor run"));
 }
@@ -747,8 +745,8 @@ fn output_paths_write_through_links_and_devices() {
         let st = Command::new("mknod").arg(&dev).args(["c", "1", "3"]).status().unwrap();
         assert!(st.success());
         let db = dir.path().join("h.db");
-        assert!(rtscope(&db, &["import", result.to_str().unwrap()]).status.success());
-        let o = rtscope(&db, &["export", "1", "-o", dev.to_str().unwrap()]);
+        assert!(with_db(&db, &["import", result.to_str().unwrap()]).status.success());
+        let o = with_db(&db, &["export", "1", "-o", dev.to_str().unwrap()]);
         assert!(o.status.success(), "{}", stderr(&o));
         let o = bin().args(["run", "-D", "200ms", "-t", "1", "-q", "--no-store", "--json"]).arg(&dev).output().unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
@@ -788,7 +786,7 @@ fn damaged_history_is_never_written_and_reading_changes_nothing() {
     };
     let clean = std::fs::read(&db).unwrap();
     for args in [vec!["history"], vec!["show", "1"], vec!["export", "1"], vec!["report", "1", "--format", "md"]] {
-        let o = rtscope(&db, &args);
+        let o = with_db(&db, &args);
         assert!(o.status.success(), "{args:?}: {}", stderr(&o));
         assert!(std::fs::read(&db).unwrap() == clean, "{args:?} changed the file");
     }
@@ -799,7 +797,7 @@ fn damaged_history_is_never_written_and_reading_changes_nothing() {
     bytes[9 * page_size..10 * page_size].fill(0);
     std::fs::write(&db, &bytes).unwrap();
     for args in [vec!["import", fixture("pmqtest.txt").to_str().unwrap()], vec!["tag", "1", "x"], vec!["rm", "2"]] {
-        let o = rtscope(&db, &args);
+        let o = with_db(&db, &args);
         assert_refused_untouched(&db, &bytes, &o, "corrupt");
         assert!(!stdout(&o).contains("imported"), "{}", stdout(&o));
     }
@@ -818,7 +816,7 @@ fn foreign_database_and_empty_file_are_left_alone() {
     }
     let before = std::fs::read(&db).unwrap();
     for args in [vec!["show", "1"], vec!["history"], vec!["import", fixture("ptsematest.txt").to_str().unwrap()], vec!["tag", "1", "x"]] {
-        let o = rtscope(&db, &args);
+        let o = with_db(&db, &args);
         assert_refused_untouched(&db, &before, &o, "another program's SQLite database");
         assert!(stderr(&o).contains("contacts"), "names what it holds: {}", stderr(&o));
     }
@@ -828,10 +826,10 @@ fn foreign_database_and_empty_file_are_left_alone() {
 
     let empty = dir.path().join("empty.db");
     std::fs::write(&empty, b"").unwrap();
-    let o = rtscope(&empty, &["history"]);
+    let o = with_db(&empty, &["history"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     for args in [vec!["show", "1"], vec!["tag", "1", "x"]] {
-        let o = rtscope(&empty, &args);
+        let o = with_db(&empty, &args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
     }
     assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0, "a reading command turned the empty file into a database");
@@ -849,7 +847,7 @@ fn multi_column_import_is_all_or_nothing() {
     for extra in [&[][..], &["--dry-run"][..]] {
         let mut args = vec!["import", csv.to_str().unwrap()];
         args.extend_from_slice(extra);
-        let o = rtscope(&db, &args);
+        let o = with_db(&db, &args);
         assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", all_output(&o));
         let err = stderr(&o);
         assert!(err.contains("p.csv") && err.contains("line 2") && err.contains("BAD (column 3)") && err.contains("past the largest value"), "{err}");
@@ -857,7 +855,7 @@ fn multi_column_import_is_all_or_nothing() {
     }
     assert!(!db.exists() || history(&db, &[]).is_empty(), "a column was stored");
     std::fs::write(&csv, "rhealstone_us,A,B,C\ntask-switch,4.2,4.4,4.9\npreemption,5.5,7.1,6.0\n").unwrap();
-    let o = rtscope(&db, &["import", csv.to_str().unwrap(), "--tag", "lab"]);
+    let o = with_db(&db, &["import", csv.to_str().unwrap(), "--tag", "lab"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let rows = history(&db, &["--tag", "lab"]);
     assert_eq!(rows.len(), 3, "{rows:?}");
@@ -892,9 +890,9 @@ fn exhausted_ids_and_changed_schemas_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("x.db");
     let f = fixture("ptsematest.txt");
-    assert!(rtscope(&db, &["import", f.to_str().unwrap()]).status.success());
+    assert!(with_db(&db, &["import", f.to_str().unwrap()]).status.success());
     rusqlite::Connection::open(&db).unwrap().execute("UPDATE sqlite_sequence SET seq = 9223372036854775807 WHERE name = 'runs'", []).unwrap();
-    let o = rtscope(&db, &["import", f.to_str().unwrap()]);
+    let o = with_db(&db, &["import", f.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", all_output(&o));
     assert!(stderr(&o).contains("every run id has been used") && !stderr(&o).contains("full"), "{}", stderr(&o));
     assert_eq!(history(&db, &[]).len(), 1);
@@ -908,7 +906,7 @@ fn exhausted_ids_and_changed_schemas_are_named() {
     for changed in [&v2, &renamed] {
         let before = std::fs::read(changed).unwrap();
         for args in [vec!["import", f.to_str().unwrap()], vec!["history"]] {
-            let o = rtscope(changed, &args);
+            let o = with_db(changed, &args);
             assert_refused_untouched(changed, &before, &o, "changed by another program or by hand");
             assert!(!stderr(&o).contains("SQL logic error") && !stderr(&o).contains("duplicate column"), "{}", stderr(&o));
         }
@@ -964,12 +962,12 @@ fn silent_server_is_given_up_on_after_connect_timeout() {
 #[test]
 fn postgres_role_without_rights_is_exit_2() {
     let Some(Db::Pg(url)) = pg_db() else { return };
-    assert!(rtscope(&url, &["import", fixture("ptsematest.txt").to_str().unwrap()]).status.success());
+    assert!(with_db(&url, &["import", fixture("ptsematest.txt").to_str().unwrap()]).status.success());
     let role = format!("norights_{}", std::process::id());
     pg_support::client(&url).batch_execute(&format!("CREATE ROLE {role} LOGIN PASSWORD 'np-77'")).unwrap();
     let weak = url.replacen(&format!("{}:{}", pg_support::USER, pg_support::PASSWORD), &format!("{role}:np-77"), 1);
     for args in [vec!["history"], vec!["import", fixture("pmqtest.txt").to_str().unwrap()], vec!["tag", "1", "x"]] {
-        let o = rtscope(&weak, &args);
+        let o = with_db(&weak, &args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", all_output(&o));
         assert!(stderr(&o).contains("refuses") || stderr(&o).contains("permission denied"), "{args:?}: {}", stderr(&o));
         assert!(!all_output(&o).contains("np-77"));
@@ -1001,7 +999,7 @@ fn full_filesystem_still_reads_and_keeps_the_result() {
     }
     let _guard = Unmount(mnt.clone());
     let db = mnt.join("h.db");
-    assert!(rtscope(&db, &["import", fixture("ptsematest.txt").to_str().unwrap()]).status.success());
+    assert!(with_db(&db, &["import", fixture("ptsematest.txt").to_str().unwrap()]).status.success());
     // Fill the filesystem to the last block.
     let _ = Command::new("dd").args(["if=/dev/zero", "bs=4k"]).arg(format!("of={}", mnt.join("fill").display())).output();
     for s in ["-shm", "-wal"] {
@@ -1009,10 +1007,10 @@ fn full_filesystem_still_reads_and_keeps_the_result() {
     }
     let rows = history(&db, &[]);
     assert_eq!(rows.len(), 1, "{rows:?}");
-    let o = rtscope(&db, &["show", "1"]);
+    let o = with_db(&db, &["show", "1"]);
     assert!(o.status.success(), "{}", stderr(&o));
     // Import now fails for lack of room: exit 2, nothing half-written.
-    let o = rtscope(&db, &["import", fixture("pmqtest.txt").to_str().unwrap()]);
+    let o = with_db(&db, &["import", fixture("pmqtest.txt").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", all_output(&o));
     assert_eq!(history(&db, &[]).len(), 1);
 }
@@ -1073,7 +1071,7 @@ fn monitor_survives_the_database_going_away() {
     let rows = history(&url, &[]);
     assert_eq!(rows.len(), 1, "{all}");
     let id = rows[0]["id"].as_i64().unwrap().to_string();
-    let o = rtscope(&url, &["history", "--json", "--windows", &id]);
+    let o = with_db(&url, &["history", "--json", "--windows", &id]);
     assert!(o.status.success(), "{}", stderr(&o));
     let w: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
     let merged = w.iter().filter(|x| x["thread"].is_null()).count() as u64;

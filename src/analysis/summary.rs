@@ -117,7 +117,9 @@ pub(crate) struct RunAnalysis<'r> {
     pub(crate) plan: &'r Plan,
     pub(crate) realtime_ok: bool,
     pub(crate) warnings: Vec<String>,
-    /// The idle check of each phase it covers ([`warnings::other_work`]).
+    /// The idle check of each phase it covers ([`warnings::other_work`]);
+    /// left out of report JSON when it covers none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) other_work: Vec<warnings::OtherWork>,
     pub(crate) entries: Vec<EntryAnalysis<'r>>,
     /// The run itself (the trace attribution is rendered from it).

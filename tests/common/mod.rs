@@ -18,11 +18,37 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Where a test's `rtscope` saves its runs: the tests' one database policy.
+/// Never the user's: a stray RTSCOPE_DB from the environment is replaced.
+pub enum Db<'a> {
+    /// The shared test database under target/ (most tests).
+    Shared,
+    /// This database (a test of the store itself).
+    At(&'a std::ffi::OsStr),
+    /// None set: rtscope's default for the command (golden output, a test
+    /// that passes --db or --no-store itself).
+    Unset,
+}
+
+/// The binary under test.
+pub fn rtscope_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_rtscope"))
+}
+
+/// `rtscope` with the database `db`.
+pub fn rtscope_with(db: Db<'_>) -> std::process::Command {
+    let mut c = std::process::Command::new(rtscope_path());
+    match db {
+        Db::Shared => c.env("RTSCOPE_DB", concat!(env!("CARGO_TARGET_TMPDIR"), "/rtscope-tests.db")),
+        Db::At(path) => c.env("RTSCOPE_DB", path),
+        Db::Unset => c.env_remove("RTSCOPE_DB"),
+    };
+    c
+}
+
 /// `rtscope`, saving runs to a test database under target/, never the user's.
 pub fn rtscope() -> std::process::Command {
-    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_rtscope"));
-    c.env("RTSCOPE_DB", concat!(env!("CARGO_TARGET_TMPDIR"), "/rtscope-tests.db"));
-    c
+    rtscope_with(Db::Shared)
 }
 
 pub struct Sandbox {
