@@ -106,7 +106,7 @@ void *reporter_main(void *unused)
     (void)unused;
     for (;;) {
         uint64_t s = 0, o = 0, m = 0, now, start;
-        int i, due = 0, give_up;
+        int i, give_up;
         next += 50000000u; /* wake every 50 ms; send at progress_ms */
         sleep_until_ns(next);
         pthread_mutex_lock(&live_m);
@@ -121,22 +121,21 @@ void *reporter_main(void *unused)
         }
         give_up = watch(s + o, now);
         if (live_id >= 0 && live_n > 0 && live_progress_ms > 0 && now - last >= (uint64_t)live_progress_ms * 1000000u) {
-            due = 1;
             last = now;
             out_begin(&l, "progress");
             out_id(&l, live_id);
             out_str(&l, "variant", live_variant);
+            out_u64(&l, "samples", s);
+            out_u64(&l, "overruns", o);
+            out_u64(&l, "max_ns", m);
+            out_u64(&l, "elapsed_ns", now - start);
+            /* Sent under live_m: live_end waits for it, so a variant's
+             * progress never follows its results or its plan's done. */
+            out_send(&l);
         }
         pthread_mutex_unlock(&live_m);
         if (give_up)
             pool_abandon();
-        if (!due)
-            continue;
-        out_u64(&l, "samples", s);
-        out_u64(&l, "overruns", o);
-        out_u64(&l, "max_ns", m);
-        out_u64(&l, "elapsed_ns", now - start);
-        out_send(&l);
     }
     return NULL;
 }
