@@ -474,6 +474,24 @@ fn an_interrupted_run_never_passes_and_an_empty_gate_says_why() {
     assert!(out.contains("no case was checked") && out.contains("timer/idle"), "{out}");
 }
 
+/// A wrapper named `qemu-system-aarch64` in `dir` in front of
+/// tests/fake_agent.py: `prelude` runs in the wrapper's shell first; the
+/// agent announces itself, takes one plan and answers one timer block of
+/// 100 and 200 ns after `before_block` (a `sleep S` line, or nothing).
+fn fake_qemu(dir: &Path, prelude: &str, before_block: &str) -> std::path::PathBuf {
+    let script = dir.join("agent.script");
+    std::fs::write(
+        &script,
+        format!("hello\nplan\nsay ack id={{id}} variants=- threads=1\nsay begin id={{id}} variant=- threads=1 duration_ns=1000000000\n{before_block}block 0 timer - 0 100,200\nsay done id={{id}} status=complete results=1\nsleep 3\n"),
+    )
+    .unwrap();
+    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agent.py");
+    let qemu = dir.join("qemu-system-aarch64");
+    std::fs::write(&qemu, format!("#!/bin/sh\n{prelude}exec python3 {} {}\n", py.display(), script.display())).unwrap();
+    std::fs::set_permissions(&qemu, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    qemu
+}
+
 /// A target behind `exec:` whose command is a QEMU without KVM (a wrapper
 /// named `qemu-system-aarch64` in front of tests/fake_agent.py): the run
 /// stores `host.emulated` with the evidence and warns; `check` says a PASS on
@@ -483,16 +501,7 @@ fn an_interrupted_run_never_passes_and_an_empty_gate_says_why() {
 #[test]
 fn emulated_results_say_so_in_run_check_and_compare() {
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("agent.script");
-    std::fs::write(
-        &script,
-        "hello\nplan\nsay ack id={id} variants=- threads=1\nsay begin id={id} variant=- threads=1 duration_ns=1000000000\nblock 0 timer - 0 100,200\nsay done id={id} status=complete results=1\nsleep 3\n",
-    )
-    .unwrap();
-    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agent.py");
-    let qemu = dir.path().join("qemu-system-aarch64");
-    std::fs::write(&qemu, format!("#!/bin/sh\nexec python3 {} {}\n", py.display(), script.display())).unwrap();
-    std::fs::set_permissions(&qemu, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let qemu = fake_qemu(dir.path(), "", "");
     let measure = |extra: &str, out: &str| {
         let target = format!("exec:{} -M virt -cpu cortex-a53{extra}", qemu.display());
         let o = rtscope()
@@ -556,18 +565,9 @@ fn emulated_results_say_so_in_run_check_and_compare() {
 #[test]
 fn other_work_beside_an_emulated_target_is_said_and_the_emulators_own_is_not_counted() {
     let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("agent.script");
-    std::fs::write(
-        &script,
-        "hello\nplan\nsay ack id={id} variants=- threads=1\nsay begin id={id} variant=- threads=1 duration_ns=1000000000\nsleep 2\nblock 0 timer - 0 100,200\nsay done id={id} status=complete results=1\nsleep 3\n",
-    )
-    .unwrap();
-    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agent.py");
-    let qemu = dir.path().join("qemu-system-aarch64");
     // The busy loop is the emulator's own work: it dies with the target's
     // process group when the session ends.
-    std::fs::write(&qemu, format!("#!/bin/sh\n(while :; do :; done) &\nexec python3 {} {}\n", py.display(), script.display())).unwrap();
-    std::fs::set_permissions(&qemu, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let qemu = fake_qemu(dir.path(), "(while :; do :; done) &\n", "sleep 2\n");
     struct Hogs(Vec<std::process::Child>);
     impl Drop for Hogs {
         fn drop(&mut self) {
@@ -578,15 +578,19 @@ fn other_work_beside_an_emulated_target_is_said_and_the_emulators_own_is_not_cou
         }
     }
     let _hogs = Hogs((0..2).map(|_| std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap()).collect());
+    // The run through the wrapper with `extra` arguments: its result, what it said.
+    let measure = |extra: &str, out: &Path| {
+        let o = rtscope()
+            .args(["run", "--target", &format!("exec:{} -M virt{extra}", qemu.display()), "--probe", "timer", "-D", "1s", "-i", "1ms", "--no-store", "--json"])
+            .arg(out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: Value = serde_json::from_slice(&std::fs::read(out).unwrap()).unwrap();
+        (v, format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+    };
     let out = dir.path().join("busy.json");
-    let o = rtscope()
-        .args(["run", "--target", &format!("exec:{} -M virt", qemu.display()), "--probe", "timer", "-D", "1s", "-i", "1ms", "--no-store", "--json"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let said = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let (v, said) = measure("", &out);
     let b = &v["agent"]["host_beside"][0];
     let n = |k: &str| b[k].as_u64().unwrap_or_else(|| panic!("{k} in {b}"));
     assert_eq!(b["phase"], "idle", "{}", v["agent"]);
@@ -610,15 +614,7 @@ fn other_work_beside_an_emulated_target_is_said_and_the_emulators_own_is_not_cou
 
     // On a virtual clock (-icount) the host's load stretches the guest's
     // wall time, not its latencies: recorded, not warned about.
-    let out = dir.path().join("icount.json");
-    let o = rtscope()
-        .args(["run", "--target", &format!("exec:{} -M virt -icount shift=1,sleep=off", qemu.display()), "--probe", "timer", "-D", "1s", "-i", "1ms", "--no-store", "--json"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let said = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let (v, said) = measure(" -icount shift=1,sleep=off", &dir.path().join("icount.json"));
     assert_eq!(v["agent"]["host_beside"].as_array().map(Vec::len), Some(1), "{}", v["agent"]);
     assert!(said.contains("emulated (") && !said.contains("the target runs on this host"), "{said}");
 }

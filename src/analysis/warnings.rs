@@ -111,29 +111,8 @@ impl fmt::Display for Warning {
                 f,
                 "the run did not finish: its result file was last written while it still measured (the process was killed or crashed), so it holds only the probe runs written before that. Rerun for a complete result."
             ),
-            Warning::BusyIdle { phase, cpus, share } => write!(
-                f,
-                "phase {phase} runs no load, but other work kept the measured CPUs ({cpus}) at least {:.0} % busy (per-CPU busy time, rtscope's own threads taken off): its figures are not idle figures. Stop the other work, or keep it off the measured CPUs, before comparing phases.",
-                share * 100.0
-            ),
-            Warning::BusyHost { phase, share, emulated } => write!(
-                f,
-                "phase {phase}: the target runs on this host, and other work than rtscope and the target kept the host's CPUs about {:.0} % busy beside it (per-CPU busy time; rtscope's and the target's processes taken off): {} Stop the other work on the host before measuring, or compare only against runs beside the same work.",
-                share * 100.0,
-                if *emulated {
-                    "the emulated target's clock, timers and interrupts run in the CPU time the emulator gets, so its figures include that contention, and a phase it ran idle was not idle."
-                } else {
-                    "the agent's threads shared the CPUs with it, so a phase it ran idle was not idle."
-                }
-            ),
-            Warning::Virtualized => write!(
-                f,
-                "running under a hypervisor: latencies include the host's scheduling of this VM; compare only against results from the same VM."
-            ),
-            Warning::Emulated { by } => write!(
-                f,
-                "emulated ({by}): every instruction, timer and interrupt is the emulator's, so these figures rank kernels and settings on this emulator; they are not the latencies of a board. Compare only against results emulated the same way; measure a board with the agent on the board."
-            ),
+            Warning::BusyIdle { .. } | Warning::BusyHost { .. } => self.where_it_ran(f),
+            Warning::Virtualized | Warning::Emulated { .. } => self.where_it_ran(f),
             Warning::NoDmaLatency { detail } => write!(
                 f,
                 "could not hold /dev/cpu_dma_latency at 0 ({detail}); deep CPU idle states may add wake-up latency."
@@ -164,6 +143,39 @@ impl fmt::Display for Warning {
                 human_seconds(*seconds),
                 human_seconds(*recommended_s)
             ),
+        }
+    }
+}
+
+impl Warning {
+    /// What ran beside the measurement, and on what: the idle check's two
+    /// warnings ([`busy_idle`]), a hypervisor, an emulator.
+    fn where_it_ran(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::BusyIdle { phase, cpus, share } => write!(
+                f,
+                "phase {phase} runs no load, but other work kept the measured CPUs ({cpus}) at least {:.0} % busy (per-CPU busy time, rtscope's own threads taken off): its figures are not idle figures. Stop the other work, or keep it off the measured CPUs, before comparing phases.",
+                share * 100.0
+            ),
+            Warning::BusyHost { phase, share, emulated } => write!(
+                f,
+                "phase {phase}: the target runs on this host, and other work than rtscope and the target kept the host's CPUs about {:.0} % busy beside it (per-CPU busy time; rtscope's and the target's processes taken off): {} Stop the other work on the host before measuring, or compare only against runs beside the same work.",
+                share * 100.0,
+                if *emulated {
+                    "the emulated target's clock, timers and interrupts run in the CPU time the emulator gets, so its figures include that contention, and a phase it ran idle was not idle."
+                } else {
+                    "the agent's threads shared the CPUs with it, so a phase it ran idle was not idle."
+                }
+            ),
+            Warning::Virtualized => write!(
+                f,
+                "running under a hypervisor: latencies include the host's scheduling of this VM; compare only against results from the same VM."
+            ),
+            Warning::Emulated { by } => write!(
+                f,
+                "emulated ({by}): every instruction, timer and interrupt is the emulator's, so these figures rank kernels and settings on this emulator; they are not the latencies of a board. Compare only against results emulated the same way; measure a board with the agent on the board."
+            ),
+            _ => Ok(()),
         }
     }
 }
