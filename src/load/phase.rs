@@ -472,6 +472,13 @@ mod tests {
         // Both CPUs: the same busy time over twice the capacity.
         assert!((d.others_busy_share(&[0, 1]).unwrap() - 0.34999975).abs() < 1e-9);
         assert_eq!(d.others_busy_share(&[7]), None, "a CPU the phase has no busy time of");
+        // A phase under a second (a stop at its start): one 10 ms tick
+        // would read as a large share; not computed.
+        let short = b.since(&a, Duration::from_millis(20));
+        assert_eq!(short.others_busy_share(&[0]), None);
+        let beside = |ms: u64| crate::model::HostBeside { phase: "idle".into(), duration_ns: Nanos(ms * 1_000_000), cpus: 2, busy_ns: Nanos(10_000_000), ..Default::default() };
+        assert_eq!(beside(5).others_share(), None, "5 ms of a host whose one tick was busy is not 100 % busy");
+        assert_eq!(beside(1000).others_share(), Some(0.005));
     }
 
     #[test]

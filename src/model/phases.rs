@@ -94,6 +94,12 @@ pub struct SystemEvidence {
     pub rtscope_cpu_ns: Option<Nanos>,
 }
 
+/// The shortest phase whose busy share is computed: /proc/stat counts in
+/// ticks of USER_HZ (10 ms), up to a tick off at each end per CPU, so a
+/// share over less than a second could be off by more than 2 % (a stop at
+/// a phase's start would read as 100 % busy).
+pub const MIN_CHECKED_NS: u64 = 1_000_000_000;
+
 /// One CPU's busy time over a phase.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct CpuBusy {
@@ -104,13 +110,14 @@ pub struct CpuBusy {
 impl SystemEvidence {
     /// The share of `cpus`' time over the phase that other work (not
     /// rtscope's threads) kept busy, from 0 to 1; None when the phase has no
-    /// per-CPU busy time or none of `cpus` is in it. rtscope's own time is
+    /// per-CPU busy time, none of `cpus` is in it, or it lasted less than
+    /// [`MIN_CHECKED_NS`]. rtscope's own time is
     /// all taken off `cpus` (its threads may have run elsewhere): the share
     /// is a lower bound.
     pub fn others_busy_share(&self, cpus: &[usize]) -> Option<f64> {
         let own = self.rtscope_cpu_ns?.0;
         let measured: Vec<&CpuBusy> = self.cpu_busy.iter().filter(|c| cpus.contains(&c.cpu)).collect();
-        if measured.is_empty() || self.duration_ns.0 == 0 {
+        if measured.is_empty() || self.duration_ns.0 < MIN_CHECKED_NS {
             return None;
         }
         let busy: u64 = measured.iter().map(|c| c.busy_ns.0).fold(0u64, u64::saturating_add);
