@@ -111,8 +111,7 @@ impl fmt::Display for Warning {
                 f,
                 "the run did not finish: its result file was last written while it still measured (the process was killed or crashed), so it holds only the probe runs written before that. Rerun for a complete result."
             ),
-            Warning::BusyIdle { .. } | Warning::BusyHost { .. } => self.where_it_ran(f),
-            Warning::Virtualized | Warning::Emulated { .. } => self.where_it_ran(f),
+            Warning::BusyIdle { .. } | Warning::BusyHost { .. } | Warning::Virtualized | Warning::Emulated { .. } => self.where_it_ran(f),
             Warning::NoDmaLatency { detail } => write!(
                 f,
                 "could not hold /dev/cpu_dma_latency at 0 ({detail}); deep CPU idle states may add wake-up latency."

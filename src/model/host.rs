@@ -70,7 +70,7 @@ impl Host {
 /// TCG) with no `-enable-kvm` / `-accel kvm|hvf|whpx` / `--accel kvm`.
 /// Returns the evidence, or None.
 pub fn exec_emulation(command: &str) -> Option<String> {
-    let words: Vec<&str> = command.split(|c: char| c.is_whitespace() || c == '\'' || c == '"').filter(|w| !w.is_empty()).collect();
+    let words: Vec<&str> = command_words(command).collect();
     let base = |w: &str| w.rsplit('/').next().unwrap_or(w).to_string();
     let runner = words.iter().map(|w| base(w)).find(|b| b.starts_with("qemu-system-") || b == "kernel-lab")?;
     let hw = ["kvm", "hvf", "whpx", "xen", "nvmm"];
@@ -90,9 +90,12 @@ pub fn exec_emulation(command: &str) -> Option<String> {
 /// `--icount`): the guest's latencies are then its own code paths, whatever
 /// the host's load (docs/kernel-lab.md, "Two clocks").
 pub fn exec_virtual_clock(command: &str) -> bool {
-    command
-        .split(|c: char| c.is_whitespace() || c == '\'' || c == '"')
-        .any(|w| w == "--icount" || w == "-icount" || w.starts_with("--icount=") || w.starts_with("-icount="))
+    command_words(command).any(|w| w == "--icount" || w == "-icount" || w.starts_with("--icount=") || w.starts_with("-icount="))
+}
+
+/// The words of an exec target's shell command, quotes dropped.
+fn command_words(command: &str) -> impl Iterator<Item = &str> {
+    command.split(|c: char| c.is_whitespace() || c == '\'' || c == '"').filter(|w| !w.is_empty())
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -147,15 +147,11 @@ pub struct HostBeside {
 impl HostBeside {
     /// The share of the host's CPU time, from 0 to 1, that work other than
     /// rtscope and the target took over the phase; None without CPUs or
-    /// for a phase shorter than [`MIN_CHECKED_NS`]. Busy time counts in ticks of USER_HZ and the target's time
-    /// leaves out its processes that ended unreaped in the phase: an
+    /// for a phase shorter than [`MIN_CHECKED_NS`]. Busy time counts in
+    /// ticks of USER_HZ and the target's time leaves out its processes that ended unreaped in the phase: an
     /// estimate good to a few ticks, not a measurement.
     pub fn others_share(&self) -> Option<f64> {
-        if self.duration_ns.0 < MIN_CHECKED_NS || self.cpus == 0 {
-            return None;
-        }
-        let others = self.busy_ns.0.saturating_sub(self.rtscope_cpu_ns.0).saturating_sub(self.target_cpu_ns.0);
-        Some((others as f64 / (self.duration_ns.0 as f64 * self.cpus as f64)).clamp(0.0, 1.0))
+        phases::others_share(self.busy_ns.0, self.rtscope_cpu_ns.0.saturating_add(self.target_cpu_ns.0), self.duration_ns.0, self.cpus)
     }
 }
 

@@ -117,11 +117,21 @@ impl SystemEvidence {
     pub fn others_busy_share(&self, cpus: &[usize]) -> Option<f64> {
         let own = self.rtscope_cpu_ns?.0;
         let measured: Vec<&CpuBusy> = self.cpu_busy.iter().filter(|c| cpus.contains(&c.cpu)).collect();
-        if measured.is_empty() || self.duration_ns.0 < MIN_CHECKED_NS {
+        if measured.is_empty() {
             return None;
         }
         let busy: u64 = measured.iter().map(|c| c.busy_ns.0).fold(0u64, u64::saturating_add);
-        let capacity = self.duration_ns.0 as f64 * measured.len() as f64;
-        Some((busy.saturating_sub(own) as f64 / capacity).clamp(0.0, 1.0))
+        others_share(busy, own, self.duration_ns.0, measured.len())
     }
+}
+
+/// The share, from 0 to 1, of `cpus` CPUs' time over `duration_ns` that
+/// their `busy_ns` leaves once `taken_off_ns` (rtscope's, the target's) is
+/// taken off; None without CPUs or under [`MIN_CHECKED_NS`]. The one rule of
+/// the idle check, native phases and a target's host alike.
+pub(crate) fn others_share(busy_ns: u64, taken_off_ns: u64, duration_ns: u64, cpus: usize) -> Option<f64> {
+    if duration_ns < MIN_CHECKED_NS || cpus == 0 {
+        return None;
+    }
+    Some((busy_ns.saturating_sub(taken_off_ns) as f64 / (duration_ns as f64 * cpus as f64)).clamp(0.0, 1.0))
 }

@@ -11,15 +11,15 @@
 
 use std::time::Instant;
 
+use crate::load::phase::SysCounters;
 use crate::model::{HostBeside, Nanos};
 
-/// The counters at one phase's start.
+/// The counters at one phase's start: the host's, as a native phase reads
+/// them ([`SysCounters`]), and the target's process group's CPU time.
 pub(crate) struct Sample {
     at: Instant,
     group: u32,
-    cpus: usize,
-    busy_ns: u64,
-    own_ns: u64,
+    sys: SysCounters,
     group_ns: u64,
 }
 
@@ -27,27 +27,19 @@ impl Sample {
     /// Read the host now, for the target whose exec command leads process
     /// group `group`.
     pub(crate) fn read(group: u32) -> Sample {
-        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-        let busy = crate::load::phase::cpu_busy(&stat, crate::sys::resource::clock_ticks_per_s());
-        Sample {
-            at: Instant::now(),
-            group,
-            cpus: busy.len(),
-            busy_ns: busy.iter().map(|(_, b)| *b).fold(0u64, u64::saturating_add),
-            own_ns: crate::sys::resource::own_cpu_ns(),
-            group_ns: crate::sys::resource::group_cpu_ns(group),
-        }
+        Sample { at: Instant::now(), group, sys: SysCounters::read(), group_ns: crate::sys::resource::group_cpu_ns(group) }
     }
 
     /// The phase `phase` from this start to now.
     pub(crate) fn since(&self, phase: &str) -> HostBeside {
         let now = Sample::read(self.group);
+        let d = now.sys.since(&self.sys, now.at.duration_since(self.at));
         HostBeside {
             phase: phase.to_string(),
-            duration_ns: Nanos(now.at.duration_since(self.at).as_nanos() as u64),
-            cpus: now.cpus.max(self.cpus),
-            busy_ns: Nanos(now.busy_ns.saturating_sub(self.busy_ns)),
-            rtscope_cpu_ns: Nanos(now.own_ns.saturating_sub(self.own_ns)),
+            duration_ns: d.duration_ns,
+            cpus: d.cpu_busy.len(),
+            busy_ns: Nanos(d.cpu_busy.iter().map(|c| c.busy_ns.0).fold(0u64, u64::saturating_add)),
+            rtscope_cpu_ns: d.rtscope_cpu_ns.unwrap_or_default(),
             target_cpu_ns: Nanos(now.group_ns.saturating_sub(self.group_ns)),
         }
     }
