@@ -4,7 +4,9 @@
 //! user believe a setting shaped a measurement it never touched.
 //!
 //! One check, [`check_flags`], for both paths of `rtscope run`:
-//! - with `--target`, a flag the agent does not take ([`TARGET_FLAGS`]);
+//! - with `--target`, a flag neither the agent nor the host reads
+//!   ([`target_flags`]: the flags of the agent's plan line, the host's own
+//!   and the target path's, each list where its fact is declared);
 //! - a probe option none of the run's probes reads (`--pi-burst` with only
 //!   `timer`, `--iterations` with `noise`, ...). The rule is the probes' own
 //!   descriptors: each probe lists the flags it reads in its `INFO.flags`
@@ -65,22 +67,31 @@ fn check_threads(given: &Given, run: &RunShape<'_>) -> Result<(), BadInput> {
     )))
 }
 
-/// Run flags (clap ids) that apply on a target, in the order the refusal
-/// lists them (its list is made from this one, as the user writes each).
-pub(crate) const TARGET_FLAGS: &[&str] = &[
-    "probes", "interval", "duration", "priority", "policy", "affinity", "threads", "periods", "worst", "deadline", "iterations",
-    "msg_size", "loads", "phase_name", "json", "out", "db", "no_store", "quiet", "ns", "target_silence", "target",
-];
+/// The clap ids of the `rtscope run` flags that apply with `--target`, in
+/// the order the refusal lists them, each taken from where its fact lives:
+/// the flags that set a key of the agent's plan line
+/// ([`PLAN_KEYS`](crate::target::session::PLAN_KEYS), in the line's order),
+/// the flags the host acts on whoever measures ([`super::host_side_flags`]),
+/// then the target path's own ([`super::target::SESSION_FLAGS`]).
+pub(crate) fn target_flags() -> Vec<String> {
+    let to_agent = crate::target::session::PLAN_KEYS.iter().filter_map(|(_, flag)| flag.map(str::to_string));
+    let session = super::target::SESSION_FLAGS.iter().map(|id| id.to_string());
+    crate::units::first_seen(to_agent.chain(super::host_side_flags()).chain(session))
+}
+
+/// clap's `rtscope run`, for the flags it declares.
+fn run_command() -> clap::Command {
+    use clap::CommandFactory;
+    super::Cli::command().find_subcommand("run").cloned().expect("rtscope has a run subcommand")
+}
 
 /// A flag of `rtscope run` as its short form when it has one (`-D`), else
 /// as [`flag_of`]; `--load` with the loads an agent runs.
 fn short_of(id: &str) -> String {
-    use clap::CommandFactory;
     if id == "loads" {
         return "--load cpu|memory".into();
     }
-    let cli = super::Cli::command();
-    let short = cli.find_subcommand("run").and_then(|run| run.get_arguments().find(|a| a.get_id() == id)).and_then(|a| a.get_short());
+    let short = run_command().get_arguments().find(|a| a.get_id() == id).and_then(|a| a.get_short());
     short.map_or_else(|| flag_of(id), |c| format!("-{c}"))
 }
 
@@ -94,14 +105,17 @@ pub(crate) fn flag_of(id: &str) -> String {
     }
 }
 
+/// With `--target`: refuse the first flag given that is not one of
+/// [`target_flags`], listing those that are.
 fn check_target_flags(given: &Given) -> Result<(), BadInput> {
     // Ids of flattened groups (`LoadArgs`, `StoreOpts`) come with their flags: not flags.
     let is_group = |id: &str| id.starts_with(|c: char| c.is_ascii_uppercase());
-    match given.ids().find(|&id| !is_group(id) && !TARGET_FLAGS.contains(&id)) {
+    let takes = target_flags();
+    match given.ids().find(|&id| !is_group(id) && !takes.iter().any(|t| t == id)) {
         Some(bad) => Err(BadInput(format!(
             "{} does not apply with --target (the agent measures on the target); flags that do: {}. Drop {}",
             flag_of(bad),
-            TARGET_FLAGS.iter().filter(|id| **id != "target").map(|id| short_of(id)).collect::<Vec<_>>().join(", "),
+            takes.iter().filter(|id| *id != "target").map(|id| short_of(id)).collect::<Vec<_>>().join(", "),
             flag_of(bad)
         ))),
         None => Ok(()),
@@ -186,9 +200,45 @@ mod tests {
     #[test]
     fn the_target_refusal_lists_every_flag_a_target_takes() {
         let e = check_target_flags(&ids(&["duration", "trace_threshold"])).unwrap_err().0;
-        // Made from TARGET_FLAGS: --ns was missing from the hand-written list.
-        let want = "flags that do: --probe, -i, -D, -p, --policy, -a, -t, --periods, --worst, --deadline, --iterations, --msg-size, --load cpu|memory, --phase-name, --json, --out, --db, --no-store, -q, --ns, --target-silence. Drop --trace-threshold";
+        // Made from target_flags(): the plan line's flags, the host's, the session's.
+        let want = "flags that do: --probe, -i, -D, -p, --policy, -a, -t, --worst, --periods, --iterations, --msg-size, --load cpu|memory, --deadline, --db, --no-store, --phase-name, --json, --out, -q, --ns, --target-silence. Drop --trace-threshold";
         assert!(e.starts_with("--trace-threshold does not apply with --target") && e.ends_with(want), "{e}");
+    }
+
+    #[test]
+    fn the_target_flags_are_flags_of_run_each_once() {
+        let known: Vec<String> = run_command().get_arguments().map(|a| a.get_id().to_string()).collect();
+        let takes = target_flags();
+        assert!(takes.iter().all(|id| known.contains(id)), "not flags of rtscope run: {takes:?} vs {known:?}");
+        assert_eq!(crate::units::first_seen(takes.iter()).len(), takes.len(), "{takes:?}");
+        // Every other flag of run is refused, by name.
+        for id in known.iter().filter(|id| !takes.contains(id)) {
+            let e = check_target_flags(&ids(&[id])).unwrap_err().0;
+            assert!(e.starts_with(&format!("{} does not apply with --target", flag_of(id))), "{e}");
+        }
+    }
+
+    /// The run flags src/cli/target.rs (the target path's builder) reads off
+    /// `args`: the first field of each `args.` path that is a flag of run
+    /// (`args.load.loads` reads `loads`; `args.given` is no flag).
+    fn read_by_the_target_path(known: &[String]) -> Vec<String> {
+        let src = include_str!("target.rs");
+        let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        let reads = src.match_indices("args.").filter(|(i, _)| !src[..*i].ends_with(ident)).filter_map(|(i, m)| {
+            let path = src[i + m.len()..].split(|c: char| !ident(c) && c != '.').next().unwrap_or("");
+            path.split('.').find(|f| known.iter().any(|k| k == f)).map(str::to_string)
+        });
+        crate::units::first_seen(reads)
+    }
+
+    #[test]
+    fn every_flag_the_target_path_reads_applies_with_target() {
+        let known: Vec<String> = run_command().get_arguments().map(|a| a.get_id().to_string()).collect();
+        let read = read_by_the_target_path(&known);
+        assert!(read.len() >= 10 && read.contains(&"periods".to_string()), "the scan found {read:?}");
+        let takes = target_flags();
+        let missing: Vec<&String> = read.iter().filter(|id| !takes.contains(id)).collect();
+        assert!(missing.is_empty(), "src/cli/target.rs reads {missing:?}, which --target refuses: add its plan key to PLAN_KEYS or the flag to cli::HOST_SIDE_FLAGS");
     }
 
     #[test]

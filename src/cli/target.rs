@@ -11,6 +11,12 @@ use crate::error::BadInput;
 use crate::plan::{Output, RunPlan};
 use crate::target::{OnTarget, TargetSpec};
 
+/// The flags of the target path itself: `--target` (the agent, and how it
+/// is reached) and `--target-silence` (how long it may say nothing). Every
+/// other flag a target takes reaches the agent in a plan line or is the
+/// host's (`applies::target_flags`).
+pub(crate) const SESSION_FLAGS: &[&str] = &["target_silence", "target"];
+
 /// Check the flags given with `--target` and build what the session runs.
 pub(crate) fn build(args: &RunArgs, target: &str, started: &str) -> Result<(TargetSpec, RunPlan, OnTarget, Output), BadInput> {
     let spec = TargetSpec::parse(target)?;

@@ -488,8 +488,35 @@ fn plan_tail(m: &ProbeRun) -> usize {
     crate::measure::recorder::tail_capacity(m.duration_ns, m.interval_ns).max(m.worst_k)
 }
 
+/// The keys of a `plan` line in the order [`plan_line`] writes them (the
+/// optional ones last), each with the clap id of the `rtscope run` flag that
+/// sets it, or None for what the host works out itself (the plan's number,
+/// the tail capacity, the warm-up, the progress cadence). These are the
+/// flags that reach the agent: `cli::applies` takes them from here, so a key
+/// added to the line brings its flag into what `--target` accepts (a unit
+/// test below holds this table to the line).
+pub(crate) const PLAN_KEYS: &[(&str, Option<&str>)] = &[
+    ("id", None),
+    ("probe", Some("probes")),
+    ("interval_ns", Some("interval")),
+    ("duration_ns", Some("duration")),
+    ("priority", Some("priority")),
+    ("policy", Some("policy")),
+    ("cpus", Some("affinity")),
+    ("threads", Some("threads")),
+    ("worst", Some("worst")),
+    ("tail", None),
+    ("warmup_ns", None),
+    ("progress_ms", None),
+    ("variants", Some("probes")),
+    ("periods_ns", Some("periods")),
+    ("iterations", Some("iterations")),
+    ("msg_size", Some("msg_size")),
+    ("load", Some("loads")),
+];
+
 /// The `plan` line of one probe (its `variants`) on `cpus` with `threads`
-/// under the agent's built-in `load`.
+/// under the agent's built-in `load`; its keys are [`PLAN_KEYS`].
 fn plan_line(m: &ProbeRun, cpus: &[usize], threads: usize, id: u64, probe: &str, variants: &[String], load: &str) -> Line {
     let mut l = Line::new("plan")
         .with("id", id)
@@ -527,6 +554,26 @@ fn plan_line(m: &ProbeRun, cpus: &[usize], threads: usize, id: u64, probe: &str,
 mod tests {
     use super::*;
     use crate::model::Outcome;
+
+    #[test]
+    fn a_plan_line_has_the_keys_of_the_table_in_its_order() {
+        let probe = crate::model::ProbeOptions { periods_ns: vec![10_000_000], iterations: Some(5), msg_size: 8, ..Default::default() };
+        let m = ProbeRun {
+            duration_ns: 1_000_000_000,
+            interval_ns: 1_000_000,
+            priority: 95,
+            policy: Policy::Fifo,
+            threads: 1,
+            cpus: vec![0],
+            worst_k: 32,
+            probe,
+            trace_threshold_ns: None,
+        };
+        // Every optional key present: variants, periods, iterations, a size and a load.
+        let line = plan_line(&m, &[0, 1], 2, 7, "sem", &["mutex".to_string()], "cpu");
+        let keys: Vec<&str> = line.fields.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, PLAN_KEYS.iter().map(|(k, _)| *k).collect::<Vec<_>>());
+    }
 
     #[test]
     fn host_threads_stay_put_for_an_agent_on_another_system() {
