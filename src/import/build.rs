@@ -14,6 +14,7 @@ use std::rc::Rc;
 use super::fold::{normalise_buckets, percentiles};
 use super::format::Format;
 use super::read::ParseError;
+use crate::measure::distribution::Distribution;
 use crate::model::{Bucket, Host, ImportedFrom, Nanos, Plan, ProbeResult, Run, SecondStats, SignedStats, Tool};
 use crate::stats;
 
@@ -231,9 +232,12 @@ impl Iterator for Building<'_> {
             None => None,
         };
         let Some(s) = s else {
-            let merged: Vec<ProbeResult> =
+            let merged: Result<Vec<ProbeResult>, ParseError> =
                 std::mem::take(&mut self.groups).into_iter().filter(|(_, m)| m.wanted()).map(|(_, m)| m.finish()).collect();
-            self.merged = Some(merged.into_iter());
+            match merged {
+                Ok(m) => self.merged = Some(m.into_iter()),
+                Err(e) => return Some(Err(e)),
+            }
             return self.next();
         };
         let probe = self.probe.clone().unwrap_or_else(|| s.probe.clone());
@@ -242,11 +246,11 @@ impl Iterator for Building<'_> {
             Ok(r) => r,
             Err(e) => return Some(Err(e)),
         };
-        match self.groups.iter_mut().find(|(g, _)| *g == group) {
+        let added = match self.groups.iter_mut().find(|(g, _)| *g == group) {
             Some((_, m)) => m.add(&r),
-            None => self.groups.push((group, Merge::of(&r))),
-        }
-        Some(Ok(r))
+            None => Merge::of(&r).map(|m| self.groups.push((group, m))),
+        };
+        Some(added.map(|()| r))
     }
 }
 
@@ -372,40 +376,46 @@ fn finish_series(s: Series, probe: &str, phase: &str) -> Result<ProbeResult, Par
     r.extras.signed = s.signed;
     r.extras.throughput = s.throughput;
     r.extras.samples_unknown = s.samples_unknown;
+    // The invariants every stored entry meets (its per-second means are
+    // the file's floats: checked by the parsers that read them).
+    distribution_of(&r).check(&what).map_err(ParseError::file)?;
     Ok(r)
 }
 
 fn series_name(s: &Series) -> String {
-    let mut n = s.probe.clone();
-    if let Some(v) = &s.variant {
+    named(&s.probe, s.variant.as_deref(), s.thread)
+}
+
+/// A series or entry as an error names it: probe, variant and thread.
+fn named(probe: &str, variant: Option<&str>, thread: Option<usize>) -> String {
+    let mut n = probe.to_string();
+    if let Some(v) = variant {
         n.push_str(&format!(" ({v})"));
     }
-    if let Some(t) = s.thread {
+    if let Some(t) = thread {
         n.push_str(&format!(" thread {t}"));
     }
     n
 }
 
 /// The merged entry of one probe/variant, accumulated member by member:
-/// what the merge needs of each member is kept (its moments, its buckets
-/// folded in as they come), never the member itself.
+/// counts, extremes and buckets through the one distribution type
+/// ([`Distribution::merge`]: checked counts, buckets fused where members'
+/// grids overlap, one range when a member is summary-only), checked and made
+/// into the entry as a native or agent merge is ([`Distribution::check`],
+/// [`Distribution::to_result`]). What an imported file has that those do
+/// not is kept beside: the members' moments (the files give mean and σ as
+/// floats, pooled at the end), whether their overruns, samples and σ are
+/// known, and their signed summaries.
 pub(crate) struct Merge {
     first: ProbeResult,
     members: usize,
     any_thread: bool,
-    samples: u64,
-    overruns: u64,
+    dist: Distribution,
     overruns_known: bool,
-    min: u64,
-    max: u64,
     /// Runs of equal moments, each with its count (1.5 M pairs of one
     /// IPC log mostly have the same ones; when they all differ, 16 B each).
     moments: MomentRuns,
-    summary_only: bool,
-    /// Every member's buckets, normalised whenever they double (merging
-    /// overlapping ranges gives the same buckets in any grouping).
-    buckets: Vec<Bucket>,
-    normalised: usize,
     samples_unknown: bool,
     /// A member whose σ is unknown (`ProbeResult::stddev`).
     stddev_unknown: bool,
@@ -413,54 +423,57 @@ pub(crate) struct Merge {
     any_signed: bool,
 }
 
+/// An imported entry as the one distribution type: its counts, extremes
+/// and buckets (its range when it has no percentiles), its sums unknown.
+fn distribution_of(r: &ProbeResult) -> Distribution {
+    let summary_only = r.percentiles_ns.is_empty();
+    let range = || vec![Bucket { lo_ns: r.min_ns, hi_ns: r.max_ns, count: r.samples }];
+    Distribution {
+        samples: r.samples,
+        overruns: r.overruns,
+        min_ns: r.min_ns.0,
+        max_ns: r.max_ns.0,
+        buckets: if summary_only { range() } else { r.histogram.clone() },
+        width_s: 1,
+        summary_only,
+        sums_unknown: true,
+        ..Distribution::default()
+    }
+}
+
 impl Merge {
     /// A merge whose first member is `r` (its probe, phase, variant and
     /// period name the merged entry).
-    pub(crate) fn of(r: &ProbeResult) -> Merge {
+    pub(crate) fn of(r: &ProbeResult) -> Result<Merge, ParseError> {
         let first = ProbeResult::new(r.probe.clone(), r.phase.clone(), r.variant.clone(), None, None, r.interval_ns);
         let mut m = Merge {
             first,
             members: 0,
             any_thread: false,
-            samples: 0,
-            overruns: 0,
+            dist: Distribution { sums_unknown: true, width_s: 1, ..Distribution::default() },
             overruns_known: true,
-            min: u64::MAX,
-            max: 0,
             moments: MomentRuns::default(),
-            summary_only: false,
-            buckets: Vec::new(),
-            normalised: 0,
             samples_unknown: false,
             stddev_unknown: false,
             signed: None,
             any_signed: false,
         };
-        m.add(r);
-        m
+        m.add(r)?;
+        Ok(m)
     }
 
-    pub(crate) fn add(&mut self, r: &ProbeResult) {
+    /// Fold in member `r`; a count that would pass what a result holds is
+    /// an error naming the member.
+    pub(crate) fn add(&mut self, r: &ProbeResult) -> Result<(), ParseError> {
+        // Named only when an error says it (1.5 M pairs of an IPC log merge here).
+        let source = Merging(r, self.members + 1);
+        self.dist.merge(&distribution_of(r), &source).map_err(ParseError::file)?;
         self.members += 1;
         self.any_thread |= r.thread.is_some();
-        self.samples = self.samples.saturating_add(r.samples);
-        self.overruns = self.overruns.saturating_add(r.overruns);
         self.overruns_known &= r.overruns_known;
-        self.min = self.min.min(r.min_ns.0);
-        self.max = self.max.max(r.max_ns.0);
         self.moments.push(stats::Moments { n: r.samples, mean: r.mean_ns, sd: r.stddev_ns });
         self.stddev_unknown |= r.stddev().is_none();
         self.samples_unknown |= r.extras.samples_unknown;
-        self.summary_only |= r.percentiles_ns.is_empty();
-        if self.summary_only {
-            self.buckets = Vec::new();
-        } else {
-            self.buckets.extend_from_slice(&r.histogram);
-            if self.buckets.len() > 2 * self.normalised + 4096 {
-                self.buckets = normalise_buckets(std::mem::take(&mut self.buckets));
-                self.normalised = self.buckets.len();
-            }
-        }
         // Signed summaries merge when any part has one; a part without one
         // had no negative value, so its unsigned min/mean/max are its signed ones.
         self.any_signed |= r.extras.signed.is_some();
@@ -475,6 +488,7 @@ impl Merge {
             Some(acc) => SignedStats::merge(acc, signed),
             None => signed,
         });
+        Ok(())
     }
 
     /// A probe/variant has a merged entry when it has several members or
@@ -483,29 +497,34 @@ impl Merge {
         self.members > 1 || self.any_thread
     }
 
-    pub(crate) fn finish(self) -> ProbeResult {
-        let (samples, min, max) = (self.samples, self.min, self.max);
+    /// The merged entry, checked as every stored entry is.
+    pub(crate) fn finish(self) -> Result<ProbeResult, ParseError> {
+        let f = &self.first;
+        let what = format!("{} merged", entry_name(f));
+        self.dist.check(&what).map_err(ParseError::file)?;
+        let mut r = self.dist.to_result(&f.probe, &f.phase, f.variant.clone(), None, None, f.interval_ns.0);
         let pooled = stats::Moments::pooled(self.moments.iter());
-        let histogram = if self.summary_only {
-            vec![Bucket { lo_ns: Nanos(min), hi_ns: Nanos(max), count: samples }]
-        } else {
-            normalise_buckets(self.buckets)
-        };
-        let percentiles_ns = if self.summary_only { BTreeMap::new() } else { percentiles(&histogram, samples, min, max) };
-        let mut r = self.first;
-        r.samples = samples;
-        r.overruns = self.overruns;
         r.overruns_known = self.overruns_known;
-        r.min_ns = Nanos(min);
-        r.max_ns = Nanos(max);
         r.mean_ns = pooled.mean;
         // A part's unknown σ (0) would pool into a σ too small: unknown (0).
         r.stddev_ns = if self.stddev_unknown { 0.0 } else { pooled.sd };
-        r.percentiles_ns = percentiles_ns;
-        r.histogram = histogram;
         r.extras.samples_unknown = self.samples_unknown;
         r.extras.signed = if self.any_signed { self.signed } else { None };
-        r
+        Ok(r)
+    }
+}
+
+/// An entry as an error names it.
+fn entry_name(r: &ProbeResult) -> String {
+    named(&r.probe, r.variant.as_deref(), r.thread)
+}
+
+/// The `n`th member of a merge, as an error of [`Merge::add`] names it.
+struct Merging<'a>(&'a ProbeResult, usize);
+
+impl std::fmt::Display for Merging<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (merging {})", entry_name(self.0), self.1)
     }
 }
 
@@ -625,8 +644,8 @@ mod tests {
             (r.min_ns, r.max_ns) = if x.sd > 0.0 { (Nanos(1), Nanos(9)) } else { (Nanos(5000), Nanos(5000)) };
             r
         };
-        let mut merge = Merge::of(&member(&members[0]));
-        members[1..].iter().for_each(|x| merge.add(&member(x)));
+        let mut merge = Merge::of(&member(&members[0])).unwrap();
+        members[1..].iter().for_each(|x| merge.add(&member(x)).unwrap());
         let bits = |(x, k): (stats::Moments, u64)| (x.n, x.mean.to_bits(), x.sd.to_bits(), k);
         let runs: Vec<_> = merge.moments.iter().map(bits).collect();
         let want: Vec<_> = [(a, 3), (b, 1), (c, 2), (d, 2), (a, 1), (e, 1)].into_iter().map(bits).collect();
@@ -635,7 +654,7 @@ mod tests {
         assert_eq!(merge.moments.sds.iter().map(|&(i, sd)| (i, sd.to_bits())).collect::<Vec<_>>(), [(2, 12.5f64.to_bits()), (3, (-0.0f64).to_bits())]);
         assert_eq!(merge.moments.counts, [(0, 3), (2, 2), (3, 2)]);
         let plain = stats::Moments::pooled(members.iter().map(|&x| (x, 1)));
-        let r = merge.finish();
+        let r = merge.finish().unwrap();
         assert_eq!(r.samples, 3 * 1000 + 1000 + 2 * 2000 + 2 * 1000 + 1000 + 3);
         assert_eq!((r.mean_ns.to_bits(), r.stddev_ns.to_bits()), (plain.mean.to_bits(), plain.sd.to_bits()));
         assert!(r.stddev_ns > 12.5 && r.stddev_ns.is_finite(), "σ pools the spread of the means too: {}", r.stddev_ns);
@@ -650,12 +669,97 @@ mod tests {
             (r.samples, r.mean_ns, r.stddev_ns, r.min_ns, r.max_ns) = (100, mean, sd, Nanos(1_000), Nanos(9_000));
             r
         };
-        let mut merge = Merge::of(&member(4_000.0, 500.0));
-        merge.add(&member(6_000.0, 700.0));
-        assert!(merge.finish().stddev().is_some_and(|s| s > 700.0));
-        let mut merge = Merge::of(&member(4_000.0, 500.0));
-        merge.add(&member(6_000.0, 0.0));
-        let r = merge.finish();
+        let mut merge = Merge::of(&member(4_000.0, 500.0)).unwrap();
+        merge.add(&member(6_000.0, 700.0)).unwrap();
+        assert!(merge.finish().unwrap().stddev().is_some_and(|s| s > 700.0));
+        let mut merge = Merge::of(&member(4_000.0, 500.0)).unwrap();
+        merge.add(&member(6_000.0, 0.0)).unwrap();
+        let r = merge.finish().unwrap();
         assert_eq!((r.stddev_ns, r.stddev()), (0.0, None));
+    }
+
+    /// An imported series of `values` on a grid of `width` ns buckets (a
+    /// file's histogram), with the moments a tool would print.
+    fn binned(thread: Option<usize>, values: &[u64], width: u64) -> Series {
+        let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
+        values.iter().for_each(|v| *counts.entry(v / width).or_default() += 1);
+        let n = values.len() as f64;
+        let mean = values.iter().sum::<u64>() as f64 / n;
+        let sd = (values.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / n).sqrt();
+        Series {
+            probe: "timer".into(),
+            thread,
+            interval_ns: 1000,
+            samples: values.len() as u64,
+            min_ns: *values.iter().min().unwrap(),
+            max_ns: *values.iter().max().unwrap(),
+            mean_ns: Some(mean),
+            stddev_ns: Some(sd),
+            buckets: counts.into_iter().map(|(k, c)| Bucket { lo_ns: Nanos(k * width), hi_ns: Nanos(k * width + width - 1), count: c }).collect(),
+            ..Series::default()
+        }
+    }
+
+    proptest::proptest! {
+        /// Imported members merged through the one type give the entry of
+        /// one imported series of every sample (the same grid): histogram,
+        /// percentiles, count and extremes exactly, the pooled moments to
+        /// rounding; summary-only members give the range of them all.
+        #[test]
+        fn merging_imported_members_equals_importing_everything_in_one(
+            parts in proptest::collection::vec(proptest::collection::vec(0u64..200_000, 1..40), 1..5),
+            width in proptest::sample::select(vec![1u64, 7, 1000]),
+            summary in proptest::bool::ANY,
+        ) {
+            let member = |t: usize, p: &[u64]| {
+                let s = binned(Some(t), p, width);
+                finish_series(if summary { Series { buckets: Vec::new(), ..s } } else { s }, "timer", "idle").unwrap()
+            };
+            let mut merge = Merge::of(&member(0, &parts[0])).unwrap();
+            for (t, p) in parts.iter().enumerate().skip(1) {
+                merge.add(&member(t, p)).unwrap();
+            }
+            let merged = merge.finish().unwrap();
+            let all = parts.concat();
+            let one = member(0, &all);
+            proptest::prop_assert_eq!(merged.samples, all.len() as u64);
+            proptest::prop_assert_eq!((merged.min_ns, merged.max_ns), (one.min_ns, one.max_ns));
+            proptest::prop_assert_eq!(&merged.histogram, &one.histogram);
+            proptest::prop_assert_eq!(&merged.percentiles_ns, &one.percentiles_ns);
+            proptest::prop_assert_eq!(merged.percentiles_ns.is_empty(), summary);
+            proptest::prop_assert!((merged.mean_ns - one.mean_ns).abs() <= 1e-9 * one.mean_ns.max(1.0));
+            proptest::prop_assert!((merged.stddev_ns - one.stddev_ns).abs() <= 1e-6 * one.stddev_ns.max(1.0), "{} vs {}", merged.stddev_ns, one.stddev_ns);
+        }
+    }
+
+    /// Members on different grids (two tools' bin widths) keep every sample
+    /// in a bucket that holds it: overlapping buckets fuse, counts add.
+    #[test]
+    fn members_on_different_grids_fuse_where_they_overlap() {
+        let a = finish_series(binned(Some(0), &[1_500, 2_500, 9_100], 1000), "timer", "idle").unwrap();
+        let b = finish_series(binned(Some(1), &[1_900, 9_100], 2000), "timer", "idle").unwrap();
+        let mut merge = Merge::of(&a).unwrap();
+        merge.add(&b).unwrap();
+        let r = merge.finish().unwrap();
+        let bucket = |lo, hi, count| Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count };
+        // 1 500 and 1 900 share [0, 1 999] (a's [1 000, 1 999] inside b's
+        // [0, 1 999]); a's [2 000, 2 999] only touches it: kept apart.
+        assert_eq!(r.histogram, vec![bucket(0, 1_999, 2), bucket(2_000, 2_999, 1), bucket(8_000, 9_999, 2)]);
+        assert_eq!((r.samples, r.min_ns, r.max_ns), (5, Nanos(1_500), Nanos(9_100)));
+    }
+
+    /// The agent's overflow case, imported: two series whose counts add past
+    /// what a result holds are refused naming the entry, never saturated.
+    #[test]
+    fn an_overflowing_import_merge_is_refused() {
+        let big = |t: usize| {
+            let n = crate::model::MAX_STORED / 2 + 1;
+            let b = Bucket { lo_ns: Nanos(100), hi_ns: Nanos(100), count: n };
+            let s = Series { probe: "timer".into(), thread: Some(t), samples: n, min_ns: 100, max_ns: 100, buckets: vec![b], ..Series::default() };
+            finish_series(s, "timer", "idle").unwrap()
+        };
+        let mut merge = Merge::of(&big(0)).unwrap();
+        let e = merge.add(&big(1)).unwrap_err().msg;
+        assert!(e.starts_with("timer thread 1 (merging 2): samples") && e.contains("largest value a result holds"), "{e}");
     }
 }

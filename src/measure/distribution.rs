@@ -24,13 +24,19 @@
 //!
 //! These are the only checks of a stored entry: native recorders, agent
 //! blocks (src/target/block.rs checks only that the lines its header
-//! announced arrived) and imported results are held to the same ones.
+//! announced arrived) and imported results (src/import/build.rs: each
+//! series and each merged entry) are held to the same ones. An imported
+//! series differs in two ways the type says: its Σx and Σx² are unknown
+//! (the file gives a float mean and σ, pooled by the importer:
+//! [`Distribution::sums_unknown`]), and a file with only min/mean/max has
+//! no histogram ([`Distribution::summary_only`]: one bucket, its range).
 //!
 //! [`per_thread_and_merged`] is the one grouping: one entry per member, then
 //! one merged entry per variant, in the order first seen.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
+use std::fmt::Display;
 
 use crate::model::{Bucket, Nanos, ProbeResult, SecondStats, Tail, TailSample, WorstSample, MAX_STORED};
 use crate::stats::{bucket_percentile, Moments, PERCENTILES};
@@ -66,6 +72,14 @@ pub(crate) struct Distribution {
     pub(crate) seconds: BTreeMap<u64, Second>,
     /// Width of a per-second slot, in s (at least 1).
     pub(crate) width_s: u64,
+    /// The buckets are only the range (one bucket [min, max]): the source
+    /// gave min, mean and max, no histogram (rt-tests' IPC tools), so the
+    /// percentiles are unknown; merged, the range of every part.
+    pub(crate) summary_only: bool,
+    /// Σx and Σx² are not known (an imported series: its mean and σ are the
+    /// file's, as floats): the moments are neither checked nor made here;
+    /// the importer pools the members' own (src/import/build.rs).
+    pub(crate) sums_unknown: bool,
 }
 
 /// The tail's order, a total one so that any grouping sorts alike: largest
@@ -76,17 +90,18 @@ pub(crate) fn rank(a: &TailSample, b: &TailSample) -> Ordering {
     b.0.cmp(&a.0).then(a.2.cmp(&b.2)).then(b.1.cmp(&a.1)).then(b.4.cmp(&a.4)).then(b.3.cmp(&a.3))
 }
 
-fn add(a: u64, b: u64, what: &str, source: &str) -> Result<u64, String> {
+fn add(a: u64, b: u64, what: &str, source: &dyn Display) -> Result<u64, String> {
     a.checked_add(b).filter(|s| *s <= MAX_STORED).ok_or_else(|| format!("{source}: {what} {a} + {b} pass the largest value a result holds ({MAX_STORED})"))
 }
 
 impl Distribution {
     /// Fold `o` (named `source` in an error) into this one: counts and sums
-    /// add (checked), min and max combine, buckets of equal lower bound add,
+    /// add (checked), min and max combine, buckets add where they overlap
+    /// ([`merge_buckets`]; a summary-only part makes the merge one range),
     /// tails are re-ranked and cut to the smaller capacity (with k the
     /// smallest, every sample of the union's top k is in its own part's top
     /// k, so the merged tail stays exact), per-second slots of equal start add.
-    pub(crate) fn merge(&mut self, o: &Distribution, source: &str) -> Result<(), String> {
+    pub(crate) fn merge(&mut self, o: &Distribution, source: &dyn Display) -> Result<(), String> {
         if self.seconds.is_empty() {
             self.width_s = o.width_s;
         } else if !o.seconds.is_empty() && o.width_s != self.width_s {
@@ -95,11 +110,9 @@ impl Distribution {
         let samples = add(self.samples, o.samples, "samples", source)?;
         let overruns = add(self.overruns, o.overruns, "overruns", source)?;
         let sum = self.sum.checked_add(o.sum).ok_or_else(|| format!("{source}: the sum of the samples overflows 128 bits"))?;
-        let mut buckets: BTreeMap<u64, (u64, u64)> = self.buckets.iter().map(|b| (b.lo_ns.0, (b.hi_ns.0, b.count))).collect();
-        for b in &o.buckets {
-            let e = buckets.entry(b.lo_ns.0).or_insert((b.hi_ns.0, 0));
-            *e = (e.0.max(b.hi_ns.0), add(e.1, b.count, "bucket counts", source)?);
-        }
+        // A summary-only part makes the merge one range (set below).
+        let summary_only = self.summary_only || o.summary_only;
+        let buckets = if summary_only { Vec::new() } else { merge_buckets(&self.buckets, &o.buckets, source)? };
         let mut seconds = self.seconds.clone();
         for (t, s) in &o.seconds {
             let e = seconds.entry(*t).or_insert(Second { count: 0, min: u64::MAX, max: 0, sum: 0 });
@@ -115,7 +128,13 @@ impl Distribution {
         self.max_ns = self.max_ns.max(o.max_ns);
         (self.samples, self.overruns, self.sum) = (samples, overruns, sum);
         self.sumsq = self.sumsq.saturating_add(o.sumsq);
-        self.buckets = buckets.into_iter().map(|(lo, (hi, count))| Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(hi), count }).collect();
+        self.summary_only = summary_only;
+        self.sums_unknown |= o.sums_unknown;
+        self.buckets = if summary_only {
+            vec![Bucket { lo_ns: Nanos(self.min_ns), hi_ns: Nanos(self.max_ns), count: samples }]
+        } else {
+            buckets
+        };
         self.seconds = seconds;
         self.tail_k = self.tail_k.min(o.tail_k);
         self.tail.extend(o.tail.iter().copied());
@@ -165,7 +184,9 @@ impl Distribution {
             }
         }
         // min ≤ mean ≤ max and min² ≤ mean square ≤ max², exactly.
-        moments_hold(n, self.sum, self.sumsq, self.min_ns, self.max_ns).map_err(|e| format!("{what}: {e}"))?;
+        if !self.sums_unknown {
+            moments_hold(n, self.sum, self.sumsq, self.min_ns, self.max_ns).map_err(|e| format!("{what}: {e}"))?;
+        }
         for (t, s) in &self.seconds {
             let inside = s.count > 0 && s.min <= s.max && s.min >= self.min_ns && s.max <= self.max_ns;
             if !inside || moments_hold(s.count, s.sum, 0, s.min, s.max).is_err() {
@@ -188,8 +209,10 @@ impl Distribution {
     }
 
     /// The result entry, through the model's constructor: mean and σ from the
-    /// sums, percentiles from the buckets by nearest rank (the top of the
-    /// bucket, clamped to the exact min and max), `worst` a prefix of the tail.
+    /// sums (0, unknown, when [`Distribution::sums_unknown`]), percentiles
+    /// from the buckets by nearest rank (the top of the bucket, clamped to
+    /// the exact min and max; none when summary-only), `worst` a prefix of
+    /// the tail.
     pub(crate) fn to_result(&self, probe: &str, phase: &str, variant: Option<String>, thread: Option<usize>, cpu: Option<usize>, interval_ns: u64) -> ProbeResult {
         let mut r = ProbeResult::new(probe, phase, variant, thread, cpu, Nanos(interval_ns));
         let n = self.samples;
@@ -199,9 +222,8 @@ impl Distribution {
         r.overruns = self.overruns;
         r.min_ns = min;
         r.max_ns = max;
-        r.mean_ns = m.mean;
-        r.stddev_ns = m.sd;
-        r.percentiles_ns = if n == 0 {
+        (r.mean_ns, r.stddev_ns) = if self.sums_unknown { (0.0, 0.0) } else { (m.mean, m.sd) };
+        r.percentiles_ns = if n == 0 || self.summary_only {
             BTreeMap::new()
         } else {
             PERCENTILES.iter().filter_map(|p| bucket_percentile(&self.buckets, p.q, min, max).map(|v| (p.key.to_string(), v))).collect()
@@ -217,6 +239,34 @@ impl Distribution {
         r.tail = Tail { k: self.tail_k, samples: self.tail.clone() };
         r
     }
+}
+
+/// The union of two bucket lists, each ascending without overlap: buckets
+/// that overlap (or share an end) fuse into one with their counts added
+/// (checked, named `source`), so parts on one grid (a recorder's, an
+/// agent's) add bucket by bucket and parts on different grids (imported
+/// files) keep every sample inside a bucket that holds it. The result does
+/// not depend on the order the parts are merged in: its buckets are the
+/// connected pieces of the union of every part's buckets.
+pub(crate) fn merge_buckets(a: &[Bucket], b: &[Bucket], source: &dyn Display) -> Result<Vec<Bucket>, String> {
+    let mut out: Vec<Bucket> = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        let take_a = j == b.len() || (i < a.len() && (a[i].lo_ns, a[i].hi_ns) <= (b[j].lo_ns, b[j].hi_ns));
+        let x = if take_a { a[i] } else { b[j] };
+        (i, j) = if take_a { (i + 1, j) } else { (i, j + 1) };
+        if x.count == 0 {
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if x.lo_ns <= last.hi_ns => {
+                last.hi_ns = last.hi_ns.max(x.hi_ns);
+                last.count = add(last.count, x.count, "bucket counts", source)?;
+            }
+            _ => out.push(x),
+        }
+    }
+    Ok(out)
 }
 
 /// The sums of `n` samples within [`min`, `max`] can be what they say:

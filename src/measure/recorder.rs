@@ -360,6 +360,7 @@ impl Recorder {
             worst: self.worst_k,
             seconds,
             width_s,
+            ..Distribution::default()
         }
     }
 

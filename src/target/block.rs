@@ -305,6 +305,7 @@ impl Block {
             worst: self.worst,
             seconds: self.sec.iter().map(|(t, s)| (*t, Second { count: s.0, min: s.1, max: s.2, sum: s.3 })).collect(),
             width_s: self.s.per_second_width_s,
+            ..Distribution::default()
         }
     }
 }
