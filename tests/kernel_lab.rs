@@ -373,6 +373,46 @@ fn rt_kernel_tracer_in_use_is_refused() {
 const HOG: &str = "chrt -f 99 taskset -c 0 sh -c 'while :; do read t _ </proc/uptime; e=$(( ${t%.*}${t#*.} + 15 )); \
                    while read t _ </proc/uptime; [ ${t%.*}${t#*.} -lt $e ]; do :; done; sleep 0.3; done'";
 
+/// A guest that never ends is killed at --timeout (exit 124), and the lab
+/// says what it was doing first (stop 51 and 53 saw an rt guest stop
+/// printing under heavy load with nothing to go on): each QEMU thread's
+/// CPU use over 2 s, named (vCPU threads apart), and each vCPU's registers
+/// from QEMU's monitor. A guest asleep in a script is the case where the
+/// answer is known: its vCPUs' threads sleep.
+#[test]
+fn a_guest_killed_at_the_timeout_leaves_its_state() {
+    let Some(_guard) = lab_guest() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("hang.sh");
+    std::fs::write(&script, "echo hanging\nsleep 100000\n").unwrap();
+    let out = Command::new(kernel_lab())
+        .args(["--kernel", "stock", "--guest-script", script.to_str().unwrap(), "--timeout", "60", "--rtscope"])
+        .arg(lab_rtscope())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(124), "{err}");
+    assert!(err.contains("the guest was killed after the --timeout of 60s"), "{err}");
+    let threads: Vec<&str> = err
+        .lines()
+        .skip_while(|l| !l.starts_with("---- QEMU's threads at the timeout"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("----"))
+        .collect();
+    // Each line: tid, CPU ms in the last 2 s, state, name, kernel wait.
+    let vcpus: Vec<&&str> = threads.iter().filter(|l| l.contains("CPU_0/TCG") || l.contains("CPU_1/TCG")).collect();
+    assert_eq!(vcpus.len(), 2, "one line per vCPU thread (--smp 2): {threads:?}\n{err}");
+    for l in &vcpus {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let ms: u64 = f[1].parse().unwrap_or_else(|_| panic!("CPU ms in {l:?}"));
+        assert!(ms <= 2_500, "a thread cannot use more than its 2 s: {l:?}");
+        assert_eq!(f[2], "ms", "{l:?}");
+    }
+    let regs = err.lines().filter(|l| l.trim_start().starts_with("RIP=")).count();
+    assert_eq!(regs, 2, "each vCPU's registers from the monitor: {err}");
+    assert!(err.contains("CPU#0") && err.contains("CPU#1") && err.contains("HLT="), "{err}");
+}
+
 #[test]
 fn rt_kernel_timerlat_names_a_fifo_hog() {
     let _guard = guest_lock();
