@@ -27,7 +27,7 @@ pub(crate) fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), 
     check_trace(args, &probes)?;
     check_interval(args)?;
 
-    let path = output_path(args, started)?;
+    let output = output(args, started)?;
 
     let plan = RunPlan {
         probes,
@@ -42,7 +42,7 @@ pub(crate) fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), 
             stack_hz: (args.trace_stacks > 0).then_some(args.trace_stacks),
         }),
     };
-    Ok((plan, Output { path, quiet: args.quiet, unit: crate::units::Unit::of_ns_flag(args.ns) }))
+    Ok((plan, output))
 }
 
 /// `-i` no longer than `-D`: whatever measures the run, a period must complete.
@@ -125,9 +125,15 @@ fn check_trace(args: &RunArgs, probes: &[String]) -> Result<(), BadInput> {
     )))
 }
 
+/// What the run writes and prints, whatever measures it: the result file
+/// ([`output_path`]), `-q`, and the unit of `--ns`.
+pub(crate) fn output(args: &RunArgs, started: &str) -> Result<Output, BadInput> {
+    Ok(Output { path: output_path(args, started)?, quiet: args.quiet, unit: crate::units::Unit::of_ns_flag(args.ns) })
+}
+
 /// Where the result goes: `--json FILE`, else `--out DIR`/rtscope-STARTED.json;
 /// checked writable now (exit 2), before anything is measured.
-pub(crate) fn output_path(args: &RunArgs, started: &str) -> Result<PathBuf, BadInput> {
+fn output_path(args: &RunArgs, started: &str) -> Result<PathBuf, BadInput> {
     Ok(match &args.json {
         Some(p) => {
             check_parent(p, "--json")?;

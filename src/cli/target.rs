@@ -30,9 +30,6 @@ pub(crate) fn build(args: &RunArgs, target: &str, started: &str) -> Result<(Targ
     super::applies::check_flags(&args.given, &shape)?;
     super::plan::check_interval(args)?;
     check_agent_range(args)?;
-    if args.load.phase_name.is_some() && !args.load.loads.is_empty() {
-        return Err(BadInput("--phase-name names the one phase of a load started outside rtscope; not with --load".into()));
-    }
     let phases = super::load::phases_from_flags(&args.load)?;
     let mut loads = Vec::new();
     for p in &phases {
@@ -64,8 +61,7 @@ pub(crate) fn build(args: &RunArgs, target: &str, started: &str) -> Result<(Targ
         trace: None,
     };
     let on = OnTarget { probes: args.probes.clone(), threads, affinity, loads, silence_ns: args.target_silence };
-    let path = super::plan::output_path(args, started)?;
-    Ok((spec, plan, on, Output { path, quiet: args.quiet, unit: crate::units::Unit::of_ns_flag(args.ns) }))
+    Ok((spec, plan, on, super::plan::output(args, started)?))
 }
 
 /// The agent's plan limit on the interval (agent/plan.c: 1 ns to 1 h),

@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 
 use crate::measure::distribution::{moments_hold, per_thread_and_merged, Distribution, Member, Second};
-use crate::model::{Bucket, Nanos, ProbeResult, SetupStep, SignedStats, TailSample};
+use crate::model::{Bucket, Extras, Nanos, ProbeResult, SetupStep, SignedStats, TailSample};
 
 use super::proto::{tuples, Line};
 use crate::import::Series;
@@ -345,10 +345,11 @@ pub(crate) fn results_of(blocks: &[Block], phase: &str) -> Result<Vec<ProbeResul
             .collect();
         for g in per_thread_and_merged(probe, phase, &members)? {
             let mut r = g.result;
-            // The signed summaries merge as before; a block's note is its
-            // entry's, and the merged entry takes its first block's.
-            r.extras.signed = g.members.iter().filter_map(|&i| of[i].s.signed).reduce(|a, b| a.merge(b));
-            r.extras.note = of[g.members[0]].note.clone();
+            // What a block carries beside its distribution (its signed
+            // summary, its note), combined for the merged entry by the rule
+            // a native run's threads use (`Extras::merge`).
+            let extras = |b: &Block| Extras { signed: b.s.signed, note: b.note.clone(), ..Extras::default() };
+            r.extras = g.members.iter().map(|&i| extras(of[i])).reduce(|a, b| a.merge(&b)).unwrap_or_default();
             out.push(r);
         }
     }
@@ -407,6 +408,35 @@ mod tests {
         assert_eq!(m.worst.iter().map(|w| w.latency_ns.0).collect::<Vec<_>>(), [40, 30]);
         assert_eq!((m.per_second[0].count, m.per_second[0].min_ns.0, m.per_second[0].max_ns.0), (5, 5, 40));
         assert_eq!(rs[0].percentiles_ns["99"], Nanos(30));
+    }
+
+    proptest! {
+        /// Agent blocks merged through the one type give the entry of one
+        /// block that holds every sample: counts, buckets, percentiles,
+        /// extremes, mean, the tail's latencies and the per-second counts
+        /// (distinct values: the helper writes one bucket per value).
+        #[test]
+        fn merging_blocks_equals_one_block_of_everything(
+            values in proptest::collection::btree_set(1u64..5_000_000, 1..=8),
+            cuts in proptest::collection::vec(0usize..8, 0..3),
+        ) {
+            let all: Vec<u64> = values.into_iter().collect();
+            let mut at: Vec<usize> = cuts.into_iter().map(|c| c % all.len()).chain([0, all.len()]).collect();
+            at.sort();
+            at.dedup();
+            let blocks: Vec<Block> = at.windows(2).enumerate().map(|(t, w)| block(t, &all[w[0]..w[1]])).collect();
+            let merged = results_of(&blocks, "idle").unwrap().pop().unwrap();
+            let one = results_of(&[block(0, &all)], "idle").unwrap().remove(0);
+            prop_assert_eq!(merged.samples, one.samples);
+            prop_assert_eq!(&merged.histogram, &one.histogram);
+            prop_assert_eq!(&merged.percentiles_ns, &one.percentiles_ns);
+            prop_assert_eq!((merged.min_ns, merged.max_ns), (one.min_ns, one.max_ns));
+            prop_assert!((merged.mean_ns - one.mean_ns).abs() <= 1e-9 * one.mean_ns);
+            let lat = |r: &ProbeResult| r.tail.samples.iter().map(|s| s.0).collect::<Vec<_>>();
+            prop_assert_eq!(lat(&merged), lat(&one));
+            prop_assert_eq!(merged.per_second.iter().map(|s| s.count).collect::<Vec<_>>(), one.per_second.iter().map(|s| s.count).collect::<Vec<_>>());
+            prop_assert_eq!(merged.overruns, blocks.len() as u64, "one overrun per block");
+        }
     }
 
     /// Three blocks of 2^63−1 samples of 100 ns merged (unchecked `+=`) to
