@@ -306,9 +306,9 @@ fn coarse_clock_before(plan: &RunPlan, h: &Line, spec: &TargetSpec) -> Option<St
     let below: Vec<String> = std::iter::once(plan.measuring.interval_ns).chain(plan.measuring.probe.periods_ns.iter().copied()).filter(|i| *i > 0 && *i < res).map(fmt).collect();
     let what = if below.is_empty() { format!("latencies under {} cannot be told apart", fmt(res)) } else { format!("the interval {} is below it: periods and wake-ups come in its ticks", below.join(", ")) };
     Some(format!(
-        "warning: the target {spec} announces a clock resolution of {} (hello res_ns, clock_getres); {what}. Use a tickless or high-resolution clock on the target (docs/porting.md) or an interval of at least {}.",
+        "warning: the target {spec} announces a clock resolution of {} (hello res_ns, clock_getres); {what}. {}",
         fmt(res),
-        fmt(res)
+        crate::analysis::warnings::coarse_clock_remedy(res)
     ))
 }
 
