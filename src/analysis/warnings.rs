@@ -95,7 +95,7 @@ impl fmt::Display for Warning {
                 f,
                 "{probe} ({phase}): the target's clock resolution is {} (clock_getres), coarser than {what}: periods and wake-ups come in its ticks, so latencies and missed periods reflect the tick, not the system. {}",
                 crate::units::fmt_ns(*resolution_ns),
-                coarse_clock_remedy(*resolution_ns)
+                crate::target::session::coarse_clock_remedy(*resolution_ns)
             ),
             Warning::Stalled { detail } => write!(
                 f,
@@ -393,12 +393,6 @@ fn target_clock(run: &Run) -> Vec<Warning> {
             Some(Warning::CoarseClock { probe: r.probe.clone(), phase: r.phase.clone(), resolution_ns: res, what })
         })
         .collect()
-}
-
-/// What a user does about a target clock coarser than the plan's interval:
-/// said before measuring (target::session) and with the results (here).
-pub(crate) fn coarse_clock_remedy(resolution_ns: u64) -> String {
-    format!("Use a tickless or high-resolution clock on the target (docs/porting.md) or an interval of at least {}.", crate::units::fmt_ns(resolution_ns))
 }
 
 #[cfg(test)]

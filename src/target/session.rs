@@ -308,8 +308,15 @@ fn coarse_clock_before(plan: &RunPlan, h: &Line, spec: &TargetSpec) -> Option<St
     Some(format!(
         "warning: the target {spec} announces a clock resolution of {} (hello res_ns, clock_getres); {what}. {}",
         fmt(res),
-        crate::analysis::warnings::coarse_clock_remedy(res)
+        coarse_clock_remedy(res)
     ))
+}
+
+/// What a user does about a target clock coarser than the plan's interval:
+/// said before measuring (here) and with the results (analysis::warnings,
+/// a layer above).
+pub(crate) fn coarse_clock_remedy(resolution_ns: u64) -> String {
+    format!("Use a tickless or high-resolution clock on the target (docs/porting.md) or an interval of at least {}.", crate::units::fmt_ns(resolution_ns))
 }
 
 /// The run every result block goes into: the plan as agreed, the agent's
