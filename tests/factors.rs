@@ -377,3 +377,32 @@ fn without_root_host_knobs_are_exit_2_naming_them_and_nothing_changes() {
         assert_eq!(&std::fs::read_to_string(p).unwrap(), b, "{p} unchanged");
     }
 }
+
+/// Boot factors (kernel, cmdline) run each cell in a lab/kernel-lab guest:
+/// every pairing mistake and every cell the lab refuses is exit 2 before a
+/// guest boots, with nothing written. (The guests themselves run in
+/// tests/kernel_lab.rs.)
+#[test]
+fn boot_factors_are_checked_before_any_guest_boots() {
+    let sb = Sandbox::new();
+    let lab = format!("{}/lab/kernel-lab --icount 1", env!("CARGO_MANIFEST_DIR"));
+    let missing = sb.path("no-such-vmlinuz");
+    let missing_kernel = format!("kernel=stock,{}", missing.display());
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--factor", "kernel=stock,rt"], "give the lab command"),
+        (vec!["--factor", "cmdline=none,idle=poll", "--factor", "printk=4,1", "--lab", &lab], "changes this host"),
+        (vec!["--factor", "load=idle,cpu", "--lab", &lab], "needs a boot factor"),
+        (vec!["--factor", "kernel=stock,rt", "--lab", "lab/kernel-lab --kernel rt"], "--kernel is what --factor kernel sets"),
+        (vec!["--factor", "cmdline=none,'idle=poll'"], "quotes"),
+        (vec!["--factor", &missing_kernel, "--lab", &lab], "no-such-vmlinuz"),
+        (vec!["--factor", "kernel=stock,rt", "--lab", &lab, "--bogus-flag"], "--bogus-flag"),
+        (vec!["--factor", "kernel=stock,rt", "--lab", "/nonexistent/kernel-lab"], "cannot run /nonexistent/kernel-lab"),
+    ];
+    for (args, says) in cases {
+        let out = sb.cmd().arg("factors").args(&args).args(["-D", "1s", "--out", sb.path("out").to_str().unwrap()]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?} should say {says:?}: {stderr}");
+    }
+    assert!(!sb.path("out").exists(), "nothing written");
+}

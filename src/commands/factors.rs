@@ -29,7 +29,7 @@ fn check_no_clash(args: &RunArgs, design: &Design) -> Result<(), BadInput> {
             Kind::Run(RunSetting::DmaLatency) => args.no_dma_latency.then_some("--no-dma-latency"),
             Kind::Run(RunSetting::Priority) => args.given.priority.then_some("-p/--priority"),
             Kind::Run(RunSetting::Policy) => args.given.policy.then_some("--policy"),
-            Kind::Host(_) => None,
+            Kind::Host(_) | Kind::Boot(_) => None,
         };
         if let Some(flag) = clash {
             return Err(BadInput(format!("--factor {} sets what {flag} sets: give one of them", f.knob.name)));
@@ -65,7 +65,7 @@ fn cell_args(base: &RunArgs, design: &Design, cell: usize, out: &std::path::Path
                 };
                 given.push("policy".into());
             }
-            Kind::Host(_) => {}
+            Kind::Host(_) | Kind::Boot(_) => {}
         }
     }
     a.json = Some(out.join(format!("{name}.json")));
@@ -95,6 +95,7 @@ pub(crate) fn cmd(args: &FactorsArgs) -> anyhow::Result<u8> {
     let factors = args.factors.iter().map(|s| parse_factor(s)).collect::<Result<Vec<_>, _>>()?;
     let design = Design::new(factors)?;
     check_no_clash(ra, &design)?;
+    let lab = super::factors_lab::Lab::new(args.lab.as_deref(), &design, &ra.command_line)?;
     let started = OffsetDateTime::now_utc();
     let exp = format!("fx-{}", crate::commands::run::stamp(started));
     let rounds = args.rounds as usize;
@@ -103,10 +104,17 @@ pub(crate) fn cmd(args: &FactorsArgs) -> anyhow::Result<u8> {
 
     // Every cell's plan, built now: a bad flag or level is exit 2 before
     // anything is changed or measured.
+    // In the lab, the lab checks each cell (its options, and the run flags
+    // through this host's `rtscope run --dry-run`).
     let mut measured = Vec::new();
-    for c in 0..design.cells.len() {
-        let (plan, _, _) = crate::cli::load::build(&cell_args(ra, &design, c, &std::env::temp_dir(), "rtscope-factors-check"), "check")?;
-        measured = plan.measured_cpus();
+    match &lab {
+        Some(l) => l.check(&design)?,
+        None => {
+            for c in 0..design.cells.len() {
+                let (plan, _, _) = crate::cli::load::build(&cell_args(ra, &design, c, &std::env::temp_dir(), "rtscope-factors-check"), "check")?;
+                measured = plan.measured_cpus();
+            }
+        }
     }
     let root = KnobRoot::from_env();
     let host = HostCtx { online: online_cpus(), measured };
@@ -159,7 +167,8 @@ pub(crate) fn cmd(args: &FactorsArgs) -> anyhow::Result<u8> {
         design.shape.words(),
         out.display()
     );
-    let result = run_rounds(args, &design, &exp, rounds, seed, &out, &root, &host, &stop, store.as_mut());
+    let ctx = Rounds { design: &design, exp: &exp, rounds, seed, out: &out, root: &root, host: &host, stop: &stop, lab: lab.as_ref() };
+    let result = run_rounds(args, &ctx, store.as_mut());
     let restored_failed = journal.as_mut().map(|j| j.restore()).unwrap_or_default();
     if let Some(j) = &journal {
         if restored_failed.is_empty() {
@@ -178,20 +187,44 @@ pub(crate) fn cmd(args: &FactorsArgs) -> anyhow::Result<u8> {
     Ok(if interrupted { EXIT_INTERRUPTED } else { EXIT_OK })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_rounds(
-    args: &FactorsArgs,
-    design: &Design,
-    exp: &str,
+/// What every round of an experiment shares.
+struct Rounds<'a> {
+    design: &'a Design,
+    exp: &'a str,
     rounds: usize,
     seed: u64,
-    out: &std::path::Path,
-    root: &KnobRoot,
-    host: &HostCtx,
-    stop: &std::sync::atomic::AtomicBool,
-    mut store: Option<&mut crate::store::Store>,
-) -> anyhow::Result<(Vec<Observation>, Vec<String>)> {
+    out: &'a std::path::Path,
+    root: &'a KnobRoot,
+    host: &'a HostCtx,
+    stop: &'a std::sync::atomic::AtomicBool,
+    /// Boot factors: each run is a guest of this lab.
+    lab: Option<&'a super::factors_lab::Lab>,
+}
+
+/// One cell's run: in this process, or in a lab guest. The run and the
+/// text of its result file.
+fn run_cell(args: &FactorsArgs, ctx: &Rounds, cell: usize, name: &str) -> anyhow::Result<(crate::model::Run, String)> {
+    if let Some(lab) = ctx.lab {
+        // The history keeps the command that made the run, the experiment
+        // (`load_stored` reads the design from it); the guest's own `rtscope
+        // run` line stays in the result file the lab brought back.
+        let (mut run, _, _) = lab.run(ctx.design, cell, &ctx.out.join(format!("{name}.json")), ctx.stop)?;
+        run.command_line = args.run.command_line.clone();
+        let text = serde_json::to_string(&run)?;
+        return Ok((run, text));
+    }
+    let a = cell_args(&args.run, ctx.design, cell, ctx.out, name);
+    let started = OffsetDateTime::now_utc();
+    let (plan, mut output, e) = crate::cli::load::build(&a, name)?;
+    output.quiet = true;
+    let run = runner::execute(&plan, &e, runner::Invocation { output: &output, command_line: args.run.command_line.clone(), started, stop: ctx.stop, warnings: crate::commands::run::warnings })?;
+    let text = std::fs::read_to_string(&output.path)?;
+    Ok((run, text))
+}
+
+fn run_rounds(args: &FactorsArgs, ctx: &Rounds, mut store: Option<&mut crate::store::Store>) -> anyhow::Result<(Vec<Observation>, Vec<String>)> {
     use std::sync::atomic::Ordering;
+    let Rounds { design, exp, rounds, seed, root, host, stop, .. } = *ctx;
     let schedule = design.schedule(rounds, seed);
     let mut obs = Vec::new();
     let mut notes = Vec::new();
@@ -214,14 +247,14 @@ fn run_rounds(
             }
         }
         let name = format!("r{:02}-c{:02}", round + 1, cell + 1);
-        let a = cell_args(&args.run, design, cell, out, &name);
-        let started = OffsetDateTime::now_utc();
-        let (plan, mut output, e) = crate::cli::load::build(&a, &name)?;
-        output.quiet = true;
-        let run = runner::execute(&plan, &e, runner::Invocation { output: &output, command_line: args.run.command_line.clone(), started, stop, warnings: crate::commands::run::warnings })?;
+        let (run, text) = match run_cell(args, ctx, cell, &name) {
+            Ok(r) => r,
+            // A guest stopped by Ctrl-C may leave no result: the runs taken are kept.
+            Err(_) if stop.load(Ordering::SeqCst) => break,
+            Err(e) => return Err(e),
+        };
         let mut id = None;
         if let Some(s) = store.as_deref_mut() {
-            let text = std::fs::read_to_string(&output.path)?;
             let rid = s.save(&run, &text, run.source())?;
             for t in design.tags(exp, round, cell) {
                 s.tag(rid, &t)?;

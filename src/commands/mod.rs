@@ -7,6 +7,7 @@ pub(crate) mod doctor;
 pub(crate) mod end;
 pub mod entry;
 pub(crate) mod factors;
+pub(crate) mod factors_lab;
 pub(crate) mod inputs;
 pub(crate) mod monitor;
 pub(crate) mod presets;

@@ -58,8 +58,10 @@ pub(crate) fn parse_factor(s: &str) -> Result<Factor, BadInput> {
         if levels[..i].contains(l) {
             return Err(BadInput(format!("--factor {s}: level {l} is given twice")));
         }
-        if let Kind::Run(r) = knob.kind {
-            knobs::check_run_level(knob.name, r, l)?;
+        match knob.kind {
+            Kind::Run(r) => knobs::check_run_level(knob.name, r, l)?,
+            Kind::Boot(b) => knobs::check_boot_level(knob.name, b, l)?,
+            Kind::Host(_) => {}
         }
     }
     Ok(Factor { knob, levels })

@@ -12,6 +12,9 @@
 //!   the length of one run — holding `/dev/cpu_dma_latency`, the load
 //!   phase, the measuring threads' priority and policy. They end with the
 //!   run (a held file descriptor closes, loads stop), so nothing is journaled.
+//! - **boot settings** ([`BootSetting`]): what a kernel-lab guest boots with
+//!   — the kernel, extra kernel command-line parameters. One guest boot per
+//!   cell (`rtscope factors --lab`); nothing on this host changes.
 //!
 //! Files are read and written under `RTSCOPE_KNOB_ROOT` when set (the tests'
 //! fake `/proc` and `/sys` trees), else under `/`.
@@ -124,10 +127,20 @@ pub(crate) enum RunSetting {
     Policy,
 }
 
+/// What a kernel-lab guest boots with (`rtscope factors --lab`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BootSetting {
+    /// The guest's kernel: lab/kernel-lab `--kernel` (rt, stock or a vmlinuz path).
+    Kernel,
+    /// Kernel command-line parameters added after the lab's own (`none`: nothing added).
+    Cmdline,
+}
+
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Kind {
     Host(HostKnob),
     Run(RunSetting),
+    Boot(BootSetting),
 }
 
 /// One knob: a name on the command line and what it is.
@@ -145,6 +158,8 @@ impl Knob {
             Kind::Run(RunSetting::Load) => "rtscope's load phase during each run (a --load name; idle is none)",
             Kind::Run(RunSetting::Priority) => "the measuring threads' real-time priority",
             Kind::Run(RunSetting::Policy) => "the measuring threads' scheduling policy",
+            Kind::Boot(BootSetting::Kernel) => "the kernel a kernel-lab guest boots (one guest boot per run; needs --lab)",
+            Kind::Boot(BootSetting::Cmdline) => "kernel command-line parameters a kernel-lab guest boots with, after the lab's own (needs --lab)",
         }
     }
     pub(crate) fn levels_help(&self) -> &'static str {
@@ -154,13 +169,15 @@ impl Knob {
             Kind::Run(RunSetting::Load) => "idle, cpu, memory, io, net, irq, sched, mixed",
             Kind::Run(RunSetting::Priority) => "1-99",
             Kind::Run(RunSetting::Policy) => "fifo, rr, other, deadline",
+            Kind::Boot(BootSetting::Kernel) => "rt, stock or a vmlinuz path",
+            Kind::Boot(BootSetting::Cmdline) => "none, or parameters such as idle=poll or 'nohz_full=0 isolcpus=0' (no commas)",
         }
     }
     pub(crate) fn doctor(&self) -> Option<&'static str> {
         match self.kind {
             Kind::Host(h) => Some(h.doctor),
             Kind::Run(RunSetting::DmaLatency) => Some("cpuidle.pm_qos"),
-            Kind::Run(_) => None,
+            Kind::Run(_) | Kind::Boot(_) => None,
         }
     }
 }
@@ -270,9 +287,11 @@ pub(crate) const HOST_KNOBS: &[HostKnob] = &[
 const RUN_SETTINGS: &[(&str, RunSetting)] =
     &[("dma-latency", RunSetting::DmaLatency), ("load", RunSetting::Load), ("priority", RunSetting::Priority), ("policy", RunSetting::Policy)];
 
+const BOOT_SETTINGS: &[(&str, BootSetting)] = &[("kernel", BootSetting::Kernel), ("cmdline", BootSetting::Cmdline)];
+
 /// Every knob's name, for messages.
 pub(crate) fn names() -> Vec<&'static str> {
-    RUN_SETTINGS.iter().map(|(n, _)| *n).chain(HOST_KNOBS.iter().map(|k| k.name)).collect()
+    RUN_SETTINGS.iter().map(|(n, _)| *n).chain(HOST_KNOBS.iter().map(|k| k.name)).chain(BOOT_SETTINGS.iter().map(|(n, _)| *n)).collect()
 }
 
 /// The knob called `name`; exit 2 naming the knobs there are.
@@ -282,6 +301,9 @@ pub(crate) fn find(name: &str) -> Result<Knob, BadInput> {
     }
     if let Some(h) = HOST_KNOBS.iter().find(|k| k.name == name) {
         return Ok(Knob { name: h.name, kind: Kind::Host(*h) });
+    }
+    if let Some((n, b)) = BOOT_SETTINGS.iter().find(|(n, _)| *n == name) {
+        return Ok(Knob { name: n, kind: Kind::Boot(*b) });
     }
     Err(BadInput(format!("--factor {name}: no such knob; the knobs are {} (docs/factors.md)", names().join(", "))))
 }
@@ -451,6 +473,22 @@ pub(crate) fn check_run_level(knob: &str, s: RunSetting, level: &str) -> Result<
             "fifo" | "rr" | "other" | "deadline" => Ok(()),
             _ => Err(bad("expected fifo, rr, other or deadline")),
         },
+    }
+}
+
+/// A boot setting's level, checked as text (a kernel path's existence is
+/// lab/kernel-lab's own check, made before anything boots).
+pub(crate) fn check_boot_level(knob: &str, s: BootSetting, level: &str) -> Result<(), BadInput> {
+    let bad = |why: &str| BadInput(format!("--factor {knob}={level}: {why}"));
+    if level.chars().any(|c| c.is_control() || c == '\'' || c == '"') {
+        return Err(bad("a level may not hold quotes or control characters"));
+    }
+    match s {
+        BootSetting::Kernel if level.contains(char::is_whitespace) => Err(bad("expected rt, stock or a vmlinuz path (without spaces)")),
+        BootSetting::Cmdline if level != "none" && !level.split_whitespace().all(|w| w.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())) => {
+            Err(bad("expected none or kernel parameters such as idle=poll or 'nohz_full=0 isolcpus=0'"))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -200,7 +200,15 @@ pub(crate) fn analyse(
         notes.push("interactions need a full factorial design (at most 16 cells): not estimated".into());
     }
     rank(&mut rows);
-    let host = obs.first().map(|o| format!("{} {}", o.run.host.hostname, o.run.host.kernel_release)).unwrap_or_default();
+    // Boot factors run on guests with different kernels: each one named, in order of first run.
+    let mut hosts: Vec<String> = Vec::new();
+    for o in obs {
+        let h = format!("{} {}", o.run.host.hostname, o.run.host.kernel_release);
+        if !hosts.contains(&h) {
+            hosts.push(h);
+        }
+    }
+    let host = hosts.join(", ");
     Analysis {
         schema_version: SCHEMA_VERSION,
         experiment: experiment.to_string(),
