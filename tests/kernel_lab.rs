@@ -1130,6 +1130,8 @@ fn lab_options_are_checked_before_any_fetch_or_boot() {
         (vec!["--tcg-threads", "two"], "--tcg-threads 'two' is not single or multi"),
         (vec!["--accel", "kvm", "--tcg-threads", "single"], "--tcg-threads works with --accel tcg only"),
         (vec!["--icount", "1", "--tcg-threads", "multi"], "--tcg-threads and --icount exclude each other"),
+        (vec!["--append-more", "idle='poll'"], "--append-more 'idle='poll'': kernel parameters without quotes"),
+        (vec!["--append-more", ""], "option --append-more needs a value"),
     ];
     // The run arguments are parsed by the host's rtscope, after the
     // tools check: only where the lab's tools are installed.
@@ -1414,4 +1416,72 @@ fn a_boot_parameter_is_a_factor_one_guest_per_run() {
     assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
     let again: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(again["effects"], effects["effects"], "the stored experiment analyses to the same effects");
+}
+
+/// Issue 44, the deck's printk finding as the lab really shows it. A writer
+/// of kernel messages that opens /dev/kmsg for each one (`echo … >/dev/kmsg`
+/// in a shell loop, as the deck's test did), on the measured CPU of a guest
+/// on the virtual instruction clock, after the printk ring has wrapped: every
+/// open scans the ring for its first valid record (devkmsg_open →
+/// prb_first_valid_seq → _prb_read_valid). On the stock kernel that scan has
+/// no preemption point and the timer thread waits for it: the traced late
+/// samples must name that code path, whatever the console log level (it is
+/// 1 here: nothing is printed; the console write itself costs no virtual
+/// time in QEMU, docs/kernel-lab.md "The printk finding"). On PREEMPT_RT the
+/// timer thread preempts the writer: no late sample names the scan.
+#[test]
+fn stock_guest_names_the_printk_ring_scan_of_a_kmsg_writer() {
+    let Some(_guard) = lab_guest() else { return };
+    let (txt, traced, named, max) = kmsg_writer_run("stock");
+    assert!(traced > 0, "no late sample was traced: {txt}");
+    assert!(named * 2 >= traced, "{named} of {traced} traced late samples name the ring scan: {txt}");
+    let (rt_txt, rt_traced, rt_named, rt_max) = kmsg_writer_run("rt");
+    eprintln!("kernel_lab: kmsg writer: stock max {max} ns, {named} of {traced} traced name the scan; rt max {rt_max} ns, {rt_named} of {rt_traced}");
+    assert_eq!(rt_named, 0, "the rt guest's late samples name the ring scan: {rt_txt}");
+    assert!(rt_max < max, "rt max {rt_max} ns vs stock {max} ns: {rt_txt}");
+}
+
+/// One guest of [`stock_guest_names_the_printk_ring_scan_of_a_kmsg_writer`]:
+/// the terminal output, the traced late samples, how many of them name the
+/// ring scan, and the run's max (ns).
+fn kmsg_writer_run(kernel: &str) -> (String, usize, usize, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("kmsg.sh");
+    std::fs::write(
+        &script,
+        "echo 1 >/proc/sys/kernel/printk\n\
+         i=0; while [ $i -lt 20000 ]; do echo \"<4>rtscope-lab fill $i 0123456789abcdefghijklmnopqrstuvwxyz\" >/dev/kmsg; i=$((i+1)); done\n\
+         sh -c 'while :; do echo \"<4>rtscope-lab printk writer 0123456789abcdefghijklmnopqrstuvwxyz\" >/dev/kmsg; sleep 0.001; done' &\n\
+         w=$!\n\
+         sleep 0.2\n\
+         rtscope run --probe timer -a 0 -i 1000 -p 95 -D 3s --trace-threshold 150us --no-store --json run.json >run.txt 2>&1\n\
+         echo $? >run.rc\n\
+         kill $w\n",
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let out = run_lab(&["--kernel", kernel, "--icount", "1", "--guest-script", script.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let read = |f: &str| std::fs::read_to_string(out_dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+    let txt = read("run.txt");
+    eprintln!("kernel_lab: kmsg writer in the {kernel} guest:\n{txt}");
+    assert_eq!(read("run.rc").trim(), "0", "{txt}");
+    let run: serde_json::Value = serde_json::from_str(&read("run.json")).unwrap();
+    let r = &run["results"][0];
+    let (mut traced, mut named) = (0, 0);
+    for w in r["worst"].as_array().unwrap().iter().filter(|w| w.get("trace").is_some()) {
+        traced += 1;
+        let frames: Vec<String> = w["trace"]["culprits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|c| c.get("paths").and_then(|p| p.as_array()).cloned().unwrap_or_default())
+            .flat_map(|p| p["frames"].as_array().cloned().unwrap_or_default())
+            .filter_map(|f| f.as_str().map(str::to_string))
+            .collect();
+        if frames.iter().any(|f| f == "devkmsg_open" || f.contains("prb_first_valid_seq")) {
+            named += 1;
+        }
+    }
+    (txt, traced, named, r["max_ns"].as_u64().unwrap())
 }
