@@ -1435,9 +1435,11 @@ fn stock_guest_names_the_printk_ring_scan_of_a_kmsg_writer() {
     let (txt, traced, named, max) = kmsg_writer_run("stock");
     assert!(traced > 0, "no late sample was traced: {txt}");
     assert!(named * 2 >= traced, "{named} of {traced} traced late samples name the ring scan: {txt}");
+    assert!(txt.contains("advice: opening /dev/kmsg (devkmsg_open by sh in ") && txt.contains("cannot preempt"), "{txt}");
     let (rt_txt, rt_traced, rt_named, rt_max) = kmsg_writer_run("rt");
     eprintln!("kernel_lab: kmsg writer: stock max {max} ns, {named} of {traced} traced name the scan; rt max {rt_max} ns, {rt_named} of {rt_traced}");
     assert_eq!(rt_named, 0, "the rt guest's late samples name the ring scan: {rt_txt}");
+    assert!(!rt_txt.contains("advice: opening /dev/kmsg"), "{rt_txt}");
     assert!(rt_max < max, "rt max {rt_max} ns vs stock {max} ns: {rt_txt}");
 }
 

@@ -7,6 +7,9 @@
 //! - a code path or a gap's end in the kernel's console write (`console_unlock`,
 //!   `serial8250_console_write`, `vprintk_emit`, ...) → the console log level, and the
 //!   serial console;
+//! - a code path through `devkmsg_open` (a process opening `/dev/kmsg`: each open scans
+//!   the printk ring for its first record, with no preemption point on a voluntary or
+//!   no-preemption kernel) → keep the device open, or move the writer;
 //! - an idle state with an exit latency held a window → `/dev/cpu_dma_latency` and the
 //!   idle state limits;
 //! - a device IRQ held a window → its affinity;
@@ -43,8 +46,11 @@ const CONSOLE_FRAMES: &[&str] = &[
     "vprintk_emit",
 ];
 
+/// Kernel functions of an open of `/dev/kmsg` and its scan of the printk ring.
+const KMSG_OPEN_FRAMES: &[&str] = &["devkmsg_open", "prb_first_valid_seq"];
+
 /// One piece of advice per cause seen in the run's traced windows, in the order: console,
-/// idle states, IRQs, workqueues, real-time tasks, RT throttling. Empty when nothing traced
+/// /dev/kmsg opens, idle states, IRQs, workqueues, real-time tasks, RT throttling. Empty when nothing traced
 /// shows a cause.
 pub(crate) fn advice(run: &Run) -> Vec<String> {
     let windows: Vec<&TraceWindow> =
@@ -58,6 +64,7 @@ pub(crate) fn advice(run: &Run) -> Vec<String> {
     let housekeeping: Vec<usize> = run.host.cpus_online.iter().copied().filter(|c| !measured.contains(c)).collect();
     let mut out = Vec::new();
     out.extend(console_advice(run, &windows));
+    out.extend(kmsg_open_advice(run, &windows));
     let throttle = rt_throttle(run);
     let seen = Seen::of(run, &windows, throttle);
     seen.advice(&housekeeping, &measured, &mut out);
@@ -91,6 +98,35 @@ fn console_advice(run: &Run, windows: &[&TraceWindow]) -> Option<String> {
         console.len(),
         if serial { " Or move the console off the serial line (the boot line has a serial console=)." } else { "" }
     ))
+}
+
+/// The /dev/kmsg rule: `devkmsg_open` (or its ring scan) in a window's code paths.
+fn kmsg_open_advice(run: &Run, windows: &[&TraceWindow]) -> Option<String> {
+    let mut who: Vec<String> = Vec::new();
+    let mut n = 0;
+    for w in windows {
+        let mut here = false;
+        for c in &w.culprits {
+            if c.paths.iter().any(|p| p.frames.iter().any(|f| KMSG_OPEN_FRAMES.contains(&f.as_str()))) {
+                here = true;
+                // A stretch before tracing began has the path but no task name.
+                if c.kind == "task" && !who.contains(&c.name) {
+                    who.push(c.name.clone());
+                }
+            }
+        }
+        n += usize::from(here);
+    }
+    (n > 0).then(|| {
+        let preemptible = matches!(run.host.preempt_model.as_str(), "full" | "lazy" | "rt");
+        format!(
+            "opening /dev/kmsg (devkmsg_open{} in {n} traced sample(s)): each open scans the kernel's printk ring for its first record{}. \
+             Have the writer open /dev/kmsg once and keep it open (a shell: exec 3>/dev/kmsg, then echo ... >&3), or log through syslog, \
+             or run it off the measured CPUs.",
+            if who.is_empty() { String::new() } else { format!(" by {}", who.join(", ")) },
+            if preemptible { "" } else { ", and this kernel cannot preempt that scan" }
+        )
+    })
 }
 
 /// The culprits that held windows, each once, by rule: idle states (with their exit
@@ -286,6 +322,27 @@ mod tests {
         assert!(a[2].contains("25 (virtio0-input.0)") && a[2].contains(&format!("echo {hk} > /proc/irq/$i/smp_affinity_list")), "{}", a[2]);
         assert!(a[3].contains("kworker/1:2") && a[3].contains(&format!("echo {} > /sys/devices/virtual/workqueue/cpumask", if cpu == 0 { "2" } else { "1" })), "{}", a[3]);
         assert!(a[4].contains("dd (rt prio 99)"), "{}", a[4]);
+    }
+
+    #[test]
+    fn a_kmsg_opener_is_told_to_keep_the_device_open() {
+        let mut run = golden();
+        run.host.preempt_model = "voluntary".into();
+        let mut sh = c("task", "sh", 100_000);
+        sh.paths = vec![CodePath { frames: vec!["desc_read".into(), "_prb_read_valid".into(), "prb_first_valid_seq".into(), "devkmsg_open".into()], samples: 3, share: 1.0 }];
+        let mut untraced = c("untraced", "not traced (tracing was off or the buffer had wrapped)", 100_000);
+        untraced.paths = sh.paths.clone();
+        set_windows(&mut run, vec![sh, untraced], None);
+        let a = advice(&run);
+        assert_eq!(a.len(), 1, "{a:#?}");
+        assert!(a[0].starts_with("opening /dev/kmsg (devkmsg_open by sh in ") && a[0].contains("cannot preempt") && a[0].contains("exec 3>/dev/kmsg"), "{}", a[0]);
+        run.host.preempt_model = "rt".into();
+        assert!(!advice(&run)[0].contains("cannot preempt"));
+        // Another path: no such advice.
+        let mut dd = c("task", "dd", 100_000);
+        dd.paths = vec![CodePath { frames: vec!["read_zero".into()], samples: 3, share: 1.0 }];
+        set_windows(&mut run, vec![dd], None);
+        assert!(advice(&run).iter().all(|a| !a.contains("/dev/kmsg")));
     }
 
     #[test]
