@@ -1487,3 +1487,55 @@ fn kmsg_writer_run(kernel: &str) -> (String, usize, usize, u64) {
     }
     (txt, traced, named, r["max_ns"].as_u64().unwrap())
 }
+
+/// Issue 44, interrupts-off windows: in the rt guest (`--icount 1`, one CPU)
+/// the kernel's hwlat tracer spins with interrupts off for 1 ms of every
+/// 4 ms (its `width` and `window`), on the CPU the timer probe measures.
+/// Neither the timer's interrupt nor the call-chain sampling clock can fire
+/// meanwhile, so the traced late samples must show a gap in the samples of
+/// at least 500 µs, ended by hwlat's kthread (`kthread_fn`, where interrupts
+/// came back on), under the culprit hwlatd. The guest knows it is emulated, so
+/// a gap says "or the host not running this vCPU" too.
+#[test]
+fn rt_guest_shows_an_interrupts_off_gap_and_the_code_that_ended_it() {
+    let Some(_guard) = lab_guest() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("hwlat.sh");
+    std::fs::write(
+        &script,
+        "T=/sys/kernel/tracing\n\
+         echo 1000 >$T/hwlat_detector/width\n\
+         echo 4000 >$T/hwlat_detector/window\n\
+         echo hwlat >$T/current_tracer\n\
+         cat $T/current_tracer >tracer.txt\n\
+         sleep 0.5\n\
+         rtscope run --probe timer -a 0 -i 1000 -p 95 -D 3s --trace-threshold 300us --no-store --json run.json >run.txt 2>&1\n\
+         echo $? >run.rc\n\
+         echo nop >$T/current_tracer\n",
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let out = run_lab(&["--kernel", "rt", "--icount", "1", "--guest-script", script.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let read = |f: &str| std::fs::read_to_string(out_dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+    assert_eq!(read("tracer.txt").trim(), "hwlat", "the rt guest has the hwlat tracer");
+    let txt = read("run.txt");
+    eprintln!("kernel_lab: hwlat in the rt guest:\n{txt}");
+    assert_eq!(read("run.rc").trim(), "0", "{txt}");
+    let run: serde_json::Value = serde_json::from_str(&read("run.json")).unwrap();
+    let (mut traced, mut shown) = (0, 0);
+    for w in run["results"][0]["worst"].as_array().unwrap().iter().filter(|w| w.get("trace").is_some()) {
+        traced += 1;
+        let t = &w["trace"];
+        let by_hwlatd = t["culprits"].as_array().unwrap().iter().any(|c| c["name"] == "hwlatd");
+        let gap = t["stacks"]["gaps"].as_array().into_iter().flatten().any(|g| {
+            g["length_ns"].as_u64().unwrap_or(0) >= 500_000 && g["ended_by"].as_array().is_some_and(|f| f.iter().any(|f| f == "kthread_fn"))
+        });
+        if by_hwlatd && gap {
+            shown += 1;
+        }
+    }
+    assert!(traced > 0, "no late sample was traced: {txt}");
+    assert!(shown * 2 >= traced, "{shown} of {traced} traced late samples show hwlat's interrupts-off gap: {txt}");
+    assert!(txt.contains("no-sample gap (interrupts off, or the host not running this vCPU)"), "{txt}");
+}
