@@ -477,6 +477,19 @@ fn rt_kernel_timerlat_names_a_fifo_hog() {
     }
     assert!(with_irq > 0, "no late sample has its IRQ latency: {traced:?}");
     assert!(split > 0, "no late sample has the timer IRQ's handler delay and duration: {traced:?}");
+    // The tracer's own stack (print_stack, as rtla -a): saved in the timer's
+    // interrupt and printed after the late thread sample; it starts in the
+    // tracer's hrtimer callback.
+    let stacks: Vec<Vec<&str>> = traced
+        .iter()
+        .filter_map(|t| t["irq_stack"].as_array())
+        .map(|f| f.iter().map(|f| f.as_str().unwrap()).collect())
+        .collect();
+    eprintln!("IRQ stacks of {} of {} late samples: {stacks:?}", stacks.len(), traced.len());
+    assert!(!stacks.is_empty(), "no late sample has the tracer's IRQ stack: {traced:?}");
+    for f in &stacks {
+        assert!(f.contains(&"timerlat_irq") || f.contains(&"__hrtimer_run_queues"), "not the timer interrupt's stack: {f:?}");
+    }
 }
 
 

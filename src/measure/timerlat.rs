@@ -66,9 +66,27 @@ impl Probe for TimerlatProbe {
         let mut last_irq: Vec<Option<IrqSample>> = vec![None; cpus.len()];
         let mut windows: Vec<Vec<(u64, TraceWindow)>> = vec![Vec::new(); cpus.len()];
         let keep = ctx.run.worst_k.max(1);
+        // Per CPU: the late sample whose IRQ stack the tracer prints next
+        // (`print_stack`), and the frames read of it so far.
+        let mut stack_of: Vec<Option<u64>> = vec![None; cpus.len()];
+        let mut frames: Vec<Option<(u64, Vec<String>)>> = vec![None; cpus.len()];
         ctx.board.running.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let read = tracer::read_until(&run, &mut pipe, (start, start + ctx.run.duration_ns), tracer::read_interval_ns(interval_ns), ctx.stop, &mut |l| {
             let Some(i) = cpus.iter().position(|&c| c == l.cpu) else { return };
+            if let Some(frame) = l.task.is_empty().then_some(l.body) {
+                // The kernel prints the saved array's unused entries as `0`.
+                if let Some((_, f)) = frames[i].as_mut().filter(|(_, f)| f.len() < MAX_IRQ_STACK && frame_name(frame) != "0") {
+                    f.push(frame_name(frame).to_string());
+                }
+                return;
+            }
+            if let Some((id, f)) = frames[i].take() {
+                attach_stack(&mut windows[i], id, f);
+            }
+            if l.body == "<stack trace>" {
+                frames[i] = stack_of[i].take().map(|id| (id, Vec::new()));
+                return;
+            }
             let Some(s) = parse_sample(l.body).filter(|s| match s.context {
                 "irq" => in_run(l.ts_ns, s.latency_ns, start),
                 // The IRQ sample decided (the two due times differ by the
@@ -102,6 +120,10 @@ impl Probe for TimerlatProbe {
                     rec.record(s.latency_ns, l.ts_ns - start, s.id);
                 }
             }
+            if s.context == "thread" {
+                // A stack printed after this sample is this sample's.
+                stack_of[i] = None;
+            }
             if s.context == "thread" && threshold.is_some_and(|t| s.latency_ns > t) {
                 let irq = last_irq[i].filter(|irq| irq.id == s.id);
                 let due = l.ts_ns.saturating_sub(s.latency_ns);
@@ -113,8 +135,14 @@ impl Probe for TimerlatProbe {
                     w.irq_latency_unknown = Some(IRQ_SAMPLE_LOST.into());
                 }
                 keep_longest(&mut windows[i], (s.id, w), keep);
+                stack_of[i] = Some(s.id);
             }
         });
+        for (i, f) in frames.into_iter().enumerate() {
+            if let Some((id, f)) = f {
+                attach_stack(&mut windows[i], id, f);
+            }
+        }
         ctx.board.running.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
         read?;
         series.check_any(Kind::Timerlat, ctx)?;
@@ -135,6 +163,24 @@ fn note_of(ctx: &ProbeCtx<'_>, period_us: u64) -> String {
         ctx.run.policy.name(),
         ctx.run.priority
     )
+}
+
+/// Frames kept of one IRQ stack (the kernel saves at most 64).
+const MAX_IRQ_STACK: usize = 64;
+
+/// A frame line's function: `func`, `func+0x1f/0x40` or `func [module]` → `func`.
+fn frame_name(frame: &str) -> &str {
+    frame.split(|c: char| c == '+' || c.is_whitespace()).next().unwrap_or(frame)
+}
+
+/// The IRQ stack the tracer printed for late sample `id`, into its window
+/// (gone when a longer window displaced it).
+fn attach_stack(ws: &mut [(u64, TraceWindow)], id: u64, frames: Vec<String>) {
+    if let Some((_, w)) = ws.iter_mut().find(|(wid, _)| *wid == id) {
+        if !frames.is_empty() {
+            w.irq_stack = Some(frames);
+        }
+    }
 }
 
 /// A CPU's interference since its current activation, bounded when IRQ
@@ -166,7 +212,10 @@ fn start_tracer(ctx: &ProbeCtx<'_>, cpus: &[usize], period_us: u64) -> anyhow::R
             ("osnoise/timerlat_period_us", period_us.to_string()),
             ("osnoise/stop_tracing_us", "0".into()),
             ("osnoise/stop_tracing_total_us", "0".into()),
-            ("osnoise/print_stack", "0".into()),
+            // With --trace-threshold, the tracer saves the stack in each
+            // timer IRQ and prints it after a thread sample at least this
+            // late (µs), as rtla's -a does: what ran when the timer fired.
+            ("osnoise/print_stack", ctx.run.trace_threshold_ns.map_or(0, |t| t.div_ceil(1000).max(1)).to_string()),
         ],
     )?;
     let setup = run.set_kthreads("timerlat", cpus, ctx.run.policy, ctx.run.priority);
@@ -418,6 +467,20 @@ mod tests {
         assert_eq!(parse_sample("#3 context thread timer_latency 7 us").unwrap().latency_ns, 7_000);
         assert_eq!(parse_sample("irq_noise: local_timer:236 start 10.186443038 duration 43843 ns"), None);
         assert_eq!(parse_sample("#3 context thread timer_latency"), None);
+    }
+
+    #[test]
+    fn an_irq_stack_goes_to_its_own_late_sample() {
+        assert_eq!(frame_name("__hrtimer_run_queues+0x1a/0x40"), "__hrtimer_run_queues");
+        assert_eq!(frame_name("read_iter_zero [zero]"), "read_iter_zero");
+        let mut ws = vec![(7, window(0, 0, 100, &[], None)), (9, window(0, 200, 300, &[], None))];
+        attach_stack(&mut ws, 9, vec!["timerlat_irq".into(), "asm_sysvec_apic_timer_interrupt".into(), "read_iter_zero".into()]);
+        attach_stack(&mut ws, 8, vec!["elsewhere".into()]);
+        attach_stack(&mut ws, 7, Vec::new());
+        assert_eq!(ws[0].1.irq_stack, None);
+        assert_eq!(ws[1].1.irq_stack.as_deref().map(|f| f.len()), Some(3));
+        assert_eq!(crate::trace::report::interrupted_code(ws[1].1.irq_stack.as_ref().unwrap()), "read_iter_zero");
+        assert_eq!(crate::trace::report::interrupted_code(&["timerlat_irq".into(), "asm_sysvec_apic_timer_interrupt".into()]), "user code");
     }
 
     #[test]

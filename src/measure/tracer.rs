@@ -500,14 +500,9 @@ pub(crate) fn read_until(
     stop: &std::sync::atomic::AtomicBool,
     f: &mut dyn FnMut(tracefs::Line<'_>),
 ) -> io::Result<()> {
-    let (start_ns, end_ns) = span;
-    let mut keep = |line: &str| {
-        if let Some(l) = tracefs::split_line(line) {
-            if l.ts_ns >= start_ns && l.ts_ns <= end_ns {
-                f(l);
-            }
-        }
-    };
+    let (_, end_ns) = span;
+    let mut lines = Lines { span, last: None };
+    let mut keep = |line: &str| lines.feed(line, f);
     loop {
         let now = crate::sys::time::now_ns();
         if now >= end_ns || stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -521,6 +516,29 @@ pub(crate) fn read_until(
     run.stop();
     while pipe.read_lines(&mut keep)? > 0 {}
     Ok(())
+}
+
+/// The tracer's text lines, split, within a span of the trace clock. A stack
+/// event's frames follow its header on lines of their own (` => func`): each
+/// is handed on with the header's CPU and time, an empty task and the
+/// function as its body.
+struct Lines {
+    span: (u64, u64),
+    /// The last header line's CPU and time, when it was in the span.
+    last: Option<(usize, u64)>,
+}
+
+impl Lines {
+    fn feed(&mut self, line: &str, f: &mut dyn FnMut(tracefs::Line<'_>)) {
+        if let Some(l) = tracefs::split_line(line) {
+            self.last = (l.ts_ns >= self.span.0 && l.ts_ns <= self.span.1).then_some((l.cpu, l.ts_ns));
+            if self.last.is_some() {
+                f(l);
+            }
+        } else if let (Some((cpu, ts_ns)), Some(frame)) = (self.last, line.trim_start().strip_prefix("=> ")) {
+            f(tracefs::Line { task: "", cpu, ts_ns, body: frame.trim_end() });
+        }
+    }
 }
 
 /// One recorder per (CPU, variant) of a tracer probe, and what the tracer
@@ -623,6 +641,26 @@ mod tests {
         assert_eq!(cpumask(&[0, 1]), "00000003");
         assert_eq!(cpumask(&[1, 33]), "00000002,00000002");
         assert_eq!(distinct_cpus(&[1, 0, 1]), vec![0, 1]);
+    }
+
+    #[test]
+    fn a_stack_events_frames_come_with_its_cpu_and_time() {
+        let text = "   timerlat/1-77  [001] ....  10.000100: #12 context thread timer_latency 30000 ns\n\
+                    \x20  timerlat/1-77  [001] ....  10.000101: <stack trace>\n\
+                    \x20=> timerlat_irq\n\
+                    \x20=> __hrtimer_run_queues+0x1a/0x40\n\
+                    \x20  timerlat/0-76  [000] ....  99.000000: <stack trace>\n\
+                    \x20=> outside_the_span\n";
+        let mut seen = Vec::new();
+        let mut lines = Lines { span: (10_000_000_000, 11_000_000_000), last: None };
+        for l in text.lines() {
+            lines.feed(l, &mut |l| seen.push((l.task.to_string(), l.cpu, l.ts_ns, l.body.to_string())));
+        }
+        let frames: Vec<&(String, usize, u64, String)> = seen.iter().filter(|(t, ..)| t.is_empty()).collect();
+        assert_eq!(seen.len(), 4, "{seen:?}");
+        assert_eq!(frames.len(), 2);
+        assert_eq!((frames[0].1, frames[0].2, frames[0].3.as_str()), (1, 10_000_101_000, "timerlat_irq"));
+        assert_eq!(frames[1].3, "__hrtimer_run_queues+0x1a/0x40");
     }
 
     #[test]

@@ -112,6 +112,12 @@ pub struct TraceWindow {
     /// under its culprit (`culprits[].paths`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stacks: Option<WindowStacks>,
+    /// `timerlat` samples with `--trace-threshold`: the kernel stack the
+    /// tracer saved in the timer's interrupt (its `print_stack` option, as
+    /// rtla's `-a` uses), leaf first — the interrupt path, then the code the
+    /// interrupt found running. Absent when the tracer printed none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq_stack: Option<Vec<String>>,
 }
 
 impl TraceWindow {
@@ -132,6 +138,7 @@ impl TraceWindow {
             irq_duration_ns: None,
             irq_latency_unknown: None,
             stacks: None,
+            irq_stack: None,
         }
     }
 }

@@ -54,6 +54,9 @@ pub(crate) fn culprits_text(run: &Run, max_samples: usize) -> String {
                 if top.is_empty() { "no events".to_string() } else { top.join(", ") },
                 gaps_text(t, run.host.virtualized)
             ));
+            if let Some(frames) = &t.irq_stack {
+                out.push_str(&format!("    at the timer interrupt: {}\n", interrupted_code(frames)));
+            }
         }
     }
     out
@@ -83,6 +86,17 @@ pub(crate) fn culprit(c: &Culprit) -> String {
 /// A code path in a line: its three innermost frames, leaf first.
 pub(crate) fn top_frames(frames: &[String]) -> String {
     frames.iter().take(3).map(String::as_str).collect::<Vec<_>>().join(" ← ")
+}
+
+/// What a timer interrupt's stack says it found running: the frames past the
+/// interrupt's entry (the last `asm_…` frame), three of them; none past it is
+/// user code (the kernel stack ends where user mode was interrupted).
+pub(crate) fn interrupted_code(frames: &[String]) -> String {
+    match frames.iter().rposition(|f| f.starts_with("asm_")) {
+        Some(i) if i + 1 == frames.len() => "user code".to_string(),
+        Some(i) => top_frames(&frames[i + 1..]),
+        None => top_frames(frames),
+    }
 }
 
 /// The interrupts-off gaps of a window in words (empty when none): the longest, with the
