@@ -62,11 +62,10 @@ pub(crate) struct FactorsArgs {
 
 /// The ids of the flags `rtscope factors` has on top of run's: they shape
 /// the experiment, not a run.
-fn own_ids() -> Vec<String> {
-    let all = FactorsArgs::augment_args(clap::Command::new("factors"));
+fn own_ids(factors: &clap::Command) -> Vec<String> {
     let run = RunArgs::augment_args(clap::Command::new("run"));
     let run_ids: Vec<String> = run.get_arguments().map(|a| a.get_id().to_string()).collect();
-    all.get_arguments().map(|a| a.get_id().to_string()).filter(|id| !run_ids.contains(id)).collect()
+    factors.get_arguments().map(|a| a.get_id().to_string()).filter(|id| !run_ids.contains(id)).collect()
 }
 
 /// The run flags of an `rtscope factors` command line, for a kernel-lab
@@ -76,7 +75,7 @@ fn own_ids() -> Vec<String> {
 /// subcommand's own declarations, so `--x V` and `--x=V` are both dropped whole.
 pub(crate) fn guest_run_args(command_line: &[String]) -> Vec<String> {
     let cmd = FactorsArgs::augment_args(clap::Command::new("factors"));
-    let mut drop = own_ids();
+    let mut drop = own_ids(&cmd);
     drop.extend(["out", "json", "db", "no_store"].map(String::from));
     let start = command_line.iter().position(|a| a == "factors").map_or(command_line.len(), |i| i + 1);
     let mut out = Vec::new();

@@ -208,7 +208,7 @@ fn run_cell(args: &FactorsArgs, ctx: &Rounds, cell: usize, name: &str) -> anyhow
         // The history keeps the command that made the run, the experiment
         // (`load_stored` reads the design from it); the guest's own `rtscope
         // run` line stays in the result file the lab brought back.
-        let (mut run, _, _) = lab.run(ctx.design, cell, &ctx.out.join(format!("{name}.json")), ctx.stop)?;
+        let mut run = lab.run(ctx.design, cell, &ctx.out.join(format!("{name}.json")), ctx.stop)?;
         run.command_line = args.run.command_line.clone();
         let text = serde_json::to_string(&run)?;
         return Ok((run, text));

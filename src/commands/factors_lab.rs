@@ -6,7 +6,7 @@
 //! back through the lab, is read as any result file is (`store::json`, which
 //! checks its invariants) and joins the experiment like a local run.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -123,7 +123,7 @@ impl Lab {
     /// One run of `cell` in a guest; the result file is `json`. The lab's
     /// progress goes to this stderr. On `stop` the lab is sent SIGTERM (it
     /// stops its guest and cleans up) and whatever result it wrote is kept.
-    pub(crate) fn run(&self, design: &Design, cell: usize, json: &Path, stop: &AtomicBool) -> anyhow::Result<(Run, String, PathBuf)> {
+    pub(crate) fn run(&self, design: &Design, cell: usize, json: &Path, stop: &AtomicBool) -> anyhow::Result<Run> {
         let mut c = self.command(design, cell, &["--out".to_string(), json.display().to_string()]);
         // Its own process group: a Ctrl-C reaches rtscope, which forwards a
         // SIGTERM once. Should rtscope die (SIGKILL), the kernel sends the
@@ -149,7 +149,7 @@ impl Lab {
             std::thread::sleep(Duration::from_millis(100));
         };
         match crate::store::json::read_run_text(json) {
-            Ok((run, text)) => Ok((run, text, json.to_path_buf())),
+            Ok((run, _)) => Ok(run),
             // Exit 2: the lab or the guest's rtscope refused an input (said above).
             Err(e) if status.code() == Some(2) => {
                 Err(BadInput(format!("--lab: the guest refused the run of {} (its message is above): {e}", design.cell_label(cell))).into())

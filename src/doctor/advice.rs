@@ -118,7 +118,7 @@ fn kmsg_open_advice(run: &Run, windows: &[&TraceWindow]) -> Option<String> {
         n += usize::from(here);
     }
     (n > 0).then(|| {
-        let preemptible = matches!(run.host.preempt_model.as_str(), "full" | "lazy" | "rt");
+        let preemptible = kernel_preempts(run);
         format!(
             "opening /dev/kmsg (devkmsg_open{} in {n} traced sample(s)): each open scans the kernel's printk ring for its first record{}. \
              Have the writer open /dev/kmsg once and keep it open (a shell: exec 3>/dev/kmsg, then echo ... >&3), or log through syslog, \
@@ -242,6 +242,11 @@ fn rt_throttle(run: &Run) -> Option<(u64, u64)> {
     (runtime >= 0 && period > 0 && runtime < period).then_some((runtime as u64, period as u64))
 }
 
+/// Whether the run's kernel preempts kernel code (full, lazy or rt preemption).
+fn kernel_preempts(run: &Run) -> bool {
+    matches!(run.host.preempt_model.as_str(), "full" | "lazy" | "rt") || run.host.realtime
+}
+
 /// The time ordinary tasks held window `w` of a real-time measuring thread when it has
 /// the RT throttling signature (the module's rules), else `None`.
 fn throttled_ns(run: &Run, w: &TraceWindow, (runtime, period): (u64, u64)) -> Option<u64> {
@@ -249,7 +254,7 @@ fn throttled_ns(run: &Run, w: &TraceWindow, (runtime, period): (u64, u64)) -> Op
     if !realtime {
         return None;
     }
-    let preemptible = matches!(run.host.preempt_model.as_str(), "full" | "lazy" | "rt") || run.host.realtime;
+    let preemptible = kernel_preempts(run);
     let ns: u64 = w
         .culprits
         .iter()
