@@ -451,11 +451,41 @@ fn idle_states(cpu: usize) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// Entries into each cpuidle state of `cpu` so far (sysfs `usage`), by index.
+fn idle_entries(cpu: usize) -> Vec<u64> {
+    (0..)
+        .map_while(|k| std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle/state{k}/usage")).ok()?.trim().parse().ok())
+        .collect()
+}
+
+/// How many `power/cpu_idle` entries into a state `cpu` records while idle for 500 ms, in
+/// a tracing instance of the test's own (removed on every path).
+fn traced_idle_entries(cpu: usize) -> usize {
+    struct Instance(PathBuf);
+    impl Drop for Instance {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    let i = Instance(Path::new(TRACEFS).join(format!("instances/rtscope-test-idle-{}", std::process::id())));
+    std::fs::create_dir(&i.0).unwrap();
+    std::fs::write(i.0.join("tracing_cpumask"), format!("{:x}", 1u64 << cpu)).unwrap();
+    std::fs::write(i.0.join("events/power/cpu_idle/enable"), "1").unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::write(i.0.join("tracing_on"), "0").unwrap();
+    let text = std::fs::read_to_string(i.0.join(format!("per_cpu/cpu{cpu}/trace"))).unwrap();
+    text.lines().filter(|l| l.contains("cpu_idle:") && l.contains(&format!("cpu_id={cpu}")) && !l.contains("state=4294967295")).count()
+}
+
 /// Idle states instead of "unexplained": the timer probe alone on CPU 1 (every other test
 /// of this file waits: no hog runs), sampling off (its interrupts keep the CPU out of idle).
 /// With `--no-dma-latency` the idle part of the late windows is charged to idle states by
 /// their sysfs names and exit latencies, and outweighs what stays unexplained; with
 /// /dev/cpu_dma_latency held at 0 (the default) no state with an exit latency appears.
+/// Judged only where the kernel traces the CPU's idle entries at all: this VM's 6.18 guest
+/// entered haltpoll on CPU 1 ~360 times a second of this run and emitted not one
+/// power/cpu_idle event for it (CPU 0's are traced), and with cpu_dma_latency held it only
+/// polls. Idle time no event names is "unexplained", rightly.
 #[test]
 fn idle_time_is_named_by_its_idle_state() {
     skip_unless_tracing!();
@@ -490,13 +520,20 @@ fn idle_time_is_named_by_its_idle_state() {
         }
         (named, idle_ns, unexplained_ns)
     };
+    let before = idle_entries(CPU);
     let free = sb.run_json("free.json", &[&base[..], &["--no-dma-latency"]].concat());
+    let halted: u64 = idle_entries(CPU).iter().zip(&before).zip(&states).filter(|(_, (n, _))| n != "POLL").map(|((b, a), _)| b - a).sum();
+    let samples = u(&merged(&free)[0]["samples"]);
     let (named, idle_ns, unexplained_ns) = idle_of(&free);
     // Judged when the CPU was idle in the traced windows at all: under another load (a
     // parallel build on CPU 1) every window may be other tasks' time, and then there is
-    // no idle part to name; the states named are checked above in any case.
-    if idle_ns + unexplained_ns >= 100_000 {
-        assert!(idle_ns > unexplained_ns, "idle {idle_ns} ns named {named:?}, unexplained {unexplained_ns} ns");
+    // no idle part to name; the states named are checked above in any case. And judged
+    // when it halted on at least half of its waits: idle time in POLL cannot be named.
+    let traced = traced_idle_entries(CPU);
+    if traced == 0 || halted * 2 < samples {
+        eprintln!("idle naming not judged: cpu{CPU} halted {halted} times in {samples} samples, and recorded {traced} power/cpu_idle entries in 500 ms idle (unexplained {unexplained_ns} ns)");
+    } else if idle_ns + unexplained_ns >= 100_000 {
+        assert!(idle_ns > unexplained_ns, "idle {idle_ns} ns named {named:?}, unexplained {unexplained_ns} ns; cpu{CPU} halted {halted} times in {samples} samples");
     } else {
         eprintln!("idle naming not judged: cpu{CPU} was idle {} ns in the traced windows (busy machine)", idle_ns + unexplained_ns);
     }

@@ -424,6 +424,7 @@ impl TraceSession {
         let sampling = self.sampling.lock().unwrap_or_else(|p| p.into_inner());
         let mut read_cpus: Vec<usize> = Vec::new();
         let mut new_carry: Vec<(usize, Option<parse::Event>)> = Vec::new();
+        let mut handled: Vec<usize> = Vec::new();
         for i in raised {
             let t = &self.triggers[i];
             let (due, wake, seq) =
@@ -434,7 +435,7 @@ impl TraceSession {
                 _ if st.snapshots.len() < room => None,
                 Some((k, l)) if latency_ns > l => Some(k),
                 _ => {
-                    t.pending.store(false, Ordering::Release);
+                    handled.push(i);
                     continue;
                 }
             };
@@ -459,7 +460,7 @@ impl TraceSession {
                 Some(k) => st.snapshots[k] = snap,
                 None => st.snapshots.push(snap),
             }
-            t.pending.store(false, Ordering::Release);
+            handled.push(i);
         }
         drop(sampling);
         self.raise_handover(&st, room);
@@ -473,6 +474,11 @@ impl TraceSession {
         }
         let _ = self.instance.write("tracing_on", "1");
         st.tracing_since = now_ns();
+        // Re-armed only now: a window handed over while tracing was still off (a loaded
+        // collector can be held up between the two) could only be reported untraced.
+        for i in handled {
+            self.triggers[i].pending.store(false, Ordering::Release);
+        }
     }
 
     /// Moves the sampled call chains from the rings to the histories.
