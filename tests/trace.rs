@@ -495,7 +495,7 @@ fn idle_time_is_named_by_its_idle_state() {
     }
     let _lock = exclusive();
     // The CPU whose idle entries the kernel traces (here CPU 0), else CPU 1, not judged.
-    let cpu = [CPU, 0].into_iter().find(|&c| traced_idle_entries(c) > 0).unwrap_or(CPU);
+    let (cpu, traced) = [CPU, 0].into_iter().map(|c| (c, traced_idle_entries(c))).find(|(_, n)| *n > 0).unwrap_or((CPU, 0));
     let states = idle_states(cpu);
     let cpu_arg = cpu.to_string();
     let sb = Sandbox::new();
@@ -532,7 +532,6 @@ fn idle_time_is_named_by_its_idle_state() {
     // parallel build on CPU 1) every window may be other tasks' time, and then there is
     // no idle part to name; the states named are checked above in any case. And judged
     // when it halted on at least half of its waits: idle time in POLL cannot be named.
-    let traced = traced_idle_entries(cpu);
     if traced == 0 || halted * 2 < samples {
         eprintln!("idle naming not judged: cpu{cpu} halted {halted} times in {samples} samples, and recorded {traced} power/cpu_idle entries in 500 ms idle (unexplained {unexplained_ns} ns)");
     } else if idle_ns + unexplained_ns >= 100_000 {

@@ -424,8 +424,7 @@ impl TraceSession {
         let sampling = self.sampling.lock().unwrap_or_else(|p| p.into_inner());
         let mut read_cpus: Vec<usize> = Vec::new();
         let mut new_carry: Vec<(usize, Option<parse::Event>)> = Vec::new();
-        let mut handled: Vec<usize> = Vec::new();
-        for i in raised {
+        for &i in &raised {
             let t = &self.triggers[i];
             let (due, wake, seq) =
                 (t.due_ns.load(Ordering::Relaxed), t.wake_ns.load(Ordering::Relaxed), t.seq.load(Ordering::Relaxed));
@@ -434,10 +433,7 @@ impl TraceSession {
             let replace = match mildest {
                 _ if st.snapshots.len() < room => None,
                 Some((k, l)) if latency_ns > l => Some(k),
-                _ => {
-                    handled.push(i);
-                    continue;
-                }
+                _ => continue,
             };
             let (cpu, tid) = (t.cpu.load(Ordering::Relaxed), t.tid.load(Ordering::Relaxed));
             let text = self.instance.read(&format!("per_cpu/cpu{cpu}/trace")).unwrap_or_default();
@@ -460,7 +456,6 @@ impl TraceSession {
                 Some(k) => st.snapshots[k] = snap,
                 None => st.snapshots.push(snap),
             }
-            handled.push(i);
         }
         drop(sampling);
         self.raise_handover(&st, room);
@@ -474,9 +469,10 @@ impl TraceSession {
         }
         let _ = self.instance.write("tracing_on", "1");
         st.tracing_since = now_ns();
-        // Re-armed only now: a window handed over while tracing was still off (a loaded
-        // collector can be held up between the two) could only be reported untraced.
-        for i in handled {
+        // Every raised trigger is re-armed only now: a window handed over while tracing was
+        // still off (a loaded collector can be held up between the two) could only be
+        // reported untraced.
+        for i in raised {
             self.triggers[i].pending.store(false, Ordering::Release);
         }
     }
