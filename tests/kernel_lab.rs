@@ -1382,11 +1382,21 @@ fn lab_ci_recipe_runs_as_written() {
 
 /// A boot factor, end to end: `rtscope factors --factor cmdline=none,idle=poll
 /// --lab 'lab/kernel-lab --kernel stock --icount 1'` boots one stock guest per
-/// run (3 rounds x 2 cells), stores each run tagged with its round and level,
+/// run (6 rounds x 2 cells), stores each run tagged with its round and level,
 /// and analyses them. Each guest's own /proc/cmdline (in its result) must hold
 /// idle=poll exactly when its level says so, and on the virtual instruction
 /// clock the polling idle loop's shorter wake-up (no `hlt` to leave) is a
 /// material drop of p99. `--analyse` of the stored experiment gives the same effects.
+///
+/// Why 6 rounds: a halting guest's p99 is the quarter of its wake-ups that
+/// meet the 4 ms scheduler tick (HZ=250, 1 ms interval), and where the tick
+/// falls against the timer is fixed for a whole run on the virtual clock but
+/// differs between boots: most boots give p99 9.2 us, some 11.8-14 us (1 of
+/// 7 beside `stress-ng --cpu 2 --io 1`; 1 of 3 in a CI run). The per-round
+/// effect is then -20 % or -37 %. The 99 % interval of 3 rounds with one such
+/// round reaches past 0 (t = 9.9 at 2 degrees of freedom: "none seen", which
+/// is what 3 such rounds support); 5 rounds call it material with little to
+/// spare, 6 with room for one more odd round (docs/factors.md, "Rounds").
 #[test]
 fn a_boot_parameter_is_a_factor_one_guest_per_run() {
     let Some(_guard) = lab_guest() else { return };
@@ -1396,7 +1406,7 @@ fn a_boot_parameter_is_a_factor_one_guest_per_run() {
     let lab = format!("{} --kernel stock --icount 1 --rtscope {} --boot-timeout 240", kernel_lab().display(), lab_rtscope().display());
     let report = dir.path().join("effects.json");
     let mut cmd = common::rtscope();
-    cmd.args(["factors", "--factor", "cmdline=none,idle=poll", "--lab", &lab, "--rounds", "3", "--seed", "7", "-D", "1s", "-i", "1000"])
+    cmd.args(["factors", "--factor", "cmdline=none,idle=poll", "--lab", &lab, "--rounds", "6", "--seed", "7", "-D", "1s", "-i", "1000"])
         .arg("--db")
         .arg(&db)
         .arg("--out")
@@ -1409,7 +1419,7 @@ fn a_boot_parameter_is_a_factor_one_guest_per_run() {
     let exp_dir = std::fs::read_dir(&out).unwrap().next().unwrap().unwrap().path();
     let mut files: Vec<PathBuf> = std::fs::read_dir(&exp_dir).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
-    assert_eq!(files.len(), 6, "{files:?}");
+    assert_eq!(files.len(), 12, "{files:?}");
     for f in &files {
         let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
         let cmdline = run["host"]["cmdline"].as_str().unwrap();
@@ -1420,7 +1430,7 @@ fn a_boot_parameter_is_a_factor_one_guest_per_run() {
         assert!(total_samples(&run["results"]) >= 900, "{}", f.display());
     }
     let effects: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    assert_eq!(effects["runs"], 6);
+    assert_eq!(effects["runs"], 12);
     let exp = effects["experiment"].as_str().unwrap().to_string();
     let p99 = effects["effects"].as_array().unwrap().iter().find(|e| e["metric"] == "p99" && e["factor"] == "cmdline").expect("a p99 effect");
     assert_eq!(p99["level"], "idle=poll");
