@@ -1392,7 +1392,7 @@ fn lab_ci_recipe_runs_as_written() {
 /// meet the 4 ms scheduler tick (HZ=250, 1 ms interval), and where the tick
 /// falls against the timer is fixed for a whole run on the virtual clock but
 /// differs between boots: most boots give p99 9.2 us, some 11.8-14 us (1 of
-/// 7 beside `stress-ng --cpu 2 --io 1`; 1 of 3 in a CI run). The per-round
+/// 7 beside `stress-ng --cpu 2 --io 1`; a CI run's baseline mean of 9.8 us fits 1 of 3). The per-round
 /// effect is then -20 % or -37 %. The 99 % interval of 3 rounds with one such
 /// round reaches past 0 (t = 9.9 at 2 degrees of freedom: "none seen", which
 /// is what 3 such rounds support); 5 rounds call it material with little to
