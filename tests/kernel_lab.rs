@@ -1430,12 +1430,13 @@ fn a_boot_parameter_is_a_factor_one_guest_per_run() {
         assert_eq!(cmdline.split_whitespace().any(|w| w == "highres=off"), lowres, "{}: {cmdline}", f.display());
         assert!(cmdline.contains("tsc=reliable"), "the lab's own parameters are kept: {cmdline}");
         for r in run["results"].as_array().unwrap() {
-            let (samples, overruns) = (r["samples"].as_u64().unwrap(), r["overruns"].as_u64().unwrap());
-            // 1 s at 1 ms: 1000 planned periods, each one a sample or a miss.
-            assert!((995..=1005).contains(&(samples + overruns)), "{}: {samples} samples + {overruns} missed", f.display());
+            let (samples, overruns) = (common::u(&r["samples"]), common::u(&r["overruns"]));
+            // 1 s at 1 ms: 1000 planned periods, each one a sample or a miss
+            // (the timer probe's invariant, src/measure/timer.rs).
+            assert_eq!(samples + overruns, 1000, "{}: samples + overruns = periods: {r}", f.display());
             if lowres {
                 assert!((240..=260).contains(&samples), "{}: a 250 Hz tick wakes ~250 times a second: {samples} samples", f.display());
-                assert!(r["max_ns"].as_u64().unwrap() >= 1_000_000, "{}: the tick's wait is a millisecond or more: {r}", f.display());
+                assert!(common::u(&r["max_ns"]) >= 1_000_000, "{}: the tick's wait is a millisecond or more: {r}", f.display());
             } else {
                 assert!(overruns * 10 < samples, "{}: {samples} samples, {overruns} missed", f.display());
             }
