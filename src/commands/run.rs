@@ -25,13 +25,14 @@ pub(crate) fn stamp(t: OffsetDateTime) -> String {
     )
 }
 
-/// SIGINT/SIGTERM raise the returned flag; probes end their loops, the
-/// samples taken are written, exit 130. A second signal exits at once.
+/// SIGINT/SIGTERM/SIGHUP/SIGQUIT (`sys::signal::ENDING`) raise the returned
+/// flag; probes end their loops, the samples taken are written, exit 130. A
+/// second signal exits at once.
 pub(crate) fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     // First, so that on a second signal it runs before the exit below.
     crate::trace::register_signal_cleanup(Arc::clone(&stop))?;
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    for sig in crate::sys::signal::ENDING {
         signal_hook::flag::register_conditional_shutdown(sig, EXIT_INTERRUPTED as i32, Arc::clone(&stop))?;
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }

@@ -359,12 +359,12 @@ impl Drop for Journal {
 
 static SIGNALS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// On the second SIGINT/SIGTERM (the first ends the current run and then
+/// On the second ending signal (`sys::signal::ENDING`; the first ends the current run and then
 /// the experiment through the normal path; the second exits at once),
 /// write the journaled originals back. Register before
 /// `commands::run::stop_on_signals`, whose exit runs after this action.
 pub(crate) fn register_signal_restore() -> std::io::Result<()> {
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    for sig in crate::sys::signal::ENDING {
         let action = move || {
             if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
                 return;

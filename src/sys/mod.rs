@@ -9,6 +9,7 @@ pub(crate) mod perf_event;
 pub(crate) mod resource;
 pub(crate) mod sched;
 pub(crate) mod semaphore;
+pub(crate) mod signal;
 pub(crate) mod stat;
 pub(crate) mod time;
 pub(crate) mod prctl;

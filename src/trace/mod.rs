@@ -618,11 +618,11 @@ fn unregister_instance_path() {
     INSTANCE_PATH.store(std::ptr::null_mut(), Ordering::SeqCst);
 }
 
-/// Registers, for SIGINT and SIGTERM, removal of the live instance when `stop` is already
+/// Registers, for the ending signals (`sys::signal::ENDING`), removal of the live instance when `stop` is already
 /// raised — i.e. on the second signal, which exits the process at once without running
 /// destructors. Must be registered before that exit action so it runs first.
 pub(crate) fn register_signal_cleanup(stop: Arc<AtomicBool>) -> std::io::Result<()> {
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    for sig in crate::sys::signal::ENDING {
         let stop = Arc::clone(&stop);
         let action = move || {
             if stop.load(Ordering::SeqCst) {
