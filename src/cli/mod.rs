@@ -82,6 +82,33 @@ pub(crate) enum Command {
     /// A load process (started by `rtscope run` for each load; not for people).
     #[command(name = "__load", hide = true)]
     LoadWorker(load::LoadWorkerArgs),
+    /// Parse the rest as an rtscope command line and run nothing: exit 0 when
+    /// it parses, 2 with clap's message when not (tests/readme.rs checks every
+    /// command README.md shows; not for people).
+    #[command(name = "__parse", hide = true)]
+    Parse(ParseArgs),
+}
+
+/// `rtscope __parse ARGS…`: the command line to parse, without `rtscope`.
+#[derive(Debug, Args)]
+pub(crate) struct ParseArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub(crate) args: Vec<std::ffi::OsString>,
+}
+
+/// [`Command::Parse`]: parse `args` as `rtscope ARGS…` with the same clap
+/// declarations the real command line meets. Exit 0 when it parses (help and
+/// version included), 2 with clap's message when it does not.
+pub(crate) fn parse_only(args: &ParseArgs) -> u8 {
+    let argv = std::iter::once(std::ffi::OsString::from("rtscope")).chain(args.args.iter().cloned());
+    match Cli::command().try_get_matches_from(argv) {
+        Ok(_) => crate::error::EXIT_OK,
+        Err(e) if matches!(e.kind(), clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion) => crate::error::EXIT_OK,
+        Err(e) => {
+            eprint!("{}", e.render());
+            crate::error::EXIT_BAD_INPUT
+        }
+    }
 }
 
 /// The command line, parsed once from `argv` (read once, in `main`); on a
@@ -258,7 +285,7 @@ pub(crate) struct RunArgs {
 
     /// Measure another system with rtscope-agent: exec:'CMD' (its stdin/stdout, e.g.
     /// exec:'ssh board rtscope-agent'), tcp:HOST:PORT (an agent started with --listen PORT)
-    /// or serial:/dev/ttyUSB0[:BAUD]. See README "Measuring another system" and docs/agent.md.
+    /// or serial:/dev/ttyUSB0[:BAUD]. See docs/agent.md ("Measuring another system with it").
     #[arg(long, value_name = "SPEC")]
     pub(crate) target: Option<String>,
 

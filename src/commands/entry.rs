@@ -29,6 +29,7 @@ pub fn main() -> ExitCode {
         Command::Report(args) => commands::report::cmd(&args),
         Command::Check(args) => commands::check::cmd(&args),
         Command::Serve(args) => commands::serve::cmd(&args),
+        Command::Parse(args) => Ok(crate::cli::parse_only(&args)),
     };
     match result {
         Ok(code) => ExitCode::from(code),
