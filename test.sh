@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # rtscope's test command (README "Run the tests"; .ci/run calls exactly this).
 # Installs the peers and tools the tests use when running as root with apt,
-# then runs clippy and the whole test suite. Tests whose tools are still missing (not
-# root, no apt) skip with a message instead of failing.
+# then runs clippy and the whole test suite. As root with every package
+# installed (as CI runs it) no test may skip: RTSCOPE_NO_SKIP=1 makes a skip a
+# failure that says why. Otherwise (not root, no apt) tests whose tools or
+# privileges are missing skip with a message, and the skips are counted at the end.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -32,6 +34,18 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
 fi
 
+# Skips: none allowed where nothing is missing (tests/common `skip!`).
+skip_log=$(mktemp "${TMPDIR:-/tmp}/rtscope-skips.XXXXXX")
+trap 'rm -f "$skip_log"' EXIT
+export RTSCOPE_SKIP_LOG="$skip_log"
+still_missing=0
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || still_missing=1
+done
+if [ "$(id -u)" = 0 ] && [ "$still_missing" = 0 ]; then
+  export RTSCOPE_NO_SKIP=1
+fi
+
 # Lints first (clippy::undocumented_unsafe_blocks is denied in Cargo.toml),
 # but a lint failure must not hide a test failure: both run, either fails.
 lint=0
@@ -39,6 +53,11 @@ cargo clippy --release --all-targets --quiet -- -D warnings || lint=$?
 # --no-fail-fast: every test binary runs even when an earlier one failed.
 tests=0
 cargo test --release --no-fail-fast "$@" || tests=$?
+skips=$(wc -l < "$skip_log")
+if [ "$skips" -gt 0 ]; then
+  echo "test.sh: $skips test(s) skipped (not root, or a package missing):" >&2
+  sed 's/^/  /' "$skip_log" >&2
+fi
 if [ "$lint" -ne 0 ]; then
   echo "test.sh: cargo clippy failed (exit $lint): see its messages above" >&2
 fi

@@ -4,6 +4,7 @@
 //! inputs (exit 2, clear message, nothing written).
 
 mod analysis_support;
+mod common;
 
 use analysis_support::*;
 use serde_json::Value;

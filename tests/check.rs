@@ -5,6 +5,7 @@
 //! definition's steps run with a stand-in `lava-test-case`, bad bounds.
 
 mod analysis_support;
+mod common;
 
 use std::path::Path;
 

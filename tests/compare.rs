@@ -3,6 +3,7 @@
 //! matches between results with different probes and phases.
 
 mod analysis_support;
+mod common;
 
 use analysis_support::*;
 use rtscope::model::SignedStats;

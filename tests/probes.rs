@@ -12,7 +12,7 @@ use std::process::Command;
 use serde_json::Value;
 
 mod common;
-use common::{is_root, merged_entry, rtscope, serial};
+use common::{merged_entry, need_root, rtscope, serial, u};
 
 /// Run `rtscope run ARGS --json FILE -q`, assert exit 0, return the result.
 fn run_ok(args: &[&str]) -> Value {
@@ -34,9 +34,6 @@ fn variants(run: &Value, probe: &str) -> Vec<String> {
         .collect()
 }
 
-fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
-}
 
 fn p50(r: &Value) -> u64 {
     u(&r["percentiles_ns"]["50"])
@@ -202,10 +199,7 @@ fn interfere(cpu: usize, burst_ms: u64, stop: &std::sync::atomic::AtomicBool) {
 
 #[test]
 fn noise_sees_the_gap_a_higher_priority_thread_makes() {
-    if !is_root() {
-        eprintln!("skipped: needs root (SCHED_FIFO interferer)");
-        return;
-    }
+    need_root!("a SCHED_FIFO interferer");
     let _serial = serial();
     let cpus: Vec<usize> = (0..std::thread::available_parallelism().unwrap().get()).collect();
     let cpu = *cpus.last().unwrap();

@@ -5,10 +5,12 @@
 //! screenshot is not blank), skipped with a message when Chromium is absent.
 
 mod analysis_support;
+mod common;
 
 use std::path::{Path, PathBuf};
 
 use analysis_support::*;
+use common::{chromium, chromium_cmd, skip};
 
 /// Two small systems from hand-written histograms, written as a.json and
 /// b.json in `dir` (relative names keep the snapshots path-free).
@@ -167,39 +169,10 @@ fn html_marks_pwcet_refusals_in_red() {
     assert!(md.contains("\n- timer/idle thread all: no estimate:"), "{md}");
 }
 
-fn chromium() -> Option<PathBuf> {
-    for name in ["chromium", "chromium-browser", "google-chrome"] {
-        if let Ok(out) = std::process::Command::new("which").arg(name).output() {
-            if out.status.success() {
-                return Some(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string()));
-            }
-        }
-    }
-    None
-}
-
-fn chromium_cmd(bin: &Path, profile: &Path) -> std::process::Command {
-    let mut c = std::process::Command::new(bin);
-    c.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--hide-scrollbars",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()));
-    c
-}
-
 #[test]
 fn html_renders_its_plots_in_a_real_browser() {
     let Some(bin) = chromium() else {
-        eprintln!("skipped: Chromium is not installed (apt-get install -y chromium) — the browser check did not run");
-        return;
+        skip!("Chromium is not installed (apt-get install -y chromium): the browser check did not run");
     };
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = rich(dir.path());

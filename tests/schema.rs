@@ -54,8 +54,7 @@ fn the_checker_catches_undocumented_and_missing_fields() {
 #[test]
 fn traced_result_files_match_the_documented_schema() {
     if !is_root() || !std::path::Path::new("/sys/kernel/tracing/instances").is_dir() {
-        eprintln!("skipped: threshold tracing needs root and tracefs at /sys/kernel/tracing");
-        return;
+        skip!("threshold tracing needs root and tracefs at /sys/kernel/tracing");
     }
     let doc = documented();
     let sb = Sandbox::new();

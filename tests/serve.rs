@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{http, read_json, u, Answer, Sandbox};
+use common::{chromium, chromium_cmd, http, read_json, skip, u, Answer, Sandbox};
 use serde_json::Value;
 
 /// A running `rtscope serve`, stopped (SIGINT) when dropped.
@@ -361,20 +361,6 @@ fn a_postgresql_history_is_served_the_same_way() {
     assert_eq!(code, Some(0));
 }
 
-fn chromium() -> Option<PathBuf> {
-    ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|n| {
-        let o = Command::new("which").arg(n).output().ok()?;
-        o.status.success().then(|| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
-    })
-}
-
-fn chromium_cmd(bin: &Path, profile: &Path) -> Command {
-    let mut c = Command::new(bin);
-    c.args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars"])
-        .arg(format!("--user-data-dir={}", profile.display()));
-    c
-}
-
 /// Chromium's DOM of `url`.
 fn dom(bin: &Path, profile: &Path, url: &str) -> String {
     let o = chromium_cmd(bin, profile).args(["--window-size=1280,2000", "--dump-dom", url]).output().unwrap();
@@ -408,8 +394,7 @@ fn screenshot(bin: &Path, dir: &Path, name: &str, url: &str) -> (usize, usize, u
 #[test]
 fn list_run_and_compare_pages_render_in_a_real_browser() {
     let Some(bin) = chromium() else {
-        eprintln!("skipped: Chromium is not installed (apt-get install -y chromium) — the browser check did not run");
-        return;
+        skip!("Chromium is not installed (apt-get install -y chromium): the browser check did not run");
     };
     let sb = Sandbox::new();
     for f in [fixture("golden/result-v1.json"), traced_copy(sb.dir.path())] {

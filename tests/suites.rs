@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{fixture, is_root, merged, serial, u, Sandbox};
+use common::{fixture, merged, need_root, serial, u, Sandbox};
 use serde_json::Value;
 
 
@@ -21,10 +21,7 @@ fn entry<'a>(run: &'a Value, probe: &str, variant: &str) -> &'a Value {
 
 #[test]
 fn pi_without_a_protocol_shows_the_inversion_and_with_one_does_not() {
-    if !is_root() {
-        eprintln!("skipped: the inversion needs SCHED_FIFO priorities (run as root)");
-        return;
-    }
+    need_root!("the inversion needs SCHED_FIFO priorities");
     let _g = serial();
     let sb = Sandbox::new();
     // A 30 ms burst every 100 ms: far above any scheduling delay of this

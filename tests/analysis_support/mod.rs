@@ -10,11 +10,9 @@ use assert_cmd::Command;
 use rtscope::measure::recorder::Recorder;
 use rtscope::model::*;
 
+/// `common::rtscope()` (the tests' one database policy) as assert_cmd's Command.
 pub fn rtscope() -> Command {
-    // Runs are saved to a test database under target/, never the user's.
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rtscope"));
-    c.env("RTSCOPE_DB", concat!(env!("CARGO_TARGET_TMPDIR"), "/rtscope-tests.db"));
-    c
+    Command::from_std(crate::common::rtscope())
 }
 
 pub fn host(name: &str, kernel: &str) -> Host {

@@ -100,6 +100,48 @@ pub fn read_json(path: &Path) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
 }
 
+/// A test that cannot run here (no root, a tool missing) says why through
+/// [`skip!`]: a line `SKIP: why` on stderr, the reason appended to the file
+/// `$RTSCOPE_SKIP_LOG` names (test.sh counts them) — and, where no skip is
+/// allowed (`RTSCOPE_NO_SKIP=1`: CI, test.sh as root with every package),
+/// a failure with the reason. A skip is a result, never a silent pass.
+pub fn skipped(why: &str) {
+    if std::env::var_os("RTSCOPE_NO_SKIP").is_some_and(|v| v == "1") {
+        panic!("this test would skip, and RTSCOPE_NO_SKIP=1 allows no skip: {why}");
+    }
+    eprintln!("SKIP: {why}");
+    if let Some(log) = std::env::var_os("RTSCOPE_SKIP_LOG") {
+        use std::io::Write;
+        let test = std::thread::current().name().unwrap_or("?").to_string();
+        if let Ok(mut f) = std::fs::OpenOptions::new().append(true).create(true).open(log) {
+            let _ = writeln!(f, "{test}: {why}");
+        }
+    }
+}
+
+/// `skip!("needs root ({})", what)`: [`skipped`], then return from the test.
+#[allow(unused_macros)]
+macro_rules! skip {
+    ($($why:tt)*) => {{
+        $crate::common::skipped(&format!($($why)*));
+        return;
+    }};
+}
+#[allow(unused_imports)]
+pub(crate) use skip;
+
+/// Skip the test (see [`skip!`]) unless it runs as root.
+#[allow(unused_macros)]
+macro_rules! need_root {
+    ($($why:tt)*) => {
+        if !$crate::common::is_root() {
+            $crate::common::skip!("needs root: {}", format!($($why)*));
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use need_root;
+
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
@@ -157,6 +199,33 @@ pub fn read_bins(name: &str) -> (Vec<String>, Vec<BinRow>) {
 /// Is `tool` on PATH?
 pub fn have(tool: &str) -> bool {
     std::process::Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
+}
+
+/// Chromium (or Chrome) on PATH, for the tests that render HTML in a real browser.
+pub fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|n| {
+        let o = std::process::Command::new("which").arg(n).output().ok()?;
+        o.status.success().then(|| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+    })
+}
+
+/// Headless Chromium with a private profile, no network of its own (no
+/// QUIC, no background or component traffic) and no sandbox (root).
+pub fn chromium_cmd(bin: &Path, profile: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(bin);
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    c
 }
 
 /// A free TCP port on 127.0.0.1 (bound and released; the server or agent takes it next).
@@ -222,7 +291,7 @@ pub fn http(addr: &str, method: &str, path: &str) -> Answer {
 /// the `--target` that runs it; None, saying SKIP, without python3.
 pub fn scripted_agent(sb: &Sandbox, script: &str) -> Option<String> {
     if !have("python3") {
-        eprintln!("SKIP: python3 (the scripted agent)");
+        skipped("python3 is not installed (the scripted agent)");
         return None;
     }
     std::fs::write(sb.path("agent.py"), script).unwrap();
