@@ -359,3 +359,24 @@ fn no_ratio_of_negative_means() {
     assert_eq!(cells.last(), Some(&"-"), "no ratio of -9.7 and -0.2: {mean}");
     assert!(cells[1].starts_with("-9.7") && cells[2].starts_with("-0.2"), "{mean}");
 }
+
+#[test]
+fn inputs_of_one_system_are_named_by_their_source_unless_named() {
+    // Two runs of one host and kernel (issue 63: `--name cpu0,cpu1` still
+    // said "they are named by their source").
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "cpu0.json", &run(host("vm", "6.1.0"), entries("timer", "idle", &[a_values()], 1_000_000)));
+    let b = write(dir.path(), "cpu1.json", &run(host("vm", "6.1.0"), entries("timer", "idle", &[a_values()], 1_000_000)));
+    let unnamed = rtscope().arg("compare").arg(&a).arg(&b).args(["--format", "json"]).output().unwrap();
+    assert!(unnamed.status.success(), "{}", String::from_utf8_lossy(&unnamed.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&unnamed.stdout).unwrap();
+    assert_eq!(v["systems"], serde_json::json!(["cpu0", "cpu1"]));
+    assert!(v["notes"].to_string().contains("every input ran on vm 6.1.0: they are named by their source"), "{}", v["notes"]);
+    for format in ["json", "term"] {
+        let named = rtscope().arg("compare").arg(&a).arg(&b).args(["--name", "first,second", "--format", format]).output().unwrap();
+        assert!(named.status.success(), "{}", String::from_utf8_lossy(&named.stderr));
+        let text = String::from_utf8_lossy(&named.stdout);
+        assert!(text.contains("first") && text.contains("second"), "{text}");
+        assert!(!text.contains("named by their source"), "--name given, yet: {text}");
+    }
+}

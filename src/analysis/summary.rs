@@ -209,6 +209,12 @@ pub(crate) fn analyse<'r>(runs: &'r [(String, Run)], names: &[String], opts: &Op
             thread_metric: crate::analysis::suites::thread_metric(run),
         })
         .collect();
-    let comparison = compare::compare(&refs, &systems, opts.bin_width, &opts.pairing)?;
+    let mut comparison = compare::compare(&refs, &systems, opts.bin_width, &opts.pairing)?;
+    // Only names rtscope chose are "named by their source": `--name` is the user's.
+    if names.is_empty() {
+        if let Some(n) = compare::same_system_note(&refs, &systems) {
+            comparison.notes.insert(0, n);
+        }
+    }
     Ok(Analysis { tool_version: env!("CARGO_PKG_VERSION").into(), options: opts.clone(), runs: out, comparison })
 }

@@ -24,7 +24,8 @@ pub(crate) fn render_json(r: &DoctorReport) -> anyhow::Result<String> {
 }
 
 /// The terminal listing: worst severity first, one line per finding with its evidence, why
-/// and fix indented below (ok findings get the title and evidence only).
+/// and fix indented below (ok findings get the title and evidence only, and their why when a
+/// factor experiment's measurement is cited in it: the reason an ok is ok here).
 pub(crate) fn render_text(r: &DoctorReport) -> String {
     let mut out = String::new();
     out.push_str(&format!("rtscope doctor — judged for CPUs {}\n", fmt_cpus(&r.cpus)));
@@ -39,7 +40,7 @@ pub(crate) fn render_text(r: &DoctorReport) -> String {
             for e in &f.evidence {
                 out.push_str(&format!("           {} = {}\n", e.path, e.value));
             }
-            if sev != Severity::Ok {
+            if sev != Severity::Ok || f.why.contains(MEASURED) {
                 out.push_str(&format!("           why: {}\n", f.why));
                 if let Some(fix) = &f.fix {
                     out.push_str(&format!("           fix: {fix}\n"));
@@ -58,11 +59,29 @@ pub(crate) fn render_text(r: &DoctorReport) -> String {
     out
 }
 
+/// How a cited measurement starts (`factors::citation`), appended to a why by `rtscope doctor`.
+const MEASURED: &str = "measured: ";
+
 fn heading(s: Severity) -> &'static str {
     match s {
         Severity::Bad => "BAD — measurements on this host are not real-time meaningful until fixed",
         Severity::Warn => "WARN — likely adds latency; fix before trusting worst cases",
         Severity::Info => "INFO — worth knowing when reading results",
         Severity::Ok => "OK",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ok_finding_shows_the_measurement_that_backs_it() {
+        let plain = Finding::new("mm.ksm", Severity::Ok, "KSM is off").why("merging pages costs latency.");
+        let cited = Finding::new("console.printk", Severity::Ok, "console log level 4")
+            .why("console output can delay. measured: −3 % max [−20, +16] of timer/idle for printk=1 vs 7 (none seen), experiment fx-1.");
+        let text = render_text(&DoctorReport { schema_version: 1, cpus: vec![0], findings: vec![plain, cited] });
+        assert!(!text.contains("merging pages"), "an ok finding without a measurement keeps to its title: {text}");
+        assert!(text.contains("why: console output can delay. measured: −3 % max"), "{text}");
     }
 }

@@ -41,7 +41,7 @@ pub(crate) use pairing::{pair, MatchBy, Pairing};
 pub(crate) use text::{fmt_ratio, fmt_ratio_shown};
 
 use cell::cell;
-use names::same_system_note;
+pub(crate) use names::same_system_note;
 
 /// Level of the two-sample test.
 pub(crate) const ALPHA: f64 = 0.01;
@@ -163,9 +163,6 @@ pub(crate) fn bins_of(hist: &[Bucket], width: Nanos, max: Nanos) -> Vec<BinCount
 pub(crate) fn compare(runs: &[&Run], systems: &[String], bin_width: Nanos, pairing: &Pairing) -> Result<Comparison, BadInput> {
     let per_run: Vec<Vec<&ProbeResult>> = runs.iter().map(|r| merged_entries(r)).collect();
     let (slotted, mut notes) = pair(&per_run, systems, pairing)?;
-    if let Some(n) = same_system_note(runs, systems) {
-        notes.insert(0, n);
-    }
     if let Some(n) = names::emulation_note(runs, systems) {
         notes.insert(0, n);
     }

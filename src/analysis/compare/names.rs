@@ -4,8 +4,9 @@
 use crate::model::Run;
 
 /// "all inputs ran on HOST KERNEL" when the inputs are named by their
-/// source because host and kernel are the same.
-pub(super) fn same_system_note(runs: &[&Run], systems: &[String]) -> Option<String> {
+/// source because host and kernel are the same (asked only when no
+/// `--name` was given: a name the user gave is not "their source").
+pub(crate) fn same_system_note(runs: &[&Run], systems: &[String]) -> Option<String> {
     let base = |r: &Run| default_name(r);
     if runs.len() >= 2 && runs.iter().all(|r| base(r) == base(runs[0])) && !systems.iter().any(|s| s.starts_with(&base(runs[0]))) {
         Some(format!("every input ran on {}: they are named by their source", base(runs[0])))
