@@ -182,7 +182,11 @@ fn default_output_goes_to_the_results_dir_named_by_start_time() {
     let files: Vec<_> = std::fs::read_dir(sb.path("rtscope-results")).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(files.len(), 1, "{files:?}");
     let name = files[0].to_str().unwrap();
-    assert!(name.starts_with("rtscope-2") && name.ends_with("Z.json"), "{name}");
+    // rtscope-20261122T090135Z-9f3a04c2.json: the start time and a suffix of
+    // its own (runs started in the same second get files of their own).
+    let (stamp, suffix) = name.strip_prefix("rtscope-").and_then(|n| n.strip_suffix(".json")).and_then(|n| n.split_once('-')).unwrap_or_else(|| panic!("{name}"));
+    assert!(stamp.len() == 16 && stamp.starts_with('2') && stamp.ends_with('Z'), "{name}");
+    assert!(suffix.len() == 8 && suffix.chars().all(|c| c.is_ascii_hexdigit()), "{name}");
     let run = read_json(&sb.path(&format!("rtscope-results/{name}")));
     assert_eq!(run["schema_version"], 1);
     assert!(out.stdout.is_empty(), "-q prints no table");

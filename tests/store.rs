@@ -369,6 +369,79 @@ fn two_runs_finishing_together_are_both_saved(db: &Db, dir: &Path) {
     assert_eq!(starts, files);
 }
 
+both!(concurrent_runs_into_one_out_dir_keep_their_own_results, "results.db");
+/// A fleet started by cron: 8 runs started at once into one `--out`
+/// directory and one history (issue 61: the files were named to the
+/// second, so runs rewrote each other's file, and the end of a run read that
+/// shared file back to store the document — run #23's rows with #22's
+/// measurement). Each run has its own period, so a swapped document shows.
+fn concurrent_runs_into_one_out_dir_keep_their_own_results(db: &Db, dir: &Path) {
+    let db = db.clone();
+    let out = dir.join("out");
+    let n = 8u64;
+    let interval_us = |k: u64| 1000 + 250 * k;
+    let kids: Vec<_> = (0..n)
+        .map(|k| {
+            bin()
+                .env("RTSCOPE_DB", &db)
+                .args(["run", "-D", "400ms", "-t", "1", "-q", "-i", &interval_us(k).to_string(), "--out"])
+                .arg(&out)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for k in kids {
+        let o = k.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let mut files: Vec<Vec<u8>> = std::fs::read_dir(&out).unwrap().map(|e| std::fs::read(e.unwrap().path()).unwrap()).collect();
+    assert_eq!(files.len(), n as usize, "one file per run");
+    let rows = history(&db, &[]);
+    assert_eq!(rows.len(), n as usize, "{rows:?}");
+    // The result rows as stored from memory: (interval, samples, max) of each
+    // run's entries, by run id.
+    let stored_rows = |id: i64| -> Vec<(u64, u64, u64)> {
+        let q = "SELECT interval_ns, samples, max_ns FROM results WHERE run_id = $1 ORDER BY idx";
+        match &db {
+            Db::File(f) => {
+                let c = rusqlite::Connection::open(f).unwrap();
+                let mut st = c.prepare(&q.replace("$1", "?1")).unwrap();
+                st.query_map([id], |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64, r.get::<_, i64>(2)? as u64))).unwrap().map(Result::unwrap).collect()
+            }
+            Db::Pg(u) => pg_support::client(u)
+                .query(q, &[&id])
+                .unwrap()
+                .iter()
+                .map(|r| (r.get::<_, i64>(0) as u64, r.get::<_, i64>(1) as u64, r.get::<_, i64>(2) as u64))
+                .collect(),
+        }
+    };
+    let mut intervals = Vec::new();
+    for row in &rows {
+        let id = row["id"].as_i64().unwrap();
+        let o = with_db(&db, &["export", &id.to_string()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        // The stored document is one of the files, byte for byte, and no
+        // other run's: each file is taken once.
+        let at = files.iter().position(|f| *f == o.stdout).unwrap_or_else(|| panic!("run #{id}'s document is none of the result files"));
+        files.remove(at);
+        let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let entries: Vec<(u64, u64, u64)> = doc["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (common::u(&r["interval_ns"]), common::u(&r["samples"]), common::u(&r["max_ns"])))
+            .collect();
+        assert_eq!(entries, stored_rows(id), "run #{id}: the document's plan and counts are its own rows'");
+        assert_eq!(common::u(&doc["plan"]["interval_ns"]), entries[0].0);
+        intervals.push(entries[0].0);
+    }
+    intervals.sort();
+    assert_eq!(intervals, (0..n).map(|k| interval_us(k) * 1000).collect::<Vec<_>>(), "every run stored once");
+}
+
 both!(many_concurrent_imports_all_land, "results.db");
 fn many_concurrent_imports_all_land(db: &Db, _dir: &Path) {
     let db = db.clone();

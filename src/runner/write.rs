@@ -191,4 +191,14 @@ mod tests {
         write_final(&path, &run).unwrap();
         assert!(on_file(&path).get("complete").is_none(), "the last write is a finished run");
     }
+
+    #[test]
+    fn the_stored_text_is_the_result_files_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        let mut run = run();
+        run.command_line.push("--note=\u{e9}\"\n".into());
+        write_final(&path, &run).unwrap();
+        assert_eq!(crate::store::json::run_text(&run).unwrap().into_bytes(), std::fs::read(&path).unwrap());
+    }
 }
