@@ -217,6 +217,41 @@ fn sigint_keeps_the_samples_taken_and_exits_130() {
     assert!(run["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("interrupted")));
 }
 
+/// An ssh session dropping (SIGHUP) ends a run as Ctrl-C does (issue 61):
+/// exit 130, the samples kept and stored, the loads' temp dir removed.
+#[test]
+fn sighup_ends_a_run_with_its_samples_stored_and_nothing_left() {
+    let _lock = serial();
+    let sb = Sandbox::new();
+    let loads = sb.path("loads");
+    std::fs::create_dir(&loads).unwrap();
+    let path = sb.path("hup.json");
+    let mut child = sb
+        .cmd()
+        .args(["run", "-D", "60s", "-i", "1000", "-t", "1", "-q", "--load", "cpu", "--load-dir", loads.to_str().unwrap(), "--json", path.to_str().unwrap()])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let temp = loads.join(format!(".rtscope-load-{}", child.id()));
+    wait_until("the load's temp dir", Duration::from_secs(30), || temp.exists());
+    // Into the measurement (after the settle), then the hang-up.
+    wait_until("a checkpoint of the result", Duration::from_secs(60), || path.exists());
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::SIGHUP).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = read_json(&path);
+    assert_eq!(run["interrupted"], true);
+    assert!(run.get("complete").is_none(), "the last write is a finished run: {}", run["complete"]);
+    assert!(merged(&run).iter().map(|r| u(&r["samples"])).sum::<u64>() > 0, "the samples taken are kept");
+    let hist = sb.run(&["history", "--json"]);
+    let rows: Value = serde_json::from_slice(&hist.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 1, "the run is stored: {rows}");
+    assert_eq!(rows[0]["interrupted"], true);
+    let left: Vec<_> = std::fs::read_dir(&loads).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "nothing left behind in the load dir: {left:?}");
+}
+
 #[test]
 fn sigterm_is_handled_like_sigint() {
     let sb = Sandbox::new();

@@ -78,7 +78,7 @@ pub(crate) fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
     let shared = Arc::new(Mutex::new(metrics.render()));
     let server = server.map(|l| crate::serve::metrics::MetricsServer::start(l, Arc::clone(&shared))).transpose()?;
     if !output.quiet {
-        eprintln!("{}", announcement(&mp, server.as_ref().map(|s| s.addr().to_string()), args.textfile.as_deref()));
+        eprintln!("{}", crate::store::pgconn::redact_secrets(&announcement(&mp, server.as_ref().map(|s| s.addr().to_string()), args.textfile.as_deref())));
     }
     let mut sinks = Sinks {
         shown_db: store.as_ref().map(|s| s.shown()).unwrap_or_default(),
@@ -177,7 +177,8 @@ fn monitor_plan(
     let mp = MonitorPlan {
         window_ns: args.window,
         cycle_ns: cycle.iter().map(|(_, d)| *d).collect(),
-        cycle: cycle.iter().map(|(n, d)| format!("{n}:{}", crate::units::fmt_ns(*d))).collect(),
+        // Kept in the result: a `cmd:` phase's URL loses its password.
+        cycle: cycle.iter().map(|(n, d)| crate::store::pgconn::redact_secrets(&format!("{n}:{}", crate::units::fmt_ns(*d)))).collect(),
         total_ns,
         plan,
         exp,

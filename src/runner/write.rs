@@ -72,7 +72,16 @@ pub(crate) fn finish(run: &mut Run, steps: &[SetupStep], interrupted: bool, warn
         run.interrupted_in = run.plan.phases.last().cloned();
     }
     run.realtime_setup = RealtimeSetup::from_steps(steps.to_vec());
-    run.warnings = warnings(run);
+    run.warnings = warnings(run).iter().map(|w| crate::store::pgconn::redact_secrets(w)).collect();
+    // The loads' command lines (and warnings that may quote them) as the
+    // result keeps them: a URL's password in a `cmd:` load (`cmd:pgbench
+    // postgresql://u:pw@h/db`) is redacted as the command line was where it
+    // was captured.
+    for load in run.phases.iter_mut().flat_map(|p| p.loads.iter_mut()) {
+        for c in &mut load.commands {
+            *c = crate::store::pgconn::redact_secrets(c);
+        }
+    }
 }
 
 /// The last write of a finished (or interrupted) run: if `path` cannot take
