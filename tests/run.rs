@@ -226,17 +226,18 @@ fn sighup_ends_a_run_with_its_samples_stored_and_nothing_left() {
     let loads = sb.path("loads");
     std::fs::create_dir(&loads).unwrap();
     let path = sb.path("hup.json");
-    let mut child = sb
+    let child = sb
         .cmd()
-        .args(["run", "-D", "60s", "-i", "1000", "-t", "1", "-q", "--load", "cpu", "--load-dir", loads.to_str().unwrap(), "--json", path.to_str().unwrap()])
+        .args(["run", "-D", "60s", "-i", "1000", "-t", "1", "-q", "--load", "cpu", "--settle", "0", "--load-dir", loads.to_str().unwrap(), "--json", path.to_str().unwrap()])
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let temp = loads.join(format!(".rtscope-load-{}", child.id()));
     wait_until("the load's temp dir", Duration::from_secs(30), || temp.exists());
-    // Into the measurement (after the settle), then the hang-up.
-    wait_until("a checkpoint of the result", Duration::from_secs(60), || path.exists());
-    std::thread::sleep(Duration::from_millis(500));
+    // Into the measurement (no settle: the loads' checkpoint is written
+    // before it starts), then the hang-up.
+    wait_until("the loads' checkpoint", Duration::from_secs(60), || path.exists());
+    std::thread::sleep(Duration::from_millis(1500));
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::SIGHUP).unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
