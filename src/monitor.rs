@@ -88,7 +88,7 @@ pub(crate) fn execute(
         eprintln!("removed {what}");
     }
     let _memory = MemoryLock::begin(&mut session.steps);
-    session.run.monitor = Some(MonitorRecord { id: id.to_string(), window_ns: Nanos(mp.window_ns), cycle: mp.cycle.clone(), windows: 0 });
+    session.run.monitor = Some(MonitorRecord::new(id.to_string(), Nanos(mp.window_ns), mp.cycle.clone()));
     let board = LiveBoard::default();
     let t0 = Instant::now();
     let mut monitor = Monitor {
@@ -181,8 +181,16 @@ impl Monitor<'_> {
             let mut sub = mp.plan.probe_run(entry, false);
             sub.duration_ns = self.window_ns();
             let at = OffsetDateTime::now_utc();
+            let began = Instant::now();
             let outcomes = self.measuring.measure(probe, &sub, &mut session.steps)?;
-            closed.extend(windows_of(self.windows, at, sub.duration_ns, name, &spec.name, &outcomes)?);
+            // A window cut short by Ctrl-C records the time it measured, not
+            // the window's length (~18.9 s were stored as 30 s).
+            let measured = if self.measuring.stop.load(Ordering::Relaxed) {
+                sub.duration_ns.min(began.elapsed().as_nanos().min(u64::MAX as u128) as u64)
+            } else {
+                sub.duration_ns
+            };
+            closed.extend(windows_of(self.windows, at, measured, name, &spec.name, &outcomes)?);
             self.overall.add(name, &spec.name, outcomes);
         }
         Ok(closed)

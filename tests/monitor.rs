@@ -171,6 +171,68 @@ fn sigint_stores_every_closed_window_and_exits_130() {
     assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
 }
 
+/// SIGHUP (an ssh session dropping) ends a monitor as Ctrl-C does (issue
+/// 61: it exited 129 with no result, no run stored and the load's temp dir
+/// left): exit 130, the run and every closed window stored, nothing left;
+/// the window cut short records the time it measured, not the window's
+/// length.
+#[test]
+fn sighup_ends_a_monitor_stored_with_nothing_left() {
+    let _lock = serial();
+    let sb = Sandbox::new();
+    let loads = sb.path("loads");
+    std::fs::create_dir(&loads).unwrap();
+    let child = sb
+        .cmd()
+        .args(["monitor", "--window", "2s", "--cycle", "cpu:1h", "-i", "1000", "-t", "1", "-q", "--load-dir", loads.to_str().unwrap(), "--json"])
+        .arg(sb.path("m.json"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = Reaped(child);
+    let temp = loads.join(format!(".rtscope-load-{}", child.0.id()));
+    wait_until("the load's temp dir", Duration::from_secs(30), || temp.exists());
+    // Two windows stored, then the hang-up in the middle of the third.
+    let db = sb.path("results.db");
+    let stored = || -> u64 {
+        let Ok(c) = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY) else { return 0 };
+        c.query_row("SELECT COUNT(DISTINCT idx) FROM windows", [], |r| r.get::<_, i64>(0)).unwrap_or(0) as u64
+    };
+    wait_until("2 windows stored", Duration::from_secs(60), || stored() >= 2);
+    std::thread::sleep(Duration::from_millis(700));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.0.id() as i32), nix::sys::signal::Signal::SIGHUP).unwrap();
+    let status = child.0.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    let run = read_json(&sb.path("m.json"));
+    assert_eq!(run["interrupted"], true);
+    let n = u(&run["monitor"]["windows"]);
+    let rows = windows(&sb, 1);
+    let merged: Vec<&Value> = rows.iter().filter(|w| w["thread"].is_null()).collect();
+    assert_eq!(merged.len() as u64, n, "every closed window stored with its run");
+    assert!(n >= 3, "the window cut by SIGHUP is kept too: {n}");
+    let last = merged.last().unwrap();
+    let full = merged[..merged.len() - 1].iter().map(|w| u(&w["duration_ns"])).collect::<Vec<_>>();
+    assert!(full.iter().all(|&d| d == 2_000_000_000), "{full:?}");
+    let cut = u(&last["duration_ns"]);
+    assert!(cut < 2_000_000_000 && cut > 0, "the cut window records the time it measured: {cut}");
+    // At 1 ms a window holds one period per ms it measured.
+    let periods = u(&last["samples"]) + u(&last["overruns"]);
+    assert!(periods <= cut / 1_000_000 + 1, "{periods} periods in {cut} ns");
+    let left: Vec<_> = std::fs::read_dir(&loads).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "nothing left behind in the load dir: {left:?}");
+    // A history that lacks a window: the report counts the windows it has
+    // and names the one missing.
+    rusqlite::Connection::open(&db).unwrap().execute("DELETE FROM windows WHERE idx = 1", []).unwrap();
+    let out = sb.run(&["report", "--no-pwcet", "--format", "md", "1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains(&format!("{} windows of 2s stored", n - 1)) && text.contains(&format!("({n} closed; missing: #1 ")), "{text}");
+    let out = sb.run(&["history", "--windows", "1"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("missing: #1 "), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
 #[test]
 fn bad_flags_are_exit_2_before_measuring() {
     let sb = Sandbox::new();

@@ -182,7 +182,11 @@ fn default_output_goes_to_the_results_dir_named_by_start_time() {
     let files: Vec<_> = std::fs::read_dir(sb.path("rtscope-results")).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(files.len(), 1, "{files:?}");
     let name = files[0].to_str().unwrap();
-    assert!(name.starts_with("rtscope-2") && name.ends_with("Z.json"), "{name}");
+    // rtscope-20261122T090135Z-9f3a04c2.json: the start time and a suffix of
+    // its own (runs started in the same second get files of their own).
+    let (stamp, suffix) = name.strip_prefix("rtscope-").and_then(|n| n.strip_suffix(".json")).and_then(|n| n.split_once('-')).unwrap_or_else(|| panic!("{name}"));
+    assert!(stamp.len() == 16 && stamp.starts_with('2') && stamp.ends_with('Z'), "{name}");
+    assert!(suffix.len() == 8 && suffix.chars().all(|c| c.is_ascii_hexdigit()), "{name}");
     let run = read_json(&sb.path(&format!("rtscope-results/{name}")));
     assert_eq!(run["schema_version"], 1);
     assert!(out.stdout.is_empty(), "-q prints no table");
@@ -211,6 +215,42 @@ fn sigint_keeps_the_samples_taken_and_exits_130() {
     assert!(samples > 300 && samples < 10_000, "samples {samples} after ~1.2 s at 1 ms");
     check_entry_invariants(r);
     assert!(run["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("interrupted")));
+}
+
+/// An ssh session dropping (SIGHUP) ends a run as Ctrl-C does (issue 61):
+/// exit 130, the samples kept and stored, the loads' temp dir removed.
+#[test]
+fn sighup_ends_a_run_with_its_samples_stored_and_nothing_left() {
+    let _lock = serial();
+    let sb = Sandbox::new();
+    let loads = sb.path("loads");
+    std::fs::create_dir(&loads).unwrap();
+    let path = sb.path("hup.json");
+    let child = sb
+        .cmd()
+        .args(["run", "-D", "60s", "-i", "1000", "-t", "1", "-q", "--load", "cpu", "--settle", "0", "--load-dir", loads.to_str().unwrap(), "--json", path.to_str().unwrap()])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let temp = loads.join(format!(".rtscope-load-{}", child.id()));
+    wait_until("the load's temp dir", Duration::from_secs(30), || temp.exists());
+    // Into the measurement (no settle: the loads' checkpoint is written
+    // before it starts), then the hang-up.
+    wait_until("the loads' checkpoint", Duration::from_secs(60), || path.exists());
+    std::thread::sleep(Duration::from_millis(1500));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::SIGHUP).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = read_json(&path);
+    assert_eq!(run["interrupted"], true);
+    assert!(run.get("complete").is_none(), "the last write is a finished run: {}", run["complete"]);
+    assert!(merged(&run).iter().map(|r| u(&r["samples"])).sum::<u64>() > 0, "the samples taken are kept");
+    let hist = sb.run(&["history", "--json"]);
+    let rows: Value = serde_json::from_slice(&hist.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 1, "the run is stored: {rows}");
+    assert_eq!(rows[0]["interrupted"], true);
+    let left: Vec<_> = std::fs::read_dir(&loads).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "nothing left behind in the load dir: {left:?}");
 }
 
 #[test]

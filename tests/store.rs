@@ -369,6 +369,79 @@ fn two_runs_finishing_together_are_both_saved(db: &Db, dir: &Path) {
     assert_eq!(starts, files);
 }
 
+both!(concurrent_runs_into_one_out_dir_keep_their_own_results, "results.db");
+/// A fleet started by cron: 8 runs started at once into one `--out`
+/// directory and one history (issue 61: the files were named to the
+/// second, so runs rewrote each other's file, and the end of a run read that
+/// shared file back to store the document — run #23's rows with #22's
+/// measurement). Each run has its own period, so a swapped document shows.
+fn concurrent_runs_into_one_out_dir_keep_their_own_results(db: &Db, dir: &Path) {
+    let db = db.clone();
+    let out = dir.join("out");
+    let n = 8u64;
+    let interval_us = |k: u64| 1000 + 250 * k;
+    let kids: Vec<_> = (0..n)
+        .map(|k| {
+            bin()
+                .env("RTSCOPE_DB", &db)
+                .args(["run", "-D", "400ms", "-t", "1", "-q", "-i", &interval_us(k).to_string(), "--out"])
+                .arg(&out)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for k in kids {
+        let o = k.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let mut files: Vec<Vec<u8>> = std::fs::read_dir(&out).unwrap().map(|e| std::fs::read(e.unwrap().path()).unwrap()).collect();
+    assert_eq!(files.len(), n as usize, "one file per run");
+    let rows = history(&db, &[]);
+    assert_eq!(rows.len(), n as usize, "{rows:?}");
+    // The result rows as stored from memory: (interval, samples, max) of each
+    // run's entries, by run id.
+    let stored_rows = |id: i64| -> Vec<(u64, u64, u64)> {
+        let q = "SELECT interval_ns, samples, max_ns FROM results WHERE run_id = $1 ORDER BY idx";
+        match &db {
+            Db::File(f) => {
+                let c = rusqlite::Connection::open(f).unwrap();
+                let mut st = c.prepare(&q.replace("$1", "?1")).unwrap();
+                st.query_map([id], |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64, r.get::<_, i64>(2)? as u64))).unwrap().map(Result::unwrap).collect()
+            }
+            Db::Pg(u) => pg_support::client(u)
+                .query(q, &[&id])
+                .unwrap()
+                .iter()
+                .map(|r| (r.get::<_, i64>(0) as u64, r.get::<_, i64>(1) as u64, r.get::<_, i64>(2) as u64))
+                .collect(),
+        }
+    };
+    let mut intervals = Vec::new();
+    for row in &rows {
+        let id = row["id"].as_i64().unwrap();
+        let o = with_db(&db, &["export", &id.to_string()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        // The stored document is one of the files, byte for byte, and no
+        // other run's: each file is taken once.
+        let at = files.iter().position(|f| *f == o.stdout).unwrap_or_else(|| panic!("run #{id}'s document is none of the result files"));
+        files.remove(at);
+        let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let entries: Vec<(u64, u64, u64)> = doc["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (common::u(&r["interval_ns"]), common::u(&r["samples"]), common::u(&r["max_ns"])))
+            .collect();
+        assert_eq!(entries, stored_rows(id), "run #{id}: the document's plan and counts are its own rows'");
+        assert_eq!(common::u(&doc["plan"]["interval_ns"]), entries[0].0);
+        intervals.push(entries[0].0);
+    }
+    intervals.sort();
+    assert_eq!(intervals, (0..n).map(|k| interval_us(k) * 1000).collect::<Vec<_>>(), "every run stored once");
+}
+
 both!(many_concurrent_imports_all_land, "results.db");
 fn many_concurrent_imports_all_land(db: &Db, _dir: &Path) {
     let db = db.clone();
@@ -1076,4 +1149,180 @@ fn monitor_survives_the_database_going_away() {
     let w: Vec<Value> = serde_json::from_str(&stdout(&o)).unwrap();
     let merged = w.iter().filter(|x| x["thread"].is_null()).count() as u64;
     assert_eq!(merged, windows, "every window stored once the database was back: {all}");
+}
+
+/// `url` with its database replaced by `postgres` (the server's own), for
+/// what cannot be done while connected to the database itself.
+fn admin_url(url: &str) -> String {
+    let (base, _) = url.rsplit_once('/').unwrap();
+    format!("{base}/postgres")
+}
+
+/// The name of `url`'s database.
+fn db_name(url: &str) -> String {
+    url.rsplit_once('/').unwrap().1.to_string()
+}
+
+/// A password with a `?` in it, and URLs inside other arguments (issue 59
+/// item 7): the secret is in no output, result, history row or error.
+#[test]
+fn adversarial_passwords_are_in_no_output_file_row_or_error() {
+    let Some(Db::Pg(url)) = pg_db() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let name = db_name(&url);
+    // A role whose password holds a `?`: a valid URL that connects.
+    let mut admin = pg_support::client(&admin_url(&url));
+    admin.batch_execute(&format!("CREATE ROLE adv2 LOGIN PASSWORD 'ab?cdSECRET2'; ALTER DATABASE {name} OWNER TO adv2")).unwrap();
+    let port = url.rsplit_once(':').unwrap().1.split('/').next().unwrap().to_string();
+    let adv = format!("postgres://adv2:ab?cdSECRET2@127.0.0.1:{port}/{name}");
+    let load = "cmd:sleep 30 # pgbench postgresql://user:LOADSECRET3@127.0.0.1/bench https://x:WEBSECRET4@example.invalid/";
+    let secrets = ["SECRET2", "LOADSECRET3", "WEBSECRET4"];
+    let clean = |what: &str, text: &str| {
+        for s in secrets {
+            assert!(!text.contains(s), "{what} holds {s}: {text}");
+        }
+    };
+    let json = dir.path().join("r.json");
+    let o = bin()
+        .args(["run", "-D", "300ms", "-t", "1", "--settle", "0", "--load", load, "--db", &adv, "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", all_output(&o));
+    clean("run's output", &all_output(&o));
+    assert!(stdout(&o).contains(&format!("saved: run #1 in postgres://adv2:***@127.0.0.1:{port}/{name}")), "{}", stdout(&o));
+    let file = std::fs::read_to_string(&json).unwrap();
+    clean("the result file", &file);
+    let cl: Value = serde_json::from_str::<Value>(&file).unwrap()["command_line"].clone();
+    assert!(cl.to_string().contains("postgresql://user:***@127.0.0.1/bench"), "the load's URL kept without its password: {cl}");
+    // A monitor's "saved:" line, and the history read back.
+    let o = bin().args(["monitor", "--window", "300ms", "-D", "700ms", "-t", "1", "--db", &adv, "--json"]).arg(dir.path().join("m.json")).output().unwrap();
+    assert!(o.status.success(), "{}", all_output(&o));
+    assert!(stdout(&o).contains("saved: run #2 in postgres://adv2:***@"), "{}", stdout(&o));
+    clean("monitor's output", &all_output(&o));
+    clean("monitor's result", &std::fs::read_to_string(dir.path().join("m.json")).unwrap());
+    for args in [vec!["history"], vec!["show", "1"], vec!["export", "1"], vec!["report", "1", "--no-pwcet"], vec!["show", "9"]] {
+        let o = with_db(&adv, &args);
+        clean(&format!("{args:?}"), &all_output(&o));
+    }
+    // Errors: a server that is down, a usage error quoting the URL.
+    let down = adv.replace(&format!(":{port}/"), ":1/");
+    let o = bin().args(["run", "-D", "300ms", "-t", "1", "--db", &down, "--json"]).arg(dir.path().join("d.json")).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", all_output(&o));
+    clean("the error of a database that is down", &all_output(&o));
+    let o = bin().args(["run", "--no-such-flag", &adv]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    clean("a usage error", &all_output(&o));
+    // Every row the history holds, as text.
+    let mut c = pg_support::client(&url);
+    for table in ["runs", "run_json", "results", "tags", "windows"] {
+        for row in c.query(&format!("SELECT t::text FROM rtscope.{table} t"), &[]).unwrap() {
+            clean(&format!("a row of {table}"), &row.get::<_, String>(0));
+        }
+    }
+}
+
+/// The database taken away during a monitor's last windows, then SIGINT
+/// (issue 61: the windows waiting in memory were lost, and the lost one
+/// held the worst case): the rescue file carries them, `import` restores
+/// them — every window in the history, the worst case among them.
+#[test]
+fn a_monitor_ending_while_the_database_is_away_loses_no_window() {
+    let Some(Db::Pg(url)) = pg_db() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let name = db_name(&url);
+    let json = dir.path().join("m.json");
+    let child = bin()
+        .args(["monitor", "--window", "400ms", "-i", "1000", "-t", "1", "-q", "--db", &url, "--json"])
+        .arg(&json)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stored = || -> i64 {
+        let Ok(mut c) = postgres::Client::connect(&url, postgres::NoTls) else { return -1 };
+        c.query_one("SELECT COUNT(DISTINCT idx) FROM rtscope.windows", &[]).map(|r| r.get(0)).unwrap_or(0)
+    };
+    assert!(common::wait_for(std::time::Duration::from_secs(60), || stored() >= 2), "2 windows stored");
+    // Away: no connection accepted, the monitor's own cut.
+    let mut admin = pg_support::client(&admin_url(&url));
+    admin
+        .batch_execute(&format!(
+            "ALTER DATABASE {name} WITH ALLOW_CONNECTIONS false; SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
+        ))
+        .unwrap();
+    // A few windows close while it is away.
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("is away (") && err.matches(&format!("127.0.0.1:{}", url.rsplit_once(':').unwrap().1.split('/').next().unwrap())).count() <= 2, "{err}");
+    assert!(err.contains(&format!("`rtscope import {}`", json.display())), "{err}");
+    let run: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let n = common::u(&run["monitor"]["windows"]);
+    let unstored = run["monitor"]["unstored_windows"].as_array().expect("the rescue file carries the windows the history lacks").clone();
+    assert!(!unstored.is_empty() && n >= 4, "{n} windows, {} unstored", unstored.len());
+    // Back; the rescue file imported.
+    admin.batch_execute(&format!("ALTER DATABASE {name} WITH ALLOW_CONNECTIONS true")).unwrap();
+    let o = with_db(&url, &["import", json.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", all_output(&o));
+    let o = with_db(&url, &["history", "--json", "--windows", "1"]);
+    assert!(o.status.success(), "{}", all_output(&o));
+    let rows: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+    let merged: Vec<&Value> = rows.iter().filter(|w| w["thread"].is_null()).collect();
+    let idx: Vec<u64> = merged.iter().map(|w| common::u(&w["index"])).collect();
+    assert_eq!(idx, (0..n).collect::<Vec<_>>(), "every window once");
+    // The worst case is among them: the run's exact max is a window's.
+    let overall = run["results"].as_array().unwrap().iter().find(|r| r["thread"].is_null()).unwrap();
+    assert_eq!(merged.iter().map(|w| common::u(&w["max_ns"])).max().unwrap(), common::u(&overall["max_ns"]));
+    let samples: u64 = merged.iter().map(|w| common::u(&w["samples"])).sum();
+    assert_eq!(samples, common::u(&overall["samples"]), "the windows hold every sample of the run");
+    let o = with_db(&url, &["report", "1", "--no-pwcet", "--format", "md"]);
+    assert!(stdout(&o).contains(&format!("{n} windows of 400ms stored")) && !stdout(&o).contains("missing"), "{}", stdout(&o));
+}
+
+/// Another user's SQLite history read by root (issue 59 item 8): `history`,
+/// `show`, `export` and `report` by id create nothing beside it (they made
+/// root's -shm/-wal, and the owner's next run exited 2 "not writable").
+#[test]
+fn reading_another_users_history_creates_nothing() {
+    if !common_is_root() {
+        assert!(std::env::var_os("CI").is_none(), "this test needs root in CI");
+        eprintln!("skipped: needs root to make a history as nobody");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let db = dir.path().join("theirs.db");
+    let as_nobody = |args: &[&str]| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", env!("CARGO_BIN_EXE_rtscope")])
+            .env_remove("RTSCOPE_DB")
+            .env("HOME", "/nonexistent")
+            .current_dir(dir.path())
+            .args(args)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap()
+    };
+    let o = as_nobody(&["run", "-D", "200ms", "-t", "1", "-q", "--json", "a.json"]);
+    assert!(o.status.success(), "{}", all_output(&o));
+    let listing = || {
+        let mut v: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    };
+    let before = listing();
+    assert!(!before.iter().any(|f| f.ends_with("-shm") || f.ends_with("-wal")), "{before:?}");
+    for args in [vec!["history"], vec!["show", "1"], vec!["export", "1"], vec!["report", "1", "--no-pwcet"], vec!["history", "--json"]] {
+        let o = with_db(&db, &args);
+        assert!(o.status.success(), "{args:?}: {}", all_output(&o));
+        assert_eq!(listing(), before, "{args:?} created files beside another user's history");
+    }
+    // The owner goes on storing.
+    let o = as_nobody(&["run", "-D", "200ms", "-t", "1", "-q", "--json", "b.json"]);
+    assert!(o.status.success(), "the owner's next run: {}", all_output(&o));
+    assert_eq!(history(&db, &[]).len(), 2);
 }

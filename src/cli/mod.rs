@@ -115,10 +115,10 @@ pub(crate) fn parse_only(args: &ParseArgs) -> u8 {
 /// usage error clap prints it and exits 2 (`--help`/`--version` print and
 /// exit 0). A `run` or `monitor` keeps which flags were given
 /// ([`given::Given`], from clap's value sources) and the command line
-/// (a PostgreSQL password in it redacted).
+/// (every URL's password in it redacted, `store::pgconn::redact_secrets`).
 pub(crate) fn parse_or_exit(argv: Vec<std::ffi::OsString>) -> Cli {
-    let matches = Cli::command().try_get_matches_from(&argv).unwrap_or_else(|e| e.exit());
-    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let matches = Cli::command().try_get_matches_from(&argv).unwrap_or_else(|e| exit_redacted(e));
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| exit_redacted(e));
     let run = match &mut cli.command {
         Command::Run(r) => Some(r),
         Command::Monitor(m) => Some(&mut m.run),
@@ -132,6 +132,17 @@ pub(crate) fn parse_or_exit(argv: Vec<std::ffi::OsString>) -> Cli {
         run.command_line = argv.iter().map(|a| crate::store::pgconn::redact_arg(&a.to_string_lossy())).collect();
     }
     cli
+}
+
+/// clap's usage error, with any URL's password in the arguments it quotes
+/// (`unexpected argument 'postgres://u:pw@h/db'`) redacted; `--help` and
+/// `--version` as clap prints them.
+fn exit_redacted(e: clap::Error) -> ! {
+    if !e.use_stderr() {
+        e.exit()
+    }
+    eprint!("{}", crate::store::pgconn::redact_secrets(&e.render().to_string()));
+    std::process::exit(e.exit_code())
 }
 
 /// `--listen` of `monitor` and `serve`: one address, resolved now (exit 2 if

@@ -131,8 +131,8 @@ pub(crate) fn output(args: &RunArgs, started: &str) -> Result<Output, BadInput> 
     Ok(Output { path: output_path(args, started)?, quiet: args.quiet, unit: crate::units::Unit::of_ns_flag(args.ns) })
 }
 
-/// Where the result goes: `--json FILE`, else `--out DIR`/rtscope-STARTED.json;
-/// checked writable now (exit 2), before anything is measured.
+/// Where the result goes: `--json FILE`, else `--out DIR`/rtscope-STARTED-XXXXXXXX.json
+/// ([`run_name`]); checked writable now (exit 2), before anything is measured.
 fn output_path(args: &RunArgs, started: &str) -> Result<PathBuf, BadInput> {
     Ok(match &args.json {
         Some(p) => {
@@ -157,9 +157,24 @@ fn output_path(args: &RunArgs, started: &str) -> Result<PathBuf, BadInput> {
                 }
                 check_writable(up, "--out")?;
             }
-            args.out.join(format!("rtscope-{started}.json"))
+            args.out.join(run_name(started))
         }
     })
+}
+
+/// A result file's name in `--out`: the start time and 32 random bits,
+/// `rtscope-20261122T090135Z-9f3a04c2.json`. Runs started in the same second
+/// into one directory (a fleet started by cron, on one host or sharing the
+/// directory over NFS) each get a file of their own; the time alone named
+/// 32 runs' results with 4 files, each rewritten by several runs.
+fn run_name(started: &str) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    // RandomState is seeded from the OS's random source per process; the
+    // pid and the clock make two states of one process differ too.
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+    format!("rtscope-{started}-{:08x}.json", h.finish() as u32)
 }
 
 fn check_parent(p: &std::path::Path, flag: &str) -> Result<(), BadInput> {

@@ -8,8 +8,6 @@
 
 use std::path::Path;
 
-use anyhow::Context;
-
 use crate::cli::store_opts::StoreOpts;
 use crate::error::{BadInput, EXIT_GATE_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::model::{Nanos, Run};
@@ -25,11 +23,14 @@ pub(crate) fn open_for_run(opts: &StoreOpts) -> anyhow::Result<Option<Store>> {
     Ok(Some(Store::open_for_run(&Location::resolve(opts.db.db.as_deref())?)?))
 }
 
-/// Save a finished run this rtscope measured (natively or through the agent). The stored JSON is the result file's exact
-/// bytes, read back from disk, so `rtscope export` gives the same file.
+/// Save a finished run this rtscope measured (natively, through the agent,
+/// or as a monitor). The stored JSON is the run in memory serialised as
+/// its result file was (`store::json::run_text`: the file's exact bytes, so
+/// `rtscope export` gives the same file) — never read back from the path,
+/// which another run started in the same second, or a user, may have
+/// written since. `json_path` is where the message says the run is kept.
 pub(crate) fn save(store: &mut Store, run: &Run, json_path: &Path, quiet: bool) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(json_path)
-        .with_context(|| format!("reading back {} to save it in the history database", json_path.display()))?;
+    let text = crate::store::json::run_text(run)?;
     let shown = store.shown();
     let id = store.save(run, &text, run.source()).map_err(|e| {
         let kept = format!(

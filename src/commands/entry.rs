@@ -5,6 +5,9 @@ use std::process::ExitCode;
 use crate::cli::{Cli, Command};
 use crate::commands;
 use crate::error::{BadInput, EXIT_BAD_INPUT, EXIT_FAILURE};
+// Every error's text loses any URL's password before it is printed: an
+// error may quote an argument, a scenario's line or a server's answer.
+use crate::store::pgconn::redact_secrets;
 
 /// The command line: parse, dispatch to [`commands`], map errors to exit codes
 /// (0 done, 2 bad input, 3 a failed gate, 130 interrupted, 1 any other failure).
@@ -36,10 +39,10 @@ pub fn main() -> ExitCode {
         Err(e) => {
             if let Some(bad) = e.downcast_ref::<BadInput>() {
                 // An error may quote a file's line: made safe for the terminal.
-                eprintln!("error: {}", crate::report::escape::terminal_safe(&bad.to_string()));
+                eprintln!("error: {}", crate::report::escape::terminal_safe(&redact_secrets(&bad.to_string())));
                 ExitCode::from(EXIT_BAD_INPUT)
             } else {
-                eprintln!("error: {}", crate::report::escape::terminal_safe(&format!("{e:#}")));
+                eprintln!("error: {}", crate::report::escape::terminal_safe(&redact_secrets(&format!("{e:#}"))));
                 ExitCode::from(EXIT_FAILURE)
             }
         }

@@ -218,7 +218,9 @@ fn run_cell(args: &FactorsArgs, ctx: &Rounds, cell: usize, name: &str) -> anyhow
     let (plan, mut output, e) = crate::cli::load::build(&a, name)?;
     output.quiet = true;
     let run = runner::execute(&plan, &e, runner::Invocation { output: &output, command_line: args.run.command_line.clone(), started, stop: ctx.stop, warnings: crate::commands::run::warnings })?;
-    let text = std::fs::read_to_string(&output.path)?;
+    // The run in memory as its file was written: never read back from a
+    // path another experiment may have written since.
+    let text = crate::store::json::run_text(&run)?;
     Ok((run, text))
 }
 

@@ -60,7 +60,13 @@ fn windows(store: &mut Store, id: i64, args: &HistoryArgs) -> anyhow::Result<u8>
             ]
         })
         .collect();
-    println!("monitor run #{id}: {} windows of {} ({})", m.windows, crate::units::fmt_ns(m.window_ns.0), m.id);
+    let stored = rows.iter().map(|w| w.index).collect::<std::collections::BTreeSet<_>>().len();
+    println!(
+        "monitor run #{id}: {stored} windows of {} ({}){}",
+        crate::units::fmt_ns(m.window_ns.0),
+        m.id,
+        crate::report::blocks::missing_note(m, &rows)
+    );
     print!("{}", crate::report::escape::terminal_safe(&crate::report::term::table_text(&crate::report::blocks::Table::plain(header, 5, body))));
     Ok(EXIT_OK)
 }

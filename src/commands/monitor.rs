@@ -18,6 +18,7 @@ use crate::model::Window;
 use crate::monitor::{self, MonitorPlan};
 use crate::plan::Output;
 use crate::report::prometheus::Metrics;
+use crate::runner::Kept;
 use crate::store::Store;
 
 /// `--cycle idle:5m,mixed:5m` → phase names and their lengths.
@@ -77,7 +78,7 @@ pub(crate) fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
     let shared = Arc::new(Mutex::new(metrics.render()));
     let server = server.map(|l| crate::serve::metrics::MetricsServer::start(l, Arc::clone(&shared))).transpose()?;
     if !output.quiet {
-        eprintln!("{}", announcement(&mp, server.as_ref().map(|s| s.addr().to_string()), args.textfile.as_deref()));
+        eprintln!("{}", crate::store::pgconn::redact_secrets(&announcement(&mp, server.as_ref().map(|s| s.addr().to_string()), args.textfile.as_deref())));
     }
     let mut sinks = Sinks {
         shown_db: store.as_ref().map(|s| s.shown()).unwrap_or_default(),
@@ -94,14 +95,37 @@ pub(crate) fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
     if let Some(s) = server {
         s.stop();
     }
-    let run = result?;
-    // The result file first, whatever the database does.
-    crate::runner::write_final(&output.path, &run)?;
-    sinks.store_run(&run, &output)?;
-    if !output.quiet {
-        println!("result: {} ({} windows)", output.path.display(), run.monitor.as_ref().map_or(0, |m| m.windows));
+    let mut run = result?;
+    // The result file first, whatever the database does; then the history,
+    // whatever happened to the file (a full disk at Ctrl-C lost no run that
+    // the database could take).
+    let (file, trouble) = match crate::runner::write_kept(&output.path, &run) {
+        Kept::Here => (Some(output.path.clone()), None),
+        Kept::Rescued(p, e) => (Some(p), Some(e)),
+        Kept::Lost(e) => (None, Some(e)),
+    };
+    let stored = match sinks.store_run(&mut run, &output, file.as_deref()) {
+        Ok(stored) => stored,
+        Err(e) => {
+            if let Some(t) = &trouble {
+                eprintln!("warning: {t:#}");
+            }
+            return Err(e);
+        }
+    };
+    if let (Some(f), false) = (&file, output.quiet) {
+        println!("result: {} ({} windows)", f.display(), run.monitor.as_ref().map_or(0, |m| m.windows));
     }
-    Ok(if stop.load(Ordering::Relaxed) { EXIT_INTERRUPTED } else { EXIT_OK })
+    let stopped = stop.load(Ordering::Relaxed);
+    match trouble {
+        None => Ok(if stopped { EXIT_INTERRUPTED } else { EXIT_OK }),
+        // The run is in the history: the file's trouble is a warning.
+        Some(t) if stored => {
+            eprintln!("warning: {t:#}");
+            Ok(if stopped { EXIT_INTERRUPTED } else { crate::error::EXIT_FAILURE })
+        }
+        Some(t) => Err(t),
+    }
 }
 
 /// `run`'s flags that have no meaning for a monitor, and a window of 0.
@@ -153,7 +177,8 @@ fn monitor_plan(
     let mp = MonitorPlan {
         window_ns: args.window,
         cycle_ns: cycle.iter().map(|(_, d)| *d).collect(),
-        cycle: cycle.iter().map(|(n, d)| format!("{n}:{}", crate::units::fmt_ns(*d))).collect(),
+        // Kept in the result: a `cmd:` phase's URL loses its password.
+        cycle: cycle.iter().map(|(n, d)| crate::store::pgconn::redact_secrets(&format!("{n}:{}", crate::units::fmt_ns(*d)))).collect(),
         total_ns,
         plan,
         exp,
@@ -228,27 +253,43 @@ impl Sinks {
     }
 
     /// At the end: the window rows still kept, then the run, into the
-    /// history; the result file is already written.
-    fn store_run(&mut self, run: &crate::model::Run, output: &Output) -> anyhow::Result<()> {
+    /// history (`Ok(true)`; `Ok(false)` with `--no-store`). The result file
+    /// is already written, to `file` (`None`: it could not be). When the
+    /// database is still away, the rows it lacks go into the run
+    /// (`monitor.unstored_windows`), which is written again — the rescue
+    /// file — for `rtscope import` to store the run and those windows.
+    fn store_run(&mut self, run: &mut crate::model::Run, output: &Output, file: Option<&Path>) -> anyhow::Result<bool> {
         let Some(s) = self.store.as_mut() else {
-            return Ok(());
+            return Ok(false);
         };
         if !self.pending.rows.is_empty() {
             self.pending.next_try = Instant::now();
             self.pending.store(s, &self.id, &[], &self.shown_db);
             if !self.pending.rows.is_empty() {
+                let rows = std::mem::take(&mut self.pending.rows);
+                let n = rows.len();
+                let dropped = self.pending.dropped;
+                if let Some(m) = run.monitor.as_mut() {
+                    m.unstored_windows = rows;
+                }
+                let rescue = match crate::runner::write_kept(&output.path, run) {
+                    Kept::Here => output.path.clone(),
+                    Kept::Rescued(p, _) => p,
+                    Kept::Lost(e) => return Err(e.context(format!("history database {} is still away: {n} window rows of this monitor are lost", self.shown_db))),
+                };
                 return Err(BadInput(format!(
-                    "history database {} is still away: {} window rows of this monitor could not be stored; \
-                     the result file {} is complete and kept: store it later with `rtscope import {}`",
+                    "history database {} is still away: the run and {n} window rows of this monitor could not be stored{}; \
+                     {} carries them all: `rtscope import {}` stores the run and its windows",
                     self.shown_db,
-                    self.pending.rows.len(),
-                    output.path.display(),
-                    output.path.display()
+                    if dropped > 0 { format!(" ({dropped} older rows were dropped while it was away)") } else { String::new() },
+                    rescue.display(),
+                    rescue.display()
                 ))
                 .into());
             }
         }
-        crate::commands::end::save(s, run, &output.path, output.quiet)
+        crate::commands::end::save(s, run, file.unwrap_or(&output.path), output.quiet)?;
+        Ok(true)
     }
 }
 
@@ -305,7 +346,10 @@ impl Pending {
                 self.backoff = (self.backoff * 2).clamp(Duration::from_secs(1), Self::MAX_BACKOFF);
                 self.next_try = Instant::now() + self.backoff;
                 if !self.away {
-                    eprintln!("warning: history database {shown} is away ({e:#}); monitoring on, windows kept until it is back");
+                    // The store's errors name the database already: said once.
+                    let why = format!("{e:#}");
+                    let why = why.strip_prefix(&format!("history database {shown}: ")).unwrap_or(&why);
+                    eprintln!("warning: history database {shown} is away ({why}); monitoring on, windows kept until it is back");
                 }
                 self.away = true;
             }

@@ -11,6 +11,7 @@ use super::end;
 use crate::cli::{self, RunArgs};
 use crate::error::{EXIT_INTERRUPTED, EXIT_OK};
 use crate::runner;
+use crate::store::pgconn::redact_secrets;
 
 /// `20261122T090135Z`: names result files by their start time.
 pub(crate) fn stamp(t: OffsetDateTime) -> String {
@@ -52,7 +53,7 @@ pub(crate) fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     }
     let (plan, output, exp) = cli::load::build(args, &stamp(started))?;
     if args.load.dry_run {
-        print!("{}", cli::load::describe(&plan, &exp, &output, true));
+        print!("{}", redact_secrets(&cli::load::describe(&plan, &exp, &output, true)));
         return Ok(EXIT_OK);
     }
     crate::factors::journal::recover_and_say();
@@ -61,7 +62,9 @@ pub(crate) fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     let mut store = end::open_for_run(&args.store)?;
     let stop = stop_on_signals()?;
     if !output.quiet {
-        eprint!("{}", cli::load::describe(&plan, &exp, &output, false));
+        // The plan quotes the loads' command lines: a URL's password in one
+        // is not printed.
+        eprint!("{}", redact_secrets(&cli::load::describe(&plan, &exp, &output, false)));
     } else {
         // What the plan left out is said even when quiet.
         for n in &exp.notes {

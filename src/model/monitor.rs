@@ -17,6 +17,27 @@ pub struct MonitorRecord {
     pub cycle: Vec<String>,
     /// Windows closed (and stored).
     pub windows: u64,
+    /// The window rows the history database had not taken when the monitor
+    /// ended (it was away): a result file that carries them is the rescue
+    /// file, and storing it (`rtscope import`) appends them to the history's
+    /// windows. Empty, and not written, otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unstored_windows: Vec<Window>,
+}
+
+impl MonitorRecord {
+    /// The record of a monitor starting: no window closed yet.
+    pub fn new(id: String, window_ns: Nanos, cycle: Vec<String>) -> MonitorRecord {
+        MonitorRecord { id, window_ns, cycle, windows: 0, unstored_windows: Vec::new() }
+    }
+
+    /// The indices of the windows this monitor closed (`0..windows`) that
+    /// are not among `have` (the rows a history holds): what a report of
+    /// the stored windows must say it lacks.
+    pub fn missing(&self, have: &[Window]) -> Vec<u64> {
+        let seen: std::collections::BTreeSet<u64> = have.iter().map(|w| w.index).collect();
+        (0..self.windows).filter(|i| !seen.contains(i)).collect()
+    }
 }
 
 /// One closed window of a monitor run, for one probe/variant/thread (or

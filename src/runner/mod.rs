@@ -41,7 +41,7 @@ pub(crate) use entry::{add_step, warm_up, Measuring};
 pub(crate) use memory::MemoryLock;
 pub(crate) use session::sleep_unless;
 pub(crate) use session::{remove_leftovers, spawn_live, start_tracing, Session};
-pub(crate) use write::{write_final, Invocation, Warnings};
+pub(crate) use write::{write_final, write_kept, Invocation, Kept, Warnings};
 pub(crate) use write::{finish, Checkpoint};
 
 /// Run the plan. `stop` is raised by SIGINT/SIGTERM.

@@ -72,29 +72,59 @@ pub(crate) fn finish(run: &mut Run, steps: &[SetupStep], interrupted: bool, warn
         run.interrupted_in = run.plan.phases.last().cloned();
     }
     run.realtime_setup = RealtimeSetup::from_steps(steps.to_vec());
-    run.warnings = warnings(run);
+    run.warnings = warnings(run).iter().map(|w| crate::store::pgconn::redact_secrets(w)).collect();
+    // The loads' command lines (and warnings that may quote them) as the
+    // result keeps them: a URL's password in a `cmd:` load (`cmd:pgbench
+    // postgresql://u:pw@h/db`) is redacted as the command line was where it
+    // was captured.
+    for load in run.phases.iter_mut().flat_map(|p| p.loads.iter_mut()) {
+        for c in &mut load.commands {
+            *c = crate::store::pgconn::redact_secrets(c);
+        }
+    }
 }
 
 /// The last write of a finished (or interrupted) run: if `path` cannot take
 /// it, the samples are never dropped — the run goes to a fallback place and
 /// the error says where and how to store it.
 pub(crate) fn write_final(path: &Path, run: &Run) -> anyhow::Result<()> {
-    if let Err(e) = crate::store::json::write_run(path, run) {
-        // Never drop the samples: a second place, and how to store them.
-        return Err(match write_fallback(path, run) {
-            Ok(saved) => anyhow::anyhow!(
+    match write_kept(path, run) {
+        Kept::Here => Ok(()),
+        Kept::Rescued(_, e) | Kept::Lost(e) => Err(e),
+    }
+}
+
+/// Where the last write put a run.
+pub(crate) enum Kept {
+    /// At its own path.
+    Here,
+    /// In a fallback place (the path), and the message that says so.
+    Rescued(PathBuf, anyhow::Error),
+    /// Nowhere on file.
+    Lost(anyhow::Error),
+}
+
+/// [`write_final`], telling where the run went: a caller that still has
+/// another place for it (`monitor`, whose history may take the run whatever
+/// happened to the files) goes on.
+pub(crate) fn write_kept(path: &Path, run: &Run) -> Kept {
+    let Err(e) = crate::store::json::write_run(path, run) else { return Kept::Here };
+    // Never drop the samples: a second place, and how to store them.
+    match write_fallback(path, run) {
+        Ok(saved) => {
+            let msg = anyhow::anyhow!(
                 "could not write the result to {} ({e:#}); the measurement is saved in {} instead: `rtscope import {}` stores it in the history",
                 path.display(),
                 saved.display(),
                 saved.display()
-            ),
-            Err(e2) => anyhow::anyhow!(
-                "could not write the result to {} ({e:#}) nor to a fallback place ({e2:#}); the measurement is lost",
-                path.display()
-            ),
-        });
+            );
+            Kept::Rescued(saved, msg)
+        }
+        Err(e2) => Kept::Lost(anyhow::anyhow!(
+            "could not write the result to {} ({e:#}) nor to a fallback place ({e2:#}); the measurement is lost",
+            path.display()
+        )),
     }
-    Ok(())
 }
 
 /// An intermediate write (`complete: false`). A failed write (disk full,
@@ -190,5 +220,15 @@ mod tests {
         assert!(!path.exists(), "written once per change");
         write_final(&path, &run).unwrap();
         assert!(on_file(&path).get("complete").is_none(), "the last write is a finished run");
+    }
+
+    #[test]
+    fn the_stored_text_is_the_result_files_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        let mut run = run();
+        run.command_line.push("--note=\u{e9}\"\n".into());
+        write_final(&path, &run).unwrap();
+        assert_eq!(crate::store::json::run_text(&run).unwrap().into_bytes(), std::fs::read(&path).unwrap());
     }
 }

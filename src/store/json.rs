@@ -25,6 +25,16 @@ pub fn write_run(path: &Path, run: &Run) -> anyhow::Result<()> {
     })
 }
 
+/// The exact bytes [`write_run`] puts in a result file (the same
+/// serialiser and the same newline), made from the run in memory: what the
+/// end of a run stores in the history, so `rtscope export` gives the file
+/// back without reading a path another process may have written since.
+pub(crate) fn run_text(run: &Run) -> anyhow::Result<String> {
+    let mut text = serde_json::to_string(run).context("serialising the result")?;
+    text.push('\n');
+    Ok(text)
+}
+
 /// Write a file atomically: `fill` writes the content (then a newline)
 /// into a temp file beside the target, which is then fsynced and renamed
 /// over it. See [`write_output`] for what happens when the path is not a

@@ -224,7 +224,15 @@ impl Store {
         let mut tx = self.client.transaction().map_err(e)?;
         let mut ids = Vec::new();
         for s in runs {
-            let id = insert_run(&mut tx, &target, &mut s?, &saved_at)?;
+            let mut s = s?;
+            let id = insert_run(&mut tx, &target, &mut s, &saved_at)?;
+            // A monitor's rescue file: the window rows the history missed.
+            if let Some(m) = s.run.monitor.as_ref().filter(|m| !m.unstored_windows.is_empty()) {
+                let stored: std::collections::BTreeSet<i64> =
+                    tx.query("SELECT DISTINCT idx FROM windows WHERE monitor = $1", &[&m.id]).map_err(e)?.iter().map(|r| r.get(0)).collect();
+                let new: Vec<crate::model::Window> = m.unstored_windows.iter().filter(|w| !stored.contains(&(w.index as i64))).cloned().collect();
+                insert_windows(&mut tx, &target, &m.id, &new)?;
+            }
             if let Some(t) = tag {
                 tx.execute("INSERT INTO tags (run_id, tag) VALUES ($1, $2) ON CONFLICT DO NOTHING", &[&id, &t]).map_err(e)?;
             }
@@ -361,41 +369,9 @@ impl Store {
             *self = Store::open(&self.target.clone())?;
         }
         let target = self.target.clone();
-        let e = |e| pg_err(&target, e);
-        let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-        let mut tx = self.client.transaction().map_err(e)?;
-        let st = tx
-            .prepare(
-                "INSERT INTO windows (monitor, idx, started_at, duration_ns, phase, probe, variant, thread, cpu,
-                    samples, overruns, min_ns, p50_ns, p99_ns, max_ns, sum_ns)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
-            )
-            .map_err(e)?;
-        for w in windows {
-            tx.execute(
-                &st,
-                &[
-                    &monitor,
-                    &i(w.index),
-                    &w.started_at,
-                    &i(w.duration_ns.0),
-                    &w.phase,
-                    &w.probe,
-                    &w.variant,
-                    &w.thread.map(|t| t as i64),
-                    &w.cpu.map(|c| c as i64),
-                    &i(w.samples),
-                    &i(w.overruns),
-                    &i(w.min_ns.0),
-                    &i(w.p50_ns.0),
-                    &i(w.p99_ns.0),
-                    &i(w.max_ns.0),
-                    &w.sum_ns,
-                ],
-            )
-            .map_err(e)?;
-        }
-        tx.commit().map_err(e)?;
+        let mut tx = self.client.transaction().map_err(|e| pg_err(&target, e))?;
+        insert_windows(&mut tx, &target, monitor, windows)?;
+        tx.commit().map_err(|e| pg_err(&target, e))?;
         Ok(())
     }
 
@@ -490,6 +466,44 @@ impl Store {
 
 }
 
+
+/// Insert a monitor's window rows in the transaction `tx`.
+fn insert_windows(tx: &mut Transaction<'_>, target: &Target, monitor: &str, windows: &[crate::model::Window]) -> anyhow::Result<()> {
+    let e = |e| pg_err(target, e);
+    let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    let st = tx
+        .prepare(
+            "INSERT INTO windows (monitor, idx, started_at, duration_ns, phase, probe, variant, thread, cpu,
+                samples, overruns, min_ns, p50_ns, p99_ns, max_ns, sum_ns)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+        )
+        .map_err(e)?;
+    for w in windows {
+        tx.execute(
+            &st,
+            &[
+                &monitor,
+                &i(w.index),
+                &w.started_at,
+                &i(w.duration_ns.0),
+                &w.phase,
+                &w.probe,
+                &w.variant,
+                &w.thread.map(|t| t as i64),
+                &w.cpu.map(|c| c as i64),
+                &i(w.samples),
+                &i(w.overruns),
+                &i(w.min_ns.0),
+                &i(w.p50_ns.0),
+                &i(w.p99_ns.0),
+                &i(w.max_ns.0),
+                &w.sum_ns,
+            ],
+        )
+        .map_err(e)?;
+    }
+    Ok(())
+}
 
 /// Insert one run: its `runs` row, its text by parts and its results and
 /// buckets as they are written (then the text's hash and the largest

@@ -178,53 +178,72 @@ pub(crate) fn reason(e: &postgres::Error) -> String {
     s
 }
 
-/// One command-line argument as a result keeps it: a PostgreSQL URL in it
-/// (`--db=postgres://…`, `postgresql://…`, any case) loses its password.
-/// The face applies it once, where the command line is captured, so no path
-/// (native, `--target`, `monitor`) stores or prints a password.
+/// One command-line argument as a result keeps it: every URL's password in
+/// it redacted ([`redact_secrets`]). The face applies it once, where the
+/// command line is captured, so no path (native, `--target`, `monitor`,
+/// `factors`) stores or prints a password.
 pub(crate) fn redact_arg(arg: &str) -> String {
-    // ASCII lowering keeps byte offsets, so `i` indexes `arg` too.
-    match arg.to_ascii_lowercase().find("postgres") {
-        Some(i) if is_url(&arg[i..]) => format!("{}{}", &arg[..i], redact(&arg[i..])),
-        _ => arg.to_string(),
-    }
+    redact_secrets(arg)
 }
 
-/// `url` with the password replaced by `***`, wherever it may be: after the
-/// user name in the user-info part (up to the last `@` before the path, so
-/// an unescaped `@` or `/` in a password cannot leak part of it) and in a
-/// `password=` query parameter.
+/// A URL with its password replaced by `***` (see [`redact_secrets`]):
+/// how messages name a database.
 pub(crate) fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let (before_query, query) = match rest.split_once('?') {
-        Some((b, q)) => (b, Some(q)),
-        None => (rest, None),
-    };
-    let mut out = format!("{scheme}://");
-    match before_query.rfind('@') {
-        Some(at) => {
-            let userinfo = &before_query[..at];
-            match userinfo.split_once(':') {
-                Some((user, _password)) => out.push_str(&format!("{user}:***")),
-                None => out.push_str(userinfo),
+    redact_secrets(url)
+}
+
+/// `text` with every URL's password replaced by `***`, whatever the scheme
+/// and wherever the URL stands (a whole argument, `--db=…`, or inside
+/// another argument: `--load "cmd:pgbench postgresql://u:pw@h/db"`), and
+/// every `password=` value (a URL's query parameter, a libpq keyword).
+///
+/// A URL runs from its `://` to the next blank or quote. Its password is
+/// everything from the first `:` to the *last* `@` when that `:` comes
+/// first: a `?`, `/`, `@` or `:` inside an unescaped password
+/// (`postgres://adv2:ab?cdSECRET2@127.0.0.1/db`, a valid URL that connects)
+/// cannot end it early and leave part of it shown. The rule may hide more
+/// than the password where an `@` follows a port (`u@h:5432/db?o=a@b`); it
+/// never hides less.
+pub(crate) fn redact_secrets(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        out.push_str(&rest[..i + 3]);
+        let after = &rest[i + 3..];
+        let end = after.find(|c: char| c.is_whitespace() || "\"'`<>".contains(c)).unwrap_or(after.len());
+        let body = &after[..end];
+        match (body.find(':'), body.rfind('@')) {
+            (Some(colon), Some(at)) if colon < at => {
+                out.push_str(&body[..colon]);
+                out.push_str(":***");
+                out.push_str(&body[at..]);
             }
-            out.push_str(&before_query[at..]);
+            _ => out.push_str(body),
         }
-        None => out.push_str(before_query),
+        rest = &after[end..];
     }
-    if let Some(q) = query {
-        let params: Vec<String> = q
-            .split('&')
-            .map(|kv| match kv.split_once('=') {
-                Some((k, _)) if k == "password" => format!("{k}=***"),
-                _ => kv.to_string(),
-            })
-            .collect();
-        out.push('?');
-        out.push_str(&params.join("&"));
+    out.push_str(rest);
+    redact_password_values(&out)
+}
+
+/// Every `password=VALUE` (any case) with its value, up to a blank, quote,
+/// `&` or `;`, replaced by `***`.
+fn redact_password_values(text: &str) -> String {
+    const KEY: &str = "password=";
+    let lower = text.to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len());
+    let mut from = 0;
+    // ASCII lowering keeps byte offsets, so positions in `lower` index `text`.
+    while let Some(k) = lower[from..].find(KEY) {
+        let v = from + k + KEY.len();
+        let end = text[v..].find(|c: char| c.is_whitespace() || "\"'`&;".contains(c)).map_or(text.len(), |e| v + e);
+        out.push_str(&text[from..v]);
+        if end > v {
+            out.push_str("***");
+        }
+        from = end;
     }
+    out.push_str(&text[from..]);
     out
 }
 
@@ -430,6 +449,31 @@ mod tests {
         let r = redact("postgresql://lab:p@ss/w0rd@db/rt");
         assert!(!r.contains("ss/w0rd") && !r.contains("p@ss"), "{r}");
         assert_eq!(redact("postgresql://db/rt"), "postgresql://db/rt");
+        assert_eq!(redact("postgresql://rt@127.0.0.1:5432/rt"), "postgresql://rt@127.0.0.1:5432/rt");
+    }
+
+    #[test]
+    fn redaction_finds_every_url_and_every_password_form() {
+        let cases = [
+            // A `?` in the password: the query split came first and left it whole.
+            ("postgres://adv2:ab?cdSECRET2@127.0.0.1/db", "SECRET2", "postgres://adv2:***@127.0.0.1/db"),
+            ("--db=postgres://u:a/b?c@dSECRET@h/db", "SECRET", "--db=postgres://u:***@h/db"),
+            // Inside another argument, after another word, any scheme, each occurrence.
+            ("cmd:pgbench -c 2 postgresql://user:pwSECRET@127.0.0.1/bench", "SECRET", "cmd:pgbench -c 2 postgresql://user:***@127.0.0.1/bench"),
+            ("a https://x:SECRET@h/p then mysql://y:SECRET@h2 'redis://:SECRET@h3'", "SECRET", "a https://x:***@h/p then mysql://y:***@h2 'redis://:***@h3'"),
+            ("postgres://u@h/db?password=SECRET&sslmode=require", "SECRET", "postgres://u@h/db?password=***&sslmode=require"),
+            ("host=h PASSWORD=SECRET dbname=x", "SECRET", "host=h PASSWORD=*** dbname=x"),
+            // A URL inside another URL.
+            ("postgres://u@h/db?x=http://a:SECRET@c", "SECRET", "postgres://u@h/db?x=http:***@c"),
+        ];
+        for (arg, secret, want) in cases {
+            let r = redact_arg(arg);
+            assert!(!r.contains(secret), "{arg} -> {r}");
+            assert_eq!(r, want, "{arg}");
+        }
+        for plain in ["/tmp/a://b", "exec:ssh board rtscope-agent", "tcp:127.0.0.1:7000", "--cycle=idle:1m,cpu:1m", "user@host:/dir"] {
+            assert_eq!(redact_arg(plain), plain);
+        }
     }
 
     fn env() -> Env {

@@ -102,6 +102,19 @@ fn sql_err(path: &Path, e: rusqlite::Error) -> anyhow::Error {
     anyhow::Error::new(e).context(format!("history database {}", path.display()))
 }
 
+/// Is `path` owned by this process's effective user?
+fn owned_by_us(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).is_ok_and(|m| m.uid() == nix::unistd::geteuid().as_raw())
+}
+
+/// `path` with `suffix` appended to its name (`results.db-shm`).
+fn sidecar(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
 /// `u64` → SQLite INTEGER (signed 64-bit); values past `i64::MAX` (292 years
 /// in ns) cannot come from a real measurement and are refused.
 fn int(v: u64) -> rusqlite::Result<i64> {
@@ -245,7 +258,8 @@ impl Store {
         }
         drop(store);
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        if crate::sys::stat::file_writable(path) && crate::sys::stat::dir_writable(dir) {
+        // Another user's history is never upgraded by a reading command.
+        if owned_by_us(path) && crate::sys::stat::file_writable(path) && crate::sys::stat::dir_writable(dir) {
             return Store::open_with(path, Check::Full).map(Some);
         }
         Err(BadInput(format!(
@@ -262,6 +276,15 @@ impl Store {
     /// open the file — a WAL database whose `-shm` cannot be created (a
     /// read-only directory or mount, a full filesystem) — `immutable`
     /// (SQLite then reads the file as it is, without locking).
+    ///
+    /// Another user's database whose `-shm` does not exist is opened
+    /// `immutable` straight away: `mode=ro` would create `-shm` and `-wal`
+    /// beside it, owned by this user, and a read-only connection cannot
+    /// remove them on close — the owner's next `rtscope run` then finds
+    /// files it may not write (exit 2, "not writable"). With no `-shm`, no
+    /// connection has the database open and its WAL is checkpointed: the
+    /// file alone holds every run. (A reader that stays, `serve`, then does
+    /// not see runs the owner stores later; it sees them once restarted.)
     fn open_read_only(path: &Path) -> anyhow::Result<Store> {
         use rusqlite::OpenFlags;
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -274,7 +297,10 @@ impl Store {
         };
         let plain = path.to_str().map(|p| format!("file:{}?mode=ro", uri_escape(p)));
         let immutable = path.to_str().map(|p| format!("file:{}?immutable=1", uri_escape(p)));
+        let foreign = !owned_by_us(path) && !sidecar(path, "-shm").exists();
+        let plain = if foreign { None } else { plain };
         let opened = match plain.as_deref().map(try_open) {
+            None if foreign => immutable.as_deref().map_or_else(|| Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY), try_open),
             Some(Ok(c)) => Ok(c),
             Some(Err(first)) => match immutable.as_deref().map(try_open) {
                 Some(Ok(c)) => Ok(c),
@@ -367,6 +393,17 @@ impl Store {
 
     fn open_with(path: &Path, check: Check) -> anyhow::Result<Store> {
         check_header(path)?;
+        // A file this process may not write: refused before SQLite opens it
+        // (it would open it read-only and leave `-shm`/`-wal` files of this
+        // user beside another user's database).
+        if path.is_file() && !crate::sys::stat::file_writable(path) {
+            return Err(BadInput(format!(
+                "history database {} is not writable by this user; nothing was changed. Reading commands (history, show, export) \
+                 still work; to store, use another file with --db PATH or RTSCOPE_DB, or --no-store",
+                path.display()
+            ))
+            .into());
+        }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             crate::sys::stat::create_dirs(dir)
                 .with_context(|| format!("creating directory {} for the history database", dir.display()))?;

@@ -16,7 +16,7 @@ mod suites;
 use crate::analysis::summary::{Analysis, RunAnalysis};
 
 pub(crate) use compare_tables::{bin_table, compare_table, throughput_compare_table};
-pub(crate) use monitor::monitor_windows;
+pub(crate) use monitor::{missing_note, monitor_windows};
 pub(crate) use run_end::{end_of_run, EndOfRun};
 pub(crate) use run_tables::{
     deadline_verdict, deadline_verdicts, doctor_table, fmt_prob, pwcet_refusals, pwcet_table, split_deadline, summary_of, summary_table, trace_blocks,

@@ -3,6 +3,24 @@
 
 use super::{Block, Table, Unit};
 
+/// What a report of a monitor's windows lacks: `""`, or `" (4 closed;
+/// missing: #2, #3 — the history did not take them)"`.
+pub(crate) fn missing_note(m: &crate::model::MonitorRecord, windows: &[crate::model::Window]) -> String {
+    let missing = m.missing(windows);
+    if missing.is_empty() {
+        return String::new();
+    }
+    let mut list: Vec<String> = missing.iter().take(20).map(|i| format!("#{i}")).collect();
+    if missing.len() > 20 {
+        list.push(format!("and {} more", missing.len() - 20));
+    }
+    format!(
+        " ({} closed; missing: {} — the history did not take them; a monitor's rescue file brings them with `rtscope import FILE`)",
+        m.windows,
+        list.join(", ")
+    )
+}
+
 /// The windows of a monitor run (`rtscope report` on one): per phase, how
 /// many windows, the worst window's max (and when), the median window max,
 /// samples and overruns; then the last few windows. The full series is
@@ -10,12 +28,15 @@ use super::{Block, Table, Unit};
 pub(crate) fn monitor_windows(label: &str, m: &crate::model::MonitorRecord, windows: &[crate::model::Window], u: Unit) -> Vec<Block> {
     let un = u.name();
     let merged: Vec<&crate::model::Window> = windows.iter().filter(|w| w.thread.is_none()).collect();
+    // The windows the history has, never the count the run says it closed.
+    let stored = merged.iter().map(|w| w.index).collect::<std::collections::BTreeSet<_>>().len();
     let mut out = vec![
         Block::Heading(2, format!("Monitor windows: {label}")),
         Block::Text(format!(
-            "{} windows of {} stored (`rtscope history --windows` lists every one); per phase and probe:",
-            m.windows,
-            crate::units::fmt_ns(m.window_ns.0)
+            "{} windows of {} stored (`rtscope history --windows` lists every one){}; per phase and probe:",
+            stored,
+            crate::units::fmt_ns(m.window_ns.0),
+            missing_note(m, windows)
         )),
     ];
     let keys: Vec<(String, String)> = crate::units::first_seen(merged.iter().map(|w| (w.phase.clone(), w.probe.clone())));

@@ -34,7 +34,18 @@ impl Store {
             .map_err(|e| sql_err(&path, e))?;
         let mut ids = Vec::new();
         for s in runs {
-            let id = insert_run(&tx, &path, &mut s?, &saved_at).map_err(|e| exhausted_or(&tx, &path, e))?;
+            let mut s = s?;
+            let id = insert_run(&tx, &path, &mut s, &saved_at).map_err(|e| exhausted_or(&tx, &path, e))?;
+            // A monitor's rescue file: the window rows the history missed.
+            if let Some(m) = s.run.monitor.as_ref().filter(|m| !m.unstored_windows.is_empty()) {
+                let stored: std::collections::BTreeSet<i64> = {
+                    let mut st = tx.prepare_cached("SELECT DISTINCT idx FROM windows WHERE monitor = ?1").map_err(|e| sql_err(&path, e))?;
+                    let rows = st.query_map([&m.id], |r| r.get(0)).map_err(|e| sql_err(&path, e))?;
+                    rows.collect::<rusqlite::Result<_>>().map_err(|e| sql_err(&path, e))?
+                };
+                let new: Vec<crate::model::Window> = m.unstored_windows.iter().filter(|w| !stored.contains(&(w.index as i64))).cloned().collect();
+                insert_windows(&tx, &path, &m.id, &new).map_err(|e| exhausted_or(&tx, &path, e))?;
+            }
             if let Some(t) = tag {
                 tx.execute("INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?1, ?2)", params![id, t])
                     .map_err(|e| sql_err(&path, e))?;
@@ -50,36 +61,7 @@ impl Store {
         let path = self.path.clone();
         let e = |e| sql_err(&path, e);
         let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(e)?;
-        {
-            let mut st = tx
-                .prepare_cached(
-                    "INSERT INTO windows (monitor, idx, started_at, duration_ns, phase, probe, variant, thread, cpu,
-                        samples, overruns, min_ns, p50_ns, p99_ns, max_ns, sum_ns)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-                )
-                .map_err(e)?;
-            for w in windows {
-                st.execute(params![
-                    monitor,
-                    int(w.index).map_err(e)?,
-                    w.started_at,
-                    int(w.duration_ns.0).map_err(e)?,
-                    w.phase,
-                    w.probe,
-                    w.variant,
-                    opt_int(w.thread).map_err(e)?,
-                    opt_int(w.cpu).map_err(e)?,
-                    int(w.samples).map_err(e)?,
-                    int(w.overruns).map_err(e)?,
-                    int(w.min_ns.0).map_err(e)?,
-                    int(w.p50_ns.0).map_err(e)?,
-                    int(w.p99_ns.0).map_err(e)?,
-                    int(w.max_ns.0).map_err(e)?,
-                    w.sum_ns,
-                ])
-                .map_err(e)?;
-            }
-        }
+        insert_windows(&tx, &path, monitor, windows)?;
         tx.commit().map_err(e)?;
         Ok(())
     }
@@ -252,4 +234,38 @@ fn exhausted_or(tx: &rusqlite::Transaction<'_>, path: &Path, e: anyhow::Error) -
         }
     }
     e
+}
+
+/// Insert a monitor's window rows in the transaction `tx`.
+fn insert_windows(tx: &rusqlite::Transaction<'_>, path: &Path, monitor: &str, windows: &[crate::model::Window]) -> anyhow::Result<()> {
+    let e = |e| sql_err(path, e);
+    let mut st = tx
+        .prepare_cached(
+            "INSERT INTO windows (monitor, idx, started_at, duration_ns, phase, probe, variant, thread, cpu,
+                samples, overruns, min_ns, p50_ns, p99_ns, max_ns, sum_ns)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+        )
+        .map_err(e)?;
+    for w in windows {
+        st.execute(params![
+            monitor,
+            int(w.index).map_err(e)?,
+            w.started_at,
+            int(w.duration_ns.0).map_err(e)?,
+            w.phase,
+            w.probe,
+            w.variant,
+            opt_int(w.thread).map_err(e)?,
+            opt_int(w.cpu).map_err(e)?,
+            int(w.samples).map_err(e)?,
+            int(w.overruns).map_err(e)?,
+            int(w.min_ns.0).map_err(e)?,
+            int(w.p50_ns.0).map_err(e)?,
+            int(w.p99_ns.0).map_err(e)?,
+            int(w.max_ns.0).map_err(e)?,
+            w.sum_ns,
+        ])
+        .map_err(e)?;
+    }
+    Ok(())
 }
