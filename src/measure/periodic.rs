@@ -117,7 +117,10 @@ impl Probe for PeriodicProbe {
                     prev = Some(latency);
                 };
                 let (err, dl_overruns) = if let Some(dl) = dl {
-                    (None, Some(super::dl::deadline_loop_with(rec, stop, period, dl.deadline_ns, share, max, on_sample)))
+                    match super::dl::deadline_loop_with(rec, stop, dl, share, max, on_sample) {
+                        Ok(n) => (None, Some(n)),
+                        Err(e) => (Some(e), None),
+                    }
                 } else {
                     (timer_loop_with(rec, stop, period, share, max, on_sample), None)
                 };

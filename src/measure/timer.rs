@@ -48,8 +48,10 @@ impl Probe for TimerProbe {
             let dl = spec.dl.filter(|_| super::dl::current_is_deadline());
             barrier.wait();
             if let Some(dl) = dl {
-                let n = super::dl::deadline_loop_with(rec, stop, interval, dl.deadline_ns, duration, u64::MAX, |latency, _at, seq| late.after(latency, seq));
-                return (None, Some(n));
+                return match super::dl::deadline_loop_with(rec, stop, dl, duration, u64::MAX, |latency, _at, seq| late.after(latency, seq)) {
+                    Ok(n) => (None, Some(n)),
+                    Err(e) => (Some(e), None),
+                };
             }
             (timer_loop_with(rec, stop, interval, duration, u64::MAX, |latency, _at, seq| late.after(latency, seq)), None)
         })?;
