@@ -79,6 +79,9 @@ fn online_cpus() -> Vec<usize> {
 }
 
 pub(crate) fn cmd(args: &FactorsArgs) -> anyhow::Result<u8> {
+    if args.list {
+        return list(args);
+    }
     journal::recover_and_say();
     if let Some(exp) = &args.analyse {
         return analyse_stored(args, exp);
@@ -196,6 +199,43 @@ pub(crate) fn cmd(args: &FactorsArgs) -> anyhow::Result<u8> {
     print_report(args, &analysis)?;
     let interrupted = stop.load(std::sync::atomic::Ordering::SeqCst) || obs.iter().any(|o| o.run.interrupted);
     Ok(if interrupted { EXIT_INTERRUPTED } else { EXIT_OK })
+}
+
+/// `--list`: every knob, and a host knob's value now; in JSON also the
+/// text of every file it touches (what tests/leftovers.rs holds the whole
+/// suite to: every knob as it was before the suite).
+fn list(args: &FactorsArgs) -> anyhow::Result<u8> {
+    let root = KnobRoot::from_env();
+    let host = HostCtx { online: online_cpus(), measured: Vec::new() };
+    let mut rows = Vec::new();
+    for name in crate::factors::knobs::names() {
+        let k = crate::factors::knobs::find(name)?;
+        let (kind, now, files) = match k.kind {
+            Kind::Host(h) => match h.files(&root) {
+                Ok(files) => ("host", h.current(&root, &host).unwrap_or_else(|| "unreadable".into()), files),
+                Err(_) => ("host", "absent".to_string(), Vec::new()),
+            },
+            Kind::Run(_) => ("run", "-".to_string(), Vec::new()),
+            Kind::Boot(_) => ("boot", "-".to_string(), Vec::new()),
+        };
+        let files: serde_json::Map<String, serde_json::Value> = files.into_iter().map(|p| {
+            let text = root.read(&p).unwrap_or_default();
+            (p, serde_json::Value::String(text))
+        }).collect();
+        rows.push(serde_json::json!({"name": name, "kind": kind, "levels": k.levels_help(), "now": now, "what": k.what(), "files": files}));
+    }
+    if args.format == FactorsFormat::Json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(EXIT_OK);
+    }
+    let w = rows.iter().map(|r| r["name"].as_str().unwrap_or("").len()).max().unwrap_or(4);
+    let wn = rows.iter().map(|r| r["now"].as_str().unwrap_or("").chars().count()).max().unwrap_or(3).max(3);
+    println!("{:w$}  kind  {:wn$}  levels", "knob", "now");
+    for r in &rows {
+        let s = |k: &str| crate::report::escape::terminal_safe(r[k].as_str().unwrap_or("")).to_string();
+        println!("{:w$}  {:4}  {:wn$}  {}", s("name"), s("kind"), s("now"), s("levels"));
+    }
+    Ok(EXIT_OK)
 }
 
 /// `fx-20261128T095257Z-HOST-3fa9c1`: the start's second, the host and a

@@ -584,14 +584,18 @@ impl Journal {
         }
         for e in self.record.entries.iter_mut().filter(|e| e.knob == knob.name) {
             let now = e.left.last().cloned().unwrap_or_default();
+            // What the kernel will read back, and the text itself (a test
+            // tree's plain file reads just what was written).
             let after = match writes.iter().find(|w| w.path == e.path) {
-                Some(w) => knob.reads_after(&now, &w.text),
+                Some(w) => vec![knob.reads_after(&now, &w.text), knob.restorable(&w.text)],
                 // A coupled file of a one-file knob reads what was written to its setting.
-                None if writes.len() == 1 => writes[0].text.trim().to_string(),
+                None if writes.len() == 1 => vec![writes[0].text.trim().to_string()],
                 None => continue,
             };
-            if !e.left.contains(&after) {
-                e.left.push(after);
+            for a in after {
+                if !e.left.contains(&a) {
+                    e.left.push(a);
+                }
             }
         }
         self.save()?;
