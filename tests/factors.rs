@@ -406,3 +406,350 @@ fn boot_factors_are_checked_before_any_guest_boots() {
     }
     assert!(!sb.path("out").exists(), "nothing written");
 }
+
+/// The start race (issue 59): experiment B reads its originals, then waits
+/// (the test hook stands for a slow history) while A, which had printk
+/// changed, ends and restores; B must journal what printk holds once it has
+/// the lock — the true original — not what it saw before. printk ends as
+/// it was before either experiment.
+#[test]
+fn originals_are_read_under_the_journal_lock() {
+    let _s = serial();
+    let sb = Sandbox::new();
+    let root = fake_tree(&sb);
+    let files = ["proc/sys/kernel/printk"];
+    let mut a = start(&sb, &root, "printk=7,1", "outa");
+    assert!(wait_changed(&mut a, &root, &files), "A never changed printk");
+    let pause = sb.path("pause");
+    let b = factors_cmd(&sb, &root)
+        .env("RTSCOPE_TEST_PAUSE_BEFORE_JOURNAL", &pause)
+        .args(["factors", "--factor", "printk=7,2", "--rounds", "3", "-D", "100ms", "-a", "0", "--no-store", "--out", "outb"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::wait_until("B at the pause before its journal", Duration::from_secs(60), || sb.path("pause.waiting").exists());
+    signal(&a, libc::SIGTERM);
+    let out = a.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_restored(&root, &files, "A ended");
+    std::fs::write(&pause, b"").unwrap();
+    let out = b.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_restored(&root, &files, "after A and then B");
+    assert!(journals(&sb).is_empty(), "{stderr}");
+}
+
+/// Coupled knobs (issue 59): `watchdog` and `soft-watchdog` are two files of
+/// one kernel setting, so an experiment on one refuses one on the other; and
+/// a second RTSCOPE_STATE_DIR is no way around the lock, which is on the
+/// knob files themselves.
+#[test]
+fn coupled_knobs_are_one_setting_whatever_the_state_dir() {
+    let _s = serial();
+    let sb = Sandbox::new();
+    let root = fake_tree(&sb);
+    let files = ["proc/sys/kernel/watchdog", "proc/sys/kernel/soft_watchdog", "proc/sys/kernel/nmi_watchdog"];
+    let mut a = start(&sb, &root, "watchdog=1,0", "outa");
+    assert!(wait_changed(&mut a, &root, &files[..1]), "A never changed watchdog");
+    for (factor, state) in [("soft-watchdog=1,0", "state"), ("soft-watchdog=1,0", "state2"), ("watchdog=0,1", "state2"), ("nmi-watchdog=0,1", "state2")] {
+        let out = factors_cmd(&sb, &root)
+            .env("RTSCOPE_STATE_DIR", sb.path(state))
+            .args(["factors", "--factor", factor, "--rounds", "3", "-D", "200ms", "-a", "0", "--no-store", "--out", "outb"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{factor} ({state}): {stderr}");
+        assert!(stderr.contains("another rtscope experiment") && stderr.contains(factor.split('=').next().unwrap()), "{factor} ({state}): {stderr}");
+        assert!(!sb.path("outb").exists(), "{factor} ({state}): nothing written");
+    }
+    assert_eq!(read(&root, "proc/sys/kernel/soft_watchdog"), "1", "B changed nothing");
+    assert!(std::fs::read_dir(sb.path("state2/journal")).map(|d| d.filter(|e| e.as_ref().unwrap().file_name().to_str().unwrap().starts_with("journal-")).count()).unwrap_or(0) == 0);
+    signal(&a, libc::SIGTERM);
+    a.wait().unwrap();
+    assert_restored(&root, &files, "A ended");
+}
+
+/// SIGHUP (an ssh session dropping) and SIGQUIT end an experiment as
+/// SIGINT does: the knobs restored, exit 130.
+#[test]
+fn sighup_and_sigquit_restore_and_exit_130() {
+    let _s = serial();
+    let files = ["sys/kernel/mm/ksm/run"];
+    for (sig, name) in [(libc::SIGHUP, "SIGHUP"), (libc::SIGQUIT, "SIGQUIT")] {
+        let sb = Sandbox::new();
+        let root = fake_tree(&sb);
+        let mut child = start(&sb, &root, "ksm=0,1", "out");
+        assert!(wait_changed(&mut child, &root, &files), "{name}: ksm never changed");
+        signal(&child, sig);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "{name}: {stderr}");
+        assert_restored(&root, &files, name);
+        assert!(journals(&sb).is_empty(), "{name}: {stderr}");
+    }
+}
+
+/// The result files of an experiment's first cell: the sign that the
+/// level checks are over and the rounds under way.
+fn wait_first_result(sb: &Sandbox, child: &mut Child, out: &str) {
+    let dir = sb.path(out);
+    let has = || {
+        std::fs::read_dir(&dir).into_iter().flatten().flatten().any(|e| {
+            std::fs::read_dir(e.path()).into_iter().flatten().flatten().any(|f| f.file_name().to_str().unwrap().ends_with(".json"))
+        })
+    };
+    let t0 = Instant::now();
+    while !has() {
+        assert!(child.try_wait().unwrap().is_none(), "the experiment ended before its first result");
+        assert!(t0.elapsed() < Duration::from_secs(120), "no result after 120 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// What the journal says rtscope left in the first file, once settled.
+fn journal_left(sb: &Sandbox) -> Option<String> {
+    let j = journals(sb).into_iter().next()?;
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(j).ok()?).ok()?;
+    let left = v["entries"][0]["left"].as_array()?;
+    (left.len() == 1).then(|| left[0].as_str().unwrap().to_string())
+}
+
+/// Wait until the first cell is over and the second cell's level is in
+/// place (the journal reads it back): the second cell is measuring, and
+/// nothing of rtscope's writes the knob until it ends.
+fn wait_second_level(sb: &Sandbox, child: &mut Child) {
+    wait_first_result(sb, child, "out");
+    let first = journal_left(sb);
+    let t0 = Instant::now();
+    while journal_left(sb).is_none() || journal_left(sb) == first {
+        assert!(child.try_wait().unwrap().is_none(), "the experiment ended before its second cell");
+        assert!(t0.elapsed() < Duration::from_secs(120), "no second level after 120 s");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A value an administrator sets during an experiment, or after one was
+/// killed, is theirs: neither the experiment's end nor the next rtscope
+/// writes the original over it, and both say so, naming both values.
+#[test]
+fn an_admins_change_is_never_overwritten() {
+    let _s = serial();
+    let f = "proc/sys/kernel/sched_rt_runtime_us";
+    for kill in [false, true] {
+        let sb = Sandbox::new();
+        let root = fake_tree(&sb);
+        let mut child = factors_cmd(&sb, &root)
+            .args(["factors", "--factor", "rt-runtime=900000,990000", "--rounds", "3", "-D", "2s", "-a", "0", "--no-store", "--out", "out"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_second_level(&sb, &mut child);
+        if kill {
+            signal(&child, libc::SIGKILL);
+            child.wait().unwrap();
+        }
+        std::fs::write(root.join(f), "800000").unwrap();
+        let stderr = if kill {
+            let out = factors_cmd(&sb, &root).arg("doctor").output().unwrap();
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        } else {
+            let out = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert_ne!(out.status.code(), Some(2), "{stderr}");
+            stderr
+        };
+        assert_eq!(read(&root, f), "800000", "kill={kill}: the admin's value overwritten: {stderr}");
+        let said = stderr.lines().find(|l| l.contains("holds 800000, not ")).unwrap_or_else(|| panic!("kill={kill}: {stderr}"));
+        assert!(said.contains("rt-runtime") && (said.contains("not 900000") || said.contains("not 990000")) && said.contains("950000"), "{said}");
+        if kill {
+            assert!(said.contains("dead rtscope experiment"), "{said}");
+        }
+        assert!(journals(&sb).is_empty(), "kill={kill}: nothing of rtscope's left to restore: {stderr}");
+    }
+}
+
+/// Skip a test that needs root, failing under CI (a skip is a result).
+fn need_root(what: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "{what} needs root, and CI runs as root");
+    eprintln!("skipped: {what} needs root");
+    false
+}
+
+/// The journal trusts only what the recovering user wrote: a journal owned
+/// by another user, or naming a file no knob writes, is named and left;
+/// a journal directory someone else owns is refused; a new one is 0700.
+#[test]
+fn planted_journals_are_not_acted_on() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if !need_root("chown") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let root = fake_tree(&sb);
+    let dir = sb.path("state/journal");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let victim = sb.path("victim");
+    std::fs::write(&victim, "mine").unwrap();
+    let journal = |knob: &str, path: &str, tree: &Path| {
+        serde_json::json!({"version": 2, "pid": 999_999, "started_at": "2026-01-01T00:00:00Z", "command": "planted", "root": tree,
+            "entries": [{"knob": knob, "path": path, "original": "pwned", "left": ["4 4 1 7", "mine"]}]})
+        .to_string()
+    };
+    // Another user's journal naming a knob file; our own naming a file no knob writes.
+    std::fs::write(dir.join("journal-999990.json"), journal("printk", "/proc/sys/kernel/printk", &root)).unwrap();
+    std::os::unix::fs::chown(dir.join("journal-999990.json"), Some(65534), Some(65534)).unwrap();
+    std::fs::write(dir.join("journal-999991.json"), journal("printk", "/victim", sb.dir.path())).unwrap();
+    let out = factors_cmd(&sb, &root).arg("doctor").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(read(&root, "proc/sys/kernel/printk"), "4\t4\t1\t7", "{stderr}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine", "{stderr}");
+    assert!(stderr.contains("journal-999990.json is owned by uid 65534, not by you") && stderr.contains("not acted on"), "{stderr}");
+    assert!(stderr.contains("journal-999991.json names /victim for knob printk, which no knob writes"), "{stderr}");
+    assert_eq!(journals(&sb).len(), 2, "left for their owners to read");
+    // A journal directory another user owns: refused before anything changes.
+    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+    let out = factors_cmd(&sb, &root).args(["factors", "--factor", "ksm=0,1", "--rounds", "3", "-D", "100ms", "--no-store", "--out", "o"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("owned by uid 65534, neither root nor you") && stderr.contains("RTSCOPE_STATE_DIR"), "{stderr}");
+    assert_eq!(read(&root, "sys/kernel/mm/ksm/run"), "0");
+    // A new journal directory is 0700.
+    let sb2 = Sandbox::new();
+    let mut child = start(&sb2, &root, "ksm=0,1", "out");
+    assert!(wait_changed(&mut child, &root, &["sys/kernel/mm/ksm/run"]));
+    for d in ["state", "state/journal"] {
+        let m = std::fs::metadata(sb2.path(d)).unwrap();
+        assert_eq!(m.mode() & 0o777, 0o700, "{d}");
+    }
+    signal(&child, libc::SIGTERM);
+    child.wait().unwrap();
+    assert_restored(&root, &["sys/kernel/mm/ksm/run"], "after the 0700 check");
+}
+
+/// A level the text checks accept but the kernel refuses (`printk=08`:
+/// EINVAL) is exit 2 before anything is measured, printk as it was; a bad
+/// --report is exit 2 before anything changes.
+#[test]
+fn levels_and_outputs_are_checked_before_the_first_cell() {
+    let _s = serial();
+    let sb = Sandbox::new();
+    let root = fake_tree(&sb);
+    std::fs::create_dir(sb.path("adir")).unwrap();
+    let out = factors_cmd(&sb, &root)
+        .args(["factors", "--factor", "printk=7,1", "--rounds", "3", "-D", "100ms", "--no-store", "--out", "o", "--report", "adir"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--report") && stderr.contains("adir"), "{stderr}");
+    assert!(!sb.path("o").exists() && journals(&sb).is_empty(), "{stderr}");
+    if !need_root("printk on the real kernel") {
+        return;
+    }
+    let printk = "/proc/sys/kernel/printk";
+    let before = std::fs::read_to_string(printk).unwrap();
+    let now = before.split_whitespace().next().unwrap().to_string();
+    let mut c = sb.cmd();
+    let out = c
+        .env("RTSCOPE_STATE_DIR", sb.path("state"))
+        .env_remove("RTSCOPE_KNOB_ROOT")
+        .args(["factors", "--factor", &format!("printk={now},08"), "--rounds", "3", "-D", "100ms", "-a", "0", "--no-store", "--out", "o"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--factor printk=08") && stderr.contains("nothing was measured"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(printk).unwrap(), before);
+    assert!(!sb.path("o").exists() && journals(&sb).is_empty(), "{stderr}");
+}
+
+/// A tmpfs of `kib` KiB mounted at `dir`, full; unmounted on drop.
+struct FullDisk(PathBuf);
+
+impl FullDisk {
+    fn new(dir: PathBuf, kib: u32) -> FullDisk {
+        std::fs::create_dir_all(&dir).unwrap();
+        let st = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"]).arg(&dir).status().unwrap();
+        assert!(st.success(), "mount tmpfs");
+        let d = FullDisk(dir);
+        let mut f = std::fs::File::create(d.0.join("filler")).unwrap();
+        let block = vec![0u8; 4096];
+        while std::io::Write::write_all(&mut f, &block).is_ok() {}
+        d
+    }
+}
+
+impl Drop for FullDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// A full disk while writing the journal: nothing changed, no temp file,
+/// no empty --out directory, and the error says what to do.
+#[test]
+fn a_full_disk_at_the_journal_leaves_nothing() {
+    if !need_root("a tmpfs mount") {
+        return;
+    }
+    let sb = Sandbox::new();
+    let root = fake_tree(&sb);
+    let full = FullDisk::new(sb.path("full"), 64);
+    let out = factors_cmd(&sb, &root)
+        .env("RTSCOPE_STATE_DIR", full.0.join("state"))
+        .args(["factors", "--factor", "ksm=0,1", "--rounds", "3", "-D", "100ms", "--no-store", "--out"])
+        .arg(full.0.join("out"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("No space left on device") && stderr.contains("free space in") && stderr.contains("RTSCOPE_STATE_DIR"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(full.0.join("state/journal")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.iter().all(|n| n == ".lock"), "{left:?}");
+    assert!(!full.0.join("out").exists(), "an empty --out directory left: {stderr}");
+    assert_eq!(read(&root, "sys/kernel/mm/ksm/run"), "0");
+}
+
+/// Two experiments started in the same second have their own tags (the
+/// host and a random suffix after the second).
+#[test]
+fn experiments_started_in_one_second_have_their_own_tags() {
+    let _s = serial();
+    let sb = Sandbox::new();
+    let host: String = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' }).take(32).collect();
+    let mut same_second = false;
+    for attempt in 0..5 {
+        let spawn = |name: String| {
+            sb.cmd()
+                .args(["factors", "--factor", "dma-latency=held,released", "--rounds", "3", "-D", "50ms", "-a", "0", "--no-store", "--format", "json", "--out", &name])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (a, b) = (spawn(format!("a{attempt}")), spawn(format!("b{attempt}")));
+        let tag = |c: Child| {
+            let out = c.wait_with_output().unwrap();
+            assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            v["experiment"].as_str().unwrap().to_string()
+        };
+        let (ta, tb) = (tag(a), tag(b));
+        assert_ne!(ta, tb);
+        for t in [&ta, &tb] {
+            assert!(t.starts_with("fx-") && t[19..].starts_with(&format!("-{host}-")) && t.len() == 19 + host.len() + 8, "{t}");
+        }
+        if ta[..19] == tb[..19] {
+            same_second = true;
+            break;
+        }
+    }
+    assert!(same_second, "no two experiments started in one second in 5 tries");
+}

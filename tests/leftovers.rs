@@ -3,6 +3,10 @@
 //! SysV semaphore set of `--probe sem:sysv` (issue 36 item 14). The load
 //! temp dirs are in tests/loads.rs (`sigkill_of_rtscope_kills_*`).
 //!
+//! And after the suite, every knob `rtscope factors --list` names holds
+//! the value it held before the suite's first test (issue 59): no test —
+//! killed experiments included — leaves a system setting changed.
+//!
 //! Real kills: the binary is started, the test waits (bounded) until the
 //! object exists, sends SIGKILL, then runs rtscope again.
 
@@ -112,4 +116,38 @@ fn sem_sysv_runs_and_leaves_no_set() {
     let samples: u64 = r["results"].as_array().unwrap().iter().map(|e| common::u(&e["samples"])).sum();
     assert!(samples > 0, "sem:sysv measured nothing: {r}");
     assert!(!sysv_keys().contains(&sysv_key(pid)), "the set {:#x} outlived its run", sysv_key(pid));
+}
+
+/// Every file of every knob of `rtscope factors --list` holds the text it
+/// held before this suite's first test (recorded by tests/common when the
+/// first test binary started). This file sorts after tests/factors.rs and
+/// tests/kernel_lab.rs, the tests that change knobs; run alone (no record
+/// from this cargo run), there is nothing to compare and it says so.
+#[test]
+fn every_knob_holds_its_value_from_before_the_suite() {
+    let path = common::knobs_before_suite_path();
+    let Ok(before) = std::fs::read_to_string(&path) else {
+        eprintln!("skipped: no record of the knobs from before this suite ({}): this binary ran first", path.display());
+        return;
+    };
+    let before: serde_json::Value = serde_json::from_str(&before).unwrap();
+    let out = common::rtscope().args(["factors", "--list", "--format", "json"]).env_remove("RTSCOPE_KNOB_ROOT").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let now: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut changed = Vec::new();
+    let mut compared = 0;
+    for k in before.as_array().unwrap() {
+        let name = k["name"].as_str().unwrap();
+        let then = now.as_array().unwrap().iter().find(|n| n["name"] == name).unwrap_or_else(|| panic!("knob {name} no longer listed"));
+        for (file, text) in k["files"].as_object().unwrap() {
+            // An IRQ freed since has no setting left to compare.
+            let Some(now_text) = then["files"].get(file) else { continue };
+            compared += 1;
+            if now_text != text {
+                changed.push(format!("{name}: {file} held {text} before the suite, {now_text} now"));
+            }
+        }
+    }
+    assert!(changed.is_empty(), "knobs left changed by the suite:\n{}", changed.join("\n"));
+    assert!(compared > 0, "no knob file compared: {before}");
 }

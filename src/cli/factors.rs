@@ -50,6 +50,11 @@ pub(crate) struct FactorsArgs {
     #[arg(long, value_name = "EXPERIMENT")]
     pub(crate) analyse: Option<String>,
 
+    /// List the knobs: each one's kind, levels and, for a host knob, its value now
+    /// (--format json: also the text of every file it touches), measuring nothing.
+    #[arg(long)]
+    pub(crate) list: bool,
+
     /// Boot factors (kernel, cmdline): the lab command that boots one guest per run, its words
     /// split as sh splits them (quotes, no expansion), e.g. --lab 'lab/kernel-lab --icount 1'
     /// (each run: CMD --kernel K --append-more PARAMS --out FILE -- <run flags>).

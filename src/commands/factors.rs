@@ -15,7 +15,7 @@ use crate::cli::factors::{FactorsArgs, FactorsFormat};
 use crate::cli::{PolicyArg, RunArgs};
 use crate::error::{BadInput, EXIT_INTERRUPTED, EXIT_OK};
 use crate::factors::design::{parse_factor, Design};
-use crate::factors::journal::{self, Entry, Journal};
+use crate::factors::journal::{self, ApplyError, Journal};
 use crate::factors::knobs::{HostCtx, Kind, KnobRoot, RunSetting};
 use crate::factors::{self, Analysis, Observation};
 use crate::model::Nanos;
@@ -79,6 +79,9 @@ fn online_cpus() -> Vec<usize> {
 }
 
 pub(crate) fn cmd(args: &FactorsArgs) -> anyhow::Result<u8> {
+    if args.list {
+        return list(args);
+    }
     journal::recover_and_say();
     if let Some(exp) = &args.analyse {
         return analyse_stored(args, exp);
@@ -97,7 +100,7 @@ pub(crate) fn cmd(args: &FactorsArgs) -> anyhow::Result<u8> {
     check_no_clash(ra, &design)?;
     let lab = super::factors_lab::Lab::new(args.lab.as_deref(), &design, &ra.command_line)?;
     let started = OffsetDateTime::now_utc();
-    let exp = format!("fx-{}", crate::commands::run::stamp(started));
+    let exp = experiment_tag(started);
     let rounds = args.rounds as usize;
     let seed = args.seed.unwrap_or_else(|| started.unix_timestamp_nanos() as u64);
     let out = ra.out.join(&exp);
@@ -118,14 +121,11 @@ pub(crate) fn cmd(args: &FactorsArgs) -> anyhow::Result<u8> {
     }
     let root = KnobRoot::from_env();
     let host = HostCtx { online: online_cpus(), measured };
-    let mut entries = Vec::new();
+    let mut knobs = Vec::new();
     let mut host_knobs = Vec::new();
     for f in &design.factors {
         if let Kind::Host(h) = f.knob.kind {
-            for path in h.files(&root)? {
-                let raw = root.read(&path).unwrap_or_default();
-                entries.push(Entry { knob: h.name.to_string(), path, original: h.restorable(&raw) });
-            }
+            h.files(&root)?;
             for l in &f.levels {
                 h.writes(l, &root, &host)?;
             }
@@ -133,6 +133,7 @@ pub(crate) fn cmd(args: &FactorsArgs) -> anyhow::Result<u8> {
                 Some(now) => format!("{} (now {now})", h.name),
                 None => h.name.to_string(),
             });
+            knobs.push(h);
         }
     }
     if !host_knobs.is_empty() && !root.is_fake() && !nix::unistd::geteuid().is_root() {
@@ -142,25 +143,34 @@ pub(crate) fn cmd(args: &FactorsArgs) -> anyhow::Result<u8> {
         ))
         .into());
     }
+    // The outputs, checked before anything is changed or measured (as run
+    // checks its own): the report's path, the results' new directory.
+    if let Some(p) = &args.report {
+        crate::store::json::check_output(p).map_err(|e| BadInput(format!("--report {}", e.0)))?;
+    }
     if out.exists() {
         return Err(BadInput(format!("{}: exists; the experiment's results need a new directory", out.display())).into());
     }
     let mut store = crate::commands::history::open_for_run(&ra.store)?;
-    std::fs::create_dir_all(&out).map_err(|e| BadInput(format!("--out: cannot create {}: {e}", out.display())))?;
+    let _out_dir = OutDir::create(&out)?;
 
     // The second Ctrl-C/SIGTERM exits at once: its action restores first.
     journal::register_signal_restore()?;
     let stop = crate::commands::run::stop_on_signals()?;
-    let mut journal = if entries.is_empty() {
+    let mut journal = if knobs.is_empty() {
         None
     } else {
-        let (j, said) = Journal::begin(&root, &ra.command_line.join(" "), entries)?;
+        test_pause_before_journal();
+        let (j, said) = Journal::begin(&root, &ra.command_line.join(" "), &knobs)?;
         for s in said {
-            eprintln!("note: {s}");
+            eprintln!("note: {}", crate::report::escape::terminal_safe(&s));
         }
         eprintln!("journal: originals of {} in {}", host_knobs.join(", "), j.path().display());
         Some(j)
     };
+    if let Some(j) = journal.as_mut() {
+        try_levels(j, &design, &root, &host)?;
+    }
     eprintln!(
         "experiment {exp}: {} cells ({}), {rounds} rounds, seed {seed}; results in {}",
         design.cells.len(),
@@ -168,15 +178,19 @@ pub(crate) fn cmd(args: &FactorsArgs) -> anyhow::Result<u8> {
         out.display()
     );
     let ctx = Rounds { design: &design, exp: &exp, rounds, seed, out: &out, root: &root, host: &host, stop: &stop, lab: lab.as_ref() };
-    let result = run_rounds(args, &ctx, store.as_mut());
-    let restored_failed = journal.as_mut().map(|j| j.restore()).unwrap_or_default();
-    if let Some(j) = &journal {
-        if restored_failed.is_empty() {
-            eprintln!("restored: {}", j.entries().iter().map(|e| e.knob.as_str()).collect::<std::collections::BTreeSet<_>>().into_iter().collect::<Vec<_>>().join(", "));
+    let result = run_rounds(args, &ctx, store.as_mut(), journal.as_mut());
+    if let Some(j) = journal.as_mut() {
+        let done = j.restore();
+        let restored: std::collections::BTreeSet<&str> = done.restored.iter().map(|e| e.knob.as_str()).collect();
+        if done.failed.is_empty() && !restored.is_empty() {
+            eprintln!("restored: {}", restored.into_iter().collect::<Vec<_>>().join(", "));
         }
-    }
-    for f in &restored_failed {
-        eprintln!("error: could not restore {f}");
+        for t in &done.theirs {
+            eprintln!("warning: {}", crate::report::escape::terminal_safe(t));
+        }
+        for f in &done.failed {
+            eprintln!("error: could not restore {f}; the journal {} keeps the original", j.path().display());
+        }
     }
     let (obs, notes) = result?;
     let deadline = ra.analysis.deadline.map(Nanos);
@@ -185,6 +199,151 @@ pub(crate) fn cmd(args: &FactorsArgs) -> anyhow::Result<u8> {
     print_report(args, &analysis)?;
     let interrupted = stop.load(std::sync::atomic::Ordering::SeqCst) || obs.iter().any(|o| o.run.interrupted);
     Ok(if interrupted { EXIT_INTERRUPTED } else { EXIT_OK })
+}
+
+/// `--list`: every knob, and a host knob's value now; in JSON also the
+/// text of every file it touches (what tests/leftovers.rs holds the whole
+/// suite to: every knob as it was before the suite).
+fn list(args: &FactorsArgs) -> anyhow::Result<u8> {
+    let root = KnobRoot::from_env();
+    let host = HostCtx { online: online_cpus(), measured: Vec::new() };
+    let mut rows = Vec::new();
+    for name in crate::factors::knobs::names() {
+        let k = crate::factors::knobs::find(name)?;
+        let (kind, now, files) = match k.kind {
+            Kind::Host(h) => match h.files(&root) {
+                Ok(files) => ("host", h.current(&root, &host).unwrap_or_else(|| "unreadable".into()), files),
+                Err(_) => ("host", "absent".to_string(), Vec::new()),
+            },
+            Kind::Run(_) => ("run", "-".to_string(), Vec::new()),
+            Kind::Boot(_) => ("boot", "-".to_string(), Vec::new()),
+        };
+        let files: serde_json::Map<String, serde_json::Value> = files.into_iter().map(|p| {
+            let text = root.read(&p).unwrap_or_default();
+            (p, serde_json::Value::String(text))
+        }).collect();
+        rows.push(serde_json::json!({"name": name, "kind": kind, "levels": k.levels_help(), "now": now, "what": k.what(), "files": files}));
+    }
+    if args.format == FactorsFormat::Json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(EXIT_OK);
+    }
+    let w = rows.iter().map(|r| r["name"].as_str().unwrap_or("").len()).max().unwrap_or(4);
+    let wn = rows.iter().map(|r| r["now"].as_str().unwrap_or("").chars().count()).max().unwrap_or(3).max(3);
+    println!("{:w$}  kind  {:wn$}  levels", "knob", "now");
+    for r in &rows {
+        let s = |k: &str| crate::report::escape::terminal_safe(r[k].as_str().unwrap_or("")).to_string();
+        println!("{:w$}  {:4}  {:wn$}  {}", s("name"), s("kind"), s("now"), s("levels"));
+    }
+    Ok(EXIT_OK)
+}
+
+/// `fx-20261128T095257Z-HOST-3fa9c1`: the start's second, the host and a
+/// random suffix, so experiments started in one second (a fleet's cron at
+/// 02:00:00 on one history) never share a tag.
+fn experiment_tag(started: OffsetDateTime) -> String {
+    let host: String = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap_or_default()
+        .trim()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' })
+        .take(32)
+        .collect();
+    let mut r = [0u8; 3];
+    // The clock and the pid when /dev/urandom cannot be read: unique within a host.
+    if std::fs::File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut r)).is_err() {
+        let x = (started.unix_timestamp_nanos() as u64) ^ (u64::from(std::process::id()) << 20);
+        r = [(x >> 16) as u8, (x >> 8) as u8, x as u8];
+    }
+    let host = if host.is_empty() { "host".to_string() } else { host };
+    format!("fx-{}-{host}-{:02x}{:02x}{:02x}", crate::commands::run::stamp(started), r[0], r[1], r[2])
+}
+
+/// `--out DIR/EXPERIMENT`, created before anything is changed; removed
+/// again, with the parents it made, if still empty when the experiment
+/// ends (a refusal, a full disk before the first cell): nothing is left
+/// behind that holds nothing.
+struct OutDir {
+    /// The directories made, deepest first.
+    made: Vec<PathBuf>,
+}
+
+impl OutDir {
+    fn create(out: &std::path::Path) -> Result<OutDir, BadInput> {
+        let mut made = Vec::new();
+        let mut p = out;
+        while !p.exists() {
+            made.push(p.to_path_buf());
+            match p.parent() {
+                Some(q) if !q.as_os_str().is_empty() => p = q,
+                _ => break,
+            }
+        }
+        crate::sys::stat::create_dirs(out).map_err(|e| BadInput(format!("--out: cannot create {}: {e}", out.display())))?;
+        Ok(OutDir { made })
+    }
+}
+
+impl Drop for OutDir {
+    fn drop(&mut self) {
+        for d in &self.made {
+            if std::fs::remove_dir(d).is_err() {
+                break;
+            }
+        }
+    }
+}
+
+/// Every level of every host knob tried against the kernel before the
+/// first cell: written, then the original written back, all journaled. A
+/// level the checks accept but the kernel refuses (`printk=08`: EINVAL;
+/// `rt-runtime` with RT groups: EBUSY) is exit 2 before anything is measured.
+fn try_levels(j: &mut Journal, design: &Design, root: &KnobRoot, host: &HostCtx) -> anyhow::Result<()> {
+    for f in &design.factors {
+        let Kind::Host(h) = f.knob.kind else { continue };
+        let mut refused = None;
+        for l in &f.levels {
+            if let Err(e) = j.apply(&h, l, &h.writes(l, root, host)?) {
+                refused = Some((l, e));
+                break;
+            }
+        }
+        let back = j.put_back_knob(&h);
+        let back_words = if back.failed.is_empty() && back.theirs.is_empty() {
+            format!("{} is as it was", h.name)
+        } else {
+            back.failed.iter().map(|f| format!("could not restore {f}")).chain(back.theirs.iter().cloned()).collect::<Vec<_>>().join("; ")
+        };
+        match refused {
+            Some((_, ApplyError::Journal(e))) => return Err(e),
+            Some((l, e)) => {
+                return Err(BadInput(format!(
+                    "--factor {}={l}: {e}; nothing was measured and {back_words}: give levels this kernel takes (levels: {})",
+                    h.name, h.levels
+                ))
+                .into())
+            }
+            None if back_words != format!("{} is as it was", h.name) => return Err(anyhow::anyhow!("after trying the levels of {}: {back_words}", h.name)),
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+/// A test hook (tests/factors.rs, the start race): with
+/// `RTSCOPE_TEST_PAUSE_BEFORE_JOURNAL=PATH`, say `PATH.waiting` and wait (at
+/// most 60 s) until `PATH` exists, just before the journal's lock is taken:
+/// whatever another experiment does meanwhile must not change what this one
+/// journals as the originals.
+fn test_pause_before_journal() {
+    let Some(p) = std::env::var_os("RTSCOPE_TEST_PAUSE_BEFORE_JOURNAL").map(PathBuf::from) else { return };
+    let mut waiting = p.clone().into_os_string();
+    waiting.push(".waiting");
+    let _ = std::fs::write(&waiting, b"");
+    let t0 = std::time::Instant::now();
+    while !p.exists() && t0.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 /// What every round of an experiment shares.
@@ -224,7 +383,12 @@ fn run_cell(args: &FactorsArgs, ctx: &Rounds, cell: usize, name: &str) -> anyhow
     Ok((run, text))
 }
 
-fn run_rounds(args: &FactorsArgs, ctx: &Rounds, mut store: Option<&mut crate::store::Store>) -> anyhow::Result<(Vec<Observation>, Vec<String>)> {
+fn run_rounds(
+    args: &FactorsArgs,
+    ctx: &Rounds,
+    mut store: Option<&mut crate::store::Store>,
+    mut journal: Option<&mut Journal>,
+) -> anyhow::Result<(Vec<Observation>, Vec<String>)> {
     use std::sync::atomic::Ordering;
     let Rounds { design, exp, rounds, seed, root, host, stop, .. } = *ctx;
     let schedule = design.schedule(rounds, seed);
@@ -237,15 +401,9 @@ fn run_rounds(args: &FactorsArgs, ctx: &Rounds, mut store: Option<&mut crate::st
         }
         for (f, factor) in design.factors.iter().enumerate() {
             if let Kind::Host(h) = factor.knob.kind {
-                for w in h.writes(design.level(cell, f), root, host)? {
-                    if let Err(e) = journal::write_knob(root, &w.path, &w.text) {
-                        if h.may_refuse(&w.path) {
-                            refused.insert(w.path.clone());
-                        } else {
-                            return Err(anyhow::anyhow!("setting {} to {}: writing {:?} to {}: {e}", h.name, design.level(cell, f), w.text, w.path));
-                        }
-                    }
-                }
+                let Some(j) = journal.as_deref_mut() else { anyhow::bail!("host knob {} without a restore journal", h.name) };
+                let level = design.level(cell, f);
+                refused.extend(j.apply(&h, level, &h.writes(level, root, host)?)?);
             }
         }
         let name = format!("r{:02}-c{:02}", round + 1, cell + 1);
@@ -298,30 +456,13 @@ fn print_report(args: &FactorsArgs, a: &Analysis) -> anyhow::Result<()> {
     };
     match &args.report {
         Some(p) => {
-            write_report(p, &render(args.format)?)?;
+            let text = render(args.format)?;
+            crate::store::json::write_output(p, |w| Ok(w.write_all(text.as_bytes())?))?;
             print!("{}", render(FactorsFormat::Term)?);
             println!("report: {}", p.display());
         }
         None => print!("{}", render(args.format)?),
     }
-    Ok(())
-}
-
-/// Written through a temporary file in the same directory and renamed,
-/// unless the path is something that is not a regular file (refused).
-fn write_report(p: &std::path::Path, text: &str) -> anyhow::Result<()> {
-    if let Ok(m) = std::fs::symlink_metadata(p) {
-        if !m.is_file() {
-            return Err(BadInput(format!("--report {}: exists and is not a regular file; give another path", p.display())).into());
-        }
-    }
-    let dir = match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(|e| BadInput(format!("--report {}: cannot write in {}: {e}", p.display(), dir.display())))?;
-    std::io::Write::write_all(&mut tmp, text.as_bytes())?;
-    tmp.persist(p)?;
     Ok(())
 }
 

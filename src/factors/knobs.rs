@@ -112,6 +112,13 @@ pub(crate) struct HostKnob {
     /// The `rtscope doctor` finding that speaks about this setting.
     pub(crate) doctor: &'static str,
     pub(crate) access: Access,
+    /// Other files of the same kernel setting, which a write to this
+    /// knob's file changes too (`watchdog` clears `soft_watchdog` and
+    /// `nmi_watchdog`; `soft_watchdog` changes what `watchdog` reads). They
+    /// are journaled, locked and checked with the knob's own files, so two
+    /// experiments cannot share a setting under two names, and restored
+    /// after them (in this order).
+    pub(crate) coupled: &'static [&'static str],
 }
 
 /// What `rtscope run` sets for the length of one run.
@@ -218,6 +225,7 @@ pub(crate) const HOST_KNOBS: &[HostKnob] = &[
         levels: "0-8, e.g. printk=7,1",
         doctor: "console.loglevel",
         access: Access::Printk,
+        coupled: &[],
     },
     HostKnob {
         name: "irq-affinity",
@@ -225,6 +233,7 @@ pub(crate) const HOST_KNOBS: &[HostKnob] = &[
         levels: "all, off-measured",
         doctor: "irq.affinity",
         access: Access::IrqAffinity,
+        coupled: &[],
     },
     HostKnob {
         name: "rt-runtime",
@@ -232,6 +241,7 @@ pub(crate) const HOST_KNOBS: &[HostKnob] = &[
         levels: "microseconds, e.g. 950000,990000 (-1 is refused on a shared host)",
         doctor: "sched.rt_throttling",
         access: Access::Word { path: "/proc/sys/kernel/sched_rt_runtime_us", check: rt_runtime },
+        coupled: &[],
     },
     HostKnob {
         name: "timer-migration",
@@ -239,6 +249,7 @@ pub(crate) const HOST_KNOBS: &[HostKnob] = &[
         levels: "0/off, 1/on",
         doctor: "sched.timer_migration",
         access: Access::Word { path: "/proc/sys/kernel/timer_migration", check: bool01 },
+        coupled: &[],
     },
     HostKnob {
         name: "thp",
@@ -246,6 +257,7 @@ pub(crate) const HOST_KNOBS: &[HostKnob] = &[
         levels: "always, madvise, never",
         doctor: "mm.thp",
         access: Access::Bracketed { path: "/sys/kernel/mm/transparent_hugepage/enabled", words: &["always", "madvise", "never"] },
+        coupled: &[],
     },
     HostKnob {
         name: "ksm",
@@ -253,6 +265,7 @@ pub(crate) const HOST_KNOBS: &[HostKnob] = &[
         levels: "0/off, 1/on",
         doctor: "mm.ksm",
         access: Access::Word { path: "/sys/kernel/mm/ksm/run", check: ksm_run },
+        coupled: &[],
     },
     HostKnob {
         name: "watchdog",
@@ -260,6 +273,7 @@ pub(crate) const HOST_KNOBS: &[HostKnob] = &[
         levels: "0/off, 1/on",
         doctor: "watchdog.soft",
         access: Access::Word { path: "/proc/sys/kernel/watchdog", check: bool01 },
+        coupled: &["/proc/sys/kernel/soft_watchdog", "/proc/sys/kernel/nmi_watchdog"],
     },
     HostKnob {
         name: "soft-watchdog",
@@ -267,6 +281,7 @@ pub(crate) const HOST_KNOBS: &[HostKnob] = &[
         levels: "0/off, 1/on",
         doctor: "watchdog.soft",
         access: Access::Word { path: "/proc/sys/kernel/soft_watchdog", check: bool01 },
+        coupled: &["/proc/sys/kernel/watchdog"],
     },
     HostKnob {
         name: "nmi-watchdog",
@@ -274,6 +289,7 @@ pub(crate) const HOST_KNOBS: &[HostKnob] = &[
         levels: "0/off, 1/on",
         doctor: "watchdog.nmi",
         access: Access::Word { path: "/proc/sys/kernel/nmi_watchdog", check: bool01 },
+        coupled: &["/proc/sys/kernel/watchdog"],
     },
     HostKnob {
         name: "workqueue-cpumask",
@@ -281,6 +297,7 @@ pub(crate) const HOST_KNOBS: &[HostKnob] = &[
         levels: "all, off-measured, or a CPU list such as 0",
         doctor: "isolation.isolcpus",
         access: Access::CpuMask { path: "/sys/devices/virtual/workqueue/cpumask" },
+        coupled: &[],
     },
 ];
 
@@ -292,6 +309,11 @@ const BOOT_SETTINGS: &[(&str, BootSetting)] = &[("kernel", BootSetting::Kernel),
 /// Every knob's name, for messages.
 pub(crate) fn names() -> Vec<&'static str> {
     RUN_SETTINGS.iter().map(|(n, _)| *n).chain(HOST_KNOBS.iter().map(|k| k.name)).chain(BOOT_SETTINGS.iter().map(|(n, _)| *n)).collect()
+}
+
+/// The host knob called `name` (a journal's entries name one).
+pub(crate) fn host_knob(name: &str) -> Option<&'static HostKnob> {
+    HOST_KNOBS.iter().find(|k| k.name == name)
 }
 
 /// The knob called `name`; exit 2 naming the knobs there are.
@@ -335,8 +357,10 @@ pub(crate) fn irqs(root: &KnobRoot) -> Vec<u32> {
 }
 
 impl HostKnob {
-    /// The files this knob touches on this host; exit 2 when the host
-    /// lacks them (a knob this system does not have is not a silent level).
+    /// The files this knob writes and touches on this host: its own files,
+    /// then the [`coupled`](Self::coupled) ones this host has. Exit 2 when
+    /// the host lacks its own (a knob this system does not have is not a
+    /// silent level).
     pub(crate) fn files(&self, root: &KnobRoot) -> Result<Vec<String>, BadInput> {
         let files: Vec<String> = match self.access {
             Access::Word { path, .. } | Access::Bracketed { path, .. } | Access::CpuMask { path } => vec![path.to_string()],
@@ -351,7 +375,21 @@ impl HostKnob {
                 self.name
             )));
         }
-        Ok(files)
+        Ok(files.into_iter().chain(self.coupled.iter().filter(|f| root.exists(f)).map(|f| f.to_string())).collect())
+    }
+
+    /// Whether `path` is a file this knob may write or touch on any host:
+    /// a restore journal naming any other file is not trusted.
+    pub(crate) fn may_touch(&self, path: &str) -> bool {
+        let own = match self.access {
+            Access::Word { path: p, .. } | Access::Bracketed { path: p, .. } | Access::CpuMask { path: p } => path == p,
+            Access::Printk => path == "/proc/sys/kernel/printk",
+            Access::IrqAffinity => path
+                .strip_prefix("/proc/irq/")
+                .and_then(|r| r.strip_suffix("/smp_affinity_list"))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())),
+        };
+        own || self.coupled.contains(&path)
     }
 
     /// The text to write back to `path` to restore what was read there.
@@ -362,6 +400,16 @@ impl HostKnob {
             // space-separated.
             Access::Printk => raw.split_whitespace().collect::<Vec<_>>().join(" "),
             _ => raw.trim().to_string(),
+        }
+    }
+
+    /// What a file of this knob that reads `now` (as [`Self::restorable`]
+    /// gives it) reads after `text` is written to it: printk's level is its
+    /// first field, the other three stay.
+    pub(crate) fn reads_after(&self, now: &str, text: &str) -> String {
+        match self.access {
+            Access::Printk => std::iter::once(text.trim()).chain(now.split_whitespace().skip(1)).collect::<Vec<_>>().join(" "),
+            _ => self.restorable(text),
         }
     }
 
@@ -526,5 +574,28 @@ mod tests {
         let p = HOST_KNOBS.iter().find(|k| k.name == "printk").unwrap();
         assert!(p.check_level("9", &host).is_err());
         assert_eq!(p.restorable("4\t4\t1\t7"), "4 4 1 7");
+        assert_eq!(p.reads_after("4 4 1 7", "1"), "1 4 1 7");
+        assert_eq!(host_knob("thp").unwrap().reads_after("madvise", "never"), "never");
+    }
+
+    #[test]
+    fn coupled_files_are_touched_and_nothing_else() {
+        let irq = host_knob("irq-affinity").unwrap();
+        assert!(irq.may_touch("/proc/irq/24/smp_affinity_list"));
+        assert!(!irq.may_touch("/proc/irq/../../etc/smp_affinity_list") && !irq.may_touch("/proc/irq//smp_affinity_list"));
+        let soft = host_knob("soft-watchdog").unwrap();
+        assert!(soft.may_touch("/proc/sys/kernel/soft_watchdog") && soft.may_touch("/proc/sys/kernel/watchdog"));
+        assert!(!soft.may_touch("/etc/shadow") && !host_knob("printk").unwrap().may_touch("/proc/sys/kernel/watchdog"));
+        // Every coupling goes both ways: the files of one setting lock each other.
+        let own = |k: &HostKnob| match k.access {
+            Access::Word { path, .. } => path,
+            _ => "",
+        };
+        for k in HOST_KNOBS {
+            for c in k.coupled {
+                let owner = HOST_KNOBS.iter().find(|o| own(o) == *c).unwrap();
+                assert!(owner.coupled.contains(&own(k)), "{} touches {c}, but {} does not touch {}", k.name, owner.name, own(k));
+            }
+        }
     }
 }
