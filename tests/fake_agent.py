@@ -76,15 +76,24 @@ def hello(extra):
     send(signed("ready probes=3"))
 
 
+def bucket_of(v):
+    """The recorder's bucket of v (docs/agent.md, "result block")."""
+    if v < 2048:
+        return (v, v)
+    w = 1 << (v.bit_length() - 1 - 10)
+    return (v - v % w, v - v % w + w - 1)
+
+
 def block(n, probe, variant, thread, values):
     vs = sorted(int(v) for v in values.split(","))
     s = len(vs)
+    bs = sorted(set(bucket_of(v) for v in vs))
     head = ("result id={id} n=%s probe=%s variant=%s thread=%s cpu=0 interval_ns=1000000 samples=%d overruns=0 "
             "min_ns=%d max_ns=%d sum=%d sumsq=%d hist=%d tail=%d tail_k=8 worst=2 sec=1 width_s=1 setup=0 stopped=0"
             % (n, probe, variant, thread, s, vs[0], vs[-1], sum(vs), sum(v * v for v in vs),
-               len(set(vs)), min(s, 8)))
+               len(bs), min(s, 8)))
     send(signed(head))
-    buckets = ",".join("%d:%d:%d" % (v, v, vs.count(v)) for v in sorted(set(vs)))
+    buckets = ",".join("%d:%d:%d" % (lo, hi, sum(1 for v in vs if lo <= v <= hi)) for lo, hi in bs)
     send(signed("hist id={id} n=%s b=%s" % (n, buckets)))
     tail = sorted(enumerate(vs), key=lambda iv: (-iv[1], iv[0]))[:8]
     send(signed("tail id={id} n=%s s=%s" % (n, ",".join("%d:%d:%d:0" % (v, i, i) for i, v in tail))))

@@ -140,6 +140,9 @@ fn blocks_beyond_threads_times_variants_are_refused() {
     refused(&sb, &o, &["thread 0", "twice"]);
 }
 
+/// Blocks whose merge would overflow cannot arrive: each block's periods
+/// are bounded by the plan (2^63−1 samples in a 1 s plan at 1 ms is no
+/// measurement); block.rs's unit test keeps the merge's own check.
 #[test]
 fn merges_that_overflow_and_sums_beyond_max_are_refused() {
     let sb = Sandbox::new();
@@ -153,12 +156,98 @@ fn merges_that_overflow_and_sums_beyond_max_are_refused() {
     };
     let t = fake(&sb, &format!("hello cpus=4 max_threads=4\n{}{}{}{}say done id={{id}} status=complete results=3\n", begun("-", 3), huge(0), huge(1), huge(2)));
     let o = run(&sb, &t, &format!("{TIMER} -t 3 -a 0-2"));
-    refused(&sb, &o, &["samples", "pass the largest value a result holds"]);
+    refused(&sb, &o, &[&format!("samples={big} + overruns=0 periods"), "allows at most 1002"]);
     // One sample of 100 ns whose sums say a mean of 3.4e38.
     let max = u128::MAX;
     let t = fake(&sb, &format!("hello\n{}say result id={{id}} n=0 probe=timer variant=- thread=0 cpu=0 interval_ns=1000000 samples=1 overruns=0 min_ns=100 max_ns=100 sum={max} sumsq={max} hist=1 tail=1 tail_k=5 worst=2 sec=0 width_s=1 setup=0 stopped=0\nsay hist id={{id}} n=0 b=100:100:1\nsay tail id={{id}} n=0 s=100:0:0:0\nsay end id={{id}} n=0\nsay done id={{id}} status=complete results=1\n", begun("-", 1)));
     let o = run(&sb, &t, TIMER);
     refused(&sb, &o, &["sum=", "mean"]);
+}
+
+/// An honest block of two samples (100 and 200 ns) in a 1 s plan at 1 ms
+/// on a two-CPU target, as script lines; `edits` replace text in it.
+fn two_samples(edits: &[(&str, &str)]) -> String {
+    let mut lines = [
+        "say result id={id} n=0 probe=timer variant=- thread=0 cpu=0 interval_ns=1000000 samples=2 overruns=998 min_ns=100 max_ns=200 sum=300 sumsq=50000 hist=2 tail=2 tail_k=5 worst=2 sec=1 width_s=1 setup=0 stopped=0",
+        "say hist id={id} n=0 b=100:100:1,200:200:1",
+        "say tail id={id} n=0 s=200:2000000:1:1,100:1000000:0:0",
+        "say sec id={id} n=0 s=0:2:100:200:300",
+        "say end id={id} n=0",
+        "say done id={id} status=complete results=1",
+    ]
+    .join("\n");
+    for (from, to) in edits {
+        assert!(lines.contains(from), "{from}");
+        lines = lines.replacen(from, to, 1);
+    }
+    format!("hello cpus=2 max_threads=2\n{}{lines}\nsleep 3\n", begun("-", 1))
+}
+
+/// Each value no measurement within the plan and the announced system can
+/// make (issue 59), sent in well-formed signed lines: refused naming the
+/// field and what the plan allows, exit 2, nothing stored. The honest block
+/// they are made from is stored.
+#[test]
+fn values_the_plan_and_the_target_cannot_make_are_refused() {
+    let sb = Sandbox::new();
+    let args = "--probe timer -D 1s -i 1ms -t 1 --json r.json --no-store";
+    let t = fake(&sb, &two_samples(&[]));
+    let o = run(&sb, &t, args);
+    assert!(o.status.success(), "the honest block: {}", stderr(&o));
+    assert_eq!(u(&per_thread(&read_json(&sb.path("r.json")))[0]["samples"]), 2);
+    std::fs::remove_file(sb.path("r.json")).unwrap();
+    let cases: &[(&[(&str, &str)], &[&str])] = &[
+        // CPUs: the plan measures on 0 and 1 of the target's two.
+        (&[("cpu=0", "cpu=99999999999")], &["cpu=99999999999 where the plan measures on CPUs 0-1 (the target announced cpus=2)"]),
+        (&[("cpu=0", "cpu=7")], &["cpu=7 where the plan measures on CPUs 0-1"]),
+        (&[("100:1000000:0:0", "100:1000000:0:7")], &["tail sample 100:1000000:0: CPU 7 of a target with 2 CPUs"]),
+        // Periods: 1 000 in 1 s at 1 ms (+2).
+        (&[("overruns=998", "overruns=9223372036854775807")], &["samples=2 + overruns=9223372036854775807 periods", "allows at most 1002"]),
+        (
+            &[("samples=2", "samples=1000000000"), ("sum=300", "sum=150000000000"), ("sumsq=50000", "sumsq=25000000000000"), ("1,200:200:1", "500000000,200:200:500000000"), ("s=0:2:", "s=0:1000000000:"), (":300\n", ":150000000000\n")],
+            &["samples=1000000000 + overruns=998 periods where a plan of 1s at interval_ns=1000000 allows at most 1002"],
+        ),
+        // Within the run: 1 s and a little.
+        (&[("s=0:2:100:200:300", "s=1000000000000:2:100:200:300")], &["per-second slot 1000000000000 s starts after the run's end"]),
+        (&[("200:2000000:1:1", "200:9000000000000000000:1:1")], &["tail sample 200:9000000000000000000:1: taken at 9000000000000000000 ns, after the run's end"]),
+        (&[("200:2000000:1:1", "200:2000000:0:1")], &["two tail samples with sequence number 0"]),
+        (&[("200:2000000:1:1", "200:2000000:5000:1")], &["sequence number 5000 of a block of 1000 periods"]),
+        // The interval echoed exactly.
+        (&[("interval_ns=1000000", "interval_ns=0")], &["interval_ns=0: expected the plan's interval_ns=1000000 (-i), echoed exactly"]),
+        (&[("interval_ns=1000000", "interval_ns=5")], &["interval_ns=5: expected the plan's interval_ns=1000000 (-i), echoed exactly"]),
+        // No samples, no extremes.
+        (
+            &[("samples=2 overruns=998 min_ns=100 max_ns=200 sum=300 sumsq=50000 hist=2 tail=2", "samples=0 overruns=1000 min_ns=0 max_ns=999999 sum=0 sumsq=0 hist=0 tail=0"), ("sec=1", "sec=0"), ("\nsay hist id={id} n=0 b=100:100:1,200:200:1\nsay tail id={id} n=0 s=200:2000000:1:1,100:1000000:0:0\nsay sec id={id} n=0 s=0:2:100:200:300", "")],
+            &["samples=0 with min_ns=0 max_ns=999999: no samples have no extremes"],
+        ),
+        // Σx² saturated, or one the samples cannot make.
+        (&[("sumsq=50000", "sumsq=340282366920938463463374607431768211455")], &["is saturated (2^128−1): σ cannot be computed"]),
+        (&[("sumsq=50000", "sumsq=45001")], &["sum=300 sumsq=45001 of 2 samples in 100..200 ns: not sums such samples make"]),
+        // One bucket spanning the recorder's range.
+        (&[("b=100:100:1,200:200:1", "b=1:140737488355328:2"), ("hist=2", "hist=1")], &["bucket 1:140737488355328 is not one of the recorder's (the bucket of 1 ns is 1:1"]),
+    ];
+    for (edits, words) in cases {
+        let t = fake(&sb, &two_samples(edits));
+        let o = run(&sb, &t, args);
+        let mut want = vec!["well-formed", "breaks an invariant", "line "];
+        want.extend(words.iter());
+        refused(&sb, &o, &want);
+    }
+}
+
+/// `done status=stopped results=0` that rtscope did not ask for (the agent
+/// stopped itself, as the real one does when its warm-up stalls): the plan
+/// failed on the target, exit 1, nothing stored (it stored an empty run
+/// marked complete that `report` then failed on).
+#[test]
+fn a_stop_nobody_asked_for_with_nothing_measured_is_a_failed_run() {
+    let sb = Sandbox::new();
+    let t = fake(&sb, &format!("hello\n{}say done id={{id}} status=stopped results=0\nsleep 3\n", begun("-", 1)));
+    let o = run(&sb, &t, TIMER);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("on the target: the agent ended plan 1 with `done status=stopped results=0` (line 8) though rtscope did not ask it to stop"), "{e}");
+    assert!(!sb.path("r.json").exists(), "nothing written");
 }
 
 #[test]
@@ -254,6 +343,26 @@ fn agent_text_is_shown_as_foreign_text() {
     let o = run(&sb, &t, TIMER);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("clock broke"));
+}
+
+/// The agent's probe and variant names in a "no such probe" error are
+/// foreign text (issue 59): an escape sequence is shown, not run, and a
+/// `%0A` cannot start a line that reads as rtscope's own `error:`.
+#[test]
+fn agent_names_in_a_refusal_are_foreign_text() {
+    let sb = Sandbox::new();
+    let announce = "say hello proto=1 agent=fake os=Linux release=1 version=1 arch=x86_64 host=fake cpus=1 clock=CLOCK_MONOTONIC res_ns=1 preempt=none mlock=ok max_threads=2\n\
+                    say probe name=%1B]0;owned%07evil%0Aerror:%20forged%20probe variants=\n\
+                    say probe name=sem variants=%1B[2Jx,y%0Aerror:%20forged%20variant\n\
+                    say ready probes=2\nsleep 3\n";
+    for (probe, words) in [("timer", ["has no such probe", "forged probe"]), ("sem:sysv", ["has no variant 'sysv'", "forged variant"])] {
+        let t = fake(&sb, announce);
+        let o = run(&sb, &t, &format!("--probe {probe} -D 1s --json r.json --no-store"));
+        refused(&sb, &o, &words);
+        let e = stderr(&o);
+        assert!(!e.contains('\x07') && !e.lines().any(|l| l.starts_with("error: forged")), "{e:?}");
+        assert_eq!(e.lines().filter(|l| l.starts_with("error:")).count(), 1, "one error line: {e}");
+    }
 }
 
 #[test]

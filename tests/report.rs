@@ -397,6 +397,27 @@ fn term_report_shows_what_held_the_cpu() {
     assert!(block.contains("hog-planted (pid 4242, rt prio 50) 30.0us"), "{block}");
 }
 
+/// Issue 59: names in a result from elsewhere are text, never layout. A
+/// culprit's name with `\r\n` forged a report line ("error: …"), a code
+/// path's frame with HTML went raw into the Markdown report.
+#[test]
+fn names_in_a_result_cannot_forge_lines_or_markup() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(fixture_path("golden/result-v1.json")).unwrap()).unwrap();
+    v["results"][0]["worst"][0]["trace"]["culprits"] = serde_json::json!([
+        {"kind": "task", "name": "hog\r\nerror: forged line", "pid": 4242, "prio": 49, "duration_ns": 30000, "count": 1,
+         "paths": [{"frames": ["<img src=x onerror=alert(1)>", "vfs_read"], "samples": 3, "share": 1.0}]}
+    ]);
+    std::fs::write(dir.path().join("traced.json"), serde_json::to_string(&v).unwrap()).unwrap();
+    let text = report(dir.path(), &["traced.json", "--color", "never", "--wide"]);
+    assert!(text.contains("hog\\x0d\\x0aerror: forged line (pid 4242, rt prio 50)"), "{text}");
+    assert!(!text.lines().any(|l| l.trim_start().starts_with("error: forged")), "{text}");
+    let md = report(dir.path(), &["traced.json", "--format", "md"]);
+    assert!(md.contains("&lt;img src=x onerror=alert(1)> ← vfs_read"), "{md}");
+    assert!(!md.contains("<img"), "{md}");
+    assert!(!md.lines().any(|l| l.trim_start().starts_with("error: forged")), "{md}");
+}
+
 fn fixture_path(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel)
 }

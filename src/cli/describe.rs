@@ -53,6 +53,8 @@ fn measuring(plan: &RunPlan) -> String {
         Policy::Other => String::new(),
         p => match crate::sys::sched::policy_permitted(p, plan.measuring.priority) {
             Ok(()) => String::new(),
+            // No thread to try it on: the run's own threads will not start either.
+            Err(nix::errno::Errno::EAGAIN) => " — not known: no thread could be started to try it (EAGAIN: the user's process limit, RLIMIT_NPROC / ulimit -u, reached?)".to_string(),
             Err(e) => format!(
                 " — not permitted here ({e}: needs root, CAP_SYS_NICE or RLIMIT_RTPRIO ≥ {}): the threads will run SCHED_OTHER",
                 plan.measuring.priority

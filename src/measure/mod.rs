@@ -46,7 +46,7 @@ use crate::model::{Extras, SetupStep};
 use crate::sys::sched::{self, Policy};
 use recorder::{Live, Recorder};
 pub use registry::{info, infos, names, probe_by_name, ProbeInfo};
-pub(crate) use registry::{is, Busy, Traced};
+pub(crate) use registry::{is, Busy, Paced, Traced};
 pub(crate) use run::{selects, split_spec, ProbeRun, DEFAULT_MSG_SIZE};
 
 /// Stack of a measuring thread. mlockall(MCL_FUTURE) makes the whole stack

@@ -59,6 +59,8 @@ pub(crate) static INFO: ProbeInfo = ProbeInfo {
     variants: VARIANTS,
     priority_levels: 3,
     flags: &["--pi-burst", "--iterations"],
+    // Its pace: max(-i, 2 × (burst + hold)).
+    paced: super::registry::Paced::AtLeastInterval,
     ..ProbeInfo::PLAIN
 };
 

@@ -44,6 +44,21 @@ pub(crate) enum Busy {
     UnderNoisePolicy,
 }
 
+/// What paces a probe's events, as its results' `interval_ns` says (a
+/// multi-period probe's variants are paced by their periods instead, each
+/// result's `interval_ns` its period). The host holds an agent's results to
+/// it (src/target/bounds.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Paced {
+    /// `-i`: a timer's period or the pause between events (`interval_ns` = `-i`).
+    Interval,
+    /// `-i` or longer: a pace the probe widens to fit its own events
+    /// (`interval_ns` ≥ `-i`).
+    AtLeastInterval,
+    /// Nothing: each event follows the one before (`interval_ns` 0).
+    Unpaced,
+}
+
 /// A probe's facts, said once in its own file.
 #[derive(Debug)]
 pub struct ProbeInfo {
@@ -95,6 +110,8 @@ pub struct ProbeInfo {
     /// The second series each variant's threads carry besides their
     /// latency, as a suffix of the variant (`periodic`: `/period-error`).
     pub(crate) series_suffix: Option<&'static str>,
+    /// What paces its events (and so its results' `interval_ns`).
+    pub(crate) paced: Paced,
 }
 
 impl ProbeInfo {
@@ -116,6 +133,7 @@ impl ProbeInfo {
         flags: &[],
         reads_threads: false,
         series_suffix: None,
+        paced: Paced::Interval,
     };
 
     /// Whether it runs several periods itself (`--periods`).

@@ -34,6 +34,7 @@ pub(crate) static INFO: ProbeInfo = ProbeInfo {
     about: "task switch time: two equal-priority threads on one CPU (futex ping-pong, sched_yield)",
     variants: VARIANTS,
     flags: &["--iterations"],
+    paced: super::registry::Paced::Unpaced,
     ..ProbeInfo::PLAIN
 };
 

@@ -17,8 +17,18 @@
 //! visible text (`\x1b`, `\x07`, `\u{9b}`), so nothing is hidden and nothing
 //! is executed. An SGR with any other parameter (8 = conceal, 30/37/40 =
 //! black or white text that hides words) is escaped too.
+//!
+//! A name from outside printed inside a line of rtscope's own (a traced
+//! task's comm, a code path's frame, from this machine or an imported
+//! result) must not start a line either: [`one_line`] shows `\n`, `\r` and
+//! `\t` as visible text too, and [`one_line_traces`] applies it to every
+//! text of a run's trace windows before they are laid out in lines. Both
+//! leave plain text as it is, so [`terminal_safe`] after them escapes
+//! nothing twice.
 
 use std::borrow::Cow;
+
+use crate::model::{Run, TraceWindow};
 
 /// SGR parameters rtscope's renderers use (console's styles): reset, bold,
 /// dim, normal intensity, red, green, yellow, default foreground.
@@ -41,17 +51,76 @@ pub(crate) fn terminal_safe(s: &str) -> Cow<'_, str> {
             }
         }
         if is_control(c) && c != '\n' && c != '\t' {
-            if (c as u32) < 0x80 {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            } else {
-                out.push_str(&format!("\\u{{{:x}}}", c as u32));
-            }
+            out.push_str(&visible(c));
         } else {
             out.push(c);
         }
         rest = &rest[c.len_utf8()..];
     }
     Cow::Owned(out)
+}
+
+/// `s` as part of one line: every control character, line breaks and tabs
+/// included, shown as visible text (`\x0a`); borrowed unchanged when there
+/// is none.
+pub(crate) fn one_line(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_control) {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(s.chars().map(|c| if is_control(c) { visible(c) } else { c.to_string() }).collect())
+}
+
+fn visible(c: char) -> String {
+    if (c as u32) < 0x80 {
+        format!("\\x{:02x}", c as u32)
+    } else {
+        format!("\\u{{{:x}}}", c as u32)
+    }
+}
+
+/// A trace window with every text in it (culprits' names and kinds, code
+/// paths' frames, the interrupt's stack) on one line ([`one_line`]).
+pub(crate) fn one_line_trace(t: &TraceWindow) -> Cow<'_, TraceWindow> {
+    let Ok(mut v) = serde_json::to_value(t) else { return Cow::Borrowed(t) };
+    if !strings_one_line(&mut v) {
+        return Cow::Borrowed(t);
+    }
+    serde_json::from_value(v).map_or(Cow::Borrowed(t), Cow::Owned)
+}
+
+/// `run` with its trace windows' texts on one line ([`one_line_trace`]);
+/// borrowed when there is nothing to escape.
+pub(crate) fn one_line_traces(run: &Run) -> Cow<'_, Run> {
+    let escapes = |run: &Run| run.results.iter().flat_map(|r| &r.worst).filter_map(|w| w.trace.as_ref()).any(|t| matches!(one_line_trace(t), Cow::Owned(_)));
+    if !escapes(run) {
+        return Cow::Borrowed(run);
+    }
+    let mut run = run.clone();
+    for w in run.results.iter_mut().flat_map(|r| r.worst.iter_mut()) {
+        if let Some(t) = w.trace.as_mut() {
+            if let Cow::Owned(safe) = one_line_trace(t) {
+                *t = safe;
+            }
+        }
+    }
+    Cow::Owned(run)
+}
+
+/// Every string in `v` made [`one_line`]; whether any changed.
+fn strings_one_line(v: &mut serde_json::Value) -> bool {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => match one_line(s) {
+            Cow::Owned(o) => {
+                *s = o;
+                true
+            }
+            Cow::Borrowed(_) => false,
+        },
+        Value::Array(xs) => xs.iter_mut().fold(false, |any, x| strings_one_line(x) | any),
+        Value::Object(m) => m.values_mut().fold(false, |any, x| strings_one_line(x) | any),
+        _ => false,
+    }
 }
 
 fn is_control(c: char) -> bool {
@@ -73,7 +142,16 @@ fn our_sgr(s: &str) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::terminal_safe;
+    use super::{one_line, terminal_safe};
+
+    #[test]
+    fn one_line_shows_line_breaks() {
+        assert_eq!(one_line("hog\r\nerror: forged\tx"), "hog\\x0d\\x0aerror: forged\\x09x");
+        assert!(matches!(one_line("kworker/0:1"), std::borrow::Cow::Borrowed(_)));
+        // Escaped once: the terminal pass leaves the result alone.
+        let once = one_line("a\x1b[2Jb").into_owned();
+        assert_eq!(terminal_safe(&once), once);
+    }
 
     #[test]
     fn plain_text_is_borrowed_unchanged() {

@@ -5,9 +5,36 @@
 use crate::analysis::summary::Analysis;
 use crate::report::blocks::{blocks, Block, Unit};
 
-/// `|` inside a cell would end it.
+/// A table cell: [`text`], on one line, `|` (which would end it) escaped.
 fn esc(s: &str) -> String {
-    s.replace('|', "\\|")
+    text(s).replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// Text from outside (a host name, a trace frame, an imported name) as
+/// Markdown text, never markup a viewer acts on: raw HTML (`<img src=x
+/// onerror=…>`, `</p>`, `<!--`, an autolink) and entities are written as
+/// entities, an image (`![…](…)`, which a viewer fetches) as text. A `<`
+/// or `&` that cannot start a tag or an entity (`p < 1e-300`) stays as is,
+/// as CommonMark shows it so.
+fn text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        let next = chars.peek().copied();
+        match (c, next) {
+            ('<', Some(n)) if n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?') => out.push_str("&lt;"),
+            ('&', Some(n)) if n.is_ascii_alphanumeric() || n == '#' => out.push_str("&amp;"),
+            ('!', Some('[')) => out.push_str("!\\"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// A code fence longer than any run of backticks in `s` (which would end a shorter one).
+fn fence(s: &str) -> String {
+    let longest = s.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
 }
 
 /// The report as Markdown; the bin tables only with `bins` (`--bins`).
@@ -49,23 +76,25 @@ fn blocks_into(out: &mut String, blocks: &[Block]) {
             Block::Heading(level, s) => {
                 out.push_str(&"#".repeat(*level as usize));
                 out.push(' ');
-                out.push_str(s);
+                out.push_str(&text(s));
                 out.push('\n');
             }
             Block::Text(s) => {
-                out.push_str(s);
+                out.push_str(&text(s));
                 out.push('\n');
             }
             Block::Caption(s) => {
-                out.push_str(&format!("**{s}**\n"));
+                out.push_str(&format!("**{}**\n", text(s)));
             }
             Block::Pre(s) => {
-                out.push_str(&format!("```\n{}\n```\n", s.trim_matches('\n')));
+                // A code block shows its text as it is: only its fence must hold.
+                let f = fence(s);
+                out.push_str(&format!("{f}\n{}\n{f}\n", s.trim_matches('\n')));
             }
             Block::List(items) => {
                 for i in items {
                     out.push_str("- ");
-                    out.push_str(i);
+                    out.push_str(&text(i));
                     out.push('\n');
                 }
             }
@@ -84,5 +113,29 @@ fn blocks_into(out: &mut String, blocks: &[Block]) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::blocks::Table;
+
+    /// A trace frame or a name from outside cannot put HTML into the page
+    /// (issue 59: `<img src=x onerror=…>` was embedded raw).
+    #[test]
+    fn html_from_outside_is_text() {
+        let evil = "<img src=x onerror=alert(1)> </td><script>x</script> &lt; <!-- ![t](http://e/x.png)";
+        let table = Table::plain(vec!["what held the CPU".into()], 1, vec![vec![format!("{evil}|\nnext")]]);
+        let md = render_blocks("t", &[Block::Heading(2, evil.into()), Block::Text(evil.into()), Block::Caption(evil.into()), Block::List(vec![evil.into()]), Block::Table(table)]);
+        assert!(!md.contains('<') || !md.split('<').skip(1).any(|t| t.starts_with(|c: char| c.is_ascii_alphabetic() || "/!?".contains(c))), "{md}");
+        assert!(md.contains("&lt;img src=x onerror=alert(1)> &lt;/td>&lt;script>x&lt;/script> &amp;lt; &lt;!-- !\\[t](http://e/x.png)"), "{md}");
+        assert!(md.contains("\\| next |"), "a cell stays one cell on one line: {md}");
+        // What cannot start markup stays as it is.
+        let plain = render_blocks("t", &[Block::Text("p < 1e-300, A & B, 2 <= 3".into())]);
+        assert!(plain.contains("p < 1e-300, A & B, 2 <= 3"), "{plain}");
+        // A code block keeps its text; backticks in it cannot end it.
+        let pre = render_blocks("t", &[Block::Pre("a <b>\n```\nrm -rf\n".into())]);
+        assert!(pre.contains("````\na <b>\n```\nrm -rf\n````\n"), "{pre}");
     }
 }

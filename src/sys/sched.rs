@@ -37,9 +37,14 @@ impl Policy {
 
 /// Would this process get `policy` at `priority`? Tried for real on a
 /// throwaway thread (so capabilities, RLIMIT_RTPRIO and cgroup limits all
-/// answer), which exits at once.
+/// answer), which exits at once. A thread that cannot be made
+/// (RLIMIT_NPROC reached, no memory) is that error (EAGAIN, as
+/// `pthread_create`'s), never a panic.
 pub(crate) fn policy_permitted(policy: Policy, priority: u8) -> nix::Result<()> {
-    std::thread::spawn(move || set_current_policy(policy, priority)).join().unwrap_or(Err(nix::errno::Errno::EINVAL))
+    match std::thread::Builder::new().name("rtscope-policy".into()).stack_size(64 * 1024).spawn(move || set_current_policy(policy, priority)) {
+        Ok(t) => t.join().unwrap_or(Err(nix::errno::Errno::EINVAL)),
+        Err(e) => Err(nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(libc::EAGAIN))),
+    }
 }
 
 /// Set the calling thread's policy and priority (priority is ignored, i.e.

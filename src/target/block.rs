@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 use crate::measure::distribution::{moments_hold, per_thread_and_merged, Distribution, Member, Second};
 use crate::model::{Bucket, Extras, Nanos, ProbeResult, SetupStep, SignedStats, TailSample};
 
+use super::bounds::{self, small, Span};
+pub(crate) use super::bounds::Limits;
 use super::proto::{tuples, Line};
 use crate::import::Series;
 
@@ -27,26 +29,6 @@ pub(crate) const MAX_BUCKETS: u64 = 2048 + 37 * 1024;
 
 /// Set-up lines one block may hold (the agent sends at most 6 per thread).
 pub(crate) const MAX_SETUP: u64 = 16;
-
-/// What the plan allows one result block to announce, checked at its
-/// `result` line before any of its lines is kept: the host's memory for a
-/// block is then bounded by the plan, whatever the agent sends.
-#[derive(Debug, Clone)]
-pub(crate) struct Limits {
-    /// The `tail` the plan asked (`tail_k` at most this).
-    pub(crate) tail: u64,
-    /// The plan's `worst`.
-    pub(crate) worst: u64,
-    /// The plan's duration: per-second slots at most duration / width + 2.
-    pub(crate) duration_ns: u64,
-}
-
-impl Limits {
-    /// The per-second slots a block of `width_s`-second slots may hold.
-    fn seconds(&self, width_s: u64) -> u64 {
-        (self.duration_ns / 1_000_000_000) / width_s.max(1) + 2
-    }
-}
 
 /// Why a line of a block is refused, which decides the advice: a line that
 /// does not parse as its kind (`Malformed`: a key missing, not a number; a
@@ -105,6 +87,8 @@ pub(crate) struct Block {
     want_sec: u64,
     want_setup: u64,
     want_notes: u64,
+    /// What its lines lie within (the plan's, fixed at `result`).
+    span: Span,
 }
 
 impl Block {
@@ -153,7 +137,7 @@ impl Block {
             signed,
             ..Series::default()
         };
-        let b = Block {
+        let mut b = Block {
             n: l.num("n")?,
             s,
             sum: l.num128("sum")?,
@@ -170,12 +154,14 @@ impl Block {
             want_tail: l.num("tail")?,
             want_sec: l.num("sec")?,
             want_setup: l.num("setup")?,
+            span: Span::default(),
         };
         if b.s.samples > 0 && b.s.min_ns > b.s.max_ns {
             return Err(broken(format!("min_ns {} is above max_ns {}", b.s.min_ns, b.s.max_ns)));
         }
         b.within(lim).map_err(broken)?;
         moments_hold(b.s.samples, b.sum, b.sumsq, b.s.min_ns, b.s.max_ns).map_err(broken)?;
+        b.span = bounds::header(lim, &bounds::Header::of(&b)).map_err(broken)?;
         Ok(b)
     }
 
@@ -227,6 +213,7 @@ impl Block {
                     if lo > hi {
                         return Err(broken(format!("bucket {lo}:{hi} is reversed")));
                     }
+                    bounds::bucket(lo, hi, self.s.max_ns).map_err(broken)?;
                     if self.s.buckets.last().is_some_and(|p| p.hi_ns.0 >= lo) {
                         return Err(broken(format!("bucket {lo}:{hi} does not follow the one before it (buckets ascend, without overlap)")));
                     }
@@ -243,7 +230,9 @@ impl Block {
                         Some(c) => small(Some(c))? as usize,
                         None => self.s.cpu.unwrap_or(0),
                     };
-                    self.tail.push(TailSample(Nanos(small(t[0])?), Nanos(small(t[1])?), small(t[2])?, thread, cpu));
+                    let s = TailSample(Nanos(small(t[0])?), Nanos(small(t[1])?), small(t[2])?, thread, cpu);
+                    bounds::tail_sample(&s, &self.span).map_err(broken)?;
+                    self.tail.push(s);
                 }
             }
             "sec" => {
@@ -252,6 +241,7 @@ impl Block {
                         return Err(broken(format!("more per-second slots than sec={} announced", self.want_sec)));
                     }
                     let at = small(t[0])?;
+                    bounds::slot(at, self.s.per_second_width_s, &self.span).map_err(broken)?;
                     if self.sec.insert(at, (small(t[1])?, small(t[2])?, small(t[3])?, t[4].unwrap_or(0))).is_some() {
                         return Err(broken(format!("per-second slot {at} is sent twice")));
                     }
@@ -284,6 +274,7 @@ impl Block {
                 return Err(broken(format!("result n={} announced {what}={want} but {have} arrived", self.n)));
             }
         }
+        bounds::distinct(&self.tail).map_err(|e| broken(format!("result n={}: {e}", self.n)))?;
         self.distribution().check(&format!("result n={}", self.n)).map_err(broken)
     }
 
@@ -291,7 +282,6 @@ impl Block {
     /// made into entries as a native thread's recorder is). The tail as
     /// sent: [`Distribution::check`] refuses one that is not in rank order.
     pub(crate) fn distribution(&self) -> Distribution {
-        let tail = self.tail.clone();
         Distribution {
             samples: self.s.samples,
             overruns: self.s.overruns,
@@ -300,7 +290,7 @@ impl Block {
             sum: self.sum,
             sumsq: self.sumsq,
             buckets: self.s.buckets.clone(),
-            tail,
+            tail: self.tail.clone(),
             tail_k: self.tail_k,
             worst: self.worst,
             seconds: self.sec.iter().map(|(t, s)| (*t, Second { count: s.0, min: s.1, max: s.2, sum: s.3 })).collect(),
@@ -318,11 +308,6 @@ pub(crate) fn foreign(text: &str) -> String {
     text.chars().flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] }).collect()
 }
 
-/// A number that must fit the history's 64-bit integers.
-fn small(v: Option<u128>) -> Result<u64, String> {
-    let v = v.unwrap_or(0);
-    u64::try_from(v).ok().filter(|x| *x <= crate::model::MAX_STORED).ok_or_else(|| format!("{v} is beyond the largest value a result holds"))
-}
 
 /// Per-thread entries plus one merged entry per variant, in arrival order,
 /// through the grouping native runs use ([`per_thread_and_merged`]); a
@@ -358,6 +343,7 @@ pub(crate) fn results_of(blocks: &[Block], phase: &str) -> Result<Vec<ProbeResul
 
 #[cfg(test)]
 mod tests {
+    use super::bounds::buckets;
     use super::*;
     use proptest::prelude::*;
 
@@ -375,7 +361,7 @@ mod tests {
             .with("max_ns", values.iter().max().unwrap())
             .with("sum", values.iter().sum::<u64>())
             .with("sumsq", values.iter().map(|v| (*v as u128) * (*v as u128)).sum::<u128>())
-            .with("hist", values.len())
+            .with("hist", buckets(values).split(',').count())
             .with("tail", values.len())
             .with("tail_k", 8)
             .with("worst", 2)
@@ -383,11 +369,10 @@ mod tests {
             .with("width_s", 1)
             .with("setup", 0)
             .with("stopped", 0);
-        let mut b = Block::start(&l, &Limits { tail: 8, worst: 2, duration_ns: 1_000_000_000 }).unwrap();
+        let mut b = Block::start(&l, &Limits::timer(8, 2, 1_000_000_000, 1000)).unwrap();
         let mut sorted = values.to_vec();
         sorted.sort();
-        let hist: Vec<String> = sorted.iter().map(|v| format!("{v}:{v}:1")).collect();
-        b.add(&Line::new("hist").with("b", hist.join(","))).unwrap();
+        b.add(&Line::new("hist").with("b", buckets(&sorted))).unwrap();
         let tail: Vec<String> = sorted.iter().rev().enumerate().map(|(i, v)| format!("{v}:{i}:{i}:{thread}")).collect();
         b.add(&Line::new("tail").with("s", tail.join(","))).unwrap();
         let sum: u64 = values.iter().sum();
@@ -451,7 +436,7 @@ mod tests {
                 .with("variant", "-")
                 .with("thread", t)
                 .with("cpu", 0)
-                .with("interval_ns", 1000)
+                .with("interval_ns", 1)
                 .with("samples", n)
                 .with("overruns", 0)
                 .with("min_ns", 100)
@@ -465,7 +450,8 @@ mod tests {
                 .with("sec", 0)
                 .with("width_s", 1)
                 .with("setup", 0);
-            let mut b = Block::start(&l, &Limits { tail: 8, worst: 2, duration_ns: 1_000_000_000 }).unwrap();
+            // A plan long enough for 2^63−1 samples at 1 ns (no agent plan is).
+            let mut b = Block::start(&l, &Limits::timer(8, 2, u64::MAX, 1)).unwrap();
             b.add(&Line::new("hist").with("b", format!("100:100:{n}"))).unwrap();
             b.add(&Line::new("tail").with("s", "100:0:0:0")).unwrap();
             b.finish().unwrap();
@@ -514,7 +500,7 @@ mod tests {
             .with("max_ns", sorted[sorted.len() - 1])
             .with("sum", values.iter().map(|v| u128::from(*v)).sum::<u128>())
             .with("sumsq", values.iter().map(|v| u128::from(*v) * u128::from(*v)).sum::<u128>())
-            .with("hist", values.len())
+            .with("hist", buckets(values).split(',').count())
             .with("tail", tail.len())
             .with("tail_k", 8)
             .with("worst", 2)
@@ -522,9 +508,7 @@ mod tests {
             .with("width_s", width_s)
             .with("setup", 0);
         let mut lines = vec![header];
-        // Equal values share a bucket of width 1 here: one bucket per sample
-        // needs distinct values, so they are made distinct by the strategy.
-        lines.push(Line::new("hist").with("b", sorted.iter().map(|v| format!("{v}:{v}:1")).collect::<Vec<_>>().join(",")));
+        lines.push(Line::new("hist").with("b", buckets(&sorted)));
         lines.push(Line::new("tail").with("s", tail.iter().enumerate().map(|(i, v)| format!("{v}:{i}:{i}:{}", thread % 2)).collect::<Vec<_>>().join(",")));
         lines.push(Line::new("sec").with("s", sec.iter().map(|(t, (c, lo, hi, sum))| format!("{t}:{c}:{lo}:{hi}:{sum}")).collect::<Vec<_>>().join(",")));
         lines.push(Line::new("end"));
@@ -688,7 +672,7 @@ mod tests {
             width in 1u64..3,
             changes in proptest::collection::vec(change(), 0..6),
         ) {
-            let lim = Limits { tail: 8, worst: 2, duration_ns: 10_000_000_000 };
+            let lim = Limits::timer(8, 2, 10_000_000_000, 1000);
             let mut lines = Vec::new();
             for (t, values) in threads.iter().enumerate() {
                 let values: Vec<u64> = values.iter().copied().collect();

@@ -6,6 +6,7 @@
 //!   → a [`transport::Link`] of lines;
 //! - [`proto`]: one line of protocol 1, checksum and grammar checked;
 //! - [`block`]: a result block → result entries (per thread and merged);
+//! - [`bounds`]: what the plan and the announcement let a block state;
 //! - [`reader`]: the lines from the agent, numbered and checked; its announcement;
 //! - [`replies`]: one plan's replies up to its `done`;
 //! - [`session`]: one plan per probe and phase, stop, the run;
@@ -16,6 +17,7 @@
 
 mod beside;
 pub(crate) mod block;
+mod bounds;
 pub(crate) mod proto;
 mod reader;
 mod replies;

@@ -163,7 +163,7 @@ pub(super) fn announcement(r: &mut Reader, stop: &AtomicBool) -> anyhow::Result<
                 let h = hello.as_mut().ok_or_else(|| r.malformed(&l.encode(), "a probe line before hello"))?;
                 let name = l.req("name").map_err(|e| r.malformed(&l.encode(), &e))?.to_string();
                 if h.probes.len() >= MAX_PROBES || h.probes.iter().any(|(n, _)| *n == name) {
-                    let why = format!("probe {name} announced twice, or more than {MAX_PROBES} probes");
+                    let why = format!("probe {} announced twice, or more than {MAX_PROBES} probes", super::block::foreign(&name));
                     return Err(r.malformed(&l.encode(), &why).into());
                 }
                 let variants = proto::list(l.get("variants").unwrap_or("")).into_iter().map(str::to_string).collect();

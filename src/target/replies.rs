@@ -49,11 +49,13 @@ pub(super) struct Replies<'a> {
     plan_setup: usize,
     blocks: Vec<Block>,
     open: Option<Block>,
+    /// `stop` was sent: a `done status=stopped` is the answer to it.
+    stop_sent: bool,
 }
 
 impl<'a> Replies<'a> {
     pub(super) fn new(id: u64, phase: &'a str, live: &'a Live, board: &'a LiveBoard, bounds: PlanBounds) -> Replies<'a> {
-        Replies { id, phase, live, board, bounds, acked: None, plan_setup: 0, blocks: Vec::new(), open: None }
+        Replies { id, phase, live, board, bounds, acked: None, plan_setup: 0, blocks: Vec::new(), open: None, stop_sent: false }
     }
 
     /// Read up to `done`. `stop` raised: the agent is asked to stop (it
@@ -69,18 +71,17 @@ impl<'a> Replies<'a> {
     /// never ends, or ignores `stop`, is counted gone, keeping what
     /// arrived). A block's lines are bounded by the plan, so the end is too.
     pub(super) fn read(mut self, r: &mut Reader, planned: Duration, silence: Duration, stop: &AtomicBool, steps: &mut Vec<SetupStep>) -> anyhow::Result<PlanEnd> {
-        let mut stop_sent = false;
         let mut end = Instant::now() + planned + silence;
         let said = crate::units::fmt_ns(silence.as_nanos() as u64);
         loop {
-            if stop.load(Ordering::Relaxed) && !stop_sent {
-                stop_sent = true;
+            if stop.load(Ordering::Relaxed) && !self.stop_sent {
+                self.stop_sent = true;
                 // A failed write means the agent is gone: the read below says so.
                 let _ = r.link.send(&Line::new("stop").with("id", self.id).encode());
                 end = Instant::now() + silence;
             }
             if Instant::now() > end {
-                let why = if stop_sent {
+                let why = if self.stop_sent {
                     format!("the agent did not end the plan within {said} of being asked to stop")
                 } else {
                     format!("the agent did not end the plan within its time and {said} (--target-silence)")
@@ -181,7 +182,7 @@ impl<'a> Replies<'a> {
                 }
                 self.blocks.push(self.open.take().expect("open block"));
             }
-            ("done", None) => return self.done(l, steps, bad).map(Some),
+            ("done", None) => return self.done(l, at, steps, bad).map(Some),
             (k, Some(b)) => return Err(bad(format!("a {k} line inside result block n={} (line {at})", b.n)).into()),
             (k, None) => return Err(bad(format!("a {k} line outside a result block")).into()),
         }
@@ -205,7 +206,7 @@ impl<'a> Replies<'a> {
         let suffix = crate::measure::info(probe).and_then(|i| i.series_suffix);
         let of_acked = |a: &String| a == v || suffix.is_some_and(|s| v.strip_suffix(s) == Some(a.as_str()));
         if !acked.iter().any(of_acked) {
-            return Err(format!("variant={} is not one the agent acknowledged ({})", foreign(v), acked.join(",")));
+            return Err(format!("variant={} is not one the agent acknowledged ({})", foreign(v), foreign(&acked.join(","))));
         }
         let thread = b.s.thread.unwrap_or(0);
         let threads = self.bounds.threads.max(2);
@@ -213,7 +214,7 @@ impl<'a> Replies<'a> {
             return Err(format!("thread {thread} in a plan of {threads} threads"));
         }
         if self.blocks.iter().any(|o| o.s.variant == b.s.variant && o.s.thread == b.s.thread) {
-            return Err(format!("a second block of variant {v}, thread {thread} (one per variant and thread: the first came twice)"));
+            return Err(format!("a second block of variant {}, thread {thread} (one per variant and thread: the first came twice)", foreign(v)));
         }
         Ok(())
     }
@@ -231,7 +232,7 @@ impl<'a> Replies<'a> {
     }
 
     /// `done`: as many blocks as it says, no allocation while measuring.
-    fn done(&mut self, l: &Line, steps: &mut Vec<SetupStep>, bad: impl Fn(String) -> BadInput) -> anyhow::Result<PlanEnd> {
+    fn done(&mut self, l: &Line, at: u64, steps: &mut Vec<SetupStep>, bad: impl Fn(String) -> BadInput) -> anyhow::Result<PlanEnd> {
         let n = l.num("results").map_err(&bad)?;
         if n != self.blocks.len() as u64 {
             return Err(bad(format!("results={n} but {} result blocks arrived", self.blocks.len())).into());
@@ -242,10 +243,24 @@ impl<'a> Replies<'a> {
         if l.get("status") == Some("failed") {
             anyhow::bail!("{}", failed_on_target(&format!("the agent failed the plan: {}", foreign(l.get("msg").unwrap_or("no message")))));
         }
+        // Stopped unasked with nothing measured (the agent's warm-up stalled,
+        // or it stopped itself): the plan failed on the target, exit 1.
+        // Asked, it is the answer to Ctrl-C: the run is kept, interrupted.
+        if l.get("status") == Some("stopped") && !self.stop_sent && self.blocks.is_empty() {
+            anyhow::bail!(
+                "{}",
+                failed_on_target(&format!(
+                    "the agent ended plan {} with `done status=stopped results=0` (line {}) though rtscope did not ask it to stop: nothing of {} was measured, nothing was stored",
+                    self.id,
+                    at,
+                    foreign(&self.bounds.probe)
+                ))
+            );
+        }
         if l.get("status") == Some("complete") {
             let acked = self.acked.clone().unwrap_or_else(|| vec!["-".to_string()]);
             if let Some(v) = acked.iter().find(|v| !self.blocks.iter().any(|b| b.s.variant.as_deref().unwrap_or("-") == v.as_str())) {
-                return Err(bad(format!("status=complete but no result block of variant {v} arrived: a plan with no result was not measured")).into());
+                return Err(bad(format!("status=complete but no result block of variant {} arrived: a plan with no result was not measured", foreign(v))).into());
             }
         }
         let results = results_of(&self.blocks, self.phase).map_err(|e| bad(format!("the result blocks cannot be stored: {e}")))?;
@@ -275,7 +290,7 @@ fn empty_block() -> Block {
         .with("sec", 0)
         .with("width_s", 1)
         .with("setup", 1);
-    Block::start(&l, &Limits { tail: 0, worst: 0, duration_ns: 0 }).expect("a well-formed empty block")
+    Block::start(&l, &Limits::plan_wide()).expect("a well-formed empty block")
 }
 
 /// A failure the target reports (`done status=failed`, a block's `error=`,

@@ -109,7 +109,8 @@ fn resolve_probes(on: &OnTarget, hello: &Hello, spec: &TargetSpec) -> Result<Vec
     for s in &on.probes {
         let (name, sel) = split_spec(s);
         let Some((_, have)) = hello.probes.iter().find(|(n, _)| n == name) else {
-            let names: Vec<&str> = hello.probes.iter().map(|(n, _)| n.as_str()).collect();
+            // The agent's names as foreign text: no escapes, no line of their own.
+            let names: Vec<String> = hello.probes.iter().map(|(n, _)| foreign(n)).collect();
             return Err(BadInput(format!("--probe {name}: the agent at {spec} has no such probe; it has {}", names.join(", "))));
         };
         let picked: Vec<String> = match sel {
@@ -117,6 +118,7 @@ fn resolve_probes(on: &OnTarget, hello: &Hello, spec: &TargetSpec) -> Result<Vec
             Some(sel) => {
                 let p: Vec<String> = have.iter().filter(|v| selects(sel, v)).cloned().collect();
                 if p.is_empty() {
+                    let have: Vec<String> = have.iter().map(|v| foreign(v)).collect();
                     return Err(BadInput(format!("--probe {s}: the agent's {name} has no variant '{sel}'; it has {}", have.join(", "))));
                 }
                 p
@@ -239,6 +241,8 @@ struct Agreed {
     probes: Vec<(String, Vec<String>)>,
     cpus: Vec<usize>,
     threads: usize,
+    /// The CPUs the target announced (`hello cpus`; 0: it did not say).
+    announced_cpus: usize,
 }
 
 /// The probes, CPUs and threads of `plan` and `on` as the agent can run them
@@ -252,7 +256,7 @@ fn agree(plan: &RunPlan, on: &OnTarget, hello: &Hello, ncpus: usize, spec: &Targ
             return Err(BadInput(format!("-t/--threads {threads}: the agent preallocated {max} threads; start it with --max-threads {threads} or measure with fewer")));
         }
     }
-    Ok(Agreed { probes, cpus, threads })
+    Ok(Agreed { probes, cpus, threads, announced_cpus: ncpus })
 }
 
 /// How far below `-p` a probe's lowest thread runs (the agent's probe
@@ -427,11 +431,7 @@ impl Plans<'_> {
                     let bounds = PlanBounds {
                         probe: probe.clone(),
                         threads: self.agreed.threads,
-                        limits: Limits {
-                            tail: plan_tail(&self.plan.measuring) as u64,
-                            worst: self.plan.measuring.worst_k as u64,
-                            duration_ns: self.plan.measuring.duration_ns,
-                        },
+                        limits: self.limits(probe),
                     };
                     match Replies::new(id, phase, live, board, bounds).read(r, planned, silence, self.stop, steps)? {
                         PlanEnd::Done(results) => run.results.extend(results),
@@ -455,6 +455,26 @@ impl Plans<'_> {
             }
         }
         Ok(None)
+    }
+
+    /// What the plan of `probe` lets a result block state (src/target/bounds.rs).
+    fn limits(&self, probe: &str) -> Limits {
+        let m = &self.plan.measuring;
+        let info = crate::measure::info(probe);
+        let periods_ns = match info.filter(|i| i.multi_period()) {
+            Some(i) => m.probe.periods_or(i.default_periods),
+            None => Vec::new(),
+        };
+        Limits {
+            tail: plan_tail(m) as u64,
+            worst: m.worst_k as u64,
+            duration_ns: m.duration_ns,
+            interval_ns: m.interval_ns,
+            periods_ns,
+            paced: info.map_or(crate::measure::Paced::Interval, |i| i.paced),
+            cpus: self.agreed.cpus.clone(),
+            announced_cpus: self.agreed.announced_cpus,
+        }
     }
 
     /// The `plan` line of one probe (its `variants`) under the agent's built-in `load`.

@@ -202,13 +202,15 @@ pub(super) fn verdict_blocks(run: &RunAnalysis, u: Unit) -> Vec<Block> {
 /// "What held the CPU": the trace attribution of the worst samples, the
 /// same block `run` prints at its end and the terminal report shows.
 pub(crate) fn trace_blocks(run: &crate::model::Run, max_samples: usize) -> Vec<Block> {
-    let text = crate::trace::report::culprits_text(run, max_samples);
+    // Names from the traced system or an imported file, each kept on its line.
+    let safe = crate::report::escape::one_line_traces(run);
+    let text = crate::trace::report::culprits_text(&safe, max_samples);
     let mut lines = text.lines();
     let Some(first) = lines.next() else { return Vec::new() };
     let mut out = vec![Block::Heading(3, "What held the CPU (trace)".into()), Block::Text(first.trim_start_matches("trace: ").to_string())];
     let mut items: Vec<String> = lines.map(|l| l.trim().to_string()).collect();
     // What the evidence supports doing about it (doctor's fix texts).
-    items.extend(crate::doctor::advice::advice(run).into_iter().map(|a| format!("advice: {a}")));
+    items.extend(crate::doctor::advice::advice(&safe).into_iter().map(|a| format!("advice: {a}")));
     if !items.is_empty() {
         out.push(Block::List(items));
     }
@@ -264,6 +266,7 @@ pub(crate) fn worst_table(run: &RunAnalysis, u: Unit, per_entry: usize) -> Optio
             let trace = match &w.trace {
                 None => NOT_APPLICABLE.to_string(),
                 Some(t) => {
+                    let t = crate::report::escape::one_line_trace(t);
                     let top: Vec<String> = t.culprits.iter().take(3).map(crate::trace::report::culprit).collect();
                     format!(
                         "{}{}",
