@@ -158,6 +158,11 @@ impl Sampling {
         let from = start_ns.saturating_sub(2 * self.period_ns + GAP_MIN_NS);
         let mut v: Vec<&StackSample> = hist.iter().filter(|s| s.time_ns >= from && s.time_ns <= end_ns).collect();
         v.sort_by_key(|s| s.time_ns);
+        // And the last sample before that, however old: a CPU that took none for a long
+        // while before the window (the host did not run it) has its gap start there.
+        if let Some(before) = hist.iter().filter(|s| s.time_ns < from).max_by_key(|s| s.time_ns) {
+            v.insert(0, before);
+        }
         v.into_iter()
             .map(|s| Sample { time_ns: s.time_ns, tid: s.tid, frames: s.kernel_ips.iter().map(|ip| self.symbols.name(*ip)).collect() })
             .collect()
@@ -166,17 +171,22 @@ impl Sampling {
 
 /// The stretches with no sample that end inside `[start_ns, end_ns]`: between
 /// two samples `a`, `b` (in time order), the clock was due at `a + period` and
-/// fired at `b`; a delay of at least [`GAP_MIN_NS`] is a gap.
-pub(crate) fn gaps(samples: &[Sample], period_ns: u64, start_ns: u64, end_ns: u64) -> Vec<crate::model::trace::SampleGap> {
+/// fired at `b`; a delay of at least [`GAP_MIN_NS`] is a gap. Each with its due
+/// time and `b`'s time.
+pub(crate) fn gaps(samples: &[Sample], period_ns: u64, start_ns: u64, end_ns: u64) -> Vec<(crate::model::trace::SampleGap, (u64, u64))> {
     samples
         .windows(2)
         .filter_map(|w| {
             let due = w[0].time_ns + period_ns;
             let late = w[1].time_ns.checked_sub(due)?;
-            (late >= GAP_MIN_NS && w[1].time_ns > start_ns && w[1].time_ns <= end_ns).then(|| crate::model::trace::SampleGap {
-                start_after_ns: crate::units::Nanos(due.saturating_sub(start_ns)),
-                length_ns: crate::units::Nanos(late),
-                ended_by: w[1].frames.clone(),
+            (late >= GAP_MIN_NS && w[1].time_ns > start_ns && w[1].time_ns <= end_ns).then(|| {
+                let gap = crate::model::trace::SampleGap {
+                    start_after_ns: crate::units::Nanos(due.saturating_sub(start_ns)),
+                    length_ns: crate::units::Nanos(late),
+                    ended_by: w[1].frames.clone(),
+                    not_running: false,
+                };
+                (gap, (due, w[1].time_ns))
             })
         })
         .collect()
@@ -207,7 +217,7 @@ mod tests {
     fn a_held_off_sample_makes_a_gap_ending_where_it_landed() {
         // 250 µs period; the sample due at 1250 µs came at 1700 µs.
         let v = [s(750_000, "a"), s(1_000_000, "b"), s(1_700_000, "_raw_spin_unlock_irqrestore"), s(1_950_000, "c")];
-        let g = gaps(&v, 250_000, 900_000, 2_000_000);
+        let g: Vec<_> = gaps(&v, 250_000, 900_000, 2_000_000).into_iter().map(|(g, _)| g).collect();
         assert_eq!(g.len(), 1, "{g:?}");
         assert_eq!(g[0].start_after_ns.0, 350_000);
         assert_eq!(g[0].length_ns.0, 450_000);
