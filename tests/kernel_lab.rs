@@ -1528,3 +1528,126 @@ fn kmsg_writer_run(kernel: &str) -> (String, usize, usize, u64) {
     }
     (txt, traced, named, r["max_ns"].as_u64().unwrap())
 }
+
+/// The pid of the QEMU process that `lab`'s kernel-lab (pid `lab`) started: a
+/// descendant of it (other kernel labs may run on this host too).
+fn qemu_of(lab: u32) -> Option<u32> {
+    let parent = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit_once(") ")?.1.split_whitespace().nth(1)?.parse().ok()
+    };
+    pids_with("qemu-system-x86_64").into_iter().find(|&pid| {
+        let mut p = pid;
+        for _ in 0..8 {
+            match parent(p) {
+                Some(q) if q == lab => return true,
+                Some(q) if q > 1 => p = q,
+                _ => return false,
+            }
+        }
+        false
+    })
+}
+
+/// The host stops the guest (SIGSTOP / SIGCONT to QEMU, 20 to 50 ms) while a traced
+/// timer run measures CPU 0 of a TCG guest (no --icount: the guest's clock is the
+/// host's, so a stop lands in the windows) beside an ordinary busy shell there. Before
+/// issue 60 such a window read "sh (prio 120) 30 ms: [user] sh" with RT-throttling
+/// advice; the CPU took no sample and no event in it, and the sample that ended the
+/// gap was in user code, where the clock would have fired: the time is the host's.
+/// Every window with a stop in it (a stretch of 15 ms and more with no sample and no
+/// event, ended in user code) has host time as its top line and no task charged with a
+/// stop's length, and the report gives no RT-throttling advice.
+///
+/// Ignored for now (issue 60, not finished): its second run on this host (load ~12)
+/// found 8 windows with a stop detected (a not-running stretch of 15 ms or more) and
+/// host time at the top of 4 of the 10 traced; but a stop that lands while the guest is
+/// in kernel code (a softirq, a syscall) ends in kernel code, and with no steal clock
+/// under TCG that cannot be told from interrupts off: such windows still read `sh 46 ms`
+/// (6 of 186 samples) or share the stop with a softirq (`host 17.2 ms, softirq RCU
+/// 17.1 ms` of 43 ms). Needs another discriminator (samples ≪ expected while a task, not
+/// the idle task, held the CPU for longer than any interrupts-off stretch is plausible).
+#[test]
+#[ignore = "issue 60: a host stop ending in guest kernel code is not yet told from interrupts off under TCG (no steal clock)"]
+fn host_stops_are_host_time_not_a_tasks() {
+    let Some(_guard) = lab_guest() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("stopped.json");
+    let mut child = Command::new(kernel_lab())
+        .args(["--kernel", "stock", "--out", out_file.to_str().unwrap(), "--guest-load-cmd", "taskset -c 0 sh -c 'while :; do :; done'"])
+        .arg("--rtscope")
+        .arg(lab_rtscope())
+        .args(["--boot-timeout", "240", "--timeout", "1200", "--"])
+        .args(["-D", "14s", "-i", "1000", "-a", "0", "-p", "95", "--trace-threshold", "10ms", "--trace-max", "10"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("cannot start lab/kernel-lab");
+    let lab = child.id();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("measuring: rtscope run") {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let mut stops = 0;
+    if rx.recv_timeout(std::time::Duration::from_secs(900)).is_ok() {
+        // The run's own set-up first (tracing, sampling, the doctor's checks).
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        let qemu = qemu_of(lab).expect("the lab's QEMU process");
+        for ms in [20u64, 30, 40, 50] {
+            // SAFETY: kill(2) on the QEMU process this test's kernel-lab started.
+            unsafe { libc::kill(qemu as libc::pid_t, libc::SIGSTOP) };
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+            // SAFETY: as above; the process is resumed on every path of this loop.
+            unsafe { libc::kill(qemu as libc::pid_t, libc::SIGCONT) };
+            stops += 1;
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+        }
+    }
+    let status = child.wait().unwrap();
+    let log = reader.join().unwrap();
+    eprintln!("kernel-lab (host stops): {status}\n{log}");
+    assert_eq!(stops, 4, "the guest never started measuring");
+    assert!(status.success(), "kernel-lab failed: {log}");
+    let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let worst: Vec<&serde_json::Value> = run["results"].as_array().unwrap().iter().flat_map(|r| r["worst"].as_array().unwrap()).collect();
+    // The windows of a stop: a stretch of 15 ms and more with no sample and no event
+    // that ended in user code or with steal grown. (A long window without one — the run's
+    // start-up on a host loaded by other guests and builds, gaps ending in the kernel —
+    // is not judged: interrupts off or the host, the evidence cannot tell.)
+    let stopped = |t: &serde_json::Value| {
+        t["stacks"]["gaps"].as_array().is_some_and(|g| g.iter().any(|g| g["not_running"] == true && common::u(&g["length_ns"]) >= 15_000_000))
+    };
+    let traced: Vec<&serde_json::Value> = worst.iter().filter_map(|w| w.get("trace")).collect();
+    for t in &traced {
+        eprintln!("window {} ns: {} {} ns; samples {} of {}", common::u(&t["end_ns"]) - common::u(&t["start_ns"]), t["culprits"][0]["name"], t["culprits"][0]["duration_ns"], t["stacks"]["samples"], t["stacks"]["expected"]);
+    }
+    let long: Vec<&&serde_json::Value> = traced.iter().filter(|t| stopped(t)).collect();
+    eprintln!("{} traced windows of a stop", long.len());
+    assert!(!long.is_empty(), "no traced window of a stop: {traced:?}");
+    for t in &long {
+        let top = &t["culprits"][0];
+        assert_eq!(top["kind"], "host", "the top line of a stopped window is host time: {t}");
+        let span = common::u(&t["end_ns"]) - common::u(&t["start_ns"]);
+        assert!(common::u(&top["duration_ns"]) >= span / 2, "host time is most of the window: {t}");
+        for c in t["culprits"].as_array().unwrap().iter().filter(|c| c["kind"] == "task") {
+            assert!(common::u(&c["duration_ns"]) < 15_000_000, "a task charged with a stop: {t}");
+        }
+        let st = &t["stacks"];
+        assert!(common::u(&st["samples"]) * 2 < common::u(&st["expected"]), "samples << expected: {st}");
+    }
+    let report = Command::new(lab_rtscope()).arg("report").arg(&out_file).output().unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    eprintln!("{text}");
+    assert!(report.status.success());
+    assert!(text.contains("host / not running") && text.contains("the host did not run this VM's vCPU"), "{text}");
+    assert!(!text.contains("RT throttling"), "no RT throttling advice for host time: {text}");
+}

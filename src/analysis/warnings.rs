@@ -39,6 +39,8 @@ pub(crate) enum Warning {
     NoDmaLatency { detail: String },
     /// --trace-threshold was asked for but tracing could not be set up.
     NoTracing { detail: String },
+    /// Events named in --trace-events that this kernel does not have.
+    MissingTraceEvents { events: Vec<String> },
     /// A one-way hand-off probe ran under threshold tracing: the events on its
     /// own measured path (the receiver's wake-up and switch-in) cost time.
     TracedHandoff { probe: String },
@@ -117,6 +119,7 @@ impl fmt::Display for Warning {
                 "could not hold /dev/cpu_dma_latency at 0 ({detail}); deep CPU idle states may add wake-up latency."
             ),
             Warning::NoTracing { detail } => write!(f, "no trace snapshots: {detail}."),
+            Warning::MissingTraceEvents { events } => write!(f, "--trace-events: this kernel has no {}: not traced, so the snapshots cannot name what they show.", events.join(", ")),
             Warning::StackSampled { hz, unavailable: None } => write!(
                 f,
                 "measured with kernel call-chain sampling at {hz} Hz on the measured CPUs (--trace-stacks): each sample is a timer interrupt there; compare only with runs sampled the same way (bench/stack-cost measures the difference; --trace-stacks 0 turns it off)."
@@ -256,6 +259,9 @@ fn trace_warnings(run: &Run) -> Vec<Warning> {
     }
     if let Some(s) = run.realtime_setup.steps.iter().find(|s| s.step == "tracing" && s.outcome == crate::model::Outcome::Failed) {
         out.push(Warning::NoTracing { detail: s.detail.clone() });
+    }
+    if let Some(t) = run.trace.as_ref().filter(|t| !t.missing_events.is_empty()) {
+        out.push(Warning::MissingTraceEvents { events: t.missing_events.clone() });
     }
     if let (Some(hz), Some(t)) = (run.plan.trace.as_ref().and_then(|p| p.stack_hz), run.trace.as_ref()) {
         out.push(Warning::StackSampled { hz, unavailable: t.stacks.as_ref().and_then(|s| s.unavailable.clone()) });

@@ -3,7 +3,15 @@
 //! fixes that doctor also gives are doctor's (one place for each); each piece of advice
 //! says what it rests on, and none is given without a window that shows it.
 //!
+//! Each rule says what it needs from a window, and is silent without it. The time a CPU
+//! did not run (culprit kind `host`: no sample and no event while a task held it, and
+//! steal grew or the clock fired in user code) is nobody's: it is taken off the tasks
+//! before any rule reads them, and no task rule takes it as evidence.
+//!
 //! Rules (a culprit "held" a window when it had at least [`HELD_SHARE`] of it):
+//! - the CPU not running held most of a window (its top culprit is `host`) → on a VM,
+//!   what makes the host run the vCPU (pinned vCPUs, a dedicated host core, a guest
+//!   that polls instead of halting, bare metal), once per run; on bare metal, SMIs;
 //! - a code path or a gap's end in the kernel's console write (`console_unlock`,
 //!   `serial8250_console_write`, `vprintk_emit`, ...) → the console log level, and the
 //!   serial console;
@@ -13,8 +21,14 @@
 //! - an idle state with an exit latency held a window → `/dev/cpu_dma_latency` and the
 //!   idle state limits;
 //! - a device IRQ held a window → its affinity;
-//! - a `kworker/` task held a window → the workqueue cpumask;
-//! - another real-time task held a window → its placement or priority;
+//! - a `kworker/` task held a window and was sampled in it (when the window was
+//!   sampled) → the workqueue cpumask;
+//! - another real-time task held a window and was sampled in it (idem) → its placement
+//!   or priority;
+//! - an ordinary task held a window in a kernel code path (its most sampled path is no
+//!   `[user]` one) on a kernel that cannot preempt kernel code (`none`, `voluntary`) →
+//!   doctor's preemption-model fix: a woken real-time thread waits for that path's
+//!   next preemption point;
 //! - RT throttling: the measuring threads are real-time, throttling is on (the run's
 //!   `sched.rt_throttling` doctor evidence: `sched_rt_runtime_us` < `sched_rt_period_us`),
 //!   and in a window ordinary tasks (kernel priority ≥ 100) that the kernel could preempt
@@ -23,14 +37,18 @@
 //!   thread loses the CPU to an ordinary task only while its class is throttled. "Could
 //!   preempt": the kernel is preemptible (full, lazy, rt), or the task was sampled in user
 //!   mode; an ordinary task inside a non-preemptible kernel section is not throttling.
-//!   Idle time is no evidence (in a VM a halted vCPU's timer can come late). The
+//!   The tasks must have been sampled running: their samples cover at least half of
+//!   their time (a throttled CPU running them takes samples at the sampling rate), so a
+//!   window without call-chain samples is no evidence. Idle time is no evidence (in a
+//!   VM a halted vCPU's timer can come late), nor is time the CPU did not run. The
 //!   ordinary tasks of such a window are not blamed by the other rules.
 
-use crate::doctor::{console::FIX_CONSOLE_LOGLEVEL, cpuidle::FIX_DMA_LATENCY, irq::fix_irq_affinity, sched::FIX_RT_THROTTLING};
+use crate::doctor::{console::FIX_CONSOLE_LOGLEVEL, cpuidle::FIX_DMA_LATENCY, irq::fix_irq_affinity, preempt::FIX_RT_KERNEL, sched::FIX_RT_THROTTLING, vm::FIX_VM};
 use crate::model::{Run, TraceWindow};
 
-/// A culprit that held a window: name, IRQ number, exit latency (ns), kernel priority.
-type Held = (String, Option<u32>, Option<u64>, Option<i32>);
+/// A culprit that held a window: name, IRQ number, exit latency (ns), kernel priority,
+/// whether it was sampled (true when the window has no sampling), its top code path.
+type Held = (String, Option<u32>, Option<u64>, Option<i32>, bool, Option<Vec<String>>);
 
 /// A culprit holding at least this share of a window is said to have held it.
 pub(crate) const HELD_SHARE: f64 = 0.2;
@@ -63,11 +81,22 @@ pub(crate) fn advice(run: &Run) -> Vec<String> {
     };
     let housekeeping: Vec<usize> = run.host.cpus_online.iter().copied().filter(|c| !measured.contains(c)).collect();
     let mut out = Vec::new();
+    out.extend(host_advice(run, &windows));
     out.extend(console_advice(run, &windows));
     out.extend(kmsg_open_advice(run, &windows));
     let throttle = rt_throttle(run);
     let seen = Seen::of(run, &windows, throttle);
     seen.advice(&housekeeping, &measured, &mut out);
+    if let Some((name, frames, n)) = seen.kernel_paths.first().filter(|_| !kernel_preempts(run)) {
+        let fix = run.host.doctor.iter().find(|f| f.id == "preempt.model").and_then(|f| f.fix.clone()).unwrap_or_else(|| FIX_RT_KERNEL.to_string());
+        let others = seen.kernel_paths.len() - 1;
+        out.push(format!(
+            "a non-preemptible kernel path held late samples ({name} in {}{}, {n} traced sample(s)): this kernel ({} preemption) lets a woken real-time thread in only at that path's next preemption point. {fix}",
+            crate::trace::report::top_frames(frames),
+            if others > 0 { format!(", and {others} more") } else { String::new() },
+            run.host.preempt_model
+        ));
+    }
     if let (Some((runtime, period)), Some((ns, span))) = (throttle, seen.throttled.iter().max_by_key(|(ns, _)| *ns)) {
         out.push(format!(
             "RT throttling ({} traced sample(s): the real-time measuring thread was due while ordinary tasks ran, {:.1}ms of a {:.1}ms window; real-time tasks may use {runtime} of every {period} us here, so they are stopped for up to {} us when they use more): {FIX_RT_THROTTLING} Better: find the real-time task that uses {:.0}% of the CPU (the windows before the throttled one name it).",
@@ -79,6 +108,29 @@ pub(crate) fn advice(run: &Run) -> Vec<String> {
         ));
     }
     out
+}
+
+/// The host rule: windows whose largest part is time the CPU did not run, once per run.
+fn host_advice(run: &Run, windows: &[&TraceWindow]) -> Option<String> {
+    let held: Vec<&&TraceWindow> = windows.iter().filter(|w| w.host_held()).collect();
+    let longest = held.iter().map(|w| w.host_ns()).max()?;
+    let steal: u64 = held.iter().filter_map(|w| w.steal_ns).map(|n| n.0).max().unwrap_or(0);
+    let evidence = format!(
+        "{} of {} traced sample(s), up to {:.1}ms with no sample and no event{}",
+        held.len(),
+        windows.len(),
+        longest as f64 / 1e6,
+        if steal > 0 { format!(", steal +{}us", steal / 1000) } else { String::new() }
+    );
+    Some(if run.host.virtualized {
+        format!(
+            "the host did not run this VM's vCPU ({evidence}): in the guest, poll instead of halting (`idle=poll` on the boot line, or the `cpuidle-haltpoll` driver: a halted vCPU waits for the host to wake it). {FIX_VM}"
+        )
+    } else {
+        format!(
+            "the CPU did not run ({evidence}): system management interrupts or the hardware; check the firmware's SMI sources and power management settings, or measure them with the hwlat tracer."
+        )
+    })
 }
 
 /// The console rule: a console-write frame in a window's code paths or at a gap's end.
@@ -139,6 +191,8 @@ struct Seen {
     kworkers: Vec<String>,
     rt: Vec<(String, i32)>,
     throttled: Vec<(u64, u64)>,
+    /// Ordinary tasks that held a window in a kernel path: name, path, windows.
+    kernel_paths: Vec<(String, Vec<String>, u32)>,
 }
 
 impl Seen {
@@ -149,22 +203,32 @@ impl Seen {
             if let Some(ns) = throttled_here {
                 s.throttled.push((ns, w.end_ns.0.saturating_sub(w.start_ns.0)));
             }
-            for (name, _, lat, _) in held(w, "idle") {
+            for (name, _, lat, ..) in held(w, "idle") {
                 if let Some(l) = lat.filter(|l| *l > 0) {
                     if !s.idle.iter().any(|(n, _)| *n == name) {
                         s.idle.push((name, l));
                     }
                 }
             }
-            for (name, irq, _, _) in held(w, "irq") {
+            for (name, irq, ..) in held(w, "irq") {
                 if let Some(n) = irq.filter(|n| !s.irqs.iter().any(|(i, _)| i == n)) {
                     s.irqs.push((n, name));
                 }
             }
-            for (name, _, _, prio) in held(w, "task") {
+            for (name, _, _, prio, sampled, path) in held(w, "task") {
                 if throttled_here.is_some() && prio.is_some_and(|p| p >= 100) {
                     // Ran because the real-time class was throttled: not its fault.
                     continue;
+                }
+                if !sampled {
+                    // The trace says it was current, no sample says it ran.
+                    continue;
+                }
+                if let Some(frames) = path.filter(|f| prio.is_some_and(|p| p >= 100) && f.first().is_some_and(|f0| !f0.starts_with('['))) {
+                    match s.kernel_paths.iter_mut().find(|(n, _, _)| *n == name) {
+                        Some(k) => k.2 += 1,
+                        None => s.kernel_paths.push((name.clone(), frames, 1)),
+                    }
                 }
                 if name.starts_with("kworker/") {
                     if !s.kworkers.contains(&name) {
@@ -229,7 +293,10 @@ fn held(w: &TraceWindow, kind: &str) -> Vec<Held> {
     w.culprits
         .iter()
         .filter(|c| c.kind == kind && c.duration_ns.0 as f64 / span >= HELD_SHARE)
-        .map(|c| (c.name.clone(), c.irq, c.exit_latency_ns.map(|n| n.0), c.prio))
+        .map(|c| {
+            let sampled = w.stacks.is_none() || !c.paths.is_empty();
+            (c.name.clone(), c.irq, c.exit_latency_ns.map(|n| n.0), c.prio, sampled, c.paths.first().map(|p| p.frames.clone()))
+        })
         .collect()
 }
 
@@ -255,13 +322,19 @@ fn throttled_ns(run: &Run, w: &TraceWindow, (runtime, period): (u64, u64)) -> Op
         return None;
     }
     let preemptible = kernel_preempts(run);
-    let ns: u64 = w
+    let ordinary: Vec<&crate::model::trace::Culprit> = w
         .culprits
         .iter()
         .filter(|c| c.kind == "task" && c.prio.is_some_and(|p| p >= 100))
         .filter(|c| preemptible || c.paths.iter().any(|p| p.frames.first().is_some_and(|f| f.starts_with("[user]"))))
-        .map(|c| c.duration_ns.0)
-        .sum();
+        .collect();
+    let ns: u64 = ordinary.iter().map(|c| c.duration_ns.0).sum();
+    // Sampled running: their samples cover at least half of their time.
+    let stacks = w.stacks.as_ref()?;
+    let samples: u64 = ordinary.iter().flat_map(|c| c.paths.iter()).map(|p| u64::from(p.samples)).sum();
+    if samples * stacks.period_ns.0 * 2 < ns {
+        return None;
+    }
     let span = w.end_ns.0.saturating_sub(w.start_ns.0).max(1);
     let stretch = (period - runtime) * 1_000;
     let least = (stretch / 10).max(1_000_000);
@@ -316,8 +389,10 @@ mod tests {
         irq.irq = Some(25);
         let mut idle = c("idle", "haltpoll", 250_000);
         idle.exit_latency_ns = Some(Nanos(1_000));
-        let gap = SampleGap { start_after_ns: Nanos(0), length_ns: Nanos(400_000), ended_by: vec!["_raw_spin_unlock_irqrestore".into(), "console_unlock".into()] };
-        set_windows(&mut run, vec![hog, irq, idle, c("task", "kworker/1:2", 200_000)], Some(WindowStacks { period_ns: Nanos(250_000), samples: 3, gaps: vec![gap] }));
+        let gap = SampleGap { start_after_ns: Nanos(0), length_ns: Nanos(400_000), ended_by: vec!["_raw_spin_unlock_irqrestore".into(), "console_unlock".into()], not_running: false };
+        let mut kworker = c("task", "kworker/1:2", 200_000);
+        kworker.paths = vec![CodePath { frames: vec!["[user] kworker/1:2".into()], samples: 1, share: 0.25 }];
+        set_windows(&mut run, vec![hog, irq, idle, kworker], Some(WindowStacks { period_ns: Nanos(250_000), samples: 4, expected: 4, gaps: vec![gap] }));
         let a = advice(&run);
         let cpu = run.results.iter().flat_map(|r| r.worst.iter()).find_map(|w| w.trace.as_ref()).unwrap().cpu;
         assert_eq!(a.len(), 5, "{a:#?}");
@@ -366,14 +441,17 @@ mod tests {
             vec![f]
         };
         let window = |run: &mut Run, span: u64, culprits: Vec<Culprit>| {
+            let samples = culprits.iter().flat_map(|c| c.paths.iter()).map(|p| p.samples).sum();
+            let stacks = WindowStacks { period_ns: Nanos(250_000), samples, expected: (span / 250_000) as u32, gaps: Vec::new() };
             for w in run.results.iter_mut().flat_map(|r| r.worst.iter_mut()).filter_map(|w| w.trace.as_mut()) {
-                (w.start_ns, w.end_ns, w.culprits, w.stacks) = (Nanos(0), Nanos(span), culprits.clone(), None);
+                (w.start_ns, w.end_ns, w.culprits, w.stacks) = (Nanos(0), Nanos(span), culprits.clone(), Some(stacks.clone()));
             }
         };
+        // Sampled running: a sample every 250 µs of its time.
         let task = |name: &str, prio: i32, ns: u64, frame: &str| {
             let mut t = c("task", name, ns);
             t.prio = Some(prio);
-            t.paths = vec![CodePath { frames: vec![frame.into()], samples: 4, share: 1.0 }];
+            t.paths = vec![CodePath { frames: vec![frame.into()], samples: (ns / 250_000) as u32, share: 1.0 }];
             t
         };
         let throttled = |a: &[String]| a.iter().any(|l| l.starts_with("RT throttling") && l.contains(FIX_RT_THROTTLING));
@@ -415,6 +493,118 @@ mod tests {
         idle.exit_latency_ns = Some(Nanos(0));
         window(&mut run, 48_000_000, vec![idle, c("unexplained", "unexplained", 2_000_000)]);
         assert!(!throttled(&advice(&run)));
+        // The ordinary task must have been sampled running for its time: 2 samples for
+        // 45 ms is a CPU that did not run (a throttled CPU running it is sampled at the rate).
+        run.host.preempt_model = "voluntary".into();
+        let mut make = task("make", 120, 45_000_000, "[user] make");
+        make.paths[0].samples = 2;
+        window(&mut run, 48_000_000, vec![make.clone()]);
+        assert!(!throttled(&advice(&run)), "{:#?}", advice(&run));
+        // Nor without call-chain samples at all.
+        make.paths[0].samples = 180;
+        window(&mut run, 48_000_000, vec![make]);
+        assert!(throttled(&advice(&run)));
+        for w in run.results.iter_mut().flat_map(|r| r.worst.iter_mut()).filter_map(|w| w.trace.as_mut()) {
+            w.stacks = None;
+        }
+        assert!(!throttled(&advice(&run)));
+    }
+
+    #[test]
+    fn a_task_rule_needs_the_tasks_samples() {
+        let mut run = golden();
+        run.host.cpus_online = vec![0, 1];
+        run.host.preempt_model = "full".into();
+        let sampled = |name: &str, prio: i32, n: u32| {
+            let mut t = c("task", name, 600_000);
+            t.prio = Some(prio);
+            t.paths = (n > 0).then(|| CodePath { frames: vec![format!("[user] {name}")], samples: n, share: 0.5 }).into_iter().collect();
+            t
+        };
+        let stacks = |n| Some(WindowStacks { period_ns: Nanos(250_000), samples: n, expected: 4, gaps: Vec::new() });
+        // A kworker and a real-time task current for 60 % of a sampled window, never sampled: no advice.
+        set_windows(&mut run, vec![sampled("kworker/1:2", 120, 0)], stacks(0));
+        assert!(advice(&run).is_empty(), "{:#?}", advice(&run));
+        set_windows(&mut run, vec![sampled("hog", 10, 0)], stacks(0));
+        assert!(advice(&run).is_empty(), "{:#?}", advice(&run));
+        // Sampled: advised.
+        set_windows(&mut run, vec![sampled("kworker/1:2", 120, 2)], stacks(2));
+        assert!(advice(&run)[0].starts_with("workqueue worker kworker/1:2"), "{:#?}", advice(&run));
+        set_windows(&mut run, vec![sampled("hog", 10, 2)], stacks(2));
+        assert!(advice(&run)[0].starts_with("real-time task hog (rt prio 89)"), "{:#?}", advice(&run));
+        // A window without sampling has only the trace's word: advised as before.
+        set_windows(&mut run, vec![sampled("kworker/1:2", 120, 0)], None);
+        assert_eq!(advice(&run).len(), 1);
+    }
+
+    #[test]
+    fn a_kernel_path_on_a_non_preemptible_kernel_gets_the_preemption_fix() {
+        use crate::model::{Finding, Severity};
+        let mut run = golden();
+        run.host.cpus_online = vec![0, 1];
+        run.host.preempt_model = "none".into();
+        run.host.realtime = false;
+        let mut f = Finding::new("preempt.model", Severity::Bad, "Preemption model is none");
+        f.fix = Some("Boot a PREEMPT_RT kernel (doctor's words).".into());
+        run.host.doctor = vec![f];
+        let mut hdd = c("task", "stress-ng-hdd", 700_000);
+        hdd.prio = Some(120);
+        hdd.paths = vec![CodePath { frames: vec!["__dquot_alloc_space".into(), "ext4_da_reserve_space".into()], samples: 3, share: 0.75 }];
+        let stacks = Some(WindowStacks { period_ns: Nanos(250_000), samples: 4, expected: 4, gaps: Vec::new() });
+        set_windows(&mut run, vec![hdd.clone()], stacks.clone());
+        let a = advice(&run);
+        assert_eq!(a.len(), 1, "{a:#?}");
+        assert!(a[0].starts_with("a non-preemptible kernel path held late samples (stress-ng-hdd in __dquot_alloc_space ← ext4_da_reserve_space,"), "{}", a[0]);
+        assert!(a[0].contains("(none preemption)") && a[0].ends_with("Boot a PREEMPT_RT kernel (doctor's words)."), "{}", a[0]);
+        // A preemptible kernel would have preempted it; user code needs no preemption point.
+        run.host.preempt_model = "full".into();
+        assert!(advice(&run).is_empty());
+        run.host.preempt_model = "voluntary".into();
+        hdd.paths[0].frames = vec!["[user] stress-ng-hdd".into()];
+        set_windows(&mut run, vec![hdd], stacks);
+        assert!(advice(&run).is_empty());
+    }
+
+    /// Time the CPU did not run is the host's: VM advice once per run, and none of the
+    /// task rules, whatever task was current around it.
+    #[test]
+    fn host_time_gets_vm_advice_and_no_task_rule() {
+        use crate::model::{Evidence, Finding, Severity};
+        let mut run = golden();
+        run.host.cpus_online = vec![0, 1];
+        run.host.virtualized = true;
+        run.plan.policy = "fifo".into();
+        run.plan.priority = 95;
+        run.host.preempt_model = "voluntary".into();
+        let ev = |path: &str, value: &str| Evidence { path: path.into(), value: value.into() };
+        let mut f = Finding::new("sched.rt_throttling", Severity::Info, "RT throttling");
+        f.evidence = vec![ev("/proc/sys/kernel/sched_rt_runtime_us", "950000"), ev("/proc/sys/kernel/sched_rt_period_us", "1000000")];
+        run.host.doctor = vec![f];
+        // 8.5 ms, 2 of 34 samples: the 8 ms without any is the host's, the rest the tasks'.
+        let mut host = c("host", crate::trace::attribute::HOST, 8_000_000);
+        host.count = 1;
+        let with = |name: &str, prio: i32, ns: u64, frame: &str| {
+            let mut t = c("task", name, ns);
+            t.prio = Some(prio);
+            t.paths = vec![CodePath { frames: vec![frame.into()], samples: 1, share: 0.5 }];
+            t
+        };
+        let culprits = vec![host, with("stress-ng-hdd", 120, 300_000, "[user] stress-ng-hdd"), with("kworker/u8:1", 120, 200_000, "ext4_finish_bio")];
+        let gap = SampleGap { start_after_ns: Nanos(100_000), length_ns: Nanos(8_000_000), ended_by: Vec::new(), not_running: true };
+        for w in run.results.iter_mut().flat_map(|r| r.worst.iter_mut()).filter_map(|w| w.trace.as_mut()) {
+            (w.start_ns, w.end_ns, w.culprits) = (Nanos(0), Nanos(8_500_000), culprits.clone());
+            w.stacks = Some(WindowStacks { period_ns: Nanos(250_000), samples: 2, expected: 34, gaps: vec![gap.clone()] });
+            w.steal_ns = Some(Nanos(10_000_000));
+        }
+        let n = run.results.iter().flat_map(|r| r.worst.iter()).filter(|w| w.trace.is_some()).count();
+        let a = advice(&run);
+        assert_eq!(a.len(), 1, "one piece of advice per run, no task rule: {a:#?}");
+        assert!(a[0].starts_with(&format!("the host did not run this VM's vCPU ({n} of {n} traced sample(s), up to 8.0ms with no sample and no event, steal +10000us)")), "{}", a[0]);
+        assert!(a[0].contains("idle=poll") && a[0].contains("cpuidle-haltpoll") && a[0].contains(crate::doctor::vm::FIX_VM), "{}", a[0]);
+        // On bare metal the same evidence is the firmware's.
+        run.host.virtualized = false;
+        let a = advice(&run);
+        assert!(a.len() == 1 && a[0].starts_with("the CPU did not run (") && a[0].contains("SMI"), "{a:#?}");
     }
 
     #[test]

@@ -44,11 +44,14 @@ fn judge(ctx: &Ctx) -> Judged {
     Judged { model, source, dynamic, evidence: ev }
 }
 
-pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
-    let pm = judge(ctx);
-    let rt_fix = "Boot a PREEMPT_RT kernel (CONFIG_PREEMPT_RT=y; mainline since 6.12, packaged \
+/// The fix for a kernel whose code is not (all) preemptible.
+pub(crate) const FIX_RT_KERNEL: &str = "Boot a PREEMPT_RT kernel (CONFIG_PREEMPT_RT=y; mainline since 6.12, packaged \
                   as linux-image-rt-amd64 on Debian, kernel-rt on RHEL/Fedora, \
                   linux-realtime on Ubuntu Pro).";
+
+pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
+    let pm = judge(ctx);
+    let rt_fix = FIX_RT_KERNEL;
     let dyn_fix = if pm.dynamic {
         " Meanwhile this PREEMPT_DYNAMIC kernel can be booted with `preempt=full`.".to_string()
     } else {

@@ -10,6 +10,11 @@ const VM_WORDS: &[&str] = &[
     "amazon ec2", "google compute engine", "firecracker", "cloud hypervisor", "parallels", "bhyve",
 ];
 
+/// What helps when the host does not run a vCPU.
+pub(crate) const FIX_VM: &str = "Measure on bare metal, or on the host: pin each vCPU thread to a dedicated, \
+                 isolated physical CPU and run the vCPU threads SCHED_FIFO on a PREEMPT_RT host \
+                 kernel; record the host setup with the results.";
+
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let hv_flag = ctx.host.virtualized;
     let (hv_ev, hv_type) = ctx.read("/sys/hypervisor/type");
@@ -44,11 +49,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                  host interrupts and exits to the hypervisor; none of it is visible from inside. \
                  Results describe this VM on this host, not the guest kernel alone.",
             )
-            .fix(
-                "Measure on bare metal, or on the host: pin each vCPU thread to a dedicated, \
-                 isolated physical CPU and run the vCPU threads SCHED_FIFO on a PREEMPT_RT host \
-                 kernel; record the host setup with the results.",
-            ),
+            .fix(FIX_VM),
         None => Finding::new("vm.hypervisor", Severity::Ok, "Running on bare metal (no hypervisor detected)")
             .why("No hypervisor flag, /sys/hypervisor/type or VM DMI name: latencies are the hardware's and the kernel's own."),
     };

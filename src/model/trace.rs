@@ -47,6 +47,10 @@ pub struct TraceSummary {
     /// Call-chain sampling during the run (`--trace-stacks`); absent when not asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stacks: Option<SamplingSummary>,
+    /// Events of `--trace-events` this kernel does not have (not enabled; the run
+    /// warned); absent when every event named was found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_events: Vec<String>,
 }
 
 /// What call-chain sampling did during a run (`trace.stacks`).
@@ -59,7 +63,9 @@ pub struct SamplingSummary {
     /// Samples the kernel dropped because a ring was full.
     pub lost: u64,
     /// Why there was no sampling (perf_event_open refused: `perf_event_paranoid`, no
-    /// PERF_EVENTS in the kernel, ...); absent when it ran.
+    /// PERF_EVENTS in the kernel, ...), or why its code paths are not shown (kernel
+    /// addresses hidden by `kernel.kptr_restrict`: the samples still count, their
+    /// frames are `[kernel]`); absent when it ran with symbols.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unavailable: Option<String>,
 }
@@ -118,6 +124,12 @@ pub struct TraceWindow {
     /// interrupt found running. Absent when the tracer printed none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub irq_stack: Option<Vec<String>>,
+    /// The CPU's steal time (`/proc/stat`, the time the hypervisor ran something
+    /// else while this vCPU was runnable) over the two readings that bracket the
+    /// window (the collector reads it every 10 ms; the kernel shows it in
+    /// USER_HZ ticks, 10 ms). Absent when unknown (no reading before the window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_ns: Option<Nanos>,
 }
 
 impl TraceWindow {
@@ -139,7 +151,18 @@ impl TraceWindow {
             irq_latency_unknown: None,
             stacks: None,
             irq_stack: None,
+            steal_ns: None,
         }
+    }
+
+    /// The time of the window the CPU was not running (culprit kind `host`).
+    pub fn host_ns(&self) -> u64 {
+        self.culprits.iter().filter(|c| c.kind == "host").map(|c| c.duration_ns.0).sum()
+    }
+
+    /// Whether the time the CPU was not running is the largest part of the window.
+    pub fn host_held(&self) -> bool {
+        self.culprits.first().is_some_and(|c| c.kind == "host")
     }
 }
 
@@ -150,9 +173,15 @@ pub struct WindowStacks {
     pub period_ns: Nanos,
     /// Samples whose time falls in the window.
     pub samples: u32,
-    /// Stretches of the window longer than the gap threshold with no sample:
-    /// the sampling clock (an hrtimer) could not fire, i.e. interrupts were
-    /// off on the CPU (or, in a VM, the host was not running the vCPU).
+    /// Samples the CPU would have taken running the whole window: its length
+    /// over the period (the software clock does not tick while the CPU idles,
+    /// nor while the host does not run it).
+    #[serde(default)]
+    pub expected: u32,
+    /// Stretches of the window longer than the gap threshold with no sample
+    /// while a task held the CPU (one that overlaps idle time is idle, not a
+    /// gap): the sampling clock (an hrtimer) could not fire, i.e. interrupts
+    /// were off on the CPU, or the CPU did not run (`not_running`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gaps: Vec<SampleGap>,
 }
@@ -169,6 +198,12 @@ pub struct SampleGap {
     /// The code path of the sample that ended the gap, leaf first: where
     /// interrupts came back on.
     pub ended_by: Vec<String>,
+    /// The CPU did not run guest code in the gap's stretches with no event (the
+    /// CPU's steal time grew over the window, or the gap ended in user code,
+    /// where interrupts are on): that time is the culprit of kind `host`, not the
+    /// task's. False: interrupts off (the task's time).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_running: bool,
 }
 
 /// One code path seen while a culprit held the CPU (`culprits[].paths[]`).
@@ -188,7 +223,9 @@ pub struct CodePath {
 pub struct Culprit {
     /// `task`, `irq` (device interrupt handler), `vector` (x86 system vector: local_timer,
     /// reschedule, call_function...), `softirq`, `self` (the measuring thread itself, from
-    /// switch-in to reading the clock), `unexplained` or `untraced`.
+    /// switch-in to reading the clock), `idle`, `host` (the CPU did not run: no sample
+    /// and no event while a task held it, and steal grew or the clock fired in user
+    /// code), `unexplained` or `untraced`.
     pub kind: String,
     /// comm of a task, handler name of an IRQ, vector or softirq name, or the words of `trace::attribute::UNEXPLAINED`.
     pub name: String,

@@ -66,22 +66,12 @@ struct PerfEventAttr {
     reserved_2: u16,
 }
 
-/// One call-chain sample: when, which task, and the kernel frames leaf first
-/// (empty when the CPU was in user mode).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct StackSample {
-    /// CLOCK_MONOTONIC, ns.
-    pub(crate) time_ns: u64,
-    pub(crate) tid: u32,
-    /// Kernel instruction addresses, the interrupted one first.
-    pub(crate) kernel_ips: Vec<u64>,
-}
-
-/// What one [`CpuSampler::drain`] found.
-#[derive(Debug, Default)]
+/// What one [`CpuSampler::drain`] found besides the samples it handed over.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Drained {
-    pub(crate) samples: Vec<StackSample>,
-    /// Samples the kernel dropped because the ring was full (`PERF_RECORD_LOST`).
+    pub(crate) samples: u64,
+    /// Samples the kernel dropped because the ring was full (`PERF_RECORD_LOST`), and
+    /// the records skipped after an impossible header (see [`CpuSampler::drain`]).
     pub(crate) lost: u64,
 }
 
@@ -92,6 +82,10 @@ pub(crate) struct CpuSampler {
     base: *mut u8,
     map_len: usize,
     data_size: usize,
+    /// One record copied out of the ring (records are at most 64 KiB: a u16 size).
+    rec: Vec<u8>,
+    /// The kernel frames of the sample being handed over.
+    ips: Vec<u64>,
 }
 
 // SAFETY: the mapping is owned by this value alone and only read or written
@@ -135,7 +129,14 @@ impl CpuSampler {
         if base == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
-        let s = CpuSampler { fd, base: base as *mut u8, map_len, data_size: page * ring_pages };
+        let s = CpuSampler {
+            fd,
+            base: base as *mut u8,
+            map_len,
+            data_size: page * ring_pages,
+            rec: Vec::with_capacity(usize::from(u16::MAX)),
+            ips: Vec::with_capacity(usize::from(max_stack)),
+        };
         // SAFETY: ENABLE takes no argument and acts on our own descriptor.
         if unsafe { libc::ioctl(s.fd.as_raw_fd(), PERF_EVENT_IOC_ENABLE, 0) } != 0 {
             return Err(std::io::Error::last_os_error());
@@ -154,27 +155,55 @@ impl CpuSampler {
         unsafe { &*(self.base.add(DATA_TAIL_OFFSET) as *const AtomicU64) }
     }
 
-    /// Copies out every record written since the last call and frees their space.
-    pub(crate) fn drain(&mut self) -> Drained {
+    /// Copies `len` bytes of the ring from position `at` (wrapping) into `self.rec`.
+    fn copy_out(&mut self, at: u64, len: usize) {
+        let off = (at % self.data_size as u64) as usize;
+        let first = len.min(self.data_size - off);
+        self.rec.clear();
+        // SAFETY: the ring's data is `data_size` bytes one page after `base`; both parts
+        // lie inside it (off < data_size, first <= data_size - off, len - first <= off
+        // since len <= data_size), and `rec` has the capacity for `len` (at most a u16).
+        // The bytes are the kernel's, written before the data_head read with acquire
+        // ordering; copying them (never a reference into the ring) is perf's own
+        // reader's way (perf_mmap__read_event copies into event_copy).
+        unsafe {
+            let data = self.base.add(self.map_len - self.data_size);
+            std::ptr::copy_nonoverlapping(data.add(off), self.rec.as_mut_ptr(), first);
+            std::ptr::copy_nonoverlapping(data, self.rec.as_mut_ptr().add(first), len - first);
+            self.rec.set_len(len);
+        }
+    }
+
+    /// Hands every sample written since the last call to `sink` (time, tid, kernel
+    /// frames leaf first) and frees their space. Each record is copied out of the ring
+    /// before it is read, into buffers made once: nothing is allocated per record. A
+    /// header the kernel cannot have written (a size under 8 bytes, or past `data_head`)
+    /// means the ring is not what it should be: the rest up to the head is skipped and
+    /// counted as one lost record, and the next call reads on from there.
+    pub(crate) fn drain(&mut self, mut sink: impl FnMut(u64, u32, &[u64])) -> Drained {
         let head = self.head().load(Ordering::Acquire);
         let mut tail = self.tail().load(Ordering::Relaxed);
         let mut out = Drained::default();
-        // SAFETY: the ring's data starts one page after `base` and is `data_size` bytes long.
-        let data = unsafe { std::slice::from_raw_parts(self.base.add(self.map_len - self.data_size), self.data_size) };
-        let mut rec = Vec::new();
         while tail + 8 <= head {
-            let at = |off: u64| data[((tail + off) as usize) % self.data_size];
-            let header: Vec<u8> = (0..8).map(at).collect();
-            let kind = u32::from_ne_bytes(header[0..4].try_into().expect("4 bytes"));
-            let size = u16::from_ne_bytes(header[6..8].try_into().expect("2 bytes")) as u64;
+            self.copy_out(tail, 8);
+            let kind = u32::from_ne_bytes(self.rec[0..4].try_into().expect("4 bytes"));
+            let size = u64::from(u16::from_ne_bytes(self.rec[6..8].try_into().expect("2 bytes")));
             if size < 8 || tail + size > head {
+                out.lost += 1;
+                tail = head;
                 break;
             }
-            rec.clear();
-            rec.extend((8..size).map(at));
+            self.copy_out(tail + 8, (size - 8) as usize);
             match kind {
-                PERF_RECORD_SAMPLE => out.samples.extend(parse_sample(&rec)),
-                PERF_RECORD_LOST if rec.len() >= 16 => out.lost += u64::from_ne_bytes(rec[8..16].try_into().expect("8 bytes")),
+                PERF_RECORD_SAMPLE => {
+                    let mut ips = std::mem::take(&mut self.ips);
+                    if let Some((time_ns, tid)) = parse_sample(&self.rec, &mut ips) {
+                        out.samples += 1;
+                        sink(time_ns, tid, &ips);
+                    }
+                    self.ips = ips;
+                }
+                PERF_RECORD_LOST if self.rec.len() >= 16 => out.lost += u64::from_ne_bytes(self.rec[8..16].try_into().expect("8 bytes")),
                 _ => {}
             }
             tail += size;
@@ -196,23 +225,24 @@ impl Drop for CpuSampler {
 
 /// A `PERF_RECORD_SAMPLE` body of `TID | TIME | CALLCHAIN`: pid, tid, time,
 /// nr, ips[nr]. The chain's context markers are dropped; only kernel
-/// addresses (those after `PERF_CONTEXT_KERNEL`) are kept.
-fn parse_sample(rec: &[u8]) -> Option<StackSample> {
+/// addresses (those after `PERF_CONTEXT_KERNEL`) are kept, into `ips` (cleared first).
+/// Returns the time and tid; None for a body too short to hold them.
+fn parse_sample(rec: &[u8], ips: &mut Vec<u64>) -> Option<(u64, u32)> {
     let u64_at = |i: usize| rec.get(i..i + 8).map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")));
+    ips.clear();
     let tid = u32::from_ne_bytes(rec.get(4..8)?.try_into().ok()?);
     let time_ns = u64_at(8)?;
     let nr = u64_at(16)? as usize;
-    let mut kernel_ips = Vec::new();
     let mut in_kernel = false;
     for k in 0..nr.min((rec.len().saturating_sub(24)) / 8) {
         let ip = u64_at(24 + 8 * k)?;
         if ip >= PERF_CONTEXT_MAX {
             in_kernel = ip == (-128i64) as u64;
-        } else if in_kernel {
-            kernel_ips.push(ip);
+        } else if in_kernel && ips.len() < ips.capacity().max(1) {
+            ips.push(ip);
         }
     }
-    Some(StackSample { time_ns, tid, kernel_ips })
+    Some((time_ns, tid))
 }
 
 #[cfg(test)]
@@ -235,11 +265,12 @@ mod tests {
         for ip in chain {
             rec.extend(ip.to_ne_bytes());
         }
-        let s = parse_sample(&rec).unwrap();
-        assert_eq!((s.tid, s.time_ns), (9, 1_000));
-        assert_eq!(s.kernel_ips, vec![0xffff_ffff_8100_0010, 0xffff_ffff_8100_0020]);
+        let mut ips = Vec::with_capacity(48);
+        assert_eq!(parse_sample(&rec, &mut ips), Some((1_000, 9)));
+        assert_eq!(ips, vec![0xffff_ffff_8100_0010, 0xffff_ffff_8100_0020]);
         // A truncated record reads what it holds, never past it.
-        assert_eq!(parse_sample(&rec[..30]).unwrap().kernel_ips, Vec::<u64>::new());
-        assert!(parse_sample(&rec[..10]).is_none());
+        assert_eq!(parse_sample(&rec[..30], &mut ips), Some((1_000, 9)));
+        assert_eq!(ips, Vec::<u64>::new());
+        assert!(parse_sample(&rec[..10], &mut ips).is_none());
     }
 }

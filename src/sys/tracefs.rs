@@ -44,7 +44,7 @@ pub(crate) fn remove_stale_instances(tracefs: &Path) -> Vec<String> {
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(pid) = instance_pid(&name) else { continue };
-        if !rtscope_alive(pid) && (Instance { dir: e.path() }).remove().is_ok() {
+        if !owner_alive(pid, &e.path()) && (Instance { dir: e.path() }).remove().is_ok() {
             removed.push(name);
         }
     }
@@ -55,6 +55,28 @@ pub(crate) fn remove_stale_instances(tracefs: &Path) -> Vec<String> {
 /// tracing) or `rtscope-<pid>-<tracer>` (a tracer probe); None for others'.
 pub(crate) fn instance_pid(name: &str) -> Option<u32> {
     name.strip_prefix("rtscope-")?.split('-').next()?.parse().ok()
+}
+
+/// True while the process that created the instance at `dir` (named after its pid)
+/// runs: process `pid` exists and started no later than the instance was made (its
+/// directory's time). A process that took the pid over since started later; the
+/// process's name is no evidence (a copy of rtscope under another name is one).
+pub(crate) fn owner_alive(pid: u32, dir: &Path) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    let made = std::fs::metadata(dir).and_then(|m| m.modified()).ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+    let btime = std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("btime ").and_then(|v| v.trim().parse::<u64>().ok())));
+    // starttime: the 22nd field, the 20th after the parenthesised name (which may hold spaces).
+    let ticks = stat.rsplit_once(") ").and_then(|(_, rest)| rest.split_whitespace().nth(19)?.parse::<u64>().ok());
+    // SAFETY: sysconf has no memory effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    match (made, btime, ticks) {
+        // Whole seconds on both sides: a second's slack.
+        (Some(made), Some(btime), Some(ticks)) => btime + ticks / hz <= made.as_secs() + 1,
+        // Not knowable: the process exists, keep its instance.
+        _ => true,
+    }
 }
 
 /// True while process `pid` is an rtscope.
@@ -289,6 +311,20 @@ pub(crate) fn cpu_overrun(dir: &Path, cpu: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_instances_owner_is_told_by_pid_and_start_time_not_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        // This test process (named after the test binary, not "rtscope") made it: alive.
+        assert!(owner_alive(std::process::id(), dir.path()));
+        // An instance made before this process started is not this process's: the pid
+        // was taken over.
+        let f = std::fs::File::open(dir.path()).unwrap();
+        f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000)).unwrap();
+        assert!(!owner_alive(std::process::id(), dir.path()));
+        // No such process: gone.
+        assert!(!owner_alive(u32::MAX - 1, dir.path()));
+    }
 
     #[test]
     fn trace_lines_split_into_cpu_time_and_body() {

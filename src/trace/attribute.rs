@@ -22,6 +22,13 @@ pub(crate) const UNEXPLAINED: &str = "unexplained: hypervisor / SMI / hardware";
 /// Name of the culprit that stands for the part of a window the trace does not cover.
 pub(crate) const UNTRACED: &str = "not traced (tracing was off or the buffer had wrapped)";
 
+/// Name of the culprit that stands for time a virtual CPU did not run (kind `host`).
+pub(crate) const HOST: &str = "host / not running";
+
+/// The same on bare metal: the CPU ran no kernel or user code the sampling clock could
+/// interrupt, with interrupts on (a system management interrupt, the hardware).
+pub(crate) const NOT_RUNNING: &str = "not running (SMI / hardware)";
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Owner {
     Task { comm: String, pid: u32 },
@@ -31,6 +38,15 @@ enum Owner {
     /// The idle task in idle state `state` (power/cpu_idle).
     Idle { state: u32 },
     Untraced,
+    /// The CPU did not run (no sample, no event while a task held it; see [`not_running`]).
+    Host,
+}
+
+impl Owner {
+    /// The idle task (in a known state or not): the sampling clock does not tick there.
+    fn is_idle(&self) -> bool {
+        matches!(self, Owner::Idle { .. } | Owner::Task { pid: 0, .. })
+    }
 }
 
 /// One cpuidle state of the CPU, from sysfs (`cpuidle/stateN/name` and `latency`).
@@ -50,6 +66,10 @@ pub(crate) struct Context<'a> {
     pub(crate) idle_states: &'a [IdleState],
     /// Samples of the CPU in time order (from one period before the window) and the period.
     pub(crate) stacks: Option<(&'a [super::stacks::Sample], u64)>,
+    /// The CPU's steal time over the window (see `TraceWindow::steal_ns`), when known.
+    pub(crate) steal_ns: Option<u64>,
+    /// The host is a virtual machine (`host.virtualized`): time not running is the host's.
+    pub(crate) virtualized: bool,
 }
 
 /// Attributes `[start_ns, end_ns]` on one CPU. `events` are that CPU's events in time
@@ -121,15 +141,67 @@ pub(crate) fn attribute_in(events: &[Event], cpu: usize, start_ns: u64, end_ns: 
     let tail_owner = st.stack.last().cloned().or_else(|| st.current.as_ref().map(|cur| holder(cur, st.idle)));
     charges.add(tail_owner.unwrap_or(Owner::Untraced), t, end_ns);
 
-    let tasks = Tasks { comm_of: task_names(events), prio_of: st.prio_of, self_pid, idle_states: ctx.idle_states };
+    let mut gaps = Vec::new();
+    if let Some((samples, period_ns)) = ctx.stacks {
+        let times: Vec<u64> = events.iter().map(|e| e.ts_ns).filter(|t| (start_ns..=end_ns).contains(t)).collect();
+        gaps = not_running(&mut charges, samples, period_ns, &times, (start_ns, end_ns), ctx.steal_ns);
+    }
+    let tasks = Tasks { comm_of: task_names(events), prio_of: st.prio_of, self_pid, idle_states: ctx.idle_states, virtualized: ctx.virtualized };
     let mut culprits = culprits(&charges.acc, &tasks);
     let mut stacks = None;
     if let Some((samples, period_ns)) = ctx.stacks {
-        stacks = Some(add_paths(&mut culprits, &charges, &tasks, samples, period_ns, (start_ns, end_ns)));
+        let mut s = add_paths(&mut culprits, &charges, &tasks, samples, period_ns, (start_ns, end_ns));
+        s.gaps = gaps;
+        stacks = Some(s);
     }
     let mut w = TraceWindow::new(cpu, (start_ns, end_ns), inside, complete, wakeup_after_ns, culprits);
     w.stacks = stacks;
+    w.steal_ns = ctx.steal_ns.map(Nanos);
     w
+}
+
+/// The gaps of a window's samples, each judged by what held the CPU in it, and the time
+/// the CPU did not run taken off the tasks and given to [`Owner::Host`].
+///
+/// The sampling clock ticks while the CPU runs anything but the idle task, so a gap
+/// (`stacks::gaps`) means, in its stretches with no trace event either:
+/// - idle, when the idle task held any of it (the clock does not tick in idle): not a
+///   gap at all, dropped;
+/// - the CPU not running, when its steal time grew over the window (the hypervisor ran
+///   something else while the vCPU was runnable), or the sample that ended the gap
+///   interrupted user code (user code runs with interrupts on: the clock would have
+///   fired on time in it): those stretches are the host's, not the task's;
+/// - otherwise interrupts off: the task's own time, the gap listed with where
+///   interrupts came back on.
+fn not_running(
+    charges: &mut Charges,
+    samples: &[super::stacks::Sample],
+    period_ns: u64,
+    event_times: &[u64],
+    (start_ns, end_ns): (u64, u64),
+    steal_ns: Option<u64>,
+) -> Vec<crate::model::trace::SampleGap> {
+    let mut out = Vec::new();
+    for (mut g, (due, came)) in super::stacks::gaps(samples, period_ns, start_ns, end_ns) {
+        let (from, to) = (due.max(start_ns), came.min(end_ns));
+        if charges.pieces.iter().any(|p| p.2.is_idle() && p.0 < to && p.1 > from) {
+            continue;
+        }
+        // The stretches of the gap with no event either, each at least a gap long.
+        let mut cuts: Vec<u64> = event_times.iter().copied().filter(|t| *t > from && *t < to).collect();
+        cuts.insert(0, from);
+        cuts.push(to);
+        let quiet: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).filter(|(a, b)| b - a >= super::stacks::GAP_MIN_NS).collect();
+        let user_code = g.ended_by.is_empty();
+        if !quiet.is_empty() && (steal_ns.is_some_and(|s| s > 0) || user_code) {
+            g.not_running = true;
+            for (a, b) in quiet {
+                charges.recharge(a, b, Owner::Host);
+            }
+        }
+        out.push(g);
+    }
+    out
 }
 
 /// Puts each sample inside the window under the culprit that held the CPU at
@@ -162,7 +234,8 @@ fn add_paths(culprits: &mut [Culprit], charges: &Charges, tasks: &Tasks, samples
         }
         c.paths.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.frames.cmp(&b.frames)));
     }
-    WindowStacks { period_ns: Nanos(period_ns), samples: total, gaps: super::stacks::gaps(samples, period_ns, start_ns, end_ns) }
+    let expected = ((end_ns - start_ns) / period_ns.max(1)) as u32;
+    WindowStacks { period_ns: Nanos(period_ns), samples: total, expected, gaps: Vec::new() }
 }
 
 fn same_culprit(a: &Culprit, b: &Culprit) -> bool {
@@ -199,6 +272,22 @@ impl Charges {
         }
         self.last_owner = Some(owner);
     }
+
+    /// Gives `[from, to)` to `owner`, taken from whoever held it (never from the idle
+    /// task, whose time is idle), and recounts the stretches.
+    fn recharge(&mut self, from: u64, to: u64, owner: Owner) {
+        let mut out = Charges::default();
+        for (a, b, o) in std::mem::take(&mut self.pieces) {
+            if o.is_idle() || b <= from || a >= to {
+                out.add(o, a, b);
+                continue;
+            }
+            out.add(o.clone(), a, from.max(a));
+            out.add(owner.clone(), from.max(a), to.min(b));
+            out.add(o, to.min(b), b);
+        }
+        *self = out;
+    }
 }
 
 /// What the events say of the tasks: names by pid (the first real name seen,
@@ -208,6 +297,7 @@ struct Tasks<'a> {
     prio_of: Vec<(u32, i32)>,
     self_pid: Option<u32>,
     idle_states: &'a [IdleState],
+    virtualized: bool,
 }
 
 /// The first real name (not `<...>`) of every pid in `events`, from switch
@@ -277,6 +367,7 @@ fn culprit(owner: Owner, duration_ns: Nanos, count: u32, tasks: &Tasks) -> Culpr
             Culprit { exit_latency_ns: Some(Nanos(st.exit_latency_ns)), ..other("idle", st.name.clone(), None) }
         }
         Owner::Untraced => other("untraced", UNTRACED.into(), None),
+        Owner::Host => other("host", if tasks.virtualized { HOST } else { NOT_RUNNING }.into(), None),
     }
 }
 
@@ -544,6 +635,94 @@ mod tests {
         assert_eq!((st.gaps[0].start_after_ns, st.gaps[0].length_ns), (Nanos(300_000), Nanos(100_000)));
         assert_eq!(st.gaps[0].ended_by, read.map(String::from).to_vec());
         assert_eq!(report::culprit(hog), "rtscope-hog (pid 400, rt prio 99) 1864.0us: read_zero ← vfs_read ← ksys_read");
+    }
+
+    /// An ordinary task in user code is current; the CPU takes its samples at the rate,
+    /// then none for 24.75 ms and no event either, then one in user code: the CPU did
+    /// not run (user code runs with interrupts on), the host's time, not the task's.
+    const SH: &str = "      sh-300     [001] d..2.    80.000000: sched_switch: prev_comm=rtscope-m0 prev_pid=500 prev_prio=4 prev_state=S ==> next_comm=sh next_pid=300 next_prio=120\n";
+
+    fn sh_samples(gap_end: &[&str]) -> Vec<super::super::stacks::Sample> {
+        use super::super::stacks::Sample;
+        let mut v: Vec<Sample> = (0..25).map(|k| Sample { time_ns: 79_999_000_000 + k * 250_000, tid: 300, frames: Vec::new() }).collect();
+        v.push(Sample { time_ns: 80_030_000_000, tid: 300, frames: gap_end.iter().map(|f| f.to_string()).collect() });
+        v.push(Sample { time_ns: 80_030_250_000, tid: 300, frames: Vec::new() });
+        v.push(Sample { time_ns: 80_030_500_000, tid: 300, frames: Vec::new() });
+        v
+    }
+
+    #[test]
+    fn time_with_no_sample_and_no_event_is_the_hosts_not_the_tasks() {
+        let ev = parse_trace(SH);
+        let samples = sh_samples(&[]);
+        let ctx = Context { self_pid: Some(500), stacks: Some((&samples, 250_000)), virtualized: true, ..Default::default() };
+        let w = attribute_in(&ev, 1, 80_001_000_000, 80_031_000_000, &ctx);
+        let host = &w.culprits[0];
+        assert_eq!((host.kind.as_str(), host.name.as_str(), host.duration_ns), ("host", HOST, Nanos(24_750_000)), "{w:#?}");
+        // The task keeps what its samples cover: 80.001 → 80.00525 and 80.030 → 80.031.
+        let sh = &w.culprits[1];
+        assert_eq!((sh.name.as_str(), sh.duration_ns, sh.count), ("sh", Nanos(5_250_000), 2));
+        let st = w.stacks.as_ref().unwrap();
+        assert_eq!((st.samples, st.expected), (20, 120));
+        assert_eq!(st.gaps.len(), 1);
+        assert!(st.gaps[0].not_running);
+        assert_eq!(w.culprits.iter().map(|c| c.duration_ns.0).sum::<u64>(), 30_000_000, "durations add up to the window");
+        assert_eq!(report::culprit_in(host, &w), "host / not running 24750.0us (no sample, no event; 20 of 120 samples)");
+        // On bare metal it is named so.
+        let w = attribute_in(&ev, 1, 80_001_000_000, 80_031_000_000, &Context { virtualized: false, ..ctx });
+        assert_eq!(w.culprits[0].name, NOT_RUNNING);
+    }
+
+    #[test]
+    fn a_gap_ended_in_kernel_code_is_interrupts_off_unless_steal_grew() {
+        let ev = parse_trace(SH);
+        let samples = sh_samples(&["_raw_spin_unlock_irqrestore", "ext4_finish_bio"]);
+        let ctx = Context { self_pid: Some(500), stacks: Some((&samples, 250_000)), virtualized: true, ..Default::default() };
+        let w = attribute_in(&ev, 1, 80_001_000_000, 80_031_000_000, &ctx);
+        assert_eq!((w.culprits[0].name.as_str(), w.culprits[0].duration_ns), ("sh", Nanos(30_000_000)), "{w:#?}");
+        let g = &w.stacks.as_ref().unwrap().gaps;
+        assert!(g.len() == 1 && !g[0].not_running && g[0].ended_by[0] == "_raw_spin_unlock_irqrestore");
+        // The CPU's steal time grew over the window: the host did not run it.
+        let w = attribute_in(&ev, 1, 80_001_000_000, 80_031_000_000, &Context { steal_ns: Some(20_000_000), ..ctx });
+        assert_eq!((w.culprits[0].kind.as_str(), w.culprits[0].duration_ns), ("host", Nanos(24_750_000)));
+        assert_eq!(w.steal_ns, Some(Nanos(20_000_000)));
+        assert!(report::culprit_in(&w.culprits[0], &w).contains("the host did not run this vCPU (steal +20000us)"));
+        // Steal that did not grow is no evidence.
+        let w = attribute_in(&ev, 1, 80_001_000_000, 80_031_000_000, &Context { steal_ns: Some(0), ..ctx });
+        assert_eq!(w.culprits[0].kind, "task");
+    }
+
+    #[test]
+    fn an_event_in_a_gap_shows_the_cpu_ran_then() {
+        // An interrupt at 80.017 on the task's line: the CPU ran; the stretches before and
+        // after it with neither sample nor event are the host's.
+        let t = format!("{SH}      sh-300     [001] d.h..    80.017000: irq_handler_entry: irq=36 name=virtio1-req.0\n      sh-300     [001] d.h..    80.017010: irq_handler_exit: irq=36 ret=handled\n");
+        let ev = parse_trace(&t);
+        let samples = sh_samples(&[]);
+        let ctx = Context { self_pid: Some(500), stacks: Some((&samples, 250_000)), virtualized: true, ..Default::default() };
+        let w = attribute_in(&ev, 1, 80_001_000_000, 80_031_000_000, &ctx);
+        let host = w.culprits.iter().find(|c| c.kind == "host").unwrap();
+        // 80.00525 → 80.017 and 80.01701 → 80.030.
+        assert_eq!((host.duration_ns, host.count), (Nanos(11_750_000 + 12_990_000), 2), "{w:#?}");
+        assert_eq!(w.culprits.iter().map(|c| c.duration_ns.0).sum::<u64>(), 30_000_000);
+    }
+
+    /// The sampling clock does not tick in idle: a gap while the idle task held the CPU
+    /// is idle, neither interrupts off nor the host, and the window is idle time.
+    #[test]
+    fn a_gap_over_idle_time_is_idle() {
+        use super::super::stacks::Sample;
+        let t = "\
+          <idle>-0       [001] d..2.    50.000000: sched_switch: prev_comm=rtscope-m0 prev_pid=500 prev_prio=49 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+          <idle>-0       [001] d.h..    50.000900: irq_handler_entry: irq=36 name=virtio1-req.0
+          <idle>-0       [001] d.h..    50.000905: irq_handler_exit: irq=36 ret=handled
+";
+        let samples = [Sample { time_ns: 49_999_990_000, tid: 500, frames: vec!["x".into()] }, Sample { time_ns: 50_000_908_000, tid: 0, frames: vec!["default_idle".into()] }];
+        let ctx = Context { self_pid: Some(500), stacks: Some((&samples, 250_000)), virtualized: true, ..Default::default() };
+        let w = attribute_in(&parse_trace(t), 1, 50_000_100_000, 50_000_910_000, &ctx);
+        assert_eq!((w.culprits[0].kind.as_str(), w.culprits[0].duration_ns), ("unexplained", Nanos(805_000)), "{w:#?}");
+        assert!(w.stacks.as_ref().unwrap().gaps.is_empty(), "{w:#?}");
+        assert!(w.culprits.iter().all(|c| c.kind != "host"));
     }
 
     #[test]

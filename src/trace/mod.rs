@@ -30,6 +30,7 @@ pub(crate) mod attribute;
 pub(crate) mod parse;
 pub(crate) mod report;
 pub(crate) mod stacks;
+pub(crate) mod steal;
 
 use std::ffi::CString;
 use std::path::PathBuf;
@@ -256,6 +257,10 @@ pub(crate) struct TraceSession {
     sampling_error: Option<String>,
     /// Each measured CPU's idle states (sysfs cpuidle), for `power/cpu_idle`.
     idle_states: Vec<(usize, Vec<attribute::IdleState>)>,
+    /// Events of `--trace-events` this kernel lacks (not enabled).
+    missing_events: Vec<String>,
+    /// The host is a virtual machine: time a CPU did not run is the host's.
+    virtualized: bool,
 }
 
 struct State {
@@ -269,9 +274,12 @@ struct State {
     on_worst: u32,
     /// CLOCK_MONOTONIC when tracing was last switched on: earlier windows are incomplete.
     tracing_since: u64,
-    /// Per CPU read: the `power/cpu_idle` entry it was idle in when its buffer was last
-    /// read and cleared, put back in front of its next read (see [`idle_carry`]).
-    idle_carry: Vec<(usize, parse::Event)>,
+    /// Per CPU read: its last switch and the `power/cpu_idle` entry it was idle in when
+    /// its buffer was last read and cleared, put back in front of its next read when
+    /// nothing of that read was overwritten (see [`carry`]).
+    carry: Vec<(usize, parse::Event)>,
+    /// The measured CPUs' steal time, read every few ms by the collector.
+    steal: steal::StealHistory,
 }
 
 impl TraceSession {
@@ -296,16 +304,29 @@ impl TraceSession {
             filters: Default::default(),
             triggers: (0..threads.max(1)).map(|_| TraceTrigger::new(plan.threshold_ns.0)).collect(),
             mounted_tracefs: false,
-            state: Mutex::new(State { variant: None, snapshots: Vec::new(), done: 0, on_worst: 0, tracing_since: 0, idle_carry: Vec::new() }),
+            state: Mutex::new(State {
+                variant: None,
+                snapshots: Vec::new(),
+                done: 0,
+                on_worst: 0,
+                tracing_since: 0,
+                carry: Vec::new(),
+                steal: steal::StealHistory::new(cpus),
+            }),
             sampling: Mutex::new(None),
             sampling_error: None,
             idle_states: cpus.iter().map(|&c| (c, idle_states(c))).collect(),
+            missing_events: Vec::new(),
+            virtualized: virtualized(),
         };
         // From here on, errors drop `session`, which removes the instance; so does a second
         // Ctrl-C, through the signal handler.
         register_instance_path(session.instance.dir());
         session.configure().map_err(|e| format!("tracing set-up failed: {e}; running without tracing"))?;
         session.mounted_tracefs = mounted;
+        if !session.missing_events.is_empty() {
+            eprintln!("warning: --trace-events: this kernel has no {} (not traced)", session.missing_events.join(", "));
+        }
         if let Some(hz) = plan.stack_hz {
             match stacks::Sampling::start(cpus, hz) {
                 Ok(mut s) => {
@@ -316,6 +337,7 @@ impl TraceSession {
                     // to explain.
                     if let Some(e) = s.set_symbols(stacks::Kallsyms::load()) {
                         eprintln!("warning: {e}");
+                        session.sampling_error = Some(e);
                     }
                     *session.sampling.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(s)
                 }
@@ -341,10 +363,14 @@ impl TraceSession {
         }
         for ev in expand_events(&self.plan.events) {
             if let Some(group) = ev.name.strip_suffix("/*") {
+                let before = self.events.len();
                 for name in i.group_events(group) {
                     if (name.ends_with("_entry") || name.ends_with("_exit")) && i.enable_event(&format!("{group}/{name}")) {
                         self.events.push(format!("{group}/{name}"));
                     }
+                }
+                if self.events.len() == before {
+                    self.missing_events.push(ev.name);
                 }
                 continue;
             }
@@ -359,6 +385,8 @@ impl TraceSession {
                     self.filters.insert(ev.name.clone(), f.to_string());
                 }
                 self.events.push(ev.name);
+            } else {
+                self.missing_events.push(ev.name);
             }
         }
         // Idle states: the idle task's time is charged to the state it was in (cheap: two
@@ -403,6 +431,7 @@ impl TraceSession {
         }
         while !done.load(Ordering::Relaxed) {
             self.drain_stacks();
+            self.state().steal.read(now_ns(), false);
             self.handle_pending();
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -421,9 +450,11 @@ impl TraceSession {
         let room = (self.plan.max_snapshots.saturating_sub(st.done)) as usize;
         let _ = self.instance.write("tracing_on", "0");
         self.drain_stacks();
+        // A reading after every window's end, for its steal time.
+        st.steal.read(now_ns(), true);
         let sampling = self.sampling.lock().unwrap_or_else(|p| p.into_inner());
         let mut read_cpus: Vec<usize> = Vec::new();
-        let mut new_carry: Vec<(usize, Option<parse::Event>)> = Vec::new();
+        let mut new_carry: Vec<(usize, Vec<parse::Event>)> = Vec::new();
         for &i in &raised {
             let t = &self.triggers[i];
             let (due, wake, seq) =
@@ -438,10 +469,16 @@ impl TraceSession {
             let (cpu, tid) = (t.cpu.load(Ordering::Relaxed), t.tid.load(Ordering::Relaxed));
             let text = self.instance.read(&format!("per_cpu/cpu{cpu}/trace")).unwrap_or_default();
             read_cpus.push(cpu);
-            let mut events: Vec<parse::Event> = st.idle_carry.iter().filter(|(c, _)| *c == cpu).map(|(_, e)| e.clone()).collect();
+            // What the CPU was doing when its buffer was last cleared holds until its first
+            // event here, when nothing of this read was overwritten (else the trace begins
+            // at its oldest event left, and the time before is untraced).
+            let mut events: Vec<parse::Event> = Vec::new();
+            if parse::nothing_overwritten(&text) {
+                events.extend(st.carry.iter().filter(|(c, _)| *c == cpu).map(|(_, e)| e.clone()));
+            }
             events.extend(parse::parse_trace(&text));
             if !new_carry.iter().any(|(c, _)| *c == cpu) {
-                new_carry.push((cpu, idle_carry(&events, cpu)));
+                new_carry.push((cpu, carry(&events, cpu)));
             }
             let samples = sampling.as_ref().map(|s| (s.window_samples(cpu, due, wake), s.period_ns));
             let ctx = attribute::Context {
@@ -449,6 +486,8 @@ impl TraceSession {
                 traced_since: st.tracing_since,
                 idle_states: self.idle_states.iter().find(|(c, _)| *c == cpu).map_or(&[][..], |(_, v)| &v[..]),
                 stacks: samples.as_ref().map(|(v, p)| (&v[..], *p)),
+                steal_ns: st.steal.over(cpu, due, wake),
+                virtualized: self.virtualized,
             };
             let window = attribute::attribute_in(&events, cpu, due, wake, &ctx);
             let snap = Snapshot { variant: st.variant.clone(), thread: i, seq, latency_ns, window };
@@ -461,8 +500,8 @@ impl TraceSession {
         self.raise_handover(&st, room);
         // Only the buffers read are cleared; every window is cut by time anyway.
         for (cpu, carry) in new_carry {
-            st.idle_carry.retain(|(c, _)| *c != cpu);
-            st.idle_carry.extend(carry.map(|e| (cpu, e)));
+            st.carry.retain(|(c, _)| *c != cpu);
+            st.carry.extend(carry.into_iter().map(|e| (cpu, e)));
         }
         for cpu in read_cpus {
             let _ = self.instance.write(&format!("per_cpu/cpu{cpu}/trace"), "");
@@ -550,6 +589,7 @@ impl TraceSession {
                     unavailable: self.sampling_error.clone(),
                 }
             }),
+            missing_events: self.missing_events.clone(),
         }
     }
 }
@@ -564,6 +604,21 @@ impl Drop for TraceSession {
         }
         unregister_instance_path();
     }
+}
+
+/// What carries across a clear of `cpu`'s buffer: its last switch (who is on the CPU until
+/// the next one) and [`idle_carry`]'s idle entry after it, in time order.
+fn carry(events: &[parse::Event], cpu: usize) -> Vec<parse::Event> {
+    let mut out: Vec<parse::Event> = events.iter().rev().find(|e| matches!(e.kind, parse::EventKind::Switch { .. })).cloned().into_iter().collect();
+    out.extend(idle_carry(events, cpu));
+    out
+}
+
+/// Whether the host is a virtual machine (the `hypervisor` CPU flag, or QEMU's
+/// emulation), as the host fingerprint says.
+fn virtualized() -> bool {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    crate::sysinfo::cpu_flags(&cpuinfo).any(|f| f == "hypervisor") || crate::sysinfo::emulation(&crate::sysinfo::SysRoot::default(), &cpuinfo).is_some()
 }
 
 /// The `power/cpu_idle` entry `cpu` was still in at the end of `events` (none after it, no

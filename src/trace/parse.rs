@@ -43,6 +43,17 @@ pub(crate) fn parse_trace(text: &str) -> Vec<Event> {
 }
 
 /// Parses one line, `None` when it is not an event line.
+/// Whether the trace text's header says every event written is still in the buffer
+/// (`# entries-in-buffer/entries-written: N/N`): then the trace reaches back to when the
+/// buffer was last cleared. False without the header.
+pub(crate) fn nothing_overwritten(text: &str) -> bool {
+    text.lines().take_while(|l| l.starts_with('#')).find_map(|l| {
+        let counts = l.split("entries-in-buffer/entries-written:").nth(1)?.split_whitespace().next()?;
+        let (held, written) = counts.split_once('/')?;
+        Some(held.parse::<u64>().ok()? == written.parse::<u64>().ok()?)
+    }) == Some(true)
+}
+
 pub(crate) fn parse_line(line: &str) -> Option<Event> {
     if line.trim_start().starts_with('#') {
         return None;
@@ -179,6 +190,13 @@ impl<'a> Fields<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_buffer_that_lost_nothing_says_so_in_its_header() {
+        assert!(nothing_overwritten("# tracer: nop\n#\n# entries-in-buffer/entries-written: 174/174   #P:2\n#\n"));
+        assert!(!nothing_overwritten("# tracer: nop\n#\n# entries-in-buffer/entries-written: 170/9012   #P:2\n"));
+        assert!(!nothing_overwritten("<idle>-0 [001] d..2. 1.000000: sched_switch: x\n"), "no header: unknown");
+    }
 
     #[test]
     fn parses_captured_lines() {

@@ -12,12 +12,13 @@ pub(crate) fn culprits_text(run: &Run, max_samples: usize) -> String {
     let threshold = run.plan.trace.as_ref().map(|t| t.threshold_ns.0).unwrap_or(0);
     match &run.trace {
         Some(summary) => out.push_str(&format!(
-            "trace: {} snapshot(s) ({} on worst samples) of {} sample(s) over {} (instance {})\n",
+            "trace: {} snapshot(s) ({} on worst samples) of {} sample(s) over {} (instance {}){}\n",
             summary.snapshots,
             summary.on_worst,
             summary.over_threshold,
             us(threshold),
-            summary.instance
+            summary.instance,
+            host_summary(run)
         )),
         // timerlat analyses its late samples from its own tracer's events.
         None if run.results.iter().any(|r| r.worst.iter().any(|w| w.trace.is_some())) => {
@@ -28,9 +29,9 @@ pub(crate) fn culprits_text(run: &Run, max_samples: usize) -> String {
     for r in crate::model::merged_or_sole(&run.results, |r| r) {
         for w in r.worst.iter().filter(|w| w.trace.is_some()).take(max_samples) {
             let t = w.trace.as_ref().expect("filtered");
-            let top: Vec<String> = t.culprits.iter().take(3).map(culprit).collect();
+            let top: Vec<String> = t.culprits.iter().take(3).map(|c| culprit_in(c, t)).collect();
             out.push_str(&format!(
-                "  {}{} {} thread {} cpu {} seq {}{}: {}{}\n",
+                "  {}{} {} thread {} cpu {} seq {}{}: {}{}{}\n",
                 r.probe,
                 r.variant.as_deref().map(|v| format!(" {v}")).unwrap_or_default(),
                 us(w.latency_ns.0),
@@ -52,7 +53,8 @@ pub(crate) fn culprits_text(run: &Run, max_samples: usize) -> String {
                     _ => String::new(),
                 },
                 if top.is_empty() { "no events".to_string() } else { top.join(", ") },
-                gaps_text(t, run.host.virtualized)
+                gaps_text(t, run.host.virtualized),
+                running_text(t)
             ));
             if let Some(frames) = &t.irq_stack {
                 out.push_str(&format!("    at the timer interrupt: {}\n", interrupted_code(frames)));
@@ -60,6 +62,48 @@ pub(crate) fn culprits_text(run: &Run, max_samples: usize) -> String {
         }
     }
     out
+}
+
+/// "; N of M traced windows were the host's" when the CPU not running was the largest part
+/// of any traced window of the run (empty otherwise).
+pub(crate) fn host_summary(run: &Run) -> String {
+    let windows: Vec<&crate::model::TraceWindow> =
+        crate::model::merged_or_sole(&run.results, |r| r).into_iter().flat_map(|r| r.worst.iter().filter_map(|w| w.trace.as_ref())).collect();
+    let host = windows.iter().filter(|w| w.host_held()).count();
+    if host == 0 {
+        return String::new();
+    }
+    format!(
+        "; {host} of {} traced late sample(s) were {}",
+        windows.len(),
+        if run.host.virtualized { "the host's (it did not run the vCPU)" } else { "the CPU not running (SMI / hardware)" }
+    )
+}
+
+/// The evidence that the CPU ran, for a window sampled with call chains: samples taken
+/// of those the window's length would give, and the CPU's steal time over it.
+pub(crate) fn running_text(t: &crate::model::TraceWindow) -> String {
+    let Some(s) = &t.stacks else { return String::new() };
+    format!(
+        "; samples {} of {}{}",
+        s.samples,
+        s.expected,
+        t.steal_ns.map(|n| format!(", steal +{}us", n.0 / 1000)).unwrap_or_default()
+    )
+}
+
+/// [`culprit`] within its window: the time the CPU did not run says what shows it.
+pub(crate) fn culprit_in(c: &Culprit, t: &crate::model::TraceWindow) -> String {
+    if c.kind != "host" {
+        return culprit(c);
+    }
+    let why = match t.steal_ns.filter(|n| n.0 > 0) {
+        Some(n) if c.name == super::attribute::HOST => format!("the host did not run this vCPU (steal +{}us)", n.0 / 1000),
+        Some(n) => format!("steal +{}us", n.0 / 1000),
+        None => "no sample, no event".to_string(),
+    };
+    let samples = t.stacks.as_ref().map(|s| format!("; {} of {} samples", s.samples, s.expected)).unwrap_or_default();
+    format!("{} {} ({why}{samples})", c.name, us(c.duration_ns.0))
 }
 
 /// One culprit in words: who (pid and priority, IRQ number) and for how long.
@@ -102,8 +146,10 @@ pub(crate) fn interrupted_code(frames: &[String]) -> String {
 /// The interrupts-off gaps of a window in words (empty when none): the longest, with the
 /// path that ended it; in a VM a gap may also be the host not running the vCPU.
 pub(crate) fn gaps_text(t: &crate::model::TraceWindow, virtualized: bool) -> String {
-    let Some(g) = t.stacks.as_ref().and_then(|s| s.gaps.iter().max_by_key(|g| g.length_ns)) else { return String::new() };
-    let n = t.stacks.as_ref().map_or(0, |s| s.gaps.len());
+    // A gap in which the CPU did not run is the `host` culprit's line already.
+    let off = || t.stacks.iter().flat_map(|s| s.gaps.iter()).filter(|g| !g.not_running);
+    let Some(g) = off().max_by_key(|g| g.length_ns) else { return String::new() };
+    let n = off().count();
     format!(
         "; {} no-sample gap{} (interrupts off{}), longest {} ended at {}",
         n,

@@ -21,7 +21,7 @@
 
 use std::collections::VecDeque;
 
-use crate::sys::perf_event::{CpuSampler, StackSample};
+use crate::sys::perf_event::CpuSampler;
 
 /// How far back the history of each CPU reaches: longer than any window
 /// rtscope traces in practice (a 2 ms hog, a 600 µs console write).
@@ -38,6 +38,9 @@ const RING_PAGES: usize = 64;
 
 /// A gap in the samples shorter than this past one period is sampling jitter.
 pub(crate) const GAP_MIN_NS: u64 = 50_000;
+
+/// The frame of kernel code whose function is not known (no symbols: `kptr_restrict`).
+pub(crate) const KERNEL: &str = "[kernel]";
 
 /// The kernel's text symbols, sorted by address, names in one string.
 pub(crate) struct Kallsyms {
@@ -79,12 +82,14 @@ impl Kallsyms {
         Kallsyms { addrs, names }
     }
 
-    /// The function holding `ip` (the closest symbol at or below it), or the address in hex.
+    /// The function holding `ip` (the closest symbol at or below it), or [`KERNEL`]: an
+    /// address is never shown (it would give away where the kernel is loaded, which
+    /// `kptr_restrict` hides).
     pub(crate) fn name(&self, ip: u64) -> String {
         let i = self.addrs.partition_point(|(a, _)| *a <= ip);
         match i.checked_sub(1).map(|k| self.addrs[k].1 as usize) {
-            Some(off) => self.names[off..].split('\n').next().unwrap_or("?").to_string(),
-            None => format!("{ip:#x}"),
+            Some(off) => self.names[off..].split('\n').next().unwrap_or(KERNEL).to_string(),
+            None => KERNEL.to_string(),
         }
     }
 }
@@ -98,10 +103,41 @@ pub(crate) struct Sample {
     pub(crate) frames: Vec<String>,
 }
 
+/// One CPU's recent samples: time, tid and how many frames, and all their frames in one
+/// queue, so keeping a sample allocates nothing once the queues have grown.
+#[derive(Default)]
+struct History {
+    samples: VecDeque<(u64, u32, u16)>,
+    frames: VecDeque<u64>,
+}
+
+impl History {
+    fn push(&mut self, time_ns: u64, tid: u32, ips: &[u64]) {
+        self.samples.push_back((time_ns, tid, ips.len() as u16));
+        self.frames.extend(ips);
+    }
+
+    fn pop_front(&mut self) {
+        if let Some((_, _, n)) = self.samples.pop_front() {
+            self.frames.drain(..usize::from(n).min(self.frames.len()));
+        }
+    }
+
+    /// Every sample with its frames, oldest first.
+    fn iter(&self) -> impl Iterator<Item = (u64, u32, impl Iterator<Item = u64> + '_)> + '_ {
+        let mut at = 0usize;
+        self.samples.iter().map(move |&(t, tid, n)| {
+            let from = at;
+            at += usize::from(n);
+            (t, tid, self.frames.range(from..at).copied())
+        })
+    }
+}
+
 /// The sampling of a run: one sampler and one history per measured CPU.
 pub(crate) struct Sampling {
     pub(crate) period_ns: u64,
-    cpus: Vec<(usize, CpuSampler, VecDeque<StackSample>)>,
+    cpus: Vec<(usize, CpuSampler, History)>,
     symbols: Kallsyms,
     pub(crate) samples: u64,
     pub(crate) lost: u64,
@@ -119,7 +155,7 @@ impl Sampling {
             let s = CpuSampler::open(cpu, period_ns, MAX_STACK, RING_PAGES).map_err(|e| {
                 format!("perf_event_open (software clock, cpu {cpu}): {e}; needs root or kernel.perf_event_paranoid <= 0, and a kernel with PERF_EVENTS")
             })?;
-            out.push((cpu, s, VecDeque::new()));
+            out.push((cpu, s, History::default()));
         }
         Ok(Sampling { period_ns, cpus: out, symbols, samples: 0, lost: 0 })
     }
@@ -133,19 +169,18 @@ impl Sampling {
                 self.symbols = k;
                 None
             }
-            Err(e) => Some(format!("{e}: frames are kernel addresses")),
+            Err(e) => Some(format!("{e}: the samples count, their code paths are not shown (frames are [kernel], never an address)")),
         }
     }
 
     /// Moves what the rings hold into the histories and forgets what is older than [`HISTORY_NS`].
     pub(crate) fn drain(&mut self) {
         for (_, sampler, hist) in self.cpus.iter_mut() {
-            let d = sampler.drain();
-            self.samples += d.samples.len() as u64;
+            let d = sampler.drain(|t, tid, ips| hist.push(t, tid, ips));
+            self.samples += d.samples;
             self.lost += d.lost;
-            hist.extend(d.samples);
-            let newest = hist.back().map_or(0, |s| s.time_ns);
-            while hist.front().is_some_and(|s| s.time_ns + HISTORY_NS < newest) || hist.len() > HISTORY_MAX {
+            let newest = hist.samples.back().map_or(0, |s| s.0);
+            while hist.samples.front().is_some_and(|s| s.0 + HISTORY_NS < newest) || hist.samples.len() > HISTORY_MAX {
                 hist.pop_front();
             }
         }
@@ -156,27 +191,48 @@ impl Sampling {
     pub(crate) fn window_samples(&self, cpu: usize, start_ns: u64, end_ns: u64) -> Vec<Sample> {
         let Some((_, _, hist)) = self.cpus.iter().find(|(c, _, _)| *c == cpu) else { return Vec::new() };
         let from = start_ns.saturating_sub(2 * self.period_ns + GAP_MIN_NS);
-        let mut v: Vec<&StackSample> = hist.iter().filter(|s| s.time_ns >= from && s.time_ns <= end_ns).collect();
+        // From the last sample before `from` too, however old: a CPU that took none for a
+        // long while before the window (the host did not run it) has its gap start there.
+        let first = hist.samples.iter().rposition(|s| s.0 < from).unwrap_or(0);
+        let symbolised = !self.symbols.addrs.is_empty();
+        let mut v: Vec<Sample> = hist
+            .iter()
+            .skip(first)
+            .filter(|(t, _, _)| *t <= end_ns)
+            .map(|(time_ns, tid, ips)| {
+                let mut frames: Vec<String> = Vec::new();
+                for ip in ips {
+                    // Without symbols every frame is "[kernel]": one says it all.
+                    if symbolised || frames.is_empty() {
+                        frames.push(if symbolised { self.symbols.name(ip) } else { KERNEL.to_string() });
+                    }
+                }
+                Sample { time_ns, tid, frames }
+            })
+            .collect();
         v.sort_by_key(|s| s.time_ns);
-        v.into_iter()
-            .map(|s| Sample { time_ns: s.time_ns, tid: s.tid, frames: s.kernel_ips.iter().map(|ip| self.symbols.name(*ip)).collect() })
-            .collect()
+        v
     }
 }
 
 /// The stretches with no sample that end inside `[start_ns, end_ns]`: between
 /// two samples `a`, `b` (in time order), the clock was due at `a + period` and
-/// fired at `b`; a delay of at least [`GAP_MIN_NS`] is a gap.
-pub(crate) fn gaps(samples: &[Sample], period_ns: u64, start_ns: u64, end_ns: u64) -> Vec<crate::model::trace::SampleGap> {
+/// fired at `b`; a delay of at least [`GAP_MIN_NS`] is a gap. Each with its due
+/// time and `b`'s time.
+pub(crate) fn gaps(samples: &[Sample], period_ns: u64, start_ns: u64, end_ns: u64) -> Vec<(crate::model::trace::SampleGap, (u64, u64))> {
     samples
         .windows(2)
         .filter_map(|w| {
             let due = w[0].time_ns + period_ns;
             let late = w[1].time_ns.checked_sub(due)?;
-            (late >= GAP_MIN_NS && w[1].time_ns > start_ns && w[1].time_ns <= end_ns).then(|| crate::model::trace::SampleGap {
-                start_after_ns: crate::units::Nanos(due.saturating_sub(start_ns)),
-                length_ns: crate::units::Nanos(late),
-                ended_by: w[1].frames.clone(),
+            (late >= GAP_MIN_NS && w[1].time_ns > start_ns && w[1].time_ns <= end_ns).then(|| {
+                let gap = crate::model::trace::SampleGap {
+                    start_after_ns: crate::units::Nanos(due.saturating_sub(start_ns)),
+                    length_ns: crate::units::Nanos(late),
+                    ended_by: w[1].frames.clone(),
+                    not_running: false,
+                };
+                (gap, (due, w[1].time_ns))
             })
         })
         .collect()
@@ -196,7 +252,7 @@ mod tests {
         assert_eq!(k.name(0xffff_ffff_81d3_5001), "write_null");
         // Data symbols are not functions: the last text symbol below holds the address.
         assert_eq!(k.name(0xffff_ffff_8200_0010), "vfs_read");
-        assert_eq!(k.name(0x10), "0x10");
+        assert_eq!(k.name(0x10), "[kernel]", "never an address");
     }
 
     fn s(t: u64, f: &str) -> Sample {
@@ -207,7 +263,7 @@ mod tests {
     fn a_held_off_sample_makes_a_gap_ending_where_it_landed() {
         // 250 µs period; the sample due at 1250 µs came at 1700 µs.
         let v = [s(750_000, "a"), s(1_000_000, "b"), s(1_700_000, "_raw_spin_unlock_irqrestore"), s(1_950_000, "c")];
-        let g = gaps(&v, 250_000, 900_000, 2_000_000);
+        let g: Vec<_> = gaps(&v, 250_000, 900_000, 2_000_000).into_iter().map(|(g, _)| g).collect();
         assert_eq!(g.len(), 1, "{g:?}");
         assert_eq!(g[0].start_after_ns.0, 350_000);
         assert_eq!(g[0].length_ns.0, 450_000);

@@ -267,7 +267,7 @@ pub(crate) fn worst_table(run: &RunAnalysis, u: Unit, per_entry: usize) -> Optio
                 None => NOT_APPLICABLE.to_string(),
                 Some(t) => {
                     let t = crate::report::escape::one_line_trace(t);
-                    let top: Vec<String> = t.culprits.iter().take(3).map(crate::trace::report::culprit).collect();
+                    let top: Vec<String> = t.culprits.iter().take(3).map(|c| crate::trace::report::culprit_in(c, &t)).collect();
                     format!(
                         "{}{}",
                         if top.is_empty() { "no events".to_string() } else { top.join(", ") },
