@@ -335,8 +335,13 @@ typedef struct {
     int (*recorders)(const plan *p);
     /* 0 ok; -1 on a set-up failure (msg in err). */
     int (*run)(vrun *v, char *err, size_t errn);
-    /* Whether a variant exists on this system (NULL: all do). */
+    /* Whether a variant exists on this system (NULL: all do). Answered
+     * from what startup learnt: the announcement lists only these. */
     int (*available)(const char *variant);
+    /* Once at start-up, before hello (NULL: nothing to learn): try the
+     * calls the variants need (pi: the mutex protocols) so the probe line
+     * names only what this system accepts (docs/agent.md "probe"). */
+    void (*startup)(void);
 } probe_desc;
 
 /* The signal the signal probe uses; blocked in every thread from start-up. */
@@ -381,6 +386,7 @@ extern agent_state g_agent;
 
 /* announce.c */
 const probe_desc *probe_named(const char *name); /* NULL: not offered here */
+void probes_startup(void);                       /* every probe's startup, once */
 void send_hello(void);
 /* plan.c */
 int parse_u64(const char *s, uint64_t *v);
