@@ -21,6 +21,9 @@ pub(crate) enum Warning {
     /// A cross-CPU variant whose threads could not be placed on their CPUs
     /// (the agent's result note): its numbers may be a same-CPU hand-off.
     NotPlaced { what: String, note: String },
+    /// A `switch` result whose two threads could not be put on one CPU
+    /// (the agent's note): they may have run side by side.
+    NotASwitch { what: String, note: String },
     /// A variant the agent refused at run time (a call the system did not
     /// accept): not measured, its siblings were. `what` is `probe:variant`,
     /// `detail` the call and errno the agent named.
@@ -106,6 +109,7 @@ impl fmt::Display for Warning {
                 "a probe on the target stalled ({detail}): it stopped counting, so the agent stopped it and kept what it had measured. A wake-up lost by the target's system, or a thread starved by a higher-priority one; the results end there."
             ),
             Warning::NotPlaced { what, note } => write!(f, "{what}: {note}; its results are not a cross-CPU measurement."),
+            Warning::NotASwitch { what, note } => write!(f, "{what}: {note}; its figures are not task-switch times."),
             Warning::Refused { what, detail } => write!(
                 f,
                 "{what} was not measured: the target refused it ({detail}); the probe's other variants were. The system lacks what this variant needs (docs/porting.md)."
@@ -247,13 +251,15 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
 fn not_placed(run: &Run) -> Vec<Warning> {
     let mut out = Vec::new();
     let mut placed: Vec<(String, String, String)> = Vec::new();
-    for r in run.results.iter().filter(|r| r.extras.note.as_deref().is_some_and(|n| n.starts_with("cross-CPU not placed"))) {
+    let placement = |n: &str| n.starts_with("cross-CPU not placed") || n.starts_with("not a switch");
+    for r in run.results.iter().filter(|r| r.extras.note.as_deref().is_some_and(placement)) {
         let key = (r.probe.clone(), r.phase.clone(), r.variant.clone().unwrap_or_default());
         if placed.contains(&key) {
             continue;
         }
         let what = format!("{}{} ({})", key.0, if key.2.is_empty() { String::new() } else { format!(":{}", key.2) }, key.1);
-        out.push(Warning::NotPlaced { what, note: r.extras.note.clone().unwrap_or_default() });
+        let note = r.extras.note.clone().unwrap_or_default();
+        out.push(if note.starts_with("not a switch") { Warning::NotASwitch { what, note } } else { Warning::NotPlaced { what, note } });
         placed.push(key);
     }
     out
