@@ -110,6 +110,10 @@ typedef struct recorder {
     } wraps[HIST_WRAPS];
     int n_wraps;
     uint64_t count, overruns, min, max;
+    /* Of overruns, the periods a timer loop found already due when it was
+     * about to sleep (probe_timer.c); has_late_starts: a loop that counts. */
+    uint64_t late_starts;
+    int has_late_starts;
     u128 sum, sumsq;
     rec_sample *tail;     /* min-heap of the tail_k largest */
     size_t tail_len, tail_k, tail_cap;

@@ -188,6 +188,8 @@ def check_block(no, line, b, plan_duration):
         periods = plan_duration[f["variant"]] // int(f["interval_ns"])
         if n + int(f["overruns"]) != periods:
             fail(no, line, f"{where}: samples {n} + overruns {f['overruns']} != periods {periods}")
+    if int(f.get("late_starts", "0")) > int(f["overruns"]):
+        fail(no, line, f"{where}: late_starts {f['late_starts']} above overruns {f['overruns']}")
     if f["variant"].endswith("/period-error"):
         c, lo, hi, s = (int(x) for x in f["signed"].split(":"))
         if c != n:

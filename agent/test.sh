@@ -19,6 +19,7 @@
 #  10. a measuring thread that stops counting is reported as stalled
 #  11. a plan's waits (a 60 s interval) end at stop, its end, EOF
 #  12. a variant refused at run time is refused alone (a forcing test build)
+#  13. a late start is counted apart, not as a sample (a forcing test build)
 # Usage: agent/test.sh [--quick]   (--quick: shorter plans)
 set -u
 cd "$(dirname "$0")" || exit 2
@@ -225,6 +226,22 @@ if make -s WERROR=-Werror CFLAGS="-O2 -DRTSCOPE_TEST_REFUSE_PROTECT" OUT="$TMP/a
     fi
 else
     fail "refusing test build"; tail -5 "$TMP/refuse.build"
+fi
+
+# 13. a late start (the period already due as the loop is about to sleep) is
+#     counted apart, not as a sample: -DRTSCOPE_TEST_LATE_START=10 makes
+#     every 10th period start late (200 periods: 19, or 18 if stop came).
+if make -s WERROR=-Werror CFLAGS="-O2 -DRTSCOPE_TEST_LATE_START=10" OUT="$TMP/agent.late" >"$TMP/late.build" 2>&1; then
+    session "$TMP/agent.late" "$TMP/late" 30 \
+        "plan id=1 probe=timer interval_ns=1000000 duration_ns=200000000 cpus=0 threads=1 $PLAN_COMMON"
+    late=$(sed -n 's/^RTS1 result .* late_starts=\([0-9]*\) .*/\1/p' "$TMP/late")
+    if python3 check_output.py "$TMP/late" --expect-status complete >/dev/null 2>"$TMP/late.check" && [ "${late:-0}" -ge 10 ]; then
+        pass "forced late starts counted apart: late_starts=$late, samples + overruns = periods"
+    else
+        fail "late starts"; cat "$TMP/late.check"; grep '^RTS1 result' "$TMP/late" | cut -c1-200
+    fi
+else
+    fail "late-start test build"; tail -5 "$TMP/late.build"
 fi
 
 # 8. build options and what a small RTOS needs (issue 48: items 2, 3, 9)

@@ -147,3 +147,26 @@ fn the_host_checks_a_refusal_against_the_plan() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("no result block of variant inherit"), "{err}");
 }
+
+/// A late start (the period already due as the timer loop is about to
+/// sleep) is counted apart, not as a sample: the agent built to start every
+/// 10th period late; the host stores `late_starts` as a missed period of
+/// the thread and its merged entry, and samples + overruns = periods holds.
+#[test]
+fn a_forced_late_start_is_counted_apart_not_as_a_wake_up() {
+    let _g = common::serial();
+    let sb = Sandbox::new();
+    let Some(bin) = agent_with(&sb, "-DRTSCOPE_TEST_LATE_START=10") else { return };
+    let target = format!("exec:{}", bin.display());
+    let (out, err) = rtscope_run(&sb, &["run", "--target", &target, "--probe", "timer", "-D", "500ms", "-i", "1ms", "-t", "1", "-a", "0", "--no-store", "--json", "t.json"]);
+    assert!(out.status.code() == Some(0) || out.status.code() == Some(1), "{err}");
+    let run = common::read_json(&sb.path("t.json"));
+    let rs = per_thread(&run);
+    assert_eq!(rs.len(), 1, "{run}");
+    let r = rs[0];
+    let late = u(&r["late_starts"]);
+    assert!(late >= 40, "every 10th of 500 periods started late: {r}");
+    assert!(late <= u(&r["overruns"]), "late starts are missed periods: {r}");
+    assert_eq!(u(&r["samples"]) + u(&r["overruns"]), 500, "{r}");
+    assert_eq!(u(&merged_entry(&run, "timer", None)["late_starts"]), late);
+}
