@@ -143,7 +143,7 @@ static FORCE_LATE_START: std::sync::atomic::AtomicU64 = std::sync::atomic::Atomi
 #[cfg(test)]
 fn test_late_start(seq: u64, late: u64, due: u64) {
     let n = FORCE_LATE_START.load(Ordering::Relaxed);
-    if n > 0 && seq > 0 && seq % n == 0 && late < seq / n {
+    if n > 0 && seq > 0 && seq.is_multiple_of(n) && late < seq / n {
         while now_ns() <= due {
             std::hint::spin_loop();
         }
