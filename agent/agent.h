@@ -110,6 +110,10 @@ typedef struct recorder {
     } wraps[HIST_WRAPS];
     int n_wraps;
     uint64_t count, overruns, min, max;
+    /* Of overruns, the periods a timer loop found already due when it was
+     * about to sleep (probe_timer.c); has_late_starts: a loop that counts. */
+    uint64_t late_starts;
+    int has_late_starts;
     u128 sum, sumsq;
     rec_sample *tail;     /* min-heap of the tail_k largest */
     size_t tail_len, tail_k, tail_cap;
@@ -335,8 +339,13 @@ typedef struct {
     int (*recorders)(const plan *p);
     /* 0 ok; -1 on a set-up failure (msg in err). */
     int (*run)(vrun *v, char *err, size_t errn);
-    /* Whether a variant exists on this system (NULL: all do). */
+    /* Whether a variant exists on this system (NULL: all do). Answered
+     * from what startup learnt: the announcement lists only these. */
     int (*available)(const char *variant);
+    /* Once at start-up, before hello (NULL: nothing to learn): try the
+     * calls the variants need (pi: the mutex protocols) so the probe line
+     * names only what this system accepts (docs/agent.md "probe"). */
+    void (*startup)(void);
 } probe_desc;
 
 /* The signal the signal probe uses; blocked in every thread from start-up. */
@@ -381,6 +390,7 @@ extern agent_state g_agent;
 
 /* announce.c */
 const probe_desc *probe_named(const char *name); /* NULL: not offered here */
+void probes_startup(void);                       /* every probe's startup, once */
 void send_hello(void);
 /* plan.c */
 int parse_u64(const char *s, uint64_t *v);

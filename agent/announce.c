@@ -4,7 +4,8 @@
  *
  * A probe is offered when it has no variant list or one of its variants is
  * available on this system (port_*.c); its probe line lists exactly the
- * variants available. The names are rtscope's own (measure::REGISTRY):
+ * variants available, as each probe's startup found them (pi: the mutex
+ * protocols the system accepts, tried once before hello). The names are rtscope's own (measure::REGISTRY):
  * tests/agent.rs compares them with `rtscope probes`.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -44,6 +45,14 @@ const probe_desc *probe_named(const char *name)
         if (strcmp(probes[i]->name, name) == 0)
             return probe_listed(probes[i]) ? probes[i] : NULL;
     return NULL;
+}
+
+void probes_startup(void)
+{
+    int i;
+    for (i = 0; i < N_PROBES; i++)
+        if (probes[i]->startup)
+            probes[i]->startup();
 }
 
 /* hello, probe and ready are sent by the session thread only: formatted

@@ -69,6 +69,7 @@ def main():
     total = 0
     done = None
     plan_duration = {}
+    periodic_cpu = {}
     hello = False
     for no, line in enumerate(lines, 1):
         if not line.startswith("RTS"):
@@ -109,6 +110,16 @@ def main():
             if block is None or f["n"] != block["f"]["n"]:
                 fail(no, line, "end without its result")
             check_block(no, line, block, plan_duration)
+            bf = block["f"]
+            if bf["probe"] == "periodic":
+                # A period-error block is its latency block's thread: the same
+                # CPU, `-` for both when the thread was not pinned.
+                base = bf["variant"].removesuffix("/period-error")
+                key = (base, bf["thread"])
+                if base == bf["variant"]:
+                    periodic_cpu[key] = bf["cpu"]
+                elif key in periodic_cpu and periodic_cpu[key] != bf["cpu"]:
+                    fail(no, line, f"period-error of {base} thread {bf['thread']} says cpu={bf['cpu']}, its latency block cpu={periodic_cpu[key]}")
             blocks += 1
             total += 1
             block = None
@@ -177,6 +188,8 @@ def check_block(no, line, b, plan_duration):
         periods = plan_duration[f["variant"]] // int(f["interval_ns"])
         if n + int(f["overruns"]) != periods:
             fail(no, line, f"{where}: samples {n} + overruns {f['overruns']} != periods {periods}")
+    if int(f.get("late_starts", "0")) > int(f["overruns"]):
+        fail(no, line, f"{where}: late_starts {f['late_starts']} above overruns {f['overruns']}")
     if f["variant"].endswith("/period-error"):
         c, lo, hi, s = (int(x) for x in f["signed"].split(":"))
         if c != n:

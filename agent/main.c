@@ -60,7 +60,7 @@ static void calibrate_clock(void)
     (void)sink;
 }
 
-/* Signals, the system's facts, the clock, memory locking. */
+/* Signals, the system's facts, the probes' calls, the clock, memory locking. */
 static void probe_system(void)
 {
     struct sigaction sa;
@@ -82,6 +82,7 @@ static void probe_system(void)
     a->own_prio = own_sched_init();
     a->prio_min = sched_get_priority_min(SCHED_FIFO);
     a->prio_max = sched_get_priority_max(SCHED_FIFO);
+    probes_startup(); /* what the variants need, tried once: the probe lines */
     if (a->max_threads == 0)
         a->max_threads = a->info.cpus > 2 ? (a->info.cpus > MAX_THREADS ? MAX_THREADS : a->info.cpus) : 2;
     if (clock_getres(CLOCK_MONOTONIC, &res) == 0)

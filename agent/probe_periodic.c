@@ -12,7 +12,8 @@
  *   histogram holds |error|, the result's `signed` the signed count, min,
  *   max and sum.
  * Invariants: samples + overruns = periods (latency entry); the error entry
- * has samples - 1 samples per thread.
+ * has samples - 1 samples per thread, and the CPU of its thread's latency
+ * entry (`-` for both when the thread could not be pinned).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -54,6 +55,7 @@ static void job(void *x)
     periodic_arg *a = x;
     int rc;
     rt_setup(a->rec, a->index, a->cpu, a->p->policy, a->p->priority);
+    a->err->cpu = a->rec->cpu; /* not pinned (rt_setup said -1): both say cpu=- */
     live_register(a->rec);
     gate_pass(a->g, a->rec);
     rc = timer_loop(a->rec, a->period, a->duration, a->p->iterations, on_sample, a);

@@ -19,12 +19,16 @@
  * with no critical section left after the wake: only the system's work to
  * resolve the conflict). Events are paced by the interval but never closer
  * than 2 x (burst + hold), so the threads use at most half of their CPU.
- * The wake-ups are POSIX semaphores. Invariant: one sample per event L
+ * The wake-ups are POSIX semaphores. The protocols the system accepts are
+ * tried once at start-up: a refused one is not announced (deadlock-break
+ * is inherit's); one refused at run time refuses that variant only, naming
+ * the call and errno (runner.c). Invariant: one sample per event L
  * started; shutdown: L ends the loop, sets done and wakes H and M, which see
  * it before blocking again.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include "agent.h"
@@ -194,22 +198,75 @@ static void pi_note(recorder *r, const plan *p, const char *variant, int prio)
     r->note = r->note_buf;
 }
 
-/* The mutex with the variant's protocol (ceiling: high's priority). */
-static int pi_mutex(const char *variant, int prio, char *err, size_t errn)
+static int protocol_of(const char *variant)
+{
+    return strcmp(variant, "none") == 0      ? PTHREAD_PRIO_NONE
+           : strcmp(variant, "protect") == 0 ? PTHREAD_PRIO_PROTECT
+                                             : PTHREAD_PRIO_INHERIT;
+}
+
+/* A mutex with protocol proto (ceiling: prio) into m: 0, or the errno of
+ * the call that refused it, named in *call. */
+static int make_mutex(pthread_mutex_t *m, int proto, int prio, const char **call)
 {
     pthread_mutexattr_t ma;
-    int rc, proto = strcmp(variant, "none") == 0      ? PTHREAD_PRIO_NONE
-                    : strcmp(variant, "protect") == 0 ? PTHREAD_PRIO_PROTECT
-                                                      : PTHREAD_PRIO_INHERIT;
-    pthread_mutexattr_init(&ma);
+    int rc;
+    *call = "pthread_mutexattr_init";
+    if ((rc = pthread_mutexattr_init(&ma)) != 0)
+        return rc;
+    *call = "pthread_mutexattr_setprotocol";
     rc = pthread_mutexattr_setprotocol(&ma, proto);
-    if (rc == 0 && proto == PTHREAD_PRIO_PROTECT)
+    if (rc == 0 && proto == PTHREAD_PRIO_PROTECT) {
+        *call = "pthread_mutexattr_setprioceiling";
         rc = pthread_mutexattr_setprioceiling(&ma, prio);
-    if (rc == 0)
-        rc = pthread_mutex_init(&mtx, &ma);
+    }
+    if (rc == 0) {
+        *call = "pthread_mutex_init";
+        rc = pthread_mutex_init(m, &ma);
+    }
     pthread_mutexattr_destroy(&ma);
-    if (rc != 0) {
-        snprintf(err, errn, "pi %s: mutex with the protocol: %s", variant, errno_name(rc));
+    return rc;
+}
+
+/* What the system accepts, tried once at start-up (before hello): a mutex
+ * of each protocol, the ceiling at the lowest SCHED_FIFO priority. A
+ * protocol it refuses is left out of the probe line (docs/agent.md §1);
+ * deadlock-break is inherit's. */
+static int has_inherit, has_protect;
+
+static void startup(void)
+{
+    pthread_mutex_t m;
+    const char *call;
+    int low = sched_get_priority_min(SCHED_FIFO);
+    if ((has_inherit = make_mutex(&m, PTHREAD_PRIO_INHERIT, low, &call) == 0))
+        pthread_mutex_destroy(&m);
+    if ((has_protect = make_mutex(&m, PTHREAD_PRIO_PROTECT, low, &call) == 0))
+        pthread_mutex_destroy(&m);
+}
+
+static int available(const char *variant)
+{
+    int proto = protocol_of(variant);
+    return proto == PTHREAD_PRIO_NONE || (proto == PTHREAD_PRIO_PROTECT ? has_protect : has_inherit);
+}
+
+/* The mutex with the variant's protocol (ceiling: high's priority); a
+ * refusal names the call and its errno (the runner refuses the variant, not
+ * the plan). The test build -DRTSCOPE_TEST_REFUSE_PROTECT refuses protect
+ * here, after start-up announced it, as a system that fails it at run time. */
+static int pi_mutex(const char *variant, int prio, char *err, size_t errn)
+{
+    const char *call;
+    int rc, proto = protocol_of(variant);
+#ifdef RTSCOPE_TEST_REFUSE_PROTECT
+    if (proto == PTHREAD_PRIO_PROTECT) {
+        snprintf(err, errn, "pi %s: pthread_mutexattr_setprotocol: %s (forced by the test build)", variant, errno_name(ENOTSUP));
+        return -1;
+    }
+#endif
+    if ((rc = make_mutex(&mtx, proto, prio, &call)) != 0) {
+        snprintf(err, errn, "pi %s: %s: %s", variant, call, errno_name(rc));
         return -1;
     }
     return 0;
@@ -282,4 +339,6 @@ const probe_desc probe_pi = {
     .workers = workers,
     .recorders = recorders,
     .run = run,
+    .available = available,
+    .startup = startup,
 };

@@ -18,10 +18,13 @@
  * one observed switch between the two threads; none is counted twice (the
  * stamp is consumed by the turn). At SCHED_FIFO the pair keeps its CPU
  * busy: RT throttling can stop both for the rest of a second, which shows
- * as one long sample, and is real.
+ * as one long sample, and is real. The two threads must share one CPU:
+ * on a system of several CPUs without an affinity call switch is not
+ * announced; a pinning that fails at run time leaves a note "not a switch".
  */
 #define _POSIX_C_SOURCE 200809L
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include "agent.h"
 
@@ -101,9 +104,33 @@ static int workers(const plan *p)
     return 2;
 }
 
+/* Two threads that cannot be put on one CPU measure no switch (on two CPUs
+ * they run side by side: a sample is the other's loop, min 0.0 us). A
+ * system with more than one CPU and no affinity call is known at start-up:
+ * switch is not announced there. */
+static int one_cpu_possible(void)
+{
+    return g_agent.info.affinity || g_agent.info.cpus == 1;
+}
+
 static int available(const char *v)
 {
-    return strcmp(v, "futex") != 0 || port_has_futex();
+    return one_cpu_possible() && (strcmp(v, "futex") != 0 || port_has_futex());
+}
+
+/* Pinning that failed at run time: the result says so (a note the host
+ * turns into a warning), as a cross-CPU pair that could not be placed. */
+static void not_one_cpu(recorder **r)
+{
+    int i;
+    if ((r[0]->cpu >= 0 && r[1]->cpu >= 0) || g_agent.info.cpus == 1)
+        return;
+    for (i = 0; i < 2; i++) {
+        snprintf(r[i]->note_buf, sizeof r[i]->note_buf,
+                 "not a switch: the two threads could not be pinned to one CPU (see their affinity steps) on a system of %d CPUs, so they may have run side by side and a sample be the other's loop, not a task switch",
+                 g_agent.info.cpus);
+        r[i]->note = r[i]->note_buf;
+    }
 }
 
 static int run(vrun *v, char *err, size_t errn)
@@ -135,6 +162,7 @@ static int run(vrun *v, char *err, size_t errn)
     }
     pool_join(0);
     pool_join(1);
+    not_one_cpu(v->recs);
     v->n_out = 2;
     return 0;
 }

@@ -7,9 +7,14 @@
  * latency = now - due. Then due += interval; if the wake-up was so late that
  * the next due time has already passed, every period skipped is counted as
  * an overrun (only those inside the run) and due moves past now.
+ * A period already due when the loop is about to sleep (the last wake-up
+ * and its recording took the whole period) is a late start: no wake-up to
+ * time (the sleep would return at once: a "latency" of the clock read), so
+ * no sample; it is missed, counted in overruns and, apart, in late_starts
+ * (the result's late_starts=, docs/probes.md), as src/measure/timer.rs.
  * Invariant: samples + overruns = the number of periods in the run, exactly,
  * however late the wake-ups were (a run ended by stop: the periods up to
- * the stop).
+ * the stop); late_starts <= overruns.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "agent.h"
@@ -21,9 +26,28 @@ int timer_loop(recorder *rec, uint64_t interval, uint64_t duration, uint64_t max
     uint64_t end = start + duration;
     uint64_t due = start + interval;
     uint64_t seq = 0;
+    rec->has_late_starts = 1;
     while (due <= end && seq < max_samples && !AT_LOAD_RELAXED(&g_stop)) {
         uint64_t now, lat;
-        int rc = sleep_until_or_stop(due);
+        int rc;
+#ifdef RTSCOPE_TEST_LATE_START
+        /* Test build: every Nth period starts past its due time. */
+        if (seq > 0 && seq % RTSCOPE_TEST_LATE_START == 0 && rec->late_starts < seq / RTSCOPE_TEST_LATE_START)
+            while (now_ns() <= due)
+                ;
+#endif
+        now = now_ns();
+        if (now >= due) {
+            /* A late start: already due as the loop is about to sleep. */
+            uint64_t missed = (now - due) / interval + 1, in_run = (end - due) / interval + 1;
+            if (missed > in_run)
+                missed = in_run;
+            recorder_add_overruns(rec, missed);
+            rec->late_starts += missed;
+            due += ((now - due) / interval + 1) * interval;
+            continue;
+        }
+        rc = sleep_until_or_stop(due);
         if (rc < 0)
             break; /* stop during a long interval */
         if (rc != 0)

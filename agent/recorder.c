@@ -168,6 +168,8 @@ void recorder_reset(recorder *r, uint64_t duration_ns, size_t tail_k)
     memset(r->hist, 0, HIST_LEN * sizeof *r->hist);
     r->n_wraps = 0;
     r->count = r->overruns = r->max = 0;
+    r->late_starts = 0;
+    r->has_late_starts = 0;
     r->min = UINT64_MAX;
     r->sum.hi = r->sum.lo = r->sumsq.hi = r->sumsq.lo = 0;
     if (tail_k == 0)

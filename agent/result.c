@@ -59,6 +59,8 @@ static void result_line(long id, int n, const char *probe, const recorder *r, si
     if (r->error)
         out_str(&l, "error", r->error);
     out_u64(&l, "notes", r->note ? 1u : 0u);
+    if (r->has_late_starts)
+        out_u64(&l, "late_starts", r->late_starts);
     if (r->has_faults) {
         snprintf(a, sizeof a, "%llu:%llu", (unsigned long long)r->fault_minor, (unsigned long long)r->fault_major);
         out_str(&l, "faults", a);

@@ -189,6 +189,34 @@ static void note_stall(recorder *r)
     recorder_add_setup(r, "stall watch", "failed", detail);
 }
 
+/*
+ * A variant refused at run time (its probe's set-up failed: a call the
+ * system does not accept, e.g. pthread_mutexattr_setprotocol ENOTSUP) is
+ * refused alone: a plan-wide set-up step `refused[PROBE:VARIANT]`, failed,
+ * naming the call and errno, and its siblings are measured. A plan none of
+ * whose variants ran fails as a whole (error code=internal, done
+ * status=failed), as one without variants does. docs/agent.md "Variants
+ * refused at run time".
+ */
+static unsigned char refused[MAX_VARIANTS];
+static int n_refused;
+
+static void refuse_variant(const plan *p, int v, const char *why)
+{
+    line_out l;
+    char step[80];
+    refused[v] = 1;
+    n_refused++;
+    snprintf(step, sizeof step, "refused[%s:%s]", p->probe, p->variants[v]);
+    out_begin(&l, "setup");
+    out_id(&l, p->id);
+    out_str(&l, "n", "-");
+    out_str(&l, "step", step);
+    out_str(&l, "outcome", "failed");
+    out_str(&l, "detail", why);
+    out_send(&l);
+}
+
 static int run_pass(const plan *p, const probe_desc *pd, int warm, int *results, int *stopped, char *err, size_t errn)
 {
     int v, i, nv = p->n_variants ? p->n_variants : 1;
@@ -201,6 +229,8 @@ static int run_pass(const plan *p, const probe_desc *pd, int warm, int *results,
             *stopped = 1;
             break;
         }
+        if (p->n_variants && refused[v])
+            continue; /* refused in the warm-up: said then */
         memset(&vr, 0, sizeof vr);
         vr.p = p;
         vr.variant = name;
@@ -214,7 +244,10 @@ static int run_pass(const plan *p, const probe_desc *pd, int warm, int *results,
         live_begin(warm ? -1 : p->id, name, warm ? 0 : p->progress_ms, pd->uses_periods ? p->periods[v] : p->interval_ns);
         if (pd->run(&vr, err, errn) < 0) {
             live_end();
-            return -1;
+            if (!p->n_variants || n_refused + 1 >= nv)
+                return -1; /* nothing of the plan can run */
+            refuse_variant(p, v, err);
+            continue;
         }
         live_end();
         if (AT_LOAD(&stalled) && warm) {
@@ -277,6 +310,8 @@ void *runner_main(void *unused)
         pd = probe_named(p->probe);
         err[0] = 0;
         AT_STORE(&stalled, 0);
+        memset(refused, 0, sizeof refused);
+        n_refused = 0;
         hogs = load_start(p, first_load);
         if (p->warmup_ns > 0)
             rc = run_pass(p, pd, 1, &results, &stopped, err, sizeof err);

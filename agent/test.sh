@@ -18,6 +18,8 @@
 #   9. the agent's own threads below every measuring thread (chrt -f 50)
 #  10. a measuring thread that stops counting is reported as stalled
 #  11. a plan's waits (a 60 s interval) end at stop, its end, EOF
+#  12. a variant refused at run time is refused alone (a forcing test build)
+#  13. a late start is counted apart, not as a sample (a forcing test build)
 # Usage: agent/test.sh [--quick]   (--quick: shorter plans)
 set -u
 cd "$(dirname "$0")" || exit 2
@@ -193,19 +195,53 @@ done
 if make -s PORT=posix WERROR=-Werror CFLAGS="-O2 -U__linux__" OUT="$TMP/agent.posix" >"$TMP/posix.build" 2>&1; then
     session "$TMP/agent.posix" "$TMP/posix" 30 \
         "plan id=1 probe=timer interval_ns=1000000 duration_ns=$D cpus=0 threads=1 $PLAN_COMMON" \
-        "plan id=2 probe=sem variants=posix/same-cpu,mutex/cross-cpu interval_ns=1000000 duration_ns=$D cpus=$CPULIST threads=1 $PLAN_COMMON"
+        "plan id=2 probe=sem variants=posix/same-cpu,mutex/cross-cpu interval_ns=1000000 duration_ns=$D cpus=$CPULIST threads=1 $PLAN_COMMON" \
+        "plan id=3 probe=periodic periods_ns=10000000 duration_ns=$D cpus=0 threads=1 $PLAN_COMMON"
     if python3 check_output.py "$TMP/posix" --expect-status complete --min-results 2 >/dev/null 2>"$TMP/posix.check" &&
-       ! grep -q '^RTS1 probe name=preempt' "$TMP/posix" && grep -q '^RTS1 probe name=signal variants=pthread_kill ' "$TMP/posix" &&
+       ! grep -q '^RTS1 probe name=preempt' "$TMP/posix" && { [ "$CPULIST" = 0 ] || ! grep -q '^RTS1 probe name=switch' "$TMP/posix"; } && grep -q '^RTS1 probe name=signal variants=pthread_kill ' "$TMP/posix" &&
        grep -q 'step=affinity\[thread%200\] outcome=skipped' "$TMP/posix" &&
        grep -q 'step=main%20thread%20placement outcome=skipped detail=no%20CPU%20affinity' "$TMP/posix" &&
        ! grep -q '^RTS1 result .* cpu=[0-9]' "$TMP/posix" && [ "$(grep -c '^RTS1 result .* cpu=- ' "$TMP/posix")" = "$(grep -c '^RTS1 result ' "$TMP/posix")" ] &&
        { [ "$CPULIST" = 0 ] || grep -q '^RTS1 note id=2 n=1 text=cross-CPU%20not%20placed' "$TMP/posix"; }; then
-        pass "generic POSIX port: no futex/sigqueue variants, pinning and placement reported as skipped, unpinned threads cpu=-, an unplaced cross-cpu variant says so, results parse"
+        pass "generic POSIX port: no futex/sigqueue variants, no switch on several CPUs without affinity, pinning and placement reported as skipped, unpinned threads cpu=- (periodic's period-error blocks too), an unplaced cross-cpu variant says so, results parse"
     else
         fail "generic POSIX port"; cat "$TMP/posix.check"; grep '^RTS1 \(result\|note\|probe\)' "$TMP/posix" | cut -c1-160
     fi
 else
     fail "generic POSIX port build"; tail -5 "$TMP/posix.build"
+fi
+
+# 12. a variant the system refuses at run time (-DRTSCOPE_TEST_REFUSE_PROTECT:
+#     pthread_mutexattr_setprotocol ENOTSUP for pi:protect) is refused alone:
+#     the step refused[pi:protect] names the call, the others are measured.
+if make -s WERROR=-Werror CFLAGS="-O2 -DRTSCOPE_TEST_REFUSE_PROTECT" OUT="$TMP/agent.refuse" >"$TMP/refuse.build" 2>&1; then
+    session "$TMP/agent.refuse" "$TMP/refuse" 30 \
+        "plan id=1 probe=pi interval_ns=1000000 duration_ns=$((D * 2)) cpus=0 threads=1 pi_burst_ns=200000 $PLAN_COMMON"
+    if python3 check_output.py "$TMP/refuse" --expect-status complete --min-results 3 >/dev/null 2>"$TMP/refuse.check" &&
+       grep -q '^RTS1 setup id=1 n=- step=refused\[pi:protect\] outcome=failed detail=pi%20protect:%20pthread_mutexattr_setprotocol:%20ENOTSUP' "$TMP/refuse" &&
+       [ "$(grep -c '^RTS1 result ' "$TMP/refuse")" = 3 ] && ! grep -q '^RTS1 result .* variant=protect ' "$TMP/refuse"; then
+        pass "a variant refused at run time (pi:protect, ENOTSUP) is named; none, inherit, deadlock-break measured"
+    else
+        fail "refused variant"; cat "$TMP/refuse.check"; grep '^RTS1 \(setup id=1 n=-\|result\|done\|error\)' "$TMP/refuse" | cut -c1-160
+    fi
+else
+    fail "refusing test build"; tail -5 "$TMP/refuse.build"
+fi
+
+# 13. a late start (the period already due as the loop is about to sleep) is
+#     counted apart, not as a sample: -DRTSCOPE_TEST_LATE_START=10 makes
+#     every 10th period start late (200 periods: 19, or 18 if stop came).
+if make -s WERROR=-Werror CFLAGS="-O2 -DRTSCOPE_TEST_LATE_START=10" OUT="$TMP/agent.late" >"$TMP/late.build" 2>&1; then
+    session "$TMP/agent.late" "$TMP/late" 30 \
+        "plan id=1 probe=timer interval_ns=1000000 duration_ns=200000000 cpus=0 threads=1 $PLAN_COMMON"
+    late=$(sed -n 's/^RTS1 result .* late_starts=\([0-9]*\) .*/\1/p' "$TMP/late")
+    if python3 check_output.py "$TMP/late" --expect-status complete >/dev/null 2>"$TMP/late.check" && [ "${late:-0}" -ge 10 ]; then
+        pass "forced late starts counted apart: late_starts=$late, samples + overruns = periods"
+    else
+        fail "late starts"; cat "$TMP/late.check"; grep '^RTS1 result' "$TMP/late" | cut -c1-200
+    fi
+else
+    fail "late-start test build"; tail -5 "$TMP/late.build"
 fi
 
 # 8. build options and what a small RTOS needs (issue 48: items 2, 3, 9)

@@ -33,12 +33,12 @@ fn agent() -> Option<&'static Path> {
     AGENT
         .get_or_init(|| {
             if !repo().join("agent/Makefile").exists() {
-                eprintln!("SKIP: no agent/ directory (rtscope-agent not in this tree yet)");
+                common::skipped("no agent/ directory (rtscope-agent not in this tree yet)");
                 return None;
             }
             let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
             if Command::new(&cc).arg("--version").output().map(|o| !o.status.success()).unwrap_or(true) {
-                eprintln!("SKIP: no C compiler ({cc}) to build rtscope-agent");
+                common::skipped(&format!("no C compiler ({cc}) to build rtscope-agent"));
                 return None;
             }
             let dir = tempfile::tempdir().unwrap();
@@ -294,8 +294,7 @@ fn the_agents_own_threads_run_off_the_measured_cpu() {
     let Some(agent) = agent() else { return };
     let mine = allowed_cpus(Path::new("/proc/self/status")).unwrap();
     if mine.len() < 2 {
-        eprintln!("SKIP: this test may use only CPUs {mine:?}; placement needs one CPU outside the measured one");
-        return;
+        common::skip!("this test may use only CPUs {mine:?}; placement needs one CPU outside the measured one");
     }
     let measured = *mine.last().unwrap();
     let spare: Vec<usize> = mine.iter().copied().filter(|c| *c != measured).collect();
@@ -568,13 +567,12 @@ fn make_agent(out: &Path, vars: &[String]) -> Result<(), String> {
 #[test]
 fn agent_builds_warning_free_with_gcc_and_clang() {
     if !repo().join("agent/Makefile").exists() {
-        eprintln!("SKIP: no agent/ directory");
-        return;
+        common::skip!("no agent/ directory");
     }
     let dir = tempfile::tempdir().unwrap();
     for cc in ["gcc", "clang"] {
         if !have(cc) {
-            eprintln!("SKIP: {cc} not installed (Debian package {cc}; test.sh installs it)");
+            common::skipped(&format!("{cc} not installed (Debian package {cc}; test.sh installs it)"));
             continue;
         }
         // Our check build: -std=c99 -Wall -Wextra -pedantic -Werror (a
@@ -593,13 +591,11 @@ fn agent_builds_warning_free_with_gcc_and_clang() {
 /// (their latencies are qemu's, not a board's: not checked).
 fn cross_agent_measures_timer(cc: &str, qemu: &str, arch: &str) {
     if !repo().join("agent/Makefile").exists() {
-        eprintln!("SKIP: no agent/ directory");
-        return;
+        common::skip!("no agent/ directory");
     }
     for tool in [cc, qemu] {
         if !have(tool) {
-            eprintln!("SKIP: {tool} not installed (test.sh installs gcc-aarch64-linux-gnu, gcc-arm-linux-gnueabihf, their libc6-dev-*-cross and qemu-user-static)");
-            return;
+            common::skip!("{tool} not installed (test.sh installs gcc-aarch64-linux-gnu, gcc-arm-linux-gnueabihf, their libc6-dev-*-cross and qemu-user-static)");
         }
     }
     let dir = tempfile::tempdir().unwrap();
@@ -631,8 +627,7 @@ fn armhf_static_agent_under_qemu_user() {
 fn agent_test_sh_passes() {
     let script = repo().join("agent/test.sh");
     if !script.exists() || agent().is_none() {
-        eprintln!("SKIP: no agent/test.sh or no C compiler");
-        return;
+        common::skip!("no agent/test.sh or no C compiler");
     }
     let out = Command::new("sh").arg(&script).arg("--quick").output().unwrap();
     assert!(
@@ -865,8 +860,7 @@ libc.ptrace(17, tid, None, None)
 fn a_stalled_probe_on_the_target_ends_the_run_and_is_shown() {
     let Some(agent) = agent() else { return };
     if !have("python3") {
-        eprintln!("SKIP: python3 (ptrace helper)");
-        return;
+        common::skip!("python3 (ptrace helper)");
     }
     let sb = Sandbox::new();
     std::fs::write(sb.path("freeze.py"), FREEZE).unwrap();
@@ -884,8 +878,7 @@ fn a_stalled_probe_on_the_target_ends_the_run_and_is_shown() {
     let helper = freeze.wait_with_output().unwrap();
     let said = String::from_utf8_lossy(&helper.stdout).into_owned();
     if helper.status.code() == Some(77) {
-        eprintln!("SKIP: {said}");
-        return;
+        common::skip!("{said}");
     }
     assert!(said.starts_with("stopped "), "{said}");
     let stderr = String::from_utf8_lossy(&out.stderr);

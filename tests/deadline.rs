@@ -54,8 +54,7 @@ fn refused(out: &Output, wrote: bool) -> bool {
 #[test]
 fn deadline_tasks_are_admitted_and_every_period_is_a_sample_or_an_overrun() {
     if !is_root() {
-        eprintln!("skipped: SCHED_DEADLINE needs root");
-        return;
+        common::skip!("SCHED_DEADLINE needs root");
     }
     let _g = serial();
     // 4 ms period, runtime 2.4 ms (60 %): above the 2 ms HRTICK rule.
@@ -82,8 +81,7 @@ fn deadline_tasks_are_admitted_and_every_period_is_a_sample_or_an_overrun() {
 #[test]
 fn standard_under_deadline_runs_timer_and_periodic_and_names_the_probes_left_out() {
     if !is_root() {
-        eprintln!("skipped: the admission test of a deadline plan needs root");
-        return;
+        common::skip!("the admission test of a deadline plan needs root");
     }
     let _g = serial();
     // -i 4ms: the preset's 1 ms would need HRTICK (runtime 600 µs).
@@ -103,8 +101,7 @@ fn standard_under_deadline_runs_timer_and_periodic_and_names_the_probes_left_out
 #[test]
 fn scenario_reservation_keys_set_the_deadline_tasks() {
     if !is_root() {
-        eprintln!("skipped: SCHED_DEADLINE needs root");
-        return;
+        common::skip!("SCHED_DEADLINE needs root");
     }
     let _g = serial();
     let dir = tempfile::tempdir().unwrap();
@@ -136,8 +133,7 @@ fn scenario_reservation_keys_set_the_deadline_tasks() {
 #[test]
 fn deadline_refusals_are_exit_2_naming_the_setting_with_nothing_written() {
     if !is_root() {
-        eprintln!("skipped: SCHED_DEADLINE needs root");
-        return;
+        common::skip!("SCHED_DEADLINE needs root");
     }
     let _g = serial();
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
@@ -194,12 +190,10 @@ fn hog(stop: &AtomicBool) {
 #[test]
 fn migrate_reports_violations_under_a_fifo_hog_and_check_gates_on_them() {
     if !is_root() {
-        eprintln!("skipped: migrate needs SCHED_FIFO (root)");
-        return;
+        common::skip!("migrate needs SCHED_FIFO (root)");
     }
     if std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) < 2 {
-        eprintln!("skipped: migrate's order across CPUs needs two CPUs");
-        return;
+        common::skip!("migrate's order across CPUs needs two CPUs");
     }
     let _g = serial();
     let dir = tempfile::tempdir().unwrap();
@@ -244,8 +238,7 @@ fn migrate_reports_violations_under_a_fifo_hog_and_check_gates_on_them() {
 #[test]
 fn a_signal_chain_round_is_longer_than_one_hop() {
     if !is_root() {
-        eprintln!("skipped: signal:chain runs SCHED_FIFO (root)");
-        return;
+        common::skip!("signal:chain runs SCHED_FIFO (root)");
     }
     let _g = serial();
     let (out, run) = run(&["--probe", "signal:chain", "--chain", "3", "-a", "0", "--iterations", "2000", "-i", "200us", "-D", "1h"]);

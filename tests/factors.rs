@@ -286,8 +286,7 @@ fn an_experiment_is_stored_tagged_and_analysed_again_the_same() {
 #[test]
 fn real_safe_knobs_are_restored_after_a_kill() {
     if !is_root() {
-        eprintln!("skipped: needs root");
-        return;
+        common::skip!("needs root");
     }
     let _s = serial();
     let knobs = [
@@ -339,8 +338,7 @@ fn real_safe_knobs_are_restored_after_a_kill() {
 #[test]
 fn without_root_host_knobs_are_exit_2_naming_them_and_nothing_changes() {
     if !is_root() || !Path::new("/usr/bin/setpriv").exists() {
-        eprintln!("skipped: needs root and setpriv to run as nobody");
-        return;
+        common::skip!("needs root and setpriv to run as nobody");
     }
     let sb = Sandbox::new();
     // nobody must reach the sandbox (cwd, state dir, database) to show it
@@ -576,8 +574,7 @@ fn need_root(what: &str) -> bool {
     if is_root() {
         return true;
     }
-    assert!(std::env::var_os("CI").is_none(), "{what} needs root, and CI runs as root");
-    eprintln!("skipped: {what} needs root");
+    common::skipped(&format!("{what} needs root"));
     false
 }
 

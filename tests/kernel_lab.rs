@@ -90,10 +90,8 @@ fn lab_available() -> bool {
         }
         let ok = have("qemu-system-x86_64") && have("cpio");
         if !ok {
-            eprintln!(
-                "kernel_lab: SKIPPED: qemu-system-x86_64 is not installed and could not be \
-                 installed (apt-get install qemu-system-x86 busybox-static cpio, as root)"
-            );
+            common::skipped(&format!("kernel_lab: qemu-system-x86_64 is not installed and could not be \
+                 installed (apt-get install qemu-system-x86 busybox-static cpio, as root)"));
         }
         ok
     })
@@ -420,8 +418,7 @@ fn a_guest_killed_at_the_timeout_leaves_its_state() {
 fn rt_kernel_timerlat_names_a_fifo_hog() {
     let _guard = guest_lock();
     if !lab_available() || !have("chrt") {
-        eprintln!("kernel_lab: SKIPPED timerlat hog test: needs qemu and util-linux chrt");
-        return;
+        common::skip!("timerlat hog test: needs qemu and util-linux chrt");
     }
     let dir = tempfile::tempdir().unwrap();
     let out_file = dir.path().join("hog.json");
@@ -509,7 +506,7 @@ fn rtla_available() -> bool {
         }
         let ok = rtla.exists();
         if !ok {
-            eprintln!("kernel_lab: SKIPPED: /usr/bin/rtla is not installed and could not be (apt-get install rtla, as root)");
+            common::skipped(&format!("kernel_lab: /usr/bin/rtla is not installed and could not be (apt-get install rtla, as root)"));
         }
         ok
     })
@@ -777,9 +774,7 @@ fn arm64_available() -> bool {
                 .status();
         }
         if !have_all(&tools) {
-            eprintln!(
-                "kernel_lab: SKIPPED arm64: needs {tools:?} (apt-get install qemu-system-arm gcc-aarch64-linux-gnu cpio, as root)"
-            );
+            common::skipped(&format!("kernel_lab: arm64: needs {tools:?} (apt-get install qemu-system-arm gcc-aarch64-linux-gnu cpio, as root)"));
             return false;
         }
         let dir = tempfile::tempdir().unwrap();
@@ -792,7 +787,7 @@ fn arm64_available() -> bool {
         match out.status.code() {
             Some(0) => true,
             Some(3) if err.contains("cannot resolve") || err.contains("apt-get download") => {
-                eprintln!("kernel_lab: SKIPPED arm64: the Debian arm64 packages are not available here:\n{err}");
+                common::skipped(&format!("kernel_lab: arm64: the Debian arm64 packages are not available here:\n{err}"));
                 false
             }
             _ => panic!("kernel-lab --arch arm64 --initrd-only failed: {:?}\n{err}", out.status),

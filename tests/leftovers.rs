@@ -69,8 +69,7 @@ fn kill_during_sem_sysv(sb: &Sandbox) -> u32 {
 #[test]
 fn sysv_sets_of_killed_runs_are_removed_by_the_next_run_and_by_doctor() {
     if !std::path::Path::new("/proc/sysvipc/sem").exists() {
-        eprintln!("skipped: no /proc/sysvipc/sem (kernel without SysV IPC)");
-        return;
+        common::skip!("no /proc/sysvipc/sem (kernel without SysV IPC)");
     }
     let _turn = one_at_a_time();
     let sb = Sandbox::new();
@@ -127,8 +126,7 @@ fn sem_sysv_runs_and_leaves_no_set() {
 fn every_knob_holds_its_value_from_before_the_suite() {
     let path = common::knobs_before_suite_path();
     let Ok(before) = std::fs::read_to_string(&path) else {
-        eprintln!("skipped: no record of the knobs from before this suite ({}): this binary ran first", path.display());
-        return;
+        common::skip!("no record of the knobs from before this suite ({}): this binary ran first", path.display());
     };
     let before: serde_json::Value = serde_json::from_str(&before).unwrap();
     let out = common::rtscope().args(["factors", "--list", "--format", "json"]).env_remove("RTSCOPE_KNOB_ROOT").output().unwrap();

@@ -150,8 +150,7 @@ fn every_builtin_load_runs_and_leaves_evidence() {
 #[test]
 fn every_stress_ng_load_runs_and_leaves_evidence() {
     if !stress_ng_installed() {
-        eprintln!("skipped: stress-ng is not installed (apt-get install stress-ng)");
-        return;
+        common::skip!("stress-ng is not installed (apt-get install stress-ng)");
     }
     let (r, _dir) = run_all_loads("stress-ng");
     check_common(&r, "stress-ng");
@@ -360,8 +359,7 @@ fn sigkill_of_rtscope_kills_builtin_loads_within_a_second() {
 #[test]
 fn sigkill_of_rtscope_kills_stress_ng_and_its_workers_within_a_second() {
     if !stress_ng_installed() {
-        eprintln!("skipped: stress-ng is not installed (apt-get install stress-ng)");
-        return;
+        common::skip!("stress-ng is not installed (apt-get install stress-ng)");
     }
     sigkill_takes_every_load_down("stress-ng");
 }

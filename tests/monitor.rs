@@ -39,8 +39,7 @@ fn windows(sb: &Sandbox, id: u64) -> Vec<Value> {
 #[test]
 fn prometheus_scrapes_the_window_maxima_rtscope_stored() {
     let Ok(prom) = which("prometheus") else {
-        eprintln!("skipped: no prometheus binary (Debian package `prometheus`; test.sh installs it)");
-        return;
+        common::skip!("no prometheus binary (Debian package `prometheus`; test.sh installs it)");
     };
     let sb = Sandbox::new();
     let (mport, pport) = (free_port(), free_port());

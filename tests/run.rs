@@ -375,8 +375,7 @@ fn probes_subcommand_lists_the_timer_probe() {
 #[test]
 fn without_privileges_it_runs_as_sched_other_and_says_why() {
     if !is_root() || std::process::Command::new("setpriv").arg("--help").output().is_err() {
-        eprintln!("skipped: needs root and setpriv to drop to an unprivileged user");
-        return;
+        common::skip!("needs root and setpriv to drop to an unprivileged user");
     }
     let sb = Sandbox::new();
     // The unprivileged user must be able to write the result.
@@ -444,8 +443,7 @@ fn unwritable_outputs_are_refused_before_measuring() {
 #[test]
 fn a_full_filesystem_is_refused_before_measuring() {
     if !is_root() {
-        eprintln!("skipped: mounting a tmpfs needs root");
-        return;
+        common::skip!("mounting a tmpfs needs root");
     }
     let sb = Sandbox::new();
     let mnt = sb.path("small");
@@ -587,8 +585,7 @@ fn measuring_threads_take_no_page_fault() {
     let j = sb.run_json("r.json", &["-D", "2s", "-i", "1ms", "-t", "1", "-a", &cpu, "--no-store"]);
     let step = j["realtime_setup"]["steps"].as_array().unwrap().iter().find(|s| s["step"] == "mlockall").cloned().unwrap();
     if step["outcome"] != "ok" {
-        eprintln!("skipped: memory not locked ({}); faults are then not expected to be 0", step["detail"]);
-        return;
+        common::skip!("memory not locked ({}); faults are then not expected to be 0", step["detail"]);
     }
     assert!(step["detail"].as_str().unwrap().contains("MCL_ONFAULT"), "{step}");
     let entries: Vec<&Value> = j["results"].as_array().unwrap().iter().filter(|r| r["probe"] == "timer").collect();
@@ -606,8 +603,7 @@ fn measuring_threads_take_no_page_fault() {
 #[test]
 fn a_thread_limit_is_a_clear_error_not_a_hang() {
     if !is_root() || std::process::Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("SKIP: needs root and setpriv to run as user nobody under a process limit");
-        return;
+        common::skip!("needs root and setpriv to run as user nobody under a process limit");
     }
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();

@@ -309,7 +309,7 @@ fn a_postgresql_history_is_served_the_same_way() {
     let url = match pg_support::fresh_db() {
         Ok(u) => u,
         Err(e) => {
-            eprintln!("skipped: no PostgreSQL test server: {e}");
+            common::skipped(&format!("no PostgreSQL test server: {e}"));
             return;
         }
     };

@@ -41,8 +41,7 @@ fn skip_reason() -> Option<String> {
 macro_rules! skip_unless_tracing {
     () => {
         if let Some(why) = skip_reason() {
-            eprintln!("skipped: {why}");
-            return;
+            common::skip!("{why}");
         }
     };
 }
@@ -336,12 +335,10 @@ fn rt_throttling_is_named_by_the_advice() {
     let _lock = shared();
     let rt = |f: &str| std::fs::read_to_string(format!("/proc/sys/kernel/{f}")).ok().and_then(|v| v.trim().parse::<i64>().ok());
     let (Some(runtime), Some(period)) = (rt("sched_rt_runtime_us"), rt("sched_rt_period_us")) else {
-        eprintln!("skipped: RT throttling settings unreadable");
-        return;
+        common::skip!("RT throttling settings unreadable");
     };
     if runtime < 0 || runtime >= period || period - runtime < 10_000 || period > 2_000_000 {
-        eprintln!("skipped: RT throttling is off or its stretch is not 10 ms..2 s ({runtime} of {period} us)");
-        return;
+        common::skip!("RT throttling is off or its stretch is not 10 ms..2 s ({runtime} of {period} us)");
     }
     let stretch_ns = ((period - runtime) * 1000) as u64;
     let sb = Sandbox::new();
@@ -490,8 +487,7 @@ fn traced_idle_entries(cpu: usize) -> usize {
 fn idle_time_is_named_by_its_idle_state() {
     skip_unless_tracing!();
     if idle_states(CPU).is_empty() || !Path::new(TRACEFS).join("events/power/cpu_idle").exists() {
-        eprintln!("skipped: no cpuidle states on cpu{CPU} or no power/cpu_idle event");
-        return;
+        common::skip!("no cpuidle states on cpu{CPU} or no power/cpu_idle event");
     }
     let _lock = exclusive();
     // The CPU whose idle entries the kernel traces (here CPU 0), else CPU 1, not judged.
@@ -679,8 +675,7 @@ fn without_root_it_says_so_and_runs_without_tracing() {
     skip_unless_tracing!();
     let _lock = shared();
     if !Path::new("/usr/bin/setpriv").exists() {
-        eprintln!("skipped: no setpriv to drop root");
-        return;
+        common::skip!("no setpriv to drop root");
     }
     let sb = Sandbox::new();
     // World-writable, so the unprivileged run can write its result there.

@@ -21,6 +21,13 @@ pub(crate) enum Warning {
     /// A cross-CPU variant whose threads could not be placed on their CPUs
     /// (the agent's result note): its numbers may be a same-CPU hand-off.
     NotPlaced { what: String, note: String },
+    /// A `switch` result whose two threads could not be put on one CPU
+    /// (the agent's note): they may have run side by side.
+    NotASwitch { what: String, note: String },
+    /// A variant the agent refused at run time (a call the system did not
+    /// accept): not measured, its siblings were. `what` is `probe:variant`,
+    /// `detail` the call and errno the agent named.
+    Refused { what: String, detail: String },
     /// Run ended by a signal.
     Interrupted { phase: Option<String> },
     /// The file was last written while the run still measured: it was killed.
@@ -104,6 +111,11 @@ impl fmt::Display for Warning {
                 "a probe on the target stalled ({detail}): it stopped counting, so the agent stopped it and kept what it had measured. A wake-up lost by the target's system, or a thread starved by a higher-priority one; the results end there."
             ),
             Warning::NotPlaced { what, note } => write!(f, "{what}: {note}; its results are not a cross-CPU measurement."),
+            Warning::NotASwitch { what, note } => write!(f, "{what}: {note}; its figures are not task-switch times."),
+            Warning::Refused { what, detail } => write!(
+                f,
+                "{what} was not measured: the target refused it ({detail}); the probe's other variants were. The system lacks what this variant needs (docs/porting.md)."
+            ),
             Warning::Interrupted { phase } => write!(
                 f,
                 "the run was interrupted{}; the results hold only the samples taken before that.",
@@ -189,7 +201,7 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
         .realtime_setup
         .steps
         .iter()
-        .filter(|s| s.outcome == crate::model::Outcome::Failed && !["cpu_dma_latency", "tracing", "stall watch"].contains(&s.step.as_str()))
+        .filter(|s| s.outcome == crate::model::Outcome::Failed && !["cpu_dma_latency", "tracing", "stall watch"].contains(&s.step.as_str()) && s.refused_variant().is_none())
         .map(|s| format!("{} failed ({})", s.step, s.detail))
         .collect();
     if !failed.is_empty() {
@@ -214,6 +226,11 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
     }
     out.extend(target_clock(run));
     out.extend(not_placed(run));
+    for s in &run.realtime_setup.steps {
+        if let Some(what) = s.refused_variant() {
+            out.push(Warning::Refused { what: what.to_string(), detail: s.detail.clone() });
+        }
+    }
     out.extend(trace_warnings(run));
     out.extend(sample_warnings(run));
     out.extend(busy_idle(run));
@@ -237,13 +254,15 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
 fn not_placed(run: &Run) -> Vec<Warning> {
     let mut out = Vec::new();
     let mut placed: Vec<(String, String, String)> = Vec::new();
-    for r in run.results.iter().filter(|r| r.extras.note.as_deref().is_some_and(|n| n.starts_with("cross-CPU not placed"))) {
+    let placement = |n: &str| n.starts_with("cross-CPU not placed") || n.starts_with("not a switch");
+    for r in run.results.iter().filter(|r| r.extras.note.as_deref().is_some_and(placement)) {
         let key = (r.probe.clone(), r.phase.clone(), r.variant.clone().unwrap_or_default());
         if placed.contains(&key) {
             continue;
         }
         let what = format!("{}{} ({})", key.0, if key.2.is_empty() { String::new() } else { format!(":{}", key.2) }, key.1);
-        out.push(Warning::NotPlaced { what, note: r.extras.note.clone().unwrap_or_default() });
+        let note = r.extras.note.clone().unwrap_or_default();
+        out.push(if note.starts_with("not a switch") { Warning::NotASwitch { what, note } } else { Warning::NotPlaced { what, note } });
         placed.push(key);
     }
     out

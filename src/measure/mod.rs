@@ -357,6 +357,7 @@ where
                 ctx.board.running.fetch_add(1, Ordering::SeqCst);
                 let (error, own) = body(spec, &mut recorder, ctx.stop, barrier);
                 let faults = faults_since_gate();
+                let late_starts = recorder.late_starts();
                 ctx.board.running.fetch_sub(1, Ordering::SeqCst);
                 let outcome = ThreadOutcome {
                     thread: spec.index,
@@ -366,7 +367,7 @@ where
                     recorder,
                     setup,
                     error,
-                    extra: Extras { faults, ..Extras::default() },
+                    extra: Extras { faults, late_starts, ..Extras::default() },
                     windows: Vec::new(),
                 };
                 Some((outcome, own))

@@ -87,6 +87,9 @@ pub struct Recorder {
     hist: Histogram<u64>,
     count: u64,
     overruns: u64,
+    /// Of `overruns`, the periods a timer loop found already due when it was
+    /// about to sleep (`None`: not a timer loop): see [`Recorder::add_late_starts`].
+    late_starts: Option<u64>,
     min: u64,
     max: u64,
     sum: u128,
@@ -137,6 +140,7 @@ impl Recorder {
             hist,
             count: 0,
             overruns: 0,
+            late_starts: None,
             min: u64::MAX,
             max: 0,
             sum: 0,
@@ -240,6 +244,19 @@ impl Recorder {
     pub(crate) fn add_overruns(&mut self, n: u64) {
         self.overruns += n;
         self.live.overruns.store(self.overruns, Ordering::Relaxed);
+    }
+
+    /// Count `n` late starts (timer loops: periods already due when the
+    /// loop was about to sleep, so no wake-up to measure; counted in
+    /// `overruns` too, so `samples + overruns` = periods still holds).
+    /// `0` marks a recorder whose loop counts them.
+    #[inline]
+    pub(crate) fn add_late_starts(&mut self, n: u64) {
+        self.late_starts = Some(self.late_starts.unwrap_or(0) + n);
+    }
+    /// The late starts counted, `None` where the probe does not count them.
+    pub fn late_starts(&self) -> Option<u64> {
+        self.late_starts
     }
 
     pub fn samples(&self) -> u64 {

@@ -5,8 +5,14 @@
 //! the clock on wake-up and records `latency = now − due` (rule 2). Then
 //! [`next_due`] gives the next due time, `due + interval`, or, if the wake-up
 //! was so late that it has already passed, counts every period skipped as an
-//! overrun (rule 3) and moves `due` past `now`. So `samples + overruns` = the number of periods in
-//! the run, exactly, however late the wake-ups were.
+//! overrun (rule 3) and moves `due` past `now`. A period already due when
+//! the loop is about to sleep (the last wake-up and its recording took the
+//! whole period: `-i 100us` under load) is a *late start*: the sleep would
+//! return at once and time the clock read, not a wake-up, so it is no
+//! sample; it is a missed period, counted in `overruns` and, apart, in
+//! `late_starts` (the result's `late_starts`, docs/probes.md). So
+//! `samples + overruns` = the number of periods in the run, exactly, however
+//! late the wake-ups were, and `late_starts` ≤ `overruns`.
 //!
 //! Under `--policy deadline` each thread is a SCHED_DEADLINE task with the
 //! period `-i` and waits with cyclicdeadline's method instead (see
@@ -93,7 +99,24 @@ pub(crate) fn timer_loop_with(
     // Periods accounted for: each a sample or an overrun.
     let mut done = 0u64;
     let mut seq = 0u64;
+    rec.add_late_starts(0);
     while done < periods && seq < max_samples && !stop.load(Ordering::Relaxed) {
+        #[cfg(test)]
+        test_late_start(seq, rec.late_starts().unwrap_or(0), due);
+        // A late start: the period is already due as the loop is about to
+        // sleep (the last wake-up and its recording took the whole period).
+        // The sleep would return at once and time the clock read, not a
+        // wake-up: the periods due by now are missed, counted apart.
+        let before = now_ns();
+        if before >= due {
+            let (next, missed) = next_due(due, before, interval, None);
+            let missed = (missed + 1).min(periods - done);
+            rec.add_overruns(missed);
+            rec.add_late_starts(missed);
+            done += missed;
+            due = next;
+            continue;
+        }
         if let Err(e) = sleep_until_ns(due) {
             return Some(format!("clock_nanosleep failed: {e}"));
         }
@@ -110,6 +133,23 @@ pub(crate) fn timer_loop_with(
         due = next;
     }
     None
+}
+
+/// The unit tests' forced late start: with `FORCE_LATE_START` set to N,
+/// the period after every Nth sample starts late (the loop spins past its
+/// due time before it checks) unless late starts already number
+/// samples / N, so `late_starts` ≥ ⌊(samples − 1) / N⌋ at the end.
+#[cfg(test)]
+static FORCE_LATE_START: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+#[cfg(test)]
+fn test_late_start(seq: u64, late: u64, due: u64) {
+    let n = FORCE_LATE_START.load(Ordering::Relaxed);
+    if n > 0 && seq > 0 && seq.is_multiple_of(n) && late < seq / n {
+        while now_ns() <= due {
+            std::hint::spin_loop();
+        }
+    }
 }
 
 /// The period grid after the wake-up at `now` for the period due at `due`:
@@ -143,6 +183,23 @@ mod tests {
         // 100 µs for 200 ms: 2000 periods, whether or not the machine keeps up.
         timer_loop(&mut rec, &stop, 100_000, 200_000_000);
         assert_eq!(rec.samples() + rec.overruns(), 2000);
+    }
+
+    #[test]
+    fn a_period_due_before_the_sleep_is_a_late_start_not_a_sample() {
+        let stop = AtomicBool::new(false);
+        let mut rec = Recorder::new(0, 100_000_000, 8);
+        // 1 ms for 100 ms: 100 periods; the one after every 10th sample is
+        // made to start past its due time.
+        FORCE_LATE_START.store(10, Ordering::Relaxed);
+        timer_loop(&mut rec, &stop, 1_000_000, 100_000_000);
+        FORCE_LATE_START.store(0, Ordering::Relaxed);
+        let late = rec.late_starts().expect("the timer loop counts late starts");
+        let forced = rec.samples().saturating_sub(1) / 10;
+        assert!(forced >= 5, "too few samples to force late starts: {}", rec.samples());
+        assert!(late >= forced, "{forced} forced late starts, {late} counted");
+        assert!(late <= rec.overruns(), "late starts are missed periods: {late} of {} overruns", rec.overruns());
+        assert_eq!(rec.samples() + rec.overruns(), 100);
     }
 
     #[test]

@@ -150,12 +150,22 @@ impl SetupStep {
     pub fn skipped(step: impl Into<String>, detail: impl Into<String>) -> SetupStep {
         SetupStep::new(step, Outcome::Skipped, detail)
     }
+    /// `probe:variant` of an agent's failed step `refused[probe:variant]`:
+    /// a variant it refused at run time, its siblings measured
+    /// (docs/agent.md, "Variants refused at run time"). Not a set-up of the
+    /// measuring threads: the run stays real-time.
+    pub fn refused_variant(&self) -> Option<&str> {
+        if self.outcome != Outcome::Failed {
+            return None;
+        }
+        self.step.strip_prefix("refused[")?.strip_suffix(']').filter(|w| w.contains(':'))
+    }
 }
 
 impl RealtimeSetup {
     /// The set-up as the steps went: real-time when none failed.
     pub fn from_steps(steps: Vec<SetupStep>) -> RealtimeSetup {
-        RealtimeSetup { ok: !steps.iter().any(|s| s.outcome == Outcome::Failed), steps }
+        RealtimeSetup { ok: !steps.iter().any(|s| s.outcome == Outcome::Failed && s.refused_variant().is_none()), steps }
     }
 }
 

@@ -125,6 +125,13 @@ pub struct Extras {
     /// beside `overruns`, the periods missed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_overruns: Option<u64>,
+    /// For `timer` and `periodic` (native and agent): of `overruns`, the
+    /// periods already due when the loop was about to sleep — it had no time
+    /// to sleep, so there was no wake-up to measure (a "latency" of 0.1 µs
+    /// would be the clock read, not the system). Counted as missed periods,
+    /// never as samples; `samples + overruns` = periods still holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_starts: Option<u64>,
     /// For the `migrate` probe: the periods in which a higher-priority thread
     /// waited while a lower-priority one ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -157,6 +164,7 @@ impl Extras {
             interference: both(self.interference, o.interference, |a, b| a.merge(b)),
             samples_unknown: self.samples_unknown || o.samples_unknown,
             runtime_overruns: both(self.runtime_overruns, o.runtime_overruns, |a, b| a + b),
+            late_starts: both(self.late_starts, o.late_starts, |a, b| a + b),
             violations: both_ref(&self.violations, &o.violations, Violations::merge),
         }
     }

@@ -81,6 +81,9 @@ pub(crate) struct Block {
     pub(crate) error: Option<String>,
     /// The native entry's `note` (a `note` line).
     pub(crate) note: Option<String>,
+    /// `late_starts` (timer loops): of `overruns`, the periods already due
+    /// when the loop was about to sleep.
+    pub(crate) late_starts: Option<u64>,
     // What the header announced, checked at `end`.
     want_hist: u64,
     want_tail: u64,
@@ -149,6 +152,7 @@ impl Block {
             setup: Vec::new(),
             error: l.get("error").map(foreign),
             note: None,
+            late_starts: l.get("late_starts").map(|_| l.num("late_starts")).transpose()?,
             want_notes: l.get("notes").map_or(Ok(0), |_| l.num("notes"))?,
             want_hist: l.num("hist")?,
             want_tail: l.num("tail")?,
@@ -156,6 +160,9 @@ impl Block {
             want_setup: l.num("setup")?,
             span: Span::default(),
         };
+        if let Some(late) = b.late_starts.filter(|&late| late > b.s.overruns) {
+            return Err(broken(format!("late_starts {late} above overruns {} (a late start is a missed period)", b.s.overruns)));
+        }
         if b.s.samples > 0 && b.s.min_ns > b.s.max_ns {
             return Err(broken(format!("min_ns {} is above max_ns {}", b.s.min_ns, b.s.max_ns)));
         }
@@ -333,7 +340,7 @@ pub(crate) fn results_of(blocks: &[Block], phase: &str) -> Result<Vec<ProbeResul
             // What a block carries beside its distribution (its signed
             // summary, its note), combined for the merged entry by the rule
             // a native run's threads use (`Extras::merge`).
-            let extras = |b: &Block| Extras { signed: b.s.signed, note: b.note.clone(), ..Extras::default() };
+            let extras = |b: &Block| Extras { signed: b.s.signed, note: b.note.clone(), late_starts: b.late_starts, ..Extras::default() };
             r.extras = g.members.iter().map(|&i| extras(of[i])).reduce(|a, b| a.merge(&b)).unwrap_or_default();
             out.push(r);
         }

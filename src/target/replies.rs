@@ -47,6 +47,9 @@ pub(super) struct Replies<'a> {
     /// The variants the agent's `ack` named (`-`: a probe without variants).
     acked: Option<Vec<String>>,
     plan_setup: usize,
+    /// Acknowledged variants the agent refused at run time (a plan-wide
+    /// step `refused[probe:variant]`): no block of them is due.
+    refused: Vec<String>,
     blocks: Vec<Block>,
     open: Option<Block>,
     /// `stop` was sent: a `done status=stopped` is the answer to it.
@@ -55,7 +58,7 @@ pub(super) struct Replies<'a> {
 
 impl<'a> Replies<'a> {
     pub(super) fn new(id: u64, phase: &'a str, live: &'a Live, board: &'a LiveBoard, bounds: PlanBounds) -> Replies<'a> {
-        Replies { id, phase, live, board, bounds, acked: None, plan_setup: 0, blocks: Vec::new(), open: None, stop_sent: false }
+        Replies { id, phase, live, board, bounds, acked: None, plan_setup: 0, refused: Vec::new(), blocks: Vec::new(), open: None, stop_sent: false }
     }
 
     /// Read up to `done`. `stop` raised: the agent is asked to stop (it
@@ -146,6 +149,7 @@ impl<'a> Replies<'a> {
                 let mut b = empty_block();
                 b.add(l).map_err(refuse)?;
                 for st in &b.setup {
+                    self.refusal(st).map_err(bad)?;
                     add_step(steps, st);
                 }
             }
@@ -219,6 +223,25 @@ impl<'a> Replies<'a> {
         Ok(())
     }
 
+    /// A plan-wide `refused[probe:variant]` step: the agent refused an
+    /// acknowledged variant of this plan at run time and measures the
+    /// others. One it acknowledged, never one it already sent a block of.
+    fn refusal(&mut self, st: &SetupStep) -> Result<(), String> {
+        let Some(what) = st.refused_variant() else { return Ok(()) };
+        let (probe, v) = what.split_once(':').unwrap_or((what, ""));
+        let acked = self.acked.as_deref().unwrap_or(&[]);
+        if probe != self.bounds.probe || !acked.iter().any(|a| a == v) {
+            return Err(format!("a refusal of {} where plan {} acknowledged {} of {}", foreign(what), self.id, acked.join(","), self.bounds.probe));
+        }
+        if self.blocks.iter().chain(self.open.iter()).any(|b| b.s.variant.as_deref() == Some(v)) {
+            return Err(format!("a refusal of {} after a result block of it", foreign(what)));
+        }
+        if !self.refused.iter().any(|r| r == v) {
+            self.refused.push(v.to_string());
+        }
+        Ok(())
+    }
+
     /// A variant begins: the live bar names it, its counters start at 0.
     fn begin(&self, l: &Line) {
         let v = l.get("variant").filter(|v| *v != "-");
@@ -259,7 +282,8 @@ impl<'a> Replies<'a> {
         }
         if l.get("status") == Some("complete") {
             let acked = self.acked.clone().unwrap_or_else(|| vec!["-".to_string()]);
-            if let Some(v) = acked.iter().find(|v| !self.blocks.iter().any(|b| b.s.variant.as_deref().unwrap_or("-") == v.as_str())) {
+            let due = acked.iter().filter(|v| !self.refused.contains(v));
+            if let Some(v) = due.clone().find(|v| !self.blocks.iter().any(|b| b.s.variant.as_deref().unwrap_or("-") == v.as_str())) {
                 return Err(bad(format!("status=complete but no result block of variant {} arrived: a plan with no result was not measured", foreign(v))).into());
             }
         }
