@@ -187,6 +187,9 @@ fn two_samples(edits: &[(&str, &str)]) -> String {
 /// make (issue 59), sent in well-formed signed lines: refused naming the
 /// field and what the plan allows, exit 2, nothing stored. The honest block
 /// they are made from is stored.
+/// One impossible block: the (text, replacement) edits of the honest block, and the words its refusal must say.
+type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
+
 #[test]
 fn values_the_plan_and_the_target_cannot_make_are_refused() {
     let sb = Sandbox::new();
@@ -196,7 +199,7 @@ fn values_the_plan_and_the_target_cannot_make_are_refused() {
     assert!(o.status.success(), "the honest block: {}", stderr(&o));
     assert_eq!(u(&per_thread(&read_json(&sb.path("r.json")))[0]["samples"]), 2);
     std::fs::remove_file(sb.path("r.json")).unwrap();
-    let cases: &[(&[(&str, &str)], &[&str])] = &[
+    let cases: &[Case] = &[
         // CPUs: the plan measures on 0 and 1 of the target's two.
         (&[("cpu=0", "cpu=99999999999")], &["cpu=99999999999 where the plan measures on CPUs 0-1 (the target announced cpus=2)"]),
         (&[("cpu=0", "cpu=7")], &["cpu=7 where the plan measures on CPUs 0-1"]),

@@ -90,8 +90,10 @@ fn lab_available() -> bool {
         }
         let ok = have("qemu-system-x86_64") && have("cpio");
         if !ok {
-            common::skipped(&format!("kernel_lab: qemu-system-x86_64 is not installed and could not be \
-                 installed (apt-get install qemu-system-x86 busybox-static cpio, as root)"));
+            common::skipped(
+                "kernel_lab: qemu-system-x86_64 is not installed and could not be \
+                 installed (apt-get install qemu-system-x86 busybox-static cpio, as root)",
+            );
         }
         ok
     })
@@ -506,7 +508,7 @@ fn rtla_available() -> bool {
         }
         let ok = rtla.exists();
         if !ok {
-            common::skipped(&format!("kernel_lab: /usr/bin/rtla is not installed and could not be (apt-get install rtla, as root)"));
+            common::skipped("kernel_lab: /usr/bin/rtla is not installed and could not be (apt-get install rtla, as root)");
         }
         ok
     })

@@ -296,7 +296,7 @@ pub(crate) fn tail_sample(s: &TailSample, span: &Span) -> Result<(), String> {
 
 /// One per-second slot starting at `t` s of `width_s`-second slots.
 pub(crate) fn slot(t: u64, width_s: u64, span: &Span) -> Result<(), String> {
-    if t % width_s.max(1) != 0 {
+    if !t.is_multiple_of(width_s.max(1)) {
         return Err(format!("per-second slot {t} s is not a multiple of width_s={width_s}"));
     }
     if u128::from(t) * 1_000_000_000 > u128::from(span.end_ns) {
