@@ -436,6 +436,66 @@ fn names_the_code_path_the_hog_runs_in() {
     );
 }
 
+/// `kernel.kptr_restrict=2` hides the kernel's addresses in /proc/kallsyms, from root too
+/// (every address reads 0). Simulated through `RTSCOPE_SYSROOT`'s proc/kallsyms, which the
+/// run reads its symbols from: this host's sysctl is not changed (the other traced runs,
+/// the suite's among them, need the symbols). The same hog as above: the samples still
+/// count, no kernel address is stored or shown (an address gives away where the kernel is
+/// loaded), every code path is `[kernel]`, and `trace.stacks.unavailable` and a warning say
+/// why.
+#[test]
+fn hidden_kernel_addresses_are_never_shown() {
+    skip_unless_tracing!();
+    let _lock = exclusive();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("proc")).unwrap();
+    let hidden = "0000000000000000 T _stext\n0000000000000000 t read_iter_zero\n0000000000000000 T vfs_read\n0000000000000000 T ksys_read\n";
+    std::fs::write(root.path().join("proc/kallsyms"), hidden).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (hog, _) = start_hog_doing(Work::ReadZero, Arc::clone(&stop), CPU, Duration::from_millis(100));
+    let sb = Sandbox::new();
+    let args = ["-p", "50", "-a", "1", "-t", "1", "-i", "200", "-D", "3s", "--trace-threshold", "500us", "--trace-max", "50", "--worst", "2000"];
+    let out = sb.cmd().env("RTSCOPE_SYSROOT", root.path()).arg("run").args(args).arg("--json").arg(sb.path("r.json")).output().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    hog.join().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}\n{stdout}\n{stderr}", out.status);
+    let text = std::fs::read_to_string(sb.path("r.json")).unwrap();
+    let run: Value = serde_json::from_str(&text).unwrap();
+    let st = &run["trace"]["stacks"];
+    assert!(u(&st["samples"]) > 0, "it sampled: {st}");
+    let why = st["unavailable"].as_str().unwrap_or_else(|| panic!("stacks.unavailable not set: {st}"));
+    assert!(why.contains("kptr_restrict"), "{why}");
+    assert!(stderr.contains("warning: ") && stderr.contains("kptr_restrict"), "{stderr}");
+    // No kernel address anywhere: not in hex (the frames' form before), not as the number.
+    for (what, t) in [("result", &text[..]), ("stdout", &stdout[..]), ("stderr", &stderr[..])] {
+        assert!(!t.to_ascii_lowercase().contains("0xffff"), "a kernel address in the {what}:\n{t}");
+    }
+    fn kernel_numbers(v: &Value, out: &mut Vec<u64>) {
+        match v {
+            Value::Number(n) => out.extend(n.as_u64().filter(|x| (0xffff_8000_0000_0000..u64::MAX).contains(x))),
+            Value::Array(a) => a.iter().for_each(|x| kernel_numbers(x, out)),
+            Value::Object(o) => o.values().for_each(|x| kernel_numbers(x, out)),
+            _ => {}
+        }
+    }
+    let mut numbers = Vec::new();
+    kernel_numbers(&run, &mut numbers);
+    assert!(numbers.is_empty(), "kernel addresses as numbers in the result: {numbers:x?}");
+    let mut paths = 0;
+    for w in merged(&run)[0]["worst"].as_array().unwrap().iter().filter_map(|w| w.get("trace")) {
+        for c in w["culprits"].as_array().unwrap() {
+            for p in c.get("paths").and_then(Value::as_array).into_iter().flatten() {
+                paths += 1;
+                let frames: Vec<&str> = p["frames"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+                assert!(frames.iter().all(|f| *f == "[kernel]" || f.starts_with("[user]")), "{frames:?}\n{w:#}");
+            }
+        }
+    }
+    assert!(paths > 0, "no traced window held a sampled path:\n{stdout}");
+}
+
 /// The idle states of `cpu` from sysfs: (name, exit latency µs), by index.
 fn idle_states(cpu: usize) -> Vec<(String, u64)> {
     (0..)

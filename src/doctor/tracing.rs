@@ -34,7 +34,14 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         let dir = format!("{root}/instances/{name}");
         let rtscope_pid = crate::sys::tracefs::instance_pid(&name);
         if let Some(pid) = rtscope_pid {
-            let alive = ctx.value(&format!("/proc/{pid}/comm")).is_some_and(|c| c == "rtscope");
+            // Its maker runs: process `pid`, started before the instance was made
+            // (by PID and start time, as a run's own clean-up tells; not by the
+            // process's name: a copy of rtscope may have another).
+            let alive = crate::sys::tracefs::started_by(
+                ctx.text(&format!("/proc/{pid}/stat")).as_deref(),
+                ctx.text("/proc/stat").as_deref(),
+                crate::sys::tracefs::made_at(&ctx.root.path(&dir)),
+            );
             if alive {
                 ours_live.push(name);
             } else {
@@ -176,6 +183,13 @@ mod tests {
         assert!(f.title.contains("top-level buffer (tracer function)"), "{}", f.title);
     }
 
+    /// `/proc/PID/stat` of process 4242 named `comm`, started `secs` after boot.
+    fn stat(comm: &str, secs: u64) -> String {
+        // SAFETY: sysconf has no memory effects.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        format!("4242 ({comm}) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 {} 1000000 200\n", secs * hz)
+    }
+
     #[test]
     fn a_dead_rtscope_instance_is_stale_and_a_live_one_is_not() {
         let d = tempfile::tempdir().unwrap();
@@ -183,12 +197,23 @@ mod tests {
         write(d.path(), &format!("{t}/tracing_on"), "0\n");
         write(d.path(), &format!("{t}/instances/rtscope-4242/tracing_on"), "1\n");
         write(d.path(), &format!("{t}/instances/rtscope-4242/set_event"), "sched:sched_switch\n");
-        write(d.path(), "/proc/4242/comm", "bash\n");
+        let made = crate::sys::tracefs::made_at(&d.path().join("sys/kernel/tracing/instances/rtscope-4242")).unwrap().as_secs();
+        // Booted 1000 s before the instance was made.
+        write(d.path(), "/proc/stat", &format!("cpu  1 2 3 4\nbtime {}\nprocesses 9\n", made - 1000));
+        // No process 4242: its maker is gone.
         let f = findings(d.path());
         assert_eq!(f.severity, Severity::Warn);
         assert!(f.title.contains("killed rtscope run: rtscope-4242"), "{}", f.title);
         assert!(f.fix.as_deref().unwrap_or("").contains("rmdir"), "{:?}", f.fix);
-        write(d.path(), "/proc/4242/comm", "rtscope\n");
+        // Process 4242 started 100 s before the instance was made, under another name (a
+        // copy of the binary): the maker, alive.
+        write(d.path(), "/proc/4242/stat", &stat("rt copy", 900));
         assert_eq!(findings(d.path()).severity, Severity::Ok);
+        // An rtscope that started after the instance was made took the pid over: the
+        // maker is gone, whatever the name.
+        write(d.path(), "/proc/4242/stat", &stat("rtscope", 1100));
+        let f = findings(d.path());
+        assert_eq!(f.severity, Severity::Warn);
+        assert!(f.title.contains("killed rtscope run: rtscope-4242"), "{}", f.title);
     }
 }

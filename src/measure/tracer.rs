@@ -207,7 +207,7 @@ fn user_of(tracefs: &Path, kind: Kind) -> Option<String> {
             continue;
         }
         match tracefs::instance_pid(&name) {
-            Some(pid) if !tracefs::rtscope_alive(pid) => continue,
+            Some(pid) if !tracefs::owner_alive(pid, &e.path()) => continue,
             Some(pid) => return Some(format!("another rtscope run (pid {pid}, instance {name}, tracer {t})")),
             None => return Some(format!("tracefs instance {} (tracer {t})", e.path().display())),
         }
@@ -399,7 +399,7 @@ fn restore_stale(tracefs: &Path) {
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(pid) = name.strip_prefix("tracer-").and_then(|p| p.parse::<u32>().ok()) else { continue };
-        if pid == std::process::id() || tracefs::rtscope_alive(pid) {
+        if pid == std::process::id() || tracefs::owner_alive(pid, &e.path()) {
             continue;
         }
         let text = std::fs::read_to_string(e.path()).unwrap_or_default();

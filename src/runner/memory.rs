@@ -11,7 +11,9 @@ use crate::sys::mman;
 /// heap trimmed ([`mman::drop_clean_file_pages`]), then every page touched
 /// from there on is locked as it is faulted in (MCL_ONFAULT) until the run
 /// ends: the warm-up faults the loop's pages in, the measurement finds them
-/// locked. The result's `faults` show what the measuring threads still took.
+/// locked. Each code page is mapped (and locked) alone, not with the 64-256
+/// KiB around it ([`mman::map_touched_pages_only`], set up by the command's
+/// entry). The result's `faults` show what the measuring threads still took.
 pub(crate) struct MemoryLock {
     locked: bool,
 }
@@ -32,9 +34,14 @@ impl MemoryLock {
         let dropped = mman::drop_clean_file_pages();
         match mman::lock_all() {
             Ok(flags) => {
+                // Whether a page touched is locked alone or with its neighbours.
+                let pages = match mman::map_touched_pages_only() {
+                    Ok(_) => "code pages mapped one at a time".to_string(),
+                    Err(e) => format!("code pages mapped with their neighbours ({e})"),
+                };
                 report(SetupStep::ok(
                     "mlockall",
-                    format!("{flags} for each probe run (warm-up and measurement), after unmapping {dropped} KiB of start-up pages"),
+                    format!("{flags} for each probe run (warm-up and measurement), after unmapping {dropped} KiB of start-up pages; {pages}"),
                 ));
                 MemoryLock { locked: true }
             }

@@ -62,19 +62,31 @@ pub(crate) fn instance_pid(name: &str) -> Option<u32> {
 /// directory's time). A process that took the pid over since started later; the
 /// process's name is no evidence (a copy of rtscope under another name is one).
 pub(crate) fn owner_alive(pid: u32, dir: &Path) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-    let made = std::fs::metadata(dir).and_then(|m| m.modified()).ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-    let btime = std::fs::read_to_string("/proc/stat")
-        .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("btime ").and_then(|v| v.trim().parse::<u64>().ok())));
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+    let proc_stat = std::fs::read_to_string("/proc/stat").ok();
+    started_by(stat.as_deref(), proc_stat.as_deref(), made_at(dir))
+}
+
+/// When `path` was made (its modification time, since the epoch).
+pub(crate) fn made_at(path: &Path) -> Option<std::time::Duration> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+}
+
+/// [`owner_alive`]'s rule on what it read: `stat` is the process's
+/// `/proc/PID/stat` (None: no such process), `proc_stat` the system's
+/// `/proc/stat` (its `btime`), `made` when the instance was made. The process
+/// is the maker when it started no later than that (whole seconds on both
+/// sides: a second's slack); when a time is not knowable, an existing process
+/// keeps its instance.
+pub(crate) fn started_by(stat: Option<&str>, proc_stat: Option<&str>, made: Option<std::time::Duration>) -> bool {
+    let Some(stat) = stat else { return false };
+    let btime = proc_stat.and_then(|s| s.lines().find_map(|l| l.strip_prefix("btime ").and_then(|v| v.trim().parse::<u64>().ok())));
     // starttime: the 22nd field, the 20th after the parenthesised name (which may hold spaces).
     let ticks = stat.rsplit_once(") ").and_then(|(_, rest)| rest.split_whitespace().nth(19)?.parse::<u64>().ok());
     // SAFETY: sysconf has no memory effects.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     match (made, btime, ticks) {
-        // Whole seconds on both sides: a second's slack.
         (Some(made), Some(btime), Some(ticks)) => btime + ticks / hz <= made.as_secs() + 1,
-        // Not knowable: the process exists, keep its instance.
         _ => true,
     }
 }

@@ -49,11 +49,18 @@ pub(crate) struct Kallsyms {
 }
 
 impl Kallsyms {
-    /// Reads /proc/kallsyms; an error when it cannot be read or shows no
-    /// addresses (`kptr_restrict`, not root).
+    /// Reads /proc/kallsyms (under `$RTSCOPE_SYSROOT` in the tests, as doctor
+    /// reads /proc); an error when it cannot be read or shows no addresses
+    /// (`kptr_restrict`, not root).
     pub(crate) fn load() -> Result<Kallsyms, String> {
-        let text = std::fs::read_to_string("/proc/kallsyms").map_err(|e| format!("/proc/kallsyms: {e}"))?;
-        let k = Kallsyms::parse(&text);
+        let path = crate::sysinfo::SysRoot::from_env().path("/proc/kallsyms");
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("/proc/kallsyms: {e}"))?;
+        Kallsyms::from_text(&text)
+    }
+
+    /// [`Kallsyms::load`]'s rule on what it read: the symbols, or why there are none.
+    pub(crate) fn from_text(text: &str) -> Result<Kallsyms, String> {
+        let k = Kallsyms::parse(text);
         if k.addrs.is_empty() {
             return Err("/proc/kallsyms shows no addresses (kernel.kptr_restrict; run as root)".into());
         }
@@ -253,6 +260,21 @@ mod tests {
         // Data symbols are not functions: the last text symbol below holds the address.
         assert_eq!(k.name(0xffff_ffff_8200_0010), "vfs_read");
         assert_eq!(k.name(0x10), "[kernel]", "never an address");
+    }
+
+    #[test]
+    fn kallsyms_hidden_by_kptr_restrict_gives_no_symbols_and_says_why() {
+        // /proc/kallsyms as root reads it under kernel.kptr_restrict=2: every address 0.
+        let text = "0000000000000000 T _stext\n0000000000000000 t read_zero\n0000000000000000 T vfs_read [null]\n";
+        let e = Kallsyms::from_text(text).err().expect("no symbols");
+        assert!(e.contains("kptr_restrict"), "{e}");
+        // The sampling keeps going without them and says so (`stacks.unavailable`).
+        let said = Sampling { period_ns: 250_000, cpus: Vec::new(), symbols: Kallsyms::parse(""), samples: 0, lost: 0 }.set_symbols(Err(e));
+        assert!(said.as_deref().is_some_and(|s| s.contains("kptr_restrict") && s.contains("never an address")), "{said:?}");
+        // Without symbols a frame is [kernel], never the address it holds.
+        let k = Kallsyms::parse(text);
+        assert_eq!(k.name(0xffff_ffff_821f_3125), KERNEL);
+        assert!(Kallsyms::from_text("ffffffff81000000 T _stext\n").is_ok());
     }
 
     fn s(t: u64, f: &str) -> Sample {
