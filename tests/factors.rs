@@ -767,7 +767,7 @@ fn a_cell_the_history_refuses_is_kept_in_its_file_to_import_later() {
         .execute_batch("CREATE TRIGGER refuse_runs BEFORE INSERT ON runs BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;")
         .unwrap();
     let out = factors_cmd(&sb, &root)
-        .args(["factors", "--factor", "dma-latency=held,released", "--rounds", "1", "-D", "200ms", "-a", "0", "--out", "res"])
+        .args(["factors", "--factor", "dma-latency=held,released", "--rounds", "3", "-D", "200ms", "-a", "0", "--out", "res"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
