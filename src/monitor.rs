@@ -215,10 +215,13 @@ struct Share {
     extra: Extras,
 }
 
-/// Each thread's overall share, keyed by (probe, phase, variant, thread):
-/// bounded by the plan, not by the run's length.
+/// A thread of a monitor run: (probe, phase, variant, thread).
+type ThreadKey = (String, String, Option<String>, usize);
+
+/// Each thread's overall share, keyed by its [`ThreadKey`]: bounded by the
+/// plan, not by the run's length.
 #[derive(Default)]
-struct Overall(BTreeMap<(String, String, Option<String>, usize), Share>);
+struct Overall(BTreeMap<ThreadKey, Share>);
 
 impl Overall {
     fn add(&mut self, probe: &str, phase: &str, outcomes: Vec<ThreadOutcome>) -> anyhow::Result<()> {
@@ -251,9 +254,9 @@ impl Overall {
     /// the overall shares (as `run` makes them, `runner::results_of`), each
     /// with a note that its per-second series is the windows.
     fn results(self) -> anyhow::Result<Vec<ProbeResult>> {
-        let mut groups: BTreeMap<(String, String), Vec<((Option<String>, usize), Share)>> = BTreeMap::new();
-        for ((probe, phase, variant, thread), s) in self.0 {
-            groups.entry((probe, phase)).or_default().push(((variant, thread), s));
+        let mut groups: BTreeMap<(String, String), Vec<(ThreadKey, Share)>> = BTreeMap::new();
+        for (key, s) in self.0 {
+            groups.entry((key.0.clone(), key.1.clone())).or_default().push((key, s));
         }
         let note = "monitor run: per-second series are not kept and worst-sample times count from the start of their window; the windows (history: `rtscope history --windows ID`) are the time series";
         let mut out = Vec::new();
@@ -261,7 +264,7 @@ impl Overall {
             let (keys, shares): (Vec<_>, Vec<_>) = shares.into_iter().unzip();
             let mut extras = Vec::new();
             let mut members = Vec::new();
-            for ((variant, thread), s) in keys.iter().zip(shares) {
+            for ((_, _, variant, thread), s) in keys.iter().zip(shares) {
                 extras.push(s.extra);
                 members.push(Member {
                     variant: variant.as_deref(),

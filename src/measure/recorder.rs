@@ -345,6 +345,20 @@ impl Recorder {
         }
     }
 
+    /// The merged entry (thread and CPU null) of `recs`, a variant's
+    /// threads, as the runner makes it: their distributions folded through
+    /// the one checked [`Distribution::merge`]; the error names the thread
+    /// whose counts would pass what a result holds. For the examples' and
+    /// tests' synthetic runs.
+    pub fn merged_result(recs: &[Recorder], probe: &str, phase: &str, interval_ns: u64) -> Result<ProbeResult, String> {
+        let Some((first, rest)) = recs.split_first() else { return Ok(Recorder::new(0, 0, 0).to_result(probe, phase, None, None, None, interval_ns)) };
+        let mut d = first.distribution();
+        for (i, r) in rest.iter().enumerate() {
+            d.merge(&r.distribution(), &format_args!("thread {}", i + 1))?;
+        }
+        Ok(d.to_result(probe, phase, None, None, None, interval_ns))
+    }
+
     /// The summary entry of the result model ([`Distribution::to_result`]).
     pub fn to_result(
         &self,
