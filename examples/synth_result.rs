@@ -59,11 +59,8 @@ fn main() -> anyhow::Result<()> {
         .enumerate()
         .map(|(t, r)| scale_up(r.to_result("timer", "idle", None, Some(t), Some(t), interval_ns)))
         .collect();
-    let mut m = Recorder::new(usize::MAX, 0, 32);
-    for r in &recs {
-        m.merge(r);
-    }
-    results.push(scale_up(m.to_result("timer", "idle", None, None, None, interval_ns)));
+    let merged = Recorder::merged_result(&recs, "timer", "idle", interval_ns).map_err(anyhow::Error::msg)?;
+    results.push(scale_up(merged));
     let mut plan = Plan::new(vec!["timer".into()], vec!["idle".into()], Nanos(duration_ns), Nanos(interval_ns));
     plan.priority = 95;
     plan.policy = "fifo".into();

@@ -3,9 +3,9 @@
 //! idle and load phases alternating). Each window is one probe run of the
 //! window's length per probe; when it closes, its [`Window`] summaries go to
 //! the caller (who stores them, updates `/metrics`, writes the textfile) and
-//! its recorders are merged into the run's overall recorders, which stay
-//! lossless (HDR histogram, exact max, tail) and bounded whatever the run's
-//! length. Phases come from `--cycle NAME:DURATION,...` (loads started and
+//! its recorders' distributions are merged (the one checked
+//! `Distribution::merge`) into the run's overall ones, which stay lossless
+//! (every bucket, exact max, tail) and bounded whatever the run's length. Phases come from `--cycle NAME:DURATION,...` (loads started and
 //! stopped by `crate::load`, as for `run`), one phase throughout without it.
 //!
 //! Same session as `run` (the runner's set-up, probe runs and last write),
@@ -20,10 +20,11 @@ use std::time::{Duration, Instant};
 use time::OffsetDateTime;
 
 use crate::load::{PhaseLoads, PhaseSpec};
+use crate::measure::distribution::{Distribution, Member};
 use crate::measure::{probe_by_name, LiveBoard, ThreadOutcome};
-use crate::model::{MonitorRecord, Nanos, ProbeResult, Run, Window};
+use crate::model::{Extras, MonitorRecord, Nanos, ProbeResult, Run, Window};
 use crate::plan::{Experiment, RunPlan};
-use crate::runner::{finish, results_from, sleep_unless, Measuring, MemoryLock, Session, Warnings};
+use crate::runner::{finish, results_from, results_of, sleep_unless, Measuring, MemoryLock, Session, Warnings};
 use crate::units::rfc3339;
 
 /// A monitor's plan: the run plan (probes, threads, CPUs, priority; its
@@ -167,7 +168,7 @@ impl Monitor<'_> {
     }
 
     /// One window: each entry's probe run of the window's length, its
-    /// summaries, and its recorders merged into the overall ones.
+    /// summaries, and its distributions merged into the overall ones.
     fn window(&mut self, session: &mut Session, spec: &PhaseSpec, loads: &mut PhaseLoads) -> anyhow::Result<Vec<Window>> {
         let mp = self.mp;
         let mut closed = Vec::new();
@@ -191,7 +192,7 @@ impl Monitor<'_> {
                 sub.duration_ns
             };
             closed.extend(windows_of(self.windows, at, measured, name, &spec.name, &outcomes)?);
-            self.overall.add(name, &spec.name, outcomes);
+            self.overall.add(name, &spec.name, outcomes)?;
         }
         Ok(closed)
     }
@@ -204,52 +205,85 @@ impl Monitor<'_> {
     }
 }
 
-/// Each thread's overall outcome, keyed by (probe, phase, variant,
-/// thread): bounded by the plan, not by the run's length.
+/// A thread's overall share of a monitor run: every window's distribution
+/// merged through the one checked [`Distribution::merge`], and the probe's
+/// extras (`Extras::merge`).
+struct Share {
+    cpu: Option<usize>,
+    interval_ns: u64,
+    dist: Distribution,
+    extra: Extras,
+}
+
+/// A thread of a monitor run: (probe, phase, variant, thread).
+type ThreadKey = (String, String, Option<String>, usize);
+
+/// Each thread's overall share, keyed by its [`ThreadKey`]: bounded by the
+/// plan, not by the run's length.
 #[derive(Default)]
-struct Overall(BTreeMap<(String, String, Option<String>, usize), ThreadOutcome>);
+struct Overall(BTreeMap<ThreadKey, Share>);
 
 impl Overall {
-    fn add(&mut self, probe: &str, phase: &str, outcomes: Vec<ThreadOutcome>) {
+    fn add(&mut self, probe: &str, phase: &str, outcomes: Vec<ThreadOutcome>) -> anyhow::Result<()> {
         for o in outcomes {
+            let mut dist = o.recorder.distribution();
+            // Each window's recorder counts its seconds from its own start:
+            // the time series of a monitor run is its windows, so no
+            // window's seconds are merged (the overall entries keep none)
+            // and the overall layout is the first window's.
+            dist.seconds.clear();
             let key = (probe.to_string(), phase.to_string(), o.variant.clone(), o.thread);
             match self.0.get_mut(&key) {
                 Some(ov) => {
-                    ov.recorder.merge(&o.recorder);
+                    if ov.dist.samples > 0 {
+                        dist.width_s = ov.dist.width_s;
+                    }
+                    let source = format!("monitor: probe {probe}, phase {phase}, thread {}", o.thread);
+                    ov.dist.merge(&dist, &source).map_err(anyhow::Error::msg)?;
                     ov.extra = ov.extra.merge(&o.extra);
                 }
                 None => {
-                    self.0.insert(key, ThreadOutcome { setup: Vec::new(), error: None, ..o });
+                    self.0.insert(key, Share { cpu: o.cpu, interval_ns: o.interval_ns, dist, extra: o.extra });
                 }
             }
         }
+        Ok(())
     }
 
+    /// Per-thread entries and one merged entry per probe/phase/variant, from
+    /// the overall shares (as `run` makes them, `runner::results_of`), each
+    /// with a note that its per-second series is the windows.
     fn results(self) -> anyhow::Result<Vec<ProbeResult>> {
-        results_of(self.0)
-    }
-}
-
-/// Per-thread entries and one merged entry per probe/phase/variant, from
-/// the overall outcomes (as `run` makes them, `runner::results_from`).
-/// Their per-second series are cleared: each window's recorder counts time
-/// from its own start (the time series of a monitor run is its windows).
-fn results_of(overall: BTreeMap<(String, String, Option<String>, usize), ThreadOutcome>) -> anyhow::Result<Vec<ProbeResult>> {
-    let mut groups: BTreeMap<(String, String), Vec<ThreadOutcome>> = BTreeMap::new();
-    for ((probe, phase, _, _), o) in overall {
-        groups.entry((probe, phase)).or_default().push(o);
-    }
-    let note = "monitor run: per-second series are not kept and worst-sample times count from the start of their window; the windows (history: `rtscope history --windows ID`) are the time series";
-    let mut out = Vec::new();
-    for ((probe, phase), outcomes) in groups {
-        for mut r in results_from(&probe, &phase, &outcomes)? {
-            r.per_second.clear();
-            r.extras.note = Some(match r.extras.note.take() {
-                Some(n) => format!("{n}; {note}"),
-                None => note.to_string(),
-            });
-            out.push(r);
+        let mut groups: BTreeMap<(String, String), Vec<(ThreadKey, Share)>> = BTreeMap::new();
+        for (key, s) in self.0 {
+            groups.entry((key.0.clone(), key.1.clone())).or_default().push((key, s));
         }
+        let note = "monitor run: per-second series are not kept and worst-sample times count from the start of their window; the windows (history: `rtscope history --windows ID`) are the time series";
+        let mut out = Vec::new();
+        for ((probe, phase), shares) in groups {
+            let (keys, shares): (Vec<_>, Vec<_>) = shares.into_iter().unzip();
+            let mut extras = Vec::new();
+            let mut members = Vec::new();
+            for ((_, _, variant, thread), s) in keys.iter().zip(shares) {
+                extras.push(s.extra);
+                members.push(Member {
+                    variant: variant.as_deref(),
+                    thread: *thread,
+                    cpu: s.cpu,
+                    interval_ns: s.interval_ns,
+                    dist: s.dist,
+                    source: format!("probe {probe}, thread {thread}"),
+                });
+            }
+            for mut r in results_of(&probe, &phase, &members, |i| (&extras[i], &[][..]))? {
+                r.per_second.clear();
+                r.extras.note = Some(match r.extras.note.take() {
+                    Some(n) => format!("{n}; {note}"),
+                    None => note.to_string(),
+                });
+                out.push(r);
+            }
+        }
+        Ok(out)
     }
-    Ok(out)
 }

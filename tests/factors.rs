@@ -750,3 +750,35 @@ fn experiments_started_in_one_second_have_their_own_tags() {
     }
     assert!(same_second, "no two experiments started in one second in 5 tries");
 }
+
+/// Each cell ends as a run does (issue 62): when the history refuses a
+/// cell's run (a trigger of the test's), the experiment stops saying which
+/// result file is kept whole and how to import it later; the import stores it.
+#[test]
+fn a_cell_the_history_refuses_is_kept_in_its_file_to_import_later() {
+    let _s = serial();
+    let sb = Sandbox::new();
+    let root = fake_tree(&sb);
+    let db = sb.path("results.db");
+    let o = sb.run(&["import", common::fixture("ptsematest.txt").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("CREATE TRIGGER refuse_runs BEFORE INSERT ON runs BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;")
+        .unwrap();
+    let out = factors_cmd(&sb, &root)
+        .args(["factors", "--factor", "dma-latency=held,released", "--rounds", "3", "-D", "200ms", "-a", "0", "--out", "res"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    let kept = err.split("`rtscope import ").nth(1).and_then(|r| r.split(' ').next()).unwrap_or_else(|| panic!("no import command: {err}"));
+    assert!(err.contains("refused by the test") && kept.contains("res/") && kept.ends_with(".json"), "{err}");
+    let run: serde_json::Value = serde_json::from_slice(&std::fs::read(sb.path(kept)).unwrap()).expect("the cell's result file is whole");
+    assert!(run["complete"] != false && run["results"][0]["samples"].as_u64().unwrap() > 0, "{run}");
+    rusqlite::Connection::open(&db).unwrap().execute_batch("DROP TRIGGER refuse_runs").unwrap();
+    let o = sb.run(&["import", sb.path(kept).to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let n: i64 = rusqlite::Connection::open(&db).unwrap().query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0)).unwrap();
+    assert_eq!(n, 2, "the fixture and the kept cell");
+}

@@ -322,3 +322,39 @@ fn duration_is_the_monitors_length_and_cuts_the_last_window() {
     assert_eq!(lengths[0], 2_000_000_000);
     assert!(lengths[1..].iter().all(|&l| l < 2_000_000_000) && lengths.iter().sum::<u64>() <= 3_000_000_000, "windows past -D: {lengths:?}");
 }
+
+/// A history that refuses every run (a trigger of the test's): the rows of
+/// `runs` can no longer be written.
+fn refuse_runs(db: &Path) {
+    let c = rusqlite::Connection::open(db).unwrap();
+    c.execute_batch("CREATE TRIGGER refuse_runs BEFORE INSERT ON runs BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;").unwrap();
+}
+
+/// A monitor ends through the one end of a run (issue 62): when the history
+/// refuses its run, the result file is kept whole and the message says how
+/// to import it later — and the import stores it once the history takes runs.
+#[test]
+fn a_run_the_history_refuses_is_kept_in_its_file_to_import_later() {
+    let _lock = serial();
+    let sb = Sandbox::new();
+    let db = sb.path("results.db");
+    let o = sb.run(&["import", fixture("ptsematest.txt").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    refuse_runs(&db);
+    let json = sb.path("m.json");
+    let o = sb.cmd().args(["monitor", "--window", "300ms", "-D", "900ms", "-i", "1000", "-t", "1", "-q", "--json"]).arg(&json).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("refused by the test") && err.contains(&format!("`rtscope import {}", json.display())), "{err}");
+    let run = read_json(&json);
+    let n = u(&run["monitor"]["windows"]);
+    assert!(n >= 2 && run["complete"] != false, "{n} windows");
+    // The windows went in as they closed; the run waits in its file.
+    let stored: i64 = rusqlite::Connection::open(&db).unwrap().query_row("SELECT COUNT(DISTINCT idx) FROM windows", [], |r| r.get(0)).unwrap();
+    assert_eq!(stored as u64, n, "every closed window stored as it closed");
+    rusqlite::Connection::open(&db).unwrap().execute_batch("DROP TRIGGER refuse_runs").unwrap();
+    let o = sb.run(&["import", json.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = windows(&sb, 2);
+    assert_eq!(rows.iter().filter(|w| w["thread"].is_null()).count() as u64, n, "the imported run has its windows");
+}

@@ -18,7 +18,10 @@
 //!   `fifo`.
 //!
 //! Only flags given on the command line are checked; a default is never an
-//! error.
+//! error. The tables of which flags apply with `--target` are here, in one
+//! file: the host's ([`HOST_SIDE_FLAGS`], with the analysis and store
+//! groups) and the target session's ([`SESSION_FLAGS`]); the agent's are the
+//! keys of its plan line (`target::session::PLAN_KEYS`).
 
 use super::given::Given;
 use crate::error::BadInput;
@@ -67,16 +70,53 @@ fn check_threads(given: &Given, run: &RunShape<'_>) -> Result<(), BadInput> {
     )))
 }
 
+/// Flags of [`super::RunArgs`] (with its [`super::load::LoadArgs`]) outside the host's
+/// groups (see [`host_side_flags`]) that the host acts on whoever runs the
+/// probes: none of them reaches the probes, so they apply with `--target`
+/// as they do natively.
+const HOST_SIDE_FLAGS: &[&str] = &[
+    // The name the result gives the one phase when its load is not rtscope's
+    // (on a target: a load the user started there).
+    "phase_name",
+    // Where the result file is written.
+    "json",
+    "out",
+    // What this terminal prints, and in which unit.
+    "quiet",
+    "ns",
+];
+
+/// The clap ids of the `rtscope run` flags the host acts on whoever runs
+/// the probes: two groups that are the host's as a whole,
+/// [`super::analysis_opts::AnalysisOpts`] (the end-of-run analysis is made from the
+/// result, wherever it was measured) and [`super::store_opts::StoreOpts`] (the
+/// history database is on this host), then [`HOST_SIDE_FLAGS`]. The groups'
+/// flags are read from their own declarations, so a flag added to one of
+/// them comes with it.
+fn host_side_flags() -> Vec<String> {
+    fn ids_of<T: clap::Args>() -> Vec<String> {
+        T::augment_args(clap::Command::new("group")).get_arguments().map(|a| a.get_id().to_string()).collect()
+    }
+    let groups = [ids_of::<super::analysis_opts::AnalysisOpts>(), ids_of::<super::store_opts::StoreOpts>()];
+    groups.into_iter().flatten().chain(HOST_SIDE_FLAGS.iter().map(|id| id.to_string())).collect()
+}
+
+/// The flags of the target path itself: `--target` (the agent, and how it
+/// is reached) and `--target-silence` (how long it may say nothing). Every
+/// other flag a target takes reaches the agent in a plan line or is the
+/// host's ([`HOST_SIDE_FLAGS`]).
+const SESSION_FLAGS: &[&str] = &["target_silence", "target"];
+
 /// The clap ids of the `rtscope run` flags that apply with `--target`, in
 /// the order the refusal lists them, each taken from where its fact lives:
 /// the flags that set a key of the agent's plan line
 /// ([`PLAN_KEYS`](crate::target::session::PLAN_KEYS), in the line's order),
-/// the flags the host acts on whoever measures ([`super::host_side_flags`]),
-/// then the target path's own ([`super::target::SESSION_FLAGS`]).
+/// the flags the host acts on whoever measures ([`host_side_flags`]),
+/// then the target path's own ([`SESSION_FLAGS`]).
 pub(crate) fn target_flags() -> Vec<String> {
     let to_agent = crate::target::session::PLAN_KEYS.iter().filter_map(|(_, flag)| flag.map(str::to_string));
-    let session = super::target::SESSION_FLAGS.iter().map(|id| id.to_string());
-    crate::units::first_seen(to_agent.chain(super::host_side_flags()).chain(session))
+    let session = SESSION_FLAGS.iter().map(|id| id.to_string());
+    crate::units::first_seen(to_agent.chain(host_side_flags()).chain(session))
 }
 
 /// clap's `rtscope run`, for the flags it declares.
@@ -218,15 +258,29 @@ mod tests {
         }
     }
 
-    /// The run flags src/cli/target.rs (the target path's builder) reads off
-    /// `args`: the first field of each `args.` path that is a flag of run
+    /// The text of `fn NAME` in `src` (to its closing brace at the line's start).
+    fn fn_text<'a>(src: &'a str, name: &str) -> &'a str {
+        let at = src.find(&format!("fn {name}(")).unwrap_or_else(|| panic!("no fn {name}"));
+        &src[at..at + src[at..].find("\n}\n").expect("a closing brace")]
+    }
+
+    /// The run flags the target path reads: src/cli/target.rs (off `args`),
+    /// the parts of the plan builder every site runs (src/cli/plan.rs) and
+    /// the probe options an agent takes (`probe_opts::on_agent`, off `o`):
+    /// the first field of each `args.`/`o.` path that is a flag of run
     /// (`args.load.loads` reads `loads`; `args.given` is no flag).
     fn read_by_the_target_path(known: &[String]) -> Vec<String> {
-        let src = include_str!("target.rs");
+        let plan = include_str!("plan.rs");
+        let mut parts = vec![(include_str!("target.rs"), "args."), (fn_text(include_str!("probe_opts.rs"), "on_agent"), "o.")];
+        for f in ["measuring", "check_interval", "check_agent_range", "output", "output_path"] {
+            parts.push((fn_text(plan, f), "args."));
+        }
         let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
-        let reads = src.match_indices("args.").filter(|(i, _)| !src[..*i].ends_with(ident)).filter_map(|(i, m)| {
-            let path = src[i + m.len()..].split(|c: char| !ident(c) && c != '.').next().unwrap_or("");
-            path.split('.').find(|f| known.iter().any(|k| k == f)).map(str::to_string)
+        let reads = parts.into_iter().flat_map(|(src, on)| {
+            src.match_indices(on).filter(|(i, _)| !src[..*i].ends_with(ident)).filter_map(move |(i, m)| {
+                let path = src[i + m.len()..].split(|c: char| !ident(c) && c != '.').next().unwrap_or("");
+                path.split('.').find(|f| known.iter().any(|k| k == f)).map(str::to_string)
+            })
         });
         crate::units::first_seen(reads)
     }
@@ -238,7 +292,7 @@ mod tests {
         assert!(read.len() >= 8 && read.contains(&"periods".to_string()), "the scan found {read:?}");
         let takes = target_flags();
         let missing: Vec<&String> = read.iter().filter(|id| !takes.contains(id)).collect();
-        assert!(missing.is_empty(), "src/cli/target.rs reads {missing:?}, which --target refuses: add its plan key to PLAN_KEYS or the flag to cli::HOST_SIDE_FLAGS");
+        assert!(missing.is_empty(), "the target path reads {missing:?}, which --target refuses: add its plan key to PLAN_KEYS or the flag to HOST_SIDE_FLAGS");
     }
 
     #[test]

@@ -20,7 +20,7 @@ use super::plan;
 use super::RunArgs;
 use crate::error::BadInput;
 use crate::load::{self, parse_load, Engine, LoadOptions, PhaseSpec};
-use crate::plan::{Experiment, Output, ProbeEntry, RunPlan, Table};
+use crate::plan::{Experiment, Output, ProbeEntry, RunPlan, Site, Table};
 use crate::scenario::{self, presets, ProbeFileEntry, Scenario, ScenarioFile};
 use crate::units;
 
@@ -145,7 +145,7 @@ pub(crate) fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output, E
 }
 
 fn from_flags(args: &RunArgs, started: &str) -> Result<(RunPlan, Output, Experiment), BadInput> {
-    let (mut plan, output) = plan::build(args, started)?;
+    let (mut plan, output) = plan::build(args, started, Site::Here)?;
     let phases = phases_from_flags(&args.load)?;
     let entries =
         plan.probes.iter().map(|p| ProbeEntry { probe: p.clone(), interval_ns: plan.measuring.interval_ns, periods_ns: Vec::new(), duration_ns: plan.measuring.duration_ns, warmup_ns: 0 }).collect();
@@ -318,7 +318,7 @@ fn probes_under_policy(s: &Scenario, deadline: bool) -> Result<(Vec<&ProbeFileEn
 /// `output` key for a result path the file gave).
 fn plan_of_scenario(a: &RunArgs, s: &Scenario, started: &str) -> Result<(RunPlan, Output), BadInput> {
     let from_file = !a.given.json && !a.given.out && s.file.output.is_some();
-    plan::build(a, started).map_err(|e| {
+    plan::build(a, started, Site::Here).map_err(|e| {
         let msg = match e.0.strip_prefix("--json:") {
             Some(rest) if from_file => format!("output:{rest}"),
             _ => e.0,

@@ -315,37 +315,6 @@ pub(crate) struct RunArgs {
     pub(crate) command_line: Vec<String>,
 }
 
-/// Flags of [`RunArgs`] (with its [`load::LoadArgs`]) outside the host's
-/// groups (see [`host_side_flags`]) that the host acts on whoever runs the
-/// probes: none of them reaches the probes, so they apply with `--target`
-/// as they do natively.
-pub(crate) const HOST_SIDE_FLAGS: &[&str] = &[
-    // The name the result gives the one phase when its load is not rtscope's
-    // (on a target: a load the user started there).
-    "phase_name",
-    // Where the result file is written.
-    "json",
-    "out",
-    // What this terminal prints, and in which unit.
-    "quiet",
-    "ns",
-];
-
-/// The clap ids of the `rtscope run` flags the host acts on whoever runs
-/// the probes: two groups that are the host's as a whole,
-/// [`analysis_opts::AnalysisOpts`] (the end-of-run analysis is made from the
-/// result, wherever it was measured) and [`store_opts::StoreOpts`] (the
-/// history database is on this host), then [`HOST_SIDE_FLAGS`]. The groups'
-/// flags are read from their own declarations, so a flag added to one of
-/// them comes with it.
-pub(crate) fn host_side_flags() -> Vec<String> {
-    fn ids_of<T: Args>() -> Vec<String> {
-        T::augment_args(clap::Command::new("group")).get_arguments().map(|a| a.get_id().to_string()).collect()
-    }
-    let groups = [ids_of::<analysis_opts::AnalysisOpts>(), ids_of::<store_opts::StoreOpts>()];
-    groups.into_iter().flatten().chain(HOST_SIDE_FLAGS.iter().map(|id| id.to_string())).collect()
-}
-
 /// `--trace-events`, checked: each entry is `default`, `full`, `group/name` or
 /// `group/*` (lower-case letters, digits and `_`).
 #[derive(Debug, Clone, PartialEq, Eq)]

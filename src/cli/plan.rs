@@ -11,21 +11,37 @@ use crate::measure::{probe_by_name, split_spec, Traced};
 use crate::model::Nanos;
 use crate::plan::probes::{check_against_system, VariantSelection};
 use crate::measure::ProbeRun;
-use crate::plan::{Output, RunPlan};
+use crate::plan::{Output, RunPlan, Site};
 use crate::sys::sched::online_cpus;
 
-/// Build the plan from parsed arguments; `started` names the result file.
-pub(crate) fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), BadInput> {
-    let cpus = measured_cpus(args)?;
-    let threads = args.threads.map(|t| t as usize).unwrap_or(cpus.len());
-    let (probes, selected) = probes_of(args)?;
-    let probe_settings = super::probe_opts::settings(&args.probe_opts, selected.finish(), args.affinity.is_some() || args.threads.is_some(), &probes);
-    check_against_system(&probes, &probe_settings, &cpus)?;
-    if probes.is_empty() {
-        return Err(BadInput("--probe: no probe given; try --probe timer".into()));
+/// Build the plan from parsed arguments, the probes run at `site`; `started`
+/// names the result file. The one builder of a [`RunPlan`]: `run`, `run
+/// --target`, `monitor` and `factors` all come through here.
+pub(crate) fn build(args: &RunArgs, started: &str, site: Site) -> Result<(RunPlan, Output), BadInput> {
+    let here = site == Site::Here;
+    let (threads, cpus) = match site {
+        Site::Here => {
+            let cpus = measured_cpus(args)?;
+            (args.threads.map(|t| t as usize).unwrap_or(cpus.len()), cpus)
+        }
+        // The agent's to settle (`target::OnTarget`): the plan holds what
+        // was asked until then.
+        Site::Agent => (args.threads.map_or(0, |t| t as usize), args.affinity.as_ref().map(|c| c.0.clone()).unwrap_or_default()),
+    };
+    let (probes, selected) = probes_of(args, site)?;
+    let cpus_explicit = args.affinity.is_some() || args.threads.is_some();
+    let probe_settings = super::probe_opts::settings(&args.probe_opts, &args.given, selected.finish(), cpus_explicit, &probes, site);
+    if here {
+        check_against_system(&probes, &probe_settings, &cpus)?;
+        if probes.is_empty() {
+            return Err(BadInput("--probe: no probe given; try --probe timer".into()));
+        }
+        check_trace(args, &probes)?;
     }
-    check_trace(args, &probes)?;
     check_interval(args)?;
+    if site == Site::Agent {
+        check_agent_range(args)?;
+    }
 
     let output = output(args, started)?;
 
@@ -33,8 +49,8 @@ pub(crate) fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), 
         probes,
         phases: vec!["idle".to_string()],
         measuring: measuring(args, threads, cpus, probe_settings),
-        dma_latency: !args.no_dma_latency,
-        trace: args.trace_threshold.map(|t| crate::trace::TracePlan {
+        dma_latency: here && !args.no_dma_latency,
+        trace: args.trace_threshold.filter(|_| here).map(|t| crate::trace::TracePlan {
             threshold_ns: Nanos(t),
             buffer_kb: args.trace_buffer,
             max_snapshots: args.trace_max,
@@ -46,7 +62,7 @@ pub(crate) fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output), 
 }
 
 /// `-i` no longer than `-D`: whatever measures the run, a period must complete.
-pub(crate) fn check_interval(args: &RunArgs) -> Result<(), BadInput> {
+fn check_interval(args: &RunArgs) -> Result<(), BadInput> {
     if args.interval > args.duration {
         return Err(BadInput(format!(
             "-i/--interval {} is longer than -D/--duration {}: no period would complete; shorten the interval or lengthen the run",
@@ -57,10 +73,25 @@ pub(crate) fn check_interval(args: &RunArgs) -> Result<(), BadInput> {
     Ok(())
 }
 
+/// The agent's plan limit on the interval (agent/plan.c: 1 ns to 1 h),
+/// checked here so that a plan the agent would refuse is exit 2 before
+/// anything is started or connected (its 365-day limit on a run is every
+/// duration's: `units::parse_duration`).
+fn check_agent_range(args: &RunArgs) -> Result<(), BadInput> {
+    const MAX_INTERVAL_NS: u64 = 3_600_000_000_000;
+    if args.interval > MAX_INTERVAL_NS {
+        return Err(BadInput(format!(
+            "-i/--interval {}: an agent takes intervals of up to 1 h; shorten the interval",
+            crate::units::fmt_ns(args.interval)
+        )));
+    }
+    Ok(())
+}
+
 /// What every measuring thread is told from the flags (`-D`, `-i`, `-p`,
 /// `--policy`, `--worst`), whatever measures the run, on the `threads` and
 /// `cpus` decided for it, with the probes' `probe` options.
-pub(crate) fn measuring(args: &RunArgs, threads: usize, cpus: Vec<usize>, probe: crate::model::ProbeOptions) -> ProbeRun {
+fn measuring(args: &RunArgs, threads: usize, cpus: Vec<usize>, probe: crate::model::ProbeOptions) -> ProbeRun {
     ProbeRun {
         duration_ns: args.duration,
         interval_ns: args.interval,
@@ -90,16 +121,20 @@ fn measured_cpus(args: &RunArgs) -> Result<Vec<usize>, BadInput> {
 }
 
 /// The probes of `--probe`, each once in the order given, and the variants
-/// selected (`NAME:VARIANT`, checked against the probe's variants).
-fn probes_of(args: &RunArgs) -> Result<(Vec<String>, VariantSelection), BadInput> {
+/// selected (`NAME:VARIANT`, checked against the probe's variants). An
+/// agent's probes and variants are its own: their names are kept as asked
+/// (checked against its announcement in the session), no variant selected.
+fn probes_of(args: &RunArgs, site: Site) -> Result<(Vec<String>, VariantSelection), BadInput> {
     let mut probes = Vec::new();
     let mut selected = VariantSelection::default();
     for spec in &args.probes {
         let (p, sel) = split_spec(spec);
-        let Some(probe) = probe_by_name(p) else {
-            return Err(BadInput(format!("--probe: unknown probe '{p}'; available: {}", crate::measure::names().join(", "))));
-        };
-        selected.add(probe, sel)?;
+        if site == Site::Here {
+            let Some(probe) = probe_by_name(p) else {
+                return Err(BadInput(format!("--probe: unknown probe '{p}'; available: {}", crate::measure::names().join(", "))));
+            };
+            selected.add(probe, sel)?;
+        }
         if !probes.iter().any(|q| q == p) {
             probes.push(p.to_string());
         }
@@ -127,7 +162,7 @@ fn check_trace(args: &RunArgs, probes: &[String]) -> Result<(), BadInput> {
 
 /// What the run writes and prints, whatever measures it: the result file
 /// ([`output_path`]), `-q`, and the unit of `--ns`.
-pub(crate) fn output(args: &RunArgs, started: &str) -> Result<Output, BadInput> {
+fn output(args: &RunArgs, started: &str) -> Result<Output, BadInput> {
     Ok(Output { path: output_path(args, started)?, quiet: args.quiet, unit: crate::units::Unit::of_ns_flag(args.ns) })
 }
 

@@ -8,9 +8,11 @@ use std::collections::BTreeMap;
 
 use clap::{Args, ValueEnum};
 
+use super::given::Given;
 use crate::measure::DEFAULT_MSG_SIZE;
 use crate::model::{self, ProbeOptions};
 use crate::plan::probes::{MAX_MSG_SIZE, MQ_MSGSIZE_MAX_PATH};
+use crate::plan::Site;
 use crate::units;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -96,12 +98,17 @@ pub(crate) struct ProbeOpts {
     pub(crate) migrate_max_err: u64,
 }
 
-/// The validated probe options from the flags, the `--probe` variant
-/// selection, whether -a/-t was given and the planned probes. An option is
-/// recorded when a planned probe reads its flag (`measure::ProbeInfo::flags`;
+/// The validated probe options from the flags (`given`: which were on the
+/// command line), the `--probe` variant selection, whether -a/-t was given
+/// and the planned probes, for probes run at `site`. An option is recorded
+/// when a planned probe reads its flag (`measure::ProbeInfo::flags`;
 /// `--chain` only for the chain variant); `chain` and `migrate_*` are 0
-/// (absent from the result) otherwise.
-pub(crate) fn settings(o: &ProbeOpts, variants: BTreeMap<String, Vec<String>>, cpus_explicit: bool, probes: &[String]) -> ProbeOptions {
+/// (absent from the result) otherwise. An agent takes the options of its
+/// plan line ([`on_agent`]).
+pub(crate) fn settings(o: &ProbeOpts, given: &Given, variants: BTreeMap<String, Vec<String>>, cpus_explicit: bool, probes: &[String], site: Site) -> ProbeOptions {
+    if site == Site::Agent {
+        return on_agent(o, given, variants);
+    }
     let mut s = ProbeOptions {
         variants,
         periods_ns: o.periods.clone().unwrap_or_default(),
@@ -135,6 +142,19 @@ pub(crate) fn settings(o: &ProbeOpts, variants: BTreeMap<String, Vec<String>>, c
         (s.migrate_run_ns, s.migrate_sleep_ns, s.migrate_max_err_ns) = (0, 0, 0);
     }
     s
+}
+
+/// The probe options an agent takes (the keys of its plan line,
+/// `target::session::PLAN_KEYS`); the others are not the agent's and stay
+/// unknown (0), a size not given is the agent's own (0).
+fn on_agent(o: &ProbeOpts, given: &Given, variants: BTreeMap<String, Vec<String>>) -> ProbeOptions {
+    ProbeOptions {
+        variants,
+        periods_ns: o.periods.clone().unwrap_or_default(),
+        iterations: o.iterations,
+        msg_size: if given.msg_size { o.msg_size } else { 0 },
+        ..Default::default()
+    }
 }
 
 fn parse_chain(s: &str) -> Result<usize, String> {

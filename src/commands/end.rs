@@ -1,7 +1,10 @@
 //! The end of a run, whatever measured it: `rtscope run` on this system and
 //! `run --target` on an agent end through [`finish`] (the summary, the
 //! result's place, the warnings, the history, the verdict and the exit
-//! code); `monitor` saves through [`save`]. The store is opened before
+//! code); `monitor` and each cell of `factors` end through its parts: the
+//! warnings ([`warn`]), the history with the rescue of a run it did not
+//! take ([`save`]: the result file is kept, and the message says how to
+//! import it later) and, for `monitor`, the exit code ([`exit_code`]). The store is opened before
 //! measuring ([`open_for_run`]): a bad `--db` is bad input, exit 2, before
 //! anything is measured or written. The command line in the result was
 //! redacted where it was captured (`cli`), not here.
@@ -29,7 +32,8 @@ pub(crate) fn open_for_run(opts: &StoreOpts) -> anyhow::Result<Option<Store>> {
 /// `rtscope export` gives the same file) — never read back from the path,
 /// which another run started in the same second, or a user, may have
 /// written since. `json_path` is where the message says the run is kept.
-pub(crate) fn save(store: &mut Store, run: &Run, json_path: &Path, quiet: bool) -> anyhow::Result<()> {
+/// Returns the run's id in the history.
+pub(crate) fn save(store: &mut Store, run: &Run, json_path: &Path, quiet: bool) -> anyhow::Result<i64> {
     let text = crate::store::json::run_text(run)?;
     let shown = store.shown();
     let id = store.save(run, &text, run.source()).map_err(|e| {
@@ -48,7 +52,36 @@ pub(crate) fn save(store: &mut Store, run: &Run, json_path: &Path, quiet: bool) 
     if !quiet {
         println!("saved: run #{id} in {}", store.shown());
     }
-    Ok(())
+    Ok(id)
+}
+
+/// What the reader of a run must know (its `warnings`), on stderr. The
+/// warnings quote host strings, traced process names and an agent's
+/// strings: printed through `report::escape`.
+pub(crate) fn warn(run: &Run) {
+    for w in &run.warnings {
+        eprintln!("warning: {}", report::escape::terminal_safe(w));
+    }
+}
+
+/// The exit code a measured run ends with: 130 interrupted, 3 when a
+/// migrate run saw priority-order violations (as rt-migrate-test fails;
+/// said on stderr), else 0.
+pub(crate) fn exit_code(run: &Run) -> u8 {
+    let violated: Vec<String> = run
+        .results
+        .iter()
+        .filter(|r| r.thread.is_none())
+        .filter_map(|r| r.extras.violations.as_ref().filter(|v| v.count > 0).map(|v| format!("{} ({}): {} of {} periods", r.probe, r.phase, v.count, v.periods)))
+        .collect();
+    if !violated.is_empty() && !run.interrupted {
+        eprintln!(
+            "failed: a higher-priority thread waited while a lower-priority one ran in {} (see `violations` in the result; exit 3)",
+            violated.join(", ")
+        );
+        return EXIT_GATE_FAILED;
+    }
+    if run.interrupted { EXIT_INTERRUPTED } else { EXIT_OK }
 }
 
 /// What the end of a run shows beside the run itself.
@@ -76,24 +109,9 @@ pub(crate) fn finish(run: &Run, end: &Ending<'_>, store: Option<&mut Store>) -> 
         print!("{}", report::escape::terminal_safe(&text));
         println!("result: {}", output.path.display());
     }
-    for w in &run.warnings {
-        eprintln!("warning: {}", report::escape::terminal_safe(w));
-    }
+    warn(run);
     if let Some(store) = store {
         save(store, run, &output.path, output.quiet)?;
     }
-    let violated: Vec<String> = run
-        .results
-        .iter()
-        .filter(|r| r.thread.is_none())
-        .filter_map(|r| r.extras.violations.as_ref().filter(|v| v.count > 0).map(|v| format!("{} ({}): {} of {} periods", r.probe, r.phase, v.count, v.periods)))
-        .collect();
-    if !violated.is_empty() && !run.interrupted {
-        eprintln!(
-            "failed: a higher-priority thread waited while a lower-priority one ran in {} (see `violations` in the result; exit 3)",
-            violated.join(", ")
-        );
-        return Ok(EXIT_GATE_FAILED);
-    }
-    Ok(if run.interrupted { EXIT_INTERRUPTED } else { EXIT_OK })
+    Ok(exit_code(run))
 }

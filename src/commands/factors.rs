@@ -360,27 +360,23 @@ struct Rounds<'a> {
     lab: Option<&'a super::factors_lab::Lab>,
 }
 
-/// One cell's run: in this process, or in a lab guest. The run and the
-/// text of its result file.
-fn run_cell(args: &FactorsArgs, ctx: &Rounds, cell: usize, name: &str) -> anyhow::Result<(crate::model::Run, String)> {
+/// One cell's run: in this process, or in a lab guest; its result file is
+/// `name`.json in the experiment's directory.
+fn run_cell(args: &FactorsArgs, ctx: &Rounds, cell: usize, name: &str) -> anyhow::Result<crate::model::Run> {
     if let Some(lab) = ctx.lab {
         // The history keeps the command that made the run, the experiment
         // (`load_stored` reads the design from it); the guest's own `rtscope
         // run` line stays in the result file the lab brought back.
         let mut run = lab.run(ctx.design, cell, &ctx.out.join(format!("{name}.json")), ctx.stop)?;
         run.command_line = args.run.command_line.clone();
-        let text = serde_json::to_string(&run)?;
-        return Ok((run, text));
+        return Ok(run);
     }
     let a = cell_args(&args.run, ctx.design, cell, ctx.out, name);
     let started = OffsetDateTime::now_utc();
     let (plan, mut output, e) = crate::cli::load::build(&a, name)?;
     output.quiet = true;
     let run = runner::execute(&plan, &e, runner::Invocation { output: &output, command_line: args.run.command_line.clone(), started, stop: ctx.stop, warnings: crate::commands::run::warnings })?;
-    // The run in memory as its file was written: never read back from a
-    // path another experiment may have written since.
-    let text = crate::store::json::run_text(&run)?;
-    Ok((run, text))
+    Ok(run)
 }
 
 fn run_rounds(
@@ -407,15 +403,19 @@ fn run_rounds(
             }
         }
         let name = format!("r{:02}-c{:02}", round + 1, cell + 1);
-        let (run, text) = match run_cell(args, ctx, cell, &name) {
+        let run = match run_cell(args, ctx, cell, &name) {
             Ok(r) => r,
             // A guest stopped by Ctrl-C may leave no result: the runs taken are kept.
             Err(_) if stop.load(Ordering::SeqCst) => break,
             Err(e) => return Err(e),
         };
+        // Each cell ends as a run does (`commands::end`): its warnings, and
+        // the history, which a cell it refuses leaves in its result file
+        // with the way to import it later.
+        super::end::warn(&run);
         let mut id = None;
         if let Some(s) = store.as_deref_mut() {
-            let rid = s.save(&run, &text, run.source())?;
+            let rid = super::end::save(s, &run, &ctx.out.join(format!("{name}.json")), true)?;
             for t in design.tags(exp, round, cell) {
                 s.tag(rid, &t)?;
             }

@@ -6,14 +6,15 @@
 //! stored like a `run`'s. Every flag is checked before measuring (exit 2).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use time::OffsetDateTime;
 
+use super::end;
 use crate::cli::{self, MonitorArgs};
-use crate::error::{BadInput, EXIT_INTERRUPTED, EXIT_OK};
+use crate::error::{BadInput, EXIT_INTERRUPTED};
 use crate::model::Window;
 use crate::monitor::{self, MonitorPlan};
 use crate::plan::Output;
@@ -66,7 +67,7 @@ pub(crate) fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
         Some(addr) => Some(crate::serve::bind(addr)?),
         None => None,
     };
-    let store = crate::commands::end::open_for_run(&args.run.store)?;
+    let store = end::open_for_run(&args.run.store)?;
     if let Some(s) = &store {
         // Bounded memory for days of windows (bench/monitor-cost).
         s.limit_cache(256)?;
@@ -95,16 +96,21 @@ pub(crate) fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
     if let Some(s) = server {
         s.stop();
     }
-    let mut run = result?;
-    // The result file first, whatever the database does; then the history,
-    // whatever happened to the file (a full disk at Ctrl-C lost no run that
-    // the database could take).
+    end_of_monitor(result?, &output, &mut sinks, &stop)
+}
+
+/// The monitor's end, through the one end of a run's parts
+/// (`commands::end`): the result file first, whatever the database does;
+/// the warnings; then the history, whatever happened to the file (a full
+/// disk at Ctrl-C lost no run that the database could take); the exit code.
+fn end_of_monitor(mut run: crate::model::Run, output: &Output, sinks: &mut Sinks, stop: &AtomicBool) -> anyhow::Result<u8> {
     let (file, trouble) = match crate::runner::write_kept(&output.path, &run) {
         Kept::Here => (Some(output.path.clone()), None),
         Kept::Rescued(p, e) => (Some(p), Some(e)),
         Kept::Lost(e) => (None, Some(e)),
     };
-    let stored = match sinks.store_run(&mut run, &output, file.as_deref()) {
+    end::warn(&run);
+    let stored = match sinks.store_run(&mut run, output, file.as_deref()) {
         Ok(stored) => stored,
         Err(e) => {
             if let Some(t) = &trouble {
@@ -116,9 +122,11 @@ pub(crate) fn cmd(args: &MonitorArgs) -> anyhow::Result<u8> {
     if let (Some(f), false) = (&file, output.quiet) {
         println!("result: {} ({} windows)", f.display(), run.monitor.as_ref().map_or(0, |m| m.windows));
     }
+    // A signal during the last writes still says the monitor was stopped.
     let stopped = stop.load(Ordering::Relaxed);
     match trouble {
-        None => Ok(if stopped { EXIT_INTERRUPTED } else { EXIT_OK }),
+        None if stopped => Ok(EXIT_INTERRUPTED),
+        None => Ok(end::exit_code(&run)),
         // The run is in the history: the file's trouble is a warning.
         Some(t) if stored => {
             eprintln!("warning: {t:#}");
@@ -288,7 +296,7 @@ impl Sinks {
                 .into());
             }
         }
-        crate::commands::end::save(s, run, file.unwrap_or(&output.path), output.quiet)?;
+        end::save(s, run, file.unwrap_or(&output.path), output.quiet)?;
         Ok(true)
     }
 }

@@ -8,7 +8,9 @@
 //! - [`fold`]: histograms and per-second series in bounded memory;
 //! - [`build`]: the intermediate [`Parsed`]/[`Series`] every parser produces
 //!   and [`build_run`], which turns them into a schema v1 [`crate::model::Run`] with
-//!   `imported_from` and `fidelity` notes.
+//!   `imported_from` and `fidelity` notes;
+//! - [`merge`]: the merged entry of a probe/variant, its members folded
+//!   through the one distribution type, their moments pooled.
 //!
 //! The conversion rules (also in docs/schema.md, "Imported runs"):
 //! - Latencies become integer ns; µs sources are exact to the µs and say so
@@ -41,6 +43,7 @@
 pub mod build;
 pub(crate) mod fold;
 pub mod format;
+pub(crate) mod merge;
 pub(crate) mod read;
 
 pub(crate) mod bins_csv;

@@ -43,24 +43,51 @@ fn kill(t: u64) -> Result<(), String> {
     Ok(())
 }
 
+/// What the chain's threads share.
+struct Chain {
+    /// Each thread's id, to pass the signal on to it.
+    tids: Vec<AtomicU64>,
+    /// The stamp of the last send (before pthread_kill), read by the receiver.
+    sent: AtomicU64,
+    /// Set by the first thread to end the chain.
+    quit: AtomicBool,
+    /// The first thread's start: sample times count from it.
+    origin: AtomicU64,
+}
+
+impl Chain {
+    /// A thread after the first: records each hop to it and passes the
+    /// signal on to `to`, until the first thread ends the chain; the error
+    /// that ended it early, if any.
+    fn relay(&self, to: u64, rec: &mut Recorder) -> Option<String> {
+        loop {
+            let t = match wait_signal() {
+                Ok(t) => t,
+                Err(e) => return Some(e),
+            };
+            if self.quit.load(Ordering::Acquire) {
+                return None;
+            }
+            rec.record(t.saturating_sub(self.sent.load(Ordering::Acquire)), t.saturating_sub(self.origin.load(Ordering::Acquire)), rec.samples());
+            self.sent.store(now_ns(), Ordering::Release);
+            if let Err(e) = kill(to) {
+                return Some(e);
+            }
+        }
+    }
+}
+
 /// Run the chain for `share` ns: the `chain` (rounds) and `chain/hop` outcomes.
 pub(crate) fn run(ctx: &ProbeCtx<'_>, share: u64) -> anyhow::Result<Vec<ThreadOutcome>> {
     let n = ctx.run.probe.chain.max(2);
-    let specs: Vec<ThreadSpec> = (0..n)
-        .map(|index| ThreadSpec {
-            index,
-            cpu: Some(ctx.run.cpus[index % ctx.run.cpus.len()]),
-            policy: ctx.run.policy,
-            priority: ctx.run.priority,
-            dl: None,
-        })
-        .collect();
-    let tids: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
-    // The stamp of the last send (before pthread_kill), read by the receiver.
-    let sent = AtomicU64::new(0);
-    let quit = AtomicBool::new(false);
-    // The first thread's start: sample times count from it.
-    let origin = AtomicU64::new(now_ns());
+    let specs = specs(ctx, n);
+    let chain = Chain {
+        tids: (0..n).map(|_| AtomicU64::new(0)).collect(),
+        sent: AtomicU64::new(0),
+        quit: AtomicBool::new(false),
+        origin: AtomicU64::new(now_ns()),
+    };
+    let Chain { tids, sent, quit, origin } = &chain;
     let interval = ctx.run.interval_ns;
     let back_to_back = ctx.run.probe.back_to_back;
     let max = select::max_events(ctx);
@@ -77,21 +104,7 @@ pub(crate) fn run(ctx: &ProbeCtx<'_>, share: u64) -> anyhow::Result<Vec<ThreadOu
         let next = if i + 1 == n { 0 } else { i + 1 };
         if i > 0 {
             gate.wait();
-            let to = tids[next].load(Ordering::Acquire);
-            loop {
-                let t = match wait_signal() {
-                    Ok(t) => t,
-                    Err(e) => return (Some(e), None),
-                };
-                if quit.load(Ordering::Acquire) {
-                    return (None, None);
-                }
-                rec.record(t.saturating_sub(sent.load(Ordering::Acquire)), t.saturating_sub(origin.load(Ordering::Acquire)), rec.samples());
-                sent.store(now_ns(), Ordering::Release);
-                if let Err(e) = kill(to) {
-                    return (Some(e), None);
-                }
-            }
+            return (chain.relay(tids[next].load(Ordering::Acquire), rec), None);
         }
         // The first thread: starts each round and records it.
         let mut round = Recorder::with_tail(0, share, ctx.run.worst_k, tail_capacity(share, interval.max(1)));
@@ -140,6 +153,26 @@ pub(crate) fn run(ctx: &ProbeCtx<'_>, share: u64) -> anyhow::Result<Vec<ThreadOu
         }
         (err, Some(round))
     })?;
+    Ok(outcomes(measured, n, interval))
+}
+
+/// The chain's `n` threads, all at `-p` under `--policy`, on the plan's
+/// CPUs in turn.
+fn specs(ctx: &ProbeCtx<'_>, n: usize) -> Vec<ThreadSpec> {
+    (0..n)
+        .map(|index| ThreadSpec {
+            index,
+            cpu: Some(ctx.run.cpus[index % ctx.run.cpus.len()]),
+            policy: ctx.run.policy,
+            priority: ctx.run.priority,
+            dl: None,
+        })
+        .collect()
+}
+
+/// The `chain` outcome (the first thread's rounds, when it measured any),
+/// then every thread's `chain/hop` outcome.
+fn outcomes(measured: Vec<(ThreadOutcome, Option<Recorder>)>, n: usize, interval: u64) -> Vec<ThreadOutcome> {
     let mut rounds = None;
     let mut hops = Vec::with_capacity(measured.len());
     for (o, round) in measured {
@@ -164,5 +197,5 @@ pub(crate) fn run(ctx: &ProbeCtx<'_>, share: u64) -> anyhow::Result<Vec<ThreadOu
         out.push(o);
     }
     out.extend(hops);
-    Ok(out)
+    out
 }

@@ -85,7 +85,7 @@ pub(crate) struct Distribution {
 /// The tail's order, a total one so that any grouping sorts alike: largest
 /// first; among equals the earlier sample (lower seq), then as the
 /// recorder's heap ranks the rest (later time, higher CPU, higher thread
-/// first), so a cut keeps what the recorder's own merge keeps.
+/// first), so a cut keeps what a recorder's own tail keeps.
 pub(crate) fn rank(a: &TailSample, b: &TailSample) -> Ordering {
     b.0.cmp(&a.0).then(a.2.cmp(&b.2)).then(b.1.cmp(&a.1)).then(b.4.cmp(&a.4)).then(b.3.cmp(&a.3))
 }
@@ -365,9 +365,10 @@ mod tests {
             let members: Vec<Member> = parts.iter().enumerate().map(|(t, p)| member(t, recorded(t, p).distribution())).collect();
             let entries = per_thread_and_merged("t", "idle", &members).unwrap();
             let merged = &entries.last().unwrap().result;
-            let mut one = Recorder::with_tail(0, 3_000_000_000, 4, 16);
-            for (t, p) in parts.iter().enumerate() {
-                one.merge(&recorded(t, p));
+            // Monitor's windows: the parts folded one by one.
+            let mut one = recorded(0, &parts[0]).distribution();
+            for (t, p) in parts.iter().enumerate().skip(1) {
+                one.merge(&recorded(t, p).distribution(), &"a part").unwrap();
             }
             let all: Vec<u64> = parts.concat();
             let mut whole = Recorder::with_tail(0, 3_000_000_000, 4, 16);
@@ -383,7 +384,7 @@ mod tests {
             let lat = |r: &ProbeResult| r.tail.samples.iter().map(|s| s.0).collect::<Vec<_>>();
             prop_assert_eq!(lat(merged), lat(&w));
             prop_assert_eq!(merged.per_second.iter().map(|s| s.count).sum::<u64>(), all.len() as u64);
-            // And the recorder's own merge (monitor's windows) agrees.
+            // And the fold agrees.
             let json = |r: &ProbeResult| serde_json::to_value(r).unwrap();
             prop_assert_eq!(json(merged), json(&one.to_result("t", "idle", None, None, None, 1000)));
         }

@@ -15,8 +15,10 @@
 //!   the planned duration (bounded memory),
 //! - an overrun counter (rule 3: a missed period is counted, never skipped).
 //!
-//! Recorders merge (`merge`), so per-thread results combine into the merged
-//! entry of a probe exactly: counts add, min/max/sums combine, tails are
+//! A recorder gives its samples as the one distribution type
+//! ([`Recorder::distribution`]), whose checked merge combines per-thread
+//! results into the merged entry of a probe (and monitor's windows into its
+//! overall entries) exactly: counts add, min/max/sums combine, tails are
 //! re-ranked, per-second slots add.
 
 use std::cmp::Reverse;
@@ -272,44 +274,6 @@ impl Recorder {
         self.max
     }
 
-    /// Fold another recorder into this one (for the merged entry).
-    pub fn merge(&mut self, other: &Recorder) {
-        // An empty recorder (the merged entry's) takes the per-second layout
-        // of what it merges first: a run over ~28 h has slots wider than 1 s.
-        if self.count == 0 && self.slot_width_ns != other.slot_width_ns {
-            self.slot_width_ns = other.slot_width_ns;
-            self.slots = vec![Slot { min: u64::MAX, ..Slot::default() }; other.slots.len()];
-        }
-        self.hist.add(&other.hist).expect("same bounds");
-        self.count += other.count;
-        self.overruns += other.overruns;
-        self.min = self.min.min(other.min);
-        self.max = self.max.max(other.max);
-        self.sum += other.sum;
-        self.sum_sq = self.sum_sq.saturating_add(other.sum_sq);
-        // The merged tail keeps the smallest capacity of its parts: with k the
-        // smallest, every sample in the union's top k is in its own thread's
-        // top k, so the merged tail stays exact.
-        self.tail_k = self.tail_k.min(other.tail_k);
-        for w in other.tail.iter() {
-            self.tail.push(*w);
-        }
-        while self.tail.len() > self.tail_k {
-            self.tail.pop();
-        }
-        if other.slot_width_ns == self.slot_width_ns {
-            if other.slots.len() > self.slots.len() {
-                self.slots.resize(other.slots.len(), Slot { min: u64::MAX, ..Slot::default() });
-            }
-            for (a, b) in self.slots.iter_mut().zip(other.slots.iter()) {
-                a.count += b.count;
-                a.sum += b.sum;
-                a.min = a.min.min(b.min);
-                a.max = a.max.max(b.max);
-            }
-        }
-    }
-
     /// Percentile `q` (0–100) in ns by the nearest-rank definition: the
     /// smallest recorded value such that at least q % of the samples are at or
     /// below it (rank ⌈q·n/100⌉). (Results take theirs from the buckets,
@@ -379,6 +343,20 @@ impl Recorder {
             width_s,
             ..Distribution::default()
         }
+    }
+
+    /// The merged entry (thread and CPU null) of `recs`, a variant's
+    /// threads, as the runner makes it: their distributions folded through
+    /// the one checked [`Distribution::merge`]; the error names the thread
+    /// whose counts would pass what a result holds. For the examples' and
+    /// tests' synthetic runs.
+    pub fn merged_result(recs: &[Recorder], probe: &str, phase: &str, interval_ns: u64) -> Result<ProbeResult, String> {
+        let Some((first, rest)) = recs.split_first() else { return Ok(Recorder::new(0, 0, 0).to_result(probe, phase, None, None, None, interval_ns)) };
+        let mut d = first.distribution();
+        for (i, r) in rest.iter().enumerate() {
+            d.merge(&r.distribution(), &format_args!("thread {}", i + 1))?;
+        }
+        Ok(d.to_result(probe, phase, None, None, None, interval_ns))
     }
 
     /// The summary entry of the result model ([`Distribution::to_result`]).
@@ -480,44 +458,6 @@ mod tests {
     }
 
     #[test]
-    fn merge_equals_recording_everything_in_one() {
-        let a_vals: Vec<u64> = (0..500).map(|i| 100 + i * 7).collect();
-        let b_vals: Vec<u64> = (0..700).map(|i| 3000 + i * 13).collect();
-        let mut a = rec(&a_vals);
-        let b = rec(&b_vals);
-        let mut all = a_vals.clone();
-        all.extend(&b_vals);
-        let one = rec(&all);
-        a.merge(&b);
-        let m = a.to_result("t", "idle", None, None, None, 1);
-        let o = one.to_result("t", "idle", None, None, None, 1);
-        assert_eq!(m.samples, 1200);
-        assert_eq!(m.histogram, o.histogram);
-        assert_eq!(m.min_ns, o.min_ns);
-        assert_eq!(m.max_ns, o.max_ns);
-        assert_eq!(m.percentiles_ns, o.percentiles_ns);
-        assert!((m.mean_ns - o.mean_ns).abs() < 1e-9);
-        let wm: Vec<u64> = m.worst.iter().map(|w| w.latency_ns.0).collect();
-        let wo: Vec<u64> = o.worst.iter().map(|w| w.latency_ns.0).collect();
-        assert_eq!(wm, wo);
-        assert_eq!(m.per_second.iter().map(|s| s.count).sum::<u64>(), 1200);
-    }
-
-    #[test]
-    fn merging_into_an_empty_recorder_keeps_wide_slots_of_long_runs() {
-        let two_days = 2 * 86_400_000_000_000u64;
-        let mut a = Recorder::new(0, two_days, 4);
-        a.record(10, 5_000_000_000, 0);
-        a.record(20, 100_000_000_000_000, 1);
-        let mut m = Recorder::new(usize::MAX, 0, 4);
-        m.merge(&a);
-        let res = m.to_result("t", "idle", None, None, None, 1);
-        assert_eq!(res.per_second_width_s, 2);
-        assert_eq!(res.per_second.iter().map(|s| s.count).sum::<u64>(), 2);
-        assert_eq!(res.per_second.iter().map(|s| s.t_s).collect::<Vec<_>>(), vec![4, 100_000]);
-    }
-
-    #[test]
     fn per_second_slots_split_by_time() {
         let mut r = Recorder::new(0, 3_000_000_000, 4);
         r.record(10, 100, 0);
@@ -575,9 +515,8 @@ mod tests {
             a.record(*v, i as u64, i as u64);
             b.record(*v + 1, i as u64, i as u64);
         }
-        let mut m = Recorder::with_tail(usize::MAX, 0, 1, TAIL_K);
-        m.merge(&a);
-        m.merge(&b);
+        let mut m = a.distribution();
+        m.merge(&b.distribution(), &"b").unwrap();
         let res = m.to_result("t", "idle", None, None, None, 1);
         assert_eq!(res.tail.k, 3);
         let lat: Vec<u64> = res.tail.samples.iter().map(|s| s.latency().0).collect();
@@ -586,9 +525,10 @@ mod tests {
 
     #[test]
     fn short_run_tail_holds_every_sample_and_merges() {
-        let mut a = rec(&[5, 1, 9]);
+        let a = rec(&[5, 1, 9]);
         let b = rec(&[7, 3]);
-        a.merge(&b);
+        let mut a = a.distribution();
+        a.merge(&b.distribution(), &"b").unwrap();
         let res = a.to_result("t", "idle", None, None, None, 1);
         let lat: Vec<u64> = res.tail.samples.iter().map(|s| s.latency().0).collect();
         assert_eq!(lat, vec![9, 7, 5, 3, 1]);

@@ -33,6 +33,20 @@ pub(crate) struct RunPlan {
     pub(crate) trace: Option<crate::trace::TracePlan>,
 }
 
+/// Where a run's probes happen: what the one plan builder
+/// (`cli::plan::build`) decides differently for a run on this system and
+/// one on a target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Site {
+    /// On this system: CPUs, probes and variants checked against it.
+    Here,
+    /// On another system, by rtscope-agent (`--target`): what only the
+    /// agent's announcement can settle (its probes' variants, its CPUs for
+    /// `-a` and `-t`) is kept as asked and checked in the session; no
+    /// /dev/cpu_dma_latency hold and no tracing here.
+    Agent,
+}
+
 /// Where and how to report.
 #[derive(Debug, Clone)]
 pub(crate) struct Output {

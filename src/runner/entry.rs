@@ -86,8 +86,7 @@ fn apply_extras(extra: &Extras, windows: &[(u64, TraceWindow)], r: &mut ProbeRes
 
 /// Per-thread results plus one merged entry per variant, from a probe's
 /// outcomes: through the one distribution type and grouping
-/// ([`distribution::per_thread_and_merged`], as an agent's blocks), each
-/// entry given its thread's extras (the merged one, every thread's merged).
+/// ([`results_of`]).
 pub(crate) fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome]) -> anyhow::Result<Vec<ProbeResult>> {
     let members: Vec<Member> = outcomes
         .iter()
@@ -100,16 +99,30 @@ pub(crate) fn results_from(probe: &str, phase: &str, outcomes: &[ThreadOutcome])
             source: format!("probe {probe}, thread {}", o.thread),
         })
         .collect();
-    let grouped = distribution::per_thread_and_merged(probe, phase, &members).map_err(|e| anyhow::anyhow!(e))?;
+    results_of(probe, phase, &members, |i| (&outcomes[i].extra, outcomes[i].windows.as_slice()))
+}
+
+/// Per-thread results plus one merged entry per variant, from the threads'
+/// distributions (`members`; `run`'s probe runs, `monitor`'s overall
+/// shares): through the one grouping ([`distribution::per_thread_and_merged`],
+/// as an agent's blocks), each entry given its thread's extras and late
+/// samples (`of(i)` for member i; the merged entry, every thread's merged).
+pub(crate) fn results_of<'a>(
+    probe: &str,
+    phase: &str,
+    members: &[Member<'_>],
+    of: impl Fn(usize) -> (&'a Extras, &'a [(u64, TraceWindow)]),
+) -> anyhow::Result<Vec<ProbeResult>> {
+    let grouped = distribution::per_thread_and_merged(probe, phase, members).map_err(|e| anyhow::anyhow!(e))?;
     Ok(grouped
         .into_iter()
         .map(|g| {
             let mut r = g.result;
             let extra = match (r.thread, g.members.as_slice()) {
-                (Some(_), [i]) => outcomes[*i].extra.clone(),
-                _ => g.members.iter().fold(Extras::default(), |e, &i| e.merge(&outcomes[i].extra)),
+                (Some(_), [i]) => of(*i).0.clone(),
+                _ => g.members.iter().fold(Extras::default(), |e, &i| e.merge(of(i).0)),
             };
-            let windows: Vec<(u64, TraceWindow)> = g.members.iter().flat_map(|&i| outcomes[i].windows.iter().cloned()).collect();
+            let windows: Vec<(u64, TraceWindow)> = g.members.iter().flat_map(|&i| of(i).1.iter().cloned()).collect();
             apply_extras(&extra, &windows, &mut r);
             r
         })

@@ -36,7 +36,7 @@ use crate::plan::{Experiment, ProbeEntry, RunPlan};
 use crate::trace::TraceSession;
 use crate::units::fmt_ns;
 
-pub(crate) use entry::{results_from, WARM_UP_MIN_NS};
+pub(crate) use entry::{results_from, results_of, WARM_UP_MIN_NS};
 pub(crate) use entry::{add_step, warm_up, Measuring};
 pub(crate) use memory::MemoryLock;
 pub(crate) use session::sleep_unless;

@@ -86,11 +86,7 @@ pub fn entries(probe: &str, phase: &str, threads: &[Vec<u64>], interval_ns: u64)
         .enumerate()
         .map(|(ti, r)| r.to_result(probe, phase, None, Some(ti), Some(ti), interval_ns))
         .collect();
-    let mut m = Recorder::new(usize::MAX, 0, 8);
-    for r in &recs {
-        m.merge(r);
-    }
-    out.push(m.to_result(probe, phase, None, None, None, interval_ns));
+    out.push(Recorder::merged_result(&recs, probe, phase, interval_ns).unwrap());
     out
 }
 
