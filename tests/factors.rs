@@ -862,8 +862,11 @@ impl Drop for Hog {
 }
 
 /// `--factor cpu=0,1` with a FIFO hog above the probe's priority pinned to
-/// CPU 1, busy 70 % of the time: the effect of the CPU is material and the
-/// hog's CPU is the worse level.
+/// CPU 1, busy 7 ms of every 10: the effect of the CPU on p99 is material
+/// and the hog's CPU is the worse level. (Its p50 barely moves: the timer
+/// probe counts the periods the hog makes it miss as missed, and the
+/// samples it does take after a miss are mostly on time; p99 holds the
+/// wake-ups delayed up to 7 ms, ~7000 µs here against tens of µs.)
 #[test]
 fn the_cpu_factor_finds_the_cpu_a_fifo_hog_holds() {
     if !is_root() {
@@ -886,8 +889,8 @@ fn the_cpu_factor_finds_the_cpu_a_fifo_hog_holds() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let a: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let effects = a["effects"].as_array().unwrap();
-    let p50 = effects.iter().find(|e| e["factor"] == "cpu" && e["metric"] == "p50").unwrap_or_else(|| panic!("no p50 effect of cpu: {effects:?}"));
-    assert_eq!((p50["level"].as_str(), p50["baseline"].as_str()), (Some("1"), Some("0")), "{p50}");
-    assert_eq!(p50["verdict"], "material", "{p50}");
-    assert!(p50["level_value"].as_f64().unwrap() > p50["baseline_value"].as_f64().unwrap(), "the hog's CPU is the worse level: {p50}");
+    let p99 = effects.iter().find(|e| e["factor"] == "cpu" && e["metric"] == "p99").unwrap_or_else(|| panic!("no p99 effect of cpu: {effects:?}"));
+    assert_eq!((p99["level"].as_str(), p99["baseline"].as_str()), (Some("1"), Some("0")), "{p99}");
+    assert_eq!(p99["verdict"], "material", "{p99}");
+    assert!(p99["level_value"].as_f64().unwrap() > p99["baseline_value"].as_f64().unwrap(), "the hog's CPU is the worse level: {p99}");
 }

@@ -88,7 +88,10 @@ pub(crate) fn cmd(args: &FactorsArgs) -> anyhow::Result<u8> {
             for c in 0..design.cells.len() {
                 let o = cell_overrides(&design, c, &std::env::temp_dir(), "rtscope-factors-check")?;
                 let (plan, _, _) = crate::cli::overrides::build(ra, &o, "check")?;
-                measured = plan.measured_cpus();
+                // Every cell's: with a cpu factor, off-measured avoids them all.
+                measured.extend(plan.measured_cpus());
+                measured.sort_unstable();
+                measured.dedup();
             }
         }
     }

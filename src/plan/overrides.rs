@@ -1,10 +1,9 @@
 //! Run settings set over what the command line, scenario or preset gives:
 //! a factor experiment's levels (`factors::knobs::RunSetting`, one
 //! descriptor each) and a monitor's window. Typed values, never flags: the
-//! face layers them above the flags given (`cli::overrides`, flag > scenario
-//! > default, with an override counting as a flag given) before the plan is
-//! validated, so a level is checked by the same rules as the flag it stands
-//! for.
+//! face layers them as flags given (`cli::overrides`; a flag wins over the
+//! scenario, the scenario over the default) before the plan is validated,
+//! so a level is checked by the same rules as the flag it stands for.
 
 use std::path::PathBuf;
 
