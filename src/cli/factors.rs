@@ -17,6 +17,7 @@ pub(crate) enum FactorsFormat {
 
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Knobs: dma-latency (held, released), load (idle, cpu, ...), priority (1-99), policy (fifo, rr, other, deadline), \
+cpu (measured CPUs as -a takes them, + joining several: 0,1 or 0+2,1+3), interval (periods as -i takes them), \
 kernel (rt, stock, a vmlinuz path) and cmdline (none, kernel parameters) with --lab, printk (0-8), irq-affinity (all, off-measured), rt-runtime (µs), timer-migration (0, 1), thp (always, madvise, never), ksm (0, 1), \
 watchdog, soft-watchdog, nmi-watchdog (0, 1), workqueue-cpumask (all, off-measured, CPU list). The first level is the baseline. \
 Host knobs need root; their originals are journaled and restored on every exit (docs/factors.md).")]

@@ -9,6 +9,7 @@ pub(crate) mod describe;
 pub(crate) mod factors;
 pub(crate) mod given;
 pub(crate) mod load;
+pub(crate) mod overrides;
 pub(crate) mod plan;
 pub(crate) mod store_opts;
 pub(crate) mod probe_opts;

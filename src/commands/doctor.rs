@@ -77,7 +77,7 @@ fn cite_experiments(findings: &mut [crate::doctor::Finding], hostname: &str, db:
         if knobs.is_empty() {
             continue;
         }
-        for (_, c) in crate::commands::factors::measured_for_doctor(&mut store, hostname, &knobs) {
+        for (_, c) in crate::factors::stored::measured_for_doctor(&mut store, hostname, &knobs) {
             f.why = format!("{} {c}.", f.why.trim_end());
         }
     }

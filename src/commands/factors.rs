@@ -12,66 +12,38 @@ use std::path::PathBuf;
 use time::OffsetDateTime;
 
 use crate::cli::factors::{FactorsArgs, FactorsFormat};
-use crate::cli::{PolicyArg, RunArgs};
+use crate::cli::RunArgs;
 use crate::error::{BadInput, EXIT_INTERRUPTED, EXIT_OK};
 use crate::factors::design::{parse_factor, Design};
 use crate::factors::journal::{self, ApplyError, Journal};
-use crate::factors::knobs::{HostCtx, Kind, KnobRoot, RunSetting};
+use crate::factors::knobs::{HostCtx, Kind, KnobRoot};
 use crate::factors::{self, Analysis, Observation};
 use crate::model::Nanos;
+use crate::plan::overrides::Overrides;
 use crate::runner;
 
-/// The run flags a factor sets itself: giving both is ambiguous.
+/// The run settings a factor sets itself: giving the flag too is ambiguous.
 fn check_no_clash(args: &RunArgs, design: &Design) -> Result<(), BadInput> {
     for f in &design.factors {
-        let clash = match f.knob.kind {
-            Kind::Run(RunSetting::Load) => (!args.load.loads.is_empty()).then_some("--load"),
-            Kind::Run(RunSetting::DmaLatency) => args.no_dma_latency.then_some("--no-dma-latency"),
-            Kind::Run(RunSetting::Priority) => args.given.priority.then_some("-p/--priority"),
-            Kind::Run(RunSetting::Policy) => args.given.policy.then_some("--policy"),
-            Kind::Host(_) | Kind::Boot(_) => None,
-        };
-        if let Some(flag) = clash {
+        let Kind::Run(r) = f.knob.kind else { continue };
+        if let Some(flag) = crate::cli::overrides::given_flag(args, r.setting()) {
             return Err(BadInput(format!("--factor {} sets what {flag} sets: give one of them", f.knob.name)));
         }
     }
     Ok(())
 }
 
-/// The run arguments of one cell: the run settings at this cell's levels,
-/// the result written to `out/NAME.json`.
-fn cell_args(base: &RunArgs, design: &Design, cell: usize, out: &std::path::Path, name: &str) -> RunArgs {
-    let mut a = base.clone();
-    let mut given: Vec<String> = a.given.ids().map(str::to_string).collect();
+/// The run settings of one cell (each factor's descriptor applies its
+/// level), the result written to `out/NAME.json`.
+fn cell_overrides(design: &Design, cell: usize, out: &std::path::Path, name: &str) -> Result<Overrides, BadInput> {
+    let mut o = Overrides::default();
     for (f, factor) in design.factors.iter().enumerate() {
-        let level = design.level(cell, f);
-        match factor.knob.kind {
-            Kind::Run(RunSetting::DmaLatency) => a.no_dma_latency = level == "released",
-            Kind::Run(RunSetting::Load) => {
-                a.load.loads = if level == "idle" { Vec::new() } else { vec![level.to_string()] };
-                a.load.phase_name = None;
-                given.push("loads".into());
-            }
-            Kind::Run(RunSetting::Priority) => {
-                a.priority = level.parse().unwrap_or(a.priority);
-                given.push("priority".into());
-            }
-            Kind::Run(RunSetting::Policy) => {
-                a.policy = match level {
-                    "rr" => PolicyArg::Rr,
-                    "other" => PolicyArg::Other,
-                    "deadline" => PolicyArg::Deadline,
-                    _ => PolicyArg::Fifo,
-                };
-                given.push("policy".into());
-            }
-            Kind::Host(_) | Kind::Boot(_) => {}
+        if let Kind::Run(r) = factor.knob.kind {
+            r.apply(design.level(cell, f), &mut o)?;
         }
     }
-    a.json = Some(out.join(format!("{name}.json")));
-    given.push("json".into());
-    a.given = crate::cli::given::Given::from_ids(given.into_iter().collect());
-    a
+    o.json = Some(out.join(format!("{name}.json")));
+    Ok(o)
 }
 
 fn online_cpus() -> Vec<usize> {
@@ -114,8 +86,12 @@ pub(crate) fn cmd(args: &FactorsArgs) -> anyhow::Result<u8> {
         Some(l) => l.check(&design)?,
         None => {
             for c in 0..design.cells.len() {
-                let (plan, _, _) = crate::cli::load::build(&cell_args(ra, &design, c, &std::env::temp_dir(), "rtscope-factors-check"), "check")?;
-                measured = plan.measured_cpus();
+                let o = cell_overrides(&design, c, &std::env::temp_dir(), "rtscope-factors-check")?;
+                let (plan, _, _) = crate::cli::overrides::build(ra, &o, "check")?;
+                // Every cell's: with a cpu factor, off-measured avoids them all.
+                measured.extend(plan.measured_cpus());
+                measured.sort_unstable();
+                measured.dedup();
             }
         }
     }
@@ -177,6 +153,10 @@ pub(crate) fn cmd(args: &FactorsArgs) -> anyhow::Result<u8> {
         design.shape.words(),
         out.display()
     );
+    // The design record first: the experiment's runs are read back by it.
+    if let Some(s) = store.as_mut() {
+        factors::stored::save(s, &exp, &design, rounds, seed)?;
+    }
     let ctx = Rounds { design: &design, exp: &exp, rounds, seed, out: &out, root: &root, host: &host, stop: &stop, lab: lab.as_ref() };
     let result = run_rounds(args, &ctx, store.as_mut(), journal.as_mut());
     if let Some(j) = journal.as_mut() {
@@ -364,16 +344,16 @@ struct Rounds<'a> {
 /// `name`.json in the experiment's directory.
 fn run_cell(args: &FactorsArgs, ctx: &Rounds, cell: usize, name: &str) -> anyhow::Result<crate::model::Run> {
     if let Some(lab) = ctx.lab {
-        // The history keeps the command that made the run, the experiment
-        // (`load_stored` reads the design from it); the guest's own `rtscope
-        // run` line stays in the result file the lab brought back.
+        // The history keeps the command that made the run, the experiment;
+        // the guest's own `rtscope run` line stays in the result file the lab
+        // brought back.
         let mut run = lab.run(ctx.design, cell, &ctx.out.join(format!("{name}.json")), ctx.stop)?;
         run.command_line = args.run.command_line.clone();
         return Ok(run);
     }
-    let a = cell_args(&args.run, ctx.design, cell, ctx.out, name);
+    let o = cell_overrides(ctx.design, cell, ctx.out, name)?;
     let started = OffsetDateTime::now_utc();
-    let (plan, mut output, e) = crate::cli::load::build(&a, name)?;
+    let (plan, mut output, e) = crate::cli::overrides::build(&args.run, &o, name)?;
     output.quiet = true;
     let run = runner::execute(&plan, &e, runner::Invocation { output: &output, command_line: args.run.command_line.clone(), started, stop: ctx.stop, warnings: crate::commands::run::warnings })?;
     Ok(run)
@@ -466,92 +446,11 @@ fn print_report(args: &FactorsArgs, a: &Analysis) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The `--factor` arguments of a stored run's command line.
-fn factor_args(cmdline: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut it = cmdline.iter();
-    while let Some(a) = it.next() {
-        if a == "--factor" {
-            if let Some(v) = it.next() {
-                out.push(v.clone());
-            }
-        } else if let Some(v) = a.strip_prefix("--factor=") {
-            out.push(v.to_string());
-        }
-    }
-    out
-}
-
-/// A stored experiment: its design (from the first run's command line),
-/// and each run's round and cell (from its tags).
-pub(crate) fn load_stored(store: &mut crate::store::Store, exp: &str) -> anyhow::Result<(Design, Vec<Observation>, usize)> {
-    let ids = store.ids_with_tag(exp)?;
-    if ids.is_empty() {
-        return Err(BadInput(format!("--analyse {exp}: no stored run has this tag (in {}); `rtscope history` lists tags", store.shown())).into());
-    }
-    let first = store.load(ids[0])?;
-    let factors = factor_args(&first.command_line).iter().map(|s| parse_factor(s)).collect::<Result<Vec<_>, _>>()?;
-    let design = Design::new(factors)?;
-    let mut obs = Vec::new();
-    let mut rounds = 0;
-    for id in ids {
-        let tags = store.tags(id)?;
-        let get = |k: &str| tags.iter().find_map(|t| t.strip_prefix(&format!("{exp}/{k}:")).map(str::to_string));
-        let Some(round) = get("round").and_then(|r| r.parse::<usize>().ok()).filter(|r| *r >= 1) else { continue };
-        let levels: Option<Vec<usize>> = design
-            .factors
-            .iter()
-            .map(|f| {
-                let l = get(f.knob.name)?;
-                match l.strip_prefix('#') {
-                    Some(i) => i.parse::<usize>().ok().map(|i| i - 1),
-                    None => f.levels.iter().position(|x| *x == l),
-                }
-            })
-            .collect();
-        let Some(cell) = levels.and_then(|l| design.cells.iter().position(|c| *c == l)) else { continue };
-        rounds = rounds.max(round);
-        obs.push(Observation { round: round - 1, cell, run_id: Some(id), run: store.load(id)? });
-    }
-    Ok((design, obs, rounds))
-}
-
 fn analyse_stored(args: &FactorsArgs, exp: &str) -> anyhow::Result<u8> {
     let mut store = crate::store::Store::open_existing(&crate::store::Location::resolve(args.run.store.db.db.as_deref())?)?;
-    let (design, obs, rounds) = load_stored(&mut store, exp)?;
-    let seed = args.seed.unwrap_or(0);
+    let (design, obs, rounds, stored_seed) = factors::stored::load(&mut store, exp)?;
+    let seed = args.seed.or(stored_seed).unwrap_or(0);
     let a = factors::analyse(exp, &design, &obs, rounds, seed, args.run.analysis.deadline.map(Nanos), args.interactions);
     print_report(args, &a)?;
     Ok(EXIT_OK)
-}
-
-/// What the history's experiments measured about `knob` on `hostname`: the
-/// strongest effect of the newest experiment that varied it, as doctor
-/// cites it. Experiments are found by their tags (`fx-…`).
-pub(crate) fn measured_for_doctor(store: &mut crate::store::Store, hostname: &str, knobs: &[&str]) -> Vec<(String, String)> {
-    let Ok(facets) = store.facets() else { return Vec::new() };
-    let mut exps: Vec<&String> = facets.tags.iter().filter(|t| t.starts_with("fx-") && !t.contains('/')).collect();
-    exps.sort();
-    exps.reverse();
-    let mut out: Vec<(String, String)> = Vec::new();
-    for exp in exps {
-        let Ok((design, obs, rounds)) = load_stored(store, exp) else { continue };
-        if obs.first().is_none_or(|o| o.run.host.hostname != hostname) {
-            continue;
-        }
-        if !design.factors.iter().any(|f| knobs.contains(&f.knob.name) && !out.iter().any(|(k, _)| k == f.knob.name)) {
-            continue;
-        }
-        let a = factors::analyse(exp, &design, &obs, rounds, 0, None, false);
-        for f in &design.factors {
-            if !knobs.contains(&f.knob.name) || out.iter().any(|(k, _)| k == f.knob.name) {
-                continue;
-            }
-            // Ranked already: the first row of this factor is its strongest.
-            if let Some(r) = a.effects.iter().find(|r| !r.interaction && r.factor == f.knob.name) {
-                out.push((f.knob.name.to_string(), factors::citation(r, exp)));
-            }
-        }
-    }
-    out
 }

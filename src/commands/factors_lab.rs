@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::error::BadInput;
 use crate::factors::design::Design;
-use crate::factors::knobs::{BootSetting, Kind, RunSetting};
+use crate::factors::knobs::Kind;
 use crate::model::Run;
 
 /// The lab command (`--lab CMD`, split at spaces) and the guest's run flags.
@@ -54,11 +54,10 @@ impl Lab {
             return Err(BadInput("--lab '': give the lab command, e.g. --lab lab/kernel-lab".into()));
         }
         let cell_sets = |flag: &str| -> Option<&'static str> {
-            match flag {
-                "--kernel" => boot.contains(&"kernel").then_some("kernel"),
-                "--append-more" => boot.contains(&"cmdline").then_some("cmdline"),
+            design.factors.iter().find_map(|f| match f.knob.kind {
+                Kind::Boot(b) if b.lab_flag() == flag => Some(f.knob.name),
                 _ => None,
-            }
+            })
         };
         for w in &words[1..] {
             let flag = w.split('=').next().unwrap_or(w);
@@ -73,30 +72,26 @@ impl Lab {
     }
 
     /// The lab command for one cell, up to and including the guest's run flags.
-    fn command(&self, design: &Design, cell: usize, extra: &[String]) -> Command {
+    /// Each factor's descriptor writes its level: a boot setting as the
+    /// lab's flags, a run setting as the guest's run flags.
+    fn command(&self, design: &Design, cell: usize, extra: &[String]) -> Result<Command, BadInput> {
         let mut c = Command::new(&self.words[0]);
         c.args(&self.words[1..]);
         let mut guest: Vec<String> = self.run_args.clone();
         for (f, factor) in design.factors.iter().enumerate() {
             let level = design.level(cell, f);
             match factor.knob.kind {
-                Kind::Boot(BootSetting::Kernel) => {
-                    c.args(["--kernel", level]);
+                Kind::Boot(b) => {
+                    c.args(b.lab_args(level));
                 }
-                Kind::Boot(BootSetting::Cmdline) if level != "none" => {
-                    c.args(["--append-more", level]);
-                }
-                Kind::Run(RunSetting::DmaLatency) if level == "released" => guest.push("--no-dma-latency".into()),
-                Kind::Run(RunSetting::Load) if level != "idle" => guest.extend(["--load".to_string(), level.to_string()]),
-                Kind::Run(RunSetting::Priority) => guest.extend(["-p".to_string(), level.to_string()]),
-                Kind::Run(RunSetting::Policy) => guest.extend(["--policy".to_string(), level.to_string()]),
-                _ => {}
+                Kind::Run(r) => guest.extend(r.flags(level)?),
+                Kind::Host(_) => {}
             }
         }
         c.args(extra);
         c.arg("--");
         c.args(guest);
-        c
+        Ok(c)
     }
 
     /// Every cell through the lab's `--check-only` (its options, the run
@@ -104,7 +99,7 @@ impl Lab {
     /// guest boots.
     pub(crate) fn check(&self, design: &Design) -> Result<(), BadInput> {
         for cell in 0..design.cells.len() {
-            let mut c = self.command(design, cell, &["--check-only".to_string()]);
+            let mut c = self.command(design, cell, &["--check-only".to_string()])?;
             let out = c.stdin(Stdio::null()).output().map_err(|e| BadInput(format!("--lab: cannot run {}: {e}; give the path of lab/kernel-lab", self.words[0])))?;
             if !out.status.success() {
                 let err = String::from_utf8_lossy(&out.stderr);
@@ -124,7 +119,7 @@ impl Lab {
     /// progress goes to this stderr. On `stop` the lab is sent SIGTERM (it
     /// stops its guest and cleans up) and whatever result it wrote is kept.
     pub(crate) fn run(&self, design: &Design, cell: usize, json: &Path, stop: &AtomicBool) -> anyhow::Result<Run> {
-        let mut c = self.command(design, cell, &["--out".to_string(), json.display().to_string()]);
+        let mut c = self.command(design, cell, &["--out".to_string(), json.display().to_string()])?;
         // Its own process group: a Ctrl-C reaches rtscope, which forwards a
         // SIGTERM once. Should rtscope die (SIGKILL), the kernel sends the
         // lab SIGTERM, on which it stops its guest and removes its files.
@@ -229,11 +224,11 @@ mod tests {
         let lab = Lab::new(Some("lab/kernel-lab --icount 1"), &d, &cmd).unwrap().unwrap();
         let cell = d.cells.iter().position(|c| c == &vec![1, 1, 1]).unwrap();
         assert_eq!(
-            argv(&lab.command(&d, cell, &["--out".into(), "f.json".into()])),
+            argv(&lab.command(&d, cell, &["--out".into(), "f.json".into()]).unwrap()),
             ["lab/kernel-lab", "--icount", "1", "--kernel", "rt", "--append-more", "idle=poll nohz=off", "--out", "f.json", "--", "-D", "2s", "-a", "0", "--load", "cpu"]
         );
         let base = d.cells.iter().position(|c| c == &vec![0, 0, 0]).unwrap();
-        assert_eq!(argv(&lab.command(&d, base, &[])), ["lab/kernel-lab", "--icount", "1", "--kernel", "stock", "--", "-D", "2s", "-a", "0"]);
+        assert_eq!(argv(&lab.command(&d, base, &[]).unwrap()), ["lab/kernel-lab", "--icount", "1", "--kernel", "stock", "--", "-D", "2s", "-a", "0"]);
     }
 
     #[test]

@@ -164,14 +164,14 @@ fn monitor_plan(
     started: OffsetDateTime,
 ) -> anyhow::Result<(MonitorPlan, Output)> {
     let r = &args.run;
-    let mut a = r.clone();
-    a.duration = args.window;
-    if let Some(c) = cycle {
-        a.load.loads = vec![c.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>().join(",")];
-    }
-    // Never the default preset: the monitor's probes are its flags' own.
-    a.given.probes = true;
-    let (mut plan, output, exp) = cli::load::build(&a, &crate::commands::run::stamp(started))?;
+    let o = crate::plan::overrides::Overrides {
+        duration_ns: Some(args.window),
+        loads: cycle.map(|c| vec![c.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>().join(",")]),
+        // Never the default preset: the monitor's probes are its flags' own.
+        own_probes: true,
+        ..Default::default()
+    };
+    let (mut plan, output, exp) = cli::overrides::build(r, &o, &crate::commands::run::stamp(started))?;
     plan.trace = None;
     let total_ns = r.given.duration.then_some(r.duration);
     let cycle = cycle.unwrap_or_default();

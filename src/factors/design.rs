@@ -16,7 +16,7 @@
 //! over all cells instead of landing on the ones that ran last; effects are
 //! estimated within rounds (`effects`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::effects::Rng;
 use super::knobs::{self, Kind, Knob};
@@ -59,7 +59,7 @@ pub(crate) fn parse_factor(s: &str) -> Result<Factor, BadInput> {
             return Err(BadInput(format!("--factor {s}: level {l} is given twice")));
         }
         match knob.kind {
-            Kind::Run(r) => knobs::check_run_level(knob.name, r, l)?,
+            Kind::Run(r) => r.check(l)?,
             Kind::Boot(b) => knobs::check_boot_level(knob.name, b, l)?,
             Kind::Host(_) => {}
         }
@@ -67,7 +67,7 @@ pub(crate) fn parse_factor(s: &str) -> Result<Factor, BadInput> {
     Ok(Factor { knob, levels })
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum Shape {
     FullFactorial,

@@ -22,6 +22,7 @@
 use std::path::PathBuf;
 
 use crate::error::BadInput;
+use crate::plan::overrides::{Overrides, Setting};
 
 /// Where the knobs' kernel files are: `/`, or a test tree.
 #[derive(Debug, Clone)]
@@ -121,7 +122,10 @@ pub(crate) struct HostKnob {
     pub(crate) coupled: &'static [&'static str],
 }
 
-/// What `rtscope run` sets for the length of one run.
+/// What `rtscope run` sets for the length of one run: one descriptor
+/// each — its name, how a level is checked and applied to a run's plan
+/// (typed [`Overrides`], layered over the command line's flags), and how it
+/// is written as run's flags (a kernel-lab guest's command, a log).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RunSetting {
     /// held: `/dev/cpu_dma_latency` held at 0 (run's default); released: `--no-dma-latency`.
@@ -132,6 +136,154 @@ pub(crate) enum RunSetting {
     Priority,
     /// The measuring threads' policy (fifo, rr, other, deadline).
     Policy,
+    /// The measured CPUs (`-a`): a CPU list, `+` joining CPUs of one level.
+    Cpu,
+    /// The timer period (`-i`).
+    Interval,
+}
+
+/// A run setting's level as typed values.
+enum RunLevel {
+    Dma(bool),
+    Loads(Vec<String>),
+    Priority(u8),
+    Policy(crate::sys::sched::Policy),
+    Cpus(Vec<usize>),
+    Interval(u64),
+}
+
+impl RunSetting {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            RunSetting::DmaLatency => "dma-latency",
+            RunSetting::Load => "load",
+            RunSetting::Priority => "priority",
+            RunSetting::Policy => "policy",
+            RunSetting::Cpu => "cpu",
+            RunSetting::Interval => "interval",
+        }
+    }
+
+    /// The setting of the plan it sets (a flag giving it too is a clash).
+    pub(crate) fn setting(self) -> Setting {
+        match self {
+            RunSetting::DmaLatency => Setting::DmaLatency,
+            RunSetting::Load => Setting::Loads,
+            RunSetting::Priority => Setting::Priority,
+            RunSetting::Policy => Setting::Policy,
+            RunSetting::Cpu => Setting::Cpus,
+            RunSetting::Interval => Setting::Interval,
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            RunSetting::DmaLatency => "/dev/cpu_dma_latency held at 0 by rtscope during each run (held) or not (released)",
+            RunSetting::Load => "rtscope's load phase during each run (a --load name; idle is none)",
+            RunSetting::Priority => "the measuring threads' real-time priority",
+            RunSetting::Policy => "the measuring threads' scheduling policy",
+            RunSetting::Cpu => "the CPUs measured on (as -a takes them; + joins several CPUs in one level)",
+            RunSetting::Interval => "the timer period (as -i takes it)",
+        }
+    }
+
+    fn levels_help(self) -> &'static str {
+        match self {
+            RunSetting::DmaLatency => "held, released",
+            RunSetting::Load => "idle, cpu, memory, io, net, irq, sched, mixed",
+            RunSetting::Priority => "1-99",
+            RunSetting::Policy => "fifo, rr, other, deadline",
+            RunSetting::Cpu => "CPU numbers or lists, e.g. cpu=0,1 or cpu=0+2,1-3",
+            RunSetting::Interval => "periods, e.g. interval=250us,1ms (a bare number is µs)",
+        }
+    }
+
+    /// A level as typed values; exit 2 naming the factor and the level.
+    fn parse(self, level: &str) -> Result<RunLevel, BadInput> {
+        let bad = |why: String| BadInput(format!("--factor {}={level}: {why}", self.name()));
+        Ok(match self {
+            RunSetting::DmaLatency => match level {
+                "held" => RunLevel::Dma(true),
+                "released" => RunLevel::Dma(false),
+                _ => return Err(bad("expected held or released".into())),
+            },
+            RunSetting::Load if level == "idle" => RunLevel::Loads(Vec::new()),
+            RunSetting::Load => {
+                for spec in crate::load::split_load_list(level).map_err(|e| bad(e.to_string()))? {
+                    crate::load::parse_load(&spec).map_err(|e| bad(e.to_string()))?;
+                }
+                RunLevel::Loads(vec![level.to_string()])
+            }
+            RunSetting::Priority => match level.parse::<u8>() {
+                Ok(p @ 1..=99) => RunLevel::Priority(p),
+                _ => return Err(bad("expected a real-time priority 1-99".into())),
+            },
+            RunSetting::Policy => RunLevel::Policy(match level {
+                "fifo" => crate::sys::sched::Policy::Fifo,
+                "rr" => crate::sys::sched::Policy::RoundRobin,
+                "other" => crate::sys::sched::Policy::Other,
+                "deadline" => crate::sys::sched::Policy::Deadline,
+                _ => return Err(bad("expected fifo, rr, other or deadline".into())),
+            }),
+            RunSetting::Cpu => {
+                let cpus = crate::units::parse_cpu_list(&level.replace('+', ","))
+                    .ok()
+                    .filter(|c| !c.is_empty())
+                    .ok_or_else(|| bad("expected CPU numbers and ranges, + joining several (e.g. 0, 2-3 or 0+2)".into()))?;
+                let online = crate::sys::sched::online_cpus();
+                if let Some(c) = cpus.iter().find(|c| !online.contains(c)) {
+                    return Err(bad(format!("CPU {c} is not online; online CPUs are {}", crate::units::cpu_list_str(&online))));
+                }
+                if let Ok(allowed) = crate::sys::sched::current_affinity() {
+                    if let Some(c) = cpus.iter().find(|c| !allowed.contains(c)) {
+                        return Err(bad(format!(
+                            "CPU {c} is not allowed to rtscope (its affinity, e.g. from taskset or a cpuset, is {})",
+                            crate::units::cpu_list_str(&allowed)
+                        )));
+                    }
+                }
+                RunLevel::Cpus(cpus)
+            }
+            RunSetting::Interval => match crate::units::parse_interval(level) {
+                Ok(ns) if ns > 0 => RunLevel::Interval(ns),
+                Ok(_) => return Err(bad("a period must be longer than 0".into())),
+                Err(e) => return Err(bad(e)),
+            },
+        })
+    }
+
+    /// Check a level now (before anything is measured or changed).
+    pub(crate) fn check(self, level: &str) -> Result<(), BadInput> {
+        self.parse(level).map(|_| ())
+    }
+
+    /// Put this setting at `level` in `o`.
+    pub(crate) fn apply(self, level: &str, o: &mut Overrides) -> Result<(), BadInput> {
+        match self.parse(level)? {
+            RunLevel::Dma(held) => o.dma_latency = Some(held),
+            RunLevel::Loads(l) => o.loads = Some(l),
+            RunLevel::Priority(p) => o.priority = Some(p),
+            RunLevel::Policy(p) => o.policy = Some(p),
+            RunLevel::Cpus(c) => o.cpus = Some(c),
+            RunLevel::Interval(i) => o.interval_ns = Some(i),
+        }
+        Ok(())
+    }
+
+    /// `level` as `rtscope run`'s flags (a kernel-lab guest's run, a log);
+    /// none for run's default (`held`, `idle`).
+    pub(crate) fn flags(self, level: &str) -> Result<Vec<String>, BadInput> {
+        Ok(match self.parse(level)? {
+            RunLevel::Dma(true) => vec![],
+            RunLevel::Dma(false) => vec!["--no-dma-latency".into()],
+            RunLevel::Loads(l) if l.is_empty() => vec![],
+            RunLevel::Loads(_) => vec!["--load".into(), level.into()],
+            RunLevel::Priority(p) => vec!["-p".into(), p.to_string()],
+            RunLevel::Policy(p) => vec!["--policy".into(), p.name().into()],
+            RunLevel::Cpus(c) => vec!["-a".into(), crate::units::cpu_list_str(&c)],
+            RunLevel::Interval(_) => vec!["-i".into(), level.into()],
+        })
+    }
 }
 
 /// What a kernel-lab guest boots with (`rtscope factors --lab`).
@@ -141,6 +293,29 @@ pub(crate) enum BootSetting {
     Kernel,
     /// Kernel command-line parameters added after the lab's own (`none`: nothing added).
     Cmdline,
+}
+
+impl BootSetting {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            BootSetting::Kernel => "kernel",
+            BootSetting::Cmdline => "cmdline",
+        }
+    }
+    /// The lab command's flag that sets it (`lab/kernel-lab`).
+    pub(crate) fn lab_flag(self) -> &'static str {
+        match self {
+            BootSetting::Kernel => "--kernel",
+            BootSetting::Cmdline => "--append-more",
+        }
+    }
+    /// `level` as the lab command's arguments; none for `cmdline=none`.
+    pub(crate) fn lab_args(self, level: &str) -> Vec<String> {
+        match self {
+            BootSetting::Cmdline if level == "none" => vec![],
+            _ => vec![self.lab_flag().to_string(), level.to_string()],
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -161,10 +336,7 @@ impl Knob {
     pub(crate) fn what(&self) -> &'static str {
         match self.kind {
             Kind::Host(h) => h.what,
-            Kind::Run(RunSetting::DmaLatency) => "/dev/cpu_dma_latency held at 0 by rtscope during each run (held) or not (released)",
-            Kind::Run(RunSetting::Load) => "rtscope's load phase during each run (a --load name; idle is none)",
-            Kind::Run(RunSetting::Priority) => "the measuring threads' real-time priority",
-            Kind::Run(RunSetting::Policy) => "the measuring threads' scheduling policy",
+            Kind::Run(r) => r.what(),
             Kind::Boot(BootSetting::Kernel) => "the kernel a kernel-lab guest boots (one guest boot per run; needs --lab)",
             Kind::Boot(BootSetting::Cmdline) => "kernel command-line parameters a kernel-lab guest boots with, after the lab's own (needs --lab)",
         }
@@ -172,10 +344,7 @@ impl Knob {
     pub(crate) fn levels_help(&self) -> &'static str {
         match self.kind {
             Kind::Host(h) => h.levels,
-            Kind::Run(RunSetting::DmaLatency) => "held, released",
-            Kind::Run(RunSetting::Load) => "idle, cpu, memory, io, net, irq, sched, mixed",
-            Kind::Run(RunSetting::Priority) => "1-99",
-            Kind::Run(RunSetting::Policy) => "fifo, rr, other, deadline",
+            Kind::Run(r) => r.levels_help(),
             Kind::Boot(BootSetting::Kernel) => "rt, stock or a vmlinuz path",
             Kind::Boot(BootSetting::Cmdline) => "none, or parameters such as idle=poll or 'nohz_full=0 isolcpus=0' (no commas)",
         }
@@ -301,14 +470,14 @@ pub(crate) const HOST_KNOBS: &[HostKnob] = &[
     },
 ];
 
-const RUN_SETTINGS: &[(&str, RunSetting)] =
-    &[("dma-latency", RunSetting::DmaLatency), ("load", RunSetting::Load), ("priority", RunSetting::Priority), ("policy", RunSetting::Policy)];
+const RUN_SETTINGS: &[RunSetting] =
+    &[RunSetting::DmaLatency, RunSetting::Load, RunSetting::Priority, RunSetting::Policy, RunSetting::Cpu, RunSetting::Interval];
 
-const BOOT_SETTINGS: &[(&str, BootSetting)] = &[("kernel", BootSetting::Kernel), ("cmdline", BootSetting::Cmdline)];
+const BOOT_SETTINGS: &[BootSetting] = &[BootSetting::Kernel, BootSetting::Cmdline];
 
 /// Every knob's name, for messages.
 pub(crate) fn names() -> Vec<&'static str> {
-    RUN_SETTINGS.iter().map(|(n, _)| *n).chain(HOST_KNOBS.iter().map(|k| k.name)).chain(BOOT_SETTINGS.iter().map(|(n, _)| *n)).collect()
+    RUN_SETTINGS.iter().map(|r| r.name()).chain(HOST_KNOBS.iter().map(|k| k.name)).chain(BOOT_SETTINGS.iter().map(|b| b.name())).collect()
 }
 
 /// The host knob called `name` (a journal's entries name one).
@@ -318,14 +487,14 @@ pub(crate) fn host_knob(name: &str) -> Option<&'static HostKnob> {
 
 /// The knob called `name`; exit 2 naming the knobs there are.
 pub(crate) fn find(name: &str) -> Result<Knob, BadInput> {
-    if let Some((n, s)) = RUN_SETTINGS.iter().find(|(n, _)| *n == name) {
-        return Ok(Knob { name: n, kind: Kind::Run(*s) });
+    if let Some(r) = RUN_SETTINGS.iter().find(|r| r.name() == name) {
+        return Ok(Knob { name: r.name(), kind: Kind::Run(*r) });
     }
     if let Some(h) = HOST_KNOBS.iter().find(|k| k.name == name) {
         return Ok(Knob { name: h.name, kind: Kind::Host(*h) });
     }
-    if let Some((n, b)) = BOOT_SETTINGS.iter().find(|(n, _)| *n == name) {
-        return Ok(Knob { name: n, kind: Kind::Boot(*b) });
+    if let Some(b) = BOOT_SETTINGS.iter().find(|b| b.name() == name) {
+        return Ok(Knob { name: b.name(), kind: Kind::Boot(*b) });
     }
     Err(BadInput(format!("--factor {name}: no such knob; the knobs are {} (docs/factors.md)", names().join(", "))))
 }
@@ -499,31 +668,6 @@ fn bracketed(s: &str) -> Option<&str> {
     Some(&s[a + 1..b])
 }
 
-/// Check a run setting's level now.
-pub(crate) fn check_run_level(knob: &str, s: RunSetting, level: &str) -> Result<(), BadInput> {
-    let bad = |why: &str| BadInput(format!("--factor {knob}={level}: {why}"));
-    match s {
-        RunSetting::DmaLatency => match level {
-            "held" | "released" => Ok(()),
-            _ => Err(bad("expected held or released")),
-        },
-        RunSetting::Load => {
-            if level == "idle" {
-                return Ok(());
-            }
-            crate::load::split_load_list(level).map(|_| ()).map_err(|e| bad(&e.to_string()))
-        }
-        RunSetting::Priority => match level.parse::<u8>() {
-            Ok(1..=99) => Ok(()),
-            _ => Err(bad("expected a real-time priority 1-99")),
-        },
-        RunSetting::Policy => match level {
-            "fifo" | "rr" | "other" | "deadline" => Ok(()),
-            _ => Err(bad("expected fifo, rr, other or deadline")),
-        },
-    }
-}
-
 /// A boot setting's level, checked as text (a kernel path's existence is
 /// lab/kernel-lab's own check, made before anything boots).
 pub(crate) fn check_boot_level(knob: &str, s: BootSetting, level: &str) -> Result<(), BadInput> {
@@ -576,6 +720,28 @@ mod tests {
         assert_eq!(p.restorable("4\t4\t1\t7"), "4 4 1 7");
         assert_eq!(p.reads_after("4 4 1 7", "1"), "1 4 1 7");
         assert_eq!(host_knob("thp").unwrap().reads_after("madvise", "never"), "never");
+    }
+
+    #[test]
+    fn a_run_setting_checks_applies_and_writes_its_level_one_way() {
+        let mut o = Overrides::default();
+        for (r, level) in [(RunSetting::Priority, "42"), (RunSetting::Policy, "rr"), (RunSetting::DmaLatency, "released"), (RunSetting::Load, "cpu"), (RunSetting::Cpu, "0"), (RunSetting::Interval, "250us")] {
+            r.apply(level, &mut o).unwrap();
+        }
+        assert_eq!((o.priority, o.policy, o.dma_latency, o.cpus.clone(), o.interval_ns), (Some(42), Some(crate::sys::sched::Policy::RoundRobin), Some(false), Some(vec![0]), Some(250_000)));
+        assert_eq!(o.loads, Some(vec!["cpu".to_string()]));
+        RunSetting::Load.apply("idle", &mut o).unwrap();
+        assert_eq!(o.loads, Some(vec![]));
+        assert_eq!(RunSetting::Priority.flags("42").unwrap(), ["-p", "42"]);
+        assert_eq!(RunSetting::DmaLatency.flags("held").unwrap(), Vec::<String>::new());
+        assert_eq!(RunSetting::Cpu.flags("0").unwrap(), ["-a", "0"]);
+        // No silent fallback: a level that does not parse names the factor and the level.
+        for (r, level) in [(RunSetting::Priority, "high"), (RunSetting::Policy, "batch"), (RunSetting::DmaLatency, "on"), (RunSetting::Cpu, "99999"), (RunSetting::Interval, "soon")] {
+            let e = r.apply(level, &mut o).unwrap_err().0;
+            assert!(e.starts_with(&format!("--factor {}={level}: ", r.name())), "{e}");
+            assert!(r.flags(level).is_err() && r.check(level).is_err());
+        }
+        assert_eq!(find("cpu").unwrap().levels_help(), RunSetting::Cpu.levels_help());
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //! - [`effects`]: pure statistics — main effects and two-factor
 //!   interactions with bootstrap intervals over rounds, "material" by
 //!   compare's rule;
+//! - [`stored`]: an experiment's design record in the history, and the
+//!   stored experiment read back (`--analyse`, doctor's citations);
 //! - this module: from runs to an [`Analysis`] (per metric and entry, each
 //!   factor level's effect, ranked); [`render`] prints it.
 //!
@@ -20,6 +22,7 @@ pub(crate) mod effects;
 pub(crate) mod journal;
 pub(crate) mod knobs;
 pub(crate) mod render;
+pub(crate) mod stored;
 
 use serde::Serialize;
 

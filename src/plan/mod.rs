@@ -9,6 +9,7 @@
 //! [`ProbeRun`] it needs ([`RunPlan::probe_run`]).
 
 pub(crate) mod experiment;
+pub(crate) mod overrides;
 pub(crate) mod probes;
 
 use std::path::PathBuf;

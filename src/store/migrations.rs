@@ -265,12 +265,34 @@ CREATE TABLE run_json (
 );
 "#;
 
+/// Migration 5: each factor experiment's design (`rtscope factors`: its
+/// factors and levels, baseline, cells, rounds and seed), one JSON record
+/// per experiment tag, written before its first run is stored, so
+/// `--analyse` reads the design instead of a run's command line.
+const V5: &str = r#"
+CREATE TABLE experiments (
+    experiment   TEXT    NOT NULL PRIMARY KEY,
+    saved_at     TEXT    NOT NULL,
+    design       TEXT    NOT NULL
+);
+"#;
+
+/// Migration 5 for PostgreSQL: the same table as [`V5`].
+const V5_POSTGRES: &str = r#"
+CREATE TABLE experiments (
+    experiment   TEXT    COLLATE "C" NOT NULL PRIMARY KEY,
+    saved_at     TEXT    COLLATE "C" NOT NULL,
+    design       TEXT    NOT NULL
+);
+"#;
+
 /// Every migration, oldest first. Append only.
 pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration { sqlite: V1, postgres: V1_POSTGRES },
     Migration { sqlite: V2, postgres: V2_POSTGRES },
     Migration { sqlite: V3, postgres: V3_POSTGRES },
     Migration { sqlite: V4, postgres: V4_POSTGRES },
+    Migration { sqlite: V5, postgres: V5_POSTGRES },
 ];
 
 /// The schema version this build writes.

@@ -377,6 +377,15 @@ impl Store {
     pub(crate) fn remove(&mut self, id: i64) -> anyhow::Result<()> {
         each!(self, s => s.remove(id))
     }
+    /// Store an experiment's design record (JSON text, `factors::stored`).
+    pub(crate) fn save_design(&mut self, experiment: &str, design: &str) -> anyhow::Result<()> {
+        each!(self, s => s.save_design(experiment, design))
+    }
+    /// An experiment's design record, if one was stored (experiments made
+    /// before schema version 5 have none).
+    pub(crate) fn design(&mut self, experiment: &str) -> anyhow::Result<Option<String>> {
+        each!(self, s => s.design(experiment))
+    }
     pub(crate) fn ids_with_tag(&mut self, tag: &str) -> anyhow::Result<Vec<i64>> {
         each!(self, s => s.ids_with_tag(tag))
     }

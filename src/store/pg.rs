@@ -443,6 +443,23 @@ impl Store {
         Ok(())
     }
 
+    /// Store the design record of experiment `experiment` (its JSON text).
+    pub(crate) fn save_design(&mut self, experiment: &str, design: &str) -> anyhow::Result<()> {
+        self.client
+            .execute(
+                "INSERT INTO experiments (experiment, saved_at, design) VALUES ($1, $2, $3)",
+                &[&experiment, &crate::store::now_rfc3339(), &design],
+            )
+            .map_err(|e| pg_err(&self.target, e))?;
+        Ok(())
+    }
+
+    /// The design record of experiment `experiment`, if one was stored.
+    pub(crate) fn design(&mut self, experiment: &str) -> anyhow::Result<Option<String>> {
+        let rows = self.client.query("SELECT design FROM experiments WHERE experiment = $1", &[&experiment]).map_err(|e| pg_err(&self.target, e))?;
+        Ok(rows.first().map(|r| r.get(0)))
+    }
+
     /// Ids of the runs carrying `tag`, oldest first.
     pub(crate) fn ids_with_tag(&mut self, tag: &str) -> anyhow::Result<Vec<i64>> {
         let rows = self

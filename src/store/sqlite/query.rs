@@ -171,6 +171,14 @@ impl Store {
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(e)
     }
 
+    /// The design record of experiment `experiment`, if one was stored.
+    pub(crate) fn design(&self, experiment: &str) -> anyhow::Result<Option<String>> {
+        self.conn
+            .query_row("SELECT design FROM experiments WHERE experiment = ?1", [experiment], |r| r.get(0))
+            .optional()
+            .map_err(|e| sql_err(&self.path, e))
+    }
+
     /// Ids of the runs carrying `tag`, oldest first.
     pub(crate) fn ids_with_tag(&self, tag: &str) -> anyhow::Result<Vec<i64>> {
         let e = |e| sql_err(&self.path, e);

@@ -78,6 +78,14 @@ impl Store {
         Ok(n == 1)
     }
 
+    /// Store the design record of experiment `experiment` (its JSON text).
+    pub(crate) fn save_design(&self, experiment: &str, design: &str) -> anyhow::Result<()> {
+        self.conn
+            .execute("INSERT INTO experiments (experiment, saved_at, design) VALUES (?1, ?2, ?3)", params![experiment, crate::store::now_rfc3339(), design])
+            .map_err(|e| sql_err(&self.path, e))?;
+        Ok(())
+    }
+
     /// Remove `tag` from run `id`; `Ok(false)` when it did not have it.
     pub(crate) fn untag(&self, id: i64, tag: &str) -> anyhow::Result<bool> {
         if !self.exists(id)? {
