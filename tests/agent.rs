@@ -770,7 +770,7 @@ fn a_target_that_is_not_linux_is_shown_as_what_it_is() {
     assert!(!all.contains("rtscope doctor"), "{all}");
     assert!(all.contains("10 periods missed"), "{all}");
     assert!(all.contains("the target's clock resolution is 10ms (clock_getres), coarser than its interval 1ms"), "{all}");
-    assert!(all.contains("a probe on the target stalled (no event for 5000 ms after 1000; stopped)"), "{all}");
+    assert!(all.contains("a probe on the target stalled (timer: no event for 5000 ms after 1000; stopped)"), "{all}");
     assert!(!all.contains("not real-time: stall watch"), "{all}");
     // Said before measuring too, on stderr (issue 48, item 5).
     let err = String::from_utf8_lossy(&out.stderr);
@@ -885,7 +885,7 @@ fn a_stalled_probe_on_the_target_ends_the_run_and_is_shown() {
     assert!(ended, "rtscope still waited {:?} after the stall: {stderr}", started.elapsed());
     let run = read_json(&sb.path("k.json"));
     let warnings: Vec<&str> = run["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();
-    assert!(warnings.iter().any(|w| w.starts_with("a probe on the target stalled (no event for ")), "{warnings:?}");
+    assert!(warnings.iter().any(|w| w.starts_with("a probe on the target stalled (timer: no event for ")), "{warnings:?}");
     let steps = run["realtime_setup"]["steps"].as_array().unwrap();
     assert!(steps.iter().any(|s| s["step"] == "stall watch" && s["outcome"] == "failed"), "{steps:?}");
     // What was measured before the stall is kept, and less than the plan.

@@ -8,6 +8,7 @@
 //! - [`block`]: a result block → result entries (per thread and merged);
 //! - [`bounds`]: what the plan and the announcement let a block state;
 //! - [`reader`]: the lines from the agent, numbered and checked; its announcement;
+//! - [`console`]: text from the target as shown (escaped), its last console lines;
 //! - [`replies`]: one plan's replies up to its `done`;
 //! - [`session`]: one plan per probe and phase, stop, the run;
 //! - [`beside`]: this host's other work beside a target that runs on it.
@@ -18,6 +19,7 @@
 mod beside;
 pub(crate) mod block;
 mod bounds;
+mod console;
 pub(crate) mod proto;
 mod reader;
 mod replies;
