@@ -923,3 +923,25 @@ fn an_unplaced_cross_cpu_variant_is_shown() {
     let report = String::from_utf8_lossy(&report.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(report.contains(want), "{report}");
 }
+
+/// `--target-transcript FILE` (issue 64): every byte of a real agent's
+/// session both ways, timestamped; agent/check_output.py checks the
+/// target's side of it as it checks the agent's own output.
+#[test]
+fn a_transcript_of_a_real_session_passes_check_output() {
+    let Some(agent) = agent() else { return };
+    if !have("python3") {
+        common::skip!("python3 (agent/check_output.py)");
+    }
+    let sb = Sandbox::new();
+    let target = format!("exec:{}", agent.display());
+    let t = sb.path("session.txt");
+    run_ok(&sb, &["run", "--target", &target, "--probe", "timer,sem", "-D", "500ms", "-i", "1ms", "-a", "0", "--no-store", "--json", "t.json", "--target-transcript", t.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&t).unwrap();
+    assert!(text.starts_with("# rtscope ") && text.contains(" transcript of exec:"), "{text}");
+    let record = |dir: &str, kind: &str| text.lines().any(|l| l.split_once(' ').is_some_and(|(at, rest)| at.parse::<f64>().is_ok() && rest.starts_with(&format!("{dir} RTS1 {kind} "))));
+    assert!(record("<", "hello") && record(">", "plan") && record("<", "done") && record(">", "bye"), "{text}");
+    let check = Command::new("python3").arg(repo().join("agent/check_output.py")).arg(&t).args(["--expect-status", "complete", "--min-results", "2"]).output().unwrap();
+    assert!(check.status.success(), "{}{}", String::from_utf8_lossy(&check.stdout), String::from_utf8_lossy(&check.stderr));
+    assert_eq!(String::from_utf8_lossy(&check.stdout).lines().filter(|l| l.starts_with("ok result")).count(), 4, "timer's block and sem's 3 same-cpu variants (one CPU): {}", String::from_utf8_lossy(&check.stdout));
+}

@@ -480,3 +480,61 @@ fn the_targets_last_console_lines_are_shown_with_a_silence_or_an_error() {
     let o = run(&sb, &t, TIMER);
     refused(&sb, &o, &["no memory", "printed last (outside the protocol): \"[ERROR] out of memory\""]);
 }
+
+/// An agent that names an RTOS in its `hello` (issue 64): "RTOS" in every
+/// RT column — history, the report's header, check's note — and JSON
+/// `host.realtime` true. Its exec command runs on this host (a simulator
+/// names its own system, not this host), so the host beside it is
+/// recorded whatever its `hello` says.
+#[test]
+fn an_rtos_reads_rtos_in_every_rt_column_and_its_host_is_watched() {
+    let sb = Sandbox::new();
+    let t = fake(&sb, &format!("hello os=NuttX release=0.0.0 host= preempt=unknown\n{}block 0 timer - 0 100,200\nsay done id={{id}} status=complete results=1\nsleep 3\n", begun("-", 1)));
+    let o = sb.run(&["run", "--target", &t, "--probe", "timer", "-D", "1s", "-i", "1ms", "--json", "r.json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = read_json(&sb.path("r.json"));
+    assert_eq!(r["host"]["realtime"], true, "{}", r["host"]);
+    assert_eq!(r["agent"]["host_beside"].as_array().map(Vec::len), Some(1), "a process of this host: {}", r["agent"]);
+    let h = String::from_utf8_lossy(&sb.run(&["history"]).stdout).into_owned();
+    let row = h.lines().find(|l| l.contains("NuttX 0.0.0")).unwrap_or_else(|| panic!("{h}"));
+    assert!(row.contains("RTOS"), "{h}");
+    let rep = String::from_utf8_lossy(&sb.run(&["report", "r.json", "--wide"]).stdout).into_owned();
+    assert!(rep.contains("NuttX 0.0.0 (RTOS)"), "{rep}");
+    let c = sb.run(&["check", "r.json", "--max", "1ms"]);
+    let text = String::from_utf8_lossy(&c.stdout);
+    assert!(text.contains("ran on NuttX 0.0.0 (RTOS") && !text.contains("without PREEMPT_RT"), "{text}");
+}
+
+/// QEMU on a virtual clock (`-icount`): a plan's silence limit is at least
+/// its own time (issue 64: a busy `switch` starved the agent's reporter and
+/// was declared gone at plan time + 30 s). This agent stays silent for 8 s
+/// of a 6 s plan (limit 6 s + 1 s without the virtual clock): kept, and the
+/// emulation note says what a virtual clock makes of the figures. The
+/// words after `#` are never run; they are what rtscope reads of the command.
+#[test]
+fn on_a_virtual_clock_the_silence_limit_follows_the_plan() {
+    let sb = Sandbox::new();
+    let t = fake(&sb, &format!("hello\n{}sleep 8\nblock 0 timer - 0 100,200\nsay done id={{id}} status=complete results=1\nsleep 3\n", begun("-", 1)));
+    let t = format!("{t} # qemu-system-aarch64 -M virt -icount shift=1,sleep=off");
+    let o = run(&sb, &t, "--probe timer -D 6s -i 1ms --target-silence 1s --json r.json --no-store");
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    assert!(e.contains("on a virtual clock (QEMU -icount") && e.contains("not the time a board takes"), "{e}");
+    assert_eq!(u(&per_thread(&read_json(&sb.path("r.json")))[0]["samples"]), 2);
+}
+
+/// `--target-transcript` is an output like the others: a path that cannot
+/// be written is exit 2 before the agent is started.
+#[test]
+fn an_unwritable_transcript_is_refused_before_the_target_starts() {
+    let sb = Sandbox::new();
+    let t = fake(&sb, "hello\nplan\nsleep 3\n");
+    for bad in ["/proc/rtscope-no/t.txt", "."] {
+        let o = run(&sb, &t, &format!("{TIMER} --target-transcript {bad}"));
+        refused(&sb, &o, &["--target-transcript"]);
+        assert!(!sb.path("host.log").exists(), "the agent was started");
+    }
+    let o = sb.run(&["run", "--probe", "timer", "-D", "1s", "--target-transcript", "t.txt"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--target-transcript: only a run with --target"), "{}", stderr(&o));
+}

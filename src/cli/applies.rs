@@ -47,6 +47,8 @@ pub(crate) fn check_flags(given: &Given, run: &RunShape<'_>) -> Result<(), BadIn
         return Err(BadInput(
             "--target-silence: only a run with --target reads it (how long the agent may say nothing); drop --target-silence or measure a target".into(),
         ));
+    } else if given.has("target_transcript") {
+        return Err(BadInput("--target-transcript: only a run with --target has a session to record; drop it or measure a target".into()));
     }
     check_probe_flags(given, run.probes.iter().copied())?;
     check_threads(given, run)?;

@@ -15,7 +15,7 @@ use crate::target::{OnTarget, TargetSpec};
 /// is reached) and `--target-silence` (how long it may say nothing). Every
 /// other flag a target takes reaches the agent in a plan line or is the
 /// host's (`applies::target_flags`).
-pub(crate) const SESSION_FLAGS: &[&str] = &["target_silence", "target"];
+pub(crate) const SESSION_FLAGS: &[&str] = &["target_silence", "target", "target_transcript"];
 
 /// Check the flags given with `--target` and build what the session runs.
 pub(crate) fn build(args: &RunArgs, target: &str, started: &str) -> Result<(TargetSpec, RunPlan, OnTarget, Output), BadInput> {
@@ -60,7 +60,7 @@ pub(crate) fn build(args: &RunArgs, target: &str, started: &str) -> Result<(Targ
         dma_latency: false,
         trace: None,
     };
-    let on = OnTarget { probes: args.probes.clone(), threads, affinity, loads, silence_ns: args.target_silence };
+    let on = OnTarget { probes: args.probes.clone(), threads, affinity, loads, silence_ns: args.target_silence, transcript: args.target_transcript.clone() };
     Ok((spec, plan, on, super::plan::output(args, started)?))
 }
 

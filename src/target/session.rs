@@ -38,6 +38,7 @@ use super::reader::{announcement, Hello, Reader};
 use super::block::Limits;
 use super::console::foreign;
 use super::replies::{PlanBounds, PlanEnd, Replies};
+use super::transcript::Transcript;
 use super::transport::{Link, TargetSpec};
 /// The native runner's warm-up (`runner::WARM_UP_MIN_NS`), asked of the agent too.
 const WARM_UP_NS: u64 = crate::runner::WARM_UP_MIN_NS;
@@ -58,6 +59,8 @@ pub(crate) struct OnTarget {
     pub(crate) loads: Vec<&'static str>,
     /// `--target-silence`: how long the agent may say nothing past a plan's time.
     pub(crate) silence_ns: u64,
+    /// `--target-transcript`: where every byte of the session goes.
+    pub(crate) transcript: Option<std::path::PathBuf>,
 }
 
 /// The agent's name of the built-in load that makes a phase of `loads`
@@ -93,7 +96,8 @@ fn host_of(h: &Line) -> Host {
         hostname: foreign(h.get("host").unwrap_or("")),
         kernel_release: foreign(&release),
         kernel_version: foreign(h.get("version").unwrap_or("")),
-        realtime: preempt == "PREEMPT_RT",
+        // An RTOS is real-time by kind (issue 64: history said RT = no for NuttX).
+        realtime: preempt == "PREEMPT_RT" || (os != "Linux" && crate::model::is_rtos(os)),
         preempt_model: model.to_string(),
         preempt_model_source: format!("rtscope-agent hello: preempt={}", foreign(preempt)),
         cpu_model: foreign(h.get("arch").unwrap_or("")),
@@ -196,7 +200,8 @@ fn place_host_threads(reader_tid: Option<i32>, h: &Line, cpus: &[usize]) -> Setu
 pub(crate) fn execute(spec: &TargetSpec, plan: &RunPlan, on: &OnTarget, call: Invocation) -> anyhow::Result<Run> {
     let Invocation { output, command_line, started, stop, warnings } = call;
     check_plan_lines(plan, on)?;
-    let mut link = Link::open(spec)?;
+    let transcript = on.transcript.as_deref().map(|p| Transcript::create(p, &spec.to_string())).transpose()?;
+    let mut link = Link::open(spec, transcript)?;
     if matches!(spec, TargetSpec::Serial { .. }) {
         // The agent on a serial line may have announced itself long ago.
         link.send(&Line::new("hi").encode()).map_err(|e| BadInput(format!("{spec}: cannot write to the line: {e}")))?;
@@ -215,7 +220,12 @@ pub(crate) fn execute(spec: &TargetSpec, plan: &RunPlan, on: &OnTarget, call: In
         TargetSpec::Exec(cmd) if super::beside::runs_here(cmd, host_name, release) => r.link.group(),
         _ => None,
     };
-    let plans = Plans { plan, on, agreed: &agreed, stop, beside };
+    // QEMU with -icount: the guest's time counts instructions, and a plan's
+    // time may take longer than that in wall time; a probe busy at a
+    // real-time priority may keep the agent's reporter from running for the
+    // whole plan (issue 64): the silence limit is then at least the plan's.
+    let virtual_clock = matches!(spec, TargetSpec::Exec(cmd) if crate::model::exec_emulation(cmd).is_some() && crate::model::exec_virtual_clock(cmd));
+    let plans = Plans { plan, on, agreed: &agreed, stop, beside, virtual_clock };
     let Ending { gone, not_run } = plans.measure(&mut r, &mut run, &mut steps, output.quiet)?;
     if gone.is_none() {
         let _ = r.link.send(&Line::new("bye").encode());
@@ -394,6 +404,8 @@ struct Plans<'a> {
     /// The exec command's process group when the target runs on this host:
     /// each phase then records the host beside it ([`super::beside`]).
     beside: Option<u32>,
+    /// The target is an emulator on a virtual clock (`-icount`).
+    virtual_clock: bool,
 }
 
 /// How the plans ended: `gone` says why when the agent went away; `not_run`
@@ -465,7 +477,7 @@ impl Plans<'_> {
                     board.reset(&format!("{phase}: {probe} (agent)"));
                     board.register(Arc::clone(live));
                     let planned = Duration::from_nanos(self.plan.measuring.duration_ns + WARM_UP_NS);
-                    let silence = Duration::from_nanos(self.on.silence_ns);
+                    let silence = Duration::from_nanos(if self.virtual_clock { self.on.silence_ns.max(planned.as_nanos() as u64) } else { self.on.silence_ns });
                     let bounds = PlanBounds {
                         probe: probe.clone(),
                         threads: self.agreed.threads,
