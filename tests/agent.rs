@@ -489,7 +489,7 @@ fn flags_that_do_not_apply_on_a_target_are_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--phase-name 'a b': use 1-64 letters"), "{}", String::from_utf8_lossy(&out.stderr));
     let out = sb.run(&["run", "--target", "exec:true", "--no-dma-latency"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("-q, --ns, --target-silence. Drop --no-dma-latency"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("-q, --ns, --target-silence, --target-transcript. Drop --no-dma-latency"), "{}", String::from_utf8_lossy(&out.stderr));
     // The agent's limit on the interval (1 h) is checked before the target
     // is started: the agent refused it with `code=plan` only after
     // connecting (exit 1).

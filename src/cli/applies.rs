@@ -203,7 +203,7 @@ mod tests {
     fn the_target_refusal_lists_every_flag_a_target_takes() {
         let e = check_target_flags(&ids(&["duration", "trace_threshold"])).unwrap_err().0;
         // Made from target_flags(): the plan line's flags, the host's, the session's.
-        let want = "flags that do: --probe, -i, -D, -p, --policy, -a, -t, --worst, --periods, --iterations, --msg-size, --load cpu|memory, --deadline, --db, --no-store, --phase-name, --json, --out, -q, --ns, --target-silence. Drop --trace-threshold";
+        let want = "flags that do: --probe, -i, -D, -p, --policy, -a, -t, --worst, --periods, --iterations, --msg-size, --load cpu|memory, --deadline, --db, --no-store, --phase-name, --json, --out, -q, --ns, --target-silence, --target-transcript. Drop --trace-threshold";
         assert!(e.starts_with("--trace-threshold does not apply with --target") && e.ends_with(want), "{e}");
     }
 

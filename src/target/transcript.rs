@@ -189,6 +189,7 @@ mod tests {
         assert!(lines[7].starts_with(b"# ") && lines[7].ends_with(b" end of stream"), "{:?}", String::from_utf8_lossy(lines[7]));
         assert!(!text.windows(13).any(|w| w == b"after the end"));
         // A directory is refused before anything starts.
-        assert!(Transcript::create(dir.path(), "exec:x").unwrap_err().0.starts_with("--target-transcript "));
+        let Err(e) = Transcript::create(dir.path(), "exec:x") else { panic!("a directory taken as a transcript") };
+        assert!(e.0.starts_with("--target-transcript "), "{}", e.0);
     }
 }
