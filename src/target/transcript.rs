@@ -74,7 +74,7 @@ impl Transcript {
     }
 
     /// Bytes read from the target, as they came.
-    pub(crate) fn from_target(&self, bytes: &[u8]) {
+    pub(crate) fn received(&self, bytes: &[u8]) {
         let Ok(mut t) = self.inner.lock() else { return };
         for piece in bytes.split_inclusive(|b| *b == b'\n') {
             if !t.open {
@@ -89,7 +89,7 @@ impl Transcript {
     }
 
     /// One line sent to the target (without its `\n`).
-    pub(crate) fn to_target(&self, line: &str) {
+    pub(crate) fn sent(&self, line: &str) {
         let Ok(mut t) = self.inner.lock() else { return };
         t.close_open(true);
         let at = t.stamp();
@@ -170,12 +170,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let dest = dir.path().join("t.txt");
         let t = Transcript::create(&dest, "exec:./agent").unwrap();
-        t.from_target(b"RTS1 hello x\nboot\r\nRTS1 pro");
-        t.to_target("RTS1 plan id=1");
-        t.from_target(b"be name=timer\n\xff raw");
+        t.received(b"RTS1 hello x\nboot\r\nRTS1 pro");
+        t.sent("RTS1 plan id=1");
+        t.received(b"be name=timer\n\xff raw");
         t.note("end of stream");
         t.finish();
-        t.from_target(b"after the end\n");
+        t.received(b"after the end\n");
         let text = std::fs::read(&dest).unwrap();
         let lines: Vec<&[u8]> = text.split(|b| *b == b'\n').collect();
         assert!(lines[0].starts_with(b"# rtscope ") && lines[0].windows(12).any(|w| w == b"exec:./agent"));

@@ -200,7 +200,7 @@ impl Link {
     pub(crate) fn send(&mut self, line: &str) -> std::io::Result<()> {
         let out = self.out.as_mut().ok_or_else(|| std::io::Error::other("the link is closed"))?;
         if let Some(t) = &self.transcript {
-            t.to_target(line);
+            t.sent(line);
         }
         out.write_all(line.as_bytes())?;
         out.write_all(b"\n")?;
@@ -310,7 +310,7 @@ fn reader<R: Read + Send + 'static>(mut r: R, transcript: Option<Transcript>) ->
                     }
                     Ok(n) => {
                         if let Some(t) = &transcript {
-                            t.from_target(&buf[..n]);
+                            t.received(&buf[..n]);
                         }
                         n
                     }
