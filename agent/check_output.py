@@ -9,9 +9,17 @@ formula in docs/agent.md), so a bug on either side shows. Usage:
 
 Exits 1 naming the first line that is wrong; prints a one-line summary per
 result block otherwise.
+
+TRANSCRIPT is the agent's output as it came (`rtscope-agent < plan > out`), or
+a transcript rtscope wrote with `--target-transcript FILE` (records
+`SECONDS < LINE` from the target, `SECONDS > LINE` to it, `#` notes: the `<`
+records are checked, as their lines, a console's `\r` dropped).
 """
+import re
 import sys
 import zlib
+
+RECORD = re.compile(r"^[0-9]+\.[0-9]+ (<\+?|>) ")
 
 HIGHEST = 1 << 47
 
@@ -53,6 +61,20 @@ def parse(no, line):
     return kind, f
 
 
+def from_target(lines):
+    """The target's lines: a transcript's `<` records (the host's `>` ones
+    and `#` notes as empty lines, so line numbers stay the file's), or the
+    lines of a plain output; a `\r` before the line end dropped."""
+    transcript = bool(lines) and lines[0].startswith("# rtscope ") and " transcript of " in lines[0]
+    out = []
+    for line in lines:
+        if transcript:
+            m = RECORD.match(line)
+            line = line[m.end():] if m and m.group(1) != ">" else ""
+        out.append(line[:-1] if line.endswith("\r") else line)
+    return out
+
+
 def main():
     args = sys.argv[1:]
     path = args[0]
@@ -63,7 +85,7 @@ def main():
         want_status = args[args.index("--expect-status") + 1]
     if "--min-results" in args:
         min_results = int(args[args.index("--min-results") + 1])
-    lines = open(path, encoding="ascii", errors="strict").read().split("\n")
+    lines = from_target(open(path, encoding="ascii", errors="surrogateescape").read().split("\n"))
     block = None
     blocks = 0
     total = 0
@@ -74,6 +96,8 @@ def main():
     for no, line in enumerate(lines, 1):
         if not line.startswith("RTS"):
             continue
+        if not line.isascii():
+            fail(no, line.encode("ascii", "replace").decode(), "not ASCII")
         kind, f = parse(no, line)
         if kind == "hello":
             hello = True

@@ -489,7 +489,7 @@ fn flags_that_do_not_apply_on_a_target_are_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--phase-name 'a b': use 1-64 letters"), "{}", String::from_utf8_lossy(&out.stderr));
     let out = sb.run(&["run", "--target", "exec:true", "--no-dma-latency"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("-q, --ns, --target-silence. Drop --no-dma-latency"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("-q, --ns, --target-silence, --target-transcript. Drop --no-dma-latency"), "{}", String::from_utf8_lossy(&out.stderr));
     // The agent's limit on the interval (1 h) is checked before the target
     // is started: the agent refused it with `code=plan` only after
     // connecting (exit 1).
@@ -770,7 +770,7 @@ fn a_target_that_is_not_linux_is_shown_as_what_it_is() {
     assert!(!all.contains("rtscope doctor"), "{all}");
     assert!(all.contains("10 periods missed"), "{all}");
     assert!(all.contains("the target's clock resolution is 10ms (clock_getres), coarser than its interval 1ms"), "{all}");
-    assert!(all.contains("a probe on the target stalled (no event for 5000 ms after 1000; stopped)"), "{all}");
+    assert!(all.contains("a probe on the target stalled (timer: no event for 5000 ms after 1000; stopped)"), "{all}");
     assert!(!all.contains("not real-time: stall watch"), "{all}");
     // Said before measuring too, on stderr (issue 48, item 5).
     let err = String::from_utf8_lossy(&out.stderr);
@@ -885,7 +885,7 @@ fn a_stalled_probe_on_the_target_ends_the_run_and_is_shown() {
     assert!(ended, "rtscope still waited {:?} after the stall: {stderr}", started.elapsed());
     let run = read_json(&sb.path("k.json"));
     let warnings: Vec<&str> = run["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();
-    assert!(warnings.iter().any(|w| w.starts_with("a probe on the target stalled (no event for ")), "{warnings:?}");
+    assert!(warnings.iter().any(|w| w.starts_with("a probe on the target stalled (timer: no event for ")), "{warnings:?}");
     let steps = run["realtime_setup"]["steps"].as_array().unwrap();
     assert!(steps.iter().any(|s| s["step"] == "stall watch" && s["outcome"] == "failed"), "{steps:?}");
     // What was measured before the stall is kept, and less than the plan.
@@ -922,4 +922,26 @@ fn an_unplaced_cross_cpu_variant_is_shown() {
     let report = run_ok(&sb, &["report", "x.json"]);
     let report = String::from_utf8_lossy(&report.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(report.contains(want), "{report}");
+}
+
+/// `--target-transcript FILE` (issue 64): every byte of a real agent's
+/// session both ways, timestamped; agent/check_output.py checks the
+/// target's side of it as it checks the agent's own output.
+#[test]
+fn a_transcript_of_a_real_session_passes_check_output() {
+    let Some(agent) = agent() else { return };
+    if !have("python3") {
+        common::skip!("python3 (agent/check_output.py)");
+    }
+    let sb = Sandbox::new();
+    let target = format!("exec:{}", agent.display());
+    let t = sb.path("session.txt");
+    run_ok(&sb, &["run", "--target", &target, "--probe", "timer,sem", "-D", "500ms", "-i", "1ms", "-a", "0", "--no-store", "--json", "t.json", "--target-transcript", t.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&t).unwrap();
+    assert!(text.starts_with("# rtscope ") && text.contains(" transcript of exec:"), "{text}");
+    let record = |dir: &str, kind: &str| text.lines().any(|l| l.split_once(' ').is_some_and(|(at, rest)| at.parse::<f64>().is_ok() && rest.starts_with(&format!("{dir} RTS1 {kind} "))));
+    assert!(record("<", "hello") && record(">", "plan") && record("<", "done") && record(">", "bye"), "{text}");
+    let check = Command::new("python3").arg(repo().join("agent/check_output.py")).arg(&t).args(["--expect-status", "complete", "--min-results", "2"]).output().unwrap();
+    assert!(check.status.success(), "{}{}", String::from_utf8_lossy(&check.stdout), String::from_utf8_lossy(&check.stderr));
+    assert_eq!(String::from_utf8_lossy(&check.stdout).lines().filter(|l| l.starts_with("ok result")).count(), 4, "timer's block and sem's 3 same-cpu variants (one CPU): {}", String::from_utf8_lossy(&check.stdout));
 }

@@ -421,3 +421,120 @@ fn a_refusal_advises_by_its_cause() {
     refused(&sb, &o, &["is malformed", "samples", "Check the link"]);
     assert!(!stderr(&o).contains("build or port"), "{}", stderr(&o));
 }
+
+/// A probe that stalls in the first plan of two (issue 64): the agent's
+/// stall watch stops it and sends what it measured, then refuses the next
+/// plan while its stuck thread holds it (`error code=internal`). The run
+/// keeps the first probe's results, warns naming the probe that stalled
+/// and the plan not run, and is stored: never exit 2 with nothing.
+#[test]
+fn a_stall_in_the_first_of_two_plans_keeps_what_was_measured() {
+    let sb = Sandbox::new();
+    let stalled = [
+        "say result id={id} n=0 probe=timer variant=- thread=0 cpu=0 interval_ns=1000000 samples=2 overruns=0 min_ns=100 max_ns=200 sum=300 sumsq=50000 hist=2 tail=2 tail_k=5 worst=2 sec=1 width_s=1 setup=1 stopped=1",
+        "say setup id={id} n=0 step=stall%20watch outcome=failed detail=no%20event%20for%205000%20ms%20after%202;%20stopped",
+        "say hist id={id} n=0 b=100:100:1,200:200:1",
+        "say tail id={id} n=0 s=200:2000000:1:0,100:1000000:0:0",
+        "say sec id={id} n=0 s=0:2:100:200:300",
+        "say end id={id} n=0",
+        "say done id={id} status=stopped results=1",
+        "plan",
+        "say error id={id} code=internal line=9 msg=a%20measuring%20thread%20of%20the%20last%20plan%20stalled%20and%20is%20still%20stuck%20in%20the%20system:%20restart%20the%20agent",
+        "sleep 5",
+    ]
+    .join("\n");
+    let t = fake(&sb, &format!("hello\n{}{stalled}\n", begun("-", 1)));
+    let o = run(&sb, &t, "--probe timer,sem -D 1s -i 1ms --json r.json");
+    let e = stderr(&o);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{e}");
+    let r = read_json(&sb.path("r.json"));
+    assert!(!r["interrupted"].as_bool().unwrap(), "{r}");
+    assert_eq!(u(&per_thread(&r)[0]["samples"]), 2, "the stalled probe's samples are kept");
+    let warnings: Vec<&str> = r["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();
+    assert!(warnings.iter().any(|w| w.contains("stalled (timer: no event for 5000 ms after 2; stopped)")), "{warnings:?}");
+    assert!(warnings.iter().any(|w| w.contains("not measured after a probe stalled on the target: sem (idle)") && w.contains("still stuck")), "{warnings:?}");
+    assert!(e.contains("not measured after a probe stalled"), "{e}");
+    // Stored in the history too.
+    let h = sb.run(&["history"]);
+    assert!(String::from_utf8_lossy(&h.stdout).contains("timer"), "{}", String::from_utf8_lossy(&h.stdout));
+}
+
+/// The target's last console lines (an RTOS's assertion) are the evidence
+/// when the agent goes silent or refuses (issue 64): shown escaped with the
+/// warning (and kept in the result), and with an exit-2 refusal.
+#[test]
+fn the_targets_last_console_lines_are_shown_with_a_silence_or_an_error() {
+    let sb = Sandbox::new();
+    let assert_line = "raw up_assert: Assertion failed at file: sched/sched_unlock.c line: 67 task: rtscope_agent \x1b[31m";
+    let t = fake(&sb, &format!("hello\n{}raw booting\n{assert_line}\nsleep 60\n", begun("-", 1)));
+    let o = run(&sb, &t, &format!("{TIMER} --target-silence 1s"));
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(130), "{e}");
+    let want = "the target's console printed last (outside the protocol): \"booting\" | \"up_assert: Assertion failed at file: sched/sched_unlock.c line: 67 task: rtscope_agent \\u{1b}[31m\"";
+    assert!(e.contains(want), "{e}");
+    assert!(!e.contains('\x1b'), "{e:?}");
+    let r = read_json(&sb.path("r.json"));
+    assert!(r["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains(want)), "{}", r["warnings"]);
+    std::fs::remove_file(sb.path("r.json")).unwrap();
+    let t = fake(&sb, "hello\nraw [ERROR] out of memory\nplan\nsay error id={id} code=internal line=1 msg=no%20memory\nsleep 3\n");
+    let o = run(&sb, &t, TIMER);
+    refused(&sb, &o, &["no memory", "printed last (outside the protocol): \"[ERROR] out of memory\""]);
+}
+
+/// An agent that names an RTOS in its `hello` (issue 64): "RTOS" in every
+/// RT column — history, the report's header, check's note — and JSON
+/// `host.realtime` true. Its exec command runs on this host (a simulator
+/// names its own system, not this host), so the host beside it is
+/// recorded whatever its `hello` says.
+#[test]
+fn an_rtos_reads_rtos_in_every_rt_column_and_its_host_is_watched() {
+    let sb = Sandbox::new();
+    let t = fake(&sb, &format!("hello os=NuttX release=0.0.0 host= preempt=unknown\n{}block 0 timer - 0 100,200\nsay done id={{id}} status=complete results=1\nsleep 3\n", begun("-", 1)));
+    let o = sb.run(&["run", "--target", &t, "--probe", "timer", "-D", "1s", "-i", "1ms", "--json", "r.json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = read_json(&sb.path("r.json"));
+    assert_eq!(r["host"]["realtime"], true, "{}", r["host"]);
+    assert_eq!(r["agent"]["host_beside"].as_array().map(Vec::len), Some(1), "a process of this host: {}", r["agent"]);
+    let h = String::from_utf8_lossy(&sb.run(&["history"]).stdout).into_owned();
+    let row = h.lines().find(|l| l.contains("NuttX 0.0.0")).unwrap_or_else(|| panic!("{h}"));
+    assert!(row.contains("RTOS"), "{h}");
+    let rep = String::from_utf8_lossy(&sb.run(&["report", "r.json", "--wide"]).stdout).into_owned();
+    assert!(rep.contains("NuttX 0.0.0 (RTOS)"), "{rep}");
+    let c = sb.run(&["check", "r.json", "--max", "1ms"]);
+    let text = String::from_utf8_lossy(&c.stdout);
+    assert!(text.contains("ran on NuttX 0.0.0 (RTOS") && !text.contains("without PREEMPT_RT"), "{text}");
+}
+
+/// QEMU on a virtual clock (`-icount`): a plan's silence limit is at least
+/// its own time (issue 64: a busy `switch` starved the agent's reporter and
+/// was declared gone at plan time + 30 s). This agent stays silent for 8 s
+/// of a 6 s plan (limit 6 s + 1 s without the virtual clock): kept, and the
+/// emulation note says what a virtual clock makes of the figures. The
+/// words after `#` are never run; they are what rtscope reads of the command.
+#[test]
+fn on_a_virtual_clock_the_silence_limit_follows_the_plan() {
+    let sb = Sandbox::new();
+    let t = fake(&sb, &format!("hello\n{}sleep 8\nblock 0 timer - 0 100,200\nsay done id={{id}} status=complete results=1\nsleep 3\n", begun("-", 1)));
+    let t = format!("{t} # qemu-system-aarch64 -M virt -icount shift=1,sleep=off");
+    let o = run(&sb, &t, "--probe timer -D 6s -i 1ms --target-silence 1s --json r.json --no-store");
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    assert!(e.contains("on a virtual clock (QEMU -icount") && e.contains("not the time a board takes"), "{e}");
+    assert_eq!(u(&per_thread(&read_json(&sb.path("r.json")))[0]["samples"]), 2);
+}
+
+/// `--target-transcript` is an output like the others: a path that cannot
+/// be written is exit 2 before the agent is started.
+#[test]
+fn an_unwritable_transcript_is_refused_before_the_target_starts() {
+    let sb = Sandbox::new();
+    let t = fake(&sb, "hello\nplan\nsleep 3\n");
+    for bad in ["/proc/rtscope-no/t.txt", "."] {
+        let o = run(&sb, &t, &format!("{TIMER} --target-transcript {bad}"));
+        refused(&sb, &o, &["--target-transcript"]);
+        assert!(!sb.path("host.log").exists(), "the agent was started");
+    }
+    let o = sb.run(&["run", "--probe", "timer", "-D", "1s", "--target-transcript", "t.txt"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--target-transcript: only a run with --target"), "{}", stderr(&o));
+}

@@ -377,7 +377,13 @@ impl Inputs<'_> {
             for w in crate::analysis::warnings::busy_idle(run) {
                 notes.push(format!("{source}: {w}"));
             }
-            if latency_bound && !run.host.realtime {
+            let rtos = run.agent.as_ref().filter(|a| crate::model::is_rtos(&a.os));
+            if let (true, Some(a)) = (latency_bound, rtos) {
+                notes.push(format!(
+                    "{source} ran on {} (RTOS, measured by rtscope-agent {}): its latency bound is the system's and its build's (tick, priorities, options); a pass holds for this build and this load",
+                    run.host.kernel_release, a.version
+                ));
+            } else if latency_bound && !run.host.realtime {
                 notes.push(format!(
                     "{source} ran on kernel {} without PREEMPT_RT (preempt {}): its latency has no bound in general; a pass holds for this run and its load only",
                     run.host.kernel_release, run.host.preempt_model

@@ -40,8 +40,9 @@ pub(crate) enum Warning {
     BusyHost { phase: String, share: f64, emulated: bool },
     /// Running under a hypervisor.
     Virtualized,
-    /// Running under an instruction-set emulator (QEMU TCG); `by`: the evidence.
-    Emulated { by: String },
+    /// Running under an instruction-set emulator (QEMU TCG); `by`: the
+    /// evidence; `virtual_clock`: its clock counts instructions (`-icount`).
+    Emulated { by: String, virtual_clock: bool },
     /// /dev/cpu_dma_latency could not be held.
     NoDmaLatency { detail: String },
     /// --trace-threshold was asked for but tracing could not be set up.
@@ -178,16 +179,20 @@ impl Warning {
                 if *emulated {
                     "the emulated target's clock, timers and interrupts run in the CPU time the emulator gets, so its figures include that contention, and a phase it ran idle was not idle."
                 } else {
-                    "the agent's threads shared the CPUs with it, so a phase it ran idle was not idle."
+                    "the target's threads (a simulator, an agent started here) shared the CPUs with it, so its figures include that contention, and a phase it ran idle was not idle."
                 }
             ),
             Warning::Virtualized => write!(
                 f,
                 "running under a hypervisor: latencies include the host's scheduling of this VM; compare only against results from the same VM."
             ),
-            Warning::Emulated { by } => write!(
+            Warning::Emulated { by, virtual_clock: false } => write!(
                 f,
                 "emulated ({by}): every instruction, timer and interrupt is the emulator's, so these figures rank kernels and settings on this emulator; they are not the latencies of a board. Compare only against results emulated the same way; measure a board with the agent on the board."
+            ),
+            Warning::Emulated { by, virtual_clock: true } => write!(
+                f,
+                "emulated ({by}) on a virtual clock (QEMU -icount: the guest's time counts its instructions): every figure is the length of the code path between two events in instructions, not the time a board takes, and the host's load does not change it; they compare kernels and settings on this emulator, not latencies. Compare only against results emulated the same way; measure a board with the agent on the board."
             ),
             _ => Ok(()),
         }
@@ -235,7 +240,8 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
     out.extend(sample_warnings(run));
     out.extend(busy_idle(run));
     if run.host.emulated {
-        out.push(Warning::Emulated { by: run.host.emulated_by.clone() });
+        let virtual_clock = run.agent.as_ref().is_some_and(|a| a.transport == "exec" && crate::model::exec_virtual_clock(&a.target));
+        out.push(Warning::Emulated { by: run.host.emulated_by.clone(), virtual_clock });
     } else if run.host.virtualized {
         out.push(Warning::Virtualized);
     }

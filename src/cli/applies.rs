@@ -50,6 +50,8 @@ pub(crate) fn check_flags(given: &Given, run: &RunShape<'_>) -> Result<(), BadIn
         return Err(BadInput(
             "--target-silence: only a run with --target reads it (how long the agent may say nothing); drop --target-silence or measure a target".into(),
         ));
+    } else if given.has("target_transcript") {
+        return Err(BadInput("--target-transcript: only a run with --target has a session to record; drop it or measure a target".into()));
     }
     check_probe_flags(given, run.probes.iter().copied())?;
     check_threads(given, run)?;
@@ -105,7 +107,7 @@ fn host_side_flags() -> Vec<String> {
 /// is reached) and `--target-silence` (how long it may say nothing). Every
 /// other flag a target takes reaches the agent in a plan line or is the
 /// host's ([`HOST_SIDE_FLAGS`]).
-const SESSION_FLAGS: &[&str] = &["target_silence", "target"];
+const SESSION_FLAGS: &[&str] = &["target_silence", "target", "target_transcript"];
 
 /// The clap ids of the `rtscope run` flags that apply with `--target`, in
 /// the order the refusal lists them, each taken from where its fact lives:
@@ -241,7 +243,7 @@ mod tests {
     fn the_target_refusal_lists_every_flag_a_target_takes() {
         let e = check_target_flags(&ids(&["duration", "trace_threshold"])).unwrap_err().0;
         // Made from target_flags(): the plan line's flags, the host's, the session's.
-        let want = "flags that do: --probe, -i, -D, -p, --policy, -a, -t, --worst, --periods, --iterations, --msg-size, --load cpu|memory, --deadline, --db, --no-store, --phase-name, --json, --out, -q, --ns, --target-silence. Drop --trace-threshold";
+        let want = "flags that do: --probe, -i, -D, -p, --policy, -a, -t, --worst, --periods, --iterations, --msg-size, --load cpu|memory, --deadline, --db, --no-store, --phase-name, --json, --out, -q, --ns, --target-silence, --target-transcript. Drop --trace-threshold";
         assert!(e.starts_with("--trace-threshold does not apply with --target") && e.ends_with(want), "{e}");
     }
 

@@ -307,6 +307,11 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "TIME", default_value = "30s", value_parser = units::parse_duration)]
     pub(crate) target_silence: u64,
 
+    /// With --target: write every byte of the session, both ways and timestamped, to FILE
+    /// when it ends (for agent/check_output.py and bug reports; docs/agent.md, "Transcript").
+    #[arg(long, value_name = "FILE")]
+    pub(crate) target_transcript: Option<std::path::PathBuf>,
+
     /// Which flags were given on the command line (set by [`parse_or_exit`]).
     #[arg(skip)]
     pub(crate) given: given::Given,

@@ -38,6 +38,6 @@ pub(crate) fn build(args: &RunArgs, target: &str, started: &str) -> Result<(Targ
     plan.phases = phases.into_iter().map(|p| p.name).collect();
     let affinity = args.affinity.as_ref().map(|c| c.0.clone());
     let threads = args.threads.map(|t| t as usize);
-    let on = OnTarget { probes: args.probes.clone(), threads, affinity, loads, silence_ns: args.target_silence };
+    let on = OnTarget { probes: args.probes.clone(), threads, affinity, loads, silence_ns: args.target_silence, transcript: args.target_transcript.clone() };
     Ok((spec, plan, on, output))
 }

@@ -179,6 +179,17 @@ pub fn realtime_word(realtime: bool, imported_by: Option<&str>, preempt: &str) -
     }
 }
 
+/// Real-time operating systems an agent may name in its `hello os`
+/// (issue 64): a run on one is real-time by kind, and every RT column says
+/// "RTOS".
+pub const RTOS_NAMES: [&str; 8] = ["NuttX", "RTEMS", "Zephyr", "QNX", "VxWorks", "FreeRTOS", "ThreadX", "PikeOS"];
+
+/// Whether `os` (an agent's `hello os`, or a system name that starts with
+/// it: "NuttX 12.4.0") is a known RTOS.
+pub fn is_rtos(os: &str) -> bool {
+    RTOS_NAMES.iter().any(|k| os.starts_with(k))
+}
+
 impl Run {
     /// A run of this build of rtscope, started at `started_at` (RFC 3339):
     /// no results, phases or warnings yet, not interrupted, its set-up not

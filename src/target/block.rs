@@ -18,6 +18,7 @@ use crate::measure::distribution::{moments_hold, per_thread_and_merged, Distribu
 use crate::model::{Bucket, Extras, Nanos, ProbeResult, SetupStep, SignedStats, TailSample};
 
 use super::bounds::{self, small, Span};
+use super::console::foreign;
 pub(crate) use super::bounds::Limits;
 use super::proto::{tuples, Line};
 use crate::import::Series;
@@ -306,15 +307,6 @@ impl Block {
         }
     }
 }
-
-/// Text from the agent as foreign text: control characters (ANSI colour
-/// sequences, line breaks, a terminal's other commands) are shown escaped
-/// (`\u{1b}`), never passed to the terminal or a report, so a target cannot
-/// forge lines of rtscope's own output.
-pub(crate) fn foreign(text: &str) -> String {
-    text.chars().flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] }).collect()
-}
-
 
 /// Per-thread entries plus one merged entry per variant, in arrival order,
 /// through the grouping native runs use ([`per_thread_and_merged`]); a

@@ -8,9 +8,11 @@
 //! - [`block`]: a result block → result entries (per thread and merged);
 //! - [`bounds`]: what the plan and the announcement let a block state;
 //! - [`reader`]: the lines from the agent, numbered and checked; its announcement;
+//! - [`console`]: text from the target as shown (escaped), its last console lines;
 //! - [`replies`]: one plan's replies up to its `done`;
 //! - [`session`]: one plan per probe and phase, stop, the run;
-//! - [`beside`]: this host's other work beside a target that runs on it.
+//! - [`beside`]: this host's other work beside a target that runs on it;
+//! - [`transcript`]: `--target-transcript`, every byte of the session.
 //!
 //! It sits on the runner's layer: it is the runner for a plan measured
 //! elsewhere, and shares the runner's final write.
@@ -18,9 +20,11 @@
 mod beside;
 pub(crate) mod block;
 mod bounds;
+mod console;
 pub(crate) mod proto;
 mod reader;
 mod replies;
+mod transcript;
 pub(crate) mod session;
 pub(crate) mod transport;
 

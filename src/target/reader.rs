@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::BadInput;
 
+use super::console::Console;
 use super::proto::{self, Line, Parsed};
 use super::transport::{Incoming, Link};
 
@@ -33,19 +34,34 @@ pub(super) struct Hello {
 }
 
 /// The session's reading side: numbers every line it takes, keeps the
-/// last few for messages, and turns malformed lines into [`BadInput`].
+/// last console lines for messages ([`Console`]), and turns malformed
+/// lines into [`BadInput`].
 pub(super) struct Reader<'a> {
     pub(super) link: &'a mut Link,
     pub(super) number: u64,
+    pub(super) console: Console,
 }
 
 pub(super) enum Got {
     Line(Line),
+    /// The link ended or failed: why.
     Gone(String),
     Quiet,
+    /// The agent's `error` line, and the refusal it makes (exit 2 unless
+    /// the caller knows better: a plan refused after a stall).
+    Refused(Line, BadInput),
 }
 
 impl Reader<'_> {
+    pub(super) fn new(link: &mut Link) -> Reader<'_> {
+        Reader { link, number: 0, console: Console::default() }
+    }
+
+    /// The target's last console lines, for a message (empty if none).
+    pub(super) fn last_words(&self) -> String {
+        self.console.last_words()
+    }
+
     pub(super) fn malformed(&self, text: &str, why: &str) -> BadInput {
         let shown: String = text.chars().take(200).collect();
         let more = if text.chars().count() > 200 { "..." } else { "" };
@@ -95,20 +111,28 @@ impl Reader<'_> {
                         Err(t) if t.starts_with("RTS") => {
                             return Err(self.malformed(&t, &format!("longer than {} bytes", proto::MAX_PROTOCOL_LINE)))
                         }
-                        Err(_) => continue,
+                        Err(t) => {
+                            self.console.push(&t);
+                            continue;
+                        }
                     };
                     match proto::parse(&text) {
-                        Ok(Parsed::Noise) => continue,
+                        Ok(Parsed::Noise) => {
+                            self.console.push(&text);
+                            continue;
+                        }
                         Ok(Parsed::Line(l)) if proto::HOST_KINDS.contains(&l.kind.as_str()) && l.kind != "bye" => continue,
                         Ok(Parsed::Line(l)) => {
                             if l.kind == "error" {
-                                return Err(BadInput(format!(
-                                    "{}: the agent refused (line {} {text:?}): {} [{}]",
+                                let refused = BadInput(format!(
+                                    "{}: the agent refused (line {} {text:?}): {} [{}]{}",
                                     self.link.spec,
                                     self.number,
-                                    super::block::foreign(l.get("msg").unwrap_or("no message")),
-                                    super::block::foreign(l.get("code").unwrap_or("?"))
-                                )));
+                                    super::console::foreign(l.get("msg").unwrap_or("no message")),
+                                    super::console::foreign(l.get("code").unwrap_or("?")),
+                                    self.last_words()
+                                ));
+                                return Ok(Got::Refused(l, refused));
                             }
                             return Ok(Got::Line(l));
                         }
@@ -130,16 +154,18 @@ pub(super) fn announcement(r: &mut Reader, stop: &AtomicBool) -> anyhow::Result<
         }
         if Instant::now() > end {
             return Err(BadInput(format!(
-                "{}: no `RTS1 hello` from the agent within {} s; is rtscope-agent running at the other end (and the baud rate right)?",
+                "{}: no `RTS1 hello` from the agent within {} s; is rtscope-agent running at the other end (and the baud rate right)?{}",
                 r.link.spec,
-                HELLO_TIMEOUT.as_secs()
+                HELLO_TIMEOUT.as_secs(),
+                r.last_words()
             ))
             .into());
         }
         let l = match r.next(Duration::from_millis(200))? {
             Got::Line(l) => l,
             Got::Quiet => continue,
-            Got::Gone(why) => return Err(BadInput(format!("{}: {why} before announcing itself; nothing was measured", r.link.spec)).into()),
+            Got::Gone(why) => return Err(BadInput(format!("{}: {why} before announcing itself; nothing was measured{}", r.link.spec, r.last_words())).into()),
+            Got::Refused(_, e) => return Err(e.into()),
         };
         let at = r.number;
         match l.kind.as_str() {
@@ -163,7 +189,7 @@ pub(super) fn announcement(r: &mut Reader, stop: &AtomicBool) -> anyhow::Result<
                 let h = hello.as_mut().ok_or_else(|| r.malformed(&l.encode(), "a probe line before hello"))?;
                 let name = l.req("name").map_err(|e| r.malformed(&l.encode(), &e))?.to_string();
                 if h.probes.len() >= MAX_PROBES || h.probes.iter().any(|(n, _)| *n == name) {
-                    let why = format!("probe {} announced twice, or more than {MAX_PROBES} probes", super::block::foreign(&name));
+                    let why = format!("probe {} announced twice, or more than {MAX_PROBES} probes", super::console::foreign(&name));
                     return Err(r.malformed(&l.encode(), &why).into());
                 }
                 let variants = proto::list(l.get("variants").unwrap_or("")).into_iter().map(str::to_string).collect();

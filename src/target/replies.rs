@@ -12,14 +12,20 @@ use crate::measure::LiveBoard;
 use crate::model::{ProbeResult, SetupStep};
 use crate::runner::add_step;
 
-use super::block::{foreign, results_of, Block, Limits, Refusal};
+use super::block::{results_of, Block, Limits, Refusal};
+use super::console::foreign;
 use super::proto::Line;
 use super::reader::{Got, Reader};
 
 pub(super) enum PlanEnd {
-    Done(Vec<ProbeResult>),
+    /// The plan's blocks, and the acknowledged variants it did not run
+    /// (`probe:variant`: the agent stopped the plan itself, after a stall).
+    Done(Vec<ProbeResult>, Vec<String>),
     /// The agent went away: the complete blocks, and why.
     Gone(Vec<ProbeResult>, String),
+    /// After a stall in an earlier plan, the agent refused this one
+    /// (`error code=internal`: its stuck thread has not returned): its words.
+    Refused(String),
 }
 
 /// What a plan lets its replies hold: its probe, threads and the counts a
@@ -54,11 +60,14 @@ pub(super) struct Replies<'a> {
     open: Option<Block>,
     /// `stop` was sent: a `done status=stopped` is the answer to it.
     stop_sent: bool,
+    /// A probe stalled in an earlier plan of the session: a refusal of this
+    /// one before its `ack` ends it as not run ([`PlanEnd::Refused`]).
+    pub(super) after_stall: bool,
 }
 
 impl<'a> Replies<'a> {
     pub(super) fn new(id: u64, phase: &'a str, live: &'a Live, board: &'a LiveBoard, bounds: PlanBounds) -> Replies<'a> {
-        Replies { id, phase, live, board, bounds, acked: None, plan_setup: 0, refused: Vec::new(), blocks: Vec::new(), open: None, stop_sent: false }
+        Replies { id, phase, live, board, bounds, acked: None, plan_setup: 0, refused: Vec::new(), blocks: Vec::new(), open: None, stop_sent: false, after_stall: false }
     }
 
     /// Read up to `done`. `stop` raised: the agent is asked to stop (it
@@ -89,12 +98,18 @@ impl<'a> Replies<'a> {
                 } else {
                     format!("the agent did not end the plan within its time and {said} (--target-silence)")
                 };
-                return self.gone(why);
+                return self.gone(format!("{why}{}", r.last_words()));
             }
             let l = match r.next(Duration::from_millis(100))? {
                 Got::Line(l) => l,
                 Got::Quiet => continue,
-                Got::Gone(why) => return self.gone(why),
+                Got::Gone(why) => return self.gone(format!("{why}{}", r.last_words())),
+                // The agent's stuck thread from a stall still holds it: this
+                // plan is not run, the run keeps what was measured (issue 64).
+                Got::Refused(l, _) if self.after_stall && self.acked.is_none() && l.get("code") == Some("internal") => {
+                    return Ok(PlanEnd::Refused(foreign(l.get("msg").unwrap_or("no message"))));
+                }
+                Got::Refused(_, e) => return Err(e.into()),
             };
             if l.kind == "bye" {
                 return self.gone("the agent ended the session".into());
@@ -179,14 +194,14 @@ impl<'a> Replies<'a> {
                 }
                 b.finish().map_err(refuse)?;
                 if let Some(e) = &b.error {
-                    anyhow::bail!("{}", failed_on_target(&format!("probe {}, thread {}: {e}", b.s.probe, b.s.thread.unwrap_or(0))));
+                    anyhow::bail!("{}{}", failed_on_target(&format!("probe {}, thread {}: {e}", b.s.probe, b.s.thread.unwrap_or(0))), r.last_words());
                 }
                 for st in &b.setup {
-                    add_step(steps, st);
+                    add_step(steps, &named_stall(st, b));
                 }
                 self.blocks.push(self.open.take().expect("open block"));
             }
-            ("done", None) => return self.done(l, at, steps, bad).map(Some),
+            ("done", None) => return self.done(l, (at, &r.last_words()), steps, bad).map(Some),
             (k, Some(b)) => return Err(bad(format!("a {k} line inside result block n={} (line {at})", b.n)).into()),
             (k, None) => return Err(bad(format!("a {k} line outside a result block")).into()),
         }
@@ -255,7 +270,9 @@ impl<'a> Replies<'a> {
     }
 
     /// `done`: as many blocks as it says, no allocation while measuring.
-    fn done(&mut self, l: &Line, at: u64, steps: &mut Vec<SetupStep>, bad: impl Fn(String) -> BadInput) -> anyhow::Result<PlanEnd> {
+    /// `at`: its line number, and the console's last words for a failure.
+    fn done(&mut self, l: &Line, at: (u64, &str), steps: &mut Vec<SetupStep>, bad: impl Fn(String) -> BadInput) -> anyhow::Result<PlanEnd> {
+        let (at, words) = at;
         let n = l.num("results").map_err(&bad)?;
         if n != self.blocks.len() as u64 {
             return Err(bad(format!("results={n} but {} result blocks arrived", self.blocks.len())).into());
@@ -264,7 +281,7 @@ impl<'a> Replies<'a> {
             steps.push(SetupStep::failed("no allocation after start-up", format!("the agent counted {a} heap allocations while measuring")));
         }
         if l.get("status") == Some("failed") {
-            anyhow::bail!("{}", failed_on_target(&format!("the agent failed the plan: {}", foreign(l.get("msg").unwrap_or("no message")))));
+            anyhow::bail!("{}{words}", failed_on_target(&format!("the agent failed the plan: {}", foreign(l.get("msg").unwrap_or("no message")))));
         }
         // Stopped unasked with nothing measured (the agent's warm-up stalled,
         // or it stopped itself): the plan failed on the target, exit 1.
@@ -273,12 +290,21 @@ impl<'a> Replies<'a> {
             anyhow::bail!(
                 "{}",
                 failed_on_target(&format!(
-                    "the agent ended plan {} with `done status=stopped results=0` (line {}) though rtscope did not ask it to stop: nothing of {} was measured, nothing was stored",
+                    "the agent ended plan {} with `done status=stopped results=0` (line {}) though rtscope did not ask it to stop: nothing of {} was measured, nothing was stored{words}",
                     self.id,
                     at,
                     foreign(&self.bounds.probe)
                 ))
             );
+        }
+        // Stopped unasked after measuring (the agent's stall watch): the
+        // variants it had not come to are not run, and said so.
+        let mut not_run = Vec::new();
+        if l.get("status") == Some("stopped") && !self.stop_sent {
+            let acked = self.acked.clone().unwrap_or_default();
+            for v in acked.iter().filter(|v| !self.refused.contains(v) && !self.blocks.iter().any(|b| b.s.variant.as_deref().unwrap_or("-") == v.as_str())) {
+                not_run.push(if v == "-" { self.bounds.probe.clone() } else { format!("{}:{}", self.bounds.probe, foreign(v)) });
+            }
         }
         if l.get("status") == Some("complete") {
             let acked = self.acked.clone().unwrap_or_else(|| vec!["-".to_string()]);
@@ -288,8 +314,22 @@ impl<'a> Replies<'a> {
             }
         }
         let results = results_of(&self.blocks, self.phase).map_err(|e| bad(format!("the result blocks cannot be stored: {e}")))?;
-        Ok(PlanEnd::Done(results))
+        Ok(PlanEnd::Done(results, not_run))
     }
+}
+
+/// A block's set-up step as the run keeps it: the agent's stall watch
+/// (`no event for 5000 ms after N; stopped`) names the probe and variant
+/// that stalled, so the warning does in a run of several probes.
+fn named_stall(st: &SetupStep, b: &Block) -> SetupStep {
+    if st.step != "stall watch" {
+        return st.clone();
+    }
+    let what = match b.s.variant.as_deref() {
+        Some(v) => format!("{}:{v}", b.s.probe),
+        None => b.s.probe.clone(),
+    };
+    SetupStep::new(st.step.clone(), st.outcome, format!("{what}: {}", st.detail))
 }
 
 /// A block to collect plan-wide `setup n=-` lines into.

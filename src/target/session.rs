@@ -27,7 +27,7 @@ use time::OffsetDateTime;
 use crate::error::BadInput;
 use crate::measure::recorder::Live;
 use crate::measure::{selects, split_spec, LiveBoard, ProbeRun};
-use crate::model::{AgentRecord, Calibration, Host, Nanos, Plan, Run, SetupStep};
+use crate::model::{AgentRecord, Calibration, Host, Nanos, Outcome, Plan, Run, SetupStep};
 use crate::plan::RunPlan;
 use crate::runner::{finish, spawn_live, write_final, Invocation};
 use crate::sys::sched::Policy;
@@ -35,8 +35,10 @@ use crate::units::rfc3339;
 
 use super::proto::{self, Line};
 use super::reader::{announcement, Hello, Reader};
-use super::block::{foreign, Limits};
+use super::block::Limits;
+use super::console::foreign;
 use super::replies::{PlanBounds, PlanEnd, Replies};
+use super::transcript::Transcript;
 use super::transport::{Link, TargetSpec};
 /// The native runner's warm-up (`runner::WARM_UP_MIN_NS`), asked of the agent too.
 const WARM_UP_NS: u64 = crate::runner::WARM_UP_MIN_NS;
@@ -57,6 +59,8 @@ pub(crate) struct OnTarget {
     pub(crate) loads: Vec<&'static str>,
     /// `--target-silence`: how long the agent may say nothing past a plan's time.
     pub(crate) silence_ns: u64,
+    /// `--target-transcript`: where every byte of the session goes.
+    pub(crate) transcript: Option<std::path::PathBuf>,
 }
 
 /// The agent's name of the built-in load that makes a phase of `loads`
@@ -92,7 +96,8 @@ fn host_of(h: &Line) -> Host {
         hostname: foreign(h.get("host").unwrap_or("")),
         kernel_release: foreign(&release),
         kernel_version: foreign(h.get("version").unwrap_or("")),
-        realtime: preempt == "PREEMPT_RT",
+        // An RTOS is real-time by kind (issue 64: history said RT = no for NuttX).
+        realtime: preempt == "PREEMPT_RT" || (os != "Linux" && crate::model::is_rtos(os)),
         preempt_model: model.to_string(),
         preempt_model_source: format!("rtscope-agent hello: preempt={}", foreign(preempt)),
         cpu_model: foreign(h.get("arch").unwrap_or("")),
@@ -195,12 +200,13 @@ fn place_host_threads(reader_tid: Option<i32>, h: &Line, cpus: &[usize]) -> Setu
 pub(crate) fn execute(spec: &TargetSpec, plan: &RunPlan, on: &OnTarget, call: Invocation) -> anyhow::Result<Run> {
     let Invocation { output, command_line, started, stop, warnings } = call;
     check_plan_lines(plan, on)?;
-    let mut link = Link::open(spec)?;
+    let transcript = on.transcript.as_deref().map(|p| Transcript::create(p, &spec.to_string())).transpose()?;
+    let mut link = Link::open(spec, transcript)?;
     if matches!(spec, TargetSpec::Serial { .. }) {
         // The agent on a serial line may have announced itself long ago.
         link.send(&Line::new("hi").encode()).map_err(|e| BadInput(format!("{spec}: cannot write to the line: {e}")))?;
     }
-    let mut r = Reader { link: &mut link, number: 0 };
+    let mut r = Reader::new(&mut link);
     let hello = announcement(&mut r, stop)?;
     let host = host_of(&hello.line);
     let agreed = agree(plan, on, &hello, host.cpus_online.len(), spec)?;
@@ -214,8 +220,13 @@ pub(crate) fn execute(spec: &TargetSpec, plan: &RunPlan, on: &OnTarget, call: In
         TargetSpec::Exec(cmd) if super::beside::runs_here(cmd, host_name, release) => r.link.group(),
         _ => None,
     };
-    let plans = Plans { plan, on, agreed: &agreed, stop, beside };
-    let gone = plans.measure(&mut r, &mut run, &mut steps, output.quiet)?;
+    // QEMU with -icount: the guest's time counts instructions, and a plan's
+    // time may take longer than that in wall time; a probe busy at a
+    // real-time priority may keep the agent's reporter from running for the
+    // whole plan (issue 64): the silence limit is then at least the plan's.
+    let virtual_clock = matches!(spec, TargetSpec::Exec(cmd) if crate::model::exec_emulation(cmd).is_some() && crate::model::exec_virtual_clock(cmd));
+    let plans = Plans { plan, on, agreed: &agreed, stop, beside, virtual_clock };
+    let Ending { gone, not_run } = plans.measure(&mut r, &mut run, &mut steps, output.quiet)?;
     if gone.is_none() {
         let _ = r.link.send(&Line::new("bye").encode());
         // The answer is a courtesy: the link is closed either way.
@@ -224,6 +235,9 @@ pub(crate) fn execute(spec: &TargetSpec, plan: &RunPlan, on: &OnTarget, call: In
     // `r` only borrows the link (no drop glue): closing the link ends the session.
     drop(link);
     finish(&mut run, &steps, stop.load(Ordering::Relaxed) || gone.is_some(), warnings);
+    if let Some(w) = not_run.warning() {
+        run.warnings.insert(0, w);
+    }
     if let Some(why) = gone {
         run.warnings.insert(
             0,
@@ -390,11 +404,46 @@ struct Plans<'a> {
     /// The exec command's process group when the target runs on this host:
     /// each phase then records the host beside it ([`super::beside`]).
     beside: Option<u32>,
+    /// The target is an emulator on a virtual clock (`-icount`).
+    virtual_clock: bool,
+}
+
+/// How the plans ended: `gone` says why when the agent went away; `not_run`
+/// what a stall left unmeasured.
+struct Ending {
+    gone: Option<String>,
+    not_run: NotRun,
+}
+
+/// What a stall on the target left unmeasured (issue 64): the variants of
+/// the stalled plan the agent did not come to, and the plans after it the
+/// agent refused while its stuck thread held it. The run keeps everything
+/// measured and says what is missing; the plans after a refused one are
+/// still sent, so an agent that recovers measures them.
+#[derive(Default)]
+struct NotRun {
+    /// `probe[:variant] (phase)`, in order.
+    what: Vec<String>,
+    /// The agent's words when it refused a plan.
+    refusal: Option<String>,
+}
+
+impl NotRun {
+    fn warning(&self) -> Option<String> {
+        if self.what.is_empty() {
+            return None;
+        }
+        let why = match &self.refusal {
+            Some(msg) => format!("the agent refused to run a plan after the stall ({msg}); restart the agent (or the target) and measure them again"),
+            None => "the agent stopped the plan at the stall; measure them again".to_string(),
+        };
+        Some(format!("not measured after a probe stalled on the target: {}. {why}", self.what.join(", ")))
+    }
 }
 
 impl Plans<'_> {
-    /// Every plan, with the live bar; `Some(why)` when the agent went away.
-    fn measure(&self, r: &mut Reader, run: &mut Run, steps: &mut Vec<SetupStep>, quiet: bool) -> anyhow::Result<Option<String>> {
+    /// Every plan, with the live bar.
+    fn measure(&self, r: &mut Reader, run: &mut Run, steps: &mut Vec<SetupStep>, quiet: bool) -> anyhow::Result<Ending> {
         let board = LiveBoard::default();
         let live = Arc::new(Live::default());
         let total_ns = (self.plan.measuring.duration_ns + WARM_UP_NS) * (self.agreed.probes.len() * self.plan.phases.len()) as u64;
@@ -407,8 +456,9 @@ impl Plans<'_> {
         })
     }
 
-    fn each(&self, r: &mut Reader, run: &mut Run, steps: &mut Vec<SetupStep>, board: &LiveBoard, live: &Arc<Live>) -> anyhow::Result<Option<String>> {
+    fn each(&self, r: &mut Reader, run: &mut Run, steps: &mut Vec<SetupStep>, board: &LiveBoard, live: &Arc<Live>) -> anyhow::Result<Ending> {
         let mut id = 0u64;
+        let mut not_run = NotRun::default();
         for (phase, load) in self.plan.phases.iter().zip(&self.on.loads) {
             let beside = self.beside.map(super::beside::Sample::read);
             // Some(why): the session ends in this phase (None: stopped).
@@ -427,14 +477,23 @@ impl Plans<'_> {
                     board.reset(&format!("{phase}: {probe} (agent)"));
                     board.register(Arc::clone(live));
                     let planned = Duration::from_nanos(self.plan.measuring.duration_ns + WARM_UP_NS);
-                    let silence = Duration::from_nanos(self.on.silence_ns);
+                    let silence = Duration::from_nanos(if self.virtual_clock { self.on.silence_ns.max(planned.as_nanos() as u64) } else { self.on.silence_ns });
                     let bounds = PlanBounds {
                         probe: probe.clone(),
                         threads: self.agreed.threads,
                         limits: self.limits(probe),
                     };
-                    match Replies::new(id, phase, live, board, bounds).read(r, planned, silence, self.stop, steps)? {
-                        PlanEnd::Done(results) => run.results.extend(results),
+                    let mut replies = Replies::new(id, phase, live, board, bounds);
+                    replies.after_stall = steps.iter().any(|s| s.step == "stall watch" && s.outcome == Outcome::Failed);
+                    match replies.read(r, planned, silence, self.stop, steps)? {
+                        PlanEnd::Done(results, missed) => {
+                            run.results.extend(results);
+                            not_run.what.extend(missed.into_iter().map(|m| format!("{m} ({phase})")));
+                        }
+                        PlanEnd::Refused(msg) => {
+                            not_run.what.push(format!("{probe} ({phase})"));
+                            not_run.refusal.get_or_insert(msg);
+                        }
                         PlanEnd::Gone(results, why) => {
                             run.results.extend(results);
                             break 'phase Some(Some(why));
@@ -451,10 +510,10 @@ impl Plans<'_> {
             }
             if let Some(why) = end {
                 run.interrupted_in = Some(phase.clone());
-                return Ok(why);
+                return Ok(Ending { gone: why, not_run });
             }
         }
-        Ok(None)
+        Ok(Ending { gone: None, not_run })
     }
 
     /// What the plan of `probe` lets a result block state (src/target/bounds.rs).
@@ -580,7 +639,6 @@ fn plan_line(m: &ProbeRun, cpus: &[usize], threads: usize, id: u64, probe: &str,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Outcome;
 
     #[test]
     fn a_plan_line_has_the_keys_of_the_table_in_its_order() {

@@ -29,6 +29,8 @@ use std::time::{Duration, Instant};
 
 use crate::error::BadInput;
 
+use super::transcript::Transcript;
+
 /// The longest line the host accepts from an agent, in bytes (without the
 /// newline); a longer one is malformed (an agent never sends one: its
 /// longest, a histogram chunk, stays far below).
@@ -136,12 +138,15 @@ pub(crate) struct Link {
     child: Option<Child>,
     /// What the link is, for messages: `exec:./agent`, ...
     pub(crate) spec: TargetSpec,
+    /// `--target-transcript`: every byte both ways, written when the link closes.
+    transcript: Option<Transcript>,
 }
 
 impl Link {
-    /// Open the transport `spec` names. An unreachable target is bad input
-    /// (exit 2): nothing was measured.
-    pub(crate) fn open(spec: &TargetSpec) -> Result<Link, BadInput> {
+    /// Open the transport `spec` names, its bytes copied to `transcript`
+    /// if given. An unreachable target is bad input (exit 2): nothing was
+    /// measured.
+    pub(crate) fn open(spec: &TargetSpec, transcript: Option<Transcript>) -> Result<Link, BadInput> {
         match spec {
             TargetSpec::Exec(cmd) => {
                 use std::os::unix::process::CommandExt;
@@ -156,8 +161,8 @@ impl Link {
                     .map_err(|e| BadInput(format!("--target exec:{cmd}: cannot start sh: {e}")))?;
                 let out = child.stdin.take().expect("piped");
                 let inp = child.stdout.take().expect("piped");
-                let (lines, reader_tid) = reader(inp);
-                Ok(Link { lines, reader_tid, out: Some(Box::new(out)), child: Some(child), spec: spec.clone() })
+                let (lines, reader_tid) = reader(inp, transcript.clone());
+                Ok(Link { lines, reader_tid, out: Some(Box::new(out)), child: Some(child), spec: spec.clone(), transcript })
             }
             TargetSpec::Tcp(addr) => {
                 use std::net::ToSocketAddrs;
@@ -171,8 +176,8 @@ impl Link {
                         Ok(s) => {
                             let _ = s.set_nodelay(true);
                             let r = s.try_clone().map_err(|e| BadInput(format!("--target tcp:{addr}: {e}")))?;
-                            let (lines, reader_tid) = reader(r);
-                            return Ok(Link { lines, reader_tid, out: Some(Box::new(s)), child: None, spec: spec.clone() });
+                            let (lines, reader_tid) = reader(r, transcript.clone());
+                            return Ok(Link { lines, reader_tid, out: Some(Box::new(s)), child: None, spec: spec.clone(), transcript });
                         }
                         Err(e) => last = format!("{a}: {e}"),
                     }
@@ -185,8 +190,8 @@ impl Link {
                 let f = open_serial(path, *baud)
                     .map_err(|e| BadInput(format!("--target serial:{path}: {e}; check the device and that you may open it (group dialout)")))?;
                 let r = f.try_clone().map_err(|e| BadInput(format!("--target serial:{path}: {e}")))?;
-                let (lines, reader_tid) = reader(r);
-                Ok(Link { lines, reader_tid, out: Some(Box::new(f)), child: None, spec: spec.clone() })
+                let (lines, reader_tid) = reader(r, transcript.clone());
+                Ok(Link { lines, reader_tid, out: Some(Box::new(f)), child: None, spec: spec.clone(), transcript })
             }
         }
     }
@@ -194,6 +199,9 @@ impl Link {
     /// Send one line (the newline is added).
     pub(crate) fn send(&mut self, line: &str) -> std::io::Result<()> {
         let out = self.out.as_mut().ok_or_else(|| std::io::Error::other("the link is closed"))?;
+        if let Some(t) = &self.transcript {
+            t.sent(line);
+        }
         out.write_all(line.as_bytes())?;
         out.write_all(b"\n")?;
         out.flush()
@@ -259,11 +267,24 @@ impl Drop for Link {
             let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
             let _ = c.wait();
         }
+        if let Some(t) = self.transcript.take() {
+            // What the agent wrote before it ended is still in the pipe:
+            // let the reader take it to its end (a bounded wait: a tcp or
+            // serial peer may never close), then write the transcript.
+            let end = Instant::now() + Duration::from_secs(1);
+            while let Some(left) = end.checked_duration_since(Instant::now()) {
+                if matches!(self.lines.recv_timeout(left), Ok(Incoming::Eof | Incoming::Failed(_)) | Err(_)) {
+                    break;
+                }
+            }
+            t.finish();
+        }
     }
 }
 
-/// The reader thread: bytes → lines of at most [`MAX_LINE`] bytes.
-fn reader<R: Read + Send + 'static>(mut r: R) -> (Receiver<Incoming>, Arc<AtomicI32>) {
+/// The reader thread: bytes → lines of at most [`MAX_LINE`] bytes (and,
+/// as read, to the transcript).
+fn reader<R: Read + Send + 'static>(mut r: R, transcript: Option<Transcript>) -> (Receiver<Incoming>, Arc<AtomicI32>) {
     let (tx, rx) = mpsc::sync_channel(QUEUED_LINES);
     let tid = Arc::new(AtomicI32::new(0));
     let tid_w = Arc::clone(&tid);
@@ -278,20 +299,34 @@ fn reader<R: Read + Send + 'static>(mut r: R) -> (Receiver<Incoming>, Arc<Atomic
             loop {
                 let n = match r.read(&mut buf) {
                     Ok(0) => {
+                        if let Some(t) = &transcript {
+                            t.note(if line.is_empty() { "end of stream" } else { "end of stream (its last line had no newline)" });
+                        }
                         // A last line without its newline is the link
                         // dropping mid-line (docs/agent.md, "Session"): not
                         // a line; the end of the stream says what happened.
                         let _ = tx.send(Incoming::Eof);
                         return;
                     }
-                    Ok(n) => n,
+                    Ok(n) => {
+                        if let Some(t) = &transcript {
+                            t.received(&buf[..n]);
+                        }
+                        n
+                    }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     // A pty whose other side closed reads EIO: the end.
                     Err(e) if e.raw_os_error() == Some(libc::EIO) => {
+                        if let Some(t) = &transcript {
+                            t.note("end of stream (EIO)");
+                        }
                         let _ = tx.send(Incoming::Eof);
                         return;
                     }
                     Err(e) => {
+                        if let Some(t) = &transcript {
+                            t.note(&format!("reading failed: {e}"));
+                        }
                         let _ = tx.send(Incoming::Failed(e.to_string()));
                         return;
                     }
@@ -388,7 +423,7 @@ mod tests {
     #[test]
     fn exec_link_reads_lines_and_reaps_the_child() {
         let spec = TargetSpec::Exec("printf 'a\\r\\nb\\n'; read x; echo \"got $x\"; sleep 30".into());
-        let mut l = Link::open(&spec).unwrap();
+        let mut l = Link::open(&spec, None).unwrap();
         let mut got = Vec::new();
         while got.len() < 2 {
             match l.next(Duration::from_secs(20)) {
@@ -413,7 +448,7 @@ mod tests {
             "head -c {n} /dev/zero | tr '\\0' x; printf '\\r\\n'; head -c {n} /dev/zero | tr '\\0' y; printf '\\rz\\r\\n'",
             n = MAX_LINE
         ));
-        let l = Link::open(&spec).unwrap();
+        let l = Link::open(&spec, None).unwrap();
         assert!(matches!(l.next(Duration::from_secs(20)), Some(Incoming::Line(Ok(s))) if s.len() == MAX_LINE && s.bytes().all(|b| b == b'x')));
         // A \r inside a line is a byte of it: 1024 + "\rz" is too long.
         assert!(matches!(l.next(Duration::from_secs(20)), Some(Incoming::Line(Err(s))) if s.len() == MAX_LINE && s.bytes().all(|b| b == b'y')));
@@ -423,7 +458,7 @@ mod tests {
     #[test]
     fn oversized_line_is_cut_and_flagged() {
         let spec = TargetSpec::Exec(format!("head -c {} /dev/zero | tr '\\0' x; echo; echo ok", MAX_LINE + 10));
-        let l = Link::open(&spec).unwrap();
+        let l = Link::open(&spec, None).unwrap();
         assert!(matches!(l.next(Duration::from_secs(20)), Some(Incoming::Line(Err(s))) if s.len() == MAX_LINE));
         assert!(matches!(l.next(Duration::from_secs(20)), Some(Incoming::Line(Ok(s))) if s == "ok"));
         assert!(matches!(l.next(Duration::from_secs(20)), Some(Incoming::Eof)));

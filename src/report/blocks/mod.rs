@@ -177,9 +177,8 @@ pub(crate) const DEADLINE_NOTE: &str = "A sample over the deadline or a missed p
 /// the OS): "RTOS" for a known RTOS, "OS, preempt -" for another; `None`
 /// for Linux and for runs measured here. Every format says the same.
 pub(crate) fn other_os(r: &RunAnalysis) -> Option<String> {
-    const RTOS: [&str; 8] = ["NuttX", "RTEMS", "Zephyr", "QNX", "VxWorks", "FreeRTOS", "ThreadX", "PikeOS"];
     let os = r.run.agent.as_ref().map(|a| a.os.as_str()).filter(|os| !os.is_empty() && *os != "Linux")?;
-    Some(if RTOS.iter().any(|k| os.starts_with(k)) { "RTOS".to_string() } else { format!("{os}, preempt -") })
+    Some(if crate::model::is_rtos(os) { "RTOS".to_string() } else { format!("{os}, preempt -") })
 }
 
 /// A run's system in one line. A target that is not Linux (its agent says
