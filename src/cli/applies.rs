@@ -104,7 +104,8 @@ fn host_side_flags() -> Vec<String> {
 }
 
 /// The flags of the target path itself: `--target` (the agent, and how it
-/// is reached) and `--target-silence` (how long it may say nothing). Every
+/// is reached), `--target-silence` (how long it may say nothing) and
+/// `--target-transcript` (where the session's bytes are kept). Every
 /// other flag a target takes reaches the agent in a plan line or is the
 /// host's ([`HOST_SIDE_FLAGS`]).
 const SESSION_FLAGS: &[&str] = &["target_silence", "target", "target_transcript"];
