@@ -20,18 +20,18 @@ pub(crate) struct ListQuery {
     pub(crate) number: u64,
     pub(crate) per: u64,
     /// The filter fields as typed, echoed into the form.
-    pub(crate) given: Vec<(String, String)>,
+    pub(crate) asked: Vec<(String, String)>,
 }
 
 impl ListQuery {
     /// The value of a filter field as given, or "".
     pub(crate) fn given(&self, key: &str) -> &str {
-        self.given.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str()).unwrap_or("")
+        self.asked.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str()).unwrap_or("")
     }
     /// A query string with these filters (not the page), and `extra`.
     pub(crate) fn with(&self, extra: &[(&str, String)]) -> String {
         let mut s = form_urlencoded::Serializer::new(String::new());
-        for (k, v) in &self.given {
+        for (k, v) in &self.asked {
             if !extra.iter().any(|(e, _)| e == k) {
                 s.append_pair(k, v);
             }
@@ -94,7 +94,7 @@ pub(crate) fn list_query(q: &str) -> Result<ListQuery, String> {
             }
         }
         if FILTERS.contains(&k.as_ref()) || k == "sort" || k == "order" || k == "per" {
-            lq.given.push((k.to_string(), v));
+            lq.asked.push((k.to_string(), v));
         }
     }
     let per = limit.unwrap_or(lq.per);
