@@ -8,7 +8,7 @@
 //! the native recorder), percentiles from the buckets by nearest rank
 //! ([`bucket_percentile`]: the top of the bucket, clamped to the exact min
 //! and max, which is what the native recorder reports). The merged entry of
-//! a variant combines the threads' blocks exactly as `Recorder::merge` does:
+//! a variant combines the threads' blocks through the one checked `Distribution::merge`:
 //! counts and sums add, buckets of equal bounds add, tails are re-ranked and
 //! cut to the smallest capacity, per-second slots of equal start add.
 
