@@ -83,6 +83,9 @@ fn on_terminal(cmd: &mut std::process::Command, cols: u16) -> (String, Option<i3
         .stderr(slave.try_clone().unwrap())
         .spawn()
         .expect("spawn rtscope");
+    // The command holds its copies of the slave side until told otherwise:
+    // dropped here, so the reader sees the end when the child is gone.
+    cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
     drop(slave);
     let reader = std::thread::spawn(move || {
         let mut f = std::fs::File::from(master);
@@ -100,16 +103,18 @@ fn on_terminal(cmd: &mut std::process::Command, cols: u16) -> (String, Option<i3
     let status = child.wait().unwrap();
     let bytes = reader.join().unwrap();
     let mut text = String::new();
-    let raw = String::from_utf8_lossy(&bytes).replace('\r', "");
-    // Our colours (SGR) take no columns.
+    let raw = String::from_utf8_lossy(&bytes).replace("\r\n", "\n");
+    // Escape sequences (colours, the live bar's line clearing) take no columns.
     let mut rest = raw.as_str();
     while let Some(i) = rest.find('\u{1b}') {
         text.push_str(&rest[..i]);
-        let tail = &rest[i..];
-        let end = tail.find('m').map_or(tail.len(), |e| e + 1);
+        let tail = &rest[i + 1..];
+        let end = if tail.starts_with('[') { tail.find(|c: char| c.is_ascii_alphabetic()).map_or(tail.len(), |e| e + 1) } else { tail.len().min(1) };
         rest = &tail[end..];
     }
     text.push_str(rest);
+    // The live bar redraws its line after a carriage return: what stays is the last drawing.
+    let text = text.lines().map(|l| l.rsplit('\r').next().unwrap_or("")).collect::<Vec<_>>().join("\n");
     (text, status.code())
 }
 
@@ -151,7 +156,7 @@ fn every_output_fits_the_terminal() {
         c.env("RTSCOPE_KNOB_ROOT", &root).env("RTSCOPE_STATE_DIR", sb.path("state"));
         c
     };
-    let json = sb.cmd().args(["factors", "--factor", "printk=7,1", "--rounds", "2", "-D", "150ms", "-a", "0", "--format", "json"]).env("RTSCOPE_KNOB_ROOT", &root).env("RTSCOPE_STATE_DIR", sb.path("state")).output().unwrap();
+    let json = sb.cmd().args(["factors", "--factor", "printk=7,1", "--rounds", "3", "-D", "100ms", "-a", "0", "--format", "json"]).env("RTSCOPE_KNOB_ROOT", &root).env("RTSCOPE_STATE_DIR", sb.path("state")).output().unwrap();
     assert_eq!(json.status.code(), Some(0), "{}", String::from_utf8_lossy(&json.stderr));
     let exp = serde_json::from_slice::<Value>(&json.stdout).unwrap()["experiment"].as_str().unwrap().to_string();
     let result = sb.path("run.json");

@@ -157,7 +157,7 @@ pub(crate) fn split_deadline(t: &Table) -> (Table, Table) {
     cols.extend(t.header.iter().position(|h| h == "overruns"));
     cols.extend(max + 1..t.header.len());
     let (h, r) = take(&cols);
-    (latencies, Table::new(h, t.label_cols, r).optional(if named { &["cpu"] } else { &["variant", "cpu"] }))
+    (latencies, Table::new(h, t.label_cols, r).optional(if named { &["cpu", "thread"] } else { &["variant", "cpu", "thread"] }))
 }
 
 /// The deadline verdict of one entry, as `run --deadline` and `report
@@ -375,5 +375,8 @@ pub(crate) fn pwcet_table(run: &RunAnalysis, u: Unit) -> Option<Table> {
     header.push(format!("p=1e-9 [95% CI]({un})"));
     header.push(format!("observed max({un})"));
     header.push("status".into());
-    Some(Table::new(header, 5, rows).optional(&["variant", "cpu", "threshold", "excesses", "ξ", "status", "p=1e-6 [95% CI]", "thread"]))
+    // The variant stays where one is named (issue 64: identical rows otherwise).
+    let named = rows.iter().any(|r: &Vec<Cell>| r.get(1).is_some_and(|c| c.text != NOT_APPLICABLE));
+    let optional: &[&str] = &["variant", "cpu", "threshold", "excesses", "ξ", "status", "p=1e-6 [95% CI]", "thread"];
+    Some(Table::new(header, 5, rows).optional(if named { &optional[1..] } else { optional }))
 }
