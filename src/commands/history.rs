@@ -129,8 +129,8 @@ pub(crate) fn cmd(args: &HistoryArgs) -> anyhow::Result<u8> {
     let max_head = if args.ns { "MAX PER PHASE (ns)" } else { "MAX PER PHASE (µs)" };
     let head = ["ID", "STARTED (UTC)", "HOST", "KERNEL", "RT", "PROBES", "TAGS", max_head];
     let rows: Vec<Vec<String>> = table.into_iter().map(Vec::from).collect();
-    // Narrow: ID, start, probes and the maxima stay; long cells become keys under the table.
-    let table = crate::report::blocks::Table::plain(head.map(String::from).to_vec(), head.len(), rows).optional(&["KERNEL", "RT", "HOST", "TAGS"]);
+    // Narrow: ID, start, probes, tags and the maxima stay; long cells become keys under the table.
+    let table = crate::report::blocks::Table::plain(head.map(String::from).to_vec(), head.len(), rows).optional(&["KERNEL", "RT", "HOST"]);
     let text = crate::report::term::render_blocks(&[crate::report::blocks::Block::Table(table)], false, crate::report::term::width(false));
     print!("{}", crate::report::escape::terminal_safe(&text));
     Ok(EXIT_OK)
