@@ -141,7 +141,8 @@ pub(crate) fn cmd(args: &HistoryArgs) -> anyhow::Result<u8> {
 /// `show` gives them whole too).
 fn tags_shown(tags: &[String], whole: bool) -> String {
     match tags {
-        _ if whole => tags.join(","),
+        // A long list becomes a key under the table: ", " wraps it between tags, not inside one.
+        _ if whole => tags.join(", "),
         [] => String::new(),
         [one] => one.clone(),
         [first, more @ ..] => format!("{first} +{}", more.len()),
@@ -167,7 +168,7 @@ mod tests {
     fn tags_show_as_the_first_and_a_count_unless_asked_for() {
         let tags: Vec<String> = ["fx-1-design", "fx-1-r01", "fx-1-c02"].map(String::from).to_vec();
         assert_eq!(tags_shown(&tags, false), "fx-1-design +2");
-        assert_eq!(tags_shown(&tags, true), "fx-1-design,fx-1-r01,fx-1-c02");
+        assert_eq!(tags_shown(&tags, true), "fx-1-design, fx-1-r01, fx-1-c02");
         assert_eq!(tags_shown(&tags[..1], false), "fx-1-design");
         assert_eq!(tags_shown(&[], false), "");
     }
