@@ -3,7 +3,7 @@
 //! latencies in µs with one decimal (or ns).
 
 use crate::model::{Nanos, ProbeResult};
-use crate::report::blocks::{Block, Table, Tone, Unit, NOT_APPLICABLE, UNKNOWN};
+use crate::report::blocks::{Block, Cell, Table, Tone, Unit, NOT_APPLICABLE, UNKNOWN};
 
 /// A percentile cell; [`UNKNOWN`] when the result has none (imported
 /// summary-only results: percentiles unknown, see docs/schema.md); a bound
@@ -158,7 +158,8 @@ fn pre_lines(s: &str, width: Option<usize>) -> String {
 /// The table laid out in `width` columns: optional columns left out, in
 /// their order, until it fits — first those with nothing to show (every
 /// cell [`UNKNOWN`], [`NOT_APPLICABLE`] or empty); if it is still too wide, the unit suffix of the
-/// headers; if still, long names become keys ([`keyed`]). Returns the
+/// headers; if still, long names become keys ([`keyed`]); if still, the
+/// optional label columns that tell rows apart (a run's `thread`). Returns the
 /// table, the headers left out, the unit taken out of the headers and the
 /// keys' legend.
 fn fit(t: &Table, width: usize) -> (Table, Vec<String>, Option<String>, Vec<String>) {
@@ -181,9 +182,22 @@ fn fit(t: &Table, width: usize) -> (Table, Vec<String>, Option<String>, Vec<Stri
     let mut keep: Vec<usize> = (0..t.header.len()).collect();
     let mut dropped = Vec::new();
     let mut cur = t.clone();
+    // A label column whose absence would make two rows read the same (a
+    // run's per-thread rows and their merged `all` row) is left out only
+    // after the units and the keys: last of all.
+    let distinct = |keep: &[usize]| -> usize {
+        let label = |r: &Vec<Cell>, k: usize| r.get(k).map_or(String::new(), |x| x.text.clone());
+        t.rows.iter().map(|r| keep.iter().filter(|&&k| k < t.label_cols).map(|&k| label(r, k)).collect::<Vec<_>>()).collect::<std::collections::HashSet<_>>().len()
+    };
+    let mut last = Vec::new();
     for c in order {
         if line_width(&cur) <= width {
             break;
+        }
+        let without: Vec<usize> = keep.iter().copied().filter(|&k| k != c).collect();
+        if c < t.label_cols && distinct(&without) < distinct(&keep) {
+            last.push(c);
+            continue;
         }
         keep.retain(|&k| k != c);
         dropped.push(t.header[c].clone());
@@ -210,7 +224,34 @@ fn fit(t: &Table, width: usize) -> (Table, Vec<String>, Option<String>, Vec<Stri
     if line_width(&cur) > width {
         legend.extend(keyed(&mut cur, |t| line_width(t) > width));
     }
+    for c in last {
+        if line_width(&cur) <= width {
+            break;
+        }
+        if let Some(i) = keep.iter().position(|&k| k == c) {
+            keep.remove(i);
+            dropped.push(t.header[c].clone());
+            leave_out(&mut cur, i);
+        }
+    }
     (cur, dropped, stripped, legend)
+}
+
+/// Column `i` taken out of `t` (its cells, header and key).
+fn leave_out(t: &mut Table, i: usize) {
+    t.header.remove(i);
+    for r in &mut t.rows {
+        if i < r.len() {
+            r.remove(i);
+        }
+    }
+    if i < t.label_cols {
+        t.label_cols -= 1;
+    }
+    let shift = |cols: &[usize]| cols.iter().filter(|&&c| c != i).map(|&c| if c > i { c - 1 } else { c }).collect::<Vec<_>>();
+    t.optional = shift(&t.optional);
+    t.wrap = shift(&t.wrap);
+    t.keys = t.keys.iter().filter(|(c, _)| *c != i).map(|(c, k)| (if *c > i { c - 1 } else { *c }, k.clone())).collect();
 }
 
 /// The headers the table gives a key ([`Table::keys`]: a comparison's
