@@ -912,7 +912,7 @@ fn an_unplaced_cross_cpu_variant_is_shown() {
     let sb = Sandbox::new();
     let target = format!("exec:{}", posix.display());
     let out = run_ok(&sb, &["run", "--target", &target, "--probe", "sem:mutex/cross-cpu", "-D", "1s", "-i", "1ms", "--no-store", "--json", "x.json"]);
-    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let said = common::unwrapped(&format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)));
     let want = "sem:mutex/cross-cpu (idle): cross-CPU not placed: the two threads were meant for CPUs 0 and 1, but this system has no CPU affinity call";
     assert!(said.contains(want), "{said}");
     let run = read_json(&sb.path("x.json"));
@@ -920,7 +920,7 @@ fn an_unplaced_cross_cpu_variant_is_shown() {
     assert_eq!(placed, 1, "once per variant, not per thread entry: {:?}", run["warnings"]);
     // The report wraps its warnings: compare with the line breaks as spaces.
     let report = run_ok(&sb, &["report", "x.json"]);
-    let report = String::from_utf8_lossy(&report.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+    let report = common::unwrapped(&String::from_utf8_lossy(&report.stdout));
     assert!(report.contains(want), "{report}");
 }
 

@@ -12,9 +12,28 @@ use std::path::Path;
 use analysis_support::*;
 use serde_json::Value;
 
+/// `rtscope check ARGS`: exit code, stdout and stderr. Piped, its lines
+/// wrap at 80 columns under a 5-space hanging indent; the stdout given back
+/// has them joined again (one line per case, note and result, as read).
 fn check(args: &[&str]) -> (i32, String, String) {
     let out = rtscope().arg("check").args(args).output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (out.status.code().unwrap_or(-1), unwrapped(&String::from_utf8_lossy(&out.stdout)), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn unwrapped(text: &str) -> String {
+    let mut out = String::new();
+    for l in text.lines() {
+        match l.strip_prefix("     ") {
+            Some(more) if !out.is_empty() => {
+                out.pop();
+                out.push(' ');
+                out.push_str(more);
+            }
+            _ => out.push_str(l),
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// The merged timer/idle entry of a report JSON: (max, p99, p99.9) in ns.

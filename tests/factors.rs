@@ -926,3 +926,59 @@ fn the_cpu_factor_finds_the_cpu_a_fifo_hog_holds() {
     assert_eq!(p99["verdict"], "material", "{p99}");
     assert!(p99["level_value"].as_f64().unwrap() > p99["baseline_value"].as_f64().unwrap(), "the hog's CPU is the worse level: {p99}");
 }
+
+/// The experiment ends with what it means. With no material effect (the
+/// usual outcome of printk's level on a timer): that none of the varied
+/// knobs matters at this length, how large an effect could still hide, and
+/// every bad or warn finding doctor made for the measured CPUs (stored with
+/// the runs) with its own fix — printk's own finding left out. Should an
+/// effect be material on this host, the conclusion names the level to choose.
+#[test]
+fn an_experiment_ends_with_what_it_means() {
+    let _s = serial();
+    let sb = Sandbox::new();
+    let root = fake_tree(&sb);
+    let out = factors_cmd(&sb, &root)
+        .args(["factors", "--factor", "printk=7,1", "--rounds", "3", "-D", "200ms", "-a", "0", "--width", "80"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "--width 80:\n{text}");
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let said = flat.split("what this means: ").nth(1).unwrap_or_else(|| panic!("no conclusion:\n{text}"));
+    let exp = flat.split("runs are tagged ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap().to_string();
+    let json = factors_cmd(&sb, &root).args(["factors", "--analyse", &exp, "--format", "json"]).output().unwrap();
+    let a: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let material: Vec<&serde_json::Value> = a["effects"].as_array().unwrap().iter().filter(|e| e["verdict"] == "material" && e["interaction"] == false).collect();
+    if material.is_empty() {
+        assert!(said.starts_with("none of the varied settings (printk) matters at this run length"), "{said}");
+        assert!(said.contains("% wide (") && said.contains("could still hide"), "the half-width: {said}");
+        // The findings stored with the experiment's first run.
+        let id = a["run_ids"][0].as_i64().unwrap().to_string();
+        let run: serde_json::Value = serde_json::from_slice(&sb.run(&["export", &id]).stdout).unwrap();
+        let left: Vec<&serde_json::Value> = run["host"]["doctor"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| (f["severity"] == "bad" || f["severity"] == "warn") && f["id"] != "console.loglevel")
+            .collect();
+        for f in &left {
+            let id = f["id"].as_str().unwrap();
+            assert!(said.contains(&format!("] {id}: ")), "names {id}: {said}");
+            if let Some(fix) = f["fix"].as_str() {
+                let fix = fix.split_whitespace().collect::<Vec<_>>().join(" ");
+                assert!(said.contains(&fix), "{id}'s own fix text: {said}");
+            }
+        }
+        assert!(!said.contains("] console.loglevel: "), "printk was varied: {said}");
+        if left.is_empty() {
+            assert!(said.contains("doctor finds nothing else to change"), "{said}");
+        }
+    } else {
+        // Latencies: the lower side is the level to choose.
+        let e = material[0];
+        let choose = if e["effect"].as_f64().unwrap() < 0.0 { e["level"].as_str().unwrap() } else { e["baseline"].as_str().unwrap() };
+        assert!(said.contains(&format!("printk: choose printk={choose} (")), "{said}");
+    }
+}

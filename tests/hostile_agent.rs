@@ -27,7 +27,7 @@ fn stderr(o: &Output) -> String {
 
 /// What an exit-2 refusal must be: the message, nothing written or stored.
 fn refused(sb: &Sandbox, o: &Output, words: &[&str]) {
-    let e = stderr(o);
+    let e = common::unwrapped(&stderr(o));
     assert_eq!(o.status.code(), Some(2), "{e}");
     for w in words {
         assert!(e.contains(w), "{w:?} not in: {e}");
@@ -468,7 +468,7 @@ fn the_targets_last_console_lines_are_shown_with_a_silence_or_an_error() {
     let assert_line = "raw up_assert: Assertion failed at file: sched/sched_unlock.c line: 67 task: rtscope_agent \x1b[31m";
     let t = fake(&sb, &format!("hello\n{}raw booting\n{assert_line}\nsleep 60\n", begun("-", 1)));
     let o = run(&sb, &t, &format!("{TIMER} --target-silence 1s"));
-    let e = stderr(&o);
+    let e = common::unwrapped(&stderr(&o));
     assert_eq!(o.status.code(), Some(130), "{e}");
     let want = "the target's console printed last (outside the protocol): \"booting\" | \"up_assert: Assertion failed at file: sched/sched_unlock.c line: 67 task: rtscope_agent \\u{1b}[31m\"";
     assert!(e.contains(want), "{e}");
@@ -495,7 +495,7 @@ fn an_rtos_reads_rtos_in_every_rt_column_and_its_host_is_watched() {
     let r = read_json(&sb.path("r.json"));
     assert_eq!(r["host"]["realtime"], true, "{}", r["host"]);
     assert_eq!(r["agent"]["host_beside"].as_array().map(Vec::len), Some(1), "a process of this host: {}", r["agent"]);
-    let h = String::from_utf8_lossy(&sb.run(&["history"]).stdout).into_owned();
+    let h = String::from_utf8_lossy(&sb.run(&["history", "--wide"]).stdout).into_owned();
     let row = h.lines().find(|l| l.contains("NuttX 0.0.0")).unwrap_or_else(|| panic!("{h}"));
     assert!(row.contains("RTOS"), "{h}");
     let rep = String::from_utf8_lossy(&sb.run(&["report", "r.json", "--wide"]).stdout).into_owned();
@@ -517,7 +517,7 @@ fn on_a_virtual_clock_the_silence_limit_follows_the_plan() {
     let t = fake(&sb, &format!("hello\n{}sleep 8\nblock 0 timer - 0 100,200\nsay done id={{id}} status=complete results=1\nsleep 3\n", begun("-", 1)));
     let t = format!("{t} # qemu-system-aarch64 -M virt -icount shift=1,sleep=off");
     let o = run(&sb, &t, "--probe timer -D 6s -i 1ms --target-silence 1s --json r.json --no-store");
-    let e = stderr(&o);
+    let e = common::unwrapped(&stderr(&o));
     assert_eq!(o.status.code(), Some(0), "{e}");
     assert!(e.contains("on a virtual clock (QEMU -icount") && e.contains("not the time a board takes"), "{e}");
     assert_eq!(u(&per_thread(&read_json(&sb.path("r.json")))[0]["samples"]), 2);

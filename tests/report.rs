@@ -454,5 +454,16 @@ fn long_lab_names_fit_80_columns_as_keys() {
         assert!(l.chars().count() <= 80, "{} characters: {l}\n{text}", l.chars().count());
     }
     assert!(text.contains("#1 = kernel-lab-stock-arm64-qemu-virt"), "{text}");
-    assert!(text.lines().any(|l| l.starts_with("entry") && l.contains("#2/#1") && l.contains("#3")), "{text}");
+    // At 80 columns the ratio columns are left out (the last system's first)
+    // and named; with the room for them (--width 120) they are shown, keyed.
+    assert!(text.lines().any(|l| l.starts_with("entry") && l.contains("#2") && l.contains("#3")), "{text}");
+    assert!(text.contains("(left out to fit 80 columns: #3/#1, #2/#1; --wide shows them)"), "{text}");
+    let out = rtscope().current_dir(dir.path()).arg("compare").args([&a, &b, &c]).args(["--width", "120"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    for l in text.lines() {
+        assert!(l.chars().count() <= 120, "{} characters: {l}\n{text}", l.chars().count());
+    }
+    assert!(text.contains("#1 = kernel-lab-stock-arm64-qemu-virt"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("entry") && l.contains("#2/#1") && l.contains("#3/#1")), "{text}");
 }

@@ -284,7 +284,11 @@ name = "timer"
         let text = String::from_utf8(out.stdout).unwrap();
         let r: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("d.json")).unwrap()).unwrap();
         for p in ["idle", "mixed"] {
-            let line = text.lines().find(|l| l.starts_with(&format!("verdict {p}: "))).unwrap_or_else(|| panic!("no verdict for {p}:\n{text}"));
+            // The verdict wraps at 80 columns when piped: its line with its continuation lines joined.
+            let lines: Vec<&str> = text.lines().collect();
+            let at = lines.iter().position(|l| l.starts_with(&format!("verdict {p}: "))).unwrap_or_else(|| panic!("no verdict for {p}:\n{text}"));
+            let more = lines[at + 1..].iter().take_while(|l| l.starts_with(' '));
+            let line = std::iter::once(lines[at]).chain(more.copied()).flat_map(str::split_whitespace).collect::<Vec<_>>().join(" ");
             let m = r["results"].as_array().unwrap().iter().find(|x| x["phase"] == p && x["thread"].is_null()).unwrap();
             // A missed period fails even a generous deadline.
             let want = if want.starts_with("PASS") && m["overruns"].as_u64().unwrap() > 0 { "FAIL: " } else { want };

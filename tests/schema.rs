@@ -136,7 +136,8 @@ fn suite_presets_write_documented_fields_and_print_their_tables() {
     let sb = Sandbox::new();
     let runs: [(&str, &[&str], &str); 2] = [
         ("rh.json", &["--preset", "rhealstone", "-D", "300ms", "--settle", "0", "--load-engine", "builtin"], "Rhealstones per second"),
-        ("tm.json", &["--preset", "thread-metric", "-D", "4s", "--tm-interval", "500ms"], "memory-allocation"),
+        // Thread-Metric's rows are T1..T8, named in a legend under the table.
+        ("tm.json", &["--preset", "thread-metric", "-D", "4s", "--tm-interval", "500ms"], "T8 "),
     ];
     for (name, args, table) in runs {
         let path = sb.path(name);
@@ -147,6 +148,10 @@ fn suite_presets_write_documented_fields_and_print_their_tables() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{all:?}: {}", String::from_utf8_lossy(&out.stderr));
         let line = stdout.lines().find(|l| l.starts_with(table)).unwrap_or_else(|| panic!("{name}: no {table:?} row in:\n{stdout}"));
+        if name == "tm.json" {
+            assert!(stdout.lines().any(|l| l.trim() == "T8 = memory-allocation"), "no legend names T8: {stdout}");
+            assert!(!stdout.contains("p50(us)"), "a latency table without rows is not shown: {stdout}");
+        }
         // Numbers in every phase column, never a dash: every component ran.
         assert!(!line.split_whitespace().any(|c| c == "-"), "{line}");
         let run = common::read_json(&path);

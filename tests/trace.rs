@@ -270,7 +270,9 @@ fn names_the_fifo_99_hog_as_top_culprit_of_late_samples() {
     // run prints the block `report` shows: a heading, the summary, one item per sample.
     assert!(stdout.contains("-- What held the CPU (trace)"), "{stdout}");
     assert!(stdout.contains(&format!("{snapshots} snapshot(s) ({on_worst} on worst samples) of ")), "{stdout}");
-    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("  * timer ")).collect();
+    // An item may be wrapped onto indented lines: join them.
+    let joined = stdout.replace("\n    ", " ");
+    let lines: Vec<&str> = joined.lines().filter(|l| l.starts_with("  * timer ")).collect();
     assert_eq!(lines.len(), traced.len().min(5), "{stdout}");
     for (line, w) in lines.iter().zip(&traced) {
         assert!(line.contains(&format!(" seq {}", u(&w["seq"]))), "{line} vs {w}");
@@ -431,7 +433,7 @@ fn names_the_code_path_the_hog_runs_in() {
     assert!(with_path >= 2, "the hog's read path named in only {with_path} traced samples: {tops:?}");
     // The terminal shows the hog's top path after its time.
     assert!(
-        stdout.lines().any(|l| l.starts_with("  * timer ") && l.contains("rtscope-hog (pid") && l.contains(" ← ") && l.contains("read")),
+        stdout.replace("\n    ", " ").lines().any(|l| l.starts_with("  * timer ") && l.contains("rtscope-hog (pid") && l.contains(" ← ") && l.contains("read")),
         "no traced sample line shows the hog's read path: {stdout}"
     );
 }
@@ -666,7 +668,7 @@ fn periodic_maxrate_and_hand_offs_are_traced_too() {
     // The terminal names the variant (sequence numbers restart with each).
     let stdout = String::from_utf8_lossy(&out.stdout);
     for v in ["periodic 1ms ", "maxrate 2ms ", "sem futex/cross-cpu "] {
-        assert!(stdout.lines().any(|l| l.starts_with(&format!("  * {v}")) && l.contains(" seq ")), "no trace line of {v}:\n{stdout}");
+        assert!(stdout.replace("\n    ", " ").lines().any(|l| l.starts_with(&format!("  * {v}")) && l.contains(" seq ")), "no trace line of {v}:\n{stdout}");
     }
 }
 

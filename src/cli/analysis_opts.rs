@@ -31,10 +31,6 @@ pub(crate) struct CommonReportOpts {
     #[arg(long, value_name = "WIDTH", num_args = 0..=1, default_missing_value = "5us", value_parser = units::parse_interval)]
     pub(crate) bins: Option<u64>,
 
-    /// Terminal format: every column, no wrapping (default: fit the terminal, or 80 columns).
-    #[arg(long)]
-    pub(crate) wide: bool,
-
     /// How entries of several inputs are paired: phase (same phase name), probe (same probe, phases
     /// in order), auto (by phase, then the one loaded phase each input has and the others lack).
     #[arg(long = "match", value_enum, value_name = "BY", default_value_t = MatchArg::Auto)]

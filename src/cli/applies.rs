@@ -152,7 +152,8 @@ pub(crate) fn flag_of(id: &str) -> String {
 /// [`target_flags`], listing those that are.
 fn check_target_flags(given: &Given) -> Result<(), BadInput> {
     // Ids of flattened groups (`LoadArgs`, `StoreOpts`) come with their flags: not flags.
-    let is_group = |id: &str| id.starts_with(|c: char| c.is_ascii_uppercase());
+    // `--width` and `--wide` are every command's (the layout, not the measurement).
+    let is_group = |id: &str| id.starts_with(|c: char| c.is_ascii_uppercase()) || id == "width" || id == "wide";
     let takes = target_flags();
     match given.ids().find(|&id| !is_group(id) && !takes.iter().any(|t| t == id)) {
         Some(bad) => Err(BadInput(format!(

@@ -36,6 +36,14 @@ in nanoseconds, as full lossless distributions, and keeps the host fingerprint a
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
+
+    /// Lay tables and paragraphs out in N columns [default: the terminal's width (COLUMNS honoured), 80 when piped].
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(40..))]
+    pub(crate) width: Option<u16>,
+
+    /// Every column, no wrapping: tables and paragraphs as wide as they are.
+    #[arg(long, global = true, conflicts_with = "width")]
+    pub(crate) wide: bool,
 }
 
 // Parsed once per process: RunArgs' size does not matter, boxing it would

@@ -75,7 +75,7 @@ pub(crate) fn cmd(args: &CheckArgs) -> anyhow::Result<u8> {
         crate::store::json::write_atomic(path, |w| Ok(w.write_all(xml.as_bytes())?))?;
     }
     let out = match args.format {
-        CheckFormat::Text => report::check::text(&r),
+        CheckFormat::Text => report::check::text(&r, report::term::width(false)),
         CheckFormat::Lava => report::check::lava(&r),
         CheckFormat::Json => serde_json::to_string_pretty(&r)? + "\n",
     };

@@ -30,7 +30,7 @@ pub(crate) fn cmd(args: &CompareArgs) -> anyhow::Result<u8> {
     let blocks = report::blocks::compare_blocks(&a, unit, c.bins.is_some());
     let bytes = match args.format {
         CompareFormat::Term => {
-            report::term::render_blocks(&blocks, inputs::colour(c.color, c.output.is_some()), report::term::width(c.wide, c.output.is_some())).into_bytes()
+            report::term::render_blocks(&blocks, inputs::colour(c.color, c.output.is_some()), report::term::width(c.output.is_some())).into_bytes()
         }
         CompareFormat::Md => report::md::render_blocks("rtscope compare", &blocks).into_bytes(),
         CompareFormat::Json => {

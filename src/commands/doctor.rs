@@ -57,7 +57,12 @@ pub(crate) fn cmd(args: &DoctorArgs) -> anyhow::Result<u8> {
     }
     let cpus = if cpus.is_empty() { vec![0] } else { cpus };
     let report = DoctorReport { schema_version: doctor::SCHEMA_VERSION, cpus, findings };
-    let text = if args.json { doctor::render_json(&report)? } else { doctor::render_text(&report) };
+    let text = if args.json {
+        doctor::render_json(&report)?
+    } else {
+        let width = crate::report::term::width(false);
+        doctor::render_text(&report, &|s, first, rest| crate::report::term::paragraph(s, first, rest, width))
+    };
     print!("{text}");
     Ok(EXIT_OK)
 }

@@ -60,7 +60,7 @@ pub(crate) fn save(store: &mut Store, run: &Run, json_path: &Path, quiet: bool) 
 /// strings: printed through `report::escape`.
 pub(crate) fn warn(run: &Run) {
     for w in &run.warnings {
-        eprintln!("warning: {}", report::escape::terminal_safe(w));
+        eprint!("{}", report::term::para("warning: ", &report::escape::terminal_safe(w)));
     }
 }
 
@@ -105,7 +105,7 @@ pub(crate) fn finish(run: &Run, end: &Ending<'_>, store: Option<&mut Store>) -> 
         // from the machine or another system, not from us: printed through
         // `report::escape`.
         let blocks = report::blocks::EndOfRun { unit: output.unit, deadline: end.deadline.map(Nanos), preset: end.preset };
-        let text = report::term::render_blocks(&report::blocks::end_of_run(run, &blocks), false, None);
+        let text = report::term::render_blocks(&report::blocks::end_of_run(run, &blocks), false, report::term::width(false));
         print!("{}", report::escape::terminal_safe(&text));
         println!("result: {}", output.path.display());
     }

@@ -21,6 +21,8 @@ pub fn main() -> ExitCode {
     }
     // Usage errors print and exit 2; --help/--version exit 0.
     let cli: Cli = crate::cli::parse_or_exit(std::env::args_os().collect());
+    // The one width rule (report::term::width) hears --width and --wide once, here.
+    crate::report::term::set_flags(cli.width.map(usize::from), cli.wide);
     if matches!(cli.command, Command::Run(_) | Command::Monitor(_)) {
         // Parsing built every subcommand's arguments: MiB of code pages a
         // measurement never runs again (2 MiB here even one page at a time;

@@ -176,7 +176,7 @@ pub(crate) fn cmd(args: &FactorsArgs) -> anyhow::Result<u8> {
     let deadline = ra.analysis.deadline.map(Nanos);
     let mut analysis = factors::analyse(&exp, &design, &obs, rounds, seed, deadline, args.interactions);
     analysis.notes.extend(notes);
-    print_report(args, &analysis)?;
+    print_report(args, &analysis, &obs)?;
     let interrupted = stop.load(std::sync::atomic::Ordering::SeqCst) || obs.iter().any(|o| o.run.interrupted);
     Ok(if interrupted { EXIT_INTERRUPTED } else { EXIT_OK })
 }
@@ -425,10 +425,13 @@ fn factors_p99(r: &crate::model::ProbeResult) -> u64 {
     crate::analysis::percentiles::from_histogram(&r.histogram, 99.0, r.min_ns, r.max_ns).map_or(0, |n| n.0)
 }
 
-fn print_report(args: &FactorsArgs, a: &Analysis) -> anyhow::Result<()> {
+/// The report; its conclusion reads doctor's findings stored with the
+/// experiment's first run (judged for the measured CPUs).
+fn print_report(args: &FactorsArgs, a: &Analysis, obs: &[factors::Observation]) -> anyhow::Result<()> {
+    let doctor = obs.first().map(|o| o.run.host.doctor.as_slice()).unwrap_or_default();
     let render = |f: FactorsFormat| -> anyhow::Result<String> {
         Ok(match f {
-            FactorsFormat::Term => factors::render::term(a),
+            FactorsFormat::Term => factors::render::term(a, doctor, crate::report::term::width(false)),
             FactorsFormat::Md => factors::render::markdown(a),
             FactorsFormat::Html => factors::render::html(a),
             FactorsFormat::Json => factors::render::json(a)?,
@@ -451,6 +454,6 @@ fn analyse_stored(args: &FactorsArgs, exp: &str) -> anyhow::Result<u8> {
     let (design, obs, rounds, stored_seed) = factors::stored::load(&mut store, exp)?;
     let seed = args.seed.or(stored_seed).unwrap_or(0);
     let a = factors::analyse(exp, &design, &obs, rounds, seed, args.run.analysis.deadline.map(Nanos), args.interactions);
-    print_report(args, &a)?;
+    print_report(args, &a, &obs)?;
     Ok(EXIT_OK)
 }

@@ -67,7 +67,8 @@ fn windows(store: &mut Store, id: i64, args: &HistoryArgs) -> anyhow::Result<u8>
         m.id,
         crate::report::blocks::missing_note(m, &rows)
     );
-    print!("{}", crate::report::escape::terminal_safe(&crate::report::term::table_text(&crate::report::blocks::Table::plain(header, 5, body))));
+    let table = crate::report::blocks::Table::plain(header, 5, body).optional(&["variant", "started", "overruns", "min"]);
+    print!("{}", crate::report::escape::terminal_safe(&crate::report::term::render_blocks(&[crate::report::blocks::Block::Table(table)], false, crate::report::term::width(false))));
     Ok(EXIT_OK)
 }
 
@@ -120,7 +121,7 @@ pub(crate) fn cmd(args: &HistoryArgs) -> anyhow::Result<u8> {
                 r.kernel.clone(),
                 rt_shown(r).into(),
                 what,
-                r.tags.join(","),
+                tags_shown(&r.tags, filter.tag.is_some()),
                 format!("{maxes}{}", if r.interrupted { " (interrupted)" } else { "" }),
             ]
         })
@@ -128,8 +129,24 @@ pub(crate) fn cmd(args: &HistoryArgs) -> anyhow::Result<u8> {
     let max_head = if args.ns { "MAX PER PHASE (ns)" } else { "MAX PER PHASE (µs)" };
     let head = ["ID", "STARTED (UTC)", "HOST", "KERNEL", "RT", "PROBES", "TAGS", max_head];
     let rows: Vec<Vec<String>> = table.into_iter().map(Vec::from).collect();
-    print!("{}", crate::report::escape::terminal_safe(&crate::report::term::table_text(&crate::report::blocks::Table::plain(head.map(String::from).to_vec(), head.len(), rows))));
+    // Narrow: ID, start, probes, tags and the maxima stay; long cells become keys under the table.
+    let table = crate::report::blocks::Table::plain(head.map(String::from).to_vec(), head.len(), rows).optional(&["KERNEL", "RT", "HOST"]);
+    let text = crate::report::term::render_blocks(&[crate::report::blocks::Block::Table(table)], false, crate::report::term::width(false));
+    print!("{}", crate::report::escape::terminal_safe(&text));
     Ok(EXIT_OK)
+}
+
+/// A run's tags in the list: the first and how many more (`fx-…-design +4`),
+/// all of them with `--tag` (the runs of one experiment, read tag by tag;
+/// `show` gives them whole too).
+fn tags_shown(tags: &[String], whole: bool) -> String {
+    match tags {
+        // A long list becomes a key under the table: ", " wraps it between tags, not inside one.
+        _ if whole => tags.join(", "),
+        [] => String::new(),
+        [one] => one.clone(),
+        [first, more @ ..] => format!("{first} +{}", more.len()),
+    }
 }
 
 fn filter_is_set(f: &Filter) -> bool {
@@ -150,6 +167,15 @@ fn rt_shown(r: &crate::store::RunRow) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tags_show_as_the_first_and_a_count_unless_asked_for() {
+        let tags: Vec<String> = ["fx-1-design", "fx-1-r01", "fx-1-c02"].map(String::from).to_vec();
+        assert_eq!(tags_shown(&tags, false), "fx-1-design +2");
+        assert_eq!(tags_shown(&tags, true), "fx-1-design, fx-1-r01, fx-1-c02");
+        assert_eq!(tags_shown(&tags[..1], false), "fx-1-design");
+        assert_eq!(tags_shown(&[], false), "");
+    }
 
     #[test]
     fn since_accepts_dates_and_rfc3339_and_normalises_to_utc() {

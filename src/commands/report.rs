@@ -25,7 +25,7 @@ pub(crate) fn cmd(args: &ReportArgs) -> anyhow::Result<u8> {
     let need_plots = args.format == ReportFormat::Html || args.plots.is_some();
     let plots: Vec<Plot> = if need_plots { report::plots::plots(&a) } else { Vec::new() };
     let colour = inputs::colour(c.color, c.output.is_some());
-    let width = report::term::width(c.wide, c.output.is_some());
+    let width = report::term::width(c.output.is_some());
     let renderer: Box<dyn Renderer + '_> = match args.format {
         ReportFormat::Term => Box::new(report::term::Term { unit, bins: c.bins.is_some(), colour, width }),
         ReportFormat::Md => Box::new(report::md::Markdown { unit, bins: c.bins.is_some() }),

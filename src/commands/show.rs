@@ -2,8 +2,6 @@
 //! summary table, tags, and for imported runs where they came from and what
 //! the source could not give (fidelity notes).
 
-use std::fmt::Write as _;
-
 use crate::cli::store_opts::ShowArgs;
 use crate::error::EXIT_OK;
 use crate::store::{Location, Store};
@@ -16,27 +14,36 @@ pub(crate) fn cmd(args: &ShowArgs) -> anyhow::Result<u8> {
     // Every string here comes from the stored run: printed through
     // `report::escape` so a hostile host name cannot act on the terminal.
     let mut o = String::new();
-    writeln!(o, "run #{}  {} → {}{}", args.id, run.started_at, run.finished_at, if run.interrupted { "  (interrupted)" } else { "" })?;
-    writeln!(o, "host:    {}  kernel {} ({})  realtime: {}  preempt: {}", h.hostname, h.kernel_release, h.kernel_version, if h.realtime { "yes" } else { "no" }, h.preempt_model)?;
+    // Each line one paragraph of the width rule, its further lines under its text.
+    let mut line = |label: &str, text: String| o.push_str(&crate::report::term::para(label, &crate::report::escape::terminal_safe(&text)));
+    line(
+        "",
+        format!("run #{}  {} → {}{}", args.id, run.started_at, run.finished_at, if run.interrupted { "  (interrupted)" } else { "" }),
+    );
+    line(
+        "host:    ",
+        format!("{}  kernel {} ({})  realtime: {}  preempt: {}", h.hostname, h.kernel_release, h.kernel_version, if h.realtime { "yes" } else { "no" }, h.preempt_model),
+    );
     if !h.cpu_model.is_empty() {
-        writeln!(o, "cpu:     {}  online {:?}  clocksource {}", h.cpu_model, h.cpus_online, h.clocksource)?;
+        line("cpu:     ", format!("{}  online {:?}  clocksource {}", h.cpu_model, h.cpus_online, h.clocksource));
     }
-    writeln!(o, "probes:  {}   phases: {}", run.plan.probes.join(","), run.plan.phases.join(","))?;
-    writeln!(o, "tool:    {}", format!("{} {}", run.tool.name, run.tool.version).trim_end())?;
+    line("probes:  ", format!("{}   phases: {}", run.plan.probes.join(","), run.plan.phases.join(",")));
+    line("tool:    ", format!("{} {}", run.tool.name, run.tool.version).trim_end().to_string());
     if !run.command_line.is_empty() {
-        writeln!(o, "command: {}", run.command_line.join(" "))?;
+        line("command: ", run.command_line.join(" "));
     }
-    writeln!(o, "tags:    {}", if tags.is_empty() { "-".to_string() } else { tags.join(", ") })?;
+    // Whole here (`history` shows a count or the first + N).
+    line("tags:    ", if tags.is_empty() { "-".to_string() } else { tags.join(", ") });
     if let Some(i) = &run.imported_from {
-        writeln!(o, "imported from {} ({} via {}), system {:?}, sha256 {}", i.file, i.tool, i.format, i.system, i.file_sha256)?;
+        line("", format!("imported from {} ({} via {}), system {:?}, sha256 {}", i.file, i.tool, i.format, i.system, i.file_sha256));
         for f in &run.fidelity {
-            writeln!(o, "  fidelity: {f}")?;
+            line("  fidelity: ", f.clone());
         }
     }
     let end = crate::report::blocks::EndOfRun { unit: crate::report::blocks::Unit::of_ns_flag(args.ns), deadline: None, preset: None };
-    o.push_str(&crate::report::term::render_blocks(&crate::report::blocks::end_of_run(&run, &end), false, None));
+    o.push_str(&crate::report::term::render_blocks(&crate::report::blocks::end_of_run(&run, &end), false, crate::report::term::width(false)));
     for w in &run.warnings {
-        writeln!(o, "warning: {w}")?;
+        o.push_str(&crate::report::term::para("warning: ", &crate::report::escape::terminal_safe(w)));
     }
     print!("{}", crate::report::escape::terminal_safe(&o));
     Ok(EXIT_OK)

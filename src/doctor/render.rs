@@ -23,27 +23,39 @@ pub(crate) fn render_json(r: &DoctorReport) -> anyhow::Result<String> {
     Ok(s)
 }
 
+/// How the listing breaks a long line: `fill(text, first, rest)` is `text`
+/// after `first`, its further lines after `rest` (the face's width rule,
+/// `report::term::paragraph`; the doctor sits below the renderers).
+pub(crate) type Fill<'a> = &'a dyn Fn(&str, &str, &str) -> String;
+
 /// The terminal listing: worst severity first, one line per finding with its evidence, why
 /// and fix indented below (ok findings get the title and evidence only, and their why when a
-/// factor experiment's measurement is cited in it: the reason an ok is ok here).
-pub(crate) fn render_text(r: &DoctorReport) -> String {
+/// factor experiment's measurement is cited in it: the reason an ok is ok here). Each line
+/// is one paragraph of `fill`, its further lines under its text.
+pub(crate) fn render_text(r: &DoctorReport, fill: Fill<'_>) -> String {
     let mut out = String::new();
-    out.push_str(&format!("rtscope doctor — judged for CPUs {}\n", fmt_cpus(&r.cpus)));
+    let mut line = |text: &str, first: &str, rest: &str| {
+        out.push_str(&fill(text, first, rest));
+        out.push('\n');
+    };
+    line(&format!("rtscope doctor — judged for CPUs {}", fmt_cpus(&r.cpus)), "", "  ");
+    const UNDER: &str = "           ";
     for sev in [Severity::Bad, Severity::Warn, Severity::Info, Severity::Ok] {
         let group: Vec<&Finding> = r.findings.iter().filter(|f| f.severity == sev).collect();
         if group.is_empty() {
             continue;
         }
-        out.push_str(&format!("\n{} ({})\n", heading(sev), group.len()));
+        line("", "", "");
+        line(&format!("{} ({})", heading(sev), group.len()), "", "  ");
         for f in group {
-            out.push_str(&format!("  [{:<4}] {:<22} {}\n", sev.as_str(), f.id, f.title));
+            line(&f.title, &format!("  [{:<4}] {:<22} ", sev.as_str(), f.id), UNDER);
             for e in &f.evidence {
-                out.push_str(&format!("           {} = {}\n", e.path, e.value));
+                line(&format!("{} = {}", e.path, e.value), UNDER, &format!("{UNDER}  "));
             }
             if sev != Severity::Ok || f.why.contains(MEASURED) {
-                out.push_str(&format!("           why: {}\n", f.why));
+                line(&f.why, &format!("{UNDER}why: "), &format!("{UNDER}     "));
                 if let Some(fix) = &f.fix {
-                    out.push_str(&format!("           fix: {fix}\n"));
+                    line(fix, &format!("{UNDER}fix: "), &format!("{UNDER}     "));
                 }
             }
         }
@@ -80,7 +92,7 @@ mod tests {
         let plain = Finding::new("mm.ksm", Severity::Ok, "KSM is off").why("merging pages costs latency.");
         let cited = Finding::new("console.printk", Severity::Ok, "console log level 4")
             .why("console output can delay. measured: −3 % max [−20, +16] of timer/idle for printk=1 vs 7 (none seen), experiment fx-1.");
-        let text = render_text(&DoctorReport { schema_version: 1, cpus: vec![0], findings: vec![plain, cited] });
+        let text = render_text(&DoctorReport { schema_version: 1, cpus: vec![0], findings: vec![plain, cited] }, &|s, first, _| format!("{first}{s}"));
         assert!(!text.contains("merging pages"), "an ok finding without a measurement keeps to its title: {text}");
         assert!(text.contains("why: console output can delay. measured: −3 % max"), "{text}");
     }

@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 
 use super::effects::{Scale, Verdict, MATERIAL_RATIO};
 use super::{fmt_estimate, Analysis, Row};
+use crate::model::{Finding, Severity};
 use crate::report::escape::terminal_safe;
 
 fn header(a: &Analysis) -> Vec<String> {
@@ -45,54 +46,145 @@ fn cells(r: &Row) -> [String; 6] {
 
 const HEAD: [&str; 6] = ["entry", "metric", "factor", "effect", "95 % interval", "verdict"];
 
-/// Terminal: aligned columns, material rows first.
-pub(crate) fn term(a: &Analysis) -> String {
+/// Terminal: the header, the ranked table (material rows first) laid out
+/// by the report's width rule (`width`: columns, `None` for `--wide`), the
+/// notes, and what the experiment means ([`conclusion`]) drawn from the
+/// analysis and `doctor`: the findings stored with the runs (judged for the
+/// measured CPUs).
+pub(crate) fn term(a: &Analysis, doctor: &[Finding], width: Option<usize>) -> String {
+    use crate::report::blocks::{Block, Cell, Table};
+    use crate::report::term::{paragraph, render_blocks};
     let mut s = String::new();
-    for h in header(a) {
-        let _ = writeln!(s, "{}", terminal_safe(&h));
-    }
-    let _ = writeln!(s, "\nwhat matters here (material: the 99 % interval excludes 0 and the effect is at least ×{MATERIAL_RATIO} either way):");
-    let rows: Vec<[String; 6]> = a.effects.iter().map(cells).collect();
-    let mut w = HEAD.map(|h| h.chars().count());
-    for r in &rows {
-        for (i, c) in r.iter().enumerate() {
-            w[i] = w[i].max(c.chars().count());
-        }
-    }
-    let line = |c: &[String]| {
-        let mut l = String::from("  ");
-        for (i, x) in c.iter().enumerate() {
-            let pad = w[i] - x.chars().count();
-            if i == 3 {
-                l.push_str(&" ".repeat(pad));
-                l.push_str(x);
-            } else {
-                l.push_str(x);
-                l.push_str(&" ".repeat(pad));
-            }
-            l.push_str("  ");
-        }
-        l.trim_end().to_string()
+    let para = |s: &mut String, text: &str, first: &str, rest: &str| {
+        s.push_str(&paragraph(&terminal_safe(text), first, rest, width));
+        s.push('\n');
     };
-    let _ = writeln!(s, "{}", line(&HEAD.map(String::from)));
-    for r in &rows {
-        let _ = writeln!(s, "{}", terminal_safe(&line(r)));
+    for h in header(a) {
+        para(&mut s, &h, "", "  ");
     }
+    s.push('\n');
+    para(&mut s, &format!("what matters here (material: the 99 % interval excludes 0 and the effect is at least ×{MATERIAL_RATIO} either way):"), "", "  ");
+    let rows: Vec<Vec<Cell>> = a.effects.iter().map(|r| cells(r).into_iter().map(Cell::plain).collect()).collect();
+    let table = Table::new(HEAD.map(String::from).to_vec(), 3, rows).optional(&["metric"]);
+    s.push_str(&terminal_safe(&render_blocks(&[Block::Table(table)], false, width)));
     if a.effects.is_empty() {
-        let _ = writeln!(s, "  (no effect could be estimated: too few complete rounds)");
+        para(&mut s, "(no effect could be estimated: too few complete rounds)", "  ", "   ");
     }
     for n in &a.notes {
-        let _ = writeln!(s, "note: {}", terminal_safe(n));
+        para(&mut s, n, "note: ", "      ");
     }
     let material = a.effects.iter().filter(|r| r.estimate.verdict == Verdict::Material).count();
-    let _ = writeln!(
-        s,
-        "{material} of {} effects material; runs are tagged {} in the history (`rtscope history --tag {}`)",
-        a.effects.len(),
-        a.experiment,
-        a.experiment
+    para(
+        &mut s,
+        &format!(
+            "{material} of {} effects material; runs are tagged {} in the history (`rtscope history --tag {}`)",
+            a.effects.len(),
+            a.experiment,
+            a.experiment
+        ),
+        "",
+        "  ",
     );
+    let varied: Vec<&str> = a.factors.iter().map(|f| f.name.as_str()).collect();
+    let c = conclusion(&a.effects, &varied, doctor);
+    s.push('\n');
+    para(&mut s, &c.summary, "what this means: ", "  ");
+    for item in &c.items {
+        para(&mut s, item, "  * ", "    ");
+    }
     s
+}
+
+/// What an experiment means, in words: a summary sentence and its items.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Conclusion {
+    pub(crate) summary: String,
+    /// One per material factor (the level to choose), or, when none is
+    /// material, one per doctor finding that remains (with its fix).
+    pub(crate) items: Vec<String>,
+}
+
+/// The level of each material factor to choose, or, with no material
+/// effect, that none of the varied knobs matters at this length, how large
+/// an effect the intervals could still hide (the widest 95 % interval's
+/// half-width), and doctor's findings (bad and warn, worst first; not those
+/// of a varied knob) as the settings left to try — each with the finding's
+/// own fix.
+pub(crate) fn conclusion(effects: &[Row], varied: &[&str], doctor: &[Finding]) -> Conclusion {
+    let mains: Vec<&Row> = effects.iter().filter(|r| !r.interaction).collect();
+    let material: Vec<&Row> = mains.iter().copied().filter(|r| r.estimate.verdict == Verdict::Material).collect();
+    let mut items = Vec::new();
+    let summary = if !material.is_empty() {
+        // Every metric is a latency or a miss ratio: the lower side is the one to choose.
+        let mut factors: Vec<&str> = material.iter().map(|r| r.factor.as_str()).collect();
+        factors.dedup();
+        factors.sort_unstable();
+        factors.dedup();
+        for f in &factors {
+            let rows: Vec<&&Row> = material.iter().filter(|r| r.factor == *f).collect();
+            let better = |r: &Row| if r.estimate.effect < 0.0 { r.level.clone() } else { r.baseline.clone() };
+            let mut choices: Vec<String> = rows.iter().map(|r| better(r)).collect();
+            choices.sort();
+            choices.dedup();
+            let evidence = rows
+                .iter()
+                .map(|r| {
+                    let (effect, interval) = fmt_estimate(&r.estimate, r.scale);
+                    format!("{} of {}: {effect} {interval} for {} vs {}", r.metric.name(), r.entry, r.level, r.baseline)
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            items.push(match choices.as_slice() {
+                [one] => format!("{f}: choose {f}={one} ({evidence})"),
+                _ => format!("{f}: it matters, but no level is the better one everywhere ({evidence})"),
+            });
+        }
+        let quiet: Vec<&str> = varied.iter().copied().filter(|v| !factors.contains(v)).collect();
+        let named = match factors.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => factors.join(""),
+        };
+        format!(
+            "{named} matter{} here{} — the level to choose for each:",
+            if factors.len() == 1 { "s" } else { "" },
+            if quiet.is_empty() { String::new() } else { format!(" ({} showed no material effect)", quiet.join(", ")) }
+        )
+    } else {
+        let widest = mains
+            .iter()
+            .filter(|r| r.scale == Scale::Log && r.estimate.hi.is_finite() && r.estimate.lo.is_finite())
+            .map(|r| (r, (r.estimate.hi - r.estimate.lo) / 2.0))
+            .max_by(|x, y| x.1.total_cmp(&y.1));
+        let hide = match widest {
+            Some((r, h)) => format!(
+                "; the 95 % intervals are up to ±{:.0} % wide ({} of {}), so an effect that large could still hide — longer runs (-D) or more rounds narrow them",
+                h * 100.0,
+                r.metric.name(),
+                r.entry
+            ),
+            None => String::new(),
+        };
+        let knobs: Vec<&str> = varied.iter().filter_map(|v| super::knobs::find(v).ok().and_then(|k| k.doctor())).collect();
+        let mut left: Vec<&Finding> = doctor.iter().filter(|f| f.severity >= Severity::Warn && !knobs.contains(&f.id.as_str())).collect();
+        left.sort_by_key(|f| std::cmp::Reverse(f.severity));
+        for f in &left {
+            let fix = f.fix.as_deref().map(|x| format!(" — fix: {x}")).unwrap_or_default();
+            items.push(format!("[{}] {}: {}{fix}", f.severity.as_str(), f.id, f.title));
+        }
+        let rest = if effects.is_empty() {
+            String::new()
+        } else if left.is_empty() {
+            ". doctor finds nothing else to change on the measured CPUs".to_string()
+        } else {
+            ". The settings left to try are doctor's findings for the measured CPUs".to_string()
+        };
+        if effects.is_empty() {
+            "no effect could be estimated yet: run more rounds".to_string()
+        } else {
+            format!("none of the varied settings ({}) matters at this run length{hide}{rest}", varied.join(", "))
+        }
+    };
+    Conclusion { summary, items }
 }
 
 fn md_esc(s: &str) -> String {
@@ -206,4 +298,75 @@ pub(crate) fn html(a: &Analysis) -> String {
     }
     s.push_str("<p>Material: the 99 % bootstrap interval over rounds excludes 0 and the effect is at least ×1.2 either way (docs/factors.md).</p></body></html>\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::factors::effects::Estimate;
+    use crate::factors::Metric;
+
+    fn row(factor: &str, level: &str, baseline: &str, metric: Metric, effect: f64, (lo, hi): (f64, f64), verdict: Verdict) -> Row {
+        Row {
+            entry: "timer/idle".into(),
+            metric,
+            factor: factor.into(),
+            level: level.into(),
+            baseline: baseline.into(),
+            baseline_value: 50_000.0,
+            level_value: 50_000.0 * (1.0 + effect),
+            scale: Scale::Log,
+            estimate: Estimate { effect, lo, hi, test_lo: lo - 0.05, test_hi: hi + 0.05, rounds: 5, verdict },
+            interaction: false,
+        }
+    }
+
+    fn host_findings() -> Vec<Finding> {
+        vec![
+            Finding::new("preempt.model", Severity::Bad, "Preemption model is none").fix("Boot a PREEMPT_RT kernel"),
+            Finding::new("vm.hypervisor", Severity::Warn, "Running in a virtual machine").fix("Measure on bare metal"),
+            Finding::new("isolation.isolcpus", Severity::Warn, "Measured CPU 0 is not isolated").fix("Boot with isolcpus=0"),
+            Finding::new("console.loglevel", Severity::Warn, "Console log level 7").fix("sysctl -w kernel.printk=4"),
+            Finding::new("mm.ksm", Severity::Ok, "KSM is off"),
+            Finding::new("cpufreq.boost", Severity::Info, "boost on").fix("turn it off"),
+        ]
+    }
+
+    /// Nothing material: the varied knobs do not matter at this length, the
+    /// widest interval's half-width is said, and doctor's bad and warn
+    /// findings remain (worst first, each with its own fix) — but not the
+    /// finding of a knob the experiment varied (printk's console.loglevel).
+    #[test]
+    fn nothing_material_names_what_doctor_leaves_to_try() {
+        let effects = vec![
+            row("printk", "1", "7", Metric::Max, 0.10, (-0.30, 0.46), Verdict::NoneSeen),
+            row("printk", "1", "7", Metric::P99, 0.02, (-0.05, 0.09), Verdict::NoneSeen),
+        ];
+        let c = conclusion(&effects, &["printk"], &host_findings());
+        assert!(c.summary.starts_with("none of the varied settings (printk) matters at this run length"), "{c:?}");
+        assert!(c.summary.contains("±38 %") && c.summary.contains("max of timer/idle"), "the widest half-width, (0.46 + 0.30) / 2: {c:?}");
+        assert_eq!(c.items.len(), 3, "{c:?}");
+        assert_eq!(c.items[0], "[bad] preempt.model: Preemption model is none — fix: Boot a PREEMPT_RT kernel");
+        assert!(c.items[1].starts_with("[warn] vm.hypervisor") && c.items[1].ends_with("fix: Measure on bare metal"), "{c:?}");
+        assert!(c.items[2].contains("isolation.isolcpus") && c.items[2].contains("isolcpus=0"), "{c:?}");
+        assert!(!c.items.iter().any(|i| i.contains("console.loglevel")), "printk was varied: {c:?}");
+    }
+
+    /// A material effect names the level to choose: the lower side — the
+    /// level where it lowers the metric, else the baseline.
+    #[test]
+    fn a_material_effect_names_the_level_to_choose() {
+        let effects = vec![
+            row("dma-latency", "released", "held", Metric::Max, 1.5, (0.9, 2.2), Verdict::Material),
+            row("dma-latency", "released", "held", Metric::P999, 0.8, (0.5, 1.1), Verdict::Material),
+            row("thp", "always", "never", Metric::Max, -0.45, (-0.6, -0.3), Verdict::Material),
+            row("printk", "1", "7", Metric::Max, 0.01, (-0.1, 0.1), Verdict::NoneSeen),
+        ];
+        let c = conclusion(&effects, &["dma-latency", "thp", "printk"], &host_findings());
+        assert_eq!(c.summary, "dma-latency and thp matter here (printk showed no material effect) — the level to choose for each:");
+        assert!(c.items[0].starts_with("dma-latency: choose dma-latency=held (max of timer/idle: "), "{c:?}");
+        assert!(c.items[0].contains("for released vs held"), "{c:?}");
+        assert!(c.items[1].starts_with("thp: choose thp=always ("), "{c:?}");
+        assert_eq!(c.items.len(), 2, "doctor's list is for when nothing matters: {c:?}");
+    }
 }

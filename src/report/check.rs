@@ -7,24 +7,24 @@ use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use crate::analysis::check::{fmt_value, CheckReport};
 
 /// One line per case, the notes, then `result: PASS|FAIL (…)`.
-pub(crate) fn text(r: &CheckReport) -> String {
+pub(crate) fn text(r: &CheckReport, width: Option<usize>) -> String {
     let mut out = String::new();
+    let mut line = |first: &str, s: &str| {
+        out.push_str(&crate::report::term::paragraph(s, first, "     ", width));
+        out.push('\n');
+    };
     for c in &r.cases {
-        out.push_str(&format!("{} {}\n", if c.passed { "PASS" } else { "FAIL" }, c.message));
+        line(if c.passed { "PASS " } else { "FAIL " }, &c.message);
     }
     for n in &r.notes {
-        out.push_str(&format!("note: {n}\n"));
+        line("note: ", n);
     }
     let failed = r.cases.iter().filter(|c| !c.passed).count();
     let mut rt = if r.notes.iter().any(|n| n.contains("without PREEMPT_RT")) { " on a kernel without PREEMPT_RT (see note)" } else { "" }.to_string();
     if r.notes.iter().any(|n| n.contains("ran emulated (")) {
         rt.push_str(" on emulated figures: they rank kernels, they are not board latencies (see note)");
     }
-    out.push_str(&format!(
-        "result: {}{rt} ({failed} of {} checks failed)\n",
-        if r.passed { "PASS" } else { "FAIL" },
-        r.cases.len()
-    ));
+    line("result: ", &format!("{}{rt} ({failed} of {} checks failed)", if r.passed { "PASS" } else { "FAIL" }, r.cases.len()));
     out
 }
 

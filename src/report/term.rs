@@ -3,7 +3,7 @@
 //! latencies in µs with one decimal (or ns).
 
 use crate::model::{Nanos, ProbeResult};
-use crate::report::blocks::{Block, Table, Tone, Unit, NOT_APPLICABLE, UNKNOWN};
+use crate::report::blocks::{Block, Cell, Table, Tone, Unit, NOT_APPLICABLE, UNKNOWN};
 
 /// A percentile cell; [`UNKNOWN`] when the result has none (imported
 /// summary-only results: percentiles unknown, see docs/schema.md); a bound
@@ -17,13 +17,6 @@ pub(crate) fn pct(r: &ProbeResult, key: &str, u: Unit) -> String {
         Some(p) => p.shown(|v: Nanos| u.fmt(v.0 as f64)),
         None => UNKNOWN.into(),
     }
-}
-
-/// One table as terminal text without colour.
-pub(crate) fn table_text(t: &Table) -> String {
-    let mut out = String::new();
-    table_into(&mut out, t, &|s, _| s.to_string(), &|s| s.to_string());
-    out
 }
 
 /// Lay a table out: label columns left-aligned, the others right-aligned,
@@ -82,23 +75,91 @@ impl crate::report::Renderer for Term {
     }
 }
 
-/// The width of the terminal report: standard output's columns when it is
-/// a terminal (and no -o), else 80; `None` with `--wide`.
-pub(crate) fn width(wide: bool, to_file: bool) -> Option<usize> {
+/// The command line's say in the width rule: `--width N` and `--wide`
+/// (global flags), set once by `commands::entry` before any command runs.
+static FLAGS: std::sync::OnceLock<(Option<usize>, bool)> = std::sync::OnceLock::new();
+
+/// The narrowest layout rtscope attempts: a terminal (or `COLUMNS`) below
+/// it is laid out to it.
+pub(crate) const MIN_WIDTH: usize = 40;
+
+/// What the width rule reads when stdout is not a terminal and no
+/// `--width` says otherwise.
+pub(crate) const PIPED_WIDTH: usize = 80;
+
+/// Record `--width N` and `--wide` for [`width`] (the first call wins).
+pub(crate) fn set_flags(width: Option<usize>, wide: bool) {
+    let _ = FLAGS.set((width, wide));
+}
+
+/// The one width rule: the columns every table and paragraph rtscope
+/// prints is laid out to. `--wide`: none (every column, no wrapping);
+/// `--width N`: N; written to a file (`to_file`) or piped: 80; standard
+/// output a terminal: `COLUMNS` when it names a width, else the terminal's
+/// own (never below [`MIN_WIDTH`]). JSON, CSV and Markdown never ask.
+pub(crate) fn width(to_file: bool) -> Option<usize> {
+    let (given, wide) = FLAGS.get().copied().unwrap_or((None, false));
     if wide {
         return None;
     }
-    let term = console::Term::stdout();
-    match term.size_checked() {
-        Some((_, cols)) if !to_file && term.is_term() && cols >= 40 => Some(cols as usize),
-        _ => Some(80),
+    if let Some(w) = given {
+        return Some(w.max(MIN_WIDTH));
     }
+    let term = console::Term::stdout();
+    if to_file || !term.is_term() {
+        return Some(PIPED_WIDTH);
+    }
+    let columns = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok()).filter(|&c| c > 0);
+    let cols = columns.or_else(|| term.size_checked().map(|(_, c)| c as usize)).unwrap_or(PIPED_WIDTH);
+    Some(cols.max(MIN_WIDTH))
+}
+
+/// `text` after `prefix` ("warning: ", "note: "), as one paragraph of the
+/// width rule's width for standard output, its further lines under the
+/// text (a hanging indent), ending in a newline.
+pub(crate) fn para(prefix: &str, text: &str) -> String {
+    let rest = " ".repeat(prefix.chars().count().min(12));
+    let mut s = text.lines().enumerate().map(|(i, l)| wrap(l, if i == 0 { prefix } else { &rest }, &rest, width(false))).collect::<Vec<_>>().join("\n");
+    if text.is_empty() {
+        s.push_str(prefix.trim_end());
+    }
+    s.push('\n');
+    s
+}
+
+/// A paragraph in `width` columns: its first line after `first`, the
+/// others after `rest` (a hanging indent), broken at word boundaries (a word
+/// longer than a line is broken); one line after `first` without a width.
+pub(crate) fn paragraph(s: &str, first: &str, rest: &str, width: Option<usize>) -> String {
+    wrap(s, first, rest, width)
+}
+
+/// Lines laid out in advance (a [`Block::Pre`]), each wider than `width`
+/// broken at word boundaries under its own indent plus four spaces; the
+/// blank lines kept.
+fn pre_lines(s: &str, width: Option<usize>) -> String {
+    let Some(w) = width else { return s.to_string() };
+    let mut out = String::new();
+    for l in s.split_inclusive('\n') {
+        let body = l.trim_end_matches('\n');
+        if body.chars().count() <= w {
+            out.push_str(l);
+            continue;
+        }
+        let indent: String = body.chars().take_while(|c| *c == ' ').collect();
+        out.push_str(&wrap(body.trim_start(), &indent, &format!("{indent}    "), Some(w)));
+        if l.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// The table laid out in `width` columns: optional columns left out, in
 /// their order, until it fits — first those with nothing to show (every
 /// cell [`UNKNOWN`], [`NOT_APPLICABLE`] or empty); if it is still too wide, the unit suffix of the
-/// headers; if still, long names become keys ([`keyed`]). Returns the
+/// headers; if still, long names become keys ([`keyed`]); if still, the
+/// optional label columns that tell rows apart (a run's `thread`). Returns the
 /// table, the headers left out, the unit taken out of the headers and the
 /// keys' legend.
 fn fit(t: &Table, width: usize) -> (Table, Vec<String>, Option<String>, Vec<String>) {
@@ -108,15 +169,35 @@ fn fit(t: &Table, width: usize) -> (Table, Vec<String>, Option<String>, Vec<Stri
             .sum();
         w + 2 * t.header.len().saturating_sub(1)
     };
+    // The headers a table gives keys (a comparison's systems) before anything is left out.
+    let mut t = t.clone();
+    let mut legend = Vec::new();
+    if line_width(&t) > width {
+        legend = header_keys(&mut t);
+    }
+    let t = &t;
     let empty = |c: usize| t.rows.iter().all(|r| r.get(c).is_none_or(|x| x.text == UNKNOWN || x.text == NOT_APPLICABLE || x.text.is_empty()));
     let mut order: Vec<usize> = t.optional.iter().copied().filter(|&c| empty(c)).collect();
     order.extend(t.optional.iter().copied().filter(|&c| !empty(c)));
     let mut keep: Vec<usize> = (0..t.header.len()).collect();
     let mut dropped = Vec::new();
     let mut cur = t.clone();
+    // A label column whose absence would make two rows read the same (a
+    // run's per-thread rows and their merged `all` row) is left out only
+    // after the units and the keys: last of all.
+    let distinct = |keep: &[usize]| -> usize {
+        let label = |r: &Vec<Cell>, k: usize| r.get(k).map_or(String::new(), |x| x.text.clone());
+        t.rows.iter().map(|r| keep.iter().filter(|&&k| k < t.label_cols).map(|&k| label(r, k)).collect::<Vec<_>>()).collect::<std::collections::HashSet<_>>().len()
+    };
+    let mut last = Vec::new();
     for c in order {
         if line_width(&cur) <= width {
             break;
+        }
+        let without: Vec<usize> = keep.iter().copied().filter(|&k| k != c).collect();
+        if c < t.label_cols && distinct(&without) < distinct(&keep) {
+            last.push(c);
+            continue;
         }
         keep.retain(|&k| k != c);
         dropped.push(t.header[c].clone());
@@ -140,23 +221,42 @@ fn fit(t: &Table, width: usize) -> (Table, Vec<String>, Option<String>, Vec<Stri
             }
         }
     }
-    let mut legend = Vec::new();
     if line_width(&cur) > width {
-        legend = keyed(&mut cur, |t| line_width(t) > width);
+        legend.extend(keyed(&mut cur, |t| line_width(t) > width));
+    }
+    for c in last {
+        if line_width(&cur) <= width {
+            break;
+        }
+        if let Some(i) = keep.iter().position(|&k| k == c) {
+            keep.remove(i);
+            dropped.push(t.header[c].clone());
+            leave_out(&mut cur, i);
+        }
     }
     (cur, dropped, stripped, legend)
 }
 
-/// Names longer than this become keys in a table that does not fit.
-const KEY_FROM: usize = 12;
+/// Column `i` taken out of `t` (its cells, header and key).
+fn leave_out(t: &mut Table, i: usize) {
+    t.header.remove(i);
+    for r in &mut t.rows {
+        if i < r.len() {
+            r.remove(i);
+        }
+    }
+    if i < t.label_cols {
+        t.label_cols -= 1;
+    }
+    let shift = |cols: &[usize]| cols.iter().filter(|&&c| c != i).map(|&c| if c > i { c - 1 } else { c }).collect::<Vec<_>>();
+    t.optional = shift(&t.optional);
+    t.wrap = shift(&t.wrap);
+    t.keys = t.keys.iter().filter(|(c, _)| *c != i).map(|(c, k)| (if *c > i { c - 1 } else { *c }, k.clone())).collect();
+}
 
-/// Long names made short until `too_wide` is false, each key spelled out in
-/// the returned legend: first the headers the table gives a key
-/// ([`Table::keys`]: a comparison's systems, `#1`); then, widest label column
-/// first, every cell longer than [`KEY_FROM`] (a lab's phase names,
-/// `guest:cpu:1,fork:1,io:1,net:1`) becomes the column's initial and a
-/// number (`P1`), the same text the same key.
-fn keyed(t: &mut Table, too_wide: impl Fn(&Table) -> bool) -> Vec<String> {
+/// The headers the table gives a key ([`Table::keys`]: a comparison's
+/// systems, `#1`) shown as their keys, each spelled out in the returned legend.
+fn header_keys(t: &mut Table) -> Vec<String> {
     let mut legend = Vec::new();
     for (c, key) in t.keys.clone() {
         if t.header.get(c).is_some_and(|h| h.chars().count() > KEY_FROM.max(key.chars().count())) {
@@ -164,6 +264,19 @@ fn keyed(t: &mut Table, too_wide: impl Fn(&Table) -> bool) -> Vec<String> {
             t.header[c] = key;
         }
     }
+    legend
+}
+
+/// Names longer than this become keys in a table that does not fit.
+const KEY_FROM: usize = 12;
+
+/// Long names made short until `too_wide` is false, each key spelled out in
+/// the returned legend (the headers with keys went first, [`header_keys`]):
+/// widest label column first, every cell longer than [`KEY_FROM`] (a lab's phase names,
+/// `guest:cpu:1,fork:1,io:1,net:1`) becomes the column's initial and a
+/// number (`P1`), the same text the same key.
+fn keyed(t: &mut Table, too_wide: impl Fn(&Table) -> bool) -> Vec<String> {
+    let mut legend = Vec::new();
     let width = |t: &Table, c: usize| t.rows.iter().filter_map(|r| r.get(c)).map(|x| x.text.chars().count()).max().unwrap_or(0);
     let mut cols: Vec<usize> = (0..t.label_cols).collect();
     cols.sort_by_key(|&c| std::cmp::Reverse(width(t, c)));
@@ -255,7 +368,7 @@ pub(crate) fn render_blocks(blocks: &[Block], colour: bool, width: Option<usize>
                 out.push_str(&bold(&format!("{s}:")));
                 out.push('\n');
             }
-            Block::Pre(s) => out.push_str(s),
+            Block::Pre(s) => out.push_str(&pre_lines(s, width)),
             Block::Part(blocks) => out.push_str(&render_blocks(blocks, colour, width)),
             Block::List(items) => {
                 for i in items {

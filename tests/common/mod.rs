@@ -328,3 +328,11 @@ pub fn scripted_agent(sb: &Sandbox, script: &str) -> Option<String> {
     std::fs::write(sb.path("agent.py"), script).unwrap();
     Some(format!("exec:python3 {}", sb.path("agent.py").display()))
 }
+
+/// Text as one line: every run of whitespace (a wrapped line's break and its
+/// hanging indent included) becomes one space. Outputs are laid out for the
+/// terminal's width (80 columns when piped), so a sentence a test looks for
+/// may be broken across lines; compare it with the breaks undone.
+pub fn unwrapped(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

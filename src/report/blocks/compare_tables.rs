@@ -85,7 +85,11 @@ pub(crate) fn compare_table(a: &Analysis, u: Unit) -> Table {
         }
         rows.push(cells);
     }
-    Table::new(header, 2, rows).with_keys(keys)
+    // Narrow: the systems as keys first; then the ratio columns, the last
+    // system's first (its values stay).
+    let mut t = Table::new(header, 2, rows).with_keys(keys);
+    t.optional = (4..t.header.len()).step_by(2).rev().collect();
+    t
 }
 
 /// A percentile, or [`UNKNOWN`] where the source gave none (summary-only import);

@@ -25,7 +25,10 @@ pub(crate) struct EndOfRun {
 
 /// The blocks of the end of `run`, in the order they print.
 pub(crate) fn end_of_run(run: &Run, e: &EndOfRun) -> Vec<Block> {
-    let mut out = vec![Block::Table(run_summary(run, e.unit))];
+    // A run of throughput probes alone (Thread-Metric) has no latency row:
+    // its own table follows, and a header over nothing is not shown (as in `report`).
+    let summary = run_summary(run, e.unit);
+    let mut out = if summary.rows.is_empty() { Vec::new() } else { vec![Block::Table(summary)] };
     if let Some((table, bin_ns)) = e.preset {
         out.extend(crate::report::maxrate::blocks(run, e.unit));
         out.extend(crate::report::noise::blocks(run));

@@ -84,12 +84,18 @@ pub(crate) fn summary_of(entries: &[EntryAnalysis], u: Unit, cols: SummaryColumn
                 None if cols.unknown_overruns => Cell::tone("unknown", Tone::Dim),
                 None => Cell::plain(e.overruns.to_string()),
             });
-            row.push(Cell::plain(u.fmt(e.shown_min_ns())));
-            row.push(Cell::plain(format!("{}±{}", u.fmt(e.shown_mean_ns()), e.stddev().map_or_else(|| UNKNOWN.to_string(), |s| u.fmt(s)))));
+            // An empty block (no sample) has no min, mean or max: a dash, never 0.0.
+            let empty = e.samples == 0;
+            row.push(Cell::plain(if empty { NOT_APPLICABLE.to_string() } else { u.fmt(e.shown_min_ns()) }));
+            row.push(Cell::plain(if empty {
+                NOT_APPLICABLE.to_string()
+            } else {
+                format!("{}±{}", u.fmt(e.shown_mean_ns()), e.stddev().map_or_else(|| UNKNOWN.to_string(), |s| u.fmt(s)))
+            }));
             for l in percentiles {
                 row.push(Cell::plain(p(e, l, u)));
             }
-            row.push(Cell::plain(u.fmt_n(e.max_ns)));
+            row.push(Cell::plain(if empty { NOT_APPLICABLE.to_string() } else { u.fmt_n(e.max_ns) }));
             if cols.deadline {
                 match &e.deadline {
                     Some(d) => {
@@ -123,11 +129,15 @@ pub(crate) fn summary_of(entries: &[EntryAnalysis], u: Unit, cols: SummaryColumn
     // Narrow: the cyclictest columns stay (probe, phase, thread, samples,
     // overruns, p50, p99, p99.9, max). The deadline columns are never left
     // out: [`split_deadline`] puts them in a table of their own.
-    Table::new(header, cols.label_cols, rows).optional(&SUMMARY_OPTIONAL)
+    // The variant stays where one is named: without it `sem` posix and
+    // sysv (or `pi` none and inherit) read as identical rows.
+    let optional: &[&str] = if entries.iter().any(|e| e.variant.is_some()) { &SUMMARY_OPTIONAL[1..] } else { &SUMMARY_OPTIONAL };
+    Table::new(header, cols.label_cols, rows).optional(optional)
 }
 
-/// The summary's columns a narrow layout may leave out, in that order.
-const SUMMARY_OPTIONAL: [&str; 5] = ["variant", "cpu", "p99.99", "min", "mean±σ"];
+/// The summary's columns a narrow layout may leave out, in that order
+/// (the variant only where no entry has one; the thread last of all).
+const SUMMARY_OPTIONAL: [&str; 6] = ["variant", "cpu", "p99.99", "min", "mean±σ", "thread"];
 
 /// A summary table with deadline columns cut in two: the latencies (every
 /// column up to `max`), and the deadline view — the entry's labels,
@@ -140,13 +150,14 @@ pub(crate) fn split_deadline(t: &Table) -> (Table, Table) {
         (cols.iter().map(|&c| t.header[c].clone()).collect(), t.rows.iter().map(|r| cols.iter().filter_map(|&c| r.get(c).cloned()).collect()).collect())
     };
     let (h, r) = take(&(0..=max).collect::<Vec<_>>());
-    let latencies = Table::new(h, t.label_cols, r).optional(&SUMMARY_OPTIONAL);
+    let named = t.rows.iter().any(|r| r.get(1).is_some_and(|c| c.text != NOT_APPLICABLE));
+    let latencies = Table::new(h, t.label_cols, r).optional(if named { &SUMMARY_OPTIONAL[1..] } else { &SUMMARY_OPTIONAL });
     let mut cols: Vec<usize> = (0..t.label_cols).collect();
     cols.extend(t.header.iter().position(|h| h == "samples"));
     cols.extend(t.header.iter().position(|h| h == "overruns"));
     cols.extend(max + 1..t.header.len());
     let (h, r) = take(&cols);
-    (latencies, Table::new(h, t.label_cols, r).optional(&["variant", "cpu"]))
+    (latencies, Table::new(h, t.label_cols, r).optional(if named { &["cpu", "thread"] } else { &["variant", "cpu", "thread"] }))
 }
 
 /// The deadline verdict of one entry, as `run --deadline` and `report
@@ -364,5 +375,8 @@ pub(crate) fn pwcet_table(run: &RunAnalysis, u: Unit) -> Option<Table> {
     header.push(format!("p=1e-9 [95% CI]({un})"));
     header.push(format!("observed max({un})"));
     header.push("status".into());
-    Some(Table::new(header, 5, rows).optional(&["variant", "cpu", "threshold", "excesses", "ξ", "status", "p=1e-6 [95% CI]", "thread"]))
+    // The variant stays where one is named (issue 64: identical rows otherwise).
+    let named = rows.iter().any(|r: &Vec<Cell>| r.get(1).is_some_and(|c| c.text != NOT_APPLICABLE));
+    let optional: &[&str] = &["variant", "cpu", "threshold", "excesses", "ξ", "status", "p=1e-6 [95% CI]", "thread"];
+    Some(Table::new(header, 5, rows).optional(if named { &optional[1..] } else { optional }))
 }
