@@ -925,6 +925,11 @@ fn the_cpu_factor_finds_the_cpu_a_fifo_hog_holds() {
     assert_eq!((p99["level"].as_str(), p99["baseline"].as_str()), (Some("1"), Some("0")), "{p99}");
     assert_eq!(p99["verdict"], "material", "{p99}");
     assert!(p99["level_value"].as_f64().unwrap() > p99["baseline_value"].as_f64().unwrap(), "the hog's CPU is the worse level: {p99}");
+    // What it means: cpu matters, and the CPU to choose is the one without the hog.
+    let c = &a["conclusion"];
+    assert!(c["summary"].as_str().unwrap().starts_with("cpu matters here"), "{c}");
+    let items: Vec<&str> = c["items"].as_array().unwrap().iter().map(|i| i.as_str().unwrap()).collect();
+    assert!(items.len() == 1 && items[0].starts_with("cpu: choose cpu=0 ("), "{c}");
 }
 
 /// The experiment ends with what it means. With no material effect (the
@@ -981,4 +986,21 @@ fn an_experiment_ends_with_what_it_means() {
         let choose = if e["effect"].as_f64().unwrap() < 0.0 { e["level"].as_str().unwrap() } else { e["baseline"].as_str().unwrap() };
         assert!(said.contains(&format!("printk: choose printk={choose} (")), "{said}");
     }
+    // The same conclusion in the JSON, the Markdown and the HTML report.
+    let c = &a["conclusion"];
+    let summary = c["summary"].as_str().unwrap_or_else(|| panic!("no conclusion in the JSON: {a}"));
+    assert!(said.starts_with(summary), "{summary:?} vs {said}");
+    let items: Vec<&str> = c["items"].as_array().unwrap().iter().map(|i| i.as_str().unwrap()).collect();
+    for item in &items {
+        assert!(said.contains(item), "{item:?} not in the terminal's: {said}");
+    }
+    let md = factors_cmd(&sb, &root).args(["factors", "--analyse", &exp, "--format", "md"]).output().unwrap();
+    let md = String::from_utf8_lossy(&md.stdout);
+    let part = md.split("## What this means\n\n").nth(1).unwrap_or_else(|| panic!("no conclusion in the Markdown: {md}"));
+    assert!(part.starts_with(&summary.replace('|', "\\|")), "{md}");
+    assert_eq!(part.lines().filter(|l| l.starts_with("- ")).count(), items.len(), "{md}");
+    let html = factors_cmd(&sb, &root).args(["factors", "--analyse", &exp, "--format", "html"]).output().unwrap();
+    let html = String::from_utf8_lossy(&html.stdout);
+    assert!(html.contains("<h2>What this means</h2><p class=\"conclusion\">"), "{html}");
+    assert_eq!(html.split("<h2>What this means</h2>").nth(1).unwrap().matches("<li>").count(), items.len(), "{html}");
 }

@@ -171,6 +171,10 @@ fn every_output_fits_the_terminal() {
         ("check".into(), vec!["check", "1", "2", "--max", "10ms", "--deadline", "50us"]),
         ("doctor".into(), vec!["doctor"]),
         ("factors --analyse".into(), vec!["factors", "--analyse", &exp]),
+        // Lists whose texts wrap under their own column.
+        ("factors --list".into(), vec!["factors", "--list"]),
+        ("probes".into(), vec!["probes"]),
+        ("presets".into(), vec!["presets"]),
     ];
     let mut at = std::collections::BTreeMap::new();
     for cols in [80usize, 120] {
@@ -199,6 +203,15 @@ fn every_output_fits_the_terminal() {
     for name in ["history", "run"] {
         let (w80, w120) = (widest(&at[&(name.to_string(), 80)]).0, widest(&at[&(name.to_string(), 120)]).0);
         assert!(w120 > 80 && w120 > w80, "{name}: {w80} columns at 80, {w120} at 120");
+    }
+    // A list's wrapped text continues under its own column, whole: every
+    // probe and preset is still named at the start of a line.
+    for name in ["probes", "presets"] {
+        let text = &at[&(name.to_string(), 80)];
+        let (w80, w120) = (widest(text).0, widest(&at[&(name.to_string(), 120)]).0);
+        assert!(w120 > 80 && w120 > w80, "{name}: {w80} columns at 80, {w120} at 120");
+        assert!(text.lines().any(|l| l.starts_with(if name == "probes" { "timer " } else { "quick " })), "{text}");
+        assert!(text.lines().filter(|l| l.starts_with(' ')).all(|l| l.starts_with(&" ".repeat(if name == "probes" { 11 } else { 19 }))), "{name}: a continuation line not under its column:\n{text}");
     }
     // factors ends with what it means.
     assert!(at[&("factors --analyse".to_string(), 80)].contains("what this means: "), "{}", at[&("factors --analyse".to_string(), 80)]);

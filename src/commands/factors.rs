@@ -211,9 +211,13 @@ fn list(args: &FactorsArgs) -> anyhow::Result<u8> {
     let w = rows.iter().map(|r| r["name"].as_str().unwrap_or("").len()).max().unwrap_or(4);
     let wn = rows.iter().map(|r| r["now"].as_str().unwrap_or("").chars().count()).max().unwrap_or(3).max(3);
     println!("{:w$}  kind  {:wn$}  levels", "knob", "now");
+    // The levels wrap under their column at the width rule's width (80 piped).
+    let width = crate::report::term::width(false);
+    let indent = " ".repeat(w + 2 + 4 + 2 + wn + 2);
     for r in &rows {
         let s = |k: &str| crate::report::escape::terminal_safe(r[k].as_str().unwrap_or("")).to_string();
-        println!("{:w$}  {:4}  {:wn$}  {}", s("name"), s("kind"), s("now"), s("levels"));
+        let first = format!("{:w$}  {:4}  {:wn$}  ", s("name"), s("kind"), s("now"));
+        println!("{}", crate::report::term::paragraph(&s("levels"), &first, &indent, width));
     }
     Ok(EXIT_OK)
 }
@@ -432,9 +436,9 @@ fn print_report(args: &FactorsArgs, a: &Analysis, obs: &[factors::Observation]) 
     let render = |f: FactorsFormat| -> anyhow::Result<String> {
         Ok(match f {
             FactorsFormat::Term => factors::render::term(a, doctor, crate::report::term::width(false)),
-            FactorsFormat::Md => factors::render::markdown(a),
-            FactorsFormat::Html => factors::render::html(a),
-            FactorsFormat::Json => factors::render::json(a)?,
+            FactorsFormat::Md => factors::render::markdown(a, doctor),
+            FactorsFormat::Html => factors::render::html(a, doctor),
+            FactorsFormat::Json => factors::render::json(a, doctor)?,
         })
     };
     match &args.report {

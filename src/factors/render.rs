@@ -85,8 +85,7 @@ pub(crate) fn term(a: &Analysis, doctor: &[Finding], width: Option<usize>) -> St
         "",
         "  ",
     );
-    let varied: Vec<&str> = a.factors.iter().map(|f| f.name.as_str()).collect();
-    let c = conclusion(&a.effects, &varied, doctor);
+    let c = conclusion_of(a, doctor);
     s.push('\n');
     para(&mut s, &c.summary, "what this means: ", "  ");
     for item in &c.items {
@@ -191,8 +190,15 @@ fn md_esc(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
-/// Markdown: the header as a list, the table.
-pub(crate) fn markdown(a: &Analysis) -> String {
+/// The conclusion of `a` (see [`conclusion`]), from doctor's findings
+/// stored with its runs.
+fn conclusion_of(a: &Analysis, doctor: &[Finding]) -> Conclusion {
+    let varied: Vec<&str> = a.factors.iter().map(|f| f.name.as_str()).collect();
+    conclusion(&a.effects, &varied, doctor)
+}
+
+/// Markdown: the header as a list, the table, what it means.
+pub(crate) fn markdown(a: &Analysis, doctor: &[Finding]) -> String {
     let mut s = format!("# Factor experiment {}\n\n", md_esc(&a.experiment));
     for h in header(a) {
         let _ = writeln!(s, "- {}", md_esc(&h));
@@ -207,12 +213,21 @@ pub(crate) fn markdown(a: &Analysis) -> String {
         let _ = writeln!(s, "\n> note: {}", md_esc(n));
     }
     s.push_str("\nMaterial: the 99 % bootstrap interval over rounds excludes 0 and the effect is at least ×1.2 either way (docs/factors.md).\n");
+    let c = conclusion_of(a, doctor);
+    let _ = writeln!(s, "\n## What this means\n\n{}\n", md_esc(&c.summary));
+    for item in &c.items {
+        let _ = writeln!(s, "- {}", md_esc(item));
+    }
     s
 }
 
-/// JSON (schema: docs/factors.md).
-pub(crate) fn json(a: &Analysis) -> anyhow::Result<String> {
+/// JSON (schema: docs/factors.md): the analysis and its `conclusion`.
+pub(crate) fn json(a: &Analysis, doctor: &[Finding]) -> anyhow::Result<String> {
     let mut v = serde_json::to_value(a)?;
+    let c = conclusion_of(a, doctor);
+    if let Some(o) = v.as_object_mut() {
+        o.insert("conclusion".into(), serde_json::json!({"summary": c.summary, "items": c.items}));
+    }
     // NaN means "not applicable" (an interaction's two sides): null.
     if let Some(rows) = v.get_mut("effects").and_then(|e| e.as_array_mut()) {
         for r in rows {
@@ -265,8 +280,8 @@ fn effect_plot(rows: &[&Row]) -> String {
 }
 
 /// HTML: one self-contained page (as `rtscope report`'s): header, the
-/// effect plot of the latency effects, the table.
-pub(crate) fn html(a: &Analysis) -> String {
+/// effect plot of the latency effects, the table, what it means.
+pub(crate) fn html(a: &Analysis, doctor: &[Finding]) -> String {
     use crate::report::html::esc;
     let mut s = String::from("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>");
     let _ = write!(s, "rtscope factors {}</title><style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:3px 8px}}td.n{{text-align:right}}.material{{color:#c0392b;font-weight:bold}}</style></head><body>", esc(&a.experiment));
@@ -296,7 +311,13 @@ pub(crate) fn html(a: &Analysis) -> String {
     for n in &a.notes {
         let _ = write!(s, "<p>note: {}</p>", esc(n));
     }
-    s.push_str("<p>Material: the 99 % bootstrap interval over rounds excludes 0 and the effect is at least ×1.2 either way (docs/factors.md).</p></body></html>\n");
+    s.push_str("<p>Material: the 99 % bootstrap interval over rounds excludes 0 and the effect is at least ×1.2 either way (docs/factors.md).</p>");
+    let c = conclusion_of(a, doctor);
+    let _ = write!(s, "<h2>What this means</h2><p class=\"conclusion\">{}</p><ul>", esc(&c.summary));
+    for item in &c.items {
+        let _ = write!(s, "<li>{}</li>", esc(item));
+    }
+    s.push_str("</ul></body></html>\n");
     s
 }
 

@@ -130,7 +130,11 @@ pub(crate) fn para(prefix: &str, text: &str) -> String {
 /// A paragraph in `width` columns: its first line after `first`, the
 /// others after `rest` (a hanging indent), broken at word boundaries (a word
 /// longer than a line is broken); one line after `first` without a width.
+/// An empty text is `first` alone (its trailing spaces trimmed).
 pub(crate) fn paragraph(s: &str, first: &str, rest: &str, width: Option<usize>) -> String {
+    if s.trim().is_empty() {
+        return first.trim_end().to_string();
+    }
     wrap(s, first, rest, width)
 }
 
