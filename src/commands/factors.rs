@@ -139,7 +139,7 @@ pub(crate) fn cmd(args: &FactorsArgs) -> anyhow::Result<u8> {
         test_pause_before_journal();
         let (j, said) = Journal::begin(&root, &ra.command_line.join(" "), &knobs)?;
         for s in said {
-            eprintln!("note: {}", crate::report::escape::terminal_safe(&s));
+            eprint!("{}", crate::report::term::para("note: ", &crate::report::escape::terminal_safe(&s)));
         }
         eprintln!("journal: originals of {} in {}", host_knobs.join(", "), j.path().display());
         Some(j)

@@ -68,7 +68,7 @@ pub(crate) fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
     } else {
         // What the plan left out is said even when quiet.
         for n in &exp.notes {
-            eprintln!("note: {n}");
+            eprint!("{}", crate::report::term::para("note: ", n));
         }
     }
     let run = runner::execute(&plan, &exp, runner::Invocation { output: &output, command_line: args.command_line.clone(), started, stop: &stop, warnings })?;

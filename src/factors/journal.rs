@@ -397,7 +397,7 @@ pub(crate) fn recover() -> Vec<String> {
 /// [`recover`], printed to stderr as `note:` lines.
 pub(crate) fn recover_and_say() {
     for line in recover() {
-        eprintln!("note: {}", crate::report::escape::terminal_safe(&line));
+        eprint!("{}", crate::report::term::para("note: ", &crate::report::escape::terminal_safe(&line)));
     }
 }
 
