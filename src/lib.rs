@@ -24,7 +24,7 @@ pub mod store;
 pub(crate) mod sys;
 pub mod stats;
 pub(crate) mod sysinfo;
-pub(crate) mod target;
+pub(crate) mod agent_host;
 pub(crate) mod trace;
 pub mod units;
 pub(crate) mod doctor;

@@ -105,7 +105,7 @@ impl fmt::Display for Warning {
                 f,
                 "{probe} ({phase}): the target's clock resolution is {} (clock_getres), coarser than {what}: periods and wake-ups come in its ticks, so latencies and missed periods reflect the tick, not the system. {}",
                 crate::units::fmt_ns(*resolution_ns),
-                crate::target::session::coarse_clock_remedy(*resolution_ns)
+                crate::agent_host::session::coarse_clock_remedy(*resolution_ns)
             ),
             Warning::Stalled { detail } => write!(
                 f,

@@ -21,7 +21,7 @@
 //! error. The tables of which flags apply with `--target` are here, in one
 //! file: the host's ([`HOST_SIDE_FLAGS`], with the analysis and store
 //! groups) and the target session's ([`SESSION_FLAGS`]); the agent's are the
-//! keys of its plan line (`target::session::PLAN_KEYS`).
+//! keys of its plan line (`agent_host::session::PLAN_KEYS`).
 
 use super::given::Given;
 use crate::error::BadInput;
@@ -113,11 +113,11 @@ const SESSION_FLAGS: &[&str] = &["target_silence", "target", "target_transcript"
 /// The clap ids of the `rtscope run` flags that apply with `--target`, in
 /// the order the refusal lists them, each taken from where its fact lives:
 /// the flags that set a key of the agent's plan line
-/// ([`PLAN_KEYS`](crate::target::session::PLAN_KEYS), in the line's order),
+/// ([`PLAN_KEYS`](crate::agent_host::session::PLAN_KEYS), in the line's order),
 /// the flags the host acts on whoever measures ([`host_side_flags`]),
 /// then the target path's own ([`SESSION_FLAGS`]).
 pub(crate) fn target_flags() -> Vec<String> {
-    let to_agent = crate::target::session::PLAN_KEYS.iter().filter_map(|(_, flag)| flag.map(str::to_string));
+    let to_agent = crate::agent_host::session::PLAN_KEYS.iter().filter_map(|(_, flag)| flag.map(str::to_string));
     let session = SESSION_FLAGS.iter().map(|id| id.to_string());
     crate::units::first_seen(to_agent.chain(host_side_flags()).chain(session))
 }

@@ -24,7 +24,7 @@ pub(crate) fn build(args: &RunArgs, started: &str, site: Site) -> Result<(RunPla
             let cpus = measured_cpus(args)?;
             (args.threads.map(|t| t as usize).unwrap_or(cpus.len()), cpus)
         }
-        // The agent's to settle (`target::OnTarget`): the plan holds what
+        // The agent's to settle (`agent_host::OnTarget`): the plan holds what
         // was asked until then.
         Site::Agent => (args.threads.map_or(0, |t| t as usize), args.affinity.as_ref().map(|c| c.0.clone()).unwrap_or_default()),
     };

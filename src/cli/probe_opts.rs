@@ -145,7 +145,7 @@ pub(crate) fn settings(o: &ProbeOpts, given: &Given, variants: BTreeMap<String, 
 }
 
 /// The probe options an agent takes (the keys of its plan line,
-/// `target::session::PLAN_KEYS`); the others are not the agent's and stay
+/// `agent_host::session::PLAN_KEYS`); the others are not the agent's and stay
 /// unknown (0), a size not given is the agent's own (0).
 fn on_agent(o: &ProbeOpts, given: &Given, variants: BTreeMap<String, Vec<String>>) -> ProbeOptions {
     ProbeOptions {

@@ -10,7 +10,7 @@
 use super::RunArgs;
 use crate::error::BadInput;
 use crate::plan::{Output, RunPlan, Site};
-use crate::target::{OnTarget, TargetSpec};
+use crate::agent_host::{OnTarget, TargetSpec};
 
 /// Check the flags given with `--target` and build what the session runs.
 pub(crate) fn build(args: &RunArgs, target: &str, started: &str) -> Result<(TargetSpec, RunPlan, OnTarget, Output), BadInput> {
@@ -27,7 +27,7 @@ pub(crate) fn build(args: &RunArgs, target: &str, started: &str) -> Result<(Targ
     let phases = super::load::phases_from_flags(&args.load)?;
     let mut loads = Vec::new();
     for p in &phases {
-        let Some(load) = crate::target::agent_load(&p.loads) else {
+        let Some(load) = crate::agent_host::agent_load(&p.loads) else {
             return Err(BadInput(format!(
                 "--load {}: on a target only the agent's built-in loads run: idle, cpu, memory. Start other loads on the target yourself and name the phase with --phase-name",
                 p.name

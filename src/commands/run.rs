@@ -77,7 +77,7 @@ pub(crate) fn cmd(args: &RunArgs) -> anyhow::Result<u8> {
 }
 
 /// `rtscope run --target SPEC`: the same run, measured by rtscope-agent on
-/// another system (src/target); printed and stored as a native run.
+/// another system (src/agent_host); printed and stored as a native run.
 fn target(args: &RunArgs, spec: &str, started: OffsetDateTime) -> anyhow::Result<u8> {
     let (spec, plan, on, output) = cli::target::build(args, spec, &stamp(started))?;
     let mut store = end::open_for_run(&args.store)?;
@@ -85,6 +85,6 @@ fn target(args: &RunArgs, spec: &str, started: OffsetDateTime) -> anyhow::Result
     if !output.quiet {
         eprintln!("target: {spec}; probes {} for {} each", on.probes.join(","), crate::units::fmt_ns(plan.measuring.duration_ns));
     }
-    let run = crate::target::execute(&spec, &plan, &on, runner::Invocation { output: &output, command_line: args.command_line.clone(), started, stop: &stop, warnings })?;
+    let run = crate::agent_host::execute(&spec, &plan, &on, runner::Invocation { output: &output, command_line: args.command_line.clone(), started, stop: &stop, warnings })?;
     end::finish(&run, &end::Ending { output: &output, deadline: args.analysis.deadline, preset: None }, store.as_mut())
 }

@@ -1,6 +1,6 @@
 //! One distribution type for every source of samples: what a native
 //! [`Recorder`](super::recorder::Recorder) measured, what an agent's result
-//! block states (src/target/block.rs), merged the one way and made into a
+//! block states (src/agent_host/block.rs), merged the one way and made into a
 //! result entry the one way.
 //!
 //! A [`Distribution`] holds the exact parts of a series of samples: count,
@@ -23,7 +23,7 @@
 //! - every percentile lies within [min, max].
 //!
 //! These are the only checks of a stored entry: native recorders, agent
-//! blocks (src/target/block.rs checks only that the lines its header
+//! blocks (src/agent_host/block.rs checks only that the lines its header
 //! announced arrived) and imported results (src/import/build.rs: each
 //! series and each merged entry) are held to the same ones. An imported
 //! series differs in two ways the type says: its Σx and Σx² are unknown
@@ -275,7 +275,7 @@ pub(crate) fn merge_buckets(a: &[Bucket], b: &[Bucket], source: &dyn Display) ->
 /// `n·min² ≤ sumsq ≤ n·max²`. The one check of a distribution's moments
 /// against its extremes (exact integers, no rounding): a whole
 /// distribution's and each per-second slot's ([`Distribution::check`]), and
-/// an agent's `result` line before its block is read (src/target/block.rs).
+/// an agent's `result` line before its block is read (src/agent_host/block.rs).
 pub(crate) fn moments_hold(n: u64, sum: u128, sumsq: u128, min: u64, max: u64) -> Result<(), String> {
     let n128 = u128::from(n);
     if n == 0 {

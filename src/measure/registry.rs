@@ -47,7 +47,7 @@ pub(crate) enum Busy {
 /// What paces a probe's events, as its results' `interval_ns` says (a
 /// multi-period probe's variants are paced by their periods instead, each
 /// result's `interval_ns` its period). The host holds an agent's results to
-/// it (src/target/bounds.rs).
+/// it (src/agent_host/bounds.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Paced {
     /// `-i`: a timer's period or the pause between events (`interval_ns` = `-i`).

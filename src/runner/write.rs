@@ -19,7 +19,7 @@ use crate::units::rfc3339;
 pub(crate) type Warnings = fn(&Run) -> Vec<String>;
 
 /// What a run is given besides its plan, the same for a native run
-/// (`runner::execute`) and one on an agent (`target::execute`): where the
+/// (`runner::execute`) and one on an agent (`agent_host::execute`): where the
 /// result goes, the command line and start time it records, the flag that
 /// SIGINT/SIGTERM raise, and how the face words the warnings (written with
 /// every checkpoint and the last write).

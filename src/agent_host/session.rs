@@ -516,7 +516,7 @@ impl Plans<'_> {
         Ok(Ending { gone: None, not_run })
     }
 
-    /// What the plan of `probe` lets a result block state (src/target/bounds.rs).
+    /// What the plan of `probe` lets a result block state (src/agent_host/bounds.rs).
     fn limits(&self, probe: &str) -> Limits {
         let m = &self.plan.measuring;
         let info = crate::measure::info(probe);
