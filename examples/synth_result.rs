@@ -54,11 +54,8 @@ fn main() -> anyhow::Result<()> {
         }
         p
     };
-    let mut results: Vec<ProbeResult> = recs
-        .iter()
-        .enumerate()
-        .map(|(t, r)| scale_up(r.to_result("timer", "idle", None, Some(t), Some(t), interval_ns)))
-        .collect();
+    let mut results: Vec<ProbeResult> =
+        recs.iter().enumerate().map(|(t, r)| scale_up(r.to_result("timer", "idle", None, Some(t), Some(t), interval_ns))).collect();
     let merged = Recorder::merged_result(&recs, "timer", "idle", interval_ns).map_err(anyhow::Error::msg)?;
     results.push(scale_up(merged));
     let mut plan = Plan::new(vec!["timer".into()], vec!["idle".into()], Nanos(duration_ns), Nanos(interval_ns));

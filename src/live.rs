@@ -24,11 +24,7 @@ pub(crate) fn progress(board: &LiveBoard, total_ns: u64, finished: &AtomicBool, 
     }
     let total_ms = (total_ns / 1_000_000).max(1);
     let bar = ProgressBar::new(total_ms);
-    bar.set_style(
-        ProgressStyle::with_template(&template(total_ms))
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
+    bar.set_style(ProgressStyle::with_template(&template(total_ms)).unwrap_or_else(|_| ProgressStyle::default_bar()).progress_chars("=> "));
     let t0 = Instant::now();
     while !finished.load(Ordering::Relaxed) {
         let (samples, overruns, max) = board.totals();

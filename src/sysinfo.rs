@@ -48,16 +48,10 @@ pub(crate) fn fingerprint(root: &SysRoot) -> Host {
     let realtime = is_realtime(root, &kernel_version);
     let (preempt_model, preempt_model_source) = preempt_model(root, realtime, &kernel_release, &kernel_version, &cmdline);
     let cpuinfo = root.read_or_empty("proc/cpuinfo");
-    let cpus_online = root
-        .read("sys/devices/system/cpu/online")
-        .and_then(|s| parse_cpu_list(&s).ok())
-        .unwrap_or_default();
+    let cpus_online = root.read("sys/devices/system/cpu/online").and_then(|s| parse_cpu_list(&s).ok()).unwrap_or_default();
     let governors = cpus_online
         .iter()
-        .map(|&cpu| CpuValue {
-            cpu,
-            value: root.read_or_empty(&format!("sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor")),
-        })
+        .map(|&cpu| CpuValue { cpu, value: root.read_or_empty(&format!("sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor")) })
         .collect();
     let virtualized = cpu_flags(&cpuinfo).any(|f| f == "hypervisor");
     let mut host = Host {
@@ -112,13 +106,7 @@ pub(crate) fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
 
 /// The flags of the first CPU in /proc/cpuinfo text.
 pub(crate) fn cpu_flags(cpuinfo: &str) -> impl Iterator<Item = &str> {
-    cpuinfo
-        .lines()
-        .find(|l| l.starts_with("flags"))
-        .and_then(|l| l.split_once(':'))
-        .map(|(_, v)| v)
-        .unwrap_or("")
-        .split_whitespace()
+    cpuinfo.lines().find(|l| l.starts_with("flags")).and_then(|l| l.split_once(':')).map(|(_, v)| v).unwrap_or("").split_whitespace()
 }
 
 /// PREEMPT_RT: /sys/kernel/realtime reads 1, or uname -v says PREEMPT_RT.
@@ -130,13 +118,7 @@ pub(crate) fn is_realtime(root: &SysRoot, kernel_version: &str) -> bool {
 /// PREEMPT_RT; the PREEMPT_DYNAMIC current mode in debugfs
 /// (`sched/preempt` shows e.g. `none voluntary (full) lazy`); a `preempt=`
 /// boot parameter; the kernel config in /boot; the uname -v banner.
-pub(crate) fn preempt_model(
-    root: &SysRoot,
-    realtime: bool,
-    release: &str,
-    version: &str,
-    cmdline: &str,
-) -> (&'static str, String) {
+pub(crate) fn preempt_model(root: &SysRoot, realtime: bool, release: &str, version: &str, cmdline: &str) -> (&'static str, String) {
     if realtime {
         return ("rt", "/sys/kernel/realtime or uname -v PREEMPT_RT".into());
     }
@@ -247,10 +229,7 @@ mod tests {
 
     #[test]
     fn dynamic_mode_from_debugfs_and_cmdline() {
-        let d = tree(&[
-            ("proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC"),
-            ("sys/kernel/debug/sched/preempt", "none (voluntary) full lazy\n"),
-        ]);
+        let d = tree(&[("proc/sys/kernel/version", "#1 SMP PREEMPT_DYNAMIC"), ("sys/kernel/debug/sched/preempt", "none (voluntary) full lazy\n")]);
         let h = fingerprint(&SysRoot::new(d.path()));
         assert!(!h.realtime);
         assert_eq!(h.preempt_model, "voluntary");

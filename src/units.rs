@@ -109,8 +109,7 @@ pub(crate) struct CpuSet(pub Vec<usize>);
 
 /// A CPU set like `0,2-3`.
 pub(crate) fn parse_cpuset(s: &str) -> Result<CpuSet, String> {
-    let v = parse_cpu_list(s.trim())
-        .map_err(|e| format!("{e}; use CPU numbers and ranges such as 0,2-3"))?;
+    let v = parse_cpu_list(s.trim()).map_err(|e| format!("{e}; use CPU numbers and ranges such as 0,2-3"))?;
     if v.is_empty() {
         return Err("the CPU set is empty; use CPU numbers and ranges such as 0,2-3".into());
     }
@@ -174,10 +173,7 @@ pub(crate) fn cpu_list_str(cpus: &[usize]) -> String {
 
 /// RFC 3339 UTC with second precision (result and phase timestamps).
 pub fn rfc3339(t: time::OffsetDateTime) -> String {
-    t.replace_nanosecond(0)
-        .unwrap_or(t)
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
+    t.replace_nanosecond(0).unwrap_or(t).format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
 }
 
 /// A time bound given by a user (`--since`, the web list's dates): a date
@@ -198,9 +194,7 @@ pub(crate) fn parse_time_bound(s: &str, end_of_day: bool) -> Option<String> {
 
 /// Now, RFC 3339 UTC with the clock's full precision (the store's `saved_at`).
 pub(crate) fn now_rfc3339_precise() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
+    time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
 }
 
 /// Parse a size: a number of bytes, or with a unit KiB, MiB, GiB (or K, M,
@@ -253,7 +247,13 @@ pub(crate) fn fmt_time(ns: f64) -> String {
     } else {
         (ns / 1e9, "s")
     };
-    let decimals = if v >= 100.0 { 1 } else if v >= 10.0 { 2 } else { 3 };
+    let decimals = if v >= 100.0 {
+        1
+    } else if v >= 10.0 {
+        2
+    } else {
+        3
+    };
     format!("{v:.decimals$} {unit}")
 }
 

@@ -43,13 +43,7 @@ fn agent() -> Option<&'static Path> {
             }
             let dir = tempfile::tempdir().unwrap();
             let bin = dir.path().join("rtscope-agent");
-            let out = Command::new("make")
-                .arg("-s")
-                .arg("-C")
-                .arg(repo().join("agent"))
-                .arg(format!("OUT={}", bin.display()))
-                .output()
-                .expect("make");
+            let out = Command::new("make").arg("-s").arg("-C").arg(repo().join("agent")).arg(format!("OUT={}", bin.display())).output().expect("make");
             assert!(out.status.success(), "make -C agent failed:\n{}", String::from_utf8_lossy(&out.stderr));
             Some((dir, bin))
         })
@@ -489,7 +483,11 @@ fn flags_that_do_not_apply_on_a_target_are_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--phase-name 'a b': use 1-64 letters"), "{}", String::from_utf8_lossy(&out.stderr));
     let out = sb.run(&["run", "--target", "exec:true", "--no-dma-latency"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("-q, --ns, --target-silence, --target-transcript. Drop --no-dma-latency"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("-q, --ns, --target-silence, --target-transcript. Drop --no-dma-latency"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // The agent's limit on the interval (1 h) is checked before the target
     // is started: the agent refused it with `code=plan` only after
     // connecting (exit 1).
@@ -513,14 +511,26 @@ fn flags_that_do_not_apply_on_a_target_are_refused() {
 fn no_path_keeps_a_database_password() {
     let sb = Sandbox::new();
     // Both forms of the flag: its value as the next argument, and after `=`.
-    let db = |what: &str| if what == "monitor" { vec!["--no-store", "--db=postgresql://alice:s3cret@localhost/rt"] } else { vec!["--no-store", "--db", "postgres://alice:s3cret@localhost/rt"] };
+    let db = |what: &str| {
+        if what == "monitor" {
+            vec!["--no-store", "--db=postgresql://alice:s3cret@localhost/rt"]
+        } else {
+            vec!["--no-store", "--db", "postgres://alice:s3cret@localhost/rt"]
+        }
+    };
     let mut runs: Vec<(&str, Vec<String>)> = vec![
         ("native", vec!["run", "--probe", "timer", "-D", "200ms", "-t", "1", "-a", "0", "--json", "n.json"].into_iter().map(String::from).collect()),
         ("monitor", vec!["monitor", "--window", "300ms", "-D", "700ms", "-t", "1", "-a", "0", "--json", "m.json"].into_iter().map(String::from).collect()),
     ];
     if let Some(agent) = agent() {
         let target = format!("exec:{}", agent.display());
-        runs.push(("target", ["run", "--target", &target, "--probe", "timer", "-D", "200ms", "-i", "1ms", "-t", "1", "-a", "0", "--json", "t.json"].into_iter().map(String::from).collect()));
+        runs.push((
+            "target",
+            ["run", "--target", &target, "--probe", "timer", "-D", "200ms", "-i", "1ms", "-t", "1", "-a", "0", "--json", "t.json"]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+        ));
     }
     for (what, mut args) in runs {
         args.extend(db(what).into_iter().map(String::from));
@@ -549,14 +559,7 @@ fn an_agent_that_never_answers_is_exit_2() {
 
 /// `make -C agent` with `vars`, into `out`; the build's stderr on failure.
 fn make_agent(out: &Path, vars: &[String]) -> Result<(), String> {
-    let o = Command::new("make")
-        .arg("-s")
-        .arg("-C")
-        .arg(repo().join("agent"))
-        .args(vars)
-        .arg(format!("OUT={}", out.display()))
-        .output()
-        .expect("make");
+    let o = Command::new("make").arg("-s").arg("-C").arg(repo().join("agent")).args(vars).arg(format!("OUT={}", out.display())).output().expect("make");
     if o.status.success() {
         Ok(())
     } else {
@@ -595,7 +598,9 @@ fn cross_agent_measures_timer(cc: &str, qemu: &str, arch: &str) {
     }
     for tool in [cc, qemu] {
         if !have(tool) {
-            common::skip!("{tool} not installed (test.sh installs gcc-aarch64-linux-gnu, gcc-arm-linux-gnueabihf, their libc6-dev-*-cross and qemu-user-static)");
+            common::skip!(
+                "{tool} not installed (test.sh installs gcc-aarch64-linux-gnu, gcc-arm-linux-gnueabihf, their libc6-dev-*-cross and qemu-user-static)"
+            );
         }
     }
     let dir = tempfile::tempdir().unwrap();
@@ -630,12 +635,7 @@ fn agent_test_sh_passes() {
         common::skip!("no agent/test.sh or no C compiler");
     }
     let out = Command::new("sh").arg(&script).arg("--quick").output().unwrap();
-    assert!(
-        out.status.success(),
-        "agent/test.sh --quick failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "agent/test.sh --quick failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
 }
 
 /// The probes and variants `rtscope probes` lists (measure::REGISTRY):
@@ -798,7 +798,9 @@ fn a_priority_the_target_cannot_honour_is_refused_before_measuring() {
     let sb = Sandbox::new();
     let Some(target) = scripted_agent(&sb, FOREIGN_AGENT) else { return };
     let json = sb.path("r.json");
-    let args = |p: &'static str| vec!["run", "--target", &target, "--probe", "timer", "-i", "10ms", "-D", "1s", "-p", p, "--no-store", "--json", json.to_str().unwrap()];
+    let args = |p: &'static str| {
+        vec!["run", "--target", &target, "--probe", "timer", "-i", "10ms", "-D", "1s", "-p", p, "--no-store", "--json", json.to_str().unwrap()]
+    };
     let out = sb.run(&args("1"));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -936,12 +938,40 @@ fn a_transcript_of_a_real_session_passes_check_output() {
     let sb = Sandbox::new();
     let target = format!("exec:{}", agent.display());
     let t = sb.path("session.txt");
-    run_ok(&sb, &["run", "--target", &target, "--probe", "timer,sem", "-D", "500ms", "-i", "1ms", "-a", "0", "--no-store", "--json", "t.json", "--target-transcript", t.to_str().unwrap()]);
+    run_ok(
+        &sb,
+        &[
+            "run",
+            "--target",
+            &target,
+            "--probe",
+            "timer,sem",
+            "-D",
+            "500ms",
+            "-i",
+            "1ms",
+            "-a",
+            "0",
+            "--no-store",
+            "--json",
+            "t.json",
+            "--target-transcript",
+            t.to_str().unwrap(),
+        ],
+    );
     let text = std::fs::read_to_string(&t).unwrap();
     assert!(text.starts_with("# rtscope ") && text.contains(" transcript of exec:"), "{text}");
-    let record = |dir: &str, kind: &str| text.lines().any(|l| l.split_once(' ').is_some_and(|(at, rest)| at.parse::<f64>().is_ok() && rest.starts_with(&format!("{dir} RTS1 {kind} "))));
+    let record = |dir: &str, kind: &str| {
+        text.lines().any(|l| l.split_once(' ').is_some_and(|(at, rest)| at.parse::<f64>().is_ok() && rest.starts_with(&format!("{dir} RTS1 {kind} "))))
+    };
     assert!(record("<", "hello") && record(">", "plan") && record("<", "done") && record(">", "bye"), "{text}");
-    let check = Command::new("python3").arg(repo().join("agent/check_output.py")).arg(&t).args(["--expect-status", "complete", "--min-results", "2"]).output().unwrap();
+    let check =
+        Command::new("python3").arg(repo().join("agent/check_output.py")).arg(&t).args(["--expect-status", "complete", "--min-results", "2"]).output().unwrap();
     assert!(check.status.success(), "{}{}", String::from_utf8_lossy(&check.stdout), String::from_utf8_lossy(&check.stderr));
-    assert_eq!(String::from_utf8_lossy(&check.stdout).lines().filter(|l| l.starts_with("ok result")).count(), 4, "timer's block and sem's 3 same-cpu variants (one CPU): {}", String::from_utf8_lossy(&check.stdout));
+    assert_eq!(
+        String::from_utf8_lossy(&check.stdout).lines().filter(|l| l.starts_with("ok result")).count(),
+        4,
+        "timer's block and sem's 3 same-cpu variants (one CPU): {}",
+        String::from_utf8_lossy(&check.stdout)
+    );
 }

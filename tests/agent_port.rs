@@ -158,7 +158,8 @@ fn a_forced_late_start_is_counted_apart_not_as_a_wake_up() {
     let sb = Sandbox::new();
     let Some(bin) = agent_with(&sb, "-DRTSCOPE_TEST_LATE_START=10") else { return };
     let target = format!("exec:{}", bin.display());
-    let (out, err) = rtscope_run(&sb, &["run", "--target", &target, "--probe", "timer", "-D", "500ms", "-i", "1ms", "-t", "1", "-a", "0", "--no-store", "--json", "t.json"]);
+    let (out, err) =
+        rtscope_run(&sb, &["run", "--target", &target, "--probe", "timer", "-D", "500ms", "-i", "1ms", "-t", "1", "-a", "0", "--no-store", "--json", "t.json"]);
     assert!(out.status.code() == Some(0) || out.status.code() == Some(1), "{err}");
     let run = common::read_json(&sb.path("t.json"));
     let rs = per_thread(&run);

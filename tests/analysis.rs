@@ -98,8 +98,7 @@ fn pwcet_recovers_a_known_tail() {
     for l in p["levels"].as_array().unwrap() {
         let prob = l["p"].as_f64().unwrap();
         let truth = 20_000.0 + sigma / xi * (prob.powf(-xi) - 1.0);
-        let (est, lo, hi) =
-            (l["estimate_ns"].as_f64().unwrap(), l["ci_low_ns"].as_f64().unwrap(), l["ci_high_ns"].as_f64().unwrap());
+        let (est, lo, hi) = (l["estimate_ns"].as_f64().unwrap(), l["ci_low_ns"].as_f64().unwrap(), l["ci_high_ns"].as_f64().unwrap());
         assert!(lo <= est && est <= hi, "{l}");
         assert!(lo <= truth && truth <= hi, "p = {prob}: truth {truth} outside [{lo}, {hi}]");
         assert!((est / truth - 1.0).abs() < 0.3, "p = {prob}: {est} vs {truth}");
@@ -179,11 +178,7 @@ fn pwcet_refuses_a_short_tail() {
 fn run_prints_deadline_misses() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("r.json");
-    let out = rtscope()
-        .args(["run", "-D", "2s", "-i", "1000", "-t", "1", "--deadline", "100us", "--json"])
-        .arg(&f)
-        .output()
-        .unwrap();
+    let out = rtscope().args(["run", "-D", "2s", "-i", "1000", "-t", "1", "--deadline", "100us", "--json"]).arg(&f).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let s = String::from_utf8_lossy(&out.stdout);
     // One unit per output: the deadline in the table's µs.
@@ -218,13 +213,7 @@ fn bad(args: &[&str], files: &[(&str, &[u8])], expect: &[&str]) {
         std::fs::write(dir.path().join(n), b).unwrap();
     }
     let out_file = dir.path().join("out.html");
-    let out = rtscope()
-        .current_dir(dir.path())
-        .args(args)
-        .arg("-o")
-        .arg(&out_file)
-        .output()
-        .unwrap();
+    let out = rtscope().current_dir(dir.path()).args(args).arg("-o").arg(&out_file).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     let err = String::from_utf8_lossy(&out.stderr);
     for e in expect {

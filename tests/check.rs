@@ -268,12 +268,8 @@ fn lava_definition_reports_every_bound() {
     std::fs::set_permissions(&stub_cmd, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out_dir = dir.path().join("output");
     // Params: the definition's defaults, with a short run and two bounds.
-    let mut params: Vec<(String, String)> = doc["params"]
-        .as_hash()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| (k.as_str().unwrap().to_string(), v.as_str().unwrap().to_string()))
-        .collect();
+    let mut params: Vec<(String, String)> =
+        doc["params"].as_hash().unwrap().iter().map(|(k, v)| (k.as_str().unwrap().to_string(), v.as_str().unwrap().to_string())).collect();
     for (k, v) in [
         ("RTSCOPE", env!("CARGO_BIN_EXE_rtscope").to_string()),
         ("RUN_ARGS", "-D 1s -t 1".to_string()),
@@ -364,7 +360,11 @@ fn missed_periods_are_deadline_misses() {
     let out = rtscope().args(["report", f, "--format", "json", "--no-pwcet", "--deadline", "200us"]).output().unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let d = &v["runs"][0]["entries"][0]["deadline"];
-    assert_eq!((d["late_samples"].as_u64(), d["missed_periods"].as_u64(), d["misses"].as_u64(), d["periods"].as_u64()), (Some(0), Some(50), Some(50), Some(1050)), "{d}");
+    assert_eq!(
+        (d["late_samples"].as_u64(), d["missed_periods"].as_u64(), d["misses"].as_u64(), d["periods"].as_u64()),
+        (Some(0), Some(50), Some(50), Some(1050)),
+        "{d}"
+    );
     assert!((d["ratio"].as_f64().unwrap() - 50.0 / 1050.0).abs() < 1e-12, "{d}");
     // The terminal report splits the misses into late+missed.
     let out = rtscope().args(["report", f, "--no-pwcet", "--deadline", "200us", "--wide"]).output().unwrap();

@@ -8,7 +8,6 @@ mod common;
 use analysis_support::*;
 use rtscope::model::SignedStats;
 
-
 /// Latencies of system A: 100..599 ns (exact single-ns buckets); B is 3×A.
 fn a_values() -> Vec<u64> {
     (0..10_000u64).map(|i| 100 + (i * 37) % 500).collect()
@@ -118,10 +117,7 @@ fn different_probes_and_phases_match_what_they_can() {
             )
         })
         .collect();
-    assert_eq!(
-        un,
-        vec![("timer".into(), "load".into(), vec!["a k".into()]), ("sem".into(), "idle".into(), vec!["b k".into()])]
-    );
+    assert_eq!(un, vec![("timer".into(), "load".into(), vec!["a k".into()]), ("sem".into(), "idle".into(), vec!["b k".into()])]);
     // The missing cells are empty, and no sentence is made for them.
     assert!(v["rows"][1]["cells"][1].is_null());
     assert_eq!(v["sentences"].as_array().unwrap().len(), 1);
@@ -150,11 +146,7 @@ fn summary_only_imports_have_unknown_percentiles_not_the_max() {
     let db = dir.path().join("h.db");
     let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/import/ptsematest.txt");
     for name in ["pt-a", "pt-b"] {
-        let out = rtscope()
-            .args(["import", fixture, "--format", "rt-tests-ipc", "--name", name, "--db"])
-            .arg(&db)
-            .output()
-            .unwrap();
+        let out = rtscope().args(["import", fixture, "--format", "rt-tests-ipc", "--name", name, "--db"]).arg(&db).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
     let v = json_out(rtscope().args(["compare", "1", "2", "--format", "json", "--db"]).arg(&db));
@@ -320,7 +312,9 @@ fn ks_compares_at_the_coarser_resolution_and_says_so() {
     let a = from_histogram("timer", "idle", &fine);
     // The same samples as cyclictest stores them: truncated to whole µs.
     let mut b = from_histogram("timer", "idle", &fine);
-    b.histogram = (20..30u64).map(|u| rtscope::model::Bucket { lo_ns: rtscope::model::Nanos(u * 1000), hi_ns: rtscope::model::Nanos(u * 1000 + 999), count: 2000 }).collect();
+    b.histogram = (20..30u64)
+        .map(|u| rtscope::model::Bucket { lo_ns: rtscope::model::Nanos(u * 1000), hi_ns: rtscope::model::Nanos(u * 1000 + 999), count: 2000 })
+        .collect();
     let fa = write(dir.path(), "agent.json", &run(host("g", "6.1.0-rt"), vec![a]));
     let fb = write(dir.path(), "cyclictest.json", &run(host("g", "6.1.0-rt"), vec![b]));
     let v = json_out(rtscope().arg("compare").arg(&fa).arg(&fb).args(["--format", "json"]));

@@ -99,13 +99,7 @@ impl Host {
     /// What `rtscope doctor --json --root <dir> <extra>` prints, the tree's
     /// temporary path written as `<root>`.
     fn raw_json(&self, extra: &[&str]) -> String {
-        let out = Command::cargo_bin("rtscope")
-            .unwrap()
-            .args(["doctor", "--json", "--root"])
-            .arg(self.dir.path())
-            .args(extra)
-            .output()
-            .unwrap();
+        let out = Command::cargo_bin("rtscope").unwrap().args(["doctor", "--json", "--root"]).arg(self.dir.path()).args(extra).output().unwrap();
         assert!(out.status.success(), "doctor failed: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap().replace(self.dir.path().to_str().unwrap(), "<root>")
     }
@@ -113,13 +107,7 @@ impl Host {
     /// The finding `id` when measuring `cpus`.
     fn finding(&self, id: &str, cpus: &str) -> Finding {
         let doc = self.json(&["--cpus", cpus]);
-        let f = doc["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["id"] == id)
-            .unwrap_or_else(|| panic!("no finding {id} in {doc:#}"))
-            .clone();
+        let f = doc["findings"].as_array().unwrap().iter().find(|f| f["id"] == id).unwrap_or_else(|| panic!("no finding {id} in {doc:#}")).clone();
         Finding(f)
     }
 }
@@ -304,10 +292,7 @@ fn busy_irq_affinity_outside_vs_overlapping() {
     let f = h.finding("irq.affinity", "2-3");
     f.is("warn").title_has("1 busy IRQ(s)").title_has("30 (eth0)");
     f.fix_has("for i in 30; do echo 0-1 > /proc/irq/$i/smp_affinity_list; done");
-    assert_eq!(
-        f.evidence("/proc/irq/30/smp_affinity_list"),
-        "0-3 (eth0, 90100 interrupts since boot, 0 on CPUs 2-3)"
-    );
+    assert_eq!(f.evidence("/proc/irq/30/smp_affinity_list"), "0-3 (eth0, 90100 interrupts since boot, 0 on CPUs 2-3)");
     // Measuring CPU 1, where eth0 already fired 100 times.
     h.set("/proc/irq/30/smp_affinity_list", "0-1\n");
     let f = h.finding("irq.affinity", "1");
@@ -320,10 +305,7 @@ fn rt_throttling_off_vs_on() {
     let h = Host::tuned();
     h.finding("sched.rt_throttling", "2-3").is("ok");
     h.set("/proc/sys/kernel/sched_rt_runtime_us", "950000\n");
-    h.finding("sched.rt_throttling", "2-3")
-        .is("info")
-        .title_has("950000 µs of every 1000000 µs (95%)")
-        .fix_has("kernel.sched_rt_runtime_us=-1");
+    h.finding("sched.rt_throttling", "2-3").is("info").title_has("950000 µs of every 1000000 µs (95%)").fix_has("kernel.sched_rt_runtime_us=-1");
 }
 
 #[test]
@@ -369,10 +351,7 @@ fn thp_never_vs_always() {
 fn swap_off_vs_on() {
     let h = Host::tuned();
     h.finding("mm.swap", "2-3").is("ok");
-    h.set(
-        "/proc/swaps",
-        "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n/dev/sda2  partition\t8388604\t\t0\t\t-2\n",
-    );
+    h.set("/proc/swaps", "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n/dev/sda2  partition\t8388604\t\t0\t\t-2\n");
     h.finding("mm.swap", "2-3").is("warn").title_has("/dev/sda2").fix_has("swapoff -a");
 }
 
@@ -453,12 +432,31 @@ fn json_has_documented_shape() {
     let findings = doc["findings"].as_array().unwrap();
     let ids: Vec<&str> = findings.iter().map(|f| f["id"].as_str().unwrap()).collect();
     for id in [
-        "preempt.model", "cpuidle.states", "cpuidle.pm_qos", "cpufreq.governor", "cpufreq.boost",
-        "isolation.isolcpus", "isolation.nohz_full", "isolation.rcu_nocbs", "cpu.smt", "irq.irqbalance",
-        "irq.affinity", "sched.rt_throttling", "sched.timer_migration", "sched.dl_bandwidth", "sched.hrtick",
-        "sched.dl_root_domain", "mm.thp", "mm.swap",
-        "clock.clocksource", "clock.tsc", "console.loglevel", "watchdog.nmi", "watchdog.soft",
-        "cpu.mitigations", "vm.hypervisor",
+        "preempt.model",
+        "cpuidle.states",
+        "cpuidle.pm_qos",
+        "cpufreq.governor",
+        "cpufreq.boost",
+        "isolation.isolcpus",
+        "isolation.nohz_full",
+        "isolation.rcu_nocbs",
+        "cpu.smt",
+        "irq.irqbalance",
+        "irq.affinity",
+        "sched.rt_throttling",
+        "sched.timer_migration",
+        "sched.dl_bandwidth",
+        "sched.hrtick",
+        "sched.dl_root_domain",
+        "mm.thp",
+        "mm.swap",
+        "clock.clocksource",
+        "clock.tsc",
+        "console.loglevel",
+        "watchdog.nmi",
+        "watchdog.soft",
+        "cpu.mitigations",
+        "vm.hypervisor",
     ] {
         assert_eq!(ids.iter().filter(|i| **i == id).count(), 1, "{id} exactly once in {ids:?}");
     }
@@ -501,9 +499,14 @@ fn empty_tree_reports_not_exposed_without_failing() {
 fn garbage_content_does_not_panic() {
     let h = Host::tuned();
     for p in [
-        "/proc/interrupts", "/proc/cmdline", "/proc/sys/kernel/printk", "/proc/cpuinfo",
-        "/sys/kernel/mm/transparent_hugepage/enabled", "/proc/sys/kernel/sched_rt_runtime_us",
-        "/sys/devices/system/cpu/cpu2/cpuidle/state1/latency", "/sys/kernel/debug/sched/preempt",
+        "/proc/interrupts",
+        "/proc/cmdline",
+        "/proc/sys/kernel/printk",
+        "/proc/cpuinfo",
+        "/sys/kernel/mm/transparent_hugepage/enabled",
+        "/proc/sys/kernel/sched_rt_runtime_us",
+        "/sys/devices/system/cpu/cpu2/cpuidle/state1/latency",
+        "/sys/kernel/debug/sched/preempt",
     ] {
         h.set(p, "\u{0}\u{ff}]]] [[ ( -- : 99999999999999999999999 x-y,,\n");
     }
@@ -543,12 +546,7 @@ fn text_listing_groups_by_severity() {
 #[test]
 fn cpus_outside_online_is_exit_2_naming_flag_and_online_cpus() {
     let h = Host::tuned();
-    let out = Command::cargo_bin("rtscope")
-        .unwrap()
-        .args(["doctor", "--cpus", "999", "--root"])
-        .arg(h.dir.path())
-        .output()
-        .unwrap();
+    let out = Command::cargo_bin("rtscope").unwrap().args(["doctor", "--cpus", "999", "--root"]).arg(h.dir.path()).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--cpus") && err.contains("999") && err.contains("online CPUs are 0-3"), "{err}");

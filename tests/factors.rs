@@ -216,11 +216,7 @@ fn a_knob_this_system_lacks_is_exit_2_naming_it() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("ksm") && stderr.contains("does not have this knob"), "{stderr}");
-    for (bad, says) in [
-        ("nosuch=1,2", "no such knob"),
-        ("rt-runtime=950000,-1", "refused"),
-        ("irq-affinity=all,off-measured", "every online CPU"),
-    ] {
+    for (bad, says) in [("nosuch=1,2", "no such knob"), ("rt-runtime=950000,-1", "refused"), ("irq-affinity=all,off-measured", "every online CPU")] {
         let mut c = factors_cmd(&sb, &root);
         c.args(["factors", "--factor", bad, "-D", "100ms", "--no-store"]);
         let out = c.output().unwrap();
@@ -237,7 +233,24 @@ fn an_experiment_is_stored_tagged_and_analysed_again_the_same() {
     let sb = Sandbox::new();
     let root = fake_tree(&sb);
     let out = factors_cmd(&sb, &root)
-        .args(["factors", "--factor", "dma-latency=held,released", "--factor", "printk=7,1", "--rounds", "3", "-D", "300ms", "-a", "0", "--format", "json", "--interactions", "--seed", "7"])
+        .args([
+            "factors",
+            "--factor",
+            "dma-latency=held,released",
+            "--factor",
+            "printk=7,1",
+            "--rounds",
+            "3",
+            "-D",
+            "300ms",
+            "-a",
+            "0",
+            "--format",
+            "json",
+            "--interactions",
+            "--seed",
+            "7",
+        ])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -463,7 +476,12 @@ fn coupled_knobs_are_one_setting_whatever_the_state_dir() {
         assert!(!sb.path("outb").exists(), "{factor} ({state}): nothing written");
     }
     assert_eq!(read(&root, "proc/sys/kernel/soft_watchdog"), "1", "B changed nothing");
-    assert!(std::fs::read_dir(sb.path("state2/journal")).map(|d| d.filter(|e| e.as_ref().unwrap().file_name().to_str().unwrap().starts_with("journal-")).count()).unwrap_or(0) == 0);
+    assert!(
+        std::fs::read_dir(sb.path("state2/journal"))
+            .map(|d| d.filter(|e| e.as_ref().unwrap().file_name().to_str().unwrap().starts_with("journal-")).count())
+            .unwrap_or(0)
+            == 0
+    );
     signal(&a, libc::SIGTERM);
     a.wait().unwrap();
     assert_restored(&root, &files, "A ended");
@@ -494,9 +512,11 @@ fn sighup_and_sigquit_restore_and_exit_130() {
 fn wait_first_result(sb: &Sandbox, child: &mut Child, out: &str) {
     let dir = sb.path(out);
     let has = || {
-        std::fs::read_dir(&dir).into_iter().flatten().flatten().any(|e| {
-            std::fs::read_dir(e.path()).into_iter().flatten().flatten().any(|f| f.file_name().to_str().unwrap().ends_with(".json"))
-        })
+        std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| std::fs::read_dir(e.path()).into_iter().flatten().flatten().any(|f| f.file_name().to_str().unwrap().ends_with(".json")))
     };
     let t0 = Instant::now();
     while !has() {
@@ -720,12 +740,33 @@ fn a_full_disk_at_the_journal_leaves_nothing() {
 fn experiments_started_in_one_second_have_their_own_tags() {
     let _s = serial();
     let sb = Sandbox::new();
-    let host: String = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' }).take(32).collect();
+    let host: String = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' })
+        .take(32)
+        .collect();
     let mut same_second = false;
     for attempt in 0..5 {
         let spawn = |name: String| {
             sb.cmd()
-                .args(["factors", "--factor", "dma-latency=held,released", "--rounds", "3", "-D", "50ms", "-a", "0", "--no-store", "--format", "json", "--out", &name])
+                .args([
+                    "factors",
+                    "--factor",
+                    "dma-latency=held,released",
+                    "--rounds",
+                    "3",
+                    "-D",
+                    "50ms",
+                    "-a",
+                    "0",
+                    "--no-store",
+                    "--format",
+                    "json",
+                    "--out",
+                    &name,
+                ])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -808,7 +849,11 @@ fn run_setting_levels_that_do_not_parse_are_exit_2_naming_them() {
         assert!(!sb.path("o").exists(), "{factor}: an --out directory was made: {stderr}");
     }
     for (factor, flag) in [("cpu=0,1", ["-a", "0"]), ("interval=1ms,2ms", ["-i", "500"]), ("priority=50,60", ["-p", "40"])] {
-        let out = factors_cmd(&sb, &root).args(["factors", "--factor", factor, "--rounds", "3", "-D", "100ms", "--no-store", "--out", "o"]).args(flag).output().unwrap();
+        let out = factors_cmd(&sb, &root)
+            .args(["factors", "--factor", factor, "--rounds", "3", "-D", "100ms", "--no-store", "--out", "o"])
+            .args(flag)
+            .output()
+            .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{factor}: {stderr}");
         assert!(stderr.contains("sets what") && stderr.contains(flag[0]), "{factor} with {flag:?}: {stderr}");
@@ -825,7 +870,23 @@ fn the_design_record_is_stored_and_analyse_reads_it_or_the_old_command_line() {
     let sb = Sandbox::new();
     let root = fake_tree(&sb);
     let out = factors_cmd(&sb, &root)
-        .args(["factors", "--factor", "dma-latency=held,released", "--factor", "priority=90,80", "--rounds", "3", "-D", "200ms", "-a", "0", "--format", "json", "--seed", "11"])
+        .args([
+            "factors",
+            "--factor",
+            "dma-latency=held,released",
+            "--factor",
+            "priority=90,80",
+            "--rounds",
+            "3",
+            "-D",
+            "200ms",
+            "-a",
+            "0",
+            "--format",
+            "json",
+            "--seed",
+            "11",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -877,7 +938,13 @@ impl Hog {
              \x20       pass\n\
              \x20   time.sleep({idle_ms} / 1000)\n"
         );
-        let mut child = Command::new("python3").args(["-c", &code]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("python3 for the hog");
+        let mut child = Command::new("python3")
+            .args(["-c", &code])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3 for the hog");
         let mut line = String::new();
         std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
         let hog = Hog(child);
@@ -913,7 +980,24 @@ fn the_cpu_factor_finds_the_cpu_a_fifo_hog_holds() {
     let root = fake_tree(&sb);
     let hog = Hog::start(1, 98, 7, 3, 120);
     let out = factors_cmd(&sb, &root)
-        .args(["factors", "--factor", "cpu=0,1", "--rounds", "3", "-D", "1s", "--probe", "timer", "--no-store", "--out", "o", "--format", "json", "--seed", "3"])
+        .args([
+            "factors",
+            "--factor",
+            "cpu=0,1",
+            "--rounds",
+            "3",
+            "-D",
+            "1s",
+            "--probe",
+            "timer",
+            "--no-store",
+            "--out",
+            "o",
+            "--format",
+            "json",
+            "--seed",
+            "3",
+        ])
         .output()
         .unwrap();
     drop(hog);
@@ -943,10 +1027,7 @@ fn an_experiment_ends_with_what_it_means() {
     let _s = serial();
     let sb = Sandbox::new();
     let root = fake_tree(&sb);
-    let out = factors_cmd(&sb, &root)
-        .args(["factors", "--factor", "printk=7,1", "--rounds", "3", "-D", "200ms", "-a", "0", "--width", "80"])
-        .output()
-        .unwrap();
+    let out = factors_cmd(&sb, &root).args(["factors", "--factor", "printk=7,1", "--rounds", "3", "-D", "200ms", "-a", "0", "--width", "80"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(text.lines().all(|l| l.chars().count() <= 80), "--width 80:\n{text}");
@@ -955,7 +1036,8 @@ fn an_experiment_ends_with_what_it_means() {
     let exp = flat.split("runs are tagged ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap().to_string();
     let json = factors_cmd(&sb, &root).args(["factors", "--analyse", &exp, "--format", "json"]).output().unwrap();
     let a: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    let material: Vec<&serde_json::Value> = a["effects"].as_array().unwrap().iter().filter(|e| e["verdict"] == "material" && e["interaction"] == false).collect();
+    let material: Vec<&serde_json::Value> =
+        a["effects"].as_array().unwrap().iter().filter(|e| e["verdict"] == "material" && e["interaction"] == false).collect();
     if material.is_empty() {
         assert!(said.starts_with("none of the varied settings (printk) matters at this run length"), "{said}");
         assert!(said.contains("% wide (") && said.contains("could still hide"), "the half-width: {said}");

@@ -65,7 +65,13 @@ fn hello_counts_are_bounded_before_anything_is_allocated() {
 fn every_plan_line_fits_the_protocol() {
     let sb = Sandbox::new();
     // A 256-CPU target, -t 2 without -a: the plan names the CPUs the threads use.
-    let t = fake(&sb, &format!("hello cpus=256 max_threads=64\n{}block 0 timer - 0 100,200\nblock 1 timer - 1 100\nsay done id={{id}} status=complete results=2\nsleep 3\n", begun("-", 2)));
+    let t = fake(
+        &sb,
+        &format!(
+            "hello cpus=256 max_threads=64\n{}block 0 timer - 0 100,200\nblock 1 timer - 1 100\nsay done id={{id}} status=complete results=2\nsleep 3\n",
+            begun("-", 2)
+        ),
+    );
     let o = run(&sb, &t, "--probe timer -D 1s -i 1ms -t 2 --json r.json --no-store");
     assert!(o.status.success(), "{}", stderr(&o));
     let log = std::fs::read_to_string(sb.path("host.log")).unwrap();
@@ -135,7 +141,10 @@ fn a_flood_of_lines_keeps_the_host_bounded() {
 #[test]
 fn blocks_beyond_threads_times_variants_are_refused() {
     let sb = Sandbox::new();
-    let t = fake(&sb, &format!("hello\n{}block 0 timer - 0 100\nblock 1 timer - 0 100\nblock 2 timer - 0 100\nsay done id={{id}} status=complete results=3\n", begun("-", 1)));
+    let t = fake(
+        &sb,
+        &format!("hello\n{}block 0 timer - 0 100\nblock 1 timer - 0 100\nblock 2 timer - 0 100\nsay done id={{id}} status=complete results=3\n", begun("-", 1)),
+    );
     let o = run(&sb, &t, &format!("{TIMER} -t 1 -a 0"));
     refused(&sb, &o, &["thread 0", "twice"]);
 }
@@ -315,7 +324,10 @@ fn a_plan_has_a_hard_end_and_the_first_ctrl_c_ends_it() {
     // An agent that ignores stop: one SIGINT, the blocks that arrived kept.
     std::fs::remove_file(sb.path("r.json")).unwrap();
     std::fs::remove_file(sb.path("host.log")).unwrap();
-    let t = fake(&sb, &format!("hello\n{}block 0 timer - 0 100\nforever progress id={{id}} variant=- samples=1 overruns=0 max_ns=100 elapsed_ns=1\n", begun("-", 1)));
+    let t = fake(
+        &sb,
+        &format!("hello\n{}block 0 timer - 0 100\nforever progress id={{id}} variant=- samples=1 overruns=0 max_ns=100 elapsed_ns=1\n", begun("-", 1)),
+    );
     let mut a = vec!["run", "--target", &t, "--target-silence", "2s", "-D", "600s"];
     a.extend(TIMER.split_whitespace().filter(|w| *w != "1s" && *w != "-D"));
     let child = sb.cmd().args(&a).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
@@ -389,7 +401,12 @@ fn a_rescue_file_never_replaces_another() {
     let mut saved = Vec::new();
     for _ in 0..2 {
         let t = fake(&sb, &format!("hello\n{}block 0 timer - 0 100\nsay done id={{id}} status=complete results=1\nsleep 3\n", begun("-", 1)));
-        let o = sb.cmd().env("XDG_STATE_HOME", sb.path("state")).args(["run", "--target", &t, "--probe", "timer", "-D", "1s", "--no-store", "--json", "/dev/full"]).output().unwrap();
+        let o = sb
+            .cmd()
+            .env("XDG_STATE_HOME", sb.path("state"))
+            .args(["run", "--target", &t, "--probe", "timer", "-D", "1s", "--no-store", "--json", "/dev/full"])
+            .output()
+            .unwrap();
         let e = stderr(&o);
         assert_eq!(o.status.code(), Some(1), "{e}");
         let at = e.split("saved in ").nth(1).and_then(|s| s.split(" instead").next()).unwrap_or_else(|| panic!("{e}"));
@@ -489,7 +506,13 @@ fn the_targets_last_console_lines_are_shown_with_a_silence_or_an_error() {
 #[test]
 fn an_rtos_reads_rtos_in_every_rt_column_and_its_host_is_watched() {
     let sb = Sandbox::new();
-    let t = fake(&sb, &format!("hello os=NuttX release=0.0.0 host= preempt=unknown\n{}block 0 timer - 0 100,200\nsay done id={{id}} status=complete results=1\nsleep 3\n", begun("-", 1)));
+    let t = fake(
+        &sb,
+        &format!(
+            "hello os=NuttX release=0.0.0 host= preempt=unknown\n{}block 0 timer - 0 100,200\nsay done id={{id}} status=complete results=1\nsleep 3\n",
+            begun("-", 1)
+        ),
+    );
     let o = sb.run(&["run", "--target", &t, "--probe", "timer", "-D", "1s", "-i", "1ms", "--json", "r.json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let r = read_json(&sb.path("r.json"));

@@ -179,8 +179,7 @@ fn ipc_expect(text: &str) -> Vec<(u64, u64, u64, u64)> {
             continue;
         }
         if l.contains("->") {
-            let nums: Vec<i64> =
-                l.split(',').skip(1).map(|f| f.split_whitespace().last().unwrap().parse().unwrap()).collect();
+            let nums: Vec<i64> = l.split(',').skip(1).map(|f| f.split_whitespace().last().unwrap().parse().unwrap()).collect();
             let a: u64 = l[1..l.find(' ').unwrap()].parse().unwrap();
             pairs.insert(a, (nums[0], nums[2], nums[3]));
         } else {
@@ -339,11 +338,8 @@ fn thread_or_merged_series(run: &Value) -> usize {
 fn rtai_windows_negative_minimum_is_clamped_and_noted() {
     let run = &convert(&fixture("rtai-latency.txt"), &[])[0];
     let text = read("rtai-latency.txt");
-    let rtd: Vec<Vec<i64>> = text
-        .lines()
-        .filter(|l| l.starts_with("RTD|"))
-        .map(|l| l.split('|').skip(1).map(|x| x.trim().parse().unwrap()).collect())
-        .collect();
+    let rtd: Vec<Vec<i64>> =
+        text.lines().filter(|l| l.starts_with("RTD|")).map(|l| l.split('|').skip(1).map(|x| x.trim().parse().unwrap()).collect()).collect();
     let r = &merged(run)[0];
     // period 100000 ns, 1 s windows: 10000 samples per window.
     assert_eq!(u(&r["samples"]), 10_000 * rtd.len() as u64);
@@ -369,11 +365,7 @@ fn rtai_windows_negative_minimum_is_clamped_and_noted() {
 /// `report` and `compare` show them, not the 0 the unsigned fields hold.
 /// The RTD| rows of an RTAI fixture, as numbers.
 fn rtd_rows(name: &str) -> Vec<Vec<i64>> {
-    read(name)
-        .lines()
-        .filter(|l| l.starts_with("RTD|"))
-        .map(|l| l.split('|').skip(1).map(|x| x.trim().parse().unwrap()).collect())
-        .collect()
+    read(name).lines().filter(|l| l.starts_with("RTD|")).map(|l| l.split('|').skip(1).map(|x| x.trim().parse().unwrap()).collect()).collect()
 }
 
 #[test]
@@ -585,8 +577,7 @@ fn seed001_bins_csv_keep_every_count_per_bin() {
             let r = &results(run)[0];
             assert_eq!((r["probe"].as_str().unwrap(), r["phase"].as_str().unwrap()), ("irq", table));
             let want: Vec<(u64, u64, u64)> = rows.iter().filter(|row| row.2[k] > 0).map(|row| (row.0, row.1 - 1, row.2[k])).collect();
-            let got: Vec<(u64, u64, u64)> =
-                r["histogram"].as_array().unwrap().iter().map(|b| (u(&b["lo_ns"]), u(&b["hi_ns"]), u(&b["count"]))).collect();
+            let got: Vec<(u64, u64, u64)> = r["histogram"].as_array().unwrap().iter().map(|b| (u(&b["lo_ns"]), u(&b["hi_ns"]), u(&b["count"]))).collect();
             assert_eq!(got, want, "{f}: {name}");
         }
     }
@@ -633,7 +624,12 @@ fn bad_files_exit_2_naming_file_line_and_expectation() {
     assert!(err.contains("latin1.txt") && err.contains("UTF-8") && err.contains("line 1"), "{err}");
 
     // Truncated: the first half of each text fixture with a footer.
-    for (f, fmt) in [("cyclictest-hist.txt", "cyclictest-hist"), ("xenomai-latency.txt", "xenomai-latency"), ("rtla-timerlat-hist.txt", "rtla-timerlat-hist"), ("rtla-timerlat-hist-ns.txt", "rtla-timerlat-hist")] {
+    for (f, fmt) in [
+        ("cyclictest-hist.txt", "cyclictest-hist"),
+        ("xenomai-latency.txt", "xenomai-latency"),
+        ("rtla-timerlat-hist.txt", "rtla-timerlat-hist"),
+        ("rtla-timerlat-hist-ns.txt", "rtla-timerlat-hist"),
+    ] {
         let text = read(f);
         let cut = &text[..text.len() / 2];
         let p = write_tmp(dir.path(), &format!("cut-{f}"), cut.as_bytes());
@@ -691,8 +687,14 @@ fn parse_everything(text: &str) {
             if let Ok(parsed) = import::parse(f, text, "x.txt") {
                 for p in parsed {
                     let ctx = import::Context {
-                        format: f, file: "x.txt".into(), file_sha256: "0".repeat(64), file_stem: "x".into(),
-                        file_mtime: "2026-01-01T00:00:00Z".into(), phase: "idle".into(), probe: None, name: None,
+                        format: f,
+                        file: "x.txt".into(),
+                        file_sha256: "0".repeat(64),
+                        file_stem: "x".into(),
+                        file_mtime: "2026-01-01T00:00:00Z".into(),
+                        phase: "idle".into(),
+                        probe: None,
+                        name: None,
                     };
                     let _ = import::build_run(p, &ctx);
                 }
@@ -885,14 +887,22 @@ fn invalid_rtscope_files_are_refused_naming_the_field() {
     type Edit = fn(&mut Value);
     let cases: [(&str, Edit, &str); 5] = [
         ("min-above-max", |v| v["results"][0]["min_ns"] = (v["results"][0]["max_ns"].as_u64().unwrap() + 1).into(), "results[0].min_ns"),
-        ("reversed-bucket", |v| {
-            let b = &mut v["results"][0]["histogram"][0];
-            b["lo_ns"] = (b["hi_ns"].as_u64().unwrap() + 5).into();
-        }, "results[0].histogram[0].lo_ns"),
-        ("overlap", |v| {
-            let h = v["results"][0]["histogram"].as_array_mut().unwrap();
-            h[1]["lo_ns"] = h[0]["lo_ns"].clone();
-        }, "results[0].histogram[1].lo_ns"),
+        (
+            "reversed-bucket",
+            |v| {
+                let b = &mut v["results"][0]["histogram"][0];
+                b["lo_ns"] = (b["hi_ns"].as_u64().unwrap() + 5).into();
+            },
+            "results[0].histogram[0].lo_ns",
+        ),
+        (
+            "overlap",
+            |v| {
+                let h = v["results"][0]["histogram"].as_array_mut().unwrap();
+                h[1]["lo_ns"] = h[0]["lo_ns"].clone();
+            },
+            "results[0].histogram[1].lo_ns",
+        ),
         ("counts", |v| v["results"][0]["samples"] = (v["results"][0]["samples"].as_u64().unwrap() + 7).into(), "results[0].samples"),
         ("huge", |v| v["results"][0]["overruns"] = u64::MAX.into(), "results[0].overruns"),
     ];
@@ -979,7 +989,11 @@ fn leading_blank_space_does_not_hide_the_format() {
 fn a_bad_csv_value_names_file_line_and_column() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
-        ("p.csv", "rhealstone_us,GOOD,BAD\ntask-switch,4.2,99999999999999999\npreemption,5.5,7.1\n", "line 2: task-switch of BAD (column 3): 99999999999999999 µs is past"),
+        (
+            "p.csv",
+            "rhealstone_us,GOOD,BAD\ntask-switch,4.2,99999999999999999\npreemption,5.5,7.1\n",
+            "line 2: task-switch of BAD (column 3): 99999999999999999 µs is past",
+        ),
         ("q.csv", "rhealstone_ns,A,B,C\ntask-switch,4,5,6\npreemption,5,x,7\n", "line 3: preemption of B (column 3): \"x\" is not a positive number"),
         ("t.csv", "thread_metric,A,B\ncooperative,1,99999999999999999999\n", "line 2: cooperative of B (column 3): 99999999999999999999 operations is past"),
         ("b.csv", "bin_lo_ns,bin_hi_ns,A,B\n0,5000,1,2\n5000,10000,3,-4\n", "line 3: count for B (column 4): \"-4\" is negative"),
@@ -1008,9 +1022,7 @@ fn wide_histogram(cols: usize, rows: u64) -> (String, Vec<u64>) {
         s.push('\n');
     }
     let totals: Vec<u64> = (0..cols).map(|t| (0..rows).map(|v| count(v, t)).sum()).collect();
-    let line = |name: &str, f: &dyn Fn(usize) -> u64| {
-        format!("# {name}:{}\n", (0..cols).map(|t| format!(" {:05}", f(t))).collect::<String>())
-    };
+    let line = |name: &str, f: &dyn Fn(usize) -> u64| format!("# {name}:{}\n", (0..cols).map(|t| format!(" {:05}", f(t))).collect::<String>());
     s.push_str(&line("Total", &|t| totals[t]));
     s.push_str(&line("Min Latencies", &|_| 0));
     s.push_str(&line("Avg Latencies", &|_| rows / 2));
@@ -1075,7 +1087,12 @@ fn cyclictest_json_threads_read_again_keep_the_files_folding_note() {
         let hist: Vec<String> = (0..keys).map(|k| format!("\"{k}\": {}", 1 + (k + t) % 3)).collect();
         let n: usize = (0..keys).map(|k| 1 + (k + t) % 3).sum();
         let sep = if t + 1 < threads { "," } else { "" };
-        text += &format!("    \"{t}\": {{\"histogram\": {{{}}}, \"cycles\": {n}, \"min\": 0, \"max\": {}, \"avg\": 1000.0, \"cpu\": {}}}{sep}\n", hist.join(", "), keys - 1, t % 2);
+        text += &format!(
+            "    \"{t}\": {{\"histogram\": {{{}}}, \"cycles\": {n}, \"min\": 0, \"max\": {}, \"avg\": 1000.0, \"cpu\": {}}}{sep}\n",
+            hist.join(", "),
+            keys - 1,
+            t % 2
+        );
     }
     text += "  }\n}\n";
     let file = dir.path().join("wide.json");
@@ -1176,7 +1193,9 @@ fn history_rt_is_unknown_where_the_tool_does_not_say() {
     // pmqtest says nothing of the kernel: unknown (it showed `no`).
     assert!(rt_of("pmqtest").contains("unknown"), "{out}");
     // The report's host line says the same (it said "not RT" for all three).
-    for (id, said) in [("1", "(RTAI/Xenomai co-kernel, preempt unknown)"), ("2", "(RTAI/Xenomai co-kernel, preempt unknown)"), ("3", "(RT unknown, preempt unknown)")] {
+    for (id, said) in
+        [("1", "(RTAI/Xenomai co-kernel, preempt unknown)"), ("2", "(RTAI/Xenomai co-kernel, preempt unknown)"), ("3", "(RT unknown, preempt unknown)")]
+    {
         let o = bin().args(["report", "--wide", "--db"]).arg(&db).arg(id).output().unwrap();
         let text = String::from_utf8_lossy(&o.stdout).into_owned();
         assert!(o.status.success() && text.contains(said) && !text.contains("not RT"), "run {id}: {text}");

@@ -61,12 +61,7 @@ fn lab_rtscope() -> PathBuf {
 }
 
 fn have(program: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {program}"))
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
+    Command::new("sh").arg("-c").arg(format!("command -v {program}")).output().map(|o| o.status.success()).unwrap_or(false)
 }
 
 /// True when QEMU is usable, installing it with apt-get if needed and possible.
@@ -114,20 +109,9 @@ fn lab_available() -> bool {
 fn run_lab(lab_args: &[&str], run_args: &[&str]) -> Output {
     let once = || {
         let mut cmd = Command::new(kernel_lab());
-        cmd.args(lab_args)
-            .arg("--rtscope")
-            .arg(lab_rtscope())
-            .args(["--boot-timeout", "240", "--timeout", "1200"])
-            .arg("--")
-            .args(run_args);
+        cmd.args(lab_args).arg("--rtscope").arg(lab_rtscope()).args(["--boot-timeout", "240", "--timeout", "1200"]).arg("--").args(run_args);
         let out = cmd.output().expect("cannot start lab/kernel-lab");
-        eprintln!(
-            "kernel-lab {:?} -- {:?}: {}\n{}",
-            lab_args,
-            run_args,
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
+        eprintln!("kernel-lab {:?} -- {:?}: {}\n{}", lab_args, run_args, out.status, String::from_utf8_lossy(&out.stderr));
         out
     };
     let out = once();
@@ -161,18 +145,11 @@ fn probe_kernel(kernel: &str, lab_extra: &[&str]) -> serde_json::Value {
     let mut lab_args = vec!["--kernel", kernel, "--out", out_file.to_str().unwrap()];
     lab_args.extend_from_slice(lab_extra);
     let out = run_lab(&lab_args, &["-D", "5s", "-i", "1000"]);
-    assert!(
-        out.status.success(),
-        "kernel-lab on the {kernel} kernel failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "kernel-lab on the {kernel} kernel failed: {}", String::from_utf8_lossy(&out.stderr));
     let text = std::fs::read_to_string(&out_file).expect("kernel-lab wrote no --out file");
     let run: serde_json::Value = serde_json::from_str(&text).expect("result is not JSON");
     let samples = total_samples(&run["results"]);
-    eprintln!(
-        "kernel_lab: {kernel}: realtime={} preempt_model={} samples={samples}",
-        run["host"]["realtime"], run["host"]["preempt_model"]
-    );
+    eprintln!("kernel_lab: {kernel}: realtime={} preempt_model={} samples={samples}", run["host"]["realtime"], run["host"]["preempt_model"]);
     assert!(samples > 0, "no samples in the {kernel} result: {text}");
     run
 }
@@ -222,42 +199,24 @@ fn failures_are_reported_with_the_console_tail() {
     // such as an unknown flag no longer boots: the host's rtscope refuses
     // it first, see lab_options_are_checked_before_any_fetch_or_boot; a
     // refusal that depends on the machine is left to the guest.)
-    let out = run_lab(
-        &["--kernel", "stock", "--out", out_path],
-        &["-D", "1s", "-a", "7"],
-    );
+    let out = run_lab(&["--kernel", "stock", "--out", out_path], &["-D", "1s", "-a", "7"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
-    assert!(
-        stderr.contains("serial console"),
-        "no console tail: {stderr}"
-    );
-    assert!(
-        stderr.contains("RTSCOPE-LAB-EXIT 2"),
-        "no guest exit line: {stderr}"
-    );
-    assert!(
-        stderr.contains("CPU 7 is not online"),
-        "no rtscope message: {stderr}"
-    );
+    assert!(stderr.contains("serial console"), "no console tail: {stderr}");
+    assert!(stderr.contains("RTSCOPE-LAB-EXIT 2"), "no guest exit line: {stderr}");
+    assert!(stderr.contains("CPU 7 is not online"), "no rtscope message: {stderr}");
     assert!(!out_file.exists(), "a failed run must not leave a result");
 
     // A file that is not a kernel: QEMU refuses it, reported as a boot failure.
     let fake = dir.path().join("vmlinuz-garbage");
     std::fs::write(&fake, vec![0x5au8; 64 * 1024]).unwrap();
-    let out = run_lab(
-        &["--kernel", fake.to_str().unwrap(), "--out", out_path],
-        &["-D", "1s"],
-    );
+    let out = run_lab(&["--kernel", fake.to_str().unwrap(), "--out", out_path], &["-D", "1s"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "stderr: {stderr}");
     assert!(stderr.contains("did not boot"), "stderr: {stderr}");
 
     // A kernel path that does not exist: bad input, no boot at all.
-    let out = run_lab(
-        &["--kernel", "/nonexistent/vmlinuz", "--out", out_path],
-        &["-D", "1s"],
-    );
+    let out = run_lab(&["--kernel", "/nonexistent/vmlinuz", "--out", out_path], &["-D", "1s"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/vmlinuz"));
 }
@@ -276,10 +235,7 @@ fn rt_kernel_tracers_run_as_probes() {
     let Some(_guard) = lab_guest() else { return };
     let dir = tempfile::tempdir().unwrap();
     let out_file = dir.path().join("tracers.json");
-    let out = run_lab(
-        &["--kernel", "rt", "--out", out_file.to_str().unwrap()],
-        &["-D", "3s", "-i", "1000", "--probe", "timerlat,osnoise,hwlat"],
-    );
+    let out = run_lab(&["--kernel", "rt", "--out", out_file.to_str().unwrap()], &["-D", "3s", "-i", "1000", "--probe", "timerlat,osnoise,hwlat"]);
     assert!(out.status.success(), "kernel-lab failed: {}", String::from_utf8_lossy(&out.stderr));
     let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
     let merged = |probe: &str, variant: &str| -> serde_json::Value {
@@ -393,12 +349,8 @@ fn a_guest_killed_at_the_timeout_leaves_its_state() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(124), "{err}");
     assert!(err.contains("the guest was killed after the --timeout of 60s"), "{err}");
-    let threads: Vec<&str> = err
-        .lines()
-        .skip_while(|l| !l.starts_with("---- QEMU's threads at the timeout"))
-        .skip(1)
-        .take_while(|l| !l.starts_with("----"))
-        .collect();
+    let threads: Vec<&str> =
+        err.lines().skip_while(|l| !l.starts_with("---- QEMU's threads at the timeout")).skip(1).take_while(|l| !l.starts_with("----")).collect();
     // Each line: tid, CPU ms in the last 2 s, state, name, kernel wait.
     let vcpus: Vec<&&str> = threads.iter().filter(|l| l.contains("CPU_0/TCG") || l.contains("CPU_1/TCG")).collect();
     assert_eq!(vcpus.len(), 2, "one line per vCPU thread (--smp 2): {threads:?}\n{err}");
@@ -412,7 +364,10 @@ fn a_guest_killed_at_the_timeout_leaves_its_state() {
     assert_eq!(regs, 2, "each vCPU's registers from the monitor: {err}");
     assert!(err.contains("CPU#0") && err.contains("CPU#1") && err.contains("HLT="), "{err}");
     // The kernel's base in this boot, to read the RIPs as symbols with.
-    let text = err.lines().find_map(|l| l.trim_start().strip_prefix("the guest kernel's _text in this boot (KASLR): ")).unwrap_or_else(|| panic!("no _text line: {err}"));
+    let text = err
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("the guest kernel's _text in this boot (KASLR): "))
+        .unwrap_or_else(|| panic!("no _text line: {err}"));
     assert!(text.len() == 16 && text.starts_with("ffffffff") && u64::from_str_radix(text, 16).is_ok(), "{text}");
 }
 
@@ -426,16 +381,7 @@ fn rt_kernel_timerlat_names_a_fifo_hog() {
     let out_file = dir.path().join("hog.json");
     let chrt = String::from_utf8(Command::new("sh").args(["-c", "command -v chrt"]).output().unwrap().stdout).unwrap();
     let out = run_lab(
-        &[
-            "--kernel",
-            "rt",
-            "--out",
-            out_file.to_str().unwrap(),
-            "--include",
-            chrt.trim(),
-            "--guest-load-cmd",
-            HOG,
-        ],
+        &["--kernel", "rt", "--out", out_file.to_str().unwrap(), "--include", chrt.trim(), "--guest-load-cmd", HOG],
         &["-D", "4s", "-i", "1000", "-a", "0,1", "--probe", "timerlat:thread", "--trace-threshold", "20ms"],
     );
     assert!(out.status.success(), "kernel-lab failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -457,7 +403,10 @@ fn rt_kernel_timerlat_names_a_fifo_hog() {
         let Some(irq) = t["irq_latency_ns"].as_u64() else {
             let why = t["irq_latency_unknown"].as_str().unwrap_or_else(|| panic!("no IRQ latency and no reason: {t}"));
             assert!(why.starts_with("lost"), "{why}");
-            let cpu_entry = entries(&run, "timerlat").into_iter().find(|r| r["variant"] == "thread" && r["cpu"] == t["cpu"] && !r["thread"].is_null()).expect("the CPU's entry");
+            let cpu_entry = entries(&run, "timerlat")
+                .into_iter()
+                .find(|r| r["variant"] == "thread" && r["cpu"] == t["cpu"] && !r["thread"].is_null())
+                .expect("the CPU's entry");
             let tracer = &cpu_entry["tracer"];
             assert!(tracer["lost_events"].as_u64().unwrap() + tracer["missing"].as_u64().unwrap() > 0, "an IRQ sample lost but no loss counted: {tracer} {t}");
             eprintln!("IRQ sample lost on cpu {}: {tracer}", t["cpu"]);
@@ -479,18 +428,13 @@ fn rt_kernel_timerlat_names_a_fifo_hog() {
     // The tracer's own stack (print_stack, as rtla -a): saved in the timer's
     // interrupt and printed after the late thread sample; it starts in the
     // tracer's hrtimer callback.
-    let stacks: Vec<Vec<&str>> = traced
-        .iter()
-        .filter_map(|t| t["irq_stack"].as_array())
-        .map(|f| f.iter().map(|f| f.as_str().unwrap()).collect())
-        .collect();
+    let stacks: Vec<Vec<&str>> = traced.iter().filter_map(|t| t["irq_stack"].as_array()).map(|f| f.iter().map(|f| f.as_str().unwrap()).collect()).collect();
     eprintln!("IRQ stacks of {} of {} late samples: {stacks:?}", stacks.len(), traced.len());
     assert!(!stacks.is_empty(), "no late sample has the tracer's IRQ stack: {traced:?}");
     for f in &stacks {
         assert!(f.contains(&"timerlat_irq") || f.contains(&"__hrtimer_run_queues"), "not the timer interrupt's stack: {f:?}");
     }
 }
-
 
 /// True when the host has Debian's rtla (the peer `--include`d into the
 /// guest), installing it with apt-get if needed and possible.
@@ -534,16 +478,7 @@ fn rt_guest_runs_rtla_through_a_guest_script() {
     .unwrap();
     let out_dir = dir.path().join("out");
     let out = run_lab(
-        &[
-            "--kernel",
-            "rt",
-            "--include",
-            "/usr/bin/rtla",
-            "--guest-script",
-            script.to_str().unwrap(),
-            "--out-dir",
-            out_dir.to_str().unwrap(),
-        ],
+        &["--kernel", "rt", "--include", "/usr/bin/rtla", "--guest-script", script.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap()],
         &["one arg", "two"],
     );
     assert!(out.status.success(), "kernel-lab --guest-script failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -582,11 +517,7 @@ fn rt_guest_runs_rtla_through_a_guest_script() {
 /// The `rtla timerlat hist` table a guest script left in `out_dir`
 /// (rtla.txt), imported with `rtscope import --dry-run`: the run it becomes.
 fn imported_rtla(out_dir: &Path) -> serde_json::Value {
-    let o = Command::new(lab_rtscope())
-        .env_remove("RTSCOPE_DB")
-        .args(["import", out_dir.join("rtla.txt").to_str().unwrap(), "--dry-run"])
-        .output()
-        .unwrap();
+    let o = Command::new(lab_rtscope()).env_remove("RTSCOPE_DB").args(["import", out_dir.join("rtla.txt").to_str().unwrap(), "--dry-run"]).output().unwrap();
     assert!(o.status.success(), "rtscope import: {}", String::from_utf8_lossy(&o.stderr));
     serde_json::Deserializer::from_slice(&o.stdout).into_iter().next().unwrap().unwrap()
 }
@@ -715,7 +646,18 @@ kill $wd
     let out_dir = dir.path().join("out");
     let console = dir.path().join("console.log");
     let out = run_lab(
-        &["--kernel", "rt", "--smp", "1", "--guest-script", script.to_str().unwrap(), "--out-dir", out_dir.to_str().unwrap(), "--console-log", console.to_str().unwrap()],
+        &[
+            "--kernel",
+            "rt",
+            "--smp",
+            "1",
+            "--guest-script",
+            script.to_str().unwrap(),
+            "--out-dir",
+            out_dir.to_str().unwrap(),
+            "--console-log",
+            console.to_str().unwrap(),
+        ],
         &[],
     );
     if !out.status.success() {
@@ -801,10 +743,7 @@ fn arm64_available() -> bool {
 /// --agent LAB_EXTRA' RUN_ARGS --json FILE --no-store`, returning the exit
 /// status, stderr and the result (when written).
 fn arm64_agent_run(kernel: &str, lab_extra: &str, run_args: &[&str], json: &Path) -> (Output, Option<serde_json::Value>) {
-    let target = format!(
-        "exec:'{}' --arch arm64 --kernel {kernel} --agent --icount 1 {lab_extra}",
-        kernel_lab().display()
-    );
+    let target = format!("exec:'{}' --arch arm64 --kernel {kernel} --agent --icount 1 {lab_extra}", kernel_lab().display());
     // The emulated guest (TCG, --icount 1) runs many times slower than real
     // time on a busy host, and a probe busy at RT priority keeps the agent's
     // reporter from sending anything until it ends: a loaded suite run saw
@@ -1009,11 +948,7 @@ fn pids_with(needle: &str) -> Vec<u32> {
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).contains(needle))
-                .unwrap_or(false)
-        })
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).map(|c| String::from_utf8_lossy(&c).contains(needle)).unwrap_or(false))
         .collect()
 }
 
@@ -1027,11 +962,7 @@ fn arm64_killed_guest_leaves_no_process_or_temp_dir() {
     let tmp = dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
     let console = dir.path().join("console.log");
-    let target = format!(
-        "exec:'{}' --arch arm64 --kernel rt --agent --icount 1 --console-log '{}'",
-        kernel_lab().display(),
-        console.display()
-    );
+    let target = format!("exec:'{}' --arch arm64 --kernel rt --agent --icount 1 --console-log '{}'", kernel_lab().display(), console.display());
     let mut child = Command::new(lab_rtscope())
         .env_remove("RTSCOPE_DB")
         .env("TMPDIR", &tmp)
@@ -1056,7 +987,8 @@ fn arm64_killed_guest_leaves_no_process_or_temp_dir() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     assert!(measuring, "the agent never started in the guest");
-    let qemu: Vec<u32> = pids_with(&needle).into_iter().filter(|p| std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default().starts_with("qemu-system")).collect();
+    let qemu: Vec<u32> =
+        pids_with(&needle).into_iter().filter(|p| std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default().starts_with("qemu-system")).collect();
     assert_eq!(qemu.len(), 1, "one QEMU for the guest: {qemu:?}");
     assert!(!tmp.read_dir().unwrap().any(|_| true), "the lab's temp dir is gone once QEMU runs");
     // SAFETY: kill(2) on a pid we just read, with a valid signal.
@@ -1177,7 +1109,9 @@ fn lab_options_are_checked_before_any_fetch_or_boot() {
     // The same options, valid, pass the check (--check-only: nothing
     // fetched or booted either).
     if tools {
-        for args in [&["--arch", "arm64", "--smp", "8", "--memory", "256", "--icount", "1"][..], &["--smp", "2", "--timeout", "604800", "--tcg-threads", "single"][..]] {
+        for args in
+            [&["--arch", "arm64", "--smp", "8", "--memory", "256", "--icount", "1"][..], &["--smp", "2", "--timeout", "604800", "--tcg-threads", "single"][..]]
+        {
             let r = Command::new(kernel_lab())
                 .env("PATH", &path)
                 .env("RTSCOPE_LAB_CACHE", &cache)
@@ -1249,7 +1183,13 @@ fn lab_default_timeout_is_derived_from_the_plan() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(0), "{lab:?} {run:?}: {err}");
         assert!(err.contains(&format!("timeout {want} s = ")), "{lab:?} {run:?}: expected a timeout of {want} s: {err}");
-        let plan_secs = if run.contains(&"--preset") { total_s.as_str() } else if run.contains(&"2m") { "120" } else { "7" };
+        let plan_secs = if run.contains(&"--preset") {
+            total_s.as_str()
+        } else if run.contains(&"2m") {
+            "120"
+        } else {
+            "7"
+        };
         assert!(err.contains(&format!("x {plan_secs} s (the plan")), "{lab:?} {run:?}: the derivation is said: {err}");
         assert!(!dir.path().join("cache").exists(), "--check-only fetched nothing");
     }
@@ -1289,7 +1229,10 @@ fn compare_kernels_answers_kernels_by_loads_against_a_deadline() {
     }
     assert!(stdout.contains("QEMU TCG emulation"), "{stdout}");
     assert!(stdout.contains("result: FAIL (2 of 2 kernel x load cells failed)"), "{stdout}");
-    assert_eq!(std::fs::read_to_string(out_dir.join("verdicts.txt")).unwrap(), stdout.lines().skip_while(|l| !l.starts_with("== verdict")).map(|l| format!("{l}\n")).collect::<String>());
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("verdicts.txt")).unwrap(),
+        stdout.lines().skip_while(|l| !l.starts_with("== verdict")).map(|l| format!("{l}\n")).collect::<String>()
+    );
     for (load, file, phase) in [("idle", "rt.idle", "idle"), ("fork:1", "rt.fork-1", "guest:fork:1")] {
         let json = out_dir.join(format!("{file}.json"));
         let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -1299,10 +1242,7 @@ fn compare_kernels_answers_kernels_by_loads_against_a_deadline() {
         let samples: u64 = merged.iter().map(|e| u(e, "samples")).sum();
         let overruns: u64 = merged.iter().map(|e| u(e, "overruns")).sum();
         assert!(samples > 0 && merged.iter().all(|e| u(e, "min_ns") > 1000), "{file}: every sample is over 1 µs: {run}");
-        let row = stdout
-            .lines()
-            .find(|l| l.split_whitespace().take(2).eq(["rt", load]))
-            .unwrap_or_else(|| panic!("no row for rt {load}: {stdout}"));
+        let row = stdout.lines().find(|l| l.split_whitespace().take(2).eq(["rt", load])).unwrap_or_else(|| panic!("no row for rt {load}: {stdout}"));
         let cols: Vec<&str> = row.split_whitespace().collect();
         assert_eq!(cols[2], "FAIL", "{row}");
         assert_eq!(cols[3], (samples + overruns).to_string(), "periods = samples + overruns: {row}");
@@ -1368,9 +1308,16 @@ fn lab_ci_recipe_runs_as_written() {
     let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(run["host"]["realtime"], serde_json::json!(true), "{}", run["host"]);
     assert!(common::merged(&run).iter().all(|e| e["phase"] == "guest:cpu:1,fork:1,io:1,net:1"), "{run}");
-    let rep = Command::new(lab_rtscope()).env_remove("RTSCOPE_DB").arg("report").arg(&json).args(["--deadline", "150us", "--no-pwcet", "--format", "json"]).output().unwrap();
+    let rep = Command::new(lab_rtscope())
+        .env_remove("RTSCOPE_DB")
+        .arg("report")
+        .arg(&json)
+        .args(["--deadline", "150us", "--no-pwcet", "--format", "json"])
+        .output()
+        .unwrap();
     let rep: serde_json::Value = serde_json::from_slice(&rep.stdout).expect("report JSON");
-    let misses: u64 = rep["runs"][0]["entries"].as_array().unwrap().iter().filter(|e| e["thread"].is_null()).map(|e| e["deadline"]["misses_upper"].as_u64().unwrap()).sum();
+    let misses: u64 =
+        rep["runs"][0]["entries"].as_array().unwrap().iter().filter(|e| e["thread"].is_null()).map(|e| e["deadline"]["misses_upper"].as_u64().unwrap()).sum();
     assert_eq!(gate == Some(3), misses > 0, "the gate fails exactly when a period missed the deadline ({misses} misses)");
     let junit = std::fs::read_to_string(dir.path().join("rtscope-junit.xml")).unwrap();
     assert!(junit.contains("<testcase"), "{junit}");
@@ -1443,7 +1390,12 @@ fn a_boot_parameter_is_a_factor_one_guest_per_run() {
     assert_eq!(effects["runs"], 6);
     let exp = effects["experiment"].as_str().unwrap().to_string();
     for metric in ["p50", "p99", "p99.9", "max"] {
-        let e = effects["effects"].as_array().unwrap().iter().find(|e| e["metric"] == metric && e["factor"] == "cmdline").unwrap_or_else(|| panic!("a {metric} effect: {effects}"));
+        let e = effects["effects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["metric"] == metric && e["factor"] == "cmdline")
+            .unwrap_or_else(|| panic!("a {metric} effect: {effects}"));
         assert_eq!(e["level"], "highres=off");
         assert!(e["lo"].as_f64().unwrap() > 0.0 && e["verdict"] == "material", "highres=off should raise {metric} in the guest: {e}");
         if metric == "p99" {
@@ -1627,7 +1579,14 @@ fn host_stops_are_host_time_not_a_tasks() {
     };
     let traced: Vec<&serde_json::Value> = worst.iter().filter_map(|w| w.get("trace")).collect();
     for t in &traced {
-        eprintln!("window {} ns: {} {} ns; samples {} of {}", common::u(&t["end_ns"]) - common::u(&t["start_ns"]), t["culprits"][0]["name"], t["culprits"][0]["duration_ns"], t["stacks"]["samples"], t["stacks"]["expected"]);
+        eprintln!(
+            "window {} ns: {} {} ns; samples {} of {}",
+            common::u(&t["end_ns"]) - common::u(&t["start_ns"]),
+            t["culprits"][0]["name"],
+            t["culprits"][0]["duration_ns"],
+            t["stacks"]["samples"],
+            t["stacks"]["expected"]
+        );
     }
     let long: Vec<&&serde_json::Value> = traced.iter().filter(|t| stopped(t)).collect();
     eprintln!("{} traced windows of a stop", long.len());

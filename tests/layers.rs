@@ -171,8 +171,7 @@ fn edges(s: &Sources) -> BTreeMap<String, BTreeMap<String, PathBuf>> {
 #[test]
 fn every_module_has_a_layer() {
     let s = sources();
-    let unknown: BTreeSet<&String> =
-        s.files.iter().map(|(m, _, _)| m).filter(|m| *m != "lib" && *m != "main" && layer_of(m).is_none()).collect();
+    let unknown: BTreeSet<&String> = s.files.iter().map(|(m, _, _)| m).filter(|m| *m != "lib" && *m != "main" && layer_of(m).is_none()).collect();
     assert!(unknown.is_empty(), "top-level modules without a layer in tests/layers.rs LAYERS (and docs/architecture.md): {unknown:?}");
 }
 
@@ -210,13 +209,7 @@ fn imports_point_down() {
 fn no_import_cycle_between_top_level_modules() {
     let g = edges(&sources());
     // Depth-first search; a back edge closes a cycle, reported with its files.
-    fn visit(
-        v: &str,
-        g: &BTreeMap<String, BTreeMap<String, PathBuf>>,
-        state: &mut BTreeMap<String, u8>,
-        path: &mut Vec<String>,
-        cycles: &mut Vec<String>,
-    ) {
+    fn visit(v: &str, g: &BTreeMap<String, BTreeMap<String, PathBuf>>, state: &mut BTreeMap<String, u8>, path: &mut Vec<String>, cycles: &mut Vec<String>) {
         state.insert(v.to_string(), 1);
         path.push(v.to_string());
         for (w, _) in g.get(v).into_iter().flatten() {
@@ -226,8 +219,7 @@ fn no_import_cycle_between_top_level_modules() {
                     let start = path.iter().position(|x| x == w).unwrap();
                     let mut c: Vec<String> = path[start..].to_vec();
                     c.push(w.clone());
-                    let hops: Vec<String> =
-                        c.windows(2).map(|p| format!("{}->{} (src/{})", p[0], p[1], g[&p[0]][&p[1]].display())).collect();
+                    let hops: Vec<String> = c.windows(2).map(|p| format!("{}->{} (src/{})", p[0], p[1], g[&p[0]][&p[1]].display())).collect();
                     cycles.push(hops.join(", "));
                 }
                 _ => {}
@@ -284,10 +276,7 @@ fn only_the_face_uses_clap() {
         .filter(|(m, _, code)| !matches!(m.as_str(), "cli" | "commands") && uses_clap(code))
         .map(|(_, f, _)| format!("src/{}", f.display()))
         .collect();
-    assert!(
-        below.is_empty(),
-        "clap used outside src/cli and src/commands (put the clap type in src/cli and map it to a domain value there): {below:?}"
-    );
+    assert!(below.is_empty(), "clap used outside src/cli and src/commands (put the clap type in src/cli and map it to a domain value there): {below:?}");
 }
 
 #[test]
@@ -421,7 +410,10 @@ fn every_probe_is_registered_once_by_its_descriptor() {
         let text = std::fs::read_to_string(&p).unwrap();
         if text.contains("impl Probe for ") {
             let stem = p.file_stem().unwrap().to_string_lossy().to_string();
-            assert!(text.contains(&format!("name: \"{stem}\",")) && text.contains("&INFO"), "src/measure/{stem}.rs: its INFO must name it '{stem}' and `fn info` return &INFO");
+            assert!(
+                text.contains(&format!("name: \"{stem}\",")) && text.contains("&INFO"),
+                "src/measure/{stem}.rs: its INFO must name it '{stem}' and `fn info` return &INFO"
+            );
             implementors.insert(stem);
         }
     }
@@ -549,7 +541,10 @@ fn probe_opts_lists_the_probe_flags() {
     for line in body.lines().map(str::trim).filter(|l| l.starts_with("pub") && l.contains(':')) {
         let field = line.trim_start_matches("pub(crate) ").trim_start_matches("pub ").split(':').next().unwrap();
         let flag = format!("--{}", field.replace('_', "-"));
-        assert!(PROBE_FLAGS.contains(&flag.as_str()) || flag.starts_with("--dl-"), "ProbeOpts::{field}: add {flag} to PROBE_FLAGS (and to the INFO.flags of the probes that read it)");
+        assert!(
+            PROBE_FLAGS.contains(&flag.as_str()) || flag.starts_with("--dl-"),
+            "ProbeOpts::{field}: add {flag} to PROBE_FLAGS (and to the INFO.flags of the probes that read it)"
+        );
     }
 }
 
@@ -593,9 +588,7 @@ fn pub_names(line: &str) -> Vec<String> {
 
 fn has_word(text: &str, name: &str) -> bool {
     let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    text.match_indices(name).any(|(i, _)| {
-        !text[..i].chars().next_back().is_some_and(is_word) && !text[i + name.len()..].chars().next().is_some_and(is_word)
-    })
+    text.match_indices(name).any(|(i, _)| !text[..i].chars().next_back().is_some_and(is_word) && !text[i + name.len()..].chars().next().is_some_and(is_word))
 }
 
 /// Issue 32: `pub(crate)` unless a test, an example or the binary needs

@@ -34,12 +34,7 @@ fn sysv_key(pid: u32) -> i64 {
 
 /// The keys of the SysV semaphore sets on this host.
 fn sysv_keys() -> Vec<i64> {
-    std::fs::read_to_string("/proc/sysvipc/sem")
-        .unwrap_or_default()
-        .lines()
-        .skip(1)
-        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
-        .collect()
+    std::fs::read_to_string("/proc/sysvipc/sem").unwrap_or_default().lines().skip(1).filter_map(|l| l.split_whitespace().next()?.parse().ok()).collect()
 }
 
 /// Starts a long `sem:sysv` run and waits (at most 60 s) until its set

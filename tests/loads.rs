@@ -34,12 +34,7 @@ fn counter(load: &Value, key: &str) -> u64 {
 }
 
 fn temp_dirs_left(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(".rtscope-load-"))
-        .map(|e| e.path())
-        .collect()
+    std::fs::read_dir(dir).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with(".rtscope-load-")).map(|e| e.path()).collect()
 }
 
 /// Live (non-zombie) processes whose process group is `pgid`, or whose parent is `ppid`.
@@ -73,7 +68,8 @@ fn run_all_loads(engine: &str) -> (Value, tempfile::TempDir) {
     let dir = scratch();
     let json = dir.path().join("r.json");
     let out = rtscope()
-        .current_dir(dir.path()).env("TMPDIR", dir.path())
+        .current_dir(dir.path())
+        .env("TMPDIR", dir.path())
         .args(["run", "-q", "-t", "1", "-D", "2s", "--settle", "500ms", "--load-engine", engine])
         .args(["--load", "idle,cpu,memory,io,net,irq,sched", "--json"])
         .arg(&json)
@@ -93,8 +89,7 @@ fn check_common(r: &Value, engine: &str) {
     assert_eq!(phases.iter().map(|p| p["name"].as_str().unwrap()).collect::<Vec<_>>(), names);
     for (p, name) in phases.iter().zip(names) {
         assert_eq!(p["complete"], true, "{name}");
-        let merged: Vec<&Value> =
-            r["results"].as_array().unwrap().iter().filter(|x| x["phase"] == name && x["thread"].is_null()).collect();
+        let merged: Vec<&Value> = r["results"].as_array().unwrap().iter().filter(|x| x["phase"] == name && x["thread"].is_null()).collect();
         assert_eq!(merged.len(), 1, "phase {name}: one merged timer result");
         let periods = merged[0]["samples"].as_u64().unwrap() + merged[0]["overruns"].as_u64().unwrap();
         assert_eq!(periods, 2000, "phase {name}: every 1 ms period of 2 s is a sample or an overrun");
@@ -114,10 +109,7 @@ fn check_common(r: &Value, engine: &str) {
         }
         let cpu_s = l["evidence"]["cpu_s"].as_f64().unwrap();
         assert!(cpu_s > 0.01, "{name} ({engine}) used {cpu_s} CPU s: did it run?");
-        assert!(
-            p["system"]["duration_ns"].as_u64().unwrap() >= 2_000_000_000,
-            "{name}: the loads ran at least as long as the probe"
-        );
+        assert!(p["system"]["duration_ns"].as_u64().unwrap() >= 2_000_000_000, "{name}: the loads ran at least as long as the probe");
     }
 }
 
@@ -137,10 +129,7 @@ fn every_builtin_load_runs_and_leaves_evidence() {
     assert!(counter(&net, "tcp_bytes_sent") > 0 && counter(&net, "udp_packets_sent") > 0);
     assert_eq!(counter(&net, "tcp_bytes_sent"), counter(&net, "tcp_bytes_received"), "TCP delivers every byte");
     let net_phase = r["phases"].as_array().unwrap().iter().find(|p| p["name"] == "net").unwrap();
-    assert!(
-        net_phase["system"]["loopback_tx_packets"].as_u64().unwrap() >= counter(&net, "udp_packets_sent"),
-        "every UDP datagram crossed lo"
-    );
+    assert!(net_phase["system"]["loopback_tx_packets"].as_u64().unwrap() >= counter(&net, "udp_packets_sent"), "every UDP datagram crossed lo");
     assert!(counter(&load("irq"), "timer_wakeups") > 1000 && counter(&load("irq"), "cross_cpu_wakeups") > 100);
     let sched = load("sched");
     assert!(counter(&sched, "messages_sent") > 1000);
@@ -186,7 +175,8 @@ fn a_cmd_load_runs_the_users_command_and_is_stopped() {
     let dir = scratch();
     let json = dir.path().join("r.json");
     let out = rtscope()
-        .current_dir(dir.path()).env("TMPDIR", dir.path())
+        .current_dir(dir.path())
+        .env("TMPDIR", dir.path())
         .args(["run", "-q", "-t", "1", "-D", "2s", "--settle", "500ms"])
         .args(["--load", "cmd:\"dd if=/dev/zero of=blob bs=1M count=8 conv=fsync status=none; exec sleep 60\"", "--json"])
         .arg(&json)
@@ -207,7 +197,8 @@ fn a_cmd_load_runs_the_users_command_and_is_stopped() {
 fn a_failing_load_command_is_an_error_that_shows_its_output() {
     let dir = scratch();
     let out = rtscope()
-        .current_dir(dir.path()).env("TMPDIR", dir.path())
+        .current_dir(dir.path())
+        .env("TMPDIR", dir.path())
         .args(["run", "-q", "-t", "1", "-D", "1s", "--settle", "300ms", "--load", "cmd:\"echo broken-load >&2; exit 3\"", "--json", "r.json"])
         .output()
         .unwrap();
@@ -221,7 +212,8 @@ fn a_failing_load_command_is_an_error_that_shows_its_output() {
 fn a_load_failing_while_the_probe_runs_is_an_error_and_the_result_keeps_what_was_taken() {
     let dir = scratch();
     let out = rtscope()
-        .current_dir(dir.path()).env("TMPDIR", dir.path())
+        .current_dir(dir.path())
+        .env("TMPDIR", dir.path())
         .args(["run", "-q", "-t", "1", "-D", "2s", "--settle", "0", "--load", "cmd:\"sleep 1; echo gave-up >&2; exit 4\"", "--json", "r.json"])
         .output()
         .unwrap();
@@ -240,7 +232,8 @@ fn the_max_total_cap_holds_at_run_time() {
     // The plan (two 1 s probe runs) fits in 2 s exactly; the first run takes
     // a little more than 1 s, so the second would end past the cap.
     let out = rtscope()
-        .current_dir(dir.path()).env("TMPDIR", dir.path())
+        .current_dir(dir.path())
+        .env("TMPDIR", dir.path())
         .args(["run", "-q", "-t", "1", "-D", "1s", "--settle", "0", "--load", "idle,cpu", "--load-engine", "builtin"])
         .args(["--max-total", "2s", "--json", "r.json"])
         .output()
@@ -277,7 +270,8 @@ fn bad_load_flags_exit_2_and_write_nothing() {
 /// Send `sig` to rtscope once the second phase has started its loads.
 fn start_and_signal_in_second_phase(dir: &Path, json: &Path, engine: &str, sig: i32) -> (Child, Value) {
     let child = rtscope()
-        .current_dir(dir).env("TMPDIR", dir)
+        .current_dir(dir)
+        .env("TMPDIR", dir)
         .args(["run", "-q", "-t", "1", "-D", "2s", "--settle", "500ms", "--load-engine", engine, "--load", "cpu,net,irq", "--json"])
         .arg(json)
         .stdout(Stdio::null())
@@ -299,12 +293,8 @@ fn sigint_in_the_second_phase_keeps_the_first_and_leaves_nothing_behind() {
     let engine = if stress_ng_installed() { "stress-ng" } else { "builtin" };
     let (mut child, started) = start_and_signal_in_second_phase(dir.path(), &json, engine, libc::SIGINT);
     let pid = child.id();
-    let load_pids: Vec<u32> = started["phases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|p| p["loads"].as_array().unwrap().iter().map(|l| l["pid"].as_u64().unwrap() as u32))
-        .collect();
+    let load_pids: Vec<u32> =
+        started["phases"].as_array().unwrap().iter().flat_map(|p| p["loads"].as_array().unwrap().iter().map(|l| l["pid"].as_u64().unwrap() as u32)).collect();
     assert_eq!(child.wait().unwrap().code(), Some(130));
     let r = read(&json);
     assert_eq!(r["interrupted"], true);
@@ -338,7 +328,8 @@ fn sigkill_takes_every_load_down(engine: &str) {
     let left = temp_dirs_left(dir.path());
     assert_eq!(left.len(), 1);
     let out = rtscope()
-        .current_dir(dir.path()).env("TMPDIR", dir.path())
+        .current_dir(dir.path())
+        .env("TMPDIR", dir.path())
         .args(["run", "-t", "1", "-D", "200ms", "--no-store", "--json", "r2.json"])
         .output()
         .unwrap();

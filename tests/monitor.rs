@@ -61,7 +61,9 @@ fn prometheus_scrapes_the_window_maxima_rtscope_stored() {
             .spawn()
             .unwrap(),
     );
-    wait_until("prometheus to answer", Duration::from_secs(60), || std::net::TcpStream::connect(("127.0.0.1", pport)).is_ok() && http(&local(pport), "GET", "/-/ready").status == 200);
+    wait_until("prometheus to answer", Duration::from_secs(60), || {
+        std::net::TcpStream::connect(("127.0.0.1", pport)).is_ok() && http(&local(pport), "GET", "/-/ready").status == 200
+    });
     // 1 s windows for 8 s, one thread on CPU 0: Prometheus scrapes every second.
     let out = sb
         .cmd()
@@ -78,7 +80,8 @@ fn prometheus_scrapes_the_window_maxima_rtscope_stored() {
     assert!(stored_max.len() >= 5, "{stored:?}");
     // Every scraped value of the gauge is one stored window's max, exactly.
     let end = time_now();
-    let Answer { status, body, .. } = http(&local(pport), "GET", &format!("/api/v1/query_range?query=rtscope_latency_window_max_seconds&start={}&end={end}&step=1", end - 60));
+    let Answer { status, body, .. } =
+        http(&local(pport), "GET", &format!("/api/v1/query_range?query=rtscope_latency_window_max_seconds&start={}&end={end}&step=1", end - 60));
     assert_eq!(status, 200, "{body}");
     let v: Value = serde_json::from_str(&body).unwrap();
     let series = v["data"]["result"].as_array().unwrap();
@@ -131,7 +134,10 @@ fn sigint_stores_every_closed_window_and_exits_130() {
     let mut child = Reaped(child);
     let prom = textdir.join("rtscope.prom");
     // At least 3 windows closed (the textfile counts them).
-    wait_until("3 windows", Duration::from_secs(60), || std::fs::read_to_string(&prom).is_ok_and(|t| t.lines().any(|l| l.starts_with("rtscope_windows_total ") && l[22..].trim().parse::<u64>().unwrap_or(0) >= 3)));
+    wait_until("3 windows", Duration::from_secs(60), || {
+        std::fs::read_to_string(&prom)
+            .is_ok_and(|t| t.lines().any(|l| l.starts_with("rtscope_windows_total ") && l[22..].trim().parse::<u64>().unwrap_or(0) >= 3))
+    });
     // A bare port binds localhost; /metrics answers GET only.
     let Answer { status, body, .. } = http(&local(port), "GET", "/metrics");
     assert_eq!(status, 200);
@@ -282,7 +288,8 @@ fn cycle_alternates_phases_and_their_loads() {
     // Phases come in runs: idle windows, then cpu windows, then idle again.
     let changes = phases.windows(2).filter(|p| p[0] != p[1]).count();
     assert!(changes >= 1, "{phases:?}");
-    let mut entry_phases: Vec<&str> = run["results"].as_array().unwrap().iter().filter(|r| r["thread"].is_null()).map(|r| r["phase"].as_str().unwrap()).collect();
+    let mut entry_phases: Vec<&str> =
+        run["results"].as_array().unwrap().iter().filter(|r| r["thread"].is_null()).map(|r| r["phase"].as_str().unwrap()).collect();
     entry_phases.sort();
     assert_eq!(entry_phases, ["cpu", "idle"]);
     // The cpu phase's load ran (its evidence is recorded) and no load is left.

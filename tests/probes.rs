@@ -34,7 +34,6 @@ fn variants(run: &Value, probe: &str) -> Vec<String> {
         .collect()
 }
 
-
 fn p50(r: &Value) -> u64 {
     u(&r["percentiles_ns"]["50"])
 }
@@ -149,11 +148,7 @@ fn maxrate_overruns_grow_as_the_period_shrinks_and_the_table_is_printed() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("r.json");
-    let out = rtscope()
-        .args(["run", "--probe", "maxrate", "--periods", "200us,10us", "-D", "1s", "--json"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out = rtscope().args(["run", "--probe", "maxrate", "--periods", "200us,10us", "-D", "1s", "--json"]).arg(&file).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("missed periods") && stdout.contains("200us") && stdout.contains("10us"), "{stdout}");
@@ -166,12 +161,7 @@ fn maxrate_overruns_grow_as_the_period_shrinks_and_the_table_is_printed() {
     // Not a timing claim: a 10 µs period cannot miss fewer deadlines than a
     // 200 µs one when the same stalls hit both (each stall of length L
     // costs ⌊L/period⌋ periods). One thread by default.
-    assert!(
-        u(&fast["overruns"]) >= u(&slow["overruns"]),
-        "10us: {} overruns < 200us: {}",
-        fast["overruns"],
-        slow["overruns"]
-    );
+    assert!(u(&fast["overruns"]) >= u(&slow["overruns"]), "10us: {} overruns < 200us: {}", fast["overruns"], slow["overruns"]);
     assert_eq!(run["results"].as_array().unwrap().iter().filter(|r| r["probe"] == "maxrate" && !r["thread"].is_null()).count(), 2);
     // Missed periods are maxrate's measurement, not a warning about the run.
     let warnings = run["warnings"].as_array().unwrap();

@@ -87,9 +87,7 @@ fn term_snapshot() {
 /// per-thread pair, for the HTML tests.
 fn rich(dir: &Path) -> (PathBuf, PathBuf) {
     let mut r = Rng(17);
-    let mut series = |n: usize, base: u64| -> Vec<u64> {
-        (0..n).map(|_| base + (1500.0 / 0.1 * (r.uniform().powf(-0.1) - 1.0)) as u64).collect()
-    };
+    let mut series = |n: usize, base: u64| -> Vec<u64> { (0..n).map(|_| base + (1500.0 / 0.1 * (r.uniform().powf(-0.1) - 1.0)) as u64).collect() };
     let mut ea = entries("timer", "idle", &[series(30_000, 5_000), series(30_000, 5_200)], 100_000);
     ea.extend(entries("timer", "mixed", &[series(30_000, 9_000), series(30_000, 9_500)], 100_000));
     let eb = entries("timer", "idle", &[series(30_000, 2_000), series(30_000, 2_100)], 100_000);
@@ -106,16 +104,8 @@ fn html_is_self_contained_and_plots_go_to_a_directory() {
     let (a, b) = rich(dir.path());
     let html = dir.path().join("r.html");
     let plots = dir.path().join("plots");
-    let out = rtscope()
-        .arg("report")
-        .arg(&a)
-        .arg(&b)
-        .args(["--format", "html", "--deadline", "50us", "-o"])
-        .arg(&html)
-        .arg("--plots")
-        .arg(&plots)
-        .output()
-        .unwrap();
+    let out =
+        rtscope().arg("report").arg(&a).arg(&b).args(["--format", "html", "--deadline", "50us", "-o"]).arg(&html).arg("--plots").arg(&plots).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let s = std::fs::read_to_string(&html).unwrap();
     // Self-contained: nothing fetched at view time.
@@ -193,12 +183,8 @@ fn html_renders_its_plots_in_a_real_browser() {
 
     // The screenshot is not blank: plot ink (axes, text, coloured series).
     let shot = dir.path().join("shot.png");
-    let out = chromium_cmd(&bin, &dir.path().join("p2"))
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg("--window-size=1280,2000")
-        .arg(&url)
-        .output()
-        .unwrap();
+    let out =
+        chromium_cmd(&bin, &dir.path().join("p2")).arg(format!("--screenshot={}", shot.display())).arg("--window-size=1280,2000").arg(&url).output().unwrap();
     assert!(out.status.success() && shot.exists(), "{}", String::from_utf8_lossy(&out.stderr));
     let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
     let mut reader = decoder.read_info().unwrap();
@@ -289,11 +275,7 @@ fn term_snapshot_with_a_statistical_worst_case() {
     // (seeded bootstrap, so the intervals are reproducible).
     let dir = tempfile::tempdir().unwrap();
     rich(dir.path());
-    let out = rtscope()
-        .current_dir(dir.path())
-        .args(["report", "b.json", "--name", "B", "--color", "never", "--deadline", "20us", "--wide"])
-        .output()
-        .unwrap();
+    let out = rtscope().current_dir(dir.path()).args(["report", "b.json", "--name", "B", "--color", "never", "--deadline", "20us", "--wide"]).output().unwrap();
     assert!(out.status.success());
     let t = String::from_utf8(out.stdout).unwrap();
     assert!(t.contains("  fit"), "{t}");
@@ -368,7 +350,10 @@ fn deadline_view_keeps_the_asked_columns_and_gives_the_verdict() {
     v["results"][0]["overruns"] = 3.into();
     std::fs::write(dir.path().join("o.json"), serde_json::to_string(&v).unwrap()).unwrap();
     let o = flat(&report(dir.path(), &["o.json", "--deadline", "100us", "--color", "never"]));
-    assert!(o.contains("FAIL timer/idle: 3 of 1003 periods missed the 100.0 us deadline (0 late sample(s), 3 missed period(s))") && o.contains("PASS timer/mixed"), "{o}");
+    assert!(
+        o.contains("FAIL timer/idle: 3 of 1003 periods missed the 100.0 us deadline (0 late sample(s), 3 missed period(s))") && o.contains("PASS timer/mixed"),
+        "{o}"
+    );
     // Markdown and HTML give the same verdict; every latency plot draws the deadline.
     let md = report(dir.path(), &["a.json", "--deadline", "10us", "--format", "md"]);
     assert!(md.contains("FAIL timer/idle: 50 of 1000 periods missed the 10.0 us deadline"), "{md}");

@@ -85,8 +85,7 @@ fn merged_entry_is_the_sum_of_the_threads() {
             *acc.entry(u(&b["lo_ns"])).or_insert(0u64) += u(&b["count"]);
         }
     }
-    let mh: std::collections::BTreeMap<u64, u64> =
-        m["histogram"].as_array().unwrap().iter().map(|b| (u(&b["lo_ns"]), u(&b["count"]))).collect();
+    let mh: std::collections::BTreeMap<u64, u64> = m["histogram"].as_array().unwrap().iter().map(|b| (u(&b["lo_ns"]), u(&b["count"]))).collect();
     assert_eq!(mh, acc);
     check_entry_invariants(m);
     // Threads pinned round-robin over the online CPUs.
@@ -187,7 +186,8 @@ fn default_output_goes_to_the_results_dir_named_by_start_time() {
     let name = files[0].to_str().unwrap();
     // rtscope-20261122T090135Z-9f3a04c2.json: the start time and a suffix of
     // its own (runs started in the same second get files of their own).
-    let (stamp, suffix) = name.strip_prefix("rtscope-").and_then(|n| n.strip_suffix(".json")).and_then(|n| n.split_once('-')).unwrap_or_else(|| panic!("{name}"));
+    let (stamp, suffix) =
+        name.strip_prefix("rtscope-").and_then(|n| n.strip_suffix(".json")).and_then(|n| n.split_once('-')).unwrap_or_else(|| panic!("{name}"));
     assert!(stamp.len() == 16 && stamp.starts_with('2') && stamp.ends_with('Z'), "{name}");
     assert!(suffix.len() == 8 && suffix.chars().all(|c| c.is_ascii_hexdigit()), "{name}");
     let run = read_json(&sb.path(&format!("rtscope-results/{name}")));
@@ -199,11 +199,7 @@ fn default_output_goes_to_the_results_dir_named_by_start_time() {
 fn sigint_keeps_the_samples_taken_and_exits_130() {
     let sb = Sandbox::new();
     let path = sb.path("int.json");
-    let mut child = sb
-        .cmd()
-        .args(["run", "-D", "30s", "-i", "1000", "-t", "1", "-q", "--json", path.to_str().unwrap()])
-        .spawn()
-        .unwrap();
+    let mut child = sb.cmd().args(["run", "-D", "30s", "-i", "1000", "-t", "1", "-q", "--json", path.to_str().unwrap()]).spawn().unwrap();
     std::thread::sleep(Duration::from_millis(1200));
     let t0 = Instant::now();
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::SIGINT).unwrap();
@@ -231,7 +227,24 @@ fn sighup_ends_a_run_with_its_samples_stored_and_nothing_left() {
     let path = sb.path("hup.json");
     let child = sb
         .cmd()
-        .args(["run", "-D", "60s", "-i", "1000", "-t", "1", "-q", "--load", "cpu", "--settle", "0", "--load-dir", loads.to_str().unwrap(), "--json", path.to_str().unwrap()])
+        .args([
+            "run",
+            "-D",
+            "60s",
+            "-i",
+            "1000",
+            "-t",
+            "1",
+            "-q",
+            "--load",
+            "cpu",
+            "--settle",
+            "0",
+            "--load-dir",
+            loads.to_str().unwrap(),
+            "--json",
+            path.to_str().unwrap(),
+        ])
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -412,11 +425,9 @@ fn without_privileges_it_runs_as_sched_other_and_says_why() {
 #[test]
 fn unwritable_outputs_are_refused_before_measuring() {
     let sb = Sandbox::new();
-    for (args, flag) in [
-        (vec!["--json", "/proc/nope.json"], "--json"),
-        (vec!["--out", "/proc/rtscope-results"], "--out"),
-        (vec!["--out", "/proc/a/b/c"], "--out"),
-    ] {
+    for (args, flag) in
+        [(vec!["--json", "/proc/nope.json"], "--json"), (vec!["--out", "/proc/rtscope-results"], "--out"), (vec!["--out", "/proc/a/b/c"], "--out")]
+    {
         let out = sb.cmd().args(["run", "-D", "10s", "--no-store"]).args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
@@ -578,13 +589,7 @@ fn measuring_threads_take_no_page_fault() {
     let sb = Sandbox::new();
     let isolated = std::fs::read_to_string("/sys/devices/system/cpu/isolated").unwrap_or_default();
     let online = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    let cpu = isolated
-        .trim()
-        .split([',', '-'])
-        .next()
-        .filter(|c| !c.is_empty())
-        .map(str::to_string)
-        .unwrap_or_else(|| (online - 1).to_string());
+    let cpu = isolated.trim().split([',', '-']).next().filter(|c| !c.is_empty()).map(str::to_string).unwrap_or_else(|| (online - 1).to_string());
     let j = sb.run_json("r.json", &["-D", "2s", "-i", "1ms", "-t", "1", "-a", &cpu, "--no-store"]);
     let step = j["realtime_setup"]["steps"].as_array().unwrap().iter().find(|s| s["step"] == "mlockall").cloned().unwrap();
     if step["outcome"] != "ok" {

@@ -366,12 +366,8 @@ fn max_avg_sd_cells_match_the_result() {
     let (text, r) = run_table(dir.path(), "max-avg-sd");
     let line = text.lines().find(|l| l.starts_with("timer @1ms")).unwrap_or_else(|| panic!("{text}"));
     let m = |p: &str| merged_of(&r, p, 1_000_000).clone();
-    let want = format!(
-        "{}  {:.0} ± {:.0}",
-        m("idle")["max_ns"].as_u64().unwrap(),
-        m("idle")["mean_ns"].as_f64().unwrap(),
-        m("idle")["stddev_ns"].as_f64().unwrap()
-    );
+    let want =
+        format!("{}  {:.0} ± {:.0}", m("idle")["max_ns"].as_u64().unwrap(), m("idle")["mean_ns"].as_f64().unwrap(), m("idle")["stddev_ns"].as_f64().unwrap());
     assert!(line.split_whitespace().collect::<Vec<_>>().join(" ").contains(&want.split_whitespace().collect::<Vec<_>>().join(" ")), "{line} vs {want}");
     assert!(line.contains(&m("sched")["max_ns"].as_u64().unwrap().to_string()), "{line}");
 }

@@ -4,7 +4,6 @@
 
 mod common;
 
-
 use common::schema::{check, documented};
 use common::*;
 use serde_json::Value;
@@ -60,10 +59,7 @@ fn traced_result_files_match_the_documented_schema() {
     let sb = Sandbox::new();
     // Every sample crosses a 1 µs threshold on any machine, and with --worst above the
     // number of samples every snapshot sits on a kept sample.
-    let run = sb.run_json(
-        "t.json",
-        &["-D", "500ms", "-i", "200", "-t", "1", "-a", "1", "-q", "--trace-threshold", "1us", "--worst", "5000"],
-    );
+    let run = sb.run_json("t.json", &["-D", "500ms", "-i", "200", "-t", "1", "-a", "1", "-q", "--trace-threshold", "1us", "--worst", "5000"]);
     let traced = merged(&run)[0]["worst"].as_array().unwrap().iter().filter(|w| w.get("trace").is_some()).count();
     assert!(traced > 0, "no traced sample to check");
     assert!(run.get("trace").is_some() && run["plan"].get("trace").is_some());
@@ -99,8 +95,7 @@ fn every_probe_writes_documented_fields() {
     let list = names.join(",");
     // throughput: 8 tests share -D, each needs one whole --tm-interval.
     let run = sb.run_json("all.json", &["-D", "800ms", "--tm-interval", "100ms", "-t", "1", "-a", "0", "-q", "--probe", &list]);
-    let seen: std::collections::BTreeSet<&str> =
-        run["results"].as_array().unwrap().iter().map(|r| r["probe"].as_str().unwrap()).collect();
+    let seen: std::collections::BTreeSet<&str> = run["results"].as_array().unwrap().iter().map(|r| r["probe"].as_str().unwrap()).collect();
     for n in &names {
         assert!(seen.contains(n), "probe {n} wrote no result; seen {seen:?}");
     }

@@ -124,7 +124,8 @@ fn every_route_answers_from_the_history_and_writes_are_refused() {
     }
     let golden = read_json(&files[0]);
     let phase_max = |phase: &str| golden["results"].as_array().unwrap().iter().filter(|r| r["phase"] == phase).map(|r| u(&r["max_ns"])).max().unwrap();
-    let phase_p99 = |phase: &str| golden["results"].as_array().unwrap().iter().filter(|r| r["phase"] == phase).map(|r| u(&r["percentiles_ns"]["99"])).max().unwrap();
+    let phase_p99 =
+        |phase: &str| golden["results"].as_array().unwrap().iter().filter(|r| r["phase"] == phase).map(|r| u(&r["percentiles_ns"]["99"])).max().unwrap();
     for phase in ["idle", "cpu"] {
         let cell = format!("{phase}: {} / {}", us(phase_max(phase)), us(phase_p99(phase)));
         assert_eq!(count(&list.body, &cell), 2, "run 1 and its copy show {cell:?}");
@@ -134,7 +135,8 @@ fn every_route_answers_from_the_history_and_writes_are_refused() {
     let all = srv.get("/api/runs").json();
     assert_eq!(u(&all["total"]), 4);
     let ids: Vec<u64> = all["runs"].as_array().unwrap().iter().map(|r| u(&r["id"])).collect();
-    let mut by_start: Vec<(String, u64)> = all["runs"].as_array().unwrap().iter().map(|r| (r["started_at"].as_str().unwrap().to_string(), u(&r["id"]))).collect();
+    let mut by_start: Vec<(String, u64)> =
+        all["runs"].as_array().unwrap().iter().map(|r| (r["started_at"].as_str().unwrap().to_string(), u(&r["id"]))).collect();
     by_start.sort();
     by_start.reverse();
     assert_eq!(ids, by_start.iter().map(|x| x.1).collect::<Vec<_>>(), "default order: newest first");
@@ -231,11 +233,9 @@ fn every_route_answers_from_the_history_and_writes_are_refused() {
         assert!(page.body.contains(&v.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")), "verdict {v:?} not on the page");
     }
     assert!(page.body.contains("deadline 200 µs"), "the plots draw the deadline");
-    for (q, says) in [
-        ("/compare?runs=1,2&match=name", "auto, phase or probe"),
-        ("/compare?runs=1,2&phases=idle", "FIRST=OTHER"),
-        ("/runs/1?deadline=soon", "deadline"),
-    ] {
+    for (q, says) in
+        [("/compare?runs=1,2&match=name", "auto, phase or probe"), ("/compare?runs=1,2&phases=idle", "FIRST=OTHER"), ("/runs/1?deadline=soon", "deadline")]
+    {
         let c = srv.get(q);
         assert_eq!(c.status, 400, "{q}");
         assert!(c.body.contains(says), "{q}: {}", c.body);
@@ -337,18 +337,13 @@ fn a_postgresql_history_is_served_the_same_way() {
     // The server drops serve's connection: the request that sees it fail may
     // fail (500, never a hang), the next one connects again.
     let mut admin = pg_support::client(&url);
-    let killed = admin
-        .query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()", &[])
-        .unwrap();
+    let killed =
+        admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()", &[]).unwrap();
     assert!(!killed.is_empty(), "serve's connection was not found");
     // pg_terminate_backend only signals the backend: wait until it is gone, or
     // `first` may still be answered by it and `again` be the one that fails.
     let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !admin
-        .query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()", &[])
-        .unwrap()
-        .is_empty()
-    {
+    while !admin.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()", &[]).unwrap().is_empty() {
         assert!(std::time::Instant::now() < end, "serve's backend did not exit");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }

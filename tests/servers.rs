@@ -121,7 +121,8 @@ fn serve_answers_while_hostile_clients_hold_every_descriptor() {
     let mut child = Reaped(with_fd_limit(&mut cmd, 256).spawn().unwrap());
     let mut line = String::new();
     BufReader::new(child.0.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
-    let addr: SocketAddr = line.split("http://").nth(1).and_then(|x| x.split('/').next()).and_then(|a| a.parse().ok()).unwrap_or_else(|| panic!("no URL in {line:?}"));
+    let addr: SocketAddr =
+        line.split("http://").nth(1).and_then(|x| x.split('/').next()).and_then(|a| a.parse().ok()).unwrap_or_else(|| panic!("no URL in {line:?}"));
 
     // 1 000 hostile connections against a 256-descriptor server.
     let mut held = hostile(addr, 1000);

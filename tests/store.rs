@@ -105,12 +105,7 @@ fn imported(db: &Path, files: &[&str]) {
 
 /// A short native run: 300 ms of the timer probe on one thread.
 fn short_run(db: &impl AsRef<OsStr>, json: &Path) -> Output {
-    bin()
-        .env("RTSCOPE_DB", db)
-        .args(["run", "-D", "300ms", "-i", "1000", "-t", "1", "-q", "--json"])
-        .arg(json)
-        .output()
-        .expect("run rtscope run")
+    bin().env("RTSCOPE_DB", db).args(["run", "-D", "300ms", "-i", "1000", "-t", "1", "-q", "--json"]).arg(json).output().expect("run rtscope run")
 }
 
 both!(run_saves_and_export_is_byte_identical, "h/results.db");
@@ -145,12 +140,8 @@ fn no_store_writes_no_database_and_db_flag_beats_env() {
     let dir = tempfile::tempdir().unwrap();
     let env_db = dir.path().join("env.db");
     let flag_db = dir.path().join("flag.db");
-    let o = bin()
-        .env("RTSCOPE_DB", &env_db)
-        .args(["run", "-D", "200ms", "-t", "1", "-q", "--no-store", "--json"])
-        .arg(dir.path().join("a.json"))
-        .output()
-        .unwrap();
+    let o =
+        bin().env("RTSCOPE_DB", &env_db).args(["run", "-D", "200ms", "-t", "1", "-q", "--no-store", "--json"]).arg(dir.path().join("a.json")).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!env_db.exists(), "--no-store must not create the database");
     assert!(dir.path().join("a.json").exists());
@@ -180,12 +171,8 @@ fn default_path_follows_xdg_data_home() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(dir.path().join("rtscope/results.db").exists());
     // Without XDG_DATA_HOME: ~/.local/share.
-    let o = bin()
-        .env_remove("XDG_DATA_HOME")
-        .env("HOME", dir.path().join("home"))
-        .args(["import", fixture("ptsematest.txt").to_str().unwrap()])
-        .output()
-        .unwrap();
+    let o =
+        bin().env_remove("XDG_DATA_HOME").env("HOME", dir.path().join("home")).args(["import", fixture("ptsematest.txt").to_str().unwrap()]).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(dir.path().join("home/.local/share/rtscope/results.db").exists());
 }
@@ -205,12 +192,7 @@ fn non_sqlite_file_is_refused_and_never_overwritten() {
     let db = dir.path().join("results.db");
     let text = b"{\"this\": \"is my results.json, not a database\"}\n".to_vec();
     std::fs::write(&db, &text).unwrap();
-    for args in [
-        vec!["history"],
-        vec!["import", fixture("ptsematest.txt").to_str().unwrap()],
-        vec!["tag", "1", "x"],
-        vec!["export", "1"],
-    ] {
+    for args in [vec!["history"], vec!["import", fixture("ptsematest.txt").to_str().unwrap()], vec!["tag", "1", "x"], vec!["export", "1"]] {
         let o = with_db(&db, &args);
         assert_refused_untouched(&db, &text, &o, "not an SQLite database");
     }
@@ -342,14 +324,7 @@ both!(two_runs_finishing_together_are_both_saved, "new/results.db");
 fn two_runs_finishing_together_are_both_saved(db: &Db, dir: &Path) {
     // A fresh path: both processes also race to create the database.
     let db = db.clone();
-    let spawn = |name: &str| {
-        bin()
-            .env("RTSCOPE_DB", &db)
-            .args(["run", "-D", "500ms", "-t", "1", "-q", "--json"])
-            .arg(dir.join(name))
-            .spawn()
-            .unwrap()
-    };
+    let spawn = |name: &str| bin().env("RTSCOPE_DB", &db).args(["run", "-D", "500ms", "-t", "1", "-q", "--json"]).arg(dir.join(name)).spawn().unwrap();
     let (mut a, mut b) = (spawn("a.json"), spawn("b.json"));
     assert!(a.wait().unwrap().success());
     assert!(b.wait().unwrap().success());
@@ -407,7 +382,10 @@ fn concurrent_runs_into_one_out_dir_keep_their_own_results(db: &Db, dir: &Path) 
             Db::File(f) => {
                 let c = rusqlite::Connection::open(f).unwrap();
                 let mut st = c.prepare(&q.replace("$1", "?1")).unwrap();
-                st.query_map([id], |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64, r.get::<_, i64>(2)? as u64))).unwrap().map(Result::unwrap).collect()
+                st.query_map([id], |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64, r.get::<_, i64>(2)? as u64)))
+                    .unwrap()
+                    .map(Result::unwrap)
+                    .collect()
             }
             Db::Pg(u) => pg_support::client(u)
                 .query(q, &[&id])
@@ -427,12 +405,8 @@ fn concurrent_runs_into_one_out_dir_keep_their_own_results(db: &Db, dir: &Path) 
         let at = files.iter().position(|f| *f == o.stdout).unwrap_or_else(|| panic!("run #{id}'s document is none of the result files"));
         files.remove(at);
         let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
-        let entries: Vec<(u64, u64, u64)> = doc["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| (common::u(&r["interval_ns"]), common::u(&r["samples"]), common::u(&r["max_ns"])))
-            .collect();
+        let entries: Vec<(u64, u64, u64)> =
+            doc["results"].as_array().unwrap().iter().map(|r| (common::u(&r["interval_ns"]), common::u(&r["samples"]), common::u(&r["max_ns"]))).collect();
         assert_eq!(entries, stored_rows(id), "run #{id}: the document's plan and counts are its own rows'");
         assert_eq!(common::u(&doc["plan"]["interval_ns"]), entries[0].0);
         intervals.push(entries[0].0);
@@ -598,12 +572,7 @@ both!(an_interrupted_run_is_saved_with_the_samples_taken, "results.db");
 fn an_interrupted_run_is_saved_with_the_samples_taken(db: &Db, dir: &Path) {
     let db = db.clone();
     let json = dir.join("r.json");
-    let mut child = bin()
-        .env("RTSCOPE_DB", &db)
-        .args(["run", "-D", "20s", "-t", "1", "-q", "--json"])
-        .arg(&json)
-        .spawn()
-        .unwrap();
+    let mut child = bin().env("RTSCOPE_DB", &db).args(["run", "-D", "20s", "-t", "1", "-q", "--json"]).arg(&json).spawn().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(800));
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::SIGINT).unwrap();
     let status = child.wait().unwrap();
@@ -688,12 +657,7 @@ fn postgres_refusals_and_the_password() {
     // PGPASSWORD when the URL has none; the stored command line is redacted.
     let no_pw = url.replace(&format!(":{pw}@"), "@");
     let json = dir.path().join("r.json");
-    let o = bin()
-        .env("PGPASSWORD", pw)
-        .args(["run", "-D", "300ms", "-t", "1", "-q", "--db", &url, "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
+    let o = bin().env("PGPASSWORD", pw).args(["run", "-D", "300ms", "-t", "1", "-q", "--db", &url, "--json"]).arg(&json).output().unwrap();
     assert!(o.status.success(), "{}", all_output(&o));
     assert!(!all_output(&o).contains(pw));
     let o = bin().env("PGPASSWORD", pw).env("RTSCOPE_DB", &no_pw).args(["export", "1"]).output().unwrap();
@@ -1128,9 +1092,7 @@ fn monitor_survives_the_database_going_away() {
     assert!(wait_line("window 1 "), "the monitor never closed its second window");
     let mut admin = pg_support::client(&url.replace(&format!("/{dbname}"), "/postgres"));
     admin.batch_execute(&format!("ALTER DATABASE {dbname} ALLOW_CONNECTIONS false")).unwrap();
-    admin
-        .execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'rtscope'", &[&dbname])
-        .unwrap();
+    admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'rtscope'", &[&dbname]).unwrap();
     assert!(wait_line("is away"), "the monitor did not notice the database going away");
     admin.batch_execute(&format!("ALTER DATABASE {dbname} ALLOW_CONNECTIONS true")).unwrap();
     let status = child.wait().unwrap();
@@ -1180,11 +1142,7 @@ fn adversarial_passwords_are_in_no_output_file_row_or_error() {
         }
     };
     let json = dir.path().join("r.json");
-    let o = bin()
-        .args(["run", "-D", "300ms", "-t", "1", "--settle", "0", "--load", load, "--db", &adv, "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
+    let o = bin().args(["run", "-D", "300ms", "-t", "1", "--settle", "0", "--load", load, "--db", &adv, "--json"]).arg(&json).output().unwrap();
     assert!(o.status.success(), "{}", all_output(&o));
     clean("run's output", &all_output(&o));
     assert!(stdout(&o).contains(&format!("saved: run #1 in postgres://adv2:***@127.0.0.1:{port}/{name}")), "{}", stdout(&o));
@@ -1253,7 +1211,10 @@ fn a_monitor_ending_while_the_database_is_away_loses_no_window() {
     let o = child.wait_with_output().unwrap();
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("is away (") && err.matches(&format!("127.0.0.1:{}", url.rsplit_once(':').unwrap().1.split('/').next().unwrap())).count() <= 2, "{err}");
+    assert!(
+        err.contains("is away (") && err.matches(&format!("127.0.0.1:{}", url.rsplit_once(':').unwrap().1.split('/').next().unwrap())).count() <= 2,
+        "{err}"
+    );
     assert!(err.contains(&format!("`rtscope import {}`", json.display())), "{err}");
     let run: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let n = common::u(&run["monitor"]["windows"]);

@@ -11,12 +11,8 @@ mod common;
 use common::{fixture, merged, need_root, serial, u, Sandbox};
 use serde_json::Value;
 
-
 fn entry<'a>(run: &'a Value, probe: &str, variant: &str) -> &'a Value {
-    merged(run)
-        .into_iter()
-        .find(|r| r["probe"] == probe && r["variant"] == variant)
-        .unwrap_or_else(|| panic!("no merged {probe} {variant} entry"))
+    merged(run).into_iter().find(|r| r["probe"] == probe && r["variant"] == variant).unwrap_or_else(|| panic!("no merged {probe} {variant} entry"))
 }
 
 #[test]
@@ -94,10 +90,7 @@ fn throughput_counts_scale_with_the_interval() {
     // range of twice the 2 s counts (a count that did not scale would be off
     // by a factor of 2).
     let per_two = four[0] as f64 / 2.0;
-    assert!(
-        per_two >= 0.85 * lo && per_two <= 1.15 * hi,
-        "4 s interval / 2 = {per_two:.0}, 2 s intervals {two:?}: not within 15 % of their range"
-    );
+    assert!(per_two >= 0.85 * lo && per_two <= 1.15 * hi, "4 s interval / 2 = {per_two:.0}, 2 s intervals {two:?}: not within 15 % of their range");
 }
 
 #[test]

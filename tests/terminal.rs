@@ -77,12 +77,8 @@ fn on_terminal(cmd: &mut std::process::Command, cols: u16) -> (String, Option<i3
     let size = nix::pty::Winsize { ws_row: 50, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
     let pty = nix::pty::openpty(Some(&size), None).expect("openpty");
     let (master, slave): (OwnedFd, OwnedFd) = (pty.master, pty.slave);
-    let mut child = cmd
-        .stdin(std::process::Stdio::null())
-        .stdout(slave.try_clone().unwrap())
-        .stderr(slave.try_clone().unwrap())
-        .spawn()
-        .expect("spawn rtscope");
+    let mut child =
+        cmd.stdin(std::process::Stdio::null()).stdout(slave.try_clone().unwrap()).stderr(slave.try_clone().unwrap()).spawn().expect("spawn rtscope");
     // The command holds its copies of the slave side until told otherwise:
     // dropped here, so the reader sees the end when the child is gone.
     cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
@@ -145,7 +141,13 @@ fn every_output_fits_the_terminal() {
         assert!(sb.run(&["import", g]).status.success());
     }
     // Five experiment tags on one run, as a factor experiment leaves them.
-    for t in ["fx-20261128-141500-a1b2/design", "fx-20261128-141500-a1b2/round:01", "fx-20261128-141500-a1b2/cell:03", "fx-20261128-141500-a1b2/printk:1", "fx-20261128-141500-a1b2/dma-latency:held"] {
+    for t in [
+        "fx-20261128-141500-a1b2/design",
+        "fx-20261128-141500-a1b2/round:01",
+        "fx-20261128-141500-a1b2/cell:03",
+        "fx-20261128-141500-a1b2/printk:1",
+        "fx-20261128-141500-a1b2/dma-latency:held",
+    ] {
         let out = sb.run(&["tag", "1", t]);
         assert!(out.status.success(), "tag {t}: {}", String::from_utf8_lossy(&out.stderr));
     }
@@ -156,7 +158,13 @@ fn every_output_fits_the_terminal() {
         c.env("RTSCOPE_KNOB_ROOT", &root).env("RTSCOPE_STATE_DIR", sb.path("state"));
         c
     };
-    let json = sb.cmd().args(["factors", "--factor", "printk=7,1", "--rounds", "3", "-D", "100ms", "-a", "0", "--format", "json"]).env("RTSCOPE_KNOB_ROOT", &root).env("RTSCOPE_STATE_DIR", sb.path("state")).output().unwrap();
+    let json = sb
+        .cmd()
+        .args(["factors", "--factor", "printk=7,1", "--rounds", "3", "-D", "100ms", "-a", "0", "--format", "json"])
+        .env("RTSCOPE_KNOB_ROOT", &root)
+        .env("RTSCOPE_STATE_DIR", sb.path("state"))
+        .output()
+        .unwrap();
     assert_eq!(json.status.code(), Some(0), "{}", String::from_utf8_lossy(&json.stderr));
     let exp = serde_json::from_slice::<Value>(&json.stdout).unwrap()["experiment"].as_str().unwrap().to_string();
     let result = sb.path("run.json");
@@ -211,7 +219,10 @@ fn every_output_fits_the_terminal() {
         let (w80, w120) = (widest(text).0, widest(&at[&(name.to_string(), 120)]).0);
         assert!(w120 > 80 && w120 > w80, "{name}: {w80} columns at 80, {w120} at 120");
         assert!(text.lines().any(|l| l.starts_with(if name == "probes" { "timer " } else { "quick " })), "{text}");
-        assert!(text.lines().filter(|l| l.starts_with(' ')).all(|l| l.starts_with(&" ".repeat(if name == "probes" { 11 } else { 19 }))), "{name}: a continuation line not under its column:\n{text}");
+        assert!(
+            text.lines().filter(|l| l.starts_with(' ')).all(|l| l.starts_with(&" ".repeat(if name == "probes" { 11 } else { 19 }))),
+            "{name}: a continuation line not under its column:\n{text}"
+        );
     }
     // factors ends with what it means.
     assert!(at[&("factors --analyse".to_string(), 80)].contains("what this means: "), "{}", at[&("factors --analyse".to_string(), 80)]);

@@ -136,15 +136,7 @@ impl Drop for Running {
 
 fn spawn_run(sb: &Sandbox, name: &str, args: &[&str]) -> Running {
     let p = sb.path(name);
-    Running(Some(sb.cmd()
-        .arg("run")
-        .args(args)
-        .arg("--json")
-        .arg(&p)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn rtscope")))
+    Running(Some(sb.cmd().arg("run").args(args).arg("--json").arg(&p).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn rtscope")))
 }
 
 /// `rtscope run ARGS` while the hog spins on `cpu` every `every`; asserts exit 0 and
@@ -197,8 +189,7 @@ fn names_the_fifo_99_hog_as_top_culprit_of_late_samples() {
     assert!(u(&summary["over_threshold"]) >= 5, "{summary}");
 
     let merged = merged(&run);
-    let traced: Vec<&Value> =
-        merged[0]["worst"].as_array().unwrap().iter().filter(|w| w.get("trace").is_some()).collect();
+    let traced: Vec<&Value> = merged[0]["worst"].as_array().unwrap().iter().filter(|w| w.get("trace").is_some()).collect();
     assert!(!traced.is_empty(), "no worst sample carries a trace: {:#}", merged[0]["worst"]);
     let mut by_hog = 0;
     for w in &traced {
@@ -363,12 +354,19 @@ fn rt_throttling_is_named_by_the_advice() {
     let throttled = traced
         .iter()
         .filter(|t| {
-            let ordinary: u64 = t["culprits"].as_array().unwrap().iter().filter(|c| c["kind"] == "task" && c["prio"].as_i64().is_some_and(|p| p >= 100)).map(|c| u(&c["duration_ns"])).sum();
+            let ordinary: u64 = t["culprits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["kind"] == "task" && c["prio"].as_i64().is_some_and(|p| p >= 100))
+                .map(|c| u(&c["duration_ns"]))
+                .sum();
             ordinary >= stretch_ns / 10 && ordinary <= stretch_ns + stretch_ns / 10
         })
         .count();
     assert!(throttled >= 1, "no traced window with ordinary tasks for the throttled stretch ({stretch_ns} ns):\n{stdout}");
-    let names_cfs = traced.iter().any(|t| t["culprits"].as_array().unwrap().iter().any(|c| c["name"] == "rtscope-cfs" && c["prio"].as_i64().is_some_and(|p| p >= 100)));
+    let names_cfs =
+        traced.iter().any(|t| t["culprits"].as_array().unwrap().iter().any(|c| c["name"] == "rtscope-cfs" && c["prio"].as_i64().is_some_and(|p| p >= 100)));
     assert!(names_cfs, "the ordinary spinner is named in no window:\n{stdout}");
     // An item may be wrapped onto indented lines: join them.
     let joined = stdout.replace("\n    ", " ");
@@ -512,9 +510,7 @@ fn idle_states(cpu: usize) -> Vec<(String, u64)> {
 
 /// Entries into each cpuidle state of `cpu` so far (sysfs `usage`), by index.
 fn idle_entries(cpu: usize) -> Vec<u64> {
-    (0..)
-        .map_while(|k| std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle/state{k}/usage")).ok()?.trim().parse().ok())
-        .collect()
+    (0..).map_while(|k| std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle/state{k}/usage")).ok()?.trim().parse().ok()).collect()
 }
 
 /// How many `power/cpu_idle` entries into a state `cpu` records while idle for 500 ms, in
@@ -559,7 +555,27 @@ fn idle_time_is_named_by_its_idle_state() {
     let sb = Sandbox::new();
     // Every sample over 3 µs gets a snapshot (as many as the collector can read), so the
     // windows are not only the worst (on a loaded machine, other tasks' time slices).
-    let base = ["-p", "50", "-a", &cpu_arg, "-t", "1", "-i", "5000", "-D", "3s", "--trace-threshold", "3us", "--trace-max", "1000", "--worst", "1000", "--trace-stacks", "0", "--no-store"];
+    let base = [
+        "-p",
+        "50",
+        "-a",
+        &cpu_arg,
+        "-t",
+        "1",
+        "-i",
+        "5000",
+        "-D",
+        "3s",
+        "--trace-threshold",
+        "3us",
+        "--trace-max",
+        "1000",
+        "--worst",
+        "1000",
+        "--trace-stacks",
+        "0",
+        "--no-store",
+    ];
     let idle_of = |run: &Value| -> (Vec<(String, u64)>, u64, u64) {
         assert!(run["trace"]["events"].as_array().unwrap().iter().any(|e| e == "power/cpu_idle"), "{}", run["trace"]);
         let mut named = Vec::new();
@@ -593,7 +609,10 @@ fn idle_time_is_named_by_its_idle_state() {
     if traced == 0 || halted * 2 < samples {
         eprintln!("idle naming not judged: cpu{cpu} halted {halted} times in {samples} samples, and recorded {traced} power/cpu_idle entries in 500 ms idle (unexplained {unexplained_ns} ns)");
     } else if idle_ns + unexplained_ns >= 100_000 {
-        assert!(idle_ns > unexplained_ns, "idle {idle_ns} ns named {named:?}, unexplained {unexplained_ns} ns; cpu{cpu} halted {halted} times in {samples} samples");
+        assert!(
+            idle_ns > unexplained_ns,
+            "idle {idle_ns} ns named {named:?}, unexplained {unexplained_ns} ns; cpu{cpu} halted {halted} times in {samples} samples"
+        );
     } else {
         eprintln!("idle naming not judged: cpu{cpu} was idle {} ns in the traced windows (busy machine)", idle_ns + unexplained_ns);
     }
@@ -652,11 +671,7 @@ fn periodic_maxrate_and_hand_offs_are_traced_too() {
     // probe, not per period: under stress-ng one period's share of the run once had no
     // complete window topped by the hog (others' tasks and lost events fill windows too).
     for probe in ["periodic", "maxrate", "sem"] {
-        assert!(
-            hog_named.get(probe).copied().unwrap_or(0) >= 1,
-            "rtscope-hog named in no traced {probe} sample: {hog_named:?}\n{}",
-            seen.join("\n")
-        );
+        assert!(hog_named.get(probe).copied().unwrap_or(0) >= 1, "rtscope-hog named in no traced {probe} sample: {hog_named:?}\n{}", seen.join("\n"));
     }
     assert_eq!(u(&summary["on_worst"]), traced_total, "every snapshot on a worst sample is in its thread's entry: {summary}");
     // The hand-off's own wake-up and switch-in are traced events: the result says so, once,
@@ -691,9 +706,7 @@ fn instance_removed_after_sigint_and_two_runs_get_their_own() {
     wait_until("both instances", Duration::from_secs(60), || ready(&ia) && ready(&ib));
     assert!(std::fs::read_to_string(ia.join("trace_clock")).unwrap().contains("[mono]"));
     assert_eq!(std::fs::read_to_string(ia.join("tracing_cpumask")).unwrap().trim(), "1", "CPU 0 only");
-    let kb = |cpu: usize| -> u64 {
-        std::fs::read_to_string(ia.join(format!("per_cpu/cpu{cpu}/buffer_size_kb"))).unwrap().trim().parse().unwrap()
-    };
+    let kb = |cpu: usize| -> u64 { std::fs::read_to_string(ia.join(format!("per_cpu/cpu{cpu}/buffer_size_kb"))).unwrap().trim().parse().unwrap() };
     assert!(kb(0) >= 1024 && kb(1) < 64, "buffer sizes: cpu0 {} KB, cpu1 {} KB", kb(0), kb(1));
     std::thread::sleep(Duration::from_millis(300));
     a.sigint();
@@ -788,7 +801,6 @@ fn trace_threshold_without_a_traced_probe_is_bad_input() {
     }
 }
 
-
 /// An instance left by an rtscope that was SIGKILLed (tracing on, events
 /// enabled) is removed by the next run, which says so in its set-up steps;
 /// an instance of a live rtscope is left alone.
@@ -873,7 +885,8 @@ fn trace_events_full_and_added_entries() {
         assert!(events.contains(&"irq_vectors/local_timer_entry"), "{events:?}");
     }
     assert!(run["trace"].get("filters").is_none(), "full is unfiltered: {}", run["trace"]);
-    let run = sb.run_json("added.json", &["-a", "1", "-t", "1", "-D", "1s", "--no-store", "--trace-threshold", "10ms", "--trace-events", "default,sched/sched_wakeup"]);
+    let run = sb
+        .run_json("added.json", &["-a", "1", "-t", "1", "-D", "1s", "--no-store", "--trace-threshold", "10ms", "--trace-events", "default,sched/sched_wakeup"]);
     let filters = &run["trace"]["filters"];
     assert!(filters.get("sched/sched_wakeup").is_none() && filters.get("sched/sched_switch").is_some(), "{filters}");
 }

@@ -58,7 +58,8 @@ pub(crate) fn runs_here(command: &str, host: &str, release: &str) -> bool {
 
 /// Programs an exec command reaches another machine through: a remote
 /// shell, a network pipe, a serial terminal (a board on this host's UART).
-const REMOTE: &[&str] = &["ssh", "slogin", "rsh", "telnet", "mosh", "nc", "ncat", "netcat", "socat", "picocom", "minicom", "microcom", "cu", "tio", "plink", "adb"];
+const REMOTE: &[&str] =
+    &["ssh", "slogin", "rsh", "telnet", "mosh", "nc", "ncat", "netcat", "socat", "picocom", "minicom", "microcom", "cu", "tio", "plink", "adb"];
 
 /// Whether one of the command's words runs a [`REMOTE`] program.
 fn reaches_another_machine(command: &str) -> bool {
@@ -82,7 +83,9 @@ mod tests {
         // A simulator names its own system and no host: it runs here.
         assert!(runs_here("./nuttx", "", "0.0.0"));
         assert!(runs_here("exec python3 fake_agent.py script", "fake", "1"));
-        for remote in ["ssh board rtscope-agent", "/usr/bin/ssh -p 22 root@board 'rtscope-agent'", "picocom -b 115200 /dev/ttyUSB0", "sshpass -f pw ssh board agent"] {
+        for remote in
+            ["ssh board rtscope-agent", "/usr/bin/ssh -p 22 root@board 'rtscope-agent'", "picocom -b 115200 /dev/ttyUSB0", "sshpass -f pw ssh board agent"]
+        {
             assert!(!runs_here(remote, "board", "6.1.0"), "{remote}");
         }
         // QEMU runs here, whatever the guest's hello names.

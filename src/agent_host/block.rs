@@ -17,9 +17,9 @@ use std::collections::BTreeMap;
 use crate::measure::distribution::{moments_hold, per_thread_and_merged, Distribution, Member, Second};
 use crate::model::{Bucket, Extras, Nanos, ProbeResult, SetupStep, SignedStats, TailSample};
 
+pub(crate) use super::bounds::Limits;
 use super::bounds::{self, small, Span};
 use super::console::foreign;
-pub(crate) use super::bounds::Limits;
 use super::proto::{tuples, Line};
 use crate::import::Series;
 
@@ -519,12 +519,27 @@ mod tests {
     #[derive(Debug, Clone)]
     enum Change {
         /// Set field `key` (by index) of line `line` to `value`.
-        Field { line: usize, key: usize, value: u128 },
+        Field {
+            line: usize,
+            key: usize,
+            value: u128,
+        },
         /// Replace the `nth` number inside a tuple field with `value`.
-        Tuple { line: usize, nth: usize, value: u128 },
-        Drop { line: usize },
-        Repeat { line: usize },
-        Swap { a: usize, b: usize },
+        Tuple {
+            line: usize,
+            nth: usize,
+            value: u128,
+        },
+        Drop {
+            line: usize,
+        },
+        Repeat {
+            line: usize,
+        },
+        Swap {
+            a: usize,
+            b: usize,
+        },
     }
 
     fn edge() -> impl Strategy<Value = u128> {

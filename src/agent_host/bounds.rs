@@ -246,11 +246,18 @@ fn sums(n: u64, sum: u128, sumsq: u128, min: u64, max: u64) -> Result<(), String
         };
         // One other sample is s itself.
         let one = k != 1 || q == s * s;
-        k.checked_mul(lo).is_some_and(|a| s >= a) && k.checked_mul(hi).is_none_or(|b| s <= b) && lo.checked_mul(s).is_some_and(|a| q >= a) && most && spread && one
+        k.checked_mul(lo).is_some_and(|a| s >= a)
+            && k.checked_mul(hi).is_none_or(|b| s <= b)
+            && lo.checked_mul(s).is_some_and(|a| q >= a)
+            && most
+            && spread
+            && one
     };
     match (s, q) {
         (Some(s), Some(q)) if rest(s, q) => Ok(()),
-        _ => Err(format!("sum={sum} sumsq={sumsq} of {n} samples in {min}..{max} ns: not sums such samples make (min and max among them, the others in [min, max])")),
+        _ => Err(format!(
+            "sum={sum} sumsq={sumsq} of {n} samples in {min}..{max} ns: not sums such samples make (min and max among them, the others in [min, max])"
+        )),
     }
 }
 
@@ -283,7 +290,10 @@ pub(crate) fn bucket_of(v: u64) -> (u64, u64) {
 pub(crate) fn tail_sample(s: &TailSample, span: &Span) -> Result<(), String> {
     let TailSample(lat, at, seq, _, cpu) = *s;
     if at.0 > span.end_ns {
-        return Err(format!("tail sample {}:{}:{seq}: taken at {} ns, after the run's end ({} ns: the plan's duration, an interval, max_ns and the stall watch's 6 s)", lat.0, at.0, at.0, span.end_ns));
+        return Err(format!(
+            "tail sample {}:{}:{seq}: taken at {} ns, after the run's end ({} ns: the plan's duration, an interval, max_ns and the stall watch's 6 s)",
+            lat.0, at.0, at.0, span.end_ns
+        ));
     }
     if seq >= span.periods {
         return Err(format!("tail sample {}:{}:{seq}: sequence number {seq} of a block of {} periods (samples + overruns)", lat.0, at.0, span.periods));
@@ -300,7 +310,10 @@ pub(crate) fn slot(t: u64, width_s: u64, span: &Span) -> Result<(), String> {
         return Err(format!("per-second slot {t} s is not a multiple of width_s={width_s}"));
     }
     if u128::from(t) * 1_000_000_000 > u128::from(span.end_ns) {
-        return Err(format!("per-second slot {t} s starts after the run's end ({} ns: the plan's duration, an interval, max_ns and the stall watch's 6 s)", span.end_ns));
+        return Err(format!(
+            "per-second slot {t} s starts after the run's end ({} ns: the plan's duration, an interval, max_ns and the stall watch's 6 s)",
+            span.end_ns
+        ));
     }
     Ok(())
 }
@@ -378,7 +391,19 @@ mod tests {
     }
 
     fn head(samples: u64, overruns: u64) -> Header<'static> {
-        Header { n: 0, variant: None, suffix: None, cpu: Some(0), interval_ns: 1_000_000, samples, overruns, min_ns: 5, max_ns: 5, sum: 5 * u128::from(samples), sumsq: 25 * u128::from(samples) }
+        Header {
+            n: 0,
+            variant: None,
+            suffix: None,
+            cpu: Some(0),
+            interval_ns: 1_000_000,
+            samples,
+            overruns,
+            min_ns: 5,
+            max_ns: 5,
+            sum: 5 * u128::from(samples),
+            sumsq: 25 * u128::from(samples),
+        }
     }
 
     #[test]

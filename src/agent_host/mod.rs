@@ -24,8 +24,8 @@ mod console;
 pub(crate) mod proto;
 mod reader;
 mod replies;
-mod transcript;
 pub(crate) mod session;
+mod transcript;
 pub(crate) mod transport;
 
 pub(crate) use session::{agent_load, execute, OnTarget};

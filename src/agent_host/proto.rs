@@ -230,12 +230,7 @@ mod tests {
         assert_eq!(parse("").unwrap(), Parsed::Noise);
         assert!(parse(&Line::new("bye").encode().replace("RTS1", "RTS2")).unwrap_err().contains("protocol \"2\""));
         let good = Line::new("progress").with("samples", 5).encode();
-        for bad in [
-            good.replace("samples=5", "samples=6"),
-            good[..good.len() - 1].to_string(),
-            good.replace(" *", " "),
-            good.to_uppercase(),
-        ] {
+        for bad in [good.replace("samples=5", "samples=6"), good[..good.len() - 1].to_string(), good.replace(" *", " "), good.to_uppercase()] {
             assert!(parse(&bad).is_err(), "{bad}");
         }
         let unknown = Line::new("telemetry").encode();

@@ -108,9 +108,7 @@ impl Reader<'_> {
                     self.number += 1;
                     let text = match text {
                         Ok(t) => t,
-                        Err(t) if t.starts_with("RTS") => {
-                            return Err(self.malformed(&t, &format!("longer than {} bytes", proto::MAX_PROTOCOL_LINE)))
-                        }
+                        Err(t) if t.starts_with("RTS") => return Err(self.malformed(&t, &format!("longer than {} bytes", proto::MAX_PROTOCOL_LINE))),
                         Err(t) => {
                             self.console.push(&t);
                             continue;

@@ -67,7 +67,20 @@ pub(super) struct Replies<'a> {
 
 impl<'a> Replies<'a> {
     pub(super) fn new(id: u64, phase: &'a str, live: &'a Live, board: &'a LiveBoard, bounds: PlanBounds) -> Replies<'a> {
-        Replies { id, phase, live, board, bounds, acked: None, plan_setup: 0, refused: Vec::new(), blocks: Vec::new(), open: None, stop_sent: false, after_stall: false }
+        Replies {
+            id,
+            phase,
+            live,
+            board,
+            bounds,
+            acked: None,
+            plan_setup: 0,
+            refused: Vec::new(),
+            blocks: Vec::new(),
+            open: None,
+            stop_sent: false,
+            after_stall: false,
+        }
     }
 
     /// Read up to `done`. `stop` raised: the agent is asked to stop (it
@@ -82,7 +95,14 @@ impl<'a> Replies<'a> {
     /// `silence`; `progress` never does (an agent that reports forever and
     /// never ends, or ignores `stop`, is counted gone, keeping what
     /// arrived). A block's lines are bounded by the plan, so the end is too.
-    pub(super) fn read(mut self, r: &mut Reader, planned: Duration, silence: Duration, stop: &AtomicBool, steps: &mut Vec<SetupStep>) -> anyhow::Result<PlanEnd> {
+    pub(super) fn read(
+        mut self,
+        r: &mut Reader,
+        planned: Duration,
+        silence: Duration,
+        stop: &AtomicBool,
+        steps: &mut Vec<SetupStep>,
+    ) -> anyhow::Result<PlanEnd> {
         let mut end = Instant::now() + planned + silence;
         let said = crate::units::fmt_ns(silence.as_nanos() as u64);
         loop {
@@ -310,7 +330,9 @@ impl<'a> Replies<'a> {
             let acked = self.acked.clone().unwrap_or_else(|| vec!["-".to_string()]);
             let due = acked.iter().filter(|v| !self.refused.contains(v));
             if let Some(v) = due.clone().find(|v| !self.blocks.iter().any(|b| b.s.variant.as_deref().unwrap_or("-") == v.as_str())) {
-                return Err(bad(format!("status=complete but no result block of variant {} arrived: a plan with no result was not measured", foreign(v))).into());
+                return Err(
+                    bad(format!("status=complete but no result block of variant {} arrived: a plan with no result was not measured", foreign(v))).into()
+                );
             }
         }
         let results = results_of(&self.blocks, self.phase).map_err(|e| bad(format!("the result blocks cannot be stored: {e}")))?;

@@ -33,10 +33,10 @@ use crate::runner::{finish, spawn_live, write_final, Invocation};
 use crate::sys::sched::Policy;
 use crate::units::rfc3339;
 
-use super::proto::{self, Line};
-use super::reader::{announcement, Hello, Reader};
 use super::block::Limits;
 use super::console::foreign;
+use super::proto::{self, Line};
+use super::reader::{announcement, Hello, Reader};
 use super::replies::{PlanBounds, PlanEnd, Replies};
 use super::transcript::Transcript;
 use super::transport::{Link, TargetSpec};
@@ -187,8 +187,7 @@ fn place_host_threads(reader_tid: Option<i32>, h: &Line, cpus: &[usize]) -> Setu
     if spare.is_empty() {
         return SetupStep::skipped(STEP, "no CPU outside the measured set; the session and reader threads share them (they sleep between lines)");
     }
-    let placed = crate::sys::sched::set_current_affinity(&spare)
-        .and_then(|()| reader_tid.map_or(Ok(()), |t| crate::sys::sched::set_affinity_of(t, &spare)));
+    let placed = crate::sys::sched::set_current_affinity(&spare).and_then(|()| reader_tid.map_or(Ok(()), |t| crate::sys::sched::set_affinity_of(t, &spare)));
     match placed {
         Ok(()) => SetupStep::ok(STEP, format!("cpus {} (the agent runs on this system)", crate::units::cpu_list_str(&spare))),
         Err(e) => SetupStep::failed(STEP, format!("sched_setaffinity: {e}")),
@@ -267,7 +266,9 @@ fn agree(plan: &RunPlan, on: &OnTarget, hello: &Hello, ncpus: usize, spec: &Targ
     let (cpus, threads) = cpus_threads(on, ncpus, spec)?;
     if let Some(max) = hello.line.get("max_threads").and_then(|m| m.parse::<usize>().ok()) {
         if threads > max {
-            return Err(BadInput(format!("-t/--threads {threads}: the agent preallocated {max} threads; start it with --max-threads {threads} or measure with fewer")));
+            return Err(BadInput(format!(
+                "-t/--threads {threads}: the agent preallocated {max} threads; start it with --max-threads {threads} or measure with fewer"
+            )));
         }
     }
     Ok(Agreed { probes, cpus, threads, announced_cpus: ncpus })
@@ -303,11 +304,18 @@ fn target_priority(plan: &RunPlan, h: &Line, probes: &[(String, Vec<String>)], s
     }
     let os = h.get("os").filter(|o| !o.is_empty()).unwrap_or("its system");
     let own_said = if own > 0 {
-        format!(", the agent's own threads at {own} (the lowest it allows){}", if below > 0 { format!(", and {worst}'s lowest thread runs at -p − {below}") } else { String::new() })
+        format!(
+            ", the agent's own threads at {own} (the lowest it allows){}",
+            if below > 0 { format!(", and {worst}'s lowest thread runs at -p − {below}") } else { String::new() }
+        )
     } else {
         String::new()
     };
-    let range = if low <= hi { format!("use -p {low}..{hi}") } else { "no -p can measure there; lower the agent's own priority on the target (docs/porting.md)".to_string() };
+    let range = if low <= hi {
+        format!("use -p {low}..{hi}")
+    } else {
+        "no -p can measure there; lower the agent's own priority on the target (docs/porting.md)".to_string()
+    };
     Err(BadInput(format!(
         "-p/--priority {p}: -p is the priority on the target's scale; the target {spec} ({os}) schedules at {}..{}{own_said}: {range}",
         num("prio_min").unwrap_or(1),
@@ -321,13 +329,14 @@ fn target_priority(plan: &RunPlan, h: &Line, probes: &[(String, Vec<String>)], s
 fn coarse_clock_before(plan: &RunPlan, h: &Line, spec: &TargetSpec) -> Option<String> {
     let res = h.get("res_ns").and_then(|v| v.parse::<u64>().ok()).filter(|r| *r > 1_000)?;
     let fmt = crate::units::fmt_ns;
-    let below: Vec<String> = std::iter::once(plan.measuring.interval_ns).chain(plan.measuring.probe.periods_ns.iter().copied()).filter(|i| *i > 0 && *i < res).map(fmt).collect();
-    let what = if below.is_empty() { format!("latencies under {} cannot be told apart", fmt(res)) } else { format!("the interval {} is below it: periods and wake-ups come in its ticks", below.join(", ")) };
-    Some(format!(
-        "warning: the target {spec} announces a clock resolution of {} (hello res_ns, clock_getres); {what}. {}",
-        fmt(res),
-        coarse_clock_remedy(res)
-    ))
+    let below: Vec<String> =
+        std::iter::once(plan.measuring.interval_ns).chain(plan.measuring.probe.periods_ns.iter().copied()).filter(|i| *i > 0 && *i < res).map(fmt).collect();
+    let what = if below.is_empty() {
+        format!("latencies under {} cannot be told apart", fmt(res))
+    } else {
+        format!("the interval {} is below it: periods and wake-ups come in its ticks", below.join(", "))
+    };
+    Some(format!("warning: the target {spec} announces a clock resolution of {} (hello res_ns, clock_getres); {what}. {}", fmt(res), coarse_clock_remedy(res)))
 }
 
 /// What a user does about a target clock coarser than the plan's interval:
@@ -478,11 +487,7 @@ impl Plans<'_> {
                     board.register(Arc::clone(live));
                     let planned = Duration::from_nanos(self.plan.measuring.duration_ns + WARM_UP_NS);
                     let silence = Duration::from_nanos(if self.virtual_clock { self.on.silence_ns.max(planned.as_nanos() as u64) } else { self.on.silence_ns });
-                    let bounds = PlanBounds {
-                        probe: probe.clone(),
-                        threads: self.agreed.threads,
-                        limits: self.limits(probe),
-                    };
+                    let bounds = PlanBounds { probe: probe.clone(), threads: self.agreed.threads, limits: self.limits(probe) };
                     let mut replies = Replies::new(id, phase, live, board, bounds);
                     replies.after_stall = steps.iter().any(|s| s.step == "stall watch" && s.outcome == Outcome::Failed);
                     match replies.read(r, planned, silence, self.stop, steps)? {

@@ -55,10 +55,8 @@ pub(crate) enum TargetSpec {
 }
 
 /// Baud rates a serial line may be given (termios' standard speeds).
-pub(crate) const BAUDS: &[u32] = &[
-    1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 500000, 576000, 921600, 1000000, 1152000, 1500000,
-    2000000, 3000000, 4000000,
-];
+pub(crate) const BAUDS: &[u32] =
+    &[1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 500000, 576000, 921600, 1000000, 1152000, 1500000, 2000000, 3000000, 4000000];
 
 impl TargetSpec {
     /// `exec:CMD`, `tcp:HOST:PORT` or `serial:PATH[:BAUD]`.
@@ -166,10 +164,7 @@ impl Link {
             }
             TargetSpec::Tcp(addr) => {
                 use std::net::ToSocketAddrs;
-                let addrs: Vec<_> = addr
-                    .to_socket_addrs()
-                    .map_err(|e| BadInput(format!("--target tcp:{addr}: cannot resolve the address: {e}")))?
-                    .collect();
+                let addrs: Vec<_> = addr.to_socket_addrs().map_err(|e| BadInput(format!("--target tcp:{addr}: cannot resolve the address: {e}")))?.collect();
                 let mut last = format!("{addr} resolves to no address");
                 for a in addrs {
                     match std::net::TcpStream::connect_timeout(&a, CONNECT_TIMEOUT) {
@@ -182,9 +177,7 @@ impl Link {
                         Err(e) => last = format!("{a}: {e}"),
                     }
                 }
-                Err(BadInput(format!(
-                    "--target tcp:{addr}: cannot connect ({last}); is the agent running with --listen on that port?"
-                )))
+                Err(BadInput(format!("--target tcp:{addr}: cannot connect ({last}); is the agent running with --listen on that port?")))
             }
             TargetSpec::Serial { path, baud } => {
                 let f = open_serial(path, *baud)

@@ -35,8 +35,8 @@
 use serde::Serialize;
 
 use crate::analysis::compare::{merged_entries, pair, EntryKey, Pairing};
-use crate::error::BadInput;
 use crate::analysis::{deadline, percentiles};
+use crate::error::BadInput;
 use crate::model::{Nanos, ProbeResult, Run};
 
 /// What a bound is on.
@@ -99,7 +99,12 @@ impl Metric {
                 Some(o) => Ok(Measured::exact(o as f64)),
                 None => Err("overruns unknown: the input's source does not count missed periods".into()),
             },
-            Metric::Violations => r.extras.violations.as_ref().map(|v| Measured::exact(v.count as f64)).ok_or_else(|| "violations unknown: the entry has no violation count".into()),
+            Metric::Violations => r
+                .extras
+                .violations
+                .as_ref()
+                .map(|v| Measured::exact(v.count as f64))
+                .ok_or_else(|| "violations unknown: the entry has no violation count".into()),
             Metric::Complete => Err("complete is a property of the run, not of an entry".into()),
             Metric::MissRatio => {
                 let d = deadline.ok_or("miss-ratio needs --deadline")?;
@@ -314,7 +319,8 @@ impl Inputs<'_> {
                 // A baseline bound counts at its lower end: the tightest limit.
                 let vals: Vec<f64> = row.base.iter().flatten().filter_map(|r| metric.value(r, self.gate.deadline).ok()).map(|m| m.lower).collect();
                 median(vals).map(|v| v * x).ok_or_else(|| {
-                    let has: Vec<String> = self.gate.baseline.iter().flat_map(|(b, _)| b.iter()).flat_map(merged_entries).map(|r| EntryKey::of(r).label()).collect();
+                    let has: Vec<String> =
+                        self.gate.baseline.iter().flat_map(|(b, _)| b.iter()).flat_map(merged_entries).map(|r| EntryKey::of(r).label()).collect();
                     format!(
                         "the baseline has no {} for {} (it has: {}; pair them with --match probe or --phases)",
                         metric.name(),
@@ -468,8 +474,20 @@ fn interrupted_cases(runs: &[(String, Run)]) -> Vec<Case> {
             "{source} was interrupted before its plan ended (Ctrl-C, SIGTERM or a lost target): it measured less than planned, so no gate passes on it; rerun it to the end"
         );
         let entry = EntryKey { probe: "run".into(), phase: source.clone(), variant: None };
-        let runs = vec![RunValue { source: source.clone(), value: Some(0.0), bound: None, limit: Some(1.0), passed: false, reason: Some("interrupted".into()) }];
-        cases.push(Case { name: "run/complete".into(), entry, metric: Metric::Complete, kind: "bound", bound: 1.0, unit: "", runs, measurement: Some(0.0), passed: false, message });
+        let runs =
+            vec![RunValue { source: source.clone(), value: Some(0.0), bound: None, limit: Some(1.0), passed: false, reason: Some("interrupted".into()) }];
+        cases.push(Case {
+            name: "run/complete".into(),
+            entry,
+            metric: Metric::Complete,
+            kind: "bound",
+            bound: 1.0,
+            unit: "",
+            runs,
+            measurement: Some(0.0),
+            passed: false,
+            message,
+        });
     }
     cases
 }

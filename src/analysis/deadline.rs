@@ -140,14 +140,15 @@ impl DeadlineMisses {
             return None;
         }
         let n = self.periods;
-        let mut s = format!(
-            "0 misses in {n} periods: the miss probability per period is below ≈ 3/N = {} (95 %)",
-            crate::stats::fmt_ratio_value(3.0 / n as f64)
-        );
+        let mut s =
+            format!("0 misses in {n} periods: the miss probability per period is below ≈ 3/N = {} (95 %)", crate::stats::fmt_ratio_value(3.0 / n as f64));
         if self.rate_hz > 0.0 {
             let need = (3.0 * self.rate_hz * 3600.0).ceil() as u64;
             if need > n {
-                s.push_str(&format!("; fewer than one miss per hour on average needs ≥ {need} periods without a miss (3.0 h at {:.0} periods/s)", self.rate_hz));
+                s.push_str(&format!(
+                    "; fewer than one miss per hour on average needs ≥ {need} periods without a miss (3.0 h at {:.0} periods/s)",
+                    self.rate_hz
+                ));
             } else {
                 s.push_str("; this is fewer than one miss per hour on average at the measured rate");
             }
@@ -190,8 +191,7 @@ pub(crate) fn measured_rate_hz(r: &ProbeResult) -> f64 {
 /// Samples over `deadline`: `(lower, upper)` bounds of the count.
 fn late_samples(r: &ProbeResult, d: u64) -> (u64, u64) {
     let tail = &r.tail.samples;
-    let tail_covers = !tail.is_empty()
-        && ((tail.len() as u64) >= r.samples || tail.last().is_some_and(|s| s.latency().0 <= d));
+    let tail_covers = !tail.is_empty() && ((tail.len() as u64) >= r.samples || tail.last().is_some_and(|s| s.latency().0 <= d));
     if tail_covers {
         let n = tail.iter().filter(|s| s.latency().0 > d).count() as u64;
         return (n, n);

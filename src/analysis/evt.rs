@@ -51,8 +51,8 @@
 
 use serde::Serialize;
 
-use crate::stats::{self, SplitMix64};
 use crate::model::{Nanos, ProbeResult};
+use crate::stats::{self, SplitMix64};
 
 /// Excesses used at most.
 pub(crate) const MAX_EXCEEDANCES: usize = 1000;
@@ -162,10 +162,7 @@ fn fit_gpd_grid(y: &[f64], neg: usize, pos: usize) -> Option<GpdFit> {
     grid.insert(0, s_lo * (1.0 - 1e-6));
     let f = |s: f64| profile(s / mean, y, ymax, mean).map(|p| p.0).unwrap_or(f64::NEG_INFINITY);
     let vals: Vec<f64> = grid.iter().map(|&s| f(s)).collect();
-    let (best, _) = vals
-        .iter()
-        .enumerate()
-        .fold((0usize, f64::NEG_INFINITY), |acc, (i, &v)| if v > acc.1 { (i, v) } else { acc });
+    let (best, _) = vals.iter().enumerate().fold((0usize, f64::NEG_INFINITY), |acc, (i, &v)| if v > acc.1 { (i, v) } else { acc });
     if !vals[best].is_finite() {
         return None;
     }
@@ -339,9 +336,7 @@ fn excesses(r: &ProbeResult, imported_from: Option<&str>) -> Result<(u64, Vec<Ex
             None => "no tail samples in this result (written before rtscope kept them); rerun to get a statistical worst case".into(),
         });
     }
-    let m = MAX_EXCEEDANCES
-        .min((r.samples as f64 * MAX_EXCEEDANCE_FRACTION) as usize)
-        .min(tail.len().saturating_sub(1));
+    let m = MAX_EXCEEDANCES.min((r.samples as f64 * MAX_EXCEEDANCE_FRACTION) as usize).min(tail.len().saturating_sub(1));
     if m < MIN_EXCEEDANCES {
         return Err(format!(
             "tail too short: {m} samples above the threshold, {MIN_EXCEEDANCES} needed (the run needs at least {} samples)",
@@ -350,11 +345,7 @@ fn excesses(r: &ProbeResult, imported_from: Option<&str>) -> Result<(u64, Vec<Ex
     }
     // Tail is sorted largest first: the threshold is the (m+1)-th largest.
     let u = tail[m].latency().0;
-    let mut exc: Vec<Excess> = tail[..m]
-        .iter()
-        .filter(|s| s.latency().0 > u)
-        .map(|s| (s.at().0, s.thread(), (s.latency().0 - u) as f64))
-        .collect();
+    let mut exc: Vec<Excess> = tail[..m].iter().filter(|s| s.latency().0 > u).map(|s| (s.at().0, s.thread(), (s.latency().0 - u) as f64)).collect();
     if exc.len() < MIN_EXCEEDANCES {
         return Err(format!(
             "tail too short: only {} distinct samples above the threshold {} (ties), {MIN_EXCEEDANCES} needed",
@@ -541,9 +532,7 @@ mod tests {
         // Direct log-likelihood at the fit beats nearby parameter values.
         let y = gpd_sample(0.3, 200.0, 2000, 3);
         let f = fit_gpd(&y).unwrap();
-        let ll = |xi: f64, s: f64| -> f64 {
-            y.iter().map(|&v| -s.ln() - (1.0 / xi + 1.0) * (1.0 + xi * v / s).ln()).sum()
-        };
+        let ll = |xi: f64, s: f64| -> f64 { y.iter().map(|&v| -s.ln() - (1.0 / xi + 1.0) * (1.0 + xi * v / s).ln()).sum() };
         let best = ll(f.xi, f.sigma);
         assert!((best - f.log_likelihood).abs() < 1e-6 * best.abs());
         for (dx, ds) in [(0.02, 0.0), (-0.02, 0.0), (0.0, 5.0), (0.0, -5.0)] {

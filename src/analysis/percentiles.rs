@@ -157,11 +157,7 @@ mod tests {
         }
         let res = r.to_result("t", "idle", None, Some(0), Some(0), 1);
         for crate::stats::Quantile { key, q, .. } in crate::stats::PERCENTILES {
-            assert_eq!(
-                from_histogram(&res.histogram, q, res.min_ns, res.max_ns),
-                Some(res.percentiles_ns[key]),
-                "p{key}"
-            );
+            assert_eq!(from_histogram(&res.histogram, q, res.min_ns, res.max_ns), Some(res.percentiles_ns[key]), "p{key}");
         }
     }
 

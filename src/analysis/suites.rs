@@ -126,7 +126,9 @@ pub(crate) fn thread_metric(run: &Run) -> Vec<ThreadMetricRow> {
     let mut out = Vec::new();
     for phase in phases(run, &es) {
         for (test, variant) in THREAD_METRIC {
-            let Some(r) = es.iter().find(|r| crate::measure::is(&r.probe, |i| i.counts_operations) && r.phase == phase && r.variant.as_deref() == Some(variant)) else {
+            let Some(r) =
+                es.iter().find(|r| crate::measure::is(&r.probe, |i| i.counts_operations) && r.phase == phase && r.variant.as_deref() == Some(variant))
+            else {
                 continue;
             };
             let Some(t) = &r.extras.throughput else { continue };

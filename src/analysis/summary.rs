@@ -155,11 +155,7 @@ fn entry_at<'r>(r: &'r ProbeResult, opts: &Options, imported_from: Option<&str>,
         result: r,
         // A summary-only import's one [min, max] bucket is not a distribution:
         // its percentiles are unknown, not all equal to the max.
-        percentiles: if r.distribution_known() {
-            percentiles::reported(&r.histogram, r.min_ns, r.max_ns)
-        } else {
-            Vec::new()
-        },
+        percentiles: if r.distribution_known() { percentiles::reported(&r.histogram, r.min_ns, r.max_ns) } else { Vec::new() },
         deadline: opts.deadline.map(|d| deadline::misses(r, d)),
         // A throughput entry's samples are intervals, not events: no tail to fit.
         pwcet: if opts.pwcet && r.samples > 0 && r.extras.throughput.is_none() { Some(evt::pwcet(r, imported_from, here)) } else { None },

@@ -206,7 +206,11 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
         .realtime_setup
         .steps
         .iter()
-        .filter(|s| s.outcome == crate::model::Outcome::Failed && !["cpu_dma_latency", "tracing", "stall watch"].contains(&s.step.as_str()) && s.refused_variant().is_none())
+        .filter(|s| {
+            s.outcome == crate::model::Outcome::Failed
+                && !["cpu_dma_latency", "tracing", "stall watch"].contains(&s.step.as_str())
+                && s.refused_variant().is_none()
+        })
         .map(|s| format!("{} failed ({})", s.step, s.detail))
         .collect();
     if !failed.is_empty() {
@@ -221,13 +225,7 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
     // shows them), not a defect of the run.
     let rate_search = |p: &str| crate::measure::is(p, |i| i.rate_search);
     for r in run.results.iter().filter(|r| r.thread.is_none() && r.overruns > 0 && !rate_search(&r.probe)) {
-        out.push(Warning::Overruns {
-            probe: r.probe.clone(),
-            phase: r.phase.clone(),
-            overruns: r.overruns,
-            samples: r.samples,
-            here: run.agent.is_none(),
-        });
+        out.push(Warning::Overruns { probe: r.probe.clone(), phase: r.phase.clone(), overruns: r.overruns, samples: r.samples, here: run.agent.is_none() });
     }
     out.extend(target_clock(run));
     out.extend(not_placed(run));
@@ -450,13 +448,7 @@ mod tests {
         let s = w.to_string();
         assert!(s.contains("30000 samples are too few for p99.99"), "{s}");
         assert!(s.contains("at least 2 min"), "{s}");
-        let w = Warning::ShortRun {
-            probe: "timer".into(),
-            phase: "idle".into(),
-            percentile: "p99.999".into(),
-            seconds: 200.0,
-            recommended_s: 1000.0,
-        };
+        let w = Warning::ShortRun { probe: "timer".into(), phase: "idle".into(), percentile: "p99.999".into(), seconds: 200.0, recommended_s: 1000.0 };
         assert!(w.to_string().contains("measured 4 min where 17 min are recommended"), "{w}");
     }
 }

@@ -43,9 +43,7 @@ pub(crate) fn check_flags(given: &Given, run: &RunShape<'_>) -> Result<(), BadIn
         check_target_flags(given)?;
     } else if given.has("target") {
         // Only `rtscope monitor` gets here with --target (run takes the target path).
-        return Err(BadInput(
-            "--target: rtscope monitor measures this system only; drop --target (rtscope run --target measures another system)".into(),
-        ));
+        return Err(BadInput("--target: rtscope monitor measures this system only; drop --target (rtscope run --target measures another system)".into()));
     } else if given.has("target_silence") {
         return Err(BadInput(
             "--target-silence: only a run with --target reads it (how long the agent may say nothing); drop --target-silence or measure a target".into(),
@@ -177,8 +175,7 @@ fn check_priority(given: &Given, run: &RunShape<'_>) -> Result<(), BadInput> {
     if run.policy != Policy::Other || !given.priority {
         return Ok(());
     }
-    let by_noise_policy: Vec<&str> =
-        crate::measure::infos().filter(|i| i.flags.contains(&"--noise-policy")).map(|i| i.name).collect();
+    let by_noise_policy: Vec<&str> = crate::measure::infos().filter(|i| i.flags.contains(&"--noise-policy")).map(|i| i.name).collect();
     if run.noise_policy != Policy::Other && run.probes.iter().any(|p| by_noise_policy.contains(p)) {
         return Ok(());
     }

@@ -54,7 +54,9 @@ fn measuring(plan: &RunPlan) -> String {
         p => match crate::sys::sched::policy_permitted(p, plan.measuring.priority) {
             Ok(()) => String::new(),
             // No thread to try it on: the run's own threads will not start either.
-            Err(nix::errno::Errno::EAGAIN) => " — not known: no thread could be started to try it (EAGAIN: the user's process limit, RLIMIT_NPROC / ulimit -u, reached?)".to_string(),
+            Err(nix::errno::Errno::EAGAIN) => {
+                " — not known: no thread could be started to try it (EAGAIN: the user's process limit, RLIMIT_NPROC / ulimit -u, reached?)".to_string()
+            }
             Err(e) => format!(
                 " — not permitted here ({e}: needs root, CAP_SYS_NICE or RLIMIT_RTPRIO ≥ {}): the threads will run SCHED_OTHER",
                 plan.measuring.priority
@@ -75,12 +77,8 @@ fn measuring(plan: &RunPlan) -> String {
 fn loads(exp: &Experiment) -> String {
     let mut s = String::new();
     let generated = exp.phases.iter().any(|p| p.loads.iter().any(|k| k.load().is_some()));
-    let commands: Vec<&str> = exp
-        .phases
-        .iter()
-        .flat_map(|p| &p.loads)
-        .filter_map(|k| if let load::LoadKind::Cmd(line) = k { Some(line.as_str()) } else { None })
-        .collect();
+    let commands: Vec<&str> =
+        exp.phases.iter().flat_map(|p| &p.loads).filter_map(|k| if let load::LoadKind::Cmd(line) = k { Some(line.as_str()) } else { None }).collect();
     if generated {
         s.push_str(&format!(
             "loads: engine {}, CPUs {}, {} worker(s) per load, SCHED_OTHER, temp files under {}; settle {}\n",

@@ -147,8 +147,17 @@ pub(crate) fn build(args: &RunArgs, started: &str) -> Result<(RunPlan, Output, E
 fn from_flags(args: &RunArgs, started: &str) -> Result<(RunPlan, Output, Experiment), BadInput> {
     let (mut plan, output) = plan::build(args, started, Site::Here)?;
     let phases = phases_from_flags(&args.load)?;
-    let entries =
-        plan.probes.iter().map(|p| ProbeEntry { probe: p.clone(), interval_ns: plan.measuring.interval_ns, periods_ns: Vec::new(), duration_ns: plan.measuring.duration_ns, warmup_ns: 0 }).collect();
+    let entries = plan
+        .probes
+        .iter()
+        .map(|p| ProbeEntry {
+            probe: p.clone(),
+            interval_ns: plan.measuring.interval_ns,
+            periods_ns: Vec::new(),
+            duration_ns: plan.measuring.duration_ns,
+            warmup_ns: 0,
+        })
+        .collect();
     let exp = finish(args, &mut plan, phases, entries, None)?;
     Ok((plan, output, exp))
 }
@@ -195,9 +204,7 @@ pub(crate) fn phases_from_flags(la: &LoadArgs) -> Result<Vec<PhaseSpec>, BadInpu
 fn check_phase_name(name: &str) -> Result<(), BadInput> {
     let ok = |c: char| c.is_ascii_alphanumeric() || "-_.:,+=".contains(c);
     if name.is_empty() || name.len() > 64 || !name.chars().all(ok) {
-        return Err(BadInput(format!(
-            "--phase-name '{name}': use 1-64 letters, digits or -_.:,+= (e.g. guest:cpu:2)"
-        )));
+        return Err(BadInput(format!("--phase-name '{name}': use 1-64 letters, digits or -_.:,+= (e.g. guest:cpu:2)")));
     }
     Ok(())
 }
@@ -212,7 +219,10 @@ fn from_scenario(args: &RunArgs, started: &str, s: &Scenario) -> Result<(RunPlan
     let dl_keys = file_dl_keys(&args.given, &s.file);
     let deadline = a.policy == super::PolicyArg::Deadline;
     if let Some((_, key, span)) = dl_keys.first().filter(|_| !deadline) {
-        return Err(s.err_at(span.clone(), format!("{key}: a SCHED_DEADLINE reservation, only with policy = \"deadline\" (or --policy deadline); set the policy or drop {key}")));
+        return Err(s.err_at(
+            span.clone(),
+            format!("{key}: a SCHED_DEADLINE reservation, only with policy = \"deadline\" (or --policy deadline); set the policy or drop {key}"),
+        ));
     }
     let (kept, notes) = probes_under_policy(s, deadline)?;
     a.probes = crate::units::first_seen(kept.iter().map(|p| p.name.get_ref().trim().to_string()));
@@ -365,13 +375,7 @@ fn entries_of(s: &Scenario, kept: &[&ProbeFileEntry], plan: &RunPlan, duration_g
 }
 
 /// Load options, settle, caps and checks common to both paths.
-fn finish(
-    args: &RunArgs,
-    plan: &mut RunPlan,
-    phases: Vec<PhaseSpec>,
-    entries: Vec<ProbeEntry>,
-    s: Option<&Scenario>,
-) -> Result<Experiment, BadInput> {
+fn finish(args: &RunArgs, plan: &mut RunPlan, phases: Vec<PhaseSpec>, entries: Vec<ProbeEntry>, s: Option<&Scenario>) -> Result<Experiment, BadInput> {
     let online = crate::sys::sched::online_cpus();
     let load = load_options(&args.load, &phases, s, &online)?;
     let la = &args.load;
@@ -419,10 +423,7 @@ fn load_options(la: &LoadArgs, phases: &[PhaseSpec], s: Option<&Scenario>, onlin
         (None, None) => online.to_vec(),
     };
     if let Some(bad) = cpus.iter().find(|c| !online.contains(c)) {
-        return Err(BadInput(format!(
-            "--load-cpus: CPU {bad} is not online; online CPUs are {}",
-            units::cpu_list_str(online)
-        )));
+        return Err(BadInput(format!("--load-cpus: CPU {bad} is not online; online CPUs are {}", units::cpu_list_str(online))));
     }
     let intensity = match la.load_intensity {
         Some(x) if !(x.is_finite() && x > 0.0 && x <= 16.0) => {

@@ -11,10 +11,9 @@ pub(crate) mod given;
 pub(crate) mod load;
 pub(crate) mod overrides;
 pub(crate) mod plan;
-pub(crate) mod store_opts;
 pub(crate) mod probe_opts;
+pub(crate) mod store_opts;
 pub(crate) mod target;
-
 
 use std::path::PathBuf;
 
@@ -170,7 +169,9 @@ pub(crate) fn parse_listen(s: &str, example: &str) -> Result<std::net::SocketAdd
 /// Here `-D` is how long the whole monitor runs (default: until Ctrl-C or
 /// SIGTERM), and each probe measures one `--window` per window.
 #[derive(Debug, Clone, Args)]
-#[command(after_help = "Here -D/--duration is how long the whole monitor runs (default: until Ctrl-C or SIGTERM); each probe measures one --window per window. Scenario files, --preset, --load and --deadline are run's, not monitor's.")]
+#[command(
+    after_help = "Here -D/--duration is how long the whole monitor runs (default: until Ctrl-C or SIGTERM); each probe measures one --window per window. Scenario files, --preset, --load and --deadline are run's, not monitor's."
+)]
 pub(crate) struct MonitorArgs {
     /// Length of one window: per window and probe/CPU, count, min, p50, p99, max and overruns are stored
     #[arg(long, default_value = "5m", value_parser = units::parse_duration, allow_hyphen_values = true)]

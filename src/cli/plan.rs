@@ -7,10 +7,10 @@ use std::path::PathBuf;
 
 use super::RunArgs;
 use crate::error::BadInput;
+use crate::measure::ProbeRun;
 use crate::measure::{probe_by_name, split_spec, Traced};
 use crate::model::Nanos;
 use crate::plan::probes::{check_against_system, VariantSelection};
-use crate::measure::ProbeRun;
 use crate::plan::{Output, RunPlan, Site};
 use crate::sys::sched::online_cpus;
 
@@ -80,10 +80,7 @@ fn check_interval(args: &RunArgs) -> Result<(), BadInput> {
 fn check_agent_range(args: &RunArgs) -> Result<(), BadInput> {
     const MAX_INTERVAL_NS: u64 = 3_600_000_000_000;
     if args.interval > MAX_INTERVAL_NS {
-        return Err(BadInput(format!(
-            "-i/--interval {}: an agent takes intervals of up to 1 h; shorten the interval",
-            crate::units::fmt_ns(args.interval)
-        )));
+        return Err(BadInput(format!("-i/--interval {}: an agent takes intervals of up to 1 h; shorten the interval", crate::units::fmt_ns(args.interval))));
     }
     Ok(())
 }
@@ -110,10 +107,7 @@ fn measured_cpus(args: &RunArgs) -> Result<Vec<usize>, BadInput> {
     let online = online_cpus();
     match &args.affinity {
         Some(crate::units::CpuSet(set)) => match set.iter().find(|c| !online.contains(c)) {
-            Some(bad) => Err(BadInput(format!(
-                "-a/--affinity: CPU {bad} is not online; online CPUs are {}",
-                crate::units::cpu_list_str(&online)
-            ))),
+            Some(bad) => Err(BadInput(format!("-a/--affinity: CPU {bad} is not online; online CPUs are {}", crate::units::cpu_list_str(&online)))),
             None => Ok(set.clone()),
         },
         None => Ok(online),
@@ -221,10 +215,7 @@ fn check_parent(p: &std::path::Path, flag: &str) -> Result<(), BadInput> {
         _ => PathBuf::from("."),
     };
     if !parent.is_dir() {
-        return Err(BadInput(format!(
-            "{flag}: directory '{}' does not exist; create it first or choose another path",
-            parent.display()
-        )));
+        return Err(BadInput(format!("{flag}: directory '{}' does not exist; create it first or choose another path", parent.display())));
     }
     check_writable(&parent, flag)
 }
@@ -233,9 +224,11 @@ fn check_parent(p: &std::path::Path, flag: &str) -> Result<(), BadInput> {
 /// before anything is measured: permissions, a read-only or full
 /// filesystem, /proc all answer here.
 pub(crate) fn check_writable(dir: &std::path::Path, flag: &str) -> Result<(), BadInput> {
-    tempfile::Builder::new().prefix(".rtscope-check").tempfile_in(dir).map(drop).map_err(|e| {
-        BadInput(format!("{flag}: cannot write in '{}': {e}; choose a directory you can write to", dir.display()))
-    })?;
+    tempfile::Builder::new()
+        .prefix(".rtscope-check")
+        .tempfile_in(dir)
+        .map(drop)
+        .map_err(|e| BadInput(format!("{flag}: cannot write in '{}': {e}; choose a directory you can write to", dir.display())))?;
     check_free(dir, flag)
 }
 

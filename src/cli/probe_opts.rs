@@ -105,7 +105,14 @@ pub(crate) struct ProbeOpts {
 /// `--chain` only for the chain variant); `chain` and `migrate_*` are 0
 /// (absent from the result) otherwise. An agent takes the options of its
 /// plan line ([`on_agent`]).
-pub(crate) fn settings(o: &ProbeOpts, given: &Given, variants: BTreeMap<String, Vec<String>>, cpus_explicit: bool, probes: &[String], site: Site) -> ProbeOptions {
+pub(crate) fn settings(
+    o: &ProbeOpts,
+    given: &Given,
+    variants: BTreeMap<String, Vec<String>>,
+    cpus_explicit: bool,
+    probes: &[String],
+    site: Site,
+) -> ProbeOptions {
     if site == Site::Agent {
         return on_agent(o, given, variants);
     }
@@ -131,9 +138,8 @@ pub(crate) fn settings(o: &ProbeOpts, given: &Given, variants: BTreeMap<String, 
         migrate_max_err_ns: o.migrate_max_err,
         cpus_explicit,
     };
-    let reads = |flag: &str, variant: Option<&str>| {
-        probes.iter().any(|n| crate::measure::is(n, |i| i.flags.contains(&flag)) && variant.is_none_or(|v| s.wants(n, v)))
-    };
+    let reads =
+        |flag: &str, variant: Option<&str>| probes.iter().any(|n| crate::measure::is(n, |i| i.flags.contains(&flag)) && variant.is_none_or(|v| s.wants(n, v)));
     let (chain, migrate) = (reads("--chain", Some("chain")), reads("--migrate-run", None));
     if !chain {
         s.chain = 0;

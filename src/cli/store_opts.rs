@@ -61,7 +61,9 @@ pub(crate) struct HistoryArgs {
 
 /// `rtscope serve`: the history as web pages, read-only.
 #[derive(Debug, Clone, Args)]
-#[command(after_help = "Pages: / (runs: filter, sort, tick runs to compare), /runs/ID (the run's report; its JSON at /runs/ID/json), /compare?runs=1,2,@TAG; JSON at /api/runs and /api/runs/ID (docs/serve.md). GET and HEAD only. Ctrl-C stops it (exit 0).")]
+#[command(
+    after_help = "Pages: / (runs: filter, sort, tick runs to compare), /runs/ID (the run's report; its JSON at /runs/ID/json), /compare?runs=1,2,@TAG; JSON at /api/runs and /api/runs/ID (docs/serve.md). GET and HEAD only. Ctrl-C stops it (exit 0)."
+)]
 pub(crate) struct ServeArgs {
     /// Address to serve on; a bare port (8080) binds localhost, port 0 picks a free one
     #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8080")]

@@ -8,20 +8,15 @@
 //! than silently ignored.
 
 use super::RunArgs;
+use crate::agent_host::{OnTarget, TargetSpec};
 use crate::error::BadInput;
 use crate::plan::{Output, RunPlan, Site};
-use crate::agent_host::{OnTarget, TargetSpec};
 
 /// Check the flags given with `--target` and build what the session runs.
 pub(crate) fn build(args: &RunArgs, target: &str, started: &str) -> Result<(TargetSpec, RunPlan, OnTarget, Output), BadInput> {
     let spec = TargetSpec::parse(target)?;
     let names = crate::units::first_seen(args.probes.iter().map(|p| crate::measure::split_spec(p).0));
-    let shape = super::applies::RunShape {
-        probes: names,
-        policy: args.policy.into(),
-        noise_policy: crate::sys::sched::Policy::Other,
-        target: true,
-    };
+    let shape = super::applies::RunShape { probes: names, policy: args.policy.into(), noise_policy: crate::sys::sched::Policy::Other, target: true };
     super::applies::check_flags(&args.given, &shape)?;
     let (mut plan, output) = super::plan::build(args, started, Site::Agent)?;
     let phases = super::load::phases_from_flags(&args.load)?;

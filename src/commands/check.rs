@@ -4,7 +4,6 @@
 //! baseline and bounds are checked first, the JUnit file is written
 //! atomically after the verdict).
 
-
 use crate::analysis::check::{self, Gate, Metric};
 use crate::cli::analysis_opts::{CheckArgs, CheckFormat};
 use crate::commands::inputs;

@@ -2,10 +2,10 @@
 //! listing or JSON. Findings never change the exit code; a `--cpus` naming a CPU that is
 //! not online is bad input (exit 2).
 
-use crate::units::CpuSet;
 use crate::cli::DoctorArgs;
 use crate::doctor::{self, DoctorReport, SysRoot};
 use crate::error::{BadInput, EXIT_OK};
+use crate::units::CpuSet;
 
 pub(crate) fn cmd(args: &DoctorArgs) -> anyhow::Result<u8> {
     let root = match &args.root {

@@ -37,11 +37,8 @@ pub(crate) fn save(store: &mut Store, run: &Run, json_path: &Path, quiet: bool) 
     let text = crate::store::json::run_text(run)?;
     let shown = store.shown();
     let id = store.save(run, &text, run.source()).map_err(|e| {
-        let kept = format!(
-            "the result file {} is complete and kept: store it later with `rtscope import {} --db {shown}`",
-            json_path.display(),
-            json_path.display()
-        );
+        let kept =
+            format!("the result file {} is complete and kept: store it later with `rtscope import {} --db {shown}`", json_path.display(), json_path.display());
         // A refusal (full filesystem, corrupt file) stays exit 2, and
         // says where the measurement is.
         match e.downcast::<BadInput>() {
@@ -72,16 +69,19 @@ pub(crate) fn exit_code(run: &Run) -> u8 {
         .results
         .iter()
         .filter(|r| r.thread.is_none())
-        .filter_map(|r| r.extras.violations.as_ref().filter(|v| v.count > 0).map(|v| format!("{} ({}): {} of {} periods", r.probe, r.phase, v.count, v.periods)))
+        .filter_map(|r| {
+            r.extras.violations.as_ref().filter(|v| v.count > 0).map(|v| format!("{} ({}): {} of {} periods", r.probe, r.phase, v.count, v.periods))
+        })
         .collect();
     if !violated.is_empty() && !run.interrupted {
-        eprintln!(
-            "failed: a higher-priority thread waited while a lower-priority one ran in {} (see `violations` in the result; exit 3)",
-            violated.join(", ")
-        );
+        eprintln!("failed: a higher-priority thread waited while a lower-priority one ran in {} (see `violations` in the result; exit 3)", violated.join(", "));
         return EXIT_GATE_FAILED;
     }
-    if run.interrupted { EXIT_INTERRUPTED } else { EXIT_OK }
+    if run.interrupted {
+        EXIT_INTERRUPTED
+    } else {
+        EXIT_OK
+    }
 }
 
 /// What the end of a run shows beside the run itself.

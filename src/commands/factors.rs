@@ -147,12 +147,7 @@ pub(crate) fn cmd(args: &FactorsArgs) -> anyhow::Result<u8> {
     if let Some(j) = journal.as_mut() {
         try_levels(j, &design, &root, &host)?;
     }
-    eprintln!(
-        "experiment {exp}: {} cells ({}), {rounds} rounds, seed {seed}; results in {}",
-        design.cells.len(),
-        design.shape.words(),
-        out.display()
-    );
+    eprintln!("experiment {exp}: {} cells ({}), {rounds} rounds, seed {seed}; results in {}", design.cells.len(), design.shape.words(), out.display());
     // The design record first: the experiment's runs are read back by it.
     if let Some(s) = store.as_mut() {
         factors::stored::save(s, &exp, &design, rounds, seed)?;
@@ -198,10 +193,13 @@ fn list(args: &FactorsArgs) -> anyhow::Result<u8> {
             Kind::Run(_) => ("run", "-".to_string(), Vec::new()),
             Kind::Boot(_) => ("boot", "-".to_string(), Vec::new()),
         };
-        let files: serde_json::Map<String, serde_json::Value> = files.into_iter().map(|p| {
-            let text = root.read(&p).unwrap_or_default();
-            (p, serde_json::Value::String(text))
-        }).collect();
+        let files: serde_json::Map<String, serde_json::Value> = files
+            .into_iter()
+            .map(|p| {
+                let text = root.read(&p).unwrap_or_default();
+                (p, serde_json::Value::String(text))
+            })
+            .collect();
         rows.push(serde_json::json!({"name": name, "kind": kind, "levels": k.levels_help(), "now": now, "what": k.what(), "files": files}));
     }
     if args.format == FactorsFormat::Json {
@@ -359,7 +357,11 @@ fn run_cell(args: &FactorsArgs, ctx: &Rounds, cell: usize, name: &str) -> anyhow
     let started = OffsetDateTime::now_utc();
     let (plan, mut output, e) = crate::cli::overrides::build(&args.run, &o, name)?;
     output.quiet = true;
-    let run = runner::execute(&plan, &e, runner::Invocation { output: &output, command_line: args.run.command_line.clone(), started, stop: ctx.stop, warnings: crate::commands::run::warnings })?;
+    let run = runner::execute(
+        &plan,
+        &e,
+        runner::Invocation { output: &output, command_line: args.run.command_line.clone(), started, stop: ctx.stop, warnings: crate::commands::run::warnings },
+    )?;
     Ok(run)
 }
 

@@ -100,10 +100,12 @@ impl Lab {
     pub(crate) fn check(&self, design: &Design) -> Result<(), BadInput> {
         for cell in 0..design.cells.len() {
             let mut c = self.command(design, cell, &["--check-only".to_string()])?;
-            let out = c.stdin(Stdio::null()).output().map_err(|e| BadInput(format!("--lab: cannot run {}: {e}; give the path of lab/kernel-lab", self.words[0])))?;
+            let out =
+                c.stdin(Stdio::null()).output().map_err(|e| BadInput(format!("--lab: cannot run {}: {e}; give the path of lab/kernel-lab", self.words[0])))?;
             if !out.status.success() {
                 let err = String::from_utf8_lossy(&out.stderr);
-                let tail: Vec<&str> = err.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with("Try '") && !l.starts_with("For more information")).collect();
+                let tail: Vec<&str> =
+                    err.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with("Try '") && !l.starts_with("For more information")).collect();
                 return Err(BadInput(format!(
                     "--lab: the lab refused the cell {} ({}): {}",
                     design.cell_label(cell),
@@ -127,9 +129,7 @@ impl Lab {
         // SAFETY: the closure runs between fork and exec and only makes the
         // async-signal-safe prctl system call.
         unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut c, || {
-                crate::sys::prctl::set_parent_death_signal(libc::SIGTERM).map_err(std::io::Error::from)
-            });
+            std::os::unix::process::CommandExt::pre_exec(&mut c, || crate::sys::prctl::set_parent_death_signal(libc::SIGTERM).map_err(std::io::Error::from));
         }
         let mut child = c.stdin(Stdio::null()).spawn().map_err(|e| anyhow::anyhow!("--lab: cannot run {}: {e}", self.words[0]))?;
         let mut signalled = false;
@@ -225,7 +225,24 @@ mod tests {
         let cell = d.cells.iter().position(|c| c == &vec![1, 1, 1]).unwrap();
         assert_eq!(
             argv(&lab.command(&d, cell, &["--out".into(), "f.json".into()]).unwrap()),
-            ["lab/kernel-lab", "--icount", "1", "--kernel", "rt", "--append-more", "idle=poll nohz=off", "--out", "f.json", "--", "-D", "2s", "-a", "0", "--load", "cpu"]
+            [
+                "lab/kernel-lab",
+                "--icount",
+                "1",
+                "--kernel",
+                "rt",
+                "--append-more",
+                "idle=poll nohz=off",
+                "--out",
+                "f.json",
+                "--",
+                "-D",
+                "2s",
+                "-a",
+                "0",
+                "--load",
+                "cpu"
+            ]
         );
         let base = d.cells.iter().position(|c| c == &vec![0, 0, 0]).unwrap();
         assert_eq!(argv(&lab.command(&d, base, &[]).unwrap()), ["lab/kernel-lab", "--icount", "1", "--kernel", "stock", "--", "-D", "2s", "-a", "0"]);

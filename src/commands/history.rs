@@ -27,7 +27,10 @@ pub(crate) fn parse_since(s: &str) -> Result<String, BadInput> {
 fn windows(store: &mut Store, id: i64, args: &HistoryArgs) -> anyhow::Result<u8> {
     let run = store.load(id)?;
     let Some(m) = &run.monitor else {
-        return Err(BadInput(format!("run #{id} is not a monitor run (it has no windows); `rtscope history` lists runs, monitor runs show their window count")).into());
+        return Err(BadInput(format!(
+            "run #{id} is not a monitor run (it has no windows); `rtscope history` lists runs, monitor runs show their window count"
+        ))
+        .into());
     };
     let rows = store.windows(&m.id)?;
     if args.json {
@@ -61,14 +64,16 @@ fn windows(store: &mut Store, id: i64, args: &HistoryArgs) -> anyhow::Result<u8>
         })
         .collect();
     let stored = rows.iter().map(|w| w.index).collect::<std::collections::BTreeSet<_>>().len();
-    println!(
-        "monitor run #{id}: {stored} windows of {} ({}){}",
-        crate::units::fmt_ns(m.window_ns.0),
-        m.id,
-        crate::report::blocks::missing_note(m, &rows)
-    );
+    println!("monitor run #{id}: {stored} windows of {} ({}){}", crate::units::fmt_ns(m.window_ns.0), m.id, crate::report::blocks::missing_note(m, &rows));
     let table = crate::report::blocks::Table::plain(header, 5, body).optional(&["variant", "started", "overruns", "min"]);
-    print!("{}", crate::report::escape::terminal_safe(&crate::report::term::render_blocks(&[crate::report::blocks::Block::Table(table)], false, crate::report::term::width(false))));
+    print!(
+        "{}",
+        crate::report::escape::terminal_safe(&crate::report::term::render_blocks(
+            &[crate::report::blocks::Block::Table(table)],
+            false,
+            crate::report::term::width(false)
+        ))
+    );
     Ok(EXIT_OK)
 }
 
@@ -107,12 +112,8 @@ pub(crate) fn cmd(args: &HistoryArgs) -> anyhow::Result<u8> {
         .iter()
         .map(|r| {
             let date = r.started_at.get(..16).unwrap_or(&r.started_at).replace('T', " ");
-            let maxes = r
-                .headline_max_ns
-                .iter()
-                .map(|m| format!("{} {}", m.phase, Unit::of_ns_flag(args.ns).fmt(m.max_ns as f64)))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let maxes =
+                r.headline_max_ns.iter().map(|m| format!("{} {}", m.phase, Unit::of_ns_flag(args.ns).fmt(m.max_ns as f64))).collect::<Vec<_>>().join(", ");
             let what = if r.source == "native" { r.probes.clone() } else { format!("{} [{}]", r.probes, r.source) };
             [
                 r.id.to_string(),
@@ -185,4 +186,3 @@ mod tests {
         assert!(parse_since("2026-13-01").is_err());
     }
 }
-

@@ -12,8 +12,8 @@
 //! built ([`import::Building`]): built twice, held never.
 
 use std::borrow::Cow;
-use std::rc::Rc;
 use std::path::Path;
+use std::rc::Rc;
 
 use crate::cli::store_opts::{FormatArg, ImportArgs};
 use crate::commands::tag::check_tag;
@@ -31,8 +31,15 @@ use crate::store::{Location, Store};
 /// entries).
 enum Converted {
     /// `run` without its entries, read again from `path` when stored.
-    AsIs { run: Box<Run>, path: std::path::PathBuf },
-    Foreign { systems: Systems, ctx: Context, checked: Vec<Checked> },
+    AsIs {
+        run: Box<Run>,
+        path: std::path::PathBuf,
+    },
+    Foreign {
+        systems: Systems,
+        ctx: Context,
+        checked: Vec<Checked>,
+    },
 }
 
 /// What is printed of a checked run once it is stored.
@@ -110,10 +117,7 @@ fn detect_format(args: &ImportArgs) -> Result<Format, BadInput> {
     }
     match args.format {
         FormatArg::Auto => import::detect_head(head_text, complete).ok_or_else(|| {
-            BadInput(format!(
-                "{file}: format not recognised; rtscope imports: {}. Check the file, or name the format with --format",
-                format_list()
-            ))
+            BadInput(format!("{file}: format not recognised; rtscope imports: {}. Check the file, or name the format with --format", format_list()))
         }),
         FormatArg::Named(f) => Ok(f),
     }
@@ -148,7 +152,9 @@ fn check_flags(args: &ImportArgs, format: Format) -> Result<(), BadInput> {
         )));
     }
     if args.period.is_some() && !import::takes_period(format) {
-        return Err(BadInput(format!("{file}: --period applies only to rtai-latency (RTAI's display does not print its period); {format} files give their own: drop --period")));
+        return Err(BadInput(format!(
+            "{file}: --period applies only to rtai-latency (RTAI's display does not print its period); {format} files give their own: drop --period"
+        )));
     }
     Ok(())
 }
@@ -176,11 +182,11 @@ fn foreign(args: &ImportArgs, format: Format) -> Result<Converted, BadInput> {
     let mut systems = import::parse_reader_with(format, reader, &file_name, &opts, &reopen).map_err(|e| BadInput(format!("{file}: {format}: {e}")))?;
     if let (true, Some(name)) = (format.per_column(), &args.name) {
         let all = systems.names();
-        systems = systems
-            .pick(name)
-            .ok_or_else(|| BadInput(format!("{file}: --name {name:?}: no such column; the systems in this file are: {}", all.join(", "))))?;
+        systems =
+            systems.pick(name).ok_or_else(|| BadInput(format!("{file}: --name {name:?}: no such column; the systems in this file are: {}", all.join(", "))))?;
     }
-    let sha = sha.join().map_err(|_| BadInput(format!("{file}: cannot read: hashing it failed")))?.map_err(|e| BadInput(format!("{file}: cannot read: {e}")))?;
+    let sha =
+        sha.join().map_err(|_| BadInput(format!("{file}: cannot read: hashing it failed")))?.map_err(|e| BadInput(format!("{file}: cannot read: {e}")))?;
     let ctx = Context {
         format,
         file: file.clone(),
@@ -334,9 +340,7 @@ pub(crate) fn cmd(args: &ImportArgs) -> anyhow::Result<u8> {
     let mut converted = converted;
     let shown: Vec<(String, String, Rc<Vec<String>>)> = match &mut converted {
         Converted::AsIs { run, .. } => vec![(system_of(run).to_string(), run.source().to_string(), Rc::new(run.fidelity.clone()))],
-        Converted::Foreign { ctx, checked, .. } => {
-            std::mem::take(checked).into_iter().map(|c| (c.system, ctx.format.name().to_string(), c.fidelity)).collect()
-        }
+        Converted::Foreign { ctx, checked, .. } => std::mem::take(checked).into_iter().map(|c| (c.system, ctx.format.name().to_string(), c.fidelity)).collect(),
     };
     let mut store = Store::open(&Location::resolve(args.db.db.as_deref())?)?;
     // One transaction for every run of the file: all stored or none; the

@@ -18,11 +18,7 @@ pub(crate) fn load_inputs(args: &[String], db: Option<&Path>) -> anyhow::Result<
     let mut out = Vec::with_capacity(args.len());
     for input in crate::store::resolve_inputs(args, db)? {
         if input.run.results.is_empty() {
-            return Err(BadInput(format!(
-                "{}: the result holds no probe results (the run measured nothing); nothing to analyse",
-                input.label
-            ))
-            .into());
+            return Err(BadInput(format!("{}: the result holds no probe results (the run measured nothing); nothing to analyse", input.label)).into());
         }
         if !input.run.complete {
             eprintln!("warning: {}: {}", input.label, crate::analysis::warnings::Warning::Unfinished);
@@ -35,10 +31,7 @@ pub(crate) fn load_inputs(args: &[String], db: Option<&Path>) -> anyhow::Result<
 /// `--name` may name at most one system per input.
 pub(crate) fn check_names(names: &[String], inputs: usize) -> Result<(), BadInput> {
     if names.len() > inputs {
-        return Err(BadInput(format!(
-            "--name: {} names given for {inputs} input(s); give at most one name per input, in input order",
-            names.len()
-        )));
+        return Err(BadInput(format!("--name: {} names given for {inputs} input(s); give at most one name per input, in input order", names.len())));
     }
     if let Some(n) = names.iter().find(|n| n.trim().is_empty()) {
         return Err(BadInput(format!("--name: empty name '{n}'; each name must have at least one visible character")));

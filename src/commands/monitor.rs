@@ -26,9 +26,7 @@ use crate::store::Store;
 fn parse_cycle(s: &str) -> Result<Vec<(String, u64)>, BadInput> {
     let mut out = Vec::new();
     for item in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
-        let (name, d) = item.rsplit_once(':').ok_or_else(|| {
-            BadInput(format!("--cycle {item:?}: expected PHASE:DURATION, e.g. idle:5m,mixed:5m"))
-        })?;
+        let (name, d) = item.rsplit_once(':').ok_or_else(|| BadInput(format!("--cycle {item:?}: expected PHASE:DURATION, e.g. idle:5m,mixed:5m")))?;
         let ns = crate::units::parse_duration(d).map_err(|e| BadInput(format!("--cycle {item:?}: {e}")))?;
         if out.iter().any(|(n, _): &(String, u64)| n == name.trim()) {
             return Err(BadInput(format!("--cycle: phase '{}' is listed twice; list each phase once", name.trim())));
@@ -158,11 +156,7 @@ fn refuse_run_only_flags(args: &MonitorArgs) -> Result<(), BadInput> {
 
 /// The plan: run's flags with the window as each probe run's length and
 /// the cycle's phases as the load phases (never a preset).
-fn monitor_plan(
-    args: &MonitorArgs,
-    cycle: Option<&[(String, u64)]>,
-    started: OffsetDateTime,
-) -> anyhow::Result<(MonitorPlan, Output)> {
+fn monitor_plan(args: &MonitorArgs, cycle: Option<&[(String, u64)]>, started: OffsetDateTime) -> anyhow::Result<(MonitorPlan, Output)> {
     let r = &args.run;
     let o = crate::plan::overrides::Overrides {
         duration_ns: Some(args.window),
@@ -283,7 +277,9 @@ impl Sinks {
                 let rescue = match crate::runner::write_kept(&output.path, run) {
                     Kept::Here => output.path.clone(),
                     Kept::Rescued(p, _) => p,
-                    Kept::Lost(e) => return Err(e.context(format!("history database {} is still away: {n} window rows of this monitor are lost", self.shown_db))),
+                    Kept::Lost(e) => {
+                        return Err(e.context(format!("history database {} is still away: {n} window rows of this monitor are lost", self.shown_db)))
+                    }
                 };
                 return Err(BadInput(format!(
                     "history database {} is still away: the run and {n} window rows of this monitor could not be stored{}; \

@@ -15,15 +15,7 @@ use crate::store::pgconn::redact_secrets;
 
 /// `20261122T090135Z`: names result files by their start time.
 pub(crate) fn stamp(t: OffsetDateTime) -> String {
-    format!(
-        "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
-        t.year(),
-        t.month() as u8,
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second()
-    )
+    format!("{:04}{:02}{:02}T{:02}{:02}{:02}Z", t.year(), t.month() as u8, t.day(), t.hour(), t.minute(), t.second())
 }
 
 /// SIGINT/SIGTERM/SIGHUP/SIGQUIT (`sys::signal::ENDING`) raise the returned
@@ -85,6 +77,11 @@ fn target(args: &RunArgs, spec: &str, started: OffsetDateTime) -> anyhow::Result
     if !output.quiet {
         eprintln!("target: {spec}; probes {} for {} each", on.probes.join(","), crate::units::fmt_ns(plan.measuring.duration_ns));
     }
-    let run = crate::agent_host::execute(&spec, &plan, &on, runner::Invocation { output: &output, command_line: args.command_line.clone(), started, stop: &stop, warnings })?;
+    let run = crate::agent_host::execute(
+        &spec,
+        &plan,
+        &on,
+        runner::Invocation { output: &output, command_line: args.command_line.clone(), started, stop: &stop, warnings },
+    )?;
     end::finish(&run, &end::Ending { output: &output, deadline: args.analysis.deadline, preset: None }, store.as_mut())
 }

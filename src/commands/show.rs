@@ -16,13 +16,17 @@ pub(crate) fn cmd(args: &ShowArgs) -> anyhow::Result<u8> {
     let mut o = String::new();
     // Each line one paragraph of the width rule, its further lines under its text.
     let mut line = |label: &str, text: String| o.push_str(&crate::report::term::para(label, &crate::report::escape::terminal_safe(&text)));
-    line(
-        "",
-        format!("run #{}  {} → {}{}", args.id, run.started_at, run.finished_at, if run.interrupted { "  (interrupted)" } else { "" }),
-    );
+    line("", format!("run #{}  {} → {}{}", args.id, run.started_at, run.finished_at, if run.interrupted { "  (interrupted)" } else { "" }));
     line(
         "host:    ",
-        format!("{}  kernel {} ({})  realtime: {}  preempt: {}", h.hostname, h.kernel_release, h.kernel_version, if h.realtime { "yes" } else { "no" }, h.preempt_model),
+        format!(
+            "{}  kernel {} ({})  realtime: {}  preempt: {}",
+            h.hostname,
+            h.kernel_release,
+            h.kernel_version,
+            if h.realtime { "yes" } else { "no" },
+            h.preempt_model
+        ),
     );
     if !h.cpu_model.is_empty() {
         line("cpu:     ", format!("{}  online {:?}  clocksource {}", h.cpu_model, h.cpus_online, h.clocksource));

@@ -10,9 +10,7 @@ use crate::store::{Location, Store};
 pub(crate) fn check_tag(name: &str) -> Result<(), BadInput> {
     let ok_char = |c: char| c.is_alphanumeric() || ".-_+:/".contains(c);
     if name.is_empty() || name.starts_with('@') || name.starts_with('-') || !name.chars().all(ok_char) || name.chars().count() > 100 {
-        return Err(BadInput(format!(
-            "tag {name:?}: a tag is 1-100 letters, digits and . _ - + : / characters, not starting with @ or -"
-        )));
+        return Err(BadInput(format!("tag {name:?}: a tag is 1-100 letters, digits and . _ - + : / characters, not starting with @ or -")));
     }
     Ok(())
 }

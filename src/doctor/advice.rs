@@ -43,7 +43,9 @@
 //!   VM a halted vCPU's timer can come late), nor is time the CPU did not run. The
 //!   ordinary tasks of such a window are not blamed by the other rules.
 
-use crate::doctor::{console::FIX_CONSOLE_LOGLEVEL, cpuidle::FIX_DMA_LATENCY, irq::fix_irq_affinity, preempt::FIX_RT_KERNEL, sched::FIX_RT_THROTTLING, vm::FIX_VM};
+use crate::doctor::{
+    console::FIX_CONSOLE_LOGLEVEL, cpuidle::FIX_DMA_LATENCY, irq::fix_irq_affinity, preempt::FIX_RT_KERNEL, sched::FIX_RT_THROTTLING, vm::FIX_VM,
+};
 use crate::model::{Run, TraceWindow};
 
 /// A culprit that held a window: name, IRQ number, exit latency (ns), kernel priority,
@@ -389,7 +391,12 @@ mod tests {
         irq.irq = Some(25);
         let mut idle = c("idle", "haltpoll", 250_000);
         idle.exit_latency_ns = Some(Nanos(1_000));
-        let gap = SampleGap { start_after_ns: Nanos(0), length_ns: Nanos(400_000), ended_by: vec!["_raw_spin_unlock_irqrestore".into(), "console_unlock".into()], not_running: false };
+        let gap = SampleGap {
+            start_after_ns: Nanos(0),
+            length_ns: Nanos(400_000),
+            ended_by: vec!["_raw_spin_unlock_irqrestore".into(), "console_unlock".into()],
+            not_running: false,
+        };
         let mut kworker = c("task", "kworker/1:2", 200_000);
         kworker.paths = vec![CodePath { frames: vec!["[user] kworker/1:2".into()], samples: 1, share: 0.25 }];
         set_windows(&mut run, vec![hog, irq, idle, kworker], Some(WindowStacks { period_ns: Nanos(250_000), samples: 4, expected: 4, gaps: vec![gap] }));
@@ -400,7 +407,11 @@ mod tests {
         assert!(a[1].contains("haltpoll (exit latency 1.0us)") && a[1].contains(FIX_DMA_LATENCY), "{}", a[1]);
         let hk = if cpu == 0 { "1" } else { "0" };
         assert!(a[2].contains("25 (virtio0-input.0)") && a[2].contains(&format!("echo {hk} > /proc/irq/$i/smp_affinity_list")), "{}", a[2]);
-        assert!(a[3].contains("kworker/1:2") && a[3].contains(&format!("echo {} > /sys/devices/virtual/workqueue/cpumask", if cpu == 0 { "2" } else { "1" })), "{}", a[3]);
+        assert!(
+            a[3].contains("kworker/1:2") && a[3].contains(&format!("echo {} > /sys/devices/virtual/workqueue/cpumask", if cpu == 0 { "2" } else { "1" })),
+            "{}",
+            a[3]
+        );
         assert!(a[4].contains("dd (rt prio 99)"), "{}", a[4]);
     }
 
@@ -409,13 +420,21 @@ mod tests {
         let mut run = golden();
         run.host.preempt_model = "voluntary".into();
         let mut sh = c("task", "sh", 100_000);
-        sh.paths = vec![CodePath { frames: vec!["desc_read".into(), "_prb_read_valid".into(), "prb_first_valid_seq".into(), "devkmsg_open".into()], samples: 3, share: 1.0 }];
+        sh.paths = vec![CodePath {
+            frames: vec!["desc_read".into(), "_prb_read_valid".into(), "prb_first_valid_seq".into(), "devkmsg_open".into()],
+            samples: 3,
+            share: 1.0,
+        }];
         let mut untraced = c("untraced", "not traced (tracing was off or the buffer had wrapped)", 100_000);
         untraced.paths = sh.paths.clone();
         set_windows(&mut run, vec![sh, untraced], None);
         let a = advice(&run);
         assert_eq!(a.len(), 1, "{a:#?}");
-        assert!(a[0].starts_with("opening /dev/kmsg (devkmsg_open by sh in ") && a[0].contains("cannot preempt") && a[0].contains("exec 3>/dev/kmsg"), "{}", a[0]);
+        assert!(
+            a[0].starts_with("opening /dev/kmsg (devkmsg_open by sh in ") && a[0].contains("cannot preempt") && a[0].contains("exec 3>/dev/kmsg"),
+            "{}",
+            a[0]
+        );
         run.host.preempt_model = "rt".into();
         assert!(!advice(&run)[0].contains("cannot preempt"));
         // Another path: no such advice.
@@ -599,7 +618,13 @@ mod tests {
         let n = run.results.iter().flat_map(|r| r.worst.iter()).filter(|w| w.trace.is_some()).count();
         let a = advice(&run);
         assert_eq!(a.len(), 1, "one piece of advice per run, no task rule: {a:#?}");
-        assert!(a[0].starts_with(&format!("the host did not run this VM's vCPU ({n} of {n} traced sample(s), up to 8.0ms with no sample and no event, steal +10000us)")), "{}", a[0]);
+        assert!(
+            a[0].starts_with(&format!(
+                "the host did not run this VM's vCPU ({n} of {n} traced sample(s), up to 8.0ms with no sample and no event, steal +10000us)"
+            )),
+            "{}",
+            a[0]
+        );
         assert!(a[0].contains("idle=poll") && a[0].contains("cpuidle-haltpoll") && a[0].contains(crate::doctor::vm::FIX_VM), "{}", a[0]);
         // On bare metal the same evidence is the firmware's.
         run.host.virtualized = false;

@@ -71,7 +71,13 @@ fn tsc(ctx: &Ctx) -> Finding {
             let present: Vec<&str> = wanted.iter().copied().filter(|f| has(f)).collect();
             ev.insert(
                 0,
-                Evidence { path: "/proc/cpuinfo".into(), value: format!("flags include: {}", if present.is_empty() { "(none of tsc constant_tsc nonstop_tsc tsc_reliable)".to_string() } else { present.join(" ") }) },
+                Evidence {
+                    path: "/proc/cpuinfo".into(),
+                    value: format!(
+                        "flags include: {}",
+                        if present.is_empty() { "(none of tsc constant_tsc nonstop_tsc tsc_reliable)".to_string() } else { present.join(" ") }
+                    ),
+                },
             );
             let invariant = has("constant_tsc") && has("nonstop_tsc");
             if tsc_param.as_deref() == Some("unstable") {

@@ -13,11 +13,8 @@ pub(crate) const FIX_CONSOLE_LOGLEVEL: &str = "`sysctl -w kernel.printk=\"3 4 1 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let (pk_ev, pk) = ctx.read("/proc/sys/kernel/printk");
     let level: Option<u32> = pk.as_deref().and_then(|v| v.split_whitespace().next()?.parse().ok());
-    let serial = ctx
-        .cmdline
-        .as_deref()
-        .map(|l| l.split_whitespace().any(|t| t.starts_with("console=ttyS") || t.starts_with("console=ttyAMA")))
-        .unwrap_or(false);
+    let serial =
+        ctx.cmdline.as_deref().map(|l| l.split_whitespace().any(|t| t.starts_with("console=ttyS") || t.starts_with("console=ttyAMA"))).unwrap_or(false);
     let mut ev = vec![pk_ev, ctx.param_evidence("console"), ctx.param_evidence("loglevel")];
     if ctx.flag("quiet") {
         ev.push(super::Evidence { path: "/proc/cmdline".into(), value: "quiet".into() });

@@ -4,7 +4,7 @@
 //! just been idle runs the woken task slowly, and a frequency transition itself can stall.
 //! Boost (turbo) makes the frequency depend on temperature and on what other cores do.
 
-use super::{fmt_cpus, evidence, shell_set, Ctx, Finding, Severity};
+use super::{evidence, fmt_cpus, shell_set, Ctx, Finding, Severity};
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     vec![governor(ctx), boost(ctx)]
@@ -34,22 +34,13 @@ fn governor(ctx: &Ctx) -> Finding {
     }
     let cpus = ctx.cpus_str();
     let f = if seen == 0 {
-        Finding::new(
-            "cpufreq.governor",
-            Severity::Info,
-            format!("No cpufreq on CPUs {cpus}: frequency is fixed or set by firmware/hypervisor"),
-        )
-        .why(
+        Finding::new("cpufreq.governor", Severity::Info, format!("No cpufreq on CPUs {cpus}: frequency is fixed or set by firmware/hypervisor")).why(
             "The kernel does not scale the frequency of these CPUs (no cpufreq driver — typical in \
              VMs); firmware or the host may still do so, which rtscope cannot see.",
         )
     } else if slow.is_empty() {
-        Finding::new(
-            "cpufreq.governor",
-            Severity::Ok,
-            format!("cpufreq governor is performance on CPUs {cpus}"),
-        )
-        .why("The performance governor keeps the CPU at its highest frequency, so wake-ups are not slowed by frequency ramps.")
+        Finding::new("cpufreq.governor", Severity::Ok, format!("cpufreq governor is performance on CPUs {cpus}"))
+            .why("The performance governor keeps the CPU at its highest frequency, so wake-ups are not slowed by frequency ramps.")
     } else {
         Finding::new(
             "cpufreq.governor",
@@ -97,11 +88,10 @@ fn boost(ctx: &Ctx) -> Finding {
         Finding::new("cpufreq.boost", Severity::Ok, "CPU boost (turbo) is disabled")
             .why("A fixed maximum frequency keeps execution times repeatable between runs.")
     } else {
-        Finding::new("cpufreq.boost", Severity::Info, "CPU boost (turbo) control is not exposed")
-            .why(
-                "Neither cpufreq/boost nor intel_pstate/no_turbo exists; turbo, if any, is under \
+        Finding::new("cpufreq.boost", Severity::Info, "CPU boost (turbo) control is not exposed").why(
+            "Neither cpufreq/boost nor intel_pstate/no_turbo exists; turbo, if any, is under \
                  firmware or hypervisor control.",
-            )
+        )
     };
     f.evidence(vec![boost_ev, nt_ev])
 }

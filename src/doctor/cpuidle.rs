@@ -4,7 +4,7 @@
 //! A CPU that sleeps in a deep C-state needs the state's exit latency (often 50–200 µs) before
 //! it can run the woken task; that time lands in every measured latency.
 
-use super::{fmt_cpus, evidence, shell_set, Ctx, Evidence, Finding, Severity};
+use super::{evidence, fmt_cpus, shell_set, Ctx, Evidence, Finding, Severity};
 
 /// The first fix for deep idle states (also the advice of a traced window whose CPU was
 /// in an idle state with an exit latency: `trace::advice`).
@@ -35,8 +35,7 @@ fn states_of(ctx: &Ctx) -> Vec<State> {
         for s in ctx.list(&base).into_iter().filter(|n| n.starts_with("state")) {
             let dir = format!("{base}/{s}");
             let name = ctx.value(&format!("{dir}/name")).unwrap_or_else(|| s.clone());
-            let latency_us =
-                ctx.value(&format!("{dir}/latency")).and_then(|v| v.parse().ok()).unwrap_or(0);
+            let latency_us = ctx.value(&format!("{dir}/latency")).and_then(|v| v.parse().ok()).unwrap_or(0);
             let disabled = ctx.value(&format!("{dir}/disable")).as_deref() == Some("1");
             states.push(State { cpu, dir, name, latency_us, disabled });
         }
@@ -62,22 +61,16 @@ fn c_states(ctx: &Ctx) -> Finding {
     }
     let cpus = ctx.cpus_str();
     let f = match driver.as_deref() {
-        None | Some("none") | Some("") if states.is_empty() => Finding::new(
-            "cpuidle.states",
-            Severity::Ok,
-            "No cpuidle driver: idle CPUs use the default halt, no deep C-states",
-        )
-        .why(
-            "Without a cpuidle driver the CPU idles in the architecture's default state (HLT), \
+        None | Some("none") | Some("") if states.is_empty() => {
+            Finding::new("cpuidle.states", Severity::Ok, "No cpuidle driver: idle CPUs use the default halt, no deep C-states").why(
+                "Without a cpuidle driver the CPU idles in the architecture's default state (HLT), \
              whose exit latency is a few µs; there is no deep C-state to wake from.",
-        ),
+            )
+        }
         _ if deep.is_empty() => Finding::new(
             "cpuidle.states",
             Severity::Ok,
-            format!(
-                "cpuidle driver {}: no enabled C-state above {SHALLOW_US} µs exit latency on CPUs {cpus}",
-                driver.as_deref().unwrap_or("?")
-            ),
+            format!("cpuidle driver {}: no enabled C-state above {SHALLOW_US} µs exit latency on CPUs {cpus}", driver.as_deref().unwrap_or("?")),
         )
         .why("Only shallow C-states are enabled, so waking an idle measured CPU costs at most a few µs."),
         _ => deep_states(&deep),
@@ -101,10 +94,7 @@ fn deep_states(deep: &[&State]) -> Finding {
             .filter(|s| s.cpu == deep[0].cpu)
             .map(|s| {
                 let idx = s.dir.rsplit("state").next().unwrap_or("N").to_string();
-                format!(
-                    "echo 1 | tee /sys/devices/system/cpu/cpu{}/cpuidle/state{idx}/disable",
-                    shell_set(&cpus_deep)
-                )
+                format!("echo 1 | tee /sys/devices/system/cpu/cpu{}/cpuidle/state{idx}/disable", shell_set(&cpus_deep))
             })
             .collect();
         v.dedup();
@@ -113,11 +103,7 @@ fn deep_states(deep: &[&State]) -> Finding {
     Finding::new(
         "cpuidle.states",
         Severity::Warn,
-        format!(
-            "Deep C-states enabled on CPUs {} ({}; worst exit latency {worst} µs)",
-            fmt_cpus(&cpus_deep),
-            names.join(", ")
-        ),
+        format!("Deep C-states enabled on CPUs {} ({}; worst exit latency {worst} µs)", fmt_cpus(&cpus_deep), names.join(", ")),
     )
     .why(format!(
         "An idle CPU in a deep C-state needs up to {worst} µs to wake before it can run \
@@ -132,10 +118,7 @@ fn deep_states(deep: &[&State]) -> Finding {
 fn pm_qos(ctx: &Ctx) -> Finding {
     let dma = "/dev/cpu_dma_latency";
     let present = ctx.exists(dma);
-    let ev = vec![Evidence {
-        path: dma.into(),
-        value: if present { "present".into() } else { "missing".into() },
-    }];
+    let ev = vec![Evidence { path: dma.into(), value: if present { "present".into() } else { "missing".into() } }];
     if present {
         Finding::new("cpuidle.pm_qos", Severity::Ok, "/dev/cpu_dma_latency is available")
             .why(
@@ -160,14 +143,5 @@ fn pm_qos(ctx: &Ctx) -> Finding {
 }
 
 fn state_ev(s: &State) -> Evidence {
-    evidence(
-        &s.dir,
-        Some(&format!(
-            "{} latency={}us{}",
-            s.name,
-            s.latency_us,
-            if s.disabled { " disabled" } else { "" }
-        )),
-    )
+    evidence(&s.dir, Some(&format!("{} latency={}us{}", s.name, s.latency_us, if s.disabled { " disabled" } else { "" })))
 }
-

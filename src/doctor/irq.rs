@@ -5,7 +5,7 @@
 //! kernels its softirq work) before the woken real-time task; irqbalance moves IRQs around
 //! at any time, undoing manual affinity.
 
-use super::{fmt_cpus, cpus_in, evidence, Ctx, Evidence, Finding, Severity};
+use super::{cpus_in, evidence, fmt_cpus, Ctx, Evidence, Finding, Severity};
 
 /// An IRQ that has fired at least this often since boot counts as busy.
 pub(crate) const BUSY: u64 = 1000;
@@ -36,8 +36,7 @@ impl IrqLine {
 pub(crate) fn parse_interrupts(text: &str) -> Vec<IrqLine> {
     let mut lines = text.lines();
     let Some(header) = lines.next() else { return Vec::new() };
-    let cols: Vec<usize> =
-        header.split_whitespace().filter_map(|c| c.strip_prefix("CPU")?.parse().ok()).collect();
+    let cols: Vec<usize> = header.split_whitespace().filter_map(|c| c.strip_prefix("CPU")?.parse().ok()).collect();
     let mut out = Vec::new();
     for line in lines {
         let Some((label, rest)) = line.split_once(':') else { continue };
@@ -91,10 +90,7 @@ fn irqbalance(ctx: &Ctx) -> Finding {
             .evidence(vec![evidence(&path, Some(&comm))]),
         None => Finding::new("irq.irqbalance", Severity::Ok, "irqbalance is not running")
             .why("IRQ affinities stay where they were set.")
-            .evidence(vec![Evidence {
-                path: "/proc/*/comm".into(),
-                value: format!("{scanned} processes, none named irqbalance"),
-            }]),
+            .evidence(vec![Evidence { path: "/proc/*/comm".into(), value: format!("{scanned} processes, none named irqbalance") }]),
     }
 }
 
@@ -113,8 +109,7 @@ fn busy_irqs_on_measured(ctx: &Ctx, text: &str) -> Vec<Hit> {
         let Some(aff) = ctx.value(&aff_path) else { continue };
         let aff_cpus = cpus_in(&aff);
         if aff_cpus.iter().any(|c| ctx.cpus.contains(c)) {
-            let on_measured: u64 =
-                l.per_cpu.iter().filter(|(c, _)| ctx.cpus.contains(c)).map(|(_, n)| n).sum();
+            let on_measured: u64 = l.per_cpu.iter().filter(|(c, _)| ctx.cpus.contains(c)).map(|(_, n)| n).sum();
             hits.push((l, aff, on_measured));
         }
     }
@@ -134,21 +129,13 @@ fn affinity(ctx: &Ctx) -> Finding {
     let cpus = ctx.cpus_str();
     let mut ev = vec![ctx.param_evidence("irqaffinity")];
     let f = if hits.is_empty() {
-        Finding::new(
-            "irq.affinity",
-            Severity::Ok,
-            format!("No busy device IRQ (≥{BUSY} since boot) may fire on CPUs {cpus}"),
-        )
-        .why("Device interrupts are steered to other CPUs, so their handlers do not delay the measured ones.")
+        Finding::new("irq.affinity", Severity::Ok, format!("No busy device IRQ (≥{BUSY} since boot) may fire on CPUs {cpus}"))
+            .why("Device interrupts are steered to other CPUs, so their handlers do not delay the measured ones.")
     } else {
         for (l, aff, on) in hits.iter().take(10) {
             ev.push(Evidence {
                 path: format!("/proc/irq/{}/smp_affinity_list", l.irq),
-                value: format!(
-                    "{aff} ({}, {} interrupts since boot, {on} on CPUs {cpus})",
-                    l.device(),
-                    l.total()
-                ),
+                value: format!("{aff} ({}, {} interrupts since boot, {on} on CPUs {cpus})", l.device(), l.total()),
             });
         }
         busy_irqs(ctx, &hits)
@@ -181,16 +168,12 @@ fn busy_irqs(ctx: &Ctx, hits: &[Hit]) -> Finding {
     } else {
         fix_irq_affinity(&irqs, &fmt_cpus(&hk), &cpus)
     };
-    Finding::new(
-        "irq.affinity",
-        Severity::Warn,
-        format!("{} busy IRQ(s) may fire on CPUs {cpus}: {}", hits.len(), names.join(", ")),
-    )
-    .why(
-        "A device interrupt on a measured CPU runs its handler — and on non-RT kernels the \
+    Finding::new("irq.affinity", Severity::Warn, format!("{} busy IRQ(s) may fire on CPUs {cpus}: {}", hits.len(), names.join(", ")))
+        .why(
+            "A device interrupt on a measured CPU runs its handler — and on non-RT kernels the \
          softirq work it raises — before the woken real-time task can run.",
-    )
-    .fix(fix)
+        )
+        .fix(fix)
 }
 
 #[cfg(test)]

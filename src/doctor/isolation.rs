@@ -5,7 +5,7 @@
 //! while one task runs, and an `rcu_nocbs` CPU does not run RCU callbacks. Together they keep
 //! the kernel's own housekeeping off the CPUs being measured.
 
-use super::{fmt_cpus, cpus_in, Ctx, Evidence, Finding, Severity};
+use super::{cpus_in, fmt_cpus, Ctx, Evidence, Finding, Severity};
 
 /// Evidence for a CPU list the host fingerprint read, which keeps an empty string both for
 /// "no CPUs" and "file missing": tell them apart by whether the file exists.
@@ -73,11 +73,7 @@ fn isolcpus(ctx: &Ctx) -> Finding {
         let title = if inside.is_empty() {
             format!("Measured CPUs {cpus} are not isolated")
         } else {
-            format!(
-                "Measured CPUs {} are not isolated (only {} are)",
-                fmt_cpus(&outside),
-                fmt_cpus(&inside)
-            )
+            format!("Measured CPUs {} are not isolated (only {} are)", fmt_cpus(&outside), fmt_cpus(&inside))
         };
         Finding::new("isolation.isolcpus", Severity::Warn, title)
             .why(
@@ -93,10 +89,7 @@ fn isolcpus(ctx: &Ctx) -> Finding {
 /// The nohz_full CPUs: `/sys/devices/system/cpu/nohz_full`, else the boot line's `nohz_full=`.
 fn nohz_full_cpus(ctx: &Ctx) -> Vec<usize> {
     let nz_sys = Some(ctx.host.nohz_full.clone());
-    sys_list(nz_sys.as_deref())
-        .filter(|v| !v.is_empty())
-        .or_else(|| ctx.param("nohz_full").map(cpus_in))
-        .unwrap_or_default()
+    sys_list(nz_sys.as_deref()).filter(|v| !v.is_empty()).or_else(|| ctx.param("nohz_full").map(cpus_in)).unwrap_or_default()
 }
 
 /// Whether every measured CPU is in `nz` (the nohz_full CPUs).
@@ -109,20 +102,16 @@ fn nohz_full(ctx: &Ctx, nz: &[usize]) -> Finding {
         Finding::new("isolation.nohz_full", Severity::Ok, format!("Measured CPUs {cpus} are nohz_full"))
             .why("The scheduler tick stops on these CPUs while a single task runs there, removing a periodic interruption.")
     } else {
-        Finding::new(
-            "isolation.nohz_full",
-            Severity::Info,
-            format!("Measured CPUs {} are not nohz_full", fmt_cpus(&outside)),
-        )
-        .why(
-            "The periodic scheduler tick (every 1–4 ms) interrupts these CPUs and runs \
+        Finding::new("isolation.nohz_full", Severity::Info, format!("Measured CPUs {} are not nohz_full", fmt_cpus(&outside)))
+            .why(
+                "The periodic scheduler tick (every 1–4 ms) interrupts these CPUs and runs \
              accounting, RCU and timer work; a busy real-time task sees it as jitter. It matters \
              less for a task that sleeps between periods.",
-        )
-        .fix(format!(
-            "Boot with `nohz_full={cpus}` (needs CONFIG_NO_HZ_FULL=y; \
+            )
+            .fix(format!(
+                "Boot with `nohz_full={cpus}` (needs CONFIG_NO_HZ_FULL=y; \
              /sys/devices/system/cpu/nohz_full exists only then)."
-        ))
+            ))
     };
     f.evidence(ev)
 }
@@ -138,16 +127,12 @@ fn rcu_nocbs(ctx: &Ctx, nz: &[usize]) -> Finding {
         Finding::new("isolation.rcu_nocbs", Severity::Ok, format!("RCU callbacks are offloaded from CPUs {cpus}"))
             .why("RCU callbacks of these CPUs run in kthreads elsewhere instead of in softirq context on them.")
     } else {
-        Finding::new(
-            "isolation.rcu_nocbs",
-            Severity::Info,
-            format!("RCU callbacks still run on CPUs {}", fmt_cpus(&outside)),
-        )
-        .why(
-            "Without rcu_nocbs, RCU callbacks (freeing memory after a grace period) run in \
+        Finding::new("isolation.rcu_nocbs", Severity::Info, format!("RCU callbacks still run on CPUs {}", fmt_cpus(&outside)))
+            .why(
+                "Without rcu_nocbs, RCU callbacks (freeing memory after a grace period) run in \
              softirq context on the CPU that queued them, in bursts that can last hundreds of µs.",
-        )
-        .fix(format!("Boot with `rcu_nocbs={cpus}` (nohz_full= implies it)."))
+            )
+            .fix(format!("Boot with `rcu_nocbs={cpus}` (nohz_full= implies it)."))
     };
     f.evidence(ev)
 }
@@ -168,11 +153,9 @@ fn smt(ctx: &Ctx) -> Finding {
                  `nosmt`), or keep the siblings of measured CPUs idle and isolated too \
                  (see /sys/devices/system/cpu/cpuN/topology/thread_siblings_list).",
             ),
-        Some("0") => Finding::new("cpu.smt", Severity::Ok, "SMT (hyper-threading) is not active")
-            .why("Each measured CPU has its core to itself."),
+        Some("0") => Finding::new("cpu.smt", Severity::Ok, "SMT (hyper-threading) is not active").why("Each measured CPU has its core to itself."),
         _ => Finding::new("cpu.smt", Severity::Info, "SMT state is not exposed by this kernel")
             .why("Without /sys/devices/system/cpu/smt/active rtscope cannot tell whether measured CPUs share a core."),
     };
     f.evidence(ev)
 }
-

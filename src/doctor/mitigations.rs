@@ -41,17 +41,14 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         .why("No mitigation code runs on kernel entry/exit or context switch; latency floors are lower than on a mitigated host — compare only like with like.")
         .evidence(ev)
     } else {
-        let mut f = Finding::new(
-            "cpu.mitigations",
-            Severity::Info,
-            format!("{} CPU vulnerability mitigation(s) active: {}", mitigated.len(), mitigated.join(", ")),
-        )
-        .why(
-            "Mitigations add work to every system call, interrupt and context switch, raising \
+        let mut f =
+            Finding::new("cpu.mitigations", Severity::Info, format!("{} CPU vulnerability mitigation(s) active: {}", mitigated.len(), mitigated.join(", ")))
+                .why(
+                    "Mitigations add work to every system call, interrupt and context switch, raising \
              the latency floor by a few hundred ns to µs. Record them with results and compare \
              only hosts with the same state.",
-        )
-        .evidence(ev);
+                )
+                .evidence(ev);
         if param.as_deref() != Some("off") {
             f = f.fix("On a dedicated, isolated lab host only: boot with `mitigations=off` (a security trade-off).");
         }

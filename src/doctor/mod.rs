@@ -27,7 +27,6 @@ mod tracing;
 mod vm;
 mod watchdog;
 
-
 use crate::model::Host;
 use crate::units::parse_cpu_list;
 
@@ -108,19 +107,12 @@ impl<'a> Ctx<'a> {
         let line = self.cmdline.as_deref()?;
         // Parameters after a bare `--` go to init, not to the kernel.
         let kernel_part = line.split(" -- ").next().unwrap_or(line);
-        kernel_part
-            .split_whitespace()
-            .filter_map(|tok| tok.split_once('='))
-            .rev()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v)
+        kernel_part.split_whitespace().filter_map(|tok| tok.split_once('=')).rev().find(|(k, _)| *k == name).map(|(_, v)| v)
     }
 
     /// Whether bare boot flag `name` (no `=`) is present.
     pub(crate) fn flag(&self, name: &str) -> bool {
-        self.cmdline.as_deref().is_some_and(|l| {
-            l.split(" -- ").next().unwrap_or(l).split_whitespace().any(|t| t == name)
-        })
+        self.cmdline.as_deref().is_some_and(|l| l.split(" -- ").next().unwrap_or(l).split_whitespace().any(|t| t == name))
     }
 
     /// Evidence for one boot parameter (`/proc/cmdline` `name=value`).
@@ -185,8 +177,7 @@ pub(crate) fn fmt_cpus(cpus: &[usize]) -> String {
 /// The CPU numbers in a kernel value, skipping flag words (`isolcpus=domain,managed_irq,2-3`)
 /// and anything else that is not a CPU range (`nohz_full=(null)`).
 pub(crate) fn cpus_in(s: &str) -> Vec<usize> {
-    let mut cpus: Vec<usize> =
-        s.split(',').filter_map(|part| parse_cpu_list(part.trim()).ok()).flatten().collect();
+    let mut cpus: Vec<usize> = s.split(',').filter_map(|part| parse_cpu_list(part.trim()).ok()).flatten().collect();
     cpus.sort_unstable();
     cpus.dedup();
     cpus

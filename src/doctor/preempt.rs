@@ -52,20 +52,11 @@ pub(crate) const FIX_RT_KERNEL: &str = "Boot a PREEMPT_RT kernel (CONFIG_PREEMPT
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let pm = judge(ctx);
     let rt_fix = FIX_RT_KERNEL;
-    let dyn_fix = if pm.dynamic {
-        " Meanwhile this PREEMPT_DYNAMIC kernel can be booted with `preempt=full`.".to_string()
-    } else {
-        String::new()
-    };
+    let dyn_fix = if pm.dynamic { " Meanwhile this PREEMPT_DYNAMIC kernel can be booted with `preempt=full`.".to_string() } else { String::new() };
     let why_rt = "Only PREEMPT_RT makes almost all kernel code, interrupt handlers (threaded) \
                   and spinlocks preemptible, which bounds scheduling latency to tens of µs under load.";
     let (sev, title, why, fix) = match pm.model.as_str() {
-        "rt" => (
-            Severity::Ok,
-            "Kernel is PREEMPT_RT".to_string(),
-            why_rt.to_string(),
-            None,
-        ),
+        "rt" => (Severity::Ok, "Kernel is PREEMPT_RT".to_string(), why_rt.to_string(), None),
         "full" => (
             Severity::Warn,
             "Preemption model is full (PREEMPT), not PREEMPT_RT".to_string(),

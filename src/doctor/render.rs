@@ -61,13 +61,7 @@ pub(crate) fn render_text(r: &DoctorReport, fill: Fill<'_>) -> String {
         }
     }
     let count = |s| r.findings.iter().filter(|f| f.severity == s).count();
-    out.push_str(&format!(
-        "\n{} bad, {} warn, {} info, {} ok\n",
-        count(Severity::Bad),
-        count(Severity::Warn),
-        count(Severity::Info),
-        count(Severity::Ok)
-    ));
+    out.push_str(&format!("\n{} bad, {} warn, {} info, {} ok\n", count(Severity::Bad), count(Severity::Warn), count(Severity::Info), count(Severity::Ok)));
     out
 }
 

@@ -12,16 +12,22 @@ const ROOTS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let Some(root) = ROOTS.iter().find(|r| ctx.exists(&format!("{r}/tracing_on"))) else {
-        return vec![Finding::new("tracing.active", Severity::Info, "tracefs is not mounted (or not readable): active tracing not checked")
-            .why("Without tracefs rtscope cannot see whether another tool is tracing on the measured CPUs.")
-            .evidence(vec![super::evidence(ROOTS[0], None)]),
+        return vec![
+            Finding::new("tracing.active", Severity::Info, "tracefs is not mounted (or not readable): active tracing not checked")
+                .why("Without tracefs rtscope cannot see whether another tool is tracing on the measured CPUs.")
+                .evidence(vec![super::evidence(ROOTS[0], None)]),
             // Which tracers the kernel has is listed in tracefs only: unknown
             // here, not "missing" (a fresh boot has it unmounted until the
             // first tool mounts it; `run --trace` mounts it itself).
-            Finding::new("tracing.tracers", Severity::Info, "tracefs is not mounted: whether the kernel has the timerlat, osnoise and hwlat tracers is unknown")
-                .why("The timerlat, osnoise and hwlat probes need their tracer; tracefs lists the tracers the kernel has.")
-                .fix(format!("`mount -t tracefs nodev {}` (as root), then run doctor again; the tracer probes mount it themselves", ROOTS[0]))
-                .evidence(vec![super::evidence(&format!("{}/available_tracers", ROOTS[0]), None)])];
+            Finding::new(
+                "tracing.tracers",
+                Severity::Info,
+                "tracefs is not mounted: whether the kernel has the timerlat, osnoise and hwlat tracers is unknown",
+            )
+            .why("The timerlat, osnoise and hwlat probes need their tracer; tracefs lists the tracers the kernel has.")
+            .fix(format!("`mount -t tracefs nodev {}` (as root), then run doctor again; the tracer probes mount it themselves", ROOTS[0]))
+            .evidence(vec![super::evidence(&format!("{}/available_tracers", ROOTS[0]), None)]),
+        ];
     };
     let mut active: Vec<String> = Vec::new();
     let mut ev: Vec<Evidence> = Vec::new();
@@ -59,10 +65,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         let mut f = Finding::new("tracing.active", Severity::Ok, "No other kernel tracing is active")
             .why("Neither the top-level ftrace buffer nor any other tracefs instance has a tracer or events on.");
         if !ours_live.is_empty() {
-            f = f.why(format!(
-                "No other kernel tracing is active; {} belong to rtscope runs in progress.",
-                ours_live.join(", ")
-            ));
+            f = f.why(format!("No other kernel tracing is active; {} belong to rtscope runs in progress.", ours_live.join(", ")));
         }
         f
     } else if active.is_empty() {

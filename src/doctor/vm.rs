@@ -6,8 +6,20 @@
 use super::{Ctx, Evidence, Finding, Severity};
 
 const VM_WORDS: &[&str] = &[
-    "kvm", "qemu", "vmware", "virtualbox", "xen", "hyper-v", "virtual machine", "bochs",
-    "amazon ec2", "google compute engine", "firecracker", "cloud hypervisor", "parallels", "bhyve",
+    "kvm",
+    "qemu",
+    "vmware",
+    "virtualbox",
+    "xen",
+    "hyper-v",
+    "virtual machine",
+    "bochs",
+    "amazon ec2",
+    "google compute engine",
+    "firecracker",
+    "cloud hypervisor",
+    "parallels",
+    "bhyve",
 ];
 
 /// What helps when the host does not run a vCPU.
@@ -25,10 +37,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
         VM_WORDS.iter().any(|w| l.contains(w))
     });
     let ev = vec![
-        Evidence {
-            path: "/proc/cpuinfo".into(),
-            value: if hv_flag { "flags include hypervisor".into() } else { "no hypervisor flag".into() },
-        },
+        Evidence { path: "/proc/cpuinfo".into(), value: if hv_flag { "flags include hypervisor".into() } else { "no hypervisor flag".into() } },
         hv_ev,
         pn_ev,
         sv_ev,

@@ -9,8 +9,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let mut out = Vec::new();
     let (nmi_ev, nmi) = ctx.read("/proc/sys/kernel/nmi_watchdog");
     let f = match nmi.as_deref() {
-        Some("0") => Finding::new("watchdog.nmi", Severity::Ok, "NMI watchdog is off")
-            .why("No periodic non-maskable interrupt hits the measured CPUs."),
+        Some("0") => Finding::new("watchdog.nmi", Severity::Ok, "NMI watchdog is off").why("No periodic non-maskable interrupt hits the measured CPUs."),
         Some(_) => Finding::new("watchdog.nmi", Severity::Warn, "NMI watchdog is on")
             .why(
                 "A perf-counter NMI fires on every CPU periodically and cannot be masked or \
@@ -40,12 +39,15 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                  `sysctl -w kernel.soft_watchdog=0` / boot with `nosoftlockup` (or `nowatchdog`).",
                 {
                     let hk = ctx.housekeeping();
-                    if hk.is_empty() { "0".to_string() } else { fmt_cpus(&hk) }
+                    if hk.is_empty() {
+                        "0".to_string()
+                    } else {
+                        fmt_cpus(&hk)
+                    }
                 }
             ))
     } else {
-        Finding::new("watchdog.soft", Severity::Ok, "Soft lockup watchdog is off")
-            .why("No periodic watchdog timer and stopper work on the measured CPUs.")
+        Finding::new("watchdog.soft", Severity::Ok, "Soft lockup watchdog is off").why("No periodic watchdog timer and stopper work on the measured CPUs.")
     };
     out.push(f.evidence(vec![wd_ev, sw_ev, mask_ev]));
     out

@@ -52,7 +52,11 @@ pub(crate) fn parse_factor(s: &str) -> Result<Factor, BadInput> {
         _ => levels.split(',').map(|l| l.trim().to_string()).collect(),
     };
     if levels.len() < 2 || levels.len() > MAX_LEVELS || levels.iter().any(String::is_empty) {
-        return Err(BadInput(format!("--factor {s}: give 2 to {MAX_LEVELS} non-empty levels, comma-separated; {}'s levels: {}", knob.name, knob.levels_help())));
+        return Err(BadInput(format!(
+            "--factor {s}: give 2 to {MAX_LEVELS} non-empty levels, comma-separated; {}'s levels: {}",
+            knob.name,
+            knob.levels_help()
+        )));
     }
     for (i, l) in levels.iter().enumerate() {
         if levels[..i].contains(l) {

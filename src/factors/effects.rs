@@ -148,15 +148,21 @@ pub(crate) fn phi(x: f64) -> f64 {
 /// Cornish–Fisher expansion (Abramowitz & Stegun 26.7.5), good to 1e-3 there.
 pub(crate) fn t_quantile(a: f64, df: usize) -> f64 {
     const T975: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-        2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080,
+        2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
     ];
     const T995: [f64; 30] = [
-        63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169, 3.106, 3.055, 3.012, 2.977, 2.947, 2.921, 2.898, 2.878, 2.861, 2.845,
-        2.831, 2.819, 2.807, 2.797, 2.787, 2.779, 2.771, 2.763, 2.756, 2.750,
+        63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169, 3.106, 3.055, 3.012, 2.977, 2.947, 2.921, 2.898, 2.878, 2.861, 2.845, 2.831,
+        2.819, 2.807, 2.797, 2.787, 2.779, 2.771, 2.763, 2.756, 2.750,
     ];
     let df = df.max(1);
-    let table = if (a - 0.025).abs() < 1e-9 { Some(&T975) } else if (a - 0.005).abs() < 1e-9 { Some(&T995) } else { None };
+    let table = if (a - 0.025).abs() < 1e-9 {
+        Some(&T975)
+    } else if (a - 0.005).abs() < 1e-9 {
+        Some(&T995)
+    } else {
+        None
+    };
     if let (Some(t), true) = (table, df <= 30) {
         return t[df - 1];
     }
@@ -288,11 +294,8 @@ pub(crate) fn interaction_rounds(cells: &[Vec<usize>], values: &[Vec<Option<f64>
     let find = |c: &[usize], fl: usize, gl: usize| {
         cells.iter().position(|o| o[f] == fl && o[g] == gl && o.iter().zip(c).enumerate().all(|(k, (a, b))| k == f || k == g || a == b))
     };
-    let quads: Vec<[usize; 4]> = cells
-        .iter()
-        .filter(|c| c[f] == 0 && c[g] == 0)
-        .filter_map(|c| Some([find(c, 0, 0)?, find(c, 1, 0)?, find(c, 0, 1)?, find(c, 1, 1)?]))
-        .collect();
+    let quads: Vec<[usize; 4]> =
+        cells.iter().filter(|c| c[f] == 0 && c[g] == 0).filter_map(|c| Some([find(c, 0, 0)?, find(c, 1, 0)?, find(c, 0, 1)?, find(c, 1, 1)?])).collect();
     let mut d = Vec::new();
     for round in values {
         let v: Option<Vec<f64>> = quads

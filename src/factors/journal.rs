@@ -145,12 +145,9 @@ fn check_dir(dir: &Path) -> Result<(), String> {
 
 /// The directory, created 0700 and checked, and its lock taken (released on drop).
 fn lock_dir(dir: &Path) -> anyhow::Result<File> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .with_context(|| format!("creating the restore journal directory {}", dir.display()))?;
-    check_dir(dir).map_err(|why| BadInput(format!("the restore journal directory: {why}; point RTSCOPE_STATE_DIR at a directory only you (or root) can write")))?;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).with_context(|| format!("creating the restore journal directory {}", dir.display()))?;
+    check_dir(dir)
+        .map_err(|why| BadInput(format!("the restore journal directory: {why}; point RTSCOPE_STATE_DIR at a directory only you (or root) can write")))?;
     let f = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -409,13 +406,8 @@ fn write_record(dir: &Path, record: &Record) -> anyhow::Result<File> {
     let path = dir.join(format!("journal-{}.json", record.pid));
     let tmp = dir.join(format!(".journal-{}.tmp", record.pid));
     let written = (|| -> std::io::Result<File> {
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&tmp)?;
+        let mut f =
+            std::fs::OpenOptions::new().create(true).write(true).truncate(true).mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(&tmp)?;
         f.write_all(serde_json::to_string_pretty(record).map_err(std::io::Error::other)?.as_bytes())?;
         f.sync_all()?;
         flock(&f, true)?;

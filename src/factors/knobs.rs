@@ -518,9 +518,8 @@ fn hex_mask(cpus: &[usize]) -> String {
 
 /// The numbered IRQs under /proc/irq, in order.
 pub(crate) fn irqs(root: &KnobRoot) -> Vec<u32> {
-    let mut v: Vec<u32> = std::fs::read_dir(root.path("/proc/irq"))
-        .map(|rd| rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect())
-        .unwrap_or_default();
+    let mut v: Vec<u32> =
+        std::fs::read_dir(root.path("/proc/irq")).map(|rd| rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect()).unwrap_or_default();
     v.sort_unstable();
     v
 }
@@ -725,10 +724,20 @@ mod tests {
     #[test]
     fn a_run_setting_checks_applies_and_writes_its_level_one_way() {
         let mut o = Overrides::default();
-        for (r, level) in [(RunSetting::Priority, "42"), (RunSetting::Policy, "rr"), (RunSetting::DmaLatency, "released"), (RunSetting::Load, "cpu"), (RunSetting::Cpu, "0"), (RunSetting::Interval, "250us")] {
+        for (r, level) in [
+            (RunSetting::Priority, "42"),
+            (RunSetting::Policy, "rr"),
+            (RunSetting::DmaLatency, "released"),
+            (RunSetting::Load, "cpu"),
+            (RunSetting::Cpu, "0"),
+            (RunSetting::Interval, "250us"),
+        ] {
             r.apply(level, &mut o).unwrap();
         }
-        assert_eq!((o.priority, o.policy, o.dma_latency, o.cpus.clone(), o.interval_ns), (Some(42), Some(crate::sys::sched::Policy::RoundRobin), Some(false), Some(vec![0]), Some(250_000)));
+        assert_eq!(
+            (o.priority, o.policy, o.dma_latency, o.cpus.clone(), o.interval_ns),
+            (Some(42), Some(crate::sys::sched::Policy::RoundRobin), Some(false), Some(vec![0]), Some(250_000))
+        );
         assert_eq!(o.loads, Some(vec!["cpu".to_string()]));
         RunSetting::Load.apply("idle", &mut o).unwrap();
         assert_eq!(o.loads, Some(vec![]));
@@ -736,7 +745,13 @@ mod tests {
         assert_eq!(RunSetting::DmaLatency.flags("held").unwrap(), Vec::<String>::new());
         assert_eq!(RunSetting::Cpu.flags("0").unwrap(), ["-a", "0"]);
         // No silent fallback: a level that does not parse names the factor and the level.
-        for (r, level) in [(RunSetting::Priority, "high"), (RunSetting::Policy, "batch"), (RunSetting::DmaLatency, "on"), (RunSetting::Cpu, "99999"), (RunSetting::Interval, "soon")] {
+        for (r, level) in [
+            (RunSetting::Priority, "high"),
+            (RunSetting::Policy, "batch"),
+            (RunSetting::DmaLatency, "on"),
+            (RunSetting::Cpu, "99999"),
+            (RunSetting::Interval, "soon"),
+        ] {
             let e = r.apply(level, &mut o).unwrap_err().0;
             assert!(e.starts_with(&format!("--factor {}={level}: ", r.name())), "{e}");
             assert!(r.flags(level).is_err() && r.check(level).is_err());

@@ -206,7 +206,8 @@ pub(crate) fn markdown(a: &Analysis, doctor: &[Finding]) -> String {
     let _ = writeln!(s, "\n## What matters here\n\n| {} |\n|{}|", HEAD.join(" | "), HEAD.iter().map(|_| "---").collect::<Vec<_>>().join("|"));
     for r in &a.effects {
         let c = cells(r).map(|x| md_esc(&x));
-        let c: Vec<String> = c.iter().enumerate().map(|(i, x)| if i == 5 && r.estimate.verdict == Verdict::Material { format!("**{x}**") } else { x.clone() }).collect();
+        let c: Vec<String> =
+            c.iter().enumerate().map(|(i, x)| if i == 5 && r.estimate.verdict == Verdict::Material { format!("**{x}**") } else { x.clone() }).collect();
         let _ = writeln!(s, "| {} |", c.join(" | "));
     }
     for n in &a.notes {
@@ -270,11 +271,21 @@ fn effect_plot(rows: &[&Row]) -> String {
         };
         let label = format!("{} {} {}", r.entry, r.metric.name(), if r.interaction { r.level.clone() } else { format!("{}={}", r.factor, r.level) });
         let _ = write!(s, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", left - 8.0, y + 4.0, crate::report::html::esc(&label));
-        let _ = write!(s, "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"{colour}\" stroke-width=\"2\"/>", x(r.estimate.lo), x(r.estimate.hi));
+        let _ = write!(
+            s,
+            "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"{colour}\" stroke-width=\"2\"/>",
+            x(r.estimate.lo),
+            x(r.estimate.hi)
+        );
         let (effect, interval) = fmt_estimate(&r.estimate, r.scale);
         let _ = write!(s, "<circle cx=\"{:.1}\" cy=\"{y:.1}\" r=\"4\" fill=\"{colour}\"><title>{effect} {interval}</title></circle>", x(r.estimate.effect));
     }
-    let _ = write!(s, "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">effect vs the baseline level (log axis); grey band: too small to be material</text>", (left + w - right) / 2.0, h - 8.0);
+    let _ = write!(
+        s,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">effect vs the baseline level (log axis); grey band: too small to be material</text>",
+        (left + w - right) / 2.0,
+        h - 8.0
+    );
     s.push_str("</svg>");
     s
 }
@@ -302,7 +313,13 @@ pub(crate) fn html(a: &Analysis, doctor: &[Finding]) -> String {
     for r in &a.effects {
         s.push_str("<tr>");
         for (i, c) in cells(r).iter().enumerate() {
-            let class = if i == 5 && r.estimate.verdict == Verdict::Material { " class=\"material\"" } else if i == 3 || i == 4 { " class=\"n\"" } else { "" };
+            let class = if i == 5 && r.estimate.verdict == Verdict::Material {
+                " class=\"material\""
+            } else if i == 3 || i == 4 {
+                " class=\"n\""
+            } else {
+                ""
+            };
             let _ = write!(s, "<td{class}>{}</td>", esc(c));
         }
         s.push_str("</tr>");

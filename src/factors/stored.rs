@@ -186,7 +186,10 @@ mod tests {
         let text = Record::new("fx-1", &d, 5, 42).to_json();
         let (back, rounds, seed) = Record::parse("fx-1", &text).unwrap();
         assert_eq!((rounds, seed, back.shape, back.cells.clone()), (5, 42, d.shape, d.cells.clone()));
-        assert_eq!(back.factors.iter().map(|f| (f.knob.name, f.levels.clone())).collect::<Vec<_>>(), d.factors.iter().map(|f| (f.knob.name, f.levels.clone())).collect::<Vec<_>>());
+        assert_eq!(
+            back.factors.iter().map(|f| (f.knob.name, f.levels.clone())).collect::<Vec<_>>(),
+            d.factors.iter().map(|f| (f.knob.name, f.levels.clone())).collect::<Vec<_>>()
+        );
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["baseline"], serde_json::json!(["0", "7"]));
         assert!(Record::parse("fx-1", &text.replace("\"printk\"", "\"nosuch\"")).unwrap_err().0.contains("no such knob"));

@@ -31,7 +31,6 @@ pub(crate) const FORMAT: Format = Format(&Spec {
     )
 });
 
-
 /// One column while the file is read: its histogram, the lowest
 /// non-empty bin's lo, the highest's hi − 1.
 type Column = (Hist, Option<u64>, u64);
@@ -110,7 +109,10 @@ fn add_bin<R: std::io::BufRead>(
     }
     if let Some((ph, pl)) = *prev_hi {
         if lo < ph {
-            return Err(ParseError::at(n, format!("bin [{lo}, {hi}) overlaps or precedes the bin ending at {ph} on line {pl}; expected bins in increasing, non-overlapping order")));
+            return Err(ParseError::at(
+                n,
+                format!("bin [{lo}, {hi}) overlaps or precedes the bin ending at {ph} on line {pl}; expected bins in increasing, non-overlapping order"),
+            ));
         }
     }
     *prev_hi = Some((hi, n));

@@ -280,8 +280,7 @@ fn header(p: &Parsed, series: &Shape, ctx: &Context) -> Result<Run, ParseError> 
     }
     let cpus: Vec<usize> = series.cpus.iter().copied().collect();
     let interval = series.interval_ns;
-    let groups: Vec<(&str, Option<&str>)> =
-        crate::units::first_seen(series.groups.iter().map(|(p, v)| (ctx.probe.as_deref().unwrap_or(p), v.as_deref())));
+    let groups: Vec<(&str, Option<&str>)> = crate::units::first_seen(series.groups.iter().map(|(p, v)| (ctx.probe.as_deref().unwrap_or(p), v.as_deref())));
     let mut probes: Vec<String> = groups.iter().map(|g| g.0.to_string()).collect();
     probes.dedup();
     let tool_named = if p.tool_version.is_empty() { p.tool.clone() } else { format!("{} {}", p.tool, p.tool_version) };
@@ -298,13 +297,7 @@ fn header(p: &Parsed, series: &Shape, ctx: &Context) -> Result<Run, ParseError> 
     let mut plan = Plan::new(probes, vec![ctx.phase.clone()], Nanos(p.duration_ns.unwrap_or(0)), Nanos(interval));
     plan.threads = series.count;
     plan.cpus = cpus;
-    let from = ImportedFrom {
-        format: ctx.format.name().into(),
-        tool: tool_named,
-        file_sha256: ctx.file_sha256.clone(),
-        file: ctx.file.clone(),
-        system,
-    };
+    let from = ImportedFrom { format: ctx.format.name().into(), tool: tool_named, file_sha256: ctx.file_sha256.clone(), file: ctx.file.clone(), system };
     let mut run = Run::imported(Tool::new(p.tool.clone(), p.tool_version.clone()), from, host, plan, Vec::new(), (started_at, finished_at));
     run.command_line = p.command_line.clone();
     run.fidelity = fidelity;
@@ -321,20 +314,12 @@ pub(super) fn finish_series(s: Series, probe: &str, phase: &str) -> Result<Probe
         return Err(ParseError::file(format!("{what}: min {} ns is above max {} ns", s.min_ns, s.max_ns)));
     }
     let summary_only = s.buckets.is_empty();
-    let mut buckets = if summary_only {
-        vec![Bucket { lo_ns: Nanos(s.min_ns), hi_ns: Nanos(s.max_ns), count: s.samples }]
-    } else {
-        normalise_buckets(s.buckets)
-    };
+    let mut buckets =
+        if summary_only { vec![Bucket { lo_ns: Nanos(s.min_ns), hi_ns: Nanos(s.max_ns), count: s.samples }] } else { normalise_buckets(s.buckets) };
     let total = buckets.iter().try_fold(0u64, |a, b| a.checked_add(b.count));
     match total {
         Some(t) if t == s.samples => {}
-        Some(t) => {
-            return Err(ParseError::file(format!(
-                "{what}: histogram counts sum to {t} but the file reports {} samples",
-                s.samples
-            )))
-        }
+        Some(t) => return Err(ParseError::file(format!("{what}: histogram counts sum to {t} but the file reports {} samples", s.samples))),
         None => return Err(ParseError::file(format!("{what}: histogram counts overflow a 64-bit sum"))),
     }
     if buckets.is_empty() {
@@ -385,7 +370,6 @@ pub(super) fn finish_series(s: Series, probe: &str, phase: &str) -> Result<Probe
 fn series_name(s: &Series) -> String {
     named(&s.probe, s.variant.as_deref(), s.thread)
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -39,7 +39,6 @@ fn footer_values(rest: &str, line: usize, what: &str) -> Result<Vec<u64>, ParseE
     rest.split_whitespace().map(|t| uint(t, line, what)).collect()
 }
 
-
 /// Read line by line: each histogram row is added to its column's
 /// [`Hist`] at once, so memory does not grow with the number of rows.
 pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parsed, ParseError> {
@@ -112,9 +111,7 @@ pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parse
     p.fidelity.push("µs resolution; the average is printed as whole µs".into());
     p.fidelity.extend(super::fold::distinct(folded));
     if overflow_total > 0 {
-        p.fidelity.push(format!(
-            "histogram truncated at {limit_us} µs, {overflow_total} overflows: they are one bucket from {limit_us} µs up to the max"
-        ));
+        p.fidelity.push(format!("histogram truncated at {limit_us} µs, {overflow_total} overflows: they are one bucket from {limit_us} µs up to the max"));
     }
     p.fidelity.push("no host, date, period or CPU in this format; no per-second series".into());
     Ok(p)
@@ -179,10 +176,7 @@ struct Footer {
 fn thread_series(t: usize, hist: Hist, f: &Footer, limit_us: u64, folded: &mut Vec<String>) -> Result<(Series, u64), ParseError> {
     let in_hist = hist.total().ok_or_else(|| ParseError::file(format!("thread {t}: counts overflow a 64-bit sum")))?;
     if in_hist != f.total[t] {
-        return Err(ParseError::file(format!(
-            "thread {t}: histogram rows sum to {in_hist} but # Total: says {}; expected them equal",
-            f.total[t]
-        )));
+        return Err(ParseError::file(format!("thread {t}: histogram rows sum to {in_hist} but # Total: says {}; expected them equal", f.total[t])));
     }
     folded.extend(hist.note("histogram"));
     let mut buckets = hist.into_buckets();
@@ -190,10 +184,7 @@ fn thread_series(t: usize, hist: Hist, f: &Footer, limit_us: u64, folded: &mut V
     if f.over[t] > 0 {
         let lo = us_to_ns(limit_us, 0, "histogram limit")?;
         if max_ns < lo {
-            return Err(ParseError::file(format!(
-                "thread {t}: {} overflows but max {} µs is below the histogram limit {limit_us} µs",
-                f.over[t], f.max[t]
-            )));
+            return Err(ParseError::file(format!("thread {t}: {} overflows but max {} µs is below the histogram limit {limit_us} µs", f.over[t], f.max[t])));
         }
         buckets.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(max_ns), count: f.over[t] });
     }

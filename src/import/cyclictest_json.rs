@@ -243,9 +243,7 @@ impl<'de> Visitor<'de> for HistSeed {
             let k = || text.clone().unwrap_or_else(|| v.unwrap_or(0).to_string());
             let v = v.ok_or_else(|| A::Error::custom(format!("{}: key {:?} is not a non-negative integer latency", self.path, k())))?;
             let c: Value = map.next_value()?;
-            let count = c
-                .as_u64()
-                .ok_or_else(|| A::Error::custom(format!("{}.\"{}\" is {c}; expected a non-negative count", self.path, k())))?;
+            let count = c.as_u64().ok_or_else(|| A::Error::custom(format!("{}.\"{}\" is {c}; expected a non-negative count", self.path, k())))?;
             h.add(v, v, count);
         }
         Ok(h)
@@ -315,9 +313,7 @@ pub(crate) fn expect_tool(v: &Value, want: &str) -> Result<(), ParseError> {
                 "oslat" => "--format oslat-json",
                 _ => "the format of that tool, if rtscope imports it",
             };
-            Err(ParseError::file(format!(
-                "this is {t}'s JSON output (its \"cmdline:\" runs {t}), not {want}'s; import it with {format} (or --format auto)"
-            )))
+            Err(ParseError::file(format!("this is {t}'s JSON output (its \"cmdline:\" runs {t}), not {want}'s; import it with {format} (or --format auto)")))
         }
         _ => Ok(()),
     }
@@ -357,9 +353,7 @@ pub(crate) fn json_f64(obj: &Value, key: &str, path: &str) -> Result<f64, ParseE
 
 /// Scale a value in the file's unit to ns, refusing overflow.
 pub(crate) fn to_ns(v: u64, unit_ns: u64, path: &str) -> Result<u64, ParseError> {
-    v.checked_mul(unit_ns)
-        .filter(|&n| n <= i64::MAX as u64)
-        .ok_or_else(|| ParseError::file(format!("{path}: {v} is too large to be a latency")))
+    v.checked_mul(unit_ns).filter(|&n| n <= i64::MAX as u64).ok_or_else(|| ParseError::file(format!("{path}: {v} is too large to be a latency")))
 }
 
 /// rt-tests' "Sun, 22 Nov 2026 09:09:57 +0000" → RFC 3339 UTC.
@@ -434,9 +428,7 @@ pub(crate) fn parse(text: &str) -> Result<Parsed, ParseError> {
 pub(crate) fn parse_reader(r: impl std::io::Read) -> Result<Parsed, ParseError> {
     let doc = Doc::read(r)?;
     let (mut p, unit_ns, interval_ns, limit) = head(&doc.top)?;
-    let threads = doc
-        .threads
-        .ok_or_else(|| ParseError::file("no \"thread\" object; expected cyclictest --json output (truncated file?)"))?;
+    let threads = doc.threads.ok_or_else(|| ParseError::file("no \"thread\" object; expected cyclictest --json output (truncated file?)"))?;
     let mut ids: Vec<(usize, Thread)> = Vec::new();
     for (k, t) in threads {
         let id: usize = k.parse().map_err(|_| not_a_thread_number(&k))?;
@@ -489,10 +481,7 @@ pub(crate) fn notes_around_folding(notes: &Notes, limit: Option<u64>, unit_ns: u
         before.push("summary only (run without -h): percentiles unknown; histogram is one bucket [min, max]".into());
     } else if notes.overflow_total > 0 {
         let lim = limit.map(|l| format!("{l} {}", if unit_ns == 1 { "ns" } else { "µs" })).unwrap_or_else(|| "its last bucket".into());
-        before.push(format!(
-            "histogram truncated at {lim}, {} overflows: they are one bucket from the limit up to the max",
-            notes.overflow_total
-        ));
+        before.push(format!("histogram truncated at {lim}, {} overflows: they are one bucket from the limit up to the max", notes.overflow_total));
     }
     (before, vec!["no per-second series; no worst-sample timestamps".into()])
 }
@@ -527,9 +516,7 @@ pub(crate) fn thread_series(id: usize, th: Thread, unit_ns: u64, interval_ns: u6
     } else {
         let in_hist = buckets.iter().try_fold(0u64, |a, b| a.checked_add(b.count)).unwrap_or(u64::MAX);
         if in_hist > cycles {
-            return Err(ParseError::file(format!(
-                "{path}: histogram holds {in_hist} samples but cycles is {cycles}; expected at most cycles"
-            )));
+            return Err(ParseError::file(format!("{path}: histogram holds {in_hist} samples but cycles is {cycles}; expected at most cycles")));
         }
         let over = cycles - in_hist;
         if over > 0 {
@@ -539,9 +526,7 @@ pub(crate) fn thread_series(id: usize, th: Thread, unit_ns: u64, interval_ns: u6
                 None => top.saturating_add(1),
             };
             if max_ns < lo {
-                return Err(ParseError::file(format!(
-                    "{path}: {over} samples overflowed the histogram but max {max_ns} ns is below its limit {lo} ns"
-                )));
+                return Err(ParseError::file(format!("{path}: {over} samples overflowed the histogram but max {max_ns} ns is below its limit {lo} ns")));
             }
             buckets.push(Bucket { lo_ns: Nanos(lo), hi_ns: Nanos(max_ns), count: over });
             notes.overflow_total += over;

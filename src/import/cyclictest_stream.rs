@@ -67,13 +67,7 @@ pub(crate) fn parse(input: &mut Input<'_>, src: &Source<'_>) -> Result<Vec<Parse
     let head = [p.fidelity.clone(), before].concat();
     p.fidelity = [head.clone(), after.clone()].concat();
     top.to_string().hash(&mut first.digest);
-    let shape = Shape {
-        count: first.count,
-        overruns_unknown: first.count > 0,
-        cpus: first.cpus,
-        interval_ns,
-        groups: vec![("timer".into(), None)],
-    };
+    let shape = Shape { count: first.count, overruns_unknown: first.count > 0, cpus: first.cpus, interval_ns, groups: vec![("timer".into(), None)] };
     let fidelity = Rc::new(RefCell::new(None));
     let expect = Expect { count: first.count, digest: first.digest.finish(), summary_only: first.notes.summary_only, pm, head, after };
     let (reopen, cell, expect) = (Rc::clone(src.reopen), Rc::clone(&fidelity), Rc::new(expect));
@@ -171,18 +165,14 @@ fn survey_thread(n: usize, t: &Thread, pm: Params) -> Result<Option<(Option<usiz
         return Ok(None);
     }
     if in_hist > cycles {
-        return Err(ParseError::file(format!(
-            "{path}: histogram holds {in_hist} samples but cycles is {cycles}; expected at most cycles"
-        )));
+        return Err(ParseError::file(format!("{path}: histogram holds {in_hist} samples but cycles is {cycles}; expected at most cycles")));
     }
     let over = cycles - in_hist;
     if over > 0 {
         let Some(l) = pm.limit else { return Ok(None) };
         let lo = to_ns(l, pm.unit_ns, "cmdline -h")?;
         if max_ns < lo {
-            return Err(ParseError::file(format!(
-                "{path}: {over} samples overflowed the histogram but max {max_ns} ns is below its limit {lo} ns"
-            )));
+            return Err(ParseError::file(format!("{path}: {over} samples overflowed the histogram but max {max_ns} ns is below its limit {lo} ns")));
         }
     }
     Ok(Some((cpu, over, false)))
@@ -352,7 +342,12 @@ mod tests {
             .map(|t| {
                 let hist: Vec<String> = (0..keys).map(|v| format!("\"{}\": {}", v * 3, 1 + (v * t) % 3)).collect();
                 let n: usize = (0..keys).map(|v| 1 + (v * t) % 3).sum();
-                format!("\"{t}\": {{\"histogram\": {{{}}}, \"cycles\": {n}, \"min\": 0, \"max\": {}, \"avg\": 9.5, \"cpu\": {}}}", hist.join(","), 3 * (keys - 1), t % 3)
+                format!(
+                    "\"{t}\": {{\"histogram\": {{{}}}, \"cycles\": {n}, \"min\": 0, \"max\": {}, \"avg\": 9.5, \"cpu\": {}}}",
+                    hist.join(","),
+                    3 * (keys - 1),
+                    t % 3
+                )
             })
             .collect();
         format!("{{\"cmdline:\": \"cyclictest -h 90000 --json=x\", \"resolution_in_ns\": 0, \"thread\": {{{}}}}}", th.join(","))

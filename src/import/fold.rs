@@ -314,10 +314,7 @@ pub(crate) fn percentiles(buckets: &[Bucket], samples: u64, min: u64, max: u64) 
     if samples == 0 {
         return BTreeMap::new();
     }
-    stats::PERCENTILES
-        .iter()
-        .map(|p| (p.key.to_string(), stats::bucket_percentile(buckets, p.q, Nanos(min), Nanos(max)).unwrap_or(Nanos(max))))
-        .collect()
+    stats::PERCENTILES.iter().map(|p| (p.key.to_string(), stats::bucket_percentile(buckets, p.q, Nanos(min), Nanos(max)).unwrap_or(Nanos(max)))).collect()
 }
 
 #[cfg(test)]

@@ -170,17 +170,7 @@ pub(crate) struct Spec {
 impl Spec {
     /// A text format with a sniffer and a parser; the rest off.
     pub(crate) const fn text(name: &'static str, about: &'static str, sniff: fn(&Sample<'_>) -> bool, parse: ParseFn) -> Spec {
-        Spec {
-            name,
-            about,
-            json: false,
-            sniff,
-            fallback: never,
-            parse: Some(parse),
-            per_column: false,
-            takes_period: false,
-            probe_per_row: false,
-        }
+        Spec { name, about, json: false, sniff, fallback: never, parse: Some(parse), per_column: false, takes_period: false, probe_per_row: false }
     }
 }
 

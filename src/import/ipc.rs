@@ -20,9 +20,9 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::rc::Rc;
 
+use super::build::SeriesIter;
 use super::format::{Format, Input, Reopen, Source, Spec, Systems};
 use super::read::{Marks, Reread};
-use super::build::SeriesIter;
 use super::{int, strip_ansi, uint, us_to_ns, ParseError, Parsed, Rows, Series, Shape};
 
 /// The rt-tests IPC tools' pair lines.
@@ -212,7 +212,6 @@ fn variant_of(tool: &str, a: Option<usize>, b: Option<usize>) -> Option<String> 
     })
 }
 
-
 /// A pair line, "#1 -> #0, Min    3, Cur   37, Avg    4, Max   37":
 /// (receiver, sender) and (line, min, avg, max).
 type PairLine = ((u64, u64), (usize, i64, i64, i64));
@@ -318,9 +317,7 @@ pub(crate) fn parse_lines(lines: &mut Input<'_>, src: &Source<'_>) -> Result<Par
             cut = Some(cut.unwrap_or(0).max(latest as usize));
         }
     }
-    let open = move || -> SeriesIter {
-        Box::new(PairRows::new(Rc::clone(&table)).filter_map(Result::transpose))
-    };
+    let open = move || -> SeriesIter { Box::new(PairRows::new(Rc::clone(&table)).filter_map(Result::transpose)) };
     let fidelity = notes(tool, skipped, cut, any_timeouts);
     Ok(Parsed { tool: tool.into(), rows: Some(Box::new(Rows { shape, open: Rc::new(open), notes: None })), fidelity, ..Parsed::default() })
 }
@@ -403,9 +400,10 @@ impl Table {
         if key != (a, b) {
             return Err(Reread::changed(&format!("line {n} is no longer the pair line of #{a} -> #{b}")));
         }
-        let cycles = recv.as_ref().and_then(|s| s.cycles).ok_or_else(|| {
-            ParseError::at(n, format!("no \"#{a}: ..., Cycles N\" status line before this pair; expected the tool's full output"))
-        })?;
+        let cycles = recv
+            .as_ref()
+            .and_then(|s| s.cycles)
+            .ok_or_else(|| ParseError::at(n, format!("no \"#{a}: ..., Cycles N\" status line before this pair; expected the tool's full output")))?;
         if cycles == 0 {
             return Ok(None);
         }
@@ -520,8 +518,7 @@ mod tests {
             pair(1, 0, 51),
         ]
         .concat();
-        let got: Vec<(usize, u64, u64)> =
-            parse_with(&text, &text).unwrap().iter().map(|s| (s.thread.unwrap(), s.samples, s.max_ns)).collect();
+        let got: Vec<(usize, u64, u64)> = parse_with(&text, &text).unwrap().iter().map(|s| (s.thread.unwrap(), s.samples, s.max_ns)).collect();
         assert_eq!(got, [(0, 50, 51_000), (1, 40, 41_000), (2, 10, 11_000), (3, 30, 31_000)]);
     }
 

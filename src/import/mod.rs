@@ -57,11 +57,11 @@ pub(crate) mod rtla;
 pub(crate) mod suites_csv;
 pub(crate) mod xenomai;
 
-pub use build::{build_run, Context, Parsed};
 pub(crate) use build::Building;
+pub use build::{build_run, Context, Parsed};
 pub(crate) use build::{Rows, Series, Shape};
 pub(crate) use fold::{folded_note, Hist, Seconds};
 pub use format::{detect, detect_head, parse, Format, FORMATS};
 pub(crate) use format::{format_list, parse_reader_with, probe_per_row, takes_period, ParseOptions, Reopen, Systems};
 pub use read::ParseError;
-pub(crate) use read::{ReadSeek, clamp_negative, decimal_us_to_ns, float, int, read_head, strip_ansi, uint, us_to_ns, Line};
+pub(crate) use read::{clamp_negative, decimal_us_to_ns, float, int, read_head, strip_ansi, uint, us_to_ns, Line, ReadSeek};

@@ -25,14 +25,11 @@ pub(crate) const FORMAT: Format = Format(&Spec {
     probe_per_row: false,
 });
 
-
 pub(crate) fn parse_reader(r: impl std::io::Read) -> Result<Parsed, ParseError> {
     let doc = Doc::read(r)?;
     super::cyclictest_json::expect_tool(&doc.top, "oslat")?;
     let mut p = common(&doc.top, "oslat");
-    let threads = doc
-        .threads
-        .ok_or_else(|| ParseError::file("no \"thread\" object; expected oslat --json output (truncated file?)"))?;
+    let threads = doc.threads.ok_or_else(|| ParseError::file("no \"thread\" object; expected oslat --json output (truncated file?)"))?;
     let mut ids = Vec::new();
     for (k, t) in threads {
         let id: usize = k.parse().map_err(|_| ParseError::file(format!("thread key {k:?} is not a thread number")))?;

@@ -8,7 +8,6 @@ use std::fmt;
 
 use super::format::format_list;
 
-
 /// The opening `limit` bytes of `r` after any leading byte-order mark and
 /// ASCII white space, and how many bytes were skipped: format detection
 /// looks at content, and megabytes of blank space before it must not hide it.

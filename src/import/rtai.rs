@@ -65,7 +65,6 @@ pub(crate) fn is_switch_line(l: &str) -> bool {
     l.contains("SWITCH TIME") && l.contains("(ns)")
 }
 
-
 /// Window figures of one column group (min/avg/max per window).
 struct Windows {
     min: i64,
@@ -91,9 +90,7 @@ impl Windows {
         self.avg_sum += av as f64;
         self.n += 1;
         // Counts are 1 per window until the period is known.
-        self.seconds
-            .get_or_insert_with(|| Seconds::new(window_s))
-            .push(1, clamp_negative(mi, neg), av.max(0) as f64, clamp_negative(ma, neg));
+        self.seconds.get_or_insert_with(|| Seconds::new(window_s)).push(1, clamp_negative(mi, neg), av.max(0) as f64, clamp_negative(ma, neg));
     }
     /// The series, with `per_window` samples per window (None: unknown, 1 counted).
     fn series(self, probe: &str, variant: Option<&str>, interval_ns: u64, per_window: Option<u64>, neg: &mut i64) -> Series {
@@ -113,13 +110,7 @@ impl Windows {
             mean_ns: Some(mean.max(0.0)),
             per_second,
             per_second_width_s: width,
-            signed: (self.min < 0 || mean < 0.0).then_some(SignedStats {
-                samples,
-                min_ns: self.min,
-                max_ns: self.max,
-                mean_ns: mean,
-                clamped: true,
-            }),
+            signed: (self.min < 0 || mean < 0.0).then_some(SignedStats { samples, min_ns: self.min, max_ns: self.max, mean_ns: mean, clamped: true }),
             ..Series::default()
         }
     }
@@ -142,22 +133,13 @@ struct Switch {
 fn switch_line(l: &str, n: usize) -> Result<Switch, ParseError> {
     let expected = "expected RTAI's switches line, like `FOR 10 TASKS: TIME 669 (ms), SUSP/RES SWITCHES 40000, SWITCH TIME 16726 (ns)`";
     let switch_ns = number_after(l, "SWITCH TIME").ok_or_else(|| ParseError::at(n, format!("no number after SWITCH TIME; {expected}")))?;
-    let part = l
-        .split(',')
-        .find(|p| p.contains("SWITCHES"))
-        .ok_or_else(|| ParseError::at(n, format!("no \"<kind> SWITCHES <count>\" part; {expected}")))?;
+    let part = l.split(',').find(|p| p.contains("SWITCHES")).ok_or_else(|| ParseError::at(n, format!("no \"<kind> SWITCHES <count>\" part; {expected}")))?;
     let (kind, count) = part.split_once("SWITCHES").unwrap_or_default();
     let switches = uint(count, n, "SWITCHES")?;
     if switches == 0 {
         return Err(ParseError::at(n, "SWITCHES 0: no switch was measured"));
     }
-    let kind: String = kind
-        .trim()
-        .to_ascii_lowercase()
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect::<Vec<_>>()
-        .join("-");
+    let kind: String = kind.trim().to_ascii_lowercase().split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect::<Vec<_>>().join("-");
     if kind.is_empty() {
         return Err(ParseError::at(n, format!("no kind of switch before SWITCHES; {expected}")));
     }

@@ -131,7 +131,10 @@ fn scan(lines: &mut dyn Iterator<Item = Line>) -> Result<Table, ParseError> {
         }
         if t.header_line == 0 {
             if ["IRQ-", "Thr-", "Usr-"].iter().any(|p| first.starts_with(p)) {
-                return Err(ParseError::at(n, "column header without \"Index\": rtla --no-index output has no bucket starts and no summary labels; rerun rtla without --no-index"));
+                return Err(ParseError::at(
+                    n,
+                    "column header without \"Index\": rtla --no-index output has no bucket starts and no summary labels; rerun rtla without --no-index",
+                ));
             }
             continue; // text before the table (rtla prints nothing else we need)
         }
@@ -218,12 +221,20 @@ pub(crate) fn parse_lines(lines: &mut dyn Iterator<Item = Line>) -> Result<Parse
 
 /// One column's series (None when it has no samples): its histogram, and
 /// its `over:` count as one bucket past the last row printed.
-fn column_series(c: &mut Column, unit_ns: u64, last: Option<u64>, width: u64, folded: &mut Vec<String>, overflows: &mut u64) -> Result<Option<Series>, ParseError> {
+fn column_series(
+    c: &mut Column,
+    unit_ns: u64,
+    last: Option<u64>,
+    width: u64,
+    folded: &mut Vec<String>,
+    overflows: &mut u64,
+) -> Result<Option<Series>, ParseError> {
     let scale = |v: u64, what: &str| -> Result<u64, ParseError> {
         v.checked_mul(unit_ns).filter(|&x| x <= i64::MAX as u64).ok_or_else(|| ParseError::file(format!("{what}: {v} is too large")))
     };
     let name = format!("{}-{:03}", c.variant, c.cpu);
-    let count = c.count.ok_or_else(|| ParseError::file("no \"count:\" row; expected the summary rows after the histogram (truncated file, or rtla --no-summary?)"))?;
+    let count =
+        c.count.ok_or_else(|| ParseError::file("no \"count:\" row; expected the summary rows after the histogram (truncated file, or rtla --no-summary?)"))?;
     if count == 0 {
         return Ok(None);
     }
@@ -266,9 +277,7 @@ fn column_series(c: &mut Column, unit_ns: u64, last: Option<u64>, width: u64, fo
 fn header_columns<'a>(toks: impl Iterator<Item = &'a str>, n: usize) -> Result<Vec<Column>, ParseError> {
     let mut cols = Vec::new();
     for name in toks {
-        let (kind, cpu) = name
-            .split_once('-')
-            .ok_or_else(|| ParseError::at(n, format!("column {name:?}: expected IRQ-NNN, Thr-NNN or Usr-NNN")))?;
+        let (kind, cpu) = name.split_once('-').ok_or_else(|| ParseError::at(n, format!("column {name:?}: expected IRQ-NNN, Thr-NNN or Usr-NNN")))?;
         let variant = match kind {
             "IRQ" => "irq",
             "Thr" => "thread",

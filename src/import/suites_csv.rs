@@ -218,10 +218,7 @@ fn number(line: usize, cell: &str, what: &What<'_>) -> Result<Option<f64>, Parse
 const CAP: f64 = i64::MAX as f64;
 
 fn too_large(line: usize, what: &What<'_>, cell: &str, unit: &str) -> ParseError {
-    ParseError::at(
-        line,
-        format!("{what}: {cell} {unit} is past the largest value the history keeps ({} ns, 292 years); check the value in the file", i64::MAX),
-    )
+    ParseError::at(line, format!("{what}: {cell} {unit} is past the largest value the history keeps ({} ns, 292 years); check the value in the file", i64::MAX))
 }
 
 fn parsed(tool: &str, system: &str, series: Vec<Series>, fidelity: Vec<String>) -> Parsed {

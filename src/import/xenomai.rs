@@ -253,7 +253,8 @@ fn fidelity_notes(p: &mut Parsed, summary_only: bool, folded: bool, neg: i64) {
     if summary_only {
         p.fidelity.push("summary only (run without -h): percentiles unknown; histogram is one bucket [min, max]".into());
     } else {
-        p.fidelity.push("histogram in 1 µs buckets (latency's -B default; the bucket size is not printed); values are absolute (negative latencies folded)".into());
+        p.fidelity
+            .push("histogram in 1 µs buckets (latency's -B default; the bucket size is not printed); values are absolute (negative latencies folded)".into());
     }
     if folded {
         p.fidelity.push(super::folded_note("HSD| histogram"));

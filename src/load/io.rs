@@ -83,11 +83,7 @@ impl Load for IoLoad {
         }
         drop(f);
         let _ = std::fs::remove_file(&path);
-        Ok(Counters::from([
-            ("bytes_written".to_string(), written),
-            ("bytes_read".to_string(), read),
-            ("fsyncs".to_string(), fsyncs),
-        ]))
+        Ok(Counters::from([("bytes_written".to_string(), written), ("bytes_read".to_string(), read), ("fsyncs".to_string(), fsyncs)]))
     }
 
     fn stress_ng_args(&self, workers: usize, _dir: &Path) -> Vec<String> {

@@ -78,10 +78,7 @@ impl Load for IrqLoad {
             drop(ping);
             let wakeups = timer.join().map_err(|_| anyhow::anyhow!("irq load: timer thread panicked"))?;
             ponger.join().map_err(|_| anyhow::anyhow!("irq load: ping-pong thread panicked"))?;
-            Ok(Counters::from([
-                ("timer_wakeups".to_string(), wakeups),
-                ("cross_cpu_wakeups".to_string(), 2 * round_trips),
-            ]))
+            Ok(Counters::from([("timer_wakeups".to_string(), wakeups), ("cross_cpu_wakeups".to_string(), 2 * round_trips)]))
         })
     }
 

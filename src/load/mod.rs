@@ -274,9 +274,9 @@ pub(crate) fn resolve_engine(asked: Engine) -> Result<(Engine, Option<PathBuf>),
         (Engine::Builtin, _) => Ok((Engine::Builtin, None)),
         (Engine::Auto, None) => Ok((Engine::Builtin, None)),
         (_, Some(p)) => Ok((Engine::StressNg, Some(p))),
-        (Engine::StressNg, None) => Err(
-            "--load-engine stress-ng: stress-ng is not on PATH; install it (apt-get install stress-ng) or use --load-engine builtin".into(),
-        ),
+        (Engine::StressNg, None) => {
+            Err("--load-engine stress-ng: stress-ng is not on PATH; install it (apt-get install stress-ng) or use --load-engine builtin".into())
+        }
     }
 }
 

@@ -221,13 +221,7 @@ impl PhaseLoads {
             let (exit, _) = reap(p)?;
             let ok_end = p.record.engine == "cmd" && exit == wait::Exit::Code(0);
             if !ok_end {
-                anyhow::bail!(
-                    "load '{}' ({}) ended early ({exit}) in phase {}:\n{}",
-                    p.record.name,
-                    p.record.engine,
-                    self.record.name,
-                    log_tail(&p.log)
-                );
+                anyhow::bail!("load '{}' ({}) ended early ({exit}) in phase {}:\n{}", p.record.name, p.record.engine, self.record.name, log_tail(&p.log));
             }
         }
         Ok(())
@@ -242,8 +236,7 @@ impl PhaseLoads {
         }
         let deadline = Instant::now() + GRACE;
         loop {
-            let pending: Vec<i32> =
-                self.procs.iter().filter(|p| !p.reaped && !wait::has_exited(p.pid).unwrap_or(true)).map(|p| p.pid).collect();
+            let pending: Vec<i32> = self.procs.iter().filter(|p| !p.reaped && !wait::has_exited(p.pid).unwrap_or(true)).map(|p| p.pid).collect();
             if pending.is_empty() {
                 break;
             }
@@ -476,7 +469,13 @@ mod tests {
         // would read as a large share; not computed.
         let short = b.since(&a, Duration::from_millis(20));
         assert_eq!(short.others_busy_share(&[0]), None);
-        let beside = |ms: u64| crate::model::HostBeside { phase: "idle".into(), duration_ns: Nanos(ms * 1_000_000), cpus: 2, busy_ns: Nanos(10_000_000), ..Default::default() };
+        let beside = |ms: u64| crate::model::HostBeside {
+            phase: "idle".into(),
+            duration_ns: Nanos(ms * 1_000_000),
+            cpus: 2,
+            busy_ns: Nanos(10_000_000),
+            ..Default::default()
+        };
         assert_eq!(beside(5).others_share(), None, "5 ms of a host whose one tick was busy is not 100 % busy");
         assert_eq!(beside(1000).others_share(), Some(0.005));
     }

@@ -89,10 +89,7 @@ impl Load for SchedLoad {
             for h in receivers {
                 received += h.join().map_err(|_| anyhow::anyhow!("sched load: a receiver panicked"))?;
             }
-            Ok(Counters::from([
-                ("messages_sent".to_string(), messages),
-                ("messages_received".to_string(), received / MSG as u64),
-            ]))
+            Ok(Counters::from([("messages_sent".to_string(), messages), ("messages_received".to_string(), received / MSG as u64)]))
         })
     }
 

@@ -141,9 +141,9 @@ fn run_builtin(args: &LoadWorkerArgs, kind: &LoadKind, stop: &AtomicBool) -> any
             .map(|index| {
                 let cpus = &cpus;
                 let dir = args.dir.as_path();
-                std::thread::Builder::new().name(format!("load-{}-{index}", load.name())).spawn_scoped(s, move || {
-                    load.run_builtin(&WorkerCtx { index, workers, cpus, dir, stop })
-                })
+                std::thread::Builder::new()
+                    .name(format!("load-{}-{index}", load.name()))
+                    .spawn_scoped(s, move || load.run_builtin(&WorkerCtx { index, workers, cpus, dir, stop }))
             })
             .collect::<Result<_, _>>()?;
         // Wait for the stop signal; a worker that ends before it has failed.

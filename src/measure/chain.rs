@@ -81,12 +81,8 @@ impl Chain {
 pub(crate) fn run(ctx: &ProbeCtx<'_>, share: u64) -> anyhow::Result<Vec<ThreadOutcome>> {
     let n = ctx.run.probe.chain.max(2);
     let specs = specs(ctx, n);
-    let chain = Chain {
-        tids: (0..n).map(|_| AtomicU64::new(0)).collect(),
-        sent: AtomicU64::new(0),
-        quit: AtomicBool::new(false),
-        origin: AtomicU64::new(now_ns()),
-    };
+    let chain =
+        Chain { tids: (0..n).map(|_| AtomicU64::new(0)).collect(), sent: AtomicU64::new(0), quit: AtomicBool::new(false), origin: AtomicU64::new(now_ns()) };
     let Chain { tids, sent, quit, origin } = &chain;
     let interval = ctx.run.interval_ns;
     let back_to_back = ctx.run.probe.back_to_back;
@@ -160,13 +156,7 @@ pub(crate) fn run(ctx: &ProbeCtx<'_>, share: u64) -> anyhow::Result<Vec<ThreadOu
 /// CPUs in turn.
 fn specs(ctx: &ProbeCtx<'_>, n: usize) -> Vec<ThreadSpec> {
     (0..n)
-        .map(|index| ThreadSpec {
-            index,
-            cpu: Some(ctx.run.cpus[index % ctx.run.cpus.len()]),
-            policy: ctx.run.policy,
-            priority: ctx.run.priority,
-            dl: None,
-        })
+        .map(|index| ThreadSpec { index, cpu: Some(ctx.run.cpus[index % ctx.run.cpus.len()]), policy: ctx.run.policy, priority: ctx.run.priority, dl: None })
         .collect()
 }
 

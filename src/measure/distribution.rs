@@ -130,11 +130,7 @@ impl Distribution {
         self.sumsq = self.sumsq.saturating_add(o.sumsq);
         self.summary_only = summary_only;
         self.sums_unknown |= o.sums_unknown;
-        self.buckets = if summary_only {
-            vec![Bucket { lo_ns: Nanos(self.min_ns), hi_ns: Nanos(self.max_ns), count: samples }]
-        } else {
-            buckets
-        };
+        self.buckets = if summary_only { vec![Bucket { lo_ns: Nanos(self.min_ns), hi_ns: Nanos(self.max_ns), count: samples }] } else { buckets };
         self.seconds = seconds;
         self.tail_k = self.tail_k.min(o.tail_k);
         self.tail.extend(o.tail.iter().copied());
@@ -160,7 +156,10 @@ impl Distribution {
         }
         for w in self.buckets.windows(2) {
             if w[1].lo_ns <= w[0].hi_ns {
-                return Err(format!("{what}: bucket {}:{} does not follow {}:{} (buckets ascend, without overlap)", w[1].lo_ns.0, w[1].hi_ns.0, w[0].lo_ns.0, w[0].hi_ns.0));
+                return Err(format!(
+                    "{what}: bucket {}:{} does not follow {}:{} (buckets ascend, without overlap)",
+                    w[1].lo_ns.0, w[1].hi_ns.0, w[0].lo_ns.0, w[0].hi_ns.0
+                ));
             }
         }
         if let Some(b) = self.buckets.iter().find(|b| b.lo_ns > b.hi_ns) {
@@ -213,7 +212,15 @@ impl Distribution {
     /// from the buckets by nearest rank (the top of the bucket, clamped to
     /// the exact min and max; none when summary-only), `worst` a prefix of
     /// the tail.
-    pub(crate) fn to_result(&self, probe: &str, phase: &str, variant: Option<String>, thread: Option<usize>, cpu: Option<usize>, interval_ns: u64) -> ProbeResult {
+    pub(crate) fn to_result(
+        &self,
+        probe: &str,
+        phase: &str,
+        variant: Option<String>,
+        thread: Option<usize>,
+        cpu: Option<usize>,
+        interval_ns: u64,
+    ) -> ProbeResult {
         let mut r = ProbeResult::new(probe, phase, variant, thread, cpu, Nanos(interval_ns));
         let n = self.samples;
         let m = Moments::from_sums(n, self.sum as f64, self.sumsq as f64);
@@ -229,7 +236,8 @@ impl Distribution {
             PERCENTILES.iter().filter_map(|p| bucket_percentile(&self.buckets, p.q, min, max).map(|v| (p.key.to_string(), v))).collect()
         };
         r.histogram = self.buckets.clone();
-        r.worst = self.tail.iter().take(self.worst).map(|t| WorstSample { latency_ns: t.0, at_ns: t.1, cpu: t.4, seq: t.2, thread: t.3, trace: None }).collect();
+        r.worst =
+            self.tail.iter().take(self.worst).map(|t| WorstSample { latency_ns: t.0, at_ns: t.1, cpu: t.4, seq: t.2, thread: t.3, trace: None }).collect();
         r.per_second = self
             .seconds
             .iter()
@@ -454,5 +462,4 @@ mod tests {
             "does not fit",
         );
     }
-
 }

@@ -16,8 +16,8 @@
 //! Entries: variants `inner`, `outer`, per CPU the detector ran on, and
 //! merged. Threshold: `--noise-threshold` (at least 1 µs).
 
-use super::tracer::{self, Kind, Series, TracerRun};
 use super::registry::ProbeInfo;
+use super::tracer::{self, Kind, Series, TracerRun};
 use super::{Probe, ProbeCtx, ThreadOutcome};
 use crate::model::Extras;
 
@@ -113,10 +113,7 @@ mod tests {
             parse_sample("#10    inner/outer(us): 4239/815   ts:1795467324.063917514 count:215"),
             Some(Sample { id: 10, inner_ns: 4_239_000, outer_ns: 815_000 })
         );
-        assert_eq!(
-            parse_sample("#2 inner/outer(us):   70/1604  ts:1.2 count:4 nmi-total:3 nmi-count:1").map(|s| s.outer_ns),
-            Some(1_604_000)
-        );
+        assert_eq!(parse_sample("#2 inner/outer(us):   70/1604  ts:1.2 count:4 nmi-total:3 nmi-count:1").map(|s| s.outer_ns), Some(1_604_000));
         assert_eq!(parse_sample("#1 context irq timer_latency 932 ns"), None);
     }
 }

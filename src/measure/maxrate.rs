@@ -11,8 +11,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::timer::timer_loop_with;
 use super::registry::ProbeInfo;
+use super::timer::timer_loop_with;
 use super::{select, spawn_measuring, Probe, ProbeCtx, ThreadOutcome};
 use crate::trace::LateSamples;
 use crate::units::fmt_ns;

@@ -38,7 +38,6 @@ use crate::sys::time::{now_ns, sleep_until_ns};
 
 pub(crate) struct MigrateProbe;
 
-
 /// Shared state of one run: the release generation, the release time and
 /// each thread's start, end and CPU of the current period.
 struct Shared {

@@ -158,11 +158,7 @@ impl LiveBoard {
     pub(crate) fn totals(&self) -> (u64, u64, u64) {
         let lives = self.lives.lock().unwrap();
         lives.iter().fold((0, 0, 0), |(s, o, m), l| {
-            (
-                s + l.samples.load(Ordering::Relaxed),
-                o + l.overruns.load(Ordering::Relaxed),
-                m.max(l.max_ns.load(Ordering::Relaxed)),
-            )
+            (s + l.samples.load(Ordering::Relaxed), o + l.overruns.load(Ordering::Relaxed), m.max(l.max_ns.load(Ordering::Relaxed)))
         })
     }
 }
@@ -184,13 +180,7 @@ impl ThreadSpec {
     /// the run's period as the reservation's.
     pub(crate) fn from_run(run: &ProbeRun, index: usize) -> ThreadSpec {
         let dl = (run.policy == Policy::Deadline).then(|| run.probe.dl_params(run.interval_ns));
-        ThreadSpec {
-            index,
-            cpu: if dl.is_some() { None } else { Some(run.cpus[index % run.cpus.len()]) },
-            policy: run.policy,
-            priority: run.priority,
-            dl,
-        }
+        ThreadSpec { index, cpu: if dl.is_some() { None } else { Some(run.cpus[index % run.cpus.len()]) }, policy: run.policy, priority: run.priority, dl }
     }
 
     /// This spec with the SCHED_DEADLINE period `period_ns` (`periodic`'s variants).

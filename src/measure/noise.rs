@@ -103,11 +103,7 @@ fn note(policy: Policy, priority: u8) -> String {
     let period = read_i64("/proc/sys/kernel/sched_rt_period_us");
     let throttle = match (runtime, period) {
         (Some(-1), _) => "RT throttling is off (sched_rt_runtime_us = -1)".to_string(),
-        (Some(r), Some(p)) => format!(
-            "RT throttling is on: {} ms of every {} ms for RT tasks (sched_rt_runtime_us/sched_rt_period_us)",
-            r / 1000,
-            p / 1000
-        ),
+        (Some(r), Some(p)) => format!("RT throttling is on: {} ms of every {} ms for RT tasks (sched_rt_runtime_us/sched_rt_period_us)", r / 1000, p / 1000),
         _ => "RT throttling settings unreadable".to_string(),
     };
     match policy {

@@ -18,8 +18,8 @@
 //! kernel made them, SCHED_OTHER; `fifo` sets them to SCHED_FIFO -p, and RT
 //! throttling then stops them for the rest of each throttling period).
 
-use super::tracer::{self, Kind, Series, TracerRun};
 use super::registry::ProbeInfo;
+use super::tracer::{self, Kind, Series, TracerRun};
 use super::{Probe, ProbeCtx, ThreadOutcome};
 use crate::model::Extras;
 use crate::model::{Interference, NoiseStats};

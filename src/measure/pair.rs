@@ -245,21 +245,12 @@ pub(crate) fn run_two<F>(ctx: &ProbeCtx<'_>, specs: &[ThreadSpec; 2], variant: &
 where
     F: Fn(usize, &mut Recorder, &AtomicBool, &super::Gate) -> Option<String> + Sync,
 {
-    let outs = spawn_measuring(ctx, specs, Some(variant.to_string()), interval, |spec, rec, stop, barrier| {
-        body(spec.index, rec, stop, barrier)
-    })?;
+    let outs = spawn_measuring(ctx, specs, Some(variant.to_string()), interval, |spec, rec, stop, barrier| body(spec.index, rec, stop, barrier))?;
     super::first_with_all_steps(outs)
 }
 
 /// Run one one-way variant for `duration` (or `max_events` events).
-pub(crate) fn one_way(
-    ctx: &ProbeCtx<'_>,
-    variant: &str,
-    h: &dyn Handoff,
-    place: Placement,
-    ev: Events,
-    sender_spin: u64,
-) -> anyhow::Result<ThreadOutcome> {
+pub(crate) fn one_way(ctx: &ProbeCtx<'_>, variant: &str, h: &dyn Handoff, place: Placement, ev: Events, sender_spin: u64) -> anyhow::Result<ThreadOutcome> {
     let specs = pair_specs(ctx, place);
     let sync = Sync3 { t0: AtomicU64::new(0), done: AtomicBool::new(false), armed: Event::new(), go: Event::new(), ack: Event::new() };
     run_two(ctx, &specs, variant, ev.pause.interval(), |index, rec, stop, barrier| {
@@ -390,15 +381,7 @@ fn sender(h: &dyn Handoff, stop: &AtomicBool, s: &Sync3, buf: &[u8], spin: u64, 
 /// in the mechanism, releases, and blocks for the next `go`. `t0` is safe:
 /// the sender stores the next one only after the next `go`, which comes
 /// after the receiver has read this one.
-fn receiver_two_step(
-    h: &dyn Handoff,
-    go: &dyn Channel,
-    rec: &mut Recorder,
-    s: &Sync3,
-    buf: &mut [u8],
-    pause: Pause,
-    late: LateSamples<'_>,
-) -> Option<String> {
+fn receiver_two_step(h: &dyn Handoff, go: &dyn Channel, rec: &mut Recorder, s: &Sync3, buf: &mut [u8], pause: Pause, late: LateSamples<'_>) -> Option<String> {
     let start = now_ns();
     let mut next = start + pause.interval();
     let mut seq = 0u64;

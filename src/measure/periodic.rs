@@ -24,12 +24,12 @@
 use std::sync::atomic::Ordering;
 
 use super::recorder::{tail_capacity, Recorder};
-use super::timer::timer_loop_with;
 use super::registry::ProbeInfo;
+use super::timer::timer_loop_with;
 use super::{select, spawn_measuring_with, Probe, ProbeCtx, ThreadOutcome, ThreadSpec};
+use crate::model::SignedStats;
 use crate::trace::LateSamples;
 use crate::units::fmt_ns;
-use crate::model::SignedStats;
 
 pub(crate) struct PeriodicProbe;
 

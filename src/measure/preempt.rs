@@ -14,8 +14,8 @@
 use std::sync::atomic::Ordering;
 
 use super::pair::{one_way, Events, Placement};
-use super::sem::FutexHandoff;
 use super::registry::ProbeInfo;
+use super::sem::FutexHandoff;
 use super::{Probe, ProbeCtx, ThreadOutcome};
 use crate::sys::futex::Event;
 

@@ -121,8 +121,7 @@ impl Recorder {
     /// As [`Recorder::new`], keeping the `tail_k` largest samples (at least
     /// `worst_k`); see [`tail_capacity`] for sizing it from the plan.
     pub(crate) fn with_tail(thread: usize, duration_ns: u64, worst_k: usize, tail_k: usize) -> Recorder {
-        let hist = Histogram::<u64>::new_with_bounds(1, HIGHEST_NS, SIGNIFICANT_DIGITS)
-            .expect("static histogram bounds are valid");
+        let hist = Histogram::<u64>::new_with_bounds(1, HIGHEST_NS, SIGNIFICANT_DIGITS).expect("static histogram bounds are valid");
         let secs = duration_ns.div_ceil(1_000_000_000).max(1);
         let width_s = secs.div_ceil(100_000).max(1);
         let n_slots = (secs / width_s + 2) as usize;
@@ -219,8 +218,7 @@ impl Recorder {
             s.max = latency_ns;
         }
 
-        let enters = self.tail.len() < self.tail_k
-            || self.tail.peek().is_some_and(|r| latency_ns > r.0.latency);
+        let enters = self.tail.len() < self.tail_k || self.tail.peek().is_some_and(|r| latency_ns > r.0.latency);
         if enters {
             self.push_tail(latency_ns, at_ns, seq);
         }
@@ -314,11 +312,8 @@ impl Recorder {
     /// What this recorder measured, as the one distribution type every
     /// source merges and reports through ([`Distribution`]).
     pub(crate) fn distribution(&self) -> Distribution {
-        let mut tail: Vec<TailSample> = self
-            .tail
-            .iter()
-            .map(|r| TailSample(Nanos(r.0.latency), Nanos(r.0.at), r.0.seq_rev.0, r.0.thread as usize, r.0.cpu as usize))
-            .collect();
+        let mut tail: Vec<TailSample> =
+            self.tail.iter().map(|r| TailSample(Nanos(r.0.latency), Nanos(r.0.at), r.0.seq_rev.0, r.0.thread as usize, r.0.cpu as usize)).collect();
         tail.sort_by(rank);
         let width_s = self.slot_width_ns / 1_000_000_000;
         let seconds = self
@@ -360,15 +355,7 @@ impl Recorder {
     }
 
     /// The summary entry of the result model ([`Distribution::to_result`]).
-    pub fn to_result(
-        &self,
-        probe: &str,
-        phase: &str,
-        variant: Option<String>,
-        thread: Option<usize>,
-        cpu: Option<usize>,
-        interval_ns: u64,
-    ) -> ProbeResult {
+    pub fn to_result(&self, probe: &str, phase: &str, variant: Option<String>, thread: Option<usize>, cpu: Option<usize>, interval_ns: u64) -> ProbeResult {
         self.distribution().to_result(probe, phase, variant, thread, cpu, interval_ns)
     }
 }
@@ -465,8 +452,7 @@ mod tests {
         r.record(30, 1_000_000_000, 2);
         r.record(40, 2_500_000_000, 3);
         let res = r.to_result("t", "idle", None, None, None, 1);
-        let ps: Vec<(u64, u64, u64, u64)> =
-            res.per_second.iter().map(|s| (s.t_s, s.count, s.min_ns.0, s.max_ns.0)).collect();
+        let ps: Vec<(u64, u64, u64, u64)> = res.per_second.iter().map(|s| (s.t_s, s.count, s.min_ns.0, s.max_ns.0)).collect();
         assert_eq!(ps, vec![(0, 2, 10, 20), (1, 1, 30, 30), (2, 1, 40, 40)]);
         assert!((res.per_second[0].mean_ns - 15.0).abs() < 1e-9);
     }

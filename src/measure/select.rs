@@ -29,7 +29,9 @@ pub(crate) fn max_events(ctx: &ProbeCtx<'_>) -> u64 {
 /// asked for explicitly.
 pub(crate) fn one_cpu_unless_told(ctx: &ProbeCtx<'_>, policy: crate::sys::sched::Policy) -> Vec<super::ThreadSpec> {
     if ctx.run.probe.cpus_explicit {
-        (0..ctx.run.threads).map(|i| super::ThreadSpec { policy, dl: None, cpu: Some(ctx.run.cpus[i % ctx.run.cpus.len()]), ..super::ThreadSpec::from_run(ctx.run, i) }).collect()
+        (0..ctx.run.threads)
+            .map(|i| super::ThreadSpec { policy, dl: None, cpu: Some(ctx.run.cpus[i % ctx.run.cpus.len()]), ..super::ThreadSpec::from_run(ctx.run, i) })
+            .collect()
     } else {
         vec![super::ThreadSpec { index: 0, cpu: ctx.run.cpus.last().copied(), policy, priority: ctx.run.priority, dl: None }]
     }

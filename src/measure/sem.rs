@@ -75,11 +75,7 @@ impl Probe for SemProbe {
                 break;
             }
             let (mech, placement) = v.split_once('/').expect("variant names have a placement");
-            let place = if placement == "same-cpu" {
-                Placement::same_cpu(ctx)
-            } else {
-                Placement::cross_cpu(ctx).expect("filtered above")
-            };
+            let place = if placement == "same-cpu" { Placement::same_cpu(ctx) } else { Placement::cross_cpu(ctx).expect("filtered above") };
             let h: Box<dyn Handoff> = match mech {
                 "posix" => Box::new(PosixSem(Semaphore::new(0)?)),
                 "sysv" => Box::new(SysvSem::new()?),

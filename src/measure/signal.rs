@@ -50,11 +50,7 @@ impl Probe for SignalProbe {
                 out.extend(super::chain::run(ctx, share)?);
                 continue;
             }
-            let h = SignalHandoff {
-                queue: v == "sigqueue",
-                target: AtomicU64::new(0),
-                go: SignalGo { sender: AtomicU64::new(0) },
-            };
+            let h = SignalHandoff { queue: v == "sigqueue", target: AtomicU64::new(0), go: SignalGo { sender: AtomicU64::new(0) } };
             out.push(one_way(ctx, v, &h, Placement::from_plan(ctx), Events::from_plan(ctx, share, 1), 0)?);
         }
         Ok(out)

@@ -48,8 +48,7 @@ impl Probe for SwitchProbe {
         let share = select::share(ctx, variants.len());
         let max = select::max_events(ctx);
         let cpu = ctx.run.cpus.first().copied();
-        let specs: Vec<ThreadSpec> =
-            (0..2).map(|index| ThreadSpec { index, cpu, policy: ctx.run.policy, priority: ctx.run.priority, dl: None }).collect();
+        let specs: Vec<ThreadSpec> = (0..2).map(|index| ThreadSpec { index, cpu, policy: ctx.run.policy, priority: ctx.run.priority, dl: None }).collect();
         let mut out = Vec::new();
         for v in &variants {
             if ctx.stop.load(Ordering::Relaxed) {

@@ -43,8 +43,7 @@ use crate::sys::time::{now_ns, sleep_until_ns};
 
 pub(crate) struct ThroughputProbe;
 
-pub(crate) const VARIANTS: &[&str] =
-    &["basic", "cooperative", "preemptive", "interrupt", "interrupt-preemption", "message", "synchronization", "memory"];
+pub(crate) const VARIANTS: &[&str] = &["basic", "cooperative", "preemptive", "interrupt", "interrupt-preemption", "message", "synchronization", "memory"];
 
 /// Message size of the `message` test (Thread-Metric: 16 bytes).
 pub(crate) const MSG_BYTES: usize = 16;

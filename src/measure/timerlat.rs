@@ -21,8 +21,8 @@
 
 use std::collections::VecDeque;
 
-use super::tracer::{self, Kind, Series, TracerRun};
 use super::registry::ProbeInfo;
+use super::tracer::{self, Kind, Series, TracerRun};
 use super::{Probe, ProbeCtx, ThreadOutcome};
 use crate::model::Extras;
 use crate::model::{Culprit, Nanos, TraceWindow};
@@ -245,7 +245,8 @@ fn in_run(ts_ns: u64, latency_ns: u64, start_ns: u64) -> bool {
 
 /// `TraceWindow::irq_latency_unknown` of a late thread sample whose IRQ
 /// sample is not in the trace.
-pub(crate) const IRQ_SAMPLE_LOST: &str = "lost: the tracer's IRQ sample of this activation is not in the trace (the ring buffer dropped it: see tracer.lost_events, tracer.missing)";
+pub(crate) const IRQ_SAMPLE_LOST: &str =
+    "lost: the tracer's IRQ sample of this activation is not in the trace (the ring buffer dropped it: see tracer.lost_events, tracer.missing)";
 
 /// One timerlat sample: `#12 context thread timer_latency 5678 ns`.
 #[derive(Debug, PartialEq)]
@@ -456,14 +457,8 @@ mod tests {
 
     #[test]
     fn samples_of_both_contexts_parse_and_other_lines_do_not() {
-        assert_eq!(
-            parse_sample("#1     context    irq timer_latency       932 ns"),
-            Some(Sample { id: 1, context: "irq", latency_ns: 932 })
-        );
-        assert_eq!(
-            parse_sample("#12    context thread timer_latency     11700 ns"),
-            Some(Sample { id: 12, context: "thread", latency_ns: 11_700 })
-        );
+        assert_eq!(parse_sample("#1     context    irq timer_latency       932 ns"), Some(Sample { id: 1, context: "irq", latency_ns: 932 }));
+        assert_eq!(parse_sample("#12    context thread timer_latency     11700 ns"), Some(Sample { id: 12, context: "thread", latency_ns: 11_700 }));
         assert_eq!(parse_sample("#3 context thread timer_latency 7 us").unwrap().latency_ns, 7_000);
         assert_eq!(parse_sample("irq_noise: local_timer:236 start 10.186443038 duration 43843 ns"), None);
         assert_eq!(parse_sample("#3 context thread timer_latency"), None);
@@ -511,7 +506,7 @@ mod tests {
         let noise = vec![
             parse_noise("thread_noise: hog:77 start 0 duration 600 ns", 1_500).unwrap(), // 900..1500
             parse_noise("irq_noise: local_timer:236 start 0 duration 100 ns", 1_000).unwrap(), // 900..1000
-            parse_noise("thread_noise: hog:77 start 0 duration 50 ns", 400).unwrap(), // before the window
+            parse_noise("thread_noise: hog:77 start 0 duration 50 ns", 400).unwrap(),    // before the window
         ];
         let irq = IrqSample { id: 5, latency_ns: 300, ts_ns: 1_300, from_idle: true };
         let w = window(1, 1_000, 2_000, &noise, Some(irq));

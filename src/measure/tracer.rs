@@ -301,16 +301,14 @@ impl TracerRun {
         let old = tracefs::read_ctl(&path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         self.saved.push((file.to_string(), current_value(&old)));
         self.save_state();
-        std::fs::write(&path, value)
-            .map_err(|e| anyhow::anyhow!("could not set {} to {value:?} for the {} tracer: {e}", path.display(), self.kind.name()))
+        std::fs::write(&path, value).map_err(|e| anyhow::anyhow!("could not set {} to {value:?} for the {} tracer: {e}", path.display(), self.kind.name()))
     }
 
     /// Writes a file of the tracer's own directory (not kept: the instance
     /// goes, and the top level's files written here were saved by `start`).
     fn write_here(&self, file: &str, value: &str) -> anyhow::Result<()> {
         let path = self.dir().join(file);
-        std::fs::write(&path, value)
-            .map_err(|e| anyhow::anyhow!("could not write {value:?} to {} for the {} tracer: {e}", path.display(), self.kind.name()))
+        std::fs::write(&path, value).map_err(|e| anyhow::anyhow!("could not write {value:?} to {} for the {} tracer: {e}", path.display(), self.kind.name()))
     }
 
     /// Enables events (`group/name`) in the tracer's instance; the names of
@@ -405,8 +403,7 @@ fn restore_stale(tracefs: &Path) {
         let text = std::fs::read_to_string(e.path()).unwrap_or_default();
         let mut lines = text.lines();
         let dir = lines.next().map(PathBuf::from).unwrap_or_else(|| tracefs.to_path_buf());
-        let saved: Vec<(String, String)> =
-            lines.filter_map(|l| l.split_once('\t')).map(|(f, v)| (f.to_string(), v.to_string())).collect();
+        let saved: Vec<(String, String)> = lines.filter_map(|l| l.split_once('\t')).map(|(f, v)| (f.to_string(), v.to_string())).collect();
         restore(&dir, &saved);
         let _ = std::fs::remove_file(e.path());
     }

@@ -59,14 +59,7 @@ pub struct Finding {
 impl Finding {
     /// A finding with no evidence, no explanation and no fix yet.
     pub fn new(id: &str, severity: Severity, title: impl Into<String>) -> Finding {
-        Finding {
-            id: id.to_string(),
-            severity,
-            title: title.into(),
-            evidence: Vec::new(),
-            why: String::new(),
-            fix: None,
-        }
+        Finding { id: id.to_string(), severity, title: title.into(), evidence: Vec::new(), why: String::new(), fix: None }
     }
 
     /// Why it matters for latency.

@@ -21,13 +21,12 @@ pub mod monitor;
 pub mod phases;
 pub mod plan;
 pub mod result;
-pub mod summaries;
 pub mod suites;
+pub mod summaries;
 pub mod trace;
 
 pub use crate::units::Nanos;
 pub use doctor::{Evidence, Finding, Severity};
-pub use trace::{Culprit, TracePlan, TraceSummary, TraceWindow};
 pub use host::*;
 pub(crate) use invariants::check_entry;
 pub use invariants::MAX_STORED;
@@ -36,6 +35,7 @@ pub use phases::*;
 pub use plan::*;
 pub use result::*;
 pub use summaries::*;
+pub use trace::{Culprit, TracePlan, TraceSummary, TraceWindow};
 
 /// One complete run: what was asked (plan), where (host), how the real-time
 /// set-up went, and every probe's results.
@@ -251,16 +251,9 @@ impl Run {
             schema_version: SCHEMA_VERSION,
             realtime_setup: RealtimeSetup {
                 ok: false,
-                steps: vec![SetupStep::skipped(
-                    "import",
-                    format!("real-time set-up of the source run is not recorded by {}", tool.name),
-                )],
+                steps: vec![SetupStep::skipped("import", format!("real-time set-up of the source run is not recorded by {}", tool.name))],
             },
-            calibration: Calibration {
-                clock_read_ns: Nanos(0),
-                clock_read_min_ns: Nanos(0),
-                clock: format!("unknown (imported from {named})"),
-            },
+            calibration: Calibration { clock_read_ns: Nanos(0), clock_read_min_ns: Nanos(0), clock: format!("unknown (imported from {named})") },
             started_at,
             finished_at,
             interrupted: false,

@@ -64,12 +64,7 @@ pub struct TracerStats {
 
 impl TracerStats {
     pub fn merge(&self, o: &TracerStats) -> TracerStats {
-        TracerStats {
-            lost_events: self.lost_events + o.lost_events,
-            overrun: self.overrun + o.overrun,
-            missing: self.missing + o.missing,
-            ..self.clone()
-        }
+        TracerStats { lost_events: self.lost_events + o.lost_events, overrun: self.overrun + o.overrun, missing: self.missing + o.missing, ..self.clone() }
     }
 }
 
@@ -87,13 +82,7 @@ pub struct Interference {
 
 impl Interference {
     pub fn merge(self, o: Interference) -> Interference {
-        Interference {
-            hw: self.hw + o.hw,
-            nmi: self.nmi + o.nmi,
-            irq: self.irq + o.irq,
-            softirq: self.softirq + o.softirq,
-            thread: self.thread + o.thread,
-        }
+        Interference { hw: self.hw + o.hw, nmi: self.nmi + o.nmi, irq: self.irq + o.irq, softirq: self.softirq + o.softirq, thread: self.thread + o.thread }
     }
 }
 
@@ -180,8 +169,7 @@ impl Throughput {
     /// Sum of two threads' counts, interval by interval.
     pub fn merge(&self, o: &Throughput) -> Throughput {
         let n = self.per_interval.len().max(o.per_interval.len());
-        let per_interval: Vec<u64> =
-            (0..n).map(|k| self.per_interval.get(k).copied().unwrap_or(0) + o.per_interval.get(k).copied().unwrap_or(0)).collect();
+        let per_interval: Vec<u64> = (0..n).map(|k| self.per_interval.get(k).copied().unwrap_or(0) + o.per_interval.get(k).copied().unwrap_or(0)).collect();
         Throughput { ops: self.ops + o.ops, interval_ns: self.interval_ns, per_interval }
     }
 }

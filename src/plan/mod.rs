@@ -93,4 +93,3 @@ impl RunPlan {
         p
     }
 }
-

@@ -140,10 +140,7 @@ pub(crate) const SCHED_FEATURES_PATHS: &[&str] = &["/sys/kernel/debug/sched/feat
 
 /// Is the scheduler's HRTICK feature on? None when debugfs cannot be read.
 pub(crate) fn hrtick_enabled() -> Option<bool> {
-    SCHED_FEATURES_PATHS
-        .iter()
-        .find_map(|p| std::fs::read_to_string(p).ok())
-        .map(|s| s.split_whitespace().any(|w| w == "HRTICK"))
+    SCHED_FEATURES_PATHS.iter().find_map(|p| std::fs::read_to_string(p).ok()).map(|s| s.split_whitespace().any(|w| w == "HRTICK"))
 }
 
 /// Runtimes below this need HRTICK (cyclicdeadline's rule): without it the

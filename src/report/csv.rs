@@ -12,9 +12,31 @@
 use crate::analysis::summary::Analysis;
 
 pub(crate) const HEADER: [&str; 25] = [
-    "record", "system", "probe", "phase", "variant", "thread", "cpu", "samples", "overruns", "min_ns", "mean_ns",
-    "stddev_ns", "p50_ns", "p90_ns", "p99_ns", "p99.9_ns", "p99.99_ns", "p99.999_ns", "max_ns", "deadline_ns",
-    "misses", "pwcet_1e-9_ns", "bucket_lo_ns", "bucket_hi_ns", "count",
+    "record",
+    "system",
+    "probe",
+    "phase",
+    "variant",
+    "thread",
+    "cpu",
+    "samples",
+    "overruns",
+    "min_ns",
+    "mean_ns",
+    "stddev_ns",
+    "p50_ns",
+    "p90_ns",
+    "p99_ns",
+    "p99.9_ns",
+    "p99.99_ns",
+    "p99.999_ns",
+    "max_ns",
+    "deadline_ns",
+    "misses",
+    "pwcet_1e-9_ns",
+    "bucket_lo_ns",
+    "bucket_hi_ns",
+    "count",
 ];
 
 pub(crate) fn render(a: &Analysis) -> anyhow::Result<Vec<u8>> {

@@ -62,13 +62,7 @@ fn table(t: &Table) -> String {
 
 /// One plot as the report shows it (`<figure class="plot">`).
 pub(crate) fn figure(p: &Plot) -> String {
-    format!(
-        "<figure class=\"plot\" data-kind=\"{}\" id=\"{}\">{}<figcaption>{}</figcaption></figure>\n",
-        p.kind,
-        esc(&p.id),
-        p.svg,
-        esc(&p.title)
-    )
+    format!("<figure class=\"plot\" data-kind=\"{}\" id=\"{}\">{}<figcaption>{}</figcaption></figure>\n", p.kind, esc(&p.id), p.svg, esc(&p.title))
 }
 
 /// The host fingerprint and the plan, unfolded.
@@ -80,11 +74,8 @@ fn host_block(r: &RunAnalysis) -> Block {
         v.dedup();
         v
     };
-    let idle: Vec<String> = h
-        .cpuidle_states
-        .iter()
-        .map(|s| format!("{} ({} µs{})", s.name, s.exit_latency_us, if s.disabled { ", disabled" } else { "" }))
-        .collect();
+    let idle: Vec<String> =
+        h.cpuidle_states.iter().map(|s| format!("{} ({} µs{})", s.name, s.exit_latency_us, if s.disabled { ", disabled" } else { "" })).collect();
     let p = &r.plan;
     // A target that is not Linux: its OS and version, its model as the
     // terminal says it, `-` for what its agent cannot know (issue 48).
@@ -286,7 +277,11 @@ fn worst_blocks(r: &RunAnalysis, unit: Unit) -> Vec<Block> {
         Block::Heading(2, "Worst samples".into()),
         Block::Text(format!(
             "The {WORST_SHOWN} longest latencies of each entry (over all its threads), when and where they were taken{}.",
-            if traced { ", and what held the CPU from the due time to the wake-up (threshold tracing)" } else { "; with --trace-threshold the table also says what held the CPU" }
+            if traced {
+                ", and what held the CPU from the due time to the wake-up (threshold tracing)"
+            } else {
+                "; with --trace-threshold the table also says what held the CPU"
+            }
         )),
         Block::Table(t.wrapping(&[8])),
     ]

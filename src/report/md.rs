@@ -127,7 +127,10 @@ mod tests {
     fn html_from_outside_is_text() {
         let evil = "<img src=x onerror=alert(1)> </td><script>x</script> &lt; <!-- ![t](http://e/x.png)";
         let table = Table::plain(vec!["what held the CPU".into()], 1, vec![vec![format!("{evil}|\nnext")]]);
-        let md = render_blocks("t", &[Block::Heading(2, evil.into()), Block::Text(evil.into()), Block::Caption(evil.into()), Block::List(vec![evil.into()]), Block::Table(table)]);
+        let md = render_blocks(
+            "t",
+            &[Block::Heading(2, evil.into()), Block::Text(evil.into()), Block::Caption(evil.into()), Block::List(vec![evil.into()]), Block::Table(table)],
+        );
         assert!(!md.contains('<') || !md.split('<').skip(1).any(|t| t.starts_with(|c: char| c.is_ascii_alphabetic() || "/!?".contains(c))), "{md}");
         assert!(md.contains("&lt;img src=x onerror=alert(1)> &lt;/td>&lt;script>x&lt;/script> &amp;lt; &lt;!-- !\\[t](http://e/x.png)"), "{md}");
         assert!(md.contains("\\| next |"), "a cell stays one cell on one line: {md}");

@@ -16,11 +16,11 @@
 //!
 //! Only the merged rows (all measuring threads of a probe) are used.
 
-use crate::units::fmt_ns;
 use crate::model::{Nanos, ProbeResult, Run};
+use crate::plan::Table;
 use crate::report::blocks::{Block, Table as BlockTable, Unit, UNKNOWN};
 use crate::report::term::pct;
-use crate::plan::Table;
+use crate::units::fmt_ns;
 
 /// The table `table` asks for, then the load evidence (none when the run
 /// had no loads and the table is the plain summary).
@@ -32,10 +32,7 @@ pub(crate) fn blocks(run: &Run, table: Table, bin_ns: u64, u: Unit, deadline: Op
         Table::MaxAvgSd => max_avg_sd(run, u).into_iter().collect(),
         Table::PerPeriod => per_period(run, u).into_iter().collect(),
         Table::IdleVsLoad => idle_vs_load(run, u),
-        Table::Rhealstone => suite(
-            "Rhealstone (Kar & Porter 1989)",
-            crate::report::blocks::rhealstone_table(&crate::analysis::suites::rhealstone(run), u),
-        ),
+        Table::Rhealstone => suite("Rhealstone (Kar & Porter 1989)", crate::report::blocks::rhealstone_table(&crate::analysis::suites::rhealstone(run), u)),
         Table::ThreadMetric => suite("Thread-Metric", crate::report::blocks::thread_metric_table(&crate::analysis::suites::thread_metric(run))),
     };
     s.extend(load_evidence(run));
@@ -150,11 +147,7 @@ pub(crate) fn bins(run: &Run, bin_ns: u64) -> Vec<Block> {
         let last = top.min(MAX_BIN_ROWS - 1);
         let mut rows = vec![std::iter::once(format!("{} latency (ns)", label(&g))).chain(cols.iter().map(|(p, _)| p.to_string())).collect::<Vec<_>>()];
         for b in 0..=last {
-            let name = if b == last && top > last {
-                format!(">= {}", b * bin_ns)
-            } else {
-                format!("{}-{}", b * bin_ns, (b + 1) * bin_ns - 1)
-            };
+            let name = if b == last && top > last { format!(">= {}", b * bin_ns) } else { format!("{}-{}", b * bin_ns, (b + 1) * bin_ns - 1) };
             let mut row = vec![name];
             for (_, r) in &cols {
                 let n: u64 = r
@@ -258,15 +251,8 @@ pub(crate) fn idle_vs_load(run: &Run, u: Unit) -> Vec<Block> {
         }
         let idle_max = rs.iter().find(|r| r.phase == "idle").map(|r| r.max_ns.0);
         rs.sort_by_key(|r| std::cmp::Reverse(r.max_ns));
-        let mut rows = vec![vec![
-            label(&g),
-            format!("max({un})"),
-            "x idle".into(),
-            format!("p99.9({un})"),
-            format!("avg({un})"),
-            format!("σ({un})"),
-            "overruns".into(),
-        ]];
+        let mut rows =
+            vec![vec![label(&g), format!("max({un})"), "x idle".into(), format!("p99.9({un})"), format!("avg({un})"), format!("σ({un})"), "overruns".into()]];
         for r in rs {
             rows.push(vec![
                 r.phase.clone(),

@@ -25,10 +25,8 @@ use std::fmt::Write;
 use crate::model::Window;
 
 /// Bucket upper bounds in ns: 1 µs … 100 ms in 1-2-5 steps.
-pub(crate) const BOUNDS_NS: [u64; 16] = [
-    1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000,
-    20_000_000, 50_000_000, 100_000_000,
-];
+pub(crate) const BOUNDS_NS: [u64; 16] =
+    [1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000, 20_000_000, 50_000_000, 100_000_000];
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Key {

@@ -24,12 +24,7 @@ pub(crate) fn pct(r: &ProbeResult, key: &str, u: Unit) -> String {
 fn table_into(out: &mut String, t: &Table, style: &dyn Fn(&str, Tone) -> String, bold: &dyn Fn(&str) -> String) {
     let ncol = t.header.len();
     let width = |c: usize| -> usize {
-        t.rows
-            .iter()
-            .map(|r| r.get(c).map(|x| x.text.chars().count()).unwrap_or(0))
-            .chain(std::iter::once(t.header[c].chars().count()))
-            .max()
-            .unwrap_or(0)
+        t.rows.iter().map(|r| r.get(c).map(|x| x.text.chars().count()).unwrap_or(0)).chain(std::iter::once(t.header[c].chars().count())).max().unwrap_or(0)
     };
     let widths: Vec<usize> = (0..ncol).map(width).collect();
     let pad = |s: &str, c: usize| -> String {
@@ -191,7 +186,11 @@ fn fit(t: &Table, width: usize) -> (Table, Vec<String>, Option<String>, Vec<Stri
     // after the units and the keys: last of all.
     let distinct = |keep: &[usize]| -> usize {
         let label = |r: &Vec<Cell>, k: usize| r.get(k).map_or(String::new(), |x| x.text.clone());
-        t.rows.iter().map(|r| keep.iter().filter(|&&k| k < t.label_cols).map(|&k| label(r, k)).collect::<Vec<_>>()).collect::<std::collections::HashSet<_>>().len()
+        t.rows
+            .iter()
+            .map(|r| keep.iter().filter(|&&k| k < t.label_cols).map(|&k| label(r, k)).collect::<Vec<_>>())
+            .collect::<std::collections::HashSet<_>>()
+            .len()
     };
     let mut last = Vec::new();
     for c in order {

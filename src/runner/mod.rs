@@ -36,13 +36,13 @@ use crate::plan::{Experiment, ProbeEntry, RunPlan};
 use crate::trace::TraceSession;
 use crate::units::fmt_ns;
 
-pub(crate) use entry::{results_from, results_of, WARM_UP_MIN_NS};
 pub(crate) use entry::{add_step, warm_up, Measuring};
+pub(crate) use entry::{results_from, results_of, WARM_UP_MIN_NS};
 pub(crate) use memory::MemoryLock;
 pub(crate) use session::sleep_unless;
 pub(crate) use session::{remove_leftovers, spawn_live, start_tracing, Session};
-pub(crate) use write::{write_final, write_kept, Invocation, Kept, Warnings};
 pub(crate) use write::{finish, Checkpoint};
+pub(crate) use write::{write_final, write_kept, Invocation, Kept, Warnings};
 
 /// Run the plan. `stop` is raised by SIGINT/SIGTERM.
 /// `exp` adds the load phases (started, settled and stopped around each
@@ -97,10 +97,7 @@ pub(crate) fn execute(plan: &RunPlan, exp: &Experiment, call: Invocation) -> any
 /// thread's (locked under MCL_FUTURE); buffers go on the heap.
 fn spawn_trace_collector<'scope>(s: &'scope Scope<'scope, '_>, trace: Option<&'scope TraceSession>, finished: &'scope AtomicBool) -> std::io::Result<()> {
     if let Some(t) = trace {
-        std::thread::Builder::new()
-            .name("rtscope-trace".into())
-            .stack_size(256 * 1024)
-            .spawn_scoped(s, move || t.collect(finished))?;
+        std::thread::Builder::new().name("rtscope-trace".into()).stack_size(256 * 1024).spawn_scoped(s, move || t.collect(finished))?;
     }
     Ok(())
 }

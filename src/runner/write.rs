@@ -120,10 +120,9 @@ pub(crate) fn write_kept(path: &Path, run: &Run) -> Kept {
             );
             Kept::Rescued(saved, msg)
         }
-        Err(e2) => Kept::Lost(anyhow::anyhow!(
-            "could not write the result to {} ({e:#}) nor to a fallback place ({e2:#}); the measurement is lost",
-            path.display()
-        )),
+        Err(e2) => {
+            Kept::Lost(anyhow::anyhow!("could not write the result to {} ({e:#}) nor to a fallback place ({e2:#}); the measurement is lost", path.display()))
+        }
     }
 }
 
@@ -173,11 +172,12 @@ fn write_new(path: &Path, run: &Run) -> anyhow::Result<PathBuf> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = dir.join(format!(".{name}.{}.rescue", std::process::id()));
     crate::store::json::write_run(&tmp, run)?;
-    let linked = (0..10_000).map(|i| if i == 0 { path.to_path_buf() } else { dir.join(format!("{name}.{i}")) }).find_map(|p| match std::fs::hard_link(&tmp, &p) {
-        Ok(()) => Some(Ok(p)),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
-        Err(e) => Some(Err(anyhow::Error::from(e).context(format!("linking {}", p.display())))),
-    });
+    let linked =
+        (0..10_000).map(|i| if i == 0 { path.to_path_buf() } else { dir.join(format!("{name}.{i}")) }).find_map(|p| match std::fs::hard_link(&tmp, &p) {
+            Ok(()) => Some(Ok(p)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
+            Err(e) => Some(Err(anyhow::Error::from(e).context(format!("linking {}", p.display())))),
+        });
     let _ = std::fs::remove_file(&tmp);
     linked.unwrap_or_else(|| Err(anyhow::anyhow!("{} and 9 999 numbered names beside it are taken", path.display())))
 }

@@ -235,7 +235,12 @@ fn check_name(file: &ScenarioFile, text: &str, label: &str) -> Result<(), BadInp
             .find(|(_, l)| l.trim_start().starts_with("name"))
             .map(|(o, l)| o + (l.len() - l.trim_start().len()))
             .unwrap_or(0);
-        return Err(err_at(label, text, at..at + 4, "name: empty or with control characters; give the scenario a name (e.g. name = \"board-a-vs-load\") or leave `name` out to use the file name"));
+        return Err(err_at(
+            label,
+            text,
+            at..at + 4,
+            "name: empty or with control characters; give the scenario a name (e.g. name = \"board-a-vs-load\") or leave `name` out to use the file name",
+        ));
     }
     Ok(())
 }
@@ -261,9 +266,8 @@ fn phases_of(file: &ScenarioFile, text: &str, label: &str) -> Result<Vec<PhaseSp
         }
         seen.insert(name.clone(), p.name.span());
         let loads = match &p.loads {
-            None => parse_load(&name).map_err(|e| {
-                err_at(label, text, p.name.span(), format!("[[phase]] name: '{name}' is not a load, so give the phase `loads = [...]`; {e}"))
-            })?,
+            None => parse_load(&name)
+                .map_err(|e| err_at(label, text, p.name.span(), format!("[[phase]] name: '{name}' is not a load, so give the phase `loads = [...]`; {e}")))?,
             Some(list) => {
                 let mut v: Vec<LoadKind> = Vec::new();
                 for l in list {
@@ -356,9 +360,8 @@ fn field_at(text: &str, offset: usize) -> Option<String> {
 
 /// Read and parse a scenario file.
 pub(crate) fn from_file(path: &std::path::Path) -> Result<Scenario, BadInput> {
-    let bytes = crate::store::json::read_input(path, 16 << 20).map_err(|e| {
-        BadInput(format!("scenario {}: {e}; give the path of a TOML scenario file, or use --preset (see `rtscope presets`)", path.display()))
-    })?;
+    let bytes = crate::store::json::read_input(path, 16 << 20)
+        .map_err(|e| BadInput(format!("scenario {}: {e}; give the path of a TOML scenario file, or use --preset (see `rtscope presets`)", path.display())))?;
     let text = String::from_utf8(bytes).map_err(|e| BadInput(format!("scenario {}: not UTF-8 text ({e}); give a TOML scenario file", path.display())))?;
     parse(&text, &path.display().to_string(), false)
 }

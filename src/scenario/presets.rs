@@ -28,9 +28,10 @@ pub(crate) fn names() -> Vec<&'static str> {
 
 /// Parse the preset called `name`.
 pub(crate) fn get(name: &str) -> Result<Scenario, BadInput> {
-    let (_, text) = PRESETS.iter().find(|(n, _)| *n == name).ok_or_else(|| {
-        BadInput(format!("--preset: unknown preset '{name}'; available: {} (see `rtscope presets`)", names().join(", ")))
-    })?;
+    let (_, text) = PRESETS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .ok_or_else(|| BadInput(format!("--preset: unknown preset '{name}'; available: {} (see `rtscope presets`)", names().join(", "))))?;
     parse(text, &format!("preset {name}"), true)
 }
 

@@ -76,7 +76,12 @@ impl Table {
     /// Close the connection idle the longest; false when every one is busy.
     fn evict_oldest_idle(&self) -> bool {
         let mut conns = self.conns.lock().unwrap_or_else(|e| e.into_inner());
-        let oldest = conns.iter().enumerate().filter(|(_, c)| c.busy.load(Ordering::Acquire) == 0).min_by_key(|(_, c)| c.last_ms.load(Ordering::Relaxed)).map(|(i, _)| i);
+        let oldest = conns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.busy.load(Ordering::Acquire) == 0)
+            .min_by_key(|(_, c)| c.last_ms.load(Ordering::Relaxed))
+            .map(|(i, _)| i);
         match oldest.and_then(|i| conns.remove(i)) {
             Some(c) => {
                 c.close.notify_one();
@@ -174,10 +179,7 @@ async fn connection(stream: tokio::net::TcpStream, conn: Arc<Conn>, router: Rout
             }
         })
     };
-    let http = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.idle)
-        .serve_connection(TokioIo::new(stream), svc);
+    let http = hyper::server::conn::http1::Builder::new().timer(TokioTimer::new()).header_read_timeout(limits.idle).serve_connection(TokioIo::new(stream), svc);
     tokio::pin!(http);
     tokio::select! {
         _ = http.as_mut() => {}

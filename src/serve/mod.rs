@@ -74,9 +74,8 @@ impl App {
 
 /// Bind `addr` now, so a bad or busy address is exit 2 before serving.
 pub(crate) fn bind(addr: SocketAddr) -> Result<TcpListener, BadInput> {
-    let l = TcpListener::bind(addr).map_err(|e| {
-        BadInput(format!("--listen {addr}: cannot listen there: {e}; pick another port (e.g. --listen 127.0.0.1:8081) or stop what holds it"))
-    })?;
+    let l = TcpListener::bind(addr)
+        .map_err(|e| BadInput(format!("--listen {addr}: cannot listen there: {e}; pick another port (e.g. --listen 127.0.0.1:8081) or stop what holds it")))?;
     l.set_nonblocking(true).map_err(|e| BadInput(format!("--listen {addr}: {e}")))?;
     Ok(l)
 }
@@ -136,7 +135,10 @@ async fn guard(req: Request<Body>, next: Next) -> Response {
     } else {
         let mut r = Reply::html(pages::error_page(
             "Method not allowed",
-            &format!("{} is not allowed: rtscope serve is read-only (GET and HEAD only). Change the history with the rtscope commands (tag, rm, import).", req.method()),
+            &format!(
+                "{} is not allowed: rtscope serve is read-only (GET and HEAD only). Change the history with the rtscope commands (tag, rm, import).",
+                req.method()
+            ),
         ))
         .status(StatusCode::METHOD_NOT_ALLOWED)
         .into_response();
@@ -159,9 +161,9 @@ async fn guard(req: Request<Body>, next: Next) -> Response {
 async fn blocking(app: Arc<App>, face: Face, f: impl FnOnce(&App) -> Result<Reply, Fail> + Send + 'static) -> Response {
     match tokio::task::spawn_blocking(move || f(&app)).await {
         Ok(r) => r.unwrap_or_else(|fail| fail.reply(face)).into_response(),
-        Err(e) => Reply::html(pages::error_page("Internal error", &format!("the request failed: {e}")))
-            .status(StatusCode::INTERNAL_SERVER_ERROR)
-            .into_response(),
+        Err(e) => {
+            Reply::html(pages::error_page("Internal error", &format!("the request failed: {e}"))).status(StatusCode::INTERNAL_SERVER_ERROR).into_response()
+        }
     }
 }
 

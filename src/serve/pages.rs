@@ -23,15 +23,16 @@ td.phases{white-space:normal;min-width:14em}th a{text-decoration:none}\
 button{font:inherit;padding:.25em .9em}.links{display:flex;gap:1.2em;font-size:.9em}";
 
 fn nav(shown: &str) -> String {
-    format!(
-        "<nav><strong>rtscope</strong><a href=\"/\">Runs</a><a href=\"/api/runs\">API</a><span class=\"db\">history: {}</span></nav>\n",
-        esc(shown)
-    )
+    format!("<nav><strong>rtscope</strong><a href=\"/\">Runs</a><a href=\"/api/runs\">API</a><span class=\"db\">history: {}</span></nav>\n", esc(shown))
 }
 
 /// An error page: what went wrong, and what to do.
 pub(crate) fn error_page(title: &str, msg: &str) -> String {
-    html::document(&format!("rtscope: {title}"), STYLE, &format!("<nav><strong>rtscope</strong><a href=\"/\">Runs</a></nav>\n<h1>{}</h1><p class=\"refused\">{}</p>\n", esc(title), esc(msg)))
+    html::document(
+        &format!("rtscope: {title}"),
+        STYLE,
+        &format!("<nav><strong>rtscope</strong><a href=\"/\">Runs</a></nav>\n<h1>{}</h1><p class=\"refused\">{}</p>\n", esc(title), esc(msg)),
+    )
 }
 
 fn options(values: &[String], chosen: &str, any: &str) -> String {
@@ -137,7 +138,15 @@ fn sort_headers(q: &ListQuery) -> String {
         match key {
             Some(k) => {
                 let desc = if k == sorted { !q.page.desc } else { matches!(k, Sort::Started | Sort::Id | Sort::Max) };
-                let mark = if k == sorted { if q.page.desc { " ▼" } else { " ▲" } } else { "" };
+                let mark = if k == sorted {
+                    if q.page.desc {
+                        " ▼"
+                    } else {
+                        " ▲"
+                    }
+                } else {
+                    ""
+                };
                 let href = q.with(&[("sort", k.name().to_string()), ("order", (if desc { "desc" } else { "asc" }).to_string())]);
                 let _ = write!(s, "<th class=\"{class}\"><a href=\"/?{}\">{label}{mark}</a></th>", esc(&href));
             }

@@ -56,9 +56,7 @@ pub(crate) fn list_query(q: &str) -> Result<ListQuery, String> {
         if v.is_empty() {
             continue;
         }
-        let num = |what: &str| -> Result<u64, String> {
-            v.parse::<u64>().map_err(|_| format!("{k}={v:?}: {what} must be a whole number"))
-        };
+        let num = |what: &str| -> Result<u64, String> { v.parse::<u64>().map_err(|_| format!("{k}={v:?}: {what} must be a whole number")) };
         match k.as_ref() {
             "host" => f.host = Some(v.clone()),
             "kernel" => f.kernel = Some(v.clone()),
@@ -71,9 +69,10 @@ pub(crate) fn list_query(q: &str) -> Result<ListQuery, String> {
                 f.until = Some(crate::units::parse_time_bound(&v, true).ok_or_else(|| bad_date(&k, &v))?);
             }
             "sort" => {
-                sort = Some(Sort::parse(&v).ok_or_else(|| {
-                    format!("sort={v:?}: sort by one of {}", Sort::ALL.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "))
-                })?)
+                sort = Some(
+                    Sort::parse(&v)
+                        .ok_or_else(|| format!("sort={v:?}: sort by one of {}", Sort::ALL.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")))?,
+                )
             }
             "order" => {
                 order = Some(match v.as_str() {
@@ -86,12 +85,7 @@ pub(crate) fn list_query(q: &str) -> Result<ListQuery, String> {
             "per" => lq.per = num("the page size")?,
             "offset" => offset = Some(num("the offset")?),
             "limit" => limit = Some(num("the limit")?),
-            other => {
-                return Err(format!(
-                    "unknown parameter {other:?}: the runs list takes {}, sort, order, page, per (or offset, limit)",
-                    FILTERS.join(", ")
-                ))
-            }
+            other => return Err(format!("unknown parameter {other:?}: the runs list takes {}, sort, order, page, per (or offset, limit)", FILTERS.join(", "))),
         }
         if FILTERS.contains(&k.as_ref()) || k == "sort" || k == "order" || k == "per" {
             lq.asked.push((k.to_string(), v));
@@ -251,10 +245,7 @@ mod tests {
 
     #[test]
     fn compare_takes_ids_and_tags_in_order_once() {
-        assert_eq!(
-            compare_inputs("runs=3,1&runs=@rt&runs=3").unwrap(),
-            vec![Input::Id(3), Input::Id(1), Input::Tag("rt".into())]
-        );
+        assert_eq!(compare_inputs("runs=3,1&runs=@rt&runs=3").unwrap(), vec![Input::Id(3), Input::Id(1), Input::Tag("rt".into())]);
         assert!(compare_inputs("runs=1,x").unwrap_err().contains("\"x\""));
         assert!(compare_inputs("runs=0").is_err());
         assert!(compare_inputs("ids=1").unwrap_err().contains("unknown parameter"));

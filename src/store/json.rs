@@ -103,14 +103,10 @@ pub(crate) fn output_target(path: &Path) -> Result<OutputTarget, BadInput> {
 /// refused rather than waited for (opened non-blocking, then set blocking).
 fn open_through(p: &Path, shown: &Path) -> Result<std::fs::File, BadInput> {
     use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(p)
-        .map_err(|e| {
-            let why = if e.raw_os_error() == Some(libc::ENXIO) { "a FIFO or socket with no reader".to_string() } else { e.to_string() };
-            BadInput(format!("{}: cannot write: {why}", shown.display()))
-        })?;
+    let f = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(p).map_err(|e| {
+        let why = if e.raw_os_error() == Some(libc::ENXIO) { "a FIFO or socket with no reader".to_string() } else { e.to_string() };
+        BadInput(format!("{}: cannot write: {why}", shown.display()))
+    })?;
     // Truncate what a /proc link leads to when it is a file (`> out` then
     // `--json /dev/stdout`); devices and pipes ignore the length.
     if f.metadata().map(|m| m.is_file()).unwrap_or(false) {
@@ -223,11 +219,7 @@ pub(crate) fn open_input(path: &Path, cap: u64) -> Result<(std::fs::File, u64), 
 }
 
 fn too_big(n: u64, cap: u64) -> String {
-    format!(
-        "{} is larger than the {} limit for an input; pass --max-size to read it anyway",
-        crate::units::fmt_bytes(n),
-        crate::units::fmt_bytes(cap)
-    )
+    format!("{} is larger than the {} limit for an input; pass --max-size to read it anyway", crate::units::fmt_bytes(n), crate::units::fmt_bytes(cap))
 }
 
 /// Read a whole input file (see [`open_input`]) into memory.
@@ -289,10 +281,7 @@ fn not_schema(path: &Path, e: serde_json::Error) -> BadInput {
 }
 
 fn broken(path: &Path, e: String) -> BadInput {
-    BadInput(format!(
-        "{}: {e}: the file breaks result schema v{SCHEMA_VERSION} (docs/schema.md); it was not written by rtscope, or was edited",
-        path.display()
-    ))
+    BadInput(format!("{}: {e}: the file breaks result schema v{SCHEMA_VERSION} (docs/schema.md); it was not written by rtscope, or was edited", path.display()))
 }
 
 /// [`read_run_text`] without holding the text or the entries: the file is

@@ -18,7 +18,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-
 use crate::error::BadInput;
 use crate::model::Run;
 

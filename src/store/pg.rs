@@ -179,8 +179,7 @@ impl Store {
             return self.refuse_newer(v);
         }
         if v.is_none() {
-            let has_schema: bool =
-                tx.query_one("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", &[&SCHEMA]).map_err(e)?.get(0);
+            let has_schema: bool = tx.query_one("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", &[&SCHEMA]).map_err(e)?.get(0);
             if !has_schema {
                 tx.batch_execute(&format!("CREATE SCHEMA {SCHEMA}")).map_err(|err| {
                     anyhow::Error::from(BadInput(format!(
@@ -191,8 +190,7 @@ impl Store {
                     )))
                 })?;
             }
-            tx.batch_execute("CREATE TABLE schema_version (version BIGINT NOT NULL); INSERT INTO schema_version VALUES (0)")
-                .map_err(e)?;
+            tx.batch_execute("CREATE TABLE schema_version (version BIGINT NOT NULL); INSERT INTO schema_version VALUES (0)").map_err(e)?;
         }
         let v = v.unwrap_or(0);
         for (i, m) in migrations::MIGRATIONS.iter().enumerate().skip(v as usize) {
@@ -415,10 +413,8 @@ impl Store {
         if !self.exists(id)? {
             return Err(self.no_such_run(id));
         }
-        let n = self
-            .client
-            .execute("INSERT INTO tags (run_id, tag) VALUES ($1, $2) ON CONFLICT DO NOTHING", &[&id, &tag])
-            .map_err(|e| pg_err(&self.target, e))?;
+        let n =
+            self.client.execute("INSERT INTO tags (run_id, tag) VALUES ($1, $2) ON CONFLICT DO NOTHING", &[&id, &tag]).map_err(|e| pg_err(&self.target, e))?;
         Ok(n == 1)
     }
 
@@ -427,10 +423,7 @@ impl Store {
         if !self.exists(id)? {
             return Err(self.no_such_run(id));
         }
-        let n = self
-            .client
-            .execute("DELETE FROM tags WHERE run_id = $1 AND tag = $2", &[&id, &tag])
-            .map_err(|e| pg_err(&self.target, e))?;
+        let n = self.client.execute("DELETE FROM tags WHERE run_id = $1 AND tag = $2", &[&id, &tag]).map_err(|e| pg_err(&self.target, e))?;
         Ok(n == 1)
     }
 
@@ -446,10 +439,7 @@ impl Store {
     /// Store the design record of experiment `experiment` (its JSON text).
     pub(crate) fn save_design(&mut self, experiment: &str, design: &str) -> anyhow::Result<()> {
         self.client
-            .execute(
-                "INSERT INTO experiments (experiment, saved_at, design) VALUES ($1, $2, $3)",
-                &[&experiment, &crate::store::now_rfc3339(), &design],
-            )
+            .execute("INSERT INTO experiments (experiment, saved_at, design) VALUES ($1, $2, $3)", &[&experiment, &crate::store::now_rfc3339(), &design])
             .map_err(|e| pg_err(&self.target, e))?;
         Ok(())
     }
@@ -473,16 +463,11 @@ impl Store {
     pub(crate) fn buckets(&mut self, id: i64, idx: usize) -> anyhow::Result<Vec<(u64, u64, u64)>> {
         let rows = self
             .client
-            .query(
-                "SELECT lo_ns, hi_ns, count FROM buckets WHERE run_id = $1 AND result_idx = $2 ORDER BY lo_ns",
-                &[&id, &(idx as i64)],
-            )
+            .query("SELECT lo_ns, hi_ns, count FROM buckets WHERE run_id = $1 AND result_idx = $2 ORDER BY lo_ns", &[&id, &(idx as i64)])
             .map_err(|e| pg_err(&self.target, e))?;
         Ok(rows.iter().map(|r| (r.get::<_, i64>(0) as u64, r.get::<_, i64>(1) as u64, r.get::<_, i64>(2) as u64)).collect())
     }
-
 }
-
 
 /// Insert a monitor's window rows in the transaction `tx`.
 fn insert_windows(tx: &mut Transaction<'_>, target: &Target, monitor: &str, windows: &[crate::model::Window]) -> anyhow::Result<()> {
@@ -565,16 +550,33 @@ impl text::Sink for Rows<'_, '_> {
     }
     fn entry(&mut self, idx: usize, r: &ProbeResult) -> anyhow::Result<()> {
         let (id, idx) = (self.id, idx as i64);
-        let pct: Vec<Option<i64>> =
-            PERCENTILES.iter().map(|q| r.percentiles_ns.get(q.key).map(|n| int(n.0)).transpose()).collect::<anyhow::Result<_>>()?;
+        let pct: Vec<Option<i64>> = PERCENTILES.iter().map(|q| r.percentiles_ns.get(q.key).map(|n| int(n.0)).transpose()).collect::<anyhow::Result<_>>()?;
         let (thread, cpu) = (opt_int(r.thread)?, opt_int(r.cpu)?);
         let nums = [int(r.interval_ns.0)?, int(r.samples)?, int(r.overruns)?, int(r.min_ns.0)?, int(r.max_ns.0)?];
         self.tx
             .execute(
                 &self.result,
                 &[
-                    &id, &idx, &r.probe, &r.phase, &r.variant, &thread, &cpu, &nums[0], &nums[1], &nums[2], &nums[3], &nums[4],
-                    &r.mean_ns, &r.stddev_ns, &pct[0], &pct[1], &pct[2], &pct[3], &pct[4], &pct[5],
+                    &id,
+                    &idx,
+                    &r.probe,
+                    &r.phase,
+                    &r.variant,
+                    &thread,
+                    &cpu,
+                    &nums[0],
+                    &nums[1],
+                    &nums[2],
+                    &nums[3],
+                    &nums[4],
+                    &r.mean_ns,
+                    &r.stddev_ns,
+                    &pct[0],
+                    &pct[1],
+                    &pct[2],
+                    &pct[3],
+                    &pct[4],
+                    &pct[5],
                 ],
             )
             .map_err(|e| pg_err(self.target, e))?;

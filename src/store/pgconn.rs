@@ -441,10 +441,7 @@ mod tests {
         assert_eq!(redact_arg("postgres-notes.txt"), "postgres-notes.txt");
         assert_eq!(redact("postgresql://lab:s3cret@db:5432/rt"), "postgresql://lab:***@db:5432/rt");
         assert_eq!(redact("postgres://lab@db/rt?sslmode=require"), "postgres://lab@db/rt?sslmode=require");
-        assert_eq!(
-            redact("postgresql://lab@db/rt?sslmode=require&password=s3cret"),
-            "postgresql://lab@db/rt?sslmode=require&password=***"
-        );
+        assert_eq!(redact("postgresql://lab@db/rt?sslmode=require&password=s3cret"), "postgresql://lab@db/rt?sslmode=require&password=***");
         // An unescaped @ or / in the password does not leak any of it.
         let r = redact("postgresql://lab:p@ss/w0rd@db/rt");
         assert!(!r.contains("ss/w0rd") && !r.contains("p@ss"), "{r}");

@@ -59,9 +59,7 @@ pub(crate) fn resolve_path(flag: Option<&Path>) -> Result<PathBuf, BadInput> {
     if let Some(h) = var("HOME") {
         return Ok(h.join(".local/share/rtscope/results.db"));
     }
-    Err(BadInput(
-        "no place for the history database: neither --db, RTSCOPE_DB, XDG_DATA_HOME nor HOME is set; pass --db PATH or --no-store".into(),
-    ))
+    Err(BadInput("no place for the history database: neither --db, RTSCOPE_DB, XDG_DATA_HOME nor HOME is set; pass --db PATH or --no-store".into()))
 }
 
 /// Turn an SQLite error into exit 2 when it means "this file is not a usable
@@ -181,9 +179,7 @@ fn identify(conn: &Connection, path: &Path) -> anyhow::Result<Kind> {
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(e)?;
     let version = version.max(0) as u32;
     let tables: Vec<String> = {
-        let mut st = conn
-            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
-            .map_err(e)?;
+        let mut st = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name").map_err(e)?;
         let rows = st.query_map([], |r| r.get(0)).map_err(e)?;
         rows.collect::<rusqlite::Result<_>>().map_err(e)?
     };
@@ -319,8 +315,7 @@ impl Store {
         let e = |e| sql_err(&self.path, e);
         let mut st = self.conn.prepare("SELECT name FROM pragma_table_info(?1) ORDER BY cid").map_err(e)?;
         for (table, want) in migrations::columns_at(version.min(migrations::latest())) {
-            let have: Vec<String> =
-                st.query_map([&table], |r| r.get(0)).map_err(e)?.collect::<rusqlite::Result<_>>().map_err(e)?;
+            let have: Vec<String> = st.query_map([&table], |r| r.get(0)).map_err(e)?.collect::<rusqlite::Result<_>>().map_err(e)?;
             if have != want {
                 let found = if have.is_empty() { "is missing".to_string() } else { format!("has the columns {}", have.join(", ")) };
                 return Err(BadInput(format!(
@@ -405,8 +400,7 @@ impl Store {
             .into());
         }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            crate::sys::stat::create_dirs(dir)
-                .with_context(|| format!("creating directory {} for the history database", dir.display()))?;
+            crate::sys::stat::create_dirs(dir).with_context(|| format!("creating directory {} for the history database", dir.display()))?;
         }
         let conn = Connection::open(path).map_err(|e| sql_err(path, e))?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| sql_err(path, e))?;
@@ -463,9 +457,7 @@ impl Store {
         loop {
             match self.conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0)) {
                 Ok(_) => return Ok(()),
-                Err(rusqlite::Error::SqliteFailure(f, _))
-                    if matches!(f.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) && tries < 300 =>
-                {
+                Err(rusqlite::Error::SqliteFailure(f, _)) if matches!(f.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) && tries < 300 => {
                     tries += 1;
                     std::thread::sleep(Duration::from_millis(10));
                 }
@@ -476,10 +468,7 @@ impl Store {
 
     fn migrate(&mut self) -> anyhow::Result<()> {
         let path = self.path.clone();
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| sql_err(&path, e))?;
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| sql_err(&path, e))?;
         // Re-read inside the write lock: another process may have migrated
         // between our first look and now.
         let v: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| sql_err(&path, e))?;
@@ -506,7 +495,6 @@ impl Store {
         self.conn.pragma_update(None, "cache_size", -(kib as i64)).map_err(|e| sql_err(&self.path, e))?;
         Ok(())
     }
-
 }
 
 fn no_history(path: &Path) -> anyhow::Error {
@@ -526,11 +514,7 @@ fn check_header(path: &Path) -> Result<(), BadInput> {
         Err(e) => return Err(BadInput(format!("history database {}: cannot read: {e}", path.display()))),
     };
     if meta.is_dir() {
-        return Err(BadInput(format!(
-            "history database {} is a directory; pass a file path with --db (e.g. {}/results.db)",
-            path.display(),
-            path.display()
-        )));
+        return Err(BadInput(format!("history database {} is a directory; pass a file path with --db (e.g. {}/results.db)", path.display(), path.display())));
     }
     if meta.len() == 0 {
         // SQLite treats an empty file as a new database.

@@ -19,15 +19,7 @@ use nix::errno::Errno;
 pub(crate) fn wait(word: &AtomicU32, expected: u32) {
     // SAFETY: `word` is a valid, aligned u32 that outlives the call; a null
     // timeout means no timeout; the extra arguments are unused by FUTEX_WAIT.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            expected,
-            std::ptr::null::<libc::timespec>(),
-        )
-    };
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG, expected, std::ptr::null::<libc::timespec>()) };
 }
 
 /// FUTEX_WAKE_PRIVATE: wake up to `n` threads sleeping on `word`.

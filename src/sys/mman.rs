@@ -16,9 +16,7 @@ pub(crate) fn lock_all() -> nix::Result<&'static str> {
     let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE | libc::MCL_ONFAULT) };
     match nix::errno::Errno::result(rc) {
         Ok(_) => Ok("MCL_CURRENT|MCL_FUTURE|MCL_ONFAULT"),
-        Err(nix::errno::Errno::EINVAL) => {
-            mlockall(MlockAllFlags::MCL_CURRENT | MlockAllFlags::MCL_FUTURE).map(|_| "MCL_CURRENT|MCL_FUTURE")
-        }
+        Err(nix::errno::Errno::EINVAL) => mlockall(MlockAllFlags::MCL_CURRENT | MlockAllFlags::MCL_FUTURE).map(|_| "MCL_CURRENT|MCL_FUTURE"),
         Err(e) => Err(e),
     }
 }
@@ -128,9 +126,9 @@ pub(crate) fn lock_all_would_exhaust() -> Option<String> {
         return None;
     }
     // CAP_IPC_LOCK (bit 14 of the effective set) lifts the limit.
-    let cap_eff = std::fs::read_to_string("/proc/self/status").ok().and_then(|s| {
-        s.lines().find_map(|l| l.strip_prefix("CapEff:")).and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-    });
+    let cap_eff = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("CapEff:")).and_then(|v| u64::from_str_radix(v.trim(), 16).ok()));
     if cap_eff.is_some_and(|c| c & (1 << 14) != 0) {
         return None;
     }

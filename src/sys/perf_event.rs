@@ -113,7 +113,14 @@ impl CpuSampler {
         // SAFETY: `attr` is a valid, fully initialised perf_event_attr whose `size` says how
         // much of it the kernel may read; pid -1 with a CPU is a per-CPU event, no group.
         let fd = unsafe {
-            libc::syscall(libc::SYS_perf_event_open, &attr as *const PerfEventAttr, -1 as libc::pid_t, cpu as libc::c_int, -1 as libc::c_int, PERF_FLAG_FD_CLOEXEC)
+            libc::syscall(
+                libc::SYS_perf_event_open,
+                &attr as *const PerfEventAttr,
+                -1 as libc::pid_t,
+                cpu as libc::c_int,
+                -1 as libc::c_int,
+                PERF_FLAG_FD_CLOEXEC,
+            )
         };
         if fd < 0 {
             return Err(std::io::Error::last_os_error());

@@ -111,9 +111,7 @@ mod tests {
         // the test locks nothing itself and skips when the process is locked.
         const LEN: usize = 8 << 20;
         // SAFETY: a new private anonymous mapping; no existing memory is touched.
-        let p = unsafe {
-            libc::mmap(std::ptr::null_mut(), LEN, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
-        };
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), LEN, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
         assert_ne!(p, libc::MAP_FAILED);
         let (m0, _) = thread_faults();
         for i in (0..LEN).step_by(4096) {

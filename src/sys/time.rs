@@ -33,16 +33,11 @@ pub(crate) fn now_raw_ns() -> u64 {
 /// other error is returned.
 #[inline]
 pub(crate) fn sleep_until_ns(deadline_ns: u64) -> nix::Result<()> {
-    let ts = libc::timespec {
-        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
-    };
+    let ts = libc::timespec { tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t, tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long };
     loop {
         // SAFETY: `ts` is a valid timespec; the remaining-time pointer may be
         // null with TIMER_ABSTIME.
-        let rc = unsafe {
-            libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut())
-        };
+        let rc = unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
         match rc {
             0 => return Ok(()),
             libc::EINTR => continue,

@@ -135,8 +135,7 @@ impl Instance {
 
     /// Writes `value` to a control file of the instance (`tracing_on`, `trace_clock`, ...).
     pub(crate) fn write(&self, file: &str, value: &str) -> io::Result<()> {
-        std::fs::write(self.dir.join(file), value)
-            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", self.dir.join(file).display())))
+        std::fs::write(self.dir.join(file), value).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", self.dir.join(file).display())))
     }
 
     /// Reads a file of the instance as text (invalid UTF-8 replaced).
@@ -154,12 +153,7 @@ impl Instance {
     /// Event names (`name`, not `group/name`) of a group, for groups like `irq_vectors`.
     pub(crate) fn group_events(&self, group: &str) -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(self.dir.join("events").join(group))
-            .map(|rd| {
-                rd.filter_map(|e| e.ok())
-                    .filter(|e| e.path().is_dir())
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
+            .map(|rd| rd.filter_map(|e| e.ok()).filter(|e| e.path().is_dir()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
             .unwrap_or_default();
         v.sort();
         v

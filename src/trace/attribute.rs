@@ -11,10 +11,9 @@
 //! reported as "unexplained: hypervisor / SMI / hardware" (a vCPU not scheduled by the host,
 //! a system management interrupt, a deep C-state exit).
 
-
 use super::parse::{Event, EventKind};
-use crate::model::Nanos;
 pub(crate) use crate::model::trace::{CodePath, Culprit, TraceWindow, WindowStacks};
+use crate::model::Nanos;
 
 /// Name of the culprit that stands for time no traced event explains.
 pub(crate) const UNEXPLAINED: &str = "unexplained: hypervisor / SMI / hardware";
@@ -31,12 +30,25 @@ pub(crate) const NOT_RUNNING: &str = "not running (SMI / hardware)";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Owner {
-    Task { comm: String, pid: u32 },
-    Irq { irq: u32, name: String },
-    Vector { name: String },
-    Softirq { vec: u32, name: String },
+    Task {
+        comm: String,
+        pid: u32,
+    },
+    Irq {
+        irq: u32,
+        name: String,
+    },
+    Vector {
+        name: String,
+    },
+    Softirq {
+        vec: u32,
+        name: String,
+    },
     /// The idle task in idle state `state` (power/cpu_idle).
-    Idle { state: u32 },
+    Idle {
+        state: u32,
+    },
     Untraced,
     /// The CPU did not run (no sample, no event while a task held it; see [`not_running`]).
     Host,
@@ -77,14 +89,7 @@ pub(crate) struct Context<'a> {
 /// `traced_since` is when tracing was last switched on — the window before it, or before
 /// the oldest event in the buffer, is charged to `untraced`, never guessed.
 #[cfg(test)]
-pub(crate) fn attribute(
-    events: &[Event],
-    cpu: usize,
-    start_ns: u64,
-    end_ns: u64,
-    self_pid: Option<u32>,
-    traced_since: u64,
-) -> TraceWindow {
+pub(crate) fn attribute(events: &[Event], cpu: usize, start_ns: u64, end_ns: u64, self_pid: Option<u32>, traced_since: u64) -> TraceWindow {
     attribute_in(events, cpu, start_ns, end_ns, &Context { self_pid, traced_since, ..Default::default() })
 }
 
@@ -207,7 +212,14 @@ fn not_running(
 /// Puts each sample inside the window under the culprit that held the CPU at
 /// its time (the sampling tick's own `local_timer` vector stands for what it
 /// interrupted), groups them by code path, and lists the gaps.
-fn add_paths(culprits: &mut [Culprit], charges: &Charges, tasks: &Tasks, samples: &[super::stacks::Sample], period_ns: u64, (start_ns, end_ns): (u64, u64)) -> WindowStacks {
+fn add_paths(
+    culprits: &mut [Culprit],
+    charges: &Charges,
+    tasks: &Tasks,
+    samples: &[super::stacks::Sample],
+    period_ns: u64,
+    (start_ns, end_ns): (u64, u64),
+) -> WindowStacks {
     let inside: Vec<&super::stacks::Sample> = samples.iter().filter(|s| s.time_ns >= start_ns && s.time_ns <= end_ns).collect();
     let total = inside.len() as u32;
     for s in &inside {
@@ -344,11 +356,7 @@ fn culprit(owner: Owner, duration_ns: Nanos, count: u32, tasks: &Tasks) -> Culpr
     match owner {
         Owner::Task { pid: 0, .. } => other("unexplained", UNEXPLAINED.into(), None),
         Owner::Task { comm, pid } => {
-            let comm = if comm.starts_with('<') {
-                tasks.comm_of.iter().find(|(p, _)| *p == pid).map(|(_, c)| c.clone()).unwrap_or(comm)
-            } else {
-                comm
-            };
+            let comm = if comm.starts_with('<') { tasks.comm_of.iter().find(|(p, _)| *p == pid).map(|(_, c)| c.clone()).unwrap_or(comm) } else { comm };
             Culprit {
                 kind: if Some(pid) == tasks.self_pid { "self" } else { "task" }.into(),
                 name: comm,
@@ -717,7 +725,10 @@ mod tests {
           <idle>-0       [001] d.h..    50.000900: irq_handler_entry: irq=36 name=virtio1-req.0
           <idle>-0       [001] d.h..    50.000905: irq_handler_exit: irq=36 ret=handled
 ";
-        let samples = [Sample { time_ns: 49_999_990_000, tid: 500, frames: vec!["x".into()] }, Sample { time_ns: 50_000_908_000, tid: 0, frames: vec!["default_idle".into()] }];
+        let samples = [
+            Sample { time_ns: 49_999_990_000, tid: 500, frames: vec!["x".into()] },
+            Sample { time_ns: 50_000_908_000, tid: 0, frames: vec!["default_idle".into()] },
+        ];
         let ctx = Context { self_pid: Some(500), stacks: Some((&samples, 250_000)), virtualized: true, ..Default::default() };
         let w = attribute_in(&parse_trace(t), 1, 50_000_100_000, 50_000_910_000, &ctx);
         assert_eq!((w.culprits[0].kind.as_str(), w.culprits[0].duration_ns), ("unexplained", Nanos(805_000)), "{w:#?}");

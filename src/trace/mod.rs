@@ -38,11 +38,10 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-
+pub(crate) use crate::model::trace::{TracePlan, TraceSummary, TraceWindow};
 use crate::model::ProbeResult;
 use crate::sys::time::now_ns;
 use crate::sys::tracefs::{self, Instance};
-pub(crate) use crate::model::trace::{TracePlan, TraceSummary, TraceWindow};
 
 /// The kernel filter that keeps a measuring thread's own events out of the
 /// trace: every `rtscope-m*` thread is one (see `measure::spawn_measuring`).
@@ -51,7 +50,6 @@ pub(crate) use crate::model::trace::{TracePlan, TraceSummary, TraceWindow};
 /// to the very latency being explained; and they end the window anyway.
 const NOT_INTO_MEASURING: &str = "!(next_comm ~ \"rtscope-m*\")";
 const NOT_A_MEASURING_THREAD: &str = "!(comm ~ \"rtscope-m*\")";
-
 
 /// One event of a set, with the kernel filter it is enabled with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,13 +78,8 @@ pub(crate) const DEFAULT_EVENTS: &[(&str, Option<&str>)] = &[
 /// wake-up, i.e. when in the window it was woken) and these: hrtimer expiry,
 /// workqueue items and the x86 vectors (local timer, IPIs). It raised the
 /// median latency by about a third here.
-pub(crate) const FULL_EXTRA_EVENTS: &[&str] = &[
-    "timer/hrtimer_expire_entry",
-    "timer/hrtimer_expire_exit",
-    "workqueue/workqueue_execute_start",
-    "workqueue/workqueue_execute_end",
-    "irq_vectors/*",
-];
+pub(crate) const FULL_EXTRA_EVENTS: &[&str] =
+    &["timer/hrtimer_expire_entry", "timer/hrtimer_expire_exit", "workqueue/workqueue_execute_start", "workqueue/workqueue_execute_end", "irq_vectors/*"];
 
 /// The events of `--trace-events` entries, in order: `default` and `full`
 /// expand to their sets; an empty list is `default`; a `group/name` entry
@@ -290,9 +283,8 @@ impl TraceSession {
         if unsafe { libc::geteuid() } != 0 {
             return Err("tracing needs root (tracefs instances are root-only): running without --trace-threshold snapshots; rerun as root to get them".into());
         }
-        let (tracefs, mounted) = tracefs::find_or_mount().map_err(|e| {
-            format!("tracefs unavailable ({e}); try `mount -t tracefs nodev /sys/kernel/tracing`; running without tracing")
-        })?;
+        let (tracefs, mounted) = tracefs::find_or_mount()
+            .map_err(|e| format!("tracefs unavailable ({e}); try `mount -t tracefs nodev /sys/kernel/tracing`; running without tracing"))?;
         let name = format!("rtscope-{}", std::process::id());
         let instance = Instance::create(&tracefs, &name)
             .map_err(|e| format!("cannot create tracing instance {}/instances/{name}: {e}; running without tracing", tracefs.display()))?;
@@ -441,9 +433,7 @@ impl TraceSession {
     /// Once `max_snapshots` are kept, a worse sample replaces the mildest one kept.
     pub(crate) fn handle_pending(&self) {
         let mut st = self.state();
-        let raised: Vec<usize> = (0..self.triggers.len())
-            .filter(|&i| self.triggers[i].pending.load(Ordering::Acquire))
-            .collect();
+        let raised: Vec<usize> = (0..self.triggers.len()).filter(|&i| self.triggers[i].pending.load(Ordering::Acquire)).collect();
         if raised.is_empty() {
             return;
         }
@@ -457,8 +447,7 @@ impl TraceSession {
         let mut new_carry: Vec<(usize, Vec<parse::Event>)> = Vec::new();
         for &i in &raised {
             let t = &self.triggers[i];
-            let (due, wake, seq) =
-                (t.due_ns.load(Ordering::Relaxed), t.wake_ns.load(Ordering::Relaxed), t.seq.load(Ordering::Relaxed));
+            let (due, wake, seq) = (t.due_ns.load(Ordering::Relaxed), t.wake_ns.load(Ordering::Relaxed), t.seq.load(Ordering::Relaxed));
             let latency_ns = wake.saturating_sub(due);
             let mildest = st.snapshots.iter().enumerate().min_by_key(|(_, s)| s.latency_ns).map(|(k, s)| (k, s.latency_ns));
             let replace = match mildest {

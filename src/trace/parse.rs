@@ -21,20 +21,51 @@ pub(crate) struct Event {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum EventKind {
-    Switch { prev_comm: String, prev_pid: u32, prev_prio: i32, next_comm: String, next_pid: u32, next_prio: i32 },
+    Switch {
+        prev_comm: String,
+        prev_pid: u32,
+        prev_prio: i32,
+        next_comm: String,
+        next_pid: u32,
+        next_prio: i32,
+    },
     /// `target_cpu`: the CPU the woken task is queued on (None when the line lacks it).
-    Wakeup { comm: String, pid: u32, prio: i32, target_cpu: Option<u32> },
-    IrqEntry { irq: u32, name: String },
-    IrqExit { irq: u32 },
-    SoftirqEntry { vec: u32, name: String },
-    SoftirqExit { vec: u32 },
+    Wakeup {
+        comm: String,
+        pid: u32,
+        prio: i32,
+        target_cpu: Option<u32>,
+    },
+    IrqEntry {
+        irq: u32,
+        name: String,
+    },
+    IrqExit {
+        irq: u32,
+    },
+    SoftirqEntry {
+        vec: u32,
+        name: String,
+    },
+    SoftirqExit {
+        vec: u32,
+    },
     /// x86 `irq_vectors` entries: `local_timer`, `reschedule`, `call_function`, ...
-    VectorEntry { name: String },
-    VectorExit { name: String },
+    VectorEntry {
+        name: String,
+    },
+    VectorExit {
+        name: String,
+    },
     /// `power/cpu_idle`: CPU `cpu_id` enters idle state `state`, or leaves idle (`None`: the
     /// kernel's `PWR_EVENT_EXIT`, state 4294967295).
-    CpuIdle { state: Option<u32>, cpu_id: u32 },
-    Other { name: String },
+    CpuIdle {
+        state: Option<u32>,
+        cpu_id: u32,
+    },
+    Other {
+        name: String,
+    },
 }
 
 /// Parses every event line of a trace text; headers and odd lines are skipped.
@@ -85,12 +116,7 @@ pub(crate) fn parse_line(line: &str) -> Option<Event> {
             next_prio: f.num("next_prio")?,
         },
         "sched_wakeup" | "sched_wakeup_new" => {
-            EventKind::Wakeup {
-                comm: f.get("comm")?.to_string(),
-                pid: f.num("pid")?,
-                prio: f.num("prio")?,
-                target_cpu: f.num("target_cpu"),
-            }
+            EventKind::Wakeup { comm: f.get("comm")?.to_string(), pid: f.num("pid")?, prio: f.num("prio")?, target_cpu: f.num("target_cpu") }
         }
         "irq_handler_entry" => EventKind::IrqEntry { irq: f.num("irq")?, name: f.get("name").unwrap_or("?").to_string() },
         "irq_handler_exit" => EventKind::IrqExit { irq: f.num("irq")? },
@@ -143,10 +169,7 @@ fn parse_ts(s: &str) -> Option<u64> {
 
 /// `vec=7 [action=SCHED]` → `SCHED`.
 fn softirq_name(payload: &[&str]) -> String {
-    payload
-        .iter()
-        .find_map(|t| t.strip_prefix("[action=").map(|a| a.trim_end_matches(']').to_string()))
-        .unwrap_or_else(|| "?".into())
+    payload.iter().find_map(|t| t.strip_prefix("[action=").map(|a| a.trim_end_matches(']').to_string())).unwrap_or_else(|| "?".into())
 }
 
 /// `key=value` fields where values may contain spaces (`prev_comm=Web Content`): a token
@@ -163,9 +186,7 @@ impl<'a> Fields<'a> {
                 continue;
             }
             match t.split_once('=') {
-                Some((k, v)) if !k.is_empty() && k.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') => {
-                    fields.push((k, v.to_string()))
-                }
+                Some((k, v)) if !k.is_empty() && k.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') => fields.push((k, v.to_string())),
                 _ => {
                     if let Some(last) = fields.last_mut() {
                         last.1.push(' ');

@@ -84,12 +84,7 @@ pub(crate) fn host_summary(run: &Run) -> String {
 /// of those the window's length would give, and the CPU's steal time over it.
 pub(crate) fn running_text(t: &crate::model::TraceWindow) -> String {
     let Some(s) = &t.stacks else { return String::new() };
-    format!(
-        "; samples {} of {}{}",
-        s.samples,
-        s.expected,
-        t.steal_ns.map(|n| format!(", steal +{}us", n.0 / 1000)).unwrap_or_default()
-    )
+    format!("; samples {} of {}{}", s.samples, s.expected, t.steal_ns.map(|n| format!(", steal +{}us", n.0 / 1000)).unwrap_or_default())
 }
 
 /// [`culprit`] within its window: the time the CPU did not run says what shows it.

@@ -73,7 +73,8 @@ fn parse(text: &str, cpus: &[usize], ns_per_tick: u64) -> Option<Vec<u64>> {
 mod tests {
     use super::*;
 
-    const STAT: &str = "cpu  93500 0 15729 33225 4517 0 569 200 0 0\ncpu0 45782 0 7738 18202 1857 0 208 100 0 0\ncpu1 47717 0 7991 15022 2660 0 361 99 0 0\nintr 1 2\n";
+    const STAT: &str =
+        "cpu  93500 0 15729 33225 4517 0 569 200 0 0\ncpu0 45782 0 7738 18202 1857 0 208 100 0 0\ncpu1 47717 0 7991 15022 2660 0 361 99 0 0\nintr 1 2\n";
 
     #[test]
     fn steal_is_the_eighth_value_in_ticks() {

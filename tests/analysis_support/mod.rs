@@ -81,11 +81,7 @@ pub fn entries(probe: &str, phase: &str, threads: &[Vec<u64>], interval_ns: u64)
             r
         })
         .collect();
-    let mut out: Vec<ProbeResult> = recs
-        .iter()
-        .enumerate()
-        .map(|(ti, r)| r.to_result(probe, phase, None, Some(ti), Some(ti), interval_ns))
-        .collect();
+    let mut out: Vec<ProbeResult> = recs.iter().enumerate().map(|(ti, r)| r.to_result(probe, phase, None, Some(ti), Some(ti), interval_ns)).collect();
     out.push(Recorder::merged_result(&recs, probe, phase, interval_ns).unwrap());
     out
 }

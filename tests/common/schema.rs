@@ -86,4 +86,3 @@ pub fn check(doc: &HashMap<String, HashMap<String, Field>>, path: &str, v: &Valu
         _ => {}
     }
 }
-

@@ -78,11 +78,8 @@ fn start() -> Result<Server, String> {
     }
     let hba = data.join("pg_hba.conf");
     let rules = std::fs::read_to_string(&hba).map_err(|e| e.to_string())?;
-    std::fs::write(
-        &hba,
-        format!("hostnossl all {TLS_USER} 127.0.0.1/32 reject\nhostssl all {TLS_USER} 127.0.0.1/32 scram-sha-256\n{rules}"),
-    )
-    .map_err(|e| e.to_string())?;
+    std::fs::write(&hba, format!("hostnossl all {TLS_USER} 127.0.0.1/32 reject\nhostssl all {TLS_USER} 127.0.0.1/32 scram-sha-256\n{rules}"))
+        .map_err(|e| e.to_string())?;
     let port = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?.local_addr().unwrap().port();
     let opts = format!(
         "-h 127.0.0.1 -p {port} -k {} -c fsync=off -c max_connections=60 -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",

@@ -231,9 +231,7 @@ fn ratios(a: &ProbeResult, r: &ProbeResult, mine: &[Option<Percentile>]) -> Rati
         ranges: QS
             .iter()
             .zip(mine)
-            .filter_map(|((q, label), m)| {
-                ratio_range(pb(a, *q).as_ref(), m.as_ref()).map(|(lo, hi)| RatioRange { label, lo: lo.min(hi), hi: lo.max(hi) })
-            })
+            .filter_map(|((q, label), m)| ratio_range(pb(a, *q).as_ref(), m.as_ref()).map(|(lo, hi)| RatioRange { label, lo: lo.min(hi), hi: lo.max(hi) }))
             .collect(),
     }
 }
@@ -256,9 +254,7 @@ pub(super) fn cell(r: &ProbeResult, first: Option<&ProbeResult>) -> Cell {
         stddev_ns: r.stddev(),
         ops_per_s: ops_per_s(r),
         ratio_to_first,
-        ks_vs_first: first
-            .filter(|a| a.distribution_known() && r.distribution_known())
-            .map(|a| ks_histograms(&a.histogram, &r.histogram)),
+        ks_vs_first: first.filter(|a| a.distribution_known() && r.distribution_known()).map(|a| ks_histograms(&a.histogram, &r.histogram)),
     }
 }
 

@@ -94,9 +94,7 @@ fn check_phase_names(per_run: &[Vec<&ProbeResult>], systems: &[String], pairing:
             )));
         }
         if !per_run[1..].iter().any(|rs| rs.iter().any(|r| &r.phase == b)) {
-            return Err(BadInput(format!(
-                "--phases {a}={b}: no input after the first has a phase '{b}'; name a phase of the other inputs right of '='"
-            )));
+            return Err(BadInput(format!("--phases {a}={b}: no input after the first has a phase '{b}'; name a phase of the other inputs right of '='")));
         }
     }
     Ok(())

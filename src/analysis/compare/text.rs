@@ -68,13 +68,7 @@ pub(super) fn sentence(k: &EntryKey, c: &Cell, system: &str, first: &str) -> Opt
         Some(v) => format!("{} {v}", k.probe),
         None => k.probe.clone(),
     };
-    Some(format!(
-        "max under `{}` ({entry}): {system} is {} {first}{}{}.",
-        k.phase,
-        ratio_words(rt.max),
-        p99_words(rt, first),
-        ks_words(c.ks_vs_first.as_ref())
-    ))
+    Some(format!("max under `{}` ({entry}): {system} is {} {first}{}{}.", k.phase, ratio_words(rt.max), p99_words(rt, first), ks_words(c.ks_vs_first.as_ref())))
 }
 
 /// " (p99: 1.20× higher than A)", " (p99: a bound, 0.5× to 2.0× A's)", or "".
@@ -148,7 +142,9 @@ mod tests {
         // A small but distinguishable difference; no p99 and no KS test.
         let ks = KsTest { d: 0.1, p: 1e-9, distinguishable: true, at_ns: None };
         let c = cell_with(Some(ratios(1.0, None, None, vec![])), Some(ks));
-        assert!(sentence(&k, &c, "B", "A").unwrap().ends_with(&format!("B is the same as A; the distributions differ only a little (KS D = 0.100 < {MATERIAL_D}, p = 1.0e-9).")));
+        assert!(sentence(&k, &c, "B", "A")
+            .unwrap()
+            .ends_with(&format!("B is the same as A; the distributions differ only a little (KS D = 0.100 < {MATERIAL_D}, p = 1.0e-9).")));
         let c = cell_with(Some(ratios(1.0, None, None, vec![])), None);
         assert!(sentence(&k, &c, "B", "A").unwrap().ends_with("B is the same as A."));
         // A throughput entry: ops per second, whatever the latency ratios.

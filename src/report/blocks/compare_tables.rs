@@ -44,9 +44,11 @@ pub(crate) fn compare_table(a: &Analysis, u: Unit) -> Table {
         ("p99", |c, u| fmt_known(c, "p99", c.p99_ns, u), |c| c.ratio_to_first.as_ref().and_then(|r| r.p99)),
         ("p99.9", |c, u| fmt_known(c, "p99.9", c.p99_9_ns, u), |c| c.ratio_to_first.as_ref().and_then(|r| r.p99_9)),
         ("max", |c, u| u.fmt_n(c.max_ns), |c| c.ratio_to_first.as_ref().map(|r| r.max)),
-        ("mean±σ", |c, u| format!("{}±{}", u.fmt(c.mean_ns), c.stddev_ns.map_or_else(|| UNKNOWN.to_string(), |s| u.fmt(s))), |c| {
-            c.ratio_to_first.as_ref().and_then(|r| r.mean)
-        }),
+        (
+            "mean±σ",
+            |c, u| format!("{}±{}", u.fmt(c.mean_ns), c.stddev_ns.map_or_else(|| UNKNOWN.to_string(), |s| u.fmt(s))),
+            |c| c.ratio_to_first.as_ref().and_then(|r| r.mean),
+        ),
         ("overruns", |c, _| if c.overruns_unknown { "unknown".into() } else { c.overruns.to_string() }, |_| None),
     ];
     for row in &c.rows {

@@ -6,7 +6,6 @@
 //! Latencies are shown in µs with one decimal (or in ns with `--ns`); ratios
 //! as "B/A" with two significant digits below 10.
 
-
 mod compare_tables;
 mod monitor;
 mod run_end;
@@ -15,18 +14,18 @@ mod suites;
 
 use crate::analysis::summary::{Analysis, RunAnalysis};
 
+/// The unit of every latency a report shows (in `units`, the leaf, so the
+/// plan's output choice holds it too).
+pub(crate) use crate::units::Unit;
 pub(crate) use compare_tables::{bin_table, compare_table, throughput_compare_table};
 pub(crate) use monitor::{missing_note, monitor_windows};
 pub(crate) use run_end::{end_of_run, EndOfRun};
+use run_tables::verdict_blocks;
 pub(crate) use run_tables::{
     deadline_verdict, deadline_verdicts, doctor_table, fmt_prob, pwcet_refusals, pwcet_table, split_deadline, summary_of, summary_table, trace_blocks,
     worst_table, SummaryColumns,
 };
-use run_tables::verdict_blocks;
 pub(crate) use suites::{fmt_count, rhealstone_table, thread_metric_table};
-/// The unit of every latency a report shows (in `units`, the leaf, so the
-/// plan's output choice holds it too).
-pub(crate) use crate::units::Unit;
 
 /// How a cell should stand out where the renderer can show it (colour).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,14 +120,22 @@ pub(crate) enum Block {
     /// A list a page marks with `class` (the statistical worst case's
     /// refusals: `"refused"`, in red); the text formats show it as a plain
     /// [`Block::List`].
-    Marked { class: &'static str, items: Vec<String> },
+    Marked {
+        class: &'static str,
+        items: Vec<String>,
+    },
     Table(Table),
     /// Name–value pairs (the host fingerprint and plan).
     Fields(Vec<(String, String)>),
     /// Blocks folded under a one-line summary (a page's `<details>`, of
     /// `class`, unfolded when `open`); the text formats show the summary as a
     /// heading and the blocks under it.
-    Folded { summary: String, class: &'static str, open: bool, blocks: Vec<Block> },
+    Folded {
+        summary: String,
+        class: &'static str,
+        open: bool,
+        blocks: Vec<Block>,
+    },
     /// A chart: only a page shows it; the text formats leave it out.
     Plot(crate::report::plots::Plot),
     /// The title of the table after it at the end of a run ("max
@@ -295,9 +302,7 @@ pub(crate) fn compare_blocks(a: &Analysis, u: Unit, bins: bool) -> Vec<Block> {
         }
         if !c.unmatched.is_empty() {
             out.push(Block::Heading(3, "Not in every input".into()));
-            out.push(Block::List(
-                c.unmatched.iter().map(|(k, have)| format!("{}: only in {}", k.label(), have.join(", "))).collect(),
-            ));
+            out.push(Block::List(c.unmatched.iter().map(|(k, have)| format!("{}: only in {}", k.label(), have.join(", "))).collect()));
         }
     }
     if bins {

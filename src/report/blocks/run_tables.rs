@@ -46,8 +46,7 @@ impl SummaryColumns {
 
     /// The end of `rtscope run`: up to p99.9, samples a source could not
     /// count marked (the deadline has lines of its own); labels through phase.
-    pub(crate) const RUN_END: SummaryColumns =
-        SummaryColumns { p99_99: false, deadline: false, unknown_overruns: false, unknown_samples: true, label_cols: 3 };
+    pub(crate) const RUN_END: SummaryColumns = SummaryColumns { p99_99: false, deadline: false, unknown_overruns: false, unknown_samples: true, label_cols: 3 };
 }
 
 /// The summary table of one run, as `report` shows it.
@@ -60,10 +59,7 @@ pub(crate) fn summary_table(run: &RunAnalysis, u: Unit, with_deadline: bool) -> 
 /// not latencies).
 pub(crate) fn summary_of(entries: &[EntryAnalysis], u: Unit, cols: SummaryColumns) -> Table {
     let un = u.name();
-    let mut header: Vec<String> = ["probe", "variant", "phase", "thread", "cpu", "samples", "overruns"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut header: Vec<String> = ["probe", "variant", "phase", "thread", "cpu", "samples", "overruns"].iter().map(|s| s.to_string()).collect();
     let percentiles: &[&str] = if cols.p99_99 { &["p50", "p99", "p99.9", "p99.99"] } else { &["p50", "p99", "p99.9"] };
     header.extend(["min", "mean±σ"].iter().chain(percentiles).chain(&["max"]).map(|s| format!("{s}({un})")));
     if cols.deadline {
@@ -74,11 +70,7 @@ pub(crate) fn summary_of(entries: &[EntryAnalysis], u: Unit, cols: SummaryColumn
         .filter(|e| e.extras.throughput.is_none())
         .map(|e| {
             let mut row = entry_label(e);
-            row.push(Cell::plain(if cols.unknown_samples && e.extras.samples_unknown {
-                format!("unknown (≥{})", e.samples)
-            } else {
-                e.samples.to_string()
-            }));
+            row.push(Cell::plain(if cols.unknown_samples && e.extras.samples_unknown { format!("unknown (≥{})", e.samples) } else { e.samples.to_string() }));
             row.push(match e.known_overruns() {
                 Some(o) => Cell::tone(o.to_string(), if o > 0 { Tone::Bad } else { Tone::Plain }),
                 None if cols.unknown_overruns => Cell::tone("unknown", Tone::Dim),
@@ -172,10 +164,9 @@ pub(crate) fn deadline_verdict(label: &str, m: &crate::analysis::deadline::Deadl
             (true, format!("PASS {label}: no sample over the {dl} deadline and no period missed ({} periods){supports}", m.periods))
         }
         // A count the source cannot know: never a PASS.
-        None if m.late_samples_upper == 0 => (
-            false,
-            format!("NO VERDICT {label}: no sample over the {dl} deadline, but the source cannot count missed periods ({} samples)", m.samples),
-        ),
+        None if m.late_samples_upper == 0 => {
+            (false, format!("NO VERDICT {label}: no sample over the {dl} deadline, but the source cannot count missed periods ({} samples)", m.samples))
+        }
         _ => (false, format!("FAIL {label}: {}", m.sentence(&dl))),
     }
 }
@@ -183,10 +174,7 @@ pub(crate) fn deadline_verdict(label: &str, m: &crate::analysis::deadline::Deadl
 /// The verdict of every merged entry of a run with a deadline, worst
 /// first line: "verdict: FAIL (1 of 2 entries)", then one line per entry.
 pub(crate) fn deadline_verdicts(run: &RunAnalysis, u: Unit) -> Vec<(bool, String)> {
-    crate::report::plots::merged_of(&run.entries)
-        .into_iter()
-        .filter_map(|e| e.deadline.as_ref().map(|d| deadline_verdict(&e.key().label(), d, u)))
-        .collect()
+    crate::report::plots::merged_of(&run.entries).into_iter().filter_map(|e| e.deadline.as_ref().map(|d| deadline_verdict(&e.key().label(), d, u))).collect()
 }
 
 /// The verdict blocks of a run: a line saying PASS or FAIL overall, then
@@ -249,11 +237,7 @@ pub(crate) fn pwcet_refusals(run: &RunAnalysis) -> Option<Block> {
         .entries
         .iter()
         .filter_map(|e| match &e.pwcet {
-            Some(Pwcet::Refused { reason, .. }) => Some(format!(
-                "{} thread {}: no estimate: {reason}",
-                e.key().label(),
-                e.thread_label()
-            )),
+            Some(Pwcet::Refused { reason, .. }) => Some(format!("{} thread {}: no estimate: {reason}", e.key().label(), e.thread_label())),
             _ => None,
         })
         .collect();
@@ -279,11 +263,7 @@ pub(crate) fn worst_table(run: &RunAnalysis, u: Unit, per_entry: usize) -> Optio
                 Some(t) => {
                     let t = crate::report::escape::one_line_trace(t);
                     let top: Vec<String> = t.culprits.iter().take(3).map(|c| crate::trace::report::culprit_in(c, &t)).collect();
-                    format!(
-                        "{}{}",
-                        if top.is_empty() { "no events".to_string() } else { top.join(", ") },
-                        if t.complete { "" } else { " (trace incomplete)" }
-                    )
+                    format!("{}{}", if top.is_empty() { "no events".to_string() } else { top.join(", ") }, if t.complete { "" } else { " (trace incomplete)" })
                 }
             };
             rows.push(vec![
@@ -344,12 +324,7 @@ pub(crate) fn pwcet_table(run: &RunAnalysis, u: Unit) -> Option<Table> {
                     row.push(Cell::plain(est.excesses.to_string()));
                     row.push(Cell::plain(format!("{:.3}", est.fit.xi)));
                     for l in &est.levels {
-                        row.push(Cell::plain(format!(
-                            "{} [{}, {}]",
-                            u.fmt(l.estimate_ns),
-                            u.fmt(l.ci_low_ns),
-                            u.fmt(l.ci_high_ns)
-                        )));
+                        row.push(Cell::plain(format!("{} [{}, {}]", u.fmt(l.estimate_ns), u.fmt(l.ci_low_ns), u.fmt(l.ci_high_ns))));
                     }
                     row.push(Cell::plain(u.fmt_n(est.observed_max_ns)));
                     row.push(Cell::tone("fit", Tone::Good));
@@ -366,8 +341,7 @@ pub(crate) fn pwcet_table(run: &RunAnalysis, u: Unit) -> Option<Table> {
     if rows.is_empty() {
         return None;
     }
-    let mut header: Vec<String> =
-        ["probe", "variant", "phase", "thread", "cpu"].iter().map(|s| s.to_string()).collect();
+    let mut header: Vec<String> = ["probe", "variant", "phase", "thread", "cpu"].iter().map(|s| s.to_string()).collect();
     header.push(format!("threshold({un})"));
     header.push("excesses".into());
     header.push("ξ".into());

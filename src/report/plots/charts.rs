@@ -14,8 +14,7 @@ use crate::model::{Bucket, Nanos};
 /// apart, seed 000's RTAI vs stock Linux), the latency axis is logarithmic
 /// (drawn as log10 of µs with labels in µs) so every curve stays visible.
 pub(super) fn exceedance_chart(title: &str, series: &[(String, &[Bucket])], bold_last: bool, deadline: Option<f64>) -> String {
-    let mut curves: Vec<(String, Vec<(f64, f64)>)> =
-        series.iter().map(|(l, h)| (l.clone(), exceedance_points(h))).collect();
+    let mut curves: Vec<(String, Vec<(f64, f64)>)> = series.iter().map(|(l, h)| (l.clone(), exceedance_points(h))).collect();
     // The deadline (µs) is on the axis even when every sample is far below it.
     let xs = || curves.iter().flat_map(|c| c.1.iter().map(|p| p.0)).chain(deadline).filter(|x| *x > 0.0);
     let (lo, hi) = (xs().fold(f64::MAX, f64::min), xs().fold(0.0, f64::max));
@@ -30,8 +29,7 @@ pub(super) fn exceedance_chart(title: &str, series: &[(String, &[Bucket])], bold
     };
     let ymin = curves.iter().flat_map(|c| c.1.iter().map(|p| p.1)).fold(1.0, f64::min).min(0.1) / 2.0;
     let n = curves.len();
-    let looks: Vec<Look> =
-        curves.iter().enumerate().map(|(i, (l, _))| Look::line(l.clone(), colour(i), if bold_last && i + 1 == n { 3 } else { 2 })).collect();
+    let looks: Vec<Look> = curves.iter().enumerate().map(|(i, (l, _))| Look::line(l.clone(), colour(i), if bold_last && i + 1 == n { 3 } else { 2 })).collect();
     let mut legend = looks.clone();
     legend.extend(deadline.map(deadline_look));
     svg_with_legend(&legend, |root| {
@@ -39,7 +37,11 @@ pub(super) fn exceedance_chart(title: &str, series: &[(String, &[Bucket])], bold
         let fmt_x = move |v: &f64| -> String {
             if log_x {
                 let x = 10f64.powf(*v);
-                if x >= 10.0 { format!("{x:.0}") } else { format!("{x:.2}") }
+                if x >= 10.0 {
+                    format!("{x:.0}")
+                } else {
+                    format!("{x:.2}")
+                }
             } else {
                 format!("{v:.1}")
             }
@@ -143,17 +145,13 @@ pub(super) fn nice_width(x: u64) -> u64 {
 /// so its lower max does not read as the latency dropping.
 pub(super) fn timeline_chart(title: &str, entries: &[&EntryAnalysis], deadline: Option<f64>) -> String {
     let dl = deadline.filter(|d| *d > 0.0);
-    let tmax = entries
-        .iter()
-        .flat_map(|e| e.per_second.iter().map(move |s| (s.t_s + e.per_second_width_s.max(1)) as f64))
-        .fold(1.0, f64::max);
+    let tmax = entries.iter().flat_map(|e| e.per_second.iter().map(move |s| (s.t_s + e.per_second_width_s.max(1)) as f64)).fold(1.0, f64::max);
     // Log latency axis: min, mean and max stay apart even when spikes are
     // 100× the typical latency (a linear axis flattens min and mean).
-    let ymax = entries.iter().flat_map(|e| e.per_second.iter().map(|s| us(s.max_ns.0 as f64))).fold(dl.unwrap_or(0.001), f64::max)
-        * 1.5;
-    let ymin = entries.iter().flat_map(|e| e.per_second.iter().map(|s| us(s.min_ns.0 as f64))).filter(|v| *v > 0.0).fold(ymax, f64::min)
-        .min(dl.unwrap_or(f64::MAX))
-        / 1.5;
+    let ymax = entries.iter().flat_map(|e| e.per_second.iter().map(|s| us(s.max_ns.0 as f64))).fold(dl.unwrap_or(0.001), f64::max) * 1.5;
+    let ymin =
+        entries.iter().flat_map(|e| e.per_second.iter().map(|s| us(s.min_ns.0 as f64))).filter(|v| *v > 0.0).fold(ymax, f64::min).min(dl.unwrap_or(f64::MAX))
+            / 1.5;
     // The typical count of each entry, found once (a sort per slot made the
     // chart quadratic in the slots: 85 s for 40 000, issue 36 item 8).
     let medians: Vec<u64> = entries
@@ -247,10 +245,7 @@ pub(super) fn pwcet_chart(title: &str, e: &EntryAnalysis) -> Option<String> {
         draw_look(&mut chart, &looks[0], obs)?;
         draw_look(&mut chart, &looks[1], fitted)?;
         for l in &est.levels {
-            chart.draw_series(std::iter::once(PathElement::new(
-                vec![(us(l.ci_low_ns), l.p), (us(l.ci_high_ns), l.p)],
-                BLACK.stroke_width(2),
-            )))?;
+            chart.draw_series(std::iter::once(PathElement::new(vec![(us(l.ci_low_ns), l.p), (us(l.ci_high_ns), l.p)], BLACK.stroke_width(2))))?;
             chart.draw_series(std::iter::once(Circle::new((us(l.estimate_ns), l.p), 4, BLACK.filled())))?;
         }
         draw_look(&mut chart, &looks[3], vec![(us(e.max_ns.0 as f64), ymin), (us(e.max_ns.0 as f64), 1.0)])?;

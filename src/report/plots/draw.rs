@@ -178,8 +178,7 @@ pub(super) fn deadline_look(dl_us: f64) -> Look {
 
 /// Exceedance points with y > 0, thinned to [`MAX_POINTS`].
 pub(super) fn exceedance_points(hist: &[Bucket]) -> Vec<(f64, f64)> {
-    let pts: Vec<(f64, f64)> =
-        exceedance(hist).into_iter().filter(|p| p.1 > 0.0).map(|(x, y)| (us(x.0 as f64), y)).collect();
+    let pts: Vec<(f64, f64)> = exceedance(hist).into_iter().filter(|p| p.1 > 0.0).map(|(x, y)| (us(x.0 as f64), y)).collect();
     thin(pts)
 }
 

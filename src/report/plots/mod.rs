@@ -23,7 +23,6 @@
 //! tick and legend text 16 units (plotters writes 13 px) high: about 13 px in the HTML report at
 //! 1280 px, where plots take the page's full width.
 
-
 mod charts;
 mod draw;
 mod throughput;
@@ -94,7 +93,8 @@ fn entry_plots(ri: usize, r: &RunAnalysis, k: &EntryKey, dl: Option<f64>) -> Vec
     let per_thread: Vec<&EntryAnalysis> = if threads.is_empty() { group.clone() } else { threads };
     let base = format!("run{}-{}", ri + 1, slug(&k.label()));
     let name = format!("{} — {}", r.name, k.label());
-    let plot = |kind: &'static str, title: &str, svg: String| Plot { id: format!("{base}-{kind}"), kind, title: format!("{name}: {title}"), run: Some(ri), svg };
+    let plot =
+        |kind: &'static str, title: &str, svg: String| Plot { id: format!("{base}-{kind}"), kind, title: format!("{name}: {title}"), run: Some(ri), svg };
     let mut out = vec![plot("timeline", "latency over time", timeline_chart(&format!("{}: per-second min / mean / max", k.label()), &per_thread, dl))];
     let hs: Vec<(String, &[Bucket])> = per_thread.iter().map(|e| (who(e), e.histogram.as_slice())).collect();
     out.push(plot("histogram", "latency histogram per CPU", histogram_chart(&format!("{}: histogram (log counts)", k.label()), &hs, dl)));
@@ -149,10 +149,7 @@ fn system_plots(a: &Analysis, row: &CompareRow, dl: Option<f64>) -> Vec<Plot> {
         .zip(&row.phases)
         .filter_map(|(r, phase)| {
             let phase = phase.as_ref()?;
-            merged_of(&r.entries)
-                .into_iter()
-                .find(|e| e.probe == k.probe && e.variant == k.variant && &e.phase == phase)
-                .map(|e| (r.name.clone(), e))
+            merged_of(&r.entries).into_iter().find(|e| e.probe == k.probe && e.variant == k.variant && &e.phase == phase).map(|e| (r.name.clone(), e))
         })
         .collect();
     if per.len() < 2 {

@@ -90,7 +90,8 @@ pub(crate) fn thread_metric_plots(a: &Analysis) -> Vec<Plot> {
     let c = &a.comparison;
     let rows = c.throughput_rows();
     if c.systems.len() >= 2 && !rows.is_empty() {
-        let tests: Vec<String> = rows.iter().map(|r| format!("{} {}", r.key.variant.as_deref().unwrap_or(crate::report::blocks::NOT_APPLICABLE), r.key.phase)).collect();
+        let tests: Vec<String> =
+            rows.iter().map(|r| format!("{} {}", r.key.variant.as_deref().unwrap_or(crate::report::blocks::NOT_APPLICABLE), r.key.phase)).collect();
         let series = c
             .systems
             .iter()

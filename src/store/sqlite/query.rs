@@ -17,9 +17,7 @@ impl Store {
         let (cond, values) = q.filter.sql(|n| format!("?{n}"), |col, p| format!("instr({col}, {p}) > 0"));
         let mut args: Vec<Value> = values.into_iter().map(Value::Text).collect();
         let tx = self.conn.unchecked_transaction().map_err(e)?;
-        let total: i64 = tx
-            .query_row(&format!("SELECT COUNT(*) FROM runs WHERE {cond}"), rusqlite::params_from_iter(args.iter()), |r| r.get(0))
-            .map_err(e)?;
+        let total: i64 = tx.query_row(&format!("SELECT COUNT(*) FROM runs WHERE {cond}"), rusqlite::params_from_iter(args.iter()), |r| r.get(0)).map_err(e)?;
         let n = args.len();
         args.push(Value::Integer(q.limit.map(|l| l.min(i64::MAX as u64) as i64).unwrap_or(-1)));
         args.push(Value::Integer(q.offset.min(i64::MAX as u64) as i64));
@@ -58,11 +56,8 @@ impl Store {
         let mut out = Vec::with_capacity(rows.len());
         {
             let mut tags = tx.prepare_cached("SELECT tag FROM tags WHERE run_id = ?1 ORDER BY tag").map_err(e)?;
-            let mut heads = tx
-                .prepare_cached(
-                    "SELECT phase, MAX(max_ns), MAX(p99_ns) FROM results WHERE run_id = ?1 GROUP BY phase ORDER BY MIN(idx)",
-                )
-                .map_err(e)?;
+            let mut heads =
+                tx.prepare_cached("SELECT phase, MAX(max_ns), MAX(p99_ns) FROM results WHERE run_id = ?1 GROUP BY phase ORDER BY MIN(idx)").map_err(e)?;
             for mut row in rows {
                 row.tags = tags.query_map([row.id], |r| r.get(0)).map_err(e)?.collect::<rusqlite::Result<_>>().map_err(e)?;
                 row.headline_max_ns = heads
@@ -103,8 +98,7 @@ impl Store {
     /// ones in parts (`run_json`, `store::text`), leaving `runs.json` empty.
     pub(crate) fn json_text(&self, id: i64) -> anyhow::Result<String> {
         let e = |e| sql_err(&self.path, e);
-        let t: Option<String> =
-            self.conn.query_row("SELECT json FROM runs WHERE id = ?1", [id], |r| r.get(0)).optional().map_err(e)?;
+        let t: Option<String> = self.conn.query_row("SELECT json FROM runs WHERE id = ?1", [id], |r| r.get(0)).optional().map_err(e)?;
         let t = t.ok_or_else(|| self.no_such_run(id))?;
         if !t.is_empty() {
             return Ok(t);
@@ -119,10 +113,7 @@ impl Store {
     }
 
     pub(crate) fn exists(&self, id: i64) -> anyhow::Result<bool> {
-        let n: i64 = self
-            .conn
-            .query_row("SELECT COUNT(*) FROM runs WHERE id = ?1", [id], |r| r.get(0))
-            .map_err(|e| sql_err(&self.path, e))?;
+        let n: i64 = self.conn.query_row("SELECT COUNT(*) FROM runs WHERE id = ?1", [id], |r| r.get(0)).map_err(|e| sql_err(&self.path, e))?;
         Ok(n > 0)
     }
 
@@ -173,19 +164,13 @@ impl Store {
 
     /// The design record of experiment `experiment`, if one was stored.
     pub(crate) fn design(&self, experiment: &str) -> anyhow::Result<Option<String>> {
-        self.conn
-            .query_row("SELECT design FROM experiments WHERE experiment = ?1", [experiment], |r| r.get(0))
-            .optional()
-            .map_err(|e| sql_err(&self.path, e))
+        self.conn.query_row("SELECT design FROM experiments WHERE experiment = ?1", [experiment], |r| r.get(0)).optional().map_err(|e| sql_err(&self.path, e))
     }
 
     /// Ids of the runs carrying `tag`, oldest first.
     pub(crate) fn ids_with_tag(&self, tag: &str) -> anyhow::Result<Vec<i64>> {
         let e = |e| sql_err(&self.path, e);
-        let mut stmt = self
-            .conn
-            .prepare("SELECT r.id FROM runs r JOIN tags t ON t.run_id = r.id WHERE t.tag = ?1 ORDER BY r.started_at, r.id")
-            .map_err(e)?;
+        let mut stmt = self.conn.prepare("SELECT r.id FROM runs r JOIN tags t ON t.run_id = r.id WHERE t.tag = ?1 ORDER BY r.started_at, r.id").map_err(e)?;
         let ids = stmt.query_map([tag], |r| r.get(0)).map_err(e)?.collect::<rusqlite::Result<Vec<i64>>>().map_err(e)?;
         Ok(ids)
     }
@@ -194,14 +179,9 @@ impl Store {
     /// `buckets` table (used by tests to check the columns match the JSON).
     pub(crate) fn buckets(&self, id: i64, idx: usize) -> anyhow::Result<Vec<(u64, u64, u64)>> {
         let e = |e| sql_err(&self.path, e);
-        let mut stmt = self
-            .conn
-            .prepare("SELECT lo_ns, hi_ns, count FROM buckets WHERE run_id = ?1 AND result_idx = ?2 ORDER BY lo_ns")
-            .map_err(e)?;
+        let mut stmt = self.conn.prepare("SELECT lo_ns, hi_ns, count FROM buckets WHERE run_id = ?1 AND result_idx = ?2 ORDER BY lo_ns").map_err(e)?;
         let rows = stmt
-            .query_map(params![id, idx as i64], |r| {
-                Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64, r.get::<_, i64>(2)? as u64))
-            })
+            .query_map(params![id, idx as i64], |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64, r.get::<_, i64>(2)? as u64)))
             .map_err(e)?
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(e)?;

@@ -28,10 +28,7 @@ impl Store {
     pub(crate) fn save_all(&mut self, runs: Runs<'_, '_>, tag: Option<&str>) -> anyhow::Result<Vec<i64>> {
         let path = self.path.clone();
         let saved_at = crate::store::now_rfc3339();
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| sql_err(&path, e))?;
+        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| sql_err(&path, e))?;
         let mut ids = Vec::new();
         for s in runs {
             let mut s = s?;
@@ -47,8 +44,7 @@ impl Store {
                 insert_windows(&tx, &path, &m.id, &new).map_err(|e| exhausted_or(&tx, &path, e))?;
             }
             if let Some(t) = tag {
-                tx.execute("INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?1, ?2)", params![id, t])
-                    .map_err(|e| sql_err(&path, e))?;
+                tx.execute("INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?1, ?2)", params![id, t]).map_err(|e| sql_err(&path, e))?;
             }
             ids.push(id);
         }
@@ -71,10 +67,7 @@ impl Store {
         if !self.exists(id)? {
             return Err(self.no_such_run(id));
         }
-        let n = self
-            .conn
-            .execute("INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?1, ?2)", params![id, tag])
-            .map_err(|e| sql_err(&self.path, e))?;
+        let n = self.conn.execute("INSERT OR IGNORE INTO tags (run_id, tag) VALUES (?1, ?2)", params![id, tag]).map_err(|e| sql_err(&self.path, e))?;
         Ok(n == 1)
     }
 
@@ -91,10 +84,7 @@ impl Store {
         if !self.exists(id)? {
             return Err(self.no_such_run(id));
         }
-        let n = self
-            .conn
-            .execute("DELETE FROM tags WHERE run_id = ?1 AND tag = ?2", params![id, tag])
-            .map_err(|e| sql_err(&self.path, e))?;
+        let n = self.conn.execute("DELETE FROM tags WHERE run_id = ?1 AND tag = ?2", params![id, tag]).map_err(|e| sql_err(&self.path, e))?;
         Ok(n == 1)
     }
 
@@ -107,7 +97,6 @@ impl Store {
         }
         Ok(())
     }
-
 }
 
 /// Insert one run: its `runs` row, its text by parts and its results and
@@ -130,8 +119,7 @@ fn insert_run(tx: &rusqlite::Transaction<'_>, path: &Path, s: &mut Saving<'_>, s
         bucket: tx.prepare_cached("INSERT INTO buckets (run_id, result_idx, lo_ns, hi_ns, count) VALUES (?1, ?2, ?3, ?4, ?5)").map_err(e)?,
     };
     let w = text::write_run(s, &mut rows)?;
-    tx.execute("UPDATE runs SET file_sha256 = ?1, max_ns = ?2 WHERE id = ?3", params![w.sha256, int(w.max_ns).map_err(e)?, id])
-        .map_err(e)?;
+    tx.execute("UPDATE runs SET file_sha256 = ?1, max_ns = ?2 WHERE id = ?3", params![w.sha256, int(w.max_ns).map_err(e)?, id]).map_err(e)?;
     Ok(id)
 }
 
@@ -153,9 +141,7 @@ impl text::Sink for Rows<'_> {
         let e = |e| sql_err(self.path, e);
         insert_result(&mut self.result, self.id, idx as i64, r).map_err(e)?;
         for b in &r.histogram {
-            self.bucket
-                .execute(params![self.id, idx as i64, int(b.lo_ns.0).map_err(e)?, int(b.hi_ns.0).map_err(e)?, int(b.count).map_err(e)?])
-                .map_err(e)?;
+            self.bucket.execute(params![self.id, idx as i64, int(b.lo_ns.0).map_err(e)?, int(b.hi_ns.0).map_err(e)?, int(b.count).map_err(e)?]).map_err(e)?;
         }
         Ok(())
     }
@@ -224,13 +210,9 @@ fn insert_result(st: &mut rusqlite::CachedStatement<'_>, id: i64, idx: i64, r: &
 /// (`AUTOINCREMENT` never reuses one, and stops at 2^63 - 1), say that —
 /// not that the filesystem is full.
 fn exhausted_or(tx: &rusqlite::Transaction<'_>, path: &Path, e: anyhow::Error) -> anyhow::Error {
-    let full = e
-        .downcast_ref::<BadInput>()
-        .map(|b| b.0.contains("filesystem is full"))
-        .unwrap_or(false);
+    let full = e.downcast_ref::<BadInput>().map(|b| b.0.contains("filesystem is full")).unwrap_or(false);
     if full {
-        let seq: Option<i64> =
-            tx.query_row("SELECT seq FROM sqlite_sequence WHERE name = 'runs'", [], |r| r.get(0)).optional().ok().flatten();
+        let seq: Option<i64> = tx.query_row("SELECT seq FROM sqlite_sequence WHERE name = 'runs'", [], |r| r.get(0)).optional().ok().flatten();
         if seq == Some(i64::MAX) {
             return BadInput(format!(
                 "history database {}: every run id has been used (the last is {}; ids are never reused); nothing was changed. \
