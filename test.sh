@@ -46,9 +46,11 @@ if [ "$(id -u)" = 0 ] && [ "$still_missing" = 0 ]; then
   export RTSCOPE_NO_SKIP=1
 fi
 
-# Lints first (clippy::undocumented_unsafe_blocks is denied in Cargo.toml),
+# Lints first (the formatting rustfmt.toml sets; clippy::undocumented_unsafe_blocks
+# is denied in Cargo.toml),
 # but a lint failure must not hide a test failure: both run, either fails.
 lint=0
+cargo fmt --check || lint=$?
 cargo clippy --release --all-targets --quiet -- -D warnings || lint=$?
 # --no-fail-fast: every test binary runs even when an earlier one failed.
 tests=0
