@@ -61,6 +61,6 @@ if [ "$skips" -gt 0 ]; then
   sed 's/^/  /' "$skip_log" >&2
 fi
 if [ "$lint" -ne 0 ]; then
-  echo "test.sh: cargo clippy failed (exit $lint): see its messages above" >&2
+  echo "test.sh: cargo fmt --check or cargo clippy failed (exit $lint): see their messages above (cargo fmt formats)" >&2
 fi
 [ "$tests" -eq 0 ] && [ "$lint" -eq 0 ]
