@@ -638,10 +638,10 @@ fn agent_test_sh_passes() {
     assert!(out.status.success(), "agent/test.sh --quick failed:\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
 }
 
-/// The probes and variants `rtscope probes` lists (measure::REGISTRY):
+/// The probes and variants `rtscope probes --wide` lists (measure::REGISTRY; one line each, unwrapped):
 /// name -> variants (empty for a probe without selectable variants).
 fn registry(sb: &Sandbox) -> std::collections::BTreeMap<String, Vec<String>> {
-    let out = run_ok(sb, &["probes"]);
+    let out = run_ok(sb, &["probes", "--wide"]);
     let mut probes = std::collections::BTreeMap::new();
     let mut last = String::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {

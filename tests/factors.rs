@@ -178,7 +178,8 @@ fn after_sigkill_the_next_rtscope_restores_and_says_so() {
         // The next command that measures (here: doctor, and a run for the first knob).
         let next: &[&str] = if *name == "printk" { &["run", "-D", "100ms", "--no-store", "--json", "r.json"] } else { &["doctor"] };
         let out = factors_cmd(&sb, &root).args(next).output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        // Notes wrap at 80 columns (stderr piped): compared with the breaks undone.
+        let stderr = common::unwrapped(&String::from_utf8_lossy(&out.stderr));
         assert_restored(&root, files, &format!("{name} after SIGKILL and `rtscope {}`", next[0]));
         assert!(stderr.contains("left changed by a dead rtscope experiment") && stderr.contains(name), "{name}: {stderr}");
         assert!(journals(&sb).is_empty(), "{name}: journal removed after the restore");
@@ -338,7 +339,7 @@ fn real_safe_knobs_are_restored_after_a_kill() {
         if sig == libc::SIGKILL {
             let mut d = sb.cmd();
             let out = d.env("RTSCOPE_STATE_DIR", sb.path("state")).args(["doctor"]).output().unwrap();
-            assert!(String::from_utf8_lossy(&out.stderr).contains("left changed by a dead rtscope experiment"));
+            assert!(common::unwrapped(&String::from_utf8_lossy(&out.stderr)).contains("left changed by a dead rtscope experiment"));
         }
         assert_eq!(std::fs::read_to_string(path).unwrap(), before[i], "{name} after signal {sig}");
     }
@@ -580,7 +581,9 @@ fn an_admins_change_is_never_overwritten() {
             stderr
         };
         assert_eq!(read(&root, f), "800000", "kill={kill}: the admin's value overwritten: {stderr}");
-        let said = stderr.lines().find(|l| l.contains("holds 800000, not ")).unwrap_or_else(|| panic!("kill={kill}: {stderr}"));
+        // One note or warning, wrapped at 80 columns: its text with the breaks undone.
+        let one = common::unwrapped(&stderr).replace("warning: ", "note: ");
+        let said = one.split("note: ").find(|l| l.contains("holds 800000, not ")).unwrap_or_else(|| panic!("kill={kill}: {stderr}"));
         assert!(said.contains("rt-runtime") && (said.contains("not 900000") || said.contains("not 990000")) && said.contains("950000"), "{said}");
         if kill {
             assert!(said.contains("dead rtscope experiment"), "{said}");
@@ -624,7 +627,7 @@ fn planted_journals_are_not_acted_on() {
     std::os::unix::fs::chown(dir.join("journal-999990.json"), Some(65534), Some(65534)).unwrap();
     std::fs::write(dir.join("journal-999991.json"), journal("printk", "/victim", sb.dir.path())).unwrap();
     let out = factors_cmd(&sb, &root).arg("doctor").output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = common::unwrapped(&String::from_utf8_lossy(&out.stderr));
     assert_eq!(read(&root, "proc/sys/kernel/printk"), "4\t4\t1\t7", "{stderr}");
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine", "{stderr}");
     assert!(stderr.contains("journal-999990.json is owned by uid 65534, not by you") && stderr.contains("not acted on"), "{stderr}");

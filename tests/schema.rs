@@ -75,15 +75,19 @@ fn every_probe_writes_documented_fields() {
     let out = sb.run(&["probes"]);
     let text = String::from_utf8(out.stdout).unwrap();
     // A probe whose kernel tracer this kernel lacks (`rtscope probes` says so
-    // on the line after it) cannot run here; tests/kernel_lab.rs checks the
-    // tracer probes' entries against the same tables in the -rt guest.
+    // in the indented lines under it) cannot run here; tests/kernel_lab.rs
+    // checks the tracer probes' entries against the same tables in the -rt guest.
     let lines: Vec<&str> = text.lines().collect();
     let names: Vec<&str> = lines
         .iter()
         .enumerate()
         .filter(|(_, l)| !l.starts_with(' '))
         .filter(|(i, l)| {
-            let missing = lines.get(i + 1).is_some_and(|n| n.contains("lacks the tracer") || n.contains("availability unknown"));
+            // The probe's block: its line and the indented ones under it (its text wraps at 80 columns).
+            let block = common::unwrapped(
+                &lines[*i..].iter().enumerate().take_while(|(k, n)| *k == 0 || n.starts_with(' ')).map(|(_, n)| *n).collect::<Vec<_>>().join("\n"),
+            );
+            let missing = block.contains("lacks the tracer") || block.contains("availability unknown");
             if missing {
                 eprintln!("SKIPPED here (no kernel tracer): {l}");
             }
