@@ -118,7 +118,7 @@ fn scenario_reservation_keys_set_the_deadline_tasks() {
     }
     assert!(out.status.success(), "{}", stderr(&out));
     // Said even with -q: sem was left out.
-    assert!(stderr(&out).contains("left out: sem"), "{}", stderr(&out));
+    assert!(common::unwrapped(&stderr(&out)).contains("left out: sem"), "{}", stderr(&out));
     let run: Value = serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap();
     assert_eq!(run["plan"]["policy"], "deadline");
     let steps = run["realtime_setup"]["steps"].as_array().unwrap();
