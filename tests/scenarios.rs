@@ -140,7 +140,8 @@ fn every_preset_has_a_valid_plan_and_dry_runs_write_nothing() {
     let out = rtscope(dir.path()).arg("presets").output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     let list = String::from_utf8(out.stdout).unwrap();
-    let names: Vec<&str> = list.lines().map(|l| l.split_whitespace().next().unwrap()).collect();
+    // One preset per line starting at column 0; its description wraps onto indented lines.
+    let names: Vec<&str> = list.lines().filter(|l| !l.starts_with(' ')).map(|l| l.split_whitespace().next().unwrap()).collect();
     for want in ["quick", "standard", "sched-latency", "irq-latency-bins", "periodic-jitter", "irq-ctxsw-4khz"] {
         assert!(names.contains(&want), "{want} missing from `rtscope presets`:\n{list}");
     }
