@@ -94,7 +94,8 @@ pub(crate) fn clean_stale(dir: &Path) -> Vec<PathBuf> {
             Ok(m) if m.is_dir() && m.uid() == me => {}
             _ => continue,
         }
-        if !crate::sys::tracefs::rtscope_alive(pid) && std::fs::remove_dir_all(e.path()).is_ok() {
+        // Its maker runs: the pid's process started before the directory was last changed.
+        if !crate::sys::tracefs::owner_alive(pid, &e.path()) && std::fs::remove_dir_all(e.path()).is_ok() {
             removed.push(e.path());
         }
     }
@@ -501,6 +502,30 @@ mod tests {
         assert_eq!(clean_stale(d.path()), vec![dead.clone()]);
         assert!(!dead.exists());
         assert!(ours.exists() && other.exists());
+    }
+
+    /// The maker is told by its start time, not its name: a live process of
+    /// any name that started before the directory was made keeps it (an
+    /// rtscope installed as `rtscope-dev` is still running); a process that
+    /// took the pid over after the directory's last change does not.
+    #[test]
+    fn a_stale_dir_is_told_by_its_makers_start_not_its_name() {
+        let d = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.id();
+        // Made now, by a process that started before: kept (its name is "sleep").
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let live = d.path().join(format!("{TEMP_PREFIX}{pid}"));
+        std::fs::create_dir(&live).unwrap();
+        assert!(clean_stale(d.path()).is_empty(), "a live maker's directory was removed");
+        assert!(live.exists());
+        // Last changed an hour before the process started: the pid was taken over.
+        let past = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::open(&live).unwrap().set_modified(past).unwrap();
+        assert_eq!(clean_stale(d.path()), vec![live.clone()]);
+        assert!(!live.exists());
+        let _ = child.kill();
+        let _ = child.wait();
     }
 
     #[test]

@@ -41,7 +41,7 @@ impl Probe for MqProbe {
     }
 }
 
-/// Removes `/rtscope-<pid>-<k>` queues of rtscope processes that are gone
+/// Removes `/rtscope-<pid>-<k>` queues whose maker is gone (pid and start time, [`crate::sys::tracefs::maker_alive`])
 /// (killed between mq_open and mq_unlink), this user's only. Needs the
 /// mqueue filesystem mounted at /dev/mqueue to list names; nothing
 /// otherwise. Returns what it removed.
@@ -53,7 +53,8 @@ pub(crate) fn remove_stale_queues() -> Vec<String> {
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(pid) = queue_pid(&name) else { continue };
-        if pid == std::process::id() || crate::sys::tracefs::rtscope_alive(pid) || !e.metadata().is_ok_and(|m| m.uid() == me) {
+        // Its maker runs: the pid's process started before the queue was last changed.
+        if pid == std::process::id() || crate::sys::tracefs::owner_alive(pid, &e.path()) || !e.metadata().is_ok_and(|m| m.uid() == me) {
             continue;
         }
         let Ok(c) = CString::new(format!("/{name}")) else { continue };

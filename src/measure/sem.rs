@@ -125,14 +125,15 @@ pub(crate) fn sysv_key_pid(key: i64) -> Option<u32> {
 
 /// Removes the SysV semaphore sets of rtscope processes that are gone (a
 /// SIGKILL during `sem:sysv`): keys of [`sysv_key`], created by this user,
-/// one semaphore, whose pid is not a running rtscope. Returns what it
+/// one semaphore, whose maker is gone (no process of its pid started before
+/// the set's last change: [`crate::sys::tracefs::maker_alive`]). Returns what it
 /// removed, as `set KEY (pid PID)`. Reads `/proc/sysvipc/sem`; nothing
 /// when it is missing.
 pub(crate) fn remove_stale_sysv() -> Vec<String> {
     let Ok(table) = std::fs::read_to_string("/proc/sysvipc/sem") else { return Vec::new() };
     let me = nix::unistd::geteuid().as_raw();
     let mut removed = Vec::new();
-    for (key, semid, pid) in stale_sysv_sets(&table, me, std::process::id(), &|pid| crate::sys::tracefs::rtscope_alive(pid)) {
+    for (key, semid, pid) in stale_sysv_sets(&table, me, std::process::id(), &crate::sys::tracefs::maker_alive) {
         // SAFETY: IPC_RMID takes no further argument; a wrong id fails with EINVAL/EIDRM.
         if unsafe { libc::semctl(semid, 0, libc::IPC_RMID) } == 0 {
             removed.push(format!("SysV semaphore set {key:#x} (pid {pid})"));
@@ -143,8 +144,9 @@ pub(crate) fn remove_stale_sysv() -> Vec<String> {
 
 /// The (key, semid, pid) of the rows of `/proc/sysvipc/sem` that
 /// [`remove_stale_sysv`] removes: rtscope's keys, creator uid `uid`, one
-/// semaphore, pid not `own` and not `alive`.
-fn stale_sysv_sets(table: &str, uid: u32, own: u32, alive: &dyn Fn(u32) -> bool) -> Vec<(i64, libc::c_int, u32)> {
+/// semaphore, pid not `own` and not `alive` (asked with the set's `ctime`:
+/// when it was made or last set, while its maker ran).
+fn stale_sysv_sets(table: &str, uid: u32, own: u32, alive: &dyn Fn(u32, Option<std::time::Duration>) -> bool) -> Vec<(i64, libc::c_int, u32)> {
     let mut out = Vec::new();
     for line in table.lines().skip(1) {
         // key semid perms nsems uid gid cuid cgid otime ctime
@@ -158,7 +160,8 @@ fn stale_sysv_sets(table: &str, uid: u32, own: u32, alive: &dyn Fn(u32) -> bool)
             continue;
         };
         let Some(pid) = sysv_key_pid(key) else { continue };
-        if nsems == 1 && cuid == uid && pid != own && !alive(pid) {
+        let made = f.get(9).and_then(|t| t.parse::<u64>().ok()).map(std::time::Duration::from_secs);
+        if nsems == 1 && cuid == uid && pid != own && !alive(pid, made) {
             out.push((key, semid, pid));
         }
     }
@@ -334,7 +337,7 @@ mod tests {
         let table = format!(
             "       key      semid perms      nsems   uid   gid  cuid  cgid      otime      ctime\n\
              {} 1 600 1 0 0 0 0 0 0\n\
-             {} 2 600 1 0 0 0 0 0 0\n\
+             {} 2 600 1 0 0 0 0 0 1700000000\n\
              {} 3 600 1 0 0 0 0 0 0\n\
              {} 4 600 1 1000 1000 1000 1000 0 0\n\
              {} 5 600 3 0 0 0 0 0 0\n\
@@ -345,7 +348,8 @@ mod tests {
             k(400), // another user's
             k(500), // not a set of one
         );
-        let stale = stale_sysv_sets(&table, 0, 300, &|pid| pid == 200);
+        // The maker is asked with the set's ctime (the last field).
+        let stale = stale_sysv_sets(&table, 0, 300, &|pid, made| pid == 200 && made == Some(std::time::Duration::from_secs(1_700_000_000)));
         assert_eq!(stale, vec![(k(100), 1, 100)]);
     }
 }

@@ -62,9 +62,19 @@ pub(crate) fn instance_pid(name: &str) -> Option<u32> {
 /// directory's time). A process that took the pid over since started later; the
 /// process's name is no evidence (a copy of rtscope under another name is one).
 pub(crate) fn owner_alive(pid: u32, dir: &Path) -> bool {
+    maker_alive(pid, made_at(dir))
+}
+
+/// True while the process that made something at `made` (a load's temp
+/// directory, a message queue, a SysV set, a tracing instance — each
+/// named after its maker's pid) runs: process `pid` exists and started no
+/// later than `made` ([`started_by`]). A process that took the pid over
+/// since started later, whatever its name; an rtscope installed under
+/// another name is still the maker.
+pub(crate) fn maker_alive(pid: u32, made: Option<std::time::Duration>) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
     let proc_stat = std::fs::read_to_string("/proc/stat").ok();
-    started_by(stat.as_deref(), proc_stat.as_deref(), made_at(dir))
+    started_by(stat.as_deref(), proc_stat.as_deref(), made)
 }
 
 /// When `path` was made (its modification time, since the epoch).
@@ -89,11 +99,6 @@ pub(crate) fn started_by(stat: Option<&str>, proc_stat: Option<&str>, made: Opti
         (Some(made), Some(btime), Some(ticks)) => btime + ticks / hz <= made.as_secs() + 1,
         _ => true,
     }
-}
-
-/// True while process `pid` is an rtscope.
-pub(crate) fn rtscope_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "rtscope")
 }
 
 /// `mount -t tracefs nodev TARGET`.
