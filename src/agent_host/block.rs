@@ -331,9 +331,9 @@ pub(crate) fn results_of(blocks: &[Block], phase: &str) -> Result<Vec<ProbeResul
             let mut r = g.result;
             // What a block carries beside its distribution (its signed
             // summary, its note), combined for the merged entry by the rule
-            // a native run's threads use (`Extras::merge`).
+            // a native run's threads use (`Extras::combine`).
             let extras = |b: &Block| Extras { signed: b.s.signed, note: b.note.clone(), late_starts: b.late_starts, ..Extras::default() };
-            r.extras = g.members.iter().map(|&i| extras(of[i])).reduce(|a, b| a.merge(&b)).unwrap_or_default();
+            r.extras = g.members.iter().map(|&i| extras(of[i])).reduce(|a, b| a.combine(&b)).unwrap_or_default();
             out.push(r);
         }
     }
