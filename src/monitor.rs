@@ -207,7 +207,7 @@ impl Monitor<'_> {
 
 /// A thread's overall share of a monitor run: every window's distribution
 /// merged through the one checked [`Distribution::merge`], and the probe's
-/// extras (`Extras::merge`).
+/// extras (`Extras::combine`).
 struct Share {
     cpu: Option<usize>,
     interval_ns: u64,
@@ -240,7 +240,7 @@ impl Overall {
                     }
                     let source = format!("monitor: probe {probe}, phase {phase}, thread {}", o.thread);
                     ov.dist.merge(&dist, &source).map_err(anyhow::Error::msg)?;
-                    ov.extra = ov.extra.merge(&o.extra);
+                    ov.extra = ov.extra.combine(&o.extra);
                 }
                 None => {
                     self.0.insert(key, Share { cpu: o.cpu, interval_ns: o.interval_ns, dist, extra: o.extra });

@@ -388,6 +388,23 @@ fn probes_subcommand_lists_the_timer_probe() {
     assert!(String::from_utf8(out.stdout).unwrap().lines().any(|l| l.starts_with("timer ")));
 }
 
+/// A listing whose reader has gone (`rtscope probes | head -1`, the pipe
+/// closed before it writes) ends as `cat` does: killed by SIGPIPE — never a
+/// panic on the broken pipe (exit 101 with a backtrace).
+#[test]
+fn a_listing_whose_reader_is_gone_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let sb = Sandbox::new();
+    for args in [&["probes"][..], &["presets"], &["history"], &["factors", "--list"]] {
+        let (read, write) = nix::unistd::pipe().unwrap();
+        drop(read);
+        let out = sb.cmd().args(args).stdout(std::process::Stdio::from(write)).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{args:?}: {:?} {stderr}", out.status);
+    }
+}
+
 #[test]
 fn without_privileges_it_runs_as_sched_other_and_says_why() {
     if !is_root() || std::process::Command::new("setpriv").arg("--help").output().is_err() {

@@ -368,7 +368,8 @@ fn rt_throttling_is_named_by_the_advice() {
     let names_cfs =
         traced.iter().any(|t| t["culprits"].as_array().unwrap().iter().any(|c| c["name"] == "rtscope-cfs" && c["prio"].as_i64().is_some_and(|p| p >= 100)));
     assert!(names_cfs, "the ordinary spinner is named in no window:\n{stdout}");
-    // An item may be wrapped onto indented lines: join them.
+    // Advice wraps at 80 columns (piped), none wider; an item's lines are joined to read it.
+    assert!(stdout.lines().all(|l| l.chars().count() <= 80), "a line over 80 columns:\n{stdout}");
     let joined = stdout.replace("\n    ", " ");
     let advice = joined.lines().find(|l| l.contains("advice: RT throttling")).unwrap_or_else(|| panic!("no RT throttling advice:\n{stdout}"));
     assert!(advice.contains(&format!("{runtime} of every {period} us")) && advice.contains("sched_rt_runtime_us=-1"), "{advice}");
@@ -429,6 +430,9 @@ fn names_the_code_path_the_hog_runs_in() {
         with_path += 1;
     }
     assert!(with_path >= 2, "the hog's read path named in only {with_path} traced samples: {tops:?}");
+    // The width rule (80 columns when piped): the traced windows' lines wrap, none is wider.
+    let wide: Vec<&str> = stdout.lines().filter(|l| l.chars().count() > 80).collect();
+    assert!(wide.is_empty(), "lines over 80 columns: {wide:#?}");
     // The terminal shows the hog's top path after its time.
     assert!(
         stdout.replace("\n    ", " ").lines().any(|l| l.starts_with("  * timer ") && l.contains("rtscope-hog (pid") && l.contains(" ← ") && l.contains("read")),

@@ -31,6 +31,27 @@ pub fn main() -> ExitCode {
         // the run's (bench/footprint, issue 65).
         crate::sys::mman::drop_clean_file_pages();
     }
+    let reads_and_prints = match &cli.command {
+        Command::Probes
+        | Command::Presets
+        | Command::History(_)
+        | Command::Show(_)
+        | Command::Export(_)
+        | Command::Compare(_)
+        | Command::Report(_)
+        | Command::Check(_) => true,
+        Command::Factors(a) => a.list,
+        _ => false,
+    };
+    if reads_and_prints {
+        // A command that only reads and prints ends as `cat` does when its
+        // reader goes away (`rtscope history | head`): by SIGPIPE, quietly,
+        // not with a panic on the broken pipe. Commands that measure, change
+        // a setting or write the history keep ignoring it: they end through
+        // their own paths (restores, saves) whatever happens to stdout.
+        // SAFETY: signal(2) with SIG_DFL installs no handler; no other thread runs yet.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let result = match cli.command {
         Command::Run(args) => commands::run::cmd(&args),
         Command::Monitor(args) => commands::monitor::cmd(&args),

@@ -444,35 +444,40 @@ mod tests {
         assert!(advice(&run).iter().all(|a| !a.contains("/dev/kmsg")));
     }
 
+    /// doctor's RT throttling finding with `runtime` (µs of every 1 s).
+    fn throttling(runtime: &str) -> Vec<crate::model::Finding> {
+        use crate::model::{Evidence, Finding, Severity};
+        let ev = |path: &str, value: &str| Evidence { path: path.into(), value: value.into() };
+        let mut f = Finding::new("sched.rt_throttling", Severity::Info, "RT throttling");
+        f.evidence = vec![ev("/proc/sys/kernel/sched_rt_runtime_us", runtime), ev("/proc/sys/kernel/sched_rt_period_us", "1000000")];
+        vec![f]
+    }
+
+    /// Every traced window `span` ns long with `culprits`, sampled every 250 µs.
+    fn window(run: &mut Run, span: u64, culprits: Vec<Culprit>) {
+        let samples = culprits.iter().flat_map(|c| c.paths.iter()).map(|p| p.samples).sum();
+        let stacks = WindowStacks { period_ns: Nanos(250_000), samples, expected: (span / 250_000) as u32, gaps: Vec::new() };
+        for w in run.results.iter_mut().flat_map(|r| r.worst.iter_mut()).filter_map(|w| w.trace.as_mut()) {
+            (w.start_ns, w.end_ns, w.culprits, w.stacks) = (Nanos(0), Nanos(span), culprits.clone(), Some(stacks.clone()));
+        }
+    }
+
+    /// A task sampled running: a sample every 250 µs of its `ns`, in `frame`.
+    fn task(name: &str, prio: i32, ns: u64, frame: &str) -> Culprit {
+        let mut t = c("task", name, ns);
+        t.prio = Some(prio);
+        t.paths = vec![CodePath { frames: vec![frame.into()], samples: (ns / 250_000) as u32, share: 1.0 }];
+        t
+    }
+
     #[test]
     fn rt_throttling_only_with_its_signature() {
-        use crate::model::{Evidence, Finding, Severity};
         let mut run = golden();
         run.host.cpus_online = vec![0, 1];
         run.plan.policy = "fifo".into();
         run.plan.priority = 95;
         run.host.preempt_model = "voluntary".into();
         run.host.realtime = false;
-        let throttling = |runtime: &str| {
-            let ev = |path: &str, value: &str| Evidence { path: path.into(), value: value.into() };
-            let mut f = Finding::new("sched.rt_throttling", Severity::Info, "RT throttling");
-            f.evidence = vec![ev("/proc/sys/kernel/sched_rt_runtime_us", runtime), ev("/proc/sys/kernel/sched_rt_period_us", "1000000")];
-            vec![f]
-        };
-        let window = |run: &mut Run, span: u64, culprits: Vec<Culprit>| {
-            let samples = culprits.iter().flat_map(|c| c.paths.iter()).map(|p| p.samples).sum();
-            let stacks = WindowStacks { period_ns: Nanos(250_000), samples, expected: (span / 250_000) as u32, gaps: Vec::new() };
-            for w in run.results.iter_mut().flat_map(|r| r.worst.iter_mut()).filter_map(|w| w.trace.as_mut()) {
-                (w.start_ns, w.end_ns, w.culprits, w.stacks) = (Nanos(0), Nanos(span), culprits.clone(), Some(stacks.clone()));
-            }
-        };
-        // Sampled running: a sample every 250 µs of its time.
-        let task = |name: &str, prio: i32, ns: u64, frame: &str| {
-            let mut t = c("task", name, ns);
-            t.prio = Some(prio);
-            t.paths = vec![CodePath { frames: vec![frame.into()], samples: (ns / 250_000) as u32, share: 1.0 }];
-            t
-        };
         let throttled = |a: &[String]| a.iter().any(|l| l.starts_with("RT throttling") && l.contains(FIX_RT_THROTTLING));
         run.host.doctor = throttling("950000");
         // An ordinary task in user mode held 45 ms of a 48 ms window: throttled (50 ms stretch).

@@ -12,22 +12,7 @@ const ROOTS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
 pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
     let Some(root) = ROOTS.iter().find(|r| ctx.exists(&format!("{r}/tracing_on"))) else {
-        return vec![
-            Finding::new("tracing.active", Severity::Info, "tracefs is not mounted (or not readable): active tracing not checked")
-                .why("Without tracefs rtscope cannot see whether another tool is tracing on the measured CPUs.")
-                .evidence(vec![super::evidence(ROOTS[0], None)]),
-            // Which tracers the kernel has is listed in tracefs only: unknown
-            // here, not "missing" (a fresh boot has it unmounted until the
-            // first tool mounts it; `run --trace` mounts it itself).
-            Finding::new(
-                "tracing.tracers",
-                Severity::Info,
-                "tracefs is not mounted: whether the kernel has the timerlat, osnoise and hwlat tracers is unknown",
-            )
-            .why("The timerlat, osnoise and hwlat probes need their tracer; tracefs lists the tracers the kernel has.")
-            .fix(format!("`mount -t tracefs nodev {}` (as root), then run doctor again; the tracer probes mount it themselves", ROOTS[0]))
-            .evidence(vec![super::evidence(&format!("{}/available_tracers", ROOTS[0]), None)]),
-        ];
+        return unmounted();
     };
     let mut active: Vec<String> = Vec::new();
     let mut ev: Vec<Evidence> = Vec::new();
@@ -60,8 +45,31 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
             active.push(format!("instance {name} ({what})"));
         }
     }
-    let mut out = Vec::new();
-    let f = if active.is_empty() && stale.is_empty() {
+    vec![activity(root, &active, &stale, &ours_live).evidence(ev), latency_tracers(ctx, root)]
+}
+
+/// The two findings when tracefs is not mounted: activity not checked, the
+/// kernel's tracers unknown.
+fn unmounted() -> Vec<Finding> {
+    vec![
+        Finding::new("tracing.active", Severity::Info, "tracefs is not mounted (or not readable): active tracing not checked")
+            .why("Without tracefs rtscope cannot see whether another tool is tracing on the measured CPUs.")
+            .evidence(vec![super::evidence(ROOTS[0], None)]),
+        // Which tracers the kernel has is listed in tracefs only: unknown
+        // here, not "missing" (a fresh boot has it unmounted until the
+        // first tool mounts it; `run --trace` mounts it itself).
+        Finding::new("tracing.tracers", Severity::Info, "tracefs is not mounted: whether the kernel has the timerlat, osnoise and hwlat tracers is unknown")
+            .why("The timerlat, osnoise and hwlat probes need their tracer; tracefs lists the tracers the kernel has.")
+            .fix(format!("`mount -t tracefs nodev {}` (as root), then run doctor again; the tracer probes mount it themselves", ROOTS[0]))
+            .evidence(vec![super::evidence(&format!("{}/available_tracers", ROOTS[0]), None)]),
+    ]
+}
+
+/// The `tracing.active` finding (its evidence added by the caller): `active`
+/// tracing of other tools, `stale` instances of killed rtscope runs,
+/// `ours_live` those of runs in progress.
+fn activity(root: &str, active: &[String], stale: &[String], ours_live: &[String]) -> Finding {
+    if active.is_empty() && stale.is_empty() {
         let mut f = Finding::new("tracing.active", Severity::Ok, "No other kernel tracing is active")
             .why("Neither the top-level ftrace buffer nor any other tracefs instance has a tracer or events on.");
         if !ours_live.is_empty() {
@@ -79,7 +87,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 stale.iter().map(|n| format!("`rmdir {root}/instances/{n}`")).collect::<Vec<_>>().join(" ")
             ))
     } else {
-        let mut all = active.clone();
+        let mut all = active.to_vec();
         all.extend(stale.iter().map(|n| format!("instance {n} (left by a killed rtscope run)")));
         Finding::new("tracing.active", Severity::Warn, format!("Kernel tracing is active: {}", all.join("; ")))
             .why(
@@ -91,10 +99,7 @@ pub(crate) fn check(ctx: &Ctx) -> Vec<Finding> {
                 "Stop the tool that is tracing (trace-cmd, perf, bpftrace, rtla), or turn it off: \
                  `echo 0 > {root}/tracing_on; echo nop > {root}/current_tracer; echo > {root}/set_event`"
             ))
-    };
-    out.push(f.evidence(ev));
-    out.push(latency_tracers(ctx, root));
-    out
+    }
 }
 
 /// Which of the kernel's latency tracers (the `timerlat`, `osnoise` and

@@ -49,13 +49,17 @@ use std::io::{Read as _, Write as _};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::Ordering;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use super::knobs::{host_knob, HostKnob, KnobRoot, Write};
 use crate::error::BadInput;
+
+mod signal;
+pub(crate) use signal::register_signal_restore;
+use signal::{SignalRestore, SIGNAL_RESTORE};
 
 /// 2: entries keep what rtscope left (`left`). A version-1 journal is
 /// restored as before (originals written back wherever they differ).
@@ -434,14 +438,6 @@ pub(crate) struct Journal {
     restored: bool,
 }
 
-/// What the signal action restores: prepared before the first change.
-struct SignalRestore {
-    writes: Vec<(CString, Vec<u8>)>,
-    journal: CString,
-}
-
-static SIGNAL_RESTORE: AtomicPtr<SignalRestore> = AtomicPtr::new(std::ptr::null_mut());
-
 /// Why a level could not be put in place.
 #[derive(Debug)]
 pub(crate) enum ApplyError {
@@ -659,52 +655,6 @@ impl Drop for Journal {
             }
         }
     }
-}
-
-static SIGNALS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// On the second ending signal (`sys::signal::ENDING`; the first ends the current run and then
-/// the experiment through the normal path; the second exits at once),
-/// write the journaled originals back. Register before
-/// `commands::run::stop_on_signals`, whose exit runs after this action.
-pub(crate) fn register_signal_restore() -> std::io::Result<()> {
-    for sig in crate::sys::signal::ENDING {
-        let action = move || {
-            if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
-                return;
-            }
-            let p = SIGNAL_RESTORE.swap(std::ptr::null_mut(), Ordering::SeqCst);
-            if p.is_null() {
-                return;
-            }
-            // SAFETY: `p` came from Box::into_raw and is never freed (leaked
-            // on purpose); it was swapped out so it is used once. Only
-            // open(2), write(2), close(2) and unlink(2) are called, all
-            // async-signal-safe; nothing allocates.
-            unsafe {
-                let plan = &*p;
-                let mut all = true;
-                for (path, text) in &plan.writes {
-                    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_TRUNC | libc::O_CLOEXEC);
-                    if fd >= 0 {
-                        all &= libc::write(fd, text.as_ptr().cast(), text.len()) == text.len() as isize;
-                        libc::close(fd);
-                    } else {
-                        all = false;
-                    }
-                }
-                // As the normal path: a journal whose restore failed stays
-                // for the next rtscope (a file the kernel refuses back may
-                // hold its original already; the next one sees that).
-                if all {
-                    libc::unlink(plan.journal.as_ptr());
-                }
-            }
-        };
-        // SAFETY: the action is async-signal-safe (see above).
-        unsafe { signal_hook::low_level::register(sig, action)? };
-    }
-    Ok(())
 }
 
 #[cfg(test)]

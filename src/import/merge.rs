@@ -111,7 +111,7 @@ impl Merge {
             clamped: false,
         });
         self.signed = Some(match self.signed {
-            Some(acc) => SignedStats::merge(acc, signed),
+            Some(acc) => SignedStats::combine(acc, signed),
             None => signed,
         });
         Ok(())

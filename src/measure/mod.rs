@@ -99,7 +99,7 @@ pub struct ThreadOutcome {
     pub(crate) error: Option<String>,
     /// What the probe adds to the result entry (`model::Extras`: noise,
     /// signed error, operations, a note, ...); merged over threads by
-    /// `Extras::merge`.
+    /// `Extras::combine`.
     pub(crate) extra: Extras,
     /// Late samples the probe analysed itself (`timerlat` with
     /// `--trace-threshold`), by the sample's `seq`: attached to the entry's

@@ -83,7 +83,7 @@ impl Probe for OsnoiseProbe {
             let t = &mut totals[i];
             t.0 += p.runtime_ns;
             t.1 += p.noise_ns;
-            t.2 = t.2.merge(p.interference);
+            t.2 = t.2.combine(p.interference);
             for (v, name) in variants.iter().enumerate() {
                 let value = if *name == "noise" { p.noise_ns } else { p.max_single_ns };
                 if let Some(rec) = series.get(l.cpu, v) {

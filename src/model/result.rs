@@ -82,9 +82,9 @@ pub struct ProbeResult {
 /// (signed error, noise, operations, kernel tracer counts, interference,
 /// runtime overruns, violations), page faults, a note, and whether the
 /// source could count its samples. A probe fills them on its thread's
-/// outcome, [`Extras::merge`] combines the threads' for the merged entry,
+/// outcome, [`Extras::combine`] combines the threads' for the merged entry,
 /// and the entry owns them ([`ProbeResult::extras`]): a new statistic is a
-/// field here and its line in `merge`.
+/// field here and its line in `combine`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Extras {
@@ -141,7 +141,7 @@ pub struct Extras {
 impl Extras {
     /// The extras of one variant's threads combined for its merged entry:
     /// statistics merge by their own rules, counts add, the first note is kept.
-    pub fn merge(&self, o: &Extras) -> Extras {
+    pub fn combine(&self, o: &Extras) -> Extras {
         fn both<T: Copy>(a: Option<T>, b: Option<T>, f: impl Fn(T, T) -> T) -> Option<T> {
             match (a, b) {
                 (Some(x), Some(y)) => Some(f(x, y)),
@@ -155,17 +155,17 @@ impl Extras {
             }
         }
         Extras {
-            signed: both(self.signed, o.signed, |a, b| a.merge(b)),
-            noise: both(self.noise, o.noise, |a, b| a.merge(b)),
-            throughput: both_ref(&self.throughput, &o.throughput, Throughput::merge),
+            signed: both(self.signed, o.signed, |a, b| a.combine(b)),
+            noise: both(self.noise, o.noise, |a, b| a.combine(b)),
+            throughput: both_ref(&self.throughput, &o.throughput, Throughput::combine),
             note: self.note.clone().or_else(|| o.note.clone()),
             faults: Faults::sum(self.faults, o.faults),
-            tracer: both_ref(&self.tracer, &o.tracer, TracerStats::merge),
-            interference: both(self.interference, o.interference, |a, b| a.merge(b)),
+            tracer: both_ref(&self.tracer, &o.tracer, TracerStats::combine),
+            interference: both(self.interference, o.interference, |a, b| a.combine(b)),
             samples_unknown: self.samples_unknown || o.samples_unknown,
             runtime_overruns: both(self.runtime_overruns, o.runtime_overruns, |a, b| a + b),
             late_starts: both(self.late_starts, o.late_starts, |a, b| a + b),
-            violations: both_ref(&self.violations, &o.violations, Violations::merge),
+            violations: both_ref(&self.violations, &o.violations, Violations::combine),
         }
     }
 }
@@ -187,7 +187,7 @@ pub struct Violations {
 impl Violations {
     /// At most this many violations are listed (all are counted).
     pub const KEEP: usize = 100;
-    pub fn merge(&self, o: &Violations) -> Violations {
+    pub fn combine(&self, o: &Violations) -> Violations {
         let mut list = self.list.clone();
         list.extend(o.list.iter().cloned());
         list.sort_by_key(|v| v.at_ns.0);

@@ -1,7 +1,7 @@
 //! Probe-specific summaries carried in a result entry beside its
 //! distribution: signed statistics, kernel tracer counters, osnoise
 //! interference, page faults, OS noise totals and Thread-Metric throughput.
-//! Each merges over the threads of one variant.
+//! Each combines over the threads of one variant (`combine`: the one `merge` is the distribution's, checked).
 
 use serde::{Deserialize, Serialize};
 
@@ -26,7 +26,7 @@ pub struct SignedStats {
 
 impl SignedStats {
     /// Combine two summaries exactly (mean weighted by samples).
-    pub fn merge(self, o: SignedStats) -> SignedStats {
+    pub fn combine(self, o: SignedStats) -> SignedStats {
         if self.samples == 0 {
             return o;
         }
@@ -63,7 +63,7 @@ pub struct TracerStats {
 }
 
 impl TracerStats {
-    pub fn merge(&self, o: &TracerStats) -> TracerStats {
+    pub fn combine(&self, o: &TracerStats) -> TracerStats {
         TracerStats { lost_events: self.lost_events + o.lost_events, overrun: self.overrun + o.overrun, missing: self.missing + o.missing, ..self.clone() }
     }
 }
@@ -81,7 +81,7 @@ pub struct Interference {
 }
 
 impl Interference {
-    pub fn merge(self, o: Interference) -> Interference {
+    pub fn combine(self, o: Interference) -> Interference {
         Interference { hw: self.hw + o.hw, nmi: self.nmi + o.nmi, irq: self.irq + o.irq, softirq: self.softirq + o.softirq, thread: self.thread + o.thread }
     }
 }
@@ -97,13 +97,13 @@ pub struct Faults {
 }
 
 impl Faults {
-    pub fn merge(self, o: Faults) -> Faults {
+    pub fn combine(self, o: Faults) -> Faults {
         Faults { minor: self.minor + o.minor, major: self.major + o.major }
     }
     /// The sum of two threads' counts; a thread without counts adds nothing.
     pub fn sum(a: Option<Faults>, b: Option<Faults>) -> Option<Faults> {
         match (a, b) {
-            (Some(x), Some(y)) => Some(x.merge(y)),
+            (Some(x), Some(y)) => Some(x.combine(y)),
             (x, y) => x.or(y),
         }
     }
@@ -127,7 +127,7 @@ impl NoiseStats {
         let available_pct = if loop_ns == 0 { 0.0 } else { 100.0 * (1.0 - total_noise_ns as f64 / loop_ns as f64) };
         NoiseStats { threshold_ns: Nanos(threshold_ns), loop_ns: Nanos(loop_ns), total_noise_ns: Nanos(total_noise_ns), available_pct }
     }
-    pub fn merge(self, o: NoiseStats) -> NoiseStats {
+    pub fn combine(self, o: NoiseStats) -> NoiseStats {
         NoiseStats::new(self.threshold_ns.0, self.loop_ns.0 + o.loop_ns.0, self.total_noise_ns.0 + o.total_noise_ns.0)
     }
 }
@@ -167,7 +167,7 @@ impl Throughput {
         (secs > 0.0).then(|| self.ops as f64 / secs)
     }
     /// Sum of two threads' counts, interval by interval.
-    pub fn merge(&self, o: &Throughput) -> Throughput {
+    pub fn combine(&self, o: &Throughput) -> Throughput {
         let n = self.per_interval.len().max(o.per_interval.len());
         let per_interval: Vec<u64> = (0..n).map(|k| self.per_interval.get(k).copied().unwrap_or(0) + o.per_interval.get(k).copied().unwrap_or(0)).collect();
         Throughput { ops: self.ops + o.ops, interval_ns: self.interval_ns, per_interval }
@@ -182,16 +182,16 @@ mod probe_extra_tests {
     fn signed_stats_merge_weights_the_mean() {
         let a = SignedStats { samples: 3, min_ns: -5, max_ns: 7, mean_ns: 1.0, clamped: false };
         let b = SignedStats { samples: 1, min_ns: -9, max_ns: 2, mean_ns: -3.0, clamped: false };
-        let m = a.merge(b);
+        let m = a.combine(b);
         assert_eq!((m.samples, m.min_ns, m.max_ns), (4, -9, 7));
         assert!((m.mean_ns - 0.0).abs() < 1e-9);
         let empty = SignedStats { samples: 0, min_ns: 0, max_ns: 0, mean_ns: 0.0, clamped: false };
-        assert_eq!(empty.merge(b), b);
+        assert_eq!(empty.combine(b), b);
     }
 
     #[test]
     fn noise_available_share() {
-        let n = NoiseStats::new(1000, 1_000_000_000, 50_000_000).merge(NoiseStats::new(1000, 1_000_000_000, 0));
+        let n = NoiseStats::new(1000, 1_000_000_000, 50_000_000).combine(NoiseStats::new(1000, 1_000_000_000, 0));
         assert_eq!(n.total_noise_ns, Nanos(50_000_000));
         assert!((n.available_pct - 97.5).abs() < 1e-9);
     }

@@ -120,7 +120,7 @@ pub(crate) fn results_of<'a>(
             let mut r = g.result;
             let extra = match (r.thread, g.members.as_slice()) {
                 (Some(_), [i]) => of(*i).0.clone(),
-                _ => g.members.iter().fold(Extras::default(), |e, &i| e.merge(of(i).0)),
+                _ => g.members.iter().fold(Extras::default(), |e, &i| e.combine(of(i).0)),
             };
             let windows: Vec<(u64, TraceWindow)> = g.members.iter().flat_map(|&i| of(i).1.iter().cloned()).collect();
             apply_extras(&extra, &windows, &mut r);
