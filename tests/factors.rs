@@ -969,6 +969,10 @@ impl Drop for Hog {
 /// probe counts the periods the hog makes it miss as missed, and the
 /// samples it does take after a miss are mostly on time; p99 holds the
 /// wake-ups delayed up to 7 ms, ~7000 µs here against tens of µs.)
+/// Seven rounds: on a loaded VM one round's CPU 0 can have a stall of its
+/// own (a loaded run saw p99 ×83 on average with one round's ratio near
+/// ×0.3, so three rounds' 99 % interval reached below 0); the bootstrap over
+/// seven rounds is not moved by one such round.
 #[test]
 fn the_cpu_factor_finds_the_cpu_a_fifo_hog_holds() {
     if !is_root() {
@@ -988,7 +992,7 @@ fn the_cpu_factor_finds_the_cpu_a_fifo_hog_holds() {
             "--factor",
             "cpu=0,1",
             "--rounds",
-            "3",
+            "7",
             "-D",
             "1s",
             "--probe",
