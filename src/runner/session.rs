@@ -44,6 +44,24 @@ pub(crate) struct Session {
     loads: Option<LoadSession>,
     /// Holds /dev/cpu_dma_latency for as long as the session lives.
     _dma: Option<DmaLatencyGuard>,
+    /// Puts the main thread back on its own CPUs when the session ends.
+    _placed: Placed,
+}
+
+/// The main thread's CPUs before [`global_setup`] moved it off the measured
+/// ones, put back when the session ends: a process that runs several
+/// sessions (factors' cells, monitor's windows) starts each from its own
+/// affinity, not from the last session's spare CPUs (a factors experiment
+/// over `cpu=0,1` refused `cpu=1` after a `cpu=1` cell had left the main
+/// thread on CPU 0).
+struct Placed(Option<Vec<usize>>);
+
+impl Drop for Placed {
+    fn drop(&mut self) {
+        if let Some(cpus) = self.0.take() {
+            let _ = sched::set_current_affinity(&cpus);
+        }
+    }
 }
 
 impl Session {
@@ -53,7 +71,7 @@ impl Session {
         let host = sysinfo::fingerprint(&root);
         let host = Host { doctor: crate::doctor::audit_host(&root, &host, &plan.measured_cpus()), ..host };
         let mut steps = Vec::new();
-        let dma = global_setup(plan, &mut steps);
+        let (dma, placed) = global_setup(plan, &mut steps);
         remove_stale_trace_instances(&mut steps);
         let removed = remove_leftovers(&exp.load.dir, &mut steps);
         let calibration = Calibration::new(Nanos(clock_med), Nanos(clock_min), "CLOCK_MONOTONIC (vDSO clock_gettime)");
@@ -62,7 +80,7 @@ impl Session {
             true => Some(LoadSession::new(&exp.load)?),
             false => None,
         };
-        Ok(Session { run, steps, removed, loads, _dma: dma })
+        Ok(Session { run, steps, removed, loads, _dma: dma, _placed: placed })
     }
 
     /// Start the loads of `spec` (none for an idle phase) and put the
@@ -95,13 +113,16 @@ impl Session {
     }
 }
 
-/// Global (process-wide) real-time set-up. The returned guard holds
-/// /dev/cpu_dma_latency for as long as it lives. Memory is locked per
-/// probe run ([`super::MemoryLock`]).
-pub(crate) fn global_setup(plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option<DmaLatencyGuard> {
+/// Global (process-wide) real-time set-up. The returned guards hold
+/// /dev/cpu_dma_latency and the main thread's own CPUs (put back when the
+/// session ends) for as long as they live. Memory is locked per probe run
+/// ([`super::MemoryLock`]).
+fn global_setup(plan: &RunPlan, steps: &mut Vec<SetupStep>) -> (Option<DmaLatencyGuard>, Placed) {
     let guard = hold_dma_latency(plan.dma_latency, steps);
     let measured = plan.measured_cpus();
+    let own = sched::current_affinity().ok();
     let spare: Vec<usize> = sched::online_cpus().into_iter().filter(|c| !measured.contains(c)).collect();
+    let mut placed = Placed(None);
     if spare.is_empty() {
         steps.push(SetupStep::skipped(
             "main thread placement",
@@ -109,11 +130,14 @@ pub(crate) fn global_setup(plan: &RunPlan, steps: &mut Vec<SetupStep>) -> Option
         ));
     } else {
         steps.push(match sched::set_current_affinity(&spare) {
-            Ok(()) => SetupStep::ok("main thread placement", format!("cpus {}", cpu_list_str(&spare))),
+            Ok(()) => {
+                placed = Placed(own);
+                SetupStep::ok("main thread placement", format!("cpus {}", cpu_list_str(&spare)))
+            }
             Err(e) => SetupStep::failed("main thread placement", e.to_string()),
         });
     }
-    guard
+    (guard, placed)
 }
 
 fn hold_dma_latency(asked: bool, steps: &mut Vec<SetupStep>) -> Option<DmaLatencyGuard> {
