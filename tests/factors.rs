@@ -149,19 +149,20 @@ fn a_second_ctrl_c_restores_before_exiting_at_once() {
     let sb = Sandbox::new();
     let root = fake_tree(&sb);
     let files = ["proc/sys/kernel/printk"];
+    let pause = sb.path("pause");
     let mut child = factors_cmd(&sb, &root)
+        .env("RTSCOPE_TEST_PAUSE_BEFORE_RESTORE", &pause)
         .args(["factors", "--factor", "printk=7,1", "--rounds", "3", "-D", "30s", "-a", "0", "--no-store", "--out", "out"])
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
     assert!(wait_changed(&mut child, &root, &files));
-    signal(&child, libc::SIGINT);
-    std::thread::sleep(Duration::from_millis(50));
-    signal(&child, libc::SIGINT);
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    // The second arrives while the normal path waits to restore: the signal action does it.
+    let (code, stderr) = ctrl_c_twice(child, &pause);
+    assert_eq!(code, Some(130), "{stderr}");
     assert_restored(&root, &files, "after two SIGINTs");
+    assert!(journals(&sb).is_empty(), "everything restored, so the journal goes: {stderr}");
 }
 
 #[test]
@@ -549,47 +550,200 @@ fn wait_second_level(sb: &Sandbox, child: &mut Child) {
     }
 }
 
+/// How an experiment that meets an administrator's value ends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Ending {
+    /// By itself: the normal path compares and leaves it.
+    Itself,
+    /// SIGKILL, then `rtscope doctor` recovers.
+    Killed,
+    /// Ctrl-C twice: the second signal's action compares and leaves it,
+    /// keeping the journal; then `rtscope doctor` names it.
+    CtrlCTwice,
+}
+
+/// Ctrl-C, then (once the normal path is about to restore: the test hook
+/// `RTSCOPE_TEST_PAUSE_BEFORE_RESTORE`, set by the caller to `pause`) Ctrl-C
+/// again, so that only the second signal's action can put anything back.
+/// Its exit code.
+fn ctrl_c_twice(child: Child, pause: &Path) -> (Option<i32>, String) {
+    signal(&child, libc::SIGINT);
+    let mut waiting = pause.as_os_str().to_owned();
+    waiting.push(".waiting");
+    let t0 = Instant::now();
+    while !Path::new(&waiting).exists() {
+        assert!(t0.elapsed() < Duration::from_secs(120), "the first SIGINT never reached the restore");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    signal(&child, libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
 /// A value an administrator sets during an experiment, or after one was
-/// killed, is theirs: neither the experiment's end nor the next rtscope
-/// writes the original over it, and both say so, naming both values.
+/// killed, is theirs: neither the experiment's end, nor a second Ctrl-C,
+/// nor the next rtscope writes the original over it, and each says so,
+/// naming both values (a second Ctrl-C through the next rtscope: its action
+/// keeps the journal).
 #[test]
 fn an_admins_change_is_never_overwritten() {
     let _s = serial();
     let f = "proc/sys/kernel/sched_rt_runtime_us";
-    for kill in [false, true] {
+    for ending in [Ending::Itself, Ending::Killed, Ending::CtrlCTwice] {
         let sb = Sandbox::new();
         let root = fake_tree(&sb);
+        let pause = sb.path("pause");
         let mut child = factors_cmd(&sb, &root)
+            .env("RTSCOPE_TEST_PAUSE_BEFORE_RESTORE", &pause)
             .args(["factors", "--factor", "rt-runtime=900000,990000", "--rounds", "3", "-D", "2s", "-a", "0", "--no-store", "--out", "out"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         wait_second_level(&sb, &mut child);
-        if kill {
+        if ending == Ending::Killed {
             signal(&child, libc::SIGKILL);
             child.wait().unwrap();
         }
         std::fs::write(root.join(f), "800000").unwrap();
-        let stderr = if kill {
-            let out = factors_cmd(&sb, &root).arg("doctor").output().unwrap();
-            String::from_utf8_lossy(&out.stderr).into_owned()
-        } else {
-            let out = child.wait_with_output().unwrap();
-            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-            assert_ne!(out.status.code(), Some(2), "{stderr}");
-            stderr
+        if ending == Ending::Itself {
+            // The experiment runs on to its end: no pause there.
+            std::fs::write(&pause, "").unwrap();
+        }
+        let stderr = match ending {
+            Ending::Itself => {
+                let out = child.wait_with_output().unwrap();
+                let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+                assert_ne!(out.status.code(), Some(2), "{stderr}");
+                stderr
+            }
+            Ending::Killed => String::new(),
+            Ending::CtrlCTwice => {
+                let (code, stderr) = ctrl_c_twice(child, &pause);
+                assert_eq!(code, Some(130), "{stderr}");
+                assert_eq!(read(&root, f), "800000", "two SIGINTs: the admin's value overwritten: {stderr}");
+                assert_eq!(journals(&sb).len(), 1, "two SIGINTs: the journal is kept for the next rtscope to compare: {stderr}");
+                stderr
+            }
         };
-        assert_eq!(read(&root, f), "800000", "kill={kill}: the admin's value overwritten: {stderr}");
+        let stderr = if ending == Ending::Itself {
+            stderr
+        } else {
+            let out = factors_cmd(&sb, &root).arg("doctor").output().unwrap();
+            stderr + &String::from_utf8_lossy(&out.stderr)
+        };
+        assert_eq!(read(&root, f), "800000", "{ending:?}: the admin's value overwritten: {stderr}");
         // One note or warning, wrapped at 80 columns: its text with the breaks undone.
         let one = common::unwrapped(&stderr).replace("warning: ", "note: ");
-        let said = one.split("note: ").find(|l| l.contains("holds 800000, not ")).unwrap_or_else(|| panic!("kill={kill}: {stderr}"));
+        let said = one.split("note: ").find(|l| l.contains("holds 800000, not ")).unwrap_or_else(|| panic!("{ending:?}: {stderr}"));
         assert!(said.contains("rt-runtime") && (said.contains("not 900000") || said.contains("not 990000")) && said.contains("950000"), "{said}");
-        if kill {
+        if ending != Ending::Itself {
             assert!(said.contains("dead rtscope experiment"), "{said}");
         }
-        assert!(journals(&sb).is_empty(), "kill={kill}: nothing of rtscope's left to restore: {stderr}");
+        assert!(journals(&sb).is_empty(), "{ending:?}: nothing of rtscope's left to restore: {stderr}");
     }
+}
+
+/// The real kernel's file a test changes, put back as it was on every path
+/// out of the test (a failed assertion too).
+struct PutBack {
+    path: &'static str,
+    before: String,
+}
+
+impl Drop for PutBack {
+    fn drop(&mut self) {
+        if std::fs::read_to_string(self.path).ok().as_deref() != Some(&self.before) {
+            let _ = std::fs::write(self.path, &self.before);
+        }
+    }
+}
+
+/// On the real kernel, where a file reads back otherwise than the text
+/// written (printk: `1` reads `1\t4\t1\t7`): a second Ctrl-C puts the
+/// original back where the file holds what rtscope left, and leaves an
+/// administrator's value set meanwhile, keeping the journal for the next
+/// rtscope, which names it. printk's console level only goes down (from the
+/// levels 1-4 other than this host's): no message is printed that would
+/// not have been.
+#[test]
+fn a_second_ctrl_c_compares_before_it_restores() {
+    if !is_root() {
+        common::skip!("needs root (changes the real kernel's printk level)");
+    }
+    let _s = serial();
+    let path = "/proc/sys/kernel/printk";
+    let before = std::fs::read_to_string(path).unwrap();
+    let fields = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let original = before.split_whitespace().next().unwrap().to_string();
+    let others: Vec<&str> = ["1", "2", "3", "4"].into_iter().filter(|l| *l != original).collect();
+    let (levels, admin) = (format!("{},{}", others[0], others[1]), others[2]);
+    let theirs = std::iter::once(admin).chain(before.split_whitespace().skip(1)).collect::<Vec<_>>().join(" ");
+    for admin_changes in [true, false] {
+        // Each case starts from this host's level and leaves it so.
+        let _put_back = PutBack { path, before: before.clone() };
+        let sb = Sandbox::new();
+        let pause = sb.path("pause");
+        let mut child = sb
+            .cmd()
+            .env("RTSCOPE_STATE_DIR", sb.path("state"))
+            .env("RTSCOPE_TEST_PAUSE_BEFORE_RESTORE", &pause)
+            .env_remove("RTSCOPE_KNOB_ROOT")
+            .args(["factors", "--factor", &format!("printk={levels}"), "--rounds", "3", "-D", "30s", "-a", "0", "--no-store", "--out", "out"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (said, reader) = stderr_lines(&mut child);
+        // The levels are tried (each, then back) before the experiment's
+        // line; the first cell's level then stays for its 30 s.
+        let t0 = Instant::now();
+        loop {
+            assert!(child.try_wait().unwrap().is_none(), "the experiment ended before its first cell: {}", said.lock().unwrap());
+            assert!(t0.elapsed() < Duration::from_secs(120), "no first cell after 120 s: {}", said.lock().unwrap());
+            let tried = said.lock().unwrap().lines().any(|l| l.starts_with("experiment "));
+            let level = fields(&std::fs::read_to_string(path).unwrap());
+            if tried && level.split_whitespace().next() != Some(original.as_str()) && journal_left(&sb).as_deref() == Some(level.as_str()) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if admin_changes {
+            std::fs::write(path, admin).unwrap();
+        }
+        let (code, _) = ctrl_c_twice(child, &pause);
+        reader.join().unwrap();
+        let stderr = said.lock().unwrap().clone();
+        assert_eq!(code, Some(130), "{stderr}");
+        let after = std::fs::read_to_string(path).unwrap();
+        if !admin_changes {
+            assert_eq!(after, before, "two SIGINTs: the original not put back: {stderr}");
+            assert!(journals(&sb).is_empty(), "two SIGINTs: everything restored, so the journal goes: {stderr}");
+            continue;
+        }
+        assert_eq!(fields(&after), theirs, "two SIGINTs: the admin's value overwritten: {stderr}");
+        assert_eq!(journals(&sb).len(), 1, "two SIGINTs: the journal is kept for the next rtscope: {stderr}");
+        let out = sb.cmd().env("RTSCOPE_STATE_DIR", sb.path("state")).env_remove("RTSCOPE_KNOB_ROOT").arg("doctor").output().unwrap();
+        let noted = common::unwrapped(&String::from_utf8_lossy(&out.stderr));
+        assert!(noted.contains(&format!("holds {theirs}, not ")) && noted.contains("dead rtscope experiment"), "{noted}");
+        assert_eq!(fields(&std::fs::read_to_string(path).unwrap()), theirs, "doctor overwrote the admin's value: {noted}");
+        assert!(journals(&sb).is_empty(), "doctor compared and named it: {noted}");
+    }
+}
+
+/// The child's stderr as it comes, collected on a thread (which ends with it).
+fn stderr_lines(child: &mut Child) -> (std::sync::Arc<std::sync::Mutex<String>>, std::thread::JoinHandle<()>) {
+    use std::io::BufRead;
+    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let (err, to) = (child.stderr.take().unwrap(), said.clone());
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            let mut s = to.lock().unwrap();
+            s.push_str(&line);
+            s.push('\n');
+        }
+    });
+    (said, reader)
 }
 
 /// Skip a test that needs root, failing under CI (a skip is a result).

@@ -281,74 +281,75 @@ fn reader<R: Read + Send + 'static>(mut r: R, transcript: Option<Transcript>) ->
     let (tx, rx) = mpsc::sync_channel(QUEUED_LINES);
     let tid = Arc::new(AtomicI32::new(0));
     let tid_w = Arc::clone(&tid);
-    std::thread::Builder::new()
-        .name("rtscope-target-read".into())
-        .stack_size(128 * 1024)
-        .spawn(move || {
-            tid_w.store(crate::sys::sched::current_tid(), Ordering::Release);
-            let mut buf = [0u8; 4096];
-            let mut line: Vec<u8> = Vec::with_capacity(MAX_LINE + 1);
-            let mut oversized = false;
-            loop {
-                let n = match r.read(&mut buf) {
-                    Ok(0) => {
-                        if let Some(t) = &transcript {
-                            t.note(if line.is_empty() { "end of stream" } else { "end of stream (its last line had no newline)" });
-                        }
-                        // A last line without its newline is the link
-                        // dropping mid-line (docs/agent.md, "Session"): not
-                        // a line; the end of the stream says what happened.
-                        let _ = tx.send(Incoming::Eof);
+    let refused = tx.clone();
+    let spawned = std::thread::Builder::new().name("rtscope-target-read".into()).stack_size(128 * 1024).spawn(move || {
+        tid_w.store(crate::sys::sched::current_tid(), Ordering::Release);
+        let mut buf = [0u8; 4096];
+        let mut line: Vec<u8> = Vec::with_capacity(MAX_LINE + 1);
+        let mut oversized = false;
+        loop {
+            let n = match r.read(&mut buf) {
+                Ok(0) => {
+                    if let Some(t) = &transcript {
+                        t.note(if line.is_empty() { "end of stream" } else { "end of stream (its last line had no newline)" });
+                    }
+                    // A last line without its newline is the link
+                    // dropping mid-line (docs/agent.md, "Session"): not
+                    // a line; the end of the stream says what happened.
+                    let _ = tx.send(Incoming::Eof);
+                    return;
+                }
+                Ok(n) => {
+                    if let Some(t) = &transcript {
+                        t.received(&buf[..n]);
+                    }
+                    n
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                // A pty whose other side closed reads EIO: the end.
+                Err(e) if e.raw_os_error() == Some(libc::EIO) => {
+                    if let Some(t) = &transcript {
+                        t.note("end of stream (EIO)");
+                    }
+                    let _ = tx.send(Incoming::Eof);
+                    return;
+                }
+                Err(e) => {
+                    if let Some(t) = &transcript {
+                        t.note(&format!("reading failed: {e}"));
+                    }
+                    let _ = tx.send(Incoming::Failed(e.to_string()));
+                    return;
+                }
+            };
+            for &b in &buf[..n] {
+                if b == b'\n' {
+                    if line.last() == Some(&b'\r') {
+                        line.pop();
+                    }
+                    line.truncate(MAX_LINE);
+                    let text = String::from_utf8_lossy(&line).into_owned();
+                    let item = if oversized { Err(text) } else { Ok(text) };
+                    if tx.send(Incoming::Line(item)).is_err() {
                         return;
                     }
-                    Ok(n) => {
-                        if let Some(t) = &transcript {
-                            t.received(&buf[..n]);
-                        }
-                        n
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    // A pty whose other side closed reads EIO: the end.
-                    Err(e) if e.raw_os_error() == Some(libc::EIO) => {
-                        if let Some(t) = &transcript {
-                            t.note("end of stream (EIO)");
-                        }
-                        let _ = tx.send(Incoming::Eof);
-                        return;
-                    }
-                    Err(e) => {
-                        if let Some(t) = &transcript {
-                            t.note(&format!("reading failed: {e}"));
-                        }
-                        let _ = tx.send(Incoming::Failed(e.to_string()));
-                        return;
-                    }
-                };
-                for &b in &buf[..n] {
-                    if b == b'\n' {
-                        if line.last() == Some(&b'\r') {
-                            line.pop();
-                        }
-                        line.truncate(MAX_LINE);
-                        let text = String::from_utf8_lossy(&line).into_owned();
-                        let item = if oversized { Err(text) } else { Ok(text) };
-                        if tx.send(Incoming::Line(item)).is_err() {
-                            return;
-                        }
-                        line.clear();
-                        oversized = false;
-                    } else if line.len() < MAX_LINE || (line.len() == MAX_LINE && b == b'\r') {
-                        // The limit is without the line end: a `\r` after
-                        // MAX_LINE bytes (a console's `\r\n`) is kept to be
-                        // dropped at the `\n`, not counted.
-                        line.push(b);
-                    } else {
-                        oversized = true;
-                    }
+                    line.clear();
+                    oversized = false;
+                } else if line.len() < MAX_LINE || (line.len() == MAX_LINE && b == b'\r') {
+                    // The limit is without the line end: a `\r` after
+                    // MAX_LINE bytes (a console's `\r\n`) is kept to be
+                    // dropped at the `\n`, not counted.
+                    line.push(b);
+                } else {
+                    oversized = true;
                 }
             }
-        })
-        .expect("spawning the target reader thread");
+        }
+    });
+    // No reader, no lines: the link's reading fails at once, naming the limit.
+    if let Err(e) = spawned {
+        let _ = refused.try_send(Incoming::Failed(crate::sys::pthread::spawn_refused("the agent link's reader thread", &e).to_string()));
+    }
     (rx, tid)
 }
 

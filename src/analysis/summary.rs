@@ -164,7 +164,8 @@ fn entry_at<'r>(r: &'r ProbeResult, opts: &Options, imported_from: Option<&str>,
 
 /// `f` over `items` on up to `available_parallelism` threads, in order.
 /// The statistical worst case (a bootstrap of GPD fits) is the costly part
-/// of the analysis and every entry is independent.
+/// of the analysis and every entry is independent. A chunk whose thread
+/// the system refuses (RLIMIT_NPROC) is done on this thread.
 fn par_map<'a, T: Sync, U: Send>(items: &'a [T], f: impl Fn(&'a T) -> U + Sync) -> Vec<U> {
     let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(items.len().max(1));
     if n <= 1 {
@@ -173,8 +174,17 @@ fn par_map<'a, T: Sync, U: Send>(items: &'a [T], f: impl Fn(&'a T) -> U + Sync) 
     let chunk = items.len().div_ceil(n);
     let f = &f;
     std::thread::scope(|s| {
-        let handles: Vec<_> = items.chunks(chunk).map(|c| s.spawn(move || c.iter().map(f).collect::<Vec<U>>())).collect();
-        handles.into_iter().flat_map(|h| h.join().expect("analysis thread panicked")).collect()
+        let parts: Vec<_> = items
+            .chunks(chunk)
+            .map(|c| std::thread::Builder::new().name("rtscope-analysis".into()).spawn_scoped(s, move || c.iter().map(f).collect::<Vec<U>>()).map_err(|_| c))
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|p| match p {
+                Ok(h) => h.join().expect("analysis thread panicked"),
+                Err(c) => c.iter().map(f).collect(),
+            })
+            .collect()
     })
 }
 

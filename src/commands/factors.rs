@@ -136,7 +136,7 @@ pub(crate) fn cmd(args: &FactorsArgs) -> anyhow::Result<u8> {
     let mut journal = if knobs.is_empty() {
         None
     } else {
-        test_pause_before_journal();
+        test_pause("RTSCOPE_TEST_PAUSE_BEFORE_JOURNAL");
         let (j, said) = Journal::begin(&root, &ra.command_line.join(" "), &knobs)?;
         for s in said {
             eprint!("{}", crate::report::term::para("note: ", &crate::report::escape::terminal_safe(&s)));
@@ -155,6 +155,7 @@ pub(crate) fn cmd(args: &FactorsArgs) -> anyhow::Result<u8> {
     let ctx = Rounds { design: &design, exp: &exp, rounds, seed, out: &out, root: &root, host: &host, stop: &stop, lab: lab.as_ref() };
     let result = run_rounds(args, &ctx, store.as_mut(), journal.as_mut());
     if let Some(j) = journal.as_mut() {
+        test_pause("RTSCOPE_TEST_PAUSE_BEFORE_RESTORE");
         let done = j.restore();
         let restored: std::collections::BTreeSet<&str> = done.restored.iter().map(|e| e.knob.as_str()).collect();
         if done.failed.is_empty() && !restored.is_empty() {
@@ -312,13 +313,16 @@ fn try_levels(j: &mut Journal, design: &Design, root: &KnobRoot, host: &HostCtx)
     Ok(())
 }
 
-/// A test hook (tests/factors.rs, the start race): with
-/// `RTSCOPE_TEST_PAUSE_BEFORE_JOURNAL=PATH`, say `PATH.waiting` and wait (at
-/// most 60 s) until `PATH` exists, just before the journal's lock is taken:
-/// whatever another experiment does meanwhile must not change what this one
-/// journals as the originals.
-fn test_pause_before_journal() {
-    let Some(p) = std::env::var_os("RTSCOPE_TEST_PAUSE_BEFORE_JOURNAL").map(PathBuf::from) else { return };
+/// Test hooks (tests/factors.rs): with `RTSCOPE_TEST_PAUSE_BEFORE_JOURNAL=PATH`
+/// (the start race), just before the journal's lock is taken: whatever
+/// another experiment does meanwhile must not change what this one journals
+/// as the originals; with `RTSCOPE_TEST_PAUSE_BEFORE_RESTORE=PATH` (the
+/// second Ctrl-C), just before the normal path restores: a second signal
+/// then finds the knobs as rtscope left them, and only the signal action
+/// can put them back. Each says `PATH.waiting` and waits (at most 60 s)
+/// until `PATH` exists.
+fn test_pause(var: &str) {
+    let Some(p) = std::env::var_os(var).map(PathBuf::from) else { return };
     let mut waiting = p.clone().into_os_string();
     waiting.push(".waiting");
     let _ = std::fs::write(&waiting, b"");

@@ -167,9 +167,17 @@ fn foreign(args: &ImportArgs, format: Format) -> Result<Converted, BadInput> {
     let file = args.file.display().to_string();
     check_flags(args, format)?;
     // Hashed on a thread of its own while the file is parsed (a pass
-    // over 200 MB of its own, with two CPUs to share).
+    // over 200 MB of its own, with two CPUs to share); on this one first
+    // when the system gives no second thread (RLIMIT_NPROC).
+    enum Sha {
+        Hashing(std::thread::JoinHandle<std::io::Result<String>>),
+        Taken(std::io::Result<String>),
+    }
     let hashing = open_input(args)?.0.take(args.max_size);
-    let sha = std::thread::spawn(move || crate::store::sha256_reader(hashing));
+    let sha = match std::thread::Builder::new().name("rtscope-hash".into()).spawn(move || crate::store::sha256_reader(hashing)) {
+        Ok(h) => Sha::Hashing(h),
+        Err(_) => Sha::Taken(crate::store::sha256_reader(open_input(args)?.0.take(args.max_size))),
+    };
     let file_name = args.file.file_name().map(|f| f.to_string_lossy().to_string()).unwrap_or_default();
     let opts = import::ParseOptions { period_ns: args.period };
     let reader = BufReader::with_capacity(256 << 10, open_input(args)?.0.take(args.max_size));
@@ -185,8 +193,11 @@ fn foreign(args: &ImportArgs, format: Format) -> Result<Converted, BadInput> {
         systems =
             systems.pick(name).ok_or_else(|| BadInput(format!("{file}: --name {name:?}: no such column; the systems in this file are: {}", all.join(", "))))?;
     }
-    let sha =
-        sha.join().map_err(|_| BadInput(format!("{file}: cannot read: hashing it failed")))?.map_err(|e| BadInput(format!("{file}: cannot read: {e}")))?;
+    let sha = match sha {
+        Sha::Taken(sha) => sha,
+        Sha::Hashing(h) => h.join().map_err(|_| BadInput(format!("{file}: cannot read: hashing it failed")))?,
+    }
+    .map_err(|e| BadInput(format!("{file}: cannot read: {e}")))?;
     let ctx = Context {
         format,
         file: file.clone(),
@@ -282,10 +293,10 @@ impl Converted {
 /// file is parsed on a thread of its own that hands each entry over as it
 /// is read (at most one waits), checked again in case the file changed
 /// since it was checked; any error ends the list with that error, so the
-/// transaction is rolled back.
+/// transaction is rolled back (a reader thread the system refuses too).
 fn entries_of(path: std::path::PathBuf, imported: bool) -> text::Entries<'static> {
     let (tx, rx) = std::sync::mpsc::sync_channel::<anyhow::Result<crate::model::ProbeResult>>(1);
-    std::thread::spawn(move || {
+    let spawned = std::thread::Builder::new().name("rtscope-reread".into()).spawn(move || {
         let sent = tx.clone();
         let each = Box::new(move |i, r: crate::model::ProbeResult| {
             crate::model::check_entry(i, &r, imported)?;
@@ -295,7 +306,11 @@ fn entries_of(path: std::path::PathBuf, imported: bool) -> text::Entries<'static
             let _ = tx.send(Err(e.into()));
         }
     });
-    Box::new(rx.into_iter())
+    match spawned {
+        Ok(_) => Box::new(rx.into_iter()),
+        // No reader (RLIMIT_NPROC): the list is that error.
+        Err(e) => Box::new(std::iter::once(Err(crate::sys::pthread::spawn_refused("the thread that reads the file again", &e).into()))),
+    }
 }
 
 fn check_word(flag: &str, v: &str) -> Result<(), BadInput> {

@@ -15,9 +15,12 @@
 //! - at the end, on an error and on a panic: [`Journal`]'s `Drop`;
 //! - on a second ending signal (the first ends the current run and then
 //!   the experiment, through the normal path): a signal action that does
-//!   only open(2)/write(2)/close(2)/unlink(2) on texts prepared before the
-//!   first change — all async-signal-safe; it cannot compare, so it writes
-//!   every original, and keeps the journal if a write failed;
+//!   only open(2)/read(2)/write(2)/close(2)/unlink(2) — all
+//!   async-signal-safe — and compares as the normal path does, on bytes
+//!   prepared before the first change and re-armed after every change
+//!   (see [`signal`]): an original goes back only where the file reads
+//!   exactly what rtscope left; anything else is left, and the journal
+//!   kept for the next rtscope to compare and name;
 //! - after a SIGKILL or power cut: the next rtscope that measures (`run`,
 //!   `monitor`, `factors`) and `doctor` call [`recover`], which finds the
 //!   journal of a dead experiment, writes its originals back where the
@@ -49,7 +52,6 @@ use std::io::{Read as _, Write as _};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -59,7 +61,7 @@ use crate::error::BadInput;
 
 mod signal;
 pub(crate) use signal::register_signal_restore;
-use signal::{SignalRestore, SIGNAL_RESTORE};
+use signal::{SignalFile, SignalRestore};
 
 /// 2: entries keep what rtscope left (`left`). A version-1 journal is
 /// restored as before (originals written back wherever they differ).
@@ -172,11 +174,21 @@ pub(crate) fn write_knob(root: &KnobRoot, path: &str, text: &str) -> std::io::Re
 
 /// What `path` holds now, normalised as `knob`'s originals are.
 fn reading(root: &KnobRoot, knob: &str, path: &str) -> Option<String> {
-    let raw = std::fs::read_to_string(root.path(path)).ok()?;
-    Some(match host_knob(knob) {
+    read_raw(root, path).map(|raw| normalised(knob, &raw))
+}
+
+/// What `path` holds now, byte for byte (what the signal action compares).
+fn read_raw(root: &KnobRoot, path: &str) -> Option<Vec<u8>> {
+    std::fs::read(root.path(path)).ok()
+}
+
+/// `raw` as `knob`'s originals are kept.
+fn normalised(knob: &str, raw: &[u8]) -> String {
+    let raw = String::from_utf8_lossy(raw);
+    match host_knob(knob) {
         Some(h) => h.restorable(&raw),
         None => raw.trim().to_string(),
-    })
+    }
 }
 
 /// Lock every knob file (`flock`, not waiting): the lock that holds across
@@ -425,6 +437,17 @@ fn write_record(dir: &Path, record: &Record) -> anyhow::Result<File> {
     })
 }
 
+/// What the second-signal action compares one file with, byte for byte
+/// as read (it cannot parse): kept beside each entry of the record, in its
+/// order, and not journaled (the next rtscope compares the normalised texts).
+struct AsRead {
+    /// The file at its original.
+    original: Vec<u8>,
+    /// What rtscope left, as the entry's `left`: read back after its last
+    /// write; while a write is under way, also what the file will read after it.
+    left: Vec<Vec<u8>>,
+}
+
 /// A live experiment's journal: holds the locks that say it is alive,
 /// restores on drop.
 pub(crate) struct Journal {
@@ -432,6 +455,8 @@ pub(crate) struct Journal {
     path: PathBuf,
     root: KnobRoot,
     record: Record,
+    /// One per entry of `record`.
+    as_read: Vec<AsRead>,
     _held: File,
     /// The knob files' own locks.
     _files: Vec<File>,
@@ -509,9 +534,12 @@ impl Journal {
             ))
         })?;
         let mut entries = Vec::new();
+        let mut as_read = Vec::new();
         for (k, path) in touched {
-            let original = reading(root, k, &path).ok_or_else(|| BadInput(format!("--factor {k}: cannot read {path}, so its original cannot be journaled")))?;
+            let raw = read_raw(root, &path).ok_or_else(|| BadInput(format!("--factor {k}: cannot read {path}, so its original cannot be journaled")))?;
+            let original = normalised(k, &raw);
             entries.push(Entry { knob: k.to_string(), path, left: vec![original.clone()], original });
+            as_read.push(AsRead { left: vec![raw.clone()], original: raw });
         }
         let record = Record {
             version: VERSION,
@@ -525,7 +553,7 @@ impl Journal {
             anyhow::anyhow!("{e:#}; nothing has been changed: free space in {} or point RTSCOPE_STATE_DIR at a directory on another file system", dir.display())
         })?;
         let path = dir.join(format!("journal-{}.json", record.pid));
-        let j = Journal { dir, path, root: root.clone(), record, _held: held, _files: files, restored: false };
+        let j = Journal { dir, path, root: root.clone(), record, as_read, _held: held, _files: files, restored: false };
         j.arm_signal_restore();
         Ok((j, said))
     }
@@ -539,13 +567,16 @@ impl Journal {
         Ok(())
     }
 
-    /// Read back what `knob`'s files hold now as what rtscope left there.
+    /// Read back what `knob`'s files hold now as what rtscope left there
+    /// (the signal action's too).
     fn read_back(&mut self, knob: &str) -> Result<(), ApplyError> {
-        for e in self.record.entries.iter_mut().filter(|e| e.knob == knob) {
-            if let Some(now) = reading(&self.root, knob, &e.path) {
-                e.left = vec![now];
+        for (e, r) in self.record.entries.iter_mut().zip(self.as_read.iter_mut()).filter(|(e, _)| e.knob == knob) {
+            if let Some(raw) = read_raw(&self.root, &e.path) {
+                e.left = vec![normalised(knob, &raw)];
+                r.left = vec![raw];
             }
         }
+        self.arm_signal_restore();
         self.save()
     }
 
@@ -570,14 +601,19 @@ impl Journal {
                 _ => {}
             }
         }
-        for e in self.record.entries.iter_mut().filter(|e| e.knob == knob.name) {
+        for (e, r) in self.record.entries.iter_mut().zip(self.as_read.iter_mut()).filter(|(e, _)| e.knob == knob.name) {
             let now = e.left.last().cloned().unwrap_or_default();
+            let raw = r.left.last().cloned().unwrap_or_default();
             // What the kernel will read back, and the text itself (a test
-            // tree's plain file reads just what was written).
-            let after = match writes.iter().find(|w| w.path == e.path) {
-                Some(w) => vec![knob.reads_after(&now, &w.text), knob.restorable(&w.text)],
+            // tree's plain file reads just what was written); as the
+            // normal path compares it, and byte for byte.
+            let (after, raw_after) = match writes.iter().find(|w| w.path == e.path) {
+                Some(w) => (vec![knob.reads_after(&now, &w.text), knob.restorable(&w.text)], knob.raw_after(&raw, &w.text)),
                 // A coupled file of a one-file knob reads what was written to its setting.
-                None if writes.len() == 1 => vec![writes[0].text.trim().to_string()],
+                None if writes.len() == 1 => {
+                    let text = &writes[0].text;
+                    (vec![text.trim().to_string()], vec![format!("{}\n", text.trim()).into_bytes(), text.clone().into_bytes()])
+                }
                 None => continue,
             };
             for a in after {
@@ -585,7 +621,14 @@ impl Journal {
                     e.left.push(a);
                 }
             }
+            for a in raw_after {
+                if !r.left.contains(&a) {
+                    r.left.push(a);
+                }
+            }
         }
+        // Before the first write: either text is rtscope's while it is under way.
+        self.arm_signal_restore();
         self.save()?;
         let mut refused = Vec::new();
         let mut failed = None;
@@ -615,25 +658,31 @@ impl Journal {
         done
     }
 
-    /// Prepare the texts the second-signal action writes, and register it.
+    /// Prepare what the second-signal action compares and writes (the
+    /// state now: before the first change, and around every change).
     fn arm_signal_restore(&self) {
-        let writes = self
+        let files = self
             .record
             .entries
             .iter()
-            .filter_map(|e| Some((CString::new(self.root.path(&e.path).into_os_string().into_encoded_bytes()).ok()?, e.original.clone().into_bytes())))
+            .zip(&self.as_read)
+            .filter_map(|(e, r)| {
+                Some(SignalFile {
+                    path: CString::new(self.root.path(&e.path).into_os_string().into_encoded_bytes()).ok()?,
+                    original: e.original.clone().into_bytes(),
+                    at_original: r.original.clone(),
+                    left: r.left.clone(),
+                })
+            })
             .collect();
         let journal = CString::new(self.path.clone().into_os_string().into_encoded_bytes()).unwrap_or_default();
-        let plan = Box::into_raw(Box::new(SignalRestore { writes, journal }));
-        // The previous plan (none in one process) is leaked on purpose: a
-        // signal action may be reading it.
-        SIGNAL_RESTORE.store(plan, Ordering::SeqCst);
+        signal::arm(SignalRestore { files, journal });
     }
 
     /// Write every original back where rtscope's value is still in place;
     /// the journal is removed unless a file could not be restored.
     pub(crate) fn restore(&mut self) -> PutBack {
-        SIGNAL_RESTORE.store(std::ptr::null_mut(), Ordering::SeqCst);
+        signal::disarm();
         let done = put_back(&self.root, &self.record.entries);
         if done.failed.is_empty() {
             let _ = std::fs::remove_file(&self.path);

@@ -581,6 +581,45 @@ impl HostKnob {
         }
     }
 
+    /// What a file of this knob whose bytes were `before` reads after
+    /// `text` is written to it, byte for byte (the second-signal action
+    /// compares bytes; it cannot parse): as the kernel renders it — the
+    /// text and a newline; THP's brackets moved to the word; printk's first
+    /// field replaced, its tabs kept — and the text as written (a test
+    /// tree's plain file). Where the kernel renders it otherwise (a CPU
+    /// mask's width), the action leaves the file to the next rtscope.
+    pub(crate) fn raw_after(&self, before: &[u8], text: &str) -> Vec<Vec<u8>> {
+        let before = String::from_utf8_lossy(before);
+        let word = text.trim();
+        let kernel = match self.access {
+            Access::Bracketed { .. } => {
+                let words = before.trim_end();
+                let marked: Vec<String> = words
+                    .split(' ')
+                    .map(|w| {
+                        let w = w.trim_matches(|c| c == '[' || c == ']');
+                        if w == word {
+                            format!("[{w}]")
+                        } else {
+                            w.to_string()
+                        }
+                    })
+                    .collect();
+                format!("{}{}", marked.join(" "), &before[words.len()..])
+            }
+            Access::Printk => match before.find(char::is_whitespace) {
+                Some(i) => format!("{word}{}", &before[i..]),
+                None => format!("{word}\n"),
+            },
+            _ => format!("{word}\n"),
+        };
+        let mut texts = vec![kernel.into_bytes()];
+        if texts[0] != text.as_bytes() {
+            texts.push(text.as_bytes().to_vec());
+        }
+        texts
+    }
+
     /// The level this knob is at now, in the words levels are given in.
     pub(crate) fn current(&self, root: &KnobRoot, host: &HostCtx) -> Option<String> {
         match self.access {

@@ -244,7 +244,8 @@ impl Iterator for Reading {
 fn spawn(r: Box<dyn ReadSeek + Send>, e: &Expect) -> mpsc::Receiver<Msg> {
     let (tx, rx) = mpsc::sync_channel(64);
     let mut sink = Later::new(tx.clone(), e);
-    std::thread::spawn(move || match cj::read_with(r, &mut sink) {
+    let refused = tx.clone();
+    let spawned = std::thread::Builder::new().name("rtscope-reread".into()).spawn(move || match cj::read_with(r, &mut sink) {
         Ok((top, _)) if !sink.failed => {
             top.to_string().hash(&mut sink.digest);
             let folded = std::mem::take(&mut sink.folded);
@@ -256,6 +257,10 @@ fn spawn(r: Box<dyn ReadSeek + Send>, e: &Expect) -> mpsc::Receiver<Msg> {
         }
         Err(_) => {}
     });
+    // No reader (RLIMIT_NPROC): the reading ends with that error.
+    if let Err(e) = spawned {
+        let _ = refused.try_send(Msg::Failed(ParseError::file(crate::sys::pthread::spawn_refused("the thread that reads the file again", &e).to_string())));
+    }
     rx
 }
 

@@ -32,7 +32,7 @@ impl Load for IrqLoad {
         ping.set_read_timeout(Some(Duration::from_millis(100)))?;
         pong.set_read_timeout(Some(Duration::from_millis(100)))?;
         std::thread::scope(|s| -> anyhow::Result<Counters> {
-            let timer = s.spawn(move || {
+            let timer = ctx.spawn(s, "the timer thread", move || {
                 // 1 ns slack: without it SCHED_OTHER sleeps are batched 50 µs.
                 let _ = crate::sys::prctl::set_timer_slack_ns(1);
                 let mut wakeups = 0u64;
@@ -41,8 +41,8 @@ impl Load for IrqLoad {
                     wakeups += 1;
                 }
                 wakeups
-            });
-            let ponger = s.spawn(move || {
+            })?;
+            let ponger = ctx.spawn(s, "the ping-pong thread", move || {
                 if let Some(c) = cpu_b {
                     let _ = set_current_affinity(&[c]);
                 }
@@ -58,7 +58,7 @@ impl Load for IrqLoad {
                         Err(_) => {}
                     }
                 }
-            });
+            })?;
             if let Some(c) = cpu_a {
                 let _ = set_current_affinity(&[c]);
             }

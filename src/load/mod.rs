@@ -62,6 +62,24 @@ pub(crate) struct WorkerCtx<'a> {
     pub(crate) stop: &'a AtomicBool,
 }
 
+impl WorkerCtx<'_> {
+    /// Start one of this worker's own threads in `s`. One the system
+    /// refuses (RLIMIT_NPROC) raises `stop`, so the threads started end,
+    /// and is an error naming the limit: the load process ends with it
+    /// (never a panic, never a worker left waiting for a partner).
+    pub(crate) fn spawn<'scope, 'env, T: Send + 'scope>(
+        &self,
+        s: &'scope std::thread::Scope<'scope, 'env>,
+        what: &str,
+        f: impl FnOnce() -> T + Send + 'scope,
+    ) -> anyhow::Result<std::thread::ScopedJoinHandle<'scope, T>> {
+        std::thread::Builder::new().spawn_scoped(s, f).map_err(|e| {
+            self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            crate::sys::pthread::spawn_refused(&format!("{what} of load worker {}", self.index + 1), &e).into()
+        })
+    }
+}
+
 /// One kind of load.
 pub(crate) trait Load: Sync {
     fn name(&self) -> &'static str;

@@ -56,12 +56,9 @@ impl Load for NetLoad {
         udp_rx.set_read_timeout(Some(TICK))?;
         let udp_addr = udp_rx.local_addr()?;
         std::thread::scope(|s| -> anyhow::Result<Counters> {
-            let tcp_reader = s.spawn(move || -> std::io::Result<u64> {
-                let (c, _) = listener.accept()?;
-                c.set_read_timeout(Some(TICK))?;
-                drain(c, stop)
-            });
-            let udp_reader = s.spawn(|| {
+            // The UDP reader first: it ends at `stop`, which a refused
+            // second thread raises; the TCP reader waits in accept().
+            let udp_reader = ctx.spawn(s, "the UDP reader", || {
                 let mut buf = [0u8; 2048];
                 let mut got = 0u64;
                 while !stop.load(Ordering::Relaxed) {
@@ -70,7 +67,12 @@ impl Load for NetLoad {
                     }
                 }
                 got
-            });
+            })?;
+            let tcp_reader = ctx.spawn(s, "the TCP reader", move || -> std::io::Result<u64> {
+                let (c, _) = listener.accept()?;
+                c.set_read_timeout(Some(TICK))?;
+                drain(c, stop)
+            })?;
             let mut tcp = TcpStream::connect(tcp_addr)?;
             tcp.set_write_timeout(Some(TICK))?;
             tcp.set_nodelay(true)?;

@@ -45,7 +45,7 @@ impl Load for SchedLoad {
             let receivers: Vec<_> = rx
                 .into_iter()
                 .map(|mut r| {
-                    s.spawn(move || {
+                    ctx.spawn(s, "a receiver", move || {
                         let mut buf = [0u8; 4096];
                         let mut bytes = 0u64;
                         loop {
@@ -63,11 +63,11 @@ impl Load for SchedLoad {
                         bytes
                     })
                 })
-                .collect();
+                .collect::<anyhow::Result<_>>()?;
             let sent: Vec<_> = senders
                 .into_iter()
                 .map(|mut outs| {
-                    s.spawn(move || {
+                    ctx.spawn(s, "a sender", move || {
                         let msg = [0x42u8; MSG];
                         let mut n = 0u64;
                         while !stop.load(Ordering::Relaxed) {
@@ -80,7 +80,7 @@ impl Load for SchedLoad {
                         n
                     })
                 })
-                .collect();
+                .collect::<anyhow::Result<_>>()?;
             let mut messages = 0u64;
             for h in sent {
                 messages += h.join().map_err(|_| anyhow::anyhow!("sched load: a sender panicked"))?;

@@ -137,15 +137,21 @@ fn run_builtin(args: &LoadWorkerArgs, kind: &LoadKind, stop: &AtomicBool) -> any
     let mut total = Counters::new();
     std::thread::scope(|s| -> anyhow::Result<()> {
         let workers = args.workers.max(1);
-        let handles: Vec<_> = (0..workers)
-            .map(|index| {
-                let cpus = &cpus;
-                let dir = args.dir.as_path();
-                std::thread::Builder::new()
-                    .name(format!("load-{}-{index}", load.name()))
-                    .spawn_scoped(s, move || load.run_builtin(&WorkerCtx { index, workers, cpus, dir, stop }))
-            })
-            .collect::<Result<_, _>>()?;
+        let mut handles = Vec::with_capacity(workers);
+        for index in 0..workers {
+            let (cpus, dir) = (&cpus, args.dir.as_path());
+            let spawned = std::thread::Builder::new()
+                .name(format!("load-{}-{index}", load.name()))
+                .spawn_scoped(s, move || load.run_builtin(&WorkerCtx { index, workers, cpus, dir, stop }));
+            match spawned {
+                Ok(h) => handles.push(h),
+                // The workers started end at `stop` (the scope waits for them).
+                Err(e) => {
+                    stop.store(true, Ordering::Relaxed);
+                    return Err(crate::sys::pthread::spawn_refused(&format!("{} load worker {} of {workers}", load.name(), index + 1), &e).into());
+                }
+            }
+        }
         // Wait for the stop signal; a worker that ends before it has failed.
         while !stop.load(Ordering::Relaxed) && !handles.iter().any(|h| h.is_finished()) {
             std::thread::sleep(POLL);

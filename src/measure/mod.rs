@@ -40,9 +40,10 @@ pub(crate) mod tracer;
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier, Condvar, Mutex};
+use std::sync::{Arc, Barrier, Mutex};
 
 use crate::model::{Extras, SetupStep};
+use crate::sys::pthread::Launch;
 use crate::sys::sched::{self, Policy};
 use recorder::{Live, Recorder};
 pub use registry::{info, infos, names, probe_by_name, ProbeInfo};
@@ -296,7 +297,9 @@ pub(crate) fn first_with_all_steps(mut outs: Vec<ThreadOutcome>) -> anyhow::Resu
 /// (thread ids, pipe ends) before it, so a gate that opened with a thread
 /// missing would hang the others or hand them a dead partner. A spawn that
 /// fails (`ulimit -u`, a container's pids limit) stops the threads started
-/// before they run, and is an error naming the thread and the limit.
+/// before they run, and is an error naming the thread and the limit. (A
+/// stop raised meanwhile is the probes': every thread then reaches the
+/// gate, and every loop checks `stop` first.)
 pub(crate) fn spawn_measuring<F>(
     ctx: &ProbeCtx<'_>,
     specs: &[ThreadSpec],
@@ -389,39 +392,5 @@ where
 /// "could not start thread 9 of 16: Resource temporarily unavailable
 /// (RLIMIT_NPROC?)": the `k`-th spawn of `n` failed.
 fn spawn_error(k: usize, n: usize, e: &std::io::Error) -> anyhow::Error {
-    let errno = e.raw_os_error().map(nix::errno::Errno::from_raw);
-    // strerror's words, without std's " (os error 11)".
-    let text = e.to_string();
-    let what = text.split(" (os error").next().unwrap_or(&text);
-    // EAGAIN from clone(2): the user's process/thread limit (ulimit -u, a
-    // container's pids.max) or the system's threads-max.
-    let hint = if errno == Some(nix::errno::Errno::EAGAIN) { " (RLIMIT_NPROC?)" } else { "" };
-    anyhow::anyhow!("could not start thread {} of {n}: {what}{hint}", k + 1)
-}
-
-/// The go/no-go of a probe run's threads, said once all are spawned: each
-/// waits for it before its set-up, so a failed spawn lets the ones started
-/// end without running the probe. (A stop raised meanwhile is the probes':
-/// every thread then reaches the gate, and every loop checks `stop` first.)
-#[derive(Default)]
-struct Launch {
-    decided: Mutex<Option<bool>>,
-    said: Condvar,
-}
-
-impl Launch {
-    fn decide(&self, go: bool) {
-        *self.decided.lock().unwrap_or_else(|e| e.into_inner()) = Some(go);
-        self.said.notify_all();
-    }
-    /// Wait for the decision (it follows the last spawn at once).
-    fn go(&self) -> bool {
-        let mut d = self.decided.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            match *d {
-                Some(go) => return go,
-                None => d = self.said.wait(d).unwrap_or_else(|e| e.into_inner()),
-            }
-        }
-    }
+    crate::sys::pthread::spawn_refused(&format!("thread {} of {n}", k + 1), e).into()
 }

@@ -286,12 +286,23 @@ fn check_reservation(plan: &crate::plan::RunPlan, period: u64, (min_us, max_us):
             SCHED_FEATURES_PATHS[0]
         )));
     }
-    if let Err(err) = sched::deadline_admitted(dl, plan.measuring.threads) {
-        return Err(BadInput(format!(
-            "--policy deadline: {} thread(s) with {what} were not admitted: {}",
-            plan.measuring.threads,
-            crate::measure::dl::why(err)
-        )));
+    match sched::deadline_admitted(dl, plan.measuring.threads) {
+        Ok(()) => {}
+        // No thread to try it on: the run's own threads would not start either.
+        Err(nix::errno::Errno::EAGAIN) => {
+            return Err(BadInput(format!(
+                "--policy deadline: whether {} thread(s) with {what} are admitted is not known: no thread could be started to try it \
+                 (EAGAIN: the user's process limit, RLIMIT_NPROC / ulimit -u, reached?); raise the limit or lower -t",
+                plan.measuring.threads
+            )))
+        }
+        Err(err) => {
+            return Err(BadInput(format!(
+                "--policy deadline: {} thread(s) with {what} were not admitted: {}",
+                plan.measuring.threads,
+                crate::measure::dl::why(err)
+            )))
+        }
     }
     Ok(())
 }

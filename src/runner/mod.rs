@@ -63,7 +63,11 @@ pub(crate) fn execute(plan: &RunPlan, exp: &Experiment, call: Invocation) -> any
     let finished = AtomicBool::new(false);
     let capped = std::thread::scope(|s| -> anyhow::Result<bool> {
         spawn_live(s, output.quiet, &board, exp.total_ns(), &finished, stop)?;
-        spawn_trace_collector(s, trace.as_ref(), &finished)?;
+        if let Err(e) = spawn_trace_collector(s, trace.as_ref(), &finished) {
+            // The live view's thread, if it started, ends at `finished`.
+            finished.store(true, Ordering::Relaxed);
+            return Err(e.into());
+        }
         let mut phases = Phases {
             plan,
             exp,
@@ -97,7 +101,11 @@ pub(crate) fn execute(plan: &RunPlan, exp: &Experiment, call: Invocation) -> any
 /// thread's (locked under MCL_FUTURE); buffers go on the heap.
 fn spawn_trace_collector<'scope>(s: &'scope Scope<'scope, '_>, trace: Option<&'scope TraceSession>, finished: &'scope AtomicBool) -> std::io::Result<()> {
     if let Some(t) = trace {
-        std::thread::Builder::new().name("rtscope-trace".into()).stack_size(256 * 1024).spawn_scoped(s, move || t.collect(finished))?;
+        std::thread::Builder::new()
+            .name("rtscope-trace".into())
+            .stack_size(256 * 1024)
+            .spawn_scoped(s, move || t.collect(finished))
+            .map_err(|e| crate::sys::pthread::spawn_refused("the tracer's reader thread", &e))?;
     }
     Ok(())
 }

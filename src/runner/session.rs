@@ -231,7 +231,8 @@ pub(crate) fn spawn_live<'scope>(
         std::thread::Builder::new()
             .name("rtscope-live".into())
             .stack_size(256 * 1024)
-            .spawn_scoped(s, move || crate::live::progress(board, total_ns, finished, stop))?;
+            .spawn_scoped(s, move || crate::live::progress(board, total_ns, finished, stop))
+            .map_err(|e| crate::sys::pthread::spawn_refused("the live view's thread", &e))?;
     }
     Ok(())
 }

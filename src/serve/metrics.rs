@@ -28,13 +28,17 @@ impl MetricsServer {
         let rt = tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build()?;
         let stop = Arc::new(Notify::new());
         let stopped = stop.clone();
-        let thread = std::thread::Builder::new().name("rtscope-http".into()).stack_size(256 * 1024).spawn(move || {
-            rt.block_on(async move {
-                let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
-                let app = Router::new().route("/metrics", any(metrics_page)).fallback(not_found).with_state(metrics);
-                super::http::serve(listener, app, super::http::Limits::from_fd_limit(), stopped.notified()).await;
-            });
-        })?;
+        let thread = std::thread::Builder::new()
+            .name("rtscope-http".into())
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                rt.block_on(async move {
+                    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
+                    let app = Router::new().route("/metrics", any(metrics_page)).fallback(not_found).with_state(metrics);
+                    super::http::serve(listener, app, super::http::Limits::from_fd_limit(), stopped.notified()).await;
+                });
+            })
+            .map_err(|e| crate::sys::pthread::spawn_refused("the /metrics server's thread", &e))?;
         Ok(MetricsServer { addr, stop, thread })
     }
 

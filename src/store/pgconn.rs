@@ -148,7 +148,7 @@ impl Target {
             ))
         };
         if let Err(e) = spawned {
-            return Err(failed(format!("cannot start a thread: {e}")));
+            return Err(failed(crate::sys::pthread::spawn_refused("the connecting thread", &e).to_string()));
         }
         match rx.recv_timeout(limit) {
             Ok(Ok(client)) => Ok(client),

@@ -1,6 +1,8 @@
 //! `<pthread.h>`: a mutex with a chosen priority protocol (none, priority
 //! inheritance, priority ceiling), for the `pi` probe. See
 //! pthread_mutexattr_setprotocol(3) and pthread_mutexattr_setprioceiling(3).
+//! And what a thread the system refuses to create is
+//! ([`spawn_refused`]; pthread_create(3)).
 //!
 //! With `PTHREAD_PRIO_INHERIT` glibc uses the kernel's PI futexes
 //! (FUTEX_LOCK_PI / FUTEX_UNLOCK_PI): a thread blocked on the mutex lends
@@ -101,6 +103,51 @@ impl Mutex {
     }
 }
 
+/// A thread the system would not start, as an error naming `what` and,
+/// for EAGAIN, the limit: "could not start the hashing thread: Resource
+/// temporarily unavailable (RLIMIT_NPROC?)".
+///
+/// `std::thread::Builder::spawn` is pthread_create(3), which fails with
+/// EAGAIN when the user's process limit (RLIMIT_NPROC, `ulimit -u`; it
+/// counts threads), a cgroup's pids.max or the system's threads-max is
+/// reached, and with EAGAIN or ENOMEM when no stack can be mapped.
+/// `std::thread::spawn` and `Scope::spawn` panic on it: rtscope calls
+/// `Builder` and turns the refusal into this, every time.
+pub(crate) fn spawn_refused(what: &str, e: &std::io::Error) -> std::io::Error {
+    // strerror's words, without std's " (os error 11)".
+    let text = e.to_string();
+    let words = text.split(" (os error").next().unwrap_or(&text);
+    let hint = if e.raw_os_error() == Some(libc::EAGAIN) { " (RLIMIT_NPROC?)" } else { "" };
+    std::io::Error::new(e.kind(), format!("could not start {what}: {words}{hint}"))
+}
+
+/// The go/no-go of threads started together, said once all are spawned:
+/// each waits for it ([`Launch::go`]) before its work, so when one cannot
+/// be started ([`spawn_refused`]) the ones started end without doing it
+/// (and nothing waits for the one that never came).
+#[derive(Default)]
+pub(crate) struct Launch {
+    decided: std::sync::Mutex<Option<bool>>,
+    said: std::sync::Condvar,
+}
+
+impl Launch {
+    pub(crate) fn decide(&self, go: bool) {
+        *self.decided.lock().unwrap_or_else(|e| e.into_inner()) = Some(go);
+        self.said.notify_all();
+    }
+    /// Wait for the decision (it follows the last spawn at once).
+    pub(crate) fn go(&self) -> bool {
+        let mut d = self.decided.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            match *d {
+                Some(go) => return go,
+                None => d = self.said.wait(d).unwrap_or_else(|e| e.into_inner()),
+            }
+        }
+    }
+}
+
 /// A pthread call's return code as a result naming the call (pthread
 /// functions return the error number instead of setting errno).
 #[inline]
@@ -122,6 +169,15 @@ impl Drop for Mutex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_thread_names_the_limit() {
+        let e = spawn_refused("thread 9 of 16", &std::io::Error::from_raw_os_error(libc::EAGAIN));
+        assert_eq!(e.to_string(), "could not start thread 9 of 16: Resource temporarily unavailable (RLIMIT_NPROC?)");
+        assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
+        let e = spawn_refused("the hashing thread", &std::io::Error::from_raw_os_error(libc::ENOMEM));
+        assert_eq!(e.to_string(), "could not start the hashing thread: Cannot allocate memory");
+    }
 
     #[test]
     fn every_protocol_locks_and_unlocks() {

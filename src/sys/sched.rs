@@ -194,25 +194,39 @@ pub(crate) fn set_current_deadline(p: DlParams, overrun_signal: bool) -> nix::Re
 /// Would `threads` SCHED_DEADLINE tasks with reservation `p` be admitted
 /// together? Tried for real (so the kernel's admission test, capabilities
 /// and root-domain rules all answer) on throwaway threads that hold their
-/// reservations at once, then return to SCHED_OTHER and exit.
+/// reservations at once, then return to SCHED_OTHER and exit. Threads that
+/// cannot be made are EAGAIN, as in [`policy_permitted`].
 pub(crate) fn deadline_admitted(p: DlParams, threads: usize) -> nix::Result<()> {
     let n = threads.max(1);
     let barrier = std::sync::Barrier::new(n);
+    // The barrier counts on all n: none tries before all exist.
+    let launch = crate::sys::pthread::Launch::default();
     let cpus = online_cpus();
     std::thread::scope(|s| {
-        let hs: Vec<_> = (0..n)
-            .map(|_| {
-                s.spawn(|| {
-                    let _ = set_current_affinity(&cpus);
-                    let r = set_current_deadline(p, false);
-                    barrier.wait();
-                    if r.is_ok() {
-                        let _ = set_current_policy(Policy::Other, 0);
-                    }
-                    r
-                })
-            })
-            .collect();
+        let mut hs = Vec::with_capacity(n);
+        for _ in 0..n {
+            let spawned = std::thread::Builder::new().name("rtscope-dl".into()).stack_size(64 * 1024).spawn_scoped(s, || {
+                if !launch.go() {
+                    return Ok(());
+                }
+                let _ = set_current_affinity(&cpus);
+                let r = set_current_deadline(p, false);
+                barrier.wait();
+                if r.is_ok() {
+                    let _ = set_current_policy(Policy::Other, 0);
+                }
+                r
+            });
+            match spawned {
+                Ok(h) => hs.push(h),
+                // As policy_permitted: a thread that cannot be made is EAGAIN.
+                Err(e) => {
+                    launch.decide(false);
+                    return Err(nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(libc::EAGAIN)));
+                }
+            }
+        }
+        launch.decide(true);
         hs.into_iter().map(|h| h.join().unwrap_or(Err(nix::errno::Errno::EINVAL))).find(|r| r.is_err()).unwrap_or(Ok(()))
     })
 }

@@ -35,6 +35,19 @@ fn levels_are_checked() {
 }
 
 #[test]
+fn raw_read_backs_are_the_kernels_rendering_and_the_text() {
+    let thp = host_knob("thp").unwrap();
+    let b = |s: &str| s.as_bytes().to_vec();
+    assert_eq!(thp.raw_after(b"always [madvise] never\n", "never"), [b("always madvise [never]\n"), b("never")]);
+    assert_eq!(thp.raw_after(b"[always] madvise never", "madvise"), [b("always [madvise] never"), b("madvise")]);
+    let printk = host_knob("printk").unwrap();
+    assert_eq!(printk.raw_after(b"4\t4\t1\t7\n", "1"), [b("1\t4\t1\t7\n"), b("1")]);
+    let tm = host_knob("timer-migration").unwrap();
+    assert_eq!(tm.raw_after(b"1\n", "0"), [b("0\n"), b("0")]);
+    assert_eq!(tm.raw_after(b"1\n", "0\n"), [b("0\n")]);
+}
+
+#[test]
 fn a_run_setting_checks_applies_and_writes_its_level_one_way() {
     let mut o = Overrides::default();
     for (r, level) in [
