@@ -73,7 +73,7 @@ uint32_t crc32_bytes(const char *p, size_t n);
 #define HIST_LEN (2048u + 37u * 1024u)     /* buckets 0 .. index(2^47) */
 #define TAIL_K_DEFAULT 1088u
 #define MAX_SETUP 8
-#define SETUP_TEXT 48
+#define SETUP_TEXT 64 /* "not pinned: this system has no CPU affinity call" and more */
 
 typedef struct {
     uint64_t hi, lo;

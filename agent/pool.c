@@ -254,7 +254,12 @@ void rt_setup(recorder *rec, int index, int cpu, int policy, int prio)
             snprintf(detail, sizeof detail, "cpu %d", cpu);
             recorder_add_setup(rec, step, "ok", detail);
         } else {
-            snprintf(detail, sizeof detail, "cpu %d: %s", cpu, rc == ENOSYS ? "not available on this system" : errno_name(rc));
+            /* ENOSYS: the system has no affinity call (the generic port),
+             * not a CPU that is missing: no CPU could have been had. */
+            if (rc == ENOSYS)
+                snprintf(detail, sizeof detail, "not pinned: this system has no CPU affinity call");
+            else
+                snprintf(detail, sizeof detail, "cpu %d: %s", cpu, errno_name(rc));
             recorder_add_setup(rec, step, rc == ENOSYS ? "skipped" : "failed", detail);
             if (rec)
                 rec->cpu = -1; /* not pinned: the result says cpu=- */

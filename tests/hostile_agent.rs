@@ -502,30 +502,49 @@ fn the_targets_last_console_lines_are_shown_with_a_silence_or_an_error() {
 /// RT column — history, the report's header, check's note — and JSON
 /// `host.realtime` true. Its exec command runs on this host (a simulator
 /// names its own system, not this host), so the host beside it is
-/// recorded whatever its `hello` says.
+/// recorded whatever its `hello` says, and rtscope's own threads are not
+/// placed against its CPUs, saying why. Built from a tree with no version
+/// it announces release 0.0.0: the system reads "NuttX unversioned"
+/// wherever it is named; its `arm64` is stored as Linux names it, aarch64.
 #[test]
 fn an_rtos_reads_rtos_in_every_rt_column_and_its_host_is_watched() {
     let sb = Sandbox::new();
     let t = fake(
         &sb,
         &format!(
-            "hello os=NuttX release=0.0.0 host= preempt=unknown\n{}block 0 timer - 0 100,200\nsay done id={{id}} status=complete results=1\nsleep 3\n",
+            "hello os=NuttX release=0.0.0 arch=arm64 host= preempt=unknown\n{}block 0 timer - 0 100,200\nsay done id={{id}} status=complete results=1\nsleep 3\n",
             begun("-", 1)
         ),
     );
     let o = sb.run(&["run", "--target", &t, "--probe", "timer", "-D", "1s", "-i", "1ms", "--json", "r.json"]);
     assert!(o.status.success(), "{}", stderr(&o));
+    let end = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert!(!end.contains("0.0.0"), "the run's end: {end}");
     let r = read_json(&sb.path("r.json"));
     assert_eq!(r["host"]["realtime"], true, "{}", r["host"]);
+    assert_eq!(r["host"]["kernel_release"], "NuttX unversioned", "{}", r["host"]);
+    assert_eq!(r["host"]["cpu_model"], "aarch64", "Linux's name: {}", r["host"]);
+    assert_eq!(r["agent"]["arch"], "arm64", "as announced: {}", r["agent"]);
     assert_eq!(r["agent"]["host_beside"].as_array().map(Vec::len), Some(1), "a process of this host: {}", r["agent"]);
+    let steps = r["realtime_setup"]["steps"].as_array().unwrap();
+    let step = steps.iter().find(|s| s["step"] == "host reader placement").unwrap_or_else(|| panic!("{steps:?}"));
+    assert_eq!(step["outcome"], "skipped", "{step}");
+    assert_eq!(
+        step["detail"],
+        "the target runs on this machine under another system (NuttX unversioned, host -): its CPUs are not this host's, \
+         so the session and reader threads are not placed against them",
+        "{step}"
+    );
     let h = String::from_utf8_lossy(&sb.run(&["history", "--wide"]).stdout).into_owned();
-    let row = h.lines().find(|l| l.contains("NuttX 0.0.0")).unwrap_or_else(|| panic!("{h}"));
-    assert!(row.contains("RTOS"), "{h}");
+    let row = h.lines().find(|l| l.contains("NuttX unversioned")).unwrap_or_else(|| panic!("{h}"));
+    assert!(row.contains("RTOS") && !h.contains("0.0.0"), "{h}");
+    let show = String::from_utf8_lossy(&sb.run(&["show", "1"]).stdout).into_owned();
+    assert!(show.contains("-  system NuttX unversioned (1)  realtime: RTOS") && show.contains("aarch64") && !show.contains("0.0.0"), "{show}");
     let rep = String::from_utf8_lossy(&sb.run(&["report", "r.json", "--wide"]).stdout).into_owned();
-    assert!(rep.contains("NuttX 0.0.0 (RTOS)"), "{rep}");
+    assert!(rep.contains("NuttX unversioned (RTOS) · aarch64") && !rep.contains("0.0.0"), "{rep}");
     let c = sb.run(&["check", "r.json", "--max", "1ms"]);
-    let text = String::from_utf8_lossy(&c.stdout);
-    assert!(text.contains("ran on NuttX 0.0.0 (RTOS") && !text.contains("without PREEMPT_RT"), "{text}");
+    let text = common::unwrapped(&String::from_utf8_lossy(&c.stdout));
+    assert!(text.contains("ran on NuttX unversioned (RTOS") && !text.contains("without PREEMPT_RT"), "{text}");
 }
 
 /// QEMU on a virtual clock (`-icount`): a plan's silence limit is at least

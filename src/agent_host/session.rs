@@ -87,23 +87,45 @@ fn host_of(h: &Line) -> Host {
         _ => "unknown",
     };
     let cpus = h.get("cpus").and_then(|c| c.parse::<usize>().ok()).unwrap_or(0);
-    // Another OS than Linux: its name and version are the system's name
-    // ("NuttX 12.4.0"), a bare version says nothing (issue 48).
     let os = h.get("os").unwrap_or("");
-    let release = h.get("release").unwrap_or("");
-    let release = if os.is_empty() || os == "Linux" { release.to_string() } else { format!("{os} {release}").trim().to_string() };
     Host {
         hostname: foreign(h.get("host").unwrap_or("")),
-        kernel_release: foreign(&release),
+        kernel_release: foreign(&system_name(os, h.get("release").unwrap_or(""))),
         kernel_version: foreign(h.get("version").unwrap_or("")),
         // An RTOS is real-time by kind (issue 64: history said RT = no for NuttX).
         realtime: preempt == "PREEMPT_RT" || (os != "Linux" && crate::model::is_rtos(os)),
         preempt_model: model.to_string(),
         preempt_model_source: format!("rtscope-agent hello: preempt={}", foreign(preempt)),
-        cpu_model: foreign(h.get("arch").unwrap_or("")),
+        cpu_model: foreign(linux_arch(h.get("arch").unwrap_or(""))),
         cpus_online: (0..cpus).collect(),
         smt: "unknown".into(),
         ..Host::default()
+    }
+}
+
+/// The system's name and release as `host.kernel_release` keeps it: Linux's
+/// release alone (`6.1.0-18-amd64`); another OS's name and release, a bare
+/// version saying nothing ("NuttX 12.4.0", issue 48). A release of zeros is
+/// what an RTOS built from a tree with no version announces (NuttX from
+/// git: `0.0.0`): the system is "NuttX unversioned", not a release 0.0.0
+/// (issue 64).
+fn system_name(os: &str, release: &str) -> String {
+    if os.is_empty() || os == "Linux" {
+        return release.to_string();
+    }
+    let unversioned = !release.is_empty() && release.chars().all(|c| c == '0' || c == '.');
+    format!("{os} {}", if unversioned { "unversioned" } else { release }).trim().to_string()
+}
+
+/// The architecture by Linux's name for it (`uname -m`), so a run on NuttX
+/// and one on Linux on the same CPU read one name: NuttX (and the BSDs) say
+/// `arm64` and `amd64` where Linux says `aarch64` and `x86_64` (issue 64).
+/// Any other name is kept as announced; `agent.arch` keeps the announced one.
+fn linux_arch(arch: &str) -> &str {
+    match arch {
+        "arm64" => "aarch64",
+        "amd64" => "x86_64",
+        a => a,
     }
 }
 
@@ -162,21 +184,32 @@ fn cpus_threads(on: &OnTarget, ncpus: usize, spec: &TargetSpec) -> Result<(Vec<u
 }
 
 /// The set-up step of this rtscope's own threads while the agent measures.
-/// An agent on this machine (a local build or qemu-user through `exec:`,
-/// `tcp:127.0.0.1`: its hello names this host's nodename and kernel
-/// release) shares the CPUs with them: the session thread (parses every
-/// line), the link's reader thread (wakes for every read) and the live bar
-/// (made later, it inherits the session thread's CPUs) go to the CPUs the
-/// plan does not measure, as the native main thread does. An agent on
-/// another machine shares nothing with them: skipped, saying so.
-fn place_host_threads(reader_tid: Option<i32>, h: &Line, cpus: &[usize]) -> SetupStep {
+/// An agent of this same system (a local build or qemu-user through
+/// `exec:`, `tcp:127.0.0.1`: its hello names this host's nodename and
+/// kernel release) shares the CPUs with them: the session thread (parses
+/// every line), the link's reader thread (wakes for every read) and the
+/// live bar (made later, it inherits the session thread's CPUs) go to the
+/// CPUs the plan does not measure, as the native main thread does. Only
+/// such an agent moves them: a target that runs on this machine under
+/// another system (`here`: NuttX's `sim`, a local QEMU, see
+/// [`super::beside::runs_here`]) numbers CPUs of its own, which are not
+/// this host's, and an agent on another machine shares nothing with them:
+/// skipped, saying which.
+fn place_host_threads(reader_tid: Option<i32>, h: &Line, cpus: &[usize], here: bool) -> SetupStep {
     const STEP: &str = "host reader placement";
     let (host, release) = (h.get("host").unwrap_or(""), h.get("release").unwrap_or(""));
     if !super::beside::names_this_host(host, release) {
         let host = if host.is_empty() { "-" } else { host };
+        let system = match h.get("os").unwrap_or("") {
+            "Linux" => format!("Linux {release}").trim_end().to_string(),
+            os => system_name(os, release),
+        };
+        let system = foreign(if system.is_empty() { "-" } else { &system });
+        let host = foreign(host);
+        let whose = if here { "the target runs on this machine under another system" } else { "the agent names another system" };
         return SetupStep::skipped(
             STEP,
-            format!("the agent names another system ({host}, {release}); if it runs on this machine (a simulator), it may share CPUs with rtscope's session and reader threads"),
+            format!("{whose} ({system}, host {host}): its CPUs are not this host's, so the session and reader threads are not placed against them"),
         );
     }
     let allowed = match crate::sys::sched::current_affinity() {
@@ -212,13 +245,11 @@ pub(crate) fn execute(spec: &TargetSpec, plan: &RunPlan, on: &OnTarget, call: In
     if let Some(w) = coarse_clock_before(plan, &hello.line, spec) {
         eprintln!("{w}");
     }
-    let mut steps = agent_steps(&hello.line, &agreed.cpus, r.link.reader_tid());
-    let mut run = run_of(plan, &hello.line, &agreed, spec, host, command_line, started);
     let (host_name, release) = (hello.line.get("host").unwrap_or(""), hello.line.get("release").unwrap_or(""));
-    let beside = match spec {
-        TargetSpec::Exec(cmd) if super::beside::runs_here(cmd, host_name, release) => r.link.group(),
-        _ => None,
-    };
+    let here = matches!(spec, TargetSpec::Exec(cmd) if super::beside::runs_here(cmd, host_name, release));
+    let mut steps = agent_steps(&hello.line, &agreed.cpus, r.link.reader_tid(), here);
+    let mut run = run_of(plan, &hello.line, &agreed, spec, host, command_line, started);
+    let beside = if here { r.link.group() } else { None };
     // QEMU with -icount: the guest's time counts instructions, and a plan's
     // time may take longer than that in wall time; a probe busy at a
     // real-time priority may keep the agent's reporter from running for the
@@ -394,13 +425,14 @@ fn calibration_of(h: &Line, clock: &str) -> Calibration {
 }
 
 /// The set-up steps known before any plan: the agent's memory lock (from
-/// `hello`), and where this rtscope's own threads run.
-fn agent_steps(h: &Line, cpus: &[usize], reader_tid: Option<i32>) -> Vec<SetupStep> {
+/// `hello`), and where this rtscope's own threads run (`here`: the target
+/// runs on this machine, [`place_host_threads`]).
+fn agent_steps(h: &Line, cpus: &[usize], reader_tid: Option<i32>, here: bool) -> Vec<SetupStep> {
     let mut steps = Vec::new();
     if let Some(m) = h.get("mlock").filter(|m| *m != "ok") {
         steps.push(SetupStep::failed("mlockall", format!("on the target: {}", foreign(m))));
     }
-    steps.push(place_host_threads(reader_tid, h, cpus));
+    steps.push(place_host_threads(reader_tid, h, cpus, here));
     steps
 }
 
@@ -642,38 +674,4 @@ fn plan_line(m: &ProbeRun, cpus: &[usize], threads: usize, id: u64, probe: &str,
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_plan_line_has_the_keys_of_the_table_in_its_order() {
-        let probe = crate::model::ProbeOptions { periods_ns: vec![10_000_000], iterations: Some(5), msg_size: 8, ..Default::default() };
-        let m = ProbeRun {
-            duration_ns: 1_000_000_000,
-            interval_ns: 1_000_000,
-            priority: 95,
-            policy: Policy::Fifo,
-            threads: 1,
-            cpus: vec![0],
-            worst_k: 32,
-            probe,
-            trace_threshold_ns: None,
-        };
-        // Every optional key present: variants, periods, iterations, a size and a load.
-        let line = plan_line(&m, &[0, 1], 2, 7, "sem", &["mutex".to_string()], "cpu");
-        let keys: Vec<&str> = line.fields.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys, PLAN_KEYS.iter().map(|(k, _)| *k).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn host_threads_stay_put_for_an_agent_on_another_system() {
-        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
-        let hello = Line::new("hello").with("host", "a-board-elsewhere").with("release", release.trim());
-        let before = crate::sys::sched::current_affinity().unwrap();
-        let step = place_host_threads(None, &hello, &[0]);
-        assert_eq!(step.step, "host reader placement");
-        assert_eq!(step.outcome, Outcome::Skipped, "{}", step.detail);
-        assert!(step.detail.contains("a-board-elsewhere"), "{}", step.detail);
-        assert_eq!(crate::sys::sched::current_affinity().unwrap(), before, "not moved");
-    }
-}
+mod tests;

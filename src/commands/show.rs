@@ -17,14 +17,21 @@ pub(crate) fn cmd(args: &ShowArgs) -> anyhow::Result<u8> {
     // Each line one paragraph of the width rule, its further lines under its text.
     let mut line = |label: &str, text: String| o.push_str(&crate::report::term::para(label, &crate::report::escape::terminal_safe(&text)));
     line("", format!("run #{}  {} → {}{}", args.id, run.started_at, run.finished_at, if run.interrupted { "  (interrupted)" } else { "" }));
+    // A target that is not Linux is a system named by its OS and release
+    // ("NuttX unversioned"), an RTOS real-time by kind; PREEMPT_RT's yes/no
+    // is Linux's word (as the report's header says it).
+    let other = run.agent.as_ref().map(|a| a.os.as_str()).filter(|os| !os.is_empty() && *os != "Linux");
+    let (kind, rt) = match other {
+        Some(os) => ("system", if crate::model::is_rtos(os) { "RTOS" } else { "-" }),
+        None => ("kernel", if h.realtime { "yes" } else { "no" }),
+    };
     line(
         "host:    ",
         format!(
-            "{}  kernel {} ({})  realtime: {}  preempt: {}",
-            h.hostname,
+            "{}  {kind} {} ({})  realtime: {rt}  preempt: {}",
+            if h.hostname.is_empty() { "-" } else { &h.hostname },
             h.kernel_release,
             h.kernel_version,
-            if h.realtime { "yes" } else { "no" },
             h.preempt_model
         ),
     );
