@@ -502,14 +502,24 @@ fn hidden_kernel_addresses_are_never_shown() {
 
 /// The idle states of `cpu` from sysfs: (name, exit latency µs), by index.
 fn idle_states(cpu: usize) -> Vec<(String, u64)> {
-    (0..)
-        .map_while(|k| {
-            let d = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle/state{k}");
-            let name = std::fs::read_to_string(format!("{d}/name")).ok()?;
-            let lat = std::fs::read_to_string(format!("{d}/latency")).ok()?;
-            Some((name.trim().to_string(), lat.trim().parse().ok()?))
-        })
-        .collect()
+    if !no_cpuidle_driver(cpu) {
+        return (0..)
+            .map_while(|k| {
+                let d = format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle/state{k}");
+                let name = std::fs::read_to_string(format!("{d}/name")).ok()?;
+                let lat = std::fs::read_to_string(format!("{d}/latency")).ok()?;
+                Some((name.trim().to_string(), lat.trim().parse().ok()?))
+            })
+            .collect();
+    }
+    // The kernel's own idle loop (no driver): its polling loop is state 0, its default
+    // idle (HLT) state 1; no driver declares their exit latencies.
+    vec![("poll (no cpuidle driver)".to_string(), 0), ("halt (no cpuidle driver)".to_string(), 0)]
+}
+
+/// No cpuidle driver on `cpu` (no sysfs `cpuidle` directory): idle is the kernel's own loop.
+fn no_cpuidle_driver(cpu: usize) -> bool {
+    !Path::new(&format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle")).exists()
 }
 
 /// Entries into each cpuidle state of `cpu` so far (sysfs `usage`), by index.
@@ -603,8 +613,18 @@ fn idle_time_is_named_by_its_idle_state() {
     };
     let before = idle_entries(cpu);
     let free = sb.run_json("free.json", &[&base[..], &["--no-dma-latency"]].concat());
-    let halted: u64 = idle_entries(cpu).iter().zip(&before).zip(&states).filter(|(_, (n, _))| n != "POLL").map(|((b, a), _)| b - a).sum();
     let samples = u(&merged(&free)[0]["samples"]);
+    // Without a driver there is no sysfs usage count: the default idle halts on every wait
+    // unless the boot line says idle=poll.
+    let halted: u64 = if no_cpuidle_driver(cpu) {
+        if std::fs::read_to_string("/proc/cmdline").unwrap_or_default().split_whitespace().any(|w| w == "idle=poll") {
+            0
+        } else {
+            samples
+        }
+    } else {
+        idle_entries(cpu).iter().zip(&before).zip(&states).filter(|(_, (n, _))| n != "POLL").map(|((b, a), _)| b - a).sum()
+    };
     let (named, idle_ns, unexplained_ns) = idle_of(&free);
     // Judged when the CPU was idle in the traced windows at all: under another load (a
     // parallel build on CPU 1) every window may be other tasks' time, and then there is

@@ -560,9 +560,17 @@ fn idle_carry(events: &[parse::Event], cpu: usize) -> Option<parse::Event> {
 }
 
 /// The cpuidle states of `cpu` from sysfs (`cpuidle/stateN/name`, `latency` in µs), by
-/// index; empty without cpuidle.
+/// index. Without a cpuidle driver (no `cpuidle` directory: `current_driver` reads `none`)
+/// the kernel's own idle loop still emits `power/cpu_idle`: state 0 from its polling loop
+/// (`cpu_idle_poll`, `idle=poll`) and state 1 from its default idle (`default_idle_call`:
+/// `arch_cpu_idle`, HLT on x86, WFI on arm64) — [`NO_DRIVER_IDLE`], whose exit latency no
+/// driver declares (0 here: no latency advice is drawn from it; a halted vCPU's wait for its
+/// host is host time, told by steal).
 fn idle_states(cpu: usize) -> Vec<attribute::IdleState> {
     let dir = PathBuf::from(format!("/sys/devices/system/cpu/cpu{cpu}/cpuidle"));
+    if !dir.exists() {
+        return NO_DRIVER_IDLE.iter().map(|n| attribute::IdleState { name: (*n).to_string(), exit_latency_ns: 0 }).collect();
+    }
     let mut out = Vec::new();
     for k in 0.. {
         let d = dir.join(format!("state{k}"));
@@ -571,6 +579,9 @@ fn idle_states(cpu: usize) -> Vec<attribute::IdleState> {
     }
     out
 }
+
+/// The idle states of a CPU without a cpuidle driver, by `power/cpu_idle`'s `state=`.
+pub(crate) const NO_DRIVER_IDLE: [&str; 2] = ["poll (no cpuidle driver)", "halt (no cpuidle driver)"];
 
 /// `tracing_cpumask` wants a hex mask, 32-bit groups separated by commas.
 fn cpumask_hex(cpus: &[usize]) -> String {
