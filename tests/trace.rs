@@ -500,7 +500,8 @@ fn hidden_kernel_addresses_are_never_shown() {
     assert!(paths > 0, "no traced window held a sampled path:\n{stdout}");
 }
 
-/// The idle states of `cpu` from sysfs: (name, exit latency µs), by index.
+/// The idle states of `cpu` from sysfs: (name, exit latency µs), by index; without a
+/// cpuidle driver, the two states the product names for the kernel's own idle loop.
 fn idle_states(cpu: usize) -> Vec<(String, u64)> {
     if !no_cpuidle_driver(cpu) {
         return (0..)

@@ -581,7 +581,7 @@ fn idle_states(cpu: usize) -> Vec<attribute::IdleState> {
 }
 
 /// The idle states of a CPU without a cpuidle driver, by `power/cpu_idle`'s `state=`.
-pub(crate) const NO_DRIVER_IDLE: [&str; 2] = ["poll (no cpuidle driver)", "halt (no cpuidle driver)"];
+const NO_DRIVER_IDLE: [&str; 2] = ["poll (no cpuidle driver)", "halt (no cpuidle driver)"];
 
 /// `tracing_cpumask` wants a hex mask, 32-bit groups separated by commas.
 fn cpumask_hex(cpus: &[usize]) -> String {
