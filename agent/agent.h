@@ -238,6 +238,16 @@ int port_has_thread_sigqueue(void);
 /* A binary event on a futex word (Linux); ENOSYS elsewhere. post: set and
  * wake one waiter; wait: block until set, then clear. */
 int port_has_futex(void);
+#ifdef RTSCOPE_PORT_CLOCK
+/* A port with its own clock (-DRTSCOPE_PORT_CLOCK, sources.mk): now_ns and
+ * sleep_until_ns are these; 0 or an errno value from the sleep. */
+uint64_t port_clock_ns(void);
+uint64_t port_clock_res_ns(void);
+int port_sleep_until_ns(uint64_t t);
+#endif
+/* 1 if the system can run probe (variant: one of its variants, or NULL for
+ * the probe as a whole): what it does not have is never announced. */
+int port_offers(const char *probe, const char *variant);
 int port_event_post(uint32_t *word);
 int port_event_wait(uint32_t *word);
 /* Ping-pong primitives: wait while *word == val; wake one. */

@@ -22,16 +22,18 @@ static const probe_desc *const probes[] = {
 };
 #define N_PROBES ((int)(sizeof probes / sizeof probes[0]))
 
+/* The port says first what the system has at all (port_offers: FreeRTOS
+ * has no pipes and no signals), then the probe what its calls accepted. */
 static int variant_ok(const probe_desc *pd, const char *variant)
 {
-    return !pd->available || pd->available(variant);
+    return port_offers(pd->name, variant) && (!pd->available || pd->available(variant));
 }
 
 static int probe_listed(const probe_desc *pd)
 {
     int k;
     if (!pd->variants)
-        return 1;
+        return port_offers(pd->name, NULL);
     for (k = 0; pd->variants[k]; k++)
         if (variant_ok(pd, pd->variants[k]))
             return 1;

@@ -85,8 +85,13 @@ static void probe_system(void)
     probes_startup(); /* what the variants need, tried once: the probe lines */
     if (a->max_threads == 0)
         a->max_threads = a->info.cpus > 2 ? (a->info.cpus > MAX_THREADS ? MAX_THREADS : a->info.cpus) : 2;
+#ifdef RTSCOPE_PORT_CLOCK
+    a->clock_res_ns = port_clock_res_ns();
+    (void)res;
+#else
     if (clock_getres(CLOCK_MONOTONIC, &res) == 0)
         a->clock_res_ns = (uint64_t)res.tv_sec * 1000000000u + (uint64_t)res.tv_nsec;
+#endif
     calibrate_clock();
     if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0)
         snprintf(a->mlock_text, sizeof a->mlock_text, "failed:%s", errno_name(errno));

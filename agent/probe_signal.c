@@ -24,7 +24,11 @@ static chan go;
 
 int probe_signal_signo(void)
 {
+#ifdef SIGRTMIN
     return SIGRTMIN + 4;
+#else
+    return SIGUSR2; /* no real-time signals (newlib): a port without them does not offer signal */
+#endif
 }
 
 static int wait_sig(void)

@@ -9,6 +9,19 @@
 #include <time.h>
 #include "agent.h"
 
+#ifdef RTSCOPE_PORT_CLOCK
+/* The port's own clock and absolute sleep (port_freertos.c: a hardware
+ * counter and one-shot, where the system's POSIX clock is the tick). */
+uint64_t now_ns(void)
+{
+    return port_clock_ns();
+}
+
+int sleep_until_ns(uint64_t t)
+{
+    return port_sleep_until_ns(t);
+}
+#else
 uint64_t now_ns(void)
 {
     struct timespec t;
@@ -27,6 +40,7 @@ int sleep_until_ns(uint64_t t)
     while (rc == EINTR);
     return rc;
 }
+#endif
 
 /* Slices of at most STOP_SLICE_NS, so a long sleep sees the stop flag: the
  * last slice is still one absolute sleep to t (a timed wake-up's latency is
