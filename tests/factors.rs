@@ -1247,3 +1247,70 @@ fn an_experiment_ends_with_what_it_means() {
     assert!(html.contains("<h2>What this means</h2><p class=\"conclusion\">"), "{html}");
     assert_eq!(html.split("<h2>What this means</h2>").nth(1).unwrap().matches("<li>").count(), items.len(), "{html}");
 }
+
+/// The umask of this test process (`/proc/self/status`), which rtscope
+/// inherits.
+fn umask() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("Umask:")).expect("Umask: in /proc/self/status");
+    u32::from_str_radix(line["Umask:".len()..].trim(), 8).unwrap()
+}
+
+/// The factors HTML report (`--format html --report FILE`) is written like
+/// `report -o`'s: 0644 before the umask, readable by the lab it is meant for
+/// (issue 59: it was 0600, a temp file renamed into place).
+#[test]
+fn the_factors_html_report_is_written_as_report_o_writes() {
+    use std::os::unix::fs::PermissionsExt;
+    let _s = serial();
+    let sb = Sandbox::new();
+    let root = fake_tree(&sb);
+    let out = factors_cmd(&sb, &root)
+        .args([
+            "factors",
+            "--factor",
+            "printk=7,1",
+            "--rounds",
+            "3",
+            "-D",
+            "100ms",
+            "-a",
+            "0",
+            "--no-store",
+            "--out",
+            "o",
+            "--format",
+            "html",
+            "--report",
+            "f.html",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_restored(&root, &["proc/sys/kernel/printk"], "the experiment ended");
+    // One of the experiment's own results, reported by `report -o`.
+    let cell = walk_json(&sb.path("o")).into_iter().next().unwrap_or_else(|| panic!("no result in o/: {stderr}"));
+    let rep = sb.cmd().arg("report").arg(&cell).args(["--format", "html", "-o", "r.html"]).output().unwrap();
+    assert_eq!(rep.status.code(), Some(0), "{}", String::from_utf8_lossy(&rep.stderr));
+    let mode = |p: &str| std::fs::metadata(sb.path(p)).unwrap().permissions().mode() & 0o777;
+    let want = 0o644 & !umask();
+    assert_eq!(mode("r.html"), want, "report -o writes 0644 before the umask {:03o}", umask());
+    assert_eq!(mode("f.html"), want, "factors --report f.html is written 0{:03o}, report -o 0{:03o}", mode("f.html"), mode("r.html"));
+    assert!(std::fs::read_to_string(sb.path("f.html")).unwrap().contains("data-kind=\"effects\""), "the factors report is the HTML one");
+}
+
+/// Every `.json` file under `dir`, at any depth, sorted.
+fn walk_json(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            found.extend(walk_json(&p));
+        } else if p.extension().is_some_and(|x| x == "json") {
+            found.push(p);
+        }
+    }
+    found.sort();
+    found
+}
