@@ -20,10 +20,14 @@ CC=${CC:-arm-none-eabi-gcc}
 CPU=${CPU:-cortex-m3}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-srcs="main.c args.c session.c announce.c plan.c runner.c result.c load.c proto.c crc32.c recorder.c pool.c util.c pair.c probe_timer.c probe_periodic.c probe_sem.c probe_pipe.c probe_mq.c probe_signal.c probe_switch.c probe_preempt.c probe_pi.c port_freertos.c board_mps2_an385.c"
+# The file list and options come from sources.mk, as every build's do.
+mk() { printf 'v:\n\t@echo $(%s)\n' "$1" | make -s --no-print-directory -f sources.mk -f - v RTSCOPE_TCP=0; }
+srcs="$(mk RTSCOPE_SRC) $(mk RTSCOPE_PORT_SRC_freertos)"
+defs="$(mk RTSCOPE_DEFS) $(mk RTSCOPE_DEFS_freertos)"
+inc=$(mk RTSCOPE_INC_freertos)
 for f in $srcs; do
     $CC -mcpu="$CPU" -mthumb -std=c99 -O2 -Wall -Wextra -Werror \
-        -DRTSCOPE_TCP=0 -DRTSCOPE_PORT_CLOCK -I freertos \
+        $defs -I "$inc" \
         -isystem "$FREERTOS_CONFIG" -isystem "$FREERTOS_KERNEL/include" \
         -isystem "$FREERTOS_KERNEL/portable/GCC/ARM_CM3" \
         -isystem "$FREERTOS_POSIX/include" -isystem "$FREERTOS_POSIX/include/private" \

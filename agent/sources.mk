@@ -5,7 +5,8 @@
 #
 #   RTSCOPE_PORT  the port file's family: linux (Linux, glibc/musl, Xenomai
 #                 on Linux) or posix (any other POSIX system: only
-#                 POSIX.1-2008, no CPU pinning). Default: from uname -s.
+#                 POSIX.1-2008, no CPU pinning) or freertos (FreeRTOS with
+#                 FreeRTOS+POSIX and newlib). Default: from uname -s.
 #   RTSCOPE_TCP   1: --listen (TCP) compiled in; 0: left out, for an image
 #                 with no network stack (--listen then says it is absent).
 
