@@ -53,8 +53,22 @@ lint=0
 cargo fmt --check || lint=$?
 cargo clippy --release --all-targets --quiet -- -D warnings || lint=$?
 # --no-fail-fast: every test binary runs even when an earlier one failed.
+# The knob check (tests/leftovers.rs) is left out of that run and run alone
+# after it, so it sees what the whole suite left: the first test of the suite
+# records every knob into $RTSCOPE_KNOBS_BEFORE_SUITE (tests/common).
+knob_check=every_knob_holds_its_value_from_before_the_suite
+knob_dir=$(mktemp -d "${TMPDIR:-/tmp}/rtscope-knobs.XXXXXX")
+trap 'rm -f "$skip_log"; rm -rf "$knob_dir"' EXIT
+export RTSCOPE_KNOBS_BEFORE_SUITE="$knob_dir/before.json"
+args=("$@")
+sep=("--")
+for a in "$@"; do [ "$a" = "--" ] && sep=(); done
 tests=0
-cargo test --release --no-fail-fast "$@" || tests=$?
+cargo test --release --no-fail-fast "${args[@]}" "${sep[@]}" --skip "$knob_check" || tests=$?
+# Filtered runs (./test.sh --test NAME) may make no record: then nothing to check.
+if [ "$#" -eq 0 ] || [ -e "$RTSCOPE_KNOBS_BEFORE_SUITE" ]; then
+  cargo test --release --test leftovers -- --exact "$knob_check" || tests=$?
+fi
 skips=$(wc -l < "$skip_log")
 if [ "$skips" -gt 0 ]; then
   echo "test.sh: $skips test(s) skipped (not root, or a package missing):" >&2

@@ -506,16 +506,19 @@ fn flags_that_do_not_apply_on_a_target_are_refused() {
 
 /// A PostgreSQL password on the command line is never stored or printed:
 /// native, `--target` and `monitor` keep `alice:***` (redacted once, where
-/// the command line is captured). `--no-store`: no server is needed.
+/// the command line is captured). `--no-store`: no server is needed. The
+/// password has a `?` in it (a valid URL: the user-info ends at the last `@`),
+/// and the `--target` run carries a second URL inside its exec command (the
+/// agent started through `env`), which is an argument like any other.
 #[test]
 fn no_path_keeps_a_database_password() {
     let sb = Sandbox::new();
     // Both forms of the flag: its value as the next argument, and after `=`.
     let db = |what: &str| {
         if what == "monitor" {
-            vec!["--no-store", "--db=postgresql://alice:s3cret@localhost/rt"]
+            vec!["--no-store", "--db=postgresql://alice:s3?cret@localhost/rt"]
         } else {
-            vec!["--no-store", "--db", "postgres://alice:s3cret@localhost/rt"]
+            vec!["--no-store", "--db", "postgres://alice:s3?cret@localhost/rt"]
         }
     };
     let mut runs: Vec<(&str, Vec<String>)> = vec![
@@ -523,7 +526,7 @@ fn no_path_keeps_a_database_password() {
         ("monitor", vec!["monitor", "--window", "300ms", "-D", "700ms", "-t", "1", "-a", "0", "--json", "m.json"].into_iter().map(String::from).collect()),
     ];
     if let Some(agent) = agent() {
-        let target = format!("exec:{}", agent.display());
+        let target = format!("exec:env RTSCOPE_TEST_URL=postgresql://bob:s3?cret2@db.example/x {}", agent.display());
         runs.push((
             "target",
             ["run", "--target", &target, "--probe", "timer", "-D", "200ms", "-i", "1ms", "-t", "1", "-a", "0", "--json", "t.json"]
@@ -539,11 +542,14 @@ fn no_path_keeps_a_database_password() {
         assert!(out.status.success(), "{what}: {:?}\n{stdout}\n{stderr}", out.status);
         let json = std::fs::read_to_string(sb.path(&format!("{}.json", &what[..1]))).unwrap();
         for text in [&json, &stdout.to_string(), &stderr.to_string()] {
-            assert!(!text.contains("s3cret"), "{what}: a password in\n{text}");
+            assert!(!text.contains("s3?cret") && !text.contains("cret@"), "{what}: a password in\n{text}");
         }
         let run: Value = serde_json::from_str(&json).unwrap();
         let line: Vec<&str> = run["command_line"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
         assert!(line.iter().any(|a| a.ends_with("://alice:***@localhost/rt")), "{what}: {line:?}");
+        if what == "target" {
+            assert!(line.iter().any(|a| a.contains("postgresql://bob:***@db.example/x ")), "{what}: {line:?}");
+        }
     }
 }
 

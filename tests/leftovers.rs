@@ -114,9 +114,11 @@ fn sem_sysv_runs_and_leaves_no_set() {
 
 /// Every file of every knob of `rtscope factors --list` holds the text it
 /// held before this suite's first test (recorded by tests/common when the
-/// first test binary started). This file sorts after tests/factors.rs and
-/// tests/kernel_lab.rs, the tests that change knobs; run alone (no record
-/// from this cargo run), there is nothing to compare and it says so.
+/// first test binary started). test.sh runs the suite without this test and
+/// then this test alone, so it is the last thing the suite does whatever the
+/// order of test binaries; run alone (no record from this cargo run), there
+/// is nothing to compare and it says so. The same knobs are listed before
+/// and after: a knob that vanished from the list cannot be compared.
 #[test]
 fn every_knob_holds_its_value_from_before_the_suite() {
     let path = common::knobs_before_suite_path();
@@ -127,6 +129,8 @@ fn every_knob_holds_its_value_from_before_the_suite() {
     let out = common::rtscope().args(["factors", "--list", "--format", "json"]).env_remove("RTSCOPE_KNOB_ROOT").output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let now: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names = |v: &serde_json::Value| -> std::collections::BTreeSet<String> { v.as_array().unwrap().iter().map(|k| k["name"].as_str().unwrap().to_string()).collect() };
+    assert_eq!(names(&before), names(&now), "the knobs listed before the suite and now differ");
     let mut changed = Vec::new();
     let mut compared = 0;
     for k in before.as_array().unwrap() {

@@ -104,10 +104,13 @@ impl TargetSpec {
     }
 }
 
+/// How the target is named in messages, transcripts and the result: an exec
+/// command's URL passwords redacted (`env DB=postgres://u:***@h/db agent`), as
+/// the command line is; the command itself runs as given.
 impl std::fmt::Display for TargetSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            TargetSpec::Exec(c) => write!(f, "exec:{c}"),
+            TargetSpec::Exec(c) => write!(f, "exec:{}", crate::store::pgconn::redact_secrets(c)),
             TargetSpec::Tcp(a) => write!(f, "tcp:{a}"),
             TargetSpec::Serial { path, baud } => write!(f, "serial:{path}:{baud}"),
         }

@@ -57,7 +57,9 @@ impl Load for NetLoad {
         let udp_addr = udp_rx.local_addr()?;
         std::thread::scope(|s| -> anyhow::Result<Counters> {
             // The UDP reader first: it ends at `stop`, which a refused
-            // second thread raises; the TCP reader waits in accept().
+            // second thread raises. The TCP reader waits for its connection
+            // checking `stop` too: a connect or write that fails below raises
+            // it, so no reader is left waiting for the scope to end.
             let udp_reader = ctx.spawn(s, "the UDP reader", || {
                 let mut buf = [0u8; 2048];
                 let mut got = 0u64;
@@ -68,36 +70,57 @@ impl Load for NetLoad {
                 }
                 got
             })?;
+            listener.set_nonblocking(true)?;
             let tcp_reader = ctx.spawn(s, "the TCP reader", move || -> std::io::Result<u64> {
-                let (c, _) = listener.accept()?;
+                let c = loop {
+                    match listener.accept() {
+                        Ok((c, _)) => break c,
+                        Err(e) if timed_out(&e) => {
+                            if stop.load(Ordering::Relaxed) {
+                                return Ok(0);
+                            }
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
+                        Err(e) => return Err(e),
+                    }
+                };
+                c.set_nonblocking(false)?;
                 c.set_read_timeout(Some(TICK))?;
                 drain(c, stop)
             })?;
-            let mut tcp = TcpStream::connect(tcp_addr)?;
-            tcp.set_write_timeout(Some(TICK))?;
-            tcp.set_nodelay(true)?;
-            let udp = UdpSocket::bind("127.0.0.1:0")?;
-            udp.connect(udp_addr)?;
-            let block = vec![0xa5u8; 64 << 10];
-            let datagram = [0x5au8; 1024];
-            let (mut tcp_bytes, mut packets) = (0u64, 0u64);
-            while !stop.load(Ordering::Relaxed) {
-                match tcp.write(&block) {
-                    Ok(n) => tcp_bytes += n as u64,
-                    Err(e) if timed_out(&e) => {}
-                    Err(e) => return Err(e.into()),
-                }
-                for _ in 0..32 {
-                    // A full receive queue or a transient ENOBUFS drops the
-                    // datagram, as a flood does; only sent ones are counted.
-                    if udp.send(&datagram).is_ok() {
-                        packets += 1;
+            let send = || -> std::io::Result<(u64, u64)> {
+                let mut tcp = TcpStream::connect(tcp_addr)?;
+                tcp.set_write_timeout(Some(TICK))?;
+                tcp.set_nodelay(true)?;
+                let udp = UdpSocket::bind("127.0.0.1:0")?;
+                udp.connect(udp_addr)?;
+                let block = vec![0xa5u8; 64 << 10];
+                let datagram = [0x5au8; 1024];
+                let (mut tcp_bytes, mut packets) = (0u64, 0u64);
+                while !stop.load(Ordering::Relaxed) {
+                    match tcp.write(&block) {
+                        Ok(n) => tcp_bytes += n as u64,
+                        Err(e) if timed_out(&e) => {}
+                        Err(e) => return Err(e),
+                    }
+                    for _ in 0..32 {
+                        // A full receive queue or a transient ENOBUFS drops the
+                        // datagram, as a flood does; only sent ones are counted.
+                        if udp.send(&datagram).is_ok() {
+                            packets += 1;
+                        }
                     }
                 }
+                Ok((tcp_bytes, packets))
+            };
+            let sent = send();
+            if sent.is_err() {
+                // The readers end at `stop`; the error is this worker's.
+                stop.store(true, Ordering::Relaxed);
             }
-            drop(tcp);
             let tcp_read = tcp_reader.join().map_err(|_| anyhow::anyhow!("net load: TCP reader panicked"))??;
             let udp_got = udp_reader.join().map_err(|_| anyhow::anyhow!("net load: UDP reader panicked"))?;
+            let (tcp_bytes, packets) = sent?;
             Ok(Counters::from([
                 ("tcp_bytes_sent".to_string(), tcp_bytes),
                 ("tcp_bytes_received".to_string(), tcp_read),

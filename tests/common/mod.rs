@@ -53,9 +53,14 @@ pub fn rtscope() -> std::process::Command {
 }
 
 /// Where this `cargo test` keeps every knob's files from before its first
-/// test (tests/leftovers.rs holds the suite to them): keyed by cargo's pid
-/// and start time, so each test binary of one suite finds the same file.
+/// test (tests/leftovers.rs holds the suite to them): `$RTSCOPE_KNOBS_BEFORE_SUITE`
+/// when test.sh sets it (the check then runs alone, after the whole suite, in
+/// a second `cargo test`); else keyed by cargo's pid and start time, so each
+/// test binary of one suite finds the same file.
 pub fn knobs_before_suite_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("RTSCOPE_KNOBS_BEFORE_SUITE").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
     let ppid = std::os::unix::process::parent_id();
     let stat = std::fs::read_to_string(format!("/proc/{ppid}/stat")).unwrap_or_default();
     let start = stat.rsplit(')').next().and_then(|r| r.split_whitespace().nth(19)).unwrap_or("0").to_string();
