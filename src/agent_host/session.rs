@@ -160,32 +160,6 @@ fn resolve_probes(on: &OnTarget, hello: &Hello, spec: &TargetSpec) -> Result<Vec
     Ok(out)
 }
 
-/// The variants rtscope knows of each probe run whole (`--probe pi`) that
-/// the agent did not announce, said with the results (issue 67: FreeRTOS
-/// has no `pi:none` or `pi:protect`, and measures the others).
-fn not_offered(probes: &[(String, Vec<String>)], hello: &Hello, spec: &TargetSpec) -> Vec<String> {
-    let mut out = Vec::new();
-    for (name, picked) in probes {
-        let (Some(native), Some((_, have))) = (crate::measure::registry::probe_by_name(name), hello.probes.iter().find(|(n, _)| n == name)) else {
-            continue;
-        };
-        if !picked.is_empty() || have.is_empty() {
-            continue;
-        }
-        let missing: Vec<&str> = native.variants().iter().copied().filter(|v| !have.iter().any(|h| h == v)).collect();
-        if missing.is_empty() {
-            continue;
-        }
-        let had: Vec<String> = have.iter().map(|v| foreign(v)).collect();
-        out.push(format!(
-            "{name}: the agent at {spec} does not offer {} (not announced: the system lacks them), so they were not measured; it measured what it has: {}",
-            missing.join(", "),
-            had.join(", ")
-        ));
-    }
-    out
-}
-
 /// CPUs and threads on the target: `-a` must name CPUs it has.
 fn cpus_threads(on: &OnTarget, ncpus: usize, spec: &TargetSpec) -> Result<(Vec<usize>, usize), BadInput> {
     let cpus = match &on.affinity {
@@ -293,9 +267,6 @@ pub(crate) fn execute(spec: &TargetSpec, plan: &RunPlan, on: &OnTarget, call: In
     finish(&mut run, &steps, stop.load(Ordering::Relaxed) || gone.is_some(), warnings);
     if let Some(w) = not_run.warning() {
         run.warnings.insert(0, w);
-    }
-    for w in not_offered(&agreed.probes, &hello, spec) {
-        run.warnings.push(w);
     }
     if let Some(why) = gone {
         run.warnings.insert(
