@@ -400,6 +400,10 @@ extern agent_state g_agent;
 
 /* announce.c */
 const probe_desc *probe_named(const char *name); /* NULL: not offered here */
+/* A variant offered here: the port has it (port_offers) and the probe's
+ * start-up found its calls (available). The probe lines and the plan's
+ * variants both ask this, so a plan runs only what was announced. */
+int probe_variant_offered(const probe_desc *pd, const char *variant);
 void probes_startup(void);                       /* every probe's startup, once */
 void send_hello(void);
 /* plan.c */

@@ -24,7 +24,7 @@ static const probe_desc *const probes[] = {
 
 /* The port says first what the system has at all (port_offers: FreeRTOS
  * has no pipes and no signals), then the probe what its calls accepted. */
-static int variant_ok(const probe_desc *pd, const char *variant)
+int probe_variant_offered(const probe_desc *pd, const char *variant)
 {
     return port_offers(pd->name, variant) && (!pd->available || pd->available(variant));
 }
@@ -35,7 +35,7 @@ static int probe_listed(const probe_desc *pd)
     if (!pd->variants)
         return port_offers(pd->name, NULL);
     for (k = 0; pd->variants[k]; k++)
-        if (variant_ok(pd, pd->variants[k]))
+        if (probe_variant_offered(pd, pd->variants[k]))
             return 1;
     return 0;
 }
@@ -110,7 +110,7 @@ static void probe_line(const probe_desc *pd)
     list[0] = 0;
     for (k = 0; pd->variants && pd->variants[k]; k++) {
         size_t n = strlen(pd->variants[k]);
-        if (!variant_ok(pd, pd->variants[k]) || len + n + 2 > sizeof list)
+        if (!probe_variant_offered(pd, pd->variants[k]) || len + n + 2 > sizeof list)
             continue;
         if (len)
             list[len++] = ',';

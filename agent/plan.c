@@ -247,7 +247,7 @@ static int plan_variants(const line_in *l, const probe_desc *pd, plan *p, char *
             m++;
         for (k = 0; k < nv; k++)
             if (strlen(pd->variants[k]) == m && strncmp(pd->variants[k], s, m) == 0 &&
-                (!pd->available || pd->available(pd->variants[k])))
+                probe_variant_offered(pd, pd->variants[k]))
                 want[k] = found = 1;
         if (!found) {
             *unsupported = 1;
@@ -258,7 +258,7 @@ static int plan_variants(const line_in *l, const probe_desc *pd, plan *p, char *
             s++;
     }
     for (k = 0; k < nv; k++) {
-        if (!want[k] || (pd->available && !pd->available(pd->variants[k])))
+        if (!want[k] || !probe_variant_offered(pd, pd->variants[k]))
             continue;
         if (p->n_cpus < 2 && strstr(pd->variants[k], "/cross-cpu"))
             continue;

@@ -2,9 +2,9 @@
  * Port file for FreeRTOS with FreeRTOS+POSIX and newlib (docs/porting.md
  * "FreeRTOS"): the byte stream over the board's UART (newlib's _read and
  * _write), a clock from the board's free-running counter and an absolute
- * sleep as a tick delay to just before the deadline plus the board's
- * one-shot (RTSCOPE_PORT_CLOCK: FreeRTOS+POSIX's clock_gettime counts
- * ticks), the fingerprint from the kernel's own macros, what FreeRTOS does
+ * sleep as the board's one-shot, whose interrupt notifies the sleeping task
+ * (RTSCOPE_PORT_CLOCK: FreeRTOS+POSIX's clock_gettime counts ticks; the
+ * invariant: no wake-up before the counter reaches the deadline), the fingerprint from the kernel's own macros, what FreeRTOS does
  * not have left unannounced (port_offers: no pipes, no signals, mutexes
  * always inherit), and the calls the agent uses that neither FreeRTOS+POSIX
  * nor newlib gives. The board is one file beside this one (freertos/board.h).
@@ -97,16 +97,23 @@ void board_oneshot_fired(void)
     portYIELD_FROM_ISR(woken);
 }
 
-/* Whole ticks to one tick before t (the tick's own jitter stays ahead of
- * the deadline), then the one-shot for the rest. */
+/* The board's one-shot at t, whose interrupt notifies the task: the whole
+ * sleep, by default. -DRTSCOPE_FREERTOS_TICK_DELAY first sleeps whole ticks
+ * to one tick before t (fewer one-shot re-arms on a far deadline), but a tick
+ * lost is then a late wake-up: under a starved QEMU the emulated SysTick
+ * lost ticks and periodic's 30/50 ms p50 went from 80 us to 5-6 ms (issue
+ * 67; docs/porting.md "FreeRTOS"), while the counter, read from the
+ * emulator's clock, lost nothing. */
 int port_sleep_until_ns(uint64_t t)
 {
-    const uint64_t tick_ns = 1000000000u / configTICK_RATE_HZ;
     uint64_t now = port_clock_ns(), at;
     if (t <= now)
         return 0;
+#ifdef RTSCOPE_FREERTOS_TICK_DELAY
+    const uint64_t tick_ns = 1000000000u / configTICK_RATE_HZ;
     if (t - now > 2 * tick_ns)
         vTaskDelay((TickType_t)((t - now) / tick_ns - 1));
+#endif
     at = ns_to_count(t);
     taskENTER_CRITICAL();
     if (n_sleepers == MAX_SLEEPERS) {
