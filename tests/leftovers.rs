@@ -129,7 +129,9 @@ fn every_knob_holds_its_value_from_before_the_suite() {
     let out = common::rtscope().args(["factors", "--list", "--format", "json"]).env_remove("RTSCOPE_KNOB_ROOT").output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let now: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let names = |v: &serde_json::Value| -> std::collections::BTreeSet<String> { v.as_array().unwrap().iter().map(|k| k["name"].as_str().unwrap().to_string()).collect() };
+    let names = |v: &serde_json::Value| -> std::collections::BTreeSet<String> {
+        v.as_array().unwrap().iter().map(|k| k["name"].as_str().unwrap().to_string()).collect()
+    };
     assert_eq!(names(&before), names(&now), "the knobs listed before the suite and now differ");
     let mut changed = Vec::new();
     let mut compared = 0;
