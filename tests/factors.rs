@@ -334,7 +334,11 @@ fn real_safe_knobs_are_restored_after_a_kill() {
         while std::fs::read_to_string(path).unwrap() == before[i] && t0.elapsed() < Duration::from_secs(60) && child.try_wait().unwrap().is_none() {
             std::thread::sleep(Duration::from_millis(5));
         }
-        assert_ne!(std::fs::read_to_string(path).unwrap(), before[i], "{name} never changed");
+        if std::fs::read_to_string(path).unwrap() == before[i] {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("{name} never changed ({:?}): {}", out.status, String::from_utf8_lossy(&out.stderr));
+        }
         signal(&child, sig);
         child.wait().unwrap();
         if sig == libc::SIGKILL {
