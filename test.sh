@@ -60,11 +60,10 @@ knob_check=every_knob_holds_its_value_from_before_the_suite
 knob_dir=$(mktemp -d "${TMPDIR:-/tmp}/rtscope-knobs.XXXXXX")
 trap 'rm -f "$skip_log"; rm -rf "$knob_dir"' EXIT
 export RTSCOPE_KNOBS_BEFORE_SUITE="$knob_dir/before.json"
-args=("$@")
 sep=("--")
 for a in "$@"; do [ "$a" = "--" ] && sep=(); done
 tests=0
-cargo test --release --no-fail-fast "${args[@]}" "${sep[@]}" --skip "$knob_check" || tests=$?
+cargo test --release --no-fail-fast "$@" "${sep[@]}" --skip "$knob_check" || tests=$?
 # Filtered runs (./test.sh --test NAME) may make no record: then nothing to check.
 if [ "$#" -eq 0 ] || [ -e "$RTSCOPE_KNOBS_BEFORE_SUITE" ]; then
   cargo test --release --test leftovers -- --exact "$knob_check" || tests=$?

@@ -9,7 +9,8 @@ Usage: fake_agent.py SCRIPT [LOG]. SCRIPT holds one directive per line; LOG
   say BODY            send "RTS1 BODY *crc"; {id} is the last plan's id
   hello [K=V ...]     the announcement of a one-CPU Linux agent with the
                       probes timer, sem (posix/same-cpu, mutex/same-cpu) and
-                      migrate; K=V replace or add hello keys
+                      migrate; K=V replace or add hello keys, and
+                      probe:NAME=V1,V2 (one or more) replace those probes
   plan                wait for the host's next plan line (its id becomes {id})
   stop                wait for the host's stop line
   block N PROBE VARIANT THREAD V1,V2,...
@@ -19,7 +20,8 @@ Usage: fake_agent.py SCRIPT [LOG]. SCRIPT holds one directive per line; LOG
   partial TEXT        send TEXT without a newline (the link dies mid-line)
   flood N BODY        send the signed line N times, in large writes
   noise N             send N lines of non-protocol text, in large writes
-  forever BODY        send the signed line every 50 ms until killed
+  forever BODY        send the signed line every 50 ms until killed; {n}
+                      counts the lines sent (1, 2, ...)
   close-in            close the agent's input (the host's next write fails)
   sleep S             sleep S seconds
   exit C              exit with status C
@@ -66,14 +68,18 @@ def hello(extra):
     keys = dict(proto="1", agent="fake", os="Linux", release="1", version="1", arch="x86_64", host="fake",
                 cpus="1", clock="CLOCK_MONOTONIC", res_ns="1", preempt="none", mlock="ok", max_threads="2",
                 max_seconds="3600", max_line="1024")
+    probes = []
     for kv in extra:
         k, _, v = kv.partition("=")
-        keys[k] = v
+        if k.startswith("probe:"):
+            probes.append((k[6:], v))
+        else:
+            keys[k] = v
+    probes = probes or [("timer", ""), ("sem", "posix/same-cpu,mutex/same-cpu"), ("migrate", "")]
     send(signed("hello " + " ".join("%s=%s" % kv for kv in keys.items())))
-    send(signed("probe name=timer variants="))
-    send(signed("probe name=sem variants=posix/same-cpu,mutex/same-cpu"))
-    send(signed("probe name=migrate variants="))
-    send(signed("ready probes=3"))
+    for name, variants in probes:
+        send(signed("probe name=%s variants=%s" % (name, variants)))
+    send(signed("ready probes=%d" % len(probes)))
 
 
 def bucket_of(v):
@@ -140,8 +146,10 @@ def main():
         elif op == "noise":
             repeat(b"boot noise: this is not a protocol line, it is what a console prints\n", int(rest))
         elif op == "forever":
+            n = 0
             while True:
-                send(signed(rest))
+                n += 1
+                send(signed(rest.replace("{n}", str(n))))
                 time.sleep(0.05)
         elif op == "close-in":
             os.close(0)

@@ -27,10 +27,13 @@ pub(crate) fn foreign(text: &str) -> String {
     text.chars().flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] }).collect()
 }
 
-/// The last console lines of a session, bounded and escaped.
+/// The last console lines of a session, bounded and escaped, each marked
+/// by whether it came before the agent's first protocol line (a board's
+/// boot lines, printed before the session began) or during the session.
 #[derive(Debug, Default)]
 pub(crate) struct Console {
-    lines: VecDeque<String>,
+    lines: VecDeque<(bool, String)>,
+    began: bool,
 }
 
 impl Console {
@@ -47,17 +50,36 @@ impl Console {
         if self.lines.len() == CONSOLE_LINES {
             self.lines.pop_front();
         }
-        self.lines.push_back(foreign(&shown));
+        self.lines.push_back((self.began, foreign(&shown)));
+    }
+
+    /// The agent's first protocol line arrived: the lines from now on were
+    /// printed during the session (issue 64: boot lines were quoted as if
+    /// the board printed them in the middle of the run).
+    pub(crate) fn session_began(&mut self) {
+        self.began = true;
     }
 
     /// What to add to a message: empty with no console line, else
-    /// `; the target's console printed last: "…" | "…"`.
+    /// `; the target's console printed last (outside the protocol): "…" | "…"`
+    /// for the lines of the session, and `; before the agent's first
+    /// protocol line it printed: "…"` (with none since: `; the target's
+    /// console printed last, before the agent's first protocol line: "…"`)
+    /// for boot lines.
     pub(crate) fn last_words(&self) -> String {
-        if self.lines.is_empty() {
-            return String::new();
+        let quoted = |during: bool| -> String {
+            let q: Vec<String> = self.lines.iter().filter(|(d, _)| *d == during).map(|(_, l)| format!("\"{l}\"")).collect();
+            q.join(" | ")
+        };
+        let (during, before) = (quoted(true), quoted(false));
+        match (during.is_empty(), before.is_empty()) {
+            (true, true) => String::new(),
+            (false, true) => format!("; the target's console printed last (outside the protocol): {during}"),
+            (false, false) => {
+                format!("; the target's console printed last (outside the protocol): {during}; before the agent's first protocol line it printed: {before}")
+            }
+            (true, false) => format!("; the target's console printed last, before the agent's first protocol line: {before}"),
         }
-        let quoted: Vec<String> = self.lines.iter().map(|l| format!("\"{l}\"")).collect();
-        format!("; the target's console printed last (outside the protocol): {}", quoted.join(" | "))
     }
 }
 
@@ -80,5 +102,23 @@ mod tests {
         assert!(!w.contains('\x1b') && !w.contains('\r') && w.contains("\\u{1b}[31mred\\r"), "{w}");
         assert!(w.ends_with("...\""), "{w}");
         assert!(w.len() < 2000, "{}", w.len());
+    }
+
+    #[test]
+    fn boot_lines_are_told_from_the_sessions_lines() {
+        let mut c = Console::default();
+        c.push("U-Boot 2024.01");
+        c.push("nsh: rtscope_agent");
+        assert_eq!(c.last_words(), "; the target's console printed last, before the agent's first protocol line: \"U-Boot 2024.01\" | \"nsh: rtscope_agent\"");
+        c.session_began();
+        c.push("up_assert: Assertion failed");
+        assert_eq!(
+            c.last_words(),
+            "; the target's console printed last (outside the protocol): \"up_assert: Assertion failed\"; before the agent's first protocol line it printed: \"U-Boot 2024.01\" | \"nsh: rtscope_agent\""
+        );
+        for i in 0..CONSOLE_LINES {
+            c.push(&format!("line {i}"));
+        }
+        assert!(!c.last_words().contains("before the agent"), "{}", c.last_words());
     }
 }

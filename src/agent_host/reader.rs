@@ -121,6 +121,8 @@ impl Reader<'_> {
                         }
                         Ok(Parsed::Line(l)) if proto::HOST_KINDS.contains(&l.kind.as_str()) && l.kind != "bye" => continue,
                         Ok(Parsed::Line(l)) => {
+                            // Console lines from now on were printed during the session.
+                            self.console.session_began();
                             if l.kind == "error" {
                                 let refused = BadInput(format!(
                                     "{}: the agent refused (line {} {text:?}): {} [{}]{}",

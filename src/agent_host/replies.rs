@@ -63,7 +63,20 @@ pub(super) struct Replies<'a> {
     /// A probe stalled in an earlier plan of the session: a refusal of this
     /// one before its `ack` ends it as not run ([`PlanEnd::Refused`]).
     pub(super) after_stall: bool,
+    /// The target runs on a virtual clock (QEMU `-icount`): its time is
+    /// instructions, and a busy probe's plan may take many times its own
+    /// time in wall time. A `progress` line that shows the target's clock
+    /// moving on then keeps the plan alive, up to [`VIRTUAL_SLOWDOWN`]
+    /// times its time.
+    pub(super) virtual_clock: bool,
 }
+
+/// On a virtual clock, a plan whose `progress` shows its clock moving on
+/// is waited for up to this many times its own time (+ the silence limit):
+/// NuttX's `qemu-armv8a` under `-icount shift=1,sleep=off` ran a 10 s
+/// `switch` plan in 37 s of wall time (docs/porting.md 5.1). The bound
+/// keeps an agent that reports forever from holding the host for ever.
+pub(super) const VIRTUAL_SLOWDOWN: u32 = 50;
 
 impl<'a> Replies<'a> {
     pub(super) fn new(id: u64, phase: &'a str, live: &'a Live, board: &'a LiveBoard, bounds: PlanBounds) -> Replies<'a> {
@@ -80,6 +93,7 @@ impl<'a> Replies<'a> {
             open: None,
             stop_sent: false,
             after_stall: false,
+            virtual_clock: false,
         }
     }
 
@@ -95,6 +109,9 @@ impl<'a> Replies<'a> {
     /// `silence`; `progress` never does (an agent that reports forever and
     /// never ends, or ignores `stop`, is counted gone, keeping what
     /// arrived). A block's lines are bounded by the plan, so the end is too.
+    /// On a virtual clock a `progress` line whose `elapsed_ns` moved on (or
+    /// names another variant) does move it, by `silence`, but never past
+    /// [`VIRTUAL_SLOWDOWN`] × `planned` + `silence` from the start.
     pub(super) fn read(
         mut self,
         r: &mut Reader,
@@ -103,7 +120,10 @@ impl<'a> Replies<'a> {
         stop: &AtomicBool,
         steps: &mut Vec<SetupStep>,
     ) -> anyhow::Result<PlanEnd> {
-        let mut end = Instant::now() + planned + silence;
+        let start = Instant::now();
+        let mut end = start + planned + silence;
+        let cap = start + planned.saturating_mul(VIRTUAL_SLOWDOWN) + silence;
+        let mut clock: Option<(String, u64)> = None;
         let said = crate::units::fmt_ns(silence.as_nanos() as u64);
         loop {
             if stop.load(Ordering::Relaxed) && !self.stop_sent {
@@ -137,6 +157,12 @@ impl<'a> Replies<'a> {
             self.check_id(r, &l)?;
             if l.kind != "progress" {
                 end = end.max(Instant::now() + silence);
+            } else if self.virtual_clock && !self.stop_sent {
+                let now = (l.get("variant").unwrap_or("-").to_string(), l.get("elapsed_ns").and_then(|v| v.parse::<u64>().ok()).unwrap_or(0));
+                if clock.as_ref().is_none_or(|(v, e)| *v != now.0 || now.1 > *e) {
+                    end = end.max((Instant::now() + silence).min(cap));
+                }
+                clock = Some(now);
             }
             if let Some(end) = self.take(r, &l, steps)? {
                 return Ok(end);

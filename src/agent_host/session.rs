@@ -160,6 +160,45 @@ fn resolve_probes(on: &OnTarget, hello: &Hello, spec: &TargetSpec) -> Result<Vec
     Ok(out)
 }
 
+/// The variants protocol 1 defines per probe: the full set, what the
+/// agent's Linux port announces (docs/agent.md, "probe"). A port leaves out
+/// what its system lacks (FreeRTOS's mutexes always inherit: no `pi:none`,
+/// `pi:protect`); a probe named without a selection then measures the rest,
+/// and the run says which were not there.
+const PROTOCOL_VARIANTS: &[(&str, &[&str])] = &[
+    ("sem", &["posix/same-cpu", "posix/cross-cpu", "mutex/same-cpu", "mutex/cross-cpu", "condvar/same-cpu", "condvar/cross-cpu"]),
+    ("pipe", &["oneway", "roundtrip"]),
+    ("mq", &["oneway", "roundtrip"]),
+    ("signal", &["pthread_kill", "sigqueue"]),
+    ("switch", &["futex", "yield"]),
+    ("preempt", &["futex/same-cpu"]),
+    ("pi", &["none", "inherit", "protect", "deadlock-break"]),
+];
+
+/// A warning naming the protocol's variants the agent does not announce,
+/// for each probe asked for whole (`--probe pi`, not `--probe pi:inherit`):
+/// they were not measured because the target lacks them (issue 67).
+fn not_announced(on: &OnTarget, hello: &Hello) -> Option<String> {
+    let mut missing: Vec<String> = Vec::new();
+    for s in &on.probes {
+        let (name, sel) = split_spec(s);
+        let (Some((_, have)), None) = (hello.probes.iter().find(|(n, _)| n == name), sel) else { continue };
+        let Some((_, all)) = PROTOCOL_VARIANTS.iter().find(|(p, _)| *p == name) else { continue };
+        for v in all.iter().filter(|v| !have.iter().any(|h| h == *v)) {
+            let m = format!("{name}:{v}");
+            if !missing.contains(&m) {
+                missing.push(m);
+            }
+        }
+    }
+    (!missing.is_empty()).then(|| {
+        format!(
+            "not measured, the agent does not have them on this target (it leaves out what the system lacks): {}; the probes' other variants were measured",
+            missing.join(", ")
+        )
+    })
+}
+
 /// CPUs and threads on the target: `-a` must name CPUs it has.
 fn cpus_threads(on: &OnTarget, ncpus: usize, spec: &TargetSpec) -> Result<(Vec<usize>, usize), BadInput> {
     let cpus = match &on.affinity {
@@ -242,6 +281,7 @@ pub(crate) fn execute(spec: &TargetSpec, plan: &RunPlan, on: &OnTarget, call: In
     let hello = announcement(&mut r, stop)?;
     let host = host_of(&hello.line);
     let agreed = agree(plan, on, &hello, host.cpus_online.len(), spec)?;
+    let absent = not_announced(on, &hello);
     if let Some(w) = coarse_clock_before(plan, &hello.line, spec) {
         eprintln!("{w}");
     }
@@ -268,10 +308,11 @@ pub(crate) fn execute(spec: &TargetSpec, plan: &RunPlan, on: &OnTarget, call: In
     if let Some(w) = not_run.warning() {
         run.warnings.insert(0, w);
     }
+    run.warnings.extend(absent);
     if let Some(why) = gone {
         run.warnings.insert(
             0,
-            format!("{why} in the middle of the run: the results hold the result blocks that arrived complete; the probe runs after it were not measured"),
+            format!("in the middle of the run, {why}. The results hold the result blocks that arrived complete; the probe runs after it were not measured"),
         );
     }
     run.check_invariants().map_err(|e| BadInput(format!("{spec}: the agent's results do not hold together ({e}); nothing was stored")))?;
@@ -522,6 +563,7 @@ impl Plans<'_> {
                     let bounds = PlanBounds { probe: probe.clone(), threads: self.agreed.threads, limits: self.limits(probe) };
                     let mut replies = Replies::new(id, phase, live, board, bounds);
                     replies.after_stall = steps.iter().any(|s| s.step == "stall watch" && s.outcome == Outcome::Failed);
+                    replies.virtual_clock = self.virtual_clock;
                     match replies.read(r, planned, silence, self.stop, steps)? {
                         PlanEnd::Done(results, missed) => {
                             run.results.extend(results);

@@ -137,7 +137,7 @@ pub(crate) fn parse_or_exit(argv: Vec<std::ffi::OsString>) -> Cli {
         run.given = given::Given::from_matches(m);
         // Captured once, here, with a database URL's password redacted: every
         // path that keeps or prints it (run, run --target, monitor) gets it so.
-        run.command_line = argv.iter().map(|a| crate::store::pgconn::redact_arg(&a.to_string_lossy())).collect();
+        run.command_line = argv.iter().map(|a| crate::store::pgconn::redact_secrets(&a.to_string_lossy())).collect();
     }
     cli
 }

@@ -221,7 +221,7 @@ impl Location {
             return Err(BadInput(format!(
                 "--db {}: unknown URL scheme {scheme:?}; a history database is postgresql://USER@HOST[:PORT]/DATABASE \
                  (or postgres://) or an SQLite file path (write ./{scheme}://… for a file of that name)",
-                pgconn::redact(text)
+                pgconn::redact_secrets(text)
             )));
         }
         Ok(Location::File(p))

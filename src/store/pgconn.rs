@@ -75,7 +75,7 @@ impl Target {
     }
 
     fn parse_with(url: &str, env: &Env) -> Result<Target, BadInput> {
-        let shown = redact(url);
+        let shown = redact_secrets(url);
         let bad = |why: String| {
             BadInput(format!(
                 "--db {shown}: {why}; expected postgresql://USER@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require] \
@@ -178,20 +178,6 @@ pub(crate) fn reason(e: &postgres::Error) -> String {
     s
 }
 
-/// One command-line argument as a result keeps it: every URL's password in
-/// it redacted ([`redact_secrets`]). The face applies it once, where the
-/// command line is captured, so no path (native, `--target`, `monitor`,
-/// `factors`) stores or prints a password.
-pub(crate) fn redact_arg(arg: &str) -> String {
-    redact_secrets(arg)
-}
-
-/// A URL with its password replaced by `***` (see [`redact_secrets`]):
-/// how messages name a database.
-pub(crate) fn redact(url: &str) -> String {
-    redact_secrets(url)
-}
-
 /// `text` with every URL's password replaced by `***`, whatever the scheme
 /// and wherever the URL stands (a whole argument, `--db=…`, or inside
 /// another argument: `--load "cmd:pgbench postgresql://u:pw@h/db"`), and
@@ -204,6 +190,10 @@ pub(crate) fn redact(url: &str) -> String {
 /// cannot end it early and leave part of it shown. The rule may hide more
 /// than the password where an `@` follows a port (`u@h:5432/db?o=a@b`); it
 /// never hides less.
+///
+/// The face applies it once to every argument, where the command line is
+/// captured, so no path (native, `--target`, `monitor`, `factors`) stores
+/// or prints a password; messages name a database through it too.
 pub(crate) fn redact_secrets(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -436,17 +426,17 @@ mod tests {
 
     #[test]
     fn redaction_hides_every_form_of_password() {
-        assert_eq!(redact_arg("--db=postgres://alice:s3cret@localhost/rt"), "--db=postgres://alice:***@localhost/rt");
-        assert_eq!(redact_arg("POSTGRESQL://alice:s3cret@h/rt"), "POSTGRESQL://alice:***@h/rt");
-        assert_eq!(redact_arg("postgres-notes.txt"), "postgres-notes.txt");
-        assert_eq!(redact("postgresql://lab:s3cret@db:5432/rt"), "postgresql://lab:***@db:5432/rt");
-        assert_eq!(redact("postgres://lab@db/rt?sslmode=require"), "postgres://lab@db/rt?sslmode=require");
-        assert_eq!(redact("postgresql://lab@db/rt?sslmode=require&password=s3cret"), "postgresql://lab@db/rt?sslmode=require&password=***");
+        assert_eq!(redact_secrets("--db=postgres://alice:s3cret@localhost/rt"), "--db=postgres://alice:***@localhost/rt");
+        assert_eq!(redact_secrets("POSTGRESQL://alice:s3cret@h/rt"), "POSTGRESQL://alice:***@h/rt");
+        assert_eq!(redact_secrets("postgres-notes.txt"), "postgres-notes.txt");
+        assert_eq!(redact_secrets("postgresql://lab:s3cret@db:5432/rt"), "postgresql://lab:***@db:5432/rt");
+        assert_eq!(redact_secrets("postgres://lab@db/rt?sslmode=require"), "postgres://lab@db/rt?sslmode=require");
+        assert_eq!(redact_secrets("postgresql://lab@db/rt?sslmode=require&password=s3cret"), "postgresql://lab@db/rt?sslmode=require&password=***");
         // An unescaped @ or / in the password does not leak any of it.
-        let r = redact("postgresql://lab:p@ss/w0rd@db/rt");
+        let r = redact_secrets("postgresql://lab:p@ss/w0rd@db/rt");
         assert!(!r.contains("ss/w0rd") && !r.contains("p@ss"), "{r}");
-        assert_eq!(redact("postgresql://db/rt"), "postgresql://db/rt");
-        assert_eq!(redact("postgresql://rt@127.0.0.1:5432/rt"), "postgresql://rt@127.0.0.1:5432/rt");
+        assert_eq!(redact_secrets("postgresql://db/rt"), "postgresql://db/rt");
+        assert_eq!(redact_secrets("postgresql://rt@127.0.0.1:5432/rt"), "postgresql://rt@127.0.0.1:5432/rt");
     }
 
     #[test]
@@ -464,12 +454,12 @@ mod tests {
             ("postgres://u@h/db?x=http://a:SECRET@c", "SECRET", "postgres://u@h/db?x=http:***@c"),
         ];
         for (arg, secret, want) in cases {
-            let r = redact_arg(arg);
+            let r = redact_secrets(arg);
             assert!(!r.contains(secret), "{arg} -> {r}");
             assert_eq!(r, want, "{arg}");
         }
         for plain in ["/tmp/a://b", "exec:ssh board rtscope-agent", "tcp:127.0.0.1:7000", "--cycle=idle:1m,cpu:1m", "user@host:/dir"] {
-            assert_eq!(redact_arg(plain), plain);
+            assert_eq!(redact_secrets(plain), plain);
         }
     }
 
