@@ -113,16 +113,29 @@ pub(crate) fn advice(run: &Run) -> Vec<String> {
 }
 
 /// The host rule: windows whose largest part is time the CPU did not run, once per run.
+/// Windows held by time that may as well be interrupts off (a VM with no steal clock,
+/// [`crate::trace::attribute::HOST_OR_OFF`]) are named apart: no claim of the host's.
 fn host_advice(run: &Run, windows: &[&TraceWindow]) -> Option<String> {
     let held: Vec<&&TraceWindow> = windows.iter().filter(|w| w.host_held()).collect();
-    let longest = held.iter().map(|w| w.host_ns()).max()?;
-    let steal: u64 = held.iter().filter_map(|w| w.steal_ns).map(|n| n.0).max().unwrap_or(0);
+    let unsure = |w: &&&TraceWindow| w.culprits[0].name == crate::trace::attribute::HOST_OR_OFF;
+    let (maybe, sure): (Vec<&&TraceWindow>, Vec<&&TraceWindow>) = held.into_iter().partition(unsure);
+    let Some(longest) = sure.iter().map(|w| w.host_ns()).max() else {
+        let longest = maybe.iter().map(|w| w.host_ns()).max()?;
+        return Some(format!(
+            "the vCPU ran no code the sampling clock could interrupt for up to {:.1}ms in {} of {} traced sample(s), in kernel code, with no steal time to tell why: the host did not run it, or the guest kernel kept interrupts off. Run once more with the vCPU pinned to a host core of its own: what stays is the guest's. {FIX_VM}",
+            longest as f64 / 1e6,
+            maybe.len(),
+            windows.len()
+        ));
+    };
+    let steal: u64 = sure.iter().filter_map(|w| w.steal_ns).map(|n| n.0).max().unwrap_or(0);
     let evidence = format!(
-        "{} of {} traced sample(s), up to {:.1}ms with no sample and no event{}",
-        held.len(),
+        "{} of {} traced sample(s), up to {:.1}ms with no sample and no event{}{}",
+        sure.len(),
         windows.len(),
         longest as f64 / 1e6,
-        if steal > 0 { format!(", steal +{}us", steal / 1000) } else { String::new() }
+        if steal > 0 { format!(", steal +{}us", steal / 1000) } else { String::new() },
+        if maybe.is_empty() { String::new() } else { format!("; {} more the host's or interrupts off", maybe.len()) }
     );
     Some(if run.host.virtualized {
         format!(
@@ -396,6 +409,7 @@ mod tests {
             length_ns: Nanos(400_000),
             ended_by: vec!["_raw_spin_unlock_irqrestore".into(), "console_unlock".into()],
             not_running: false,
+            maybe_interrupts_off: false,
         };
         let mut kworker = c("task", "kworker/1:2", 200_000);
         kworker.paths = vec![CodePath { frames: vec!["[user] kworker/1:2".into()], samples: 1, share: 0.25 }];
@@ -614,7 +628,8 @@ mod tests {
             t
         };
         let culprits = vec![host, with("stress-ng-hdd", 120, 300_000, "[user] stress-ng-hdd"), with("kworker/u8:1", 120, 200_000, "ext4_finish_bio")];
-        let gap = SampleGap { start_after_ns: Nanos(100_000), length_ns: Nanos(8_000_000), ended_by: Vec::new(), not_running: true };
+        let gap =
+            SampleGap { start_after_ns: Nanos(100_000), length_ns: Nanos(8_000_000), ended_by: Vec::new(), not_running: true, maybe_interrupts_off: false };
         for w in run.results.iter_mut().flat_map(|r| r.worst.iter_mut()).filter_map(|w| w.trace.as_mut()) {
             (w.start_ns, w.end_ns, w.culprits) = (Nanos(0), Nanos(8_500_000), culprits.clone());
             w.stacks = Some(WindowStacks { period_ns: Nanos(250_000), samples: 2, expected: 34, gaps: vec![gap.clone()] });
@@ -635,6 +650,28 @@ mod tests {
         run.host.virtualized = false;
         let a = advice(&run);
         assert!(a.len() == 1 && a[0].starts_with("the CPU did not run (") && a[0].contains("SMI"), "{a:#?}");
+        // Issue 60: on a VM with no steal clock, a window held by time that may as well be
+        // interrupts off claims neither the host nor a task: one hedged line, no task rule.
+        run.host.virtualized = true;
+        for w in run.results.iter_mut().flat_map(|r| r.worst.iter_mut()).filter_map(|w| w.trace.as_mut()) {
+            w.culprits[0].name = crate::trace::attribute::HOST_OR_OFF.into();
+            w.steal_ns = Some(Nanos(0));
+        }
+        let a = advice(&run);
+        assert_eq!(a.len(), 1, "{a:#?}");
+        assert!(
+            a[0].starts_with(&format!("the vCPU ran no code the sampling clock could interrupt for up to 8.0ms in {n} of {n} traced sample(s)"))
+                && a[0].contains("the host did not run it, or the guest kernel kept interrupts off")
+                && !a[0].contains("the host did not run this VM's vCPU"),
+            "{}",
+            a[0]
+        );
+        // One window the host's for sure: the claim is made for it, the other counted apart.
+        let sure = run.results.iter_mut().flat_map(|r| r.worst.iter_mut()).find_map(|w| w.trace.as_mut()).unwrap();
+        sure.culprits[0].name = crate::trace::attribute::HOST.into();
+        sure.steal_ns = Some(Nanos(10_000_000));
+        let a = advice(&run);
+        assert!(a.len() == 1 && a[0].starts_with(&format!("the host did not run this VM's vCPU (1 of {n} traced sample(s), up to 8.0ms with no sample and no event, steal +10000us; {} more the host's or interrupts off)", n - 1)), "{a:#?}");
     }
 
     #[test]

@@ -204,6 +204,11 @@ pub struct SampleGap {
     /// task's. False: interrupts off (the task's time).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub not_running: bool,
+    /// With `not_running`, on a VM: the gap ended in kernel code that does not turn
+    /// interrupts on and steal did not grow, so the stretches may as well be interrupts
+    /// off — the culprit `not running (host, or interrupts off)`, charged to no task.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub maybe_interrupts_off: bool,
 }
 
 /// One code path seen while a culprit held the CPU (`culprits[].paths[]`).

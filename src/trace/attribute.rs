@@ -28,6 +28,11 @@ pub(crate) const HOST: &str = "host / not running";
 /// interrupt, with interrupts on (a system management interrupt, the hardware).
 pub(crate) const NOT_RUNNING: &str = "not running (SMI / hardware)";
 
+/// Time on a VM with no sample and no event that the evidence cannot give to the host or
+/// to the task (kind `host`): the gap ended in kernel code that does not turn interrupts
+/// on, and the CPU's steal time did not grow (a host with no steal clock, e.g. QEMU TCG).
+pub(crate) const HOST_OR_OFF: &str = "not running (host, or interrupts off)";
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Owner {
     Task {
@@ -52,6 +57,9 @@ enum Owner {
     Untraced,
     /// The CPU did not run (no sample, no event while a task held it; see [`not_running`]).
     Host,
+    /// On a VM, the CPU did not run or ran with interrupts off: the evidence cannot tell
+    /// (see [`not_running`]); charged to no task.
+    HostOrOff,
 }
 
 impl Owner {
@@ -149,7 +157,7 @@ pub(crate) fn attribute_in(events: &[Event], cpu: usize, start_ns: u64, end_ns: 
     let mut gaps = Vec::new();
     if let Some((samples, period_ns)) = ctx.stacks {
         let times: Vec<u64> = events.iter().map(|e| e.ts_ns).filter(|t| (start_ns..=end_ns).contains(t)).collect();
-        gaps = not_running(&mut charges, samples, period_ns, &times, (start_ns, end_ns), ctx.steal_ns);
+        gaps = not_running(&mut charges, samples, period_ns, &times, (start_ns, end_ns), ctx.steal_ns, ctx.virtualized);
     }
     let tasks = Tasks { comm_of: task_names(events), prio_of: st.prio_of, self_pid, idle_states: ctx.idle_states, virtualized: ctx.virtualized };
     let mut culprits = culprits(&charges.acc, &tasks);
@@ -176,8 +184,14 @@ pub(crate) fn attribute_in(events: &[Event], cpu: usize, start_ns: u64, end_ns: 
 ///   something else while the vCPU was runnable), or the sample that ended the gap
 ///   interrupted user code (user code runs with interrupts on: the clock would have
 ///   fired on time in it): those stretches are the host's, not the task's;
-/// - otherwise interrupts off: the task's own time, the gap listed with where
-///   interrupts came back on.
+/// - interrupts off, the task's own time, when the sample that ended the gap is where
+///   the kernel turns interrupts back on ([`irq_enable_site`]: a held-off clock fires
+///   right after the instruction that enables them), or on bare metal;
+/// - otherwise, on a VM: the host stopped the vCPU in kernel code that ran with
+///   interrupts on, or interrupts were off and came back on somewhere the site list
+///   does not know — the evidence cannot tell (a host without a steal clock, such as
+///   QEMU's TCG, shows no steal): [`Owner::HostOrOff`], charged to no task (a hard
+///   interrupt handler, which runs with interrupts off, keeps its time).
 fn not_running(
     charges: &mut Charges,
     samples: &[super::stacks::Sample],
@@ -185,6 +199,7 @@ fn not_running(
     event_times: &[u64],
     (start_ns, end_ns): (u64, u64),
     steal_ns: Option<u64>,
+    virtualized: bool,
 ) -> Vec<crate::model::trace::SampleGap> {
     let mut out = Vec::new();
     for (mut g, (due, came)) in super::stacks::gaps(samples, period_ns, start_ns, end_ns) {
@@ -198,15 +213,50 @@ fn not_running(
         cuts.push(to);
         let quiet: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).filter(|(a, b)| b - a >= super::stacks::GAP_MIN_NS).collect();
         let user_code = g.ended_by.is_empty();
-        if !quiet.is_empty() && (steal_ns.is_some_and(|s| s > 0) || user_code) {
+        if quiet.is_empty() {
+            out.push(g);
+            continue;
+        }
+        if steal_ns.is_some_and(|s| s > 0) || user_code {
             g.not_running = true;
             for (a, b) in quiet {
-                charges.recharge(a, b, Owner::Host);
+                charges.recharge(a, b, &Owner::Host, |_| true);
+            }
+        } else if virtualized && !g.ended_by.first().is_some_and(|leaf| irq_enable_site(leaf)) {
+            g.not_running = true;
+            g.maybe_interrupts_off = true;
+            for (a, b) in quiet {
+                charges.recharge(a, b, &Owner::HostOrOff, |o| !matches!(o, Owner::Irq { .. } | Owner::Vector { .. }));
             }
         }
         out.push(g);
     }
     out
+}
+
+/// Whether a sample's leaf frame is where the kernel turns interrupts back on: the
+/// unlock-and-enable helpers (`_raw_spin_unlock_irq`, `…_irqrestore`), the enable and
+/// restore primitives when they are not inlined, and the paths that enable them inline
+/// (the end of a context switch, softirq processing, the idle loop's halt, the return
+/// to user mode's work loop). A clock
+/// held off by interrupts being off fires right after the enabling instruction, so its
+/// sample lands in such a function; one stopped by the host lands anywhere.
+pub(crate) fn irq_enable_site(leaf: &str) -> bool {
+    const SITES: [&str; 12] = [
+        "unlock_irq",
+        "irq_enable",
+        "irqrestore",
+        "irq_restore",
+        "hardirqs_on",
+        "finish_task_switch",
+        "handle_softirqs",
+        "__do_softirq",
+        "safe_halt",
+        "default_idle",
+        "do_idle",
+        "exit_to_user_mode",
+    ];
+    SITES.iter().any(|s| leaf.contains(s))
 }
 
 /// Puts each sample inside the window under the culprit that held the CPU at
@@ -285,12 +335,12 @@ impl Charges {
         self.last_owner = Some(owner);
     }
 
-    /// Gives `[from, to)` to `owner`, taken from whoever held it (never from the idle
-    /// task, whose time is idle), and recounts the stretches.
-    fn recharge(&mut self, from: u64, to: u64, owner: Owner) {
+    /// Gives `[from, to)` to `owner`, taken from whoever held it and `from_whom` accepts
+    /// (never from the idle task, whose time is idle), and recounts the stretches.
+    fn recharge(&mut self, from: u64, to: u64, owner: &Owner, from_whom: impl Fn(&Owner) -> bool) {
         let mut out = Charges::default();
         for (a, b, o) in std::mem::take(&mut self.pieces) {
-            if o.is_idle() || b <= from || a >= to {
+            if o.is_idle() || !from_whom(&o) || b <= from || a >= to {
                 out.add(o, a, b);
                 continue;
             }
@@ -376,6 +426,7 @@ fn culprit(owner: Owner, duration_ns: Nanos, count: u32, tasks: &Tasks) -> Culpr
         }
         Owner::Untraced => other("untraced", UNTRACED.into(), None),
         Owner::Host => other("host", if tasks.virtualized { HOST } else { NOT_RUNNING }.into(), None),
+        Owner::HostOrOff => other("host", HOST_OR_OFF.into(), None),
     }
 }
 

@@ -65,16 +65,20 @@ pub(crate) fn culprits_text(run: &Run, max_samples: usize) -> String {
 }
 
 /// "; N of M traced windows were the host's" when the CPU not running was the largest part
-/// of any traced window of the run (empty otherwise).
+/// of any traced window of the run (empty otherwise); windows held by time that may as
+/// well be interrupts off ([`super::attribute::HOST_OR_OFF`]) are counted apart.
 pub(crate) fn host_summary(run: &Run) -> String {
     let windows: Vec<&crate::model::TraceWindow> =
         crate::model::merged_or_sole(&run.results, |r| r).into_iter().flat_map(|r| r.worst.iter().filter_map(|w| w.trace.as_ref())).collect();
-    let host = windows.iter().filter(|w| w.host_held()).count();
-    if host == 0 {
+    let held = || windows.iter().filter(|w| w.host_held());
+    let maybe = held().filter(|w| w.culprits[0].name == super::attribute::HOST_OR_OFF).count();
+    let host = held().count() - maybe;
+    let more = if maybe == 0 { String::new() } else { format!(", {maybe} the host's or interrupts off (no steal time to tell)") };
+    if host == 0 && maybe == 0 {
         return String::new();
     }
     format!(
-        "; {host} of {} traced late sample(s) were {}",
+        "; {host} of {} traced late sample(s) were {}{more}",
         windows.len(),
         if run.host.virtualized { "the host's (it did not run the vCPU)" } else { "the CPU not running (SMI / hardware)" }
     )

@@ -238,6 +238,7 @@ pub(crate) fn gaps(samples: &[Sample], period_ns: u64, start_ns: u64, end_ns: u6
                     length_ns: crate::units::Nanos(late),
                     ended_by: w[1].frames.clone(),
                     not_running: false,
+                    maybe_interrupts_off: false,
                 };
                 (gap, (due, w[1].time_ns))
             })

@@ -297,3 +297,74 @@ fn empty_trace_is_all_untraced() {
     assert!(!w.complete);
     assert_eq!((w.culprits[0].kind.as_str(), w.culprits[0].duration_ns), ("untraced", Nanos(10)));
 }
+
+/// Issue 60: on a VM whose host shows no steal (QEMU TCG), a gap that ended in kernel code
+/// where interrupts do not come back on is the host stopping the vCPU, or interrupts off
+/// that came back elsewhere: the evidence cannot tell, so the time is charged to no task.
+/// On bare metal, or ended where interrupts are turned on, it stays the task's.
+#[test]
+fn a_gap_ended_in_kernel_code_on_a_vm_without_steal_is_no_tasks() {
+    let ev = parse_trace(SH);
+    let samples = sh_samples(&["clear_page_erms", "get_page_from_freelist"]);
+    let ctx = Context { self_pid: Some(500), stacks: Some((&samples, 250_000)), virtualized: true, steal_ns: Some(0), ..Default::default() };
+    let w = attribute_in(&ev, 1, 80_001_000_000, 80_031_000_000, &ctx);
+    let top = &w.culprits[0];
+    assert_eq!((top.kind.as_str(), top.name.as_str(), top.duration_ns), ("host", HOST_OR_OFF, Nanos(24_750_000)), "{w:#?}");
+    assert_eq!((w.culprits[1].name.as_str(), w.culprits[1].duration_ns), ("sh", Nanos(5_250_000)));
+    let g = &w.stacks.as_ref().unwrap().gaps;
+    assert!(g.len() == 1 && g[0].not_running && g[0].maybe_interrupts_off, "{g:#?}");
+    assert_eq!(report::culprit_in(top, &w), "not running (host, or interrupts off) 24750.0us (no sample, no event; 20 of 120 samples)");
+    // The gap's lines are the host culprit's: none is listed as interrupts off.
+    assert_eq!(report::gaps_text(&w, true), "");
+    // On bare metal there is no host: interrupts were off, the task's time.
+    let w = attribute_in(&ev, 1, 80_001_000_000, 80_031_000_000, &Context { virtualized: false, ..ctx });
+    assert_eq!((w.culprits[0].name.as_str(), w.culprits[0].duration_ns), ("sh", Nanos(30_000_000)), "{w:#?}");
+    assert!(!w.stacks.as_ref().unwrap().gaps[0].not_running);
+    // Ended where interrupts come back on (finish_task_switch enables them inline): the task's.
+    for leaf in ["finish_task_switch.isra.0", "_raw_spin_unlock_irq", "handle_softirqs"] {
+        let samples = sh_samples(&[leaf, "schedule"]);
+        let w = attribute_in(&ev, 1, 80_001_000_000, 80_031_000_000, &Context { stacks: Some((&samples, 250_000)), ..ctx });
+        assert_eq!(w.culprits[0].name, "sh", "{leaf}: {w:#?}");
+    }
+}
+
+/// A hard interrupt handler runs with interrupts off: a quiet stretch inside one stays the
+/// handler's, whatever the gap ended in; the task's quiet stretch around it goes.
+#[test]
+fn a_quiet_stretch_in_a_hard_irq_stays_the_handlers() {
+    let t = format!(
+        "{SH}      sh-300     [001] d.h..    80.010000: irq_handler_entry: irq=36 name=virtio1-req.0\n      sh-300     [001] d.h..    80.020000: irq_handler_exit: irq=36 ret=handled\n"
+    );
+    let ev = parse_trace(&t);
+    let samples = sh_samples(&["ext4_es_lookup_extent"]);
+    let ctx = Context { self_pid: Some(500), stacks: Some((&samples, 250_000)), virtualized: true, ..Default::default() };
+    let w = attribute_in(&ev, 1, 80_001_000_000, 80_031_000_000, &ctx);
+    let irq = w.culprits.iter().find(|c| c.kind == "irq").unwrap();
+    assert_eq!(irq.duration_ns, Nanos(10_000_000), "{w:#?}");
+    let host = w.culprits.iter().find(|c| c.kind == "host").unwrap();
+    // 80.00525 → 80.010 and 80.020 → 80.030.
+    assert_eq!((host.name.as_str(), host.duration_ns), (HOST_OR_OFF, Nanos(4_750_000 + 10_000_000)));
+    assert_eq!(w.culprits.iter().map(|c| c.duration_ns.0).sum::<u64>(), 30_000_000);
+}
+
+#[test]
+fn interrupt_enable_sites_are_told_from_other_kernel_code() {
+    for leaf in [
+        "_raw_spin_unlock_irqrestore",
+        "_raw_spin_unlock_irq",
+        "_raw_write_unlock_irq",
+        "__uart_port_unlock_irqrestore",
+        "arch_local_irq_restore",
+        "native_irq_enable",
+        "trace_hardirqs_on",
+        "finish_task_switch.isra.0",
+        "__do_softirq",
+        "pv_native_safe_halt",
+        "default_idle",
+    ] {
+        assert!(super::irq_enable_site(leaf), "{leaf}");
+    }
+    for leaf in ["clear_page_erms", "copy_user_enhanced_fast_string", "_raw_spin_lock", "ext4_finish_bio", "rcu_core", "__softirqentry_text_start"] {
+        assert!(!super::irq_enable_site(leaf), "{leaf}");
+    }
+}
