@@ -117,8 +117,7 @@ pub(crate) fn advice(run: &Run) -> Vec<String> {
 /// [`crate::trace::attribute::HOST_OR_OFF`]) are named apart: no claim of the host's.
 fn host_advice(run: &Run, windows: &[&TraceWindow]) -> Option<String> {
     let held: Vec<&&TraceWindow> = windows.iter().filter(|w| w.host_held()).collect();
-    let unsure = |w: &&&TraceWindow| w.culprits[0].name == crate::trace::attribute::HOST_OR_OFF;
-    let (maybe, sure): (Vec<&&TraceWindow>, Vec<&&TraceWindow>) = held.into_iter().partition(unsure);
+    let (maybe, sure): (Vec<&&TraceWindow>, Vec<&&TraceWindow>) = held.into_iter().partition(|w| crate::trace::attribute::host_unsure(w));
     let Some(longest) = sure.iter().map(|w| w.host_ns()).max() else {
         let longest = maybe.iter().map(|w| w.host_ns()).max()?;
         return Some(format!(

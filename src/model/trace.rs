@@ -200,8 +200,9 @@ pub struct SampleGap {
     pub ended_by: Vec<String>,
     /// The CPU did not run guest code in the gap's stretches with no event (the
     /// CPU's steal time grew over the window, or the gap ended in user code,
-    /// where interrupts are on): that time is the culprit of kind `host`, not the
-    /// task's. False: interrupts off (the task's time).
+    /// where interrupts are on), or on a VM may not have (`maybe_interrupts_off`):
+    /// that time is the culprit of kind `host`, not the task's. False: interrupts
+    /// off (the task's time).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub not_running: bool,
     /// With `not_running`, on a VM: the gap ended in kernel code that does not turn

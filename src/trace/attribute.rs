@@ -33,6 +33,12 @@ pub(crate) const NOT_RUNNING: &str = "not running (SMI / hardware)";
 /// on, and the CPU's steal time did not grow (a host with no steal clock, e.g. QEMU TCG).
 pub(crate) const HOST_OR_OFF: &str = "not running (host, or interrupts off)";
 
+/// Whether a window's largest part is [`HOST_OR_OFF`] time: held by time that is not
+/// surely the host's (`TraceWindow::host_held` counts it with the host's).
+pub(crate) fn host_unsure(w: &TraceWindow) -> bool {
+    w.culprits.first().is_some_and(|c| c.kind == "host" && c.name == HOST_OR_OFF)
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Owner {
     Task {
@@ -238,9 +244,9 @@ fn not_running(
 /// unlock-and-enable helpers (`_raw_spin_unlock_irq`, `…_irqrestore`), the enable and
 /// restore primitives when they are not inlined, and the paths that enable them inline
 /// (the end of a context switch, softirq processing, the idle loop's halt, the return
-/// to user mode's work loop). A clock
-/// held off by interrupts being off fires right after the enabling instruction, so its
-/// sample lands in such a function; one stopped by the host lands anywhere.
+/// to user mode's work loop). A clock held off by interrupts being off fires right
+/// after the enabling instruction, so its sample lands in such a function; one stopped
+/// by the host lands anywhere.
 pub(crate) fn irq_enable_site(leaf: &str) -> bool {
     const SITES: [&str; 12] = [
         "unlock_irq",

@@ -70,13 +70,13 @@ pub(crate) fn culprits_text(run: &Run, max_samples: usize) -> String {
 pub(crate) fn host_summary(run: &Run) -> String {
     let windows: Vec<&crate::model::TraceWindow> =
         crate::model::merged_or_sole(&run.results, |r| r).into_iter().flat_map(|r| r.worst.iter().filter_map(|w| w.trace.as_ref())).collect();
-    let held = || windows.iter().filter(|w| w.host_held());
-    let maybe = held().filter(|w| w.culprits[0].name == super::attribute::HOST_OR_OFF).count();
-    let host = held().count() - maybe;
-    let more = if maybe == 0 { String::new() } else { format!(", {maybe} the host's or interrupts off (no steal time to tell)") };
-    if host == 0 && maybe == 0 {
+    let held = windows.iter().filter(|w| w.host_held()).count();
+    if held == 0 {
         return String::new();
     }
+    let maybe = windows.iter().filter(|w| super::attribute::host_unsure(w)).count();
+    let host = held - maybe;
+    let more = if maybe == 0 { String::new() } else { format!(", {maybe} the host's or interrupts off (no steal time to tell)") };
     format!(
         "; {host} of {} traced late sample(s) were {}{more}",
         windows.len(),
