@@ -96,21 +96,28 @@ fn event_probes_take_exactly_the_asked_events_in_every_variant() {
             assert_eq!(hist, n, "{probe} {v}: histogram loses samples");
         }
     }
-    for probe in ["pipe", "mq"] {
-        let one = p50(merged_entry(&run, probe, Some("oneway")));
-        let rt = p50(merged_entry(&run, probe, Some("roundtrip")));
-        assert!(rt >= one, "{probe}: round-trip median {rt} ns < one-way median {one} ns");
-    }
+    // No order between one-way and round-trip medians here: across two CPUs paced at
+    // 200 µs, each variant's 200 events fill their own 40 ms, and which hand-off wakes a
+    // CPU from its idle state (haltpoll on a VM) differs between them; a CI run read a
+    // pipe round trip of 7.2 µs against a one-way of 14.7 µs. The order is checked on
+    // one CPU back to back (a_round_trip_is_two_hand_offs_…), where nothing idles.
     // The pair's setup is reported for both threads.
     let steps: Vec<&str> = run["realtime_setup"]["steps"].as_array().unwrap().iter().map(|s| s["step"].as_str().unwrap()).collect();
     assert!(steps.iter().any(|s| s.contains("[thread 1]")), "{steps:?}");
 }
 
+/// On one CPU back to back (the CPU never idles: one of the pair always runs), a round
+/// trip is two hand-offs and a one-way is one, and a round trip is longer than a task switch.
 #[test]
-fn a_task_switch_is_shorter_than_a_pipe_round_trip() {
+fn a_round_trip_is_two_hand_offs_and_longer_than_a_task_switch() {
     let _serial = serial();
-    let run = run_ok(&["--probe", "switch,pipe:roundtrip", "-a", "0", "-D", "2s", "--back-to-back"]);
-    assert_eq!(variants(&run, "pipe"), vec!["roundtrip"]);
+    let run = run_ok(&["--probe", "switch,pipe,mq", "-a", "0", "-D", "3s", "--back-to-back"]);
+    for probe in ["pipe", "mq"] {
+        assert_eq!(variants(&run, probe), vec!["oneway", "roundtrip"], "{probe}");
+        let one = p50(merged_entry(&run, probe, Some("oneway")));
+        let rt = p50(merged_entry(&run, probe, Some("roundtrip")));
+        assert!(rt > one, "{probe}: round-trip median {rt} ns is not above the one-way median {one} ns");
+    }
     let pipe = p50(merged_entry(&run, "pipe", Some("roundtrip")));
     for v in ["futex", "yield"] {
         let r = merged_entry(&run, "switch", Some(v));
