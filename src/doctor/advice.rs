@@ -409,6 +409,7 @@ mod tests {
             ended_by: vec!["_raw_spin_unlock_irqrestore".into(), "console_unlock".into()],
             not_running: false,
             maybe_interrupts_off: false,
+            witnessed_ns: None,
         };
         let mut kworker = c("task", "kworker/1:2", 200_000);
         kworker.paths = vec![CodePath { frames: vec!["[user] kworker/1:2".into()], samples: 1, share: 0.25 }];
@@ -627,8 +628,14 @@ mod tests {
             t
         };
         let culprits = vec![host, with("stress-ng-hdd", 120, 300_000, "[user] stress-ng-hdd"), with("kworker/u8:1", 120, 200_000, "ext4_finish_bio")];
-        let gap =
-            SampleGap { start_after_ns: Nanos(100_000), length_ns: Nanos(8_000_000), ended_by: Vec::new(), not_running: true, maybe_interrupts_off: false };
+        let gap = SampleGap {
+            start_after_ns: Nanos(100_000),
+            length_ns: Nanos(8_000_000),
+            ended_by: Vec::new(),
+            not_running: true,
+            maybe_interrupts_off: false,
+            witnessed_ns: None,
+        };
         for w in run.results.iter_mut().flat_map(|r| r.worst.iter_mut()).filter_map(|w| w.trace.as_mut()) {
             (w.start_ns, w.end_ns, w.culprits) = (Nanos(0), Nanos(8_500_000), culprits.clone());
             w.stacks = Some(WindowStacks { period_ns: Nanos(250_000), samples: 2, expected: 34, gaps: vec![gap.clone()] });

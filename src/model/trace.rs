@@ -210,6 +210,13 @@ pub struct SampleGap {
     /// off — the culprit `not running (host, or interrupts off)`, charged to no task.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub maybe_interrupts_off: bool,
+    /// Of the gap's stretches with no event, how much a witness saw as the host's: a
+    /// busy other vCPU of the same VM took no sample over it either and came back in
+    /// user code, where its clock would have fired (the host stopped the whole VM).
+    /// That time is `host / not running` whatever ended this CPU's gap; absent when no
+    /// witness saw the gap (none sampled, or none busy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witnessed_ns: Option<Nanos>,
 }
 
 /// One code path seen while a culprit held the CPU (`culprits[].paths[]`).

@@ -96,6 +96,9 @@ pub(crate) struct Context<'a> {
     pub(crate) steal_ns: Option<u64>,
     /// The host is a virtual machine (`host.virtualized`): time not running is the host's.
     pub(crate) virtualized: bool,
+    /// The other sampled CPUs' samples around the window, per CPU in time order
+    /// (`Sampling::witness_samples`); empty without sampling or on one CPU.
+    pub(crate) witnesses: &'a [Vec<super::stacks::Witnessed>],
 }
 
 /// Attributes `[start_ns, end_ns]` on one CPU. `events` are that CPU's events in time
@@ -163,7 +166,8 @@ pub(crate) fn attribute_in(events: &[Event], cpu: usize, start_ns: u64, end_ns: 
     let mut gaps = Vec::new();
     if let Some((samples, period_ns)) = ctx.stacks {
         let times: Vec<u64> = events.iter().map(|e| e.ts_ns).filter(|t| (start_ns..=end_ns).contains(t)).collect();
-        gaps = not_running(&mut charges, samples, period_ns, &times, (start_ns, end_ns), ctx.steal_ns, ctx.virtualized);
+        let host = Host { steal_ns: ctx.steal_ns, virtualized: ctx.virtualized, witnesses: ctx.witnesses };
+        gaps = not_running(&mut charges, samples, period_ns, &times, (start_ns, end_ns), &host);
     }
     let tasks = Tasks { comm_of: task_names(events), prio_of: st.prio_of, self_pid, idle_states: ctx.idle_states, virtualized: ctx.virtualized };
     let mut culprits = culprits(&charges.acc, &tasks);
@@ -198,15 +202,20 @@ pub(crate) fn attribute_in(events: &[Event], cpu: usize, start_ns: u64, end_ns: 
 ///   does not know — the evidence cannot tell (a host without a steal clock, such as
 ///   QEMU's TCG, shows no steal): [`Owner::HostOrOff`], charged to no task (a hard
 ///   interrupt handler, which runs with interrupts off, keeps its time).
+///
+/// Before those rules, on a VM: the part of a stretch that a busy other vCPU saw as the
+/// host's ([`witnessed`]) is the host's whatever ended this CPU's gap — a stop of the
+/// whole VM that landed while this CPU had interrupts off ends at the site that turned
+/// them back on, and only the part after the VM ran again is the task's.
 fn not_running(
     charges: &mut Charges,
     samples: &[super::stacks::Sample],
     period_ns: u64,
     event_times: &[u64],
     (start_ns, end_ns): (u64, u64),
-    steal_ns: Option<u64>,
-    virtualized: bool,
+    host: &Host<'_>,
 ) -> Vec<crate::model::trace::SampleGap> {
+    let Host { steal_ns, virtualized, witnesses } = *host;
     let mut out = Vec::new();
     for (mut g, (due, came)) in super::stacks::gaps(samples, period_ns, start_ns, end_ns) {
         let (from, to) = (due.max(start_ns), came.min(end_ns));
@@ -219,6 +228,34 @@ fn not_running(
         cuts.push(to);
         let quiet: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).filter(|(a, b)| b - a >= super::stacks::GAP_MIN_NS).collect();
         let user_code = g.ended_by.is_empty();
+        let mut quiet = quiet;
+        if virtualized && !quiet.is_empty() {
+            let seen = witnessed(witnesses, period_ns, from, to);
+            let mut rest = Vec::new();
+            let mut host_ns = 0;
+            for (a, b) in quiet {
+                let mut at = a;
+                for &(c, d) in &seen {
+                    let (x, y) = (c.max(at), d.min(b));
+                    if y > x {
+                        charges.recharge(x, y, &Owner::Host, |_| true);
+                        host_ns += y - x;
+                        if x - at >= super::stacks::GAP_MIN_NS {
+                            rest.push((at, x));
+                        }
+                        at = y;
+                    }
+                }
+                if b > at && b - at >= super::stacks::GAP_MIN_NS {
+                    rest.push((at, b));
+                }
+            }
+            if host_ns > 0 {
+                g.not_running = true;
+                g.witnessed_ns = Some(Nanos(host_ns));
+            }
+            quiet = rest;
+        }
         if quiet.is_empty() {
             out.push(g);
             continue;
@@ -228,7 +265,7 @@ fn not_running(
             for (a, b) in quiet {
                 charges.recharge(a, b, &Owner::Host, |_| true);
             }
-        } else if virtualized && !g.ended_by.first().is_some_and(|leaf| irq_enable_site(leaf)) {
+        } else if virtualized && (interrupted_user_mode(&g.ended_by) || !g.ended_by.first().is_some_and(|leaf| irq_enable_site(leaf))) {
             g.not_running = true;
             g.maybe_interrupts_off = true;
             for (a, b) in quiet {
@@ -238,6 +275,69 @@ fn not_running(
         out.push(g);
     }
     out
+}
+
+/// What [`not_running`] knows of the host: the CPU's steal over the window, whether the
+/// host is a VM, and the other vCPUs' samples.
+#[derive(Clone, Copy)]
+struct Host<'a> {
+    steal_ns: Option<u64>,
+    virtualized: bool,
+    witnesses: &'a [Vec<super::stacks::Witnessed>],
+}
+
+/// Samples a witness must have taken in the [`BUSY_PERIODS`] periods before its gap to
+/// count as busy: a CPU that idles takes no sample, so an idle witness's quiet says
+/// nothing about the host.
+const BUSY_SAMPLES: usize = 8;
+const BUSY_PERIODS: u64 = 10;
+
+/// The stretches of `[from, to]` (time order, disjoint) in which some other vCPU was
+/// busy and did not run: its samples stop and resume around the stretch, the task it
+/// ran is the same on both sides (no switch, so no idle in between), it took
+/// [`BUSY_SAMPLES`] in the [`BUSY_PERIODS`] periods before, and the sample that ended
+/// its gap interrupted user code, where the clock would have fired on time had the
+/// vCPU run. A host that stops the whole VM (QEMU paused, a host that deschedules
+/// every vCPU) stops every busy vCPU at once, so such a stretch is the host's on this
+/// CPU too, whatever its own gap ended in.
+pub(crate) fn witnessed(witnesses: &[Vec<super::stacks::Witnessed>], period_ns: u64, from: u64, to: u64) -> Vec<(u64, u64)> {
+    let mut spans: Vec<(u64, u64)> = Vec::new();
+    for w in witnesses {
+        for (k, pair) in w.windows(2).enumerate() {
+            let (x, y) = (pair[0], pair[1]);
+            let quiet_from = x.time_ns + period_ns;
+            if y.time_ns < quiet_from + super::stacks::GAP_MIN_NS || !y.user || x.tid != y.tid || x.tid == 0 {
+                continue;
+            }
+            let since = x.time_ns.saturating_sub(BUSY_PERIODS * period_ns);
+            let before = w[..=k].iter().rev().take_while(|s| s.time_ns >= since).count();
+            let (a, b) = (quiet_from.max(from), y.time_ns.min(to));
+            if before >= BUSY_SAMPLES && b > a {
+                spans.push((a, b));
+            }
+        }
+    }
+    spans.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::new();
+    for (a, b) in spans {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    merged
+}
+
+/// Whether a sample's call chain is an interrupt's way back to user mode
+/// (`irqentry_exit_to_user_mode` on x86, `el0_interrupt` on arm64): the interrupt came
+/// while the CPU ran user code, with interrupts on. The gap it ends is then not the
+/// task's: a clock due before the interrupt came would have fired in user code, so the
+/// CPU did not run (a vCPU resumed with an IPI pending takes it first); one due during
+/// the handler was held off by the handler. Without the handler's entry in the trace
+/// (vectors are not in the default events) the two cannot be told apart: on a VM such
+/// a gap is `not running (host, or interrupts off)`, never the user task's.
+pub(crate) fn interrupted_user_mode(frames: &[String]) -> bool {
+    frames.iter().any(|f| f.starts_with("irqentry_exit_to_user_mode") || f.starts_with("el0_interrupt") || f.starts_with("el0_irq"))
 }
 
 /// Whether a sample's leaf frame is where the kernel turns interrupts back on: the

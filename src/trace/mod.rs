@@ -254,7 +254,11 @@ impl TraceSession {
             eprintln!("warning: --trace-events: this kernel has no {} (not traced)", session.missing_events.join(", "));
         }
         if let Some(hz) = plan.stack_hz {
-            match stacks::Sampling::start(cpus, hz) {
+            // On a VM, up to three CPUs the run does not measure are sampled as witnesses of
+            // the host (`attribute::witnessed`); on bare metal there is no host to witness.
+            let witnesses: Vec<usize> =
+                if session.virtualized { crate::sys::sched::online_cpus().into_iter().filter(|c| !cpus.contains(c)).collect() } else { Vec::new() };
+            match stacks::Sampling::start(cpus, &witnesses, hz) {
                 Ok(mut s) => {
                     // The symbols are read here, before anything is measured: reading
                     // /proc/kallsyms is kernel work in long stretches (376 µs each in the
@@ -404,6 +408,13 @@ impl TraceSession {
                 new_carry.push((cpu, carry(&events, cpu)));
             }
             let samples = sampling.as_ref().map(|s| (s.window_samples(cpu, due, wake), s.period_ns));
+            // The other vCPUs over their whole history before the window (a witness's gap
+            // may begin long before it, and it must be seen busy before its gap) to a
+            // little after it (its first sample after a stop).
+            let witnesses = match sampling.as_ref() {
+                Some(s) if self.virtualized => s.witness_samples(cpu, due.saturating_sub(stacks::HISTORY_NS), wake + 2 * s.period_ns),
+                _ => Vec::new(),
+            };
             let ctx = attribute::Context {
                 self_pid: (tid != 0).then_some(tid),
                 traced_since: st.tracing_since,
@@ -411,6 +422,7 @@ impl TraceSession {
                 stacks: samples.as_ref().map(|(v, p)| (&v[..], *p)),
                 steal_ns: st.steal.over(cpu, due, wake),
                 virtualized: self.virtualized,
+                witnesses: &witnesses,
             };
             let window = attribute::attribute_in(&events, cpu, due, wake, &ctx);
             let snap = Snapshot { variant: st.variant.clone(), thread: i, seq, latency_ns, window };

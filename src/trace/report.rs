@@ -96,9 +96,13 @@ pub(crate) fn culprit_in(c: &Culprit, t: &crate::model::TraceWindow) -> String {
     if c.kind != "host" {
         return culprit(c);
     }
+    let witnessed: u64 = t.stacks.as_ref().map_or(0, |s| s.gaps.iter().filter_map(|g| g.witnessed_ns).map(|n| n.0).sum());
     let why = match t.steal_ns.filter(|n| n.0 > 0) {
         Some(n) if c.name == super::attribute::HOST => format!("the host did not run this vCPU (steal +{}us)", n.0 / 1000),
         Some(n) => format!("steal +{}us", n.0 / 1000),
+        None if witnessed > 0 && c.name == super::attribute::HOST => {
+            format!("no sample, no event; the host stopped the whole VM: a busy vCPU took none either for {}us", witnessed / 1000)
+        }
         None => "no sample, no event".to_string(),
     };
     let samples = t.stacks.as_ref().map(|s| format!("; {} of {} samples", s.samples, s.expected)).unwrap_or_default();

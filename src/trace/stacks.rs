@@ -141,10 +141,18 @@ impl History {
     }
 }
 
-/// The sampling of a run: one sampler and one history per measured CPU.
+/// Frames kept per sample of a witness CPU: the leaf tells user from kernel code.
+const WITNESS_STACK: u16 = 1;
+
+/// At most this many witness CPUs (see [`Sampling::start`]).
+pub(crate) const WITNESS_MAX: usize = 3;
+
+/// The sampling of a run: one sampler and one history per measured CPU, and per witness.
 pub(crate) struct Sampling {
     pub(crate) period_ns: u64,
     cpus: Vec<(usize, CpuSampler, History)>,
+    /// The CPUs sampled only as witnesses (not measured; see [`Sampling::start`]).
+    pub(crate) witnesses: Vec<usize>,
     symbols: Kallsyms,
     pub(crate) samples: u64,
     pub(crate) lost: u64,
@@ -154,7 +162,12 @@ impl Sampling {
     /// Starts sampling `cpus` at `hz`; the error says why it cannot (and the run goes on
     /// without). The symbols come with [`Sampling::set_symbols`], read before the
     /// measurement starts (reading /proc/kallsyms during it delays the measured CPU).
-    pub(crate) fn start(cpus: &[usize], hz: u32) -> Result<Sampling, String> {
+    ///
+    /// `witnesses`: other CPUs of a VM sampled too, with only the leaf frame kept, so a
+    /// gap on a measured CPU can be compared with what the VM's other vCPUs did in it
+    /// (`attribute::witnessed`): when the host stops the whole VM, every busy vCPU stops
+    /// sampling at once. A witness that cannot be opened is left out, not an error.
+    pub(crate) fn start(cpus: &[usize], witnesses: &[usize], hz: u32) -> Result<Sampling, String> {
         let period_ns = 1_000_000_000 / u64::from(hz.max(1));
         let symbols = Kallsyms { addrs: Vec::new(), names: String::new() };
         let mut out = Vec::new();
@@ -164,7 +177,14 @@ impl Sampling {
             })?;
             out.push((cpu, s, History::default()));
         }
-        Ok(Sampling { period_ns, cpus: out, symbols, samples: 0, lost: 0 })
+        let mut witnessing = Vec::new();
+        for &cpu in witnesses.iter().filter(|c| !cpus.contains(c)).take(WITNESS_MAX) {
+            if let Ok(s) = CpuSampler::open(cpu, period_ns, WITNESS_STACK, RING_PAGES) {
+                out.push((cpu, s, History::default()));
+                witnessing.push(cpu);
+            }
+        }
+        Ok(Sampling { period_ns, cpus: out, witnesses: witnessing, symbols, samples: 0, lost: 0 })
     }
 
     /// Takes the kernel's symbols ([`Kallsyms::load`], read without holding the sampling);
@@ -182,8 +202,9 @@ impl Sampling {
 
     /// Moves what the rings hold into the histories and forgets what is older than [`HISTORY_NS`].
     pub(crate) fn drain(&mut self) {
-        for (_, sampler, hist) in self.cpus.iter_mut() {
-            let d = sampler.drain(|t, tid, ips| hist.push(t, tid, ips));
+        for (cpu, sampler, hist) in self.cpus.iter_mut() {
+            let leaf_only = self.witnesses.contains(cpu);
+            let d = sampler.drain(|t, tid, ips| hist.push(t, tid, if leaf_only { &ips[..ips.len().min(1)] } else { ips }));
             self.samples += d.samples;
             self.lost += d.lost;
             let newest = hist.samples.back().map_or(0, |s| s.0);
@@ -222,6 +243,36 @@ impl Sampling {
     }
 }
 
+impl Sampling {
+    /// What every sampled CPU but `cpu` did from `start_ns` to `end_ns`: per CPU, its
+    /// samples' times, tids and whether each was in user code, in time order — the
+    /// evidence `attribute::witnessed` weighs.
+    pub(crate) fn witness_samples(&self, cpu: usize, start_ns: u64, end_ns: u64) -> Vec<Vec<Witnessed>> {
+        self.cpus
+            .iter()
+            .filter(|(c, _, _)| *c != cpu)
+            .map(|(_, _, hist)| {
+                let mut v: Vec<Witnessed> = hist
+                    .iter()
+                    .filter(|(t, _, _)| (start_ns..=end_ns).contains(t))
+                    .map(|(time_ns, tid, mut ips)| Witnessed { time_ns, tid, user: ips.next().is_none() })
+                    .collect();
+                v.sort_by_key(|w| w.time_ns);
+                v
+            })
+            .collect()
+    }
+}
+
+/// One sample of another CPU, as a witness sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Witnessed {
+    pub(crate) time_ns: u64,
+    pub(crate) tid: u32,
+    /// The sample interrupted user code (no kernel frame).
+    pub(crate) user: bool,
+}
+
 /// The stretches with no sample that end inside `[start_ns, end_ns]`: between
 /// two samples `a`, `b` (in time order), the clock was due at `a + period` and
 /// fired at `b`; a delay of at least [`GAP_MIN_NS`] is a gap. Each with its due
@@ -239,6 +290,7 @@ pub(crate) fn gaps(samples: &[Sample], period_ns: u64, start_ns: u64, end_ns: u6
                     ended_by: w[1].frames.clone(),
                     not_running: false,
                     maybe_interrupts_off: false,
+                    witnessed_ns: None,
                 };
                 (gap, (due, w[1].time_ns))
             })
@@ -270,7 +322,8 @@ mod tests {
         let e = Kallsyms::from_text(text).err().expect("no symbols");
         assert!(e.contains("kptr_restrict"), "{e}");
         // The sampling keeps going without them and says so (`stacks.unavailable`).
-        let said = Sampling { period_ns: 250_000, cpus: Vec::new(), symbols: Kallsyms::parse(""), samples: 0, lost: 0 }.set_symbols(Err(e));
+        let said =
+            Sampling { period_ns: 250_000, cpus: Vec::new(), witnesses: Vec::new(), symbols: Kallsyms::parse(""), samples: 0, lost: 0 }.set_symbols(Err(e));
         assert!(said.as_deref().is_some_and(|s| s.contains("kptr_restrict") && s.contains("never an address")), "{said:?}");
         // Without symbols a frame is [kernel], never the address it holds.
         let k = Kallsyms::parse(text);

@@ -368,3 +368,87 @@ fn interrupt_enable_sites_are_told_from_other_kernel_code() {
         assert!(!super::irq_enable_site(leaf), "{leaf}");
     }
 }
+
+/// A busy other vCPU (tid 700, user code, a sample every 250 µs) from 79.990 s that
+/// takes none from 80.00625 to `resumed`, then goes on in `user` code as `tid`.
+fn witness(resumed: u64, tid: u32, user: bool, busy_before: bool) -> Vec<super::super::stacks::Witnessed> {
+    use super::super::stacks::Witnessed;
+    let step = if busy_before { 250_000 } else { 2_000_000 };
+    let mut v: Vec<Witnessed> =
+        (0..).map(|k| 79_990_000_000 + k * step).take_while(|t| *t <= 80_006_000_000).map(|t| Witnessed { time_ns: t, tid: 700, user: true }).collect();
+    v.push(Witnessed { time_ns: resumed, tid, user });
+    v.extend((1..12).map(|k| Witnessed { time_ns: resumed + k * 250_000, tid, user: true }));
+    v
+}
+
+/// Issue 60: the host stops the whole VM while this CPU has interrupts off (a softirq
+/// under a lock): its gap ends where interrupts come back on, which alone reads as the
+/// task's. A busy other vCPU stopped over the same stretch and came back in user code
+/// (where its clock would have fired): the overlap is the host's, the rest (interrupts
+/// still off after the VM ran again) stays the task's.
+#[test]
+fn a_stop_of_the_whole_vm_seen_by_a_busy_witness_is_the_hosts_whatever_ended_the_gap() {
+    let ev = parse_trace(SH);
+    let samples = sh_samples(&["_raw_spin_unlock_irqrestore", "rcu_core"]);
+    let seen = [witness(80_028_000_000, 700, true, true)];
+    let ctx = Context { self_pid: Some(500), stacks: Some((&samples, 250_000)), virtualized: true, steal_ns: Some(0), witnesses: &seen, ..Default::default() };
+    let w = attribute_in(&ev, 1, 80_001_000_000, 80_031_000_000, &ctx);
+    let top = &w.culprits[0];
+    // 80.00625 (the witness's due sample) → 80.028 (it ran again).
+    assert_eq!((top.kind.as_str(), top.name.as_str(), top.duration_ns), ("host", HOST, Nanos(21_750_000)), "{w:#?}");
+    // sh: its samples' 5.25 ms, 80.00525 → 80.00625 and 80.028 → 80.030 with interrupts off.
+    assert_eq!((w.culprits[1].name.as_str(), w.culprits[1].duration_ns), ("sh", Nanos(8_250_000)), "{w:#?}");
+    assert_eq!(w.culprits.iter().map(|c| c.duration_ns.0).sum::<u64>(), 30_000_000, "durations add up to the window");
+    let g = &w.stacks.as_ref().unwrap().gaps;
+    assert!(g.len() == 1 && g[0].not_running && !g[0].maybe_interrupts_off && g[0].witnessed_ns == Some(Nanos(21_750_000)), "{g:#?}");
+    assert!(report::culprit_in(top, &w).contains("the host stopped the whole VM: a busy vCPU took none either for 21750us"), "{}", report::culprit_in(top, &w));
+    // On bare metal there is no host to witness: interrupts off, the task's.
+    let w = attribute_in(&ev, 1, 80_001_000_000, 80_031_000_000, &Context { virtualized: false, ..ctx });
+    assert_eq!((w.culprits[0].name.as_str(), w.culprits[0].duration_ns), ("sh", Nanos(30_000_000)), "{w:#?}");
+}
+
+/// What is not a witness of the host: a vCPU that sampled through the gap (the VM ran),
+/// one whose gap ended in kernel code (its own interrupts may have been off), one that
+/// switched tasks across its gap or was mostly idle before it (an idle CPU takes no
+/// sample), and the idle task itself.
+#[test]
+fn a_witness_counts_only_busy_and_stopped_in_user_code() {
+    use super::super::stacks::Witnessed;
+    let ev = parse_trace(SH);
+    let samples = sh_samples(&["_raw_spin_unlock_irqrestore", "rcu_core"]);
+    let through: Vec<Witnessed> = (0..170).map(|k| Witnessed { time_ns: 79_990_000_000 + k * 250_000, tid: 700, user: true }).collect();
+    let mut idle_task = witness(80_028_000_000, 0, true, true);
+    idle_task.iter_mut().for_each(|s| s.tid = 0);
+    for (why, seen) in [
+        ("ran through", through),
+        ("ended in kernel code", witness(80_028_000_000, 700, false, true)),
+        ("another task after", witness(80_028_000_000, 701, true, true)),
+        ("idle before", witness(80_028_000_000, 700, true, false)),
+        ("the idle task", idle_task),
+    ] {
+        let seen = [seen];
+        let ctx =
+            Context { self_pid: Some(500), stacks: Some((&samples, 250_000)), virtualized: true, steal_ns: Some(0), witnesses: &seen, ..Default::default() };
+        let w = attribute_in(&ev, 1, 80_001_000_000, 80_031_000_000, &ctx);
+        assert_eq!((w.culprits[0].name.as_str(), w.culprits[0].duration_ns), ("sh", Nanos(30_000_000)), "{why}: {w:#?}");
+        assert!(w.stacks.as_ref().unwrap().gaps[0].witnessed_ns.is_none(), "{why}");
+    }
+}
+
+/// A vCPU resumed with an IPI pending takes it first: the overdue sampling clock fires
+/// when the IPI's return to user mode turns interrupts on (`exit_to_user_mode_prepare ←
+/// irqentry_exit_to_user_mode`, seen in the kernel lab under a loaded host). The IPI
+/// came from user mode, where interrupts are on, so the user task did not hold the
+/// clock off: the host did, or the handler; on a VM that is no task's. A syscall's way
+/// back (no IRQ entry) keeps the interrupt-enable rule.
+#[test]
+fn a_gap_ended_on_an_interrupts_way_back_to_user_mode_is_no_tasks() {
+    let ev = parse_trace(SH);
+    let samples = sh_samples(&["exit_to_user_mode_prepare", "irqentry_exit_to_user_mode", "asm_sysvec_reschedule_ipi"]);
+    let ctx = Context { self_pid: Some(500), stacks: Some((&samples, 250_000)), virtualized: true, steal_ns: Some(0), ..Default::default() };
+    let w = attribute_in(&ev, 1, 80_001_000_000, 80_031_000_000, &ctx);
+    assert_eq!((w.culprits[0].name.as_str(), w.culprits[0].duration_ns), (HOST_OR_OFF, Nanos(24_750_000)), "{w:#?}");
+    let samples = sh_samples(&["exit_to_user_mode_prepare", "syscall_exit_to_user_mode", "do_syscall_64"]);
+    let w = attribute_in(&ev, 1, 80_001_000_000, 80_031_000_000, &Context { stacks: Some((&samples, 250_000)), ..ctx });
+    assert_eq!((w.culprits[0].name.as_str(), w.culprits[0].duration_ns), ("sh", Nanos(30_000_000)), "{w:#?}");
+}
