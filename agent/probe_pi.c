@@ -216,6 +216,10 @@ static int make_mutex(pthread_mutex_t *m, int proto, int prio, const char **call
         return rc;
     *call = "pthread_mutexattr_setprotocol";
     rc = pthread_mutexattr_setprotocol(&ma, proto);
+#ifdef RTSCOPE_TEST_NO_PROTECT
+    if (proto == PTHREAD_PRIO_PROTECT) /* test build: a system without ceilings */
+        rc = ENOTSUP;
+#endif
     if (rc == 0 && proto == PTHREAD_PRIO_PROTECT) {
         *call = "pthread_mutexattr_setprioceiling";
         rc = pthread_mutexattr_setprioceiling(&ma, prio);
@@ -231,7 +235,9 @@ static int make_mutex(pthread_mutex_t *m, int proto, int prio, const char **call
 /* What the system accepts, tried once at start-up (before hello): a mutex
  * of each protocol, the ceiling at the lowest SCHED_FIFO priority. A
  * protocol it refuses is left out of the probe line (docs/agent.md §1);
- * deadlock-break is inherit's. */
+ * deadlock-break is inherit's. The test build -DRTSCOPE_TEST_NO_PROTECT
+ * makes make_mutex refuse PTHREAD_PRIO_PROTECT (ENOTSUP), here and at run
+ * time, as a system without ceilings (agent/test.sh step 14). */
 static int has_inherit, has_protect;
 
 static void startup(void)

@@ -20,6 +20,7 @@
 #  11. a plan's waits (a 60 s interval) end at stop, its end, EOF
 #  12. a variant refused at run time is refused alone (a forcing test build)
 #  13. a late start is counted apart, not as a sample (a forcing test build)
+#  14. a protocol refused at start-up is not announced; pi measures the rest
 # Usage: agent/test.sh [--quick]   (--quick: shorter plans)
 set -u
 cd "$(dirname "$0")" || exit 2
@@ -242,6 +243,30 @@ if make -s WERROR=-Werror CFLAGS="-O2 -DRTSCOPE_TEST_LATE_START=10" OUT="$TMP/ag
     fi
 else
     fail "late-start test build"; tail -5 "$TMP/late.build"
+fi
+
+# 14. a mutex protocol the system refuses at start-up is left out of the
+#     probe line (-DRTSCOPE_TEST_NO_PROTECT: pthread_mutexattr_setprotocol
+#     ENOTSUP for PTHREAD_PRIO_PROTECT): pi announces none, inherit and
+#     deadlock-break, a plan of all its variants measures those three, and a
+#     plan naming protect is refused as a variant the agent does not have.
+if make -s WERROR=-Werror CFLAGS="-O2 -DRTSCOPE_TEST_NO_PROTECT" OUT="$TMP/agent.noprot" >"$TMP/noprot.build" 2>&1; then
+    session "$TMP/agent.noprot" "$TMP/noprot" 30 \
+        "plan id=1 probe=pi interval_ns=1000000 duration_ns=$((D * 2)) cpus=0 threads=1 pi_burst_ns=200000 $PLAN_COMMON"
+    session "$TMP/agent.noprot" "$TMP/noprot2" 2 \
+        "plan id=2 probe=pi variants=protect interval_ns=1000000 duration_ns=$D cpus=0 threads=1 $PLAN_COMMON"
+    if python3 check_output.py "$TMP/noprot" --expect-status complete --min-results 3 >/dev/null 2>"$TMP/noprot.check" &&
+       grep -q '^RTS1 probe name=pi variants=none,inherit,deadlock-break ' "$TMP/noprot" &&
+       [ "$(grep -c '^RTS1 result ' "$TMP/noprot")" = 3 ] &&
+       grep -q '^RTS1 result .* variant=none ' "$TMP/noprot" && grep -q '^RTS1 result .* variant=inherit ' "$TMP/noprot" &&
+       ! grep -q 'protect' "$TMP/noprot" &&
+       grep -q '^RTS1 error id=2 code=unsupported ' "$TMP/noprot2" && ! grep -q '^RTS1 result ' "$TMP/noprot2"; then
+        pass "a protocol refused at start-up (protect, ENOTSUP) is left out of pi's probe line; none, inherit, deadlock-break measured; a plan naming protect is unsupported"
+    else
+        fail "protocol refused at start-up"; cat "$TMP/noprot.check"; grep '^RTS1 \(probe name=pi\|result\|done\|error\)' "$TMP/noprot" "$TMP/noprot2" | cut -c1-160
+    fi
+else
+    fail "no-protect test build"; tail -5 "$TMP/noprot.build"
 fi
 
 # 8. build options and what a small RTOS needs (issue 48: items 2, 3, 9)

@@ -151,7 +151,8 @@ fn the_host_checks_a_refusal_against_the_plan() {
 /// A late start (the period already due as the timer loop is about to
 /// sleep) is counted apart, not as a sample: the agent built to start every
 /// 10th period late; the host stores `late_starts` as a missed period of
-/// the thread and its merged entry, and samples + overruns = periods holds.
+/// the thread and its merged entry, and samples + overruns = periods holds;
+/// run's end and `rtscope report` say the count beside the distribution.
 #[test]
 fn a_forced_late_start_is_counted_apart_not_as_a_wake_up() {
     let _g = common::serial();
@@ -169,5 +170,17 @@ fn a_forced_late_start_is_counted_apart_not_as_a_wake_up() {
     assert!(late >= 40, "every 10th of 500 periods started late: {r}");
     assert!(late <= u(&r["overruns"]), "late starts are missed periods: {r}");
     assert_eq!(u(&r["samples"]) + u(&r["overruns"]), 500, "{r}");
-    assert_eq!(u(&merged_entry(&run, "timer", None)["late_starts"]), late);
+    let merged = merged_entry(&run, "timer", None);
+    assert_eq!(u(&merged["late_starts"]), late);
+    // Said beside the distribution: run's end and the terminal report carry
+    // the merged entry's count, among its missed periods.
+    let said = format!("timer ({}): {late} periods started late", merged["phase"].as_str().unwrap());
+    let among = format!("counted apart among the {} missed periods", u(&merged["overruns"]));
+    let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat(&err).contains(&said) && flat(&err).contains(&among), "{said} / {among} in:\n{err}");
+    let json = sb.path("t.json");
+    let rep = sb.run(&["report", json.to_str().unwrap(), "--color", "never"]);
+    assert_eq!(rep.status.code(), Some(0), "{}", String::from_utf8_lossy(&rep.stderr));
+    let text = flat(&String::from_utf8_lossy(&rep.stdout));
+    assert!(text.contains(&said) && text.contains(&among), "{said} / {among} in:\n{text}");
 }

@@ -452,3 +452,58 @@ fn long_lab_names_fit_80_columns_as_keys() {
     assert!(text.contains("#1 = kernel-lab-stock-arm64-qemu-virt"), "{text}");
     assert!(text.lines().any(|l| l.starts_with("entry") && l.contains("#2/#1") && l.contains("#3/#1")), "{text}");
 }
+
+/// Issue 64, item 14: at 80 columns the report keeps the variant column
+/// when the entries name variants (`sem` posix and sysv would otherwise read
+/// as identical rows), and a block that measured nothing shows "-" for its
+/// min, mean, percentiles and max, never 0.0. a.json: sem posix/same-cpu
+/// (max 9.0 µs), sysv/same-cpu (max 31.0 µs) and mutex/same-cpu with no
+/// sample (a variant stopped before its first hand-off).
+#[test]
+fn term_report_keeps_variants_and_dashes_an_empty_block_at_80_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let with_variant = |v: &str, mut es: Vec<rtscope::model::ProbeResult>| {
+        es.iter_mut().for_each(|e| e.variant = Some(v.into()));
+        es
+    };
+    let mut e = with_variant("posix/same-cpu", entries("sem", "idle", &[vec![2_000, 3_000, 9_000]], 1_000_000));
+    e.extend(with_variant("sysv/same-cpu", entries("sem", "idle", &[vec![4_000, 5_000, 31_000]], 1_000_000)));
+    e.extend(with_variant("mutex/same-cpu", entries("sem", "idle", &[vec![]], 1_000_000)));
+    let a = write(dir.path(), "a.json", &run(host("alpha", "6.1.0"), e));
+    // The merged ("all") row of each variant, by the header's columns.
+    let rows = |text: &str| -> (Vec<String>, Vec<Vec<String>>) {
+        let words = |l: &str| l.split_whitespace().map(String::from).collect::<Vec<_>>();
+        let header = words(text.lines().find(|l| l.starts_with("probe  variant")).unwrap_or_else(|| panic!("no variant column:\n{text}")));
+        let all = ["posix/same-cpu", "sysv/same-cpu", "mutex/same-cpu"]
+            .iter()
+            .map(|v| {
+                words(text.lines().find(|l| l.starts_with(&format!("sem    {v}")) && l.contains(" all ")).unwrap_or_else(|| panic!("no {v} row:\n{text}")))
+            })
+            .collect();
+        (header, all)
+    };
+    let col =
+        |header: &[String], h: &str| header.iter().position(|x| x == h || x.starts_with(&format!("{h}("))).unwrap_or_else(|| panic!("no {h} in {header:?}"));
+
+    let text = report(dir.path(), &[a.to_str().unwrap(), "--color", "never"]);
+    for l in text.lines() {
+        assert!(l.chars().count() <= 80, "{} characters: {l}", l.chars().count());
+    }
+    let (header, all) = rows(&text);
+    assert_eq!(col(&header, "variant"), 1, "{header:?}");
+    assert!(!text.contains("left out to fit 80 columns: variant"), "{text}");
+    let (posix, sysv, empty) = (&all[0], &all[1], &all[2]);
+    assert_eq!((posix[col(&header, "max")].as_str(), sysv[col(&header, "max")].as_str()), ("9.0", "31.0"), "{text}");
+    assert_eq!((posix[col(&header, "p50")].as_str(), sysv[col(&header, "p50")].as_str()), ("3.0", "5.0"), "{text}");
+    assert_eq!(empty[col(&header, "samples")], "0", "{text}");
+    for h in ["p50", "p99", "max"] {
+        assert_eq!(empty[col(&header, h)], "-", "{h} of the empty block:\n{text}");
+    }
+    // --wide adds min and mean±σ: a dash for the empty block there too.
+    let wide = report(dir.path(), &[a.to_str().unwrap(), "--wide", "--color", "never"]);
+    let (header, all) = rows(&wide);
+    assert_eq!(all[1][col(&header, "min")], "4.0", "{wide}");
+    for h in ["min", "mean±σ", "max"] {
+        assert_eq!(all[2][col(&header, h)], "-", "{h} of the empty block:\n{wide}");
+    }
+}

@@ -13,6 +13,10 @@ pub(crate) enum Warning {
     /// Periods were missed. `here`: measured on this host (`rtscope doctor`
     /// audits it); false for a run on a target (an agent).
     Overruns { probe: String, phase: String, overruns: u64, samples: u64, here: bool },
+    /// Of those missed periods, `late` started late: their deadline had
+    /// passed before the timer loop called its sleep (the result's
+    /// `late_starts`). Counted apart, never as wake-ups (issue 64, item 13).
+    LateStarts { probe: String, phase: String, late: u64, overruns: u64 },
     /// A target's clock is coarser than what was measured with it: an
     /// interval or the latencies below its resolution (`hello res_ns`).
     CoarseClock { probe: String, phase: String, resolution_ns: u64, what: String },
@@ -101,6 +105,12 @@ impl fmt::Display for Warning {
                     if *here { "(rtscope doctor)" } else { "on the target (its clock, its load, what runs above the probe)" }
                 )
             }
+            Warning::LateStarts { probe, phase, late, overruns } => write!(
+                f,
+                "{probe} ({phase}): {late} {} late (the deadline had passed before the sleep was called: the loop had no time to sleep). {} not wake-ups: counted apart among the {overruns} missed periods, never in the distribution.",
+                if *late == 1 { "period started" } else { "periods started" },
+                if *late == 1 { "It is" } else { "They are" }
+            ),
             Warning::CoarseClock { probe, phase, resolution_ns, what } => write!(
                 f,
                 "{probe} ({phase}): the target's clock resolution is {} (clock_getres), coarser than {what}: periods and wake-ups come in its ticks, so latencies and missed periods reflect the tick, not the system. {}",
@@ -226,6 +236,9 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
     let rate_search = |p: &str| crate::measure::is(p, |i| i.rate_search);
     for r in run.results.iter().filter(|r| r.thread.is_none() && r.overruns > 0 && !rate_search(&r.probe)) {
         out.push(Warning::Overruns { probe: r.probe.clone(), phase: r.phase.clone(), overruns: r.overruns, samples: r.samples, here: run.agent.is_none() });
+        if let Some(late) = r.extras.late_starts.filter(|&n| n > 0) {
+            out.push(Warning::LateStarts { probe: r.probe.clone(), phase: r.phase.clone(), late, overruns: r.overruns });
+        }
     }
     out.extend(target_clock(run));
     out.extend(not_placed(run));
