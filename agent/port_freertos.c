@@ -242,6 +242,15 @@ int port_lower_self(void)
     return 0;
 }
 
+/* What the task runs at (port_lower_self's 1): FreeRTOS+POSIX's
+ * getschedparam says SCHED_OTHER whatever it is, which would announce
+ * own_prio=0 and let -p put measuring threads at or below the agent's. */
+int port_own_prio(int policy, const struct sched_param *sp)
+{
+    (void)policy, (void)sp;
+    return (int)uxTaskPriorityGet(NULL);
+}
+
 int port_current_cpu(void)
 {
     return 0;

@@ -610,18 +610,40 @@ fn on_a_virtual_clock_progress_that_moves_on_keeps_the_plan() {
     assert!(took > Duration::from_secs(10) && took < Duration::from_secs(120), "took {took:?}");
 }
 
+/// The `hello` of the FreeRTOS port (issue 67): 32 priorities, its own
+/// threads at 1, no pipes, signals or `pi:none`/`pi:protect`.
+const FREERTOS: &str = "hello os=FreeRTOS prio_min=0 prio_max=31 own_prio=1 probe:timer= probe:pi=inherit,deadlock-break\n";
+
 /// A port leaves out the variants its system lacks (FreeRTOS's mutexes
 /// always inherit: no `pi:none`, `pi:protect`, issue 67): `--probe pi`
 /// measures the others and names the absent ones; a probe asked for by
-/// variant names nothing absent.
+/// variant names nothing absent. The agent's own threads run at FreeRTOS
+/// priority 1 (`own_prio=1`, the port's real one: FreeRTOS+POSIX reports
+/// SCHED_OTHER): a `-p` that puts pi's lowest thread (`-p` − 2) at or below
+/// them is refused before any plan.
 #[test]
 fn a_probe_asked_whole_names_the_variants_the_target_lacks() {
     let sb = Sandbox::new();
-    let pi = "hello os=FreeRTOS probe:timer= probe:pi=inherit,deadlock-break\nplan\nsay ack id={id} variants=inherit,deadlock-break threads=1\n\
+    for p in ["1", "3"] {
+        let o = run(&sb, &fake(&sb, &format!("{FREERTOS}plan\nsleep 3\n")), &format!("--probe pi -p {p} -D 1s -i 1ms --json r.json --no-store"));
+        refused(
+            &sb,
+            &o,
+            &[
+                &format!("-p/--priority {p}:"),
+                "(FreeRTOS) schedules at 0..31, the agent's own threads at 1",
+                "pi's lowest thread runs at -p − 2",
+                "use -p 4..31",
+            ],
+        );
+        let sent = std::fs::read_to_string(sb.path("host.log")).unwrap_or_default();
+        assert!(!sent.contains("RTS1 plan"), "a plan was sent: {sent}");
+    }
+    let pi = "plan\nsay ack id={id} variants=inherit,deadlock-break threads=1\n\
               say begin id={id} variant=inherit threads=1 duration_ns=1000000000\nblock 0 pi inherit 0 100,200\n\
               say begin id={id} variant=deadlock-break threads=1 duration_ns=1000000000\nblock 1 pi deadlock-break 0 300\n\
               say done id={id} status=complete results=2\nsleep 3\n";
-    let o = run(&sb, &fake(&sb, pi), "--probe pi -D 1s -i 1ms --json r.json --no-store");
+    let o = run(&sb, &fake(&sb, &format!("{FREERTOS}{pi}")), "--probe pi -p 4 -D 1s -i 1ms --json r.json --no-store");
     let e = common::unwrapped(&stderr(&o));
     assert_eq!(o.status.code(), Some(0), "{e}");
     let r = read_json(&sb.path("r.json"));
@@ -632,10 +654,10 @@ fn a_probe_asked_whole_names_the_variants_the_target_lacks() {
     assert!(absent[0].contains(": pi:none, pi:protect;"), "{}", absent[0]);
     // Asked by variant: nothing absent to name.
     std::fs::remove_file(sb.path("r.json")).unwrap();
-    let one = "hello os=FreeRTOS probe:timer= probe:pi=inherit,deadlock-break\nplan\nsay ack id={id} variants=inherit threads=1\n\
+    let one = "plan\nsay ack id={id} variants=inherit threads=1\n\
                say begin id={id} variant=inherit threads=1 duration_ns=1000000000\nblock 0 pi inherit 0 100,200\n\
                say done id={id} status=complete results=1\nsleep 3\n";
-    let o = run(&sb, &fake(&sb, one), "--probe pi:inherit -D 1s -i 1ms --json r.json --no-store");
+    let o = run(&sb, &fake(&sb, &format!("{FREERTOS}{one}")), "--probe pi:inherit -p 4 -D 1s -i 1ms --json r.json --no-store");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let r = read_json(&sb.path("r.json"));
     assert!(!r["warnings"].to_string().contains("does not have them"), "{}", r["warnings"]);
