@@ -547,6 +547,24 @@ fn an_rtos_reads_rtos_in_every_rt_column_and_its_host_is_watched() {
     let c = sb.run(&["check", "r.json", "--max", "1ms"]);
     let text = common::unwrapped(&String::from_utf8_lossy(&c.stdout));
     assert!(text.contains("ran on NuttX unversioned (RTOS") && !text.contains("without PREEMPT_RT"), "{text}");
+    // serve's runs list and comparison (with a second run) say it as history does.
+    assert!(sb.run(&["run", "--target", &t, "--probe", "timer", "-D", "1s", "-i", "1ms", "--json", "r2.json"]).status.success());
+    let pages = served(&sb, &["/", "/compare?runs=1,2"]);
+    assert_eq!(pages[0].matches("<td class=\"l\">RTOS</td>").count(), 2, "{}", pages[0]);
+    assert!(!pages[0].contains("(RT)") && !pages[0].contains("0.0.0"), "{}", pages[0]);
+    assert_eq!(pages[1].matches("NuttX unversioned (RTOS), ").count(), 2, "{}", pages[1]);
+}
+
+/// The bodies `rtscope serve` gives for `paths` over the sandbox's history.
+fn served(sb: &Sandbox, paths: &[&str]) -> Vec<String> {
+    use std::io::BufRead;
+    let mut child = sb.cmd().args(["serve", "--listen", "127.0.0.1:0"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    let _ = std::io::BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line);
+    let addr = line.split("http://").nth(1).and_then(|x| x.split('/').next()).unwrap_or_default().to_string();
+    let got = std::panic::catch_unwind(|| paths.iter().map(|p| common::http(&addr, "GET", p).body).collect());
+    let _ = (child.kill(), child.wait());
+    got.unwrap_or_else(|e| panic!("serve at {addr:?} ({line:?}): {e:?}"))
 }
 
 /// QEMU on a virtual clock (`-icount`): a plan's silence limit is at least
