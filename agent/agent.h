@@ -221,6 +221,13 @@ int port_place_outside(const pthread_t *ts, int n, const unsigned char *measured
  * the lowest priority of the policy the system started it with (an RTOS's
  * first task is often SCHED_FIFO at a middle priority). 0 or an errno. */
 int port_lower_self(void);
+/* The agent's own real-time priority, from what pthread_getschedparam said
+ * of the calling thread (policy, sp) after port_lower_self: the one every
+ * measuring thread must stay above (hello own_prio); 0 where it runs below
+ * every real-time priority. Linux and the generic port: sp's priority at
+ * SCHED_FIFO/RR, else 0; FreeRTOS: the task's own priority (FreeRTOS+POSIX
+ * reports SCHED_OTHER whatever the task runs at). */
+int port_own_prio(int policy, const struct sched_param *sp);
 /* CPU the caller runs on, -1 if unknown. */
 int port_current_cpu(void);
 /* Hold the lowest C-state latency (Linux: /dev/cpu_dma_latency 0); text for hello. */

@@ -292,7 +292,7 @@ int own_sched_init(void)
         own_policy = SCHED_OTHER;
         memset(&own_param, 0, sizeof own_param);
     }
-    return own_policy == SCHED_FIFO || own_policy == SCHED_RR ? own_param.sched_priority : 0;
+    return port_own_prio(own_policy, &own_param);
 }
 
 void rt_reset(void)

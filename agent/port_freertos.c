@@ -27,8 +27,12 @@
 #if configTASK_NOTIFICATION_ARRAY_ENTRIES < 2
 #error "rtscope-agent: configTASK_NOTIFICATION_ARRAY_ENTRIES >= 2 (index 1 wakes the port's sleeps)"
 #endif
-#if !INCLUDE_xTaskDelayUntil && !INCLUDE_vTaskDelayUntil
-#error "rtscope-agent: INCLUDE_xTaskDelayUntil 1 (else FreeRTOS+POSIX's absolute sleep is a relative one)"
+/* FreeRTOS+POSIX's absolute clock_nanosleep tests the old name alone
+ * (INCLUDE_vTaskDelayUntil == 1): with the kernel's new name
+ * INCLUDE_xTaskDelayUntil instead it silently sleeps relatively. The kernel
+ * maps the old name to the new one and refuses both at once. */
+#if !defined(INCLUDE_vTaskDelayUntil) || INCLUDE_vTaskDelayUntil != 1
+#error "rtscope-agent: INCLUDE_vTaskDelayUntil 1, not INCLUDE_xTaskDelayUntil (else FreeRTOS+POSIX's absolute sleep is a relative one)"
 #endif
 
 #define WAKE_INDEX 1
@@ -236,6 +240,15 @@ int port_lower_self(void)
 {
     vTaskPrioritySet(NULL, tskIDLE_PRIORITY + 1);
     return 0;
+}
+
+/* What the task runs at (port_lower_self's 1): FreeRTOS+POSIX's
+ * getschedparam says SCHED_OTHER whatever it is, which would announce
+ * own_prio=0 and let -p put measuring threads at or below the agent's. */
+int port_own_prio(int policy, const struct sched_param *sp)
+{
+    (void)policy, (void)sp;
+    return (int)uxTaskPriorityGet(NULL);
 }
 
 int port_current_cpu(void)

@@ -547,6 +547,24 @@ fn an_rtos_reads_rtos_in_every_rt_column_and_its_host_is_watched() {
     let c = sb.run(&["check", "r.json", "--max", "1ms"]);
     let text = common::unwrapped(&String::from_utf8_lossy(&c.stdout));
     assert!(text.contains("ran on NuttX unversioned (RTOS") && !text.contains("without PREEMPT_RT"), "{text}");
+    // serve's runs list and comparison (with a second run) say it as history does.
+    assert!(sb.run(&["run", "--target", &t, "--probe", "timer", "-D", "1s", "-i", "1ms", "--json", "r2.json"]).status.success());
+    let pages = served(&sb, &["/", "/compare?runs=1,2"]);
+    assert_eq!(pages[0].matches("<td class=\"l\">RTOS</td>").count(), 2, "{}", pages[0]);
+    assert!(!pages[0].contains("(RT)") && !pages[0].contains("0.0.0"), "{}", pages[0]);
+    assert_eq!(pages[1].matches("NuttX unversioned (RTOS), ").count(), 2, "{}", pages[1]);
+}
+
+/// The bodies `rtscope serve` gives for `paths` over the sandbox's history.
+fn served(sb: &Sandbox, paths: &[&str]) -> Vec<String> {
+    use std::io::BufRead;
+    let mut child = sb.cmd().args(["serve", "--listen", "127.0.0.1:0"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    let _ = std::io::BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line);
+    let addr = line.split("http://").nth(1).and_then(|x| x.split('/').next()).unwrap_or_default().to_string();
+    let got = std::panic::catch_unwind(|| paths.iter().map(|p| common::http(&addr, "GET", p).body).collect());
+    let _ = (child.kill(), child.wait());
+    got.unwrap_or_else(|e| panic!("serve at {addr:?} ({line:?}): {e:?}"))
 }
 
 /// QEMU on a virtual clock (`-icount`): a plan's silence limit is at least
@@ -610,18 +628,40 @@ fn on_a_virtual_clock_progress_that_moves_on_keeps_the_plan() {
     assert!(took > Duration::from_secs(10) && took < Duration::from_secs(120), "took {took:?}");
 }
 
+/// The `hello` of the FreeRTOS port (issue 67): 32 priorities, its own
+/// threads at 1, no pipes, signals or `pi:none`/`pi:protect`.
+const FREERTOS: &str = "hello os=FreeRTOS prio_min=0 prio_max=31 own_prio=1 probe:timer= probe:pi=inherit,deadlock-break\n";
+
 /// A port leaves out the variants its system lacks (FreeRTOS's mutexes
 /// always inherit: no `pi:none`, `pi:protect`, issue 67): `--probe pi`
 /// measures the others and names the absent ones; a probe asked for by
-/// variant names nothing absent.
+/// variant names nothing absent. The agent's own threads run at FreeRTOS
+/// priority 1 (`own_prio=1`, the port's real one: FreeRTOS+POSIX reports
+/// SCHED_OTHER): a `-p` that puts pi's lowest thread (`-p` − 2) at or below
+/// them is refused before any plan.
 #[test]
 fn a_probe_asked_whole_names_the_variants_the_target_lacks() {
     let sb = Sandbox::new();
-    let pi = "hello os=FreeRTOS probe:timer= probe:pi=inherit,deadlock-break\nplan\nsay ack id={id} variants=inherit,deadlock-break threads=1\n\
+    for p in ["1", "3"] {
+        let o = run(&sb, &fake(&sb, &format!("{FREERTOS}plan\nsleep 3\n")), &format!("--probe pi -p {p} -D 1s -i 1ms --json r.json --no-store"));
+        refused(
+            &sb,
+            &o,
+            &[
+                &format!("-p/--priority {p}:"),
+                "(FreeRTOS) schedules at 0..31, the agent's own threads at 1",
+                "pi's lowest thread runs at -p − 2",
+                "use -p 4..31",
+            ],
+        );
+        let sent = std::fs::read_to_string(sb.path("host.log")).unwrap_or_default();
+        assert!(!sent.contains("RTS1 plan"), "a plan was sent: {sent}");
+    }
+    let pi = "plan\nsay ack id={id} variants=inherit,deadlock-break threads=1\n\
               say begin id={id} variant=inherit threads=1 duration_ns=1000000000\nblock 0 pi inherit 0 100,200\n\
               say begin id={id} variant=deadlock-break threads=1 duration_ns=1000000000\nblock 1 pi deadlock-break 0 300\n\
               say done id={id} status=complete results=2\nsleep 3\n";
-    let o = run(&sb, &fake(&sb, pi), "--probe pi -D 1s -i 1ms --json r.json --no-store");
+    let o = run(&sb, &fake(&sb, &format!("{FREERTOS}{pi}")), "--probe pi -p 4 -D 1s -i 1ms --json r.json --no-store");
     let e = common::unwrapped(&stderr(&o));
     assert_eq!(o.status.code(), Some(0), "{e}");
     let r = read_json(&sb.path("r.json"));
@@ -632,10 +672,10 @@ fn a_probe_asked_whole_names_the_variants_the_target_lacks() {
     assert!(absent[0].contains(": pi:none, pi:protect;"), "{}", absent[0]);
     // Asked by variant: nothing absent to name.
     std::fs::remove_file(sb.path("r.json")).unwrap();
-    let one = "hello os=FreeRTOS probe:timer= probe:pi=inherit,deadlock-break\nplan\nsay ack id={id} variants=inherit threads=1\n\
+    let one = "plan\nsay ack id={id} variants=inherit threads=1\n\
                say begin id={id} variant=inherit threads=1 duration_ns=1000000000\nblock 0 pi inherit 0 100,200\n\
                say done id={id} status=complete results=1\nsleep 3\n";
-    let o = run(&sb, &fake(&sb, one), "--probe pi:inherit -D 1s -i 1ms --json r.json --no-store");
+    let o = run(&sb, &fake(&sb, &format!("{FREERTOS}{one}")), "--probe pi:inherit -p 4 -D 1s -i 1ms --json r.json --no-store");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let r = read_json(&sb.path("r.json"));
     assert!(!r["warnings"].to_string().contains("does not have them"), "{}", r["warnings"]);

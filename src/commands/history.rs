@@ -157,12 +157,7 @@ fn filter_is_set(f: &Filter) -> bool {
 /// The RT column ([`crate::model::realtime_word`]; issue 49: NuttX, RTAI,
 /// Xenomai and pmqtest results showed `no`).
 fn rt_shown(r: &crate::store::RunRow) -> &'static str {
-    // An RTOS an agent measured (its system's name leads the kernel column: "NuttX 12.4.0").
-    if r.source == "rtscope-agent" && crate::model::is_rtos(&r.kernel) {
-        return "RTOS";
-    }
-    let imported = r.source != "native" && r.source != "rtscope-agent";
-    crate::model::realtime_word(r.realtime, imported.then_some(r.source.as_str()), &r.preempt)
+    crate::model::listed_realtime_word(&r.source, &r.kernel, r.realtime, &r.preempt)
 }
 
 #[cfg(test)]

@@ -190,6 +190,19 @@ pub fn is_rtos(os: &str) -> bool {
     RTOS_NAMES.iter().any(|k| os.starts_with(k))
 }
 
+/// A run's real-time word as the history lists say it (`history`'s RT
+/// column, `serve`'s runs list and comparison): "RTOS" for a run an agent
+/// measured on a known RTOS (`system`: its system's name, "NuttX 12.4.0",
+/// which leads the history's kernel column), else [`realtime_word`]
+/// (`source`: "native", "rtscope-agent" or the importer's format).
+pub fn listed_realtime_word(source: &str, system: &str, realtime: bool, preempt: &str) -> &'static str {
+    if source == "rtscope-agent" && is_rtos(system) {
+        return "RTOS";
+    }
+    let imported = source != "native" && source != "rtscope-agent";
+    realtime_word(realtime, imported.then_some(source), preempt)
+}
+
 impl Run {
     /// A run of this build of rtscope, started at `started_at` (RFC 3339):
     /// no results, phases or warnings yet, not interrupted, its set-up not

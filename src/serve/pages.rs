@@ -171,12 +171,11 @@ fn row(r: &RunRow) -> String {
     format!(
         "<tr><td><input type=\"checkbox\" name=\"runs\" value=\"{id}\" aria-label=\"compare run {id}\"></td>\
          <td class=\"r\"><a href=\"/runs/{id}\">{id}</a></td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>\
-         <td class=\"l\">{}{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l phases\">{}{}</td></tr>",
+         <td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l phases\">{}{}</td></tr>",
         esc(&r.started_at.get(..19).unwrap_or(&r.started_at).replace('T', " ")),
         esc(&r.host),
         esc(&r.kernel),
-        esc(if r.preempt.is_empty() { UNKNOWN } else { &r.preempt }),
-        if r.realtime { " (RT)" } else { "" },
+        esc(&preemption(&r.preempt, crate::model::listed_realtime_word(&r.source, &r.kernel, r.realtime, &r.preempt), true)),
         esc(&r.probes),
         esc(&r.tags.iter().map(|t| format!("@{t}")).collect::<Vec<_>>().join(" ")),
         esc(&source),
@@ -184,6 +183,19 @@ fn row(r: &RunRow) -> String {
         if r.interrupted { " <span class=\"bad\">(interrupted)</span>" } else { "" },
         id = r.id,
     )
+}
+
+/// A run's preemption model as serve shows it: "RTOS" (after the model its
+/// agent named, if any) for a run on an RTOS (`rt`: the history's RT word,
+/// [`crate::model::listed_realtime_word`]), else the model, with "(RT)"
+/// after it where `mark_rt` (the runs list) and the run is real-time.
+fn preemption(preempt: &str, rt: &str, mark_rt: bool) -> String {
+    let said = !preempt.is_empty() && preempt != "unknown";
+    match rt {
+        "RTOS" if said => format!("{preempt} (RTOS)"),
+        "RTOS" => "RTOS".to_string(),
+        _ => format!("{}{}", if preempt.is_empty() { UNKNOWN } else { preempt }, if mark_rt && rt == "yes" { " (RT)" } else { "" }),
+    }
 }
 
 /// `/runs/{id}`: the run's report (host, plan, doctor findings, summary,
@@ -251,7 +263,11 @@ pub(crate) fn compare_page(shown: &str, runs: Vec<(i64, Run)>, q: &crate::serve:
             "<li><a href=\"/runs/{id}\">#{id}</a> {} {} ({}), {}: shown as <strong>{}</strong></li>",
             esc(&r.host.hostname),
             esc(&r.host.kernel_release),
-            esc(&r.host.preempt_model),
+            esc(&preemption(
+                &r.host.preempt_model,
+                crate::model::listed_realtime_word(r.source(), &r.host.kernel_release, r.host.realtime, &r.host.preempt_model),
+                false
+            )),
             esc(&r.started_at),
             esc(sys)
         );
