@@ -226,35 +226,15 @@ fn not_running(
         let mut cuts: Vec<u64> = event_times.iter().copied().filter(|t| *t > from && *t < to).collect();
         cuts.insert(0, from);
         cuts.push(to);
-        let quiet: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).filter(|(a, b)| b - a >= super::stacks::GAP_MIN_NS).collect();
+        let mut quiet: Vec<(u64, u64)> = cuts.windows(2).map(|w| (w[0], w[1])).filter(|(a, b)| b - a >= super::stacks::GAP_MIN_NS).collect();
         let user_code = g.ended_by.is_empty();
-        let mut quiet = quiet;
         if virtualized && !quiet.is_empty() {
-            let seen = witnessed(witnesses, period_ns, from, to);
-            let mut rest = Vec::new();
-            let mut host_ns = 0;
-            for (a, b) in quiet {
-                let mut at = a;
-                for &(c, d) in &seen {
-                    let (x, y) = (c.max(at), d.min(b));
-                    if y > x {
-                        charges.recharge(x, y, &Owner::Host, |_| true);
-                        host_ns += y - x;
-                        if x - at >= super::stacks::GAP_MIN_NS {
-                            rest.push((at, x));
-                        }
-                        at = y;
-                    }
-                }
-                if b > at && b - at >= super::stacks::GAP_MIN_NS {
-                    rest.push((at, b));
-                }
-            }
+            let (host_ns, rest) = charge_witnessed(charges, &quiet, &witnessed(witnesses, period_ns, from, to));
+            quiet = rest;
             if host_ns > 0 {
                 g.not_running = true;
                 g.witnessed_ns = Some(Nanos(host_ns));
             }
-            quiet = rest;
         }
         if quiet.is_empty() {
             out.push(g);
@@ -275,6 +255,33 @@ fn not_running(
         out.push(g);
     }
     out
+}
+
+/// Charges the parts of the `quiet` stretches that `seen` (sorted, disjoint) covers to the
+/// host; returns how long that was and what is left of the stretches (each piece at
+/// least a gap long), in time order.
+fn charge_witnessed(charges: &mut Charges, quiet: &[(u64, u64)], seen: &[(u64, u64)]) -> (u64, Vec<(u64, u64)>) {
+    let mut rest = Vec::new();
+    let mut host_ns = 0;
+    let mut keep = |a: u64, b: u64| {
+        if b > a && b - a >= super::stacks::GAP_MIN_NS {
+            rest.push((a, b));
+        }
+    };
+    for &(a, b) in quiet {
+        let mut at = a;
+        for &(c, d) in seen {
+            let (x, y) = (c.max(at), d.min(b));
+            if y > x {
+                charges.recharge(x, y, &Owner::Host, |_| true);
+                host_ns += y - x;
+                keep(at, x);
+                at = y;
+            }
+        }
+        keep(at, b);
+    }
+    (host_ns, rest)
 }
 
 /// What [`not_running`] knows of the host: the CPU's steal over the window, whether the
@@ -300,7 +307,7 @@ const BUSY_PERIODS: u64 = 10;
 /// vCPU run. A host that stops the whole VM (QEMU paused, a host that deschedules
 /// every vCPU) stops every busy vCPU at once, so such a stretch is the host's on this
 /// CPU too, whatever its own gap ended in.
-pub(crate) fn witnessed(witnesses: &[Vec<super::stacks::Witnessed>], period_ns: u64, from: u64, to: u64) -> Vec<(u64, u64)> {
+fn witnessed(witnesses: &[Vec<super::stacks::Witnessed>], period_ns: u64, from: u64, to: u64) -> Vec<(u64, u64)> {
     let mut spans: Vec<(u64, u64)> = Vec::new();
     for w in witnesses {
         for (k, pair) in w.windows(2).enumerate() {
@@ -336,7 +343,7 @@ pub(crate) fn witnessed(witnesses: &[Vec<super::stacks::Witnessed>], period_ns: 
 /// the handler was held off by the handler. Without the handler's entry in the trace
 /// (vectors are not in the default events) the two cannot be told apart: on a VM such
 /// a gap is `not running (host, or interrupts off)`, never the user task's.
-pub(crate) fn interrupted_user_mode(frames: &[String]) -> bool {
+fn interrupted_user_mode(frames: &[String]) -> bool {
     frames.iter().any(|f| f.starts_with("irqentry_exit_to_user_mode") || f.starts_with("el0_interrupt") || f.starts_with("el0_irq"))
 }
 

@@ -255,9 +255,9 @@ impl TraceSession {
         }
         if let Some(hz) = plan.stack_hz {
             // On a VM, up to three CPUs the run does not measure are sampled as witnesses of
-            // the host (`attribute::witnessed`); on bare metal there is no host to witness.
-            let witnesses: Vec<usize> =
-                if session.virtualized { crate::sys::sched::online_cpus().into_iter().filter(|c| !cpus.contains(c)).collect() } else { Vec::new() };
+            // the host (`attribute::witnessed`; `Sampling::start` leaves the measured ones
+            // out); on bare metal there is no host to witness.
+            let witnesses: Vec<usize> = if session.virtualized { crate::sys::sched::online_cpus() } else { Vec::new() };
             match stacks::Sampling::start(cpus, &witnesses, hz) {
                 Ok(mut s) => {
                     // The symbols are read here, before anything is measured: reading

@@ -145,7 +145,7 @@ impl History {
 const WITNESS_STACK: u16 = 1;
 
 /// At most this many witness CPUs (see [`Sampling::start`]).
-pub(crate) const WITNESS_MAX: usize = 3;
+const WITNESS_MAX: usize = 3;
 
 /// The sampling of a run: one sampler and one history per measured CPU, and per witness.
 pub(crate) struct Sampling {
@@ -214,6 +214,25 @@ impl Sampling {
         }
     }
 
+    /// What every sampled CPU but `cpu` did from `start_ns` to `end_ns`: per CPU, its
+    /// samples' times, tids and whether each was in user code, in time order — the
+    /// evidence `attribute::witnessed` weighs.
+    pub(crate) fn witness_samples(&self, cpu: usize, start_ns: u64, end_ns: u64) -> Vec<Vec<Witnessed>> {
+        self.cpus
+            .iter()
+            .filter(|(c, _, _)| *c != cpu)
+            .map(|(_, _, hist)| {
+                let mut v: Vec<Witnessed> = hist
+                    .iter()
+                    .filter(|(t, _, _)| (start_ns..=end_ns).contains(t))
+                    .map(|(time_ns, tid, mut ips)| Witnessed { time_ns, tid, user: ips.next().is_none() })
+                    .collect();
+                v.sort_by_key(|w| w.time_ns);
+                v
+            })
+            .collect()
+    }
+
     /// The samples of `cpu` from one period before `start_ns` (so a gap at the window's
     /// start is seen) to `end_ns`, symbolised, in time order.
     pub(crate) fn window_samples(&self, cpu: usize, start_ns: u64, end_ns: u64) -> Vec<Sample> {
@@ -240,27 +259,6 @@ impl Sampling {
             .collect();
         v.sort_by_key(|s| s.time_ns);
         v
-    }
-}
-
-impl Sampling {
-    /// What every sampled CPU but `cpu` did from `start_ns` to `end_ns`: per CPU, its
-    /// samples' times, tids and whether each was in user code, in time order — the
-    /// evidence `attribute::witnessed` weighs.
-    pub(crate) fn witness_samples(&self, cpu: usize, start_ns: u64, end_ns: u64) -> Vec<Vec<Witnessed>> {
-        self.cpus
-            .iter()
-            .filter(|(c, _, _)| *c != cpu)
-            .map(|(_, _, hist)| {
-                let mut v: Vec<Witnessed> = hist
-                    .iter()
-                    .filter(|(t, _, _)| (start_ns..=end_ns).contains(t))
-                    .map(|(time_ns, tid, mut ips)| Witnessed { time_ns, tid, user: ips.next().is_none() })
-                    .collect();
-                v.sort_by_key(|w| w.time_ns);
-                v
-            })
-            .collect()
     }
 }
 
