@@ -245,7 +245,7 @@ fn not_running(
             for (a, b) in quiet {
                 charges.recharge(a, b, &Owner::Host, |_| true);
             }
-        } else if virtualized && (interrupted_user_mode(&g.ended_by) || !g.ended_by.first().is_some_and(|leaf| irq_enable_site(leaf))) {
+        } else if virtualized && (super::stacks::interrupted_user_mode(&g.ended_by) || !g.ended_by.first().is_some_and(|leaf| irq_enable_site(leaf))) {
             g.not_running = true;
             g.maybe_interrupts_off = true;
             for (a, b) in quiet {
@@ -333,18 +333,6 @@ fn witnessed(witnesses: &[Vec<super::stacks::Witnessed>], period_ns: u64, from: 
         }
     }
     merged
-}
-
-/// Whether a sample's call chain is an interrupt's way back to user mode
-/// (`irqentry_exit_to_user_mode` on x86, `el0_interrupt` on arm64): the interrupt came
-/// while the CPU ran user code, with interrupts on. The gap it ends is then not the
-/// task's: a clock due before the interrupt came would have fired in user code, so the
-/// CPU did not run (a vCPU resumed with an IPI pending takes it first); one due during
-/// the handler was held off by the handler. Without the handler's entry in the trace
-/// (vectors are not in the default events) the two cannot be told apart: on a VM such
-/// a gap is `not running (host, or interrupts off)`, never the user task's.
-fn interrupted_user_mode(frames: &[String]) -> bool {
-    frames.iter().any(|f| f.starts_with("irqentry_exit_to_user_mode") || f.starts_with("el0_interrupt") || f.starts_with("el0_irq"))
 }
 
 /// Whether a sample's leaf frame is where the kernel turns interrupts back on: the

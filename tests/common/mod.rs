@@ -2,6 +2,7 @@
 //! temp directory (results, store and XDG dirs inside it, never the user's).
 #![allow(dead_code)]
 
+pub mod lab;
 pub mod schema;
 
 use std::path::{Path, PathBuf};
