@@ -202,7 +202,8 @@ impl Warning {
             ),
             Warning::Emulated { by, virtual_clock: true } => write!(
                 f,
-                "emulated ({by}) on a virtual clock (QEMU -icount: the guest's time counts its instructions): every figure is the length of the code path between two events in instructions, not the time a board takes, and the host's load does not change it; they compare kernels and settings on this emulator, not latencies. Compare only against results emulated the same way; measure a board with the agent on the board."
+                "emulated ({by}) on a virtual clock (QEMU -icount: the guest's time counts its instructions): every figure is the length of the code path between two events in instructions, not the time a board takes, and the host's load does not change it; they compare kernels and settings on this emulator, not latencies. Compare only against results emulated the same way; measure a board with the agent on the board. The silence limit was extended: a plan that sent no progress was waited for up to {} × its time + --target-silence before the agent counted as gone, as the guest's time is not wall time and a probe busy at real-time priority can keep the agent from reporting for a whole plan.",
+                crate::agent_host::VIRTUAL_SLOWDOWN
             ),
             _ => Ok(()),
         }
