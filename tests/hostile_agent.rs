@@ -567,6 +567,29 @@ fn served(sb: &Sandbox, paths: &[&str]) -> Vec<String> {
     got.unwrap_or_else(|e| panic!("serve at {addr:?} ({line:?}): {e:?}"))
 }
 
+/// The warnings about a result entry name its variant (issue 64): two
+/// variants of `sem` with 2 samples each are each too few for p99.99, and
+/// each warning says which variant it is about, in the run's output and in
+/// its result file.
+#[test]
+fn warnings_about_a_variant_name_it() {
+    let sb = Sandbox::new();
+    let script = "hello\nplan\nsay ack id={id} variants=posix/same-cpu,mutex/same-cpu threads=1\n\
+                  block 0 sem posix/same-cpu 0 100,200\nblock 1 sem mutex/same-cpu 0 100,300\n\
+                  say done id={id} status=complete results=2\nsleep 3\n";
+    let o = run(&sb, &fake(&sb, script), "--probe sem -D 1s --json r.json --no-store");
+    let e = common::unwrapped(&stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    let r = read_json(&sb.path("r.json"));
+    let warnings: Vec<&str> = r["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str()).collect();
+    for v in ["posix/same-cpu", "mutex/same-cpu"] {
+        let w = format!("sem:{v} (idle): 2 samples are too few for p99.99");
+        assert_eq!(warnings.iter().filter(|x| x.starts_with(&w)).count(), 1, "{w:?} in {warnings:?}");
+        assert!(e.contains(&w), "{w:?} not in: {e}");
+    }
+    assert!(!e.contains("sem (idle)"), "{e}");
+}
+
 /// The `hello` of the FreeRTOS port (issue 67): 32 priorities, its own
 /// threads at 1, no pipes, signals or `pi:none`/`pi:protect`.
 const FREERTOS: &str = "hello os=FreeRTOS prio_min=0 prio_max=31 own_prio=1 probe:timer= probe:pi=inherit,deadlock-break\n";
