@@ -28,5 +28,6 @@ pub(crate) mod session;
 mod transcript;
 pub(crate) mod transport;
 
+pub(crate) use replies::VIRTUAL_SLOWDOWN;
 pub(crate) use session::{agent_load, execute, OnTarget};
 pub(crate) use transport::TargetSpec;

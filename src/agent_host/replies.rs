@@ -66,17 +66,20 @@ pub(super) struct Replies<'a> {
     /// The target runs on a virtual clock (QEMU `-icount`): its time is
     /// instructions, and a busy probe's plan may take many times its own
     /// time in wall time. A `progress` line that shows the target's clock
-    /// moving on then keeps the plan alive, up to [`VIRTUAL_SLOWDOWN`]
-    /// times its time.
+    /// moving on then keeps the plan alive, and a plan with no `progress`
+    /// at all (its reporter starved) is waited for, both up to
+    /// [`VIRTUAL_SLOWDOWN`] times its time.
     pub(super) virtual_clock: bool,
 }
 
-/// On a virtual clock, a plan whose `progress` shows its clock moving on
-/// is waited for up to this many times its own time (+ the silence limit):
-/// NuttX's `qemu-armv8a` under `-icount shift=1,sleep=off` ran a 10 s
-/// `switch` plan in 37 s of wall time (docs/porting.md 5.1). The bound
-/// keeps an agent that reports forever from holding the host for ever.
-pub(super) const VIRTUAL_SLOWDOWN: u32 = 50;
+/// On a virtual clock, a plan whose `progress` shows its clock moving on,
+/// or that sent no `progress` at all, is waited for up to this many times
+/// its own time (+ the silence limit): NuttX's `qemu-armv8a` under
+/// `-icount shift=1,sleep=off` ran a 10 s `switch` plan in 37 s of wall
+/// time, and a busy probe can starve the agent's reporter for all of it
+/// (docs/porting.md 5.1). The bound keeps an agent that reports forever,
+/// or says nothing, from holding the host for ever.
+pub(crate) const VIRTUAL_SLOWDOWN: u32 = 50;
 
 impl<'a> Replies<'a> {
     pub(super) fn new(id: u64, phase: &'a str, live: &'a Live, board: &'a LiveBoard, bounds: PlanBounds) -> Replies<'a> {
@@ -111,7 +114,10 @@ impl<'a> Replies<'a> {
     /// arrived). A block's lines are bounded by the plan, so the end is too.
     /// On a virtual clock a `progress` line whose `elapsed_ns` moved on (or
     /// names another variant) does move it, by `silence`, but never past
-    /// [`VIRTUAL_SLOWDOWN`] × `planned` + `silence` from the start.
+    /// [`VIRTUAL_SLOWDOWN`] × `planned` + `silence` from the start; and
+    /// until the plan's first `progress` (a busy probe may starve the
+    /// reporter for the whole plan) its end is at least that bound, unless
+    /// `stop` was sent.
     pub(super) fn read(
         mut self,
         r: &mut Reader,
@@ -132,9 +138,13 @@ impl<'a> Replies<'a> {
                 let _ = r.link.send(&Line::new("stop").with("id", self.id).encode());
                 end = Instant::now() + silence;
             }
-            if Instant::now() > end {
+            // No progress yet on a virtual clock: the reporter may be starved.
+            let starved = self.virtual_clock && !self.stop_sent && clock.is_none();
+            if Instant::now() > if starved { end.max(cap) } else { end } {
                 let why = if self.stop_sent {
                     format!("the agent did not end the plan within {said} of being asked to stop")
+                } else if starved {
+                    format!("the agent sent no progress and did not end the plan within {VIRTUAL_SLOWDOWN} × its time and {said} (on a virtual clock, where a busy probe may starve its reporter; --target-silence)")
                 } else {
                     format!("the agent did not end the plan within its time and {said} (--target-silence)")
                 };

@@ -293,7 +293,9 @@ pub(crate) fn execute(spec: &TargetSpec, plan: &RunPlan, on: &OnTarget, call: In
     // QEMU with -icount: the guest's time counts instructions, and a plan's
     // time may take longer than that in wall time; a probe busy at a
     // real-time priority may keep the agent's reporter from running for the
-    // whole plan (issue 64): the silence limit is then at least the plan's.
+    // whole plan (issue 64): the silence limit is then at least the plan's,
+    // and a plan without progress is waited for up to VIRTUAL_SLOWDOWN × its
+    // time + that limit (super::replies).
     let virtual_clock = matches!(spec, TargetSpec::Exec(cmd) if crate::model::exec_emulation(cmd).is_some() && crate::model::exec_virtual_clock(cmd));
     let plans = Plans { plan, on, agreed: &agreed, stop, beside, virtual_clock };
     let Ending { gone, not_run } = plans.measure(&mut r, &mut run, &mut steps, output.quiet)?;

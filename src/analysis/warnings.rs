@@ -6,6 +6,8 @@ use std::fmt;
 
 use crate::model::Run;
 
+/// A `probe` of a warning about one result entry names its variant too
+/// (`sem:posix`, [`entry_name`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Warning {
     /// The real-time set-up failed in at least one step.
@@ -202,7 +204,8 @@ impl Warning {
             ),
             Warning::Emulated { by, virtual_clock: true } => write!(
                 f,
-                "emulated ({by}) on a virtual clock (QEMU -icount: the guest's time counts its instructions): every figure is the length of the code path between two events in instructions, not the time a board takes, and the host's load does not change it; they compare kernels and settings on this emulator, not latencies. Compare only against results emulated the same way; measure a board with the agent on the board."
+                "emulated ({by}) on a virtual clock (QEMU -icount: the guest's time counts its instructions): every figure is the length of the code path between two events in instructions, not the time a board takes, and the host's load does not change it; they compare kernels and settings on this emulator, not latencies. Compare only against results emulated the same way; measure a board with the agent on the board. The silence limit was extended: a plan that sent no progress was waited for up to {} × its time + --target-silence before the agent counted as gone, as the guest's time is not wall time and a probe busy at real-time priority can keep the agent from reporting for a whole plan.",
+                crate::agent_host::VIRTUAL_SLOWDOWN
             ),
             _ => Ok(()),
         }
@@ -235,9 +238,9 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
     // shows them), not a defect of the run.
     let rate_search = |p: &str| crate::measure::is(p, |i| i.rate_search);
     for r in run.results.iter().filter(|r| r.thread.is_none() && r.overruns > 0 && !rate_search(&r.probe)) {
-        out.push(Warning::Overruns { probe: r.probe.clone(), phase: r.phase.clone(), overruns: r.overruns, samples: r.samples, here: run.agent.is_none() });
+        out.push(Warning::Overruns { probe: entry_name(r), phase: r.phase.clone(), overruns: r.overruns, samples: r.samples, here: run.agent.is_none() });
         if let Some(late) = r.extras.late_starts.filter(|&n| n > 0) {
-            out.push(Warning::LateStarts { probe: r.probe.clone(), phase: r.phase.clone(), late, overruns: r.overruns });
+            out.push(Warning::LateStarts { probe: entry_name(r), phase: r.phase.clone(), late, overruns: r.overruns });
         }
     }
     out.extend(target_clock(run));
@@ -265,6 +268,16 @@ pub(crate) fn for_run(run: &Run) -> Vec<Warning> {
     out
 }
 
+/// How a warning names a result entry: its probe, and its variant when it
+/// has one (`sem:posix`, as `--probe` takes it), so that the warnings of two
+/// variants of a probe in one phase tell which is which.
+fn entry_name(r: &crate::model::ProbeResult) -> String {
+    match &r.variant {
+        Some(v) => format!("{}:{v}", r.probe),
+        None => r.probe.clone(),
+    }
+}
+
 /// The agent's note on a cross-CPU variant it could not place (issue 48,
 /// item 6): once per probe, phase and variant, from its merged or first
 /// thread's entry.
@@ -277,7 +290,7 @@ fn not_placed(run: &Run) -> Vec<Warning> {
         if placed.contains(&key) {
             continue;
         }
-        let what = format!("{}{} ({})", key.0, if key.2.is_empty() { String::new() } else { format!(":{}", key.2) }, key.1);
+        let what = format!("{} ({})", entry_name(r), key.1);
         let note = r.extras.note.clone().unwrap_or_default();
         out.push(if note.starts_with("not a switch") { Warning::NotASwitch { what, note } } else { Warning::NotPlaced { what, note } });
         placed.push(key);
@@ -324,7 +337,7 @@ fn sample_warnings(run: &Run) -> Vec<Warning> {
         let needed = samples_needed(99.99);
         if r.samples < needed {
             out.push(Warning::TooFewSamples {
-                probe: r.probe.clone(),
+                probe: entry_name(r),
                 phase: r.phase.clone(),
                 percentile: "p99.99".into(),
                 samples: r.samples,
@@ -333,7 +346,7 @@ fn sample_warnings(run: &Run) -> Vec<Warning> {
             });
         } else if rate > 0.0 && (r.samples as f64) < samples_needed(99.999) as f64 {
             out.push(Warning::ShortRun {
-                probe: r.probe.clone(),
+                probe: entry_name(r),
                 phase: r.phase.clone(),
                 percentile: "p99.999".into(),
                 seconds: r.samples as f64 / rate,
@@ -432,7 +445,7 @@ fn target_clock(run: &Run) -> Vec<Warning> {
             } else {
                 return None;
             };
-            Some(Warning::CoarseClock { probe: r.probe.clone(), phase: r.phase.clone(), resolution_ns: res, what })
+            Some(Warning::CoarseClock { probe: entry_name(r), phase: r.phase.clone(), resolution_ns: res, what })
         })
         .collect()
 }
