@@ -200,6 +200,11 @@ typedef struct {
     char preempt[24];
     int cpus;
     int affinity;          /* pinning available */
+    /* Where the port knows them (else 0 and ""; hello tick_ns, sleep): the
+     * kernel tick's period, and what ends the agent's sleeps: "tick" (a
+     * wake-up waits for a tick), "timer" (a one-shot at the deadline). */
+    uint64_t tick_ns;
+    char sleep[8];
 } port_info;
 void port_fingerprint(port_info *pi);
 /* First thing in main: system-specific start-up tuning (glibc: one malloc

@@ -196,6 +196,8 @@ void port_fingerprint(port_info *pi)
     copy_text(pi->host, sizeof pi->host, board_name());
     pi->cpus = 1;
     pi->affinity = 0;
+    pi->tick_ns = 1000000000u / configTICK_RATE_HZ;
+    copy_text(pi->sleep, sizeof pi->sleep, "timer"); /* the board's one-shot */
     copy_text(pi->preempt, sizeof pi->preempt, configUSE_PREEMPTION ? "freertos-preemptive" : "freertos-cooperative");
 }
 
