@@ -200,6 +200,11 @@ typedef struct {
     char preempt[24];
     int cpus;
     int affinity;          /* pinning available */
+    /* Where the port knows them (else 0 and ""; hello tick_ns, sleep): the
+     * kernel tick's period, and what ends the agent's sleeps: "tick" (a
+     * wake-up waits for a tick), "timer" (a one-shot at the deadline). */
+    uint64_t tick_ns;
+    char sleep[8];
 } port_info;
 void port_fingerprint(port_info *pi);
 /* First thing in main: system-specific start-up tuning (glibc: one malloc
@@ -221,13 +226,15 @@ int port_place_outside(const pthread_t *ts, int n, const unsigned char *measured
  * the lowest priority of the policy the system started it with (an RTOS's
  * first task is often SCHED_FIFO at a middle priority). 0 or an errno. */
 int port_lower_self(void);
-/* The agent's own real-time priority, from what pthread_getschedparam said
- * of the calling thread (policy, sp) after port_lower_self: the one every
- * measuring thread must stay above (hello own_prio); 0 where it runs below
- * every real-time priority. Linux and the generic port: sp's priority at
- * SCHED_FIFO/RR, else 0; FreeRTOS: the task's own priority (FreeRTOS+POSIX
- * reports SCHED_OTHER whatever the task runs at). */
-int port_own_prio(int policy, const struct sched_param *sp);
+#ifdef RTSCOPE_PORT_OWN_PRIO
+/* The calling thread's priority after port_lower_self, where the system's
+ * pthread_getschedparam does not report it (-DRTSCOPE_PORT_OWN_PRIO,
+ * sources.mk; FreeRTOS: the task's own priority, FreeRTOS+POSIX reports
+ * the one the pthread was created with, at SCHED_OTHER): announced as
+ * own_prio and restored by rt_reset. Elsewhere own_sched_init takes
+ * getschedparam's priority at SCHED_FIFO/RR, else 0. */
+int port_own_prio(void);
+#endif
 /* CPU the caller runs on, -1 if unknown. */
 int port_current_cpu(void);
 /* Hold the lowest C-state latency (Linux: /dev/cpu_dma_latency 0); text for hello. */
@@ -295,8 +302,12 @@ enum { POL_OTHER, POL_FIFO, POL_RR };
 void rt_setup(recorder *rec, int index, int cpu, int policy, int prio);
 /* Back to the agent's own scheduling (own_sched_init's) and CPUs. */
 void rt_reset(void);
+/* The calling thread to the agent's own scheduling: first thing in every
+ * thread the agent makes (not every system makes a thread inherit it). */
+void own_sched_enter(void);
 /* Lower the calling thread (port_lower_self) and remember where it runs,
- * for rt_reset; its real-time priority, 0 when not at a real-time policy. */
+ * for rt_reset; its real-time priority (hello own_prio), 0 when not at a
+ * real-time policy; the port's own with -DRTSCOPE_PORT_OWN_PRIO. */
 int own_sched_init(void);
 
 /* ---- the run ---- */

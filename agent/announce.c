@@ -76,6 +76,10 @@ static void hello_line(void)
     out_u64(l, "cpus", (uint64_t)a->info.cpus);
     out_str(l, "clock", "CLOCK_MONOTONIC");
     out_u64(l, "res_ns", a->clock_res_ns);
+    if (a->info.tick_ns)
+        out_u64(l, "tick_ns", a->info.tick_ns);
+    if (a->info.sleep[0])
+        out_str(l, "sleep", a->info.sleep);
     out_u64(l, "clock_read_ns", a->clock_read_med);
     out_u64(l, "clock_read_min_ns", a->clock_read_min);
     out_str(l, "preempt", a->info.preempt);

@@ -86,6 +86,7 @@ static void *prefault_then(void *p)
 {
     volatile char buf[12 * 1024];
     size_t i;
+    own_sched_enter();
     for (i = 0; i < sizeof buf; i += 512)
         buf[i] = 0;
     warm_prio_protect();
@@ -281,10 +282,20 @@ void rt_setup(recorder *rec, int index, int cpu, int policy, int prio)
     }
 }
 
-/* The agent's own scheduling, for rt_reset (a worker back from a job). */
+/* The agent's own scheduling, for rt_reset (a worker back from a job) and
+ * own_sched_enter (a thread the agent makes). */
 static int own_policy = SCHED_OTHER;
 static struct sched_param own_param;
 
+/* After port_lower_self, what pthread_getschedparam says is what the thread
+ * runs at, on every system but one whose port overrides port_own_prio
+ * (-DRTSCOPE_PORT_OWN_PRIO, sources.mk): FreeRTOS+POSIX's getschedparam says
+ * SCHED_OTHER and the priority the pthread was created with, not the one
+ * port_lower_self's vTaskPrioritySet gave it. There the port's priority is
+ * both the one announced and the one rt_reset restores (its setschedparam
+ * takes the priority whatever the policy): a restore from the created-with
+ * priority would put every worker back from a job above the announced
+ * own_prio once the two differ. */
 int own_sched_init(void)
 {
     port_lower_self();
@@ -292,11 +303,24 @@ int own_sched_init(void)
         own_policy = SCHED_OTHER;
         memset(&own_param, 0, sizeof own_param);
     }
-    return port_own_prio(own_policy, &own_param);
+#ifdef RTSCOPE_PORT_OWN_PRIO
+    own_param.sched_priority = port_own_prio();
+    return own_param.sched_priority;
+#else
+    return own_policy == SCHED_FIFO || own_policy == SCHED_RR ? own_param.sched_priority : 0;
+#endif
+}
+
+/* A new thread does not inherit the scheduling everywhere (FreeRTOS+POSIX
+ * and NuttX give a thread made from a default attribute object their
+ * default priority): each of the agent's threads takes its own first. */
+void own_sched_enter(void)
+{
+    pthread_setschedparam(pthread_self(), own_policy, &own_param);
 }
 
 void rt_reset(void)
 {
-    pthread_setschedparam(pthread_self(), own_policy, &own_param);
+    own_sched_enter();
     port_unpin_self();
 }

@@ -196,6 +196,8 @@ void port_fingerprint(port_info *pi)
     copy_text(pi->host, sizeof pi->host, board_name());
     pi->cpus = 1;
     pi->affinity = 0;
+    pi->tick_ns = 1000000000u / configTICK_RATE_HZ;
+    copy_text(pi->sleep, sizeof pi->sleep, "timer"); /* the board's one-shot */
     copy_text(pi->preempt, sizeof pi->preempt, configUSE_PREEMPTION ? "freertos-preemptive" : "freertos-cooperative");
 }
 
@@ -242,12 +244,13 @@ int port_lower_self(void)
     return 0;
 }
 
-/* What the task runs at (port_lower_self's 1): FreeRTOS+POSIX's
- * getschedparam says SCHED_OTHER whatever it is, which would announce
- * own_prio=0 and let -p put measuring threads at or below the agent's. */
-int port_own_prio(int policy, const struct sched_param *sp)
+/* What the task runs at (port_lower_self's 1; -DRTSCOPE_PORT_OWN_PRIO):
+ * FreeRTOS+POSIX's getschedparam says SCHED_OTHER and the priority the
+ * pthread was created with, which would announce own_prio=0 and let -p put
+ * measuring threads at or below the agent's, and have rt_reset restore the
+ * created-with priority. */
+int port_own_prio(void)
 {
-    (void)policy, (void)sp;
     return (int)uxTaskPriorityGet(NULL);
 }
 

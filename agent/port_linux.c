@@ -250,11 +250,6 @@ int port_lower_self(void)
     return pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
 }
 
-int port_own_prio(int policy, const struct sched_param *sp)
-{
-    return policy == SCHED_FIFO || policy == SCHED_RR ? sp->sched_priority : 0;
-}
-
 int port_current_cpu(void)
 {
     return sched_getcpu();

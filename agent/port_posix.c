@@ -81,11 +81,6 @@ int port_lower_self(void)
     return pthread_setschedparam(pthread_self(), pol, &sp);
 }
 
-int port_own_prio(int policy, const struct sched_param *sp)
-{
-    return policy == SCHED_FIFO || policy == SCHED_RR ? sp->sched_priority : 0;
-}
-
 int port_current_cpu(void)
 {
     return -1;

@@ -102,8 +102,10 @@ static int watch(uint64_t count, uint64_t now)
 void *reporter_main(void *unused)
 {
     line_out l;
-    uint64_t next = now_ns(), last = 0;
+    uint64_t next, last = 0;
     (void)unused;
+    own_sched_enter();
+    next = now_ns();
     for (;;) {
         uint64_t s = 0, o = 0, m = 0, now, start;
         int i, give_up;
@@ -297,6 +299,7 @@ void *runner_main(void *unused)
      * the pair senders / pi. */
     const int first_load = g_agent.max_threads + 3;
     (void)unused;
+    own_sched_enter();
     for (;;) {
         plan *p = &cur;
         const probe_desc *pd;

@@ -23,10 +23,12 @@ RTSCOPE_HDR = agent.h args.h pair.h
 RTSCOPE_PORT_SRC_linux = port_linux.c
 RTSCOPE_PORT_SRC_posix = port_posix.c
 # FreeRTOS + FreeRTOS+POSIX + newlib: the port and one board file, the shim
-# headers in freertos/ first on the include path, -DRTSCOPE_PORT_CLOCK
+# headers in freertos/ first on the include path, -DRTSCOPE_PORT_CLOCK (the
+# port's clock and sleep) and -DRTSCOPE_PORT_OWN_PRIO (the port says the
+# agent's own priority: FreeRTOS+POSIX's getschedparam does not)
 # (docs/porting.md "FreeRTOS"; check-freertos.sh compiles them).
 RTSCOPE_PORT_SRC_freertos = port_freertos.c board_mps2_an385.c
-RTSCOPE_DEFS_freertos = -DRTSCOPE_PORT_CLOCK
+RTSCOPE_DEFS_freertos = -DRTSCOPE_PORT_CLOCK -DRTSCOPE_PORT_OWN_PRIO
 RTSCOPE_INC_freertos = freertos
 
 RTSCOPE_TCP_SRC_1 = tcp.c

@@ -432,8 +432,10 @@ fn run_of(plan: &RunPlan, h: &Line, agreed: &Agreed, spec: &TargetSpec, host: Ho
         arch: foreign(h.get("arch").unwrap_or("")),
         clock: foreign(h.get("clock").unwrap_or("")),
         clock_resolution_ns: Nanos(h.get("res_ns").and_then(|v| v.parse().ok()).unwrap_or(0)),
+        tick_ns: h.get("tick_ns").and_then(|v| v.parse().ok()).filter(|t| *t > 0).map(Nanos),
+        sleep: foreign(h.get("sleep").unwrap_or("")),
         mlock: foreign(h.get("mlock").unwrap_or("")),
-        host_beside: Vec::new(),
+        ..AgentRecord::default()
     };
     let calibration = calibration_of(h, &agent.clock);
     Run::by_agent(command_line, host, plan_of(plan, agreed), calibration, rfc3339(started), agent)

@@ -20,8 +20,9 @@ pub(crate) enum Warning {
     /// `late_starts`). Counted apart, never as wake-ups (issue 64, item 13).
     LateStarts { probe: String, phase: String, late: u64, overruns: u64 },
     /// A target's clock is coarser than what was measured with it: an
-    /// interval or the latencies below its resolution (`hello res_ns`).
-    CoarseClock { probe: String, phase: String, resolution_ns: u64, what: String },
+    /// interval or the latencies below its resolution (`hello res_ns`); or
+    /// the target's tick limits the figure (`tick`, [`TickLimit`]).
+    CoarseClock { probe: String, phase: String, resolution_ns: u64, what: String, tick: Option<TickLimit> },
     /// A probe on the target stopped counting; the agent stopped the variant.
     Stalled { detail: String },
     /// A cross-CPU variant whose threads could not be placed on their CPUs
@@ -66,6 +67,16 @@ pub(crate) enum Warning {
     /// Enough samples for the tables, but the run is shorter than the
     /// highest percentile in the result (p99.999) needs.
     ShortRun { probe: String, phase: String, percentile: String, seconds: f64, recommended_s: f64 },
+}
+
+/// How a target's kernel tick limits a figure (issue 67): its clock is the
+/// tick (`hello res_ns` at least `tick_ns`: every figure), or its sleeps
+/// wake on the tick (`hello sleep=tick`: the wake-up figures, timer and
+/// periodic, whose window ends with a sleep's wake-up).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum TickLimit {
+    Clock { tick_ns: u64 },
+    Sleep { tick_ns: Option<u64> },
 }
 
 /// Samples a percentile q (in %) needs so that at least 10 samples lie
@@ -113,7 +124,19 @@ impl fmt::Display for Warning {
                 if *late == 1 { "period started" } else { "periods started" },
                 if *late == 1 { "It is" } else { "They are" }
             ),
-            Warning::CoarseClock { probe, phase, resolution_ns, what } => write!(
+            Warning::CoarseClock { probe, phase, resolution_ns, tick: Some(TickLimit::Clock { tick_ns }), .. } => write!(
+                f,
+                "{probe} ({phase}): tick-limited: the target's clock is its kernel tick (resolution {} and a {} tick: hello res_ns, tick_ns): every figure comes in whole ticks, so latencies and missed periods reflect the tick, not the system. {}",
+                crate::units::fmt_ns(*resolution_ns),
+                crate::units::fmt_ns(*tick_ns),
+                crate::agent_host::session::coarse_clock_remedy(*resolution_ns)
+            ),
+            Warning::CoarseClock { probe, phase, tick: Some(TickLimit::Sleep { tick_ns }), .. } => write!(
+                f,
+                "{probe} ({phase}): tick-limited: the target's sleeps wake on its kernel tick{} (hello sleep=tick): a wake-up waits for the first tick after its deadline, so these latencies are mostly the distance to that tick, not the system's wake-up latency; the hand-off figures are not limited. Give the agent's port a one-shot timer for its sleeps (docs/porting.md, RTSCOPE_PORT_CLOCK), or compare only with runs on the same tick.",
+                tick_ns.map(|t| format!(" (every {})", crate::units::fmt_ns(t))).unwrap_or_default()
+            ),
+            Warning::CoarseClock { probe, phase, resolution_ns, what, tick: None } => write!(
                 f,
                 "{probe} ({phase}): the target's clock resolution is {} (clock_getres), coarser than {what}: periods and wake-ups come in its ticks, so latencies and missed periods reflect the tick, not the system. {}",
                 crate::units::fmt_ns(*resolution_ns),
@@ -428,24 +451,36 @@ pub(crate) fn busy_idle(run: &Run) -> Vec<Warning> {
 
 /// A target whose clock is coarser than 1 µs (an RTOS's tick, 10 ms on a
 /// default NuttX build): every merged entry whose interval or largest
-/// latency is below the resolution is named (issue 48).
+/// latency is below the resolution is named (issue 48). A target whose
+/// clock is its tick (`hello tick_ns` at most `res_ns`): every merged
+/// entry; whose sleeps wake on the tick (`hello sleep=tick`): every
+/// wake-up entry (issue 67). One warning per entry, the tick's first.
 fn target_clock(run: &Run) -> Vec<Warning> {
-    let Some(res) = run.agent.as_ref().map(|a| a.clock_resolution_ns.0).filter(|r| *r > 1_000) else {
+    let Some(a) = run.agent.as_ref() else {
         return Vec::new();
     };
+    let res = a.clock_resolution_ns.0;
+    let tick_ns = a.tick_ns.map(|t| t.0).filter(|t| *t > 0);
+    let tick_clock = tick_ns.filter(|t| res >= *t).map(|tick_ns| TickLimit::Clock { tick_ns });
+    let tick_sleep = (a.sleep == "tick").then_some(TickLimit::Sleep { tick_ns });
+    let wakeup = |p: &str| crate::measure::is(p, |i| i.traced == crate::measure::Traced::TimerMethod);
     let fmt = crate::units::fmt_ns;
     run.results
         .iter()
         .filter(|r| r.thread.is_none())
         .filter_map(|r| {
-            let what = if r.interval_ns.0 > 0 && r.interval_ns.0 < res {
-                format!("its interval {}", fmt(r.interval_ns.0))
-            } else if r.samples > 0 && r.max_ns.0 < res {
-                format!("every latency it measured (max {})", fmt(r.max_ns.0))
+            let (what, tick) = if tick_clock.is_some() {
+                ("every figure".to_string(), tick_clock)
+            } else if res > 1_000 && r.interval_ns.0 > 0 && r.interval_ns.0 < res {
+                (format!("its interval {}", fmt(r.interval_ns.0)), None)
+            } else if res > 1_000 && r.samples > 0 && r.max_ns.0 < res {
+                (format!("every latency it measured (max {})", fmt(r.max_ns.0)), None)
+            } else if tick_sleep.is_some() && wakeup(&r.probe) {
+                ("its wake-ups".to_string(), tick_sleep)
             } else {
                 return None;
             };
-            Some(Warning::CoarseClock { probe: entry_name(r), phase: r.phase.clone(), resolution_ns: res, what })
+            Some(Warning::CoarseClock { probe: entry_name(r), phase: r.phase.clone(), resolution_ns: res, what, tick })
         })
         .collect()
 }

@@ -114,6 +114,15 @@ pub struct AgentRecord {
     /// The clock the agent measures with and its resolution (clock_getres).
     pub clock: String,
     pub clock_resolution_ns: Nanos,
+    /// The target kernel's tick period (`hello tick_ns`), where the agent's
+    /// port knows it: a clock this coarse is the tick.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_ns: Option<Nanos>,
+    /// What ends the agent's sleeps (`hello sleep`): `tick` (a wake-up
+    /// waits for the kernel's tick), `timer` (a one-shot at the deadline);
+    /// empty: not said.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub sleep: String,
     /// `ok` or `failed:REASON`: whether the agent locked its memory.
     #[serde(default)]
     pub mlock: String,
