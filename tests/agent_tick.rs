@@ -78,11 +78,11 @@ fn a_tick_bound_sleep_flags_the_timer_figure_and_not_sem() {
     common::schema::check(&common::schema::documented(), "/", &s.json, &mut errors);
     assert!(errors.is_empty(), "schema mismatches:\n{}", errors.join("\n"));
     assert!(s.run_end.contains(timer), "{}", s.run_end);
-    assert!(!s.run_end.contains("sem (idle): tick-limited"), "{}", s.run_end);
+    assert!(!s.run_end.contains("sem:posix/same-cpu (idle): tick-limited"), "{}", s.run_end);
     for (f, text) in &s.reports {
         // HTML escapes the apostrophe; the probe and the flag are enough.
         assert!(text.contains("timer (idle): tick-limited"), "report --format {f}: {text}");
-        assert!(!text.contains("sem (idle): tick-limited"), "report --format {f}: {text}");
+        assert!(!text.contains("sem:posix/same-cpu (idle): tick-limited"), "report --format {f}: {text}");
     }
 }
 
@@ -93,7 +93,7 @@ fn a_clock_that_is_the_tick_flags_every_figure() {
     let s = measure("res_ns=1000000 tick_ns=1000000 sleep=timer");
     let flagged: Vec<String> = warnings(&s).into_iter().filter(|w| w.contains("tick-limited")).collect();
     assert_eq!(flagged.len(), 2, "{flagged:?}");
-    for probe in ["timer (idle)", "sem (idle)"] {
+    for probe in ["timer (idle)", "sem:posix/same-cpu (idle)"] {
         let w = format!("{probe}: tick-limited: the target's clock is its kernel tick (resolution 1ms and a 1ms tick");
         assert!(flagged.iter().any(|f| f.starts_with(&w)), "{w} in {flagged:?}");
         assert!(s.run_end.contains(&w), "{}", s.run_end);
