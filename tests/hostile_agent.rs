@@ -7,19 +7,10 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{per_thread, read_json, u, Sandbox};
-
-/// The fake agent with this script, as a `--target`.
-fn fake(sb: &Sandbox, script: &str) -> String {
-    let path = sb.path("agent.script");
-    std::fs::write(&path, script).unwrap();
-    let py = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agent.py");
-    format!("exec:exec python3 {} {} {}", py.display(), path.display(), sb.path("host.log").display())
-}
+use common::{fake_agent as fake, fake_begun as begun, fake_run as run, per_thread, read_json, u, Sandbox};
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
@@ -37,17 +28,6 @@ fn refused(sb: &Sandbox, o: &Output, words: &[&str]) {
 }
 
 const TIMER: &str = "--probe timer -D 1s -i 1ms --json r.json --no-store";
-
-fn run(sb: &Sandbox, target: &str, args: &str) -> Output {
-    let mut a = vec!["run", "--target", target];
-    a.extend(args.split_whitespace());
-    sb.run(&a)
-}
-
-/// A plan accepted and begun (`variant`: `-` for timer).
-fn begun(variant: &str, threads: u32) -> String {
-    format!("plan\nsay ack id={{id}} variants={variant} threads={threads}\nsay begin id={{id}} variant={variant} threads={threads} duration_ns=1000000000\n")
-}
 
 #[test]
 fn hello_counts_are_bounded_before_anything_is_allocated() {

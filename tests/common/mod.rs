@@ -342,3 +342,24 @@ pub fn scripted_agent(sb: &Sandbox, script: &str) -> Option<String> {
 pub fn unwrapped(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+/// tests/fake_agent.py with this script (written into the sandbox), as a `--target`;
+/// the host's lines land in the sandbox's host.log.
+pub fn fake_agent(sb: &Sandbox, script: &str) -> String {
+    let path = sb.path("agent.script");
+    std::fs::write(&path, script).unwrap();
+    let py = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agent.py");
+    format!("exec:exec python3 {} {} {}", py.display(), path.display(), sb.path("host.log").display())
+}
+
+/// `rtscope run --target TARGET ARGS` in the sandbox (ARGS split on whitespace).
+pub fn fake_run(sb: &Sandbox, target: &str, args: &str) -> Output {
+    let mut a = vec!["run", "--target", target];
+    a.extend(args.split_whitespace());
+    sb.run(&a)
+}
+
+/// A fake agent's script lines for a plan accepted and begun (`variant`: `-` for timer).
+pub fn fake_begun(variant: &str, threads: u32) -> String {
+    format!("plan\nsay ack id={{id}} variants={variant} threads={threads}\nsay begin id={{id}} variant={variant} threads={threads} duration_ns=1000000000\n")
+}

@@ -496,3 +496,45 @@ fn a_gap_still_open_at_the_windows_end_is_no_tasks_on_a_vm() {
     let w = attribute_in(&ev, 1, 80_001_000_000, 80_006_150_000, &ctx);
     assert_eq!((w.culprits[0].name.as_str(), w.stacks.as_ref().unwrap().gaps.len()), ("sh", 0), "{w:#?}");
 }
+
+/// A polling idle state runs the idle loop with interrupts on: the clock ticks there (its
+/// samples land in `poll_idle`), and a timer due in it fires at once. A haltpoll guest
+/// polls before it halts; on this VM a window read `idle in POLL 6691us` with 1 of 26
+/// samples and steal +10 ms: the host stopped the polling vCPU. Its gaps are judged as a
+/// task's (here: steal grew, the host's); the same gaps in a halting state stay idle.
+#[test]
+fn a_gap_in_a_polling_idle_state_is_not_idle() {
+    use super::super::stacks::Sample;
+    let t = "\
+          <idle>-0       [001] d..2.    50.000000: sched_switch: prev_comm=rtscope-m0 prev_pid=500 prev_prio=49 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+          <idle>-0       [001] d..1.    50.000050: cpu_idle: state=0 cpu_id=1
+          <idle>-0       [001] d..1.    50.006850: cpu_idle: state=4294967295 cpu_id=1
+          <idle>-0       [001] d..2.    50.006860: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=rtscope-m0 next_pid=500 next_prio=49
+";
+    let ev = parse_trace(t);
+    let states = [IdleState { name: "POLL".into(), exit_latency_ns: 0 }, IdleState { name: "haltpoll".into(), exit_latency_ns: 1_000 }];
+    let samples = [
+        Sample { time_ns: 49_999_990_000, tid: 500, frames: vec!["x".into()] },
+        Sample { time_ns: 50_003_000_000, tid: 0, frames: vec!["poll_idle".into(), "cpuidle_enter_state".into()] },
+    ];
+    let ctx = Context {
+        self_pid: Some(500),
+        idle_states: &states,
+        stacks: Some((&samples, 250_000)),
+        virtualized: true,
+        steal_ns: Some(10_000_000),
+        ..Default::default()
+    };
+    let w = attribute_in(&ev, 1, 50_000_100_000, 50_006_900_000, &ctx);
+    let top = &w.culprits[0];
+    assert_eq!((top.kind.as_str(), top.name.as_str()), ("host", HOST), "{w:#?}");
+    assert!(top.duration_ns.0 > 6_000_000, "{w:#?}");
+    let poll: u64 = w.culprits.iter().filter(|c| c.kind == "idle").map(|c| c.duration_ns.0).sum();
+    assert!(poll < 1_000_000, "{w:#?}");
+    assert_eq!(w.stacks.as_ref().unwrap().gaps.len(), 2, "{w:#?}");
+    // In the halting state the clock does not tick: the same window is idle time.
+    let halt = parse_trace(&t.replace("state=0 cpu_id=1", "state=1 cpu_id=1"));
+    let w = attribute_in(&halt, 1, 50_000_100_000, 50_006_900_000, &ctx);
+    assert_eq!((w.culprits[0].kind.as_str(), w.culprits[0].name.as_str()), ("idle", "haltpoll"), "{w:#?}");
+    assert!(w.stacks.as_ref().unwrap().gaps.is_empty(), "{w:#?}");
+}
