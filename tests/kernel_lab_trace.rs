@@ -137,7 +137,15 @@ fn qemu_of(lab: u32) -> Option<u32> {
 /// witnessed stretch of 15 ms or more gives that stretch to the host and to no task; where
 /// the witnessed stop is most of the window, host time is its top line and the window
 /// holds fewer than half the samples it should.
+///
+/// Still ignored for a loaded host: beside `stress-ng --cpu 2 --io 1` (load average
+/// 4.5) the host's own deschedules of the vCPU threads reach 107 ms, so the ten traced
+/// windows are not all this test's stops, and the busy CPU 1 witnessed none of them
+/// (it takes too few samples before a stop to count as busy). Quiet, and on a host busy
+/// with builds (load average 3–4), it passes: the 30, 40 and 50 ms stops witnessed for
+/// 29.7, 40.0 and 53.5 ms, each window's top line host time.
 #[test]
+#[ignore = "issue 60: beside stress-ng the host's own vCPU deschedules (up to 107 ms) outrank the stops and the witness sees none"]
 fn host_stops_are_host_time_not_a_tasks() {
     let Some(_guard) = lab_guest() else { return };
     let dir = tempfile::tempdir().unwrap();
