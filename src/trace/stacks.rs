@@ -318,28 +318,29 @@ const OPEN_GAP_MIN_NS: u64 = 1_000_000;
 /// (a host stop that the late thread's timer ended before the sampling clock fired:
 /// a 20 ms window with 0 of 82 samples was charged to the task before).
 pub(crate) fn gaps(samples: &[Sample], period_ns: u64, start_ns: u64, end_ns: u64) -> Vec<(crate::model::trace::SampleGap, (u64, u64))> {
-    let open = samples.last().filter(|s| s.time_ns < end_ns).map(|s| Sample { time_ns: end_ns, tid: s.tid, frames: vec![OPEN_AT_END.to_string()] });
-    let open = open.filter(|o| {
-        let due = samples.last().map_or(0, |s| s.time_ns) + period_ns;
-        o.time_ns.saturating_sub(due) >= OPEN_GAP_MIN_NS.max(2 * period_ns)
-    });
-    let tail: Vec<Sample> = samples.last().into_iter().cloned().chain(open).collect();
+    let open_at_end = [OPEN_AT_END.to_string()];
+    // The stretch after the last sample, when it is long enough to be a gap already.
+    let open = samples
+        .last()
+        .filter(|s| end_ns.saturating_sub(s.time_ns + period_ns) >= OPEN_GAP_MIN_NS.max(2 * period_ns))
+        .map(|s| (s.time_ns, end_ns, &open_at_end[..]));
     samples
         .windows(2)
-        .chain(tail.windows(2))
-        .filter_map(|w| {
-            let due = w[0].time_ns + period_ns;
-            let late = w[1].time_ns.checked_sub(due)?;
-            (late >= GAP_MIN_NS && w[1].time_ns > start_ns && w[1].time_ns <= end_ns).then(|| {
+        .map(|w| (w[0].time_ns, w[1].time_ns, &w[1].frames[..]))
+        .chain(open)
+        .filter_map(|(before, came, ended_by)| {
+            let due = before + period_ns;
+            let late = came.checked_sub(due)?;
+            (late >= GAP_MIN_NS && came > start_ns && came <= end_ns).then(|| {
                 let gap = crate::model::trace::SampleGap {
                     start_after_ns: crate::units::Nanos(due.saturating_sub(start_ns)),
                     length_ns: crate::units::Nanos(late),
-                    ended_by: w[1].frames.clone(),
+                    ended_by: ended_by.to_vec(),
                     not_running: false,
                     maybe_interrupts_off: false,
                     witnessed_ns: None,
                 };
-                (gap, (due, w[1].time_ns))
+                (gap, (due, came))
             })
         })
         .collect()
