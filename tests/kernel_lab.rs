@@ -306,9 +306,9 @@ fn rt_kernel_timerlat_names_a_fifo_hog() {
     }
     let dir = tempfile::tempdir().unwrap();
     let out_file = dir.path().join("hog.json");
-    let chrt = String::from_utf8(Command::new("sh").args(["-c", "command -v chrt"]).output().unwrap().stdout).unwrap();
+    let chrt = common::host_path("chrt").expect("chrt is on PATH");
     let out = run_lab(
-        &["--kernel", "rt", "--out", out_file.to_str().unwrap(), "--include", chrt.trim(), "--guest-load-cmd", HOG],
+        &["--kernel", "rt", "--out", out_file.to_str().unwrap(), "--include", &chrt, "--guest-load-cmd", HOG],
         &["-D", "4s", "-i", "1000", "-a", "0,1", "--probe", "timerlat:thread", "--trace-threshold", "20ms"],
     );
     assert!(out.status.success(), "kernel-lab failed: {}", String::from_utf8_lossy(&out.stderr));

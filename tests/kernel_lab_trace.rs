@@ -267,12 +267,12 @@ fn a_fifo_99_hog_in_the_guest_is_named_with_its_kernel_path_and_the_priority_adv
         common::skipped("kernel_lab: the guest FIFO-99 hog needs util-linux chrt on the host (apt-get install util-linux)");
         return;
     }
-    let chrt = String::from_utf8(Command::new("sh").args(["-c", "command -v chrt"]).output().unwrap().stdout).unwrap();
+    let chrt = common::host_path("chrt").expect("chrt is on PATH");
     let dir = tempfile::tempdir().unwrap();
     let out_file = dir.path().join("hog.json");
     let hog = "chrt -f 99 taskset -c 0 sh -c 'while :; do dd if=/dev/zero of=/dev/null bs=64k count=800 2>/dev/null; sleep 0.3; done'";
     let out = run_lab(
-        &["--kernel", "stock", "--icount", "1", "--out", out_file.to_str().unwrap(), "--include", chrt.trim(), "--guest-load-cmd", hog],
+        &["--kernel", "stock", "--icount", "1", "--out", out_file.to_str().unwrap(), "--include", &chrt, "--guest-load-cmd", hog],
         &["-D", "4s", "-i", "1000", "-a", "0", "-p", "95", "--trace-threshold", "2ms", "--trace-max", "10"],
     );
     assert!(out.status.success(), "kernel-lab failed: {}", String::from_utf8_lossy(&out.stderr));

@@ -235,7 +235,13 @@ pub fn read_bins(name: &str) -> (Vec<String>, Vec<BinRow>) {
 
 /// Is `tool` on PATH?
 pub fn have(tool: &str) -> bool {
-    std::process::Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().is_ok_and(|o| o.status.success())
+    host_path(tool).is_some()
+}
+
+/// Where `tool` is on PATH (`command -v`), e.g. to `--include` it into a lab guest.
+pub fn host_path(tool: &str) -> Option<String> {
+    let o = std::process::Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().ok()?;
+    o.status.success().then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
 }
 
 /// Chromium (or Chrome) on PATH, for the tests that render HTML in a real browser.
