@@ -134,6 +134,11 @@ fn filtered_switch_in_leaves_the_time_before_with_the_last_holder() {
     assert_eq!((w.culprits[0].kind.as_str(), w.culprits[0].duration_ns), ("unexplained", Nanos(900_000)), "{w:#?}");
 }
 
+/// The idle states of this VM's cpuidle driver (haltpoll): state 0 polls, state 1 halts.
+fn haltpoll_states() -> [IdleState; 2] {
+    [IdleState { name: "POLL".into(), exit_latency_ns: 0 }, IdleState { name: "haltpoll".into(), exit_latency_ns: 1_000 }]
+}
+
 #[test]
 fn idle_time_in_a_traced_state_is_named_by_it() {
     let t = "\
@@ -146,7 +151,7 @@ fn idle_time_in_a_traced_state_is_named_by_it() {
           <idle>-0       [001] d..2.    50.000907: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=rtscope-m0 next_pid=500 next_prio=49
 ";
     let ev = parse_trace(t);
-    let states = [IdleState { name: "POLL".into(), exit_latency_ns: 0 }, IdleState { name: "haltpoll".into(), exit_latency_ns: 1_000 }];
+    let states = haltpoll_states();
     let ctx = Context { self_pid: Some(500), idle_states: &states, ..Default::default() };
     let w = attribute_in(&ev, 1, 50_000_100_000, 50_000_910_000, &ctx);
     let top = &w.culprits[0];
@@ -512,7 +517,7 @@ fn a_gap_in_a_polling_idle_state_is_not_idle() {
           <idle>-0       [001] d..2.    50.006860: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=rtscope-m0 next_pid=500 next_prio=49
 ";
     let ev = parse_trace(t);
-    let states = [IdleState { name: "POLL".into(), exit_latency_ns: 0 }, IdleState { name: "haltpoll".into(), exit_latency_ns: 1_000 }];
+    let states = haltpoll_states();
     let samples = [
         Sample { time_ns: 49_999_990_000, tid: 500, frames: vec!["x".into()] },
         Sample { time_ns: 50_003_000_000, tid: 0, frames: vec!["poll_idle".into(), "cpuidle_enter_state".into()] },
